@@ -1,0 +1,45 @@
+"""The one narrow engine interface.
+
+Why: the UI, CLI and converter must not care whether a page is read by DeepSeek-OCR-2 on a GPU, the
+light CPU engine, the PDF text layer or a remote server. An engine knows nothing about documents,
+files or the UI: it takes page requests and returns engine outputs.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+
+from ocr_app.schema import EngineOutput, PageRequest
+
+
+class Engine(abc.ABC):
+    """Load once, run batches of page requests, unload."""
+
+    name: str = "engine"
+
+    @abc.abstractmethod
+    def load(self) -> None:
+        """Make the engine ready. Idempotent."""
+
+    @abc.abstractmethod
+    def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
+        """Return one output per request, in order. May raise ``OcrError`` for the whole batch."""
+
+    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Yield ``(request_index, output)`` as pages finish. Engines that batch override this."""
+        for i, req in enumerate(requests):
+            yield i, self.predict_batch([req])[0]
+
+    @abc.abstractmethod
+    def unload(self) -> None:
+        """Release every resource the engine holds (GPU memory included). Idempotent."""
+
+    @property
+    @abc.abstractmethod
+    def is_loaded(self) -> bool:
+        """Whether ``load`` has run and ``unload`` has not."""
+
+    def describe(self) -> dict[str, object]:
+        """Short facts for ``ocr-app info`` and the UI status panel."""
+        return {"name": self.name, "loaded": self.is_loaded}

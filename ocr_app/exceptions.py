@@ -1,0 +1,65 @@
+"""User-facing errors. Every error a user can cause or fix comes from this module.
+
+Why one tree: the CLI maps ``InputError`` to exit code 2 and everything else to 1, the UI turns any
+``OcrError`` into a ``gr.Error`` with the same message, and callers can catch one base class.
+"""
+
+from __future__ import annotations
+
+
+class OcrError(Exception):
+    """Base class of all errors ocr-app raises on purpose."""
+
+
+# --- input -------------------------------------------------------------------------------------
+class InputError(OcrError):
+    """The user's input cannot be converted. Exit code 2 in the CLI."""
+
+
+class UnsupportedFormatError(InputError):
+    """The file is neither a PDF nor a supported image, whatever its extension says."""
+
+
+class CorruptFileError(InputError):
+    """The file claims a known format but cannot be decoded."""
+
+
+class EmptyInputError(InputError):
+    """The file has no bytes, or the document has zero pages."""
+
+
+class EncryptedDocumentError(InputError):
+    """The PDF is encrypted and no (correct) password was given."""
+
+
+class PageRangeError(InputError):
+    """A page range string is malformed or selects no existing page."""
+
+
+class LimitExceededError(InputError):
+    """A page has too many pixels, or a document too many pages, for the configured limits."""
+
+
+# --- model and runtime -------------------------------------------------------------------------
+class ConfigError(OcrError):
+    """A setting has an invalid value (unknown mode, preset, dtype, device...)."""
+
+
+class ModelLoadError(OcrError):
+    """The model could not be loaded."""
+
+
+class WeightsNotFoundError(ModelLoadError):
+    """Weights are neither on disk nor reachable on the hub."""
+
+
+class EngineUnavailableError(OcrError):
+    """The requested engine cannot run here (missing extra, no GPU, no endpoint)."""
+
+
+class EngineError(OcrError):
+    """An engine failed on a page for a reason that is not the user's input."""
+
+
+class GpuOutOfMemory(EngineError):
+    """The GPU ran out of memory and every smaller retry failed too."""

@@ -1,0 +1,72 @@
+"""One settings object for the library, CLI and UI.
+
+Why pydantic-settings: every knob can come from the environment (prefix ``DEEPSEEK_OCR_``), from a
+``.env`` file, or be passed explicitly, and values are validated once with clear messages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL = "deepseek-community/DeepSeek-OCR-2"
+
+
+def default_cache_dir() -> Path:
+    """The per-user cache directory (platformdirs), e.g. ``~/.cache/ocr-app``."""
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("ocr-app"))
+
+
+class Settings(BaseSettings):
+    """All settings. Env: ``DEEPSEEK_OCR_<FIELD>`` (case-insensitive)."""
+
+    model_config = SettingsConfigDict(env_prefix="DEEPSEEK_OCR_", env_file=".env", extra="ignore")
+
+    # model
+    model: str = Field(DEFAULT_MODEL, description="Hub id or local directory of the checkpoint.")
+    device: str = Field("auto", description="auto, cpu, cuda, cuda:N.")
+    dtype: str = Field("auto", description="auto, bf16, fp16, fp32, int8, mixed.")
+    engine: str = Field("auto", description="auto, deepseek, light, textlayer, remote.")
+    remote_url: str | None = Field(None, description="OpenAI-compatible vLLM/SGLang endpoint.")
+    remote_model: str | None = Field(None, description="Model name on the remote endpoint.")
+
+    # ingest
+    dpi: int = Field(144, ge=36, le=600)
+    max_pixels_per_page: int = Field(60_000_000, ge=1)
+    max_pages: int = Field(2000, ge=1)
+    max_file_mb: float = Field(500.0, gt=0)
+
+    # generation
+    mode: str = "default"
+    prompt: str = "markdown"
+    max_new_tokens: int = Field(8192, ge=1)
+    no_repeat_ngram_size: int = Field(30, ge=0)
+    no_repeat_window: int = Field(90, ge=0)
+    text_layer: Literal["auto", "always", "never"] = "auto"
+
+    # runtime
+    idle_unload_s: float = Field(300.0, ge=0, description="0 disables idle unload.")
+    preload: bool = False
+    cache_enabled: bool = True
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    vision_cache_mb: int = Field(512, ge=0)
+    vision_cache_disk: bool = False
+    result_cache_mb: int = Field(256, ge=0)
+    memory_tolerance_mb: int = Field(64, ge=0)
+
+    # server
+    host: str = "127.0.0.1"
+    port: int = Field(7860, ge=0, le=65535)
+    share: bool = False
+    concurrency_limit: int = Field(1, ge=1)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from env/.env with explicit overrides (None values are ignored)."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    return Settings(**clean)
