@@ -63,3 +63,7 @@ class EngineError(OcrError):
 
 class GpuOutOfMemory(EngineError):
     """The GPU ran out of memory and every smaller retry failed too."""
+
+
+class ConversionCancelled(OcrError):
+    """The user cancelled a running conversion; pages finished before that are kept."""

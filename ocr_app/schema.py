@@ -103,6 +103,7 @@ class PageResult:
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # set when the page failed; the other pages still convert
+    error_kind: str | None = None  # "input" (the user's file) or "internal" (engine/runtime)
     overlay_path: Path | None = None
     figures: list[Path] = field(default_factory=list)
 
@@ -147,6 +148,7 @@ class PageResult:
             "timings": dict(self.timings),
             "notes": list(self.notes),
             "error": self.error,
+            "error_kind": self.error_kind,
             "markdown": self.markdown,
             "blocks": blocks,
         }
@@ -159,6 +161,7 @@ class DocumentResult:
     source: str
     pages: list[PageResult] = field(default_factory=list)
     error: str | None = None  # the whole file failed (bad input); pages is then empty
+    error_kind: str | None = None  # "input" or "internal"
     outputs: dict[str, Path] = field(default_factory=dict)  # "md", "mmd", "json", "zip", "layout_pdf"
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -170,6 +173,7 @@ class DocumentResult:
         return {
             "source": self.source,
             "error": self.error,
+            "error_kind": self.error_kind,
             "settings": dict(self.settings),
             "page_count": len(self.pages),
             "pages": [p.to_dict() for p in self.pages],
