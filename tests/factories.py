@@ -1,0 +1,133 @@
+"""Real test documents built on the fly with PyMuPDF and Pillow.
+
+Why generated and not checked in: every test states the content it needs in one line, files stay out of
+git, and the PDFs/images are real ones (the same libraries users' files come from), not byte stubs.
+
+Conventions that tests may rely on:
+- ``make_pdf``: lines starting with ``"# "`` are headings, set in bold at 1.6x the body size; body text
+  is Helvetica. Page size is in PDF points (1/72 inch).
+- ``make_image``: white background (transparent for RGBA/LA), black text near the top left and a RED
+  square (``MARKER_SIZE`` px) in the top-left corner, so rotation tests can find where that corner went.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+MARKER_SIZE = 40
+MARKER_RGB = (255, 0, 0)
+
+_FORMATS = {
+    ".png": "PNG",
+    ".jpg": "JPEG",
+    ".jpeg": "JPEG",
+    ".webp": "WEBP",
+    ".bmp": "BMP",
+    ".tif": "TIFF",
+    ".tiff": "TIFF",
+    ".gif": "GIF",
+}
+
+
+def make_pdf(
+    path: str | Path,
+    pages: list[str],
+    *,
+    page_size: tuple[float, float] = (595, 842),
+    fontsize: float = 11,
+    password: str | None = None,
+) -> Path:
+    """Write a PDF with one page per string and return its path.
+
+    ``password`` encrypts it with AES-256 (user password = owner password prefix, so only the user
+    password is needed to open it). Text that does not fit a page raises ValueError instead of being
+    cut silently.
+    """
+    import pymupdf
+
+    path = Path(path)
+    width, height = page_size
+    margin = 50
+    doc = pymupdf.open()
+    for page_text in pages:
+        page = doc.new_page(width=width, height=height)
+        y = margin
+        for line in page_text.splitlines():
+            heading = line.startswith("# ")
+            text = line[2:] if heading else line
+            size = fontsize * 1.6 if heading else fontsize
+            if not text.strip():
+                y += size
+                continue
+            rect = pymupdf.Rect(margin, y, width - margin, height - margin)
+            left = page.insert_textbox(rect, text, fontsize=size, fontname="hebo" if heading else "helv")
+            if left < 0:
+                raise ValueError(f"text does not fit the page: {text[:40]!r}")
+            y += rect.height - left + size * 0.4
+    kwargs: dict[str, object] = {}
+    if password is not None:
+        kwargs = {
+            "encryption": pymupdf.PDF_ENCRYPT_AES_256,
+            "user_pw": password,
+            "owner_pw": password + "-owner",
+        }
+    doc.save(path, **kwargs)
+    doc.close()
+    return path
+
+
+def make_image(
+    path: str | Path,
+    text: str = "Hello",
+    size: tuple[int, int] = (800, 600),
+    mode: str = "RGB",
+    fmt: str | None = None,
+    exif_orientation: int | None = None,
+    frames: int = 1,
+) -> Path:
+    """Write an image file and return its path.
+
+    The format comes from the extension unless ``fmt`` (a Pillow format name such as "PNG") is given,
+    which is how tests build mislabelled files (a PNG named ``.pdf``). ``mode`` is RGB, RGBA, LA, P,
+    CMYK, L or I;16. ``frames > 1`` writes a multi-frame file (TIFF, GIF or WebP); frame ``i`` says
+    ``f"{text} {i + 1}"``. ``exif_orientation`` (1-8) writes the EXIF Orientation tag (JPEG, PNG, WebP).
+    """
+    from PIL import Image
+
+    path = Path(path)
+    fmt = fmt or _FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ValueError(f"no image format for {path.name}; pass fmt=")
+    images = [_draw(text if frames == 1 else f"{text} {i + 1}", size, mode) for i in range(frames)]
+    kwargs: dict[str, object] = {}
+    if frames > 1:
+        kwargs = {"save_all": True, "append_images": images[1:]}
+    if exif_orientation is not None:
+        if fmt not in ("JPEG", "PNG", "WEBP"):
+            raise ValueError(f"EXIF orientation is not supported for {fmt} here")
+        exif = Image.Exif()
+        exif[0x0112] = exif_orientation
+        kwargs["exif"] = exif.tobytes()
+    images[0].save(path, format=fmt, **kwargs)
+    return path
+
+
+def _draw(text: str, size: tuple[int, int], mode: str) -> Image.Image:
+    """One picture: text plus the red corner marker, converted to ``mode``."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    transparent = mode in ("RGBA", "LA")
+    img = Image.new("RGBA", size, (255, 255, 255, 0 if transparent else 255))
+    draw = ImageDraw.Draw(img)
+    draw.rectangle((0, 0, MARKER_SIZE - 1, MARKER_SIZE - 1), fill=(*MARKER_RGB, 255))
+    font = ImageFont.load_default(size=max(12, size[1] // 12))
+    draw.text((MARKER_SIZE + 10, MARKER_SIZE + 10), text, fill=(0, 0, 0, 255), font=font)
+    if transparent:
+        return img.convert(mode)
+    if mode == "I;16":
+        return img.convert("L").convert("I").point(lambda v: v * 257).convert("I;16")
+    return img.convert("RGB").convert(mode)
