@@ -1,0 +1,277 @@
+"""The ``ocr-app`` command: a peer of the web app over the same library.
+
+Exit codes (documented in the README): 0 every page converted (pages that hit the token cap are kept and
+flagged, still 0); 1 an internal failure (engine, runtime, a bug); 2 bad input (a file or page range was
+rejected — the other files still converted) or bad usage; 130 cancelled with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+ALL_FORMATS = ("md", "mmd", "json", "overlay", "layout_pdf", "zip")
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _parse_formats(value: str) -> frozenset[str]:
+    chosen = {v.strip().lower() for v in value.split(",") if v.strip()}
+    if "all" in chosen:
+        return frozenset(ALL_FORMATS)
+    unknown = chosen - set(ALL_FORMATS)
+    if unknown:
+        raise click.BadParameter(
+            f"unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL_FORMATS)}"
+        )
+    return frozenset(chosen)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.version_option(package_name="ocr-app")
+def main(verbose: int) -> None:
+    """Convert PDFs and images to Markdown, JSON and layout overlays with DeepSeek-OCR-2."""
+    _setup_logging(verbose)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("outputs"),
+    show_default=True,
+    help="Output directory (one sub-folder per input file).",
+)
+@click.option("-p", "--pages", default=None, help='1-based page range, e.g. "1-3,7,10-".')
+@click.option("--mode", default=None, help="Resolution mode: global, default, auto (see `ocr-app info`).")
+@click.option(
+    "--prompt",
+    default=None,
+    help="Prompt preset (markdown, free, ocr, figure, describe, locate) or custom text.",
+)
+@click.option("--locate-text", default=None, help="Text to find with the 'locate' preset.")
+@click.option("--dpi", type=click.IntRange(36, 600), default=None, help="PDF render DPI [default: 144].")
+@click.option("--model", default=None, help="Hub id or local checkpoint directory.")
+@click.option("--device", default=None, help="auto, cpu, cuda, cuda:N.")
+@click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
+@click.option("--engine", default=None, help="auto, deepseek, light, textlayer, remote.")
+@click.option(
+    "--text-layer",
+    type=click.Choice(["auto", "always", "never"]),
+    default=None,
+    help="Use the PDF text layer instead of OCR where it is usable.",
+)
+@click.option("--password", default=None, help="Password of encrypted PDFs.")
+@click.option(
+    "--format",
+    "formats",
+    default="all",
+    show_default=True,
+    help=f"Comma-separated outputs: {', '.join(ALL_FORMATS)} or all.",
+)
+@click.option("--max-new-tokens", type=click.IntRange(1), default=None, help="Token cap per page.")
+@click.option("--cache/--no-cache", default=None, help="Cross-page vision cache [default: on].")
+@click.option("--json-summary", is_flag=True, help="Print the summary as JSON on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def convert(
+    inputs,
+    out_dir,
+    pages,
+    mode,
+    prompt,
+    locate_text,
+    dpi,
+    model,
+    device,
+    dtype,
+    engine,
+    text_layer,
+    password,
+    formats,
+    max_new_tokens,
+    cache,
+    json_summary,
+    quiet,
+) -> None:
+    """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.engines.registry import build_engines
+    from ocr_app.settings import load_settings
+
+    try:
+        settings = load_settings(
+            model=model, device=device, dtype=dtype, engine=engine, text_layer=text_layer
+        )
+        options = ConvertOptions.from_settings(
+            settings,
+            pages=pages,
+            mode=mode,
+            prompt=prompt,
+            locate_text=locate_text,
+            dpi=dpi,
+            password=password,
+            formats=_parse_formats(formats),
+            max_new_tokens=max_new_tokens,
+            use_cache=cache,
+        )
+        engines = build_engines(settings)
+    except click.BadParameter:
+        raise
+    except OcrError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL)
+    except Exception as exc:  # pydantic validation of env/options
+        click.echo(f"Error: invalid settings: {exc}", err=True)
+        sys.exit(EXIT_INPUT)
+
+    bar = _ProgressBar(disabled=quiet or json_summary)
+    cancel = threading.Event()
+    try:
+        results = Converter(engines, settings).convert(inputs, out_dir, options, progress=bar, cancel=cancel)
+    except ConversionCancelled as exc:
+        bar.close()
+        click.echo(f"\n{exc} Pages finished so far were written to {out_dir}.", err=True)
+        sys.exit(EXIT_CANCELLED)
+    except KeyboardInterrupt:
+        bar.close()
+        click.echo(f"\nCancelled. Pages finished so far were written to {out_dir}.", err=True)
+        sys.exit(EXIT_CANCELLED)
+    except OcrError as exc:
+        bar.close()
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL)
+    finally:
+        engines.unload_all()
+    bar.close()
+    code = _exit_code(results)
+    if json_summary:
+        click.echo(json.dumps(_summary_dict(results, code), indent=2))
+    else:
+        _print_summary(results)
+    sys.exit(code)
+
+
+def _exit_code(results) -> int:
+    kinds = {r.error_kind for r in results if r.error} | {
+        p.error_kind for r in results for p in r.pages if p.error
+    }
+    if "internal" in kinds:
+        return EXIT_INTERNAL
+    if "input" in kinds:
+        return EXIT_INPUT
+    return EXIT_OK
+
+
+def _summary_dict(results, code: int) -> dict:
+    return {
+        "exit_code": code,
+        "files": [
+            {
+                "source": r.source,
+                "error": r.error,
+                "pages": len(r.pages),
+                "status": {p.index + 1: p.status for p in r.pages},
+                "outputs": {k: str(v) for k, v in r.outputs.items()},
+            }
+            for r in results
+        ],
+    }
+
+
+def _print_summary(results) -> None:
+    for r in results:
+        if r.error:
+            click.secho(f"✗ {r.source}: {r.error}", fg="red", err=True)
+            continue
+        flagged = [p for p in r.pages if p.status != "ok"]
+        ok = len(r.pages) - len(flagged)
+        where = r.outputs.get("dir") or r.outputs.get("md", "")
+        click.secho(
+            f"✓ {r.source}: {ok}/{len(r.pages)} pages ok → {where}", fg="green" if not flagged else "yellow"
+        )
+        for p in flagged:
+            why = p.error or {"length": "token cap hit (kept)", "repetition": "repetition (kept)"}.get(
+                p.status, ""
+            )
+            click.secho(f"    page {p.index + 1}: {p.status}: {why}", fg="yellow", err=True)
+
+
+class _ProgressBar:
+    """tqdm bar over pages, reset per file; silent when disabled."""
+
+    def __init__(self, disabled: bool) -> None:
+        self.disabled = disabled
+        self._bar = None
+
+    def __call__(self, event) -> None:
+        if self.disabled:
+            return
+        from tqdm import tqdm
+
+        if event.stage == "open" or self._bar is None:
+            self.close()
+            self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
+        if event.total and self._bar.total != event.total:
+            self._bar.total = event.total
+        self._bar.set_postfix_str(event.message[:60])
+        self._bar.n = event.done
+        self._bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+@main.command()
+@click.option("--model", default=None, help="Hub id or local checkpoint directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info(model, as_json) -> None:
+    """Show versions, device, GPU memory, engines and whether weights are cached."""
+    from ocr_app.info import collect_info
+    from ocr_app.settings import load_settings
+
+    data = collect_info(load_settings(model=model))
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+        return
+    for section, values in data.items():
+        click.secho(section, bold=True)
+        for key, value in values.items():
+            click.echo(f"  {key:<22} {value}")
+
+
+@main.command("make-tiny-model")
+@click.argument("out_dir", type=click.Path(path_type=Path))
+def make_tiny_model(out_dir: Path) -> None:
+    """Write a tiny random-weight DeepSeek-OCR-2 checkpoint (for trying the pipeline offline).
+
+    Its text is random: it exercises every stage with the real model classes, nothing more.
+    """
+    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
+
+    path = build_tiny_checkpoint(out_dir)
+    click.echo(
+        f"Wrote a tiny checkpoint to {path}. Try: ocr-app convert FILE.pdf --model {path} --engine deepseek"
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

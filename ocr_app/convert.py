@@ -1,0 +1,345 @@
+"""The one conversion entry point: ingest → engine → parse → render, page by page.
+
+Why a class: the UI and the CLI are peers over this object. It owns no model (engines are passed in
+through an ``EngineSet``), streams per-page progress, keeps going when a page or a file fails, and never
+drops a page that hit the token cap.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
+from ocr_app.schema import DocumentResult, EngineOutput, PageImage, PageRequest, PageResult, StopReason
+
+if TYPE_CHECKING:
+    from ocr_app.engines.base import Engine
+    from ocr_app.engines.registry import EngineSet
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_FORMATS = frozenset({"md", "mmd", "json", "overlay", "layout_pdf", "zip"})
+
+
+@dataclass
+class ConvertOptions:
+    """Per-job choices. ``None`` fields fall back to the settings."""
+
+    pages: str | None = None  # 1-based range, "1-3,7,10-"; None = all
+    prompt: str = "markdown"  # preset name or custom prompt text
+    locate_text: str | None = None  # for the "locate" preset
+    mode: str = "default"  # resolution mode
+    dpi: int = 144
+    password: str | None = None
+    use_cache: bool = True  # cross-page vision cache
+    max_new_tokens: int | None = None
+    formats: frozenset[str] = DEFAULT_FORMATS
+    engine: str | None = None  # None = the engine set's default
+    batch_pages: int = 8  # pages rendered and sent to the engine at a time (bounds host memory)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> ConvertOptions:
+        base = cls(
+            prompt=settings.prompt,
+            mode=settings.mode,
+            dpi=settings.dpi,
+            use_cache=settings.cache_enabled,
+            max_new_tokens=settings.max_new_tokens,
+        )
+        for key, value in overrides.items():
+            if value is not None:
+                setattr(base, key, value)
+        return base
+
+
+@dataclass
+class ProgressEvent:
+    """One progress report. ``message`` is ready to show to a person."""
+
+    stage: str  # open, render, recognize, page_done, write, done, file_error
+    source: str
+    file_index: int
+    file_count: int
+    page: int | None  # 1-based page number inside the document
+    done: int  # pages finished in this file
+    total: int  # pages selected in this file
+    message: str
+    page_result: PageResult | None = None
+
+
+ProgressFn = Callable[[ProgressEvent], None]
+
+
+@dataclass
+class _Job:
+    """State of one file's conversion, so helpers need not pass six arguments around."""
+
+    name: str
+    file_index: int
+    file_count: int
+    total: int
+    progress: ProgressFn | None
+    cancel: threading.Event | None
+    results: dict[int, PageResult] = field(default_factory=dict)
+
+    def emit(self, stage: str, message: str, page: int | None = None, result: PageResult | None = None):
+        if self.progress is None:
+            return
+        event = ProgressEvent(
+            stage=stage,
+            source=self.name,
+            file_index=self.file_index,
+            file_count=self.file_count,
+            page=page,
+            done=len(self.results),
+            total=self.total,
+            message=message,
+            page_result=result,
+        )
+        try:
+            self.progress(event)
+        except ConversionCancelled:
+            raise
+        except Exception:  # a broken progress callback must not lose the conversion
+            logger.exception("progress callback failed")
+
+    def check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise ConversionCancelled(f"Cancelled while converting {self.name}.")
+
+
+def _unique_stem(name: str, taken: set[str]) -> str:
+    stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip() or "document"
+    candidate, n = stem, 2
+    while candidate.lower() in taken:
+        candidate, n = f"{stem}-{n}", n + 1
+    taken.add(candidate.lower())
+    return candidate
+
+
+def _chunks(items: Sequence[int], size: int) -> Iterable[Sequence[int]]:
+    for i in range(0, len(items), max(1, size)):
+        yield items[i : i + size]
+
+
+class Converter:
+    """Convert files with the engines passed in. Thread-safe for concurrent ``convert`` calls."""
+
+    def __init__(self, engines: EngineSet, settings: Settings) -> None:
+        self.engines = engines
+        self.settings = settings
+
+    # -- facts for front ends ------------------------------------------------------------------
+    def engine_names(self) -> list[str]:
+        return self.engines.names()
+
+    def describe(self) -> dict[str, object]:
+        return self.engines.describe()
+
+    # -- conversion ----------------------------------------------------------------------------
+    def convert(
+        self,
+        inputs: Sequence[str | Path],
+        out_dir: str | Path,
+        options: ConvertOptions | None = None,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[DocumentResult]:
+        """Convert every input; a bad file becomes a ``DocumentResult`` with ``error`` set.
+
+        Raises ``ConversionCancelled`` (pages finished so far are already written) and ``InputError``
+        only when ``inputs`` names nothing at all.
+        """
+        from ocr_app.ingest import iter_input_files
+
+        options = options or ConvertOptions.from_settings(self.settings)
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        files: list[Path] = []
+        missing: list[DocumentResult] = []
+        for item in inputs:
+            try:
+                files.extend(iter_input_files([item]))
+            except InputError as exc:
+                missing.append(DocumentResult(source=str(item), error=str(exc), error_kind="input"))
+        if not files and not missing:
+            raise InputError("No input files: give PDF or image files, or folders that contain them.")
+        taken: set[str] = set()
+        results = list(missing)
+        for i, path in enumerate(files):
+            results.append(self._convert_file(path, out, options, i, len(files), progress, cancel, taken))
+        return results
+
+    def _convert_file(
+        self,
+        path: Path,
+        out: Path,
+        options: ConvertOptions,
+        file_index: int,
+        file_count: int,
+        progress: ProgressFn | None,
+        cancel: threading.Event | None,
+        taken: set[str],
+    ) -> DocumentResult:
+        from ocr_app.ingest import IngestLimits, open_document, parse_page_range
+
+        job = _Job(path.name, file_index, file_count, 0, progress, cancel)
+        job.emit("open", f"Opening {path.name}")
+        doc = DocumentResult(source=path.name, settings=self._settings_record(options))
+        try:
+            job.check_cancel()
+            limits = IngestLimits.from_settings(self.settings)
+            with open_document(path, password=options.password, dpi=options.dpi, limits=limits) as src:
+                indices = parse_page_range(options.pages, src.page_count)
+                job.total = len(indices)
+                engine = self.engines.get(options.engine)
+                self._run_pages(src, indices, engine, options, job, out, doc, taken)
+        except ConversionCancelled:
+            raise
+        except OcrError as exc:
+            doc.error = str(exc)
+            doc.error_kind = "input" if isinstance(exc, InputError) else "internal"
+            job.emit("file_error", f"{path.name}: {exc}")
+            return doc
+        except Exception as exc:  # never let one file take the batch (or the server) down
+            logger.exception("internal error converting %s", path)
+            doc.error = f"Internal error while converting {path.name}: {type(exc).__name__}: {exc}"
+            doc.error_kind = "internal"
+            job.emit("file_error", doc.error)
+            return doc
+        job.emit("done", f"Finished {path.name}: {len(doc.pages)} pages")
+        return doc
+
+    def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, taken) -> None:
+        from ocr_app.engines.deepseek.prompts import resolve_prompt
+        from ocr_app.render.writer import DocumentWriter
+
+        prompt = resolve_prompt(options.prompt, locate_text=options.locate_text)
+        writer = DocumentWriter(out, _unique_stem(src.name, taken), options.formats)
+        try:
+            for chunk in _chunks(indices, options.batch_pages):
+                job.check_cancel()
+                pages: list[PageImage] = []
+                for index in chunk:
+                    job.emit("render", self._page_msg("Rendering", index, job, src.page_count), index + 1)
+                    try:
+                        pages.append(src.render(index))
+                    except OcrError as exc:
+                        self._fail_page(job, writer, index, src.name, exc)
+                requests = [
+                    PageRequest(
+                        page=p,
+                        prompt=prompt,
+                        mode=options.mode,
+                        max_new_tokens=options.max_new_tokens,
+                        use_cache=options.use_cache,
+                    )
+                    for p in pages
+                ]
+                if requests:
+                    first, last = requests[0].page.index + 1, requests[-1].page.index + 1
+                    span = f"page {first}" if first == last else f"pages {first}–{last}"
+                    job.emit("recognize", f"Recognizing {span} of {src.page_count}", first)
+                    self._recognize(engine, requests, job, writer)
+        finally:
+            # Whatever happened (cancel included), write what was converted so nothing is lost.
+            doc.pages = [job.results[i] for i in indices if i in job.results]
+            if doc.pages:
+                job.emit("write", f"Writing outputs for {src.name}")
+                writer.finish(doc)
+
+    def _recognize(self, engine: Engine, requests: list[PageRequest], job: _Job, writer) -> None:
+        """Stream outputs; if the batch breaks, retry the unfinished pages one by one to isolate it."""
+        pending = {id(r): r for r in requests}
+        try:
+            for i, output in engine.predict_stream(requests):
+                req = requests[i]
+                self._finish_page(job, writer, req.page, output)
+                pending.pop(id(req), None)
+                job.check_cancel()
+        except ConversionCancelled:
+            raise
+        except Exception as exc:
+            if len(requests) == 1:
+                self._fail_page(job, writer, requests[0].page.index, requests[0].page.source, exc)
+                return
+            logger.warning("batch of %d pages failed (%s); retrying pages one by one", len(requests), exc)
+            for req in list(pending.values()):
+                job.check_cancel()
+                self._recognize(engine, [req], job, writer)
+
+    def _finish_page(self, job: _Job, writer, page: PageImage, output: EngineOutput) -> None:
+        from ocr_app.parse.grounding import clean_raw, parse_grounded
+
+        width, height = page.size
+        raw = clean_raw(output.raw_text)
+        blocks = output.blocks if output.blocks is not None else parse_grounded(raw, width, height)
+        prefix = f"{output.engine}:"
+        reason = next((n[len(prefix) :].strip() for n in output.notes if n.startswith(prefix)), "")
+        result = PageResult(
+            index=page.index,
+            source=page.source,
+            width=width,
+            height=height,
+            engine=output.engine,
+            engine_reason=reason,
+            blocks=blocks,
+            raw_text=raw,
+            stop_reason=output.stop_reason,
+            num_tokens=output.num_tokens,
+            timings=dict(output.timings),
+            notes=list(output.notes),
+        )
+        t0 = time.perf_counter()
+        writer.add_page(result, page.image)
+        result.timings["render"] = round(time.perf_counter() - t0, 4)
+        job.results[page.index] = result
+        flag = {StopReason.LENGTH: " (token cap hit)", StopReason.REPETITION: " (repetition)"}
+        msg = f"Recognized page {page.index + 1} ({len(job.results)} of {job.total})"
+        job.emit("page_done", msg + flag.get(result.stop_reason, ""), page.index + 1, result)
+
+    def _fail_page(self, job: _Job, writer, index: int, source: str, exc: BaseException) -> None:
+        if isinstance(exc, OcrError):
+            message, kind = str(exc), ("input" if isinstance(exc, InputError) else "internal")
+        else:
+            logger.error("page %d of %s failed", index + 1, source, exc_info=exc)
+            message, kind = f"Internal error: {type(exc).__name__}: {exc}", "internal"
+        result = PageResult(
+            index=index,
+            source=source,
+            width=0,
+            height=0,
+            stop_reason=StopReason.ERROR,
+            error=message,
+            error_kind=kind,
+        )
+        writer.add_page(result, None)
+        job.results[index] = result
+        job.emit("page_done", f"Page {index + 1} failed: {message}", index + 1, result)
+
+    @staticmethod
+    def _page_msg(verb: str, index: int, job: _Job, page_count: int) -> str:
+        position = len(job.results) + 1
+        if job.total == page_count:
+            return f"{verb} page {index + 1} of {page_count}"
+        return f"{verb} page {index + 1} ({position} of {job.total} selected)"
+
+    def _settings_record(self, options: ConvertOptions) -> dict[str, object]:
+        return {
+            "engine": options.engine or self.engines.default,
+            "model": self.settings.model,
+            "prompt": options.prompt,
+            "mode": options.mode,
+            "dpi": options.dpi,
+            "pages": options.pages,
+            "use_cache": options.use_cache,
+            "max_new_tokens": options.max_new_tokens,
+        }
