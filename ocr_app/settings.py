@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     engine: str = Field("auto", description="auto, deepseek, light, textlayer, remote.")
     remote_url: str | None = Field(None, description="OpenAI-compatible vLLM/SGLang endpoint.")
     remote_model: str | None = Field(None, description="Model name on the remote endpoint.")
+    remote_api_key: str | None = Field(None, description="Bearer token for the remote endpoint.")
+    remote_timeout_s: float = Field(300.0, gt=0)
+    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on the endpoint.")
 
     # ingest
     dpi: int = Field(144, ge=36, le=600)
