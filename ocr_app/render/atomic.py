@@ -1,0 +1,49 @@
+"""Atomic file writes: a temp file in the target's directory, then ``os.replace``.
+
+Why: a crash, a full disk or a killed worker must never leave a half-written Markdown, JSON or ZIP that
+looks complete; readers see either the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def atomic_target(path: Path) -> Iterator[Path]:
+    """Yield a temp path beside ``path``; on success it replaces ``path``, on error it is removed.
+
+    For writers that want a file name (PyMuPDF ``save``, ``zipfile``) rather than bytes.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically and return ``path``."""
+    with atomic_target(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return Path(path)
+
+
+def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically (UTF-8, ``\\n`` newlines on every OS) and return ``path``."""
+    return atomic_write_bytes(path, text.encode(encoding))

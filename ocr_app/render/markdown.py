@@ -1,0 +1,114 @@
+"""Blocks → Markdown, the way the official DeepSeek-OCR-2 scripts do it, minus their silent losses.
+
+Why this shape: ``Block.text`` is already Markdown (tables stay HTML, formulas stay LaTeX), so rendering
+only crops figures, removes leftover tags, applies the two official LaTeX fixes and joins pages with a
+stable separator that tools can split on.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ocr_app.render.atomic import atomic_write_bytes
+from ocr_app.schema import Block, Box
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+logger = logging.getLogger(__name__)
+
+IMAGE_LABELS = frozenset({"image", "figure"})
+LATEX_FIXES = (("\\coloneqq", ":="), ("\\eqqcolon", "=:"))
+JPEG_QUALITY = 90
+# Document layout (stable; tools may split on it): every page starts with ``<!-- page N -->`` (1-based)
+# and pages are separated by a horizontal rule, which is the visible part in rendered Markdown.
+PAGE_MARKER = "<!-- page {number} -->"
+PAGE_RULE = "\n\n---\n\n"
+
+_TAG_RE = re.compile(r"<\|/?(?:ref|det|grounding)\|>")
+_MANY_NEWLINES_RE = re.compile(r"\n{3,}")
+
+
+def fix_latex(text: str) -> str:
+    """``\\coloneqq`` → ``:=`` and ``\\eqqcolon`` → ``=:`` (MathJax/KaTeX lack them without extensions)."""
+    for old, new in LATEX_FIXES:
+        text = text.replace(old, new)
+    return text
+
+
+def tidy_markdown(text: str) -> str:
+    """Remove leftover grounding tags, apply LaTeX fixes, collapse 3+ newlines to 2, strip the ends."""
+    return _MANY_NEWLINES_RE.sub("\n\n", fix_latex(_TAG_RE.sub("", text))).strip()
+
+
+def pixel_crop_box(box: Box, size: tuple[int, int]) -> tuple[int, int, int, int] | None:
+    """Round a float pixel box to whole pixels inside the page; None when nothing is left."""
+    width, height = size
+    x1, y1, x2, y2 = (round(v) for v in box)
+    x1, x2 = max(0, min(x1, width)), max(0, min(x2, width))
+    y1, y2 = max(0, min(y1, height)), max(0, min(y2, height))
+    if x2 - x1 < 1 or y2 - y1 < 1:
+        return None
+    return (x1, y1, x2, y2)
+
+
+def save_crop(image: Image.Image, box: Box, path: Path) -> Path | None:
+    """Crop ``box`` from the page and write it as JPEG (atomically); None when the box is empty."""
+    crop_box = pixel_crop_box(box, image.size)
+    if crop_box is None:
+        return None
+    buf = io.BytesIO()
+    image.crop(crop_box).convert("RGB").save(buf, format="JPEG", quality=JPEG_QUALITY)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def page_markdown(
+    blocks: Sequence[Block],
+    image: Image.Image | None,
+    page_number: int,
+    images_dir: Path | None,
+    link_prefix: str = "images",
+) -> tuple[str, list[Path]]:
+    """Markdown of one page and the figure files written for it.
+
+    ``page_number`` is 0-based, like the official script's ``images/{page}_{idx}.jpg`` names; ``idx``
+    counts figures on the page. Each box of an image block becomes one crop and one link, followed by
+    the block's own text if it has any. Without ``images_dir`` (or without the page image) nothing is
+    written and image blocks contribute only their text, so no link ever points at a missing file.
+    """
+    parts: list[str] = []
+    figures: list[Path] = []
+    for block in blocks:
+        if block.label in IMAGE_LABELS and images_dir is not None and image is not None:
+            for box in block.boxes:
+                name = f"{page_number}_{len(figures)}.jpg"
+                path = save_crop(image, box, Path(images_dir) / name)
+                if path is None:
+                    logger.debug("page %d: empty figure box %s skipped", page_number, box)
+                    continue
+                figures.append(path)
+                parts.append(f"![]({link_prefix}/{name})" if link_prefix else f"![]({name})")
+        if block.text.strip():
+            parts.append(block.text)
+    return tidy_markdown("\n\n".join(parts)), figures
+
+
+def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None = None) -> str:
+    """Join page Markdown: ``<!-- page N -->`` before each page, ``---`` between pages.
+
+    ``page_numbers`` are the 1-based numbers shown in the markers (default 1, 2, ...); pass them when a
+    page range was selected so the markers match the source document.
+    """
+    numbers = list(page_numbers) if page_numbers is not None else list(range(1, len(pages) + 1))
+    if len(numbers) != len(pages):
+        raise ValueError(f"{len(pages)} pages but {len(numbers)} page numbers")
+    parts = []
+    for number, md in zip(numbers, pages, strict=True):
+        marker = PAGE_MARKER.format(number=number)
+        parts.append(f"{marker}\n\n{md.strip()}" if md.strip() else marker)
+    return PAGE_RULE.join(parts) + "\n" if parts else ""
