@@ -1,0 +1,200 @@
+"""End to end through the real console script: generated PDF → `ocr-app convert` → every output.
+
+Nothing is mocked between the CLI and the model: the tiny checkpoint is loaded by the same
+``from_pretrained`` path real weights use, in a separate process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import fitz
+import jsonschema
+import pytest
+from PIL import Image
+
+from tests.factories import make_image, make_pdf
+
+PAGES = ["# First page\n\nAlpha beta gamma.", "# Second page\n\nDelta epsilon.", "# Third\n\nZeta eta theta."]
+
+
+def _cli(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None):
+    exe = shutil.which("ocr-app")
+    cmd = [exe] if exe else [sys.executable, "-m", "ocr_app.cli"]
+    import os
+
+    env = dict(os.environ, HF_HUB_OFFLINE="1", **(env_extra or {}))
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def converted(tiny_checkpoint, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cli")
+    pdf = make_pdf(tmp / "report.pdf", PAGES)
+    out = tmp / "out"
+    proc = _cli(
+        "convert",
+        str(pdf),
+        "-o",
+        str(out),
+        "--model",
+        str(tiny_checkpoint),
+        "--engine",
+        "deepseek",
+        "--device",
+        "cpu",
+        "--mode",
+        "global",
+        "--max-new-tokens",
+        "12",
+        "--pages",
+        "1-2,3",
+        "--json-summary",
+    )
+    return pdf, out, proc
+
+
+def test_cli_convert_writes_every_output(converted):
+    pdf, out, proc = converted
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["exit_code"] == 0
+    [entry] = summary["files"]
+    assert entry["source"] == "report.pdf" and entry["pages"] == 3 and entry["error"] is None
+    folder = out / "report"
+    for name in ("report.md", "report.mmd", "report.json", "report_layout.pdf", "report.zip"):
+        assert (folder / name).is_file(), name
+        assert (folder / name).stat().st_size > 0, name
+
+    data = json.loads((folder / "report.json").read_text())
+    schema = json.loads(
+        (Path(__file__).parents[1] / "ocr_app" / "render" / "document.schema.json").read_text()
+    )
+    jsonschema.validate(data, schema)
+    assert [p["page_number"] for p in data["pages"]] == [1, 2, 3]
+    assert all(p["engine"] == "deepseek-ocr2" for p in data["pages"])
+    assert all(p["stop_reason"] in ("end", "length", "repetition") for p in data["pages"])
+
+    with fitz.open(pdf) as doc:
+        sizes = [(round(p.rect.width * 144 / 72), round(p.rect.height * 144 / 72)) for p in doc]
+    overlays = sorted((folder / "overlays").glob("*.png"))
+    assert len(overlays) == 3
+    for overlay, size in zip(overlays, sizes, strict=True):
+        assert Image.open(overlay).size == size
+    for page in data["pages"]:
+        assert (page["width"], page["height"]) == sizes[page["index"]]
+
+    with fitz.open(folder / "report_layout.pdf") as layout:
+        assert layout.page_count == 3
+    with zipfile.ZipFile(folder / "report.zip") as zf:
+        names = set(zf.namelist())
+        assert zf.testzip() is None
+    assert {"report.md", "report.mmd", "report.json", "report_layout.pdf"} <= names
+    assert sum(n.startswith("overlays/") and n.endswith(".png") for n in names) == 3
+
+
+def test_cli_markdown_matches_json(converted):
+    _, out, proc = converted
+    assert proc.returncode == 0, proc.stderr
+    folder = out / "report"
+    md = (folder / "report.md").read_text()
+    data = json.loads((folder / "report.json").read_text())
+    for page in data["pages"]:
+        assert page["markdown"].strip() in md
+
+
+def test_cli_bad_input_exit_code_and_other_files_convert(tiny_checkpoint, tmp_path):
+    good = make_image(tmp_path / "good.png", text="Hello", size=(400, 300))
+    bad = tmp_path / "broken.pdf"
+    bad.write_bytes(b"%PDF-1.7\n1 0 obj <<>> garbage without xref")
+    out = tmp_path / "out"
+    proc = _cli(
+        "convert",
+        str(bad),
+        str(good),
+        "-o",
+        str(out),
+        "--model",
+        str(tiny_checkpoint),
+        "--engine",
+        "deepseek",
+        "--device",
+        "cpu",
+        "--mode",
+        "global",
+        "--max-new-tokens",
+        "4",
+        "-q",
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "broken.pdf" in proc.stderr
+    assert (out / "good" / "good.md").is_file()
+    assert not (out / "broken").exists() or not any((out / "broken").iterdir())
+
+
+def test_cli_page_range_error_is_bad_input(tiny_checkpoint, tmp_path):
+    pdf = make_pdf(tmp_path / "two.pdf", ["one", "two"])
+    proc = _cli(
+        "convert",
+        str(pdf),
+        "-o",
+        str(tmp_path / "o"),
+        "--model",
+        str(tiny_checkpoint),
+        "--engine",
+        "deepseek",
+        "--device",
+        "cpu",
+        "--pages",
+        "5",
+        "-q",
+    )
+    assert proc.returncode == 2
+    assert "two.pdf" in proc.stderr and "2 pages" in proc.stderr
+
+
+def test_cli_unknown_format_is_usage_error(tmp_path):
+    proc = _cli("convert", str(tmp_path), "--format", "md,docx")
+    assert proc.returncode == 2
+    assert "docx" in proc.stderr
+
+
+def test_cli_info_reports_versions_and_weights(tiny_checkpoint):
+    proc = _cli("info", "--json", "--model", str(tiny_checkpoint))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["versions"]["transformers"] != "not installed"
+    assert "no gpu" in str(data["device"]["gpu"]).lower()
+    assert str(tiny_checkpoint) in data["model"]["weights"]
+    assert "light" in data["engines"]["available"]
+
+
+def test_cli_make_tiny_model_then_convert(tmp_path):
+    proc = _cli("make-tiny-model", str(tmp_path / "tiny"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "tiny" / "config.json").is_file()
+    img = make_image(tmp_path / "scan.jpg", text="Scan", size=(500, 400))
+    proc = _cli(
+        "convert",
+        str(img),
+        "-o",
+        str(tmp_path / "o"),
+        "--model",
+        str(tmp_path / "tiny"),
+        "--engine",
+        "deepseek",
+        "--device",
+        "cpu",
+        "--mode",
+        "global",
+        "--max-new-tokens",
+        "4",
+        "-q",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "o" / "scan" / "scan.md").is_file()
