@@ -46,6 +46,23 @@ def tidy_markdown(text: str) -> str:
     return _MANY_NEWLINES_RE.sub("\n\n", fix_latex(_TAG_RE.sub("", text))).strip()
 
 
+def close_open_table(text: str) -> str:
+    """Close an HTML table that the model left open (token cap), so it cannot swallow the pages after it.
+
+    Only the end is repaired: the missing ``</td>``/``</th>``, ``</tr>`` and ``</table>`` are appended.
+    """
+    lower = text.lower()
+    missing = lower.count("<table") - lower.count("</table>")
+    if missing <= 0:
+        return text
+    tail = lower[lower.rfind("<table") :]
+    closers = []
+    for tag in ("td", "th", "tr"):
+        if tail.rfind(f"<{tag}") > tail.rfind(f"</{tag}>"):
+            closers.append(f"</{tag}>")
+    return text + "".join(closers) + "</table>" * missing
+
+
 def pixel_crop_box(box: Box, size: tuple[int, int]) -> tuple[int, int, int, int] | None:
     """Round a float pixel box to whole pixels inside the page; None when nothing is left."""
     width, height = size
@@ -94,7 +111,7 @@ def page_markdown(
                 figures.append(path)
                 parts.append(f"![]({link_prefix}/{name})" if link_prefix else f"![]({name})")
         if block.text.strip():
-            parts.append(block.text)
+            parts.append(close_open_table(block.text))
     return tidy_markdown("\n\n".join(parts)), figures
 
 
