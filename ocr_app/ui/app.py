@@ -1,0 +1,352 @@
+"""Build the Gradio app over a ``Converter``.
+
+Why a builder that takes its dependencies: the app holds no model and does no OCR; it renders the
+library's results. The launcher (``app.py``) and the tests pass in a converter built from settings, so
+the same Blocks run on a GPU server, a CPU laptop, or against the tiny test checkpoint.
+"""
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ocr_app.exceptions import OcrError
+from ocr_app.schema import DocumentResult
+from ocr_app.ui import form, status_panel, viewer
+from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, stream_conversion
+from ocr_app.ui.session import SessionDirs
+
+if TYPE_CHECKING:
+    import gradio as gr
+
+    from ocr_app.convert import Converter
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+FILE_TYPES = [".pdf", ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"]
+PANEL_INTERVAL_S = 2.0
+CSS = """
+#page-overlay img { object-fit: contain; }
+#job-status { min-height: 5em; }
+"""
+
+
+def _session_key(request: Any) -> str:
+    return str(getattr(request, "session_hash", None) or "anonymous")
+
+
+def _file_paths(files: Any) -> list[str]:
+    """Upload values (paths, FileData dicts or objects with ``.name``) → paths."""
+    if not files:
+        return []
+    items = files if isinstance(files, list) else [files]
+    paths = []
+    for item in items:
+        if isinstance(item, str | Path):
+            paths.append(str(item))
+        elif isinstance(item, dict) and item.get("path"):
+            paths.append(str(item["path"]))
+        elif getattr(item, "name", None):
+            paths.append(str(item.name))
+    return paths
+
+
+def _failure_message(documents: list[DocumentResult]) -> str:
+    return "\n".join(f"{d.source}: {d.error}" for d in documents if d.error)
+
+
+def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | None = None) -> "gr.Blocks":
+    """Return the app's ``gr.Blocks`` (queue configured); call ``launch`` on it or use ``ui.launch``."""
+    import gradio as gr
+
+    from ocr_app.runtime.vram import VramHistory
+
+    dirs = SessionDirs(work_dir)
+    cancels = CancelRegistry()
+    history = VramHistory(window_s=600.0)
+    describe = converter.describe()
+    engine_names = converter.engine_names()
+    default_engine = str(describe.get("default") or (engine_names[0] if engine_names else ""))
+    presets = form.preset_choices()
+    preset_values = [v for _, v in presets]
+    default_preset = settings.prompt if settings.prompt in preset_values else preset_values[0]
+    modes = form.mode_choices()
+    default_mode = settings.mode if settings.mode in modes else modes[0]
+
+    def run_job(values: form.FormValues, files: Any, request: Any) -> Iterator[Progress | JobOutcome]:
+        """Validate, start the job in this session's folder, stream it; raises gr.Error on bad input."""
+        paths = _file_paths(files)
+        if not paths:
+            raise gr.Error("Upload at least one PDF or image first.")
+        try:
+            options = form.build_options(values, settings)
+        except OcrError as exc:
+            raise gr.Error(str(exc)) from exc
+        key = _session_key(request)
+        cancel = cancels.start(key)
+        job_dir = dirs.new_job(key)
+        try:
+            yield from stream_conversion(converter, paths, job_dir, options, cancel)
+        finally:
+            cancels.finish(key, cancel)
+            dirs.finished(job_dir)
+
+    with gr.Blocks(title="ocr-app · DeepSeek-OCR-2", delete_cache=(600, 3600)) as demo:
+        gr.Markdown(
+            "## ocr-app — documents to Markdown with DeepSeek-OCR-2\n"
+            "Upload PDFs or images and press **Convert**. Every detected block is drawn on its page."
+        )
+        notice = status_panel.notice_markdown(describe)
+        gr.Markdown(notice, visible=bool(notice), elem_id="engine-notice")
+        pages_state = gr.State([])
+
+        with gr.Row():
+            with gr.Column(scale=1, min_width=320):
+                files = gr.File(
+                    label="PDFs and images",
+                    file_count="multiple",
+                    file_types=FILE_TYPES,
+                    elem_id="input-files",
+                )
+                with gr.Row():
+                    convert_btn = gr.Button("Convert", variant="primary", elem_id="convert-btn")
+                    cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel-btn")
+                job_status = gr.Markdown("", elem_id="job-status")
+                with gr.Accordion("Options", open=False):
+                    pages = gr.Textbox(
+                        "", label="Pages", placeholder="all (e.g. 1-3,7,10-)", elem_id="opt-pages"
+                    )
+                    preset = gr.Dropdown(presets, value=default_preset, label="Prompt", elem_id="opt-prompt")
+                    custom = gr.Textbox(
+                        "",
+                        label="Custom prompt",
+                        placeholder="<image>\nFree OCR.",
+                        lines=2,
+                        visible=default_preset == form.CUSTOM,
+                    )
+                    locate = gr.Textbox("", label="Text to locate", visible=default_preset == form.LOCATE)
+                    mode = gr.Dropdown(
+                        modes,
+                        value=default_mode,
+                        label="Resolution mode",
+                        info="auto picks per page; larger modes read small print better but cost more",
+                    )
+                    dpi = gr.Slider(72, 300, value=settings.dpi, step=1, label="PDF render DPI")
+                    use_cache = gr.Checkbox(value=settings.cache_enabled, label="Cross-page vision cache")
+                    engine = gr.Dropdown(
+                        engine_names,
+                        value=default_engine if default_engine in engine_names else None,
+                        label="Engine",
+                        visible=len(engine_names) > 1,
+                        elem_id="opt-engine",
+                    )
+                downloads = gr.File(
+                    label="Downloads (Markdown, JSON, ZIP)",
+                    file_count="multiple",
+                    interactive=False,
+                    elem_id="downloads",
+                )
+                with gr.Accordion("GPU and model", open=True, elem_id="gpu-panel"):
+                    panel_md = gr.Markdown("GPU: not sampled yet", elem_id="gpu-status")
+                    panel_plot = gr.LinePlot(
+                        x="seconds",
+                        y="GiB",
+                        color="series",
+                        x_title="seconds ago",
+                        height=180,
+                        label="VRAM (last 10 minutes)",
+                    )
+            with gr.Column(scale=2), gr.Tabs():
+                with gr.Tab("Pages"):
+                    with gr.Row():
+                        prev_btn = gr.Button("◀ Previous", size="sm", elem_id="page-prev")
+                        page_select = gr.Dropdown([], label="Page", elem_id="page-select", scale=3)
+                        next_btn = gr.Button("Next ▶", size="sm", elem_id="page-next")
+                    page_status = gr.Markdown("", elem_id="page-status")
+                    with gr.Row():
+                        page_overlay = gr.Image(
+                            label="Detected blocks",
+                            type="filepath",
+                            interactive=False,
+                            elem_id="page-overlay",
+                            height=700,
+                        )
+                        page_md = gr.Markdown(
+                            latex_delimiters=viewer.LATEX_DELIMITERS,
+                            elem_id="page-markdown",
+                            max_height=700,
+                            container=True,
+                        )
+                with gr.Tab("Document"):
+                    doc_md = gr.Markdown(latex_delimiters=viewer.LATEX_DELIMITERS, elem_id="doc-markdown")
+                with gr.Tab("Source"):
+                    doc_source = gr.Code(language="markdown", label="Markdown source", elem_id="doc-source")
+                with gr.Tab("Status"):
+                    status_table = gr.Dataframe(
+                        headers=viewer.STATUS_HEADERS, interactive=False, wrap=True, elem_id="status-table"
+                    )
+
+        # Hidden components that give the API endpoint simple, typed outputs.
+        api_btn = gr.Button(visible=False)
+        api_markdown = gr.Textbox(visible=False, label="markdown")
+        api_json = gr.JSON(visible=False, label="result")
+        api_files = gr.File(visible=False, file_count="multiple", label="files")
+
+        form_inputs = [files, pages, preset, custom, locate, mode, dpi, use_cache, engine]
+        view_outputs = [job_status, doc_md, doc_source, status_table, downloads, page_select, pages_state]
+
+        def view(documents: list[DocumentResult], message: str, *, final: bool) -> dict:
+            entries = viewer.page_entries(documents)
+            choices = [(e.label, e.key) for e in entries]
+            update: dict = {
+                job_status: message,
+                doc_md: viewer.document_markdown(documents),
+                doc_source: viewer.document_markdown(documents),
+                status_table: viewer.status_rows(documents),
+                pages_state: [e.to_dict() for e in entries],
+                page_select: gr.Dropdown(
+                    choices=choices,
+                    value=entries[-1].key if entries and not final else (entries[0].key if entries else None),
+                ),
+            }
+            if final:
+                update[downloads] = viewer.download_paths(documents)
+            return update
+
+        def convert_ui(
+            files,
+            pages,
+            prompt,
+            custom_prompt,
+            locate_text,
+            mode,
+            dpi,
+            use_cache,
+            engine,
+            request: gr.Request,
+            progress=gr.Progress(),  # noqa: B008  (gradio injects it)
+        ):
+            values = form.FormValues(pages, prompt, custom_prompt, locate_text, mode, dpi, use_cache, engine)
+            live: dict[str, DocumentResult] = {}
+            outcome = JobOutcome()
+            yield {job_status: "Starting…", downloads: None}
+            for item in run_job(values, files, request):
+                if isinstance(item, JobOutcome):
+                    outcome = item
+                    break
+                progress(item.fraction, desc=item.message)
+                result = item.event.page_result
+                if result is None:
+                    yield {job_status: item.message}
+                    continue
+                doc = live.setdefault(item.event.source, DocumentResult(source=item.event.source))
+                doc.pages.append(result)
+                yield view(list(live.values()), item.message, final=False)
+            documents = outcome.documents
+            if not outcome.cancelled and documents and all(d.error for d in documents):
+                raise gr.Error(_failure_message(documents), title="Conversion failed")
+            for doc in outcome.failed:
+                gr.Warning(f"{doc.source}: {doc.error}", title="A file failed")
+            yield view(documents, viewer.summary_markdown(documents, outcome.cancelled), final=True)
+
+        def convert_api(
+            files,
+            pages,
+            prompt,
+            custom_prompt,
+            locate_text,
+            mode,
+            dpi,
+            use_cache,
+            engine,
+            request: gr.Request,
+        ):
+            """Convert files; returns (Markdown of all documents, result JSON, [md, json, zip files])."""
+            values = form.FormValues(pages, prompt, custom_prompt, locate_text, mode, dpi, use_cache, engine)
+            outcome = JobOutcome()
+            for item in run_job(values, files, request):
+                if isinstance(item, JobOutcome):
+                    outcome = item
+            documents = outcome.documents
+            if documents and all(d.error for d in documents):
+                raise gr.Error(_failure_message(documents), title="Conversion failed")
+            result = {"cancelled": outcome.cancelled, "documents": [d.to_dict() for d in documents]}
+            return viewer.document_markdown(documents), result, viewer.download_paths(documents)
+
+        def cancel_job(request: gr.Request):
+            if cancels.cancel(_session_key(request)):
+                return "Cancelling… the page in progress finishes first; finished pages are kept."
+            return gr.skip()
+
+        def show_page(key, entries):
+            entry = next((viewer.PageEntry(**e) for e in entries or [] if e["key"] == key), None)
+            if entry is None:
+                return None, "", ""
+            return entry.overlay, entry.markdown, viewer.page_status_markdown(entry)
+
+        def step_page(key, entries, delta: int):
+            keys = [e["key"] for e in entries or []]
+            if not keys:
+                return gr.skip()
+            i = keys.index(key) if key in keys else 0
+            return keys[max(0, min(len(keys) - 1, i + delta))]
+
+        def on_preset(value):
+            return gr.update(visible=value == form.CUSTOM), gr.update(visible=value == form.LOCATE)
+
+        def tick():
+            text, frame, has_gpu = status_panel.panel_update(history, converter.describe(), settings)
+            return text, gr.LinePlot(frame, visible=has_gpu)
+
+        def on_unload(request: gr.Request):
+            key = _session_key(request)
+            cancels.cancel(key)
+            dirs.cleanup(key)
+
+        gpu = {"concurrency_limit": settings.concurrency_limit, "concurrency_id": "gpu"}
+        convert_btn.click(
+            convert_ui,
+            form_inputs,
+            view_outputs,
+            api_visibility="private",
+            show_progress="full",
+            show_progress_on=[job_status],
+            **gpu,
+        )
+        api_btn.click(
+            convert_api, form_inputs, [api_markdown, api_json, api_files], api_name="convert", **gpu
+        )
+        cancel_btn.click(cancel_job, None, job_status, concurrency_limit=None, api_name="cancel")
+        page_select.change(
+            show_page,
+            [page_select, pages_state],
+            [page_overlay, page_md, page_status],
+            api_visibility="private",
+            show_progress="hidden",
+        )
+        prev_btn.click(
+            lambda k, e: step_page(k, e, -1),
+            [page_select, pages_state],
+            page_select,
+            api_visibility="private",
+        )
+        next_btn.click(
+            lambda k, e: step_page(k, e, 1), [page_select, pages_state], page_select, api_visibility="private"
+        )
+        preset.change(on_preset, preset, [custom, locate], api_visibility="private")
+        timer = gr.Timer(PANEL_INTERVAL_S)
+        timer.tick(
+            tick,
+            None,
+            [panel_md, panel_plot],
+            api_visibility="private",
+            show_progress="hidden",
+            concurrency_limit=None,
+        )
+        demo.load(tick, None, [panel_md, panel_plot], api_visibility="private", show_progress="hidden")
+        demo.unload(on_unload)
+
+    demo.queue(default_concurrency_limit=settings.concurrency_limit)
+    demo.ocr_app_dirs = dirs  # type: ignore[attr-defined]  # so launchers/tests can remove the outputs
+    return demo

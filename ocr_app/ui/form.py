@@ -1,0 +1,84 @@
+"""Form values → ``ConvertOptions``.
+
+Why separate from the Blocks: the choices offered (prompt presets, resolution modes, engines) come from
+the library, and turning raw widget values into validated options is testable without gradio.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ocr_app.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from ocr_app.convert import ConvertOptions
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+CUSTOM = "custom"  # dropdown value that enables the custom prompt box
+LOCATE = "locate"  # preset that needs the text to locate
+AUTO_MODE = "auto"
+
+
+def preset_choices() -> list[tuple[str, str]]:
+    """(label, value) pairs for the prompt dropdown, custom prompt last."""
+    from ocr_app.engines.deepseek.prompts import PRESET_LABELS, PRESETS
+
+    choices = [(str(PRESET_LABELS.get(name, name)), name) for name in PRESETS]
+    return [*choices, ("Custom prompt…", CUSTOM)]
+
+
+def mode_choices() -> list[str]:
+    """Resolution modes the engine knows, with ``auto`` first (it picks per page)."""
+    from ocr_app.engines.deepseek.modes import MODES
+
+    names = list(MODES)
+    return sorted(names, key=lambda n: n != AUTO_MODE)
+
+
+@dataclass
+class FormValues:
+    """Raw widget values, in the order the UI and the API endpoint pass them."""
+
+    pages: str | None = None
+    preset: str = "markdown"
+    custom_prompt: str | None = None
+    locate_text: str | None = None
+    mode: str = "default"
+    dpi: float | int | None = None
+    use_cache: bool = True
+    engine: str | None = None
+
+
+def build_options(values: FormValues, settings: Settings) -> ConvertOptions:
+    """Validate the form and build options; raises ``ConfigError`` with a message for the user."""
+    from ocr_app.convert import ConvertOptions
+
+    preset = (values.preset or settings.prompt).strip()
+    if preset == CUSTOM:
+        prompt = (values.custom_prompt or "").strip()
+        if not prompt:
+            raise ConfigError("The custom prompt is empty: type a prompt or choose a preset.")
+    else:
+        prompt = preset
+    locate = (values.locate_text or "").strip() or None
+    if preset == LOCATE and locate is None:
+        raise ConfigError("The 'locate' prompt needs the text to find: fill in 'Text to locate'.")
+    dpi = settings.dpi if values.dpi in (None, "") else int(values.dpi)
+    if not 36 <= dpi <= 600:
+        raise ConfigError(f"DPI must be between 36 and 600, got {dpi}.")
+    pages = (values.pages or "").strip() or None
+    engine = (values.engine or "").strip() or None
+    return ConvertOptions.from_settings(
+        settings,
+        pages=pages,
+        prompt=prompt,
+        locate_text=locate,
+        mode=(values.mode or settings.mode).strip(),
+        dpi=dpi,
+        use_cache=bool(values.use_cache),
+        engine=engine,
+    )

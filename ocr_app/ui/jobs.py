@@ -1,0 +1,173 @@
+"""Run a conversion in a worker thread and stream its progress to a generator.
+
+Why a thread + queue: gradio streams updates from a generator, while ``Converter.convert`` reports
+progress through a callback. Files are converted one call each, so a cancel (or a crash) keeps every
+file finished before it, and a bad file never hides the good ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ocr_app.exceptions import ConversionCancelled, OcrError
+from ocr_app.schema import DocumentResult, PageResult
+
+if TYPE_CHECKING:
+    from ocr_app.convert import Converter, ConvertOptions, ProgressEvent
+
+logger = logging.getLogger(__name__)
+
+
+class CancelRegistry:
+    """One cancel flag per running job, keyed by the browser session.
+
+    Why keyed by session: the Cancel button runs as its own event, so it finds the job it should stop
+    through the session hash gradio gives both events.
+    """
+
+    def __init__(self) -> None:
+        self._events: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def start(self, key: str) -> threading.Event:
+        event = threading.Event()
+        with self._lock:
+            self._events[key] = event
+        return event
+
+    def cancel(self, key: str) -> bool:
+        """Set the flag of ``key``'s running job; False when it has none."""
+        with self._lock:
+            event = self._events.get(key)
+        if event is None or event.is_set():
+            return False
+        event.set()
+        return True
+
+    def finish(self, key: str, event: threading.Event) -> None:
+        with self._lock:
+            if self._events.get(key) is event:
+                del self._events[key]
+
+    def running(self, key: str) -> bool:
+        with self._lock:
+            return key in self._events
+
+
+@dataclass
+class JobOutcome:
+    """What a finished (or cancelled) job produced."""
+
+    documents: list[DocumentResult] = field(default_factory=list)
+    cancelled: bool = False
+
+    @property
+    def failed(self) -> list[DocumentResult]:
+        return [d for d in self.documents if d.error]
+
+    @property
+    def succeeded(self) -> list[DocumentResult]:
+        return [d for d in self.documents if not d.error]
+
+
+@dataclass
+class Progress:
+    """One progress update for the UI: the library's event plus the overall fraction."""
+
+    event: ProgressEvent
+    fraction: float  # 0..1 over all files
+    message: str  # "File 2 of 3 · scan.png: Recognizing page 1 of 1"
+
+
+_DONE = object()
+
+
+def stream_conversion(
+    converter: Converter,
+    inputs: Sequence[str | Path],
+    out_dir: Path,
+    options: ConvertOptions,
+    cancel: threading.Event,
+    *,
+    poll_s: float = 0.25,
+) -> Iterator[Progress | JobOutcome]:
+    """Yield ``Progress`` while the worker converts, then one ``JobOutcome``.
+
+    Closing the generator early (the browser went away) sets ``cancel`` so the worker stops at the next
+    page instead of running on with nobody watching.
+    """
+    events: queue.Queue = queue.Queue()
+    outcome = JobOutcome()
+    names = [Path(p).name for p in inputs]
+
+    def work() -> None:
+        try:
+            for i, path in enumerate(inputs):
+                if cancel.is_set():
+                    outcome.cancelled = True
+                    break
+                finished: list[PageResult] = []
+
+                def report(event: ProgressEvent, i: int = i, finished: list[PageResult] = finished) -> None:
+                    if event.page_result is not None:
+                        finished.append(event.page_result)
+                    events.put((i, event))
+
+                try:
+                    docs = converter.convert([path], out_dir / f"{i:03d}", options, report, cancel)
+                except ConversionCancelled:
+                    outcome.cancelled = True
+                    outcome.documents.extend(_partial(names[i], finished))
+                    break
+                except OcrError as exc:  # the converter raises only when the input names nothing
+                    docs = [DocumentResult(source=names[i], error=str(exc), error_kind="input")]
+                except Exception as exc:  # never let one file take the job down silently
+                    logger.exception("conversion of %s crashed", path)
+                    docs = [
+                        DocumentResult(
+                            source=names[i],
+                            error=f"Internal error: {type(exc).__name__}: {exc}",
+                            error_kind="internal",
+                        )
+                    ]
+                outcome.documents.extend(docs)
+        finally:
+            events.put(_DONE)
+
+    worker = threading.Thread(target=work, name="ocr-app-ui-job", daemon=True)
+    worker.start()
+    try:
+        while True:
+            try:
+                item = events.get(timeout=poll_s)
+            except queue.Empty:
+                continue
+            if item is _DONE:
+                break
+            file_index, event = item
+            yield _progress(event, file_index, len(names))
+        worker.join()
+        yield outcome
+    finally:
+        if worker.is_alive():  # generator closed early: stop the worker at its next check
+            cancel.set()
+
+
+def _partial(source: str, pages: list[PageResult]) -> list[DocumentResult]:
+    """The pages a cancelled file finished (shown, not downloadable: its outputs are incomplete)."""
+    if not pages:
+        return []
+    return [DocumentResult(source=source, pages=sorted(pages, key=lambda p: p.index))]
+
+
+def _progress(event: ProgressEvent, file_index: int, file_count: int) -> Progress:
+    within = event.done / event.total if event.total else 0.0
+    fraction = min(1.0, (file_index + within) / max(1, file_count))
+    prefix = f"File {file_index + 1} of {file_count} · " if file_count > 1 else ""
+    return Progress(event=event, fraction=fraction, message=prefix + event.message)

@@ -1,0 +1,61 @@
+"""Launch a built app: host, port, share link (opt-in, fails soft), allowed output folder.
+
+Why separate from ``app.py`` at the repo root: the tests launch exactly what the launcher launches.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import gradio as gr
+
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Launched:
+    """Where the app listens; ``share_error`` says why a requested share link is missing."""
+
+    local_url: str
+    share_url: str | None = None
+    share_error: str | None = None
+
+
+def launch(
+    demo: gr.Blocks,
+    settings: Settings,
+    *,
+    share: bool | None = None,
+    prevent_thread_lock: bool = False,
+    quiet: bool = False,
+) -> Launched:
+    """Start the server. A share link that cannot be created (offline) is reported, not fatal."""
+    from ocr_app.ui.app import CSS
+
+    share = settings.share if share is None else share
+    dirs = getattr(demo, "ocr_app_dirs", None)
+    _, local_url, share_url = demo.launch(
+        server_name=settings.host,
+        server_port=settings.port or None,
+        share=share,
+        prevent_thread_lock=True,
+        quiet=quiet,
+        allowed_paths=[str(dirs.root)] if dirs is not None else None,
+        css=CSS,
+    )
+    info = Launched(local_url=local_url, share_url=share_url)
+    if share and not share_url:
+        info.share_error = (
+            "Could not create a gradio share link (it needs internet access to gradio.live). "
+            f"The app keeps running locally at {local_url}"
+        )
+        logger.warning(info.share_error)
+        print(info.share_error, flush=True)
+    if not prevent_thread_lock:
+        demo.block_thread()
+    return info

@@ -1,0 +1,115 @@
+"""The live GPU and model panel: VRAM numbers, a small plot, and each engine's state.
+
+Why polled (``gr.Timer``) and read-only: the panel shows what the runtime already knows
+(``ocr_app.runtime.vram`` and ``Converter.describe()``) and never touches the model itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ocr_app.runtime.vram import VramHistory, VramSnapshot
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+NO_GPU = "No GPU on this machine"
+WEIGHTS_HELP = (
+    "DeepSeek-OCR-2 weights were not found, so pages are read by {engine}. To use DeepSeek-OCR-2, "
+    "download the transformers-format checkpoint on a machine with internet "
+    "(`huggingface-cli download deepseek-community/DeepSeek-OCR-2 --local-dir DeepSeek-OCR-2`) and "
+    "start the app with `--model /path/to/DeepSeek-OCR-2` (or `DEEPSEEK_OCR_MODEL=...`)."
+)
+
+
+def engine_state(info: dict[str, Any]) -> str:
+    """not loaded / loading / ready / unloaded (idle) / error — from an engine's ``describe()``."""
+    state = info.get("state")
+    if isinstance(state, str) and state:
+        return state
+    return "ready" if info.get("loaded") else "not loaded"
+
+
+def engines_markdown(describe: dict[str, Any]) -> str:
+    """One line per engine with its state; the default engine first, with why it is the default."""
+    engines: dict[str, dict[str, Any]] = dict(describe.get("engines") or {})
+    default = describe.get("default")
+    lines = []
+    for name in sorted(engines, key=lambda n: n != default):
+        info = engines[name] or {}
+        mark = " (default)" if name == default else ""
+        extra = []
+        for key in ("model", "device", "dtype"):
+            if info.get(key):
+                extra.append(f"{key} {info[key]}")
+        if info.get("last_error"):
+            extra.append(f"last error: {info['last_error']}")
+        tail = f" — {', '.join(extra)}" if extra else ""
+        lines.append(f"- **{name}**{mark}: {engine_state(info)}{tail}")
+    if describe.get("default_reason"):
+        lines.append(f"\nDefault engine: {default} — {describe['default_reason']}")
+    for name, why in (describe.get("unavailable") or {}).items():
+        lines.append(f"- ~~{name}~~: {why}")
+    return "\n".join(lines)
+
+
+def notice_markdown(describe: dict[str, Any]) -> str:
+    """A banner when the machine cannot run DeepSeek-OCR-2: what is missing and how to get it."""
+    engines = describe.get("engines") or {}
+    default = str(describe.get("default") or "")
+    reason = str(describe.get("default_reason") or "")
+    unavailable = describe.get("unavailable") or {}
+    lines = []
+    uses_deepseek = default == "deepseek" or (default == "auto" and "deepseek" in reason.lower())
+    if not uses_deepseek:
+        if "deepseek" in unavailable:
+            lines.append(f"DeepSeek-OCR-2 cannot run here: {unavailable['deepseek']}.")
+        elif "weight" in reason.lower() or "deepseek" in engines:
+            lines.append(WEIGHTS_HELP.format(engine=f"the **{default}** engine ({reason})"))
+        if default == "textlayer":
+            lines.append(
+                "Only PDFs with embedded text can be read. Install an OCR engine: "
+                '`pip install "ocr-app[light]"` (CPU) or `pip install "ocr-app[model]"` (DeepSeek-OCR-2).'
+            )
+    return "\n\n".join(lines)
+
+
+def vram_markdown(snap: VramSnapshot | None) -> str:
+    if snap is None:
+        return "GPU: not sampled yet"
+    if not snap.available:
+        return f"**{NO_GPU}** ({snap.reason or 'no GPU'}); pages run on the CPU."
+    return f"**GPU:** {snap.summary()}"
+
+
+def history_frame(history: VramHistory, now: float | None = None) -> pd.DataFrame:
+    """Long-format frame (seconds ago, series, GiB) for ``gr.LinePlot``; empty without a GPU."""
+    import pandas as pd
+
+    now = time.time() if now is None else now
+    rows = []
+    for point in history.points():
+        for series, value in (
+            ("device used", point.used_gib),
+            ("process allocated", point.allocated_gib),
+            ("process reserved", point.reserved_gib),
+        ):
+            if value is not None:
+                rows.append({"seconds": round(point.t - now, 1), "series": series, "GiB": round(value, 3)})
+    return pd.DataFrame(rows, columns=["seconds", "series", "GiB"])
+
+
+def panel_update(
+    history: VramHistory, describe: dict[str, Any], settings: Settings
+) -> tuple[str, pd.DataFrame, bool]:
+    """Sample VRAM once; return (panel Markdown, plot frame, whether there is a GPU to plot)."""
+    from ocr_app.runtime.vram import snapshot
+
+    snap = history.sample(lambda: snapshot(settings.device))
+    text = f"{vram_markdown(snap)}\n\n**Engines**\n\n{engines_markdown(describe)}"
+    return text, history_frame(history), snap.available
