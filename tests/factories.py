@@ -6,7 +6,7 @@ git, and the PDFs/images are real ones (the same libraries users' files come fro
 Conventions that tests may rely on:
 - ``make_pdf``: lines starting with ``"# "`` are headings, set in bold at 1.6x the body size; body text
   is Helvetica. Page size is in PDF points (1/72 inch).
-- ``make_image``: white background (transparent for RGBA/LA), black text near the top left and a RED
+- ``make_image``: white background (fully transparent black for RGBA/LA), black text near the top left and a RED
   square (``MARKER_SIZE`` px) in the top-left corner, so rotation tests can find where that corner went.
 """
 
@@ -121,7 +121,8 @@ def _draw(text: str, size: tuple[int, int], mode: str) -> Image.Image:
     from PIL import Image, ImageDraw, ImageFont
 
     transparent = mode in ("RGBA", "LA")
-    img = Image.new("RGBA", size, (255, 255, 255, 0 if transparent else 255))
+    # transparent pixels are black underneath, as in many real files: dropping alpha would show black
+    img = Image.new("RGBA", size, (0, 0, 0, 0) if transparent else (255, 255, 255, 255))
     draw = ImageDraw.Draw(img)
     draw.rectangle((0, 0, MARKER_SIZE - 1, MARKER_SIZE - 1), fill=(*MARKER_RGB, 255))
     font = ImageFont.load_default(size=max(12, size[1] // 12))

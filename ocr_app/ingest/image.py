@@ -1,0 +1,170 @@
+"""Image files (PNG, JPEG, WebP, BMP, TIFF, GIF) as documents.
+
+Why each TIFF frame is a page but a GIF/WebP animation is one page: multi-page TIFF is how scanners
+store documents, while extra frames of GIF/WebP/MPO are animation or camera previews, not pages.
+Why alpha goes on white: transparent regions of scans and screenshots are paper, and black would
+hide black text.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ocr_app.exceptions import CorruptFileError, LimitExceededError
+from ocr_app.ingest.base import SourceDocument
+from ocr_app.ingest.limits import ENV_MAX_PAGES, ENV_MAX_PIXELS, IngestLimits
+from ocr_app.ingest.sniff import IMAGE_FORMATS
+from ocr_app.schema import PageImage
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+logger = logging.getLogger(__name__)
+
+_PAGED_FORMATS = frozenset({"tiff"})  # formats whose frames are document pages
+
+
+def to_rgb(image: Image.Image) -> Image.Image:
+    """Any Pillow mode to 8-bit RGB: alpha composited on white, 16/32-bit grey scaled, CMYK converted."""
+    from PIL import Image
+
+    mode = image.mode
+    if mode == "RGB":
+        return image
+    if mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
+        return _high_depth_to_rgb(image)
+    has_alpha = mode in ("RGBA", "LA", "PA", "RGBa", "La") or (mode == "P" and "transparency" in image.info)
+    if mode == "L" and "transparency" in image.info:
+        has_alpha = True
+    if has_alpha:
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(background, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def _high_depth_to_rgb(image: Image.Image) -> Image.Image:
+    """Scale 16-bit (and 32-bit int / float) grey to 0-255 instead of clipping everything to white."""
+    import numpy as np
+    from PIL import Image
+
+    values = np.asarray(image).astype(np.float64)
+    if image.mode.startswith("I;16"):
+        scaled = values / 257.0
+    else:
+        low, high = float(values.min(initial=0.0)), float(values.max(initial=0.0))
+        if image.mode == "I" and low >= 0 and high <= 255:
+            scaled = values
+        elif image.mode == "I" and low >= 0 and high <= 65535:
+            scaled = values / 257.0
+        else:  # arbitrary range (float images): stretch to the full 0-255 range
+            scaled = (values - low) / (high - low) * 255.0 if high > low else np.zeros_like(values)
+    grey = Image.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), mode="L")
+    return grey.convert("RGB")
+
+
+class ImageDocument(SourceDocument):
+    """An image file; one page, or one page per frame for multi-page TIFF."""
+
+    kind = "image"
+
+    def __init__(
+        self,
+        source: Path | bytes,
+        *,
+        fmt: str,
+        name: str,
+        path: Path | None,
+        limits: IngestLimits,
+    ) -> None:
+        from PIL import Image, UnidentifiedImageError
+
+        self.format = fmt
+        self.limits = limits
+        label = _format_label(fmt)
+        stream = io.BytesIO(source) if isinstance(source, bytes) else source
+        try:
+            with warnings.catch_warnings():  # our own pixel limit below is the one users configure
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                image = Image.open(stream, formats=[IMAGE_FORMATS[fmt]])
+        except Image.DecompressionBombError as exc:
+            raise LimitExceededError(
+                f"{name} is too large to decode safely ({exc}); ocr-app accepts at most "
+                f"{limits.max_pixels_per_page} pixels per page ({ENV_MAX_PIXELS})"
+            ) from exc
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
+            raise CorruptFileError(f"{name} looks like {label} but cannot be decoded: it is damaged") from exc
+        self._image = image
+        try:
+            frames = getattr(image, "n_frames", 1) if fmt in _PAGED_FORMATS else 1
+            super().__init__(name, path, frames)
+            self._check_limits()
+            self._load(0)  # decode the first page now, so a truncated file fails at open, not mid-run
+        except BaseException:
+            image.close()
+            raise
+        if getattr(image, "n_frames", 1) > 1 and fmt not in _PAGED_FORMATS:
+            logger.info("%s has %d frames; only the first is used", name, image.n_frames)
+
+    def _check_limits(self) -> None:
+        if self.page_count > self.limits.max_pages:
+            raise LimitExceededError(
+                f"{self.name} has {self.page_count} pages; the limit is {self.limits.max_pages} "
+                f"(set {ENV_MAX_PAGES} to raise it)"
+            )
+        for index in range(self.page_count):
+            self._seek(index)
+            width, height = self._image.size
+            if width * height > self.limits.max_pixels_per_page:
+                where = f"page {index + 1} of {self.name}" if self.page_count > 1 else self.name
+                raise LimitExceededError(
+                    f"{where} is {width} x {height} = {width * height} pixels; the limit is "
+                    f"{self.limits.max_pixels_per_page} pixels per page (set {ENV_MAX_PIXELS} to raise it)"
+                )
+            if width < 1 or height < 1:
+                raise CorruptFileError(f"{self.name} has an empty ({width} x {height}) image")
+
+    def _seek(self, index: int) -> None:
+        if self.page_count > 1 or index:
+            try:
+                self._image.seek(index)
+            except (EOFError, OSError, ValueError) as exc:
+                raise CorruptFileError(
+                    f"{self.name}: page {index + 1} is damaged and cannot be read"
+                ) from exc
+
+    def _load(self, index: int) -> Image.Image:
+        self._seek(index)
+        try:
+            self._image.load()
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            where = f"{self.name}: page {index + 1}" if self.page_count > 1 else self.name
+            raise CorruptFileError(f"{where} is damaged or truncated and cannot be decoded") from exc
+        return self._image
+
+    def _render(self, index: int) -> PageImage:
+        from PIL import ImageOps
+
+        frame = self._load(index)
+        upright = ImageOps.exif_transpose(frame)
+        return PageImage(
+            image=to_rgb(upright), index=index, source=self.name, dpi=None, page_count=self.page_count
+        )
+
+    def _release(self) -> None:
+        self._image.close()
+
+
+def _format_label(fmt: str) -> str:
+    return {
+        "jpeg": "a JPEG",
+        "png": "a PNG",
+        "webp": "a WebP",
+        "bmp": "a BMP",
+        "tiff": "a TIFF",
+        "gif": "a GIF",
+    }[fmt] + " image"

@@ -1,0 +1,43 @@
+"""Resource limits for ingest.
+
+Why a separate frozen object: ingest must not import the settings machinery to learn three numbers, and
+tests pass tight limits directly. Each limit names the environment variable that changes it, so error
+messages can tell users exactly what to set.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+ENV_MAX_PIXELS = "DEEPSEEK_OCR_MAX_PIXELS_PER_PAGE"
+ENV_MAX_PAGES = "DEEPSEEK_OCR_MAX_PAGES"
+ENV_MAX_FILE_MB = "DEEPSEEK_OCR_MAX_FILE_MB"
+
+
+@dataclass(frozen=True)
+class IngestLimits:
+    """Upper bounds that protect memory: pixels per rendered page, pages per document, bytes per file."""
+
+    max_pixels_per_page: int = 60_000_000
+    max_pages: int = 2000
+    max_file_bytes: int = 500 * 2**20
+
+    def __post_init__(self) -> None:
+        from ocr_app.exceptions import ConfigError
+
+        for field_name in ("max_pixels_per_page", "max_pages", "max_file_bytes"):
+            if getattr(self, field_name) < 1:
+                raise ConfigError(f"{field_name} must be at least 1, got {getattr(self, field_name)}")
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> IngestLimits:
+        """Limits from an ``ocr_app.settings.Settings`` (file size there is in MiB)."""
+        return cls(
+            max_pixels_per_page=int(settings.max_pixels_per_page),
+            max_pages=int(settings.max_pages),
+            max_file_bytes=int(float(settings.max_file_mb) * 2**20),
+        )

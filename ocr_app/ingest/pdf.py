@@ -1,0 +1,185 @@
+"""PDF pages through PyMuPDF.
+
+Why cap pixels by lowering the DPI instead of failing: a poster or engineering drawing page at 144 DPI
+can be hundreds of megapixels, yet its text is large, so rendering it at the largest DPI that fits
+``max_pixels_per_page`` still reads well. The DPI actually used is recorded on every page.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ocr_app.exceptions import (
+    CorruptFileError,
+    EmptyInputError,
+    EncryptedDocumentError,
+    LimitExceededError,
+)
+from ocr_app.ingest.base import SourceDocument
+from ocr_app.ingest.limits import ENV_MAX_PAGES, ENV_MAX_PIXELS, IngestLimits
+from ocr_app.schema import PageImage
+
+if TYPE_CHECKING:
+    import pymupdf
+
+logger = logging.getLogger(__name__)
+
+# MuPDF keeps one process-wide context; PyMuPDF calls from two threads at once can crash the process.
+# Anything in ocr_app that calls PyMuPDF while other threads may render (e.g. the text-layer engine)
+# should hold this lock.
+MUPDF_LOCK = threading.RLock()
+
+
+def fit_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> int:
+    """The largest DPI <= ``dpi`` at which a page of this size in points stays within ``max_pixels``.
+
+    Returns 0 when not even 1 DPI fits.
+    """
+
+    def pixels(d: int) -> int:
+        return math.ceil(width_pt * d / 72) * math.ceil(height_pt * d / 72)
+
+    if pixels(dpi) <= max_pixels:
+        return dpi
+    fitted = min(dpi, int(72 * math.sqrt(max_pixels / (width_pt * height_pt))))
+    while fitted > 0 and pixels(fitted) > max_pixels:
+        fitted -= 1
+    return fitted
+
+
+class PdfDocument(SourceDocument):
+    """A PDF opened with PyMuPDF; ``pdf_path`` is the file on disk (a private temp copy for bytes)."""
+
+    kind = "pdf"
+
+    def __init__(
+        self,
+        pdf_path: Path,
+        *,
+        name: str,
+        path: Path | None,
+        password: str | None,
+        dpi: int,
+        limits: IngestLimits,
+        owns_file: bool = False,
+    ) -> None:
+        import pymupdf
+
+        self.pdf_path = pdf_path
+        # a temp copy of bytes input is deleted on close, or at garbage collection / exit at the latest
+        self._delete_file = weakref.finalize(self, _unlink, pdf_path) if owns_file else None
+        self.dpi = dpi
+        self.limits = limits
+        with MUPDF_LOCK:
+            try:
+                doc = pymupdf.open(pdf_path, filetype="pdf")
+            except (RuntimeError, ValueError) as exc:  # FileDataError is a RuntimeError
+                self._delete_temp()
+                raise CorruptFileError(f"{name} is damaged or truncated and cannot be read as a PDF") from exc
+            try:
+                _unlock(doc, name, password)
+                page_count = doc.page_count
+                repaired = bool(doc.is_repaired)
+            except BaseException:
+                doc.close()
+                self._delete_temp()
+                raise
+        self._doc: pymupdf.Document = doc
+        super().__init__(name, path, page_count)
+        try:
+            self._check(repaired)
+        except BaseException:
+            self._release()
+            raise
+
+    def _check(self, repaired: bool) -> None:
+        if self.page_count == 0:
+            if repaired:
+                raise CorruptFileError(f"{self.name} is damaged: no page could be recovered from it")
+            raise EmptyInputError(f"{self.name} has no pages")
+        if self.page_count > self.limits.max_pages:
+            raise LimitExceededError(
+                f"{self.name} has {self.page_count} pages; the limit is {self.limits.max_pages} "
+                f"(set {ENV_MAX_PAGES} to raise it)"
+            )
+        if repaired:
+            note = f"{self.name} was damaged and has been repaired; some pages may be incomplete"
+            logger.warning(note)
+            self.notes.append(note)
+
+    def _render(self, index: int) -> PageImage:
+        import pymupdf
+        from PIL import Image
+
+        with MUPDF_LOCK:
+            try:
+                page = self._doc.load_page(index)
+                rect = page.rect  # points, after the page's /Rotate
+                if rect.width <= 0 or rect.height <= 0:
+                    raise CorruptFileError(
+                        f"{self.name}: page {index + 1} has no area and cannot be rendered"
+                    )
+                dpi = fit_dpi(rect.width, rect.height, self.dpi, self.limits.max_pixels_per_page)
+                if dpi < 1:
+                    raise LimitExceededError(
+                        f"{self.name}: page {index + 1} ({rect.width:.0f} x {rect.height:.0f} pt) does not "
+                        f"fit in {self.limits.max_pixels_per_page} pixels even at 1 DPI "
+                        f"(set {ENV_MAX_PIXELS} to raise it)"
+                    )
+                if dpi < self.dpi:
+                    logger.info(
+                        "%s: page %d is %.0f x %.0f pt; rendered at %d DPI instead of %d to stay within "
+                        "%d pixels (%s)",
+                        self.name, index + 1, rect.width, rect.height, dpi, self.dpi,
+                        self.limits.max_pixels_per_page, ENV_MAX_PIXELS,
+                    )  # fmt: skip
+                zoom = dpi / 72
+                pix = page.get_pixmap(
+                    matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False
+                )
+                image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples, "raw", "RGB", pix.stride)
+            except (CorruptFileError, LimitExceededError):
+                raise
+            except (RuntimeError, ValueError) as exc:
+                raise CorruptFileError(
+                    f"{self.name}: page {index + 1} is damaged and cannot be rendered"
+                ) from exc
+        return PageImage(
+            image=image,
+            index=index,
+            source=self.name,
+            dpi=dpi,
+            pdf_path=self.pdf_path,
+            page_count=self.page_count,
+        )
+
+    def _release(self) -> None:
+        with MUPDF_LOCK:
+            self._doc.close()
+        self._delete_temp()
+
+    def _delete_temp(self) -> None:
+        if self._delete_file is not None:
+            self._delete_file()
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:  # never fail a close over a temp file; say where it was left
+        logger.warning("could not delete temporary file %s: %s", path, exc)
+
+
+def _unlock(doc: pymupdf.Document, name: str, password: str | None) -> None:
+    """Authenticate an encrypted PDF or raise EncryptedDocumentError saying what the user must do."""
+    if not doc.needs_pass:
+        return
+    if not password:
+        raise EncryptedDocumentError(f"{name} is encrypted; pass its password (--password in the CLI)")
+    if not doc.authenticate(password):
+        raise EncryptedDocumentError(f"the password given for {name} is wrong")
