@@ -15,7 +15,6 @@ import zlib
 from pathlib import Path
 
 import pytest
-from factories import MARKER_SIZE, make_image, make_pdf
 from PIL import Image
 
 from ocr_app.exceptions import (
@@ -39,6 +38,7 @@ from ocr_app.ingest import (
 from ocr_app.ingest.pdf import fit_dpi
 from ocr_app.ingest.sniff import describe_content, sniff_format
 from ocr_app.settings import Settings, load_settings
+from tests.factories import MARKER_SIZE, make_image, make_pdf
 
 W, H = 800, 600  # make_image default size
 MID = MARKER_SIZE // 2  # a pixel inside the red corner marker
@@ -202,6 +202,18 @@ def test_animated_gif_uses_the_first_frame_only(tmp_path: Path) -> None:
     assert open_document(path).page_count == 1
 
 
+def test_bilevel_group4_tiff(tmp_path: Path) -> None:
+    img = Image.new("1", (64, 32), 1)
+    img.paste(0, (0, 0, 16, 16))
+    img.save(tmp_path / "fax.tiff", compression="group4")
+    image = open_document(tmp_path / "fax.tiff").render(0).image
+    assert (image.mode, image.getpixel((4, 4)), image.getpixel((40, 20))) == (
+        "RGB",
+        (0, 0, 0),
+        (255, 255, 255),
+    )
+
+
 @pytest.mark.parametrize("mode", ["I", "F"])
 def test_to_rgb_scales_high_depth_grey(mode: str) -> None:
     import numpy as np
@@ -311,6 +323,16 @@ def test_encrypted_pdf_needs_its_password(tmp_path: Path) -> None:
         open_document(path, password="nope")
     with open_document(path, password="s3cret") as doc:
         assert doc.render(0).size == (1190, 1684)
+
+
+def test_permissions_only_pdf_opens_without_a_password(tmp_path: Path) -> None:
+    import pymupdf
+
+    path = make_pdf(tmp_path / "plain.pdf", ["text"])
+    with pymupdf.open(path) as doc:
+        doc.save(tmp_path / "owner.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="owner", user_pw="")
+    with open_document(tmp_path / "owner.pdf") as doc:
+        assert min(doc.render(0).image.convert("L").getdata()) < 80
 
 
 # --- bad input: one specific error each, naming the file -----------------------------------------
@@ -474,8 +496,12 @@ def test_image_pixel_limit(tmp_path: Path) -> None:
 
 def test_decompression_bomb_is_a_limit_error(tmp_path: Path) -> None:
     (tmp_path / "bomb.png").write_bytes(_png_header(20000, 20000))
-    with pytest.raises(LimitExceededError, match=r"bomb\.png is too large to decode safely"):
+    with pytest.raises(LimitExceededError) as info:
         open_document(tmp_path / "bomb.png")
+    assert str(info.value).startswith(
+        "bomb.png is 400000000 pixels, too large to decode safely; the limit is 60000000 pixels per page "
+        "(set DEEPSEEK_OCR_MAX_PIXELS_PER_PAGE to change it; images over 178956970 pixels are refused"
+    )
     # declared size within Pillow's hard bound but over ours: our own check names the numbers
     with pytest.raises(LimitExceededError, match=r"10000 x 10000 = 100000000 pixels"):
         open_document(_png_header(10000, 10000), name="big.png")

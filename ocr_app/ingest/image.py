@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -92,10 +93,7 @@ class ImageDocument(SourceDocument):
                 warnings.simplefilter("ignore", Image.DecompressionBombWarning)
                 image = Image.open(stream, formats=[IMAGE_FORMATS[fmt]])
         except Image.DecompressionBombError as exc:
-            raise LimitExceededError(
-                f"{name} is too large to decode safely ({exc}); ocr-app accepts at most "
-                f"{limits.max_pixels_per_page} pixels per page ({ENV_MAX_PIXELS})"
-            ) from exc
+            raise _bomb_error(name, exc, limits) from exc
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
             raise CorruptFileError(f"{name} looks like {label} but cannot be decoded: it is damaged") from exc
         self._image = image
@@ -130,8 +128,12 @@ class ImageDocument(SourceDocument):
 
     def _seek(self, index: int) -> None:
         if self.page_count > 1 or index:
+            from PIL import Image
+
             try:
                 self._image.seek(index)
+            except Image.DecompressionBombError as exc:
+                raise _bomb_error(f"page {index + 1} of {self.name}", exc, self.limits) from exc
             except (EOFError, OSError, ValueError) as exc:
                 raise CorruptFileError(
                     f"{self.name}: page {index + 1} is damaged and cannot be read"
@@ -157,6 +159,20 @@ class ImageDocument(SourceDocument):
 
     def _release(self) -> None:
         self._image.close()
+
+
+def _bomb_error(where: str, exc: Exception, limits: IngestLimits) -> LimitExceededError:
+    """Pillow's own hard bound fired before ours could: say so in the user's terms."""
+    from PIL import Image
+
+    found = re.search(r"\((\d+) pixels\)", str(exc))
+    size = f"{int(found.group(1))} pixels, " if found else ""
+    hard = 2 * Image.MAX_IMAGE_PIXELS if Image.MAX_IMAGE_PIXELS else None
+    return LimitExceededError(
+        f"{where} is {size}too large to decode safely; the limit is {limits.max_pixels_per_page} pixels "
+        f"per page (set {ENV_MAX_PIXELS} to change it"
+        + (f"; images over {hard} pixels are refused whatever the setting)" if hard else ")")
+    )
 
 
 def _format_label(fmt: str) -> str:
