@@ -1,0 +1,419 @@
+"""The DeepSeek-OCR-2 engine: page requests in, raw model text with grounding tags out.
+
+Why this shape: three things are meant to be swapped without touching the rest, so each is one method:
+
+* ``encode_images`` computes vision features (``model.get_image_features(...).pooler_output``); the
+  engine passes them to the language model through ``mm_encoder_outputs``, so an optional
+  ``vision_cache`` (``VisionCache`` protocol below; the runtime package implements it) can skip the
+  encoder for a page it has seen. The cache key is a content hash of the page's preprocessed pixel
+  tensors plus the model id and dtype.
+* ``_decode(prepared)`` turns a ``PreparedBatch`` into ``[(token_ids, StopReason)]``; here it is greedy
+  ``generate`` with the no-repeat guard; the decode package replaces it with a CUDA-graph decoder.
+* ``load``/``unload`` own the only references to model and processor, so unload really frees memory.
+
+Timings (seconds, per batch the page ran in — pages of one batch share them): ``preprocess`` (mode,
+image processor, tokenisation, cache keys), ``vision`` (encoder, 0 on cache hits), ``prefill``
+(``generate`` start to the first logits call — approximate: it includes generate's setup), ``decode``
+(the rest of ``generate``), ``total``.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ocr_app.engines.base import Engine
+from ocr_app.exceptions import ConfigError, EngineError
+from ocr_app.schema import EngineOutput, PageRequest, StopReason
+
+if TYPE_CHECKING:
+    import torch
+
+    from ocr_app.engines.deepseek.modes import ModeSpec
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class VisionCache(Protocol):
+    """Where vision features of already-seen pages are kept. Value: the page's feature tensors."""
+
+    def get(self, key: str) -> list[torch.Tensor] | None: ...
+
+    def put(self, key: str, value: list[torch.Tensor]) -> None: ...
+
+
+@dataclass
+class PreparedPage:
+    """One request after preprocessing (CPU tensors straight from the processor)."""
+
+    spec: ModeSpec
+    input_ids: list[int]
+    pixels: dict[
+        str, Any
+    ]  # pixel_values [1,3,S,S], pixel_values_local [k,3,T,T] | None, num_local_patches [k]
+    vision_tokens: int
+    max_new_tokens: int
+    cache_key: str | None = None
+    features: torch.Tensor | None = None  # [vision_tokens, hidden], filled by the cache or the encoder
+    cache_hit: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PreparedBatch:
+    """Everything a decoder needs for one batch, on the model's device.
+
+    ``input_ids``/``attention_mask`` are LEFT-padded to a common length; ``image_features[i]`` holds row
+    i's features in the order its image tokens appear. A decoder fills ``timings["prefill"]`` and
+    ``timings["decode"]`` and must stop row i after ``max_new_tokens[i]`` tokens or at an EOS id.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    image_features: list[torch.Tensor]
+    max_new_tokens: list[int]
+    prompt_lengths: list[int]
+    eos_token_ids: list[int]
+    pad_token_id: int
+    ngram_size: int
+    ngram_window: int
+    exempt_ids: list[int]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def bounded_max_new_tokens(requested: int, prompt_length: int, max_positions: int) -> int:
+    """``min(requested, context − prompt)``; ``ConfigError`` when the prompt leaves no room at all."""
+    room = max_positions - prompt_length
+    if room <= 0:
+        raise ConfigError(
+            f"The prompt takes {prompt_length} tokens (vision tokens included) and the model's context is "
+            f"{max_positions}: nothing is left to generate. Shorten the custom prompt or use a mode with "
+            "fewer vision tokens."
+        )
+    return max(1, min(int(requested), room))
+
+
+def pixel_cache_key(pixels: dict[str, Any], model_tag: str) -> str:
+    """Content hash (BLAKE2b) of a page's preprocessed pixel tensors, shapes and dtypes, and the model."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(model_tag.encode())
+    for name in ("pixel_values", "pixel_values_local"):
+        t = pixels.get(name)
+        if t is None:
+            h.update(f"{name}:none;".encode())
+            continue
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}:{tuple(t.shape)}:{t.dtype};".encode())
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()
+
+
+class _FirstStepTimer:
+    """Logits processor that only notes when generate asks for the first token's logits (end of prefill)."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self.first is None:
+            if scores.is_cuda:
+                import torch
+
+                torch.cuda.synchronize(scores.device)
+            self.first = time.perf_counter()
+        return scores
+
+
+class DeepSeekOcr2Engine(Engine):
+    """DeepSeek-OCR-2 through transformers: greedy decoding with the no-repeat guard, left-padded batches."""
+
+    name = "deepseek-ocr2"
+
+    def __init__(self, settings: Settings, *, vision_cache: VisionCache | None = None, batch_size: int = 8):
+        self.settings = settings
+        self.vision_cache = vision_cache
+        self.batch_size = max(1, int(batch_size))
+        self.model: Any = None
+        self.processor: Any = None
+        self.device: torch.device | None = None
+        self.dtype: torch.dtype | None = None
+        self._exempt_ids: list[int] = []
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    @property
+    def is_loaded(self) -> bool:
+        return self.model is not None
+
+    def load(self) -> None:
+        if self.is_loaded:
+            return
+        from ocr_app.engines.deepseek.guard import exempt_token_ids
+        from ocr_app.engines.deepseek.loading import QUANT_PRESETS, load_model, resolve_device, resolve_dtype
+
+        device = resolve_device(self.settings.device)
+        dtype = resolve_dtype(self.settings.dtype, device)
+        preset = self.settings.dtype.strip().lower()
+        quant = preset if preset in QUANT_PRESETS else None
+        t0 = time.perf_counter()
+        model, processor = load_model(self.settings.model, device, dtype, quant=quant)
+        self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
+        self._exempt_ids = exempt_token_ids(processor.tokenizer)
+        logger.info(
+            "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
+        )
+
+    def unload(self) -> None:
+        was_cuda = self.device is not None and self.device.type == "cuda"
+        self.model = None
+        self.processor = None
+        gc.collect()
+        if was_cuda:
+            import torch
+
+            torch.cuda.empty_cache()
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "loaded": self.is_loaded,
+            "model": self.settings.model,
+            "device": str(self.device) if self.device else self.settings.device,
+            "dtype": str(self.dtype).replace("torch.", "") if self.dtype else self.settings.dtype,
+        }
+
+    # --- prediction -----------------------------------------------------------------------------
+    def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
+        outputs: list[EngineOutput] = [None] * len(requests)  # type: ignore[list-item]
+        for i, out in self.predict_stream(requests):
+            outputs[i] = out
+        return outputs
+
+    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Run ``batch_size`` pages at a time; yield each page of a batch when the batch finishes."""
+        import torch
+
+        self.load()
+        for start in range(0, len(requests), self.batch_size):
+            chunk = list(requests[start : start + self.batch_size])
+            with torch.inference_mode():
+                outs = self._run_chunk(chunk)
+            for j, out in enumerate(outs):
+                yield start + j, out
+
+    def _run_chunk(self, requests: list[PageRequest]) -> list[EngineOutput]:
+        t0 = time.perf_counter()
+        pages = [self.preprocess(r) for r in requests]
+        t1 = time.perf_counter()
+        self._attach_features(pages)
+        t2 = time.perf_counter()
+        prepared = self.collate(pages)
+        results = self._decode(prepared)
+        total = time.perf_counter() - t0
+        timings = {
+            "preprocess": t1 - t0,
+            "vision": t2 - t1,
+            "prefill": prepared.timings.get("prefill", 0.0),
+            "decode": prepared.timings.get("decode", 0.0),
+            "total": total,
+        }
+        return [
+            self._output(page, ids, stop, timings) for page, (ids, stop) in zip(pages, results, strict=True)
+        ]
+
+    def preprocess(self, request: PageRequest) -> PreparedPage:
+        """Mode, optional downscale, image processor and tokenizer for one page."""
+        from ocr_app.engines.deepseek.modes import apply_max_side, resolve_mode, vision_tokens
+
+        prompt = request.prompt
+        if prompt.count("<image>") != 1:
+            raise ConfigError(
+                f"A DeepSeek-OCR-2 prompt must contain '<image>' exactly once; got {prompt!r}. "
+                "Use a preset or resolve_prompt(), which adds it."
+            )
+        image = request.page.image
+        if image.mode != "RGB":
+            image = image.convert("RGB")
+        spec = resolve_mode(request.mode, image)
+        notes = [spec.reason] if spec.reason else []
+        image = apply_max_side(spec, image)
+        enc = self.processor(images=image, text=prompt, return_tensors="pt", **spec.images_kwargs)
+        input_ids = enc["input_ids"][0].tolist()
+        n_image = sum(1 for t in input_ids if t == self.processor.image_token_id)
+        expected = vision_tokens(spec, image.size)
+        if n_image != expected:  # a processor/mode disagreement would otherwise fail inside the model
+            raise EngineError(
+                f"Mode '{spec.name}' expects {expected} vision tokens but the processor produced {n_image}."
+            )
+        pixels = {
+            "pixel_values": enc["pixel_values"],
+            "pixel_values_local": enc.get("pixel_values_local"),
+            "num_local_patches": [int(x) for x in enc["num_local_patches"]],
+        }
+        requested = request.max_new_tokens or self.settings.max_new_tokens
+        max_positions = int(self.model.config.text_config.max_position_embeddings)
+        max_new = bounded_max_new_tokens(requested, len(input_ids), max_positions)
+        if max_new < requested:
+            notes.append(f"max_new_tokens bounded by the context: {max_new} (asked {requested})")
+        key = None
+        if self.vision_cache is not None and request.use_cache:
+            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.dtype}")
+        return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
+
+    def _attach_features(self, pages: list[PreparedPage]) -> None:
+        """Fill ``page.features`` from the cache, encoding the misses grouped by global-view size."""
+        import torch
+
+        misses: dict[tuple[int, ...], list[PreparedPage]] = {}
+        for page in pages:
+            cached = self.vision_cache.get(page.cache_key) if page.cache_key is not None else None
+            if cached is not None:
+                page.features = cached[0].to(self.device, self.dtype)
+                page.cache_hit = True
+                page.notes.append("vision features from cache")
+            else:
+                misses.setdefault(tuple(page.pixels["pixel_values"].shape), []).append(page)
+        for group in misses.values():
+            locals_ = [
+                p.pixels["pixel_values_local"] for p in group if p.pixels["pixel_values_local"] is not None
+            ]
+            batch_inputs = {
+                "pixel_values": torch.cat([p.pixels["pixel_values"] for p in group]),
+                "pixel_values_local": torch.cat(locals_) if locals_ else None,
+                "num_local_patches": [n for p in group for n in p.pixels["num_local_patches"]],
+            }
+            for page, feats in zip(group, self.encode_images(batch_inputs), strict=True):
+                page.features = feats
+                if page.cache_key is not None:
+                    self.vision_cache.put(page.cache_key, [feats])
+        for page in pages:
+            if page.features is None or page.features.shape[0] != page.vision_tokens:
+                got = None if page.features is None else page.features.shape[0]
+                raise EngineError(
+                    f"Vision features ({got}) do not match the {page.vision_tokens} image tokens."
+                )
+
+    def encode_images(self, batch_inputs: dict[str, Any]) -> list[torch.Tensor]:
+        """Vision features, one ``[tokens, hidden]`` tensor per page, in order [tiles, global, separator]."""
+        local = batch_inputs.get("pixel_values_local")
+        out = self.model.get_image_features(
+            pixel_values=batch_inputs["pixel_values"].to(self.device, self.dtype),
+            pixel_values_local=None if local is None else local.to(self.device, self.dtype),
+            num_local_patches=list(batch_inputs["num_local_patches"]),
+        )
+        return list(out.pooler_output)
+
+    def collate(self, pages: list[PreparedPage]) -> PreparedBatch:
+        """Left-pad the prompts into one batch on the model's device."""
+        import torch
+
+        tok = self.processor.tokenizer
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        width = max(len(p.input_ids) for p in pages)
+        ids = torch.full((len(pages), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(pages), width), dtype=torch.long)
+        for i, p in enumerate(pages):
+            ids[i, width - len(p.input_ids) :] = torch.tensor(p.input_ids, dtype=torch.long)
+            mask[i, width - len(p.input_ids) :] = 1
+        return PreparedBatch(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            image_features=[p.features for p in pages],
+            max_new_tokens=[p.max_new_tokens for p in pages],
+            prompt_lengths=[len(p.input_ids) for p in pages],
+            eos_token_ids=self._eos_ids(),
+            pad_token_id=int(pad),
+            ngram_size=self.settings.no_repeat_ngram_size,
+            ngram_window=self.settings.no_repeat_window,
+            exempt_ids=list(self._exempt_ids),
+        )
+
+    def _eos_ids(self) -> list[int]:
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.processor.tokenizer.eos_token_id
+        return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
+
+    def _decode(self, prepared: PreparedBatch) -> list[tuple[list[int], StopReason]]:
+        """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token."""
+        from transformers import GenerationConfig, LogitsProcessorList
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+
+        width = prepared.input_ids.shape[1]
+        guard = NoRepeatNGramGuard(
+            prepared.ngram_size, prepared.ngram_window, prepared.exempt_ids, prompt_length=width
+        )
+        timer = _FirstStepTimer()
+        config = GenerationConfig(
+            max_new_tokens=max(prepared.max_new_tokens),
+            do_sample=False,
+            num_beams=1,
+            eos_token_id=prepared.eos_token_ids,
+            pad_token_id=prepared.pad_token_id,
+            bos_token_id=self.model.generation_config.bos_token_id,
+        )
+        start = time.perf_counter()
+        out = self.model.generate(
+            input_ids=prepared.input_ids,
+            attention_mask=prepared.attention_mask,
+            mm_encoder_outputs={"image": BaseModelOutputWithPooling(pooler_output=prepared.image_features)},
+            generation_config=config,
+            logits_processor=LogitsProcessorList([timer, guard]),
+        )
+        end = time.perf_counter()
+        first = timer.first if timer.first is not None else end
+        prepared.timings["prefill"] = first - start
+        prepared.timings["decode"] = end - first
+        eos = set(prepared.eos_token_ids)
+        results: list[tuple[list[int], StopReason]] = []
+        for row, cap in zip(out[:, width:].tolist(), prepared.max_new_tokens, strict=True):
+            results.append(finish_row(row[:cap], eos))
+        return results
+
+    def _output(self, page: PreparedPage, ids: list[int], stop: StopReason, timings: dict) -> EngineOutput:
+        tok = self.processor.tokenizer
+        text = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        for marker in {tok.eos_token, tok.pad_token} - {None}:
+            text = text.replace(marker, "")
+        notes = list(page.notes)
+        if stop is StopReason.REPETITION:
+            notes.append("stopped at the token cap in a repetition loop")
+        elif stop is StopReason.LENGTH:
+            notes.append(f"stopped at the token cap ({page.max_new_tokens})")
+        return EngineOutput(
+            engine=self.name,
+            raw_text=text,
+            stop_reason=stop,
+            num_tokens=len(ids),
+            vision_tokens=page.vision_tokens,
+            timings=dict(timings),
+            notes=notes,
+        )
+
+
+def finish_row(tokens: list[int], eos_ids: set[int]) -> tuple[list[int], StopReason]:
+    """Cut a generated row at its first EOS (END); without one it hit the cap (LENGTH or REPETITION)."""
+    from ocr_app.engines.deepseek.guard import find_repetition
+
+    for i, t in enumerate(tokens):
+        if t in eos_ids:
+            return tokens[:i], StopReason.END
+    return tokens, StopReason.REPETITION if find_repetition(tokens) else StopReason.LENGTH
+
+
+__all__ = [
+    "DeepSeekOcr2Engine",
+    "PreparedBatch",
+    "PreparedPage",
+    "VisionCache",
+    "bounded_max_new_tokens",
+    "finish_row",
+    "pixel_cache_key",
+]

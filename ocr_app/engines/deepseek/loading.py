@@ -1,0 +1,282 @@
+"""Find, load and describe DeepSeek-OCR-2 weights; choose device and dtype.
+
+Why one module: the engine, ``ocr-app info`` and the engine registry must agree on where weights come
+from (a local directory, the Hugging Face cache, or the hub) and on the exact words that tell a user how
+to get them when they are missing. ``weights_status`` / ``weights_available`` never touch the network.
+
+Quantized presets (``int8``, ``mixed``) are names here; a quantization backend makes them usable by
+calling ``register_quant_backend`` (the ``ocr_app.quant`` package does that). Until then they raise
+``EngineUnavailableError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
+from ocr_app.settings import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+FLOAT_DTYPES = {
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp16": "float16",
+    "float16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float32": "float32",
+    "float": "float32",
+}
+QUANT_PRESETS = ("int8", "mixed")
+# Files a checkpoint needs; used to limit a hub download to what from_pretrained reads.
+_ALLOW_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "tokenizer*"]
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class QuantBackend(Protocol):
+    """What a quantization backend provides to make a preset such as ``mixed`` loadable."""
+
+    def compute_dtype(self, device: torch.device) -> torch.dtype:
+        """Activation dtype of the quantized model on this device."""
+        ...
+
+    def load_model(self, model_dir: Path, device: torch.device, dtype: torch.dtype) -> Any:
+        """Return the quantized ``DeepseekOcr2ForConditionalGeneration`` from a local checkpoint dir."""
+        ...
+
+
+_QUANT_BACKENDS: dict[str, QuantBackend] = {}
+
+
+def register_quant_backend(name: str, backend: QuantBackend) -> None:
+    """Make the dtype preset ``name`` (``int8`` or ``mixed``) loadable through ``backend``."""
+    if name not in QUANT_PRESETS:
+        raise ConfigError(f"Unknown quantized preset '{name}'; known: {', '.join(QUANT_PRESETS)}.")
+    _QUANT_BACKENDS[name] = backend
+
+
+def quant_backend(name: str) -> QuantBackend:
+    """The registered backend for a quantized preset, or ``EngineUnavailableError`` saying why not."""
+    try:
+        return _QUANT_BACKENDS[name]
+    except KeyError:
+        raise EngineUnavailableError(
+            f"The '{name}' precision preset needs a quantization backend, and none is installed or "
+            "registered. Use --dtype auto, bf16, fp16 or fp32."
+        ) from None
+
+
+# --- device and dtype ---------------------------------------------------------------------------
+def resolve_device(setting: str) -> torch.device:
+    """``auto`` → the first CUDA device when there is one, else the CPU; explicit names are checked."""
+    import torch
+
+    name = (setting or "auto").strip().lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError) as exc:
+        raise ConfigError(f"Unknown device '{setting}': use auto, cpu, cuda or cuda:N.") from exc
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise EngineUnavailableError(
+                f"Device '{setting}' was requested but no CUDA GPU is available here."
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(
+                f"Device '{setting}' does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)."
+            )
+    elif device.type not in ("cpu", "mps"):
+        raise ConfigError(f"Unsupported device '{setting}': use auto, cpu, cuda or cuda:N.")
+    return device
+
+
+def resolve_dtype(setting: str, device: torch.device) -> torch.dtype:
+    """The compute dtype: ``auto`` = bf16 on CUDA with bf16 support, fp16 on older CUDA, fp32 on CPU.
+
+    ``int8``/``mixed`` return their backend's compute dtype, or raise ``EngineUnavailableError`` when
+    no backend is registered.
+    """
+    import torch
+
+    name = (setting or "auto").strip().lower()
+    if name == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    if name in FLOAT_DTYPES:
+        return getattr(torch, FLOAT_DTYPES[name])
+    if name in QUANT_PRESETS:
+        return quant_backend(name).compute_dtype(device)
+    raise ConfigError(f"Unknown dtype '{setting}': use auto, bf16, fp16, fp32, int8 or mixed.")
+
+
+# --- where the weights are ----------------------------------------------------------------------
+def _looks_like_path(model_id: str) -> bool:
+    """Rule: an existing path, or anything that starts like a path or is not ``owner/name``, is a path."""
+    if Path(model_id).expanduser().exists():
+        return True
+    if model_id.startswith(("/", "~", ".")) or "\\" in model_id:
+        return True
+    return not _HUB_ID.match(model_id)
+
+
+def _hub_offline() -> bool:
+    """HF_HUB_OFFLINE as set now (the library reads it once at import; users may set it later)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        return True
+
+
+def download_instructions(model_id: str) -> str:
+    """The exact commands that get the weights and point ocr-app at them."""
+    if _looks_like_path(model_id):
+        repo, target = DEFAULT_MODEL, str(Path(model_id).expanduser())
+    else:
+        repo, target = model_id, "DIR"
+    return (
+        f"Download the weights once (about 6.4 GiB) with:\n"
+        f"    hf download {repo} --local-dir {target}\n"
+        f"then run with --model {target} (or set DEEPSEEK_OCR_MODEL={target})."
+    )
+
+
+def _has_weights(directory: Path) -> bool:
+    return (directory / "config.json").is_file() and any(directory.glob("*.safetensors"))
+
+
+def _cached_snapshot(model_id: str) -> Path | None:
+    """The HF-cache snapshot directory of a hub id when its weights are there (no network)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        path = Path(snapshot_download(model_id, local_files_only=True, allow_patterns=_ALLOW_PATTERNS))
+    except Exception:  # not cached, partially cached, or an invalid id: all mean "not here"
+        return None
+    return path if _has_weights(path) else None
+
+
+def resolve_model_dir(model_id: str) -> Path:
+    """A local directory with the checkpoint: the given one, the HF cache, or a fresh hub download.
+
+    Raises ``WeightsNotFoundError`` with download instructions when none of these works.
+    """
+    if _looks_like_path(model_id):
+        directory = Path(model_id).expanduser()
+        if not directory.is_dir():
+            raise WeightsNotFoundError(
+                f"Model directory '{directory}' does not exist.\n{download_instructions(model_id)}"
+            )
+        if not _has_weights(directory):
+            raise WeightsNotFoundError(
+                f"Model directory '{directory}' has no DeepSeek-OCR-2 checkpoint (config.json and "
+                f"*.safetensors).\n{download_instructions(model_id)}"
+            )
+        return directory
+    cached = _cached_snapshot(model_id)
+    if cached is not None:
+        logger.info("using %s from the Hugging Face cache at %s", model_id, cached)
+        return cached
+    if _hub_offline():
+        raise WeightsNotFoundError(
+            f"Weights for '{model_id}' are not in the Hugging Face cache and the hub is offline "
+            f"(HF_HUB_OFFLINE is set).\n{download_instructions(model_id)}"
+        )
+    try:
+        from huggingface_hub import snapshot_download
+
+        logger.info("downloading %s from the Hugging Face hub", model_id)
+        path = Path(snapshot_download(model_id, allow_patterns=_ALLOW_PATTERNS))
+    except Exception as exc:
+        raise WeightsNotFoundError(
+            f"Weights for '{model_id}' are not cached and could not be downloaded "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no details'}).\n"
+            f"{download_instructions(model_id)}"
+        ) from exc
+    if not _has_weights(path):
+        raise WeightsNotFoundError(
+            f"'{model_id}' on the hub has no safetensors weights.\n{download_instructions(model_id)}"
+        )
+    return path
+
+
+def weights_status(model_id: str) -> str:
+    """One line for ``ocr-app info``: local dir present / in HF cache at PATH / not downloaded."""
+    if _looks_like_path(model_id):
+        directory = Path(model_id).expanduser()
+        if _has_weights(directory):
+            size = sum(f.stat().st_size for f in directory.glob("*.safetensors"))
+            return f"local directory {directory} ({size / 2**30:.2f} GiB of weights)"
+        if directory.is_dir():
+            return f"local directory {directory} has no checkpoint (config.json + *.safetensors)"
+        return f"local directory {directory} does not exist"
+    cached = _cached_snapshot(model_id)
+    if cached is not None:
+        return f"in HF cache at {cached}"
+    return f"not downloaded (hf download {model_id} --local-dir DIR, then --model DIR)"
+
+
+def weights_available(model_id: str) -> bool:
+    """Whether weights can be loaded without a download (local dir or HF cache; no network)."""
+    if _looks_like_path(model_id):
+        return _has_weights(Path(model_id).expanduser())
+    return _cached_snapshot(model_id) is not None
+
+
+# --- loading ------------------------------------------------------------------------------------
+def load_model(
+    model_id: str, device: torch.device, dtype: torch.dtype, *, quant: str | None = None
+) -> tuple[Any, Any]:
+    """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend)."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    directory = resolve_model_dir(model_id)
+    try:
+        processor = AutoProcessor.from_pretrained(directory)
+        if quant:
+            model = quant_backend(quant).load_model(directory, device, dtype)
+        else:
+            model = AutoModelForImageTextToText.from_pretrained(
+                directory, dtype=dtype, device_map=str(device)
+            )
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise ModelLoadError(
+            f"Could not load the model from {directory}: {type(exc).__name__}: {exc}"
+        ) from exc
+    model.eval()
+    if type(model).__name__ != "DeepseekOcr2ForConditionalGeneration":
+        raise ModelLoadError(
+            f"{directory} holds a {type(model).__name__}, not DeepseekOcr2ForConditionalGeneration "
+            "(use the transformers-format checkpoint deepseek-community/DeepSeek-OCR-2)."
+        )
+    logger.info("loaded %s on %s as %s", directory, device, dtype)
+    return model, processor
+
+
+__all__ = [
+    "QUANT_PRESETS",
+    "QuantBackend",
+    "download_instructions",
+    "load_model",
+    "quant_backend",
+    "register_quant_backend",
+    "resolve_device",
+    "resolve_dtype",
+    "resolve_model_dir",
+    "weights_available",
+    "weights_status",
+]
