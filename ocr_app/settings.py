@@ -57,10 +57,12 @@ class Settings(BaseSettings):
     preload: bool = False
     cache_enabled: bool = True
     cache_dir: Path = Field(default_factory=default_cache_dir)
-    vision_cache_mb: int = Field(512, ge=0)
-    vision_cache_disk: bool = False
-    result_cache_mb: int = Field(256, ge=0)
-    memory_tolerance_mb: int = Field(64, ge=0)
+    vision_cache_mb: int = Field(512, ge=0, description="In-memory vision-feature cache bound (CPU RAM).")
+    vision_cache_disk: bool = Field(False, description="Also keep vision features under cache_dir/vision.")
+    vision_cache_disk_mb: int = Field(2048, ge=0, description="Bound of the on-disk vision-feature store.")
+    result_cache_mb: int = Field(256, ge=0, description="On-disk result cache bound; 0 disables it.")
+    memory_tolerance_mb: int = Field(64, ge=0, description="GPU memory a request may keep before a warning.")
+    oom_recovery: bool = Field(True, description="Retry a page with a smaller footprint after a GPU OOM.")
 
     # server
     host: str = "127.0.0.1"

@@ -1,0 +1,166 @@
+"""Per-request GPU memory accounting: measure before/after, free transient memory on exit, warn on leaks.
+
+Why: the app runs for weeks on a GPU shared with other work. Each request must hand back what it
+borrowed (activations, allocator cache), and a request that keeps memory must be visible in the log
+rather than discovered as an OOM days later. On CPU this is a cheap record with no numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+MIB = 1024**2
+
+
+@dataclass
+class MemoryRecord:
+    """What one request did to GPU memory. Byte fields are None on CPU."""
+
+    label: str
+    device: str
+    cuda: bool
+    allocated_before: int | None = None
+    reserved_before: int | None = None
+    allocated_after: int | None = None
+    reserved_after: int | None = None
+    peak_allocated: int | None = None  # max allocated while the request ran
+    seconds: float = 0.0
+    leaked: bool = False  # allocated did not come back within the tolerance
+    error: str | None = None  # exception type name when the body raised
+
+    @property
+    def delta_allocated(self) -> int | None:
+        if self.allocated_before is None or self.allocated_after is None:
+            return None
+        return self.allocated_after - self.allocated_before
+
+    @property
+    def peak_delta(self) -> int | None:
+        if self.allocated_before is None or self.peak_allocated is None:
+            return None
+        return self.peak_allocated - self.allocated_before
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["delta_allocated"] = self.delta_allocated
+        d["peak_delta"] = self.peak_delta
+        return d
+
+
+def is_cuda_device(device: Any) -> bool:
+    """True for "cuda", "cuda:N" and CUDA ``torch.device`` objects; never imports torch."""
+    if device is None:
+        return False
+    kind = getattr(device, "type", None) or str(device).split(":", 1)[0]
+    return str(kind).lower() == "cuda"
+
+
+def free_transient_memory(cuda: Any | None = None) -> None:
+    """Collect Python garbage (tensors held by cycles) and return the allocator's cached blocks."""
+    gc.collect()
+    if cuda is not None:
+        cuda.empty_cache()
+
+
+def _cuda_module() -> Any:
+    import torch
+
+    return torch.cuda
+
+
+@contextlib.contextmanager
+def request_context(
+    device: Any = "cpu",
+    tolerance_mb: float = 64,
+    label: str = "request",
+    *,
+    cuda: Any | None = None,
+) -> Iterator[MemoryRecord]:
+    """Run a request; on exit (normal or exception) free transient memory and fill the yielded record.
+
+    Freeing = ``empty_cache`` always, plus ``gc.collect`` after an exception or when allocated memory is
+    still above the tolerance (then measured again before deciding that memory leaked).
+
+    ``cuda`` defaults to ``torch.cuda``; it is a parameter so a caller can pass another object with the
+    same functions (``memory_allocated``, ``memory_reserved``, ``max_memory_allocated``,
+    ``reset_peak_memory_stats``, ``empty_cache``, ``synchronize``).
+    """
+    on_cuda = is_cuda_device(device)
+    record = MemoryRecord(label=label, device=str(device), cuda=on_cuda)
+    t0 = time.perf_counter()
+    if not on_cuda:
+        try:
+            yield record
+        except BaseException as exc:
+            record.error = type(exc).__name__
+            raise
+        finally:
+            record.seconds = time.perf_counter() - t0
+        return
+
+    cuda = cuda if cuda is not None else _cuda_module()
+    index = _index(device)
+    record.allocated_before = int(cuda.memory_allocated(index))
+    record.reserved_before = int(cuda.memory_reserved(index))
+    cuda.reset_peak_memory_stats(index)
+    try:
+        yield record
+    except BaseException as exc:
+        record.error = type(exc).__name__
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            cuda.synchronize(index)
+        record.peak_allocated = int(cuda.max_memory_allocated(index))
+        # gc.collect costs up to a second in a big process: run it when an exception's traceback may
+        # hold tensors, or when returning the allocator cache alone did not bring memory back.
+        if record.error is not None:
+            free_transient_memory(cuda)
+        else:
+            cuda.empty_cache()
+            if int(cuda.memory_allocated(index)) - record.allocated_before > tolerance_mb * MIB:
+                free_transient_memory(cuda)
+        record.allocated_after = int(cuda.memory_allocated(index))
+        record.reserved_after = int(cuda.memory_reserved(index))
+        record.seconds = time.perf_counter() - t0
+        delta = record.delta_allocated or 0
+        record.leaked = delta > tolerance_mb * MIB
+        if record.leaked:
+            logger.warning(
+                "%s kept %.1f MiB of GPU memory (tolerance %.0f MiB): allocated %.1f → %.1f MiB, "
+                "reserved %.1f → %.1f MiB",
+                label,
+                delta / MIB,
+                tolerance_mb,
+                record.allocated_before / MIB,
+                record.allocated_after / MIB,
+                record.reserved_before / MIB,
+                record.reserved_after / MIB,
+            )
+        else:
+            logger.debug(
+                "%s: peak +%.1f MiB, kept %+.1f MiB", label, (record.peak_delta or 0) / MIB, delta / MIB
+            )
+
+
+def _index(device: Any) -> int | None:
+    """The CUDA index in ``device``; None means torch's current device."""
+    if not isinstance(device, str):
+        idx = getattr(device, "index", None)  # torch.device
+        if isinstance(idx, int):
+            return idx
+    text = str(device)
+    if ":" in text:
+        try:
+            return int(text.split(":", 1)[1])
+        except ValueError:
+            return None
+    return None

@@ -1,0 +1,131 @@
+"""request_context: the CPU path for real; the GPU path through an object with torch.cuda's functions
+(no GPU in CI), which simulates allocations so leak detection and freeing on exceptions can be checked."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from ocr_app.runtime.memory import MIB, is_cuda_device, request_context
+
+
+class CudaDouble:
+    """torch.cuda's memory functions over a counter: ``cached`` blocks go back on empty_cache."""
+
+    def __init__(self) -> None:
+        self.allocated = 100 * MIB
+        self.cached = 0
+        self.peak = self.allocated
+        self.empty_calls = 0
+
+    def alloc(self, n: int) -> None:
+        self.allocated += n
+        self.peak = max(self.peak, self.allocated)
+
+    def free(self, n: int) -> None:
+        self.allocated -= n
+        self.cached += n
+
+    def memory_allocated(self, i=None):
+        return self.allocated
+
+    def memory_reserved(self, i=None):
+        return self.allocated + self.cached
+
+    def max_memory_allocated(self, i=None):
+        return self.peak
+
+    def reset_peak_memory_stats(self, i=None):
+        self.peak = self.allocated
+
+    def empty_cache(self):
+        self.empty_calls += 1
+        self.cached = 0
+
+
+class CycleHeld:
+    """Memory that only a garbage collection returns (an object in a reference cycle)."""
+
+    def __init__(self, cuda: CudaDouble, n: int) -> None:
+        self.cuda, self.n, self.me = cuda, n, self
+        cuda.alloc(n)
+
+    def __del__(self):
+        self.cuda.free(self.n)
+
+    def synchronize(self, i=None):
+        pass
+
+
+def test_cpu_record_is_cheap_and_empty():
+    with request_context("cpu", 64, "page 1") as rec:
+        pass
+    assert rec.cuda is False and rec.allocated_before is None and rec.delta_allocated is None
+    assert rec.seconds >= 0 and rec.error is None and rec.label == "page 1"
+
+
+def test_cpu_exception_is_recorded_and_propagates():
+    with pytest.raises(KeyError), request_context("cpu") as rec:
+        raise KeyError("x")
+    assert rec.error == "KeyError"
+
+
+def test_gpu_transient_memory_is_freed_and_measured(caplog):
+    cuda = CudaDouble()
+    with caplog.at_level(logging.WARNING), request_context("cuda:0", 64, "batch", cuda=cuda) as rec:
+        cuda.alloc(2048 * MIB)
+        cuda.free(2048 * MIB)
+    assert rec.allocated_before == rec.allocated_after == 100 * MIB
+    assert rec.peak_delta == 2048 * MIB
+    assert rec.reserved_after == 100 * MIB  # the cached blocks went back
+    assert cuda.empty_calls == 1 and not rec.leaked
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_gpu_memory_held_by_a_cycle_is_collected_not_reported():
+    import gc
+
+    cuda = CudaDouble()
+    gc.disable()  # keep the collector from running by itself while the cycle is built
+    try:
+        with request_context("cuda", 64, "cycle", cuda=cuda) as rec:
+            CycleHeld(cuda, 700 * MIB)  # unreachable at once, but only gc frees it
+        assert not rec.leaked and rec.allocated_after == 100 * MIB
+        assert cuda.empty_calls == 2  # cheap try first, then after the collection
+    finally:
+        gc.enable()
+
+
+def test_gpu_leak_warns_with_delta(caplog):
+    cuda = CudaDouble()
+    with caplog.at_level(logging.WARNING), request_context("cuda", 64, "page 3", cuda=cuda) as rec:
+        cuda.alloc(300 * MIB)
+    assert rec.leaked and rec.delta_allocated == 300 * MIB
+    msgs = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(msgs) == 1 and "page 3 kept 300.0 MiB" in msgs[0] and "tolerance 64 MiB" in msgs[0]
+
+
+def test_gpu_within_tolerance_does_not_warn(caplog):
+    cuda = CudaDouble()
+    with caplog.at_level(logging.WARNING), request_context("cuda", 64, "x", cuda=cuda) as rec:
+        cuda.alloc(10 * MIB)
+    assert not rec.leaked and rec.delta_allocated == 10 * MIB
+    assert not caplog.records
+
+
+def test_gpu_exception_still_frees(caplog):
+    cuda = CudaDouble()
+    with pytest.raises(RuntimeError), request_context("cuda", 64, "x", cuda=cuda) as rec:
+        cuda.alloc(500 * MIB)
+        cuda.free(500 * MIB)
+        raise RuntimeError("boom")
+    assert rec.error == "RuntimeError" and cuda.empty_calls == 1 and cuda.cached == 0
+    assert rec.allocated_after == 100 * MIB
+
+
+def test_is_cuda_device():
+    import torch
+
+    assert is_cuda_device("cuda:1") and is_cuda_device(torch.device("cuda", 0))
+    assert not is_cuda_device("cpu") and not is_cuda_device(None) and not is_cuda_device(torch.device("cpu"))
