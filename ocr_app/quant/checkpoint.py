@@ -1,0 +1,127 @@
+"""Pre-quantised checkpoints: write once, load straight to the device.
+
+Layout of a quantised directory: ``model.safetensors`` (packed codes, scales, float tensors of the
+parts that stay float), ``config.json`` and ``generation_config.json`` (unchanged model config), the
+tokenizer/processor files copied from the source, and ``quant_recipe.json`` (preset, formats and shape
+of every replaced module, AWQ statistics).
+
+Loading builds the model skeleton with empty (meta) weights, swaps in empty quantised modules from the
+recipe, then assigns tensors read from safetensors directly on the target device: the float weights of
+quantised parts never exist anywhere, so GPU memory never holds more than the quantised model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ocr_app.exceptions import ModelLoadError, WeightsNotFoundError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+logger = logging.getLogger(__name__)
+
+RECIPE_FILE = "quant_recipe.json"
+WEIGHTS_FILE = "model.safetensors"
+_SKIP_COPY = {WEIGHTS_FILE, RECIPE_FILE, "model.safetensors.index.json"}
+
+
+def is_quantized_checkpoint(path: str | Path) -> bool:
+    """Whether ``path`` is a directory written by :func:`save_quantized`."""
+    return (Path(path) / RECIPE_FILE).is_file()
+
+
+def save_quantized(model: nn.Module, recipe: dict[str, Any], out_dir: str | Path, source_dir: str | Path | None) -> Path:
+    """Write the quantised ``model`` and its ``recipe``; copy tokenizer/processor files from ``source_dir``."""
+    from safetensors.torch import save_file
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if source_dir is not None:
+        for f in Path(source_dir).iterdir():
+            if f.is_file() and f.name not in _SKIP_COPY and not f.name.endswith((".safetensors", ".bin", ".pt")):
+                shutil.copy2(f, out / f.name)
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    save_file(state, str(out / WEIGHTS_FILE), metadata={"format": "pt", "quant": recipe["preset"]})
+    model.config.save_pretrained(out)
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(out)
+    (out / RECIPE_FILE).write_text(json.dumps(recipe, indent=1))
+    logger.info("wrote quantised checkpoint (%s) to %s", recipe["preset"], out)
+    return out
+
+
+def read_recipe(path: str | Path) -> dict[str, Any]:
+    p = Path(path) / RECIPE_FILE
+    if not p.is_file():
+        raise WeightsNotFoundError(f"{path} is not a quantised checkpoint (no {RECIPE_FILE})")
+    recipe = json.loads(p.read_text())
+    if recipe.get("format") != "ocr-app-quant":
+        raise ModelLoadError(f"{p} is not an ocr-app quantisation recipe")
+    return recipe
+
+
+def _empty_module(entry: dict[str, Any], dtype: torch.dtype) -> nn.Module:
+    from ocr_app.quant.modules import Int8Linear, QuantExperts, QuantLinear
+
+    kind = entry["kind"]
+    if kind == "int8":
+        return Int8Linear(entry["in_features"], entry["out_features"], entry["bias"], dtype, "meta")
+    if kind == "wq":
+        return QuantLinear(
+            entry["in_features"], entry["out_features"], entry["bits"], entry["group"], entry["bias"],
+            entry["input_scale"], dtype, "meta",
+        )  # fmt: skip
+    if kind == "experts":
+        return QuantExperts(
+            entry["num_experts"], entry["hidden_dim"], entry["intermediate_dim"], entry["bits"],
+            entry["input_scale"], dtype, "meta",
+        )  # fmt: skip
+    raise ModelLoadError(f"unknown quantised module kind {kind!r} in the recipe")
+
+
+def load_quantized(path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | None = None):
+    """Load a pre-quantised checkpoint onto ``device``. Returns ``(model, recipe)``.
+
+    ``dtype`` overrides the float dtype the checkpoint was written with (e.g. fp16 on GPUs without bf16).
+    """
+    import torch
+    from accelerate import init_empty_weights
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, DeepseekOcr2ForConditionalGeneration, GenerationConfig
+
+    from ocr_app.quant.apply import guard_fp16, set_module
+
+    path = Path(path)
+    recipe = read_recipe(path)
+    if not (path / WEIGHTS_FILE).is_file():
+        raise WeightsNotFoundError(f"{path / WEIGHTS_FILE} is missing")
+    dtype = dtype or getattr(torch, recipe.get("float_dtype", "bfloat16"))
+    config = AutoConfig.from_pretrained(path)
+    with init_empty_weights(include_buffers=False):
+        model = DeepseekOcr2ForConditionalGeneration(config)
+    for name, entry in recipe["modules"].items():
+        set_module(model, name, _empty_module(entry, dtype))
+    state = load_file(str(path / WEIGHTS_FILE), device=str(device))
+    for k, v in state.items():
+        if v.is_floating_point() and v.dtype != dtype and not k.endswith(("wscale", "gate.weight")):
+            state[k] = v.to(dtype)
+    try:
+        model.load_state_dict(state, strict=True, assign=True)
+    except RuntimeError as exc:
+        raise ModelLoadError(f"quantised checkpoint {path} does not match its recipe: {exc}") from exc
+    model.to(device)  # non-persistent buffers (rotary tables) built on the CPU
+    model.eval()
+    try:
+        model.generation_config = GenerationConfig.from_pretrained(path)
+    except OSError:
+        logger.debug("no generation_config.json in %s", path)
+    if dtype == torch.float16:
+        guard_fp16(model)
+    logger.info("loaded quantised checkpoint %s (%s) on %s", path, recipe["preset"], device)
+    return model, recipe

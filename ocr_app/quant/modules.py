@@ -1,0 +1,227 @@
+"""Drop-in quantised modules: ``QuantLinear`` (W4/W8 group-quantised, weight-only), ``Int8Linear``
+(dynamic W8A8) and ``QuantExperts`` (transformers' fused experts contract).
+
+Why buffers, not parameters: the weights are integer codes (no gradients) and ``model.to(dtype)``
+must cast only the float scales. Every module can be built empty (for loading a pre-quantised
+checkpoint without ever allocating float weights) and filled by ``load_state_dict``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from torch import nn
+
+from ocr_app.quant.formats import group_size_for, pack_int4, quantize_groups, quantize_int8_per_channel
+from ocr_app.quant.ops import QWeight, int8_linear, moe_experts, wq_linear
+
+logger = logging.getLogger(__name__)
+
+
+def _code_cols(in_features: int, bits: int) -> int:
+    return in_features // 2 if bits == 4 else in_features
+
+
+def _quantize_stack(w: torch.Tensor, bits: int, group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    q, s, m = quantize_groups(w, bits, group)
+    return (pack_int4(q) if bits == 4 else q), s, m
+
+
+class QuantLinear(nn.Module):
+    """``nn.Linear`` replacement with a 4- or 8-bit group-quantised weight (W4A16/W8A16).
+
+    ``input_scale_inv`` (optional, [in_features]) is AWQ's activation scale where it could not be
+    folded into the previous op; it is applied inside the kernel.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bits: int = 4,
+        group: int | None = None,
+        bias: bool = False,
+        has_input_scale: bool = False,
+        dtype: torch.dtype = torch.bfloat16,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features, self.bits = in_features, out_features, bits
+        self.group = group or group_size_for(in_features)
+        g = in_features // self.group
+        self.register_buffer(
+            "qweight", torch.empty(1, out_features, _code_cols(in_features, bits), dtype=torch.uint8, device=device)
+        )
+        self.register_buffer("scales", torch.empty(1, out_features, g, dtype=dtype, device=device))
+        self.register_buffer("mins", torch.empty(1, out_features, g, dtype=dtype, device=device))
+        self.register_buffer("bias", torch.empty(out_features, dtype=dtype, device=device) if bias else None)
+        self.register_buffer(
+            "input_scale_inv", torch.empty(1, in_features, dtype=dtype, device=device) if has_input_scale else None
+        )
+
+    @classmethod
+    def from_float(
+        cls,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        bits: int = 4,
+        group: int | None = None,
+        input_scale: torch.Tensor | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> QuantLinear:
+        """Quantise ``weight`` [N, K]. With ``input_scale`` s, stores Q(W·diag(s)) and s⁻¹ (exact when
+        s holds powers of two, which the AWQ search guarantees)."""
+        dtype = dtype or weight.dtype
+        n, k = weight.shape
+        mod = cls(k, n, bits, group, bias is not None, input_scale is not None, dtype, weight.device)
+        w = weight.float()
+        if input_scale is not None:
+            w = w * input_scale.float()[None, :]
+            mod.input_scale_inv.copy_((1.0 / input_scale.float())[None, :])
+        codes, s, m = _quantize_stack(w[None], bits, mod.group)
+        mod.qweight.copy_(codes)
+        mod.scales.copy_(s)
+        mod.mins.copy_(m)
+        if bias is not None:
+            mod.bias.copy_(bias)
+        return mod
+
+    @property
+    def qw(self) -> QWeight:
+        return QWeight(self.qweight, self.scales, self.mins, self.bits, self.group, self.in_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return wq_linear(x, self.qw, self.bias, self.input_scale_inv)
+
+    def extra_repr(self) -> str:
+        return f"in={self.in_features}, out={self.out_features}, bits={self.bits}, group={self.group}"
+
+
+class Int8Linear(nn.Module):
+    """``nn.Linear`` replacement: INT8 per-channel weights, INT8 per-token dynamic activations."""
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        dtype: torch.dtype = torch.bfloat16,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.register_buffer("qweight", torch.empty(out_features, in_features, dtype=torch.int8, device=device))
+        # float32 on purpose: the epilogue multiplies in float32 and model.to(bf16) must not round it
+        self.register_buffer("wscale", torch.empty(out_features, dtype=torch.float32, device=device))
+        self.register_buffer("bias", torch.empty(out_features, dtype=dtype, device=device) if bias else None)
+
+    def _apply(self, fn, recurse=True):  # keep wscale in float32 across .to(dtype)
+        out = super()._apply(fn, recurse)
+        if self.wscale.dtype != torch.float32:
+            self.wscale = self.wscale.float()
+        return out
+
+    @classmethod
+    def from_float(cls, weight: torch.Tensor, bias: torch.Tensor | None) -> Int8Linear:
+        n, k = weight.shape
+        mod = cls(k, n, bias is not None, weight.dtype, weight.device)
+        q, s = quantize_int8_per_channel(weight)
+        mod.qweight.copy_(q)
+        mod.wscale.copy_(s)
+        if bias is not None:
+            mod.bias.copy_(bias)
+        return mod
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return int8_linear(x, self.qweight, self.wscale, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in={self.in_features}, out={self.out_features}, int8 w8a8"
+
+
+class QuantExperts(nn.Module):
+    """Fused routed experts with group-quantised ``gate_up_proj`` [E, 2I, H] and ``down_proj``
+    [E, H, I]; ``forward(hidden_states, top_k_index, top_k_weights)`` like transformers' experts.
+
+    ``input_scale_inv`` [E, H] holds each expert's AWQ activation scale (experts share their input
+    with the router and the shared experts, so per-expert scales cannot be folded into the norm).
+    """
+
+    def __init__(
+        self,
+        num_experts: int,
+        hidden_dim: int,
+        intermediate_dim: int,
+        bits: int = 4,
+        has_input_scale: bool = False,
+        dtype: torch.dtype = torch.bfloat16,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.num_experts, self.hidden_dim, self.intermediate_dim, self.bits = (
+            num_experts,
+            hidden_dim,
+            intermediate_dim,
+            bits,
+        )
+        self.group_gate_up = group_size_for(hidden_dim)
+        self.group_down = group_size_for(intermediate_dim)
+        e, h, i = num_experts, hidden_dim, intermediate_dim
+        kw = {"device": device}
+        self.register_buffer("gate_up_qweight", torch.empty(e, 2 * i, _code_cols(h, bits), dtype=torch.uint8, **kw))
+        self.register_buffer("gate_up_scales", torch.empty(e, 2 * i, h // self.group_gate_up, dtype=dtype, **kw))
+        self.register_buffer("gate_up_mins", torch.empty(e, 2 * i, h // self.group_gate_up, dtype=dtype, **kw))
+        self.register_buffer("down_qweight", torch.empty(e, h, _code_cols(i, bits), dtype=torch.uint8, **kw))
+        self.register_buffer("down_scales", torch.empty(e, h, i // self.group_down, dtype=dtype, **kw))
+        self.register_buffer("down_mins", torch.empty(e, h, i // self.group_down, dtype=dtype, **kw))
+        self.register_buffer(
+            "input_scale_inv", torch.empty(e, h, dtype=dtype, **kw) if has_input_scale else None
+        )
+
+    @classmethod
+    def from_float(
+        cls,
+        gate_up: torch.Tensor,
+        down: torch.Tensor,
+        bits: int = 4,
+        input_scale: torch.Tensor | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> QuantExperts:
+        """Quantise fused expert weights (AWQ scales already folded, ``input_scale`` [E, H] optional)."""
+        dtype = dtype or gate_up.dtype
+        e, two_i, h = gate_up.shape
+        mod = cls(e, h, two_i // 2, bits, input_scale is not None, dtype, gate_up.device)
+        gu = gate_up.float()
+        if input_scale is not None:
+            gu = gu * input_scale.float()[:, None, :]
+            mod.input_scale_inv.copy_(1.0 / input_scale.float())
+        for name, w, group in (("gate_up", gu, mod.group_gate_up), ("down", down.float(), mod.group_down)):
+            codes, s, m = _quantize_stack(w, bits, group)
+            getattr(mod, f"{name}_qweight").copy_(codes)
+            getattr(mod, f"{name}_scales").copy_(s)
+            getattr(mod, f"{name}_mins").copy_(m)
+        return mod
+
+    @property
+    def gate_up(self) -> QWeight:
+        return QWeight(
+            self.gate_up_qweight, self.gate_up_scales, self.gate_up_mins, self.bits, self.group_gate_up, self.hidden_dim
+        )
+
+    @property
+    def down(self) -> QWeight:
+        return QWeight(
+            self.down_qweight, self.down_scales, self.down_mins, self.bits, self.group_down, self.intermediate_dim
+        )
+
+    def forward(
+        self, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+    ) -> torch.Tensor:
+        return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up, self.down, self.input_scale_inv)
+
+    def extra_repr(self) -> str:
+        return (
+            f"experts={self.num_experts}, hidden={self.hidden_dim}, inter={self.intermediate_dim}, "
+            f"bits={self.bits}, groups=({self.group_gate_up}, {self.group_down})"
+        )

@@ -1,0 +1,342 @@
+"""Quantised matmuls with two interchangeable paths: Triton kernels (GPU, or CPU under
+``TRITON_INTERPRET=1``) and plain torch (CI, GPUs without Triton).
+
+Why two paths with one contract: CI has no GPU, so the torch path is what tests exercise end to end and
+the reference the kernels are checked against; the GPU runs the kernels, which never synchronise with
+the host (fixed launch shapes, routing read on the device), so decode steps can be graph-captured.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+Backend = Literal["auto", "torch", "triton"]
+
+# Decode: up to this many rows (tokens, or token-expert pairs) go through the GEMV kernel, which reads
+# the routing directly; more rows are sorted by expert and go through the tensor-core GEMM.
+GEMV_MAX_ROWS = 64
+ENV_BACKEND = "OCR_APP_QUANT_BACKEND"
+
+
+@dataclass(frozen=True)
+class QWeight:
+    """A group-quantised weight stack: codes [E, N, K/2] (4-bit) or [E, N, K] (8-bit) uint8,
+    ``scale``/``wmin`` [E, N, K/group]. Plain linears have E = 1."""
+
+    codes: torch.Tensor
+    scale: torch.Tensor
+    wmin: torch.Tensor
+    bits: int
+    group: int
+    in_features: int
+
+    @property
+    def out_features(self) -> int:
+        return self.codes.shape[1]
+
+    def dequantize(self, experts: torch.Tensor | int | None = None) -> torch.Tensor:
+        """Float32 weights [E, N, K] (or [N, K] for one expert index)."""
+        from ocr_app.quant.formats import dequantize_groups, unpack_int4
+
+        codes, scale, wmin = self.codes, self.scale, self.wmin
+        if experts is not None:
+            codes, scale, wmin = codes[experts], scale[experts], wmin[experts]
+        q = unpack_int4(codes) if self.bits == 4 else codes
+        return dequantize_groups(q, scale, wmin, self.group)
+
+
+def _triton_ok() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def pick_backend(x: torch.Tensor, backend: Backend = "auto") -> str:
+    """``auto``: Triton on CUDA tensors when Triton imports, torch otherwise. ``OCR_APP_QUANT_BACKEND``
+    overrides ``auto`` (tests use it to drive the kernels under the Triton interpreter)."""
+    if backend == "auto":
+        backend = os.environ.get(ENV_BACKEND, "auto")  # type: ignore[assignment]
+    if backend == "auto":
+        return "triton" if x.is_cuda and _triton_ok() else "torch"
+    if backend == "triton" and not _triton_ok():
+        raise RuntimeError("the Triton backend was requested but triton is not installed")
+    return backend
+
+
+# --------------------------------------------------------------------------------------------- linear
+def wq_linear(
+    x: torch.Tensor,
+    w: QWeight,
+    bias: torch.Tensor | None = None,
+    input_scale_inv: torch.Tensor | None = None,
+    backend: Backend = "auto",
+) -> torch.Tensor:
+    """``y = (x * input_scale_inv) @ W^T + bias`` with a group-quantised ``W`` (W4A16 / W8A16)."""
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    if pick_backend(x, backend) == "triton":
+        y = _wq_linear_triton(x2, w, input_scale_inv)
+        if bias is not None:
+            y = y + bias
+    else:
+        xf = x2.float()
+        if input_scale_inv is not None:
+            xf = xf * input_scale_inv.reshape(-1).float()
+        y = xf @ w.dequantize(0).t()
+        if bias is not None:
+            y = y + bias.float()
+        y = y.to(x.dtype)
+    return y.reshape(*lead, w.out_features)
+
+
+def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up):
+    import triton
+
+    from ocr_app.quant import triton_kernels as tk
+    from ocr_app.quant.formats import kernel_block_k
+
+    rows = out.shape[0]
+    block_n = 32
+    grid = (rows, triton.cdiv(n_out, block_n))
+    tk.wq_gemv_kernel[grid](
+        x,
+        x.stride(0),
+        w.codes,
+        w.scale,
+        w.wmin,
+        idx if idx is not None else out,
+        isc if isc is not None else out,
+        rw if rw is not None else out,
+        out,
+        out.stride(0),
+        n_out,
+        w.codes.shape[1],
+        w.in_features,
+        w.group,
+        X_DIV=x_div,
+        BITS=w.bits,
+        HAS_IDX=idx is not None,
+        HAS_ISC=isc is not None,
+        HAS_RW=rw is not None,
+        GATE_UP=gate_up,
+        BLOCK_N=block_n,
+        BLOCK_K=kernel_block_k(w.in_features, w.group),
+        num_warps=4,
+    )
+
+
+def _gemm_launch(x, w: QWeight, out, m, n_out, rows, bexp, num_blocks, block_m, isc, rw, x_div, gate_up):
+    import triton
+
+    from ocr_app.quant import triton_kernels as tk
+    from ocr_app.quant.formats import kernel_block_k
+
+    block_n = 64
+    grid = (num_blocks, triton.cdiv(n_out, block_n))
+    tk.wq_gemm_kernel[grid](
+        x,
+        x.stride(0),
+        w.codes,
+        w.scale,
+        w.wmin,
+        rows if rows is not None else out,
+        bexp if bexp is not None else out,
+        isc if isc is not None else out,
+        rw if rw is not None else out,
+        out,
+        out.stride(0),
+        m,
+        n_out,
+        w.codes.shape[1],
+        w.in_features,
+        w.group,
+        w.codes.shape[0],
+        X_DIV=x_div,
+        BITS=w.bits,
+        HAS_IDX=rows is not None,
+        HAS_ISC=isc is not None,
+        HAS_RW=rw is not None,
+        GATE_UP=gate_up,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        BLOCK_K=kernel_block_k(w.in_features, w.group),
+        num_warps=4,
+        num_stages=3,
+    )
+
+
+def _block_m(rows_per_group: float) -> int:
+    if rows_per_group <= 16:
+        return 16
+    if rows_per_group <= 48:
+        return 32
+    return 64
+
+
+def _wq_linear_triton(x2: torch.Tensor, w: QWeight, isc: torch.Tensor | None) -> torch.Tensor:
+    import torch
+
+    x2 = x2.contiguous()
+    m = x2.shape[0]
+    out = torch.empty(m, w.out_features, device=x2.device, dtype=x2.dtype)
+    if m == 0:
+        return out
+    if m <= GEMV_MAX_ROWS // 4:
+        _gemv_launch(x2, w, out, w.out_features, None, isc, None, 1, False)
+    else:
+        import triton
+
+        bm = _block_m(m)
+        _gemm_launch(x2, w, out, m, w.out_features, None, None, triton.cdiv(m, bm), bm, isc, None, 1, False)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ MoE
+def align_pairs(top_k_index: torch.Tensor, num_experts: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Group (token, slot) pairs by expert into blocks of ``block_m`` rows, on the device, no sync.
+
+    Returns ``rows`` [num_blocks * block_m] (pair ids; ``P`` marks padding), ``block_expert``
+    [num_blocks] (``num_experts`` marks an unused block) and the fixed upper bound ``num_blocks`` =
+    ceil(P / block_m) + E, which depends on shapes only.
+    """
+    import torch
+
+    flat = top_k_index.reshape(-1).long()
+    p = flat.numel()
+    dev = flat.device
+    num_blocks = -(-p // block_m) + num_experts
+    counts = torch.zeros(num_experts, dtype=torch.long, device=dev).scatter_add_(0, flat, torch.ones_like(flat))
+    blocks_per = (counts + block_m - 1) // block_m
+    block_end = torch.cumsum(blocks_per, 0)
+    block_start = block_end - blocks_per
+    count_start = torch.cumsum(counts, 0) - counts
+    sorted_e, order = torch.sort(flat, stable=True)
+    rank = torch.arange(p, device=dev) - count_start[sorted_e]
+    dest = block_start[sorted_e] * block_m + rank
+    rows = torch.full((num_blocks * block_m,), p, dtype=torch.long, device=dev).scatter_(0, dest, order)
+    block_expert = torch.searchsorted(block_end, torch.arange(num_blocks, device=dev), right=True)
+    return rows, block_expert, num_blocks
+
+
+def moe_experts(
+    x: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up: QWeight,
+    down: QWeight,
+    input_scale_inv: torch.Tensor | None = None,
+    backend: Backend = "auto",
+) -> torch.Tensor:
+    """Routed experts: ``Σ_slots w · down_e(silu(gate_e(x s_e⁻¹)) · up_e(x s_e⁻¹))`` for x [T, H].
+
+    Same contract as transformers' experts ``forward(hidden_states, top_k_index, top_k_weights)``.
+    Expert ids outside ``[0, E)`` are not expected (the router never produces them).
+    """
+    if pick_backend(x, backend) == "triton":
+        return _moe_triton(x, top_k_index, top_k_weights, gate_up, down, input_scale_inv)
+    return _moe_torch(x, top_k_index, top_k_weights, gate_up, down, input_scale_inv)
+
+
+def _moe_torch(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, isc):
+    import torch
+
+    out = torch.zeros(x.shape[0], down.out_features, dtype=torch.float32, device=x.device)
+    inter = gate_up.out_features // 2
+    for e in torch.unique(top_k_index).tolist():
+        tok, slot = torch.where(top_k_index == e)
+        xe = x[tok].float()
+        if isc is not None:
+            xe = xe * isc[e].float()
+        gu = xe @ gate_up.dequantize(e).t()
+        h = torch.nn.functional.silu(gu[:, :inter]) * gu[:, inter:]
+        h = h.to(x.dtype).float()  # the kernels keep the intermediate in the activation dtype
+        y = (h @ down.dequantize(e).t()) * top_k_weights[tok, slot, None].float()
+        out.index_add_(0, tok, y)
+    return out.to(x.dtype)
+
+
+def _moe_triton(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, isc):
+    import torch
+
+    x = x.contiguous()
+    t, _ = x.shape
+    topk = top_k_index.shape[1]
+    p = t * topk
+    inter = gate_up.out_features // 2
+    hidden = down.out_features
+    num_experts = gate_up.codes.shape[0]
+    idx = top_k_index.reshape(-1).contiguous()
+    rw = top_k_weights.reshape(-1).contiguous()
+    h = torch.empty(p, inter, device=x.device, dtype=x.dtype)
+    y = torch.empty(p, hidden, device=x.device, dtype=torch.float32)
+    if p == 0:
+        return torch.zeros_like(x)
+    if p <= GEMV_MAX_ROWS:
+        _gemv_launch(x, gate_up, h, inter, idx, isc, None, topk, True)
+        _gemv_launch(h, down, y, hidden, idx, None, rw, 1, False)
+    else:
+        bm = _block_m(p / num_experts)
+        rows, bexp, nblocks = align_pairs(top_k_index, num_experts, bm)
+        _gemm_launch(x, gate_up, h, p, inter, rows, bexp, nblocks, bm, isc, None, topk, True)
+        _gemm_launch(h, down, y, p, hidden, rows, bexp, nblocks, bm, None, rw, 1, False)
+    return y.view(t, topk, hidden).sum(1).to(x.dtype)
+
+
+# ----------------------------------------------------------------------------------------------- INT8
+def int8_linear(
+    x: torch.Tensor,
+    qweight: torch.Tensor,
+    wscale: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    backend: Backend = "auto",
+) -> torch.Tensor:
+    """Dynamic W8A8: per-token INT8 activations × per-channel INT8 weights, int32 accumulate.
+
+    GPU: one Triton pass quantises the rows, ``torch._int_mm`` (cuBLAS IMMA) multiplies, one Triton
+    pass rescales and adds the bias. CPU: the same math with torch ops (``_int_mm`` runs on CPU too).
+    """
+    import torch
+
+    from ocr_app.quant.formats import quantize_rows_int8
+
+    lead = x.shape[:-1]
+    k = x.shape[-1]
+    n = qweight.shape[0]
+    x2 = x.reshape(-1, k).contiguous()
+    m = x2.shape[0]
+    use_triton = pick_backend(x, backend) == "triton"
+    if use_triton and x.is_cuda and m > 16 and k % 8 == 0 and n % 8 == 0:
+        import triton
+
+        from ocr_app.quant import triton_kernels as tk
+
+        q = torch.empty(m, k, device=x.device, dtype=torch.int8)
+        xs = torch.empty(m, device=x.device, dtype=torch.float32)
+        tk.int8_rowquant_kernel[(m,)](x2, x2.stride(0), q, xs, k, BLOCK_K=triton.next_power_of_2(k), num_warps=8)
+        acc = torch._int_mm(q, qweight.t())
+        out = torch.empty(m, n, device=x.device, dtype=x.dtype)
+        grid = (triton.cdiv(m, 64), triton.cdiv(n, 64))
+        tk.int8_epilogue_kernel[grid](
+            acc, xs, wscale, bias if bias is not None else wscale, out, m, n,
+            HAS_BIAS=bias is not None, BLOCK_M=64, BLOCK_N=64,
+        )  # fmt: skip
+        return out.reshape(*lead, n)
+    q, xs = quantize_rows_int8(x2)
+    if x.is_cuda:  # tiny shapes _int_mm rejects: same math in float
+        acc = q.float() @ qweight.float().t()
+    else:
+        acc = torch._int_mm(q, qweight.t()).float() if m > 0 else q.float() @ qweight.float().t()
+    out = acc * xs[:, None] * wscale.float()[None, :]
+    if bias is not None:
+        out = out + bias.float()
+    return out.to(x.dtype).reshape(*lead, n)

@@ -1,0 +1,97 @@
+"""Precision presets and the ``auto`` rule.
+
+| preset | vision linears | decoder linears + 64 routed experts | the rest |
+|---|---|---|---|
+| ``bf16`` / ``fp16`` / ``fp32`` | float | float | float |
+| ``int8`` | INT8 W8A8 (dynamic per token) | 8-bit weights, group 128, RTN | float |
+| ``mixed`` | INT8 W8A8 | 4-bit weights, group 128, AWQ | float |
+
+"The rest" = embeddings, lm_head, projector, router, norms, learned queries, view separator: they decide
+tokens and box coordinates and are 10 % of the weights, so they stay in the float dtype (bf16, or fp16
+on GPUs without bf16).
+
+``auto`` rule (per GPU, by free memory when the model is loaded; peaks measured for one default page,
+see docs/PERFORMANCE.md): CPU → ``fp32``; CUDA without bf16 (compute capability < 8.0) → ``fp16`` if
+≥ 10 GiB free else ``mixed`` (fp16 activations); CUDA with bf16 → ``bf16`` if ≥ 10 GiB free, ``int8`` if
+≥ 6 GiB, else ``mixed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ocr_app.exceptions import ConfigError
+
+logger = logging.getLogger(__name__)
+
+GIB = 1 << 30
+AUTO_BF16_MIN_FREE = 10 * GIB
+AUTO_INT8_MIN_FREE = 6 * GIB
+
+
+@dataclass(frozen=True)
+class Preset:
+    """What a preset does: the float dtype name, and the quantised formats (None = float)."""
+
+    name: str
+    float_dtype: str  # "bfloat16" | "float16" | "float32"
+    vision: str | None = None  # "int8" (W8A8)
+    decoder_bits: int | None = None  # 4 or 8 (weight-only, grouped)
+    awq: bool = False
+    fp16_guard: bool = False
+
+    @property
+    def quantized(self) -> bool:
+        return self.vision is not None or self.decoder_bits is not None
+
+
+PRESETS: dict[str, Preset] = {
+    "bf16": Preset("bf16", "bfloat16"),
+    "fp16": Preset("fp16", "float16", fp16_guard=True),
+    "fp32": Preset("fp32", "float32"),
+    "int8": Preset("int8", "bfloat16", vision="int8", decoder_bits=8),
+    "mixed": Preset("mixed", "bfloat16", vision="int8", decoder_bits=4, awq=True),
+}
+ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "w4": "mixed", "awq": "mixed"}
+
+
+def get_preset(name: str, bf16_supported: bool = True) -> Preset:
+    """The preset called ``name`` (not ``auto``). Quantised presets on a GPU without bf16 keep fp16."""
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in PRESETS:
+        raise ConfigError(f"unknown dtype preset {name!r}; choose one of auto, {', '.join(PRESETS)}")
+    preset = PRESETS[key]
+    if preset.quantized and not bf16_supported:
+        preset = Preset(preset.name, "float16", preset.vision, preset.decoder_bits, preset.awq, fp16_guard=True)
+    return preset
+
+
+def auto_preset_name(device: str, free_bytes: int | None = None, bf16_supported: bool = True) -> str:
+    """The documented ``auto`` rule (see the module docstring)."""
+    if not device.startswith("cuda"):
+        return "fp32"
+    free = free_bytes if free_bytes is not None else 0
+    if not bf16_supported:
+        return "fp16" if free >= AUTO_BF16_MIN_FREE else "mixed"
+    if free >= AUTO_BF16_MIN_FREE:
+        return "bf16"
+    if free >= AUTO_INT8_MIN_FREE:
+        return "int8"
+    return "mixed"
+
+
+def resolve_preset(name: str, device: str = "cpu") -> Preset:
+    """Resolve ``name`` (``auto`` included) for ``device``, querying the GPU for ``auto``."""
+    import torch
+
+    bf16 = True
+    free = None
+    if device.startswith("cuda") and torch.cuda.is_available():
+        dev = torch.device(device)
+        bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
+        free, _ = torch.cuda.mem_get_info(dev)
+    if name.lower() == "auto":
+        name = auto_preset_name(device, free, bf16)
+        logger.info("dtype auto → %s (device %s, free %s)", name, device, free)
+    return get_preset(name, bf16)

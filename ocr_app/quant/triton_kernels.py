@@ -1,0 +1,265 @@
+"""Triton kernels: W4/W8 group-quantised GEMV and grouped GEMM (MoE), INT8 activation quant/epilogue.
+
+Imported only when a kernel runs (never at package import): CI has Triton but no GPU, and checks these
+kernels under ``TRITON_INTERPRET=1``.
+
+Weights: ``w`` [E, N, K/2] uint8 (4-bit, split-half layout) or [E, N, K] uint8 (8-bit); ``scale`` and
+``wmin`` [E, N, K/GROUP] in the activation dtype; dequantised ``w = q * scale + wmin``.
+Every launch has shapes fixed by the input shapes and reads the routing from device memory: no host
+synchronisation, so a decode step that calls these can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import triton
+import triton.language as tl
+
+logger = logging.getLogger(__name__)
+
+
+@triton.jit
+def _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS: tl.constexpr):
+    """One K-tile of codes for both halves: (lo [BN, BK], hi [BN, BK]) as float32."""
+    if BITS == 4:
+        pw = tl.load(w_base + offs_n[:, None] * HALF + offs_k[None, :], mask=n_mask[:, None], other=0)
+        lo = (pw & 0xF).to(tl.float32)
+        hi = (pw >> 4).to(tl.float32)
+    else:
+        row = w_base + offs_n[:, None] * (2 * HALF) + offs_k[None, :]
+        lo = tl.load(row, mask=n_mask[:, None], other=0).to(tl.float32)
+        hi = tl.load(row + HALF, mask=n_mask[:, None], other=0).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def _gemv_rows(x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr):
+    """Contribution of one K-tile to a GEMV row block: ``Σ_k x_k (q s + m)`` = ``s Σ x q + m Σ x``."""
+    lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
+    g_lo = k0 // GROUP
+    g_hi = (HALF + k0) // GROUP
+    s_lo = tl.load(s_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
+    m_lo = tl.load(m_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
+    s_hi = tl.load(s_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
+    m_hi = tl.load(m_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
+    part = s_lo * tl.sum(lo * x_lo[None, :], 1) + m_lo * tl.sum(x_lo, 0)
+    part += s_hi * tl.sum(hi * x_hi[None, :], 1) + m_hi * tl.sum(x_hi, 0)
+    return part
+
+
+@triton.jit
+def wq_gemv_kernel(
+    x_ptr,
+    stride_xm,
+    w_ptr,
+    s_ptr,
+    m_ptr,
+    idx_ptr,
+    isc_ptr,
+    rw_ptr,
+    out_ptr,
+    stride_om,
+    N_OUT,
+    N_W,
+    K,
+    GROUP,
+    X_DIV: tl.constexpr,
+    BITS: tl.constexpr,
+    HAS_IDX: tl.constexpr,
+    HAS_ISC: tl.constexpr,
+    HAS_RW: tl.constexpr,
+    GATE_UP: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """Decode path: one program per (output row, N-block). Output row p reads activation row
+    ``p // X_DIV`` and expert ``idx[p]`` (MoE pairs) or expert 0 (plain linear)."""
+    p = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    if HAS_IDX:
+        e = tl.load(idx_ptr + p).to(tl.int64)
+    else:
+        e = 0
+    xrow = (p // X_DIV).to(tl.int64)
+    HALF = K // 2
+    G = K // GROUP
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < N_OUT
+    row_bytes = HALF if BITS == 4 else K
+    w_base = w_ptr + e * N_W * row_bytes
+    s_base = s_ptr + e * N_W * G
+    m_base = m_ptr + e * N_W * G
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, HALF, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        x_lo = tl.load(x_ptr + xrow * stride_xm + offs_k).to(tl.float32)
+        x_hi = tl.load(x_ptr + xrow * stride_xm + HALF + offs_k).to(tl.float32)
+        if HAS_ISC:
+            x_lo = x_lo * tl.load(isc_ptr + e * K + offs_k).to(tl.float32)
+            x_hi = x_hi * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)
+        acc += _gemv_rows(x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
+        if GATE_UP:
+            acc_u += _gemv_rows(
+                x_lo,
+                x_hi,
+                w_base + N_OUT * row_bytes,
+                s_base + N_OUT * G,
+                m_base + N_OUT * G,
+                offs_n,
+                offs_k,
+                n_mask,
+                k0,
+                HALF,
+                G,
+                GROUP,
+                BITS,
+            )
+    if GATE_UP:
+        acc = acc * tl.sigmoid(acc) * acc_u
+    if HAS_RW:
+        acc = acc * tl.load(rw_ptr + p).to(tl.float32)
+    tl.store(out_ptr + p.to(tl.int64) * stride_om + offs_n, acc.to(out_ptr.dtype.element_ty), mask=n_mask)
+
+
+@triton.jit
+def _dequant_tile_t(w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr):
+    """Dequantised transposed tiles (lo, hi) [BK, BN] in float32; the caller casts for ``tl.dot``."""
+    lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
+    g_lo = k0 // GROUP
+    g_hi = (HALF + k0) // GROUP
+    s_lo = tl.load(s_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
+    m_lo = tl.load(m_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
+    s_hi = tl.load(s_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
+    m_hi = tl.load(m_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
+    w_lo = lo * s_lo[:, None] + m_lo[:, None]
+    w_hi = hi * s_hi[:, None] + m_hi[:, None]
+    return tl.trans(w_lo), tl.trans(w_hi)
+
+
+@triton.jit
+def wq_gemm_kernel(
+    x_ptr,
+    stride_xm,
+    w_ptr,
+    s_ptr,
+    m_ptr,
+    rows_ptr,
+    bexp_ptr,
+    isc_ptr,
+    rw_ptr,
+    out_ptr,
+    stride_om,
+    M,
+    N_OUT,
+    N_W,
+    K,
+    GROUP,
+    E,
+    X_DIV: tl.constexpr,
+    BITS: tl.constexpr,
+    HAS_IDX: tl.constexpr,
+    HAS_ISC: tl.constexpr,
+    HAS_RW: tl.constexpr,
+    GATE_UP: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """Prefill path: tensor-core tiles. With ``HAS_IDX`` the rows of block b are the (token, expert)
+    pairs ``rows[b*BM:(b+1)*BM]`` that all belong to expert ``bexp[b]`` (sorted and padded on the
+    device); blocks past the last expert carry expert ``E`` and do no work."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    arange_m = tl.arange(0, BLOCK_M)
+    HALF = K // 2
+    G = K // GROUP
+    if HAS_IDX:
+        e = tl.load(bexp_ptr + pid_m).to(tl.int64)
+        rows = tl.load(rows_ptr + pid_m * BLOCK_M + arange_m).to(tl.int64)
+        active = e < E
+        row_mask = (rows < M) & active
+        e = tl.minimum(e, E - 1)
+        k_end = tl.where(active, HALF, 0)
+    else:
+        e = 0
+        rows = (pid_m * BLOCK_M + arange_m).to(tl.int64)
+        row_mask = rows < M
+        k_end = HALF
+    xrows = rows // X_DIV
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < N_OUT
+    row_bytes = HALF if BITS == 4 else K
+    w_base = w_ptr + e * N_W * row_bytes
+    s_base = s_ptr + e * N_W * G
+    m_base = m_ptr + e * N_W * G
+    DT = x_ptr.dtype.element_ty
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, k_end, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        x_row_ptr = x_ptr + xrows[:, None] * stride_xm
+        x_lo = tl.load(x_row_ptr + offs_k[None, :], mask=row_mask[:, None], other=0)
+        x_hi = tl.load(x_row_ptr + HALF + offs_k[None, :], mask=row_mask[:, None], other=0)
+        if HAS_ISC:
+            x_lo = (x_lo.to(tl.float32) * tl.load(isc_ptr + e * K + offs_k).to(tl.float32)[None, :]).to(DT)
+            x_hi = (x_hi.to(tl.float32) * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)[None, :]).to(DT)
+        w_lo, w_hi = _dequant_tile_t(w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
+        acc = tl.dot(x_lo, w_lo.to(DT), acc)
+        acc = tl.dot(x_hi, w_hi.to(DT), acc)
+        if GATE_UP:
+            u_lo, u_hi = _dequant_tile_t(
+                w_base + N_OUT * row_bytes,
+                s_base + N_OUT * G,
+                m_base + N_OUT * G,
+                offs_n,
+                offs_k,
+                n_mask,
+                k0,
+                HALF,
+                G,
+                GROUP,
+                BITS,
+            )
+            acc_u = tl.dot(x_lo, u_lo.to(DT), acc_u)
+            acc_u = tl.dot(x_hi, u_hi.to(DT), acc_u)
+    if GATE_UP:
+        acc = acc * tl.sigmoid(acc) * acc_u
+    if HAS_RW:
+        rw = tl.load(rw_ptr + rows, mask=row_mask, other=0).to(tl.float32)
+        acc = acc * rw[:, None]
+    out_ptrs = out_ptr + rows[:, None] * stride_om + offs_n[None, :]
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=row_mask[:, None] & n_mask[None, :])
+
+
+@triton.jit
+def int8_rowquant_kernel(x_ptr, stride_xm, q_ptr, scale_ptr, K, BLOCK_K: tl.constexpr):
+    """One pass per row: absmax → scale → round → int8 (dynamic per-token activation quantisation)."""
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK_K)
+    mask = offs < K
+    x = tl.load(x_ptr + row * stride_xm + offs, mask=mask, other=0).to(tl.float32)
+    scale = tl.maximum(tl.max(tl.abs(x), 0) / 127.0, 1e-8)
+    q = x / scale
+    q = tl.where(q >= 0, tl.floor(q + 0.5), tl.ceil(q - 0.5))
+    q = tl.minimum(tl.maximum(q, -127.0), 127.0)
+    tl.store(q_ptr + row * K + offs, q.to(tl.int8), mask=mask)
+    tl.store(scale_ptr + row, scale)
+
+
+@triton.jit
+def int8_epilogue_kernel(
+    acc_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr, M, N, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    """``out = acc * xs[:, None] * ws[None, :] + bias`` in one pass over the int32 product."""
+    offs_m = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = tl.load(acc_ptr + offs_m[:, None] * N + offs_n[None, :], mask=mask, other=0).to(tl.float32)
+    xs = tl.load(xs_ptr + offs_m, mask=offs_m < M, other=0)
+    ws = tl.load(ws_ptr + offs_n, mask=offs_n < N, other=0)
+    out = acc * xs[:, None] * ws[None, :]
+    if HAS_BIAS:
+        out += tl.load(b_ptr + offs_n, mask=offs_n < N, other=0).to(tl.float32)[None, :]
+    tl.store(out_ptr + offs_m[:, None] * N + offs_n[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
