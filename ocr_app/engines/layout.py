@@ -1,0 +1,534 @@
+"""Positioned text lines → reading-order Markdown blocks, for engines that see lines, not blocks.
+
+Why one module: the light OCR engine (RapidOCR boxes) and the PDF text layer (PyMuPDF spans) both
+produce the same thing — short runs of text with a box and a size — and must turn it into the same
+blocks (headings, paragraphs, lists, tables) in the same reading order. Pure Python, no imports beyond
+the schema, so it is cheap to test exhaustively.
+
+The pipeline, in order:
+
+1. ``detect_tables``: rows (items sharing a baseline band) with several well-separated cells whose
+   columns line up over at least two consecutive rows become a Markdown pipe table.
+2. ``order_sections``: recursive gap analysis of the x-projection. A vertical gutter (an x-range no
+   narrow item covers, with text on both sides) splits the region into columns; items that cross the
+   gutter (titles, full-width paragraphs, tables) cut the page into horizontal sections, so a title
+   above two columns, or a full-width footer below them, stays in place. Columns are read one after
+   the other, left to right, top to bottom.
+3. ``_group_section``: inside one column, items on one baseline are joined into rows; rows become
+   paragraphs (break on a larger vertical gap, a size change, a first-line indent), list items
+   (``-``, ``•``, ``1.``, ``a)`` markers; bullets become ``- ``), or headings (size ≥
+   ``heading_ratio`` × the page's body size: ≥ ``h1_ratio`` → ``#``, else ``##``; bold lines a bit
+   larger than body → ``###``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ocr_app.schema import Block, Box
+
+logger = logging.getLogger(__name__)
+
+BULLETS = "-•●○◦▪▫■□–—*·‣⁃"
+_BULLET_RE = re.compile(rf"^\s*[{re.escape(BULLETS)}]\s+(?P<body>\S.*)$")
+_NUMBER_RE = re.compile(r"^\s*(?P<marker>(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])\s+(?P<body>\S.*)$")
+
+
+@dataclass
+class TextLine:
+    """A run of text on one baseline, as an engine saw it.
+
+    ``size`` is any per-page-consistent measure of text height: the font size for the text layer,
+    the box height for OCR. Only ratios of sizes are used.
+    """
+
+    text: str
+    box: Box
+    size: float
+    bold: bool = False
+
+
+@dataclass
+class LayoutConfig:
+    """Thresholds of the layout heuristics (ratios, so they work at any resolution)."""
+
+    heading_ratio: float = 1.4  # size ≥ this × body size → heading
+    h1_ratio: float = 1.9  # size ≥ this × body size → "#"
+    bold_heading_ratio: float = 1.15  # bold, short, standalone line this much larger → "###"
+    max_heading_chars: int = 160
+    min_gutter_ratio: float = 0.8  # gutter ≥ this × body size
+    min_cell_gap_ratio: float = 1.2  # table cells separated by ≥ this × body size
+    paragraph_gap_ratio: float = 0.5  # gap ≥ typical gap + this × size → new paragraph
+    indent_ratio: float = 1.0  # first-line indent ≥ this × size → new paragraph
+
+
+@dataclass
+class _Table:
+    box: Box
+    rows: list[list[str]]
+    size: float = 0.0
+
+    @property
+    def markdown(self) -> str:
+        ncols = max(len(r) for r in self.rows)
+        rows = [[c.replace("|", "\\|") for c in r] + [""] * (ncols - len(r)) for r in self.rows]
+        lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * ncols]
+        lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        return "\n".join(lines)
+
+
+@dataclass
+class _Row:
+    items: list[TextLine] = field(default_factory=list)
+
+    @property
+    def box(self) -> Box:
+        return _union([i.box for i in self.items])
+
+    @property
+    def text(self) -> str:
+        return " ".join(i.text for i in sorted(self.items, key=lambda i: i.box[0]))
+
+    @property
+    def size(self) -> float:
+        return max(i.size for i in self.items)
+
+    @property
+    def bold(self) -> bool:
+        return all(i.bold for i in self.items)
+
+
+Item = TextLine | _Table
+
+
+def _union(boxes: Sequence[Box]) -> Box:
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+
+
+def _height(box: Box) -> float:
+    return max(box[3] - box[1], 1e-6)
+
+
+def _vertical_overlap(a: Box, b: Box) -> float:
+    """Overlap of the y-ranges as a fraction of the smaller height."""
+    inter = min(a[3], b[3]) - max(a[1], b[1])
+    return max(inter, 0.0) / min(_height(a), _height(b))
+
+
+def body_size(lines: Sequence[TextLine]) -> float:
+    """The size most characters are set in (median weighted by text length)."""
+    if not lines:
+        return 1.0
+    weighted = sorted((ln.size, max(len(ln.text), 1)) for ln in lines)
+    half = sum(w for _, w in weighted) / 2
+    acc = 0
+    for size, w in weighted:
+        acc += w
+        if acc >= half:
+            return size
+    return weighted[-1][0]
+
+
+def group_rows(items: Sequence[TextLine], min_overlap: float = 0.5) -> list[_Row]:
+    """Items whose y-ranges overlap enough form one row; rows top to bottom."""
+    rows: list[_Row] = []
+    for item in sorted(items, key=lambda i: (i.box[1] + i.box[3]) / 2):
+        for row in reversed(rows[-3:]):
+            if _vertical_overlap(row.box, item.box) >= min_overlap and _size_close(row.size, item.size):
+                row.items.append(item)
+                break
+        else:
+            rows.append(_Row([item]))
+    rows.sort(key=lambda r: (r.box[1] + r.box[3]) / 2)
+    return rows
+
+
+def _size_close(a: float, b: float) -> bool:
+    return max(a, b) <= 1.6 * min(a, b)
+
+
+# --- 1. tables ---------------------------------------------------------------------------------
+def detect_tables(
+    lines: Sequence[TextLine], page_width: float, config: LayoutConfig, body: float
+) -> tuple[list[_Table], list[TextLine]]:
+    """Find aligned multi-cell rows; return the tables and the lines that are not in one."""
+    rows = group_rows(lines)
+    min_gap = config.min_cell_gap_ratio * body
+
+    def is_candidate(row: _Row) -> bool:
+        cells = sorted(row.items, key=lambda i: i.box[0])
+        if len(cells) < 2:
+            return False
+        if _is_marker(cells[0].text):  # "•  text" or "1.  text": a list item, not a table row
+            return False
+        gaps = [b.box[0] - a.box[2] for a, b in itertools.pairwise(cells)]
+        if min(gaps) < min_gap:
+            return False
+        if len(cells) >= 3:
+            return True
+        # Two cells: only when both are short, else it is probably two text columns.
+        return all(c.box[2] - c.box[0] < 0.3 * page_width for c in cells)
+
+    tables: list[_Table] = []
+    used: set[int] = set()
+    i = 0
+    while i < len(rows):
+        if not is_candidate(rows[i]):
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(rows) and is_candidate(rows[j + 1]) and _close_rows(rows[j], rows[j + 1]):
+            j += 1
+        run = rows[i : j + 1]
+        table = _build_table(run) if len(run) >= 2 else None
+        if table is not None:
+            tables.append(table)
+            used.update(id(it) for r in run for it in r.items)
+        i = j + 1
+    rest = [ln for ln in lines if id(ln) not in used]
+    return tables, rest
+
+
+def _is_marker(text: str) -> bool:
+    t = text.strip()
+    return (len(t) == 1 and t in BULLETS) or bool(re.fullmatch(r"(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]", t))
+
+
+def _close_rows(a: _Row, b: _Row) -> bool:
+    gap = b.box[1] - a.box[3]
+    return gap <= 2.5 * max(_height(a.box), _height(b.box))
+
+
+def _build_table(run: list[_Row]) -> _Table | None:
+    """Columns = merged x-intervals of all cells; each row's cells are placed into them."""
+    intervals = sorted((it.box[0], it.box[2]) for r in run for it in r.items)
+    cols: list[list[float]] = []
+    for x1, x2 in intervals:
+        if cols and x1 <= cols[-1][1]:
+            cols[-1][1] = max(cols[-1][1], x2)
+        else:
+            cols.append([x1, x2])
+    if len(cols) < 2:
+        return None
+    max_cells = max(len(r.items) for r in run)
+    if len(cols) > max_cells + 1:  # cells do not line up: not a table
+        return None
+    rows: list[list[str]] = []
+    for r in run:
+        cells = [""] * len(cols)
+        for it in sorted(r.items, key=lambda i: i.box[0]):
+            cx = (it.box[0] + it.box[2]) / 2
+            k = min(
+                range(len(cols)),
+                key=lambda c: (
+                    0 if cols[c][0] <= cx <= cols[c][1] else 1 + abs((cols[c][0] + cols[c][1]) / 2 - cx)
+                ),
+            )
+            cells[k] = (cells[k] + " " + it.text).strip()
+        rows.append(cells)
+    box = _union([r.box for r in run])
+    return _Table(box=box, rows=rows, size=statistics.median(r.size for r in run))
+
+
+# --- 2. reading order --------------------------------------------------------------------------
+def order_sections(items: Sequence[Item], config: LayoutConfig, body: float) -> list[list[Item]]:
+    """Split items into single-column sections, in reading order."""
+    if not items:
+        return []
+    gutter = _find_gutter(items, config, body)
+    if gutter is None:
+        return [sorted(items, key=lambda i: (i.box[1], i.box[0]))]
+    g0, g1 = gutter
+    left: list[Item] = []
+    right: list[Item] = []
+    cross: list[Item] = []
+    slack = 0.5 * body  # an item reaching further into the gutter than any column line is not one
+    for it in items:
+        if it.box[2] <= g0 + slack:
+            left.append(it)
+        elif it.box[0] >= g1 - slack:
+            right.append(it)
+        else:
+            cross.append(it)
+    if not left or not right:
+        return [sorted(items, key=lambda i: (i.box[1], i.box[0]))]
+    # Crossing items cut the page into horizontal bands. A band with text on both sides of the
+    # gutter is a column band (left column first); a band with text on one side only (a short last
+    # line, a list marker) is single-column content and stays in line with the crossing items.
+    sections: list[list[Item]] = []
+    single: list[Item] = []
+    pending: list[tuple[int, Item]] = []
+
+    def by_position(run: list[Item]) -> list[Item]:
+        return sorted(run, key=lambda i: (i.box[1], i.box[0]))
+
+    def flush_band() -> None:
+        sides = {side for side, _ in pending}
+        if len(sides) == 2:
+            tail = _detached_tail(pending, body)
+            if tail:
+                pending[:] = pending[: len(pending) - len(tail)]
+            if single:
+                sections.append(by_position(single))
+                single.clear()
+            sections.extend(order_sections([it for side, it in pending if side == 0], config, body))
+            sections.extend(order_sections([it for side, it in pending if side == 1], config, body))
+            single.extend(it for _, it in tail)
+        else:
+            single.extend(it for _, it in pending)
+        pending.clear()
+
+    def center(it: Item) -> float:
+        return (it.box[1] + it.box[3]) / 2
+
+    tagged = [(center(it), 0, it) for it in left] + [(center(it), 1, it) for it in right]
+    tagged += [(center(it), 2, it) for it in cross]
+    for _, side, it in sorted(tagged, key=lambda t: t[0]):
+        if side == 2:
+            flush_band()
+            single.append(it)
+        else:
+            pending.append((side, it))
+    flush_band()
+    if single:
+        sections.append(by_position(single))
+    return sections
+
+
+def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int, Item]]:
+    """Items at the end of a column band, on one side only, below the other column's end and after
+    a clear vertical break: single-column text that follows the columns (e.g. a short full-width
+    paragraph), not the continuation of the longer column."""
+    other_bottom: dict[int, float] = {}
+    for side, it in band:
+        other_bottom[side] = max(other_bottom.get(side, 0.0), it.box[3])
+    tail: list[tuple[int, Item]] = []
+    k = len(band)
+    while k > 0:
+        side, it = band[k - 1]
+        if it.box[1] <= other_bottom.get(1 - side, 0.0) + 0.5 * body:
+            break
+        if tail and side != tail[0][0]:
+            break
+        tail.insert(0, band[k - 1])
+        k -= 1
+    if not tail:
+        return []
+    side = tail[0][0]
+    previous = [it for s, it in band[:k] if s == side]
+    if previous and tail[0][1].box[1] - previous[-1].box[3] < 1.5 * body:
+        return []
+    return tail
+
+
+def _find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tuple[float, float] | None:
+    """The x-position most side-by-side pairs of text lines are separated at, or None.
+
+    Two lines side by side (their y-ranges overlap) with a gap of at least a gutter between them
+    are evidence of columns; the position inside the most such gaps is the gutter. Lines elsewhere
+    on the page that cross it (titles, tables, short full-width lines) do not hide it, they become
+    section breaks. List markers and other tiny items are not evidence (width < 2 × body size).
+    """
+    min_gap = config.min_gutter_ratio * body
+    solid = [i for i in items if isinstance(i, TextLine) and i.box[2] - i.box[0] >= 2 * body]
+    gaps: list[tuple[float, float]] = []
+    for a in solid:
+        nearest: TextLine | None = None
+        for b in solid:
+            if b is a or b.box[0] < a.box[2] - 0.1 * body or _vertical_overlap(a.box, b.box) < 0.3:
+                continue
+            if nearest is None or b.box[0] < nearest.box[0]:
+                nearest = b
+        if nearest is not None and nearest.box[0] - a.box[2] >= min_gap:
+            gaps.append((a.box[2], nearest.box[0]))
+    if len(gaps) < 3:
+        return None
+    # Sweep: the x-range covered by the most gaps.
+    events = sorted([(g[0], 1) for g in gaps] + [(g[1], -1) for g in gaps], key=lambda e: (e[0], e[1]))
+    best, count, best_range = 0, 0, (0.0, 0.0)
+    for k, (x, delta) in enumerate(events):
+        count += delta
+        if delta == 1 and count > best:
+            nxt = events[k + 1][0] if k + 1 < len(events) else x
+            best, best_range = count, (x, nxt)
+    if best < 3:
+        return None
+    return best_range
+
+
+# --- 3. blocks ---------------------------------------------------------------------------------
+def _list_marker(text: str) -> tuple[str, str] | None:
+    """``(markdown_marker, body)`` when the text starts a list item."""
+    m = _BULLET_RE.match(text)
+    if m:
+        return "-", m.group("body")
+    m = _NUMBER_RE.match(text)
+    if m:
+        return m.group("marker"), m.group("body")
+    return None
+
+
+def _join(a: str, b: str) -> str:
+    if a.endswith("-") and len(a) > 1 and a[-2].isalpha() and b[:1].islower():
+        return a + b  # a word broken across lines keeps its hyphen, loses the space
+    return f"{a} {b}" if a else b
+
+
+@dataclass
+class _Pending:
+    kind: str  # "heading", "text", "list"
+    level: int = 0
+    parts: list[str] = field(default_factory=list)  # paragraph text, or one entry per list item
+    boxes: list[Box] = field(default_factory=list)
+    last: _Row | None = None
+    left: float = 0.0  # left edge of the block (text start for list items)
+    size: float = 0.0
+
+
+def _heading_level(row: _Row, body: float, config: LayoutConfig) -> int:
+    if len(row.text) > config.max_heading_chars:
+        return 0
+    ratio = row.size / body
+    if ratio >= config.h1_ratio:
+        return 1
+    if ratio >= config.heading_ratio:
+        return 2
+    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80:
+        return 3
+    return 0
+
+
+def _group_section(section: list[Item], body: float, config: LayoutConfig) -> list[Block]:
+    blocks: list[Block] = []
+    texts = [i for i in section if isinstance(i, TextLine)]
+    units: list[_Row | _Table] = [*group_rows(texts), *(i for i in section if isinstance(i, _Table))]
+    units.sort(key=lambda u: (u.box[1] + u.box[3]) / 2)
+    rows_only = [u for u in units if isinstance(u, _Row)]
+    gaps = [
+        b.box[1] - a.box[3]
+        for a, b in itertools.pairwise(rows_only)
+        if _size_close(a.size, b.size) and b.box[1] - a.box[3] < 2.5 * a.size
+    ]
+    typical_gap = statistics.median(gaps) if gaps else 0.0
+    section_left = min((u.box[0] for u in units), default=0.0)
+    cur: _Pending | None = None
+
+    def flush() -> None:
+        nonlocal cur
+        if cur is None or not cur.parts:
+            cur = None
+            return
+        if cur.kind == "heading":
+            blocks.append(
+                Block(
+                    "title" if cur.level == 1 else "sub_title",
+                    "#" * cur.level + " " + cur.parts[0],
+                    [_union(cur.boxes)],
+                )
+            )
+        elif cur.kind == "list":
+            blocks.append(Block("list", "\n".join(cur.parts), list(cur.boxes)))
+        else:
+            blocks.append(Block("text", cur.parts[0], [_union(cur.boxes)]))
+        cur = None
+
+    for unit in units:
+        if isinstance(unit, _Table):
+            flush()
+            blocks.append(Block("table", unit.markdown, [unit.box]))
+            continue
+        row = unit
+        text = row.text.strip()
+        if not text:
+            continue
+        level = _heading_level(row, body, config)
+        gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
+        big_gap = cur is not None and gap > typical_gap + config.paragraph_gap_ratio * min(
+            row.size, cur.size or row.size
+        )
+        if level:
+            if cur and cur.kind == "heading" and cur.level == level and not big_gap:
+                cur.parts[0] = _join(cur.parts[0], text)
+                cur.boxes.append(row.box)
+                cur.last = row
+                continue
+            flush()
+            cur = _Pending("heading", level, [text], [row.box], row, row.box[0], row.size)
+            continue
+        marker = _list_marker(text)
+        if marker:
+            mk, body_text = marker
+            item = f"{mk} {body_text}"
+            if cur and cur.kind == "list" and not (gap > typical_gap + 2.0 * row.size):
+                cur.parts.append(item)
+                cur.boxes.append(row.box)
+            else:
+                flush()
+                cur = _Pending("list", 0, [item], [row.box], row, row.box[0], row.size)
+            cur.last = row
+            # Continuation lines start where the item's text starts (roughly), right of the marker.
+            cur.left = row.box[0] + 0.5 * row.size
+            continue
+        if cur and cur.kind == "list" and not big_gap and row.box[0] >= cur.left - 0.25 * row.size:
+            cur.parts[-1] = _join(cur.parts[-1], text)
+            cur.boxes[-1] = _union([cur.boxes[-1], row.box])
+            cur.last = row
+            continue
+        indented = (
+            cur is not None
+            and cur.kind == "text"
+            and row.box[0] - section_left >= config.indent_ratio * row.size
+            and cur.last is not None
+            and cur.last.box[0] - section_left < 0.5 * row.size
+        )
+        if cur and cur.kind == "text" and not big_gap and not indented and _size_close(cur.size, row.size):
+            cur.parts[0] = _join(cur.parts[0], text)
+            cur.boxes.append(row.box)
+            cur.last = row
+            continue
+        flush()
+        cur = _Pending("text", 0, [text], [row.box], row, row.box[0], row.size)
+    flush()
+    return blocks
+
+
+def build_blocks(
+    lines: Sequence[TextLine],
+    *,
+    page_width: float,
+    config: LayoutConfig | None = None,
+    tables: Sequence[tuple[Box, list[list[str]]]] = (),
+) -> list[Block]:
+    """Lines of one page → Markdown-ready blocks in reading order.
+
+    ``tables`` are tables an engine already found (box and cell rows); lines inside their boxes must
+    already be removed by the caller.
+    """
+    config = config or LayoutConfig()
+    clean = [ln for ln in lines if ln.text.strip()]
+    if not clean and not tables:
+        return []
+    body = body_size(clean) if clean else 1.0
+    found, rest = detect_tables(clean, page_width, config, body)
+    found += [_Table(box=b, rows=r) for b, r in tables if r]
+    items: list[Item] = [*rest, *found]
+    blocks: list[Block] = []
+    for section in order_sections(items, config, body):
+        blocks.extend(_group_section(section, body, config))
+    logger.debug("layout: %d lines → %d blocks (%d tables)", len(clean), len(blocks), len(found))
+    return blocks
+
+
+def blocks_to_markdown(blocks: Sequence[Block]) -> str:
+    """The page's Markdown: blocks separated by a blank line."""
+    return "\n\n".join(b.text for b in blocks if b.text)

@@ -1,0 +1,184 @@
+"""Engine ``auto``: per page, the PDF text layer when it is usable, else the chosen OCR engine.
+
+Why a router engine and not logic in the converter: the converter, UI and CLI keep talking to one
+engine; which engine did each page, and why, travels in ``EngineOutput.engine`` and a note
+``"<engine>: <reason>"`` (the converter copies it into ``PageResult.engine_reason``).
+
+The OCR engine is loaded lazily, on the first page that needs it: a born-digital PDF converts without
+ever loading DeepSeek-OCR-2.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ocr_app.engines.base import Engine
+from ocr_app.exceptions import OcrError
+from ocr_app.schema import EngineOutput, PageRequest
+
+if TYPE_CHECKING:
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+Policy = Literal["auto", "always", "never"]
+TextCheck = Callable[[Path, int], tuple[bool, str]]
+
+
+def _default_check(policy: Policy) -> TextCheck:
+    from ocr_app.engines import textlayer
+
+    if policy == "always":
+
+        def any_text(path: Path, index: int) -> tuple[bool, str]:
+            report = textlayer.inspect_report(path, index)
+            if report.chars == 0:
+                return False, "no embedded text"
+            return True, f"{report.chars:,} chars of embedded text (text_layer=always)"
+
+        return any_text
+    return textlayer.has_usable_text
+
+
+def choose_ocr_engine(settings: Settings, *, has_gpu: bool, weights_available: bool) -> tuple[str, str]:
+    """Which OCR engine ``auto`` uses here, and a reason a user can act on.
+
+    DeepSeek-OCR-2 when its weights are available and a GPU is present (or the user forced
+    ``device=cpu``, accepting minutes per page); otherwise the light CPU engine.
+    """
+    device = (settings.device or "auto").lower()
+    if weights_available and device == "cpu":
+        return "deepseek", "DeepSeek-OCR-2 on the CPU (device=cpu was set)"
+    if weights_available and has_gpu:
+        return "deepseek", "DeepSeek-OCR-2 on the GPU (weights found)"
+    if not weights_available and not has_gpu:
+        return "light", "no GPU and no DeepSeek-OCR-2 weights"
+    if not weights_available:
+        return "light", f"DeepSeek-OCR-2 weights not found ({settings.model})"
+    if device.startswith("cuda"):
+        return "light", f"device={settings.device} was set but no GPU is available"
+    return "light", "no GPU (set device=cpu to run DeepSeek-OCR-2 on the CPU)"
+
+
+class RouterEngine(Engine):
+    """Routes each page to the text layer or the OCR engine."""
+
+    name = "auto"
+
+    def __init__(
+        self,
+        ocr: Engine,
+        textlayer: Engine | None = None,
+        text_layer_policy: Policy = "auto",
+        *,
+        reason: str = "",
+        text_check: TextCheck | None = None,
+    ) -> None:
+        if text_layer_policy not in ("auto", "always", "never"):
+            from ocr_app.exceptions import ConfigError
+
+            raise ConfigError(f"text_layer must be auto, always or never, not {text_layer_policy!r}")
+        self.ocr = ocr
+        self.textlayer = textlayer
+        self.policy: Policy = text_layer_policy
+        self.reason = reason or "OCR engine"
+        self._check = text_check or _default_check(text_layer_policy)
+        self._loaded = False
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Ready the cheap text layer; the OCR engine loads on the first page that needs it."""
+        if self.textlayer is not None:
+            self.textlayer.load()
+        self._loaded = True
+
+    def unload(self) -> None:
+        self.ocr.unload()
+        if self.textlayer is not None:
+            self.textlayer.unload()
+        self._loaded = False
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._loaded
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "loaded": self.is_loaded,
+            "ocr": self.ocr.name,
+            "ocr_reason": self.reason,
+            "text_layer": self.policy,
+        }
+
+    # --- routing --------------------------------------------------------------------------------
+    def route(self, request: PageRequest) -> tuple[Engine, str]:
+        """The engine for one page and the reason (without the engine-name prefix)."""
+        page = request.page
+        if self.textlayer is None or self.policy == "never" or page.pdf_path is None:
+            why = self.reason
+            if page.pdf_path is not None and self.policy == "never":
+                why = f"{why}; text layer disabled (text_layer=never)"
+            return self.ocr, why
+        try:
+            usable, why = self._check(Path(page.pdf_path), page.index)
+        except OcrError as exc:
+            usable, why = False, f"text layer unreadable ({exc})"
+        if usable:
+            return self.textlayer, why
+        return self.ocr, f"{self.reason}; text layer not used: {why}"
+
+    def _plan(self, requests: Sequence[PageRequest]) -> tuple[list[int], list[int], dict[int, str]]:
+        text_idx: list[int] = []
+        ocr_idx: list[int] = []
+        reasons: dict[int, str] = {}
+        for i, req in enumerate(requests):
+            engine, why = self.route(req)
+            (text_idx if engine is self.textlayer else ocr_idx).append(i)
+            reasons[i] = why
+        return text_idx, ocr_idx, reasons
+
+    def _tag(self, output: EngineOutput, engine: Engine, why: str) -> EngineOutput:
+        output.engine = output.engine or engine.name
+        output.notes.append(f"{output.engine}: {why}")
+        return output
+
+    def _text_pages(
+        self,
+        requests: Sequence[PageRequest],
+        text_idx: list[int],
+        reasons: dict[int, str],
+        ocr_idx: list[int],
+    ) -> Iterator[tuple[int, EngineOutput]]:
+        """Text-layer pages; a page whose text layer fails is moved to the OCR list."""
+        assert self.textlayer is not None
+        for i in text_idx:
+            try:
+                out = self.textlayer.predict_batch([requests[i]])[0]
+            except OcrError as exc:
+                logger.warning("text layer failed on page %d (%s); using OCR", requests[i].page.index, exc)
+                reasons[i] = f"{self.reason}; text layer failed: {exc}"
+                ocr_idx.append(i)
+                continue
+            yield i, self._tag(out, self.textlayer, reasons[i])
+
+    def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
+        results: dict[int, EngineOutput] = dict(self.predict_stream(requests))
+        return [results[i] for i in range(len(requests))]
+
+    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        if not self._loaded:
+            self.load()
+        text_idx, ocr_idx, reasons = self._plan(requests)
+        yield from self._text_pages(requests, text_idx, reasons, ocr_idx)
+        if not ocr_idx:
+            return
+        ocr_idx.sort()
+        self.ocr.load()
+        sub = [requests[i] for i in ocr_idx]
+        for j, out in self.ocr.predict_stream(sub):
+            i = ocr_idx[j]
+            yield i, self._tag(out, self.ocr, reasons[i])

@@ -1,0 +1,209 @@
+"""The PDF text layer as an engine: exact text, positions and font sizes, no OCR.
+
+Why: born-digital PDFs already carry their text. Reading it is exact and takes milliseconds, where
+OCR takes seconds and makes mistakes. PyMuPDF gives every line with its box and font size; the shared
+layout logic (``engines.layout``) turns them into the same blocks the OCR engines produce.
+
+``has_usable_text`` decides whether a page's text layer is worth using (the router calls it). A page
+is NOT usable when it has fewer than ``min_chars`` visible characters, when more than
+``max_garbage_ratio`` of its characters are replacement / private-use / control characters or not
+letters-or-digits-or-punctuation (fonts without a Unicode map), or when most of its text is
+invisible (PDF render mode 3) and an image covers most of the page: that is somebody else's OCR layer
+over a scan, of unknown quality and without layout, so we OCR the page ourselves. The policy
+``always`` in the router overrides this and uses any text that is there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ocr_app.engines.base import Engine
+from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks
+from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
+from ocr_app.schema import EngineOutput, PageRequest, StopReason
+
+if TYPE_CHECKING:
+    import pymupdf
+
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+MIN_CHARS = 20
+MAX_GARBAGE_RATIO = 0.1
+_BOLD_FLAG = 16
+
+
+@dataclass
+class TextLayerReport:
+    """What a page's text layer holds, for the usability decision."""
+
+    chars: int = 0  # non-whitespace characters, visible or not
+    visible_chars: int = 0
+    garbage_chars: int = 0
+    image_coverage: float = 0.0  # fraction of the page area covered by images (capped at 1)
+
+    @property
+    def garbage_ratio(self) -> float:
+        return self.garbage_chars / self.chars if self.chars else 0.0
+
+    @property
+    def invisible_ratio(self) -> float:
+        return 1 - self.visible_chars / self.chars if self.chars else 0.0
+
+
+def _is_garbage(ch: str) -> bool:
+    if ch == "\ufffd":
+        return True
+    cat = unicodedata.category(ch)
+    # Cc/Cf/Cs/Co/Cn: control, format, surrogate, private use, unassigned — unmapped glyphs land here.
+    return cat.startswith("C")
+
+
+def _open(pdf_path: Path | str) -> pymupdf.Document:
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(str(pdf_path))
+    except (FileNotFoundError, pymupdf.FileNotFoundError) as exc:
+        raise InputError(f"{pdf_path}: file not found") from exc
+    except (pymupdf.FileDataError, RuntimeError) as exc:
+        raise CorruptFileError(f"{Path(pdf_path).name}: cannot be read as a PDF ({exc})") from exc
+    if doc.needs_pass:
+        doc.close()
+        raise EncryptedDocumentError(f"{Path(pdf_path).name}: the PDF is encrypted")
+    return doc
+
+
+def _page(doc: pymupdf.Document, index: int, name: str) -> pymupdf.Page:
+    if not 0 <= index < doc.page_count:
+        raise InputError(f"{name}: page {index + 1} does not exist (the PDF has {doc.page_count} pages)")
+    return doc[index]
+
+
+def inspect_page(page: pymupdf.Page) -> TextLayerReport:
+    """Count visible, invisible and garbage characters and the image coverage of one page."""
+    report = TextLayerReport()
+    for span in page.get_texttrace():
+        text = "".join(chr(c[0]) for c in span["chars"] if c[0] >= 0)
+        n = sum(1 for ch in text if not ch.isspace())
+        report.chars += n
+        if span["type"] != 3 and span.get("opacity", 1.0) > 0:
+            report.visible_chars += n
+        report.garbage_chars += sum(1 for ch in text if not ch.isspace() and _is_garbage(ch))
+    area = abs(page.rect) or 1.0
+    covered = 0.0
+    for info in page.get_image_info():
+        bbox = page.rect & info["bbox"]
+        covered += abs(bbox) if not bbox.is_empty else 0.0
+    report.image_coverage = min(covered / area, 1.0)
+    return report
+
+
+def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool, str]:
+    """The usability decision for one page's report, with a reason for the UI/JSON."""
+    if report.chars == 0:
+        return False, "no embedded text"
+    if report.visible_chars < min_chars and report.chars < min_chars:
+        return False, f"only {report.chars} characters of embedded text"
+    if report.garbage_ratio > MAX_GARBAGE_RATIO:
+        return False, f"embedded text is garbage ({report.garbage_ratio:.0%} unmapped characters)"
+    if report.invisible_ratio > 0.5 and report.image_coverage > 0.5:
+        return False, "only an invisible OCR layer over a scanned image"
+    return True, f"{report.chars:,} chars of embedded text"
+
+
+def inspect_report(pdf_path: Path | str, index: int) -> TextLayerReport:
+    """The text-layer report of page ``index`` of a PDF."""
+    with _open(pdf_path) as doc:
+        return inspect_page(_page(doc, index, Path(pdf_path).name))
+
+
+def has_usable_text(pdf_path: Path | str, index: int, *, min_chars: int = MIN_CHARS) -> tuple[bool, str]:
+    """Whether page ``index`` of the PDF has a text layer worth using instead of OCR, and why."""
+    return judge(inspect_report(pdf_path, index), min_chars=min_chars)
+
+
+def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
+    """PyMuPDF lines → ``TextLine`` in display pixels (rotation applied, points × ``scale``)."""
+    import pymupdf
+
+    matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+    flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+    lines: list[TextLine] = []
+    data = page.get_text("dict", flags=flags)
+    for block in data["blocks"]:
+        for line in block.get("lines", []):
+            spans = [s for s in line["spans"] if s["text"].strip()]
+            if not spans:
+                continue
+            text = "".join(s["text"] for s in line["spans"]).strip()
+            text = " ".join(text.split())
+            weights = [len(s["text"].strip()) for s in spans]
+            size = sum(s["size"] * w for s, w in zip(spans, weights, strict=True)) / sum(weights)
+            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s in spans)
+            rect = pymupdf.Rect(line["bbox"]) * matrix
+            lines.append(TextLine(text, (rect.x0, rect.y0, rect.x1, rect.y1), size * scale, bold))
+    return lines
+
+
+class TextLayerEngine(Engine):
+    """Reads PDF pages' embedded text. Pages without ``pdf_path`` are an input error."""
+
+    name = "textlayer"
+
+    def __init__(self, settings: Settings | None = None, *, layout: LayoutConfig | None = None) -> None:
+        # Settings are accepted for a uniform constructor (registry); nothing in them applies here.
+        self._layout = layout or LayoutConfig()
+        self._loaded = False
+
+    def load(self) -> None:
+        import pymupdf  # noqa: F401  (fail early and clearly if PyMuPDF is missing)
+
+        self._loaded = True
+
+    def unload(self) -> None:
+        self._loaded = False
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._loaded
+
+    def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
+        self.load()
+        return [self._predict(r) for r in requests]
+
+    def _predict(self, request: PageRequest) -> EngineOutput:
+        page_img = request.page
+        if page_img.pdf_path is None:
+            raise InputError(f"{page_img.source}: the text-layer engine reads PDF pages only")
+        start = time.perf_counter()
+        with _open(page_img.pdf_path) as doc:
+            page = _page(doc, page_img.index, page_img.source)
+            width_px, _ = page_img.size
+            scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
+            lines = extract_lines(page, scale)
+        blocks = build_blocks(lines, page_width=width_px, config=self._layout)
+        total = time.perf_counter() - start
+        logger.debug(
+            "textlayer: %s p%d: %d lines → %d blocks",
+            page_img.source,
+            page_img.index,
+            len(lines),
+            len(blocks),
+        )
+        return EngineOutput(
+            engine=self.name,
+            blocks=blocks,
+            stop_reason=StopReason.NONE,
+            timings={"total": total},
+        )
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "loaded": self.is_loaded, "device": "cpu"}
