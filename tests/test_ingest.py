@@ -376,6 +376,13 @@ def test_zero_page_pdf(tmp_path: Path) -> None:
     (tmp_path / "nopages.pdf").write_bytes(_zero_page_pdf())
     with pytest.raises(EmptyInputError, match=r"^nopages\.pdf has no pages$"):
         open_document(tmp_path / "nopages.pdf")
+    # the same without an xref table: MuPDF repairs it, it is still an empty document
+    no_xref = (
+        b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\n"
+    )
+    (tmp_path / "bare.pdf").write_bytes(no_xref + b"trailer<</Root 1 0 R>>\n%%EOF\n")
+    with pytest.raises(EmptyInputError, match=r"^bare\.pdf has no pages \(its structure was damaged"):
+        open_document(tmp_path / "bare.pdf")
 
 
 def test_corrupt_and_truncated_pdfs(tmp_path: Path) -> None:

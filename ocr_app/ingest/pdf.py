@@ -99,9 +99,11 @@ class PdfDocument(SourceDocument):
 
     def _check(self, repaired: bool) -> None:
         if self.page_count == 0:
-            if repaired:
-                raise CorruptFileError(f"{self.name} is damaged: no page could be recovered from it")
-            raise EmptyInputError(f"{self.name} has no pages")
+            # minimal hand-written PDFs often lack an xref and count as "repaired": still just empty
+            extra = (
+                " (its structure was damaged and repaired, so pages may have been lost)" if repaired else ""
+            )
+            raise EmptyInputError(f"{self.name} has no pages{extra}")
         if self.page_count > self.limits.max_pages:
             raise LimitExceededError(
                 f"{self.name} has {self.page_count} pages; the limit is {self.limits.max_pages} "
