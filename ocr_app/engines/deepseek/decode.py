@@ -1,0 +1,457 @@
+"""Fast greedy decode for DeepSeek-OCR-2: per-slot KV buffers, one CUDA graph per batch bucket.
+
+Why not ``generate``: on a GPU the default path is launch-bound (GUIDE §2: 77 tok/s on an H200, ~2 % of
+memory bandwidth) and gains nothing from batching. Here every page owns a slot in preallocated KV
+buffers ``[slots, kv_heads, max_len, head_dim]`` with its own length, so pages of any prompt length
+decode together and a finished page frees its slot for the next one (continuous batching, driven by
+``decode_scheduler``). The decode step is written over the model's own modules and weights (embedding,
+RMSNorm, q/k/v/o projections, the rotary module, the MoE block through the configured experts
+implementation, lm_head), so quantized drop-in modules work unchanged; only attention is ours (SDPA with
+a per-row length mask over the slot buffers). Greedy choice, the no-repeat n-gram guard and the stop
+rules are tensor ops on the device: no host sync per token; stops are read every ``check_every`` steps.
+
+On CPU (or where graphs are off) the very same step runs eagerly, with the same batch buckets, so the
+results are identical. Prefill (vision + prompt) is the model's own forward.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops
+from ocr_app.exceptions import ConfigError, EngineError
+from ocr_app.schema import StopReason
+
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger(__name__)
+
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64)
+_STOP = {1: StopReason.END, 2: StopReason.LENGTH, 3: StopReason.REPETITION}
+
+
+@dataclass
+class DecodeRequest:
+    """One page to decode: prompt ids (image tokens expanded) and the extra model inputs for prefill.
+
+    ``model_inputs`` holds what the model's forward takes besides ``input_ids`` for this page alone:
+    ``pixel_values`` / ``pixel_values_local`` / ``num_local_patches`` or ``mm_encoder_outputs``.
+    """
+
+    input_ids: Sequence[int]
+    model_inputs: dict[str, Any] = field(default_factory=dict)
+    max_new_tokens: int = 8192
+    key: Any = None  # opaque, handed back with the result
+
+
+@dataclass
+class DecodeResult:
+    tokens: list[int]  # generated ids, EOS included when it ended the page
+    stop: StopReason
+    prompt_len: int
+    first_token_s: float = 0.0  # admission start → first token on the device
+    decode_s: float = 0.0  # first token → finish (wall clock, shared with the batch)
+    key: Any = None
+
+
+@dataclass(frozen=True)
+class DecoderOptions:
+    """How the decoder runs. ``graphs``: "auto" (CUDA graphs on CUDA), "on", "off" (eager)."""
+
+    guard: GuardSpec = GuardSpec()
+    loop: LoopSpec = LoopSpec()
+    eos_ids: tuple[int, ...] = ()
+    check_every: int = 16
+    graphs: str = "auto"
+    len_step: int = 256  # attention length buckets are multiples of this
+    prefill_batch: int = 4  # pages of equal prompt length prefilled in one forward
+
+
+def batch_bucket(n: int, capacity: int) -> int:
+    """Smallest bucket >= n (the capacity itself is always a bucket)."""
+    for b in BATCH_BUCKETS:
+        if b >= n and b <= capacity:
+            return b
+    return capacity
+
+
+def length_bucket(n: int, step: int, max_len: int) -> int:
+    """Attention length for ``n`` positions: a multiple of ``step`` growing ~25 % per bucket."""
+    b = step
+    while b < n:
+        b = max(b + step, int(math.ceil(b * 1.25 / step)) * step)
+    return min(b, max_len)
+
+
+def _text_parts(model: Any) -> tuple[Any, Any]:
+    """(decoder text model, lm_head) of a DeepSeek-OCR-2 model."""
+    inner = getattr(model, "model", None)
+    lm = getattr(inner, "language_model", None)
+    head = getattr(model, "lm_head", None)
+    if lm is None or head is None:
+        raise ConfigError(f"{type(model).__name__} is not a DeepSeek-OCR-2 model (no language_model/lm_head)")
+    return lm, head
+
+
+def merge_model_inputs(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Merge per-page model inputs into one batch (prefill of several pages in one forward)."""
+    import torch
+
+    if len(items) == 1:
+        return dict(items[0])
+    keys = set().union(*items)
+    out: dict[str, Any] = {}
+    for k in keys:
+        vals = [it.get(k) for it in items]
+        if k == "num_local_patches":
+            out[k] = [int(x) for v in vals for x in (v.tolist() if hasattr(v, "tolist") else v)]
+        elif k == "mm_encoder_outputs":
+            feats = [f for v in vals for f in v["image"].pooler_output]
+            first = vals[0]["image"]
+            out[k] = {"image": type(first)(pooler_output=feats)}
+        elif all(v is None for v in vals):
+            out[k] = None
+        elif all(isinstance(v, torch.Tensor) for v in vals):
+            out[k] = torch.cat(vals, 0)
+        elif any(v is None for v in vals) and k == "pixel_values_local":
+            out[k] = torch.cat([v for v in vals if v is not None], 0)
+        else:
+            raise ConfigError(f"cannot batch model input {k!r}")
+    return out
+
+
+class PageDecoder:
+    """Slots, KV buffers and the decode step. Not thread-safe: one thread (the scheduler's) drives it."""
+
+    def __init__(self, model: Any, *, capacity: int, max_len: int, options: DecoderOptions) -> None:
+        import torch
+
+        self.model = model
+        self.options = options
+        self.lm, self.lm_head = _text_parts(model)
+        cfg = self.lm.config
+        self.device = self.lm_head.weight.device
+        self.dtype = self.lm.embed_tokens.weight.dtype
+        if capacity < 1:
+            raise ConfigError("decoder capacity must be >= 1")
+        limit = int(getattr(cfg, "max_position_embeddings", max_len))
+        self.max_len = min(int(max_len), limit)
+        self.capacity = int(capacity)
+        attn0 = self.lm.layers[0].self_attn
+        self.head_dim = int(attn0.head_dim)
+        self.kv_heads = int(cfg.num_key_value_heads)
+        self.heads = int(cfg.num_attention_heads)
+        self._rope = sys.modules[type(attn0).__module__].apply_rotary_pos_emb
+        dev, C, L = self.device, self.capacity, self.max_len
+        shape = (C, self.kv_heads, L, self.head_dim)
+        self.k = [torch.zeros(shape, dtype=self.dtype, device=dev) for _ in self.lm.layers]
+        self.v = [torch.zeros(shape, dtype=self.dtype, device=dev) for _ in self.lm.layers]
+        z = lambda dt=torch.long: torch.zeros(C, dtype=dt, device=dev)  # noqa: E731
+        self.seq = torch.zeros((C, L), dtype=torch.long, device=dev)
+        self.kv_len, self.gen_count, self.max_new = z(), z(), z()
+        self.prompt_len, self.guard_start = z(), z()
+        self.stop_code = z()
+        self.active = z(torch.bool)
+        self.done = z(torch.bool)
+        self._rows = torch.arange(C, device=dev)
+        self._pos_ar = torch.arange(L, device=dev)
+        self._eos = torch.tensor(options.eos_ids or (-1,), dtype=torch.long, device=dev)
+        ex = options.guard.exempt_ids
+        self._exempt = torch.tensor(ex, dtype=torch.long, device=dev) if ex else None
+        self._mutable = [self.seq, self.kv_len, self.gen_count, self.stop_code, self.done]
+        self.use_graphs = self._want_graphs(options.graphs)
+        self._graphs: dict[tuple[int, int], Any] = {}
+        self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
+        # host mirrors (exact after each sync)
+        self.slot_key: list[Any] = [None] * C
+        self.slot_t0: list[float] = [0.0] * C
+        self.slot_ttft: list[float] = [0.0] * C
+        self.host_kv_len = [0] * C
+        self.steps = 0
+
+    # --- setup ---------------------------------------------------------------------------------
+    def _want_graphs(self, mode: str) -> bool:
+        if mode not in ("auto", "on", "off"):
+            raise ConfigError(f"graphs must be auto, on or off, not {mode!r}")
+        cuda = self.device.type == "cuda"
+        if mode == "on" and not cuda:
+            raise ConfigError("CUDA graphs need a CUDA device")
+        return cuda and mode != "off"
+
+    @property
+    def free_slots(self) -> list[int]:
+        return [i for i, k in enumerate(self.slot_key) if k is None]
+
+    @property
+    def busy_slots(self) -> list[int]:
+        return [i for i, k in enumerate(self.slot_key) if k is not None]
+
+    def release(self) -> None:
+        """Drop buffers and graphs (the owner then drops the decoder)."""
+        self._graphs.clear()
+        self.k.clear()
+        self.v.clear()
+
+    # --- admission (prefill) -------------------------------------------------------------------
+    def admit(self, requests: Sequence[DecodeRequest]) -> list[int]:
+        """Prefill ``requests`` into free slots; return their slots. Raises if they do not fit."""
+        import torch
+
+        free = self.free_slots
+        if len(requests) > len(free):
+            raise EngineError(f"{len(requests)} pages for {len(free)} free decode slots")
+        slots = free[: len(requests)]
+        groups: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            p = len(r.input_ids)
+            if p + 1 > self.max_len:
+                raise EngineError(f"prompt of {p} tokens leaves no room in a {self.max_len}-token context")
+            groups.setdefault(p, []).append(i)
+        with torch.inference_mode():
+            for idxs in groups.values():
+                for c in range(0, len(idxs), max(1, self.options.prefill_batch)):
+                    part = idxs[c : c + max(1, self.options.prefill_batch)]
+                    self._prefill([requests[i] for i in part], [slots[i] for i in part])
+        return slots
+
+    def _prefill(self, reqs: list[DecodeRequest], slots: list[int]) -> None:
+        import torch
+
+        t0 = time.perf_counter()
+        p = len(reqs[0].input_ids)
+        ids = torch.tensor([list(r.input_ids) for r in reqs], dtype=torch.long, device=self.device)
+        extra = merge_model_inputs([r.model_inputs for r in reqs])
+        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **extra)
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        idx = torch.tensor(slots, dtype=torch.long, device=self.device)
+        for i in range(len(self.k)):
+            layer = cache.layers[i]
+            self.k[i][idx, :, :p] = layer.keys.to(self.dtype)
+            self.v[i][idx, :, :p] = layer.values.to(self.dtype)
+        del cache
+        self.seq[idx, :p] = ids
+        self.kv_len[idx] = p
+        self.prompt_len[idx] = p
+        self.guard_start[idx] = 0 if self.options.guard.include_prompt else p
+        self.gen_count[idx] = 0
+        self.stop_code[idx] = 0
+        self.done[idx] = False
+        self.active[idx] = True
+        caps = [max(1, min(int(r.max_new_tokens), self.max_len - p)) for r in reqs]
+        self.max_new[idx] = torch.tensor(caps, dtype=torch.long, device=self.device)
+        logits = out.logits[:, -1, :].to(torch.float32)
+        run = torch.ones(len(slots), dtype=torch.bool, device=self.device)
+        self._take_token(idx, self.seq[idx], logits, self.kv_len[idx], run, advance=False)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        now = time.perf_counter()
+        for s, r in zip(slots, reqs, strict=True):
+            self.slot_key[s] = r.key
+            self.slot_t0[s] = now
+            self.slot_ttft[s] = now - t0
+            self.host_kv_len[s] = p
+
+    # --- the step --------------------------------------------------------------------------------
+    def _take_token(self, rows, seq_rows, logits, seq_len, run, advance: bool) -> None:
+        """Guard, greedy choice, bookkeeping and stop flags for ``rows``; all on the device.
+
+        ``seq_rows`` is ``self.seq[rows]`` (a view in the step, so nothing [rows, max_len] is copied).
+        """
+        import torch
+
+        guard_start = self.guard_start[rows]
+        ban_repeated_ngrams_(logits, seq_rows, seq_len, guard_start, self.options.guard, self._exempt)
+        nxt = logits.argmax(-1)
+        at = seq_len.clamp(max=self.max_len - 1)
+        old = self.seq[rows, at]
+        self.seq[rows, at] = torch.where(run, nxt, old)
+        step = run.to(torch.long)
+        gen = self.gen_count[rows] + step
+        self.gen_count[rows] = gen
+        if advance:
+            self.kv_len[rows] = self.kv_len[rows] + step
+        eos = run & (nxt[:, None] == self._eos[None, :]).any(-1)
+        length = run & (gen >= self.max_new[rows])
+        code = torch.where(eos, 1, torch.where(length, 2, self.stop_code[rows]))
+        self.stop_code[rows] = code
+        self.done[rows] = self.done[rows] | eos | length
+
+    def _step(self, b: int, lb: int) -> None:
+        """One token for slots [0, b) attending to positions [0, lb). Graph-capturable."""
+        import torch
+        import torch.nn.functional as F
+
+        rows = self._rows[:b]
+        pos = self.kv_len[:b].clone()
+        run = self.active[:b] & ~self.done[:b]
+        tok = self.seq[:b].gather(1, pos[:, None])
+        h = self.lm.embed_tokens(tok)  # [b, 1, hidden]
+        cos, sin = self.lm.rotary_emb(h, pos[:, None])
+        mask = (self._pos_ar[:lb][None, :] <= pos[:, None])[:, None, None, :]
+        gqa = self.heads != self.kv_heads
+        for i, layer in enumerate(self.lm.layers):
+            attn = layer.self_attn
+            x = layer.input_layernorm(h)
+            q = attn.q_proj(x).view(b, 1, -1, self.head_dim).transpose(1, 2)
+            k = attn.k_proj(x).view(b, 1, -1, self.head_dim).transpose(1, 2)
+            v = attn.v_proj(x).view(b, 1, -1, self.head_dim).transpose(1, 2)
+            q, k = self._rope(q, k, cos, sin)
+            kc, vc = self.k[i], self.v[i]
+            kc[rows, :, pos] = k[:, :, 0]
+            vc[rows, :, pos] = v[:, :, 0]
+            o = F.scaled_dot_product_attention(
+                q, kc[:b, :, :lb], vc[:b, :, :lb], attn_mask=mask, scale=attn.scaling, enable_gqa=gqa
+            )
+            h = h + attn.o_proj(o.transpose(1, 2).reshape(b, 1, -1))
+            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        h = self.lm.norm(h)
+        logits = self.lm_head(h[:, -1, :]).to(torch.float32)
+        self._take_token(rows, self.seq[:b], logits, pos + 1, run, advance=True)
+
+    def _capture(self, b: int, lb: int) -> Any:
+        import torch
+
+        key = (b, lb)
+        g = self._graphs.get(key)
+        if g is not None:
+            return g
+        t0 = time.perf_counter()
+        snap = [t.clone() for t in self._mutable]
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            self._step(b, lb)  # warm-up: cuBLAS handles, workspace, lazy inits
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        for t, c in zip(self._mutable, snap, strict=True):
+            t.copy_(c)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, pool=self._pool, capture_error_mode="thread_local"):
+            self._step(b, lb)
+        self._graphs[key] = g
+        logger.info("captured decode graph batch=%d len=%d in %.2fs", b, lb, time.perf_counter() - t0)
+        return g
+
+    def run_chunk(self, steps: int | None = None) -> None:
+        """Decode up to ``steps`` (default ``check_every``) tokens for every running slot."""
+        import torch
+
+        busy = self.busy_slots
+        if not busy:
+            return
+        k = steps or self.options.check_every
+        b = batch_bucket(max(busy) + 1, self.capacity)
+        need = max(self.host_kv_len[s] for s in busy) + k + 1
+        lb = length_bucket(need, self.options.len_step, self.max_len)
+        with torch.inference_mode():
+            if self.use_graphs:
+                g = self._capture(b, lb)
+                for _ in range(k):
+                    g.replay()
+            else:
+                for _ in range(k):
+                    self._step(b, lb)
+            self.steps += k
+            if self.options.loop.enabled:
+                self._check_loops(b)
+
+    def _check_loops(self, b: int) -> None:
+        import torch
+
+        run = self.active[:b] & ~self.done[:b]
+        gen_start = self.prompt_len[:b]
+        loops = run & tail_loops(self.seq[:b], self.kv_len[:b] + 1, gen_start, self.options.loop)
+        self.stop_code[:b] = torch.where(loops, 3, self.stop_code[:b])
+        self.done[:b] = self.done[:b] | loops
+
+    def collect(self) -> list[tuple[int, DecodeResult]]:
+        """Sync once; return finished pages and free their slots."""
+        import torch
+
+        busy = self.busy_slots
+        if not busy:
+            return []
+        state = torch.stack([self.done.long(), self.kv_len, self.gen_count, self.stop_code, self.prompt_len])
+        done, kv_len, gen, code, plen = state.cpu().tolist()
+        now = time.perf_counter()
+        out: list[tuple[int, DecodeResult]] = []
+        for s in busy:
+            self.host_kv_len[s] = kv_len[s]
+            if not done[s]:
+                continue
+            p, n = plen[s], gen[s]
+            toks = self.seq[s, p : p + n].tolist()
+            res = DecodeResult(
+                tokens=toks,
+                stop=_STOP.get(code[s], StopReason.LENGTH),
+                prompt_len=p,
+                first_token_s=self.slot_ttft[s],
+                decode_s=now - self.slot_t0[s],
+                key=self.slot_key[s],
+            )
+            out.append((s, res))
+            self.slot_key[s] = None
+        if out:
+            idx = torch.tensor([s for s, _ in out], dtype=torch.long, device=self.device)
+            self.active[idx] = False
+        return out
+
+    def compact(self) -> int:
+        """Move the highest busy slot into the lowest free one when that shrinks the batch bucket.
+
+        Why: the step runs over slots [0, b); a lone long page left in slot 30 would keep the
+        32-row graph busy. Copies only the valid part of the KV rows. Returns the moves made.
+        """
+        moves = 0
+        while True:
+            busy, free = self.busy_slots, self.free_slots
+            if not busy or not free or min(free) > max(busy):
+                return moves
+            src, dst = max(busy), min(free)
+            if batch_bucket(max(busy) + 1, self.capacity) == batch_bucket(len(busy), self.capacity):
+                return moves
+            self._move(src, dst)
+            moves += 1
+
+    def _move(self, src: int, dst: int) -> None:
+        n = self.host_kv_len[src] + 1
+        for kc, vc in zip(self.k, self.v, strict=True):
+            kc[dst, :, :n] = kc[src, :, :n]
+            vc[dst, :, :n] = vc[src, :, :n]
+        for t in (self.seq, self.kv_len, self.gen_count, self.max_new, self.prompt_len, self.guard_start):
+            t[dst] = t[src]
+        for t in (self.stop_code, self.done, self.active):
+            t[dst] = t[src]
+        self.active[src] = False
+        for lst in (self.slot_key, self.slot_t0, self.slot_ttft, self.host_kv_len):
+            lst[dst] = lst[src]
+        self.slot_key[src] = None
+
+    def decode_all(self, requests: Sequence[DecodeRequest]) -> list[DecodeResult]:
+        """Decode ``requests`` to the end (no scheduler): fill slots, step, refill, in order of input."""
+        pending = list(enumerate(requests))
+        results: dict[int, DecodeResult] = {}
+        keys = {}
+        while pending or self.busy_slots:
+            free = self.free_slots
+            if pending and free:
+                batch, pending = pending[: len(free)], pending[len(free) :]
+                reqs = []
+                for i, r in batch:
+                    keys[i] = r.key
+                    reqs.append(DecodeRequest(r.input_ids, r.model_inputs, r.max_new_tokens, key=("__i", i)))
+                self.admit(reqs)
+            for _, res in self.collect():
+                i = res.key[1]
+                res.key = keys[i]
+                results[i] = res
+            if not pending:
+                self.compact()
+            self.run_chunk()
+        return [results[i] for i in range(len(requests))]

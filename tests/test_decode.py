@@ -1,0 +1,274 @@
+"""The fast decoder against transformers' own ``generate`` on the tiny checkpoint (CPU, fp32).
+
+Every expected token sequence here is computed by the library itself (greedy ``generate`` with the
+project's ``NoRepeatNGramGuard``), never written by hand; the decoder must reproduce it exactly while
+batching pages of different prompt lengths through fewer slots than pages.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ocr_app.engines.deepseek.decode import (  # noqa: E402
+    DecodeRequest,
+    DecoderOptions,
+    PageDecoder,
+    batch_bucket,
+    length_bucket,
+)
+from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops  # noqa: E402
+from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler  # noqa: E402
+from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard, exempt_token_ids, find_repetition  # noqa: E402
+from ocr_app.exceptions import ConfigError, EngineError  # noqa: E402
+from ocr_app.schema import StopReason  # noqa: E402
+
+NO_LOOP = LoopSpec(max_period=0)
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_checkpoint):
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+    processor = AutoProcessor.from_pretrained(tiny_checkpoint)
+    return model, processor
+
+
+@pytest.fixture(scope="module")
+def exempt(tiny):
+    return tuple(exempt_token_ids(tiny[1].tokenizer))
+
+
+def _prompts(seed: int, lengths) -> list[list[int]]:
+    g = torch.Generator().manual_seed(seed)
+    return [[0, *torch.randint(5, 390, (n,), generator=g).tolist()] for n in lengths]
+
+
+def _generate(model, ids: list[int], n_new: int, guard=None, eos=None, **model_inputs) -> list[int]:
+    from transformers import LogitsProcessorList
+
+    t = torch.tensor([ids])
+    procs = LogitsProcessorList([guard] if guard is not None else [])
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=t,
+            attention_mask=torch.ones_like(t),
+            max_new_tokens=n_new,
+            do_sample=False,
+            logits_processor=procs,
+            eos_token_id=eos,
+            pad_token_id=0,
+            **model_inputs,
+        )
+    return out[0, t.shape[1] :].tolist()
+
+
+# --- the guard and the loop test as tensor ops --------------------------------------------------
+@pytest.mark.parametrize(("n", "w"), [(3, 10), (2, 7), (1, 4), (4, 3), (5, 40)])
+def test_ban_mask_equals_guard_processor(n, w, exempt):
+    g = torch.Generator().manual_seed(n * 100 + w)
+    prompt = 5
+    rows = torch.randint(0, 4, (6, prompt + 30), generator=g)
+    rows[:3, 12:] = rows[:3, 8:12].repeat(1, 6)[:, : rows.shape[1] - 12]  # loops: many repeated n-grams
+    rows[rows == 2] = exempt[0]  # exempt ids inside the repeated n-grams
+    rows[rows == 3] = exempt[1]
+    vocab = max(exempt) + 1
+    banned_any = False
+    for length in (prompt + 1, prompt + n, prompt + 17, prompt + 30):
+        seq = rows[:, :length]
+        want = NoRepeatNGramGuard(n, w, exempt, prompt_length=prompt).banned_mask(seq, vocab)
+        logits = torch.zeros(6, vocab)
+        buf = torch.zeros(6, 64, dtype=torch.long)
+        buf[:, :length] = seq
+        spec = GuardSpec(n, w, exempt)
+        start = torch.full((6,), prompt)
+        got = ban_repeated_ngrams_(logits, buf, torch.full((6,), length), start, spec, torch.tensor(exempt))
+        assert torch.equal(torch.isinf(got), want), (n, w, length)
+        assert not torch.isinf(got[:, list(exempt)]).any()
+        banned_any |= bool(want.any())
+    assert banned_any == (w >= n)  # the crafted rows do contain bans (none when disabled)
+
+
+def test_tail_loops_equals_find_repetition():
+    g = torch.Generator().manual_seed(3)
+    spec = LoopSpec(max_period=12, min_repeats=3, min_span=20, agreement=0.9)
+    seqs = []
+    for period in (1, 3, 7, 12, 15):
+        unit = torch.randint(0, 50, (period,), generator=g).tolist()
+        head = torch.randint(0, 50, (9,), generator=g).tolist()
+        seqs.append(head + unit * (60 // period + 1))
+    noisy = list(seqs[2])
+    noisy[-5] = 99  # one disagreement: still ≥ 90 % periodic
+    seqs += [noisy, torch.randint(0, 50, (70,), generator=g).tolist(), seqs[3][:25]]
+    prompt = 4
+    buf = torch.zeros(len(seqs), 128, dtype=torch.long)
+    lens = []
+    for i, s in enumerate(seqs):
+        buf[i, prompt : prompt + len(s)] = torch.tensor(s)
+        lens.append(prompt + len(s))
+    got = tail_loops(buf, torch.tensor(lens), torch.full((len(seqs),), prompt), spec).tolist()
+    want = [find_repetition(s, max_period=12, min_repeats=3, min_span=20, agreement=0.9) for s in seqs]
+    assert got == want
+    assert True in want and False in want
+
+
+# --- decoder vs generate ---------------------------------------------------------------------------
+def test_decoder_equals_generate_with_guard_and_fewer_slots_than_pages(tiny, exempt):
+    model, _ = tiny
+    prompts = _prompts(0, (7, 12, 7, 30, 5))
+    n_new, n, w = 40, 3, 20
+    want = [
+        _generate(model, p, n_new, NoRepeatNGramGuard(n, w, exempt, prompt_length=len(p))) for p in prompts
+    ]
+    opts = DecoderOptions(guard=GuardSpec(n, w, exempt), loop=NO_LOOP, check_every=5)
+    dec = PageDecoder(model, capacity=2, max_len=256, options=opts)
+    got = dec.decode_all([DecodeRequest(p, {}, n_new, key=i) for i, p in enumerate(prompts)])
+    assert [r.tokens for r in got] == want
+    assert [r.key for r in got] == list(range(5))
+    assert all(r.stop is StopReason.LENGTH for r in got)
+    unguarded = [_generate(model, p, n_new) for p in prompts]
+    assert unguarded != want  # the guard changed the output, so the comparison covers it
+
+
+def test_decoder_equals_generate_with_image_features(tiny, exempt):
+    from PIL import Image
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    model, processor = tiny
+    img = Image.new("RGB", (320, 240), "white")
+    enc = processor(images=img, text="<image>\nFree OCR.", return_tensors="pt")
+    with torch.inference_mode():
+        feats = model.get_image_features(
+            enc["pixel_values"], enc.get("pixel_values_local"), enc["num_local_patches"]
+        ).pooler_output
+    ids = enc["input_ids"][0].tolist()
+    mm = {"image": BaseModelOutputWithPooling(pooler_output=list(feats))}
+    guard = NoRepeatNGramGuard(4, 30, exempt, prompt_length=len(ids))
+    want = _generate(model, ids, 24, guard, mm_encoder_outputs=mm)
+    opts = DecoderOptions(guard=GuardSpec(4, 30, exempt), loop=NO_LOOP, check_every=8, prefill_batch=2)
+    dec = PageDecoder(model, capacity=2, max_len=len(ids) + 32, options=opts)
+    reqs = [DecodeRequest(ids, {"mm_encoder_outputs": mm}, 24) for _ in range(2)]  # one batched prefill
+    got = dec.decode_all(reqs)
+    assert [r.tokens for r in got] == [want, want]
+    assert got[0].prompt_len == len(ids)
+
+
+def test_stops_on_eos_and_per_page_length(tiny):
+    model, _ = tiny
+    prompts = _prompts(1, (6, 9, 14))
+    free = [_generate(model, p, 30) for p in prompts]
+    eos = free[0][11]  # a token the first page emits at step 11: make it the EOS id
+    want = [_generate(model, p, cap, eos=eos) for p, cap in zip(prompts, (30, 5, 17), strict=True)]
+    opts = DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP, eos_ids=(eos,), check_every=4)
+    dec = PageDecoder(model, capacity=4, max_len=128, options=opts)
+    got = dec.decode_all([DecodeRequest(p, {}, cap) for p, cap in zip(prompts, (30, 5, 17), strict=True)])
+    assert [r.tokens for r in got] == want
+    first = free[0].index(eos)
+    assert got[0].tokens == free[0][: first + 1] and got[0].stop is StopReason.END
+    for r, cap in zip(got[1:], (5, 17), strict=True):
+        assert r.stop is (StopReason.END if r.tokens[-1] == eos else StopReason.LENGTH)
+        assert len(r.tokens) <= cap
+
+
+def test_loop_early_stop_is_a_prefix_of_generate(tiny):
+    model, _ = tiny
+    prompts = _prompts(0, (7, 12))
+    spec = LoopSpec(max_period=16, min_repeats=3, min_span=24, agreement=1.0)
+    full = [_generate(model, p, 120) for p in prompts]
+    assert any(find_repetition(f, max_period=16, min_repeats=3, min_span=24, agreement=1.0) for f in full)
+    dec = PageDecoder(
+        model, capacity=2, max_len=256, options=DecoderOptions(guard=GuardSpec(0, 0), loop=spec)
+    )
+    got = dec.decode_all([DecodeRequest(p, {}, 120) for p in prompts])
+    for r, f in zip(got, full, strict=True):
+        assert r.tokens == f[: len(r.tokens)]
+        if r.stop is StopReason.REPETITION:
+            assert len(r.tokens) < 120
+            assert find_repetition(r.tokens, max_period=16, min_repeats=3, min_span=24, agreement=1.0)
+    assert any(r.stop is StopReason.REPETITION for r in got)
+
+
+def test_context_bounds_new_tokens_and_compaction_keeps_results(tiny):
+    model, _ = tiny
+    prompts = _prompts(2, (5, 40, 8, 9))
+    caps = (3, 200, 4, 6)  # page 1 runs past the 64-token context: bounded to 64 - 41
+    opts = DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP, check_every=2)
+    dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
+    want = [_generate(model, p, min(c, 64 - len(p))) for p, c in zip(prompts, caps, strict=True)]
+    got = dec.decode_all([DecodeRequest(p, {}, c) for p, c in zip(prompts, caps, strict=True)])
+    assert [r.tokens for r in got] == want
+    assert len(got[1].tokens) == 64 - 41 and got[1].stop is StopReason.LENGTH
+    # compaction: a lone long page in the top slot moves down to slot 0
+    dec2 = PageDecoder(model, capacity=4, max_len=64, options=opts)
+    dec2.admit(
+        [DecodeRequest(p, {}, c, key=i) for i, (p, c) in enumerate(zip(prompts, (2, 2, 2, 30), strict=True))]
+    )
+    dec2.run_chunk(2)
+    assert len(dec2.collect()) == 3
+    assert dec2.busy_slots == [3] and dec2.compact() == 1 and dec2.busy_slots == [0]
+    rest = []
+    while dec2.busy_slots:
+        dec2.run_chunk()
+        rest += dec2.collect()
+    assert rest[0][1].tokens == _generate(model, prompts[3], 30)
+
+
+def test_bad_inputs_raise_clear_errors(tiny):
+    model, _ = tiny
+    dec = PageDecoder(model, capacity=1, max_len=32, options=DecoderOptions(graphs="off"))
+    with pytest.raises(EngineError, match="no room"):
+        dec.admit([DecodeRequest(list(range(5, 40)), {}, 4)])
+    with pytest.raises(EngineError, match="free decode slots"):
+        dec.admit([DecodeRequest([0, 5], {}, 4), DecodeRequest([0, 6], {}, 4)])
+    with pytest.raises(ConfigError, match="CUDA graphs need a CUDA device"):
+        PageDecoder(model, capacity=1, max_len=32, options=DecoderOptions(graphs="on"))
+    with pytest.raises(ConfigError, match="graphs must be"):
+        PageDecoder(model, capacity=1, max_len=32, options=DecoderOptions(graphs="sometimes"))
+    sched = DecodeScheduler(model, DecoderOptions(), context=32)
+    with pytest.raises(EngineError, match="does not fit"):
+        sched.submit(DecodeRequest(list(range(5, 40)), {}, 4))
+    sched.close()
+
+
+def test_buckets():
+    assert [batch_bucket(n, 32) for n in (1, 2, 3, 5, 9, 17, 32)] == [1, 2, 4, 8, 16, 32, 32]
+    assert batch_bucket(3, 3) == 3  # the capacity itself when no bucket fits below it
+    assert [length_bucket(n, 256, 8192) for n in (1, 256, 257, 1200, 9000)] == [256, 256, 512, 1280, 8192]
+
+
+# --- scheduler: concurrent jobs, streaming -----------------------------------------------------
+def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
+    model, _ = tiny
+    opts = DecoderOptions(guard=GuardSpec(3, 20, exempt), loop=NO_LOOP, check_every=4)
+    sched = DecodeScheduler(model, opts, max_slots=2)
+    jobs = {"a": _prompts(4, (6, 11, 8)), "b": _prompts(5, (9, 4))}
+    caps = {"a": (12, 30, 5), "b": (20, 7)}
+    results: dict[str, list] = {}
+
+    def job(name):
+        reqs = [
+            DecodeRequest(p, {}, c, key=(name, i)) for i, (p, c) in enumerate(zip(jobs[name], caps[name]))
+        ]
+        results[name] = list(sched.stream(reqs))
+
+    threads = [threading.Thread(target=job, args=(n,)) for n in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    sched.close()
+    for name, prompts in jobs.items():
+        order = [i for i, _ in results[name]]
+        assert sorted(order) == list(range(len(prompts)))
+        for i, res in results[name]:
+            p = prompts[i]
+            assert res.key == (name, i)
+            assert res.tokens == _generate(model, p, caps[name][i], NoRepeatNGramGuard(3, 20, exempt, len(p)))
+    # streaming: the 5-token page of job a finishes before its 30-token page
+    order_a = [i for i, _ in results["a"]]
+    assert order_a.index(2) < order_a.index(1)
+    assert sched.decoder is None  # released after close
