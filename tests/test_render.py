@@ -294,17 +294,17 @@ def test_writer_zip_lists_everything(tmp_path: Path) -> None:
         names = sorted(zf.namelist())
         assert names == sorted(
             [
-                "report/report.md",
-                "report/report.mmd",
-                "report/report.json",
-                "report/report_layout.pdf",
-                "report/images/0_0.jpg",
-                "report/images/2_0.jpg",
-                "report/overlays/page_0001.png",
-                "report/overlays/page_0003.png",
+                "report.md",
+                "report.mmd",
+                "report.json",
+                "report_layout.pdf",
+                "images/0_0.jpg",
+                "images/2_0.jpg",
+                "overlays/page_0001.png",
+                "overlays/page_0003.png",
             ]
         )
-        assert zf.read("report/report.md") == outputs["md"].read_bytes()
+        assert zf.read("report.md") == outputs["md"].read_bytes()
 
 
 def test_writer_json_validates_against_schema(tmp_path: Path) -> None:
@@ -359,7 +359,7 @@ def test_writer_zip_skips_files_from_earlier_runs(tmp_path: Path) -> None:
     stale.write_bytes(b"old")
     _, outputs = _convert_three_pages(tmp_path)
     with zipfile.ZipFile(outputs["zip"]) as zf:
-        assert "report/images/9_0.jpg" not in zf.namelist()
+        assert "images/9_0.jpg" not in zf.namelist()
 
 
 def test_writer_rejects_unknown_formats_and_unsafe_stems(tmp_path: Path) -> None:

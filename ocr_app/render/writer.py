@@ -181,7 +181,7 @@ class DocumentWriter:
         with atomic_target(path) as tmp, zipfile.ZipFile(tmp, "w") as zf:
             for f in files:
                 method = zipfile.ZIP_STORED if f.suffix.lower() in _STORED_SUFFIXES else zipfile.ZIP_DEFLATED
-                zf.write(f, arcname=f"{self.stem}/{self._rel(f)}", compress_type=method)
+                zf.write(f, arcname=self._rel(f), compress_type=method)
 
     def finish(self, doc: DocumentResult) -> dict[str, Path]:
         """Write the whole-document files; return and store (``doc.outputs``) their paths plus ``dir``."""
