@@ -278,7 +278,9 @@ def test_writer_produces_every_output(tmp_path: Path) -> None:
     assert "<|ref|>" not in md
     # raw text keeps the tags
     mmd = outputs["mmd"].read_text(encoding="utf-8")
-    assert mmd.count("<|ref|>image<|/ref|>") == 2 and "<!-- page 3 -->" in mmd
+    assert mmd.count("<|ref|>image<|/ref|>") == 2
+    assert mmd.startswith("<!-- page 1 -->\n\n<|ref|>title<|/ref|><|det|>[[160, 90, 600, 125]]<|/det|>\n")
+    assert "\n\n---\n\n<!-- page 2 -->\n\n---\n\n<!-- page 3 -->\n\n<|ref|>title" in mmd
     # layout PDF: one page per document page, the failed one as a note
     with pymupdf.open(outputs["layout_pdf"]) as pdf:
         assert pdf.page_count == 3

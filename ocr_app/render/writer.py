@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ocr_app.exceptions import ConfigError
 from ocr_app.render.atomic import atomic_target, atomic_write_text
 from ocr_app.render.layout_pdf import write_layout_pdf
-from ocr_app.render.markdown import PAGE_RULE, document_markdown, page_markdown
+from ocr_app.render.markdown import document_markdown, page_markdown
 from ocr_app.render.overlay import draw_overlay
 from ocr_app.schema import DocumentResult, PageResult, StopReason
 
@@ -152,8 +152,8 @@ class DocumentWriter:
         return document_markdown(pages, [p.index + 1 for p in doc.pages])
 
     def _document_raw(self, doc: DocumentResult) -> str:
-        parts = [f"<!-- page {p.index + 1} -->\n\n{p.raw_text.strip()}".rstrip() for p in doc.pages]
-        return PAGE_RULE.join(parts) + "\n" if parts else ""
+        """Raw model text with its tags, pages joined with the same markers as the Markdown."""
+        return document_markdown([p.raw_text for p in doc.pages], [p.index + 1 for p in doc.pages])
 
     def _rel(self, path: Path | None) -> str | None:
         return None if path is None else Path(path).relative_to(self.dir).as_posix()
