@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ocr_app.render.atomic import atomic_target
 
 if TYPE_CHECKING:
+    import pymupdf
     from PIL import Image
 
 logger = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 A4_POINTS = (595.0, 842.0)
 
 
-def _add_note_page(doc, text: str) -> None:
+def _add_note_page(doc: pymupdf.Document, text: str) -> None:
     page = doc.new_page(width=A4_POINTS[0], height=A4_POINTS[1])
     page.insert_textbox((50, 50, A4_POINTS[0] - 50, A4_POINTS[1] - 50), text, fontsize=14)
 
