@@ -47,7 +47,7 @@ def guard_fp16(model: nn.Module) -> list[Any]:
         return out
 
     handles = []
-    for name, mod in model.named_modules():
+    for mod in model.modules():
         cls = type(mod).__name__
         if cls.endswith(("DecoderLayer", "EncoderLayer", "SamVisionLayer")):
             handles.append(mod.register_forward_hook(clamp))
@@ -142,7 +142,9 @@ def _quantize_layer(
                 input_scales["mlp.shared_experts.gate_proj"] = s_gu
                 input_scales["mlp.shared_experts.up_proj"] = s_gu
             else:
-                layer.post_attention_layernorm.weight.div_(s_gu.to(layer.post_attention_layernorm.weight.dtype))
+                layer.post_attention_layernorm.weight.div_(
+                    s_gu.to(layer.post_attention_layernorm.weight.dtype)
+                )
                 for lin in (ffn.gate_proj, ffn.up_proj):
                     lin.weight.mul_(s_gu.to(lin.weight.dtype)[None, :])
             ffn.up_proj.weight.div_(r_d.scales.to(ffn.up_proj.weight.dtype)[:, None])
@@ -166,7 +168,9 @@ def _quantize_layer(
             if acts is not None:
                 s_ex = ex_scales["gate_up"]
                 inter = ex.gate_up_proj.shape[1] // 2
-                ex.gate_up_proj.data[:, inter:, :].div_(ex_scales["down"].to(ex.gate_up_proj.dtype)[:, :, None])
+                ex.gate_up_proj.data[:, inter:, :].div_(
+                    ex_scales["down"].to(ex.gate_up_proj.dtype)[:, :, None]
+                )
                 ex.down_proj.data.mul_(ex_scales["down"].to(ex.down_proj.dtype)[:, None, :])
             q = QuantExperts.from_float(ex.gate_up_proj.data, ex.down_proj.data, bits=bits, input_scale=s_ex)
             set_module(layer, "mlp.experts", q)
@@ -211,13 +215,17 @@ def _search_experts(experts: nn.Module, acts: LayerActivations, bits: int, stats
     return {"gate_up": s_gu, "down": s_dn}
 
 
-def quantize_model(model: nn.Module, preset: Preset, calibration: Calibration | None = None) -> dict[str, Any]:
+def quantize_model(
+    model: nn.Module, preset: Preset, calibration: Calibration | None = None
+) -> dict[str, Any]:
     """Quantise ``model`` in place per ``preset``; AWQ when the preset asks and ``calibration`` is given.
 
     Returns the recipe (JSON-serialisable).
     """
     if preset.awq and calibration is None:
-        logger.warning("preset %s asks for AWQ but no calibration was given: plain round-to-nearest", preset.name)
+        logger.warning(
+            "preset %s asks for AWQ but no calibration was given: plain round-to-nearest", preset.name
+        )
     recipe: dict[str, Any] = {
         "format": RECIPE_FORMAT,
         "version": RECIPE_VERSION,

@@ -23,7 +23,47 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CALIB_PROMPT = "<image>\n<|grounding|>Convert the document to markdown."
-_WORDS = ["the", "model", "reads", "each", "page", "and", "writes", "markdown", "with", "tables", "formulas", "headings", "and", "lists", "revenue", "quarter", "total", "result", "method", "figure", "data", "value", "section", "analysis", "report", "table", "average", "growth", "invoice", "number", "date", "amount", "customer", "address", "summary", "conclusion", "introduction", "experiment", "sample"]
+_WORDS = [
+    "the",
+    "model",
+    "reads",
+    "each",
+    "page",
+    "and",
+    "writes",
+    "markdown",
+    "with",
+    "tables",
+    "formulas",
+    "headings",
+    "and",
+    "lists",
+    "revenue",
+    "quarter",
+    "total",
+    "result",
+    "method",
+    "figure",
+    "data",
+    "value",
+    "section",
+    "analysis",
+    "report",
+    "table",
+    "average",
+    "growth",
+    "invoice",
+    "number",
+    "date",
+    "amount",
+    "customer",
+    "address",
+    "summary",
+    "conclusion",
+    "introduction",
+    "experiment",
+    "sample",
+]
 
 
 def _sentence(rng: random.Random, n: int) -> str:
@@ -87,7 +127,9 @@ def render_calibration_pages(n: int, seed: int = 0, dpi: int = 144) -> list[tupl
     return pages
 
 
-def calibration_batches(processor, pages: list[tuple[Image.Image, str]], max_text_tokens: int = 384) -> list[dict]:
+def calibration_batches(
+    processor, pages: list[tuple[Image.Image, str]], max_text_tokens: int = 384
+) -> list[dict]:
     """Processor outputs (one page per batch) for ``image + prompt + Markdown`` sequences."""
     tok = processor.tokenizer
     batches = []

@@ -36,7 +36,9 @@ def is_quantized_checkpoint(path: str | Path) -> bool:
     return (Path(path) / RECIPE_FILE).is_file()
 
 
-def save_quantized(model: nn.Module, recipe: dict[str, Any], out_dir: str | Path, source_dir: str | Path | None) -> Path:
+def save_quantized(
+    model: nn.Module, recipe: dict[str, Any], out_dir: str | Path, source_dir: str | Path | None
+) -> Path:
     """Write the quantised ``model`` and its ``recipe``; copy tokenizer/processor files from ``source_dir``."""
     from safetensors.torch import save_file
 
@@ -44,7 +46,11 @@ def save_quantized(model: nn.Module, recipe: dict[str, Any], out_dir: str | Path
     out.mkdir(parents=True, exist_ok=True)
     if source_dir is not None:
         for f in Path(source_dir).iterdir():
-            if f.is_file() and f.name not in _SKIP_COPY and not f.name.endswith((".safetensors", ".bin", ".pt")):
+            if (
+                f.is_file()
+                and f.name not in _SKIP_COPY
+                and not f.name.endswith((".safetensors", ".bin", ".pt"))
+            ):
                 shutil.copy2(f, out / f.name)
     state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     save_file(state, str(out / WEIGHTS_FILE), metadata={"format": "pt", "quant": recipe["preset"]})

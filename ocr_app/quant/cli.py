@@ -14,7 +14,9 @@ logger = logging.getLogger(__name__)
 
 
 @click.command("quantize")
-@click.option("--model", "src", required=True, help="Local float checkpoint directory (or hub id, if cached).")
+@click.option(
+    "--model", "src", required=True, help="Local float checkpoint directory (or hub id, if cached)."
+)
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Output directory.")
 @click.option("--calib", default=8, show_default=True, type=click.IntRange(0, 512),
               help="Calibration pages rendered for AWQ (0 = round-to-nearest).")  # fmt: skip

@@ -46,7 +46,9 @@ def kernel_block_k(in_features: int, group: int, cap: int = 64) -> int:
     return block
 
 
-def quantize_groups(w: torch.Tensor, bits: int, group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def quantize_groups(
+    w: torch.Tensor, bits: int, group: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Round-to-nearest asymmetric group quantisation of ``w`` [..., N, K] (any leading dims).
 
     Returns integer codes (uint8, same shape as ``w``), scales and mins [..., N, K // group] in float32.

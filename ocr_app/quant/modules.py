@@ -23,7 +23,9 @@ def _code_cols(in_features: int, bits: int) -> int:
     return in_features // 2 if bits == 4 else in_features
 
 
-def _quantize_stack(w: torch.Tensor, bits: int, group: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _quantize_stack(
+    w: torch.Tensor, bits: int, group: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     q, s, m = quantize_groups(w, bits, group)
     return (pack_int4(q) if bits == 4 else q), s, m
 
@@ -51,13 +53,15 @@ class QuantLinear(nn.Module):
         self.group = group or group_size_for(in_features)
         g = in_features // self.group
         self.register_buffer(
-            "qweight", torch.empty(1, out_features, _code_cols(in_features, bits), dtype=torch.uint8, device=device)
+            "qweight",
+            torch.empty(1, out_features, _code_cols(in_features, bits), dtype=torch.uint8, device=device),
         )
         self.register_buffer("scales", torch.empty(1, out_features, g, dtype=dtype, device=device))
         self.register_buffer("mins", torch.empty(1, out_features, g, dtype=dtype, device=device))
         self.register_buffer("bias", torch.empty(out_features, dtype=dtype, device=device) if bias else None)
         self.register_buffer(
-            "input_scale_inv", torch.empty(1, in_features, dtype=dtype, device=device) if has_input_scale else None
+            "input_scale_inv",
+            torch.empty(1, in_features, dtype=dtype, device=device) if has_input_scale else None,
         )
 
     @classmethod
@@ -111,7 +115,9 @@ class Int8Linear(nn.Module):
     ) -> None:
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.register_buffer("qweight", torch.empty(out_features, in_features, dtype=torch.int8, device=device))
+        self.register_buffer(
+            "qweight", torch.empty(out_features, in_features, dtype=torch.int8, device=device)
+        )
         # float32 on purpose: the epilogue multiplies in float32 and model.to(bf16) must not round it
         self.register_buffer("wscale", torch.empty(out_features, dtype=torch.float32, device=device))
         self.register_buffer("bias", torch.empty(out_features, dtype=dtype, device=device) if bias else None)
@@ -169,9 +175,15 @@ class QuantExperts(nn.Module):
         self.group_down = group_size_for(intermediate_dim)
         e, h, i = num_experts, hidden_dim, intermediate_dim
         kw = {"device": device}
-        self.register_buffer("gate_up_qweight", torch.empty(e, 2 * i, _code_cols(h, bits), dtype=torch.uint8, **kw))
-        self.register_buffer("gate_up_scales", torch.empty(e, 2 * i, h // self.group_gate_up, dtype=dtype, **kw))
-        self.register_buffer("gate_up_mins", torch.empty(e, 2 * i, h // self.group_gate_up, dtype=dtype, **kw))
+        self.register_buffer(
+            "gate_up_qweight", torch.empty(e, 2 * i, _code_cols(h, bits), dtype=torch.uint8, **kw)
+        )
+        self.register_buffer(
+            "gate_up_scales", torch.empty(e, 2 * i, h // self.group_gate_up, dtype=dtype, **kw)
+        )
+        self.register_buffer(
+            "gate_up_mins", torch.empty(e, 2 * i, h // self.group_gate_up, dtype=dtype, **kw)
+        )
         self.register_buffer("down_qweight", torch.empty(e, h, _code_cols(i, bits), dtype=torch.uint8, **kw))
         self.register_buffer("down_scales", torch.empty(e, h, i // self.group_down, dtype=dtype, **kw))
         self.register_buffer("down_mins", torch.empty(e, h, i // self.group_down, dtype=dtype, **kw))
@@ -206,19 +218,31 @@ class QuantExperts(nn.Module):
     @property
     def gate_up(self) -> QWeight:
         return QWeight(
-            self.gate_up_qweight, self.gate_up_scales, self.gate_up_mins, self.bits, self.group_gate_up, self.hidden_dim
+            self.gate_up_qweight,
+            self.gate_up_scales,
+            self.gate_up_mins,
+            self.bits,
+            self.group_gate_up,
+            self.hidden_dim,
         )
 
     @property
     def down(self) -> QWeight:
         return QWeight(
-            self.down_qweight, self.down_scales, self.down_mins, self.bits, self.group_down, self.intermediate_dim
+            self.down_qweight,
+            self.down_scales,
+            self.down_mins,
+            self.bits,
+            self.group_down,
+            self.intermediate_dim,
         )
 
     def forward(
         self, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
     ) -> torch.Tensor:
-        return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up, self.down, self.input_scale_inv)
+        return moe_experts(
+            hidden_states, top_k_index, top_k_weights, self.gate_up, self.down, self.input_scale_inv
+        )
 
     def extra_repr(self) -> str:
         return (

@@ -202,7 +202,9 @@ def _wq_linear_triton(x2: torch.Tensor, w: QWeight, isc: torch.Tensor | None) ->
 
 
 # ------------------------------------------------------------------------------------------------ MoE
-def align_pairs(top_k_index: torch.Tensor, num_experts: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+def align_pairs(
+    top_k_index: torch.Tensor, num_experts: int, block_m: int
+) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Group (token, slot) pairs by expert into blocks of ``block_m`` rows, on the device, no sync.
 
     Returns ``rows`` [num_blocks * block_m] (pair ids; ``P`` marks padding), ``block_expert``
@@ -215,7 +217,9 @@ def align_pairs(top_k_index: torch.Tensor, num_experts: int, block_m: int) -> tu
     p = flat.numel()
     dev = flat.device
     num_blocks = -(-p // block_m) + num_experts
-    counts = torch.zeros(num_experts, dtype=torch.long, device=dev).scatter_add_(0, flat, torch.ones_like(flat))
+    counts = torch.zeros(num_experts, dtype=torch.long, device=dev).scatter_add_(
+        0, flat, torch.ones_like(flat)
+    )
     blocks_per = (counts + block_m - 1) // block_m
     block_end = torch.cumsum(blocks_per, 0)
     block_start = block_end - blocks_per
@@ -322,7 +326,9 @@ def int8_linear(
 
         q = torch.empty(m, k, device=x.device, dtype=torch.int8)
         xs = torch.empty(m, device=x.device, dtype=torch.float32)
-        tk.int8_rowquant_kernel[(m,)](x2, x2.stride(0), q, xs, k, BLOCK_K=triton.next_power_of_2(k), num_warps=8)
+        tk.int8_rowquant_kernel[(m,)](
+            x2, x2.stride(0), q, xs, k, BLOCK_K=triton.next_power_of_2(k), num_warps=8
+        )
         acc = torch._int_mm(q, qweight.t())
         out = torch.empty(m, n, device=x.device, dtype=x.dtype)
         grid = (triton.cdiv(m, 64), triton.cdiv(n, 64))

@@ -35,7 +35,9 @@ def calibrate(model, processor, pages: int, seed: int = 0):
     return collect_activations(model, batches)
 
 
-def quantize_loaded(model, processor, preset: Preset, calib_pages: int = DEFAULT_CALIB_PAGES) -> dict[str, Any]:
+def quantize_loaded(
+    model, processor, preset: Preset, calib_pages: int = DEFAULT_CALIB_PAGES
+) -> dict[str, Any]:
     """Quantise an already loaded float model in place (AWQ calibration first when the preset asks)."""
     from ocr_app.quant.apply import quantize_model
 
@@ -80,7 +82,11 @@ def quantize_checkpoint(
 
         raise ConfigError(f"preset {preset_name!r} is not a quantised preset; use int8 or mixed")
     src = Path(src)
-    dev = torch.device(device) if device else _work_device(src, torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    dev = (
+        torch.device(device)
+        if device
+        else _work_device(src, torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    )
     dtype = _float_dtype(preset)
     processor = AutoProcessor.from_pretrained(src)
     model = AutoModelForImageTextToText.from_pretrained(src, dtype=dtype, device_map=str(dev)).eval()
@@ -100,7 +106,9 @@ class PresetBackend:
         import torch
 
         if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+            return (
+                torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+            )
         return torch.float32
 
     def load_model(self, model_dir: Path, device: torch.device, dtype: torch.dtype):
@@ -126,7 +134,9 @@ class PresetBackend:
         work = _work_device(model_dir, device)
         logger.info("quantising %s on the fly (%s) on %s", model_dir, self.preset_name, work)
         processor = AutoProcessor.from_pretrained(model_dir)
-        model = AutoModelForImageTextToText.from_pretrained(model_dir, dtype=dtype, device_map=str(work)).eval()
+        model = AutoModelForImageTextToText.from_pretrained(
+            model_dir, dtype=dtype, device_map=str(work)
+        ).eval()
         quantize_loaded(model, processor, preset, self.calib_pages)
         model.to(device)
         if dtype == torch.float16:

@@ -53,7 +53,14 @@ PRESETS: dict[str, Preset] = {
     "int8": Preset("int8", "bfloat16", vision="int8", decoder_bits=8),
     "mixed": Preset("mixed", "bfloat16", vision="int8", decoder_bits=4, awq=True),
 }
-ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "w4": "mixed", "awq": "mixed"}
+ALIASES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "w4": "mixed",
+    "awq": "mixed",
+}
 
 
 def get_preset(name: str, bf16_supported: bool = True) -> Preset:
@@ -63,7 +70,9 @@ def get_preset(name: str, bf16_supported: bool = True) -> Preset:
         raise ConfigError(f"unknown dtype preset {name!r}; choose one of auto, {', '.join(PRESETS)}")
     preset = PRESETS[key]
     if preset.quantized and not bf16_supported:
-        preset = Preset(preset.name, "float16", preset.vision, preset.decoder_bits, preset.awq, fp16_guard=True)
+        preset = Preset(
+            preset.name, "float16", preset.vision, preset.decoder_bits, preset.awq, fp16_guard=True
+        )
     return preset
 
 

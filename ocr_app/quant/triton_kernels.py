@@ -34,7 +34,9 @@ def _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS: tl.constexpr):
 
 
 @triton.jit
-def _gemv_rows(x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr):
+def _gemv_rows(
+    x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr
+):
     """Contribution of one K-tile to a GEMV row block: ``Σ_k x_k (q s + m)`` = ``s Σ x q + m Σ x``."""
     lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
     g_lo = k0 // GROUP
@@ -77,7 +79,7 @@ def wq_gemv_kernel(
     ``p // X_DIV`` and expert ``idx[p]`` (MoE pairs) or expert 0 (plain linear)."""
     p = tl.program_id(0)
     pid_n = tl.program_id(1)
-    if HAS_IDX:
+    if HAS_IDX:  # noqa: SIM108 - constexpr branch in a Triton kernel
         e = tl.load(idx_ptr + p).to(tl.int64)
     else:
         e = 0
@@ -99,7 +101,9 @@ def wq_gemv_kernel(
         if HAS_ISC:
             x_lo = x_lo * tl.load(isc_ptr + e * K + offs_k).to(tl.float32)
             x_hi = x_hi * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)
-        acc += _gemv_rows(x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
+        acc += _gemv_rows(
+            x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
+        )
         if GATE_UP:
             acc_u += _gemv_rows(
                 x_lo,
@@ -204,7 +208,9 @@ def wq_gemm_kernel(
         x_hi = tl.load(x_row_ptr + HALF + offs_k[None, :], mask=row_mask[:, None], other=0)
         if HAS_ISC:
             x_lo = (x_lo.to(tl.float32) * tl.load(isc_ptr + e * K + offs_k).to(tl.float32)[None, :]).to(DT)
-            x_hi = (x_hi.to(tl.float32) * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)[None, :]).to(DT)
+            x_hi = (
+                x_hi.to(tl.float32) * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)[None, :]
+            ).to(DT)
         w_lo, w_hi = _dequant_tile_t(w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
         acc = tl.dot(x_lo, w_lo.to(DT), acc)
         acc = tl.dot(x_hi, w_hi.to(DT), acc)
@@ -250,7 +256,16 @@ def int8_rowquant_kernel(x_ptr, stride_xm, q_ptr, scale_ptr, K, BLOCK_K: tl.cons
 
 @triton.jit
 def int8_epilogue_kernel(
-    acc_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr, M, N, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
+    acc_ptr,
+    xs_ptr,
+    ws_ptr,
+    b_ptr,
+    out_ptr,
+    M,
+    N,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     """``out = acc * xs[:, None] * ws[None, :] + bias`` in one pass over the int32 product."""
     offs_m = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)

@@ -1,0 +1,403 @@
+"""Mixed precision vs bf16 on the full-size random-weight DeepSeek-OCR-2, in one run (GPU).
+
+Measures, for bf16, ``mixed`` (loaded from a pre-quantised checkpoint written in the same run) and
+``int8``: weight memory, peak allocated for one default page (1121 vision tokens, 512 new tokens),
+prefill time and decode tok/s in the same decode path (static KV cache, step captured in a CUDA graph);
+teacher-forced logit cosine / top-1 agreement with bf16 over the 512 tokens; AWQ vs RTN output error per
+layer kind on activations with injected outlier channels. Prints a table; writes JSON to $OUT.
+
+    python bench/bench_quant.py            # on the device tool (H200)
+    python bench/bench_quant.py --tiny     # CPU smoke run of the same code with tiny dims
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+
+FULL = {
+    "vision_config": {
+        "sam_config": {},
+        "encoder_config": {
+            "hidden_size": 896,
+            "intermediate_size": 4864,
+            "num_hidden_layers": 24,
+            "num_attention_heads": 14,
+            "num_key_value_heads": 2,
+            "vocab_size": 151936,
+            "max_position_embeddings": 32768,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+        },
+    },
+    "text_config": {
+        "vocab_size": 129280,
+        "hidden_size": 1280,
+        "intermediate_size": 6848,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 10,
+        "num_key_value_heads": 10,
+        "moe_intermediate_size": 896,
+        "n_routed_experts": 64,
+        "n_shared_experts": 2,
+        "num_experts_per_tok": 6,
+        "n_group": 1,
+        "topk_group": 1,
+        "topk_method": "greedy",
+        "max_position_embeddings": 8192,
+        "bos_token_id": 0,
+        "eos_token_id": 1,
+        "mlp_layer_types": ["dense"] + ["sparse"] * 11,
+    },
+    "image_token_id": 128815,
+}
+TINY = {
+    "vision_config": {
+        "sam_config": {
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "global_attn_indexes": [1],
+            "output_channels": 16,
+            "downsample_channels": [32, 64],
+        },
+        "encoder_config": {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "vocab_size": 16,
+        },
+    },
+    "text_config": {
+        "vocab_size": 512,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "moe_intermediate_size": 32,
+        "n_routed_experts": 8,
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 1,
+        "mlp_layer_types": ["dense", "sparse", "sparse"],
+        "max_position_embeddings": 4096,
+        "bos_token_id": 0,
+        "eos_token_id": 1,
+    },
+    "image_token_id": 511,
+}
+GIB = 2**30
+R: dict = {}
+OUT = Path(os.environ.get("OUT", tempfile.gettempdir()))
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def save():
+    (OUT / "bench_quant.json").write_text(json.dumps(R, indent=1, default=str))
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def build(cfg_dict, dev, dtype=torch.bfloat16, seed=0):
+    """Full-size model with random weights (every ≥2-D weight ~ N(0, 0.02), router included)."""
+    from transformers import DeepseekOcr2Config, DeepseekOcr2ForConditionalGeneration
+
+    cfg = DeepseekOcr2Config(**cfg_dict)
+    torch.manual_seed(seed)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    with torch.device(dev):
+        model = DeepseekOcr2ForConditionalGeneration(cfg)
+    torch.set_default_dtype(old)
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.normal_(0, 0.02)
+    return model.eval()
+
+
+def page_images(n, seed=0):
+    """Rendered document pages (PyMuPDF, as in production calibration), or PNGs from --calib-dir."""
+    try:
+        from ocr_app.quant.calibration import render_calibration_pages
+
+        return [img for img, _ in render_calibration_pages(n, seed=seed)]
+    except ImportError:
+        from PIL import Image
+
+        files = sorted(Path(ARGS.calib_dir).glob("*.png"))
+        if not files:
+            raise
+        return [Image.open(f).convert("RGB") for f in files[:n]]
+
+
+def page_inputs(cfg_dict, image, dev, dtype, n_text=12, seed=0):
+    """One default-mode page: processor views + [BOS, image tokens, text ids]."""
+    from transformers.models.deepseek_ocr2.image_processing_deepseek_ocr2 import DeepseekOcr2ImageProcessor
+
+    feats = DeepseekOcr2ImageProcessor()(image, return_tensors="pt")
+    n_local = feats["num_local_patches"]
+    n_local = n_local.tolist() if hasattr(n_local, "tolist") else list(n_local)
+    n_img = 256 + 144 * n_local[0] + 1
+    g = torch.Generator().manual_seed(seed)
+    vocab = cfg_dict["text_config"]["vocab_size"]
+    text = torch.randint(2, min(vocab - 2, 128000), (n_text,), generator=g).tolist()
+    ids = torch.tensor([[0] + [cfg_dict["image_token_id"]] * n_img + text], device=dev)
+    inp = {
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "pixel_values": feats["pixel_values"].to(dev, dtype),
+        "num_local_patches": n_local,
+    }
+    if feats.get("pixel_values_local") is not None:
+        inp["pixel_values_local"] = feats["pixel_values_local"].to(dev, dtype)
+    return inp, n_img
+
+
+class GraphDecode:
+    """Prefill over a static cache, then greedy decode with the step captured in one CUDA graph (eager
+    on the CPU). The same path for every precision."""
+
+    def __init__(self, model, inp, max_new):
+        from transformers import StaticCache
+
+        self.model, self.inp = model, inp
+        self.dev = inp["input_ids"].device
+        self.L = inp["input_ids"].shape[1]
+        self.cache = StaticCache(config=model.config, max_cache_len=self.L + max_new + 8)
+        self.graph = None
+
+    def prefill(self):
+        self.cache.reset()
+        sync(self.dev)
+        t0 = time.perf_counter()
+        out = self.model(
+            **self.inp,
+            past_key_values=self.cache,
+            use_cache=True,
+            cache_position=torch.arange(self.L, device=self.dev),
+            logits_to_keep=1,
+        )
+        tok = out.logits[:, -1].argmax(-1, keepdim=True)
+        sync(self.dev)
+        return tok, time.perf_counter() - t0
+
+    def _step(self):
+        o = self.model(
+            input_ids=self.tok,
+            past_key_values=self.cache,
+            use_cache=True,
+            cache_position=self.pos,
+            position_ids=self.pos.unsqueeze(0),
+            logits_to_keep=1,
+        )
+        return o.logits[:, -1].argmax(-1, keepdim=True)
+
+    def decode(self, first_tok, n):
+        """Greedy decode ``n`` tokens after prefill; returns (tokens [n], seconds)."""
+        self.tok = first_tok.clone()
+        self.pos = torch.tensor([self.L], device=self.dev)
+        toks = [first_tok]
+        use_graph = self.dev.type == "cuda"
+        if use_graph and self.graph is None:
+            # warm up (Triton compiles) on a side stream, then capture; the cache is re-filled after
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    self._step()
+            torch.cuda.current_stream().wait_stream(s)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.out_tok = self._step()
+        sync(self.dev)
+        t0 = time.perf_counter()
+        for _ in range(n - 1):
+            if use_graph:
+                self.graph.replay()
+                nxt = self.out_tok
+            else:
+                nxt = self._step()
+            self.tok.copy_(nxt)
+            self.pos.add_(1)
+            toks.append(nxt.clone())
+        sync(self.dev)
+        return torch.cat(toks, 1)[0], time.perf_counter() - t0
+
+
+def weight_bytes(model):
+    return sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()))
+
+
+def measure(label, model, inp, n_new, dev):
+    """Prefill time (median of 3), decode tok/s, peak allocated for one page + n_new tokens."""
+    r = {"weights_gib": weight_bytes(model) / GIB}
+    if dev.type == "cuda":
+        gc.collect()
+        torch.cuda.empty_cache()
+        r["allocated_before_gib"] = torch.cuda.memory_allocated() / GIB
+        torch.cuda.reset_peak_memory_stats()
+    with torch.inference_mode():
+        gd = GraphDecode(model, inp, n_new)
+        tok, _ = gd.prefill()  # warm-up (compiles kernels)
+        times = []
+        for _ in range(3):
+            tok, t = gd.prefill()
+            times.append(t)
+        toks, t_dec = gd.decode(tok, n_new)
+    r["prefill_s"] = statistics.median(times)
+    r["decode_tok_s"] = (n_new - 1) / t_dec
+    if dev.type == "cuda":
+        r["peak_gib"] = torch.cuda.max_memory_allocated() / GIB
+    del gd
+    R[label] = r
+    log(label, json.dumps({k: round(v, 4) for k, v in r.items()}))
+    save()
+    return toks
+
+
+def teacher_forced_logits(model, inp, toks):
+    """Logits at the 512 positions of ``toks`` fed after the prompt (teacher forcing)."""
+    ids = torch.cat([inp["input_ids"], toks[None].to(inp["input_ids"].device)], 1)
+    full = dict(inp, input_ids=ids, attention_mask=torch.ones_like(ids))
+    with torch.inference_mode():
+        logits = model(**full, logits_to_keep=toks.numel()).logits[0]
+    return logits.float().cpu()
+
+
+def main():
+    from ocr_app.quant.apply import quantize_model
+    from ocr_app.quant.calibration import collect_activations
+    from ocr_app.quant.checkpoint import load_quantized, save_quantized
+    from ocr_app.quant.fidelity import layer_kind_errors, logit_agreement
+    from ocr_app.quant.presets import get_preset
+    from ocr_app.quant.views import limit_vision_views
+
+    cfg = TINY if ARGS.tiny else FULL
+    dev = torch.device("cuda" if torch.cuda.is_available() and not ARGS.tiny else "cpu")
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    n_new = ARGS.new
+    R["env"] = {
+        "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu",
+        "commit": os.environ.get("GIT_COMMIT", ""),
+        "new_tokens": n_new,
+        "calib_pages": ARGS.calib,
+    }
+    images = page_images(ARGS.calib + 1)
+    inp, n_img = page_inputs(cfg, images[0], dev, dtype)
+    R["env"]["vision_tokens"] = n_img
+    R["env"]["prompt_len"] = inp["input_ids"].shape[1]
+    log("env", R["env"])
+    t0 = time.perf_counter()
+
+    # ---- bf16 --------------------------------------------------------------------------------------
+    model = build(cfg, dev, dtype)
+    toks = measure("bf16", model, inp, n_new, dev)
+    limit_vision_views(model, ARGS.views)
+    measure(f"bf16_views{ARGS.views}", model, inp, n_new, dev)
+    ref_logits = teacher_forced_logits(model, inp, toks)
+    batches = [
+        page_inputs(cfg, img, dev, dtype, n_text=256, seed=i + 1)[0] for i, img in enumerate(images[1:])
+    ]
+    calib = collect_activations(model, batches)
+    R["calibration"] = {"pages": calib.pages, "tokens": calib.tokens}
+    R["awq_vs_rtn_outliers"] = layer_kind_errors(model, calib)
+    log("awq_vs_rtn", json.dumps(R["awq_vs_rtn_outliers"]))
+    tq = time.perf_counter()
+    recipe = quantize_model(model, get_preset("mixed"), calib)
+    R["quantize_s"] = time.perf_counter() - tq
+    qdir = Path(tempfile.mkdtemp(prefix="qckpt-"))
+    save_quantized(model, recipe, qdir, None)
+    R["checkpoint_gib"] = sum(f.stat().st_size for f in qdir.glob("*.safetensors")) / GIB
+    log("quantized + saved in", round(time.perf_counter() - tq, 1), "s;", R["checkpoint_gib"], "GiB")
+    del model, calib
+    gc.collect()
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+
+    # ---- mixed, loaded from the pre-quantised checkpoint ---------------------------------------------
+    tl = time.perf_counter()
+    model, _ = load_quantized(qdir, dev, dtype)
+    R["load_s"] = time.perf_counter() - tl
+    if dev.type == "cuda":
+        R["load_peak_gib"] = (torch.cuda.max_memory_allocated() - base) / GIB
+        R["load_allocated_gib"] = (torch.cuda.memory_allocated() - base) / GIB
+    measure("mixed", model, inp, n_new, dev)
+    limit_vision_views(model, ARGS.views)
+    measure(f"mixed_views{ARGS.views}", model, inp, n_new, dev)
+    R["fidelity_mixed"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))
+    log("fidelity mixed", R["fidelity_mixed"])
+    save()
+    del model
+    gc.collect()
+
+    # ---- int8 (RTN 8-bit decoder, on the fly) ----------------------------------------------------------
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    if time.perf_counter() - t0 < ARGS.budget_s:
+        model = build(cfg, dev, dtype)
+        quantize_model(model, get_preset("int8"), None)
+        measure("int8", model, inp, n_new, dev)
+        R["fidelity_int8"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))
+        log("fidelity int8", R["fidelity_int8"])
+        del model
+    save()
+    table()
+
+
+def table():
+    rows = [k for k in R if isinstance(R[k], dict) and "decode_tok_s" in R[k]]
+    base = R.get("bf16", {})
+    log("\n| variant | weights GiB | peak GiB | prefill s | decode tok/s | prefill × bf16 | decode × bf16 |")
+    log("|---|---|---|---|---|---|---|")
+    for k in rows:
+        r = R[k]
+        ref = R.get(f"bf16_views{ARGS.views}", base) if "views" in k else base
+        log(
+            f"| {k} | {r['weights_gib']:.2f} | {r.get('peak_gib', float('nan')):.2f} | {r['prefill_s']:.3f} | "
+            f"{r['decode_tok_s']:.1f} | {r['prefill_s'] / ref['prefill_s']:.2f} | "
+            f"{r['decode_tok_s'] / ref['decode_tok_s']:.2f} |"
+        )
+    for k in ("fidelity_mixed", "fidelity_int8"):
+        if k in R:
+            log(k, json.dumps({a: round(b, 4) for a, b in R[k].items()}))
+    if "awq_vs_rtn_outliers" in R:
+        log("| layer kind | RTN err | AWQ err | AWQ/RTN |")
+        for kind, v in R["awq_vs_rtn_outliers"].items():
+            log(f"| {kind} | {v['rtn']:.3e} | {v['awq']:.3e} | {v['ratio']:.3f} |")
+    for k in ("quantize_s", "checkpoint_gib", "load_s", "load_peak_gib", "load_allocated_gib"):
+        if k in R:
+            log(k, round(R[k], 3))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--new", type=int, default=512)
+    ap.add_argument("--calib", type=int, default=4)
+    ap.add_argument("--views", type=int, default=1, help="vision views per call in the *_views runs")
+    ap.add_argument("--calib-dir", default=".qcarry/calib")
+    ap.add_argument("--budget-s", type=float, default=240.0, help="skip the int8 run after this long")
+    ARGS = ap.parse_args()
+    main()
