@@ -19,8 +19,16 @@ logger = logging.getLogger(__name__)
 
 
 def register_backends() -> None:
-    """Make ``int8`` and ``mixed`` loadable by ``ocr_app.engines.deepseek.loading``."""
-    from ocr_app.engines.deepseek.loading import QUANT_PRESETS, register_quant_backend
+    """Make ``int8`` and ``mixed`` loadable by ``ocr_app.engines.deepseek.loading``.
+
+    Skipped (debug log) where the engine loader's own dependencies are missing, e.g. a benchmark
+    machine with torch and transformers but no pydantic: the quant modules work there on their own.
+    """
+    try:
+        from ocr_app.engines.deepseek.loading import QUANT_PRESETS, register_quant_backend
+    except ImportError as exc:
+        logger.debug("engine loader not importable (%s): quant backends not registered", exc)
+        return
     from ocr_app.quant.pipeline import PresetBackend
 
     for name in QUANT_PRESETS:
