@@ -283,6 +283,40 @@ def teacher_forced_logits(model, inp, toks):
     return logits.float().cpu()
 
 
+def kernel_check(dev):
+    """Triton kernels vs the torch path on full-size shapes (fresh random data): max relative error."""
+    from ocr_app.quant.modules import Int8Linear, QuantExperts, QuantLinear
+    from ocr_app.quant.ops import int8_linear, moe_experts, wq_linear
+
+    def rel(a, b):
+        return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+    out = {}
+    torch.manual_seed(1)
+    ql = QuantLinear.from_float(torch.randn(1280, 1280, device=dev) * 0.02, None, 4, None,
+                                torch.rand(1280, device=dev) + 0.5, torch.bfloat16)  # fmt: skip
+    qe = QuantExperts.from_float(torch.randn(64, 1792, 1280, device=dev) * 0.02, torch.randn(64, 1280, 896, device=dev) * 0.02,
+                                 4, torch.rand(64, 1280, device=dev) + 0.5, torch.bfloat16)  # fmt: skip
+    il = Int8Linear.from_float(
+        torch.randn(2304, 768, device=dev, dtype=torch.bfloat16) * 0.02,
+        torch.randn(2304, device=dev, dtype=torch.bfloat16),
+    )
+    for m in (1, 7, 300, 1133):
+        x = torch.randn(m, 1280, device=dev, dtype=torch.bfloat16)
+        out[f"linear_m{m}"] = rel(ql(x), wq_linear(x, ql.qw, None, ql.input_scale_inv, backend="torch"))
+        idx = torch.stack([torch.randperm(63, device=dev)[:6] for _ in range(m)])  # expert 63 gets no token
+        w = torch.rand(m, 6, device=dev)
+        y = qe(x, idx, w)
+        out[f"moe_t{m}"] = rel(
+            y, moe_experts(x, idx, w, qe.gate_up, qe.down, qe.input_scale_inv, backend="torch")
+        )
+    x = torch.randn(4096, 768, device=dev, dtype=torch.bfloat16)
+    out["int8_m4096"] = rel(il(x), int8_linear(x, il.qweight, il.wscale, il.bias, backend="torch"))
+    R["kernel_check_rel_err"] = out
+    log("kernel check", json.dumps(out))
+    save()
+
+
 def main():
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.calibration import collect_activations
@@ -308,6 +342,10 @@ def main():
     R["env"]["prompt_len"] = inp["input_ids"].shape[1]
     log("env", R["env"])
     t0 = time.perf_counter()
+    if dev.type == "cuda":
+        kernel_check(dev)
+        gc.collect()
+        torch.cuda.empty_cache()
 
     # ---- bf16 --------------------------------------------------------------------------------------
     model = build(cfg, dev, dtype)
