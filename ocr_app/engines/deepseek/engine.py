@@ -358,6 +358,11 @@ class DeepSeekOcr2Engine(Engine):
             eos_token_id=prepared.eos_token_ids,
             pad_token_id=prepared.pad_token_id,
             bos_token_id=self.model.generation_config.bos_token_id,
+            # generate() fills unset fields from the checkpoint's generation_config: pin what changes tokens
+            no_repeat_ngram_size=0,
+            repetition_penalty=1.0,
+            min_new_tokens=0,
+            min_length=0,
         )
         start = time.perf_counter()
         out = self.model.generate(

@@ -83,13 +83,14 @@ def find_repetition(
     token_ids: Sequence[int],
     *,
     max_period: int = 256,
-    min_repeats: int = 3,
-    min_span: int = 48,
+    min_repeats: int = 2,
+    min_span: int = 24,
     agreement: float = 0.9,
 ) -> bool:
     """Whether the sequence ENDS in a loop: some period ``p ≤ max_period`` repeats ≥ ``min_repeats``
     times over the last ``max(min_repeats·p, min_span)`` tokens with ≥ ``agreement`` of positions equal
     to the token ``p`` before. Tolerant on purpose: the guard perturbs exact loops into near-loops.
+    Only meaningful for a row that hit the token cap (a long run of empty table cells there also counts).
     """
     import numpy as np
 

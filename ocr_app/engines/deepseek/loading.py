@@ -159,18 +159,22 @@ def _has_weights(directory: Path) -> bool:
     return (directory / "config.json").is_file() and any(directory.glob("*.safetensors"))
 
 
-def _cached_snapshot(model_id: str) -> Path | None:
+def _cached_snapshot(model_id: str, cache_dir: Path | None = None) -> Path | None:
     """The HF-cache snapshot directory of a hub id when its weights are there (no network)."""
     try:
         from huggingface_hub import snapshot_download
 
-        path = Path(snapshot_download(model_id, local_files_only=True, allow_patterns=_ALLOW_PATTERNS))
+        path = Path(
+            snapshot_download(
+                model_id, local_files_only=True, allow_patterns=_ALLOW_PATTERNS, cache_dir=cache_dir
+            )
+        )
     except Exception:  # not cached, partially cached, or an invalid id: all mean "not here"
         return None
     return path if _has_weights(path) else None
 
 
-def resolve_model_dir(model_id: str) -> Path:
+def resolve_model_dir(model_id: str, *, cache_dir: Path | None = None) -> Path:
     """A local directory with the checkpoint: the given one, the HF cache, or a fresh hub download.
 
     Raises ``WeightsNotFoundError`` with download instructions when none of these works.
@@ -187,7 +191,7 @@ def resolve_model_dir(model_id: str) -> Path:
                 f"*.safetensors).\n{download_instructions(model_id)}"
             )
         return directory
-    cached = _cached_snapshot(model_id)
+    cached = _cached_snapshot(model_id, cache_dir)
     if cached is not None:
         logger.info("using %s from the Hugging Face cache at %s", model_id, cached)
         return cached
@@ -200,7 +204,7 @@ def resolve_model_dir(model_id: str) -> Path:
         from huggingface_hub import snapshot_download
 
         logger.info("downloading %s from the Hugging Face hub", model_id)
-        path = Path(snapshot_download(model_id, allow_patterns=_ALLOW_PATTERNS))
+        path = Path(snapshot_download(model_id, allow_patterns=_ALLOW_PATTERNS, cache_dir=cache_dir))
     except Exception as exc:
         raise WeightsNotFoundError(
             f"Weights for '{model_id}' are not cached and could not be downloaded "
@@ -214,8 +218,11 @@ def resolve_model_dir(model_id: str) -> Path:
     return path
 
 
-def weights_status(model_id: str) -> str:
-    """One line for ``ocr-app info``: local dir present / in HF cache at PATH / not downloaded."""
+def weights_status(model_id: str, *, cache_dir: Path | None = None) -> str:
+    """One line for ``ocr-app info``: local dir present / in HF cache at PATH / not downloaded.
+
+    ``cache_dir`` overrides the Hugging Face hub cache (default: HF_HUB_CACHE).
+    """
     if _looks_like_path(model_id):
         directory = Path(model_id).expanduser()
         if _has_weights(directory):
@@ -224,17 +231,17 @@ def weights_status(model_id: str) -> str:
         if directory.is_dir():
             return f"local directory {directory} has no checkpoint (config.json + *.safetensors)"
         return f"local directory {directory} does not exist"
-    cached = _cached_snapshot(model_id)
+    cached = _cached_snapshot(model_id, cache_dir)
     if cached is not None:
         return f"in HF cache at {cached}"
     return f"not downloaded (hf download {model_id} --local-dir DIR, then --model DIR)"
 
 
-def weights_available(model_id: str) -> bool:
+def weights_available(model_id: str, *, cache_dir: Path | None = None) -> bool:
     """Whether weights can be loaded without a download (local dir or HF cache; no network)."""
     if _looks_like_path(model_id):
         return _has_weights(Path(model_id).expanduser())
-    return _cached_snapshot(model_id) is not None
+    return _cached_snapshot(model_id, cache_dir) is not None
 
 
 # --- loading ------------------------------------------------------------------------------------
