@@ -148,10 +148,16 @@ def _gpu_available() -> bool:
 
 
 def _managed(engine: Engine, settings: Settings) -> Engine:
-    """Wrap a model engine in the runtime's manager (lazy load, idle unload, OOM recovery)."""
+    """Wrap a model engine: result cache outside (a hit never loads the model), then the manager
+    (lazy load, single-flight load, idle unload, OOM recovery)."""
     from ocr_app.runtime.manager import ModelManager
 
-    return ModelManager(engine, settings)
+    managed: Engine = ModelManager(engine, settings)
+    if settings.cache_enabled and settings.result_cache_mb > 0:
+        from ocr_app.runtime.result_cache import CachedEngine
+
+        managed = CachedEngine.from_settings(managed, settings)
+    return managed
 
 
 def _vision_cache(settings: Settings):
