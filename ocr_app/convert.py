@@ -198,6 +198,7 @@ class Converter:
             job.check_cancel()
             limits = IngestLimits.from_settings(self.settings)
             with open_document(path, password=options.password, dpi=options.dpi, limits=limits) as src:
+                doc.notes.extend(src.notes)
                 indices = parse_page_range(options.pages, src.page_count)
                 job.total = len(indices)
                 engine = self.engines.get(options.engine)

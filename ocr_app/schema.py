@@ -162,6 +162,7 @@ class DocumentResult:
     pages: list[PageResult] = field(default_factory=list)
     error: str | None = None  # the whole file failed (bad input); pages is then empty
     error_kind: str | None = None  # "input" or "internal"
+    notes: list[str] = field(default_factory=list)  # e.g. "file is a PNG named .pdf", "PDF was repaired"
     outputs: dict[str, Path] = field(default_factory=dict)  # "md", "mmd", "json", "zip", "layout_pdf"
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -175,6 +176,7 @@ class DocumentResult:
             "error": self.error,
             "error_kind": self.error_kind,
             "settings": dict(self.settings),
+            "notes": list(self.notes),
             "page_count": len(self.pages),
             "pages": [p.to_dict() for p in self.pages],
         }

@@ -160,3 +160,12 @@ def test_text_layer_engine_reads_born_digital_pdf(tmp_path):
     assert "quick brown fox" in doc.outputs["md"].read_text()
     with fitz.open(pdf) as d:
         assert doc.pages[0].width == round(d[0].rect.width * 2)
+
+
+def test_mislabelled_file_converts_and_says_so(converter, tmp_path):
+    png_named_pdf = make_image(tmp_path / "scan.pdf", text="Hi", size=(300, 200), fmt="PNG")
+    [doc] = converter.convert([png_named_pdf], tmp_path / "o", _opts())
+    assert doc.error is None and len(doc.pages) == 1
+    assert any("png" in n.lower() for n in doc.notes)
+    data = json.loads(doc.outputs["json"].read_text())
+    assert data["notes"] == doc.notes
