@@ -273,5 +273,55 @@ def make_tiny_model(out_dir: Path) -> None:
     )
 
 
+@main.group()
+def cache() -> None:
+    """Inspect or clear the on-disk caches (results, vision features)."""
+
+
+@cache.command("info")
+def cache_info() -> None:
+    """Show where the caches live and how much they hold."""
+    from ocr_app.runtime.result_cache import ResultCache
+    from ocr_app.settings import load_settings
+
+    settings = load_settings()
+    stats = ResultCache.from_settings(settings).stats()
+    click.echo(f"cache dir        {settings.cache_dir}")
+    click.echo(
+        f"result cache     {stats['entries']} entries, {stats['bytes'] / 2**20:.1f} MiB "
+        f"of {stats['max_bytes'] / 2**20:.0f} MiB"
+    )
+    vision = Path(settings.cache_dir) / "vision"
+    size = sum(f.stat().st_size for f in vision.rglob("*") if f.is_file()) if vision.is_dir() else 0
+    click.echo(
+        f"vision features  {size / 2**20:.1f} MiB on disk ({'on' if settings.vision_cache_disk else 'off'})"
+    )
+
+
+@cache.command("clear")
+def cache_clear() -> None:
+    """Delete every cached result and on-disk vision feature."""
+    import shutil
+
+    from ocr_app.runtime.result_cache import ResultCache
+    from ocr_app.settings import load_settings
+
+    settings = load_settings()
+    removed = ResultCache.from_settings(settings).clear()
+    vision = Path(settings.cache_dir) / "vision"
+    if vision.is_dir():
+        shutil.rmtree(vision)
+    click.echo(f"Removed {removed} cached results and the vision feature store from {settings.cache_dir}.")
+
+
+def _add_plugin_commands() -> None:
+    """Commands that live beside their subsystem (light to import: no torch at import time)."""
+    from ocr_app.quant.cli import quantize_command
+
+    main.add_command(quantize_command)
+
+
+_add_plugin_commands()
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -224,7 +224,7 @@ class Converter:
         from ocr_app.render.writer import DocumentWriter
 
         prompt = resolve_prompt(options.prompt, locate_text=options.locate_text)
-        writer = DocumentWriter(out, _unique_stem(src.name, taken), options.formats)
+        writer = DocumentWriter(out, _unique_stem(src.name, taken), options.formats, dpi=options.dpi)
         try:
             for chunk in _chunks(indices, options.batch_pages):
                 job.check_cancel()

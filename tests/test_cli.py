@@ -198,3 +198,36 @@ def test_cli_make_tiny_model_then_convert(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "o" / "scan" / "scan.md").is_file()
+
+
+def test_cli_cache_reuses_results_and_clear_empties_it(tiny_checkpoint, tmp_path):
+    cache_env = {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cache")}
+    img = make_image(tmp_path / "page.png", text="Cache me", size=(400, 300))
+    args = [
+        "convert",
+        str(img),
+        "--model",
+        str(tiny_checkpoint),
+        "--engine",
+        "deepseek",
+        "--device",
+        "cpu",
+        "--mode",
+        "global",
+        "--max-new-tokens",
+        "4",
+        "--json-summary",
+    ]
+    first = _cli(*args, "-o", str(tmp_path / "a"), env_extra=cache_env)
+    second = _cli(*args, "-o", str(tmp_path / "b"), env_extra=cache_env)
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    a = json.loads((tmp_path / "a" / "page" / "page.json").read_text())["pages"][0]
+    b = json.loads((tmp_path / "b" / "page" / "page.json").read_text())["pages"][0]
+    assert a["markdown"] == b["markdown"]
+    assert not any("cache hit" in n for n in a["notes"])
+    assert any("cache hit" in n for n in b["notes"])
+    info = _cli("cache", "info", env_extra=cache_env)
+    assert "1 entries" in info.stdout
+    cleared = _cli("cache", "clear", env_extra=cache_env)
+    assert cleared.returncode == 0 and "Removed 1 cached results" in cleared.stdout
+    assert "0 entries" in _cli("cache", "info", env_extra=cache_env).stdout
