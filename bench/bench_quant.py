@@ -267,11 +267,34 @@ def measure(label, model, inp, n_new, dev):
     r["decode_tok_s"] = (n_new - 1) / t_dec
     if dev.type == "cuda":
         r["peak_gib"] = torch.cuda.max_memory_allocated() / GIB
+        r["peak_model_gib"] = r["peak_gib"] - (r["allocated_before_gib"] - r["weights_gib"])
+        if ARGS.profile:
+            profile(label, gd)
     del gd
     R[label] = r
     log(label, json.dumps({k: round(v, 4) for k, v in r.items()}))
     save()
     return toks
+
+
+def profile(label, gd):
+    """Top CUDA kernels of one prefill and of 8 graph-less decode steps (written to $OUT)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch.inference_mode():
+        for name, fn in (("prefill", gd.prefill), ("step", lambda: [gd._step() for _ in range(8)])):
+            with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                fn()
+                torch.cuda.synchronize()
+            table = prof.key_averages().table(
+                sort_by="cuda_time_total", row_limit=18, max_name_column_width=60
+            )
+            (OUT / f"prof_{label}_{name}.txt").write_text(table)
+            events = prof.key_averages()
+            cuda_total = sum(e.self_device_time_total for e in events) / 1e3
+            R.setdefault("profile", {})[f"{label}_{name}"] = {"cuda_ms": cuda_total}
+            log(f"profile {label} {name}: self CUDA total {cuda_total:.2f} ms")
 
 
 def teacher_forced_logits(model, inp, toks):
@@ -359,6 +382,7 @@ def main():
     calib = collect_activations(model, batches)
     R["calibration"] = {"pages": calib.pages, "tokens": calib.tokens}
     R["awq_vs_rtn_outliers"] = layer_kind_errors(model, calib)
+    del batches, images
     log("awq_vs_rtn", json.dumps(R["awq_vs_rtn_outliers"]))
     tq = time.perf_counter()
     recipe = quantize_model(model, get_preset("mixed"), calib)
@@ -390,7 +414,24 @@ def main():
     del model
     gc.collect()
 
-    # ---- int8 (RTN 8-bit decoder, on the fly) ----------------------------------------------------------
+    # ---- variants quantised on the fly: RTN 4-bit (AWQ off), weight-only 8-bit vision, int8 -------------
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    from ocr_app.quant.presets import Preset
+
+    model = build(cfg, dev, dtype)
+    quantize_model(model, Preset("mixed_rtn", "bfloat16", vision="int8", decoder_bits=4), None)
+    R["fidelity_mixed_rtn"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))
+    log("fidelity mixed RTN", R["fidelity_mixed_rtn"])
+    del model
+    gc.collect()
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    model = build(cfg, dev, dtype)
+    quantize_model(model, Preset("mixed_w8vision", "bfloat16", vision="w8", decoder_bits=4), None)
+    measure("mixed_w8vision_rtn", model, inp, n_new, dev)
+    del model
+    gc.collect()
     if dev.type == "cuda":
         torch.cuda.empty_cache()
     if time.perf_counter() - t0 < ARGS.budget_s:
@@ -413,11 +454,11 @@ def table():
         r = R[k]
         ref = R.get(f"bf16_views{ARGS.views}", base) if "views" in k else base
         log(
-            f"| {k} | {r['weights_gib']:.2f} | {r.get('peak_gib', float('nan')):.2f} | {r['prefill_s']:.3f} | "
+            f"| {k} | {r['weights_gib']:.2f} | {r.get('peak_model_gib', float('nan')):.2f} | {r['prefill_s']:.3f} | "
             f"{r['decode_tok_s']:.1f} | {r['prefill_s'] / ref['prefill_s']:.2f} | "
             f"{r['decode_tok_s'] / ref['decode_tok_s']:.2f} |"
         )
-    for k in ("fidelity_mixed", "fidelity_int8"):
+    for k in ("fidelity_mixed", "fidelity_mixed_rtn", "fidelity_int8"):
         if k in R:
             log(k, json.dumps({a: round(b, 4) for a, b in R[k].items()}))
     if "awq_vs_rtn_outliers" in R:
@@ -434,8 +475,9 @@ if __name__ == "__main__":
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--new", type=int, default=512)
     ap.add_argument("--calib", type=int, default=4)
-    ap.add_argument("--views", type=int, default=1, help="vision views per call in the *_views runs")
+    ap.add_argument("--views", type=int, default=3, help="vision views per call in the *_views runs")
     ap.add_argument("--calib-dir", default=".qcarry/calib")
     ap.add_argument("--budget-s", type=float, default=240.0, help="skip the int8 run after this long")
+    ap.add_argument("--profile", action="store_true", help="write kernel profiles of prefill and decode")
     ARGS = ap.parse_args()
     main()

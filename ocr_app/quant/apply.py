@@ -68,20 +68,27 @@ def _entry(kind: str, **kw: Any) -> dict[str, Any]:
     return {"kind": kind, **kw}
 
 
-def quantize_vision_int8(model: nn.Module, recipe: dict[str, Any]) -> None:
-    """Every ``nn.Linear`` of the vision tower (SAM + Qwen2-style encoder) → ``Int8Linear``."""
+def quantize_vision(model: nn.Module, recipe: dict[str, Any], fmt: str = "int8") -> None:
+    """Every ``nn.Linear`` of the vision tower (SAM + Qwen2-style encoder) → ``Int8Linear`` (``int8``:
+    dynamic W8A8) or 8-bit weight-only ``QuantLinear`` (``w8``: one fused Triton GEMM per layer)."""
     from torch import nn
 
-    from ocr_app.quant.modules import Int8Linear
+    from ocr_app.quant.modules import Int8Linear, QuantLinear
 
     tower = model.model.vision_tower
     for name, mod in list(tower.named_modules()):
         if isinstance(mod, nn.Linear):
             full = f"model.vision_tower.{name}"
-            set_module(model, full, Int8Linear.from_float(mod.weight.data, mod.bias))
-            recipe["modules"][full] = _entry(
-                "int8", in_features=mod.in_features, out_features=mod.out_features, bias=mod.bias is not None
-            )
+            if fmt == "w8":
+                q = QuantLinear.from_float(mod.weight.data, mod.bias, bits=8)
+                entry = _entry("wq", in_features=q.in_features, out_features=q.out_features, bits=8,
+                               group=q.group, bias=mod.bias is not None, input_scale=False)  # fmt: skip
+            else:
+                q = Int8Linear.from_float(mod.weight.data, mod.bias)
+                entry = _entry("int8", in_features=mod.in_features, out_features=mod.out_features,
+                               bias=mod.bias is not None)  # fmt: skip
+            set_module(model, full, q)
+            recipe["modules"][full] = entry
 
 
 def _record(stats: dict[str, Any], key: str, r) -> None:
@@ -236,8 +243,8 @@ def quantize_model(
         "modules": {},
         "layer_stats": {},
     }
-    if preset.vision == "int8":
-        quantize_vision_int8(model, recipe)
+    if preset.vision is not None:
+        quantize_vision(model, recipe, preset.vision)
     if preset.decoder_bits:
         layers = model.model.language_model.layers
         for i in range(len(layers)):

@@ -37,6 +37,12 @@ def group_size_for(in_features: int, max_group: int = MAX_GROUP) -> int:
     return group
 
 
+def kernel_unroll(in_features: int, block_k: int, cap: int = 8) -> int:
+    """K-tiles per unrolled GEMV iteration: the largest divisor of the tile count that is ≤ ``cap``."""
+    tiles = (in_features // 2) // block_k
+    return max(d for d in range(1, cap + 1) if tiles % d == 0)
+
+
 def kernel_block_k(in_features: int, group: int, cap: int = 64) -> int:
     """Channels per K-tile in the kernels: divides the group and half the width, so no tile straddles
     a group and the high-nibble half starts on a tile boundary."""

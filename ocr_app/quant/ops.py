@@ -85,9 +85,7 @@ def wq_linear(
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     if pick_backend(x, backend) == "triton":
-        y = _wq_linear_triton(x2, w, input_scale_inv)
-        if bias is not None:
-            y = y + bias
+        y = _wq_linear_triton(x2, w, input_scale_inv, bias)
     else:
         xf = x2.float()
         if input_scale_inv is not None:
@@ -99,14 +97,15 @@ def wq_linear(
     return y.reshape(*lead, w.out_features)
 
 
-def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up):
+def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=None):
     import triton
 
     from ocr_app.quant import triton_kernels as tk
-    from ocr_app.quant.formats import kernel_block_k
+    from ocr_app.quant.formats import kernel_block_k, kernel_unroll
 
     rows = out.shape[0]
     block_n = 32
+    block_k = kernel_block_k(w.in_features, w.group, cap=128)
     grid = (rows, triton.cdiv(n_out, block_n))
     tk.wq_gemv_kernel[grid](
         x,
@@ -123,19 +122,24 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up):
         w.codes.shape[1],
         w.in_features,
         w.group,
+        bias if bias is not None else out,
         X_DIV=x_div,
         BITS=w.bits,
         HAS_IDX=idx is not None,
         HAS_ISC=isc is not None,
         HAS_RW=rw is not None,
+        HAS_BIAS=bias is not None,
         GATE_UP=gate_up,
         BLOCK_N=block_n,
-        BLOCK_K=kernel_block_k(w.in_features, w.group),
+        BLOCK_K=block_k,
+        UNROLL=kernel_unroll(w.in_features, block_k),
         num_warps=4,
     )
 
 
-def _gemm_launch(x, w: QWeight, out, m, n_out, rows, bexp, num_blocks, block_m, isc, rw, x_div, gate_up):
+def _gemm_launch(
+    x, w: QWeight, out, m, n_out, rows, bexp, num_blocks, block_m, isc, rw, x_div, gate_up, bias=None
+):
     import triton
 
     from ocr_app.quant import triton_kernels as tk
@@ -161,11 +165,13 @@ def _gemm_launch(x, w: QWeight, out, m, n_out, rows, bexp, num_blocks, block_m, 
         w.in_features,
         w.group,
         w.codes.shape[0],
+        bias if bias is not None else out,
         X_DIV=x_div,
         BITS=w.bits,
         HAS_IDX=rows is not None,
         HAS_ISC=isc is not None,
         HAS_RW=rw is not None,
+        HAS_BIAS=bias is not None,
         GATE_UP=gate_up,
         BLOCK_M=block_m,
         BLOCK_N=block_n,
@@ -183,7 +189,7 @@ def _block_m(rows_per_group: float) -> int:
     return 64
 
 
-def _wq_linear_triton(x2: torch.Tensor, w: QWeight, isc: torch.Tensor | None) -> torch.Tensor:
+def _wq_linear_triton(x2: torch.Tensor, w: QWeight, isc: torch.Tensor | None, bias=None) -> torch.Tensor:
     import torch
 
     x2 = x2.contiguous()
@@ -192,12 +198,14 @@ def _wq_linear_triton(x2: torch.Tensor, w: QWeight, isc: torch.Tensor | None) ->
     if m == 0:
         return out
     if m <= GEMV_MAX_ROWS // 4:
-        _gemv_launch(x2, w, out, w.out_features, None, isc, None, 1, False)
+        _gemv_launch(x2, w, out, w.out_features, None, isc, None, 1, False, bias)
     else:
         import triton
 
         bm = _block_m(m)
-        _gemm_launch(x2, w, out, m, w.out_features, None, None, triton.cdiv(m, bm), bm, isc, None, 1, False)
+        _gemm_launch(
+            x2, w, out, m, w.out_features, None, None, triton.cdiv(m, bm), bm, isc, None, 1, False, bias
+        )
     return out
 
 

@@ -36,7 +36,7 @@ class Preset:
 
     name: str
     float_dtype: str  # "bfloat16" | "float16" | "float32"
-    vision: str | None = None  # "int8" (W8A8)
+    vision: str | None = None  # "int8" (dynamic W8A8) or "w8" (8-bit weight-only)
     decoder_bits: int | None = None  # 4 or 8 (weight-only, grouped)
     awq: bool = False
     fp16_guard: bool = False

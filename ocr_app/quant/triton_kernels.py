@@ -66,14 +66,17 @@ def wq_gemv_kernel(
     N_W,
     K,
     GROUP,
+    b_ptr,
     X_DIV: tl.constexpr,
     BITS: tl.constexpr,
     HAS_IDX: tl.constexpr,
     HAS_ISC: tl.constexpr,
     HAS_RW: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
     GATE_UP: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    UNROLL: tl.constexpr,
 ):
     """Decode path: one program per (output row, N-block). Output row p reads activation row
     ``p // X_DIV`` and expert ``idx[p]`` (MoE pairs) or expert 0 (plain linear)."""
@@ -94,36 +97,33 @@ def wq_gemv_kernel(
     m_base = m_ptr + e * N_W * G
     acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, HALF, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        x_lo = tl.load(x_ptr + xrow * stride_xm + offs_k).to(tl.float32)
-        x_hi = tl.load(x_ptr + xrow * stride_xm + HALF + offs_k).to(tl.float32)
-        if HAS_ISC:
-            x_lo = x_lo * tl.load(isc_ptr + e * K + offs_k).to(tl.float32)
-            x_hi = x_hi * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)
-        acc += _gemv_rows(
-            x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
-        )
-        if GATE_UP:
-            acc_u += _gemv_rows(
-                x_lo,
-                x_hi,
-                w_base + N_OUT * row_bytes,
-                s_base + N_OUT * G,
-                m_base + N_OUT * G,
-                offs_n,
-                offs_k,
-                n_mask,
-                k0,
-                HALF,
-                G,
-                GROUP,
-                BITS,
+    # UNROLL K-tiles per iteration: their loads are independent and issued together, which is what
+    # a latency-bound GEMV (one token, a few KB per program) needs.
+    for k_outer in range(0, HALF, BLOCK_K * UNROLL):
+        for u in tl.static_range(UNROLL):
+            k0 = k_outer + u * BLOCK_K
+            offs_k = k0 + tl.arange(0, BLOCK_K)
+            x_lo = tl.load(x_ptr + xrow * stride_xm + offs_k).to(tl.float32)
+            x_hi = tl.load(x_ptr + xrow * stride_xm + HALF + offs_k).to(tl.float32)
+            if HAS_ISC:
+                x_lo = x_lo * tl.load(isc_ptr + e * K + offs_k).to(tl.float32)
+                x_hi = x_hi * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)
+            acc += _gemv_rows(
+                x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
             )
+            if GATE_UP:
+                w_u = w_base + N_OUT * row_bytes
+                s_u = s_base + N_OUT * G
+                m_u = m_base + N_OUT * G
+                acc_u += _gemv_rows(
+                    x_lo, x_hi, w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
+                )
     if GATE_UP:
         acc = acc * tl.sigmoid(acc) * acc_u
     if HAS_RW:
         acc = acc * tl.load(rw_ptr + p).to(tl.float32)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + offs_n, mask=n_mask, other=0).to(tl.float32)
     tl.store(out_ptr + p.to(tl.int64) * stride_om + offs_n, acc.to(out_ptr.dtype.element_ty), mask=n_mask)
 
 
@@ -161,11 +161,13 @@ def wq_gemm_kernel(
     K,
     GROUP,
     E,
+    b_ptr,
     X_DIV: tl.constexpr,
     BITS: tl.constexpr,
     HAS_IDX: tl.constexpr,
     HAS_ISC: tl.constexpr,
     HAS_RW: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
     GATE_UP: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -235,6 +237,8 @@ def wq_gemm_kernel(
     if HAS_RW:
         rw = tl.load(rw_ptr + rows, mask=row_mask, other=0).to(tl.float32)
         acc = acc * rw[:, None]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + offs_n, mask=n_mask, other=0).to(tl.float32)[None, :]
     out_ptrs = out_ptr + rows[:, None] * stride_om + offs_n[None, :]
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=row_mask[:, None] & n_mask[None, :])
 
