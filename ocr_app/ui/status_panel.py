@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 NO_GPU = "No GPU on this machine"
 WEIGHTS_HELP = (
-    "DeepSeek-OCR-2 weights were not found, so pages are read by {engine}. To use DeepSeek-OCR-2, "
+    "To use DeepSeek-OCR-2 (best quality; a GPU with 8 GB or more is recommended), "
     "download the transformers-format checkpoint on a machine with internet "
     "(`huggingface-cli download deepseek-community/DeepSeek-OCR-2 --local-dir DeepSeek-OCR-2`) and "
     "start the app with `--model /path/to/DeepSeek-OCR-2` (or `DEEPSEEK_OCR_MODEL=...`)."
@@ -58,24 +58,33 @@ def engines_markdown(describe: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def notice_markdown(describe: dict[str, Any]) -> str:
-    """A banner when the machine cannot run DeepSeek-OCR-2: what is missing and how to get it."""
-    engines = describe.get("engines") or {}
+def ocr_engine(describe: dict[str, Any]) -> str:
+    """The engine that reads scanned pages by default (the router's OCR engine when routing)."""
     default = str(describe.get("default") or "")
-    reason = str(describe.get("default_reason") or "")
+    info = (describe.get("engines") or {}).get(default) or {}
+    return str(info.get("ocr") or default)
+
+
+def notice_markdown(describe: dict[str, Any]) -> str:
+    """A banner when DeepSeek-OCR-2 is not what reads the pages: what is missing and how to get it."""
+    ocr = ocr_engine(describe)
+    if "deepseek" in ocr.lower():
+        return ""
+    default = str(describe.get("default") or "")
+    info = (describe.get("engines") or {}).get(default) or {}
+    reason = str(info.get("ocr_reason") or describe.get("default_reason") or "")
     unavailable = describe.get("unavailable") or {}
     lines = []
-    uses_deepseek = default == "deepseek" or (default == "auto" and "deepseek" in reason.lower())
-    if not uses_deepseek:
-        if "deepseek" in unavailable:
-            lines.append(f"DeepSeek-OCR-2 cannot run here: {unavailable['deepseek']}.")
-        elif "weight" in reason.lower() or "deepseek" in engines:
-            lines.append(WEIGHTS_HELP.format(engine=f"the **{default}** engine ({reason})"))
-        if default == "textlayer":
-            lines.append(
-                "Only PDFs with embedded text can be read. Install an OCR engine: "
-                '`pip install "ocr-app[light]"` (CPU) or `pip install "ocr-app[model]"` (DeepSeek-OCR-2).'
-            )
+    if "deepseek" in unavailable:
+        lines.append(f"**DeepSeek-OCR-2 cannot run here:** {unavailable['deepseek']}.")
+    lines.append(f"Pages are read by the **{ocr}** engine" + (f" ({reason})." if reason else "."))
+    if "deepseek" not in unavailable:
+        lines.append(WEIGHTS_HELP)
+    if ocr == "textlayer":
+        lines.append(
+            "Only PDFs with embedded text can be read. Install an OCR engine: "
+            '`pip install "ocr-app[light]"` (CPU) or `pip install "ocr-app[model]"` (DeepSeek-OCR-2).'
+        )
     return "\n\n".join(lines)
 
 

@@ -1,0 +1,180 @@
+"""The app in a real browser: Playwright driving Debian Chromium against the launched Gradio app.
+
+One upload (a generated two-page PDF plus a corrupt PDF) is converted once per module; the tests then
+read the page it left behind. Expected text comes from the library with the same settings (the tiny
+model's output is random but deterministic).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+import zipfile
+
+import pytest
+from PIL import Image
+
+from ocr_app.runtime.vram import snapshot
+from tests.factories import make_pdf
+from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, running_app, tiny_settings
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+
+
+def _words(markdown: str) -> list[str]:
+    """Alphanumeric runs a reader sees once the Markdown is rendered (tags and markup dropped)."""
+    return re.findall(r"[A-Za-z0-9]{3,}", re.sub(r"<[^>]+>", " ", markdown))
+
+
+def _alnum(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "", text)
+
+
+@pytest.fixture(scope="module")
+def app(tiny_checkpoint):
+    with running_app(tiny_settings(tiny_checkpoint)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ui-browser-docs")
+    report = make_pdf(d / "report.pdf", ["# Quarterly report\nRevenue grew.", "# Appendix\nTables follow."])
+    corrupt = d / "corrupt.pdf"
+    corrupt.write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 50)
+    return report, corrupt
+
+
+@pytest.fixture(scope="module")
+def expected(app, inputs, tmp_path_factory):
+    return app.expected(list(inputs), tmp_path_factory.mktemp("ui-browser-lib"))
+
+
+@pytest.fixture(scope="module")
+def page(app, inputs, tmp_path_factory):
+    """A browser tab after one click on Convert with the default options."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+        tab = context.new_page()
+        tab.set_default_timeout(TIMEOUT_MS)
+        tab.goto(app.url)
+        tab.set_input_files("#input-files input[type=file]", [str(p) for p in inputs])
+        for p in inputs:  # the file list shows "report" and ".pdf" in separate elements
+            tab.locator("#input-files").get_by_text(p.stem, exact=True).first.wait_for()
+        tab.click("#convert-btn")
+        # Per-page progress from the library shows while the job runs (model load + two pages: seconds).
+        tab.locator("#job-status").get_by_text(re.compile(r"Recognizing pages? 1")).first.wait_for()
+        tab.locator("#job-status").get_by_text("Done:").wait_for()
+        shot = tmp_path_factory.mktemp("ui-browser-shots") / "after-convert.png"
+        tab.screenshot(path=str(shot), full_page=True)
+        if os.environ.get("OCR_APP_UI_SCREENSHOT"):
+            shutil.copy(shot, os.environ["OCR_APP_UI_SCREENSHOT"])
+        tab.screenshot_path = shot
+        yield tab
+        context.close()
+        browser.close()
+
+
+def test_screenshot_saved(page):
+    with Image.open(page.screenshot_path) as img:
+        assert img.width >= 1400 and img.height > 600
+
+
+def test_markdown_of_first_page_is_shown(page, expected):
+    first = expected[0].pages[0]
+    words = _words(first.markdown)
+    assert words, "the tiny model produced no readable words; the check would be empty"
+    page.locator("#page-status").get_by_text("report.pdf, page 1").wait_for()
+    assert page.locator("#page-select input").input_value().startswith("report.pdf · page 1")
+    shown = _alnum(page.inner_text("#page-markdown"))
+    assert all(w in shown for w in words), (words, shown)
+    status = page.inner_text("#page-status")
+    assert "report.pdf, page 1" in status
+    assert {"ok": "ok", "length": "token cap hit", "repetition": "repetition"}[first.status] in status
+
+
+def test_source_tab_holds_the_document_markdown(page, expected):
+    page.get_by_role("tab", name="Source").click()
+    source = _alnum(page.inner_text("#doc-source"))
+    page.get_by_role("tab", name="Pages").click()
+    for p in expected[0].pages:
+        assert all(w in source for w in _words(p.markdown))
+
+
+def test_overlay_image_of_the_page_is_shown(page, expected):
+    img = page.locator("#page-overlay img").first
+    img.wait_for()
+    size = img.evaluate("el => [el.naturalWidth, el.naturalHeight]")
+    with Image.open(expected[0].pages[0].overlay_path) as overlay:
+        assert tuple(size) == overlay.size
+
+
+def test_page_switcher_flips_pages(page, expected):
+    overlay = page.locator("#page-overlay img").first
+    first_src = overlay.get_attribute("src")
+    page.click("#page-next")
+    page.locator("#page-status").get_by_text("report.pdf, page 2").wait_for()
+    assert page.locator("#page-select input").input_value().startswith("report.pdf · page 2")
+    page.wait_for_function(
+        "src => document.querySelector('#page-overlay img')?.getAttribute('src') !== src", arg=first_src
+    )
+    shown = _alnum(page.inner_text("#page-markdown"))
+    assert all(w in shown for w in _words(expected[0].pages[1].markdown))
+    page.click("#page-prev")
+    page.locator("#page-status").get_by_text("report.pdf, page 1").wait_for()
+
+
+def test_failing_file_shows_its_error_while_the_good_one_converts(page, expected):
+    bad = expected[1]
+    assert bad.error and not expected[0].error
+    status = page.inner_text("#job-status")
+    assert "2 page(s) from 1 file(s)" in status
+    assert f"Failed: {bad.source}" in status and bad.error in status
+    page.get_by_role("tab", name="Status").click()
+    table = page.inner_text("#status-table")
+    page.get_by_role("tab", name="Pages").click()
+    assert "corrupt.pdf" in table and bad.error[:40] in table
+
+
+def test_zip_download_holds_the_library_outputs(page, expected, tmp_path):
+    downloads = page.locator("#downloads")
+    links = downloads.locator("a[download]")
+    links.first.wait_for()
+    names = [links.nth(i).get_attribute("download") for i in range(links.count())]
+    assert names == ["report.md", "report.json", "report.zip"]
+    with page.expect_download() as info:
+        downloads.locator('a[download="report.zip"]').click()
+    saved = tmp_path / "report.zip"
+    info.value.save_as(saved)
+    with zipfile.ZipFile(saved) as got, zipfile.ZipFile(expected[0].outputs["zip"]) as want:
+        assert sorted(got.namelist()) == sorted(want.namelist())
+        md = next(n for n in want.namelist() if n.endswith("report.md"))
+        assert got.read(md) == want.read(md)
+
+
+def test_gpu_panel_reports_the_machine_and_the_model_state(page):
+    panel = page.locator("#gpu-status")
+    snap = snapshot("cpu")
+    if snap.available:
+        panel.get_by_text("GPU:").first.wait_for()
+    else:
+        panel.get_by_text("No GPU on this machine").first.wait_for()
+    # The model served the conversion, so the manager reports it loaded.
+    panel.get_by_text(re.compile(r"deepseek \(default\): ready")).first.wait_for()
+
+
+def test_closing_the_tab_deletes_the_session_outputs(app, page):
+    sessions = [p for p in app.work_root.iterdir() if p.is_dir()]
+    assert sessions and any(any(s.iterdir()) for s in sessions)
+    page.close()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(p.exists() for p in sessions):
+        time.sleep(0.2)
+    assert not any(p.exists() for p in sessions)
