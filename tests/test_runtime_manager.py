@@ -99,12 +99,15 @@ def test_two_requests_during_load_cause_one_load(settings):
 
 def test_idle_unload_frees_the_model_and_next_request_reloads(settings):
     engine = GatedEngine(settings)
-    mgr = ModelManager(engine, idle_unload_s=0.3)
+    mgr = ModelManager(engine, idle_unload_s=0)  # off at first, switched on at runtime below
     assert mgr.status().state == NOT_LOADED and not engine.is_loaded  # lazy: nothing at construction
     page = _page("idle page")
     first = mgr.predict_batch([_req(page)])[0]
     model_ref = weakref.ref(engine.model)
     assert mgr.status().state == READY and mgr.status().last_used is not None
+    time.sleep(0.4)
+    assert mgr.status().state == READY  # idle unload disabled
+    mgr.set_idle_unload(0.3)
     assert _wait_for(lambda: mgr.status().state == IDLE_UNLOADED, timeout=15)
     gc.collect()
     assert engine.model is None and model_ref() is None  # the weights are really gone

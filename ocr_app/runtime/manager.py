@@ -178,6 +178,16 @@ class ModelManager(Engine):
                 last_memory=self._last_memory.to_dict() if self._last_memory else None,
             )
 
+    def set_idle_unload(self, seconds: float) -> None:
+        """Change the idle timeout at runtime (0 disables); a sleeping watcher re-reads it at once."""
+        if seconds < 0:
+            raise ValueError("idle_unload_s must be ≥ 0 (0 disables idle unload)")
+        with self._cond:
+            self.idle_unload_s = float(seconds)
+            if self._state == READY:
+                self._start_watcher()
+            self._cond.notify_all()
+
     def close(self) -> None:
         """Unload and stop the idle watcher (for tests and shutdown hooks)."""
         self.unload()
@@ -284,7 +294,7 @@ class ModelManager(Engine):
         """Sleep until the model has been idle for ``idle_unload_s``, then unload; exit once unloaded."""
         while True:
             with self._cond:
-                if self._state != READY:
+                if self._state != READY or self.idle_unload_s <= 0:
                     return
                 if self._in_flight > 0 or self._last_used_mono is None:
                     self._cond.wait()
