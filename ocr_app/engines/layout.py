@@ -144,7 +144,7 @@ def group_rows(items: Sequence[TextLine], min_overlap: float = 0.5) -> list[_Row
     rows: list[_Row] = []
     for item in sorted(items, key=lambda i: (i.box[1] + i.box[3]) / 2):
         for row in reversed(rows[-3:]):
-            if _vertical_overlap(row.box, item.box) >= min_overlap and _size_close(row.size, item.size):
+            if _vertical_overlap(row.box, item.box) >= min_overlap:
                 row.items.append(item)
                 break
         else:

@@ -36,6 +36,86 @@ def _default_factory(params: dict[str, Any]) -> Any:
     return RapidOCR(params=params)
 
 
+X_HEIGHT_EM = 0.5  # x-height / font size of common text fonts (Helvetica 0.52, Times 0.45)
+CAP_HEIGHT_EM = 0.72  # cap height / font size
+
+
+def text_size(grey: Any, quad: Any, text: str) -> float:
+    """Font size (in pixels) of one detected line, from its ink.
+
+    Why not the box height: detection boxes are padded in proportion to their own shape, and
+    ascenders/descenders change them per line, so a 1.5× heading measured only 1.2× the body.
+    The x-height band (rows where ink is dense) is proportional to the font size whatever the
+    letters; lines without lower-case letters measure the cap height instead and are corrected.
+    The line is deskewed with its own quadrilateral first, so rotated scans measure the same.
+    """
+    import cv2
+    import numpy as np
+
+    q = np.asarray(quad, dtype=np.float32)
+    w = max(round(float(np.linalg.norm(q[1] - q[0]))), 1)
+    h = max(round(float(np.linalg.norm(q[3] - q[0]))), 1)
+    target = np.float32([[0, 0], [w, 0], [w, h], [0, h]])
+    crop = cv2.warpPerspective(grey, cv2.getPerspectiveTransform(q, target), (w, h), borderValue=255)
+    ink = (crop < 128).sum(axis=1).astype(np.float64)
+    peak = float(ink.max())
+    if peak <= 0:
+        return float(h) / 2.6  # no ink found: the padded box is ~2.6× the x-height... best effort
+    if not any(c.islower() for c in text):
+        # Capitals and digits: their ink extent is the cap height (dense rows say little here).
+        rows = np.nonzero(ink > 0.05 * peak)[0]
+        return float(rows[-1] - rows[0] + 1) / CAP_HEIGHT_EM
+    # Soft count of the dense rows (sub-pixel stable): 0 below 25 % of the peak, 1 above 75 %.
+    core = float(np.clip((ink - 0.25 * peak) / (0.5 * peak), 0.0, 1.0).sum())
+    return max(core, 1.0) / X_HEIGHT_EM
+
+
+def recover_bullets(grey: Any, lines: list[TextLine]) -> list[TextLine]:
+    """Put back list bullets the detector missed.
+
+    Why: PP-OCR's detector drops small round bullets ("•"), which turns a list into a paragraph.
+    A bullet is a small, compact blob of ink just left of a line, centred on it, in space no other
+    line covers; such a line gets a "•" marker (the layout then makes it a list item).
+    """
+    import numpy as np
+
+    h_img, _w_img = grey.shape[:2]
+    out: list[TextLine] = []
+    for line in lines:
+        if line.text[:1] in "•·-–*●▪" or line.size <= 0:
+            out.append(line)
+            continue
+        x1, y1, x2, y2 = line.box
+        cy = (y1 + y2) / 2
+        s = line.size
+        rx0, rx1 = int(max(0, x1 - 2.2 * s)), int(max(0, x1 + 0.1 * s))
+        ry0, ry1 = int(max(0, cy - 0.45 * s)), int(min(h_img, cy + 0.45 * s))
+        if rx1 - rx0 < 2 or ry1 - ry0 < 2:
+            out.append(line)
+            continue
+        region = (rx0, ry0, rx1, ry1)
+        if any(o is not line and _overlaps(region, o.box) for o in lines):
+            out.append(line)
+            continue
+        ink = grey[ry0:ry1, rx0:rx1] < 128
+        ys, xs = np.nonzero(ink)
+        if len(xs) == 0:
+            out.append(line)
+            continue
+        bw, bh = xs.max() - xs.min() + 1, ys.max() - ys.min() + 1
+        fill = len(xs) / float(bw * bh)
+        if bw <= 0.45 * s and bh <= 0.45 * s and bw >= 0.12 * s and fill >= 0.5 and xs.min() > 0:
+            bullet_x = rx0 + float(xs.min())
+            out.append(TextLine(f"• {line.text}", (bullet_x, y1, x2, y2), line.size, line.bold))
+        else:
+            out.append(line)
+    return out
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 class LightOcrEngine(Engine):
     """RapidOCR detection + recognition, then the shared layout analysis."""
 
@@ -58,7 +138,9 @@ class LightOcrEngine(Engine):
         }
         if threads:
             self._params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
-        self._layout = layout or LayoutConfig()
+        # Ink-measured sizes read bold headings ~1.3× larger than their font size (bold x-height
+        # rows are denser), so "#" needs a larger ratio here than in the text layer.
+        self._layout = layout or LayoutConfig(h1_ratio=2.3)
         self._factory = ocr_factory
         self._ocr: Any = None
 
@@ -82,22 +164,25 @@ class LightOcrEngine(Engine):
 
     def recognize_lines(self, image: Any) -> list[TextLine]:
         """Run RapidOCR on a PIL image; return its text lines in page pixels."""
+        import numpy as np
+
         self.load()
+        rgb = image.convert("RGB")
         try:
-            result = self._ocr(image.convert("RGB"))
+            result = self._ocr(rgb)
         except Exception as exc:  # onnxruntime / OpenCV failures are engine errors, not user errors
             raise EngineError(f"light OCR failed: {exc}") from exc
         if result.boxes is None or result.txts is None:
             return []
+        grey = np.asarray(rgb.convert("L"))
         lines: list[TextLine] = []
         for quad, text in zip(result.boxes, result.txts, strict=True):
             xs = [float(p[0]) for p in quad]
             ys = [float(p[1]) for p in quad]
             box = (min(xs), min(ys), max(xs), max(ys))
-            # The quad's left-edge height is the text height even when the page is slightly rotated.
-            height = ((quad[3][0] - quad[0][0]) ** 2 + (quad[3][1] - quad[0][1]) ** 2) ** 0.5
-            lines.append(TextLine(str(text).strip(), box, float(height)))
-        return lines
+            text = str(text).strip()
+            lines.append(TextLine(text, box, text_size(grey, quad, text)))
+        return recover_bullets(grey, lines)
 
     def _predict(self, request: PageRequest) -> EngineOutput:
         page = request.page

@@ -5,9 +5,9 @@ OCR takes seconds and makes mistakes. PyMuPDF gives every line with its box and 
 layout logic (``engines.layout``) turns them into the same blocks the OCR engines produce.
 
 ``has_usable_text`` decides whether a page's text layer is worth using (the router calls it). A page
-is NOT usable when it has fewer than ``min_chars`` visible characters, when more than
-``max_garbage_ratio`` of its characters are replacement / private-use / control characters or not
-letters-or-digits-or-punctuation (fonts without a Unicode map), or when most of its text is
+is NOT usable when it has fewer than ``min_chars`` characters, when more than
+``MAX_GARBAGE_RATIO`` of its characters are replacement / private-use / control characters, or fewer
+than half are letters or digits (fonts without a Unicode map give such text), or when most of its text is
 invisible (PDF render mode 3) and an image covers most of the page: that is somebody else's OCR layer
 over a scan, of unknown quality and without layout, so we OCR the page ourselves. The policy
 ``always`` in the router overrides this and uses any text that is there.
@@ -47,6 +47,7 @@ class TextLayerReport:
     chars: int = 0  # non-whitespace characters, visible or not
     visible_chars: int = 0
     garbage_chars: int = 0
+    alnum_chars: int = 0  # letters and digits of any script
     image_coverage: float = 0.0  # fraction of the page area covered by images (capped at 1)
 
     @property
@@ -97,6 +98,7 @@ def inspect_page(page: pymupdf.Page) -> TextLayerReport:
         if span["type"] != 3 and span.get("opacity", 1.0) > 0:
             report.visible_chars += n
         report.garbage_chars += sum(1 for ch in text if not ch.isspace() and _is_garbage(ch))
+        report.alnum_chars += sum(1 for ch in text if ch.isalnum())
     area = abs(page.rect) or 1.0
     covered = 0.0
     for info in page.get_image_info():
@@ -110,10 +112,15 @@ def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool,
     """The usability decision for one page's report, with a reason for the UI/JSON."""
     if report.chars == 0:
         return False, "no embedded text"
-    if report.visible_chars < min_chars and report.chars < min_chars:
+    if report.chars < min_chars:
         return False, f"only {report.chars} characters of embedded text"
     if report.garbage_ratio > MAX_GARBAGE_RATIO:
         return False, f"embedded text is garbage ({report.garbage_ratio:.0%} unmapped characters)"
+    if report.alnum_chars < 0.5 * report.chars:
+        return (
+            False,
+            f"embedded text is mostly symbols ({report.alnum_chars} of {report.chars} are letters/digits)",
+        )
     if report.invisible_ratio > 0.5 and report.image_coverage > 0.5:
         return False, "only an invisible OCR layer over a scanned image"
     return True, f"{report.chars:,} chars of embedded text"

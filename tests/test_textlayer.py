@@ -1,0 +1,193 @@
+"""The text-layer engine on real PDFs made by PyMuPDF: exact text, headings, order, boxes, usability."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from bench.accuracy import generate, metrics
+from ocr_app.engines.layout import blocks_to_markdown
+from ocr_app.engines.textlayer import TextLayerEngine, has_usable_text, inspect_report
+from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
+from ocr_app.schema import PageImage, PageRequest
+from tests.factories import make_image, make_pdf
+
+DPI = 144
+
+
+def _request(pdf: Path, index: int = 0, dpi: int = DPI) -> PageRequest:
+    image = generate.render(pdf, index, dpi)
+    page = PageImage(image=image, index=index, source=pdf.name, dpi=dpi, pdf_path=pdf)
+    return PageRequest(page=page, prompt="<image>\nFree OCR.")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    eng = TextLayerEngine()
+    eng.load()
+    yield eng
+    eng.unload()
+
+
+def test_simple_pdf_gives_exact_text_and_heading(tmp_path, engine):
+    pdf = make_pdf(tmp_path / "d.pdf", ["# Quarterly Report\n\nThe quick brown fox jumps over the lazy dog."])
+    out = engine.predict_batch([_request(pdf)])[0]
+    assert out.engine == "textlayer"
+    # make_pdf sets headings at 1.6 × body: a second-level heading (≥ 1.4 ×; "#" needs ≥ 1.9 ×).
+    assert [b.text for b in out.blocks] == [
+        "## Quarterly Report",
+        "The quick brown fox jumps over the lazy dog.",
+    ]
+    assert [b.label for b in out.blocks] == ["sub_title", "text"]
+
+
+def test_generated_page_matches_ground_truth_exactly(tmp_path, engine):
+    """A page with headings, lists, a table and two columns: same words, same order, same headings."""
+    pdf = tmp_path / "born.pdf"
+    seeds = [0, 4]  # 4: a two-column section; both have tables and lists
+    truths = generate.make_born_digital(pdf, seeds)
+    assert any(t.two_columns for t in truths)
+    for i, truth in enumerate(truths):
+        md = blocks_to_markdown(engine.predict_batch([_request(pdf, i)])[0].blocks)
+        assert metrics.markdown_to_plain(md) == metrics.normalize(truth.plain())
+        want_heads = [e.markdown() for e in truth.elements if e.kind in ("h1", "h2")]
+        assert [ln for ln in md.splitlines() if ln.startswith("#")] == want_heads
+        for el in truth.elements:
+            if el.kind in ("table", "ul", "ol"):
+                assert el.markdown() in md
+
+
+def test_two_column_reading_order(tmp_path, engine):
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((56, 60), "Two Column Title", fontsize=22, fontname="hebo")
+    filler = "with enough words to fill a column"  # real column lines are wide, unlike table cells
+    for k in range(8):
+        page.insert_text((56, 110 + k * 14), f"left column line {k} {filler}", fontsize=10)
+        page.insert_text((320, 110 + k * 14), f"right column line {k} {filler}", fontsize=10)
+    page.insert_text(
+        (56, 260), "A closing full width sentence that crosses the gutter of the page.", fontsize=10
+    )
+    pdf = tmp_path / "cols.pdf"
+    doc.save(pdf)
+    md = blocks_to_markdown(engine.predict_batch([_request(pdf)])[0].blocks)
+    order = [
+        "# Two Column Title",
+        "left column line 0",
+        "left column line 7",
+        "right column line 0",
+        "right column line 7",
+        "A closing full width",
+    ]
+    positions = [md.index(s) for s in order]
+    assert positions == sorted(positions)
+
+
+def test_boxes_are_in_rendered_page_pixels(tmp_path, engine):
+    pdf = make_pdf(tmp_path / "d.pdf", ["# Heading\n\nSome words to find: zebra."])
+    out = engine.predict_batch([_request(pdf, dpi=144)])[0]
+    with pymupdf.open(pdf) as doc:
+        word = doc[0].search_for("zebra")[0] * (144 / 72)
+    box = next(b for b in out.blocks if "zebra" in b.text).box
+    assert box[0] <= word.x0 and box[1] <= word.y0 + 1 and box[2] >= word.x1 and box[3] >= word.y1 - 1
+    # and scaled, not in points: the page at 144 DPI is 1190 px wide
+    assert box[2] > 595 * 0.5
+
+
+def test_rotated_page_boxes_follow_the_rotation(tmp_path, engine):
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 100), "Rotated page text here", fontsize=12)
+    page.set_rotation(90)
+    pdf = tmp_path / "rot.pdf"
+    doc.save(pdf)
+    req = _request(pdf)
+    out = engine.predict_batch([req])[0]
+    assert out.blocks[0].text == "Rotated page text here"
+    x1, y1, x2, y2 = out.blocks[0].box
+    w, h = req.page.size
+    assert w > h  # the rendered page is landscape
+    assert 0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h
+
+
+def test_usable_text_layer(tmp_path):
+    pdf = make_pdf(tmp_path / "d.pdf", ["A born digital page with plenty of real words on it."])
+    ok, why = has_usable_text(pdf, 0)
+    assert ok and "chars of embedded text" in why
+
+
+def test_image_only_pdf_is_not_usable(tmp_path):
+    img = make_image(tmp_path / "scan.png", "Scanned words")
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_image(page.rect, filename=str(img))
+    doc.save(tmp_path / "scan.pdf")
+    ok, why = has_usable_text(tmp_path / "scan.pdf", 0)
+    assert not ok and why == "no embedded text"
+
+
+def test_too_little_text_is_not_usable(tmp_path):
+    pdf = make_pdf(tmp_path / "d.pdf", ["Hi"])
+    ok, why = has_usable_text(pdf, 0)
+    assert not ok and "only 2 characters" in why
+
+
+def test_garbage_text_is_not_usable(tmp_path):
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "".join(chr(c) for c in range(1, 9)) * 5, fontsize=11)
+    # Glyphs the font cannot map come out as symbols: also garbage.
+    doc.new_page().insert_text((72, 72), "\ue000\ue001\ue002 " * 10, fontsize=11)
+    doc.save(tmp_path / "g.pdf")
+    ok, why = has_usable_text(tmp_path / "g.pdf", 0)
+    assert not ok and "garbage" in why
+    ok, why = has_usable_text(tmp_path / "g.pdf", 1)
+    assert not ok and "symbols" in why
+
+
+def test_invisible_ocr_layer_over_a_scan_is_not_usable(tmp_path):
+    img = make_image(tmp_path / "scan.png", "Scanned words")
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_image(page.rect, filename=str(img), keep_proportion=False)
+    page.insert_text((72, 72), "someone else's invisible OCR text layer here", fontsize=11, render_mode=3)
+    doc.save(tmp_path / "ocrd.pdf")
+    report = inspect_report(tmp_path / "ocrd.pdf", 0)
+    assert report.invisible_ratio == 1.0 and report.image_coverage > 0.99
+    ok, why = has_usable_text(tmp_path / "ocrd.pdf", 0)
+    assert not ok and "invisible OCR layer" in why
+
+
+def test_invisible_text_without_a_scan_image_is_still_usable(tmp_path):
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "invisible text but no image under it at all", render_mode=3)
+    doc.save(tmp_path / "inv.pdf")
+    assert has_usable_text(tmp_path / "inv.pdf", 0)[0]
+
+
+def test_bad_inputs_give_clear_errors(tmp_path, engine):
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.4 this is not really a pdf")
+    with pytest.raises(CorruptFileError, match=r"bad\.pdf"):
+        has_usable_text(bad, 0)
+    pdf = make_pdf(tmp_path / "one.pdf", ["only one page here"])
+    with pytest.raises(InputError, match="page 3 does not exist"):
+        has_usable_text(pdf, 2)
+    with pytest.raises(InputError, match="not found"):
+        has_usable_text(tmp_path / "missing.pdf", 0)
+    locked = make_pdf(tmp_path / "locked.pdf", ["secret text"], password="pw")
+    with pytest.raises(EncryptedDocumentError):
+        has_usable_text(locked, 0)
+    image_only = PageImage(image=generate.render(pdf, 0), index=0, source="photo.png")
+    with pytest.raises(InputError, match="PDF pages only"):
+        engine.predict_batch([PageRequest(page=image_only, prompt="")])
+
+
+def test_lifecycle():
+    eng = TextLayerEngine()
+    assert not eng.is_loaded
+    eng.load()
+    assert eng.is_loaded and eng.describe()["name"] == "textlayer"
+    eng.unload()
+    assert not eng.is_loaded
