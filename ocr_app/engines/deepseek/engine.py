@@ -362,7 +362,6 @@ class DeepSeekOcr2Engine(Engine):
             no_repeat_ngram_size=0,
             repetition_penalty=1.0,
             min_new_tokens=0,
-            min_length=0,
         )
         start = time.perf_counter()
         out = self.model.generate(
