@@ -1,0 +1,332 @@
+"""The UI's parts without a browser: form validation, the job stream and cancel, the viewer's data,
+the status panel, per-session folders, the event wiring, and the ``app.py`` launcher (share fails soft)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ocr_app.convert import Converter, ConvertOptions
+from ocr_app.engines.deepseek.modes import MODES
+from ocr_app.engines.deepseek.prompts import PRESETS
+from ocr_app.engines.registry import build_engines
+from ocr_app.exceptions import ConfigError
+from ocr_app.runtime.vram import VramHistory, VramSnapshot
+from ocr_app.schema import DocumentResult, PageResult, StopReason
+from ocr_app.settings import Settings
+from ocr_app.ui import form, status_panel, viewer
+from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, stream_conversion
+from ocr_app.ui.session import SessionDirs
+from tests.factories import make_pdf
+from tests.ui_support import free_port, tiny_settings
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def settings(tiny_checkpoint):
+    return tiny_settings(tiny_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def converter(settings):
+    engines = build_engines(settings)
+    yield Converter(engines, settings)
+    engines.unload_all()
+
+
+# --- form ------------------------------------------------------------------------------------------
+def test_choices_come_from_the_library():
+    values = [v for _, v in form.preset_choices()]
+    assert values == [*PRESETS, form.CUSTOM]
+    modes = form.mode_choices()
+    assert modes[0] == "auto" and sorted(modes) == sorted(MODES)
+
+
+def test_build_options_maps_the_form(settings):
+    opts = form.build_options(
+        form.FormValues(pages=" 1-2 ", preset="free", mode="auto", dpi=200.0, use_cache=False, engine=""),
+        settings,
+    )
+    assert (opts.pages, opts.prompt, opts.mode, opts.dpi, opts.use_cache) == (
+        "1-2",
+        "free",
+        "auto",
+        200,
+        False,
+    )
+    assert opts.engine is None and opts.max_new_tokens == settings.max_new_tokens
+    custom = form.build_options(form.FormValues(preset=form.CUSTOM, custom_prompt=" Free OCR. "), settings)
+    assert custom.prompt == "Free OCR."
+    locate = form.build_options(form.FormValues(preset="locate", locate_text="Total"), settings)
+    assert (locate.prompt, locate.locate_text) == ("locate", "Total")
+    assert form.build_options(form.FormValues(pages=""), settings).pages is None
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (form.FormValues(preset=form.CUSTOM, custom_prompt="  "), "custom prompt is empty"),
+        (form.FormValues(preset="locate"), "needs the text to find"),
+        (form.FormValues(dpi=20), "DPI must be between 36 and 600, got 20"),
+    ],
+)
+def test_bad_form_values_raise_config_errors(settings, values, message):
+    with pytest.raises(ConfigError, match=message):
+        form.build_options(values, settings)
+
+
+# --- job stream and cancel ---------------------------------------------------------------------
+def test_stream_reports_progress_and_returns_every_document(converter, settings, tmp_path):
+    pdf = make_pdf(tmp_path / "two.pdf", ["# One\nfirst", "# Two\nsecond"])
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.7\n" + b"\x00junk" * 40)
+    items = list(
+        stream_conversion(
+            converter, [pdf, bad], tmp_path / "out", ConvertOptions.from_settings(settings), threading.Event()
+        )
+    )
+    *progress, outcome = items
+    assert isinstance(outcome, JobOutcome) and not outcome.cancelled
+    assert all(isinstance(p, Progress) for p in progress)
+    messages = [p.message for p in progress]
+    assert "File 1 of 2 · Rendering page 1 of 2" in messages
+    assert any(m.startswith("File 2 of 2 · ") and "bad.pdf" in m for m in messages)
+    fractions = [p.fraction for p in progress]
+    assert fractions == sorted(fractions) and fractions[-1] >= 0.5
+    assert [d.source for d in outcome.documents] == ["two.pdf", "bad.pdf"]
+    assert [d.source for d in outcome.succeeded] == ["two.pdf"] and len(outcome.succeeded[0].pages) == 2
+    assert outcome.failed[0].error and "bad.pdf" in outcome.failed[0].error
+
+
+def test_cancel_keeps_finished_pages_and_skips_later_files(converter, settings, tmp_path):
+    pdf = make_pdf(tmp_path / "three.pdf", ["one", "two", "three"])
+    later = make_pdf(tmp_path / "later.pdf", ["never converted"])
+    cancel = threading.Event()
+    options = ConvertOptions.from_settings(settings, batch_pages=1)
+    outcome = None
+    for item in stream_conversion(converter, [pdf, later], tmp_path / "out", options, cancel):
+        if isinstance(item, Progress) and item.event.stage == "render":
+            cancel.set()  # page 1 is being recognized; the converter stops after it
+        if isinstance(item, JobOutcome):
+            outcome = item
+    assert outcome is not None and outcome.cancelled
+    (doc,) = outcome.documents
+    assert doc.source == "three.pdf" and 1 <= len(doc.pages) < 3
+    assert doc.pages[0].index == 0 and doc.pages[0].markdown
+
+
+def test_closing_the_stream_early_cancels_the_worker(converter, settings, tmp_path):
+    pdf = make_pdf(tmp_path / "two.pdf", ["a", "b"])
+    cancel = threading.Event()
+    stream = stream_conversion(
+        converter, [pdf], tmp_path / "out", ConvertOptions.from_settings(settings), cancel
+    )
+    first = next(stream)
+    assert isinstance(first, Progress)
+    stream.close()  # what gradio does when the browser goes away
+    assert cancel.is_set()
+
+
+def test_cancel_registry_targets_the_running_job_of_one_session():
+    reg = CancelRegistry()
+    assert reg.cancel("s1") is False
+    event = reg.start("s1")
+    other = reg.start("s2")
+    assert reg.running("s1") and reg.cancel("s1") is True and event.is_set()
+    assert reg.cancel("s1") is False and not other.is_set()
+    newer = reg.start("s1")
+    reg.finish("s1", event)  # a stale finish must not drop the newer job
+    assert reg.running("s1")
+    reg.finish("s1", newer)
+    assert not reg.running("s1")
+
+
+# --- session folders ----------------------------------------------------------------------------
+def test_session_dirs_replace_finished_jobs_keep_running_ones_and_clean_up(tmp_path):
+    dirs = SessionDirs(tmp_path / "root")
+    first = dirs.new_job("abc")
+    (first / "out.md").write_text("x")
+    running = dirs.new_job("abc")  # first is still active: kept
+    assert first.exists() and running.exists()
+    dirs.finished(first)
+    dirs.finished(running)
+    third = dirs.new_job("abc")
+    assert not first.exists() and not running.exists() and third.exists()
+    odd = dirs.new_job("../../etc")
+    assert odd.resolve().is_relative_to((tmp_path / "root").resolve())
+    assert dirs.cleanup("abc") is True and not third.exists() and dirs.cleanup("abc") is False
+    dirs.close()
+    assert not (tmp_path / "root").exists()
+
+
+# --- viewer -------------------------------------------------------------------------------------
+def _page(index: int, **kw) -> PageResult:
+    return PageResult(
+        index=index, source="doc.pdf", width=100, height=200, markdown=f"# Page {index + 1}", **kw
+    )
+
+
+def test_viewer_data_reports_status_and_reasons(tmp_path):
+    md = tmp_path / "doc.md"
+    md.write_text("x")
+    doc = DocumentResult(
+        source="doc.pdf",
+        pages=[
+            _page(0, engine="deepseek-ocr2", engine_reason="DeepSeek-OCR-2 on the CPU"),
+            _page(1, stop_reason=StopReason.LENGTH, num_tokens=8192),
+            _page(2, stop_reason=StopReason.REPETITION),
+            _page(3, stop_reason=StopReason.ERROR, error="page 4 could not be rendered"),
+        ],
+        outputs={"md": md, "json": tmp_path / "missing.json"},
+    )
+    failed = DocumentResult(source="bad.png", error="bad.png is not an image")
+    entries = viewer.page_entries([doc, failed])
+    assert [e.status for e in entries] == ["ok", "length", "repetition", "error"]
+    assert entries[1].label == "doc.pdf · page 2 · token cap hit"
+    assert "8192 tokens" in entries[1].reason and "repeated" in entries[2].reason
+    assert entries[3].reason == "page 4 could not be rendered"
+    assert entries[0].reason == "DeepSeek-OCR-2 on the CPU"
+    assert len({e.key for e in entries}) == 4
+
+    rows = viewer.status_rows([doc, failed])
+    assert rows[-1] == ["bad.png", "", "error", "", 0, "bad.png is not an image"]
+    assert rows[1][:3] == ["doc.pdf", 2, "token cap hit"]
+
+    text = viewer.document_markdown([doc, failed])
+    assert "# Page 1" in text and "> Page 4 failed: page 4 could not be rendered" in text
+    assert "> **bad.png** could not be converted: bad.png is not an image" in text
+    assert viewer.download_paths([doc, failed]) == [str(md)]  # missing files are not offered
+
+    summary = viewer.summary_markdown([doc, failed], cancelled=False)
+    assert "4 page(s) from 1 file(s)" in summary and "3 page(s) need attention" in summary
+    assert "Failed: bad.png" in summary
+    assert viewer.summary_markdown([doc], cancelled=True).startswith("**Cancelled.**")
+    assert "token cap hit" in viewer.page_status_markdown(entries[1])
+
+
+# --- status panel -------------------------------------------------------------------------------
+def _snap(t: float, used: int | None, allocated: int | None = None) -> VramSnapshot:
+    return VramSnapshot(
+        available=True,
+        timestamp=t,
+        total_bytes=8 << 30,
+        used_bytes=used,
+        torch_allocated_bytes=allocated,
+        device_index=0,
+        device_name="Test GPU",
+    )
+
+
+def test_history_frame_plots_gib_over_seconds_ago():
+    now = 1000.0
+    history = VramHistory(window_s=600, clock=lambda: now)
+    history.add(_snap(now - 10, 2 << 30, 1 << 30))
+    history.add(_snap(now - 5, 3 << 30))
+    history.add(VramSnapshot(available=False, timestamp=now - 1, reason="no GPU"))
+    frame = status_panel.history_frame(history, now=now)
+    rows = sorted(map(tuple, frame.to_numpy().tolist()))
+    assert rows == [
+        (-10.0, "device used", 2.0),
+        (-10.0, "process allocated", 1.0),
+        (-5.0, "device used", 3.0),
+    ]
+
+
+def test_panel_text_says_no_gpu_and_shows_engine_states(converter, settings):
+    no_gpu = VramSnapshot(available=False, timestamp=0.0, reason="no GPU: NVML sees 0 devices")
+    assert status_panel.vram_markdown(no_gpu).startswith("**No GPU on this machine**")
+    assert "Test GPU" in status_panel.vram_markdown(_snap(0.0, 1 << 30))
+    text = status_panel.engines_markdown(converter.describe())
+    assert "**deepseek** (default): " in text
+    state = converter.describe()["engines"]["deepseek"]["state"]
+    assert f"(default): {state}" in text
+    assert status_panel.engine_state({"loaded": True}) == "ready"
+    assert status_panel.engine_state({"loaded": False}) == "not loaded"
+    markdown, frame, has_gpu = status_panel.panel_update(VramHistory(), converter.describe(), settings)
+    assert "**Engines**" in markdown and (len(frame) > 0) == has_gpu
+
+
+def test_notice_explains_how_to_get_deepseek_when_it_is_not_used(tiny_checkpoint):
+    forced = Settings(model=str(tiny_checkpoint), device="cpu", engine="deepseek")
+    assert status_panel.notice_markdown(build_engines(forced).describe()) == ""
+    light = build_engines(Settings(model=str(tiny_checkpoint), device="cpu", engine="light")).describe()
+    notice = status_panel.notice_markdown(light)
+    assert "**light** engine" in notice and "--model /path/to/DeepSeek-OCR-2" in notice
+    missing = {"default": "textlayer", "engines": {"textlayer": {}}, "unavailable": {"deepseek": "no torch"}}
+    notice = status_panel.notice_markdown(missing)
+    assert "DeepSeek-OCR-2 cannot run here:** no torch" in notice and "ocr-app[light]" in notice
+
+
+# --- wiring -------------------------------------------------------------------------------------
+def test_gpu_events_share_one_queue_limit(converter, tiny_checkpoint, tmp_path):
+    from ocr_app.ui.app import build_app
+
+    settings = tiny_settings(tiny_checkpoint, concurrency_limit=2)
+    demo = build_app(converter, settings, work_dir=tmp_path / "work")
+    fns = {f.name: f for f in demo.fns.values()}
+    ui, api = fns["convert_ui"], fns["convert_api"]
+    assert api.api_name == "convert"
+    assert ui.concurrency_id == api.concurrency_id == "gpu"
+    assert ui.concurrency_limit == api.concurrency_limit == 2
+    assert fns["cancel_job"].concurrency_limit is None  # Cancel must never wait behind the job it cancels
+    demo.ocr_app_dirs.close()
+
+
+# --- launcher -----------------------------------------------------------------------------------
+def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "app.py"), *args],
+        cwd=REPO,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_launcher_share_fails_soft_offline_and_env_sets_the_port(tmp_path):
+    port = free_port()
+    offline = {  # every outside request goes to a closed port: the share server is unreachable
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "DEEPSEEK_OCR_PORT": str(port),
+        "DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cache"),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+    }
+    proc = _start(["--engine", "textlayer", "--share"], offline)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "keeps running locally" in line:
+                break
+        assert any("Could not create a gradio share link" in ln for ln in lines), "".join(lines)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+            assert resp.status == 200 and "ocr-app" in resp.read().decode()
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_launcher_rejects_an_unknown_engine_with_a_clear_message(tmp_path):
+    proc = _start(
+        ["--engine", "nonexistent", "--port", str(free_port())],
+        {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    out, _ = proc.communicate(timeout=90)
+    assert proc.returncode == 2
+    assert "error: Engine 'nonexistent' is not available" in out
