@@ -6,6 +6,7 @@ import gc
 import json
 import shutil
 import weakref
+from pathlib import Path
 
 import pytest
 import torch
@@ -85,7 +86,10 @@ def test_resolve_device_and_dtype():
 
 
 @pytest.mark.parametrize("preset", ["int8", "mixed"])
-def test_quant_presets_need_a_backend(preset, tiny_checkpoint):
+def test_quant_presets_need_a_backend(preset, tiny_checkpoint, monkeypatch):
+    """Where no quantization package registers itself, the preset names fail with a clear error."""
+    monkeypatch.setattr(loading, "_QUANT_BACKENDS", {})
+    monkeypatch.setattr(loading, "_discover_quant_backends", lambda: None)
     with pytest.raises(EngineUnavailableError, match="quantization backend"):
         loading.resolve_dtype(preset, torch.device("cpu"))
     with pytest.raises(EngineUnavailableError, match="quantization backend"):
@@ -149,7 +153,7 @@ def test_bogus_hub_id_offline_says_how_to_download(monkeypatch):
     assert "--model DIR" in msg and "DEEPSEEK_OCR_MODEL=DIR" in msg
 
 
-def _fake_hf_cache(cache: Path, repo: str, checkpoint: Path) -> Path:  # noqa: F821
+def _fake_hf_cache(cache: Path, repo: str, checkpoint: Path) -> Path:
     """The real hub cache layout: models--org--name/{refs/main, snapshots/<commit>/files}."""
     commit = "0123456789abcdef0123456789abcdef01234567"
     root = cache / f"models--{repo.replace('/', '--')}"

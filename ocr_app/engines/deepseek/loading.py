@@ -63,8 +63,20 @@ def register_quant_backend(name: str, backend: QuantBackend) -> None:
     _QUANT_BACKENDS[name] = backend
 
 
+def _discover_quant_backends() -> None:
+    """Import ``ocr_app.quant`` (it registers its presets on import) when it is installed."""
+    import importlib
+
+    try:
+        importlib.import_module("ocr_app.quant")
+    except ImportError as exc:
+        logger.debug("no quantization package: %s", exc)
+
+
 def quant_backend(name: str) -> QuantBackend:
     """The registered backend for a quantized preset, or ``EngineUnavailableError`` saying why not."""
+    if name not in _QUANT_BACKENDS:
+        _discover_quant_backends()
     try:
         return _QUANT_BACKENDS[name]
     except KeyError:
