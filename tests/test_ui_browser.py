@@ -129,6 +129,11 @@ def test_page_switcher_flips_pages(page, expected):
     assert all(w in shown for w in _words(expected[0].pages[1].markdown))
     page.click("#page-prev")
     page.locator("#page-status").get_by_text("report.pdf, page 1").wait_for()
+    page.click("#page-select input")  # picking a page from the list works too
+    page.get_by_role("option", name=re.compile(r"report\.pdf · page 2")).click()
+    page.locator("#page-status").get_by_text("report.pdf, page 2").wait_for()
+    page.click("#page-prev")
+    page.locator("#page-status").get_by_text("report.pdf, page 1").wait_for()
 
 
 def test_failing_file_shows_its_error_while_the_good_one_converts(page, expected):

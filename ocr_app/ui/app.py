@@ -29,6 +29,7 @@ PANEL_INTERVAL_S = 2.0
 CSS = """
 #page-overlay img { object-fit: contain; }
 #job-status { min-height: 5em; }
+#engine-notice { background: #fff7e6; border: 1px solid #f0c36d; border-radius: 8px; padding: 4px 12px; }
 """
 
 
@@ -194,21 +195,31 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         api_files = gr.File(visible=False, file_count="multiple", label="files")
 
         form_inputs = [files, pages, preset, custom, locate, mode, dpi, use_cache, engine]
-        view_outputs = [job_status, doc_md, doc_source, status_table, downloads, page_select, pages_state]
+        page_outputs = [page_select, page_overlay, page_md, page_status]
+        view_outputs = [job_status, doc_md, doc_source, status_table, downloads, pages_state, *page_outputs]
+
+        def page_view(entries: list[dict], key: str | None) -> tuple:
+            """(dropdown value, overlay, Markdown, status) of one page; all four change together."""
+            entry = next((viewer.PageEntry(**e) for e in entries if e["key"] == key), None)
+            if entry is None:
+                return None, None, "", ""
+            return entry.key, entry.overlay, entry.markdown, viewer.page_status_markdown(entry)
 
         def view(documents: list[DocumentResult], message: str, *, final: bool) -> dict:
-            entries = viewer.page_entries(documents)
-            choices = [(e.label, e.key) for e in entries]
+            """Every result component at once. While running, show the newest page; at the end, the first."""
+            entries = [e.to_dict() for e in viewer.page_entries(documents)]
+            key = (entries[0] if final else entries[-1])["key"] if entries else None
+            selected, overlay, markdown, status = page_view(entries, key)
             update: dict = {
                 job_status: message,
                 doc_md: viewer.document_markdown(documents),
                 doc_source: viewer.document_markdown(documents),
                 status_table: viewer.status_rows(documents),
-                pages_state: [e.to_dict() for e in entries],
-                page_select: gr.Dropdown(
-                    choices=choices,
-                    value=entries[-1].key if entries and not final else (entries[0].key if entries else None),
-                ),
+                pages_state: entries,
+                page_select: gr.Dropdown(choices=[(e["label"], e["key"]) for e in entries], value=selected),
+                page_overlay: overlay,
+                page_md: markdown,
+                page_status: status,
             }
             if final:
                 update[downloads] = viewer.download_paths(documents)
@@ -280,17 +291,14 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             return gr.skip()
 
         def show_page(key, entries):
-            entry = next((viewer.PageEntry(**e) for e in entries or [] if e["key"] == key), None)
-            if entry is None:
-                return None, "", ""
-            return entry.overlay, entry.markdown, viewer.page_status_markdown(entry)
+            return page_view(entries or [], key)
 
         def step_page(key, entries, delta: int):
             keys = [e["key"] for e in entries or []]
             if not keys:
-                return gr.skip()
+                return page_view([], None)
             i = keys.index(key) if key in keys else 0
-            return keys[max(0, min(len(keys) - 1, i + delta))]
+            return page_view(entries, keys[max(0, min(len(keys) - 1, i + delta))])
 
         def on_preset(value):
             return gr.update(visible=value == form.CUSTOM), gr.update(visible=value == form.LOCATE)
@@ -318,22 +326,22 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             convert_api, form_inputs, [api_markdown, api_json, api_files], api_name="convert", **gpu
         )
         cancel_btn.click(cancel_job, None, job_status, concurrency_limit=None, api_name="cancel")
-        page_select.change(
+        # .input, not .change: programmatic updates from the job already carry the page they select.
+        page_select.input(
             show_page,
             [page_select, pages_state],
-            [page_overlay, page_md, page_status],
+            page_outputs,
             api_visibility="private",
             show_progress="hidden",
         )
-        prev_btn.click(
-            lambda k, e: step_page(k, e, -1),
-            [page_select, pages_state],
-            page_select,
-            api_visibility="private",
-        )
-        next_btn.click(
-            lambda k, e: step_page(k, e, 1), [page_select, pages_state], page_select, api_visibility="private"
-        )
+        for button, delta in ((prev_btn, -1), (next_btn, 1)):
+            button.click(
+                lambda k, e, d=delta: step_page(k, e, d),
+                [page_select, pages_state],
+                page_outputs,
+                api_visibility="private",
+                show_progress="hidden",
+            )
         preset.change(on_preset, preset, [custom, locate], api_visibility="private")
         timer = gr.Timer(PANEL_INTERVAL_S)
         timer.tick(

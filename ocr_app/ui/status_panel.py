@@ -43,7 +43,7 @@ def engines_markdown(describe: dict[str, Any]) -> str:
     for name in sorted(engines, key=lambda n: n != default):
         info = engines[name] or {}
         mark = " (default)" if name == default else ""
-        extra = []
+        extra = [f"routes scans to {info['ocr']}"] if info.get("ocr") else []
         for key in ("model", "device", "dtype"):
             if info.get(key):
                 extra.append(f"{key} {info[key]}")
