@@ -185,6 +185,9 @@ class DeepSeekOcr2Engine(Engine):
             "model": self.settings.model,
             "device": str(self.device) if self.device else self.settings.device,
             "dtype": str(self.dtype).replace("torch.", "") if self.dtype else self.settings.dtype,
+            "precision": self.settings.dtype,
+            "batch_size": self.batch_size,
+            "vision_cache": self.vision_cache is not None,
         }
 
     # --- prediction -----------------------------------------------------------------------------
