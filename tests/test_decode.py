@@ -251,7 +251,8 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
 
     def job(name):
         reqs = [
-            DecodeRequest(p, {}, c, key=(name, i)) for i, (p, c) in enumerate(zip(jobs[name], caps[name]))
+            DecodeRequest(p, {}, c, key=(name, i))
+            for i, (p, c) in enumerate(zip(jobs[name], caps[name], strict=False))
         ]
         results[name] = list(sched.stream(reqs))
 

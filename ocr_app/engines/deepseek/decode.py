@@ -65,8 +65,8 @@ class DecodeResult:
 class DecoderOptions:
     """How the decoder runs. ``graphs``: "auto" (CUDA graphs on CUDA), "on", "off" (eager)."""
 
-    guard: GuardSpec = GuardSpec()
-    loop: LoopSpec = LoopSpec()
+    guard: GuardSpec = field(default_factory=GuardSpec)
+    loop: LoopSpec = field(default_factory=LoopSpec)
     eos_ids: tuple[int, ...] = ()
     check_every: int = 16
     graphs: str = "auto"
@@ -86,7 +86,7 @@ def length_bucket(n: int, step: int, max_len: int) -> int:
     """Attention length for ``n`` positions: a multiple of ``step`` growing ~25 % per bucket."""
     b = step
     while b < n:
-        b = max(b + step, int(math.ceil(b * 1.25 / step)) * step)
+        b = max(b + step, math.ceil(b * 1.25 / step) * step)
     return min(b, max_len)
 
 
