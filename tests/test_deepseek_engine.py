@@ -288,6 +288,14 @@ def test_bounded_max_new_tokens():
     assert bounded_max_new_tokens(100, 1130, 8192) == 100
     with pytest.raises(ConfigError):
         bounded_max_new_tokens(10, 8192, 8192)
+    with pytest.raises(ConfigError, match="at least 1"):
+        bounded_max_new_tokens(0, 100, 8192)
+
+
+def test_empty_batch_does_not_load(tiny_checkpoint):
+    eng = DeepSeekOcr2Engine(settings_for(tiny_checkpoint))
+    assert eng.predict_batch([]) == []
+    assert not eng.is_loaded
 
 
 def test_prompt_without_image_token_and_unknown_mode_are_config_errors(engine):

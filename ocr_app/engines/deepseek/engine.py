@@ -89,6 +89,8 @@ class PreparedBatch:
 
 def bounded_max_new_tokens(requested: int, prompt_length: int, max_positions: int) -> int:
     """``min(requested, context − prompt)``; ``ConfigError`` when the prompt leaves no room at all."""
+    if requested < 1:
+        raise ConfigError(f"max_new_tokens must be at least 1, got {requested}.")
     room = max_positions - prompt_length
     if room <= 0:
         raise ConfigError(
@@ -201,6 +203,8 @@ class DeepSeekOcr2Engine(Engine):
         """Run ``batch_size`` pages at a time; yield each page of a batch when the batch finishes."""
         import torch
 
+        if not requests:
+            return
         self.load()
         for start in range(0, len(requests), self.batch_size):
             chunk = list(requests[start : start + self.batch_size])
@@ -258,7 +262,7 @@ class DeepSeekOcr2Engine(Engine):
             "pixel_values_local": enc.get("pixel_values_local"),
             "num_local_patches": [int(x) for x in enc["num_local_patches"]],
         }
-        requested = request.max_new_tokens or self.settings.max_new_tokens
+        requested = self.settings.max_new_tokens if request.max_new_tokens is None else request.max_new_tokens
         max_positions = int(self.model.config.text_config.max_position_embeddings)
         max_new = bounded_max_new_tokens(requested, len(input_ids), max_positions)
         if max_new < requested:
