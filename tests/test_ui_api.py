@@ -106,6 +106,11 @@ def test_engine_choice_reaches_the_library(client, docs):
     assert "Tables follow." in doc["pages"][1]["markdown"]
 
 
+def test_no_files_is_a_clear_error(client):
+    with pytest.raises(gradio_client.exceptions.AppError, match="Upload at least one PDF or image"):
+        client.predict(files=[], api_name="/convert")
+
+
 def test_only_bad_files_raise_the_library_message(app, client, docs, tmp_path):
     (want,) = app.expected([docs["corrupt"]], tmp_path / "lib")
     assert want.error

@@ -248,6 +248,10 @@ def test_panel_text_says_no_gpu_and_shows_engine_states(converter, settings):
     assert "**deepseek** (default): " in text
     state = converter.describe()["engines"]["deepseek"]["state"]
     assert f"(default): {state}" in text
+    assert (
+        status_panel.engine_label("auto", converter.describe()) == "auto: PDF text layer, else deepseek-ocr2"
+    )
+    assert status_panel.engine_label("light", {}) == "light: light CPU OCR (rapidocr)"
     assert status_panel.engine_state({"loaded": True}) == "ready"
     assert status_panel.engine_state({"loaded": False}) == "not loaded"
     markdown, frame, has_gpu = status_panel.panel_update(VramHistory(), converter.describe(), settings)

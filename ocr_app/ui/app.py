@@ -136,7 +136,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                     dpi = gr.Slider(72, 300, value=settings.dpi, step=1, label="PDF render DPI")
                     use_cache = gr.Checkbox(value=settings.cache_enabled, label="Cross-page vision cache")
                     engine = gr.Dropdown(
-                        engine_names,
+                        [(status_panel.engine_label(n, describe), n) for n in engine_names],
                         value=default_engine if default_engine in engine_names else None,
                         label="Engine",
                         visible=len(engine_names) > 1,

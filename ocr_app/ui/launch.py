@@ -46,6 +46,7 @@ def launch(
         prevent_thread_lock=True,
         quiet=quiet,
         allowed_paths=[str(dirs.root)] if dirs is not None else None,
+        max_file_size=int(settings.max_file_mb * 2**20),  # refuse oversize uploads before they hit disk
         css=CSS,
     )
     info = Launched(local_url=local_url, share_url=share_url)

@@ -27,6 +27,22 @@ WEIGHTS_HELP = (
 )
 
 
+ENGINE_LABELS = {
+    "deepseek": "DeepSeek-OCR-2",
+    "light": "light CPU OCR (rapidocr)",
+    "textlayer": "PDF text layer only",
+    "remote": "remote vLLM/SGLang server",
+}
+
+
+def engine_label(name: str, describe: dict[str, Any]) -> str:
+    """Dropdown label: what the engine is, and for ``auto`` which OCR engine it routes scans to."""
+    if name == "auto":
+        ocr = ((describe.get("engines") or {}).get("auto") or {}).get("ocr")
+        return f"auto: PDF text layer, else {ocr}" if ocr else "auto"
+    return f"{name}: {ENGINE_LABELS[name]}" if name in ENGINE_LABELS else name
+
+
 def engine_state(info: dict[str, Any]) -> str:
     """not loaded / loading / ready / unloaded (idle) / error — from an engine's ``describe()``."""
     state = info.get("state")
