@@ -175,14 +175,26 @@ def test_failed_load_is_reported_once_and_retried_on_the_next_request(tmp_path, 
     assert engine.load_calls == 2  # a new request tries again
 
 
-def test_describe_and_status_for_the_ui(settings):
-    mgr = ModelManager(DeepSeekOcr2Engine(settings), settings)
+class BatchRecorder(DeepSeekOcr2Engine):
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self.batches: list[int] = []
+
+    def predict_batch(self, requests):
+        self.batches.append(len(requests))
+        return super().predict_batch(requests)
+
+
+def test_describe_status_and_batches_stay_whole(settings):
+    engine = BatchRecorder(settings)
+    mgr = ModelManager(engine, settings)
     info = mgr.describe()
     assert info["state"] == NOT_LOADED and info["loaded"] is False and info["name"] == "deepseek-ocr2"
     assert info["idle_unload_s"] == settings.idle_unload_s
-    mgr.predict_batch([_req(_page("status"))])
+    outs = mgr.predict_batch([_req(_page("status")), _req(_page("two", index=1))])
+    assert engine.batches == [2] and len(outs) == 2  # the OOM guard passes the batch through whole
     st = mgr.status().to_dict()
-    assert st["state"] == READY and st["requests_served"] == 1
+    assert st["state"] == READY and st["requests_served"] == 2
     assert st["last_memory"]["cuda"] is False and st["last_memory"]["seconds"] > 0
     mgr.close()
 

@@ -99,22 +99,39 @@ class OomRecovery(Engine):
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         """All outputs in order; raises ``GpuOutOfMemory`` if a page failed every retry."""
         done: dict[int, EngineOutput] = {}
-        for i, out in self.predict_stream(requests):
+        for i, out in self._guarded(requests, stream=False):
             done[i] = out
         return [done[i] for i in range(len(requests))]
 
     def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        yield from self._guarded(requests, stream=True)
+
+    def _guarded(
+        self, requests: Sequence[PageRequest], *, stream: bool
+    ) -> Iterator[tuple[int, EngineOutput]]:
         failed: list[tuple[int, str]] = []
-        yield from self._run(list(requests), list(range(len(requests))), [], failed)
+        yield from self._run(list(requests), list(range(len(requests))), [], failed, stream)
         if failed:
             raise GpuOutOfMemory("; ".join(msg for _, msg in failed))
 
+    def _inner(self, reqs: list[PageRequest], stream: bool) -> Iterator[tuple[int, EngineOutput]]:
+        """The wrapped engine's own batch or stream call (an engine may batch only in one of them)."""
+        if stream:
+            yield from self._engine.predict_stream(reqs)
+        else:
+            yield from enumerate(self._engine.predict_batch(reqs))
+
     def _run(
-        self, reqs: list[PageRequest], idx: list[int], notes: list[str], failed: list[tuple[int, str]]
+        self,
+        reqs: list[PageRequest],
+        idx: list[int],
+        notes: list[str],
+        failed: list[tuple[int, str]],
+        stream: bool,
     ) -> Iterator[tuple[int, EngineOutput]]:
         pending = dict(enumerate(idx))
         try:
-            for j, out in self._engine.predict_stream(reqs):
+            for j, out in self._inner(reqs, stream):
                 out.notes.extend(notes)
                 pending.pop(j, None)
                 yield idx[j], out
@@ -130,7 +147,9 @@ class OomRecovery(Engine):
             note = f"GPU out of memory on a batch of {len(reqs)} pages; retried in smaller batches"
             logger.warning("%s", note)
             for part in (rest[:half], rest[half:]):
-                yield from self._run([reqs[j] for j in part], [idx[j] for j in part], [*notes, note], failed)
+                yield from self._run(
+                    [reqs[j] for j in part], [idx[j] for j in part], [*notes, note], failed, stream
+                )
             return
         j = rest[0]
         yield from self._single(reqs[j], idx[j], notes, failed)
