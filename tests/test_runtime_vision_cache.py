@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 import torch
 
 from ocr_app.runtime.vision_cache import VisionFeatureCache, content_key
@@ -133,37 +132,49 @@ def test_from_settings(tmp_path, monkeypatch):
     assert "some/model" in cache.namespace
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_checkpoint):
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint).eval()
-    return model, AutoProcessor.from_pretrained(tiny_checkpoint)
-
-
-def test_generation_bit_identical_with_cached_features(tiny, tmp_path):
-    """Features that went through the cache (memory and disk) give the same tokens as the encoder."""
+def _page(text: str, size, index: int):
     from PIL import Image, ImageDraw
-    from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-    model, processor = tiny
-    img = Image.new("RGB", (700, 900), "white")
-    ImageDraw.Draw(img).text((40, 40), "Cache me if you can 0123", fill="black")
-    kw = {"crop_to_patches": False, "tile_size": 1024, "size": {"height": 1024, "width": 1024}}  # global
-    inputs = processor(images=img, text="<image>\nFree OCR.", return_tensors="pt", **kw)
-    gen = {"max_new_tokens": 8, "do_sample": False}
-    with torch.inference_mode():
-        reference = model.generate(**inputs, **gen)
-        feats = model.get_image_features(pixel_values=inputs["pixel_values"]).pooler_output
-    key = VisionFeatureCache.make_key(inputs["pixel_values"][0], None, mode="global")
-    VisionFeatureCache(64 * MIB, disk_dir=tmp_path).put(key, list(feats))
-    cached = VisionFeatureCache(64 * MIB, disk_dir=tmp_path).get(key)  # fresh instance: from disk
-    assert cached is not None and all(torch.equal(a, b) for a, b in zip(cached, feats, strict=True))
-    text_inputs = {k: inputs[k] for k in ("input_ids", "attention_mask")}
-    with torch.inference_mode():
-        again = model.generate(
-            **text_inputs,
-            mm_encoder_outputs={"image": BaseModelOutputWithPooling(pooler_output=cached)},
-            **gen,
-        )
-    assert torch.equal(again, reference)
+    from ocr_app.schema import PageImage
+
+    img = Image.new("RGB", size, "white")
+    ImageDraw.Draw(img).text((40, 40), text, fill="black")
+    return PageImage(image=img, index=index, source="doc.png")
+
+
+def test_engine_results_bit_identical_with_and_without_the_cache(tiny_checkpoint, tmp_path):
+    """The real engine: no cache vs cache filled (encoder) vs a fresh cache read from disk vs another prompt."""
+    from dataclasses import replace
+
+    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.schema import PageRequest
+    from ocr_app.settings import load_settings
+
+    settings = load_settings(model=str(tiny_checkpoint), device="cpu", dtype="fp32", max_new_tokens=6)
+    reqs = [
+        PageRequest(page=_page("Cache me 0123", (700, 900), 0), prompt="<image>\nFree OCR.", mode="global"),
+        PageRequest(page=_page("Another page", (900, 600), 1), prompt="<image>\nFree OCR.", mode="global"),
+    ]
+
+    def cache() -> VisionFeatureCache:
+        return VisionFeatureCache(64 * MIB, disk_dir=tmp_path, namespace="tiny|fp32")
+
+    def facts(outs):
+        return [(o.raw_text, o.num_tokens, o.stop_reason, o.vision_tokens) for o in outs]
+
+    reference = DeepSeekOcr2Engine(settings).predict_batch(reqs)
+    filling = DeepSeekOcr2Engine(settings, vision_cache=cache())
+    first = filling.predict_batch(reqs)
+    assert filling.vision_cache.stats().puts == 2
+    reading = DeepSeekOcr2Engine(settings, vision_cache=cache())  # new process: features come from disk
+    second = reading.predict_batch(reqs)
+    assert reading.vision_cache.stats().disk_hits == 2
+    assert all("vision features from cache" in o.notes for o in second)
+    assert not any("vision features from cache" in o.notes for o in first)
+    assert facts(first) == facts(reference) and facts(second) == facts(reference)
+
+    # a re-run with another prompt skips the encoder too, and matches the uncached engine
+    other = [replace(reqs[0], prompt="<image>\nParse the figure.")]
+    again = reading.predict_batch(other)
+    assert "vision features from cache" in again[0].notes and reading.vision_cache.stats().hits == 1
+    assert facts(again) == facts(DeepSeekOcr2Engine(settings).predict_batch(other))
