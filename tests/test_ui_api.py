@@ -22,8 +22,8 @@ gradio_client = pytest.importorskip("gradio_client")
 
 
 @pytest.fixture(scope="module")
-def app(tiny_checkpoint):
-    with running_app(tiny_settings(tiny_checkpoint)) as running:
+def app(tiny_checkpoint, tmp_path_factory):
+    with running_app(tiny_settings(tiny_checkpoint, tmp_path_factory.mktemp("ui-api-cache"))) as running:
         yield running
 
 

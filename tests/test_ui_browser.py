@@ -35,8 +35,8 @@ def _alnum(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def app(tiny_checkpoint):
-    with running_app(tiny_settings(tiny_checkpoint)) as running:
+def app(tiny_checkpoint, tmp_path_factory):
+    with running_app(tiny_settings(tiny_checkpoint, tmp_path_factory.mktemp("ui-browser-cache"))) as running:
         yield running
 
 

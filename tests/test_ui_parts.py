@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def settings(tiny_checkpoint):
-    return tiny_settings(tiny_checkpoint)
+def settings(tiny_checkpoint, tmp_path_factory):
+    return tiny_settings(tiny_checkpoint, tmp_path_factory.mktemp("ui-parts-cache"))
 
 
 @pytest.fixture(scope="module")
@@ -258,10 +258,11 @@ def test_panel_text_says_no_gpu_and_shows_engine_states(converter, settings):
     assert "**Engines**" in markdown and (len(frame) > 0) == has_gpu
 
 
-def test_notice_explains_how_to_get_deepseek_when_it_is_not_used(tiny_checkpoint):
-    forced = Settings(model=str(tiny_checkpoint), device="cpu", engine="deepseek")
+def test_notice_explains_how_to_get_deepseek_when_it_is_not_used(tiny_checkpoint, tmp_path):
+    base = {"model": str(tiny_checkpoint), "device": "cpu", "cache_dir": tmp_path}
+    forced = Settings(engine="deepseek", **base)
     assert status_panel.notice_markdown(build_engines(forced).describe()) == ""
-    light = build_engines(Settings(model=str(tiny_checkpoint), device="cpu", engine="light")).describe()
+    light = build_engines(Settings(engine="light", **base)).describe()
     notice = status_panel.notice_markdown(light)
     assert "**light** engine" in notice and "--model /path/to/DeepSeek-OCR-2" in notice
     missing = {"default": "textlayer", "engines": {"textlayer": {}}, "unavailable": {"deepseek": "no torch"}}
@@ -273,7 +274,7 @@ def test_notice_explains_how_to_get_deepseek_when_it_is_not_used(tiny_checkpoint
 def test_gpu_events_share_one_queue_limit(converter, tiny_checkpoint, tmp_path):
     from ocr_app.ui.app import build_app
 
-    settings = tiny_settings(tiny_checkpoint, concurrency_limit=2)
+    settings = tiny_settings(tiny_checkpoint, tmp_path / "cache", concurrency_limit=2)
     demo = build_app(converter, settings, work_dir=tmp_path / "work")
     fns = {f.name: f for f in demo.fns.values()}
     ui, api = fns["convert_ui"], fns["convert_api"]

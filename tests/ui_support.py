@@ -35,10 +35,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def tiny_settings(checkpoint: Path, **overrides: Any) -> Settings:
-    """The tiny checkpoint on the CPU; few tokens and the one-view mode keep every page ~1 s."""
+def tiny_settings(checkpoint: Path, cache_dir: Path, **overrides: Any) -> Settings:
+    """The tiny checkpoint on the CPU; few tokens and the one-view mode keep every page ~1 s.
+
+    The result cache is off and the cache folder is the test's own: every page really runs through the
+    model, so what the UI shows and what the library computes are two independent runs.
+    """
     values: dict[str, Any] = {
         "model": str(checkpoint),
+        "cache_dir": cache_dir,
+        "result_cache_mb": 0,
         "device": "cpu",
         "engine": "deepseek",
         "mode": "global",
