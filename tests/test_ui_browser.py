@@ -72,6 +72,8 @@ def page(app, inputs, tmp_path_factory):
         # Per-page progress from the library shows while the job runs (model load + two pages: seconds).
         tab.locator("#job-status").get_by_text(re.compile(r"Recognizing pages? 1")).first.wait_for()
         tab.locator("#job-status").get_by_text("Done:").wait_for()
+        # The polled panel catches up with the model state within a tick or two.
+        tab.locator("#gpu-status").get_by_text(re.compile(r"deepseek \(default\): ready")).first.wait_for()
         shot = tmp_path_factory.mktemp("ui-browser-shots") / "after-convert.png"
         tab.screenshot(path=str(shot), full_page=True)
         if os.environ.get("OCR_APP_UI_SCREENSHOT"):
