@@ -222,7 +222,7 @@ def run_generate(model, ids, px, pages, new, dtype, guard=None):
     }
 
 
-def make_decoder(model, pages, max_len, graphs="auto", guard=True, prefill_batch=4):
+def make_decoder(model, pages, max_len, graphs="auto", guard=True, prefill_batch=4, kernels="auto"):
     from ocr_app.engines.deepseek.decode import DecoderOptions, PageDecoder
     from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
 
@@ -232,6 +232,7 @@ def make_decoder(model, pages, max_len, graphs="auto", guard=True, prefill_batch
         eos_ids=(),
         graphs=graphs,
         prefill_batch=prefill_batch,
+        kernels=kernels,
     )
     return PageDecoder(model, capacity=pages, max_len=max_len, options=opts)
 
@@ -260,11 +261,10 @@ def ours_once(dec, ids, px, pages, new, dtype):
     return t1 - t0, t2 - t1, sorted((r for _, r in done), key=lambda r: r.key)
 
 
-def run_ours(model, ids, px, pages, new, dtype):
-
+def run_ours(model, ids, px, pages, new, dtype, kernels="auto"):
     reset_peak()
     max_len = -(-(len(ids) + new) // 256) * 256
-    dec = make_decoder(model, pages, max_len)
+    dec = make_decoder(model, pages, max_len, kernels=kernels)
     t0 = time.perf_counter()
     ours_once(dec, ids, px, pages, new, dtype)  # warm-up: captures the graphs this workload uses
     warm = time.perf_counter() - t0
@@ -303,29 +303,28 @@ def check_tokens(model, ids, px, n, dtype, label):
     ]
     max_len = -(-(len(ids) + n) // 256) * 256
     out = {}
-    for mode in ("on", "off") if DEV == "cuda" else ("off",):
-        dec = make_decoder(model, 1, max_len, graphs=mode)
+    runs = [("fused", "on"), ("fused", "off"), ("torch", "on")] if DEV == "cuda" else [("torch", "off")]
+    for kern, mode in runs:
+        dec = make_decoder(model, 1, max_len, graphs=mode, kernels="triton" if kern == "fused" else "torch")
         _, _, res = ours_once(dec, ids, px, 1, n, dtype)
-        out[mode] = res[0].tokens
+        out[(kern, mode)] = res[0].tokens
         dec.release()
-    out.setdefault("on", out["off"])
-    r = {
-        "tokens": n,
-        "graph_vs_generate_first_diff": first_diff(out["on"], ref),
-        "graph_vs_eager_identical": out["on"] == out["off"],
-        "eager_vs_generate_first_diff": first_diff(out["off"], ref),
-    }
+    r = {"tokens": n}
+    for (kern, mode), toks in out.items():
+        r[f"{kern}_{'graph' if mode == 'on' else 'eager'}_vs_generate_first_diff"] = first_diff(toks, ref)
+    if ("fused", "off") in out:
+        r["fused_graph_vs_eager_identical"] = out[("fused", "on")] == out[("fused", "off")]
     log(f"check {label}:", json.dumps(r))
     return r
 
 
-def profile_steps(model, ids, px, pages, dtype, steps=8):
+def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     """Kernel-time breakdown of our eager step (same kernels the graph replays) + graph step time."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     max_len = -(-(len(ids) + 64) // 256) * 256
-    dec = make_decoder(model, pages, max_len)
+    dec = make_decoder(model, pages, max_len, kernels=kernels)
     with torch.inference_mode():
         from ocr_app.engines.deepseek.decode import DecodeRequest, length_bucket
 
@@ -341,12 +340,12 @@ def profile_steps(model, ids, px, pages, dtype, steps=8):
         sync()
         graph_ms = (time.perf_counter() - t0) / steps * 1e3
         for _ in range(2):
-            dec._step(pages, lb)
+            dec._run_step(pages, lb)
         sync()
         t0 = time.perf_counter()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(steps):
-                dec._step(pages, lb)
+                dec._run_step(pages, lb)
             sync()
         eager_ms = (time.perf_counter() - t0) / steps * 1e3
     rows = []
@@ -362,6 +361,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8):
     dec.release()
     summary = {
         "pages": pages,
+        "kernels": "fused" if dec.fused else "torch",
         "graph_step_ms": round(graph_ms, 3),
         "eager_step_ms_profiled": round(eager_ms, 3),
         "kernel_time_per_step_ms": round(total_us / steps / 1e3, 3),
@@ -398,8 +398,8 @@ def table(res):
         if not isinstance(r, dict) or "generate" not in r:
             continue
         base1 = r["generate"].get("1", {}).get("decode_tok_s")
-        for path in ("generate", "ours"):
-            for pages, m in r[path].items():
+        for path in ("generate", "ours", "ours_torch"):
+            for pages, m in r.get(path, {}).items():
                 if "error" in m:
                     lines.append(f"| {preset} | {path} | {pages} | error: {m['error'][:60]} | | | | |")
                     continue
@@ -422,6 +422,7 @@ def main():
     ap.add_argument("--check", type=int, default=256)
     ap.add_argument("--fp32-check", action="store_true")
     ap.add_argument("--profile", default="1,32")
+    ap.add_argument("--torch-pages", default="1", help="also run the module-path step (kernels=torch) here")
     ap.add_argument("--tiny", action="store_true", help="CPU smoke test with a tiny config")
     a = ap.parse_args()
     global DEV, CONFIG
@@ -473,6 +474,17 @@ def main():
                 log("ours", preset, json.dumps(m))
             except Exception as e:
                 r["ours"][str(p)] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+                traceback.print_exc()
+            reset_peak()
+        for p in [int(x) for x in a.torch_pages.split(",") if x]:
+            try:
+                m = run_ours(model, ids, px, p, a.new, torch.bfloat16, kernels="torch")
+                m.pop("tokens")
+                r["ours_torch"] = r.get("ours_torch", {})
+                r["ours_torch"][str(p)] = m
+                log("ours (kernels=torch)", preset, json.dumps(m))
+            except Exception as e:
+                r.setdefault("ours_torch", {})[str(p)] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
                 traceback.print_exc()
             reset_peak()
         if preset == "bf16" and a.check:

@@ -70,6 +70,7 @@ class DecoderOptions:
     eos_ids: tuple[int, ...] = ()
     check_every: int = 16
     graphs: str = "auto"
+    kernels: str = "auto"  # "auto": fused Triton kernels on CUDA; "triton": force; "torch": module calls only
     len_step: int = 256  # attention length buckets are multiples of this
     prefill_batch: int = 4  # pages of equal prompt length prefilled in one forward
 
@@ -150,9 +151,9 @@ class PageDecoder:
         self.heads = int(cfg.num_attention_heads)
         self._rope = sys.modules[type(attn0).__module__].apply_rotary_pos_emb
         dev, C, L = self.device, self.capacity, self.max_len
-        shape = (C, self.kv_heads, L, self.head_dim)
-        self.k = [torch.zeros(shape, dtype=self.dtype, device=dev) for _ in self.lm.layers]
-        self.v = [torch.zeros(shape, dtype=self.dtype, device=dev) for _ in self.lm.layers]
+        # K/V buffers are allocated at the first prefill, after its vision pass (see ``_ensure_kv``)
+        self.k: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []
         z = lambda dt=torch.long: torch.zeros(C, dtype=dt, device=dev)  # noqa: E731
         self.seq = torch.zeros((C, L), dtype=torch.long, device=dev)
         self.kv_len, self.gen_count, self.max_new = z(), z(), z()
@@ -167,6 +168,7 @@ class PageDecoder:
         self._exempt = torch.tensor(ex, dtype=torch.long, device=dev) if ex else None
         self._mutable = [self.seq, self.kv_len, self.gen_count, self.stop_code, self.done]
         self.use_graphs = self._want_graphs(options.graphs)
+        self._setup_kernels(options.kernels)
         self._graphs: dict[tuple[int, int], Any] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
         # host mirrors (exact after each sync)
@@ -184,6 +186,26 @@ class PageDecoder:
         if mode == "on" and not cuda:
             raise ConfigError("CUDA graphs need a CUDA device")
         return cuda and mode != "off"
+
+    def _setup_kernels(self, mode: str) -> None:
+        """Pick the fused-kernel step where Triton runs and the modules are the stock ones."""
+        from ocr_app.engines.deepseek import decode_kernels as dk
+
+        if mode not in ("auto", "triton", "torch"):
+            raise ConfigError(f"kernels must be auto, triton or torch, not {mode!r}")
+        want = mode == "triton" or (mode == "auto" and self.device.type == "cuda")
+        if want and not dk.available():
+            if mode == "triton":
+                raise ConfigError("kernels='triton' needs the triton package")
+            want = False
+        layers = self.lm.layers
+        norms = [self.lm.norm] + [
+            n for ly in layers for n in (ly.input_layernorm, ly.post_attention_layernorm)
+        ]
+        self.fused = want and all(dk.fusable_norm(n) for n in norms)
+        self._fused_moe = [self.fused and dk.fusable_moe(ly.mlp) for ly in layers]
+        if want and not self.fused:
+            logger.info("decode: non-standard norm modules; using the module step")
 
     @property
     def free_slots(self) -> list[int]:
@@ -221,13 +243,48 @@ class PageDecoder:
                     self._prefill([requests[i] for i in part], [slots[i] for i in part])
         return slots
 
+    def _ensure_kv(self) -> None:
+        """Allocate the slot K/V buffers once.
+
+        Why lazily: the first page's vision pass (SAM's attention bias over all tiles) is the largest
+        transient of a page; running it before these buffers exist keeps the one-page peak at or
+        below ``generate``'s.
+        """
+        import torch
+
+        if self.k:
+            return
+        shape = (self.capacity, self.kv_heads, self.max_len, self.head_dim)
+        for _ in self.lm.layers:
+            self.k.append(torch.zeros(shape, dtype=self.dtype, device=self.device))
+            self.v.append(torch.zeros(shape, dtype=self.dtype, device=self.device))
+
+    def _vision_first(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """Run the vision encoder on pixel inputs now; the language prefill then takes the features."""
+        pixels = extra.get("pixel_values")
+        if pixels is None or extra.get("mm_encoder_outputs") is not None:
+            return extra
+        local = extra.get("pixel_values_local")
+        feats = self.model.get_image_features(
+            pixel_values=pixels.to(self.device),
+            pixel_values_local=None if local is None else local.to(self.device),
+            num_local_patches=extra.get("num_local_patches"),
+        )
+        rest = {
+            k: v
+            for k, v in extra.items()
+            if k not in ("pixel_values", "pixel_values_local", "num_local_patches")
+        }
+        return {**rest, "mm_encoder_outputs": {"image": feats}}
+
     def _prefill(self, reqs: list[DecodeRequest], slots: list[int]) -> None:
         import torch
 
         t0 = time.perf_counter()
         p = len(reqs[0].input_ids)
         ids = torch.tensor([list(r.input_ids) for r in reqs], dtype=torch.long, device=self.device)
-        extra = merge_model_inputs([r.model_inputs for r in reqs])
+        extra = self._vision_first(merge_model_inputs([r.model_inputs for r in reqs]))
+        self._ensure_kv()
         out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **extra)
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         idx = torch.tensor(slots, dtype=torch.long, device=self.device)
@@ -235,7 +292,8 @@ class PageDecoder:
             layer = cache.layers[i]
             self.k[i][idx, :, :p] = layer.keys.to(self.dtype)
             self.v[i][idx, :, :p] = layer.values.to(self.dtype)
-        del cache
+        logits = out.logits[:, -1, :].to(torch.float32)
+        del cache, out, extra
         self.seq[idx, :p] = ids
         self.kv_len[idx] = p
         self.prompt_len[idx] = p
@@ -246,7 +304,6 @@ class PageDecoder:
         self.active[idx] = True
         caps = [max(1, min(int(r.max_new_tokens), self.max_len - p)) for r in reqs]
         self.max_new[idx] = torch.tensor(caps, dtype=torch.long, device=self.device)
-        logits = out.logits[:, -1, :].to(torch.float32)
         run = torch.ones(len(slots), dtype=torch.bool, device=self.device)
         self._take_token(idx, self.seq[idx], logits, self.kv_len[idx], run, advance=False)
         if self.device.type == "cuda":
@@ -315,6 +372,56 @@ class PageDecoder:
         logits = self.lm_head(h[:, -1, :]).to(torch.float32)
         self._take_token(rows, self.seq[:b], logits, pos + 1, run, advance=True)
 
+    def _step_fused(self, b: int, lb: int) -> None:
+        """Same step as ``_step`` with fused Triton kernels (see ``decode_kernels``). Graph-capturable."""
+        import torch
+        import torch.nn.functional as F
+
+        from ocr_app.engines.deepseek import decode_kernels as dk
+
+        rows = self._rows[:b]
+        pos = self.kv_len[:b].clone()
+        run = self.active[:b] & ~self.done[:b]
+        tok = self.seq[:b].gather(1, pos[:, None])
+        h = self.lm.embed_tokens(tok[:, 0])  # [b, hidden]
+        cos, sin = self.lm.rotary_emb(h, pos[:, None])
+        keep = self._pos_ar[:lb][None, :] <= pos[:, None]
+        mask = torch.zeros(keep.shape, dtype=h.dtype, device=h.device).masked_fill_(~keep, float("-inf"))
+        mask = mask[:, None, None, :]
+        gqa = self.heads != self.kv_heads
+        pending, residual = h, None
+        for i, layer in enumerate(self.lm.layers):
+            attn = layer.self_attn
+            ln1, ln2 = layer.input_layernorm, layer.post_attention_layernorm
+            x, residual = dk.add_rmsnorm(pending, ln1.weight, ln1.variance_epsilon, residual)
+            kc, vc = self.k[i], self.v[i]
+            q = dk.rope_kv(
+                attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), cos, sin, pos, kc, vc,
+                self.heads, self.kv_heads, self.head_dim,
+            )  # fmt: skip
+            o = F.scaled_dot_product_attention(
+                q, kc[:b, :, :lb], vc[:b, :, :lb], attn_mask=mask, scale=attn.scaling, enable_gqa=gqa
+            )
+            a = attn.o_proj(o.transpose(1, 2).reshape(b, -1))
+            x, residual = dk.add_rmsnorm(a, ln2.weight, ln2.variance_epsilon, residual)
+            mlp = layer.mlp
+            if self._fused_moe[i]:
+                gate, ex = mlp.gate, mlp.experts
+                idx, wt = dk.route(x, gate.weight, gate.top_k, gate.routed_scaling_factor)
+                pending = dk.moe_experts(x, ex.gate_up_proj, ex.down_proj, idx, wt) + mlp.shared_experts(x)
+            else:
+                pending = mlp(x[:, None, :])[:, 0, :]
+        norm = self.lm.norm
+        h, _ = dk.add_rmsnorm(pending, norm.weight, norm.variance_epsilon, residual)
+        logits = self.lm_head(h).to(torch.float32)
+        self._take_token(rows, self.seq[:b], logits, pos + 1, run, advance=True)
+
+    def _run_step(self, b: int, lb: int) -> None:
+        if self.fused:
+            self._step_fused(b, lb)
+        else:
+            self._step(b, lb)
+
     def _capture(self, b: int, lb: int) -> Any:
         import torch
 
@@ -327,13 +434,13 @@ class PageDecoder:
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
-            self._step(b, lb)  # warm-up: cuBLAS handles, workspace, lazy inits
+            self._run_step(b, lb)  # warm-up: cuBLAS handles, workspace, lazy inits
         torch.cuda.current_stream(self.device).wait_stream(side)
         for t, c in zip(self._mutable, snap, strict=True):
             t.copy_(c)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g, pool=self._pool, capture_error_mode="thread_local"):
-            self._step(b, lb)
+            self._run_step(b, lb)
         self._graphs[key] = g
         logger.info("captured decode graph batch=%d len=%d in %.2fs", b, lb, time.perf_counter() - t0)
         return g
@@ -356,7 +463,7 @@ class PageDecoder:
                     g.replay()
             else:
                 for _ in range(k):
-                    self._step(b, lb)
+                    self._run_step(b, lb)
             self.steps += k
             if self.options.loop.enabled:
                 self._check_loops(b)

@@ -1,0 +1,154 @@
+"""Fused Triton kernels for the decode step (GPU only; the eager module path is the reference).
+
+Why: a decode step of the full model is ~950 small kernels when it calls the model's modules one op at a
+time (RMSNorm alone is 8 elementwise kernels, RoPE 10, the grouped_mm experts path ~18 with a radix
+sort), and on an H200 each costs 2–5 µs whatever its size: the step is bound by kernel count, not by
+memory. These kernels fold each of those groups into one launch:
+
+* ``add_rmsnorm``: residual add + RMSNorm (HF's order and bf16 roundings);
+* ``rope_kv``: RoPE on q and k (bit-exact bf16 emulation of ``apply_rotary_pos_emb``) and the K/V write
+  into the slot cache at each row's position;
+* ``route``: router logits in fp32, softmax, greedy top-k and routed scaling, one program per token;
+* ``moe_experts``: routed experts without sorting: one program per (expert, column block) that exits at
+  once when no token picked the expert, otherwise runs all its tokens through ``tl.dot`` (gate/up +
+  SiLU·up, then down · routing weight); per-(token, slot) results are summed in fp32 like transformers.
+
+All launches are host-sync free (graph-capturable). Results match the module path to bf16 rounding, not
+bit for bit (reduction orders differ); ``bench/bench_decode.py`` reports where greedy tokens diverge.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+
+def available() -> bool:
+    """Whether Triton can be imported (the kernels then run on CUDA tensors)."""
+    try:
+        import triton  # noqa: F401
+    except Exception:  # pragma: no cover - depends on the install
+        return False
+    return True
+
+
+@functools.cache
+def _k() -> Any:
+    from ocr_app.engines.deepseek import decode_triton
+
+    return decode_triton
+
+
+# --- launchers ---------------------------------------------------------------------------------------
+def add_rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None):
+    """``(norm(residual + x), residual + x)``; without ``residual``: ``(norm(x), x)``. Rows = all but last dim."""
+    import torch
+
+    k = _k()
+    n = x.shape[-1]
+    x2 = x.reshape(-1, n)
+    out = torch.empty_like(x2)
+    res = torch.empty_like(x2) if residual is not None else x2
+    r2 = residual.reshape(-1, n) if residual is not None else x2
+    k.add_rmsnorm[(x2.shape[0],)](
+        x2, r2, weight, out, res, n, float(eps), HAS_RES=residual is not None, BLOCK=k.next_pow2(n)
+    )
+    return out.view(x.shape), res.view(x.shape)
+
+
+def rope_kv(q, k, v, cos, sin, pos, k_cache, v_cache, heads: int, kv_heads: int, head_dim: int):
+    """Rotated q as ``[B, heads, 1, head_dim]``; rotated k and v written to the caches at ``pos``.
+
+    ``q``/``k``/``v`` are ``[B, heads·head_dim]`` rows (any row stride); caches ``[slots, kv, L, D]``.
+    """
+    import torch
+
+    kk = _k()
+    b = q.shape[0]
+    qo = torch.empty((b, heads, 1, head_dim), dtype=q.dtype, device=q.device)
+    kk.rope_kv[(b, heads)](
+        q, k, v, cos, sin, pos, qo, k_cache, v_cache,
+        q.stride(0), k.stride(0), v.stride(0),
+        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        H=heads, HKV=kv_heads, D=head_dim,
+    )  # fmt: skip
+    return qo
+
+
+def route(x: torch.Tensor, weight: torch.Tensor, top_k: int, scale: float):
+    """Greedy top-k routing: (indices [T, k] int64, weights [T, k] fp32) from fp32 router logits."""
+    import torch
+
+    kk = _k()
+    t, hidden = x.shape
+    e = weight.shape[0]
+    idx = torch.empty((t, top_k), dtype=torch.long, device=x.device)
+    wt = torch.empty((t, top_k), dtype=torch.float32, device=x.device)
+    kk.route[(t,)](x, weight, idx, wt, float(scale), hidden, e, TOPK=top_k, EP=kk.next_pow2(e), BK=64)
+    return idx, wt
+
+
+def moe_experts(
+    x: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor, idx: torch.Tensor, wt: torch.Tensor
+):
+    """Routed experts for ``x`` [T, hidden]: Σ_j w[t,j] · down_e(silu(gate_e x) · up_e x), summed in fp32."""
+    import torch
+
+    kk = _k()
+    t, hidden = x.shape
+    e, two_i, _ = gate_up.shape
+    inter = two_i // 2
+    top_k = idx.shape[1]
+    ieee = x.dtype == torch.float32
+    bm = 16 if t <= 16 else (32 if t <= 32 else 64)
+    kp, tkp = kk.next_pow2(top_k), kk.next_pow2(t * top_k)
+    h = torch.empty((t, top_k, inter), dtype=x.dtype, device=x.device)
+    bn = 32
+    kk.moe_up[(e, -(-inter // bn))](
+        x, gate_up, idx, h, t, hidden, inter, TOPK=top_k, KP=kp, TKP=tkp, BM=bm, BN=bn, BK=64, IEEE=ieee
+    )
+    y = torch.empty((t, top_k, hidden), dtype=torch.float32, device=x.device)
+    kk.moe_down[(e, -(-hidden // bn))](
+        h, down, idx, wt, y, t, inter, hidden, TOPK=top_k, KP=kp, TKP=tkp, BM=bm, BN=bn, BK=64, IEEE=ieee
+    )
+    return y.sum(dim=1).to(x.dtype)
+
+
+def fusable_moe(mlp: Any) -> bool:
+    """Whether ``mlp`` is transformers' DeepSeek MoE block with plain fused 3-D expert weights.
+
+    Quantized or otherwise replaced experts (another class, no 3-D ``gate_up_proj``) keep their own
+    forward: the step then calls the module.
+    """
+    import torch
+
+    experts = getattr(mlp, "experts", None)
+    gate = getattr(mlp, "gate", None)
+    if experts is None or gate is None or getattr(mlp, "shared_experts", None) is None:
+        return False
+    gu, dn = getattr(experts, "gate_up_proj", None), getattr(experts, "down_proj", None)
+    ok = (
+        isinstance(gu, torch.nn.Parameter)
+        and isinstance(dn, torch.nn.Parameter)
+        and gu.dim() == 3
+        and dn.dim() == 3
+        and gu.dtype in (torch.bfloat16, torch.float16, torch.float32)
+        and getattr(gate, "topk_method", "greedy") == "greedy"
+        and not getattr(experts, "has_bias", False)
+        and getattr(experts, "is_transposed", False) is False
+        and getattr(experts, "is_concatenated", True) is True
+        and type(experts.act_fn).__name__ in ("SiLU", "SiLUActivation")
+    )
+    return bool(ok)
+
+
+def fusable_norm(norm: Any) -> bool:
+    """transformers' RMSNorm (weight · x/rms, computed in fp32) — not a replaced or hub-kernel module."""
+    w = getattr(norm, "weight", None)
+    return w is not None and w.dim() == 1 and hasattr(norm, "variance_epsilon")

@@ -1,0 +1,196 @@
+"""Triton kernels of the decode step (imported only on CUDA through ``decode_kernels``).
+
+Module-level because Triton resolves the helpers a kernel calls through the module's globals.
+See ``decode_kernels`` for what each kernel fuses and why.
+"""
+
+import triton
+import triton.language as tl
+
+next_pow2 = triton.next_power_of_2
+
+
+@triton.jit
+def add_rmsnorm(
+    x_ptr, r_ptr, w_ptr, out_ptr, res_ptr, n_cols, eps, HAS_RES: tl.constexpr, BLOCK: tl.constexpr
+):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    m = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=m, other=0.0).to(tl.float32)
+    if HAS_RES:
+        r = tl.load(r_ptr + row * n_cols + offs, mask=m, other=0.0).to(tl.float32)
+        h = (r + x).to(res_ptr.dtype.element_ty)  # torch rounds the residual sum to the model dtype
+        tl.store(res_ptr + row * n_cols + offs, h, mask=m)
+        x = h.to(tl.float32)
+    var = tl.sum(x * x, axis=0) / n_cols
+    y = (x * tl.rsqrt(var + eps)).to(out_ptr.dtype.element_ty).to(tl.float32)
+    w = tl.load(w_ptr + offs, mask=m, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * n_cols + offs, (w * y).to(out_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _rot(x_ptr, c, s, d, rot, sign):
+    # q*cos + rotate_half(q)*sin with torch's per-op rounding to the storage dtype
+    dt = x_ptr.dtype.element_ty
+    x = tl.load(x_ptr + d).to(tl.float32)
+    xr = tl.load(x_ptr + rot).to(tl.float32) * sign
+    a = (x * c).to(dt).to(tl.float32)
+    b = (xr * s).to(dt).to(tl.float32)
+    return (a + b).to(dt)
+
+
+@triton.jit
+def rope_kv(
+    q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, pos_ptr, qo_ptr, kc_ptr, vc_ptr,
+    sq, sk, sv, s_slot, s_head, s_pos,
+    H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
+):  # fmt: skip
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    half: tl.constexpr = D // 2
+    d = tl.arange(0, D)
+    rot = tl.where(d < half, d + half, d - half)
+    sign = tl.where(d < half, -1.0, 1.0)
+    c = tl.load(cos_ptr + b * D + d).to(tl.float32)
+    s = tl.load(sin_ptr + b * D + d).to(tl.float32)
+    q = _rot(q_ptr + b * sq + h * D, c, s, d, rot, sign)
+    tl.store(qo_ptr + (b * H + h) * D + d, q)
+    if h < HKV:
+        pos = tl.load(pos_ptr + b)
+        dst = b * s_slot + h * s_head + pos * s_pos + d
+        k = _rot(k_ptr + b * sk + h * D, c, s, d, rot, sign)
+        tl.store(kc_ptr + dst, k)
+        v = tl.load(v_ptr + b * sv + h * D + d)
+        tl.store(vc_ptr + dst, v)
+
+
+@triton.jit
+def route(
+    x_ptr, w_ptr, idx_ptr, wt_ptr, scale, K, E,
+    TOPK: tl.constexpr, EP: tl.constexpr, BK: tl.constexpr,
+):  # fmt: skip
+    t = tl.program_id(0)
+    e = tl.arange(0, EP)
+    em = e < E
+    acc = tl.zeros([EP], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        kk = k0 + tl.arange(0, BK)
+        km = kk < K
+        x = tl.load(x_ptr + t * K + kk, mask=km, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + e[:, None] * K + kk[None, :], mask=em[:, None] & km[None, :], other=0.0)
+        acc += tl.sum(w.to(tl.float32) * x[None, :], axis=1)
+    acc = tl.where(em, acc, float("-inf"))
+    p = tl.exp(acc - tl.max(acc, axis=0))
+    p = p / tl.sum(p, axis=0)
+    p = tl.where(em, p, -1.0)
+    for j in tl.static_range(TOPK):
+        best = tl.max(p, axis=0)
+        arg = tl.min(tl.where(p == best, e, EP), axis=0)  # first index among ties
+        tl.store(idx_ptr + t * TOPK + j, arg)
+        tl.store(wt_ptr + t * TOPK + j, best * scale)
+        p = tl.where(e == arg, -2.0, p)
+
+
+@triton.jit
+def _slot_of(idx_ptr, rows, rmask, e, TOPK: tl.constexpr, KP: tl.constexpr):
+    jj = tl.arange(0, KP)
+    rid = tl.load(
+        idx_ptr + rows[:, None] * TOPK + jj[None, :], mask=rmask[:, None] & (jj[None, :] < TOPK), other=-1
+    )
+    match = rid == e
+    has = tl.sum(match.to(tl.int32), axis=1) > 0
+    j = tl.sum(tl.where(match, jj[None, :], 0), axis=1)
+    return has, j
+
+
+@triton.jit
+def moe_up(
+    x_ptr, w_ptr, idx_ptr, h_ptr, T, K, INTER,
+    TOPK: tl.constexpr, KP: tl.constexpr, TKP: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, IEEE: tl.constexpr,
+):  # fmt: skip
+    e = tl.program_id(0)
+    nb = tl.program_id(1)
+    tk = tl.arange(0, TKP)
+    ids = tl.load(idx_ptr + tk, mask=tk < T * TOPK, other=-1)
+    if tl.sum((ids == e).to(tl.int32), axis=0) > 0:
+        dt = h_ptr.dtype.element_ty
+        n = nb * BN + tl.arange(0, BN)
+        nm = n < INTER
+        wbase = w_ptr + e.to(tl.int64) * (2 * INTER * K)
+        for m0 in range(0, T, BM):
+            rows = m0 + tl.arange(0, BM)
+            rmask = rows < T
+            has, j = _slot_of(idx_ptr, rows, rmask, e, TOPK, KP)
+            if tl.sum(has.to(tl.int32), axis=0) > 0:
+                g = tl.zeros([BM, BN], dtype=tl.float32)
+                u = tl.zeros([BM, BN], dtype=tl.float32)
+                for k0 in range(0, K, BK):
+                    kk = k0 + tl.arange(0, BK)
+                    km = kk < K
+                    x = tl.load(
+                        x_ptr + rows[:, None] * K + kk[None, :], mask=has[:, None] & km[None, :], other=0.0
+                    )
+                    wg = tl.load(
+                        wbase + n[:, None] * K + kk[None, :], mask=nm[:, None] & km[None, :], other=0.0
+                    )
+                    wu = tl.load(
+                        wbase + (n[:, None] + INTER) * K + kk[None, :],
+                        mask=nm[:, None] & km[None, :],
+                        other=0.0,
+                    )
+                    if IEEE:
+                        g += tl.dot(x, tl.trans(wg), input_precision="ieee")
+                        u += tl.dot(x, tl.trans(wu), input_precision="ieee")
+                    else:
+                        g += tl.dot(x, tl.trans(wg))
+                        u += tl.dot(x, tl.trans(wu))
+                g = g.to(dt).to(tl.float32)
+                u = u.to(dt).to(tl.float32)
+                a = (g / (1.0 + tl.exp(-g))).to(dt).to(tl.float32)
+                out = (a * u).to(dt)
+                dst = h_ptr + (rows[:, None] * TOPK + j[:, None]) * INTER + n[None, :]
+                tl.store(dst, out, mask=has[:, None] & nm[None, :])
+
+
+@triton.jit
+def moe_down(
+    h_ptr, w_ptr, idx_ptr, wt_ptr, y_ptr, T, INTER, N,
+    TOPK: tl.constexpr, KP: tl.constexpr, TKP: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, IEEE: tl.constexpr,
+):  # fmt: skip
+    e = tl.program_id(0)
+    nb = tl.program_id(1)
+    tk = tl.arange(0, TKP)
+    ids = tl.load(idx_ptr + tk, mask=tk < T * TOPK, other=-1)
+    if tl.sum((ids == e).to(tl.int32), axis=0) > 0:
+        dt = h_ptr.dtype.element_ty
+        n = nb * BN + tl.arange(0, BN)
+        nm = n < N
+        wbase = w_ptr + e.to(tl.int64) * (N * INTER)
+        for m0 in range(0, T, BM):
+            rows = m0 + tl.arange(0, BM)
+            rmask = rows < T
+            has, j = _slot_of(idx_ptr, rows, rmask, e, TOPK, KP)
+            if tl.sum(has.to(tl.int32), axis=0) > 0:
+                acc = tl.zeros([BM, BN], dtype=tl.float32)
+                pair = rows * TOPK + j
+                for k0 in range(0, INTER, BK):
+                    kk = k0 + tl.arange(0, BK)
+                    km = kk < INTER
+                    a = tl.load(
+                        h_ptr + pair[:, None] * INTER + kk[None, :],
+                        mask=has[:, None] & km[None, :],
+                        other=0.0,
+                    )
+                    w = tl.load(
+                        wbase + n[:, None] * INTER + kk[None, :], mask=nm[:, None] & km[None, :], other=0.0
+                    )
+                    if IEEE:
+                        acc += tl.dot(a, tl.trans(w), input_precision="ieee")
+                    else:
+                        acc += tl.dot(a, tl.trans(w))
+                wt = tl.load(wt_ptr + pair, mask=has, other=0.0)
+                y = acc.to(dt).to(tl.float32) * wt[:, None]
+                tl.store(y_ptr + pair[:, None] * N + n[None, :], y, mask=has[:, None] & nm[None, :])

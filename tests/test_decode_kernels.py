@@ -1,0 +1,132 @@
+"""The fused Triton decode kernels on CPU through Triton's interpreter (``TRITON_INTERPRET=1``).
+
+References are plain torch (and transformers' own ``apply_rotary_pos_emb``) in float32, drawn fresh per
+shape. The interpreter casts float32→bfloat16 by truncation (the GPU rounds to nearest), so exactness
+is checked in float32; the GPU benchmark checks bf16 behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: the kernels then run in numpy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from ocr_app.engines.deepseek import decode_kernels as dk  # noqa: E402
+
+
+def test_add_rmsnorm_matches_transformers_rmsnorm():
+    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2TextRMSNorm
+
+    g = torch.Generator().manual_seed(0)
+    norm = DeepseekOcr2TextRMSNorm(40, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(40, generator=g))
+    x, r = torch.randn(2, 3, 40, generator=g), torch.randn(2, 3, 40, generator=g)
+    out, res = dk.add_rmsnorm(x, norm.weight, norm.variance_epsilon, r)
+    assert torch.equal(res, r + x)
+    torch.testing.assert_close(out, norm(r + x), rtol=1e-6, atol=1e-6)
+    out2, res2 = dk.add_rmsnorm(x, norm.weight, norm.variance_epsilon)
+    assert res2 is not None and torch.equal(res2, x)
+    torch.testing.assert_close(out2, norm(x), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2)])
+def test_rope_kv_matches_apply_rotary_and_writes_only_each_rows_position(heads, kv_heads):
+    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import apply_rotary_pos_emb
+
+    g = torch.Generator().manual_seed(heads + kv_heads)
+    b, d, slots, length = 3, 16, 5, 12
+    q = torch.randn(b, heads * d + 8, generator=g)[:, : heads * d]  # a strided view, like a fused qkv
+    k, v = torch.randn(b, kv_heads * d, generator=g), torch.randn(b, kv_heads * d, generator=g)
+    pos = torch.tensor([3, 0, 11])
+    inv = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+    emb = torch.cat([pos[:, None] * inv] * 2, -1)
+    cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+    kc = torch.full((slots, kv_heads, length, d), 7.0)
+    vc = torch.full((slots, kv_heads, length, d), 7.0)
+    qo = dk.rope_kv(q, k, v, cos, sin, pos, kc, vc, heads, kv_heads, d)
+    qr, kr = apply_rotary_pos_emb(
+        q.reshape(b, 1, heads, d).transpose(1, 2), k.view(b, 1, kv_heads, d).transpose(1, 2), cos, sin
+    )
+    torch.testing.assert_close(qo, qr, rtol=0, atol=1e-6)
+    written = torch.zeros(slots, length, dtype=torch.bool)
+    for row in range(b):
+        torch.testing.assert_close(kc[row, :, pos[row]], kr[row, :, 0], rtol=0, atol=1e-6)
+        assert torch.equal(vc[row, :, pos[row]], v.view(b, kv_heads, d)[row])
+        written[row, pos[row]] = True
+    assert (kc.permute(0, 2, 1, 3)[~written] == 7.0).all()  # nothing else was touched
+    assert (vc.permute(0, 2, 1, 3)[~written] == 7.0).all()
+
+
+def test_route_matches_softmax_topk():
+    g = torch.Generator().manual_seed(1)
+    x, w = torch.randn(5, 48, generator=g), torch.randn(8, 48, generator=g)
+    idx, wt = dk.route(x, w, 3, 2.5)
+    top_w, top_i = torch.topk((x @ w.T).softmax(-1), 3, dim=-1)
+    assert torch.equal(idx, top_i)
+    torch.testing.assert_close(wt, top_w * 2.5)
+
+
+@pytest.mark.parametrize("tokens", [1, 5, 20])
+def test_moe_experts_match_loop_reference_including_idle_experts(tokens):
+    g = torch.Generator().manual_seed(tokens)
+    experts, hidden, inter, top_k = 8, 48, 24, 2
+    gate_up = torch.randn(experts, 2 * inter, hidden, generator=g) * 0.1
+    down = torch.randn(experts, hidden, inter, generator=g) * 0.1
+    x = torch.randn(tokens, hidden, generator=g)
+    idx = torch.stack([torch.randperm(experts - 2, generator=g)[:top_k] for _ in range(tokens)])  # 6, 7 idle
+    wt = torch.rand(tokens, top_k, generator=g)
+    y = dk.moe_experts(x, gate_up, down, idx, wt)
+    ref = torch.zeros(tokens, hidden)
+    for t in range(tokens):
+        for j in range(top_k):
+            gate, up = (gate_up[idx[t, j]] @ x[t]).chunk(2)
+            ref[t] += wt[t, j] * (down[idx[t, j]] @ (torch.nn.functional.silu(gate) * up))
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_decoder_equals_generate(tiny_checkpoint):
+    """The whole fused step (kernels="triton") reproduces ``generate`` with the guard (fp32)."""
+    from transformers import AutoModelForImageTextToText, LogitsProcessorList
+
+    from ocr_app.engines.deepseek.decode import DecodeRequest, DecoderOptions, PageDecoder
+    from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
+    from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(0)
+    prompts = [[0, *torch.randint(5, 390, (n,), generator=g).tolist()] for n in (7, 12)]
+    n_new, exempt = 8, (400, 401)
+    want = []
+    for p in prompts:
+        t = torch.tensor([p])
+        guard = NoRepeatNGramGuard(2, 6, exempt, prompt_length=len(p))
+        out = model.generate(
+            input_ids=t, attention_mask=torch.ones_like(t), max_new_tokens=n_new, do_sample=False,
+            logits_processor=LogitsProcessorList([guard]), eos_token_id=None, pad_token_id=0,
+        )  # fmt: skip
+        want.append(out[0, len(p) :].tolist())
+    opts = DecoderOptions(guard=GuardSpec(2, 6, exempt), loop=LoopSpec(0), kernels="triton", check_every=4)
+    dec = PageDecoder(model, capacity=2, max_len=64, options=opts)
+    assert dec.fused and dec._fused_moe == [False, True, True]  # layer 0 is the dense MLP
+    got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
+    assert [r.tokens for r in got] == want
+
+
+def test_replaced_experts_are_not_fused():
+    """A quantized or custom experts module keeps its own forward (no fused kernel on its weights)."""
+
+    class Custom(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.experts = torch.nn.Linear(2, 2)  # no 3-D gate_up_proj
+            self.gate = torch.nn.Module()
+            self.shared_experts = torch.nn.Linear(2, 2)
+
+    assert not dk.fusable_moe(Custom())
+    assert not dk.fusable_moe(torch.nn.Linear(2, 2))
