@@ -139,6 +139,25 @@ def test_invalid_choices_are_reported(client, docs, kwargs, message):
         _call(client, [docs["report"]], **kwargs)
 
 
+def test_cancel_endpoint_stops_the_sessions_running_job(client, tmp_path):
+    import time
+
+    from gradio_client import handle_file
+
+    pdf = make_pdf(tmp_path / "six.pdf", [f"Page {i}" for i in range(1, 7)])
+    assert client.predict(api_name="/cancel").startswith("Nothing to cancel")
+    job = client.submit(files=[handle_file(str(pdf))], api_name="/convert")
+    deadline = time.monotonic() + 60
+    while job.status().code.name != "PROCESSING" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "Cancelling" in client.predict(api_name="/cancel")
+    _, result, files = job.result(timeout=120)
+    assert result["cancelled"] is True
+    (doc,) = result["documents"]
+    assert 1 <= len(doc["pages"]) < 6 and doc["pages"][0]["page_number"] == 1
+    assert files == []  # a half-converted file is shown, not offered as a finished download
+
+
 def test_outputs_live_in_one_folder_per_session_and_a_new_job_replaces_the_old(app, client, docs):
     _call(client, [docs["report"]], pages="1")
     sessions = [p for p in app.work_root.iterdir() if p.is_dir()]

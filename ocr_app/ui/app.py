@@ -193,6 +193,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         api_markdown = gr.Textbox(visible=False, label="markdown")
         api_json = gr.JSON(visible=False, label="result")
         api_files = gr.File(visible=False, file_count="multiple", label="files")
+        api_cancel = gr.Textbox(visible=False, label="message")
 
         form_inputs = [files, pages, preset, custom, locate, mode, dpi, use_cache, engine]
         page_outputs = [page_select, page_overlay, page_md, page_status]
@@ -285,10 +286,14 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             result = {"cancelled": outcome.cancelled, "documents": [d.to_dict() for d in documents]}
             return viewer.document_markdown(documents), result, viewer.download_paths(documents)
 
-        def cancel_job(request: gr.Request):
+        def cancel_job(request: gr.Request) -> str:
+            """Toast for the tab, the same words for API clients."""
             if cancels.cancel(_session_key(request)):
-                return "Cancelling… the page in progress finishes first; finished pages are kept."
-            return gr.skip()
+                message = "Cancelling… the page in progress finishes first; finished pages are kept."
+            else:
+                message = "Nothing to cancel: no conversion is running in this session."
+            gr.Info(message)
+            return message
 
         def show_page(key, entries):
             return page_view(entries or [], key)
@@ -325,7 +330,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         api_btn.click(
             convert_api, form_inputs, [api_markdown, api_json, api_files], api_name="convert", **gpu
         )
-        cancel_btn.click(cancel_job, None, job_status, concurrency_limit=None, api_name="cancel")
+        cancel_btn.click(cancel_job, None, api_cancel, concurrency_limit=None, api_name="cancel")
         # .input, not .change: programmatic updates from the job already carry the page they select.
         page_select.input(
             show_page,
