@@ -211,12 +211,13 @@ class ResultCache:
         return n
 
     def stats(self) -> dict[str, int]:
+        files = self._files()  # one directory scan: the UI panel polls this
         return {
             "hits": self.hits,
             "misses": self.misses,
             "writes": self.writes,
-            "entries": len(self),
-            "bytes": self.size_bytes(),
+            "entries": len(files),
+            "bytes": sum(size for _, size, _ in files),
             "max_bytes": self.max_bytes,
         }
 
