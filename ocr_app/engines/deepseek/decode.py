@@ -515,6 +515,8 @@ class PageDecoder:
         Why: the step runs over slots [0, b); a lone long page left in slot 30 would keep the
         32-row graph busy. Copies only the valid part of the KV rows. Returns the moves made.
         """
+        import torch
+
         moves = 0
         while True:
             busy, free = self.busy_slots, self.free_slots
@@ -523,7 +525,8 @@ class PageDecoder:
             src, dst = max(busy), min(free)
             if batch_bucket(max(busy) + 1, self.capacity) == batch_bucket(len(busy), self.capacity):
                 return moves
-            self._move(src, dst)
+            with torch.inference_mode():  # the K/V buffers are inference tensors
+                self._move(src, dst)
             moves += 1
 
     def _move(self, src: int, dst: int) -> None:
