@@ -475,6 +475,11 @@ def main():
             except Exception as e:
                 r["ours"][str(p)] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
                 traceback.print_exc()
+                if str(p) not in r.get("ours_torch", {}):  # keep a figure: the module-path step
+                    reset_peak()
+                    m = run_ours(model, ids, px, p, a.new, torch.bfloat16, kernels="torch")
+                    m.pop("tokens")
+                    r.setdefault("ours_torch", {})[str(p)] = m
             reset_peak()
         for p in [int(x) for x in a.torch_pages.split(",") if x]:
             try:
