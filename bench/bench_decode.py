@@ -418,6 +418,7 @@ def main():
     ap.add_argument("--gen-pages", default="1,16,32")
     ap.add_argument("--new", type=int, default=1000)
     ap.add_argument("--gen-new-multi", type=int, default=64)
+    ap.add_argument("--gen-new-one", type=int, default=0, help="generate's tokens at 1 page (0: --new)")
     ap.add_argument("--presets", default="bf16")
     ap.add_argument("--check", type=int, default=256)
     ap.add_argument("--fp32-check", action="store_true")
@@ -454,7 +455,7 @@ def main():
         r["weights_gib"] = round(torch.cuda.memory_allocated() / GIB, 3) if DEV == "cuda" else 0.0
         for p in [int(x) for x in a.gen_pages.split(",") if x] if preset == "bf16" else []:
             try:
-                n = a.new if p == 1 else a.gen_new_multi
+                n = (a.gen_new_one or a.new) if p == 1 else a.gen_new_multi
                 m = run_generate(model, ids, px, p, n, torch.bfloat16)
                 m.pop("tokens")
                 if n != a.new:

@@ -259,11 +259,12 @@ def measure(label, model, inp, n_new, dev):
         gd = GraphDecode(model, inp, n_new)
         tok, _ = gd.prefill()  # warm-up (compiles kernels)
         times = []
-        for _ in range(3):
+        for _ in range(ARGS.prefill_reps):
             tok, t = gd.prefill()
             times.append(t)
         toks, t_dec = gd.decode(tok, n_new)
     r["prefill_s"] = statistics.median(times)
+    r["prefill_min_s"] = min(times)
     r["decode_tok_s"] = (n_new - 1) / t_dec
     if dev.type == "cuda":
         r["peak_gib"] = torch.cuda.max_memory_allocated() / GIB
@@ -376,6 +377,13 @@ def main():
     limit_vision_views(model, ARGS.views)
     measure(f"bf16_views{ARGS.views}", model, inp, n_new, dev)
     ref_logits = teacher_forced_logits(model, inp, toks)
+    top2 = ref_logits.topk(2, -1).values
+    R["reference"] = {
+        "distinct_tokens": int(toks.unique().numel()),
+        "top1_top2_margin_mean": (top2[:, 0] - top2[:, 1]).mean().item(),
+        "logit_std_mean": ref_logits.std(-1).mean().item(),
+    }
+    log("reference", R["reference"])
     batches = [
         page_inputs(cfg, img, dev, dtype, n_text=256, seed=i + 1)[0] for i, img in enumerate(images[1:])
     ]
@@ -427,11 +435,12 @@ def main():
     gc.collect()
     if dev.type == "cuda":
         torch.cuda.empty_cache()
-    model = build(cfg, dev, dtype)
-    quantize_model(model, Preset("mixed_w8vision", "bfloat16", vision="w8", decoder_bits=4), None)
-    measure("mixed_w8vision_rtn", model, inp, n_new, dev)
-    del model
-    gc.collect()
+    if ARGS.w8vision:
+        model = build(cfg, dev, dtype)
+        quantize_model(model, Preset("mixed_w8vision", "bfloat16", vision="w8", decoder_bits=4), None)
+        measure("mixed_w8vision_rtn", model, inp, n_new, dev)
+        del model
+        gc.collect()
     if dev.type == "cuda":
         torch.cuda.empty_cache()
     if time.perf_counter() - t0 < ARGS.budget_s:
@@ -479,5 +488,7 @@ if __name__ == "__main__":
     ap.add_argument("--calib-dir", default=".qcarry/calib")
     ap.add_argument("--budget-s", type=float, default=240.0, help="skip the int8 run after this long")
     ap.add_argument("--profile", action="store_true", help="write kernel profiles of prefill and decode")
+    ap.add_argument("--prefill-reps", type=int, default=10)
+    ap.add_argument("--w8vision", action="store_true", help="also measure 8-bit weight-only vision")
     ARGS = ap.parse_args()
     main()

@@ -24,6 +24,7 @@ Backend = Literal["auto", "torch", "triton"]
 # the routing directly; more rows are sorted by expert and go through the tensor-core GEMM.
 GEMV_MAX_ROWS = 64
 ENV_BACKEND = "OCR_APP_QUANT_BACKEND"
+GEMV_MIN_PROGRAMS = 264  # two per SM on an H100/H200
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,10 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
     from ocr_app.quant.formats import kernel_block_k, kernel_unroll
 
     rows = out.shape[0]
+    # enough programs to cover the GPU at one token: narrow row blocks when rows × N is small
     block_n = 32
+    while block_n > 8 and rows * triton.cdiv(n_out, block_n) < GEMV_MIN_PROGRAMS:
+        block_n //= 2
     block_k = kernel_block_k(w.in_features, w.group, cap=128)
     grid = (rows, triton.cdiv(n_out, block_n))
     tk.wq_gemv_kernel[grid](
