@@ -32,6 +32,23 @@ def _cli(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None =
     return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 
+def _tiny(model, *extra: str, tokens: str = "4") -> list[str]:
+    """The options every tiny-model conversion shares: the real engine on the CPU, short outputs."""
+    return [
+        "--model",
+        str(model),
+        "--engine",
+        "deepseek",
+        "--device",
+        "cpu",
+        "--mode",
+        "global",
+        "--max-new-tokens",
+        tokens,
+        *extra,
+    ]
+
+
 @pytest.fixture(scope="module")
 def converted(tiny_checkpoint, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cli")
@@ -42,19 +59,7 @@ def converted(tiny_checkpoint, tmp_path_factory):
         str(pdf),
         "-o",
         str(out),
-        "--model",
-        str(tiny_checkpoint),
-        "--engine",
-        "deepseek",
-        "--device",
-        "cpu",
-        "--mode",
-        "global",
-        "--max-new-tokens",
-        "12",
-        "--pages",
-        "1-2,3",
-        "--json-summary",
+        *_tiny(tiny_checkpoint, "--pages", "1-2,3", "--json-summary", tokens="12"),
     )
     return pdf, out, proc
 
@@ -113,24 +118,7 @@ def test_cli_bad_input_exit_code_and_other_files_convert(tiny_checkpoint, tmp_pa
     bad = tmp_path / "broken.pdf"
     bad.write_bytes(b"%PDF-1.7\n1 0 obj <<>> garbage without xref")
     out = tmp_path / "out"
-    proc = _cli(
-        "convert",
-        str(bad),
-        str(good),
-        "-o",
-        str(out),
-        "--model",
-        str(tiny_checkpoint),
-        "--engine",
-        "deepseek",
-        "--device",
-        "cpu",
-        "--mode",
-        "global",
-        "--max-new-tokens",
-        "4",
-        "-q",
-    )
+    proc = _cli("convert", str(bad), str(good), "-o", str(out), *_tiny(tiny_checkpoint, "-q"))
     assert proc.returncode == 2, proc.stderr
     assert "broken.pdf" in proc.stderr
     assert (out / "good" / "good.md").is_file()
@@ -139,21 +127,7 @@ def test_cli_bad_input_exit_code_and_other_files_convert(tiny_checkpoint, tmp_pa
 
 def test_cli_page_range_error_is_bad_input(tiny_checkpoint, tmp_path):
     pdf = make_pdf(tmp_path / "two.pdf", ["one", "two"])
-    proc = _cli(
-        "convert",
-        str(pdf),
-        "-o",
-        str(tmp_path / "o"),
-        "--model",
-        str(tiny_checkpoint),
-        "--engine",
-        "deepseek",
-        "--device",
-        "cpu",
-        "--pages",
-        "5",
-        "-q",
-    )
+    proc = _cli("convert", str(pdf), "-o", str(tmp_path / "o"), *_tiny(tiny_checkpoint, "--pages", "5", "-q"))
     assert proc.returncode == 2
     assert "two.pdf" in proc.stderr and "2 pages" in proc.stderr
 
@@ -179,23 +153,7 @@ def test_cli_make_tiny_model_then_convert(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "tiny" / "config.json").is_file()
     img = make_image(tmp_path / "scan.jpg", text="Scan", size=(500, 400))
-    proc = _cli(
-        "convert",
-        str(img),
-        "-o",
-        str(tmp_path / "o"),
-        "--model",
-        str(tmp_path / "tiny"),
-        "--engine",
-        "deepseek",
-        "--device",
-        "cpu",
-        "--mode",
-        "global",
-        "--max-new-tokens",
-        "4",
-        "-q",
-    )
+    proc = _cli("convert", str(img), "-o", str(tmp_path / "o"), *_tiny(tmp_path / "tiny", "-q"))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "o" / "scan" / "scan.md").is_file()
 
@@ -203,21 +161,7 @@ def test_cli_make_tiny_model_then_convert(tmp_path):
 def test_cli_cache_reuses_results_and_clear_empties_it(tiny_checkpoint, tmp_path):
     cache_env = {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cache")}
     img = make_image(tmp_path / "page.png", text="Cache me", size=(400, 300))
-    args = [
-        "convert",
-        str(img),
-        "--model",
-        str(tiny_checkpoint),
-        "--engine",
-        "deepseek",
-        "--device",
-        "cpu",
-        "--mode",
-        "global",
-        "--max-new-tokens",
-        "4",
-        "--json-summary",
-    ]
+    args = ["convert", str(img), *_tiny(tiny_checkpoint, "--json-summary")]
     first = _cli(*args, "-o", str(tmp_path / "a"), env_extra=cache_env)
     second = _cli(*args, "-o", str(tmp_path / "b"), env_extra=cache_env)
     assert first.returncode == 0 and second.returncode == 0, second.stderr
