@@ -12,6 +12,7 @@ import re
 import shutil
 import time
 import zipfile
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -22,7 +23,7 @@ from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, running_app, tiny_settings
 
 pytestmark = pytest.mark.browser
 
-TIMEOUT_MS = 60_000
+TIMEOUT_MS = 120_000  # generous: a loaded 2-core CI box can be several times slower
 
 
 def _words(markdown: str) -> list[str]:
@@ -55,33 +56,47 @@ def expected(app, inputs, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(app, inputs, tmp_path_factory):
-    """A browser tab after one click on Convert with the default options."""
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-        tab = context.new_page()
-        tab.set_default_timeout(TIMEOUT_MS)
-        tab.goto(app.url)
-        tab.set_input_files("#input-files input[type=file]", [str(p) for p in inputs])
-        for p in inputs:  # the file list shows "report" and ".pdf" in separate elements
-            tab.locator("#input-files").get_by_text(p.stem, exact=True).first.wait_for()
-        tab.click("#convert-btn")
-        # Per-page progress from the library shows while the job runs (model load + two pages: seconds).
-        tab.locator("#job-status").get_by_text(re.compile(r"Recognizing pages? 1")).first.wait_for()
-        tab.locator("#job-status").get_by_text("Done:").wait_for()
-        # The polled panel catches up with the model state within a tick or two.
-        tab.locator("#gpu-status").get_by_text(re.compile(r"deepseek \(default\): ready")).first.wait_for()
-        shot = tmp_path_factory.mktemp("ui-browser-shots") / "after-convert.png"
-        tab.screenshot(path=str(shot), full_page=True)
-        if os.environ.get("OCR_APP_UI_SCREENSHOT"):
-            shutil.copy(shot, os.environ["OCR_APP_UI_SCREENSHOT"])
-        tab.screenshot_path = shot
-        yield tab
-        context.close()
-        browser.close()
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _open(browser, url: str):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    tab.goto(url)
+    return context, tab
+
+
+def _upload(tab, files: list[Path]) -> None:
+    tab.set_input_files("#input-files input[type=file]", [str(p) for p in files])
+    for p in files:  # the file list shows "report" and ".pdf" in separate elements
+        tab.locator("#input-files").get_by_text(p.stem, exact=True).first.wait_for()
+
+
+@pytest.fixture(scope="module")
+def page(app, browser, inputs, tmp_path_factory):
+    """A browser tab after one click on Convert with the default options."""
+    context, tab = _open(browser, app.url)
+    _upload(tab, list(inputs))
+    tab.click("#convert-btn")
+    # Per-page progress from the library shows while the job runs (model load + two pages: seconds).
+    tab.locator("#job-status").get_by_text(re.compile(r"Recognizing pages? 1")).first.wait_for()
+    tab.locator("#job-status").get_by_text("Done:").wait_for()
+    # The polled panel catches up with the model state within a tick or two.
+    tab.locator("#gpu-status").get_by_text(re.compile(r"deepseek \(default\): ready")).first.wait_for()
+    shot = tmp_path_factory.mktemp("ui-browser-shots") / "after-convert.png"
+    tab.screenshot(path=str(shot), full_page=True)
+    if os.environ.get("OCR_APP_UI_SCREENSHOT"):
+        shutil.copy(shot, os.environ["OCR_APP_UI_SCREENSHOT"])
+    tab.screenshot_path = shot
+    yield tab
+    context.close()
 
 
 def test_screenshot_saved(page):
@@ -185,3 +200,28 @@ def test_closing_the_tab_deletes_the_session_outputs(app, page):
     while time.monotonic() < deadline and any(p.exists() for p in sessions):
         time.sleep(0.2)
     assert not any(p.exists() for p in sessions)
+
+
+def test_second_tab_waits_in_the_queue_and_cancel_stops_the_first(app, browser, tmp_path):
+    """concurrency_limit=1: tab B shows its queue position while tab A converts; A's Cancel keeps A's
+    finished pages, then B's job runs to the end."""
+    long_pdf = make_pdf(tmp_path / "long.pdf", [f"# Section {i}\nBody text {i}." for i in range(1, 9)])
+    short_pdf = make_pdf(tmp_path / "short.pdf", ["# Short\nOne page."])
+    ctx_a, a = _open(browser, app.url)
+    ctx_b, b = _open(browser, app.url)
+    try:
+        _upload(a, [long_pdf])
+        _upload(b, [short_pdf])
+        a.click("#convert-btn")
+        a.locator("#job-status").get_by_text(re.compile(r"Recogni[sz]")).first.wait_for()
+        b.click("#convert-btn")
+        b.locator("#job-status").get_by_text(re.compile(r"queue: 1/1")).first.wait_for()
+        a.click("#cancel-btn")
+        a.locator("#job-status").get_by_text("Cancelled.").wait_for()
+        kept = int(re.search(r"(\d+) page\(s\) finished", a.inner_text("#job-status")).group(1))
+        assert 1 <= kept < 8
+        assert a.locator("#page-select input").input_value().startswith("long.pdf · page 1")
+        b.locator("#job-status").get_by_text("Done: 1 page(s) from 1 file(s)").wait_for()
+    finally:
+        ctx_a.close()
+        ctx_b.close()
