@@ -130,3 +130,16 @@ def test_replaced_experts_are_not_fused():
 
     assert not dk.fusable_moe(Custom())
     assert not dk.fusable_moe(torch.nn.Linear(2, 2))
+
+
+def test_moe_combine_adds_shared_output_like_transformers():
+    g = torch.Generator().manual_seed(7)
+    experts, hidden, inter, top_k, tokens = 8, 48, 24, 2, 3
+    gate_up = torch.randn(experts, 2 * inter, hidden, generator=g) * 0.1
+    down = torch.randn(experts, hidden, inter, generator=g) * 0.1
+    x = torch.randn(tokens, hidden, generator=g)
+    idx = torch.stack([torch.randperm(experts, generator=g)[:top_k] for _ in range(tokens)])
+    wt = torch.rand(tokens, top_k, generator=g)
+    shared = torch.randn(tokens, hidden, generator=g)
+    routed = dk.moe_experts(x, gate_up, down, idx, wt)
+    torch.testing.assert_close(dk.moe_experts(x, gate_up, down, idx, wt, shared=shared), routed + shared)

@@ -408,7 +408,8 @@ class PageDecoder:
             if self._fused_moe[i]:
                 gate, ex = mlp.gate, mlp.experts
                 idx, wt = dk.route(x, gate.weight, gate.top_k, gate.routed_scaling_factor)
-                pending = dk.moe_experts(x, ex.gate_up_proj, ex.down_proj, idx, wt) + mlp.shared_experts(x)
+                shared = mlp.shared_experts(x)
+                pending = dk.moe_experts(x, ex.gate_up_proj, ex.down_proj, idx, wt, shared=shared)
             else:
                 pending = mlp(x[:, None, :])[:, 0, :]
         norm = self.lm.norm

@@ -66,21 +66,12 @@ def rope_kv(
 
 
 @triton.jit
-def route(
-    x_ptr, w_ptr, idx_ptr, wt_ptr, scale, K, E,
-    TOPK: tl.constexpr, EP: tl.constexpr, BK: tl.constexpr,
-):  # fmt: skip
+def route_topk(logits_ptr, idx_ptr, wt_ptr, scale, E, TOPK: tl.constexpr, EP: tl.constexpr):
+    # softmax over one token's fp32 router logits, greedy top-k, routed scaling
     t = tl.program_id(0)
     e = tl.arange(0, EP)
     em = e < E
-    acc = tl.zeros([EP], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        kk = k0 + tl.arange(0, BK)
-        km = kk < K
-        x = tl.load(x_ptr + t * K + kk, mask=km, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + e[:, None] * K + kk[None, :], mask=em[:, None] & km[None, :], other=0.0)
-        acc += tl.sum(w.to(tl.float32) * x[None, :], axis=1)
-    acc = tl.where(em, acc, float("-inf"))
+    acc = tl.load(logits_ptr + t * E + e, mask=em, other=float("-inf"))
     p = tl.exp(acc - tl.max(acc, axis=0))
     p = p / tl.sum(p, axis=0)
     p = tl.where(em, p, -1.0)
@@ -90,6 +81,22 @@ def route(
         tl.store(idx_ptr + t * TOPK + j, arg)
         tl.store(wt_ptr + t * TOPK + j, best * scale)
         p = tl.where(e == arg, -2.0, p)
+
+
+@triton.jit
+def moe_combine(y_ptr, shared_ptr, out_ptr, N, TOPK: tl.constexpr, BLOCK: tl.constexpr):
+    # out = (sum_j y[t, j]) rounded to the model dtype, + shared expert output (torch's order and roundings)
+    t = tl.program_id(0)
+    nb = tl.program_id(1)
+    n = nb * BLOCK + tl.arange(0, BLOCK)
+    m = n < N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for j in tl.static_range(TOPK):
+        acc += tl.load(y_ptr + (t * TOPK + j) * N + n, mask=m, other=0.0)
+    dt = out_ptr.dtype.element_ty
+    sh = tl.load(shared_ptr + t * N + n, mask=m, other=0.0).to(tl.float32)
+    out = acc.to(dt).to(tl.float32) + sh
+    tl.store(out_ptr + t * N + n, out.to(dt), mask=m)
 
 
 @triton.jit
