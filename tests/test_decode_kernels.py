@@ -143,3 +143,14 @@ def test_moe_combine_adds_shared_output_like_transformers():
     shared = torch.randn(tokens, hidden, generator=g)
     routed = dk.moe_experts(x, gate_up, down, idx, wt)
     torch.testing.assert_close(dk.moe_experts(x, gate_up, down, idx, wt, shared=shared), routed + shared)
+
+
+def test_argmax_matches_torch_including_ties_and_banned_ids():
+    g = torch.Generator().manual_seed(11)
+    logits = torch.randn(3, 9000, generator=g)
+    logits[0, 8500] = logits[0, 20] = 50.0  # a tie across blocks: the first index wins
+    logits[1, :] = float("-inf")
+    logits[1, 4097] = -1.0
+    logits[2, logits[2].argmax()] = float("-inf")  # a banned maximum
+    assert torch.equal(dk.argmax(logits), logits.argmax(-1))
+    assert dk.argmax(logits)[0].item() == 20

@@ -325,7 +325,12 @@ class PageDecoder:
 
         guard_start = self.guard_start[rows]
         ban_repeated_ngrams_(logits, seq_rows, seq_len, guard_start, self.options.guard, self._exempt)
-        nxt = logits.argmax(-1)
+        if self.fused:
+            from ocr_app.engines.deepseek import decode_kernels as dk
+
+            nxt = dk.argmax(logits)
+        else:
+            nxt = logits.argmax(-1)
         at = seq_len.clamp(max=self.max_len - 1)
         old = self.seq[rows, at]
         self.seq[rows, at] = torch.where(run, nxt, old)

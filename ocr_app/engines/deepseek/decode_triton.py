@@ -201,3 +201,27 @@ def moe_down(
                 wt = tl.load(wt_ptr + pair, mask=has, other=0.0)
                 y = acc.to(dt).to(tl.float32) * wt[:, None]
                 tl.store(y_ptr + pair[:, None] * N + n[None, :], y, mask=has[:, None] & nm[None, :])
+
+
+@triton.jit
+def argmax_partial(x_ptr, val_ptr, idx_ptr, V, NB, BLOCK: tl.constexpr):
+    # stage 1 of a row argmax over a wide vocabulary: one program per (row, block of BLOCK ids)
+    r = tl.program_id(0)
+    b = tl.program_id(1)
+    offs = b * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r.to(tl.int64) * V + offs, mask=offs < V, other=float("-inf"))
+    best = tl.max(x, axis=0)
+    arg = tl.min(tl.where(x == best, offs, V), axis=0)  # first index among ties, like torch.argmax
+    tl.store(val_ptr + r * NB + b, best)
+    tl.store(idx_ptr + r * NB + b, arg)
+
+
+@triton.jit
+def argmax_final(val_ptr, idx_ptr, out_ptr, NB, V, NBP: tl.constexpr):
+    r = tl.program_id(0)
+    j = tl.arange(0, NBP)
+    m = j < NB
+    v = tl.load(val_ptr + r * NB + j, mask=m, other=float("-inf"))
+    i = tl.load(idx_ptr + r * NB + j, mask=m, other=V)
+    best = tl.max(v, axis=0)
+    tl.store(out_ptr + r, tl.min(tl.where(v == best, i, V), axis=0).to(tl.int64))
