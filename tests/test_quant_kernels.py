@@ -153,6 +153,7 @@ for bits in (4, 8):
         x = torch.randn(m, k)
         worst = max(worst, rel(wq_linear(x, ql.qw, ql.bias, ql.input_scale_inv, backend="triton"),
                                wq_linear(x, ql.qw, ql.bias, ql.input_scale_inv, backend="torch")))
+        worst = max(worst, rel(wq_linear(x, ql.qw, backend="triton"), wq_linear(x, ql.qw, backend="torch")))
     # decode (GEMV, pairs <= GEMV_MAX_ROWS) and prefill (sorted grouped GEMM) paths, empty experts included
     for t, e, h, i, topk in ((1, 8, 64, 32, 2), (5, 4, 128, 64, 3), (GEMV_MAX_ROWS, 8, 64, 32, 2)):
         qe = QuantExperts.from_float(torch.randn(e, 2 * i, h) / 8, torch.randn(e, h, i) / 8, bits=bits,

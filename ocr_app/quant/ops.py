@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Backend = Literal["auto", "torch", "triton"]
+# Unused optional pointers are passed as None (a null constexpr): Triton's launcher validates every
+# tensor argument with a driver call (cuPointerGetAttribute), which is costly on virtualised GPUs.
 
 # Decode: up to this many rows (tokens, or token-expert pairs) go through the GEMV kernel, which reads
 # the routing directly; more rows are sorted by expert and go through the tensor-core GEMM.
@@ -117,16 +119,16 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
         w.codes,
         w.scale,
         w.wmin,
-        idx if idx is not None else out,
-        isc if isc is not None else out,
-        rw if rw is not None else out,
+        idx,
+        isc,
+        rw,
         out,
         out.stride(0),
         n_out,
         w.codes.shape[1],
         w.in_features,
         w.group,
-        bias if bias is not None else out,
+        bias,
         X_DIV=x_div,
         BITS=w.bits,
         HAS_IDX=idx is not None,
@@ -157,10 +159,10 @@ def _gemm_launch(
         w.codes,
         w.scale,
         w.wmin,
-        rows if rows is not None else out,
-        bexp if bexp is not None else out,
-        isc if isc is not None else out,
-        rw if rw is not None else out,
+        rows,
+        bexp,
+        isc,
+        rw,
         out,
         out.stride(0),
         m,
@@ -169,7 +171,7 @@ def _gemm_launch(
         w.in_features,
         w.group,
         w.codes.shape[0],
-        bias if bias is not None else out,
+        bias,
         X_DIV=x_div,
         BITS=w.bits,
         HAS_IDX=rows is not None,
@@ -349,7 +351,7 @@ def int8_linear(
         out = torch.empty(m, n, device=x.device, dtype=x.dtype)
         grid = (triton.cdiv(m, 64), triton.cdiv(n, 64))
         tk.int8_epilogue_kernel[grid](
-            acc, xs, wscale, bias if bias is not None else wscale, out, m, n,
+            acc, xs, wscale, bias, out, m, n,
             HAS_BIAS=bias is not None, BLOCK_M=64, BLOCK_N=64,
         )  # fmt: skip
         return out.reshape(*lead, n)
