@@ -6,6 +6,7 @@ the same Blocks run on a GPU server, a CPU laptop, or against the tiny test chec
 """
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FILE_TYPES = [".pdf", ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".gif"]
 PANEL_INTERVAL_S = 2.0
+LIVE_VIEW_INTERVAL_S = 1.0  # while a job runs, refresh the page viewer at most this often
 CSS = """
 #page-overlay img { object-fit: contain; }
 #job-status { min-height: 5em; }
@@ -61,6 +62,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
     """Return the app's ``gr.Blocks`` (queue configured); call ``launch`` on it or use ``ui.launch``."""
     import gradio as gr
 
+    from ocr_app.ingest import SUPPORTED_EXTENSIONS
     from ocr_app.runtime.vram import VramHistory
 
     dirs = SessionDirs(work_dir)
@@ -107,7 +109,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 files = gr.File(
                     label="PDFs and images",
                     file_count="multiple",
-                    file_types=FILE_TYPES,
+                    file_types=sorted(SUPPORTED_EXTENSIONS),
                     elem_id="input-files",
                 )
                 with gr.Row():
@@ -133,7 +135,13 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                         label="Resolution mode",
                         info="auto picks per page; larger modes read small print better but cost more",
                     )
-                    dpi = gr.Slider(72, 300, value=settings.dpi, step=1, label="PDF render DPI")
+                    dpi = gr.Slider(
+                        min(72, settings.dpi),
+                        max(300, settings.dpi),
+                        value=settings.dpi,
+                        step=1,
+                        label="PDF render DPI",
+                    )
                     use_cache = gr.Checkbox(value=settings.cache_enabled, label="Cross-page vision cache")
                     engine = gr.Dropdown(
                         [(status_panel.engine_label(n, describe), n) for n in engine_names],
@@ -242,6 +250,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             values = form.FormValues(pages, prompt, custom_prompt, locate_text, mode, dpi, use_cache, engine)
             live: dict[str, DocumentResult] = {}
             outcome = JobOutcome()
+            last_view = 0.0
             yield {job_status: "Starting…", downloads: None}
             for item in run_job(values, files, request):
                 if isinstance(item, JobOutcome):
@@ -249,12 +258,16 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                     break
                 progress(item.fraction, desc=item.message)
                 result = item.event.page_result
-                if result is None:
+                if result is not None:
+                    doc = live.setdefault(item.event.source, DocumentResult(source=item.event.source))
+                    doc.pages.append(result)
+                # The full view resends every page so far: at most once per interval, so a long document
+                # does not flood the browser; the progress line updates on every event.
+                if result is not None and time.monotonic() - last_view >= LIVE_VIEW_INTERVAL_S:
+                    last_view = time.monotonic()
+                    yield view(list(live.values()), item.message, final=False)
+                else:
                     yield {job_status: item.message}
-                    continue
-                doc = live.setdefault(item.event.source, DocumentResult(source=item.event.source))
-                doc.pages.append(result)
-                yield view(list(live.values()), item.message, final=False)
             documents = outcome.documents
             if not outcome.cancelled and documents and all(d.error for d in documents):
                 raise gr.Error(_failure_message(documents), title="Conversion failed")
