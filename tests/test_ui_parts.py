@@ -282,6 +282,11 @@ def test_gpu_events_share_one_queue_limit(converter, tiny_checkpoint, tmp_path):
     assert ui.concurrency_id == api.concurrency_id == "gpu"
     assert ui.concurrency_limit == api.concurrency_limit == 2
     assert fns["cancel_job"].concurrency_limit is None  # Cancel must never wait behind the job it cancels
+    by_id = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    for md in ("page-markdown", "doc-markdown"):  # DeepSeek writes \( \) and \[ \]; tables are HTML
+        delimiters = {(d["left"], d["right"]) for d in by_id[md].latex_delimiters}
+        assert {("\\(", "\\)"), ("\\[", "\\]"), ("$$", "$$")} <= delimiters
+        assert by_id[md].sanitize_html  # HTML tables render, scripts do not
     demo.ocr_app_dirs.close()
 
 
