@@ -8,6 +8,7 @@ layer kind on activations with injected outlier channels. Prints a table; writes
 
     python bench/bench_quant.py            # on the device tool (H200)
     python bench/bench_quant.py --tiny     # CPU smoke run of the same code with tiny dims
+    python bench/bench_quant.py --render-calib .qcarry/calib   # here, when the GPU image lacks PyMuPDF
 """
 
 from __future__ import annotations
@@ -490,5 +491,14 @@ if __name__ == "__main__":
     ap.add_argument("--profile", action="store_true", help="write kernel profiles of prefill and decode")
     ap.add_argument("--prefill-reps", type=int, default=10)
     ap.add_argument("--w8vision", action="store_true", help="also measure 8-bit weight-only vision")
+    ap.add_argument("--render-calib", metavar="DIR", help="render calibration PNGs into DIR (for GPU images "
+                    "without PyMuPDF, then --calib-dir DIR there) and exit")  # fmt: skip
     ARGS = ap.parse_args()
+    if ARGS.render_calib:
+        from ocr_app.quant.calibration import render_calibration_pages
+
+        Path(ARGS.render_calib).mkdir(parents=True, exist_ok=True)
+        for i, (img, _) in enumerate(render_calibration_pages(ARGS.calib + 1)):
+            img.save(Path(ARGS.render_calib) / f"page{i}.png")
+        sys.exit(0)
     main()
