@@ -163,6 +163,13 @@ def test_session_dirs_replace_finished_jobs_keep_running_ones_and_clean_up(tmp_p
     odd = dirs.new_job("../../etc")
     assert odd.resolve().is_relative_to((tmp_path / "root").resolve())
     assert dirs.cleanup("abc") is True and not third.exists() and dirs.cleanup("abc") is False
+    # The tab closes while a job still runs: whatever the job writes afterwards is removed when it ends.
+    busy = dirs.new_job("late")
+    assert dirs.cleanup("late") is True and not busy.exists()
+    busy.mkdir(parents=True)
+    (busy / "written-after-close.md").write_text("x")
+    dirs.finished(busy)
+    assert not busy.parent.exists()
     dirs.close()
     assert not (tmp_path / "root").exists()
 

@@ -25,6 +25,7 @@ class SessionDirs:
         self.root.mkdir(parents=True, exist_ok=True)
         self._counter = 0
         self._active: set[Path] = set()  # jobs still running: never deleted by a newer job
+        self._closed: set[Path] = set()  # sessions whose tab closed while a job still wrote into them
         self._lock = threading.Lock()
 
     def _session_dir(self, session: str) -> Path:
@@ -37,6 +38,7 @@ class SessionDirs:
         with self._lock:
             self._counter += 1
             job = base / f"job-{self._counter}"
+            self._closed.discard(base)
             old = [p for p in base.iterdir() if p not in self._active] if base.exists() else []
             self._active.add(job)
         for path in old:
@@ -48,10 +50,16 @@ class SessionDirs:
         """The job is done; its folder stays (the viewer reads overlays from it) until the next job."""
         with self._lock:
             self._active.discard(job)
+            orphan = job.parent in self._closed
+        if orphan:  # the tab closed mid-job: what the job wrote after the cleanup goes too
+            shutil.rmtree(job.parent, ignore_errors=True)
 
     def cleanup(self, session: str) -> bool:
         """Delete everything the session wrote; True when there was something to delete."""
         base = self._session_dir(session)
+        with self._lock:
+            if any(job.parent == base for job in self._active):
+                self._closed.add(base)
         if not base.exists():
             return False
         shutil.rmtree(base, ignore_errors=True)
