@@ -131,8 +131,10 @@ def run_engine(engine, name: str, kind: str, corpus: Corpus, images: list) -> tu
     return score, outputs
 
 
-def make_engines(names: list[str]) -> dict[str, object]:
+def make_engines(names: list[str]) -> tuple[dict[str, object], dict[str, str]]:
+    """The engines to measure, and why any asked for could not run here."""
     engines: dict[str, object] = {}
+    skipped: dict[str, str] = {}
     for name in names:
         if name == "textlayer":
             from ocr_app.engines.textlayer import TextLayerEngine
@@ -150,14 +152,16 @@ def make_engines(names: list[str]) -> dict[str, object]:
 
                 settings = load_settings(engine="deepseek")
                 if not weights_available(settings.model):
-                    print(f"deepseek: skipped, no weights for {settings.model}", file=sys.stderr)
+                    skipped[name] = f"no weights for {settings.model} on this machine"
                     continue
                 engines[name] = build_engines(settings).get("deepseek")
             except Exception as exc:  # the benchmark reports what it could not run, and goes on
-                print(f"deepseek: skipped ({exc})", file=sys.stderr)
+                skipped[name] = str(exc)
         else:
             raise SystemExit(f"unknown engine {name!r}")
-    return engines
+    for name, why in skipped.items():
+        print(f"{name}: not run ({why})", file=sys.stderr)
+    return engines, skipped
 
 
 def table_markdown(rows: list[dict[str, object]]) -> str:
@@ -193,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         corpus = build_corpus(work, args.pages, args.first_seed)
         print(f"generated {args.pages} pages in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        engines = make_engines([e.strip() for e in args.engines.split(",") if e.strip()])
+        engines, skipped = make_engines([e.strip() for e in args.engines.split(",") if e.strip()])
         rows: list[dict[str, object]] = []
         dumps: dict[str, list[str]] = {}
         for name, engine in engines.items():
@@ -206,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(table_markdown([score.row()]).splitlines()[-1], file=sys.stderr)
             engine.unload()
         table = table_markdown(rows)
+        if skipped:
+            table += "\n\n" + "\n".join(f"- {n}: not run ({why})" for n, why in skipped.items())
         print(table)
         if args.out:
             (work / "results.json").write_text(json.dumps({"rows": rows, "outputs": dumps}, indent=1))

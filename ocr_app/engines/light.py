@@ -128,6 +128,7 @@ class LightOcrEngine(Engine):
         threads: int | None = None,
         text_score: float = 0.5,
         use_cls: bool = False,
+        det_max_side: int = 1280,
         layout: LayoutConfig | None = None,
         ocr_factory: Callable[[dict[str, Any]], Any] = _default_factory,
     ) -> None:
@@ -135,6 +136,11 @@ class LightOcrEngine(Engine):
             "Global.log_level": "warning",
             "Global.use_cls": use_cls,
             "Global.text_score": text_score,
+            # Detection on at most 1280 px (a 144-DPI A4 page is 1684 px high): 30 % less detection
+            # time, no loss measured on 9-16 pt text (docs/ACCURACY.md). Recognition still reads
+            # the full-resolution line crops.
+            "Det.limit_type": "max",
+            "Det.limit_side_len": det_max_side,
         }
         if threads:
             self._params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
