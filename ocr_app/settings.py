@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     max_new_tokens: int = Field(8192, ge=1)
     no_repeat_ngram_size: int = Field(30, ge=0)
     no_repeat_window: int = Field(90, ge=0)
+    decoder: Literal["auto", "generate", "graph"] = Field(
+        "auto",
+        description="auto: graph decoder (slot KV cache, CUDA graphs, continuous batching) on CUDA and "
+        "transformers generate elsewhere; graph: always the graph decoder (eager on CPU); generate.",
+    )
+    decode_max_slots: int = Field(32, ge=1, description="Most pages the graph decoder runs at once.")
     text_layer: Literal["auto", "always", "never"] = "auto"
 
     # runtime

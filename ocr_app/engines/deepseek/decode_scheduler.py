@@ -64,6 +64,14 @@ def plan_capacity(model: Any, max_len: int, wanted: int, max_slots: int, prefill
     return cap
 
 
+def _page_error(exc: Exception) -> Exception:
+    """What a page's future raises: our errors and CUDA OOM as they are (OOM recovery retries on
+    ``torch.OutOfMemoryError``), anything else wrapped in ``EngineError``."""
+    if isinstance(exc, EngineError) or type(exc).__name__ == "OutOfMemoryError":
+        return exc
+    return EngineError(f"decoding failed: {exc}")
+
+
 class DecodeScheduler:
     """Thread-safe page queue in front of one decoder (continuous batching)."""
 
@@ -169,7 +177,7 @@ class DecodeScheduler:
                     self._cycle(pending, owners)
             except Exception as exc:  # the whole decoder state is suspect: fail its pages, rebuild
                 logger.exception("decode failed")
-                err = exc if isinstance(exc, EngineError) else EngineError(f"decoding failed: {exc}")
+                err = _page_error(exc)
                 self._fail_all(deque(), owners, err)
                 self._release()
 
@@ -226,9 +234,7 @@ class DecodeScheduler:
             for (_, f), q in zip(batch, reqs, strict=True):
                 owners.pop(id(q.key), None)
                 if not f.done():
-                    f.set_exception(
-                        exc if isinstance(exc, EngineError) else EngineError(f"prefill failed: {exc}")
-                    )
+                    f.set_exception(_page_error(exc))
             for s in dec.busy_slots:
                 if id(dec.slot_key[s]) not in owners:
                     dec.slot_key[s] = None

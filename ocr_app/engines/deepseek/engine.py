@@ -146,6 +146,7 @@ class DeepSeekOcr2Engine(Engine):
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
         self._exempt_ids: list[int] = []
+        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -172,6 +173,9 @@ class DeepSeekOcr2Engine(Engine):
 
     def unload(self) -> None:
         was_cuda = self.device is not None and self.device.type == "cuda"
+        if self._decoder is not None:  # stop its worker and drop its K/V buffers and graphs
+            self._decoder.close()
+            self._decoder = None
         self.model = None
         self.processor = None
         gc.collect()
@@ -206,6 +210,11 @@ class DeepSeekOcr2Engine(Engine):
         if not requests:
             return
         self.load()
+        from ocr_app.engines.deepseek.decode_adapter import stream_pages, wants_graph_decoder
+
+        if wants_graph_decoder(self.settings.decoder, self.device):
+            yield from stream_pages(self, requests)  # pages stream out as each one finishes
+            return
         for start in range(0, len(requests), self.batch_size):
             chunk = list(requests[start : start + self.batch_size])
             with torch.inference_mode():
@@ -348,6 +357,10 @@ class DeepSeekOcr2Engine(Engine):
 
     def _decode(self, prepared: PreparedBatch) -> list[tuple[list[int], StopReason]]:
         """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token."""
+        from ocr_app.engines.deepseek.decode_adapter import decode_prepared, wants_graph_decoder
+
+        if wants_graph_decoder(self.settings.decoder, self.device):
+            return decode_prepared(self, prepared)  # same tokens, through the graph decoder
         from transformers import GenerationConfig, LogitsProcessorList
         from transformers.modeling_outputs import BaseModelOutputWithPooling
 

@@ -1,0 +1,143 @@
+"""Plugs the graph decoder into ``DeepSeekOcr2Engine`` (setting ``decoder``: auto | generate | graph).
+
+Why a separate module: the engine keeps one decode entry point (``_decode``) and one streaming entry
+point (``predict_stream``); both call into here when the graph decoder is on, so the engine file only
+gains a few lines. With the graph decoder, ``predict_stream`` no longer waits for a whole batch: the
+pages of each chunk are handed to the engine's ``DecodeScheduler`` (continuous batching, shared by
+concurrent jobs of the same engine) while the next chunk goes through the vision encoder, and each page
+is yielded the moment it finishes.
+
+Stop reasons follow the engine's rules: END at EOS (EOS not included in the ids), LENGTH at the cap,
+REPETITION when ``find_repetition`` says the capped tail loops or when the decoder stopped a page early
+because it was looping (``LoopSpec``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import TYPE_CHECKING, Any
+
+from ocr_app.engines.deepseek.decode import DecodeRequest, DecodeResult, DecoderOptions
+from ocr_app.engines.deepseek.decode_guard import GuardSpec
+from ocr_app.exceptions import ConfigError
+from ocr_app.schema import EngineOutput, PageRequest, StopReason
+
+if TYPE_CHECKING:
+    from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler
+    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, PreparedBatch
+
+logger = logging.getLogger(__name__)
+
+DECODERS = ("auto", "generate", "graph")
+
+
+def wants_graph_decoder(setting: str, device: Any) -> bool:
+    """``auto``: the graph decoder on CUDA, ``generate`` elsewhere. ``graph`` on CPU runs the same
+    decoder eagerly (identical tokens to ``generate``; useful to test it anywhere)."""
+    choice = (setting or "auto").strip().lower()
+    if choice not in DECODERS:
+        raise ConfigError(f"decoder must be one of {', '.join(DECODERS)}, not {setting!r}")
+    if choice == "auto":
+        return getattr(device, "type", str(device)) == "cuda"
+    return choice == "graph"
+
+
+def scheduler_for(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
+    """The engine's scheduler, built on first use from its settings (guard, EOS ids, slots)."""
+    from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler
+
+    sched = getattr(engine, "_decoder", None)
+    if sched is not None and sched.model is engine.model:
+        return sched
+    s = engine.settings
+    opts = DecoderOptions(
+        guard=GuardSpec(s.no_repeat_ngram_size, s.no_repeat_window, tuple(engine._exempt_ids)),
+        eos_ids=tuple(engine._eos_ids()),
+        graphs="auto",
+    )
+    sched = DecodeScheduler(engine.model, opts, max_slots=int(getattr(s, "decode_max_slots", 32)))
+    engine._decoder = sched
+    return sched
+
+
+def finish(res: DecodeResult, eos_ids: set[int]) -> tuple[list[int], StopReason]:
+    """Engine-facing ids and stop reason for one decoded page."""
+    from ocr_app.engines.deepseek.guard import find_repetition
+
+    toks = list(res.tokens)
+    if res.stop is StopReason.END and toks and toks[-1] in eos_ids:
+        return toks[:-1], StopReason.END
+    if res.stop is StopReason.LENGTH and find_repetition(toks):
+        return toks, StopReason.REPETITION
+    return toks, res.stop
+
+
+def _request(input_ids: Sequence[int], features: Any, max_new: int, key: Any) -> DecodeRequest:
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    mm = {"image": BaseModelOutputWithPooling(pooler_output=[features])}
+    return DecodeRequest(list(input_ids), {"mm_encoder_outputs": mm}, int(max_new), key=key)
+
+
+def decode_prepared(
+    engine: DeepSeekOcr2Engine, prepared: PreparedBatch
+) -> list[tuple[list[int], StopReason]]:
+    """``_decode`` through the scheduler: un-pad each row, decode, map stops like ``finish_row``."""
+    reqs = []
+    width = prepared.input_ids.shape[1]
+    for i, plen in enumerate(prepared.prompt_lengths):
+        ids = prepared.input_ids[i, width - plen :].tolist()
+        reqs.append(_request(ids, prepared.image_features[i], prepared.max_new_tokens[i], key=i))
+    t0 = time.perf_counter()
+    results = scheduler_for(engine).run(reqs)
+    prepared.timings["prefill"] = max((r.first_token_s for r in results), default=0.0)
+    prepared.timings["decode"] = max(0.0, time.perf_counter() - t0 - prepared.timings["prefill"])
+    eos = set(prepared.eos_token_ids)
+    return [finish(r, eos) for r in results]
+
+
+def stream_pages(
+    engine: DeepSeekOcr2Engine, requests: Sequence[PageRequest]
+) -> Iterator[tuple[int, EngineOutput]]:
+    """Yield ``(index, output)`` as pages finish; chunks of ``engine.batch_size`` pages go through
+    the vision encoder one after another while earlier pages decode."""
+    import torch
+
+    sched = scheduler_for(engine)
+    eos = set(engine._eos_ids())
+    waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
+
+    def ready(block: bool) -> Iterator[tuple[int, EngineOutput]]:
+        if not waiting:
+            return
+        done, _ = wait(list(waiting), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        for f in sorted(done, key=lambda f: waiting[f][0]):
+            index, page, timings, t0 = waiting.pop(f)
+            res: DecodeResult = f.result()  # raises the page's error (EngineError, OOM) to the caller
+            ids, stop = finish(res, eos)
+            t = dict(timings, prefill=res.first_token_s, decode=res.decode_s, total=time.perf_counter() - t0)
+            yield index, engine._output(page, ids, stop, t)
+
+    for start in range(0, len(requests), engine.batch_size):
+        chunk = list(requests[start : start + engine.batch_size])
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            pages = [engine.preprocess(r) for r in chunk]
+            t1 = time.perf_counter()
+            engine._attach_features(pages)
+        t2 = time.perf_counter()
+        timings = {"preprocess": t1 - t0, "vision": t2 - t1}
+        reqs = [
+            _request(p.input_ids, p.features, p.max_new_tokens, key=start + j) for j, p in enumerate(pages)
+        ]
+        for j, f in enumerate(sched.submit_many(reqs)):
+            waiting[f] = (start + j, pages[j], timings, t0)
+        yield from ready(block=False)
+    while waiting:
+        yield from ready(block=True)
+
+
+__all__ = ["DECODERS", "decode_prepared", "finish", "scheduler_for", "stream_pages", "wants_graph_decoder"]

@@ -1,0 +1,86 @@
+"""The DeepSeek engine with ``decoder="graph"`` (the graph decoder, eager on CPU) against ``generate``.
+
+Both engines load the tiny checkpoint through the real loader; the generate engine's output is the
+expected value (computed by the library, never written by hand).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ocr_app.engines.deepseek.decode_adapter import wants_graph_decoder  # noqa: E402
+from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine  # noqa: E402
+from ocr_app.engines.deepseek.prompts import resolve_prompt  # noqa: E402
+from ocr_app.exceptions import ConfigError  # noqa: E402
+from ocr_app.schema import PageImage, PageRequest, StopReason  # noqa: E402
+from ocr_app.settings import load_settings  # noqa: E402
+
+
+def _request(size, index, max_new=None):
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", size, "white")
+    ImageDraw.Draw(img).text((20, 20), f"Page {index}", fill="black")
+    page = PageImage(image=img, index=index, source="t.png")
+    return PageRequest(page=page, prompt=resolve_prompt("markdown"), mode="small", max_new_tokens=max_new)
+
+
+@pytest.fixture(scope="module")
+def engines(tiny_checkpoint):
+    made = {}
+    for dec in ("generate", "graph"):
+        s = load_settings(model=str(tiny_checkpoint), device="cpu", max_new_tokens=12, decoder=dec)
+        made[dec] = DeepSeekOcr2Engine(s, batch_size=2)
+        made[dec].load()
+    yield made
+    for e in made.values():
+        e.unload()
+
+
+def test_graph_decoder_engine_equals_generate_engine(engines):
+    reqs = [_request((300, 400), 0), _request((500, 300), 1, max_new=5), _request((320, 320), 2, max_new=9)]
+    want = engines["generate"].predict_batch(reqs)
+    got = engines["graph"].predict_batch(reqs)
+    assert [o.raw_text for o in got] == [o.raw_text for o in want]
+    assert [o.stop_reason for o in got] == [o.stop_reason for o in want]
+    assert [o.num_tokens for o in got] == [o.num_tokens for o in want] == [12, 5, 9]
+    assert all(o.stop_reason is StopReason.LENGTH for o in got)
+    assert {"preprocess", "vision", "prefill", "decode", "total"} <= set(got[0].timings)
+
+
+def test_stream_yields_each_page_once_and_short_pages_first(engines):
+    reqs = [_request((300, 400), 0, max_new=40), _request((300, 400), 1, max_new=2)]  # stops read every 16
+    order = [i for i, _ in engines["graph"].predict_stream(reqs)]
+    assert sorted(order) == [0, 1]
+    assert order[0] == 1  # both decode together: the 2-token page finishes first
+
+
+def test_plug_in_decode_path_and_unload_closes_the_scheduler(engines):
+    eng = engines["graph"]
+    reqs = [_request((300, 400), 0)]
+    with torch.inference_mode():
+        pages = [eng.preprocess(r) for r in reqs]
+        eng._attach_features(pages)
+        ids, stop = eng._decode(eng.collate(pages))[0]
+    ref = engines["generate"]
+    with torch.inference_mode():
+        pages = [ref.preprocess(r) for r in reqs]
+        ref._attach_features(pages)
+        assert (ids, stop) == ref._decode(ref.collate(pages))[0]
+    sched = eng._decoder
+    assert sched is not None
+    eng.unload()
+    assert eng._decoder is None and sched._closed
+    eng.load()  # the fixture's later users get a working engine again
+
+
+def test_decoder_setting():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert wants_graph_decoder("auto", cuda) and not wants_graph_decoder("auto", cpu)
+    assert wants_graph_decoder("graph", cpu) and not wants_graph_decoder("generate", cuda)
+    with pytest.raises(ConfigError, match="decoder must be one of"):
+        wants_graph_decoder("fast", cpu)
+    with pytest.raises(ValueError):
+        load_settings(decoder="fast")
