@@ -286,6 +286,7 @@ def test_gpu_events_share_one_queue_limit(converter, tiny_checkpoint, tmp_path):
     fns = {f.name: f for f in demo.fns.values()}
     ui, api = fns["convert_ui"], fns["convert_api"]
     assert api.api_name == "convert"
+    assert demo.analytics_enabled is False  # no telemetry calls out of a document server
     assert ui.concurrency_id == api.concurrency_id == "gpu"
     assert ui.concurrency_limit == api.concurrency_limit == 2
     assert fns["cancel_job"].concurrency_limit is None  # Cancel must never wait behind the job it cancels

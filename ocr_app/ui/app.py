@@ -95,7 +95,10 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             cancels.finish(key, cancel)
             dirs.finished(job_dir)
 
-    with gr.Blocks(title="ocr-app · DeepSeek-OCR-2", delete_cache=(600, 3600)) as demo:
+    # No telemetry or version check: documents can be private and the app must work offline.
+    with gr.Blocks(
+        title="ocr-app · DeepSeek-OCR-2", delete_cache=(600, 3600), analytics_enabled=False
+    ) as demo:
         gr.Markdown(
             "## ocr-app — documents to Markdown with DeepSeek-OCR-2\n"
             "Upload PDFs or images and press **Convert**. Every detected block is drawn on its page."
