@@ -154,3 +154,40 @@ def test_argmax_matches_torch_including_ties_and_banned_ids():
     logits[2, logits[2].argmax()] = float("-inf")  # a banned maximum
     assert torch.equal(dk.argmax(logits), logits.argmax(-1))
     assert dk.argmax(logits)[0].item() == 20
+
+
+@pytest.mark.parametrize(("n", "w"), [(3, 10), (1, 4), (5, 40)])
+def test_ngram_ban_kernel_equals_guard_processor(n, w):
+    from ocr_app.engines.deepseek.decode_guard import GuardSpec
+    from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+
+    g = torch.Generator().manual_seed(n + w)
+    exempt, prompt, vocab = (40, 41), 5, 48
+    rows = torch.randint(0, 4, (6, 64), generator=g)
+    rows[:3, 12:] = rows[:3, 8:12].repeat(1, 13)[:, :52]  # loops: many repeated n-grams
+    rows[rows == 2] = exempt[0]
+    lengths = torch.tensor([prompt + 1, prompt + n, prompt + 17, prompt + 30, prompt + 59, prompt + 40])
+    logits = torch.zeros(6, vocab)
+    dk.ngram_ban_(
+        logits, rows, lengths - 1, torch.full((6,), prompt), GuardSpec(n, w, exempt), torch.tensor(exempt)
+    )
+    for i, length in enumerate(lengths.tolist()):
+        want = NoRepeatNGramGuard(n, w, exempt, prompt_length=prompt).banned_mask(
+            rows[i : i + 1, :length], vocab
+        )
+        assert torch.equal(torch.isinf(logits[i : i + 1]), want), (i, length)
+    assert torch.isinf(logits).any()
+
+
+def test_finish_token_bookkeeping():
+    seq = torch.zeros(4, 16, dtype=torch.long)
+    kv = torch.tensor([3, 5, 7, 2])
+    gen, max_new = torch.tensor([1, 4, 2, 0]), torch.tensor([9, 5, 9, 9])
+    code = torch.zeros(4, dtype=torch.long)
+    done = torch.tensor([False, False, False, True])
+    active = torch.tensor([True, True, True, True])
+    nxt = torch.tensor([11, 12, 99, 13])  # row 2 emits EOS (99), row 1 reaches its cap, row 3 is done
+    dk.finish_token(nxt, seq, kv, gen, max_new, code, done, active, torch.tensor([99]), 4)
+    assert seq[0, 4] == 11 and seq[1, 6] == 12 and seq[2, 8] == 99 and seq[3].sum() == 0
+    assert kv.tolist() == [4, 6, 8, 2] and gen.tolist() == [2, 5, 3, 0]
+    assert code.tolist() == [0, 2, 1, 0] and done.tolist() == [False, True, True, True]

@@ -158,6 +158,32 @@ def argmax(logits: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def ngram_ban_(logits, seq, kv_len, guard_start, spec: Any, exempt) -> None:
+    """In place on ``logits`` [B, V]: ``decode_guard.ban_repeated_ngrams_`` for rows [0, B) whose
+    sequence is ``kv_len + 1`` tokens long, in one launch."""
+    import torch
+
+    if not spec.enabled:
+        return
+    kk = _k()
+    b, vocab = logits.shape
+    n, w = spec.ngram_size, spec.window
+    ex = exempt if exempt is not None else torch.full((1,), -1, dtype=torch.long, device=logits.device)
+    kk.ngram_ban[(b,)](
+        logits, seq, kv_len, guard_start, ex, vocab, seq.shape[1], ex.numel(),
+        N=n, W=w, JP=kk.next_pow2(w - n + 1), CP=kk.next_pow2(max(1, n - 1)), EXP=kk.next_pow2(ex.numel()),
+    )  # fmt: skip
+
+
+def finish_token(nxt, seq, kv_len, gen_count, max_new, stop_code, done, active, eos, rows: int) -> None:
+    """``decode.PageDecoder._take_token``'s bookkeeping for rows [0, rows) in one launch."""
+    kk = _k()
+    kk.finish_token[(1,)](
+        nxt, seq, kv_len, gen_count, max_new, stop_code, done, active, eos, eos.numel(), seq.shape[1], rows,
+        BLOCK=kk.next_pow2(rows), EP=kk.next_pow2(eos.numel()),
+    )  # fmt: skip
+
+
 def fusable_moe(mlp: Any) -> bool:
     """Whether ``mlp`` is transformers' DeepSeek MoE block with plain fused 3-D expert weights.
 

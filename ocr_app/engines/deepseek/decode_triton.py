@@ -225,3 +225,57 @@ def argmax_final(val_ptr, idx_ptr, out_ptr, NB, V, NBP: tl.constexpr):
     i = tl.load(idx_ptr + r * NB + j, mask=m, other=V)
     best = tl.max(v, axis=0)
     tl.store(out_ptr + r, tl.min(tl.where(v == best, i, V), axis=0).to(tl.int64))
+
+
+@triton.jit
+def ngram_ban(
+    logits_ptr, seq_ptr, kv_ptr, start_ptr, ex_ptr, V, L, NEX,
+    N: tl.constexpr, W: tl.constexpr, JP: tl.constexpr, CP: tl.constexpr, EXP: tl.constexpr,
+):  # fmt: skip
+    # the no-repeat rule of decode_guard.ban_repeated_ngrams_ for one row (sequence = kv_len + 1 tokens)
+    r = tl.program_id(0)
+    seq_len = tl.load(kv_ptr + r) + 1
+    start = tl.load(start_ptr + r)
+    if seq_len - start >= N:
+        row = seq_ptr + r.to(tl.int64) * L
+        j = tl.arange(0, JP)
+        c = tl.arange(0, CP)
+        cm = c < N - 1
+        first = seq_len - W + j  # where each candidate n-gram starts
+        valid = (j < W - N + 1) & (first >= start)
+        toks = tl.load(row + first[:, None] + c[None, :], mask=valid[:, None] & cm[None, :], other=-1)
+        pre = tl.load(row + seq_len - (N - 1) + c, mask=cm, other=-1)
+        eq = (toks == pre[None, :]) | (c[None, :] >= N - 1)
+        match = (tl.sum(eq.to(tl.int32), axis=1) == CP) & valid
+        banned = tl.load(row + first + N - 1, mask=valid, other=0)
+        e = tl.arange(0, EXP)
+        ex = tl.load(ex_ptr + e, mask=e < NEX, other=-1)
+        exempt = tl.sum((banned[:, None] == ex[None, :]).to(tl.int32), axis=1) > 0
+        tl.store(logits_ptr + r.to(tl.int64) * V + banned, float("-inf"), mask=match & ~exempt)
+
+
+@triton.jit
+def finish_token(
+    nxt_ptr, seq_ptr, kv_ptr, gen_ptr, maxnew_ptr, code_ptr, done_ptr, active_ptr, eos_ptr, NEOS, L, B,
+    BLOCK: tl.constexpr, EP: tl.constexpr,
+):  # fmt: skip
+    # bookkeeping of decode._take_token for rows [0, B): append, count, advance, stop flags
+    r = tl.arange(0, BLOCK)
+    m = r < B
+    active = tl.load(active_ptr + r, mask=m, other=0) != 0
+    done = tl.load(done_ptr + r, mask=m, other=1) != 0
+    run = m & active & (done == 0)
+    nxt = tl.load(nxt_ptr + r, mask=m, other=0)
+    kv = tl.load(kv_ptr + r, mask=m, other=0)
+    at = tl.minimum(kv + 1, L - 1)
+    tl.store(seq_ptr + r.to(tl.int64) * L + at, nxt, mask=run)
+    gen = tl.load(gen_ptr + r, mask=m, other=0) + 1
+    tl.store(gen_ptr + r, gen, mask=run)
+    tl.store(kv_ptr + r, kv + 1, mask=run)
+    e = tl.arange(0, EP)
+    eos = tl.load(eos_ptr + e, mask=e < NEOS, other=-1)
+    is_eos = run & (tl.sum((nxt[:, None] == eos[None, :]).to(tl.int32), axis=1) > 0)
+    is_len = run & (gen >= tl.load(maxnew_ptr + r, mask=m, other=0))
+    stop = is_eos | is_len
+    tl.store(code_ptr + r, tl.where(is_eos, 1, 2).to(tl.int64), mask=stop)
+    tl.store(done_ptr + r, stop, mask=stop)
