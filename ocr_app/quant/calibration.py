@@ -128,15 +128,18 @@ def render_calibration_pages(n: int, seed: int = 0, dpi: int = 144) -> list[tupl
 
 
 def calibration_batches(
-    processor, pages: list[tuple[Image.Image, str]], max_text_tokens: int = 384
+    processor, pages: list[tuple[Image.Image, str]], max_text_tokens: int = 384, **images_kwargs
 ) -> list[dict]:
-    """Processor outputs (one page per batch) for ``image + prompt + Markdown`` sequences."""
+    """Processor outputs (one page per batch) for ``image + prompt + Markdown`` sequences.
+
+    ``images_kwargs`` go to the image processor (e.g. ``max_patches=2`` for fewer tiles in tests).
+    """
     tok = processor.tokenizer
     batches = []
     for img, md in pages:
         ids = tok(md, add_special_tokens=False)["input_ids"][:max_text_tokens]
         text = CALIB_PROMPT + tok.decode(ids)
-        batches.append(dict(processor(images=img, text=text, return_tensors="pt")))
+        batches.append(dict(processor(images=img, text=text, return_tensors="pt", **images_kwargs)))
     return batches
 
 
