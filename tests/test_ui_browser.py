@@ -68,6 +68,8 @@ def browser():
 def _open(browser, url: str):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     tab = context.new_page()
+    tab.requested = []  # every URL the page asks for, to prove nothing leaves the machine
+    context.on("request", lambda request: tab.requested.append(request.url))
     tab.set_default_timeout(TIMEOUT_MS)
     tab.goto(url)
     return context, tab
@@ -102,6 +104,11 @@ def page(app, browser, inputs, tmp_path_factory):
 def test_screenshot_saved(page):
     with Image.open(page.screenshot_path) as img:
         assert img.width >= 1400 and img.height > 600
+
+
+def test_the_page_loads_nothing_from_outside_the_machine(app, page):
+    host = app.url.split("/")[2]
+    assert page.requested and all(u.split("/")[2] == host for u in page.requested if "://" in u)
 
 
 def test_markdown_of_first_page_is_shown(page, expected):
