@@ -94,8 +94,6 @@ def stream_conversion(
     out_dir: Path,
     options: ConvertOptions,
     cancel: threading.Event,
-    *,
-    poll_s: float = 0.25,
 ) -> Iterator[Progress | JobOutcome]:
     """Yield ``Progress`` while the worker converts, then one ``JobOutcome``.
 
@@ -144,10 +142,7 @@ def stream_conversion(
     worker.start()
     try:
         while True:
-            try:
-                item = events.get(timeout=poll_s)
-            except queue.Empty:
-                continue
+            item = events.get()  # the worker always ends with _DONE (finally), so this cannot hang
             if item is _DONE:
                 break
             file_index, event = item
