@@ -191,3 +191,38 @@ def test_lifecycle():
     assert eng.is_loaded and eng.describe()["name"] == "textlayer"
     eng.unload()
     assert not eng.is_loaded
+
+
+def test_ruled_table_with_wrapped_cells(tmp_path, engine):
+    """Cells that wrap onto two lines stay one cell: the grid comes from the rulings."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 80), "Text before the table.", fontsize=10)
+    rows = [
+        ["Name", "Description"],
+        ["Alpha", "a long description that wraps onto a second line"],
+        ["Beta", "short"],
+    ]
+    y = 100
+    for row in rows:
+        for c, cell in enumerate(row):
+            rect = pymupdf.Rect(72 + c * 160, y, 72 + (c + 1) * 160, y + 40)
+            page.draw_rect(rect, width=0.6)
+            assert (
+                page.insert_textbox(
+                    pymupdf.Rect(rect.x0 + 4, rect.y0 + 4, rect.x1 - 4, rect.y1 - 4), cell, fontsize=10
+                )
+                >= 0
+            )
+        y += 40
+    page.insert_text((72, y + 30), "Text after the table.", fontsize=10)
+    pdf = tmp_path / "ruled.pdf"
+    doc.save(pdf)
+    out = engine.predict_batch([_request(pdf)])[0]
+    assert [b.label for b in out.blocks] == ["text", "table", "text"]
+    assert out.blocks[1].text == (
+        "| Name | Description |\n|---|---|\n"
+        "| Alpha | a long description that wraps onto a second line |\n| Beta | short |"
+    )
+    x1, y1, x2, y2 = out.blocks[1].box
+    assert (x1, y1, x2, y2) == pytest.approx((72 * 2, 100 * 2, 392 * 2, 220 * 2), abs=2)  # the grid, in px
