@@ -9,11 +9,13 @@ The pipeline, in order:
 
 1. ``detect_tables``: rows (items sharing a baseline band) with several well-separated cells whose
    columns line up over at least two consecutive rows become a Markdown pipe table.
-2. ``order_sections``: recursive gap analysis of the x-projection. A vertical gutter (an x-range no
-   narrow item covers, with text on both sides) splits the region into columns; items that cross the
-   gutter (titles, full-width paragraphs, tables) cut the page into horizontal sections, so a title
-   above two columns, or a full-width footer below them, stays in place. Columns are read one after
-   the other, left to right, top to bottom.
+2. ``order_sections``: gap analysis of the x-projection, done locally. Pairs of lines side by
+   side (overlapping y-ranges) with a gap of at least ``min_gutter_ratio`` × body size vote for a
+   gutter; the x-range inside most gaps wins. Items crossing it (titles, tables, full-width
+   paragraphs) cut the page into horizontal bands, so a title above two columns, or a full-width
+   paragraph below them, stays in place; a band with text on both sides is read left column first,
+   recursively (three columns work too). A global projection would miss the gutter as soon as one
+   full-width line crosses it.
 3. ``_group_section``: inside one column, items on one baseline are joined into rows; rows become
    paragraphs (break on a larger vertical gap, a size change, a first-line indent), list items
    (``-``, ``•``, ``1.``, ``a)`` markers; bullets become ``- ``), or headings (size ≥
@@ -43,8 +45,8 @@ _NUMBER_RE = re.compile(r"^\s*(?P<marker>(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])
 class TextLine:
     """A run of text on one baseline, as an engine saw it.
 
-    ``size`` is any per-page-consistent measure of text height: the font size for the text layer,
-    the box height for OCR. Only ratios of sizes are used.
+    ``size`` is the font size in the same pixels as ``box`` (the text layer knows it; the light
+    engine measures it from the ink). Thresholds are ratios of the page's body size.
     """
 
     text: str
