@@ -160,8 +160,15 @@ class DeepSeekOcr2Engine(Engine):
         from ocr_app.engines.deepseek.loading import QUANT_PRESETS, load_model, resolve_device, resolve_dtype
 
         device = resolve_device(self.settings.device)
-        dtype = resolve_dtype(self.settings.dtype, device)
         preset = self.settings.dtype.strip().lower()
+        if preset == "auto" and device.type == "cuda":  # by free memory: rule in ocr_app/quant/presets.py
+            import torch
+
+            from ocr_app.quant.presets import auto_preset_name
+
+            free, _ = torch.cuda.mem_get_info(device)
+            preset = auto_preset_name("cuda", free, torch.cuda.is_bf16_supported())
+        dtype = resolve_dtype(preset, device)
         quant = preset if preset in QUANT_PRESETS else None
         t0 = time.perf_counter()
         model, processor = load_model(self.settings.model, device, dtype, quant=quant)
