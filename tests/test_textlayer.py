@@ -226,3 +226,17 @@ def test_ruled_table_with_wrapped_cells(tmp_path, engine):
     )
     x1, y1, x2, y2 = out.blocks[1].box
     assert (x1, y1, x2, y2) == pytest.approx((72 * 2, 100 * 2, 392 * 2, 220 * 2), abs=2)  # the grid, in px
+
+
+def test_table_of_contents_with_dot_leaders_is_usable(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for k in range(12):
+        page.insert_text(
+            (72, 72 + 16 * k), f"{k + 1} Chapter {k + 1} " + ". " * 40 + f"{k * 7 + 1}", fontsize=10
+        )
+    doc.save(tmp_path / "toc.pdf")
+    report = inspect_report(tmp_path / "toc.pdf", 0)
+    assert report.alnum_chars < 0.5 * report.chars  # dots outnumber letters...
+    ok, why = has_usable_text(tmp_path / "toc.pdf", 0)
+    assert ok, why  # ...but leaders are layout, not garbage

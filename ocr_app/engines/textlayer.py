@@ -16,6 +16,7 @@ over a scan, of unknown quality and without layout, so we OCR the page ourselves
 from __future__ import annotations
 
 import logging
+import re
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -38,6 +39,9 @@ logger = logging.getLogger(__name__)
 MIN_CHARS = 20
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
+# Runs of one repeated punctuation mark (dot leaders, rules): layout, not evidence of garbage. A page
+# of nothing but "·····" (what unmapped glyphs extract as) has no content left and fails the check.
+_LEADERS = re.compile(r"([.·\-_…•=*])(?:\s*\1){2,}")
 
 
 @dataclass
@@ -48,6 +52,7 @@ class TextLayerReport:
     visible_chars: int = 0
     garbage_chars: int = 0
     alnum_chars: int = 0  # letters and digits of any script
+    content_chars: int = 0  # non-space characters outside leader runs (". . . ." in a table of contents)
     image_coverage: float = 0.0  # fraction of the page area covered by images (capped at 1)
 
     @property
@@ -91,6 +96,7 @@ def _page(doc: pymupdf.Document, index: int, name: str) -> pymupdf.Page:
 def inspect_page(page: pymupdf.Page) -> TextLayerReport:
     """Count visible, invisible and garbage characters and the image coverage of one page."""
     report = TextLayerReport()
+    texts: list[str] = []
     for span in page.get_texttrace():
         text = "".join(chr(c[0]) for c in span["chars"] if c[0] >= 0)
         n = sum(1 for ch in text if not ch.isspace())
@@ -99,6 +105,9 @@ def inspect_page(page: pymupdf.Page) -> TextLayerReport:
             report.visible_chars += n
         report.garbage_chars += sum(1 for ch in text if not ch.isspace() and _is_garbage(ch))
         report.alnum_chars += sum(1 for ch in text if ch.isalnum())
+        texts.append(text)
+    content = _LEADERS.sub("", " ".join(texts))
+    report.content_chars = sum(1 for ch in content if not ch.isspace())
     area = abs(page.rect) or 1.0
     covered = 0.0
     for info in page.get_image_info():
@@ -116,7 +125,7 @@ def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool,
         return False, f"only {report.chars} characters of embedded text"
     if report.garbage_ratio > MAX_GARBAGE_RATIO:
         return False, f"embedded text is garbage ({report.garbage_ratio:.0%} unmapped characters)"
-    if report.alnum_chars < 0.5 * report.chars:
+    if report.alnum_chars < 0.5 * max(report.content_chars, 1):
         return (
             False,
             f"embedded text is mostly symbols ({report.alnum_chars} of {report.chars} are letters/digits)",
