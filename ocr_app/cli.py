@@ -116,8 +116,9 @@ def convert(
     from ocr_app.settings import load_settings
 
     try:
+        # A batch run has no use for idle unload: the process ends when the work does.
         settings = load_settings(
-            model=model, device=device, dtype=dtype, engine=engine, text_layer=text_layer
+            model=model, device=device, dtype=dtype, engine=engine, text_layer=text_layer, idle_unload_s=0
         )
         options = ConvertOptions.from_settings(
             settings,

@@ -152,8 +152,15 @@ class ModelManager(Engine):
             self._release(served)
 
     def unload(self) -> None:
-        """Unload now (waits for requests in flight). The next request loads again."""
+        """Unload now (waits for requests in flight) and stop the idle watcher. The next request loads
+        again. Joining the watcher matters at process exit: a daemon thread still alive while the
+        interpreter tears torch down can abort the process."""
         self._unload(NOT_LOADED, wait=True)
+        watcher = self._watcher
+        if watcher is not None and watcher is not threading.current_thread():
+            with self._cond:
+                self._cond.notify_all()
+            watcher.join(timeout=5)
 
     def describe(self) -> dict[str, object]:
         info = dict(self._engine.describe())
