@@ -105,6 +105,7 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
 
     from ocr_app.quant import triton_kernels as tk
     from ocr_app.quant.formats import kernel_block_k, kernel_unroll
+    from ocr_app.quant.launch import launch
 
     rows = out.shape[0]
     # enough programs to cover the GPU at one token: narrow row blocks when rows × N is small
@@ -113,7 +114,9 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
         block_n //= 2
     block_k = kernel_block_k(w.in_features, w.group, cap=128)
     grid = (rows, triton.cdiv(n_out, block_n))
-    tk.wq_gemv_kernel[grid](
+    launch(
+        tk.wq_gemv_kernel,
+        grid,
         x,
         x.stride(0),
         w.codes,
@@ -150,10 +153,13 @@ def _gemm_launch(
 
     from ocr_app.quant import triton_kernels as tk
     from ocr_app.quant.formats import kernel_block_k
+    from ocr_app.quant.launch import launch
 
     block_n = 64
     grid = (num_blocks, triton.cdiv(n_out, block_n))
-    tk.wq_gemm_kernel[grid](
+    launch(
+        tk.wq_gemm_kernel,
+        grid,
         x,
         x.stride(0),
         w.codes,
@@ -337,12 +343,12 @@ def int8_linear(
         import triton
 
         from ocr_app.quant import triton_kernels as tk
+        from ocr_app.quant.launch import launch
 
         q = torch.empty(m, k, device=x.device, dtype=torch.int8)
         xs = torch.empty(m, device=x.device, dtype=torch.float32)
-        tk.int8_rowquant_kernel[(m,)](
-            x2, x2.stride(0), q, xs, k, BLOCK_K=triton.next_power_of_2(k), num_warps=8
-        )
+        bk = triton.next_power_of_2(k)
+        launch(tk.int8_rowquant_kernel, (m,), x2, x2.stride(0), q, xs, k, BLOCK_K=bk, num_warps=8)
         try:
             acc = torch._int_mm(q, qweight.t())
         except RuntimeError as exc:  # a shape/layout cuBLAS rejects: same math in float
@@ -350,7 +356,9 @@ def int8_linear(
             acc = q.float() @ qweight.float().t()
         out = torch.empty(m, n, device=x.device, dtype=x.dtype)
         grid = (triton.cdiv(m, 64), triton.cdiv(n, 64))
-        tk.int8_epilogue_kernel[grid](
+        launch(
+            tk.int8_epilogue_kernel,
+            grid,
             acc, xs, wscale, bias, out, m, n,
             HAS_BIAS=bias is not None, BLOCK_M=64, BLOCK_N=64,
         )  # fmt: skip

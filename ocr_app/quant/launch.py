@@ -1,0 +1,66 @@
+"""Lower-overhead Triton launches for already compiled kernels.
+
+Why: ``kernel[grid](...)`` validates every tensor argument with a driver call
+(``cuPointerGetAttribute``) on each launch; on virtualised GPU hosts each driver call is expensive,
+and a page's prefill makes hundreds of quantised-matmul launches outside any CUDA graph. Here the
+kernel's own binder still computes Triton's exact specialisation key from the real tensors (dtype,
+alignment, integer specialisation), the compiled kernel is looked up in Triton's own cache, and its
+launcher is called with raw device pointers. The first launch of a specialisation always goes through
+Triton (it compiles); anything unexpected (a hook set, an async compile, an interpreter) falls back to
+the normal path. Disable with ``OCR_APP_TRITON_FAST_LAUNCH=0``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+ENV_FAST = "OCR_APP_TRITON_FAST_LAUNCH"
+_broken: set[str] = set()
+
+
+def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **kwargs: Any) -> None:
+    """Launch ``kernel[grid](*args, **kwargs)``; fast path once the specialisation is compiled."""
+    if (
+        os.environ.get(ENV_FAST, "1") == "0"
+        or not hasattr(kernel, "device_caches")
+        or kernel.fn.__name__ in _broken
+    ):
+        kernel[grid](*args, **kwargs)
+        return
+    try:
+        if _fast(kernel, grid, args, dict(kwargs)):
+            return
+    except Exception as exc:  # internals differ in this Triton version: use the public path from now on
+        _broken.add(kernel.fn.__name__)
+        logger.warning("fast Triton launch disabled for %s: %s", kernel.fn.__name__, exc)
+    kernel[grid](*args, **kwargs)
+
+
+def _fast(kernel: Any, grid: tuple[int, ...], args: tuple, kwargs: dict) -> bool:
+    import torch
+    from triton import knobs
+    from triton.runtime.driver import driver
+    from triton.runtime.jit import compute_cache_key
+
+    if knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None:
+        return False
+    kwargs["debug"] = kwargs.get("debug", kernel.debug) or knobs.runtime.debug
+    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    device = driver.active.get_current_device()
+    kernel_cache, kernel_key_cache, _target, _backend, binder = kernel.device_caches[device]
+    bound_args, specialization, options = binder(*args, **kwargs)
+    compiled = kernel_cache.get(compute_cache_key(kernel_key_cache, specialization, options), None)
+    if compiled is None or hasattr(compiled, "result"):
+        return False  # not compiled yet (or compiling): the public path compiles it
+    stream = driver.active.get_current_stream(device)
+    values = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in bound_args.values()]
+    g1 = grid[1] if len(grid) > 1 else 1
+    g2 = grid[2] if len(grid) > 2 else 1
+    compiled.run(
+        grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, None, None, None, *values
+    )
+    return True
