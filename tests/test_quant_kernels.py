@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,32 @@ def test_linear_backend_choice_and_errors(monkeypatch):
         0,
         8,
     )
+
+
+def test_fast_launch_falls_back_to_the_public_path(monkeypatch):
+    """Without a GPU the fast path cannot run; what must hold is that any kernel it cannot handle
+    (no per-device caches, or internals that raise) is launched through ``kernel[grid]`` exactly once."""
+    from ocr_app.quant import launch as launch_mod
+
+    calls = []
+
+    class Kernel:  # the public launch interface of a Triton JITFunction
+        def __init__(self, name, with_caches):
+            self.fn = types.SimpleNamespace(__name__=name)
+            if with_caches:
+                self.device_caches = {}  # indexing it raises KeyError inside the fast path
+
+        def __getitem__(self, grid):
+            return lambda *a, **k: calls.append((self.fn.__name__, grid, a, k))
+
+    monkeypatch.setattr(launch_mod, "_broken", set())
+    launch_mod.launch(Kernel("plain", False), (2, 3), 1, 2, X=4)
+    assert calls == [("plain", (2, 3), (1, 2), {"X": 4})]
+    calls.clear()
+    pytest.importorskip("triton", reason="the fast path imports triton internals")
+    launch_mod.launch(Kernel("odd", True), (1,), 5)
+    assert calls == [("odd", (1,), (5,), {})] and "odd" in launch_mod._broken
+    calls.clear()
+    monkeypatch.setenv(launch_mod.ENV_FAST, "0")
+    launch_mod.launch(Kernel("off", True), (1,), 6)
+    assert calls == [("off", (1,), (6,), {})] and "off" not in launch_mod._broken
