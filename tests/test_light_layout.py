@@ -165,3 +165,10 @@ def test_config_thresholds_are_respected():
     assert not build_blocks(lines, page_width=W)[0].text.startswith("#")
     blocks = build_blocks(lines, page_width=W, config=LayoutConfig(heading_ratio=1.25))
     assert blocks[0].text == "## Medium Title"
+
+
+def test_bare_numbers_are_never_headings():
+    body = ["body text long enough to set the body size of the page", "end"]
+    lines = [TextLine("12", (500, 20, 530, 60), 2.0 * BODY), *_para(100, 100, body, width=700)]
+    blocks = build_blocks(lines, page_width=W)
+    assert blocks[0].text == "12" and blocks[0].label == "text"

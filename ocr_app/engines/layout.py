@@ -398,8 +398,9 @@ class _Pending:
 
 
 def _heading_level(row: _Row, body: float, config: LayoutConfig) -> int:
-    if len(row.text) > config.max_heading_chars:
-        return 0
+    text = row.text
+    if len(text) > config.max_heading_chars or sum(c.isalpha() for c in text) < 2:
+        return 0  # long lines and bare numbers (page numbers, figures) are not headings
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1

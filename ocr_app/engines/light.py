@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engines.base import Engine
-from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks
+from ocr_app.engines.layout import LayoutConfig, TextLine, body_size, build_blocks
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
@@ -68,6 +68,26 @@ def text_size(grey: Any, quad: Any, text: str) -> float:
     # Soft count of the dense rows (sub-pixel stable): 0 below 25 % of the peak, 1 above 75 %.
     core = float(np.clip((ink - 0.25 * peak) / (0.5 * peak), 0.0, 1.0).sum())
     return max(core, 1.0) / X_HEIGHT_EM
+
+
+def blend_sizes(lines: list[TextLine], heights: list[float]) -> list[TextLine]:
+    """Each line's size relative to the body: the geometric mean of its ink ratio and box ratio.
+
+    Why both: the ink measure depends on the font (a typewriter font's tall x-height, digits'
+    cap height read large), the detection box on the text's shape (padding, descenders). They err
+    in different cases; a heading is larger by both. Sizes stay in ink pixels (em estimates).
+    """
+    if not lines:
+        return lines
+    body_ink = body_size(lines)
+    body_box = body_size([TextLine(ln.text, ln.box, h) for ln, h in zip(lines, heights, strict=True)])
+    if body_ink <= 0 or body_box <= 0:
+        return lines
+    out = []
+    for ln, h in zip(lines, heights, strict=True):
+        ratio = ((ln.size / body_ink) * (h / body_box)) ** 0.5
+        out.append(TextLine(ln.text, ln.box, body_ink * ratio, ln.bold))
+    return out
 
 
 def recover_bullets(grey: Any, lines: list[TextLine]) -> list[TextLine]:
@@ -144,9 +164,9 @@ class LightOcrEngine(Engine):
         }
         if threads:
             self._params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
-        # Ink-measured sizes read bold headings ~1.3× larger than their font size (bold x-height
-        # rows are denser), so "#" needs a larger ratio here than in the text layer.
-        self._layout = layout or LayoutConfig(h1_ratio=2.3)
+        # Measured sizes (ink × box, see blend_sizes) spread more than font sizes: a 2.2× title
+        # measures ≈ 2.3×, a 1.5× heading ≈ 1.6×; "#" from 2.0×.
+        self._layout = layout or LayoutConfig(h1_ratio=2.0)
         self._factory = ocr_factory
         self._ocr: Any = None
 
@@ -182,13 +202,15 @@ class LightOcrEngine(Engine):
             return []
         grey = np.asarray(rgb.convert("L"))
         lines: list[TextLine] = []
+        heights: list[float] = []
         for quad, text in zip(result.boxes, result.txts, strict=True):
             xs = [float(p[0]) for p in quad]
             ys = [float(p[1]) for p in quad]
             box = (min(xs), min(ys), max(xs), max(ys))
             text = str(text).strip()
             lines.append(TextLine(text, box, text_size(grey, quad, text)))
-        return recover_bullets(grey, lines)
+            heights.append(float(np.linalg.norm(np.asarray(quad[3]) - np.asarray(quad[0]))))
+        return recover_bullets(grey, blend_sizes(lines, heights))
 
     def _predict(self, request: PageRequest) -> EngineOutput:
         page = request.page
