@@ -40,14 +40,19 @@ def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **kwargs: Any) -> Non
     kernel[grid](*args, **kwargs)
 
 
+def _no_hook(hook: Any) -> bool:
+    """No launch hook: None, or an empty ``HookChain`` (Triton ≥ 3.5's default)."""
+    return hook is None or (hasattr(hook, "calls") and not hook.calls)
+
+
 def _fast(kernel: Any, grid: tuple[int, ...], args: tuple, kwargs: dict) -> bool:
     import torch
     from triton import knobs
     from triton.runtime.driver import driver
     from triton.runtime.jit import compute_cache_key
 
-    if knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None:
-        return False
+    if not (_no_hook(knobs.runtime.launch_enter_hook) and _no_hook(knobs.runtime.launch_exit_hook)):
+        return False  # a profiler's launch hooks want Triton's own launch path
     kwargs["debug"] = kwargs.get("debug", kernel.debug) or knobs.runtime.debug
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
     device = driver.active.get_current_device()
