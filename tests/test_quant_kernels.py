@@ -208,6 +208,7 @@ def test_fast_launch_falls_back_to_the_public_path(monkeypatch):
             return lambda *a, **k: calls.append((self.fn.__name__, grid, a, k))
 
     monkeypatch.setattr(launch_mod, "_broken", set())
+    monkeypatch.setenv(launch_mod.ENV_FAST, "1")
     launch_mod.launch(Kernel("plain", False), (2, 3), 1, 2, X=4)
     assert calls == [("plain", (2, 3), (1, 2), {"X": 4})]
     calls.clear()
