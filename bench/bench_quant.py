@@ -424,6 +424,21 @@ def main():
         gc.collect()
         torch.cuda.empty_cache()
 
+    if ARGS.quick:  # launch-overhead check only: bf16 vs mixed (RTN, in place), public vs fast launches
+        from ocr_app.quant.launch import ENV_FAST
+        from ocr_app.quant.presets import get_preset as _gp
+
+        model = build(cfg, dev, dtype)
+        measure("bf16", model, inp, n_new, dev)
+        quantize_model(model, _gp("mixed"), None)
+        gc.collect()
+        limit_vision_views(model, ARGS.views)
+        for flag in ("0", "1"):
+            os.environ[ENV_FAST] = flag
+            measure(f"mixed_rtn_views{ARGS.views}_fast{flag}", model, inp, n_new, dev)
+        table()
+        return
+
     # ---- bf16 --------------------------------------------------------------------------------------
     model = build(cfg, dev, dtype)
     toks = measure("bf16", model, inp, n_new, dev)
@@ -551,6 +566,9 @@ if __name__ == "__main__":
     ap.add_argument("--profile", action="store_true", help="write kernel profiles of prefill and decode")
     ap.add_argument("--prefill-reps", type=int, default=10)
     ap.add_argument("--skip-rtn", action="store_true", help="skip the RTN-4bit fidelity variant")
+    ap.add_argument(
+        "--quick", action="store_true", help="only bf16 vs mixed (RTN) prefill/decode, both launch paths"
+    )
     ap.add_argument("--w8vision", action="store_true", help="also measure 8-bit weight-only vision")
     ap.add_argument("--render-calib", metavar="DIR", help="render calibration PNGs into DIR (for GPU images "
                     "without PyMuPDF, then --calib-dir DIR there) and exit")  # fmt: skip
