@@ -15,6 +15,7 @@ because it was looping (``LoopSpec``).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DECODERS = ("auto", "generate", "graph")
+_BUILD_LOCK = threading.Lock()  # two jobs starting at once must share one scheduler, not build two
 
 
 def wants_graph_decoder(setting: str, device: Any) -> bool:
@@ -47,6 +49,11 @@ def wants_graph_decoder(setting: str, device: Any) -> bool:
 
 def scheduler_for(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
     """The engine's scheduler, built on first use from its settings (guard, EOS ids, slots)."""
+    with _BUILD_LOCK:
+        return _scheduler_locked(engine)
+
+
+def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
     from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler
 
     sched = getattr(engine, "_decoder", None)
