@@ -273,3 +273,30 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
     order_a = [i for i, _ in results["a"]]
     assert order_a.index(2) < order_a.index(1)
     assert sched.decoder is None  # released after close
+
+
+def test_plan_capacity_rounds_to_buckets_within_max_slots(tiny):
+    from ocr_app.engines.deepseek.decode_scheduler import plan_capacity
+
+    model, _ = tiny  # CPU: no VRAM bound, only buckets and max_slots
+    assert [plan_capacity(model, 256, n, 32) for n in (1, 3, 5, 20, 40)] == [1, 4, 8, 32, 32]
+    assert plan_capacity(model, 256, 5, 3) == 3
+
+
+def test_decoder_runs_quantized_modules_like_generate(tiny_checkpoint):
+    """The quant helper's drop-in modules (QuantLinear, QuantExperts) go through the module step."""
+    from transformers import AutoModelForImageTextToText
+
+    from ocr_app.engines.deepseek.decode_kernels import fusable_moe
+    from ocr_app.quant.apply import quantize_model
+    from ocr_app.quant.presets import get_preset
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+    quantize_model(model, get_preset("mixed"))
+    assert not fusable_moe(model.model.language_model.layers[1].mlp)
+    prompts = _prompts(6, (7, 12))
+    want = [_generate(model, p, 12) for p in prompts]
+    dec = PageDecoder(
+        model, capacity=2, max_len=64, options=DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP)
+    )
+    assert [r.tokens for r in dec.decode_all([DecodeRequest(p, {}, 12) for p in prompts])] == want
