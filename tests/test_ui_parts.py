@@ -249,7 +249,11 @@ def test_history_frame_plots_gib_over_seconds_ago():
 
 def test_panel_text_says_no_gpu_and_shows_engine_states(converter, settings):
     no_gpu = VramSnapshot(available=False, timestamp=0.0, reason="no GPU: NVML sees 0 devices")
-    assert status_panel.vram_markdown(no_gpu).startswith("**No GPU on this machine**")
+    assert status_panel.vram_markdown(no_gpu) == (
+        "**No GPU on this machine** (NVML sees 0 devices); pages run on the CPU."
+    )
+    nested = VramSnapshot(available=False, timestamp=0.0, reason="no GPU (NVML: not found; torch sees none)")
+    assert "(NVML: not found; torch sees none);" in status_panel.vram_markdown(nested)
     assert "Test GPU" in status_panel.vram_markdown(_snap(0.0, 1 << 30))
     text = status_panel.engines_markdown(converter.describe())
     assert "**deepseek** (default): " in text
@@ -296,6 +300,15 @@ def test_gpu_events_share_one_queue_limit(converter, tiny_checkpoint, tmp_path):
         assert {("\\(", "\\)"), ("\\[", "\\]"), ("$$", "$$")} <= delimiters
         assert by_id[md].sanitize_html  # HTML tables render, scripts do not
     demo.ocr_app_dirs.close()
+
+
+def test_importing_the_ui_modules_loads_neither_gradio_nor_torch():
+    code = (
+        "import sys, ocr_app.ui.app, ocr_app.ui.launch, ocr_app.ui.status_panel;"
+        "print(sorted(m for m in ('gradio', 'torch', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 # --- launcher -----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Why polled (``gr.Timer``) and read-only: the panel shows what the runtime alread
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -108,8 +109,18 @@ def vram_markdown(snap: VramSnapshot | None) -> str:
     if snap is None:
         return "GPU: not sampled yet"
     if not snap.available:
-        return f"**{NO_GPU}** ({snap.reason or 'no GPU'}); pages run on the CPU."
+        detail = _strip_no_gpu(snap.reason)
+        return f"**{NO_GPU}**" + (f" ({detail})" if detail else "") + "; pages run on the CPU."
     return f"**GPU:** {snap.summary()}"
+
+
+def _strip_no_gpu(reason: str) -> str:
+    """ "no GPU (NVML: not found)" → "NVML: not found": the panel already says there is no GPU."""
+    text = reason.strip()
+    match = re.match(r"^no GPU\s*(?:\((?P<inner>.*)\)|:\s*(?P<rest>.*))?$", text, flags=re.S)
+    if match is None:
+        return text
+    return (match.group("inner") or match.group("rest") or "").strip()
 
 
 def history_frame(history: VramHistory, now: float | None = None) -> pd.DataFrame:
