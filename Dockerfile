@@ -37,7 +37,8 @@ RUN pip install ".[all]"
 COPY app.py ./
 
 # Run as an unprivileged user; its home holds the model and result caches (mount volumes there).
-RUN useradd --create-home --uid 1000 app
+# (Ubuntu 24.04 images already use uid 1000 for "ubuntu", so the uid is left to useradd.)
+RUN useradd --create-home app
 USER app
 ENV HF_HOME=/home/app/.cache/huggingface \
     DEEPSEEK_OCR_HOST=0.0.0.0 \
