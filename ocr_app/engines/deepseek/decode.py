@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64)
+# Held while a decode graph is captured. Other threads that launch GPU work next to a running decoder
+# (the engine's vision pass of the next pages) take it too, so nothing they do can land in, or break,
+# a capture in progress.
+CAPTURE_LOCK = threading.RLock()
 _STOP = {1: StopReason.END, 2: StopReason.LENGTH, 3: StopReason.REPETITION}
 
 
@@ -433,12 +438,17 @@ class PageDecoder:
             self._step(b, lb)
 
     def _capture(self, b: int, lb: int) -> Any:
-        import torch
-
         key = (b, lb)
         g = self._graphs.get(key)
         if g is not None:
             return g
+        with CAPTURE_LOCK:
+            return self._capture_locked(b, lb)
+
+    def _capture_locked(self, b: int, lb: int) -> Any:
+        import torch
+
+        key = (b, lb)
         t0 = time.perf_counter()
         snap = [t.clone() for t in self._mutable]
         side = torch.cuda.Stream(self.device)
