@@ -193,10 +193,16 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 with gr.Tab("Document"):
                     doc_md = gr.Markdown(latex_delimiters=viewer.LATEX_DELIMITERS, elem_id="doc-markdown")
                 with gr.Tab("Source"):
-                    doc_source = gr.Code(language="markdown", label="Markdown source", elem_id="doc-source")
+                    doc_source = gr.Code(
+                        language="markdown", label="Markdown source", wrap_lines=True, elem_id="doc-source"
+                    )
                 with gr.Tab("Status"):
                     status_table = gr.Dataframe(
-                        headers=viewer.STATUS_HEADERS, interactive=False, wrap=True, elem_id="status-table"
+                        headers=viewer.STATUS_HEADERS,
+                        interactive=False,
+                        wrap=True,
+                        column_widths=["18%", "7%", "13%", "12%", "8%", "42%"],
+                        elem_id="status-table",
                     )
 
         # Hidden components that give the API endpoint simple, typed outputs.
