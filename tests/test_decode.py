@@ -300,3 +300,13 @@ def test_decoder_runs_quantized_modules_like_generate(tiny_checkpoint):
         model, capacity=2, max_len=64, options=DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP)
     )
     assert [r.tokens for r in dec.decode_all([DecodeRequest(p, {}, 12) for p in prompts])] == want
+
+
+def test_scheduler_sizes_the_decoder_for_announced_pages(tiny):
+    model, _ = tiny
+    sched = DecodeScheduler(model, DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP), max_slots=32)
+    first = sched.submit_many([DecodeRequest([0, 5, 6], {}, 40)], expect=5)  # 4 more pages will follow
+    rest = sched.submit_many([DecodeRequest([0, 7, 8], {}, 3) for _ in range(4)])
+    assert [len(f.result(timeout=60).tokens) for f in first + rest] == [40, 3, 3, 3, 3]
+    assert sched.capacities == [8]  # one decoder sized for all five pages (bucket 8), not for the first
+    sched.close()

@@ -141,7 +141,7 @@ def stream_pages(
         reqs = [
             _request(p.input_ids, p.features, p.max_new_tokens, key=start + j) for j, p in enumerate(pages)
         ]
-        for j, f in enumerate(sched.submit_many(reqs)):
+        for j, f in enumerate(sched.submit_many(reqs, expect=len(requests) - start)):
             waiting[f] = (start + j, pages[j], timings, t0)
         yield from ready(block=False)
     while waiting:

@@ -95,18 +95,24 @@ class DecodeScheduler:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.decoder: PageDecoder | None = None
-        self.builds = 0  # decoders built so far (for tests and logs)
+        self.capacities: list[int] = []  # slots of each decoder built so far (for tests and logs)
+        self._expect = 0  # pages announced by ``submit_many(expect=...)`` for the next decoder
 
     # --- public API --------------------------------------------------------------------------------
     def submit(self, request: DecodeRequest) -> Future:
         return self.submit_many([request])[0]
 
-    def submit_many(self, requests: Sequence[DecodeRequest]) -> list[Future]:
-        """Queue pages atomically (so the decoder is sized for all of them); one future per page."""
+    def submit_many(self, requests: Sequence[DecodeRequest], expect: int = 0) -> list[Future]:
+        """Queue pages atomically (so the decoder is sized for all of them); one future per page.
+
+        ``expect``: pages the caller will submit in all (a document fed chunk by chunk while its next
+        pages go through the vision encoder), so the decoder is sized for them, not the first chunk.
+        """
         futures: list[Future] = []
         with self._cond:
             if self._closed:
                 raise EngineError("the decode scheduler is closed")
+            self._expect = max(self._expect, int(expect))
             for r in requests:
                 need = len(r.input_ids) + 1
                 if need > self.context:
@@ -185,9 +191,11 @@ class DecodeScheduler:
         if self.decoder is None and pending:
             reqs = [r for r, _ in pending]
             max_len = self._max_len_for(reqs)
-            cap = plan_capacity(self.model, max_len, len(reqs), self.max_slots, self.options.prefill_batch)
+            with self._cond:
+                wanted, self._expect = max(len(reqs), self._expect), 0
+            cap = plan_capacity(self.model, max_len, wanted, self.max_slots, self.options.prefill_batch)
             self.decoder = PageDecoder(self.model, capacity=cap, max_len=max_len, options=self.options)
-            self.builds += 1
+            self.capacities.append(cap)
             logger.info(
                 "decoder built: %d slots × %d tokens (graphs %s)", cap, max_len, self.decoder.use_graphs
             )
