@@ -191,3 +191,28 @@ def test_finish_token_bookkeeping():
     assert seq[0, 4] == 11 and seq[1, 6] == 12 and seq[2, 8] == 99 and seq[3].sum() == 0
     assert kv.tolist() == [4, 6, 8, 2] and gen.tolist() == [2, 5, 3, 0]
     assert code.tolist() == [0, 2, 1, 0] and done.tolist() == [False, True, True, True]
+
+
+def test_layer_forward_hooks_run_in_the_module_step(tiny_checkpoint):
+    """A forward hook on the decoder layers (the fp16 overflow clamp works this way) turns the fused
+    step off and runs after every layer, as in the model's own forward."""
+    from transformers import AutoModelForImageTextToText
+
+    from ocr_app.engines.deepseek.decode import DecodeRequest, DecoderOptions, PageDecoder
+    from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+    calls = []
+
+    def clamp(_mod, _args, out):
+        calls.append(out.shape)
+        return out.clamp(-1e4, 1e4)
+
+    for layer in model.model.language_model.layers:
+        layer.register_forward_hook(clamp)
+    opts = DecoderOptions(guard=GuardSpec(0, 0), loop=LoopSpec(0), kernels="triton", check_every=2)
+    dec = PageDecoder(model, capacity=1, max_len=32, options=opts)
+    assert not dec.fused
+    prefill_calls = 3  # the model's own forward during prefill: one call per layer
+    dec.decode_all([DecodeRequest([0, 5, 6, 7], {}, 3)])
+    assert len(calls) == prefill_calls + 3 * 2  # + 2 decode steps (chunks of 2) × 3 layers

@@ -10,8 +10,12 @@ implementation, lm_head), so quantized drop-in modules work unchanged; only atte
 a per-row length mask over the slot buffers). Greedy choice, the no-repeat n-gram guard and the stop
 rules are tensor ops on the device: no host sync per token; stops are read every ``check_every`` steps.
 
-On CPU (or where graphs are off) the very same step runs eagerly, with the same batch buckets, so the
-results are identical. Prefill (vision + prompt) is the model's own forward.
+On CUDA the step has a fused twin (``_step_fused``, kernels in ``decode_kernels``): same math in ~270
+launches instead of ~950, which is what a launch-bound step needs (GUIDE §2, docs/PERFORMANCE.md).
+It is used only where the modules are the stock ones; quantized drop-ins, hooked layers or
+``kernels="torch"`` keep the module step. On CPU (or where graphs are off) the very same step runs
+eagerly, with the same batch buckets, so the results are identical. Prefill (vision + prompt) is the
+model's own forward, with the vision pass first so the K/V buffers do not add to its peak.
 """
 
 from __future__ import annotations
@@ -207,10 +211,12 @@ class PageDecoder:
         norms = [self.lm.norm] + [
             n for ly in layers for n in (ly.input_layernorm, ly.post_attention_layernorm)
         ]
-        self.fused = want and all(dk.fusable_norm(n) for n in norms)
+        # forward hooks on decoder layers (e.g. the fp16 overflow clamp) run only in the module step
+        hooked = any(ly._forward_hooks or ly._forward_pre_hooks for ly in layers)
+        self.fused = want and not hooked and all(dk.fusable_norm(n) for n in norms)
         self._fused_moe = [self.fused and dk.fusable_moe(ly.mlp) for ly in layers]
         if want and not self.fused:
-            logger.info("decode: non-standard norm modules; using the module step")
+            logger.info("decode: hooked layers or non-standard norms; using the module step")
 
     @property
     def free_slots(self) -> list[int]:
@@ -378,6 +384,9 @@ class PageDecoder:
             )
             h = h + attn.o_proj(o.transpose(1, 2).reshape(b, 1, -1))
             h = h + layer.mlp(layer.post_attention_layernorm(h))
+            for hook in layer._forward_hooks.values():  # as if the layer's own forward had run
+                out = hook(layer, (h,), h)
+                h = h if out is None else out
         h = self.lm.norm(h)
         logits = self.lm_head(h[:, -1, :]).to(torch.float32)
         self._take_token(rows, self.seq[:b], logits, pos + 1, run, advance=True)
