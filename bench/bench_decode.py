@@ -30,83 +30,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from ocr_app.engines.deepseek.configs import config_dict
+
 logger = logging.getLogger("bench_decode")
 
-FULL = {
-    "vision_config": {
-        "sam_config": {},
-        "encoder_config": {
-            "hidden_size": 896,
-            "intermediate_size": 4864,
-            "num_hidden_layers": 24,
-            "num_attention_heads": 14,
-            "num_key_value_heads": 2,
-            "vocab_size": 151936,
-            "max_position_embeddings": 32768,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
-        },
-    },
-    "text_config": {
-        "vocab_size": 129280,
-        "hidden_size": 1280,
-        "intermediate_size": 6848,
-        "num_hidden_layers": 12,
-        "num_attention_heads": 10,
-        "num_key_value_heads": 10,
-        "moe_intermediate_size": 896,
-        "n_routed_experts": 64,
-        "n_shared_experts": 2,
-        "num_experts_per_tok": 6,
-        "n_group": 1,
-        "topk_group": 1,
-        "topk_method": "greedy",
-        "max_position_embeddings": 8192,
-        "bos_token_id": 0,
-        "eos_token_id": 1,
-        "mlp_layer_types": ["dense"] + ["sparse"] * 11,
-    },
-    "image_token_id": 128815,
-}
+FULL = config_dict("full")
 EXEMPT = (128821, 128822)  # stand-ins for <td>, </td>: the random model has no tokenizer
 GIB = 1024**3
 DEV = "cuda"
-TINY = {  # --tiny: CPU smoke test of this script (same code paths, tiny widths)
-    "vision_config": {
-        "sam_config": {
-            "hidden_size": 32,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "global_attn_indexes": [1],
-            "output_channels": 16,
-            "downsample_channels": [32, 64],
-        },
-        "encoder_config": {
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 1,
-            "vocab_size": 16,
-        },
-    },
-    "text_config": {
-        "vocab_size": 129280,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 3,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 4,
-        "moe_intermediate_size": 32,
-        "n_routed_experts": 8,
-        "num_experts_per_tok": 2,
-        "n_shared_experts": 1,
-        "mlp_layer_types": ["dense", "sparse", "sparse"],
-        "max_position_embeddings": 8192,
-        "bos_token_id": 0,
-        "eos_token_id": 1,
-    },
-    "image_token_id": 128815,
-}
+# --tiny: CPU smoke test of this script (same code paths, tiny widths, the full vocabulary and ids)
+TINY = config_dict("tiny", text={"vocab_size": 129280}, image_token_id=128815)
 CONFIG = FULL
 
 

@@ -58,47 +58,13 @@ def _build_tokenizer(out_dir: Path, vocab_size: int):
 
 
 def tiny_config(image_token_id: int, vocab_size: int, bos_id: int, eos_id: int, pad_id: int):
-    """Return a ``DeepseekOcr2Config`` with the real layout and tiny widths."""
+    """Return a ``DeepseekOcr2Config`` with the real layout and tiny widths, wired to our tokenizer."""
     from transformers import DeepseekOcr2Config
 
-    return DeepseekOcr2Config(
-        vision_config={
-            "sam_config": {
-                "hidden_size": 32,
-                "num_hidden_layers": 2,
-                "num_attention_heads": 2,
-                "global_attn_indexes": [1],
-                "output_channels": 16,
-                "downsample_channels": [32, 64],
-            },
-            "encoder_config": {
-                "hidden_size": 64,
-                "intermediate_size": 128,
-                "num_hidden_layers": 2,
-                "num_attention_heads": 2,
-                "num_key_value_heads": 1,
-                "vocab_size": 16,
-            },
-        },
-        text_config={
-            "vocab_size": vocab_size,
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_hidden_layers": 3,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 4,
-            "moe_intermediate_size": 32,
-            "n_routed_experts": 8,
-            "num_experts_per_tok": 2,
-            "n_shared_experts": 1,
-            "mlp_layer_types": ["dense", "sparse", "sparse"],
-            "max_position_embeddings": 8192,
-            "bos_token_id": bos_id,
-            "eos_token_id": eos_id,
-            "pad_token_id": pad_id,
-        },
-        image_token_id=image_token_id,
-    )
+    from ocr_app.engines.deepseek.configs import config_dict
+
+    text = {"vocab_size": vocab_size, "bos_token_id": bos_id, "eos_token_id": eos_id, "pad_token_id": pad_id}
+    return DeepseekOcr2Config(**config_dict("tiny", text=text, image_token_id=image_token_id))
 
 
 def build_tiny_checkpoint(out_dir: str | Path, seed: int = 0) -> Path:
