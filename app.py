@@ -1,71 +1,11 @@
 """Start the ocr-app web UI: ``python app.py [--host H] [--port P] [--share] [--model M] ...``.
 
-Thin on purpose: settings (flags override ``DEEPSEEK_OCR_*`` env vars and ``.env``), engines, the
-converter and the Blocks come from the library; nothing is loaded here unless ``--preload`` asks.
+See ``python app.py --help``; the same app starts with ``ocr-app ui``.
 """
 
-from __future__ import annotations
-
-import argparse
-import logging
 import sys
 
-logger = logging.getLogger("ocr_app.app")
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="ocr-app web UI (DeepSeek-OCR-2 document parser)")
-    p.add_argument("--host", help="interface to listen on (default 127.0.0.1; 0.0.0.0 for the network)")
-    p.add_argument("--port", type=int, help="port (default 7860)")
-    p.add_argument("--share", action="store_true", default=None, help="also create a public gradio link")
-    p.add_argument("--model", help="hub id or local folder of the DeepSeek-OCR-2 checkpoint")
-    p.add_argument("--device", help="auto, cpu, cuda, cuda:N")
-    p.add_argument("--engine", help="auto, deepseek, light, textlayer, remote")
-    p.add_argument("--preload", action="store_true", default=None, help="load the model before serving")
-    p.add_argument("--log-level", default="INFO")
-    return p.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-
-    from ocr_app.convert import Converter
-    from ocr_app.engines.registry import build_engines
-    from ocr_app.exceptions import OcrError
-    from ocr_app.settings import load_settings
-    from ocr_app.ui.app import build_app
-    from ocr_app.ui.launch import launch
-
-    try:
-        settings = load_settings(
-            host=args.host,
-            port=args.port,
-            share=args.share,
-            model=args.model,
-            device=args.device,
-            engine=args.engine,
-            preload=args.preload,
-        )
-        engines = build_engines(settings)
-        if settings.preload:
-            engine = engines.get(None)
-            logger.info("preloading engine %s", engines.default)
-            engine.load()
-    except OcrError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    converter = Converter(engines, settings)
-    demo = build_app(converter, settings)
-    try:
-        launch(demo, settings)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        engines.unload_all()
-        demo.ocr_app_dirs.close()
-    return 0
-
+from ocr_app.ui.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -315,6 +315,17 @@ def cache_clear() -> None:
     click.echo(f"Removed {removed} cached results and the vision feature store from {settings.cache_dir}.")
 
 
+@main.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+)
+@click.pass_context
+def ui(ctx: click.Context) -> None:
+    """Start the web app (same as `python app.py`; `ocr-app ui --help` lists its options)."""
+    from ocr_app.ui.main import main as ui_main
+
+    sys.exit(ui_main(list(ctx.args)))
+
+
 def _add_plugin_commands() -> None:
     """Commands that live beside their subsystem (light to import: no torch at import time)."""
     from ocr_app.quant.cli import quantize_command

@@ -175,3 +175,9 @@ def test_cli_cache_reuses_results_and_clear_empties_it(tiny_checkpoint, tmp_path
     cleared = _cli("cache", "clear", env_extra=cache_env)
     assert cleared.returncode == 0 and "Removed 1 cached results" in cleared.stdout
     assert "0 entries" in _cli("cache", "info", env_extra=cache_env).stdout
+
+
+def test_cli_ui_command_shares_the_app_entry_point():
+    proc = _cli("ui", "--engine", "no-such-engine")
+    assert proc.returncode == 2
+    assert "no-such-engine" in proc.stderr

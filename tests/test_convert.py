@@ -169,3 +169,17 @@ def test_mislabelled_file_converts_and_says_so(converter, tmp_path):
     assert any("png" in n.lower() for n in doc.notes)
     data = json.loads(doc.outputs["json"].read_text())
     assert data["notes"] == doc.notes
+
+
+def test_preload_through_the_router_loads_the_ocr_engine(settings):
+    auto = settings.model_copy(update={"engine": "auto"})  # device=cpu forced + weights on disk → deepseek
+    engines = build_engines(auto)
+    try:
+        router, deepseek = engines.get("auto"), engines.get("deepseek")
+        assert router.ocr is deepseek
+        router.load()
+        assert deepseek.describe()["state"] == "not loaded"  # load() alone keeps the model lazy
+        router.preload()
+        assert deepseek.describe()["state"] == "ready"
+    finally:
+        engines.unload_all()

@@ -31,6 +31,10 @@ class Engine(abc.ABC):
         for i, req in enumerate(requests):
             yield i, self.predict_batch([req])[0]
 
+    def preload(self) -> None:
+        """Load everything a first request would need (servers call this before serving)."""
+        self.load()
+
     @abc.abstractmethod
     def unload(self) -> None:
         """Release every resource the engine holds (GPU memory included). Idempotent."""

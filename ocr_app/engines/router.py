@@ -95,6 +95,11 @@ class RouterEngine(Engine):
             self.textlayer.load()
         self._loaded = True
 
+    def preload(self) -> None:
+        """Unlike ``load``, also load the OCR engine now (``--preload`` on a server)."""
+        self.load()
+        self.ocr.preload()
+
     def unload(self) -> None:
         self.ocr.unload()
         if self.textlayer is not None:
