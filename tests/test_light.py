@@ -126,3 +126,17 @@ def test_missing_rapidocr_is_a_clear_error(monkeypatch):
     with pytest.raises(EngineUnavailableError, match=r"ocr-app\[light\]"):
         eng.load()
     assert not eng.is_loaded
+
+
+def test_rotated_scan_is_laid_out_deskewed(engine, scanned):
+    """A 1.5° rotated page: rows stay rows (no interleaved lines) and boxes stay in page pixels."""
+    pdf, truth, _, _ = scanned
+    rotated = generate.render(pdf, 0).rotate(-1.5, resample=Image.Resampling.BICUBIC, fillcolor="white")
+    out = engine.predict_batch([_request(rotated)])[0]
+    [note] = [n for n in out.notes if n.startswith("deskewed")]
+    assert float(note.split()[1].rstrip("°")) == pytest.approx(1.5, abs=0.3)
+    plain = metrics.markdown_to_plain(blocks_to_markdown(out.blocks))
+    assert metrics.cer(truth.plain(), plain) <= 0.03
+    assert metrics.reading_order_errors([e.plain() for e in truth.elements], plain) == 0
+    w, h = rotated.size
+    assert all(0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h for b in out.blocks for x1, y1, x2, y2 in b.boxes)

@@ -13,6 +13,7 @@ Markdown table) because ``rapid-table`` downloads its models at run time and can
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,49 @@ def text_size(grey: Any, quad: Any, text: str) -> float:
     # Soft count of the dense rows (sub-pixel stable): 0 below 25 % of the peak, 1 above 75 %.
     core = float(np.clip((ink - 0.25 * peak) / (0.5 * peak), 0.0, 1.0).sum())
     return max(core, 1.0) / X_HEIGHT_EM
+
+
+def estimate_skew(quads: Sequence[Any]) -> float:
+    """Page rotation in degrees (image coordinates), the median slope of long text lines; 0 if unsure."""
+    import math
+
+    angles = []
+    for q in quads:
+        dx, dy = float(q[1][0] - q[0][0]), float(q[1][1] - q[0][1])
+        height = math.hypot(float(q[3][0] - q[0][0]), float(q[3][1] - q[0][1]))
+        if math.hypot(dx, dy) >= 4 * max(height, 1.0):
+            angles.append(math.degrees(math.atan2(dy, dx)))
+    if len(angles) < 3:
+        return 0.0
+    angle = statistics.median(angles)
+    return angle if abs(angle) <= 10 else 0.0
+
+
+def _bbox(q: Any) -> tuple[float, float, float, float]:
+    return (float(q[:, 0].min()), float(q[:, 1].min()), float(q[:, 0].max()), float(q[:, 1].max()))
+
+
+def _corners(b: tuple[float, float, float, float]) -> Any:
+    import numpy as np
+
+    return np.asarray([[b[0], b[1]], [b[2], b[1]], [b[2], b[3]], [b[0], b[3]]], dtype=np.float64)
+
+
+def _affine(matrix: Any, points: Any) -> Any:
+    return points @ matrix[:, :2].T + matrix[:, 2]
+
+
+def _clip(b: tuple[float, float, float, float], w: int, h: int) -> tuple[float, float, float, float]:
+    return (max(b[0], 0.0), max(b[1], 0.0), min(b[2], float(w)), min(b[3], float(h)))
+
+
+def _sizes(grey: Any, quads: Sequence[Any], texts: Sequence[str]) -> list[float]:
+    """Blended size of every line (see ``blend_sizes``), measured on the original image."""
+    import numpy as np
+
+    lines = [TextLine(t, _bbox(q), text_size(grey, q, t)) for q, t in zip(quads, texts, strict=True)]
+    heights = [float(np.linalg.norm(q[3] - q[0])) for q in quads]
+    return [ln.size for ln in blend_sizes(lines, heights)]
 
 
 def blend_sizes(lines: list[TextLine], heights: list[float]) -> list[TextLine]:
@@ -191,6 +235,14 @@ class LightOcrEngine(Engine):
 
     def recognize_lines(self, image: Any) -> list[TextLine]:
         """Run RapidOCR on a PIL image; return its text lines in page pixels."""
+
+        grey, quads, texts = self._ocr_quads(image)
+        lines = [
+            TextLine(t, _bbox(q), s) for q, t, s in zip(quads, texts, _sizes(grey, quads, texts), strict=True)
+        ]
+        return recover_bullets(grey, lines) if lines else lines
+
+    def _ocr_quads(self, image: Any) -> tuple[Any, list[Any], list[str]]:
         import numpy as np
 
         self.load()
@@ -199,32 +251,42 @@ class LightOcrEngine(Engine):
             result = self._ocr(rgb)
         except Exception as exc:  # onnxruntime / OpenCV failures are engine errors, not user errors
             raise EngineError(f"light OCR failed: {exc}") from exc
-        if result.boxes is None or result.txts is None:
-            return []
         grey = np.asarray(rgb.convert("L"))
-        lines: list[TextLine] = []
-        heights: list[float] = []
-        for quad, text in zip(result.boxes, result.txts, strict=True):
-            xs = [float(p[0]) for p in quad]
-            ys = [float(p[1]) for p in quad]
-            box = (min(xs), min(ys), max(xs), max(ys))
-            text = str(text).strip()
-            lines.append(TextLine(text, box, text_size(grey, quad, text)))
-            heights.append(float(np.linalg.norm(np.asarray(quad[3]) - np.asarray(quad[0]))))
-        return recover_bullets(grey, blend_sizes(lines, heights))
+        if result.boxes is None or result.txts is None:
+            return grey, [], []
+        quads = [np.asarray(q, dtype=np.float64) for q in result.boxes]
+        return grey, quads, [str(t).strip() for t in result.txts]
 
     def _predict(self, request: PageRequest) -> EngineOutput:
+        import cv2
+
         page = request.page
         start = time.perf_counter()
-        lines = self.recognize_lines(page.image)
+        grey, quads, texts = self._ocr_quads(page.image)
         ocr_s = time.perf_counter() - start
-        blocks = build_blocks(lines, page_width=page.size[0], config=self._layout)
+        sizes = _sizes(grey, quads, texts)
+        # Lay out in a deskewed frame: on a rotated scan the axis-aligned boxes of long lines are
+        # tall and overlap their neighbours, which scrambles rows. Boxes are rotated back at the end.
+        angle = estimate_skew(quads)
+        h, w = grey.shape[:2]
+        matrix = cv2.getRotationMatrix2D((w / 2, h / 2), angle, 1.0) if abs(angle) >= 0.1 else None
+        if matrix is not None:
+            quads = [_affine(matrix, q) for q in quads]
+            grey = cv2.warpAffine(grey, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=255)
+        lines = [TextLine(t, _bbox(q), s) for q, t, s in zip(quads, texts, sizes, strict=True)]
+        lines = recover_bullets(grey, lines) if lines else lines
+        blocks = build_blocks(lines, page_width=w, config=self._layout)
+        if matrix is not None:
+            inverse = cv2.invertAffineTransform(matrix)
+            for block in blocks:
+                block.boxes = [_clip(_bbox(_affine(inverse, _corners(b))), w, h) for b in block.boxes]
         total = time.perf_counter() - start
         return EngineOutput(
             engine=self.name,
             blocks=blocks,
             stop_reason=StopReason.NONE,
             timings={"ocr": ocr_s, "layout": total - ocr_s, "total": total},
+            notes=[f"deskewed {angle:+.2f}°"] if matrix is not None else [],
         )
 
     def describe(self) -> dict[str, object]:
