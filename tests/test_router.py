@@ -182,3 +182,15 @@ def test_converter_reports_engine_and_reason_per_page(mixed_pdf, tmp_path, monke
     assert pages[0]["engine_reason"] == "36 chars of embedded text"
     assert "text layer not used: no embedded text" in pages[1]["engine_reason"]
     assert SCAN_WORDS in doc.outputs["md"].read_text()
+
+
+def test_garbage_text_layer_routes_to_ocr(tmp_path, light):
+    doc = pymupdf.open()
+    page = doc.new_page(width=300, height=120)
+    page.insert_image(page.rect, stream=_png(_scan_image(SCAN_WORDS)))
+    page.insert_text((30, 100), "".join(chr(c) for c in range(1, 9)) * 5, fontsize=9)  # broken encoding
+    doc.save(tmp_path / "garbage.pdf")
+    out = _router(light).predict_batch(_requests(tmp_path / "garbage.pdf", indices=(0,)))[0]
+    assert out.engine == "light"
+    assert "text layer not used: embedded text is garbage" in out.notes[-1]
+    assert SCAN_WORDS in blocks_to_markdown(out.blocks)
