@@ -197,7 +197,7 @@ class LightOcrEngine(Engine):
         ocr_factory: Callable[[dict[str, Any]], Any] = _default_factory,
     ) -> None:
         self._params: dict[str, Any] = {
-            "Global.log_level": "warning",
+            "Global.log_level": "error",  # "detection result is empty" on blank pages is no news
             "Global.use_cls": use_cls,
             "Global.text_score": text_score,
             # Detection on at most 1280 px (a 144-DPI A4 page is 1684 px high): 30 % less detection
