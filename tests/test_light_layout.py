@@ -172,3 +172,14 @@ def test_bare_numbers_are_never_headings():
     lines = [TextLine("12", (500, 20, 530, 60), 2.0 * BODY), *_para(100, 100, body, width=700)]
     blocks = build_blocks(lines, page_width=W)
     assert blocks[0].text == "12" and blocks[0].label == "text"
+
+
+def test_three_columns_are_read_left_to_right():
+    text = "words that fill a narrow column"
+    cols = [
+        _para(60 + k * 310, 100, [f"col{k} line {i} {text}" for i in range(5)], width=280) for k in range(3)
+    ]
+    lines = [ln for col in reversed(cols) for ln in col]
+    blocks = build_blocks(lines, page_width=W)
+    assert [b.text.split()[0] for b in blocks] == ["col0", "col1", "col2"]
+    assert all(len(b.text.split()) == 45 for b in blocks)  # each column one whole paragraph

@@ -211,6 +211,21 @@ def _close_rows(a: _Row, b: _Row) -> bool:
     return gap <= 2.5 * max(_height(a.box), _height(b.box))
 
 
+def _looks_like_text_columns(run: list[_Row], cols: list[list[float]]) -> bool:
+    """Rows of three text columns also look like table rows. Text columns hold long lines that
+    fill their column (≥ 4 words on average, most lines ≥ 80 % of the column's width); table cells
+    are short and ragged."""
+    for x1, x2 in cols:
+        cells = [it for r in run for it in r.items if x1 <= (it.box[0] + it.box[2]) / 2 <= x2]
+        if not cells:
+            return False
+        words = sum(len(c.text.split()) for c in cells) / len(cells)
+        full = sum(1 for c in cells if c.box[2] - c.box[0] >= 0.8 * (x2 - x1)) / len(cells)
+        if words < 4 or full < 0.6:
+            return False
+    return True
+
+
 def _build_table(run: list[_Row]) -> _Table | None:
     """Columns = merged x-intervals of all cells; each row's cells are placed into them."""
     intervals = sorted((it.box[0], it.box[2]) for r in run for it in r.items)
@@ -224,6 +239,8 @@ def _build_table(run: list[_Row]) -> _Table | None:
         return None
     max_cells = max(len(r.items) for r in run)
     if len(cols) > max_cells + 1:  # cells do not line up: not a table
+        return None
+    if _looks_like_text_columns(run, cols):
         return None
     rows: list[list[str]] = []
     for r in run:
