@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ocr_app.engines.deepseek.configs import config_dict
 from ocr_app.runtime.estimate import (
     dtype_bytes,
     estimate_page_bytes,
@@ -15,20 +16,7 @@ from ocr_app.runtime.estimate import (
 )
 
 GIB = 1024**3
-# GUIDE §1 full config (only the fields the estimate reads; SAM uses transformers' ViT-B defaults)
-FULL = {
-    "vision_config": {"sam_config": {}},
-    "text_config": {
-        "vocab_size": 129280,
-        "hidden_size": 1280,
-        "intermediate_size": 6848,
-        "num_hidden_layers": 12,
-        "num_attention_heads": 10,
-        "num_key_value_heads": 10,
-        "moe_intermediate_size": 896,
-        "num_experts_per_tok": 6,
-    },
-}
+FULL = config_dict("full")  # GUIDE §1
 WEIGHTS = 6.33 * GIB
 
 

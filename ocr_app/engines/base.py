@@ -47,3 +47,36 @@ class Engine(abc.ABC):
     def describe(self) -> dict[str, object]:
         """Short facts for ``ocr-app info`` and the UI status panel."""
         return {"name": self.name, "loaded": self.is_loaded}
+
+
+class WrappedEngine(Engine):
+    """An engine that adds behaviour around another (caching, OOM retries): lifecycle and facts are
+    the inner engine's, so wrappers stack without each re-implementing them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @property
+    def engine(self) -> Engine:
+        """The wrapped engine."""
+        return self._engine
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self._engine.name
+
+    def load(self) -> None:
+        self._engine.load()
+
+    def preload(self) -> None:
+        self._engine.preload()
+
+    def unload(self) -> None:
+        self._engine.unload()
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._engine.is_loaded
+
+    def describe(self) -> dict[str, object]:
+        return self._engine.describe()

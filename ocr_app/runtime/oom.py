@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ocr_app.engines.base import Engine
+from ocr_app.engines.base import Engine, WrappedEngine
 from ocr_app.exceptions import GpuOutOfMemory
 from ocr_app.runtime.memory import free_transient_memory
 from ocr_app.schema import EngineOutput, PageRequest
@@ -72,29 +72,12 @@ def smaller_modes(mode: str, image: Any = None) -> list[str]:
     return [f"default:{n}" for n in TILE_STEPS if n < tiles] + ["global"]
 
 
-class OomRecovery(Engine):
+class OomRecovery(WrappedEngine):
     """Wrap an engine so that ``torch.OutOfMemoryError`` becomes smaller retries (see module doc)."""
 
     def __init__(self, engine: Engine, *, free: Callable[[], None] = free_gpu_memory) -> None:
-        self._engine = engine
+        super().__init__(engine)
         self._free = free
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self._engine.name
-
-    def load(self) -> None:
-        self._engine.load()
-
-    def unload(self) -> None:
-        self._engine.unload()
-
-    @property
-    def is_loaded(self) -> bool:
-        return self._engine.is_loaded
-
-    def describe(self) -> dict[str, object]:
-        return self._engine.describe()
 
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         """All outputs in order; raises ``GpuOutOfMemory`` if a page failed every retry."""

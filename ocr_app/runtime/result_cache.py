@@ -26,7 +26,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import Engine
+from ocr_app.engines.base import Engine, WrappedEngine
+from ocr_app.runtime.diskstore import FileEntry, evict_to, list_entries, remove_all
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ MIB = 1024**2
 _SUFFIX = ".json"
 FORMAT_VERSION = 1
 # Settings that change what an engine returns for a page (the request carries prompt, mode, cap).
-OUTPUT_SETTINGS = ("model", "dtype", "max_new_tokens", "no_repeat_ngram_size", "no_repeat_window")
+OUTPUT_SETTINGS = ("model", "device", "dtype", "max_new_tokens", "no_repeat_ngram_size", "no_repeat_window")
 
 
 def output_to_dict(out: EngineOutput) -> dict[str, Any]:
@@ -175,15 +176,8 @@ class ResultCache:
         self.writes += 1
         self._evict()
 
-    def _files(self) -> list[tuple[float, int, Path]]:
-        out = []
-        for f in self.directory.glob(f"*/*{_SUFFIX}"):
-            try:
-                st = f.stat()
-            except FileNotFoundError:
-                continue
-            out.append((st.st_mtime, st.st_size, f))
-        return out
+    def _files(self) -> list[FileEntry]:
+        return list_entries(self.directory, _SUFFIX)
 
     def size_bytes(self) -> int:
         return sum(size for _, size, _ in self._files())
@@ -193,22 +187,12 @@ class ResultCache:
 
     def _evict(self) -> None:
         with self._lock:
-            files = sorted(self._files(), key=lambda x: x[0])
-            total = sum(size for _, size, _ in files)
-            for _, size, f in files:
-                if total <= self.max_bytes:
-                    break
-                f.unlink(missing_ok=True)
-                total -= size
+            evict_to(self.directory, _SUFFIX, self.max_bytes)
 
     def clear(self) -> int:
         """Remove every entry; return how many were removed."""
-        n = 0
         with self._lock:
-            for f in self.directory.glob(f"*/*{_SUFFIX}"):
-                f.unlink(missing_ok=True)
-                n += 1
-        return n
+            return remove_all(self.directory, _SUFFIX)
 
     def stats(self) -> dict[str, int]:
         files = self._files()  # one directory scan: the UI panel polls this
@@ -222,7 +206,7 @@ class ResultCache:
         }
 
 
-class CachedEngine(Engine):
+class CachedEngine(WrappedEngine):
     """An ``Engine`` that answers from a ``ResultCache`` and runs only the pages it has not seen.
 
     Requests with ``use_cache=False`` bypass the cache both ways. Outputs with stop reason ERROR are not
@@ -230,7 +214,7 @@ class CachedEngine(Engine):
     """
 
     def __init__(self, engine: Engine, cache: ResultCache, fingerprint: Mapping[str, Any]) -> None:
-        self._engine = engine
+        super().__init__(engine)
         self.cache = cache
         self.fingerprint = dict(fingerprint)
 
@@ -240,24 +224,6 @@ class CachedEngine(Engine):
         fp["model"] = model_fingerprint(settings.model)
         fp["ocr_app"] = _package_version()
         return cls(engine, ResultCache.from_settings(settings), fp)
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self._engine.name
-
-    @property
-    def engine(self) -> Engine:
-        return self._engine
-
-    def load(self) -> None:
-        self._engine.load()
-
-    def unload(self) -> None:
-        self._engine.unload()
-
-    @property
-    def is_loaded(self) -> bool:
-        return self._engine.is_loaded
 
     def describe(self) -> dict[str, object]:
         info = dict(self._engine.describe())

@@ -23,10 +23,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ocr_app.runtime.diskstore import FileEntry, evict_to, list_entries, remove_all
+
 if TYPE_CHECKING:
     import torch
 
-    from ocr_app.settings import Settings
+from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -180,8 +182,7 @@ class VisionFeatureCache:
             self._bytes = 0
         if disk and self.disk_dir is not None:
             with self._disk_lock:
-                for f in self.disk_dir.glob(f"*/*{_SUFFIX}"):
-                    f.unlink(missing_ok=True)
+                remove_all(self.disk_dir, _SUFFIX)
 
     def _insert(self, full: str, value: list[torch.Tensor]) -> None:
         """Insert under the lock, evicting least-recently-used entries until the byte bound holds."""
@@ -239,16 +240,9 @@ class VisionFeatureCache:
             return
         self._disk_evict()
 
-    def _disk_files(self) -> list[tuple[float, int, Path]]:
+    def _disk_files(self) -> list[FileEntry]:
         assert self.disk_dir is not None
-        out = []
-        for f in self.disk_dir.glob(f"*/*{_SUFFIX}"):
-            try:
-                st = f.stat()
-            except FileNotFoundError:
-                continue
-            out.append((st.st_mtime, st.st_size, f))
-        return out
+        return list_entries(self.disk_dir, _SUFFIX)
 
     def _disk_usage(self) -> int:
         if self.disk_dir is None:
@@ -257,10 +251,4 @@ class VisionFeatureCache:
 
     def _disk_evict(self) -> None:
         with self._disk_lock:
-            files = sorted(self._disk_files(), key=lambda x: x[0])
-            total = sum(size for _, size, _ in files)
-            for _, size, f in files:
-                if total <= self.disk_max_bytes:
-                    break
-                f.unlink(missing_ok=True)
-                total -= size
+            evict_to(self.disk_dir, _SUFFIX, self.disk_max_bytes)
