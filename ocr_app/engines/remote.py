@@ -58,7 +58,12 @@ class RemoteEngine(Engine):
     def load(self) -> None:
         if self._loaded:
             return
-        import httpx
+        try:
+            import httpx
+        except ImportError as exc:
+            raise EngineUnavailableError(
+                'The remote engine needs httpx: pip install "ocr-app[remote]"'
+            ) from exc
 
         if self._client is None:
             headers = (
