@@ -203,7 +203,9 @@ class Converter:
                 job.total = len(indices)
                 engine = self.engines.get(options.engine)
                 self._run_pages(src, indices, engine, options, job, out, doc, taken)
-        except ConversionCancelled:
+        except ConversionCancelled as exc:
+            if doc.pages:  # finished pages were written by _run_pages; hand them to the caller
+                exc.partial = doc
             raise
         except OcrError as exc:
             doc.error = str(exc)

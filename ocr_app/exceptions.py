@@ -66,4 +66,12 @@ class GpuOutOfMemory(EngineError):
 
 
 class ConversionCancelled(OcrError):
-    """The user cancelled a running conversion; pages finished before that are kept."""
+    """The user cancelled a running conversion; pages finished before that are kept.
+
+    ``partial`` is the interrupted file's result (its finished pages, outputs already written), or None
+    when no page of it had finished.
+    """
+
+    def __init__(self, message: str, partial: object | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial

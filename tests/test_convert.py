@@ -145,8 +145,10 @@ def test_cancel_keeps_finished_pages(converter, tmp_path):
         if event.stage == "page_done":
             cancel.set()
 
-    with pytest.raises(ConversionCancelled):
+    with pytest.raises(ConversionCancelled) as info:
         converter.convert([pdf], tmp_path / "o", _opts(batch_pages=1), progress=on_progress, cancel=cancel)
+    partial = info.value.partial
+    assert [p.index for p in partial.pages] == [0] and partial.outputs["md"].is_file()
     data = json.loads((tmp_path / "o" / "doc" / "doc.json").read_text())
     assert [p["page_number"] for p in data["pages"]] == [1]
 

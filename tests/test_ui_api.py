@@ -155,7 +155,10 @@ def test_cancel_endpoint_stops_the_sessions_running_job(client, tmp_path):
     assert result["cancelled"] is True
     (doc,) = result["documents"]
     assert 1 <= len(doc["pages"]) < 6 and doc["pages"][0]["page_number"] == 1
-    assert files == []  # a half-converted file is shown, not offered as a finished download
+    # the pages finished before the cancel are kept and offered: md, json and zip of those pages only
+    assert sorted(Path(f).suffix for f in files) == [".json", ".md", ".zip"]
+    md = Path(next(f for f in files if f.endswith(".md"))).read_text()
+    assert "<!-- page 1 -->" in md and "<!-- page 6 -->" not in md
 
 
 def test_outputs_live_in_one_folder_per_session_and_a_new_job_replaces_the_old(app, client, docs):

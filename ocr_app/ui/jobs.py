@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import ConversionCancelled, OcrError
-from ocr_app.schema import DocumentResult, PageResult
+from ocr_app.schema import DocumentResult
 
 if TYPE_CHECKING:
     from ocr_app.convert import Converter, ConvertOptions, ProgressEvent
@@ -110,18 +110,16 @@ def stream_conversion(
                 if cancel.is_set():
                     outcome.cancelled = True
                     break
-                finished: list[PageResult] = []
 
-                def report(event: ProgressEvent, i: int = i, finished: list[PageResult] = finished) -> None:
-                    if event.page_result is not None:
-                        finished.append(event.page_result)
+                def report(event: ProgressEvent, i: int = i) -> None:
                     events.put((i, event))
 
                 try:
                     docs = converter.convert([path], out_dir / f"{i:03d}", options, report, cancel)
-                except ConversionCancelled:
+                except ConversionCancelled as exc:
                     outcome.cancelled = True
-                    outcome.documents.extend(_partial(names[i], finished))
+                    if exc.partial is not None:  # its finished pages, with outputs written: downloadable
+                        outcome.documents.append(exc.partial)
                     break
                 except OcrError as exc:  # the converter raises only when the input names nothing
                     docs = [DocumentResult(source=names[i], error=str(exc), error_kind="input")]
@@ -152,13 +150,6 @@ def stream_conversion(
     finally:
         if worker.is_alive():  # generator closed early: stop the worker at its next check
             cancel.set()
-
-
-def _partial(source: str, pages: list[PageResult]) -> list[DocumentResult]:
-    """The pages a cancelled file finished (shown, not downloadable: its outputs are incomplete)."""
-    if not pages:
-        return []
-    return [DocumentResult(source=source, pages=sorted(pages, key=lambda p: p.index))]
 
 
 def _progress(event: ProgressEvent, file_index: int, file_count: int) -> Progress:
