@@ -218,7 +218,8 @@ class Converter:
             doc.error_kind = "internal"
             job.emit("file_error", doc.error)
             return doc
-        job.emit("done", f"Finished {path.name}: {len(doc.pages)} pages")
+        n = len(doc.pages)
+        job.emit("done", f"Finished {path.name}: {n} page{'' if n == 1 else 's'}")
         return doc
 
     def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, taken) -> None:
