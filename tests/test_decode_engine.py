@@ -84,3 +84,34 @@ def test_decoder_setting():
         wants_graph_decoder("fast", cpu)
     with pytest.raises(ValueError):
         load_settings(decoder="fast")
+
+
+def test_a_broken_graph_decoder_falls_back_to_generate(tiny_checkpoint, engines, monkeypatch):
+    """A driver/kernel failure inside the graph decoder (simulated after the first page) must not fail
+    the conversion: the remaining pages run through generate, say so, and the decoder stays off."""
+    import ocr_app.engines.deepseek.decode_adapter as adapter
+
+    real = adapter.stream_pages
+    calls = []
+
+    def breaks_after_one_page(engine, requests):
+        calls.append(len(requests))
+        stream = real(engine, requests)
+        yield next(stream)
+        raise RuntimeError("CUDA error: graph capture failed")
+
+    monkeypatch.setattr(adapter, "stream_pages", breaks_after_one_page)
+    s = load_settings(model=str(tiny_checkpoint), device="cpu", max_new_tokens=12, decoder="graph")
+    engine = DeepSeekOcr2Engine(s, batch_size=2)
+    try:
+        reqs = [_request((300, 400), 0), _request((500, 300), 1), _request((320, 320), 2)]
+        got = dict(engine.predict_stream(reqs))
+        want = engines["generate"].predict_batch(reqs)
+        assert sorted(got) == [0, 1, 2]
+        assert [got[i].raw_text for i in range(3)] == [o.raw_text for o in want]
+        fell_back = [i for i in range(3) if any("graph decoder off: RuntimeError" in n for n in got[i].notes)]
+        assert len(fell_back) == 2  # the first page came from the graph decoder, the other two did not
+        engine.predict_batch(reqs[:1])
+        assert calls == [3]  # switched off for good: the second call never tried the graph decoder
+    finally:
+        engine.unload()

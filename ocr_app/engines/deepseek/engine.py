@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_app.engines.base import Engine
-from ocr_app.exceptions import ConfigError, EngineError
+from ocr_app.exceptions import ConfigError, EngineError, OcrError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
@@ -147,6 +147,7 @@ class DeepSeekOcr2Engine(Engine):
         self.dtype: torch.dtype | None = None
         self._exempt_ids: list[int] = []
         self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
+        self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -219,15 +220,34 @@ class DeepSeekOcr2Engine(Engine):
         self.load()
         from ocr_app.engines.deepseek.decode_adapter import stream_pages, wants_graph_decoder
 
-        if wants_graph_decoder(self.settings.decoder, self.device):
-            yield from stream_pages(self, requests)  # pages stream out as each one finishes
-            return
-        for start in range(0, len(requests), self.batch_size):
-            chunk = list(requests[start : start + self.batch_size])
+        todo = list(range(len(requests)))
+        if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
+            try:
+                for i, out in stream_pages(self, requests):  # pages stream out as each one finishes
+                    todo.remove(i)
+                    yield i, out
+                return
+            except Exception as exc:
+                if isinstance(exc, (torch.OutOfMemoryError, OcrError)):
+                    raise  # OOM goes to the runtime's recovery ladder; our own errors are the page's
+                self._disable_graph_decoder(exc)
+        for start in range(0, len(todo), self.batch_size):
+            idx = todo[start : start + self.batch_size]
             with torch.inference_mode():
-                outs = self._run_chunk(chunk)
-            for j, out in enumerate(outs):
-                yield start + j, out
+                outs = self._run_chunk([requests[i] for i in idx])
+            for i, out in zip(idx, outs, strict=True):
+                if self._graph_broken is not None:
+                    out.notes.append(f"decoder: generate (graph decoder off: {self._graph_broken})")
+                yield i, out
+
+    def _disable_graph_decoder(self, exc: BaseException) -> None:
+        """A graph-decoder failure (a driver or kernel problem on this GPU) must not fail conversions:
+        log it once, switch to ``generate`` (same tokens, slower) for the rest of this engine's life."""
+        self._graph_broken = f"{type(exc).__name__}: {exc}"[:200]
+        logger.error("graph decoder failed; using transformers generate from now on", exc_info=exc)
+        if self._decoder is not None:
+            self._decoder.close()
+            self._decoder = None
 
     def _run_chunk(self, requests: list[PageRequest]) -> list[EngineOutput]:
         t0 = time.perf_counter()
@@ -366,7 +386,7 @@ class DeepSeekOcr2Engine(Engine):
         """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token."""
         from ocr_app.engines.deepseek.decode_adapter import decode_prepared, wants_graph_decoder
 
-        if wants_graph_decoder(self.settings.decoder, self.device):
+        if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             return decode_prepared(self, prepared)  # same tokens, through the graph decoder
         from transformers import GenerationConfig, LogitsProcessorList
         from transformers.modeling_outputs import BaseModelOutputWithPooling
