@@ -183,3 +183,18 @@ def test_three_columns_are_read_left_to_right():
     blocks = build_blocks(lines, page_width=W)
     assert [b.text.split()[0] for b in blocks] == ["col0", "col1", "col2"]
     assert all(len(b.text.split()) == 45 for b in blocks)  # each column one whole paragraph
+
+
+def test_lines_separated_only_by_blank_lines_are_separate_paragraphs():
+    """With no ordinary line gaps on the page, the blank-line gap must not become the 'typical' gap."""
+    step = BODY * 2.6  # one line, one blank line
+    lines = [
+        TextLine(t, (100, 100 + k * step, 600, 100 + k * step + BODY), BODY) for k, t in enumerate("abc")
+    ]
+    assert [b.text for b in build_blocks(lines, page_width=W)] == ["a", "b", "c"]
+
+
+def test_double_spaced_lines_stay_one_paragraph():
+    step = BODY * 2.0  # double spacing: box gap = 1.0 × size
+    lines = [TextLine(f"line {k}", (100, 100 + k * step, 600, 100 + k * step + BODY), BODY) for k in range(4)]
+    assert [b.text for b in build_blocks(lines, page_width=W)] == ["line 0 line 1 line 2 line 3"]

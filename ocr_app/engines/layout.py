@@ -66,6 +66,7 @@ class LayoutConfig:
     min_gutter_ratio: float = 0.8  # gutter ≥ this × body size
     min_cell_gap_ratio: float = 1.2  # table cells separated by ≥ this × body size
     paragraph_gap_ratio: float = 0.5  # gap ≥ typical gap + this × size → new paragraph
+    max_line_gap_ratio: float = 0.8  # the typical gap is at most this × body size (see _group_section)
     indent_ratio: float = 1.0  # first-line indent ≥ this × size → new paragraph
 
 
@@ -439,7 +440,9 @@ def _group_section(section: list[Item], body: float, config: LayoutConfig) -> li
         for a, b in itertools.pairwise(rows_only)
         if _size_close(a.size, b.size) and b.box[1] - a.box[3] < 2.5 * a.size
     ]
-    typical_gap = statistics.median(gaps) if gaps else 0.0
+    # Capped: on a page whose only gaps are blank lines, the median gap is the blank line itself, and
+    # every paragraph would merge; 0.8 × size still passes double-spaced text as one paragraph.
+    typical_gap = min(statistics.median(gaps), config.max_line_gap_ratio * body) if gaps else 0.0
     section_left = min((u.box[0] for u in units), default=0.0)
     cur: _Pending | None = None
 
