@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ocr_app.engines.deepseek.configs import config_dict
+from ocr_app.engines.deepseek.configs import config_dict, random_model
 
 logger = logging.getLogger("bench_decode")
 
@@ -70,24 +70,9 @@ def peak_gib():
 
 
 def build_model(dtype, experts="grouped_mm"):
-    import torch
-    from transformers import DeepseekOcr2Config, DeepseekOcr2ForConditionalGeneration
-
-    cfg = DeepseekOcr2Config(**CONFIG)
-    cfg._experts_implementation = experts
-    cfg.text_config._experts_implementation = experts
-    torch.manual_seed(0)
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    with torch.device(DEV):
-        model = DeepseekOcr2ForConditionalGeneration(cfg)
-    torch.set_default_dtype(old)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() >= 2:
-                p.normal_(0, 0.02)  # random init leaves SAM near zero; give every weight a sane scale
-    model.generation_config.eos_token_id = None
-    return model.eval()
+    model = random_model(CONFIG, DEV, dtype, experts=experts)
+    model.generation_config.eos_token_id = None  # random weights: fixed lengths, see module doc
+    return model
 
 
 def page_inputs():

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from ocr_app.engines.deepseek.configs import config_dict
+from ocr_app.engines.deepseek.configs import config_dict, random_model
 
 FULL = config_dict("full")
 TINY = config_dict("tiny", text={"vocab_size": 512, "max_position_embeddings": 4096}, image_token_id=511)
@@ -51,20 +51,7 @@ def sync(dev):
 
 def build(cfg_dict, dev, dtype=torch.bfloat16, seed=0):
     """Full-size model with random weights (every ≥2-D weight ~ N(0, 0.02), router included)."""
-    from transformers import DeepseekOcr2Config, DeepseekOcr2ForConditionalGeneration
-
-    cfg = DeepseekOcr2Config(**cfg_dict)
-    torch.manual_seed(seed)
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    with torch.device(dev):
-        model = DeepseekOcr2ForConditionalGeneration(cfg)
-    torch.set_default_dtype(old)
-    with torch.no_grad():
-        for _, p in model.named_parameters():
-            if p.dim() >= 2:
-                p.normal_(0, 0.02)
-    return model.eval()
+    return random_model(cfg_dict, dev, dtype, seed=seed)
 
 
 def page_images(n, seed=0):

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from ocr_app.engines.base import Engine
-from ocr_app.engines.deepseek.configs import config_dict
+from ocr_app.engines.deepseek.configs import config_dict, random_model
 from ocr_app.runtime.estimate import estimate_page_bytes
 from ocr_app.runtime.manager import IDLE_UNLOADED, ModelManager
 from ocr_app.runtime.vision_cache import VisionFeatureCache, content_key
@@ -77,24 +77,11 @@ class BenchEngine(Engine):
     def load(self) -> None:
         if self.model is not None:
             return
-        from transformers import DeepseekOcr2Config, DeepseekOcr2ForConditionalGeneration
         from transformers.models.deepseek_ocr2.image_processing_deepseek_ocr2 import (
             DeepseekOcr2ImageProcessor,
         )
 
-        cfg = DeepseekOcr2Config(**self.cfg_dict)
-        torch.manual_seed(0)
-        old = torch.get_default_dtype()
-        torch.set_default_dtype(self.dtype)
-        try:
-            with torch.device(self.device):
-                model = DeepseekOcr2ForConditionalGeneration(cfg)
-        finally:
-            torch.set_default_dtype(old)
-        with torch.no_grad():  # random init leaves SAM near zero; give every matrix a sane scale
-            for p in model.parameters():
-                if p.dim() >= 2:
-                    p.normal_(0, 0.02)
+        model = random_model(self.cfg_dict, self.device, self.dtype)
         self.model = model.eval()
         self.processor = DeepseekOcr2ImageProcessor()
 

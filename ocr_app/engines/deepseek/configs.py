@@ -94,3 +94,31 @@ def config_dict(size: str = "full", *, text: dict[str, Any] | None = None, **top
     base["text_config"].update(text or {})
     base.update(top)
     return base
+
+
+def random_model(cfg: dict[str, Any], device: Any, dtype: Any, *, seed: int = 0, experts: str | None = None):
+    """A ``DeepseekOcr2ForConditionalGeneration`` with random weights for the GPU benchmarks.
+
+    Built directly on ``device`` in ``dtype``; every matrix is drawn from N(0, 0.02), because the
+    default init leaves SAM near zero and a benchmark needs realistic activations.
+    """
+    import torch
+    from transformers import DeepseekOcr2Config, DeepseekOcr2ForConditionalGeneration
+
+    config = DeepseekOcr2Config(**cfg)
+    if experts is not None:
+        config._experts_implementation = experts
+        config.text_config._experts_implementation = experts
+    torch.manual_seed(seed)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = DeepseekOcr2ForConditionalGeneration(config)
+    finally:
+        torch.set_default_dtype(old)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                p.normal_(0, 0.02)
+    return model.eval()
