@@ -70,7 +70,10 @@ def peak_gib():
 
 
 def build_model(dtype, experts="grouped_mm"):
+    from ocr_app.engines.deepseek.sam_attention import bound_sam_attention
+
     model = random_model(CONFIG, DEV, dtype, experts=experts)
+    bound_sam_attention(model)  # as the product's loader does
     model.generation_config.eos_token_id = None  # random weights: fixed lengths, see module doc
     return model
 
@@ -318,7 +321,8 @@ def table(res):
     for preset, r in res.items():
         if not isinstance(r, dict) or "generate" not in r:
             continue
-        base1 = r["generate"].get("1", {}).get("decode_tok_s")
+        gen = r["generate"] or res.get("bf16", {}).get("generate", {})  # bf16's generate, same run
+        base1 = gen.get("1", {}).get("decode_tok_s")
         for path in ("generate", "ours", "ours_torch"):
             for pages, m in r.get(path, {}).items():
                 if "error" in m:

@@ -183,6 +183,15 @@ def measure(label, model, inp, n_new, dev):
             tok, t = gd.prefill()
             times.append(t)
         toks, t_dec = gd.decode(tok, n_new)
+        vis = {k: inp[k] for k in ("pixel_values", "pixel_values_local", "num_local_patches") if k in inp}
+        vtimes = []
+        for _ in range(5):  # the vision tower + projector alone (the rest of prefill is the decoder)
+            sync(dev)
+            t0 = time.perf_counter()
+            model.model.get_image_features(**vis)
+            sync(dev)
+            vtimes.append(time.perf_counter() - t0)
+    r["vision_s"] = statistics.median(vtimes)
     r["prefill_s"] = statistics.median(times)
     r["prefill_min_s"] = min(times)
     r["decode_tok_s"] = (n_new - 1) / t_dec
@@ -309,12 +318,12 @@ def launch_check(dev):
 
 
 def main():
+    from ocr_app.engines.deepseek.sam_attention import bound_sam_attention
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.calibration import collect_activations
     from ocr_app.quant.checkpoint import load_quantized, save_quantized
     from ocr_app.quant.fidelity import layer_kind_errors, logit_agreement
     from ocr_app.quant.presets import get_preset
-    from ocr_app.quant.views import limit_vision_views
 
     cfg = TINY if ARGS.tiny else FULL
     dev = torch.device("cuda" if torch.cuda.is_available() and not ARGS.tiny else "cpu")
@@ -343,26 +352,36 @@ def main():
         gc.collect()
         torch.cuda.empty_cache()
 
-    if ARGS.quick:  # launch-overhead check only: bf16 vs mixed (RTN, in place), public vs fast launches
+    if ARGS.quick:  # prefill paths only: bf16 vs mixed (RTN, in place), W8A16/W8A8 vision, both launches
         from ocr_app.quant.launch import ENV_FAST
+        from ocr_app.quant.modules import Int8Linear
         from ocr_app.quant.presets import get_preset as _gp
 
         model = build(cfg, dev, dtype)
+        bound_sam_attention(model, 0)
+        measure("bf16_stock_attn", model, inp, n_new, dev)
+        bound_sam_attention(model, ARGS.attn_mb)
         measure("bf16", model, inp, n_new, dev)
         quantize_model(model, _gp("mixed"), None)
         gc.collect()
-        limit_vision_views(model, ARGS.views)
         for flag in ("0", "1"):
             os.environ[ENV_FAST] = flag
-            measure(f"mixed_rtn_views{ARGS.views}_fast{flag}", model, inp, n_new, dev)
+            measure(f"mixed_rtn_fast{flag}", model, inp, n_new, dev)
+        for m in model.modules():
+            if isinstance(m, Int8Linear):
+                m.act_bits = 8
+        measure("mixed_rtn_w8a8_fast1", model, inp, n_new, dev)
+        bound_sam_attention(model, 0)
+        measure("mixed_rtn_w8a8_fast1_stock_attn", model, inp, n_new, dev)
         table()
         return
 
     # ---- bf16 --------------------------------------------------------------------------------------
     model = build(cfg, dev, dtype)
+    bound_sam_attention(model, 0)
+    measure("bf16_stock_attn", model, inp, n_new, dev)
+    bound_sam_attention(model, ARGS.attn_mb)
     toks = measure("bf16", model, inp, n_new, dev)
-    limit_vision_views(model, ARGS.views)
-    measure(f"bf16_views{ARGS.views}", model, inp, n_new, dev)
     ref_logits = teacher_forced_logits(model, inp, toks)
     top2 = ref_logits.topk(2, -1).values
     R["reference"] = {
@@ -400,16 +419,11 @@ def main():
     if dev.type == "cuda":
         R["load_peak_gib"] = (torch.cuda.max_memory_allocated() - base) / GIB
         R["load_allocated_gib"] = (torch.cuda.memory_allocated() - base) / GIB
+    bound_sam_attention(model, ARGS.attn_mb)
     measure("mixed", model, inp, n_new, dev)
-    limit_vision_views(model, ARGS.views)
-    measure(f"mixed_views{ARGS.views}", model, inp, n_new, dev)
-    if dev.type == "cuda":
-        from ocr_app.quant.launch import ENV_FAST
-
-        default = os.environ.get(ENV_FAST, "0")
-        os.environ[ENV_FAST] = "1"
-        measure(f"mixed_views{ARGS.views}_fastlaunch", model, inp, n_new, dev)
-        os.environ[ENV_FAST] = default
+    bound_sam_attention(model, 0)
+    measure("mixed_stock_attn", model, inp, n_new, dev)
+    bound_sam_attention(model, ARGS.attn_mb)
     R["fidelity_mixed"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))
     log("fidelity mixed", R["fidelity_mixed"])
     save()
@@ -433,6 +447,7 @@ def main():
     if ARGS.w8vision:
         model = build(cfg, dev, dtype)
         quantize_model(model, Preset("mixed_w8vision", "bfloat16", vision="w8", decoder_bits=4), None)
+        bound_sam_attention(model, ARGS.attn_mb)
         measure("mixed_w8vision_rtn", model, inp, n_new, dev)
         del model
         gc.collect()
@@ -441,6 +456,7 @@ def main():
     if time.perf_counter() - t0 < ARGS.budget_s:
         model = build(cfg, dev, dtype)
         quantize_model(model, get_preset("int8"), None)
+        bound_sam_attention(model, ARGS.attn_mb)
         measure("int8", model, inp, n_new, dev)
         R["fidelity_int8"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))
         log("fidelity int8", R["fidelity_int8"])
@@ -452,13 +468,16 @@ def main():
 def table():
     rows = [k for k in R if isinstance(R[k], dict) and "decode_tok_s" in R[k]]
     base = R.get("bf16", {})
-    log("\n| variant | weights GiB | peak GiB | prefill s | decode tok/s | prefill × bf16 | decode × bf16 |")
-    log("|---|---|---|---|---|---|---|")
+    log(
+        "\n| variant | weights GiB | peak GiB | prefill s | vision s | decode tok/s | prefill × bf16 | decode × bf16 |"
+    )
+    log("|---|---|---|---|---|---|---|---|")
     for k in rows:
         r = R[k]
         ref = base
         log(
             f"| {k} | {r['weights_gib']:.2f} | {r.get('peak_model_gib', float('nan')):.2f} | {r['prefill_s']:.3f} | "
+            f"{r['vision_s']:.3f} | "
             f"{r['decode_tok_s']:.1f} | {r['prefill_s'] / ref['prefill_s']:.2f} | "
             f"{r['decode_tok_s'] / ref['decode_tok_s']:.2f} |"
         )
@@ -479,7 +498,7 @@ if __name__ == "__main__":
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--new", type=int, default=512)
     ap.add_argument("--calib", type=int, default=4)
-    ap.add_argument("--views", type=int, default=3, help="vision views per call in the *_views runs")
+    ap.add_argument("--attn-mb", type=int, default=256, help="SAM attention bias budget (product default)")
     ap.add_argument("--calib-dir", default=".qcarry/calib")
     ap.add_argument("--budget-s", type=float, default=240.0, help="skip the int8 run after this long")
     ap.add_argument("--profile", action="store_true", help="write kernel profiles of prefill and decode")

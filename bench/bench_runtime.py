@@ -28,6 +28,7 @@ import torch
 
 from ocr_app.engines.base import Engine
 from ocr_app.engines.deepseek.configs import config_dict, random_model
+from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, attn_slice_bytes, bound_sam_attention
 from ocr_app.runtime.estimate import estimate_page_bytes
 from ocr_app.runtime.manager import IDLE_UNLOADED, ModelManager
 from ocr_app.runtime.vision_cache import VisionFeatureCache, content_key
@@ -69,6 +70,7 @@ class BenchEngine(Engine):
         self.model = None
         self.processor = None
         self.dtype = torch.bfloat16 if device == "cuda" else torch.float32
+        self.attn_mb = DEFAULT_BUDGET_MB
 
     @property
     def is_loaded(self) -> bool:
@@ -82,6 +84,7 @@ class BenchEngine(Engine):
         )
 
         model = random_model(self.cfg_dict, self.device, self.dtype)
+        bound_sam_attention(model, self.attn_mb)  # as the product's loader does
         self.model = model.eval()
         self.processor = DeepseekOcr2ImageProcessor()
 
@@ -266,23 +269,30 @@ def main() -> None:
         vision_cache_misses=st.misses,
     )
 
-    # memory of one page and of four pages in one batch vs the estimate (vision cache off: encoder runs)
-    for n in (1, 4):
-        reqs = [
-            PageRequest(page=pages[i], prompt="<image>\nFree OCR.", mode="default", use_cache=False)
-            for i in range(n)
-        ]
-        mgr.predict_batch(reqs)
-        m = mgr.status().last_memory or {}
-        ntok = engine.prepare(reqs[0])[2]
-        est = estimate_page_bytes(engine.model.config, ntok, len(PROMPT_IDS) + 1, args.new, "bf16", batch=n)
-        res[f"peak_batch{n}"] = {
-            "measured_gib": None if m.get("peak_allocated") is None else round(m["peak_allocated"] / GIB, 3),
-            "estimated_gib": round(est.peak_with_weights(weights) / GIB, 3),
-            "weights_gib": round(weights / GIB, 3),
-            "vision_tokens_per_page": ntok,
-        }
-        log(f"peak batch {n}", json.dumps(res[f"peak_batch{n}"]))
+    # memory of one page and of four pages in one batch vs the estimate (vision cache off: encoder runs),
+    # with transformers' SAM attention (0) and the product's sliced one
+    for attn_mb in (0, engine.attn_mb):
+        bound_sam_attention(engine.model, attn_mb)
+        for n in (1, 4):
+            reqs = [
+                PageRequest(page=pages[i], prompt="<image>\nFree OCR.", mode="default", use_cache=False)
+                for i in range(n)
+            ]
+            mgr.predict_batch(reqs)
+            m = mgr.status().last_memory or {}
+            ntok = engine.prepare(reqs[0])[2]
+            est = estimate_page_bytes(engine.model.config, ntok, len(PROMPT_IDS) + 1, args.new, "bf16", batch=n,
+                                      attn_slice_bytes=attn_slice_bytes(engine.model))  # fmt: skip
+            key = f"peak_batch{n}_attn{attn_mb}"
+            res[key] = {
+                "measured_gib": None
+                if m.get("peak_allocated") is None
+                else round(m["peak_allocated"] / GIB, 3),
+                "estimated_gib": round(est.peak_with_weights(weights) / GIB, 3),
+                "weights_gib": round(weights / GIB, 3),
+                "vision_tokens_per_page": ntok,
+            }
+            log(key, json.dumps(res[key]))
 
     res["prefill_s"] = prefill_times(engine, PageRequest(page=pages[0], prompt="", mode="default"), 3, device)
     log("prefill (vision + LM prefill) miss/hit", json.dumps(res["prefill_s"]))

@@ -56,6 +56,9 @@ class Settings(BaseSettings):
         "transformers generate elsewhere; graph: always the graph decoder (eager on CPU); generate.",
     )
     decode_max_slots: int = Field(32, ge=1, description="Most pages the graph decoder runs at once.")
+    vision_attn_mb: int = Field(
+        256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
+    )
     text_layer: Literal["auto", "always", "never"] = "auto"
 
     # runtime

@@ -106,19 +106,26 @@ def test_moe_torch_path_matches_float_reference_with_empty_experts():
     assert qe(x, idx, wts).shape == (t, h)
 
 
-def test_int8_linear_is_w8a8_math():
+def test_int8_linear_math_w8a16_default_and_w8a8():
     torch.manual_seed(2)
     w, b = torch.randn(48, 64), torch.randn(48)
     il = Int8Linear.from_float(w, b)
     x = torch.randn(33, 64)
-    y = il(x)
-    # dequantised per-token activations times dequantised per-channel weights, exactly
+    wq = il.qweight.float() * il.wscale[:, None]
+    # default: activations stay in their dtype, the int8 weight is dequantised per channel
+    assert il.act_bits == 16
+    assert rel(il(x), x @ wq.t() + b) < 1e-6
+    assert rel(il(x), x @ w.t() + b) < 0.01
+    # W8A8: dequantised per-token activations times dequantised per-channel weights
+    il.act_bits = 8
     xs = x.abs().amax(-1, keepdim=True) / 127
     xq = torch.round(x / xs).clamp(-127, 127) * xs
-    wq = il.qweight.float() * il.wscale[:, None]
-    assert rel(y, xq @ wq.t() + b) < 1e-5
-    assert rel(y, x @ w.t() + b) < 0.02
+    assert rel(il(x), xq @ wq.t() + b) < 1e-5
+    assert rel(il(x), x @ w.t() + b) < 0.02
     assert il.to(torch.bfloat16).wscale.dtype == torch.float32  # scales stay float32
+    il.act_bits = 16
+    xb = x.bfloat16()
+    assert il(xb).dtype == torch.bfloat16 and rel(il(xb), x @ wq.t() + b) < 0.01
 
 
 def test_align_pairs_groups_rows_by_expert_without_host_values():

@@ -78,3 +78,18 @@ def test_reads_a_real_config_and_counts_weights(tiny_checkpoint):
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint)
     n = sum(p.numel() for p in model.parameters())
     assert model_weight_bytes(model) >= n * 4  # fp32 parameters, plus buffers
+
+
+def test_sliced_sam_attention_bounds_the_vision_term():
+    """With the sliced SAM attention only one bias slice exists: the vision term stops growing with tiles
+    × pages at the rate of the full bias, and the budget is respected."""
+    budget = 256 * 1024**2
+    full = estimate_page_bytes(FULL, 1121, 12, 256, batch=4)
+    sliced = estimate_page_bytes(FULL, 1121, 12, 256, batch=4, attn_slice_bytes=budget)
+    assert sliced.vision_bytes < full.vision_bytes / 4
+    one = estimate_page_bytes(FULL, 1121, 12, 256, attn_slice_bytes=budget)
+    # 4 pages add only activations and per-axis terms, not 4 × the bias
+    assert sliced.vision_bytes - one.vision_bytes < 3 * (full.vision_bytes / 4)
+    assert max_batch_for(8 * GIB, FULL, 1121, 12, 2048, attn_slice_bytes=budget) > max_batch_for(
+        8 * GIB, FULL, 1121, 12, 2048
+    )

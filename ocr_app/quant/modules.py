@@ -103,7 +103,10 @@ class QuantLinear(nn.Module):
 
 
 class Int8Linear(nn.Module):
-    """``nn.Linear`` replacement: INT8 per-channel weights, INT8 per-token dynamic activations."""
+    """``nn.Linear`` replacement with INT8 per-channel weights. ``act_bits`` 16 (default) computes in
+    the activation dtype (W8A16, see ``ops.int8_linear``); 8 quantises activations per token (W8A8)."""
+
+    act_bits = 16
 
     def __init__(
         self,
@@ -122,6 +125,10 @@ class Int8Linear(nn.Module):
         self.register_buffer("wscale", torch.empty(out_features, dtype=torch.float32, device=device))
         self.register_buffer("bias", torch.empty(out_features, dtype=dtype, device=device) if bias else None)
 
+    def _load_from_state_dict(self, *args, **kwargs):
+        self.__dict__.pop("_scale_cache", None)
+        super()._load_from_state_dict(*args, **kwargs)
+
     def _apply(self, fn, recurse=True):  # keep wscale in float32 across .to(dtype)
         out = super()._apply(fn, recurse)
         if self.wscale.dtype != torch.float32:
@@ -139,11 +146,22 @@ class Int8Linear(nn.Module):
             mod.bias.copy_(bias)
         return mod
 
+    def _scale_for(self, dtype: torch.dtype) -> torch.Tensor:
+        """``wscale`` in the activation dtype, converted once (weights are fixed at inference; loading a
+        state dict drops the copy)."""
+        key = (dtype, self.wscale.data_ptr())
+        cached = self.__dict__.get("_scale_cache")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_scale_cache"] = (key, self.wscale.to(dtype))
+        return cached[1]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return int8_linear(x, self.qweight, self.wscale, self.bias)
+        if self.act_bits == 8:
+            return int8_linear(x, self.qweight, self.wscale, self.bias, act_bits=8)
+        return int8_linear(x, self.qweight, self._scale_for(x.dtype), self.bias)
 
     def extra_repr(self) -> str:
-        return f"in={self.in_features}, out={self.out_features}, int8 w8a8"
+        return f"in={self.in_features}, out={self.out_features}, int8 w8a{self.act_bits}"
 
 
 class QuantExperts(nn.Module):

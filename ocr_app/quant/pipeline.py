@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.quant.presets import Preset, get_preset
-from ocr_app.quant.views import limit_vision_views
 
 if TYPE_CHECKING:
     import torch
@@ -17,9 +16,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_CALIB_PAGES = 8
-# Vision views encoded per call for quantised presets: 3 tiles cost less activation memory than the
-# 1024 px global view, so the page's peak is set by the global view (see ``views.py``).
-QUANT_MAX_VIEWS = 3
 ON_THE_FLY_CALIB_PAGES = 4
 # Calibrate on the GPU only when the float model fits there with this much headroom.
 GPU_CALIB_HEADROOM = 1.5
@@ -127,7 +123,6 @@ class PresetBackend:
             model, _ = load_quantized(model_dir, device, dtype)
         else:
             model = self.quantize_on_the_fly(model_dir, device, dtype)
-        limit_vision_views(model, QUANT_MAX_VIEWS)
         return model
 
     def quantize_on_the_fly(self, model_dir: Path, device: torch.device, dtype: torch.dtype):

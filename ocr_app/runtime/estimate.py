@@ -9,6 +9,8 @@ Peak transient memory (on top of the weights) is the larger of two phases:
   ``views · heads · N² · bytes`` (N = (side/16)² patches; 4096 for the 1024 px global view, 2304 for a
   768 px tile) and hold it twice (the broadcast sum and its reshape into the SDPA mask). All tiles of the
   batch go through SAM in one call, so this term grows with tiles × pages and dominates everything else.
+  With the sliced SAM attention (``engines/deepseek/sam_attention.py``, ``attn_slice_bytes``) only one
+  slice of the bias exists at a time, plus the per-axis terms it is summed from.
 * language pass: KV cache ``2 · layers · kv_heads · head_dim · bytes`` per token over prompt + new
   tokens, prefill activations per prompt token, and float32 logits of the last position.
 """
@@ -120,14 +122,25 @@ def tiles_for(vision_tokens: int) -> int:
     return max(0, (vision_tokens - GLOBAL_TOKENS - 1) // TILE_TOKENS)
 
 
-def sam_pass_bytes(config: Any, views: int, side: int, dtype: Any = "bf16") -> int:
-    """Peak transient bytes of one SAM call over ``views`` images of ``side`` px."""
+def sam_pass_bytes(
+    config: Any, views: int, side: int, dtype: Any = "bf16", attn_slice_bytes: int | None = None
+) -> int:
+    """Peak transient bytes of one SAM call over ``views`` images of ``side`` px.
+
+    ``attn_slice_bytes``: the bias budget of the sliced SAM attention; None = transformers' layer.
+    """
     if views <= 0:
         return 0
     b = dtype_bytes(dtype)
     s = sam_dims(config)
     n = (side // PATCH) ** 2
-    bias = 2 * views * s.heads * n * n * b  # rel-pos bias: broadcast sum + SDPA mask copy
+    pairs = views * s.heads
+    if attn_slice_bytes is None:
+        bias = 2 * pairs * n * n * b  # rel-pos bias: broadcast sum + SDPA mask copy
+    else:  # one slice of (view, head) pairs + the per-axis terms (pairs × N × (H + W))
+        per_pair = n * n * b
+        bias = min(pairs, max(1, attn_slice_bytes // per_pair)) * per_pair
+        bias += 2 * pairs * n * (side // PATCH) * b
     hidden = views * n * (3 * s.hidden + s.mlp_dim + 2 * s.hidden) * b  # qkv, MLP, residual stream
     return bias + hidden
 
@@ -172,10 +185,12 @@ def estimate_page_bytes(
     max_new_tokens: int,
     dtype: Any = "bf16",
     batch: int = 1,
+    attn_slice_bytes: int | None = None,
 ) -> MemoryEstimate:
     """Estimate the transient memory of ``batch`` pages of ``vision_tokens`` each.
 
     ``prompt_tokens`` counts the text tokens of the prompt (BOS + instruction), without the vision tokens.
+    ``attn_slice_bytes`` is the sliced SAM attention's budget (None: transformers' unsliced layer).
     """
     if batch < 1 or vision_tokens < 0 or prompt_tokens < 0 or max_new_tokens < 0:
         raise ValueError("batch must be ≥ 1 and token counts ≥ 0")
@@ -186,8 +201,8 @@ def estimate_page_bytes(
     seq = prompt_len + max_new_tokens
     per_tok = kv_bytes_per_token(config, dtype)
     vision = max(
-        sam_pass_bytes(config, batch, GLOBAL_SIDE, dtype),
-        sam_pass_bytes(config, batch * tiles, TILE_SIDE, dtype),
+        sam_pass_bytes(config, batch, GLOBAL_SIDE, dtype, attn_slice_bytes),
+        sam_pass_bytes(config, batch * tiles, TILE_SIDE, dtype, attn_slice_bytes),
     )
     # prefill: residual + qkv/o + the larger MLP (dense layer 0, or routed experts × top-k) per token
     mlp = max(2 * d.intermediate, 2 * d.moe_intermediate * max(d.experts_per_token, 1))
@@ -215,12 +230,21 @@ def max_batch_for(
     *,
     safety: float = 0.85,
     limit: int = 64,
+    attn_slice_bytes: int | None = None,
 ) -> int:
     """Largest batch whose estimate fits in ``safety · free_bytes`` (0 when not even one page fits)."""
     budget = int(free_bytes * safety)
     best = 0
     for n in range(1, limit + 1):
-        est = estimate_page_bytes(config, vision_tokens, prompt_tokens, max_new_tokens, dtype, batch=n)
+        est = estimate_page_bytes(
+            config,
+            vision_tokens,
+            prompt_tokens,
+            max_new_tokens,
+            dtype,
+            batch=n,
+            attn_slice_bytes=attn_slice_bytes,
+        )
         if est.total_bytes > budget:
             break
         best = n

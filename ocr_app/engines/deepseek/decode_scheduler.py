@@ -38,6 +38,7 @@ def plan_capacity(model: Any, max_len: int, wanted: int, max_slots: int, prefill
     """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and free VRAM."""
     import torch
 
+    from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes
     from ocr_app.runtime.estimate import estimate_page_bytes, kv_bytes_per_token
 
     want = min(max(1, wanted), max_slots)
@@ -49,7 +50,15 @@ def plan_capacity(model: Any, max_len: int, wanted: int, max_slots: int, prefill
     dtype = model.lm_head.weight.dtype
     cfg = model.config
     per_slot = kv_bytes_per_token(cfg, dtype) * max_len + 8 * max_len  # K/V + token row
-    reserve = estimate_page_bytes(cfg, PREFILL_VISION_TOKENS, 16, 0, dtype, batch=prefill_batch).total_bytes
+    reserve = estimate_page_bytes(
+        cfg,
+        PREFILL_VISION_TOKENS,
+        16,
+        0,
+        dtype,
+        batch=prefill_batch,
+        attn_slice_bytes=attn_slice_bytes(model),
+    ).total_bytes
     reserve += 512 * 1024**2  # graphs' activations, logits, allocator slack
     free, _ = torch.cuda.mem_get_info(device)
     fits = int((free - reserve) // per_slot)

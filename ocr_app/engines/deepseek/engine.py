@@ -172,7 +172,9 @@ class DeepSeekOcr2Engine(Engine):
         dtype = resolve_dtype(preset, device)
         quant = preset if preset in QUANT_PRESETS else None
         t0 = time.perf_counter()
-        model, processor = load_model(self.settings.model, device, dtype, quant=quant)
+        model, processor = load_model(
+            self.settings.model, device, dtype, quant=quant, vision_attn_mb=self.settings.vision_attn_mb
+        )
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(

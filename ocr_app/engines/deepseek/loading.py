@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
 from ocr_app.settings import DEFAULT_MODEL
 
@@ -258,9 +259,17 @@ def weights_available(model_id: str, *, cache_dir: Path | None = None) -> bool:
 
 # --- loading ------------------------------------------------------------------------------------
 def load_model(
-    model_id: str, device: torch.device, dtype: torch.dtype, *, quant: str | None = None
+    model_id: str,
+    device: torch.device,
+    dtype: torch.dtype,
+    *,
+    quant: str | None = None,
+    vision_attn_mb: int = DEFAULT_BUDGET_MB,
 ) -> tuple[Any, Any]:
-    """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend)."""
+    """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend).
+
+    Every precision gets the memory-bounded SAM attention (``sam_attention.py``, ``vision_attn_mb``).
+    """
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     directory = resolve_model_dir(model_id)
@@ -282,6 +291,7 @@ def load_model(
             f"{directory} holds a {type(model).__name__}, not DeepseekOcr2ForConditionalGeneration "
             "(use the transformers-format checkpoint deepseek-community/DeepSeek-OCR-2)."
         )
+    bound_sam_attention(model, vision_attn_mb)
     logger.info("loaded %s on %s as %s", directory, device, dtype)
     return model, processor
 

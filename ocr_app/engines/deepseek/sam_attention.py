@@ -1,0 +1,114 @@
+"""Memory-bounded SAM attention for DeepSeek-OCR-2's vision tower.
+
+Why: SAM's four global-attention layers add a decomposed relative-position bias of
+heads × tokens² per view (12 × 2304² for a 768 px tile, 12 × 4096² for the 1024 px global view). The
+transformers SDPA layer materialises that bias for the whole batch at once, so a page's 6 tiles cost
+~0.8 GiB of bias alone, which sets the page's peak memory: more than a 3.5 GiB budget allows next to
+2.4 GiB of quantised weights. Here the bias is built and consumed in slices of (view, head) pairs that
+fit ``budget_mb``, so the whole page still goes through the tower in one call (one launch per op,
+full-width GEMMs) and only the attention core is sliced. Attention is independent per (view, head),
+so the result is the same as the unsliced layer.
+
+Also: transformers rebuilds the relative-position tables on every call (an interpolation and a
+host-to-device copy of CPU indices per layer); they depend only on the weights, so they are built once
+per layer and size and reused.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BUDGET_MB = 256
+
+
+def _rel_tables(attn: Any, height: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Relative-position tables [H, H, C] and [W, W, C], built once per size (weights are fixed at
+    inference; ``bound_sam_attention`` drops them when it is applied again)."""
+    key = (height, width, attn.rel_pos_h.data_ptr(), attn.rel_pos_w.data_ptr(), attn.rel_pos_h.dtype)
+    cached = getattr(attn, "_ocr_app_rel_tables", None)
+    if cached is None or cached[0] != key:
+        tables = (
+            attn.get_rel_pos(height, height, attn.rel_pos_h),
+            attn.get_rel_pos(width, width, attn.rel_pos_w),
+        )
+        attn._ocr_app_rel_tables = cached = (key, tables)
+    return cached[1]
+
+
+def _forward(self: Any, hidden_states: torch.Tensor, output_attentions: bool | None = None):
+    """Drop-in for the SAM attention ``forward``: SDPA with the bias built per slice of (view, head)."""
+    import torch
+    import torch.nn.functional as F
+
+    batch, height, width, _ = hidden_states.shape
+    heads, tokens = self.num_attention_heads, height * width
+    qkv = self.qkv(hidden_states).reshape(batch, tokens, 3, heads, -1).permute(2, 0, 3, 1, 4)
+    # [B·heads, tokens, C], as transformers lays them out
+    query, key, value = qkv.reshape(3, batch * heads, tokens, -1).unbind(0)
+    pairs = batch * heads
+    if not self.use_rel_pos:
+        out = F.scaled_dot_product_attention(query[None], key[None], value[None], scale=self.scale)[0]
+    else:
+        table_h, table_w = _rel_tables(self, height, width)
+        q5 = query.reshape(pairs, height, width, -1)
+        rel_h = torch.einsum("bhwc,hkc->bhwk", q5, table_h)  # [pairs, H, W, H]
+        rel_w = torch.einsum("bhwc,wkc->bhwk", q5, table_w)  # [pairs, H, W, W]
+        per_pair = tokens * tokens * query.element_size()
+        step = max(1, min(pairs, self._ocr_app_budget_bytes // per_pair))
+        parts = []
+        for s in range(0, pairs, step):
+            e = min(pairs, s + step)
+            bias = (rel_h[s:e, :, :, :, None] + rel_w[s:e, :, :, None, :]).reshape(1, e - s, tokens, tokens)
+            parts.append(
+                F.scaled_dot_product_attention(
+                    query[None, s:e], key[None, s:e], value[None, s:e], attn_mask=bias, scale=self.scale
+                )[0]
+            )
+            del bias
+        out = parts[0] if len(parts) == 1 else torch.cat(parts, 0)
+    out = (
+        out.reshape(batch, heads, height, width, -1).permute(0, 2, 3, 1, 4).reshape(batch, height, width, -1)
+    )
+    return self.proj(out), None
+
+
+def attn_slice_bytes(model: Any) -> int | None:
+    """The bias budget the model's SAM attention runs with (None: transformers' own layer)."""
+    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2SamVisionAttention
+
+    for module in model.modules():
+        if isinstance(module, DeepseekOcr2SamVisionAttention):
+            return module.__dict__.get("_ocr_app_budget_bytes") if "forward" in module.__dict__ else None
+    return None
+
+
+def bound_sam_attention(model: Any, budget_mb: int = DEFAULT_BUDGET_MB) -> int:
+    """Make every SAM attention layer of ``model`` slice its bias to ``budget_mb`` (in place).
+
+    ``budget_mb <= 0`` restores transformers' own forward. Returns the number of layers changed.
+    """
+    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2SamVisionAttention
+
+    count = 0
+    for module in model.modules():
+        if not isinstance(module, DeepseekOcr2SamVisionAttention):
+            continue
+        module.__dict__.pop("_ocr_app_rel_tables", None)
+        if budget_mb <= 0:
+            module.__dict__.pop("forward", None)
+        else:
+            module._ocr_app_budget_bytes = int(budget_mb) << 20
+            module.forward = types.MethodType(_forward, module)
+        count += 1
+    if count:
+        logger.info(
+            "SAM attention: %d layers, bias budget %s MiB", count, budget_mb if budget_mb > 0 else "off"
+        )
+    return count

@@ -1,0 +1,62 @@
+"""The sliced SAM attention gives the same vision features as transformers' layer, at any budget."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ocr_app.engines.deepseek.configs import config_dict, random_model
+from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes, bound_sam_attention
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    model = random_model(config_dict("tiny"), torch.device("cpu"), torch.float32, seed=0)
+    with torch.no_grad():  # non-zero relative-position tables, so the bias matters
+        for m in model.modules():
+            if hasattr(m, "rel_pos_h"):
+                m.rel_pos_h.normal_(0, 0.5)
+                m.rel_pos_w.normal_(0, 0.5)
+    return model
+
+
+@pytest.mark.parametrize("side", [768, 1024])
+def test_sliced_attention_equals_transformers_layer(tiny_model, side):
+    tower = tiny_model.model.vision_tower
+    x = torch.randn(3, 3, side, side, generator=torch.Generator().manual_seed(side))
+    with torch.inference_mode():
+        bound_sam_attention(tiny_model, 0)
+        ref = tower(x).last_hidden_state
+        n = bound_sam_attention(tiny_model, 1)
+        assert n == 2 and attn_slice_bytes(tiny_model) == 1 << 20
+        global_attn = tower.sam_encoder.layers[1].attn
+        tokens = (side // 16) ** 2
+        for budget in (1 << 30, 3 * tokens * tokens * 4, 1):  # one slice, 3 pairs per slice, 1 pair per slice
+            global_attn._ocr_app_budget_bytes = budget
+            out = tower(x).last_hidden_state
+            assert torch.equal(out, ref), budget
+        bound_sam_attention(tiny_model, 0)
+        assert attn_slice_bytes(tiny_model) is None
+        assert torch.equal(tower(x).last_hidden_state, ref)
+
+
+def test_rel_tables_are_built_once_per_size(tiny_model, monkeypatch):
+    attn = tiny_model.model.vision_tower.sam_encoder.layers[1].attn
+    bound_sam_attention(tiny_model, 256)
+    calls = []
+    original = attn.get_rel_pos
+    monkeypatch.setattr(attn, "get_rel_pos", lambda *a: calls.append(a[:2]) or original(*a))
+    x = torch.randn(2, 3, 768, 768)
+    with torch.inference_mode():
+        tiny_model.model.vision_tower(x)
+        tiny_model.model.vision_tower(x)
+    assert calls == [(48, 48), (48, 48)]  # height and width tables, first call only
+
+
+def test_loader_applies_the_setting(tiny_checkpoint):
+    from ocr_app.engines.deepseek.loading import load_model
+
+    model, _ = load_model(str(tiny_checkpoint), torch.device("cpu"), torch.float32, vision_attn_mb=64)
+    assert attn_slice_bytes(model) == 64 << 20
+    model, _ = load_model(str(tiny_checkpoint), torch.device("cpu"), torch.float32, vision_attn_mb=0)
+    assert attn_slice_bytes(model) is None
