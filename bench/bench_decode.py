@@ -301,13 +301,18 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     return summary
 
 
+DEFAULT_GEMV_ROWS = 256  # ocr_app.quant.ops.DECODE_GEMV_MAX_ROWS
+
+
 def apply_preset(model, name):
     if name == "bf16":
         return model
-    if name == "mixed":
+    if name.split("@")[0] == "mixed":  # mixed@N: at most N expert pairs through the GEMV kernel in decode
+        from ocr_app.quant import ops
         from ocr_app.quant.apply import quantize_model
         from ocr_app.quant.presets import get_preset
 
+        ops.DECODE_GEMV_MAX_ROWS = int(name.split("@")[1]) if "@" in name else DEFAULT_GEMV_ROWS
         quantize_model(model, get_preset("mixed"))
         return model
     raise SystemExit(f"unknown preset {name}")

@@ -76,14 +76,23 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=5)
     ap.add_argument("--out", default="gpu_engine_check.json")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run of this script")
+    ap.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        metavar="PRESET=DIR",
+        help="load this preset from DIR (e.g. mixed=tiny-mixed, written by `ocr-app quantize`) instead of "
+        "the freshly built tiny checkpoint",
+    )
     args = ap.parse_args()
     from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
 
     model_dir = build_tiny_checkpoint(Path(tempfile.mkdtemp(prefix="tiny-")))
+    dirs = dict(item.split("=", 1) for item in args.checkpoint)
     results = []
     for preset in args.presets.split(","):
         try:
-            results.append(check(preset, model_dir, args.pages, args.device))
+            results.append(check(preset, Path(dirs.get(preset, model_dir)), args.pages, args.device))
         except Exception as exc:  # report and go on to the next preset
             import traceback
 

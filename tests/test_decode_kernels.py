@@ -113,9 +113,42 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
         want.append(out[0, len(p) :].tolist())
     opts = DecoderOptions(guard=GuardSpec(2, 6, exempt), loop=LoopSpec(0), kernels="triton", check_every=4)
     dec = PageDecoder(model, capacity=2, max_len=64, options=opts)
-    assert dec.fused and dec._fused_moe == [False, True, True]  # layer 0 is the dense MLP
+    assert dec.fused and dec._fused_moe == [None, "float", "float"]  # layer 0 is the dense MLP
     got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
     assert [r.tokens for r in got] == want
+
+
+def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, monkeypatch):
+    """``mixed`` in the fused step: routing and combine fused around the W4 expert kernels (``pairs``),
+    through both expert paths (GEMV, and the sorted GEMM when the pairs exceed its bound)."""
+    from transformers import AutoModelForImageTextToText
+
+    from ocr_app.engines.deepseek.decode import DecodeRequest, DecoderOptions, PageDecoder
+    from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
+    from ocr_app.quant import ops
+    from ocr_app.quant.apply import quantize_model
+    from ocr_app.quant.presets import get_preset
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+    quantize_model(model, get_preset("mixed"))
+    g = torch.Generator().manual_seed(3)
+    prompts = [[0, *torch.randint(5, 390, (n,), generator=g).tolist()] for n in (7, 12, 9)]
+    n_new = 6
+    want = []
+    for p in prompts:  # the module path (torch kernels on CPU) is the reference
+        t = torch.tensor([p])
+        out = model.generate(
+            input_ids=t, attention_mask=torch.ones_like(t), max_new_tokens=n_new, do_sample=False,
+            eos_token_id=None, pad_token_id=0,
+        )  # fmt: skip
+        want.append(out[0, len(p) :].tolist())
+    opts = DecoderOptions(guard=GuardSpec(0, 0), loop=LoopSpec(0), kernels="triton", check_every=4)
+    for bound in (256, 2):  # 3 pages × top-2 = 6 pairs: GEMV, then sorted GEMM
+        dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
+        assert dec.fused and dec._fused_moe == [None, "quant", "quant"]
+        monkeypatch.setattr(ops, "DECODE_GEMV_MAX_ROWS", bound)
+        got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
+        assert [r.tokens for r in got] == want, bound
 
 
 def test_replaced_experts_are_not_fused():
@@ -130,6 +163,7 @@ def test_replaced_experts_are_not_fused():
 
     assert not dk.fusable_moe(Custom())
     assert not dk.fusable_moe(torch.nn.Linear(2, 2))
+    assert dk.moe_kind(Custom()) is None and dk.moe_kind(torch.nn.Linear(2, 2)) is None
 
 
 def test_moe_combine_adds_shared_output_like_transformers():

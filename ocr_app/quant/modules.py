@@ -13,8 +13,9 @@ import logging
 import torch
 from torch import nn
 
+from ocr_app.quant import ops
 from ocr_app.quant.formats import group_size_for, pack_int4, quantize_groups, quantize_int8_per_channel
-from ocr_app.quant.ops import QWeight, int8_linear, moe_experts, wq_linear
+from ocr_app.quant.ops import QWeight, int8_linear, moe_experts, moe_pairs, wq_linear
 
 logger = logging.getLogger(__name__)
 
@@ -261,6 +262,29 @@ class QuantExperts(nn.Module):
         return moe_experts(
             hidden_states, top_k_index, top_k_weights, self.gate_up, self.down, self.input_scale_inv
         )
+
+    def pairs(
+        self,
+        hidden_states: torch.Tensor,
+        top_k_index: torch.Tensor,
+        top_k_weights: torch.Tensor,
+        gemv_max_rows: int | None = None,
+    ) -> torch.Tensor:
+        """Per (token, slot) results [T, top_k, H] in float32, routing weights applied (GPU kernels;
+        the graph decoder sums them together with the shared experts' output). ``gemv_max_rows``
+        defaults to ``ops.DECODE_GEMV_MAX_ROWS``."""
+        t, top_k = top_k_index.shape
+        gemv_max_rows = ops.DECODE_GEMV_MAX_ROWS if gemv_max_rows is None else gemv_max_rows
+        y = moe_pairs(
+            hidden_states,
+            top_k_index,
+            top_k_weights,
+            self.gate_up,
+            self.down,
+            self.input_scale_inv,
+            gemv_max_rows,
+        )
+        return y.view(t, top_k, self.hidden_dim)
 
     def extra_repr(self) -> str:
         return (

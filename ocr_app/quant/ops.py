@@ -27,6 +27,10 @@ Backend = Literal["auto", "torch", "triton"]
 GEMV_MAX_ROWS = 64
 ENV_BACKEND = "OCR_APP_QUANT_BACKEND"
 GEMV_MIN_PROGRAMS = 264  # two per SM on an H100/H200
+# In the graph decoder's step (≤ 32 pages × top-6 pairs) the GEMV path also serves larger batches: it
+# needs no sort, and with ~1–3 pairs per expert the GEMM path would read each expert's weights once
+# anyway while adding the grouping kernels.
+DECODE_GEMV_MAX_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -290,9 +294,31 @@ def _moe_torch(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, i
 
 
 def _moe_triton(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, isc):
+    t = x.shape[0]
+    y = moe_pairs(x, top_k_index, top_k_weights, gate_up, down, isc)
+    return y.view(t, top_k_index.shape[1], down.out_features).sum(1).to(x.dtype)
+
+
+def moe_pairs(
+    x: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up: QWeight,
+    down: QWeight,
+    input_scale_inv: torch.Tensor | None = None,
+    gemv_max_rows: int = GEMV_MAX_ROWS,
+) -> torch.Tensor:
+    """Routed experts per (token, slot) pair on the GPU kernels: float32 [T · top_k, H], each row
+    already multiplied by its routing weight; summing over slots is left to the caller (the graph
+    decoder folds it into one kernel with the shared experts' output).
+
+    Up to ``gemv_max_rows`` pairs run through the GEMV kernel, which reads the routing directly (no
+    sort); more are grouped by expert for the tensor-core GEMM.
+    """
     import torch
 
     x = x.contiguous()
+    isc = input_scale_inv
     t, _ = x.shape
     topk = top_k_index.shape[1]
     p = t * topk
@@ -304,8 +330,8 @@ def _moe_triton(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, 
     h = torch.empty(p, inter, device=x.device, dtype=x.dtype)
     y = torch.empty(p, hidden, device=x.device, dtype=torch.float32)
     if p == 0:
-        return torch.zeros_like(x)
-    if p <= GEMV_MAX_ROWS:
+        return y
+    if p <= gemv_max_rows:
         _gemv_launch(x, gate_up, h, inter, idx, isc, None, topk, True)
         _gemv_launch(h, down, y, hidden, idx, None, rw, 1, False)
     else:
@@ -313,7 +339,7 @@ def _moe_triton(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, 
         rows, bexp, nblocks = align_pairs(top_k_index, num_experts, bm)
         _gemm_launch(x, gate_up, h, p, inter, rows, bexp, nblocks, bm, isc, None, topk, True)
         _gemm_launch(h, down, y, p, hidden, rows, bexp, nblocks, bm, None, rw, 1, False)
-    return y.view(t, topk, hidden).sum(1).to(x.dtype)
+    return y
 
 
 # ----------------------------------------------------------------------------------------------- INT8

@@ -214,7 +214,7 @@ class PageDecoder:
         # forward hooks on decoder layers (e.g. the fp16 overflow clamp) run only in the module step
         hooked = any(ly._forward_hooks or ly._forward_pre_hooks for ly in layers)
         self.fused = want and not hooked and all(dk.fusable_norm(n) for n in norms)
-        self._fused_moe = [self.fused and dk.fusable_moe(ly.mlp) for ly in layers]
+        self._fused_moe = [dk.moe_kind(ly.mlp) if self.fused else None for ly in layers]
         if want and not self.fused:
             logger.info("decode: hooked layers or non-standard norms; using the module step")
 
@@ -422,11 +422,15 @@ class PageDecoder:
             a = attn.o_proj(o.transpose(1, 2).reshape(b, -1))
             x, residual = dk.add_rmsnorm(a, ln2.weight, ln2.variance_epsilon, residual)
             mlp = layer.mlp
-            if self._fused_moe[i]:
+            kind = self._fused_moe[i]
+            if kind is not None:
                 gate, ex = mlp.gate, mlp.experts
                 idx, wt = dk.route(x, gate.weight, gate.top_k, gate.routed_scaling_factor)
                 shared = mlp.shared_experts(x)
-                pending = dk.moe_experts(x, ex.gate_up_proj, ex.down_proj, idx, wt, shared=shared)
+                if kind == "float":
+                    pending = dk.moe_experts(x, ex.gate_up_proj, ex.down_proj, idx, wt, shared=shared)
+                else:
+                    pending = dk.quant_moe_experts(x, ex, idx, wt, shared)
             else:
                 pending = mlp(x[:, None, :])[:, 0, :]
         norm = self.lm.norm

@@ -13,6 +13,8 @@ memory. These kernels fold each of those groups into one launch:
   once when no token picked the expert, otherwise runs all its tokens through ``tl.dot`` (gate/up +
   SiLU·up, then down · routing weight); per-(token, slot) results are summed in fp32 like transformers
   and added to the shared experts' output in one more kernel.
+* quantised experts (``ocr_app.quant``'s ``QuantExperts``) keep their own W4 kernels for the experts
+  (``pairs``); the step still fuses routing and the combine with the shared experts around them.
 
 All launches are host-sync free (graph-capturable). Results match the module path to bf16 rounding, not
 bit for bit (reduction orders differ); ``bench/bench_decode.py`` reports where greedy tokens diverge.
@@ -134,9 +136,27 @@ def moe_experts(
     )
     if shared is None:
         return y.sum(dim=1).to(x.dtype)
-    out = torch.empty_like(x)
-    kk.moe_combine[(t, -(-hidden // 256))](y, shared.reshape(t, hidden), out, hidden, TOPK=top_k, BLOCK=256)
+    return combine(y, shared)
+
+
+def combine(y: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
+    """``Σ_slots y[t, j]`` (float32, rounded to the model dtype) ``+ shared[t]``, as transformers adds them."""
+    import torch
+
+    kk = _k()
+    t, top_k, hidden = y.shape
+    out = torch.empty_like(shared).reshape(t, hidden)
+    kk.moe_combine[(t, -(-hidden // 256))](
+        y.contiguous(), shared.reshape(t, hidden).contiguous(), out, hidden, TOPK=top_k, BLOCK=256
+    )
     return out
+
+
+def quant_moe_experts(
+    x: torch.Tensor, experts: Any, idx: torch.Tensor, wt: torch.Tensor, shared: torch.Tensor
+):
+    """Routed quantised experts (their own kernels, ``experts.pairs``) + the shared experts' output."""
+    return combine(experts.pairs(x, idx, wt), shared)
 
 
 def argmax(logits: torch.Tensor) -> torch.Tensor:
@@ -210,6 +230,28 @@ def fusable_moe(mlp: Any) -> bool:
         and type(experts.act_fn).__name__ in ("SiLU", "SiLUActivation")
     )
     return bool(ok)
+
+
+def moe_kind(mlp: Any) -> str | None:
+    """How the fused step runs ``mlp``: ``"float"`` (fused expert kernels on its 3-D weights),
+    ``"quant"`` (fused routing and combine around quantised experts that offer ``pairs``) or None (the
+    module's own forward)."""
+    if fusable_moe(mlp):
+        return "float"
+    experts, gate = getattr(mlp, "experts", None), getattr(mlp, "gate", None)
+    if experts is None or gate is None or getattr(mlp, "shared_experts", None) is None:
+        return None
+    w = getattr(gate, "weight", None)
+    ok = (
+        callable(getattr(experts, "pairs", None))
+        and w is not None
+        and w.dim() == 2
+        and w.shape[0] == getattr(experts, "num_experts", -1)
+        and getattr(gate, "topk_method", "greedy") == "greedy"
+        and hasattr(gate, "top_k")
+        and hasattr(gate, "routed_scaling_factor")
+    )
+    return "quant" if ok else None
 
 
 def fusable_norm(norm: Any) -> bool:
