@@ -307,12 +307,14 @@ DEFAULT_GEMV_ROWS = 256  # ocr_app.quant.ops.DECODE_GEMV_MAX_ROWS
 def apply_preset(model, name):
     if name == "bf16":
         return model
-    if name.split("@")[0] == "mixed":  # mixed@N: at most N expert pairs through the GEMV kernel in decode
+    base = name.split("@")[0]
+    if base in ("mixed", "mixed1d"):  # @N: at most N expert pairs through the GEMV kernel in decode
         from ocr_app.quant import ops
         from ocr_app.quant.apply import quantize_model
         from ocr_app.quant.presets import get_preset
 
         ops.DECODE_GEMV_MAX_ROWS = int(name.split("@")[1]) if "@" in name else DEFAULT_GEMV_ROWS
+        ops.GEMV_ACC2D = base == "mixed"  # mixed1d: one reduction per K-tile (the earlier kernel)
         quantize_model(model, get_preset("mixed"))
         return model
     raise SystemExit(f"unknown preset {name}")

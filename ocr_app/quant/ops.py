@@ -31,6 +31,8 @@ GEMV_MIN_PROGRAMS = 264  # two per SM on an H100/H200
 # needs no sort, and with ~1–3 pairs per expert the GEMM path would read each expert's weights once
 # anyway while adding the grouping kernels.
 DECODE_GEMV_MAX_ROWS = 256
+# GEMV accumulation: per-element partial products reduced once (True) or one reduction per K-tile.
+GEMV_ACC2D = True
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,7 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
         BLOCK_N=block_n,
         BLOCK_K=block_k,
         UNROLL=kernel_unroll(w.in_features, block_k),
+        ACC2D=GEMV_ACC2D,
         num_warps=4,
     )
 

@@ -51,6 +51,23 @@ def _gemv_rows(
 
 
 @triton.jit
+def _gemv_tile_2d(
+    x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr
+):
+    """One K-tile's elementwise products ``x_k (q s + m)`` [BN, BK], reduced once after the K loop."""
+    lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
+    g_lo = k0 // GROUP
+    g_hi = (HALF + k0) // GROUP
+    s_lo = tl.load(s_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
+    m_lo = tl.load(m_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
+    s_hi = tl.load(s_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
+    m_hi = tl.load(m_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
+    part = (lo * s_lo[:, None] + m_lo[:, None]) * x_lo[None, :]
+    part += (hi * s_hi[:, None] + m_hi[:, None]) * x_hi[None, :]
+    return part
+
+
+@triton.jit
 def wq_gemv_kernel(
     x_ptr,
     stride_xm,
@@ -77,9 +94,11 @@ def wq_gemv_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     UNROLL: tl.constexpr,
+    ACC2D: tl.constexpr = False,
 ):
     """Decode path: one program per (output row, N-block). Output row p reads activation row
-    ``p // X_DIV`` and expert ``idx[p]`` (MoE pairs) or expert 0 (plain linear)."""
+    ``p // X_DIV`` and expert ``idx[p]`` (MoE pairs) or expert 0 (plain linear). ``ACC2D``: keep
+    [BLOCK_N, BLOCK_K] partial products and reduce once at the end instead of once per K-tile."""
     p = tl.program_id(0)
     pid_n = tl.program_id(1)
     if HAS_IDX:  # noqa: SIM108 - constexpr branch in a Triton kernel
@@ -97,6 +116,8 @@ def wq_gemv_kernel(
     m_base = m_ptr + e * N_W * G
     acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_N], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+    acc2_u = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
     # UNROLL K-tiles per iteration: their loads are independent and issued together, which is what
     # a latency-bound GEMV (one token, a few KB per program) needs.
     for k_outer in range(0, HALF, BLOCK_K * UNROLL):
@@ -108,16 +129,29 @@ def wq_gemv_kernel(
             if HAS_ISC:
                 x_lo = x_lo * tl.load(isc_ptr + e * K + offs_k).to(tl.float32)
                 x_hi = x_hi * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)
-            acc += _gemv_rows(
-                x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
-            )
+            if ACC2D:
+                acc2 += _gemv_tile_2d(
+                    x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
+                )
+            else:
+                acc += _gemv_rows(
+                    x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
+                )
             if GATE_UP:
                 w_u = w_base + N_OUT * row_bytes
                 s_u = s_base + N_OUT * G
                 m_u = m_base + N_OUT * G
-                acc_u += _gemv_rows(
-                    x_lo, x_hi, w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
-                )
+                if ACC2D:
+                    acc2_u += _gemv_tile_2d(
+                        x_lo, x_hi, w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
+                    )
+                else:
+                    acc_u += _gemv_rows(
+                        x_lo, x_hi, w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
+                    )
+    if ACC2D:
+        acc = tl.sum(acc2, 1)
+        acc_u = tl.sum(acc2_u, 1)
     if GATE_UP:
         acc = acc * tl.sigmoid(acc) * acc_u
     if HAS_RW:
