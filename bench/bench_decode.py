@@ -301,7 +301,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     return summary
 
 
-DEFAULT_GEMV_ROWS = 256  # ocr_app.quant.ops.DECODE_GEMV_MAX_ROWS
+DEFAULT_GEMV_ROWS = 64  # ocr_app.quant.ops.DECODE_GEMV_MAX_ROWS
 
 
 def apply_preset(model, name):

@@ -146,6 +146,7 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
     for bound in (256, 2):  # 3 pages × top-2 = 6 pairs: GEMV, then sorted GEMM
         dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
         assert dec.fused and dec._fused_moe == [None, "quant", "quant"]
+        assert all(p is not None for p in dec._qkv) and all(p is not None for p in dec._swiglu)
         monkeypatch.setattr(ops, "DECODE_GEMV_MAX_ROWS", bound)
         got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
         assert [r.tokens for r in got] == want, bound

@@ -152,8 +152,23 @@ import torch
 from tests.test_quant_kernels import rel, float_moe
 from ocr_app.quant.modules import QuantLinear, QuantExperts, Int8Linear
 from ocr_app.quant.ops import wq_linear, moe_experts, int8_linear, GEMV_MAX_ROWS
+from ocr_app.quant.ops import fused_gemv_ok, wq_linear_concat, wq_gate_up
 torch.manual_seed(0)
 worst = 0.0
+# decode fusions: q/k/v in one launch (3 segments, also 2), SwiGLU gate/up from two weights in one launch
+for bits in (4, 8):
+    qs = [QuantLinear.from_float(torch.randn(n, 256) / 8, None, bits=bits, dtype=torch.float32) for n in (64, 32, 96)]
+    for m in (1, 3):
+        x = torch.randn(m, 256)
+        for ws in ([q.qw for q in qs], [q.qw for q in qs[:2]]):
+            assert fused_gemv_ok(x, ws)
+            ref = torch.cat([wq_linear(x, w, backend="torch") for w in ws], -1)
+            worst = max(worst, rel(wq_linear_concat(x, ws), ref))
+        isc = torch.exp2(torch.randint(-1, 2, (256,)).float())
+        g = QuantLinear.from_float(torch.randn(96, 256) / 8, None, bits=bits, input_scale=isc, dtype=torch.float32)
+        u = QuantLinear.from_float(torch.randn(96, 256) / 8, None, bits=bits, input_scale=isc, dtype=torch.float32)
+        ref = torch.nn.functional.silu(g(x)) * u(x)
+        worst = max(worst, rel(wq_gate_up(x, g.qw, u.qw, g.input_scale_inv), ref))
 for bits in (4, 8):
     for m, k, n in ((1, 64, 48), (3, 32, 64), (40, 128, 96)):
         ql = QuantLinear.from_float(torch.randn(n, k), torch.randn(n), bits=bits,

@@ -27,10 +27,10 @@ Backend = Literal["auto", "torch", "triton"]
 GEMV_MAX_ROWS = 64
 ENV_BACKEND = "OCR_APP_QUANT_BACKEND"
 GEMV_MIN_PROGRAMS = 264  # two per SM on an H100/H200
-# In the graph decoder's step (≤ 32 pages × top-6 pairs) the GEMV path also serves larger batches: it
-# needs no sort, and with ~1–3 pairs per expert the GEMM path would read each expert's weights once
-# anyway while adding the grouping kernels.
-DECODE_GEMV_MAX_ROWS = 256
+# Expert pairs through the GEMV kernel in the graph decoder's step; more go through the sorted GEMM.
+# Measured on an H200 (docs/PERFORMANCE.md): at 16 and 32 pages (96 and 192 pairs) the GEMM path is
+# 1.3x and 1.7x faster than GEMV for every pair, so the bound is the same as elsewhere.
+DECODE_GEMV_MAX_ROWS = GEMV_MAX_ROWS
 # GEMV accumulation: per-element partial products reduced once (True) or one reduction per K-tile.
 GEMV_ACC2D = True
 
@@ -106,7 +106,9 @@ def wq_linear(
     return y.reshape(*lead, w.out_features)
 
 
-def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=None):
+def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=None, more=(), up_ptr=False):
+    """``more``: extra weights whose columns follow ``w``'s (one launch for q/k/v), or with ``up_ptr``
+    the up projection of a gate/up pair held in its own tensors."""
     import triton
 
     from ocr_app.quant import triton_kernels as tk
@@ -120,6 +122,8 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
         block_n //= 2
     block_k = kernel_block_k(w.in_features, w.group, cap=128)
     grid = (rows, triton.cdiv(n_out, block_n))
+    w1 = more[0] if more else None
+    w2 = more[1] if len(more) > 1 else None
     launch(
         tk.wq_gemv_kernel,
         grid,
@@ -138,6 +142,14 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
         w.in_features,
         w.group,
         bias,
+        None if w1 is None else w1.codes,
+        None if w1 is None else w1.scale,
+        None if w1 is None else w1.wmin,
+        None if w2 is None else w2.codes,
+        None if w2 is None else w2.scale,
+        None if w2 is None else w2.wmin,
+        w.out_features,
+        0 if w1 is None else w1.out_features,
         X_DIV=x_div,
         BITS=w.bits,
         HAS_IDX=idx is not None,
@@ -148,9 +160,62 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
         BLOCK_N=block_n,
         BLOCK_K=block_k,
         UNROLL=kernel_unroll(w.in_features, block_k),
-        ACC2D=GEMV_ACC2D,
+        ACC2D=GEMV_ACC2D and block_n <= 16,  # wider blocks would spill the 2-D accumulators
+        SEGS=1 if up_ptr else 1 + len(more),
+        UP_PTR=up_ptr,
         num_warps=4,
     )
+
+
+def _same_layout(ws: list[QWeight]) -> bool:
+    w0 = ws[0]
+    return all(
+        w.codes.shape[0] == 1
+        and w.bits == w0.bits
+        and w.group == w0.group
+        and w.in_features == w0.in_features
+        for w in ws
+    )
+
+
+def fused_gemv_ok(x: torch.Tensor, ws: list[QWeight]) -> bool:
+    """Whether ``wq_linear_concat`` / ``wq_gate_up`` can run ``ws`` in one GEMV launch on ``x``: GEMV
+    row counts, one layout, segment boundaries on 32-column blocks, Triton on this device."""
+    return (
+        (x.is_cuda or os.environ.get("TRITON_INTERPRET") == "1")
+        and 0 < x.shape[0] <= GEMV_MAX_ROWS // 4
+        and 1 <= len(ws) <= 3
+        and _same_layout(ws)
+        and all(w.out_features % 32 == 0 for w in ws[:-1])
+        and _triton_ok()
+    )
+
+
+def wq_linear_concat(x: torch.Tensor, ws: list[QWeight]) -> torch.Tensor:
+    """``cat([x @ W_i^T for W_i in ws], -1)`` in one GEMV launch (decode: q, k and v of a layer).
+
+    Needs ``fused_gemv_ok``; every weight's column count must be a multiple of 32.
+    """
+    import torch
+
+    x2 = x.reshape(-1, x.shape[-1]).contiguous()
+    n = sum(w.out_features for w in ws)
+    out = torch.empty(x2.shape[0], n, device=x.device, dtype=x.dtype)
+    _gemv_launch(x2, ws[0], out, n, None, None, None, 1, False, more=tuple(ws[1:]))
+    return out.reshape(*x.shape[:-1], n)
+
+
+def wq_gate_up(
+    x: torch.Tensor, gate: QWeight, up: QWeight, input_scale_inv: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``silu(x @ G^T) * (x @ U^T)`` in one GEMV launch (decode: a SwiGLU MLP's first half)."""
+    import torch
+
+    x2 = x.reshape(-1, x.shape[-1]).contiguous()
+    out = torch.empty(x2.shape[0], gate.out_features, device=x.device, dtype=x.dtype)
+    isc = None if input_scale_inv is None else input_scale_inv.reshape(1, -1)
+    _gemv_launch(x2, gate, out, gate.out_features, None, isc, None, 1, True, more=(up,), up_ptr=True)
+    return out.reshape(*x.shape[:-1], gate.out_features)
 
 
 def _gemm_launch(

@@ -84,6 +84,14 @@ def wq_gemv_kernel(
     K,
     GROUP,
     b_ptr,
+    w1_ptr,
+    s1_ptr,
+    m1_ptr,
+    w2_ptr,
+    s2_ptr,
+    m2_ptr,
+    N0,
+    N1,
     X_DIV: tl.constexpr,
     BITS: tl.constexpr,
     HAS_IDX: tl.constexpr,
@@ -95,12 +103,34 @@ def wq_gemv_kernel(
     BLOCK_K: tl.constexpr,
     UNROLL: tl.constexpr,
     ACC2D: tl.constexpr = False,
+    SEGS: tl.constexpr = 1,
+    UP_PTR: tl.constexpr = False,
 ):
     """Decode path: one program per (output row, N-block). Output row p reads activation row
     ``p // X_DIV`` and expert ``idx[p]`` (MoE pairs) or expert 0 (plain linear). ``ACC2D``: keep
-    [BLOCK_N, BLOCK_K] partial products and reduce once at the end instead of once per K-tile."""
+    [BLOCK_N, BLOCK_K] partial products and reduce once at the end instead of once per K-tile.
+
+    ``SEGS`` 2 or 3: the output columns are the concatenation of up to three weights (w, w1, w2 with
+    N0, N1 and N_OUT − N0 − N1 columns, each a multiple of BLOCK_N), e.g. q/k/v in one launch.
+    ``UP_PTR`` (with ``GATE_UP``): the up projection is ``w1`` instead of the rows after the gate's.
+    """
     p = tl.program_id(0)
     pid_n = tl.program_id(1)
+    col = pid_n * BLOCK_N
+    seg_start = N0 * 0
+    seg_n = N_OUT
+    if SEGS >= 2:  # which weight this column block belongs to (a uniform branch per program)
+        if col >= N0:
+            if SEGS == 3 and col >= N0 + N1:
+                w_ptr, s_ptr, m_ptr = w2_ptr, s2_ptr, m2_ptr
+                seg_start = N0 + N1
+                seg_n = N_OUT - N0 - N1
+            else:
+                w_ptr, s_ptr, m_ptr = w1_ptr, s1_ptr, m1_ptr
+                seg_start = N0
+                seg_n = N1
+        else:
+            seg_n = N0
     if HAS_IDX:  # noqa: SIM108 - constexpr branch in a Triton kernel
         e = tl.load(idx_ptr + p).to(tl.int64)
     else:
@@ -108,8 +138,8 @@ def wq_gemv_kernel(
     xrow = (p // X_DIV).to(tl.int64)
     HALF = K // 2
     G = K // GROUP
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_mask = offs_n < N_OUT
+    offs_n = col - seg_start + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < seg_n
     row_bytes = HALF if BITS == 4 else K
     w_base = w_ptr + e * N_W * row_bytes
     s_base = s_ptr + e * N_W * G
@@ -138,9 +168,14 @@ def wq_gemv_kernel(
                     x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
                 )
             if GATE_UP:
-                w_u = w_base + N_OUT * row_bytes
-                s_u = s_base + N_OUT * G
-                m_u = m_base + N_OUT * G
+                if UP_PTR:
+                    w_u = w1_ptr + e * N_W * row_bytes
+                    s_u = s1_ptr + e * N_W * G
+                    m_u = m1_ptr + e * N_W * G
+                else:
+                    w_u = w_base + N_OUT * row_bytes
+                    s_u = s_base + N_OUT * G
+                    m_u = m_base + N_OUT * G
                 if ACC2D:
                     acc2_u += _gemv_tile_2d(
                         x_lo, x_hi, w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
@@ -158,7 +193,8 @@ def wq_gemv_kernel(
         acc = acc * tl.load(rw_ptr + p).to(tl.float32)
     if HAS_BIAS:
         acc += tl.load(b_ptr + offs_n, mask=n_mask, other=0).to(tl.float32)
-    tl.store(out_ptr + p.to(tl.int64) * stride_om + offs_n, acc.to(out_ptr.dtype.element_ty), mask=n_mask)
+    out_cols = seg_start + offs_n
+    tl.store(out_ptr + p.to(tl.int64) * stride_om + out_cols, acc.to(out_ptr.dtype.element_ty), mask=n_mask)
 
 
 @triton.jit

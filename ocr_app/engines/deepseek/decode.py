@@ -12,8 +12,9 @@ rules are tensor ops on the device: no host sync per token; stops are read every
 
 On CUDA the step has a fused twin (``_step_fused``, kernels in ``decode_kernels``): same math in ~270
 launches instead of ~950, which is what a launch-bound step needs (GUIDE §2, docs/PERFORMANCE.md).
-It is used only where the modules are the stock ones; quantized drop-ins, hooked layers or
-``kernels="torch"`` keep the module step. On CPU (or where graphs are off) the very same step runs
+It is used where the norms are the stock ones and no layer is hooked; quantized drop-ins
+(``ocr_app.quant``) get the same fused routing and combine, with q/k/v and each SwiGLU's gate/up in one
+W4 GEMV launch each; ``kernels="torch"`` keeps the module step. On CPU (or where graphs are off) the very same step runs
 eagerly, with the same batch buckets, so the results are identical. Prefill (vision + prompt) is the
 model's own forward, with the vision pass first so the K/V buffers do not add to its peak.
 """
@@ -215,6 +216,13 @@ class PageDecoder:
         hooked = any(ly._forward_hooks or ly._forward_pre_hooks for ly in layers)
         self.fused = want and not hooked and all(dk.fusable_norm(n) for n in norms)
         self._fused_moe = [dk.moe_kind(ly.mlp) if self.fused else None for ly in layers]
+        # quantised projections: q/k/v in one launch, a SwiGLU's gate/up in one launch
+        self._qkv = [dk.quant_qkv(ly.self_attn) if self.fused else None for ly in layers]
+        self._ffn = [
+            (ly.mlp.shared_experts if kind else ly.mlp) if self.fused else None
+            for ly, kind in zip(layers, self._fused_moe, strict=True)
+        ]
+        self._swiglu = [dk.quant_swiglu(f) if f is not None else None for f in self._ffn]
         if want and not self.fused:
             logger.info("decode: hooked layers or non-standard norms; using the module step")
 
@@ -413,7 +421,7 @@ class PageDecoder:
             x, residual = dk.add_rmsnorm(pending, ln1.weight, ln1.variance_epsilon, residual)
             kc, vc = self.k[i], self.v[i]
             q = dk.rope_kv(
-                attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), cos, sin, pos, kc, vc,
+                *dk.project_qkv(attn, x, self._qkv[i]), cos, sin, pos, kc, vc,
                 self.heads, self.kv_heads, self.head_dim,
             )  # fmt: skip
             o = F.scaled_dot_product_attention(
@@ -426,11 +434,13 @@ class PageDecoder:
             if kind is not None:
                 gate, ex = mlp.gate, mlp.experts
                 idx, wt = dk.route(x, gate.weight, gate.top_k, gate.routed_scaling_factor)
-                shared = mlp.shared_experts(x)
+                shared = dk.swiglu(self._ffn[i], x, self._swiglu[i])
                 if kind == "float":
                     pending = dk.moe_experts(x, ex.gate_up_proj, ex.down_proj, idx, wt, shared=shared)
                 else:
                     pending = dk.quant_moe_experts(x, ex, idx, wt, shared)
+            elif self._swiglu[i] is not None:  # a quantised dense MLP
+                pending = dk.swiglu(mlp, x, self._swiglu[i])
             else:
                 pending = mlp(x[:, None, :])[:, 0, :]
         norm = self.lm.norm

@@ -254,6 +254,64 @@ def moe_kind(mlp: Any) -> str | None:
     return "quant" if ok else None
 
 
+def quant_qkv(attn: Any) -> list | None:
+    """q/k/v's quantised weights when one GEMV launch can compute all three (quantised linears with
+    one layout, no bias, no input scale); None keeps three module calls."""
+    projs = [getattr(attn, n, None) for n in ("q_proj", "k_proj", "v_proj")]
+    if not all(hasattr(p, "qw") and p.bias is None and p.input_scale_inv is None for p in projs):
+        return None
+    ws = [p.qw for p in projs]
+    w0 = ws[0]
+    same = all(w.bits == w0.bits and w.group == w0.group and w.in_features == w0.in_features for w in ws)
+    return ws if same and all(w.out_features % 32 == 0 for w in ws[:-1]) else None
+
+
+def quant_swiglu(ffn: Any) -> tuple | None:
+    """(gate, up, input scale) of a SwiGLU MLP whose gate and up are quantised linears that one GEMV
+    launch can run (same layout and input scale, SiLU); None keeps the module call."""
+    import torch
+
+    g, u = getattr(ffn, "gate_proj", None), getattr(ffn, "up_proj", None)
+    act = type(getattr(ffn, "act_fn", None)).__name__
+    if not (hasattr(g, "qw") and hasattr(u, "qw") and hasattr(ffn, "down_proj")):
+        return None
+    if act not in ("SiLU", "SiLUActivation") or g.bias is not None or u.bias is not None:
+        return None
+    gi, ui = g.input_scale_inv, u.input_scale_inv
+    if (gi is None) != (ui is None) or (gi is not None and not torch.equal(gi, ui)):
+        return None
+    gw, uw = g.qw, u.qw
+    if (gw.bits, gw.group, gw.in_features, gw.out_features) != (
+        uw.bits,
+        uw.group,
+        uw.in_features,
+        uw.out_features,
+    ):
+        return None
+    return gw, uw, gi
+
+
+def project_qkv(attn: Any, x: torch.Tensor, plan: list | None):
+    """q, k, v rows for ``x`` [B, hidden]: one fused GEMV launch when ``plan`` allows it at this B."""
+    if plan is not None:
+        from ocr_app.quant import ops
+
+        if ops.fused_gemv_ok(x, plan):
+            return ops.wq_linear_concat(x, plan).split([w.out_features for w in plan], -1)
+    return attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)
+
+
+def swiglu(ffn: Any, x: torch.Tensor, plan: tuple | None) -> torch.Tensor:
+    """``down(silu(gate x) · up x)``, gate and up in one fused GEMV launch when ``plan`` allows it."""
+    if plan is not None:
+        from ocr_app.quant import ops
+
+        gate, up, isc = plan
+        if ops.fused_gemv_ok(x, [gate, up]):
+            return ffn.down_proj(ops.wq_gate_up(x, gate, up, isc))
+    return ffn(x)
+
+
 def fusable_norm(norm: Any) -> bool:
     """transformers' RMSNorm (weight · x/rms, computed in fp32) — not a replaced or hub-kernel module."""
     w = getattr(norm, "weight", None)
