@@ -108,21 +108,28 @@ class BenchEngine(Engine):
             ntok,
         )
 
-    def features(self, pix: dict, key: str, use_cache: bool) -> tuple[list[torch.Tensor], bool]:
-        if use_cache and self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                return hit, True
-        local = pix["pixel_values_local"]
-        out = self.model.get_image_features(
-            pixel_values=pix["pixel_values"].to(self.device, self.dtype),
-            pixel_values_local=None if local is None else local.to(self.device, self.dtype),
-            num_local_patches=pix["n_local"],
-        )
-        feats = list(out.pooler_output)
-        if use_cache and self.cache is not None:
-            self.cache.put(key, feats)
-        return feats, False
+    def features(self, prepared: list, use_cache: list[bool]) -> tuple[list[torch.Tensor], list[bool]]:
+        """Features per page: cache hits, and one vision pass over all misses (as the product engine
+        batches them), so a batch's peak includes all its tiles going through SAM together."""
+        got: list = [None] * len(prepared)
+        for i, ((_, key, _), use) in enumerate(zip(prepared, use_cache, strict=True)):
+            if use and self.cache is not None:
+                got[i] = self.cache.get(key)
+        miss = [i for i, g in enumerate(got) if g is None]
+        if miss:
+            pix = [prepared[i][0] for i in miss]
+            locals_ = [p["pixel_values_local"] for p in pix if p["pixel_values_local"] is not None]
+            out = self.model.get_image_features(
+                pixel_values=torch.cat([p["pixel_values"] for p in pix]).to(self.device, self.dtype),
+                pixel_values_local=torch.cat(locals_).to(self.device, self.dtype) if locals_ else None,
+                num_local_patches=[n for p in pix for n in p["n_local"]],
+            )
+            for i, f in zip(miss, out.pooler_output, strict=True):
+                got[i] = [f]
+                if use_cache[i] and self.cache is not None:
+                    self.cache.put(prepared[i][1], [f])
+        hits = [i not in miss for i in range(len(prepared))]
+        return [f for g in got for f in g], hits
 
     def inputs(self, ntoks: list[int]) -> dict:
         cfg = self.model.config
@@ -141,11 +148,7 @@ class BenchEngine(Engine):
         self.load()
         with torch.inference_mode():
             prepared = [self.prepare(r) for r in requests]
-            feats, hits = [], []
-            for (pix, key, _), req in zip(prepared, requests, strict=True):
-                f, hit = self.features(pix, key, req.use_cache)
-                feats.extend(f)
-                hits.append(hit)
+            feats, hits = self.features(prepared, [r.use_cache for r in requests])
             inp = self.inputs([n for _, _, n in prepared])
             out = self.model.generate(
                 **inp,
@@ -188,8 +191,8 @@ def prefill_times(engine: BenchEngine, req: PageRequest, reps: int, device: str)
     """Vision + prefill (one forward, logits of the last position) with cold vs cached features."""
     from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-    pix, key, ntok = engine.prepare(req)
-    inp = engine.inputs([ntok])
+    prepared = [engine.prepare(req)]
+    inp = engine.inputs([prepared[0][2]])
     out: dict[str, list[float]] = {"miss": [], "hit": []}
     with torch.inference_mode():
         for _ in range(reps + 1):  # first round is warm-up
@@ -198,8 +201,8 @@ def prefill_times(engine: BenchEngine, req: PageRequest, reps: int, device: str)
                     engine.cache.clear()
                 sync(device)
                 t0 = time.perf_counter()
-                feats, hit = engine.features(pix, key, use_cache=True)
-                assert hit == (kind == "hit")
+                feats, hits = engine.features(prepared, [True])
+                assert hits[0] == (kind == "hit")
                 engine.model(
                     **inp,
                     mm_encoder_outputs={"image": BaseModelOutputWithPooling(pooler_output=feats)},

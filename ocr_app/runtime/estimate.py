@@ -10,7 +10,7 @@ Peak transient memory (on top of the weights) is the larger of two phases:
   768 px tile) and hold it twice (the broadcast sum and its reshape into the SDPA mask). All tiles of the
   batch go through SAM in one call, so this term grows with tiles × pages and dominates everything else.
   With the sliced SAM attention (``engines/deepseek/sam_attention.py``, ``attn_slice_bytes``) only one
-  slice of the bias exists at a time, plus the per-axis terms it is summed from.
+  slice of the bias exists at a time (also held twice), plus the per-axis terms it is summed from.
 * language pass: KV cache ``2 · layers · kv_heads · head_dim · bytes`` per token over prompt + new
   tokens, prefill activations per prompt token, and float32 logits of the last position.
 """
@@ -137,9 +137,9 @@ def sam_pass_bytes(
     pairs = views * s.heads
     if attn_slice_bytes is None:
         bias = 2 * pairs * n * n * b  # rel-pos bias: broadcast sum + SDPA mask copy
-    else:  # one slice of (view, head) pairs + the per-axis terms (pairs × N × (H + W))
+    else:  # one slice of (view, head) pairs, held twice as above, + the per-axis terms (pairs × N × (H + W))
         per_pair = n * n * b
-        bias = min(pairs, max(1, attn_slice_bytes // per_pair)) * per_pair
+        bias = 2 * min(pairs, max(1, attn_slice_bytes // per_pair)) * per_pair
         bias += 2 * pairs * n * (side // PATCH) * b
     hidden = views * n * (3 * s.hidden + s.mlp_dim + 2 * s.hidden) * b  # qkv, MLP, residual stream
     return bias + hidden
