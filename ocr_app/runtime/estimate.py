@@ -141,6 +141,7 @@ def sam_pass_bytes(
         per_pair = n * n * b
         bias = 2 * min(pairs, max(1, attn_slice_bytes // per_pair)) * per_pair
         bias += 2 * pairs * n * (side // PATCH) * b
+        bias += views * n * 4 * s.hidden * b  # q/k/v laid out per head, and the slices' outputs
     hidden = views * n * (3 * s.hidden + s.mlp_dim + 2 * s.hidden) * b  # qkv, MLP, residual stream
     return bias + hidden
 
