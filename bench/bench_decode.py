@@ -384,6 +384,7 @@ def main():
             r["error"] = f"{type(e).__name__}: {e}"
             traceback.print_exc()
             continue
+        gc.collect()
         r["weights_gib"] = round(torch.cuda.memory_allocated() / GIB, 3) if DEV == "cuda" else 0.0
         for p in [int(x) for x in a.gen_pages.split(",") if x] if preset == "bf16" else []:
             try:
