@@ -70,7 +70,7 @@ def _entry(kind: str, **kw: Any) -> dict[str, Any]:
 
 def quantize_vision(model: nn.Module, recipe: dict[str, Any], fmt: str = "int8") -> None:
     """Every ``nn.Linear`` of the vision tower (SAM + Qwen2-style encoder) → ``Int8Linear`` (``int8``:
-    dynamic W8A8) or 8-bit weight-only ``QuantLinear`` (``w8``: one fused Triton GEMM per layer)."""
+    weight-only by default, see ``ops.int8_linear``) or 8-bit weight-only ``QuantLinear`` (``w8``: one fused Triton GEMM per layer)."""
     from torch import nn
 
     from ocr_app.quant.modules import Int8Linear, QuantLinear

@@ -1,5 +1,5 @@
 """Drop-in quantised modules: ``QuantLinear`` (W4/W8 group-quantised, weight-only), ``Int8Linear``
-(dynamic W8A8) and ``QuantExperts`` (transformers' fused experts contract).
+(INT8 per-channel weights; W8A16, or W8A8 with ``act_bits = 8``) and ``QuantExperts`` (transformers' fused experts contract).
 
 Why buffers, not parameters: the weights are integer codes (no gradients) and ``model.to(dtype)``
 must cast only the float scales. Every module can be built empty (for loading a pre-quantised

@@ -3,8 +3,8 @@
 | preset | vision linears | decoder linears + 64 routed experts | the rest |
 |---|---|---|---|
 | ``bf16`` / ``fp16`` / ``fp32`` | float | float | float |
-| ``int8`` | INT8 W8A8 (dynamic per token) | 8-bit weights, group 128, RTN | float |
-| ``mixed`` | INT8 W8A8 | 4-bit weights, group 128, AWQ | float |
+| ``int8`` | INT8 per-channel weights (W8A16) | 8-bit weights, group 128, RTN | float |
+| ``mixed`` | INT8 per-channel weights (W8A16) | 4-bit weights, group 128, AWQ | float |
 
 "The rest" = embeddings, lm_head, projector, router, norms, learned queries, view separator: they decide
 tokens and box coordinates and are 10 % of the weights, so they stay in the float dtype (bf16, or fp16
@@ -36,7 +36,7 @@ class Preset:
 
     name: str
     float_dtype: str  # "bfloat16" | "float16" | "float32"
-    vision: str | None = None  # "int8" (dynamic W8A8) or "w8" (8-bit weight-only)
+    vision: str | None = None  # "int8" (Int8Linear, per-channel) or "w8" (8-bit group-quantised QuantLinear)
     decoder_bits: int | None = None  # 4 or 8 (weight-only, grouped)
     awq: bool = False
     fp16_guard: bool = False
