@@ -34,17 +34,32 @@ def _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS: tl.constexpr):
 
 
 @triton.jit
-def _gemv_rows(
-    x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr
-):
-    """Contribution of one K-tile to a GEMV row block: ``Σ_k x_k (q s + m)`` = ``s Σ x q + m Σ x``."""
-    lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
+def _group_params(s_base, m_base, offs_n, n_mask, k0, HALF, G, GROUP):
+    """Scales and mins of the groups holding K-tile ``k0`` of both halves: (s_lo, m_lo, s_hi, m_hi) [BN]."""
     g_lo = k0 // GROUP
     g_hi = (HALF + k0) // GROUP
     s_lo = tl.load(s_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
     m_lo = tl.load(m_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
     s_hi = tl.load(s_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
     m_hi = tl.load(m_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
+    return s_lo, m_lo, s_hi, m_hi
+
+
+@triton.jit
+def _dequant_tile(w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr):
+    """Dequantised tiles (lo, hi) [BN, BK] in float32: ``q s + m``."""
+    lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
+    s_lo, m_lo, s_hi, m_hi = _group_params(s_base, m_base, offs_n, n_mask, k0, HALF, G, GROUP)
+    return lo * s_lo[:, None] + m_lo[:, None], hi * s_hi[:, None] + m_hi[:, None]
+
+
+@triton.jit
+def _gemv_rows(
+    x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr
+):
+    """Contribution of one K-tile to a GEMV row block: ``Σ_k x_k (q s + m)`` = ``s Σ x q + m Σ x``."""
+    lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
+    s_lo, m_lo, s_hi, m_hi = _group_params(s_base, m_base, offs_n, n_mask, k0, HALF, G, GROUP)
     part = s_lo * tl.sum(lo * x_lo[None, :], 1) + m_lo * tl.sum(x_lo, 0)
     part += s_hi * tl.sum(hi * x_hi[None, :], 1) + m_hi * tl.sum(x_hi, 0)
     return part
@@ -55,16 +70,21 @@ def _gemv_tile_2d(
     x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr
 ):
     """One K-tile's elementwise products ``x_k (q s + m)`` [BN, BK], reduced once after the K loop."""
-    lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
-    g_lo = k0 // GROUP
-    g_hi = (HALF + k0) // GROUP
-    s_lo = tl.load(s_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
-    m_lo = tl.load(m_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
-    s_hi = tl.load(s_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
-    m_hi = tl.load(m_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
-    part = (lo * s_lo[:, None] + m_lo[:, None]) * x_lo[None, :]
-    part += (hi * s_hi[:, None] + m_hi[:, None]) * x_hi[None, :]
-    return part
+    w_lo, w_hi = _dequant_tile(w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
+    return w_lo * x_lo[None, :] + w_hi * x_hi[None, :]
+
+
+@triton.jit
+def _gemv_step(
+    acc, acc2, x_lo, x_hi, w, s, m, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr,
+    ACC2D: tl.constexpr,
+):  # fmt: skip
+    """Add one K-tile to the GEMV accumulators: the [BN] sums, or the [BN, BK] products (``ACC2D``)."""
+    if ACC2D:
+        acc2 += _gemv_tile_2d(x_lo, x_hi, w, s, m, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
+    else:
+        acc += _gemv_rows(x_lo, x_hi, w, s, m, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
+    return acc, acc2
 
 
 @triton.jit
@@ -148,6 +168,15 @@ def wq_gemv_kernel(
     acc_u = tl.zeros([BLOCK_N], dtype=tl.float32)
     acc2 = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
     acc2_u = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+    if GATE_UP:  # the up projection: its own tensors, or the rows after the gate's
+        if UP_PTR:
+            w_u = w1_ptr + e * N_W * row_bytes
+            s_u = s1_ptr + e * N_W * G
+            m_u = m1_ptr + e * N_W * G
+        else:
+            w_u = w_base + N_OUT * row_bytes
+            s_u = s_base + N_OUT * G
+            m_u = m_base + N_OUT * G
     # UNROLL K-tiles per iteration: their loads are independent and issued together, which is what
     # a latency-bound GEMV (one token, a few KB per program) needs.
     for k_outer in range(0, HALF, BLOCK_K * UNROLL):
@@ -159,31 +188,15 @@ def wq_gemv_kernel(
             if HAS_ISC:
                 x_lo = x_lo * tl.load(isc_ptr + e * K + offs_k).to(tl.float32)
                 x_hi = x_hi * tl.load(isc_ptr + e * K + HALF + offs_k).to(tl.float32)
-            if ACC2D:
-                acc2 += _gemv_tile_2d(
-                    x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
-                )
-            else:
-                acc += _gemv_rows(
-                    x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
-                )
+            acc, acc2 = _gemv_step(
+                acc, acc2, x_lo, x_hi, w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP,
+                BITS, ACC2D,
+            )  # fmt: skip
             if GATE_UP:
-                if UP_PTR:
-                    w_u = w1_ptr + e * N_W * row_bytes
-                    s_u = s1_ptr + e * N_W * G
-                    m_u = m1_ptr + e * N_W * G
-                else:
-                    w_u = w_base + N_OUT * row_bytes
-                    s_u = s_base + N_OUT * G
-                    m_u = m_base + N_OUT * G
-                if ACC2D:
-                    acc2_u += _gemv_tile_2d(
-                        x_lo, x_hi, w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
-                    )
-                else:
-                    acc_u += _gemv_rows(
-                        x_lo, x_hi, w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
-                    )
+                acc_u, acc2_u = _gemv_step(
+                    acc_u, acc2_u, x_lo, x_hi, w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP,
+                    BITS, ACC2D,
+                )  # fmt: skip
     if ACC2D:
         acc = tl.sum(acc2, 1)
         acc_u = tl.sum(acc2_u, 1)
@@ -200,15 +213,7 @@ def wq_gemv_kernel(
 @triton.jit
 def _dequant_tile_t(w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS: tl.constexpr):
     """Dequantised transposed tiles (lo, hi) [BK, BN] in float32; the caller casts for ``tl.dot``."""
-    lo, hi = _load_w_tile(w_base, offs_n, offs_k, n_mask, HALF, BITS)
-    g_lo = k0 // GROUP
-    g_hi = (HALF + k0) // GROUP
-    s_lo = tl.load(s_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
-    m_lo = tl.load(m_base + offs_n * G + g_lo, mask=n_mask, other=0).to(tl.float32)
-    s_hi = tl.load(s_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
-    m_hi = tl.load(m_base + offs_n * G + g_hi, mask=n_mask, other=0).to(tl.float32)
-    w_lo = lo * s_lo[:, None] + m_lo[:, None]
-    w_hi = hi * s_hi[:, None] + m_hi[:, None]
+    w_lo, w_hi = _dequant_tile(w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
     return tl.trans(w_lo), tl.trans(w_hi)
 
 
