@@ -72,6 +72,12 @@ class Settings(BaseSettings):
     result_cache_mb: int = Field(256, ge=0, description="On-disk result cache bound; 0 disables it.")
     memory_tolerance_mb: int = Field(64, ge=0, description="GPU memory a request may keep before a warning.")
     oom_recovery: bool = Field(True, description="Retry a page with a smaller footprint after a GPU OOM.")
+    gpu_memory_gib: float | None = Field(
+        None,
+        gt=0,
+        description="GPU memory budget for this process (GiB). The dtype preset, pages in flight and the "
+        "OOM ladder plan within it and the process caps itself to it. None = the device's free memory.",
+    )
 
     # server
     host: str = "127.0.0.1"
