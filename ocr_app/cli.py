@@ -112,8 +112,8 @@ def convert(
 ) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
 
     try:
         # A batch run has no use for idle unload: the process ends when the work does.

@@ -32,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
 
     from ocr_app.convert import Converter
-    from ocr_app.engines.registry import build_engines
     from ocr_app.exceptions import OcrError
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
     from ocr_app.ui.app import build_app
     from ocr_app.ui.launch import launch
 
