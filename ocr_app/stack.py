@@ -114,13 +114,35 @@ def build_deepseek(settings: Settings) -> Engine:
         from ocr_app.runtime.vision_cache import VisionFeatureCache
 
         vision_cache = VisionFeatureCache.from_settings(settings)
-    engine: Engine = DeepSeekOcr2Engine(settings, vision_cache=vision_cache)
+    engine = DeepSeekOcr2Engine(settings, vision_cache=vision_cache)
     managed: Engine = ModelManager(engine, settings)
     if settings.cache_enabled and settings.result_cache_mb > 0:
         from ocr_app.runtime.result_cache import CachedEngine
 
-        managed = CachedEngine.from_settings(managed, settings)
+        def precision() -> str:  # the loaded model's, else what a load would resolve to now
+            return engine.precision or predict_precision(settings)
+
+        managed = CachedEngine.from_settings(managed, settings, precision=precision)
     return managed
+
+
+def predict_precision(settings: Settings) -> str:
+    """The precision a DeepSeek load would resolve to now, from NVML / the driver (no torch)."""
+    from ocr_app.engines.deepseek.precision import budget_bytes_from_settings, resolve_precision
+    from ocr_app.runtime.vram import cuda_facts, gpu_present
+
+    setting = (settings.device or "auto").strip().lower()
+    kind = setting.split(":")[0]
+    if kind == "auto":
+        kind = "cuda" if gpu_present() else "cpu"
+    facts = cuda_facts(setting) if kind == "cuda" else None
+    return resolve_precision(
+        settings.dtype,
+        device_kind=kind,
+        bf16_supported=facts.bf16_supported if facts else True,
+        free_bytes=facts.free_bytes if facts else None,
+        budget_bytes=budget_bytes_from_settings(settings),
+    )
 
 
 def _light(settings: Settings) -> Engine:

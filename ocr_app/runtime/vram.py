@@ -359,3 +359,45 @@ def gpu_present(
         return any(os.scandir(proc_dir))
     except OSError:
         return False
+
+
+@dataclass(frozen=True)
+class CudaFacts:
+    """What the precision resolver needs to know about a CUDA device, read without torch."""
+
+    free_bytes: int | None
+    bf16_supported: bool
+
+
+def cuda_facts(device: int | str | None = None, *, nvml: Any | None = None) -> CudaFacts:
+    """Free memory and bf16 support (compute capability ≥ 8.0) of one GPU: from torch when it is
+    already imported and CUDA initialised, else from NVML (no CUDA context). Unknowns: None / True."""
+    index = parse_device_index(device)
+    torch = _torch_if_imported()
+    if torch is not None:
+        try:
+            if torch.cuda.is_initialized():
+                free, _ = torch.cuda.mem_get_info(index)
+                return CudaFacts(int(free), bool(torch.cuda.is_bf16_supported()))
+        except Exception as exc:
+            logger.debug("torch CUDA facts unavailable: %s", exc)
+    nvml = nvml if nvml is not None else _import_nvml()
+    if nvml is None:
+        return CudaFacts(None, True)
+    try:
+        nvml.nvmlInit()
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            free = int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
+            try:
+                major, _minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+                bf16 = int(major) >= 8
+            except Exception:
+                bf16 = True
+            return CudaFacts(free, bf16)
+        finally:
+            with contextlib.suppress(Exception):
+                nvml.nvmlShutdown()
+    except Exception as exc:
+        logger.debug("NVML CUDA facts unavailable: %s", exc)
+        return CudaFacts(None, True)
