@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from ocr_app.exceptions import EngineUnavailableError
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ENGINE_NAMES = ("auto", "deepseek", "light", "textlayer", "remote")
+EngineName = Literal["auto", "deepseek", "light", "textlayer", "remote"]
+ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 ENGINE_ALIASES = {"deepseek-ocr2": "deepseek", "deepseek-ocr-2": "deepseek", "rapidocr": "light"}
 
 EngineFactory = Callable[[], "Engine"]

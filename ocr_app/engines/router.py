@@ -13,18 +13,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import Engine
 from ocr_app.exceptions import OcrError
 from ocr_app.schema import EngineOutput, PageRequest
+from ocr_app.settings import TEXT_LAYER_POLICIES, TextLayerPolicy
 
 if TYPE_CHECKING:
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-Policy = Literal["auto", "always", "never"]
+Policy = TextLayerPolicy
 TextCheck = Callable[[Path, int], tuple[bool, str]]
 OcrChoice = Callable[[], tuple[Engine, str]]
 
@@ -80,7 +81,7 @@ class RouterEngine(Engine):
     ) -> None:
         """``ocr`` is the OCR engine, or a callable returning ``(engine, reason)`` that is called the
         first time a page needs OCR (or ``describe`` asks): a born-digital PDF never makes the choice."""
-        if text_layer_policy not in ("auto", "always", "never"):
+        if text_layer_policy not in TEXT_LAYER_POLICIES:
             from ocr_app.exceptions import ConfigError
 
             raise ConfigError(f"text_layer must be auto, always or never, not {text_layer_policy!r}")

@@ -28,6 +28,8 @@ AUTO_INT8_MIN_FREE = 6 * GIB
 
 Precision = Literal["bf16", "fp16", "fp32", "int8", "mixed"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+DtypeSetting = Literal["auto", Precision]  # what a user may ask for (plus the aliases below)
+DTYPE_CHOICES: tuple[str, ...] = get_args(DtypeSetting)
 QUANT_PRESETS: tuple[str, ...] = ("int8", "mixed")
 # The one alias table: what users may type for a precision.
 ALIASES: dict[str, str] = {
