@@ -7,20 +7,66 @@ rejected — the other files still converted) or bad usage; 130 cancelled with C
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from ocr_app.engines.deepseek.modes import MODES
+from ocr_app.engines.deepseek.precision import DTYPE_CHOICES, canonical_precision
+from ocr_app.engines.deepseek.prompts import PRESETS
+from ocr_app.engines.registry import ENGINE_NAMES, canonical_engine
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
+from ocr_app.render.formats import OUTPUT_FORMATS
+from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
 logger = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
-ALL_FORMATS = ("md", "mmd", "json", "overlay", "layout_pdf", "zip")
+ALL_FORMATS = OUTPUT_FORMATS
+
+
+class VocabChoice(click.Choice):
+    """A ``click.Choice`` over a declared vocabulary that also takes its aliases (``bfloat16``,
+    ``rapidocr``): the value passed on is always the canonical name."""
+
+    def __init__(self, choices: tuple[str, ...], canonical: Callable[[str], str]) -> None:
+        super().__init__(choices, case_sensitive=False)
+        self._canonical = canonical
+
+    def convert(self, value, param, ctx):
+        with contextlib.suppress(Exception):  # unknown: click's own error lists the values that exist
+            value = self._canonical(str(value))
+        return super().convert(value, param, ctx)
+
+
+def model_options(func):
+    """Options that pick the engine and the model, shared by ``convert`` and ``ui``."""
+    for option in reversed(
+        [
+            click.option("--model", default=None, help="Hub id or local checkpoint directory."),
+            click.option("--device", default=None, help=f"{', '.join(DEVICE_KINDS)} or cuda:N."),
+            click.option(
+                "--dtype",
+                type=VocabChoice(DTYPE_CHOICES, canonical_precision),
+                default=None,
+                help="Precision (auto: by device and free GPU memory).",
+            ),
+            click.option(
+                "--engine",
+                type=VocabChoice(ENGINE_NAMES, canonical_engine),
+                default=None,
+                help="auto: the PDF text layer where usable, else the best OCR engine here.",
+            ),
+        ]
+    ):
+        func = option(func)
+    return func
 
 
 def _setup_logging(verbose: int) -> None:
@@ -60,21 +106,16 @@ def main(verbose: int) -> None:
     help="Output directory (one sub-folder per input file).",
 )
 @click.option("-p", "--pages", default=None, help='1-based page range, e.g. "1-3,7,10-".')
-@click.option("--mode", default=None, help="Resolution mode: global, default, auto (see `ocr-app info`).")
 @click.option(
-    "--prompt",
-    default=None,
-    help="Prompt preset (markdown, free, ocr, figure, describe, locate) or custom text.",
+    "--mode", default=None, help=f"Resolution mode: {', '.join(MODES)}, default:N (N = most tiles, 2–6)."
 )
+@click.option("--prompt", default=None, help=f"Prompt preset ({', '.join(PRESETS)}) or custom text.")
 @click.option("--locate-text", default=None, help="Text to find with the 'locate' preset.")
 @click.option("--dpi", type=click.IntRange(36, 600), default=None, help="PDF render DPI [default: 144].")
-@click.option("--model", default=None, help="Hub id or local checkpoint directory.")
-@click.option("--device", default=None, help="auto, cpu, cuda, cuda:N.")
-@click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
-@click.option("--engine", default=None, help="auto, deepseek, light, textlayer, remote.")
+@model_options
 @click.option(
     "--text-layer",
-    type=click.Choice(["auto", "always", "never"]),
+    type=click.Choice(TEXT_LAYER_POLICIES),
     default=None,
     help="Use the PDF text layer instead of OCR where it is usable.",
 )
@@ -112,8 +153,8 @@ def convert(
 ) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
 
     try:
         # A batch run has no use for idle unload: the process ends when the work does.
@@ -315,15 +356,34 @@ def cache_clear() -> None:
     click.echo(f"Removed {removed} cached results and the vision feature store from {settings.cache_dir}.")
 
 
-@main.command(
-    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+@main.command()
+@click.option(
+    "--host", default=None, help="Interface to listen on [default: 127.0.0.1; 0.0.0.0 for the network]."
 )
-@click.pass_context
-def ui(ctx: click.Context) -> None:
-    """Start the web app (same as `python app.py`; `ocr-app ui --help` lists its options)."""
-    from ocr_app.ui.main import main as ui_main
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="Port [default: 7860].")
+@click.option(
+    "--share", is_flag=True, default=None, help="Also create a public gradio link (needs the internet)."
+)
+@model_options
+@click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
+@click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
+def ui(host, port, share, model, device, dtype, engine, preload, log_level) -> None:
+    """Start the web app (`python app.py` runs this same command)."""
+    from ocr_app.ui.main import serve
 
-    sys.exit(ui_main(list(ctx.args)))
+    sys.exit(
+        serve(
+            log_level=log_level,
+            host=host,
+            port=port,
+            share=share,
+            model=model,
+            device=device,
+            dtype=dtype,
+            engine=engine,
+            preload=preload,
+        )
+    )
 
 
 def _add_plugin_commands() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
+from ocr_app.render.formats import OUTPUT_FORMATS
 from ocr_app.schema import DocumentResult, EngineOutput, PageImage, PageRequest, PageResult, StopReason
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_FORMATS = frozenset({"md", "mmd", "json", "overlay", "layout_pdf", "zip"})
+DEFAULT_FORMATS = frozenset(OUTPUT_FORMATS)
 
 
 @dataclass

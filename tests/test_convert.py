@@ -9,10 +9,10 @@ import fitz
 import pytest
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.engines.registry import build_engines
 from ocr_app.exceptions import ConversionCancelled, EngineError
 from ocr_app.schema import StopReason
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 from tests.factories import make_image, make_pdf
 
 ZERO_PAGE_PDF = (

@@ -166,7 +166,7 @@ def test_choose_ocr_engine(device, gpu, weights, name, fragment):
 def test_converter_reports_engine_and_reason_per_page(mixed_pdf, tmp_path, monkeypatch):
     """End to end through the registry's ``auto`` engine: the JSON says who did each page and why."""
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
+    from ocr_app.stack import build_engines
 
     monkeypatch.setenv("DEEPSEEK_OCR_MODEL", str(tmp_path / "no-weights-here"))
     settings = Settings(engine="auto")

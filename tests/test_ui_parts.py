@@ -16,11 +16,11 @@ import pytest
 from ocr_app.convert import Converter, ConvertOptions
 from ocr_app.engines.deepseek.modes import MODES
 from ocr_app.engines.deepseek.prompts import PRESETS
-from ocr_app.engines.registry import build_engines
 from ocr_app.exceptions import ConfigError
 from ocr_app.runtime.vram import VramHistory, VramSnapshot
 from ocr_app.schema import DocumentResult, PageResult, StopReason
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 from ocr_app.ui import form, status_panel, viewer
 from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, stream_conversion
 from ocr_app.ui.session import SessionDirs

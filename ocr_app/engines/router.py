@@ -13,19 +13,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import Engine
 from ocr_app.exceptions import OcrError
 from ocr_app.schema import EngineOutput, PageRequest
+from ocr_app.settings import TEXT_LAYER_POLICIES, TextLayerPolicy
 
 if TYPE_CHECKING:
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-Policy = Literal["auto", "always", "never"]
+Policy = TextLayerPolicy
 TextCheck = Callable[[Path, int], tuple[bool, str]]
+OcrChoice = Callable[[], tuple[Engine, str]]
 
 
 def _default_check(policy: Policy) -> TextCheck:
@@ -70,23 +72,42 @@ class RouterEngine(Engine):
 
     def __init__(
         self,
-        ocr: Engine,
+        ocr: Engine | OcrChoice,
         textlayer: Engine | None = None,
         text_layer_policy: Policy = "auto",
         *,
         reason: str = "",
         text_check: TextCheck | None = None,
     ) -> None:
-        if text_layer_policy not in ("auto", "always", "never"):
+        """``ocr`` is the OCR engine, or a callable returning ``(engine, reason)`` that is called the
+        first time a page needs OCR (or ``describe`` asks): a born-digital PDF never makes the choice."""
+        if text_layer_policy not in TEXT_LAYER_POLICIES:
             from ocr_app.exceptions import ConfigError
 
             raise ConfigError(f"text_layer must be auto, always or never, not {text_layer_policy!r}")
-        self.ocr = ocr
+        self._ocr: Engine | None = ocr if isinstance(ocr, Engine) else None
+        self._choose: OcrChoice | None = None if isinstance(ocr, Engine) else ocr
         self.textlayer = textlayer
         self.policy: Policy = text_layer_policy
-        self.reason = reason or "OCR engine"
+        self._reason = reason
         self._check = text_check or _default_check(text_layer_policy)
         self._loaded = False
+
+    @property
+    def ocr(self) -> Engine:
+        """The OCR engine (chosen now if it was not yet)."""
+        if self._ocr is None:
+            assert self._choose is not None
+            engine, why = self._choose()
+            self._ocr, self._reason = engine, self._reason or why
+        return self._ocr
+
+    @property
+    def reason(self) -> str:
+        """Why ``ocr`` was chosen."""
+        if self._ocr is None:
+            _ = self.ocr
+        return self._reason or "OCR engine"
 
     # --- lifecycle ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -101,7 +122,8 @@ class RouterEngine(Engine):
         self.ocr.preload()
 
     def unload(self) -> None:
-        self.ocr.unload()
+        if self._ocr is not None:
+            self._ocr.unload()
         if self.textlayer is not None:
             self.textlayer.unload()
         self._loaded = False

@@ -73,7 +73,9 @@ def _is_garbage(ch: str) -> bool:
 
 
 def _open(pdf_path: Path | str) -> pymupdf.Document:
-    import pymupdf
+    from ocr_app.ingest.pdf import import_pymupdf
+
+    pymupdf = import_pymupdf()
 
     try:
         doc = pymupdf.open(str(pdf_path))
@@ -239,7 +241,9 @@ class TextLayerEngine(Engine):
         self._loaded = False
 
     def load(self) -> None:
-        import pymupdf  # noqa: F401  (fail early and clearly if PyMuPDF is missing)
+        from ocr_app.ingest.pdf import import_pymupdf
+
+        import_pymupdf()  # fail early and clearly if PyMuPDF is missing
 
         self._loaded = True
 

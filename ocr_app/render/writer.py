@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ocr_app.exceptions import ConfigError
 from ocr_app.render.atomic import atomic_target, atomic_write_text
+from ocr_app.render.formats import OUTPUT_FORMATS
 from ocr_app.render.layout_pdf import write_layout_pdf
 from ocr_app.render.markdown import document_markdown, page_markdown
 from ocr_app.render.overlay import draw_overlay
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FORMATS = frozenset({"md", "mmd", "json", "overlay", "layout_pdf", "zip"})
+FORMATS = frozenset(OUTPUT_FORMATS)
 JSON_FORMAT_VERSION = "1.0"
 IMAGES_DIR = "images"
 OVERLAYS_DIR = "overlays"

@@ -145,6 +145,7 @@ class DeepSeekOcr2Engine(Engine):
         self.processor: Any = None
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
+        self.precision: str | None = None  # the resolved precision preset (bf16 … mixed) once loaded
         self._exempt_ids: list[int] = []
         self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
@@ -161,14 +162,7 @@ class DeepSeekOcr2Engine(Engine):
         from ocr_app.engines.deepseek.loading import QUANT_PRESETS, load_model, resolve_device, resolve_dtype
 
         device = resolve_device(self.settings.device)
-        preset = self.settings.dtype.strip().lower()
-        if preset == "auto" and device.type == "cuda":  # by free memory: rule in ocr_app/quant/presets.py
-            import torch
-
-            from ocr_app.quant.presets import auto_preset_name
-
-            free, _ = torch.cuda.mem_get_info(device)
-            preset = auto_preset_name("cuda", free, torch.cuda.is_bf16_supported())
+        preset = self.resolve_precision(device)
         dtype = resolve_dtype(preset, device)
         quant = preset if preset in QUANT_PRESETS else None
         t0 = time.perf_counter()
@@ -176,9 +170,28 @@ class DeepSeekOcr2Engine(Engine):
             self.settings.model, device, dtype, quant=quant, vision_attn_mb=self.settings.vision_attn_mb
         )
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
+        self.precision = preset
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
+        )
+
+    def resolve_precision(self, device: torch.device) -> str:
+        """The precision this load runs in: the one resolver (``precision.py``) with torch's facts."""
+        from ocr_app.engines.deepseek.precision import budget_bytes_from_settings, resolve_precision
+
+        bf16, free = True, None
+        if device.type == "cuda":
+            import torch
+
+            bf16 = torch.cuda.is_bf16_supported()
+            free, _ = torch.cuda.mem_get_info(device)
+        return resolve_precision(
+            self.settings.dtype,
+            device_kind=device.type,
+            bf16_supported=bf16,
+            free_bytes=free,
+            budget_bytes=budget_bytes_from_settings(self.settings),
         )
 
     def unload(self) -> None:
@@ -188,6 +201,7 @@ class DeepSeekOcr2Engine(Engine):
             self._decoder = None
         self.model = None
         self.processor = None
+        self.precision = None  # the next load resolves again (free memory may have changed)
         gc.collect()
         if was_cuda:
             import torch
@@ -201,7 +215,7 @@ class DeepSeekOcr2Engine(Engine):
             "model": self.settings.model,
             "device": str(self.device) if self.device else self.settings.device,
             "dtype": str(self.dtype).replace("torch.", "") if self.dtype else self.settings.dtype,
-            "precision": self.settings.dtype,
+            "precision": self.precision or self.settings.dtype,
             "batch_size": self.batch_size,
             "vision_cache": self.vision_cache is not None,
         }
@@ -307,7 +321,8 @@ class DeepSeekOcr2Engine(Engine):
             notes.append(f"max_new_tokens bounded by the context: {max_new} (asked {requested})")
         key = None
         if self.vision_cache is not None and request.use_cache:
-            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.dtype}")
+            # the resolved precision, not the torch dtype: bf16 and mixed both compute in bfloat16
+            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.precision}|{self.dtype}")
         return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
 
     def _attach_features(self, pages: list[PreparedPage]) -> None:

@@ -1,0 +1,179 @@
+"""The composition root: which engines this machine can run, each wrapped in its runtime, and the default.
+
+Why here, above ``engines/`` and ``runtime/``: an engine knows nothing about caches, memory managers or
+other engines, and the runtime wrappers know nothing about DeepSeek; only this module knows both and
+wires them. Each model engine is built as one explicit stack, outermost first::
+
+    router (engine "auto")  →  result cache  →  model manager (+ OOM recovery)  →  engine
+
+Nothing is built until it is asked for: ``EngineSet`` holds factories, so ``--engine textlayer`` (or
+``auto`` on a born-digital PDF) never constructs, probes or imports the model stack (no torch). The
+GPU question for ``auto`` goes to NVML / the driver (``runtime.vram.gpu_present``), never to torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from typing import TYPE_CHECKING
+
+from ocr_app.engines.registry import EngineSet, canonical_engine
+from ocr_app.exceptions import EngineUnavailableError
+
+if TYPE_CHECKING:
+    from ocr_app.engines.base import Engine
+    from ocr_app.engines.registry import EngineFactory
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+# Order in which ``auto`` falls back when its first choice is not installed.
+OCR_FALLBACKS = ("deepseek", "light")
+
+
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def build_engines(settings: Settings) -> EngineSet:
+    """Declare (not build, not load) every engine that can run here, and pick the default."""
+    factories: dict[str, EngineFactory] = {}
+    unavailable: dict[str, str] = {}
+
+    if _has("torch") and _has("transformers"):
+        factories["deepseek"] = lambda: build_deepseek(settings)
+    else:
+        unavailable["deepseek"] = 'torch and transformers are not installed: pip install "ocr-app[model]"'
+
+    if _has("rapidocr") and _has("onnxruntime"):
+        factories["light"] = lambda: _light(settings)
+    else:
+        unavailable["light"] = 'rapidocr is not installed: pip install "ocr-app[light]"'
+
+    factories["textlayer"] = lambda: _textlayer(settings)
+
+    if settings.remote_url:
+        factories["remote"] = lambda: _remote(settings)
+    else:
+        unavailable["remote"] = "no endpoint configured (set DEEPSEEK_OCR_REMOTE_URL)"
+
+    engines = EngineSet(engines=factories, default="", unavailable=unavailable)
+    # "auto" exists when an OCR engine can back it. With light or remote present it always can, so the
+    # choice (a GPU probe and a weights look-up) waits until "auto" is used; otherwise decide now.
+    ocr_for_sure = "light" in factories or "remote" in factories
+    choice: tuple[str | None, str] | None = None
+    if not ocr_for_sure:
+        choice = choose_ocr(settings, factories)
+    if ocr_for_sure or (choice is not None and choice[0] is not None):
+        engines.engines["auto"] = lambda: _router(settings, engines, choice)
+
+    default = canonical_engine(settings.engine)
+    reason = ""
+    if default not in engines.engines:
+        if settings.engine != "auto":
+            why = unavailable.get(default, "unknown engine")
+            raise EngineUnavailableError(f"Engine '{settings.engine}' is not available: {why}")
+        default = "textlayer"
+        reason = "no OCR engine installed; only PDF text layers can be read"
+    engines.default = default
+    engines.default_reason = reason
+    logger.info("engines: %s (default %s)", ", ".join(engines.engines), default)
+    return engines
+
+
+def choose_ocr(settings: Settings, factories: dict[str, EngineFactory]) -> tuple[str | None, str]:
+    """The OCR engine behind ``auto`` and a reason a user can act on (rule: ``router.choose_ocr_engine``)."""
+    from ocr_app.engines.router import choose_ocr_engine
+    from ocr_app.runtime.vram import gpu_present
+
+    if "remote" in factories:
+        return "remote", f"remote endpoint {settings.remote_url}"
+    weights = False
+    if "deepseek" in factories:
+        from ocr_app.engines.deepseek.loading import weights_available
+
+        weights = weights_available(settings.model)
+    name, reason = choose_ocr_engine(settings, has_gpu=gpu_present(), weights_available=weights)
+    if name in factories:
+        return name, reason
+    for fallback in OCR_FALLBACKS:
+        if fallback in factories and (fallback != "deepseek" or weights):
+            return fallback, f"{reason}; {name} is not installed"
+    return None, "no OCR engine available"
+
+
+# --- one factory per engine ---------------------------------------------------------------------------
+def build_deepseek(settings: Settings) -> Engine:
+    """DeepSeek-OCR-2 in its runtime: result cache → model manager (lazy load, idle unload, OOM
+    recovery) → engine (with the cross-page vision cache). A result-cache hit never loads the model."""
+    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.runtime.manager import ModelManager
+
+    vision_cache = None
+    if settings.cache_enabled:
+        from ocr_app.runtime.vision_cache import VisionFeatureCache
+
+        vision_cache = VisionFeatureCache.from_settings(settings)
+    engine = DeepSeekOcr2Engine(settings, vision_cache=vision_cache)
+    managed: Engine = ModelManager(engine, settings)
+    if settings.cache_enabled and settings.result_cache_mb > 0:
+        from ocr_app.runtime.result_cache import CachedEngine
+
+        def precision() -> str:  # the loaded model's, else what a load would resolve to now
+            return engine.precision or predict_precision(settings)
+
+        managed = CachedEngine.from_settings(managed, settings, precision=precision)
+    return managed
+
+
+def predict_precision(settings: Settings) -> str:
+    """The precision a DeepSeek load would resolve to now, from NVML / the driver (no torch)."""
+    from ocr_app.engines.deepseek.precision import budget_bytes_from_settings, resolve_precision
+    from ocr_app.runtime.vram import cuda_facts, gpu_present
+
+    setting = (settings.device or "auto").strip().lower()
+    kind = setting.split(":")[0]
+    if kind == "auto":
+        kind = "cuda" if gpu_present() else "cpu"
+    facts = cuda_facts(setting) if kind == "cuda" else None
+    return resolve_precision(
+        settings.dtype,
+        device_kind=kind,
+        bf16_supported=facts.bf16_supported if facts else True,
+        free_bytes=facts.free_bytes if facts else None,
+        budget_bytes=budget_bytes_from_settings(settings),
+    )
+
+
+def _light(settings: Settings) -> Engine:
+    from ocr_app.engines.light import LightOcrEngine
+
+    return LightOcrEngine(settings)
+
+
+def _textlayer(settings: Settings) -> Engine:
+    from ocr_app.engines.textlayer import TextLayerEngine
+
+    return TextLayerEngine(settings)
+
+
+def _remote(settings: Settings) -> Engine:
+    from ocr_app.engines.remote import RemoteEngine
+
+    return RemoteEngine(settings)
+
+
+def _router(settings: Settings, engines: EngineSet, choice: tuple[str | None, str] | None) -> Engine:
+    from ocr_app.engines.router import RouterEngine
+
+    def ocr() -> tuple[Engine, str]:
+        name, reason = choice if choice is not None else choose_ocr(settings, engines.engines)
+        if name is None:
+            raise EngineUnavailableError(f"Engine 'auto' has no OCR engine: {reason}")
+        return engines.get(name), reason
+
+    return RouterEngine(
+        ocr=ocr,
+        textlayer=engines.get("textlayer"),
+        text_layer_policy=settings.text_layer,
+    )
