@@ -68,17 +68,19 @@ def _entry(kind: str, **kw: Any) -> dict[str, Any]:
     return {"kind": kind, **kw}
 
 
-def quantize_vision(model: nn.Module, recipe: dict[str, Any], fmt: str = "int8") -> None:
+def quantize_vision(
+    model: nn.Module, recipe: dict[str, Any], fmt: str = "int8", prefix: str = "model.vision_tower"
+) -> None:
     """Every ``nn.Linear`` of the vision tower (SAM + Qwen2-style encoder) → ``Int8Linear`` (``int8``:
     weight-only by default, see ``ops.int8_linear``) or 8-bit weight-only ``QuantLinear`` (``w8``: one fused Triton GEMM per layer)."""
     from torch import nn
 
     from ocr_app.quant.modules import Int8Linear, QuantLinear
 
-    tower = model.model.vision_tower
-    for name, mod in list(tower.named_modules()):
+    root = model.get_submodule(prefix)
+    for name, mod in list(root.named_modules()):
         if isinstance(mod, nn.Linear):
-            full = f"model.vision_tower.{name}"
+            full = f"{prefix}.{name}"
             if fmt == "w8":
                 q = QuantLinear.from_float(mod.weight.data, mod.bias, bits=8)
                 entry = _entry("wq", in_features=q.in_features, out_features=q.out_features, bits=8,
