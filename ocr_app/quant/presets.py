@@ -10,10 +10,10 @@
 tokens and box coordinates and are 10 % of the weights, so they stay in the float dtype (bf16, or fp16
 on GPUs without bf16).
 
-``auto`` rule (per GPU, by free memory when the model is loaded; peaks measured for one default page,
-see docs/PERFORMANCE.md): CPU → ``fp32``; CUDA without bf16 (compute capability < 8.0) → ``fp16`` if
-≥ 10 GiB free else ``mixed`` (fp16 activations); CUDA with bf16 → ``bf16`` if ≥ 10 GiB free, ``int8`` if
-≥ 6 GiB, else ``mixed``.
+``auto`` rule: ``runtime/budget.py`` (``choose_preset``) picks by the GPU memory budget (the
+``gpu_memory_gib`` setting, else free memory), thresholds derived from the memory estimate: CPU → ``fp32``;
+CUDA with bf16 → ``bf16`` at ≥ 9.6 GiB, ``int8`` at ≥ 5.8 GiB, else ``mixed``; CUDA without bf16 →
+``fp16`` at ≥ 9.6 GiB, else ``mixed`` (fp16 activations).
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ from ocr_app.exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
 
-GIB = 1 << 30
-AUTO_BF16_MIN_FREE = 10 * GIB
-AUTO_INT8_MIN_FREE = 6 * GIB
 
 
 @dataclass(frozen=True)
@@ -77,17 +74,13 @@ def get_preset(name: str, bf16_supported: bool = True) -> Preset:
 
 
 def auto_preset_name(device: str, free_bytes: int | None = None, bf16_supported: bool = True) -> str:
-    """The documented ``auto`` rule (see the module docstring)."""
+    """The documented ``auto`` rule for ``free_bytes`` of budget (``runtime.budget.choose_preset``)."""
+    from ocr_app.runtime.budget import choose_preset
+
     if not device.startswith("cuda"):
         return "fp32"
-    free = free_bytes if free_bytes is not None else 0
-    if not bf16_supported:
-        return "fp16" if free >= AUTO_BF16_MIN_FREE else "mixed"
-    if free >= AUTO_BF16_MIN_FREE:
-        return "bf16"
-    if free >= AUTO_INT8_MIN_FREE:
-        return "int8"
-    return "mixed"
+    kind = "cuda" if bf16_supported else "cuda-no-bf16"
+    return choose_preset(free_bytes if free_bytes is not None else 0, kind)[0]
 
 
 def resolve_preset(name: str, device: str = "cpu") -> Preset:

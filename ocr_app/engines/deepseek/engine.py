@@ -23,7 +23,7 @@ import gc
 import hashlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -148,6 +148,10 @@ class DeepSeekOcr2Engine(Engine):
         self._exempt_ids: list[int] = []
         self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
+        # preset chosen and why, where quantised weights came from ("cache", "quantised now", …), seconds
+        self.precision: dict[str, Any] = {}
+        # (done, total, label) during a first-time quantisation; the CLI/UI set it (tqdm, gr.Progress)
+        self.load_progress: Callable[[int, int, str], None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -161,25 +165,45 @@ class DeepSeekOcr2Engine(Engine):
         from ocr_app.engines.deepseek.loading import QUANT_PRESETS, load_model, resolve_device, resolve_dtype
 
         device = resolve_device(self.settings.device)
-        preset = self.settings.dtype.strip().lower()
-        if preset == "auto" and device.type == "cuda":  # by free memory: rule in ocr_app/quant/presets.py
-            import torch
-
-            from ocr_app.quant.presets import auto_preset_name
-
-            free, _ = torch.cuda.mem_get_info(device)
-            preset = auto_preset_name("cuda", free, torch.cuda.is_bf16_supported())
+        preset, reason = self._choose_precision(device)
         dtype = resolve_dtype(preset, device)
         quant = preset if preset in QUANT_PRESETS else None
         t0 = time.perf_counter()
         model, processor = load_model(
-            self.settings.model, device, dtype, quant=quant, vision_attn_mb=self.settings.vision_attn_mb
+            self.settings.model,
+            device,
+            dtype,
+            quant=quant,
+            vision_attn_mb=self.settings.vision_attn_mb,
+            quant_options={"cache_dir": self._quant_cache_dir(), "progress": self.load_progress},
         )
+        self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
         )
+
+    def _choose_precision(self, device: torch.device) -> tuple[str, str]:
+        """The preset to load and why ("4.0 GiB budget → mixed"); ``auto`` reads the memory budget."""
+        preset = self.settings.dtype.strip().lower()
+        if preset != "auto":
+            return preset, f"--dtype {preset}"
+        if device.type != "cuda":
+            return "auto", f"{device.type}: fp32 (auto)"
+        import torch
+
+        from ocr_app.runtime.budget import choose_preset, resolve_budget
+
+        budget = resolve_budget(self.settings, device)
+        kind = "cuda" if torch.cuda.is_bf16_supported() else "cuda-no-bf16"
+        chosen, why = choose_preset(budget.bytes, kind)
+        logger.info("dtype auto → %s: %s (%s)", chosen, budget.source, why)
+        return chosen, f"{budget.source} → {chosen}"
+
+    def _quant_cache_dir(self):
+        """Where streamed quantised weights are kept (``<cache_dir>/quantized``); None turns it off."""
+        return self.settings.cache_dir if self.settings.cache_enabled else None
 
     def unload(self) -> None:
         was_cuda = self.device is not None and self.device.type == "cuda"
@@ -204,6 +228,9 @@ class DeepSeekOcr2Engine(Engine):
             "precision": self.settings.dtype,
             "batch_size": self.batch_size,
             "vision_cache": self.vision_cache is not None,
+            "precision_reason": self.precision.get("reason"),
+            "quant_source": self.precision.get("source"),
+            "quantize_seconds": self.precision.get("quantize_seconds"),
         }
 
     # --- prediction -----------------------------------------------------------------------------
