@@ -22,6 +22,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", help="auto, cpu, cuda, cuda:N")
     p.add_argument("--dtype", help="auto, bf16, fp16, fp32, int8, mixed")
     p.add_argument("--engine", help="auto, deepseek, light, textlayer, remote")
+    p.add_argument("--gpu-memory", type=float, help="GPU memory budget in GiB (auto dtype plans within it)")
     p.add_argument("--preload", action="store_true", default=None, help="load the model before serving")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             dtype=args.dtype,
             engine=args.engine,
             preload=args.preload,
+            gpu_memory_gib=args.gpu_memory,
         )
         engines = build_engines(settings)
         if settings.preload:
