@@ -203,7 +203,7 @@ class DeepSeekOcr2Engine(Engine):
 
     def _quant_cache_dir(self):
         """Where streamed quantised weights are kept (``<cache_dir>/quantized``); None turns it off."""
-        return self.settings.cache_dir if self.settings.cache_enabled else None
+        return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
 
     def unload(self) -> None:
         was_cuda = self.device is not None and self.device.type == "cuda"
