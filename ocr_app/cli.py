@@ -114,6 +114,12 @@ def main(verbose: int) -> None:
 @click.option("--dpi", type=click.IntRange(36, 600), default=None, help="PDF render DPI [default: 144].")
 @model_options
 @click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
+)
+@click.option(
     "--text-layer",
     type=click.Choice(TEXT_LAYER_POLICIES),
     default=None,
@@ -143,6 +149,7 @@ def convert(
     device,
     dtype,
     engine,
+    gpu_memory,
     text_layer,
     password,
     formats,
@@ -159,7 +166,13 @@ def convert(
     try:
         # A batch run has no use for idle unload: the process ends when the work does.
         settings = load_settings(
-            model=model, device=device, dtype=dtype, engine=engine, text_layer=text_layer, idle_unload_s=0
+            model=model,
+            device=device,
+            dtype=dtype,
+            engine=engine,
+            text_layer=text_layer,
+            idle_unload_s=0,
+            gpu_memory_gib=gpu_memory,
         )
         options = ConvertOptions.from_settings(
             settings,
@@ -184,7 +197,11 @@ def convert(
         sys.exit(EXIT_INPUT)
 
     bar = _ProgressBar(disabled=quiet or json_summary)
+    load_bar = LoadBar(disabled=quiet or json_summary)
     cancel = threading.Event()
+    from ocr_app.runtime.load_progress import attach_load_progress
+
+    detach = attach_load_progress(engines, load_bar)
     try:
         results = Converter(engines, settings).convert(inputs, out_dir, options, progress=bar, cancel=cancel)
     except ConversionCancelled as exc:
@@ -200,6 +217,8 @@ def convert(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL)
     finally:
+        detach()
+        load_bar.close()
         engines.unload_all()
     bar.close()
     code = _exit_code(results)
@@ -282,15 +301,49 @@ class _ProgressBar:
             self._bar = None
 
 
+class LoadBar:
+    """tqdm bar over the units of a first-time quantisation (``(done, total, label)`` callback)."""
+
+    def __init__(self, disabled: bool = False, desc: str = "quantising") -> None:
+        self.disabled = disabled
+        self.desc = desc
+        self._bar = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if self.disabled:
+            return
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = tqdm(total=total, unit="layer", desc=self.desc, file=sys.stderr, leave=True)
+        self._bar.set_postfix_str(label[-40:])
+        self._bar.n = done
+        self._bar.refresh()
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
 @main.command()
 @click.option("--model", default=None, help="Hub id or local checkpoint directory.")
+@click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (shows the preset --dtype auto picks within it).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(model, as_json) -> None:
+def info(model, dtype, gpu_memory, as_json) -> None:
     """Show versions, device, GPU memory, engines and whether weights are cached."""
     from ocr_app.info import collect_info
     from ocr_app.settings import load_settings
 
-    data = collect_info(load_settings(model=model))
+    data = collect_info(load_settings(model=model, dtype=dtype, gpu_memory_gib=gpu_memory))
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
         return
@@ -317,7 +370,7 @@ def make_tiny_model(out_dir: Path) -> None:
 
 @main.group()
 def cache() -> None:
-    """Inspect or clear the on-disk caches (results, vision features)."""
+    """Inspect or clear the on-disk caches (results, vision features, quantised models)."""
 
 
 @cache.command("info")
@@ -338,6 +391,17 @@ def cache_info() -> None:
     click.echo(
         f"vision features  {size / 2**20:.1f} MiB on disk ({'on' if settings.vision_cache_disk else 'off'})"
     )
+    from ocr_app.quant.store import QuantStore
+
+    entries = QuantStore.from_settings(settings).entries()
+    total = sum(e.get("bytes", 0) for e in entries)
+    click.echo(f"quantised models {len(entries)} entries, {total / 2**30:.2f} GiB")
+    for e in entries:
+        secs = e.get("quantize_seconds")
+        took = f", quantised in {secs:.1f} s" if isinstance(secs, (int, float)) else ""
+        click.echo(
+            f"  {e['preset']:<6} {e.get('bytes', 0) / 2**30:.2f} GiB  from {e.get('source')}{took}  [{e['key']}]"
+        )
 
 
 @cache.command("clear")
@@ -353,7 +417,13 @@ def cache_clear() -> None:
     vision = Path(settings.cache_dir) / "vision"
     if vision.is_dir():
         shutil.rmtree(vision)
-    click.echo(f"Removed {removed} cached results and the vision feature store from {settings.cache_dir}.")
+    from ocr_app.quant.store import QuantStore
+
+    quantised = QuantStore.from_settings(settings).clear()
+    click.echo(
+        f"Removed {removed} cached results, {quantised} quantised models and the vision feature store "
+        f"from {settings.cache_dir}."
+    )
 
 
 @main.command()
@@ -365,9 +435,15 @@ def cache_clear() -> None:
     "--share", is_flag=True, default=None, help="Also create a public gradio link (needs the internet)."
 )
 @model_options
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
+)
 @click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
-def ui(host, port, share, model, device, dtype, engine, preload, log_level) -> None:
+def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve
 
@@ -381,6 +457,7 @@ def ui(host, port, share, model, device, dtype, engine, preload, log_level) -> N
             device=device,
             dtype=dtype,
             engine=engine,
+            gpu_memory_gib=gpu_memory,
             preload=preload,
         )
     )

@@ -90,6 +90,11 @@ class Settings(BaseSettings):
     result_cache_mb: int = Field(256, ge=0, description="On-disk result cache bound; 0 disables it.")
     memory_tolerance_mb: int = Field(64, ge=0, description="GPU memory a request may keep before a warning.")
     oom_recovery: bool = Field(True, description="Retry a page with a smaller footprint after a GPU OOM.")
+    quant_cache: bool = Field(
+        True,
+        description="Keep int8/mixed weights quantised from a float checkpoint under cache_dir/quantized, "
+        "so the next load reads them instead of quantising again.",
+    )
     gpu_memory_gib: float | None = Field(
         None,
         gt=0,

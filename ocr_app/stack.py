@@ -120,7 +120,7 @@ def build_deepseek(settings: Settings) -> Engine:
         from ocr_app.runtime.result_cache import CachedEngine
 
         def precision() -> str:  # the loaded model's, else what a load would resolve to now
-            return engine.precision or predict_precision(settings)
+            return engine.precision.get("preset") or predict_precision(settings)
 
         managed = CachedEngine.from_settings(managed, settings, precision=precision)
     return managed

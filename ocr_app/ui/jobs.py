@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import ConversionCancelled, OcrError
+from ocr_app.runtime.load_progress import attach_load_progress, describe_quantisation
 from ocr_app.schema import DocumentResult
 
 if TYPE_CHECKING:
@@ -104,9 +105,20 @@ def stream_conversion(
     outcome = JobOutcome()
     names = [Path(p).name for p in inputs]
 
+    current = [0]
+
+    def quantising(done: int, total: int, label: str) -> None:
+        from ocr_app.convert import ProgressEvent
+
+        i = current[0]
+        events.put((i, ProgressEvent("quantize", names[i], i, len(names), None, done, total,
+                                     describe_quantisation(done, total, label))))  # fmt: skip
+
     def work() -> None:
+        detach = attach_load_progress(converter.engines, quantising)
         try:
             for i, path in enumerate(inputs):
+                current[0] = i
                 if cancel.is_set():
                     outcome.cancelled = True
                     break
@@ -134,6 +146,7 @@ def stream_conversion(
                     ]
                 outcome.documents.extend(docs)
         finally:
+            detach()
             events.put(_DONE)
 
     worker = threading.Thread(target=work, name="ocr-app-ui-job", daemon=True)

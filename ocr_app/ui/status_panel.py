@@ -64,6 +64,7 @@ def engines_markdown(describe: dict[str, Any]) -> str:
         for key in ("model", "device", "dtype"):
             if info.get(key):
                 extra.append(f"{key} {info[key]}")
+        extra += precision_notes(info)
         if info.get("last_error"):
             extra.append(f"last error: {info['last_error']}")
         tail = f" — {', '.join(extra)}" if extra else ""
@@ -73,6 +74,19 @@ def engines_markdown(describe: dict[str, Any]) -> str:
     for name, why in (describe.get("unavailable") or {}).items():
         lines.append(f"- ~~{name}~~: {why}")
     return "\n".join(lines)
+
+
+def precision_notes(info: dict[str, Any]) -> list[str]:
+    """Which preset was chosen and why, and where quantised weights came from (engine ``describe()``)."""
+    notes = []
+    if info.get("precision_reason"):
+        notes.append(f"precision: {info['precision_reason']}")
+    source = info.get("quant_source")
+    if source:
+        secs = info.get("quantize_seconds")
+        took = f", quantised in {secs:.1f} s" if isinstance(secs, (int, float)) else ""
+        notes.append(f"quantised weights: {source}{took}")
+    return notes
 
 
 def ocr_engine(describe: dict[str, Any]) -> str:

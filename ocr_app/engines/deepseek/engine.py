@@ -23,7 +23,7 @@ import gc
 import hashlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -145,10 +145,14 @@ class DeepSeekOcr2Engine(Engine):
         self.processor: Any = None
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
-        self.precision: str | None = None  # the resolved precision preset (bf16 … mixed) once loaded
         self._exempt_ids: list[int] = []
         self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
+        # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
+        # ("cache", "quantised now", …) and the seconds quantisation took
+        self.precision: dict[str, Any] = {}
+        # (done, total, label) during a first-time quantisation; the CLI/UI set it (tqdm, gr.Progress)
+        self.load_progress: Callable[[int, int, str], None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -162,15 +166,20 @@ class DeepSeekOcr2Engine(Engine):
         from ocr_app.engines.deepseek.loading import QUANT_PRESETS, load_model, resolve_device, resolve_dtype
 
         device = resolve_device(self.settings.device)
-        preset = self.resolve_precision(device)
+        preset, reason = self._choose_precision(device)
         dtype = resolve_dtype(preset, device)
         quant = preset if preset in QUANT_PRESETS else None
         t0 = time.perf_counter()
         model, processor = load_model(
-            self.settings.model, device, dtype, quant=quant, vision_attn_mb=self.settings.vision_attn_mb
+            self.settings.model,
+            device,
+            dtype,
+            quant=quant,
+            vision_attn_mb=self.settings.vision_attn_mb,
+            quant_options={"cache_dir": self._quant_cache_dir(), "progress": self.load_progress},
         )
+        self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
-        self.precision = preset
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
@@ -178,21 +187,31 @@ class DeepSeekOcr2Engine(Engine):
 
     def resolve_precision(self, device: torch.device) -> str:
         """The precision this load runs in: the one resolver (``precision.py``) with torch's facts."""
-        from ocr_app.engines.deepseek.precision import budget_bytes_from_settings, resolve_precision
+        return self._choose_precision(device)[0]
 
-        bf16, free = True, None
+    def _choose_precision(self, device: torch.device) -> tuple[str, str]:
+        """The preset to load and why ("4.0 GiB budget → mixed"); ``auto`` reads the memory budget."""
+        from ocr_app.engines.deepseek import precision
+
+        bf16, budget_bytes, source = True, precision.budget_bytes_from_settings(self.settings), device.type
         if device.type == "cuda":
             import torch
 
+            from ocr_app.runtime.budget import resolve_budget
+
             bf16 = torch.cuda.is_bf16_supported()
-            free, _ = torch.cuda.mem_get_info(device)
-        return resolve_precision(
-            self.settings.dtype,
-            device_kind=device.type,
-            bf16_supported=bf16,
-            free_bytes=free,
-            budget_bytes=budget_bytes_from_settings(self.settings),
+            budget = resolve_budget(self.settings, device)
+            budget_bytes, source = budget.bytes, budget.source
+        chosen = precision.resolve_precision(
+            self.settings.dtype, device_kind=device.type, bf16_supported=bf16, budget_bytes=budget_bytes
         )
+        reason = precision.precision_reason(self.settings.dtype, chosen, source)
+        logger.info("precision %s: %s", chosen, reason)
+        return chosen, reason
+
+    def _quant_cache_dir(self):
+        """Where streamed quantised weights are kept (``<cache_dir>/quantized``); None turns it off."""
+        return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
 
     def unload(self) -> None:
         was_cuda = self.device is not None and self.device.type == "cuda"
@@ -201,7 +220,7 @@ class DeepSeekOcr2Engine(Engine):
             self._decoder = None
         self.model = None
         self.processor = None
-        self.precision = None  # the next load resolves again (free memory may have changed)
+        self.precision = {}  # the next load resolves again (free memory may have changed)
         gc.collect()
         if was_cuda:
             import torch
@@ -215,9 +234,12 @@ class DeepSeekOcr2Engine(Engine):
             "model": self.settings.model,
             "device": str(self.device) if self.device else self.settings.device,
             "dtype": str(self.dtype).replace("torch.", "") if self.dtype else self.settings.dtype,
-            "precision": self.precision or self.settings.dtype,
+            "precision": self.precision.get("preset") or self.settings.dtype,
             "batch_size": self.batch_size,
             "vision_cache": self.vision_cache is not None,
+            "precision_reason": self.precision.get("reason"),
+            "quant_source": self.precision.get("source"),
+            "quantize_seconds": self.precision.get("quantize_seconds"),
         }
 
     # --- prediction -----------------------------------------------------------------------------
@@ -322,7 +344,7 @@ class DeepSeekOcr2Engine(Engine):
         key = None
         if self.vision_cache is not None and request.use_cache:
             # the resolved precision, not the torch dtype: bf16 and mixed both compute in bfloat16
-            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.precision}|{self.dtype}")
+            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}")
         return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
 
     def _attach_features(self, pages: list[PreparedPage]) -> None:
