@@ -75,14 +75,17 @@ def transient_reserve(model: Any, vision_batch: int, prefill_batch: int) -> int:
     return vision.vision_bytes + vision.features_bytes + prefill.language_bytes + SLACK_BYTES
 
 
-def available_bytes(device: Any, budget_bytes: int | None) -> int:
+def available_bytes(device: Any, budget_bytes: int | None, cuda: Any = None) -> int:
     """Memory this process may still allocate on ``device``: free device memory plus the allocator's
-    cached blocks, bounded by ``budget_bytes`` minus what is allocated when a budget is set."""
-    import torch
+    cached blocks, bounded by ``budget_bytes`` minus what is allocated when a budget is set.
+    ``cuda``: ``torch.cuda`` (default) or an object with the same functions."""
+    if cuda is None:
+        import torch
 
-    free, _ = torch.cuda.mem_get_info(device)
-    allocated = torch.cuda.memory_allocated(device)
-    avail = free + max(0, torch.cuda.memory_reserved(device) - allocated)
+        cuda = torch.cuda
+    free, _ = cuda.mem_get_info(device)
+    allocated = cuda.memory_allocated(device)
+    avail = free + max(0, cuda.memory_reserved(device) - allocated)
     if budget_bytes is not None:
         avail = min(avail, int(budget_bytes) - allocated)
     return int(avail)
@@ -97,9 +100,12 @@ def plan_capacity(
     *,
     budget_bytes: int | None = None,
     vision_batch: int = 1,
+    cuda: Any = None,
 ) -> int:
-    """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and by the
-    memory left (free VRAM, or ``budget_bytes``) after ``transient_reserve``."""
+    """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and, on a
+    GPU, by the memory left (free VRAM, or ``budget_bytes``) after ``transient_reserve``.
+    ``cuda``: ``torch.cuda`` (default) or an object with the same functions (then the memory bound
+    applies whatever the model's device)."""
 
     from ocr_app.runtime.estimate import kv_bytes_per_token
 
@@ -107,11 +113,11 @@ def plan_capacity(
     want = next((b for b in BATCH_BUCKETS if b >= want), want)
     want = min(want, max_slots)
     device = model.lm_head.weight.device
-    if device.type != "cuda":
+    if device.type != "cuda" and cuda is None:
         return want
     per_slot = kv_bytes_per_token(model.config, model.lm_head.weight.dtype) * max_len + 8 * max_len
     reserve = transient_reserve(model, vision_batch, prefill_batch)
-    avail = available_bytes(device, budget_bytes)
+    avail = available_bytes(device, budget_bytes, cuda)
     fits = int((avail - reserve) // per_slot)
     where = f"{budget_bytes / 1024**3:.2f} GiB budget" if budget_bytes is not None else "free VRAM"
     if fits < 1:
