@@ -74,9 +74,10 @@ def build_engines(settings: Settings) -> EngineSet:
     if _has("torch") and _has("transformers"):
         from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
 
-        engines["deepseek"] = _managed(
-            DeepSeekOcr2Engine(settings, vision_cache=_vision_cache(settings)), settings
+        engine = DeepSeekOcr2Engine(
+            settings, vision_cache=_vision_cache(settings), budget_bytes=_budget_bytes(settings)
         )
+        engines["deepseek"] = _managed(engine, settings)
     else:
         unavailable["deepseek"] = 'torch and transformers are not installed: pip install "ocr-app[model]"'
 
@@ -158,6 +159,14 @@ def _managed(engine: Engine, settings: Settings) -> Engine:
 
         managed = CachedEngine.from_settings(managed, settings)
     return managed
+
+
+def _budget_bytes(settings: Settings) -> int | None:
+    """The GPU memory budget the decoder plans its pages in flight within (None: free memory).
+    The process-wide cap (``set_per_process_memory_fraction``) is applied by the runtime's budget
+    module, not here."""
+    gib = settings.gpu_memory_gib
+    return None if gib is None else int(gib * 1024**3)
 
 
 def _vision_cache(settings: Settings):
