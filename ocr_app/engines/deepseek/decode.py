@@ -214,6 +214,7 @@ class PageDecoder:
         self.slot_ttft: list[float] = [0.0] * C
         self.host_kv_len = [0] * C
         self.steps = 0
+        self.capture_s = 0.0  # seconds spent capturing graphs (cold-start breakdown)
 
     # --- setup ---------------------------------------------------------------------------------
     def _want_graphs(self, mode: str) -> bool:
@@ -300,6 +301,7 @@ class PageDecoder:
             "max_len": self.max_len,
             "graphs": sorted(self._graphs),
             "held_mib": round(max(self.held_bytes(), self.kv_bytes()) / 2**20, 1),
+            "capture_s": round(self.capture_s, 3),
             "fused_kernels": self.fused,
             "cuda_graphs": self.use_graphs,
         }
@@ -552,7 +554,9 @@ class PageDecoder:
             self._run_step(b, lb)
         self._graphs[key] = g
         _GRAPH_OWNERS.add(self)
-        logger.info("captured decode graph batch=%d len=%d in %.2fs", b, lb, time.perf_counter() - t0)
+        dt = time.perf_counter() - t0
+        self.capture_s += dt
+        logger.info("captured decode graph batch=%d len=%d in %.2fs", b, lb, dt)
         return g
 
     def run_chunk(self, steps: int | None = None) -> None:
