@@ -100,6 +100,10 @@ def test_decoder_is_built_once_and_kept_across_requests(tiny_checkpoint):
             list(eng.predict_stream([_request(i) for i in range(n)]))
             assert eng._decoder is sched and eng.resident_bytes() == kept
         assert len(sched.capacities) == 1
+        from ocr_app.ui.status_panel import engines_markdown
+
+        panel = engines_markdown({"engines": {"deepseek": eng.describe()}, "default": "deepseek"})
+        assert f"decoder: {info['slots']} pages in flight × {info['max_len']} tokens" in panel
     finally:
         eng.unload()
 
