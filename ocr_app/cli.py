@@ -137,6 +137,7 @@ def main(verbose: int) -> None:
 @click.option("--cache/--no-cache", default=None, help="Cross-page vision cache [default: on].")
 @click.option("--json-summary", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-v", "--verbose", count=True, help="More log output; print the cold-start breakdown.")
 def convert(
     inputs,
     out_dir,
@@ -157,12 +158,19 @@ def convert(
     cache,
     json_summary,
     quiet,
+    verbose,
 ) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
+    from ocr_app.coldstart import ColdStart, format_summary, import_heavy
     from ocr_app.convert import Converter, ConvertOptions
     from ocr_app.settings import load_settings
     from ocr_app.stack import build_engines
 
+    cold = ColdStart() if verbose else None
+    if cold is not None:
+        logging.getLogger().setLevel(logging.WARNING - 10 * min(verbose, 2))
+        import_heavy()
+        cold.mark("imports")
     try:
         # A batch run has no use for idle unload: the process ends when the work does.
         settings = load_settings(
@@ -198,12 +206,18 @@ def convert(
 
     bar = _ProgressBar(disabled=quiet or json_summary)
     load_bar = LoadBar(disabled=quiet or json_summary)
+    progress = bar if cold is None else _both(bar, cold.on_progress)
     cancel = threading.Event()
     from ocr_app.runtime.load_progress import attach_load_progress
 
     detach = attach_load_progress(engines, load_bar)
     try:
-        results = Converter(engines, settings).convert(inputs, out_dir, options, progress=bar, cancel=cancel)
+        results = Converter(engines, settings).convert(
+            inputs, out_dir, options, progress=progress, cancel=cancel
+        )
+        if cold is not None:
+            bar.close()
+            click.echo(format_summary(cold.summary(engines.describe())), err=True)
     except ConversionCancelled as exc:
         bar.close()
         click.echo(f"\n{exc} Pages finished so far were written to {out_dir}.", err=True)
@@ -227,6 +241,14 @@ def convert(
     else:
         _print_summary(results)
     sys.exit(code)
+
+
+def _both(first, second):
+    def call(event) -> None:
+        first(event)
+        second(event)
+
+    return call
 
 
 def _exit_code(results) -> int:

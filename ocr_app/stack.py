@@ -114,7 +114,13 @@ def build_deepseek(settings: Settings) -> Engine:
         from ocr_app.runtime.vision_cache import VisionFeatureCache
 
         vision_cache = VisionFeatureCache.from_settings(settings)
-    engine = DeepSeekOcr2Engine(settings, vision_cache=vision_cache)
+    from ocr_app.engines.deepseek.precision import budget_bytes_from_settings
+
+    # the budget the decoder plans its pages in flight within (None: free memory); the process-wide cap
+    # is applied by runtime.budget when the model loads
+    engine = DeepSeekOcr2Engine(
+        settings, vision_cache=vision_cache, budget_bytes=budget_bytes_from_settings(settings)
+    )
     managed: Engine = ModelManager(engine, settings)
     if settings.cache_enabled and settings.result_cache_mb > 0:
         from ocr_app.runtime.result_cache import CachedEngine

@@ -110,7 +110,7 @@ def test_cancel_keeps_finished_pages_and_skips_later_files(converter, settings, 
     pdf = make_pdf(tmp_path / "three.pdf", ["one", "two", "three"])
     later = make_pdf(tmp_path / "later.pdf", ["never converted"])
     cancel = threading.Event()
-    options = ConvertOptions.from_settings(settings, batch_pages=1)
+    options = ConvertOptions.from_settings(settings)
     outcome = None
     for item in stream_conversion(converter, [pdf, later], tmp_path / "out", options, cancel):
         if isinstance(item, Progress) and item.event.stage == "render":

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
@@ -133,19 +134,28 @@ class RemoteEngine(Engine):
             outputs[i] = out
         return outputs  # type: ignore[return-value]
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """``remote_concurrency`` pages in flight, pulled lazily from ``requests``."""
         self.load()
-        workers = min(self.settings.remote_concurrency, max(1, len(requests)))
+        source = iter(enumerate(requests))
+        workers = self.settings.remote_concurrency
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocr-remote") as pool:
-            futures: dict[Future, int] = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
-            pending = set(futures)
+            futures: dict[Future, int] = {}
+
+            def top_up() -> None:
+                for i, r in itertools.islice(source, max(0, workers - len(futures))):
+                    futures[pool.submit(self._one, r)] = i
+
+            top_up()
             try:
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                while futures:
+                    done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
                     for fut in done:
-                        yield futures[fut], fut.result()
+                        i = futures.pop(fut)
+                        yield i, fut.result()
+                    top_up()
             finally:
-                for fut in pending:
+                for fut in futures:
                     fut.cancel()
 
     def _payload(self, req: PageRequest) -> dict[str, Any]:

@@ -65,6 +65,14 @@ def engines_markdown(describe: dict[str, Any]) -> str:
             if info.get(key):
                 extra.append(f"{key} {info[key]}")
         extra += precision_notes(info)
+        if info.get("budget_gib"):
+            extra.append(f"memory budget {info['budget_gib']} GiB")
+        dec = info.get("decoder") or {}
+        if dec.get("slots"):  # what the graph decoder keeps between requests (sized once)
+            extra.append(
+                f"decoder: {dec['slots']} pages in flight × {dec['max_len']} tokens, "
+                f"{dec['held_mib']} MiB kept, {len(dec.get('graphs') or [])} graphs"
+            )
         if info.get("last_error"):
             extra.append(f"last error: {info['last_error']}")
         tail = f" — {', '.join(extra)}" if extra else ""
