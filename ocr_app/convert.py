@@ -89,6 +89,7 @@ class _Job:
     progress: ProgressFn | None
     cancel: threading.Event | None
     results: dict[int, PageResult] = field(default_factory=dict)
+    repaired: bool = False  # the source was damaged and repaired on opening
 
     def emit(self, stage: str, message: str, page: int | None = None, result: PageResult | None = None):
         if self.progress is None:
@@ -199,6 +200,7 @@ class Converter:
             limits = IngestLimits.from_settings(self.settings)
             with open_document(path, password=options.password, dpi=options.dpi, limits=limits) as src:
                 doc.notes.extend(src.notes)
+                doc.source_repaired = job.repaired = bool(getattr(src, "repaired", False))
                 indices = parse_page_range(options.pages, src.page_count)
                 job.total = len(indices)
                 engine = self.engines.get(options.engine)
@@ -266,7 +268,7 @@ class Converter:
         try:
             for i, output in engine.predict_stream(requests):
                 req = requests[i]
-                self._finish_page(job, writer, req.page, output)
+                self._finish_page(job, writer, req, output)
                 pending.pop(id(req), None)
                 job.check_cancel()
         except ConversionCancelled:
@@ -280,14 +282,18 @@ class Converter:
                 job.check_cancel()
                 self._recognize(engine, [req], job, writer)
 
-    def _finish_page(self, job: _Job, writer, page: PageImage, output: EngineOutput) -> None:
+    def _finish_page(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
         from ocr_app.parse.grounding import clean_raw, parse_grounded
+        from ocr_app.parse.quality import assess
+
+        page = request.page
 
         width, height = page.size
         raw = clean_raw(output.raw_text)
         blocks = output.blocks if output.blocks is not None else parse_grounded(raw, width, height)
         prefix = f"{output.engine}:"
         reason = next((n[len(prefix) :].strip() for n in output.notes if n.startswith(prefix)), "")
+        quality, why = assess(blocks, page.image, output, min_confidence=self.settings.min_confidence)
         result = PageResult(
             index=page.index,
             source=page.source,
@@ -301,7 +307,12 @@ class Converter:
             num_tokens=output.num_tokens,
             timings=dict(output.timings),
             notes=list(output.notes),
+            quality=quality,
+            quality_reason=why,
+            confidence=output.confidence,
+            source_repaired=job.repaired,
         )
+        self._record_used(result, output, request)
         t0 = time.perf_counter()
         writer.add_page(result, page.image)
         result.timings["render"] = round(time.perf_counter() - t0, 4)
@@ -309,6 +320,19 @@ class Converter:
         flag = {StopReason.LENGTH: " (token cap hit)", StopReason.REPETITION: " (repetition)"}
         msg = f"Recognized page {page.index + 1} ({len(job.results)} of {job.total})"
         job.emit("page_done", msg + flag.get(result.stop_reason, ""), page.index + 1, result)
+
+    @staticmethod
+    def _record_used(result: PageResult, output: EngineOutput, request: PageRequest) -> None:
+        """What the engine honoured, not what was asked: engines without prompts/modes record None."""
+        from ocr_app.engines.base import PROMPTLESS_ENGINES
+
+        if output.engine in PROMPTLESS_ENGINES:
+            result.used_prompt = output.used_prompt
+            result.used_mode = output.used_mode
+            result.notes.append(f"{output.engine}: takes no prompt and no resolution mode; both were ignored")
+        else:
+            result.used_prompt = output.used_prompt or request.prompt
+            result.used_mode = output.used_mode or request.mode
 
     def _fail_page(self, job: _Job, writer, index: int, source: str, exc: BaseException) -> None:
         if isinstance(exc, OcrError):

@@ -72,7 +72,8 @@ def _is_garbage(ch: str) -> bool:
     return cat.startswith("C")
 
 
-def _open(pdf_path: Path | str) -> pymupdf.Document:
+def _open(pdf_path: Path | str, password: str | None = None) -> pymupdf.Document:
+    """Open a PDF for reading its text; ``password`` unlocks an encrypted one (never logged)."""
     import pymupdf
 
     try:
@@ -81,9 +82,10 @@ def _open(pdf_path: Path | str) -> pymupdf.Document:
         raise InputError(f"{pdf_path}: file not found") from exc
     except (pymupdf.FileDataError, RuntimeError) as exc:
         raise CorruptFileError(f"{Path(pdf_path).name}: cannot be read as a PDF ({exc})") from exc
-    if doc.needs_pass:
+    if doc.needs_pass and not (password and doc.authenticate(password)):
         doc.close()
-        raise EncryptedDocumentError(f"{Path(pdf_path).name}: the PDF is encrypted")
+        why = "the password given is wrong" if password else "pass its password (--password in the CLI)"
+        raise EncryptedDocumentError(f"{Path(pdf_path).name}: the PDF is encrypted; {why}")
     return doc
 
 
@@ -135,15 +137,17 @@ def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool,
     return True, f"{report.chars:,} chars of embedded text"
 
 
-def inspect_report(pdf_path: Path | str, index: int) -> TextLayerReport:
+def inspect_report(pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
     """The text-layer report of page ``index`` of a PDF."""
-    with _open(pdf_path) as doc:
+    with _open(pdf_path, password) as doc:
         return inspect_page(_page(doc, index, Path(pdf_path).name))
 
 
-def has_usable_text(pdf_path: Path | str, index: int, *, min_chars: int = MIN_CHARS) -> tuple[bool, str]:
+def has_usable_text(
+    pdf_path: Path | str, index: int, *, min_chars: int = MIN_CHARS, password: str | None = None
+) -> tuple[bool, str]:
     """Whether page ``index`` of the PDF has a text layer worth using instead of OCR, and why."""
-    return judge(inspect_report(pdf_path, index), min_chars=min_chars)
+    return judge(inspect_report(pdf_path, index, password=password), min_chars=min_chars)
 
 
 def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
@@ -259,12 +263,13 @@ class TextLayerEngine(Engine):
         if page_img.pdf_path is None:
             raise InputError(f"{page_img.source}: the text-layer engine reads PDF pages only")
         start = time.perf_counter()
-        with _open(page_img.pdf_path) as doc:
+        with _open(page_img.pdf_path, page_img.password) as doc:
             page = _page(doc, page_img.index, page_img.source)
             width_px, _ = page_img.size
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
             lines = extract_lines(page, scale)
             tables, lines = ruled_tables(page, lines, scale)
+            usable, why = judge(inspect_page(page)) if lines else (True, "")
         blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables)
         total = time.perf_counter() - start
         logger.debug(
@@ -279,6 +284,8 @@ class TextLayerEngine(Engine):
             blocks=blocks,
             stop_reason=StopReason.NONE,
             timings={"total": total},
+            # text that the router would not have trusted (garbage, somebody's hidden OCR layer)
+            suspect=None if usable else f"text layer: {why}",
         )
 
     def describe(self) -> dict[str, object]:
