@@ -269,7 +269,8 @@ class TextLayerEngine(Engine):
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
             lines = extract_lines(page, scale)
             tables, lines = ruled_tables(page, lines, scale)
-            usable, why = judge(inspect_page(page)) if lines else (True, "")
+            # short text is fine here (min_chars=1): only garbage or a hidden OCR layer is suspect
+            usable, why = judge(inspect_page(page), min_chars=1) if lines else (True, "")
         blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables)
         total = time.perf_counter() - start
         logger.debug(
