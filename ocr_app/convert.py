@@ -118,7 +118,8 @@ class _Job:
 
 
 def _unique_stem(name: str, taken: set[str]) -> str:
-    stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip() or "document"
+    # leading dots would make a hidden folder, or "." / ".." for a file named "..pdf"
+    stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip().lstrip(".").strip() or "document"
     candidate, n = stem, 2
     while candidate.lower() in taken:
         candidate, n = f"{stem}-{n}", n + 1
@@ -229,7 +230,8 @@ class Converter:
         from ocr_app.render.writer import DocumentWriter
 
         prompt = resolve_prompt(options.prompt, locate_text=options.locate_text)
-        writer = DocumentWriter(out, _unique_stem(src.name, taken), options.formats, dpi=options.dpi)
+        stem = _unique_stem(src.name, taken)
+        writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices)
         try:
             for chunk in _chunks(indices, options.batch_pages):
                 job.check_cancel()
@@ -261,6 +263,8 @@ class Converter:
             if doc.pages:
                 job.emit("write", f"Writing outputs for {src.name}")
                 writer.finish(doc)
+            else:
+                writer.abort()
 
     def _recognize(self, engine: Engine, requests: list[PageRequest], job: _Job, writer) -> None:
         """Stream outputs; if the batch breaks, retry the unfinished pages one by one to isolate it."""

@@ -232,6 +232,23 @@ def ruled_tables(
     return tables, [ln for ln in lines if id(ln) not in used]
 
 
+def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:
+    """Why the text read from a page should not be trusted (garbage, somebody's hidden OCR layer), or None.
+
+    Short text is fine here; the cheap check on the extracted lines runs first, the full report (which
+    looks for invisible text over images) only on pages that have images.
+    """
+    quick = TextLayerReport()
+    text = " ".join(ln.text for ln in lines)
+    quick.chars = quick.visible_chars = sum(1 for ch in text if not ch.isspace())
+    quick.garbage_chars = sum(1 for ch in text if not ch.isspace() and _is_garbage(ch))
+    quick.alnum_chars = sum(1 for ch in text if ch.isalnum())
+    quick.content_chars = sum(1 for ch in _LEADERS.sub("", text) if not ch.isspace())
+    report = inspect_page(page) if page.get_images() else quick
+    usable, why = judge(report, min_chars=1)
+    return None if usable else f"text layer: {why}"
+
+
 class TextLayerEngine(Engine):
     """Reads PDF pages' embedded text. Pages without ``pdf_path`` are an input error."""
 
@@ -241,6 +258,10 @@ class TextLayerEngine(Engine):
         # Settings are accepted for a uniform constructor (registry); nothing in them applies here.
         self._layout = layout or LayoutConfig()
         self._loaded = False
+        # The last PDF read stays open: re-opening it for every page cost more than reading the page
+        # (MuPDF rebuilds the page tree on each open). Keyed by path and file identity, under MUPDF_LOCK.
+        self._open_key: tuple[str, int, int, int] | None = None
+        self._open_doc: pymupdf.Document | None = None
 
     def load(self) -> None:
         import pymupdf  # noqa: F401  (fail early and clearly if PyMuPDF is missing)
@@ -248,7 +269,31 @@ class TextLayerEngine(Engine):
         self._loaded = True
 
     def unload(self) -> None:
+        from ocr_app.ingest.pdf import MUPDF_LOCK
+
+        with MUPDF_LOCK:
+            self._close_doc()
         self._loaded = False
+
+    def _close_doc(self) -> None:
+        if self._open_doc is not None:
+            self._open_doc.close()
+        self._open_doc, self._open_key = None, None
+
+    def _doc(self, pdf_path: Path, password: str | None) -> pymupdf.Document:
+        """The open document for ``pdf_path`` (call with MUPDF_LOCK held)."""
+        try:
+            st = Path(pdf_path).stat()
+            key = (str(pdf_path), st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = None
+        if key is None or key != self._open_key or self._open_doc is None or self._open_doc.is_closed:
+            self._close_doc()
+            doc = _open(pdf_path, password)
+            if key is None:
+                return doc
+            self._open_doc, self._open_key = doc, key
+        return self._open_doc
 
     @property
     def is_loaded(self) -> bool:
@@ -259,18 +304,22 @@ class TextLayerEngine(Engine):
         return [self._predict(r) for r in requests]
 
     def _predict(self, request: PageRequest) -> EngineOutput:
+        from ocr_app.ingest.pdf import MUPDF_LOCK
+
         page_img = request.page
         if page_img.pdf_path is None:
             raise InputError(f"{page_img.source}: the text-layer engine reads PDF pages only")
         start = time.perf_counter()
-        with _open(page_img.pdf_path, page_img.password) as doc:
+        with MUPDF_LOCK:
+            doc = self._doc(Path(page_img.pdf_path), page_img.password)
             page = _page(doc, page_img.index, page_img.source)
             width_px, _ = page_img.size
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
             lines = extract_lines(page, scale)
             tables, lines = ruled_tables(page, lines, scale)
-            # short text is fine here (min_chars=1): only garbage or a hidden OCR layer is suspect
-            usable, why = judge(inspect_page(page), min_chars=1) if lines else (True, "")
+            suspect = _suspect(page, lines) if lines else None
+            if doc is not self._open_doc:
+                doc.close()
         blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables)
         total = time.perf_counter() - start
         logger.debug(
@@ -285,8 +334,7 @@ class TextLayerEngine(Engine):
             blocks=blocks,
             stop_reason=StopReason.NONE,
             timings={"total": total},
-            # text that the router would not have trusted (garbage, somebody's hidden OCR layer)
-            suspect=None if usable else f"text layer: {why}",
+            suspect=suspect,
         )
 
     def describe(self) -> dict[str, object]:
