@@ -2,7 +2,8 @@
 
 Exit codes (documented in the README): 0 every page converted (pages that hit the token cap are kept and
 flagged, still 0); 1 an internal failure (engine, runtime, a bug); 2 bad input (a file or page range was
-rejected — the other files still converted) or bad usage; 130 cancelled with Ctrl-C.
+rejected — the other files still converted) or bad usage; 3 every file converted but some pages need a
+look: ``empty``, ``low_confidence`` or ``repaired`` (the summary counts them); 130 cancelled with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
 logger = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_FLAGGED, EXIT_CANCELLED = 0, 1, 2, 3, 130
+FLAGGED_STATUSES = frozenset({"empty", "low_confidence", "repaired"})  # exit 3 when no error is worse
 ALL_FORMATS = OUTPUT_FORMATS
 
 
@@ -259,6 +261,8 @@ def _exit_code(results) -> int:
         return EXIT_INTERNAL
     if "input" in kinds:
         return EXIT_INPUT
+    if any(p.status in FLAGGED_STATUSES for r in results for p in r.pages):
+        return EXIT_FLAGGED
     return EXIT_OK
 
 
@@ -270,6 +274,9 @@ def _summary_dict(results, code: int) -> dict:
                 "source": r.source,
                 "error": r.error,
                 "pages": len(r.pages),
+                "headline": r.headline(),
+                "status_counts": r.status_counts(),
+                "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
@@ -278,22 +285,43 @@ def _summary_dict(results, code: int) -> dict:
     }
 
 
+def _page_groups(pages) -> list[tuple[str, str, str]]:
+    """Flagged pages as (page span, status, why), runs of pages with the same status and reason merged."""
+    reasons = {
+        "length": "token cap hit (kept)",
+        "repetition": "repetition (kept)",
+        "repaired": "the source file was damaged and repaired; the page may be incomplete",
+    }
+    groups: list[list] = []  # [first, last, status, why]
+    for p in pages:
+        if p.status == "ok":
+            continue
+        why = p.error or p.quality_reason or reasons.get(p.status, "")
+        n = p.index + 1
+        if groups and groups[-1][2:] == [p.status, why] and groups[-1][1] == n - 1:
+            groups[-1][1] = n
+        else:
+            groups.append([n, n, p.status, why])
+    return [(f"page {a}" if a == b else f"pages {a}–{b}", status, why) for a, b, status, why in groups]
+
+
 def _print_summary(results) -> None:
     for r in results:
         if r.error:
             click.secho(f"✗ {r.source}: {r.error}", fg="red", err=True)
             continue
-        flagged = [p for p in r.pages if p.status != "ok"]
-        ok = len(r.pages) - len(flagged)
+        groups = _page_groups(r.pages)
         where = r.outputs.get("dir") or r.outputs.get("md", "")
-        click.secho(
-            f"✓ {r.source}: {ok}/{len(r.pages)} pages ok → {where}", fg="green" if not flagged else "yellow"
-        )
-        for p in flagged:
-            why = p.error or {"length": "token cap hit (kept)", "repetition": "repetition (kept)"}.get(
-                p.status, ""
-            )
-            click.secho(f"    page {p.index + 1}: {p.status}: {why}", fg="yellow", err=True)
+        mark, colour = ("✓", "green") if not groups else ("!", "yellow")
+        click.secho(f"{mark} {r.source}: {r.headline()} → {where}", fg=colour)
+        for span, status, why in groups[:_MAX_FLAGGED_LINES]:
+            click.secho(f"    {span}: {status}: {why}", fg="yellow", err=True)
+        if len(groups) > _MAX_FLAGGED_LINES:
+            more = len(groups) - _MAX_FLAGGED_LINES
+            click.secho(f"    … and {more} more (see the status fields in the JSON)", fg="yellow", err=True)
+
+
+_MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines
 
 
 class _ProgressBar:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ocr_app.engines.base import noting
 from ocr_app.exceptions import ConversionCancelled, EngineError, InputError, OcrError
 from ocr_app.render.formats import OUTPUT_FORMATS
-from ocr_app.schema import DocumentResult, EngineOutput, PageImage, PageRequest, PageResult, StopReason
+from ocr_app.schema import DocumentResult, EngineOutput, PageRequest, PageResult, StopReason
 
 if TYPE_CHECKING:
     from ocr_app.engines.base import Engine
@@ -41,7 +41,7 @@ class ConvertOptions:
     locate_text: str | None = None  # for the "locate" preset
     mode: str = "default"  # resolution mode
     dpi: int = 144
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # never logged, never written
     use_cache: bool = True  # cross-page vision cache
     max_new_tokens: int | None = None
     formats: frozenset[str] = DEFAULT_FORMATS
@@ -91,6 +91,7 @@ class _Job:
     progress: ProgressFn | None
     cancel: threading.Event | None
     results: dict[int, PageResult] = field(default_factory=dict)
+    repaired: bool = False  # the source was damaged and repaired on opening
 
     def emit(self, stage: str, message: str, page: int | None = None, result: PageResult | None = None):
         if self.progress is None:
@@ -119,7 +120,8 @@ class _Job:
 
 
 def _unique_stem(name: str, taken: set[str]) -> str:
-    stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip() or "document"
+    # leading dots would make a hidden folder, or "." / ".." for a file named "..pdf"
+    stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip().lstrip(".").strip() or "document"
     candidate, n = stem, 2
     while candidate.lower() in taken:
         candidate, n = f"{stem}-{n}", n + 1
@@ -196,6 +198,7 @@ class Converter:
             limits = IngestLimits.from_settings(self.settings)
             with open_document(path, password=options.password, dpi=options.dpi, limits=limits) as src:
                 doc.notes.extend(src.notes)
+                doc.source_repaired = job.repaired = bool(getattr(src, "repaired", False))
                 indices = parse_page_range(options.pages, src.page_count)
                 job.total = len(indices)
                 engine = self.engines.get(options.engine)
@@ -228,7 +231,8 @@ class Converter:
         from ocr_app.render.writer import DocumentWriter
 
         prompt = resolve_prompt(options.prompt, locate_text=options.locate_text)
-        writer = DocumentWriter(out, _unique_stem(src.name, taken), options.formats, dpi=options.dpi)
+        stem = _unique_stem(src.name, taken)
+        writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices)
         try:
             job.check_cancel()
             self._recognize(engine, self._requests(src, indices, prompt, options, job, writer), job, writer)
@@ -239,6 +243,8 @@ class Converter:
             if doc.pages:
                 job.emit("write", f"Writing outputs for {src.name}")
                 writer.finish(doc)
+            else:
+                writer.abort()
 
     def _requests(self, src, indices, prompt: str, options, job: _Job, writer) -> Iterator[PageRequest]:
         """Render and yield page requests one by one as the engine pulls them. A page that fails to
@@ -272,7 +278,7 @@ class Converter:
         finished: set[int] = set()
         try:
             for i, output in engine.predict_stream(noting(itertools.chain([first], source), pulled)):
-                self._finish_page(job, writer, pulled[i].page, output)
+                self._finish_page(job, writer, pulled[i], output)
                 finished.add(i)
                 job.check_cancel()
             for k, req in enumerate(pulled):  # an engine must answer every page it took
@@ -294,14 +300,18 @@ class Converter:
                     self._recognize(engine, [req], job, writer)
             self._recognize(engine, source, job, writer)  # the rest of the document
 
-    def _finish_page(self, job: _Job, writer, page: PageImage, output: EngineOutput) -> None:
+    def _finish_page(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
         from ocr_app.parse.grounding import clean_raw, parse_grounded
+        from ocr_app.parse.quality import assess
+
+        page = request.page
 
         width, height = page.size
         raw = clean_raw(output.raw_text)
         blocks = output.blocks if output.blocks is not None else parse_grounded(raw, width, height)
         prefix = f"{output.engine}:"
         reason = next((n[len(prefix) :].strip() for n in output.notes if n.startswith(prefix)), "")
+        quality, why = assess(blocks, page.image, output, min_confidence=self.settings.min_confidence)
         result = PageResult(
             index=page.index,
             source=page.source,
@@ -315,7 +325,12 @@ class Converter:
             num_tokens=output.num_tokens,
             timings=dict(output.timings),
             notes=list(output.notes),
+            quality=quality,
+            quality_reason=why,
+            confidence=output.confidence,
+            source_repaired=job.repaired,
         )
+        self._record_used(result, output, request)
         t0 = time.perf_counter()
         writer.add_page(result, page.image)
         result.timings["render"] = round(time.perf_counter() - t0, 4)
@@ -323,6 +338,19 @@ class Converter:
         flag = {StopReason.LENGTH: " (token cap hit)", StopReason.REPETITION: " (repetition)"}
         msg = f"Recognized page {page.index + 1} ({len(job.results)} of {job.total})"
         job.emit("page_done", msg + flag.get(result.stop_reason, ""), page.index + 1, result)
+
+    @staticmethod
+    def _record_used(result: PageResult, output: EngineOutput, request: PageRequest) -> None:
+        """What the engine honoured, not what was asked: engines without prompts/modes record None."""
+        from ocr_app.engines.base import PROMPTLESS_ENGINES
+
+        if output.engine in PROMPTLESS_ENGINES:
+            result.used_prompt = output.used_prompt
+            result.used_mode = output.used_mode
+            result.notes.append(f"{output.engine}: takes no prompt and no resolution mode; both were ignored")
+        else:
+            result.used_prompt = output.used_prompt or request.prompt
+            result.used_mode = output.used_mode or request.mode
 
     def _fail_page(self, job: _Job, writer, index: int, source: str, exc: BaseException) -> None:
         if isinstance(exc, OcrError):

@@ -78,6 +78,9 @@ class Settings(BaseSettings):
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )
     text_layer: TextLayerPolicy = "auto"
+    min_confidence: float = Field(
+        0.8, ge=0, le=1, description="Pages whose engine confidence is below this are 'low_confidence'."
+    )
 
     # runtime
     idle_unload_s: float = Field(300.0, ge=0, description="0 disables idle unload.")

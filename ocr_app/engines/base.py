@@ -13,6 +13,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ocr_app.schema import EngineOutput, PageRequest
 
+# Engines (by ``EngineOutput.engine``) that take neither a prompt nor a resolution mode: the JSON records
+# None for both on their pages, and the UI disables the two options for them.
+PROMPTLESS_ENGINES = frozenset({"light", "textlayer"})
+
 
 class Engine(abc.ABC):
     """Load once, run batches of page requests, unload."""

@@ -87,6 +87,18 @@ def estimate_skew(quads: Sequence[Any]) -> float:
     return angle if abs(angle) <= 10 else 0.0
 
 
+def page_confidence(texts: Sequence[str], scores: Sequence[float] | None) -> float | None:
+    """RapidOCR's line scores averaged by line length: one number for "can this page's text be trusted".
+
+    Why length-weighted: a page read upside down gives many short garbage lines with middling scores; a
+    clean page a few long lines scoring 0.99. None when there are no scores (nothing read).
+    """
+    if not scores or not texts:
+        return None
+    weights = [max(len(t), 1) for t in texts]
+    return float(sum(float(s) * w for s, w in zip(scores, weights, strict=False)) / sum(weights))
+
+
 def _bbox(q: Any) -> tuple[float, float, float, float]:
     return (float(q[:, 0].min()), float(q[:, 1].min()), float(q[:, 0].max()), float(q[:, 1].max()))
 
@@ -243,6 +255,11 @@ class LightOcrEngine(Engine):
         return recover_bullets(grey, lines) if lines else lines
 
     def _ocr_quads(self, image: Any) -> tuple[Any, list[Any], list[str]]:
+        grey, quads, texts, _ = self._ocr_scored(image)
+        return grey, quads, texts
+
+    def _ocr_scored(self, image: Any) -> tuple[Any, list[Any], list[str], float | None]:
+        """Grey image, line quads, line texts and the page confidence (None when nothing was read)."""
         import numpy as np
 
         self.load()
@@ -253,16 +270,17 @@ class LightOcrEngine(Engine):
             raise EngineError(f"light OCR failed: {exc}") from exc
         grey = np.asarray(rgb.convert("L"))
         if result.boxes is None or result.txts is None:
-            return grey, [], []
+            return grey, [], [], None
         quads = [np.asarray(q, dtype=np.float64) for q in result.boxes]
-        return grey, quads, [str(t).strip() for t in result.txts]
+        texts = [str(t).strip() for t in result.txts]
+        return grey, quads, texts, page_confidence(texts, getattr(result, "scores", None))
 
     def _predict(self, request: PageRequest) -> EngineOutput:
         import cv2
 
         page = request.page
         start = time.perf_counter()
-        grey, quads, texts = self._ocr_quads(page.image)
+        grey, quads, texts, confidence = self._ocr_scored(page.image)
         ocr_s = time.perf_counter() - start
         sizes = _sizes(grey, quads, texts)
         # Lay out in a deskewed frame: on a rotated scan the axis-aligned boxes of long lines are
@@ -287,6 +305,7 @@ class LightOcrEngine(Engine):
             stop_reason=StopReason.NONE,
             timings={"ocr": ocr_s, "layout": total - ocr_s, "total": total},
             notes=[f"deskewed {angle:+.2f}°"] if matrix is not None else [],
+            confidence=confidence,
         )
 
     def describe(self) -> dict[str, object]:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Policy = TextLayerPolicy
-TextCheck = Callable[[Path, int], tuple[bool, str]]
+# (pdf_path, page index, password=...) -> (usable, reason); the password unlocks encrypted PDFs.
+TextCheck = Callable[..., tuple[bool, str]]
 OcrChoice = Callable[[], tuple[Engine, str]]
 
 
@@ -35,8 +36,8 @@ def _default_check(policy: Policy) -> TextCheck:
 
     if policy == "always":
 
-        def any_text(path: Path, index: int) -> tuple[bool, str]:
-            report = textlayer.inspect_report(path, index)
+        def any_text(path: Path, index: int, *, password: str | None = None) -> tuple[bool, str]:
+            report = textlayer.inspect_report(path, index, password=password)
             if report.chars == 0:
                 return False, "no embedded text"
             return True, f"{report.chars:,} chars of embedded text (text_layer=always)"
@@ -151,7 +152,7 @@ class RouterEngine(Engine):
                 why = f"{why}; text layer disabled (text_layer=never)"
             return self.ocr, why
         try:
-            usable, why = self._check(Path(page.pdf_path), page.index)
+            usable, why = self._check(Path(page.pdf_path), page.index, password=page.password)
         except OcrError as exc:
             usable, why = False, f"text layer unreadable ({exc})"
         if usable:

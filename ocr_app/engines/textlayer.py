@@ -72,7 +72,8 @@ def _is_garbage(ch: str) -> bool:
     return cat.startswith("C")
 
 
-def _open(pdf_path: Path | str) -> pymupdf.Document:
+def _open(pdf_path: Path | str, password: str | None = None) -> pymupdf.Document:
+    """Open a PDF for reading its text; ``password`` unlocks an encrypted one (never logged)."""
     from ocr_app.ingest.pdf import import_pymupdf
 
     pymupdf = import_pymupdf()
@@ -83,9 +84,10 @@ def _open(pdf_path: Path | str) -> pymupdf.Document:
         raise InputError(f"{pdf_path}: file not found") from exc
     except (pymupdf.FileDataError, RuntimeError) as exc:
         raise CorruptFileError(f"{Path(pdf_path).name}: cannot be read as a PDF ({exc})") from exc
-    if doc.needs_pass:
+    if doc.needs_pass and not (password and doc.authenticate(password)):
         doc.close()
-        raise EncryptedDocumentError(f"{Path(pdf_path).name}: the PDF is encrypted")
+        why = "the password given is wrong" if password else "pass its password (--password in the CLI)"
+        raise EncryptedDocumentError(f"{Path(pdf_path).name}: the PDF is encrypted; {why}")
     return doc
 
 
@@ -137,15 +139,17 @@ def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool,
     return True, f"{report.chars:,} chars of embedded text"
 
 
-def inspect_report(pdf_path: Path | str, index: int) -> TextLayerReport:
+def inspect_report(pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
     """The text-layer report of page ``index`` of a PDF."""
-    with _open(pdf_path) as doc:
+    with _open(pdf_path, password) as doc:
         return inspect_page(_page(doc, index, Path(pdf_path).name))
 
 
-def has_usable_text(pdf_path: Path | str, index: int, *, min_chars: int = MIN_CHARS) -> tuple[bool, str]:
+def has_usable_text(
+    pdf_path: Path | str, index: int, *, min_chars: int = MIN_CHARS, password: str | None = None
+) -> tuple[bool, str]:
     """Whether page ``index`` of the PDF has a text layer worth using instead of OCR, and why."""
-    return judge(inspect_report(pdf_path, index), min_chars=min_chars)
+    return judge(inspect_report(pdf_path, index, password=password), min_chars=min_chars)
 
 
 def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
@@ -230,6 +234,23 @@ def ruled_tables(
     return tables, [ln for ln in lines if id(ln) not in used]
 
 
+def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:
+    """Why the text read from a page should not be trusted (garbage, somebody's hidden OCR layer), or None.
+
+    Short text is fine here; the cheap check on the extracted lines runs first, the full report (which
+    looks for invisible text over images) only on pages that have images.
+    """
+    quick = TextLayerReport()
+    text = " ".join(ln.text for ln in lines)
+    quick.chars = quick.visible_chars = sum(1 for ch in text if not ch.isspace())
+    quick.garbage_chars = sum(1 for ch in text if not ch.isspace() and _is_garbage(ch))
+    quick.alnum_chars = sum(1 for ch in text if ch.isalnum())
+    quick.content_chars = sum(1 for ch in _LEADERS.sub("", text) if not ch.isspace())
+    report = inspect_page(page) if page.get_images() else quick
+    usable, why = judge(report, min_chars=1)
+    return None if usable else f"text layer: {why}"
+
+
 class TextLayerEngine(Engine):
     """Reads PDF pages' embedded text. Pages without ``pdf_path`` are an input error."""
 
@@ -239,6 +260,10 @@ class TextLayerEngine(Engine):
         # Settings are accepted for a uniform constructor (registry); nothing in them applies here.
         self._layout = layout or LayoutConfig()
         self._loaded = False
+        # The last PDF read stays open: re-opening it for every page cost more than reading the page
+        # (MuPDF rebuilds the page tree on each open). Keyed by path and file identity, under MUPDF_LOCK.
+        self._open_key: tuple[str, int, int, int] | None = None
+        self._open_doc: pymupdf.Document | None = None
 
     def load(self) -> None:
         from ocr_app.ingest.pdf import import_pymupdf
@@ -248,7 +273,31 @@ class TextLayerEngine(Engine):
         self._loaded = True
 
     def unload(self) -> None:
+        from ocr_app.ingest.pdf import MUPDF_LOCK
+
+        with MUPDF_LOCK:
+            self._close_doc()
         self._loaded = False
+
+    def _close_doc(self) -> None:
+        if self._open_doc is not None:
+            self._open_doc.close()
+        self._open_doc, self._open_key = None, None
+
+    def _doc(self, pdf_path: Path, password: str | None) -> pymupdf.Document:
+        """The open document for ``pdf_path`` (call with MUPDF_LOCK held)."""
+        try:
+            st = Path(pdf_path).stat()
+            key = (str(pdf_path), st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = None
+        if key is None or key != self._open_key or self._open_doc is None or self._open_doc.is_closed:
+            self._close_doc()
+            doc = _open(pdf_path, password)
+            if key is None:
+                return doc
+            self._open_doc, self._open_key = doc, key
+        return self._open_doc
 
     @property
     def is_loaded(self) -> bool:
@@ -259,16 +308,22 @@ class TextLayerEngine(Engine):
         return [self._predict(r) for r in requests]
 
     def _predict(self, request: PageRequest) -> EngineOutput:
+        from ocr_app.ingest.pdf import MUPDF_LOCK
+
         page_img = request.page
         if page_img.pdf_path is None:
             raise InputError(f"{page_img.source}: the text-layer engine reads PDF pages only")
         start = time.perf_counter()
-        with _open(page_img.pdf_path) as doc:
+        with MUPDF_LOCK:
+            doc = self._doc(Path(page_img.pdf_path), page_img.password)
             page = _page(doc, page_img.index, page_img.source)
             width_px, _ = page_img.size
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
             lines = extract_lines(page, scale)
             tables, lines = ruled_tables(page, lines, scale)
+            suspect = _suspect(page, lines) if lines else None
+            if doc is not self._open_doc:
+                doc.close()
         blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables)
         total = time.perf_counter() - start
         logger.debug(
@@ -283,6 +338,7 @@ class TextLayerEngine(Engine):
             blocks=blocks,
             stop_reason=StopReason.NONE,
             timings={"total": total},
+            suspect=suspect,
         )
 
     def describe(self) -> dict[str, object]:

@@ -124,8 +124,11 @@ def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None =
     numbers = list(page_numbers) if page_numbers is not None else list(range(1, len(pages) + 1))
     if len(numbers) != len(pages):
         raise ValueError(f"{len(pages)} pages but {len(numbers)} page numbers")
-    parts = []
-    for number, md in zip(numbers, pages, strict=True):
-        marker = PAGE_MARKER.format(number=number)
-        parts.append(f"{marker}\n\n{md.strip()}" if md.strip() else marker)
+    parts = [page_block(number, md) for number, md in zip(numbers, pages, strict=True)]
     return PAGE_RULE.join(parts) + "\n" if parts else ""
+
+
+def page_block(number: int, md: str) -> str:
+    """One page of the document Markdown: its marker, then its text (streamed writers join with ``PAGE_RULE``)."""
+    marker = PAGE_MARKER.format(number=number)
+    return f"{marker}\n\n{md.strip()}" if md.strip() else marker
