@@ -15,8 +15,11 @@ over a scan, of unknown quality and without layout, so we OCR the page ourselves
 
 from __future__ import annotations
 
+import collections
 import logging
+import os
 import re
+import threading
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -25,9 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import Engine
+from ocr_app.engines.docprofile import DocumentProfile, build_profile
 from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
-from ocr_app.schema import EngineOutput, PageRequest, StopReason
+from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
     import pymupdf
@@ -37,8 +41,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MIN_CHARS = 20
+PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
+_ITALIC_FLAG = 2
 # Runs of one repeated punctuation mark (dot leaders, rules): layout, not evidence of garbage. A page
 # of nothing but "·····" (what unmapped glyphs extract as) has no content left and fails the check.
 _LEADERS = re.compile(r"([.·\-_…•=*])(?:\s*\1){2,}")
@@ -146,6 +152,62 @@ def has_usable_text(pdf_path: Path | str, index: int, *, min_chars: int = MIN_CH
     return judge(inspect_report(pdf_path, index), min_chars=min_chars)
 
 
+_WEIGHT_WORDS = (
+    ("thin", 100),
+    ("hairline", 100),
+    ("extralight", 200),
+    ("ultralight", 200),
+    ("light", 300),
+    ("medium", 500),
+    ("semibold", 600),
+    ("demibold", 600),
+    ("demi", 600),
+    ("extrabold", 800),
+    ("ultrabold", 800),
+    ("heavy", 800),
+    ("black", 900),
+    ("bold", 700),
+    ("bd", 700),
+    ("bx", 700),  # TeX: cmbx, SFBX
+)
+_SYMBOL_FONTS = re.compile(r"wingding|dingbat|zapf|webding", re.I)  # every glyph is a picture
+BULLET = "•"
+
+
+def font_weight(font: str, flags: int) -> int:
+    """A CSS-like weight from the font name ("KoPubDotumMedium" → 500) and PyMuPDF's bold flag."""
+    name = font.split("+")[-1].lower().replace("-", "").replace("_", "")
+    style = name[len(name) // 3 :]  # the style part follows the family name ("helveticabold")
+    weight = 400
+    for word, w in _WEIGHT_WORDS:
+        if word in style:
+            weight = w
+            break
+    if flags & _BOLD_FLAG:
+        weight = max(weight, 700)
+    return weight
+
+
+def _span_text(span: dict, first: bool) -> str:
+    """A span's text with symbol-font glyphs and control characters resolved.
+
+    Why: Wingdings/Dingbats check boxes and bullets, and fonts that map their bullet to a control
+    character (U+0002, U+0084), are list markers when they start a line and noise anywhere else.
+    """
+    text = span["text"]
+    symbol = bool(_SYMBOL_FONTS.search(span.get("font", "")))
+    out: list[str] = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        odd = cat in ("Cc", "Co", "Cn") and ch not in "\t\n"
+        if odd or (symbol and not ch.isspace() and ch not in BULLET):
+            if first and not "".join(out).strip():
+                out.append(BULLET)
+            continue
+        out.append(" " if ch == "\t" else ch)
+    return "".join(out)
+
+
 def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     """PyMuPDF lines → ``TextLine`` in display pixels (rotation applied, points × ``scale``)."""
     import pymupdf
@@ -156,16 +218,22 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     data = page.get_text("dict", flags=flags)
     for block in data["blocks"]:
         for line in block.get("lines", []):
-            spans = [s for s in line["spans"] if s["text"].strip()]
-            if not spans:
+            texts: list[str] = []
+            for span in line["spans"]:
+                texts.append(_span_text(span, first=not "".join(texts).strip()))
+            kept = [(s, t) for s, t in zip(line["spans"], texts, strict=True) if t.strip()]
+            if not kept:
                 continue
-            text = "".join(s["text"] for s in line["spans"]).strip()
-            text = " ".join(text.split())
-            weights = [len(s["text"].strip()) for s in spans]
-            size = sum(s["size"] * w for s, w in zip(spans, weights, strict=True)) / sum(weights)
-            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s in spans)
+            text = " ".join("".join(texts).split())
+            words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
+            weights = [len(t.strip()) for _, t in words]
+            size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
+            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s, _ in words)
+            weight = min(font_weight(s["font"], s["flags"]) for s, _ in words)
+            italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in words)
             rect = pymupdf.Rect(line["bbox"]) * matrix
-            lines.append(TextLine(text, (rect.x0, rect.y0, rect.x1, rect.y1), size * scale, bold))
+            box = (rect.x0, rect.y0, rect.x1, rect.y1)
+            lines.append(TextLine(text, box, size * scale, bold, weight, italic))
     return lines
 
 
@@ -228,6 +296,70 @@ def ruled_tables(
     return tables, [ln for ln in lines if id(ln) not in used]
 
 
+def figure_regions(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
+    """Pictures and drawings big enough to be figures (page coordinates, unrotated).
+
+    Full-page backgrounds are not figures. A drawing cluster must be at least three body lines tall,
+    so a heading on a shaded bar or above a rule is never inside one.
+    """
+    import pymupdf
+
+    area = abs(page.rect) or 1.0
+    regions: list[pymupdf.Rect] = []
+    try:
+        for info in page.get_image_info():
+            r = pymupdf.Rect(info["bbox"]) & page.rect
+            if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
+                regions.append(r)
+        for r in page.cluster_drawings():
+            if 0.02 * area <= abs(r) <= 0.7 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt:
+                regions.append(r)
+    except Exception as exc:  # figure detection is a refinement; the text must not be lost over it
+        logger.debug("figure regions unavailable: %s", exc)
+    return regions
+
+
+def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, body_pt: float) -> None:
+    """Flag lines whose centre lies inside a figure region (their text stays, as text).
+
+    A region holding fewer than three lines (a boxed heading) or mostly sentences (a text box, a
+    sidebar) is not a figure: diagram labels are short.
+    """
+    import pymupdf
+
+    regions = figure_regions(page, body_pt)
+    if not regions:
+        return
+    matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+    for region in regions:
+        r = region * matrix
+        inside = [
+            ln
+            for ln in lines
+            if r.x0 <= (ln.box[0] + ln.box[2]) / 2 <= r.x1 and r.y0 <= (ln.box[1] + ln.box[3]) / 2 <= r.y1
+        ]
+        sentences = sum(1 for ln in inside if len(ln.text.split()) >= 6)
+        if len(inside) >= 3 and sentences <= 0.5 * len(inside):
+            for ln in inside:
+                ln.in_figure = True
+
+
+def split_running(
+    lines: list[TextLine], profile: DocumentProfile, height: float
+) -> tuple[list[Block], list[TextLine]]:
+    """Running headers/footers/page numbers → ``page_header``/``page_footer`` blocks (kept out of the
+    Markdown body, kept in the JSON); the other lines."""
+    running: list[Block] = []
+    rest: list[TextLine] = []
+    for ln in lines:
+        edge = profile.is_running(ln, height)
+        if edge is None:
+            rest.append(ln)
+        else:
+            running.append(Block("page_header" if edge == "top" else "page_footer", ln.text, [ln.box]))
+    return running, rest
+
+
 class TextLayerEngine(Engine):
     """Reads PDF pages' embedded text. Pages without ``pdf_path`` are an input error."""
 
@@ -237,6 +369,25 @@ class TextLayerEngine(Engine):
         # Settings are accepted for a uniform constructor (registry); nothing in them applies here.
         self._layout = layout or LayoutConfig()
         self._loaded = False
+        self._profiles: collections.OrderedDict[tuple[str, int, int], DocumentProfile] = (
+            collections.OrderedDict()
+        )
+        self._profiles_lock = threading.Lock()
+
+    def profile(self, pdf_path: Path | str, doc: pymupdf.Document) -> DocumentProfile:
+        """The document profile of ``pdf_path`` (built on its first page, kept for a few files)."""
+        st = os.stat(pdf_path)
+        key = (str(Path(pdf_path).resolve()), st.st_mtime_ns, st.st_size)
+        with self._profiles_lock:
+            if key in self._profiles:
+                self._profiles.move_to_end(key)
+                return self._profiles[key]
+        profile = build_profile(doc, extract_lines)
+        with self._profiles_lock:
+            self._profiles[key] = profile
+            while len(self._profiles) > PROFILE_CACHE:
+                self._profiles.popitem(last=False)
+        return profile
 
     def load(self) -> None:
         import pymupdf  # noqa: F401  (fail early and clearly if PyMuPDF is missing)
@@ -245,6 +396,8 @@ class TextLayerEngine(Engine):
 
     def unload(self) -> None:
         self._loaded = False
+        with self._profiles_lock:
+            self._profiles.clear()
 
     @property
     def is_loaded(self) -> bool:
@@ -263,9 +416,15 @@ class TextLayerEngine(Engine):
             page = _page(doc, page_img.index, page_img.source)
             width_px, _ = page_img.size
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
+            profile = self.profile(page_img.pdf_path, doc)
             lines = extract_lines(page, scale)
+            running, lines = split_running(lines, profile, page.rect.height * scale)
+            mark_figure_text(page, lines, scale, profile.style.body_size)
             tables, lines = ruled_tables(page, lines, scale)
-        blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables)
+        style = profile.style_at(scale)
+        blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables, style=style)
+        blocks = [b for b in running if b.label == "page_header"] + blocks
+        blocks += [b for b in running if b.label == "page_footer"]
         total = time.perf_counter() - start
         logger.debug(
             "textlayer: %s p%d: %d lines → %d blocks",
