@@ -123,7 +123,10 @@ class _Row:
 
     @property
     def text(self) -> str:
-        return " ".join(i.text for i in sorted(self.items, key=lambda i: i.box[0]))
+        # Right-to-left rows read from the right: pieces of one Arabic line stay in order.
+        rtl = is_rtl(" ".join(i.text for i in self.items))
+        ordered = sorted(self.items, key=lambda i: -i.box[2] if rtl else i.box[0])
+        return " ".join(i.text for i in ordered)
 
     @property
     def size(self) -> float:
@@ -148,6 +151,17 @@ class _Row:
 
 
 Item = TextLine | _Table
+
+_RTL_RANGES = ((0x0590, 0x08FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF))
+
+
+def is_rtl(text: str) -> bool:
+    """Whether most letters of ``text`` are of a right-to-left script (Hebrew, Arabic, Persian...)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return False
+    rtl = sum(1 for c in letters if any(a <= ord(c) <= b for a, b in _RTL_RANGES))
+    return rtl > len(letters) / 2
 
 
 def _union(boxes: Sequence[Box]) -> Box:

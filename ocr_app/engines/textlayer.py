@@ -188,13 +188,59 @@ def font_weight(font: str, flags: int) -> int:
     return weight
 
 
+_ALEFS = "\u0627\u0623\u0625\u0622"
+_LAM = "\u0644"
+SPACE_GAP = 0.25  # a gap between two glyphs of at least this × font size is a word space
+
+
+def _chars_text(span: dict) -> str:
+    """A span's text from its glyphs, mending two things text extraction gets wrong.
+
+    - Arabic lam-alef ligatures that the font's Unicode map splits as a zero-width alef *before*
+      the lam ("اإل" for "الإ"): the pair is put back in logical order.
+    - Words set without space glyphs (each word positioned on its own): a gap of at least
+      ``SPACE_GAP`` × the font size between two glyphs becomes a space.
+    """
+    chars = span.get("chars")
+    if not chars:
+        return span.get("text", "")
+    size = span.get("size", 10.0) or 10.0
+    out: list[str] = []
+    prev = None
+    k = 0
+    while k < len(chars):
+        ch = chars[k]
+        c = ch["c"]
+        box = ch["bbox"]
+        if (
+            c in _ALEFS
+            and box[2] - box[0] < 0.05 * size
+            and k + 1 < len(chars)
+            and chars[k + 1]["c"] == _LAM
+        ):
+            out.append(_LAM + c)
+            prev = chars[k + 1]
+            k += 2
+            continue
+        if prev is not None and not c.isspace() and not prev["c"].isspace() and out:
+            pb = prev["bbox"]
+            ltr = box[0] >= pb[0]
+            gap = box[0] - pb[2] if ltr else pb[0] - box[2]
+            if gap >= SPACE_GAP * size and ltr:
+                out.append(" ")
+        out.append(c)
+        prev = ch
+        k += 1
+    return "".join(out)
+
+
 def _span_text(span: dict, first: bool) -> str:
     """A span's text with symbol-font glyphs and control characters resolved.
 
     Why: Wingdings/Dingbats check boxes and bullets, and fonts that map their bullet to a control
     character (U+0002, U+0084), are list markers when they start a line and noise anywhere else.
     """
-    text = span["text"]
+    text = _chars_text(span)
     symbol = bool(_SYMBOL_FONTS.search(span.get("font", "")))
     out: list[str] = []
     for ch in text:
@@ -215,7 +261,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
     lines: list[TextLine] = []
-    data = page.get_text("dict", flags=flags)
+    data = page.get_text("rawdict", flags=flags)
     for block in data["blocks"]:
         for line in block.get("lines", []):
             texts: list[str] = []
