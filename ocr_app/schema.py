@@ -83,6 +83,9 @@ class EngineOutput:
     vision_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)  # seconds: prefill, decode, total...
     notes: list[str] = field(default_factory=list)  # e.g. OOM retries, cache hits, routing reason
+    # The engine's own confidence in its text (0–1), when it has one (the light engine: mean
+    # recognition score). A note starting "low confidence:" says when it is below the engine's bar.
+    confidence: float | None = None
 
 
 @dataclass

@@ -103,6 +103,7 @@ class _Table:
     box: Box
     rows: list[list[str]]
     size: float = 0.0
+    items: list[TextLine] = field(default_factory=list)  # the lines it was built from
 
     @property
     def markdown(self) -> str:
@@ -183,6 +184,34 @@ def _vertical_overlap(a: Box, b: Box) -> float:
     return max(inter, 0.0) / min(_height(a), _height(b))
 
 
+def rotate_box(box: Box, turns: int, width: float, height: float) -> Box:
+    """``box`` on a page of ``width`` × ``height`` → the same box on the page turned ``turns`` × 90°
+    counter-clockwise (``numpy.rot90`` / PIL ``ROTATE_90``), whose size is (height, width) for odd turns."""
+    x0, y0, x1, y1 = box
+    turns %= 4
+    if turns == 1:
+        return (y0, width - x1, y1, width - x0)
+    if turns == 2:
+        return (width - x1, height - y1, width - x0, height - y0)
+    if turns == 3:
+        return (height - y1, x0, height - y0, x1)
+    return box
+
+
+def unrotate_box(box: Box, turns: int, width: float, height: float) -> Box:
+    """Inverse of ``rotate_box``: a box on the turned page → the page as displayed (``width`` ×
+    ``height`` are the displayed page's)."""
+    u0, v0, u1, v1 = box
+    turns %= 4
+    if turns == 1:
+        return (width - v1, u0, width - v0, u1)
+    if turns == 2:
+        return (width - u1, height - v1, width - u0, height - v0)
+    if turns == 3:
+        return (v0, height - u1, v1, height - u0)
+    return box
+
+
 def body_size(lines: Sequence[TextLine]) -> float:
     """The size most characters are set in (median weighted by text length)."""
     if not lines:
@@ -222,10 +251,11 @@ def detect_tables(
     """Find aligned multi-cell rows; return the tables and the lines that are not in one."""
     rows = group_rows(lines)
     min_gap = config.min_cell_gap_ratio * body
+    tables, rows = _contents_tables(rows)
 
     def is_candidate(row: _Row) -> bool:
         cells = sorted(row.items, key=lambda i: i.box[0])
-        if len(cells) < 2:
+        if len(cells) < 2 or any(c.in_figure for c in cells):  # diagram labels are not a table
             return False
         if _is_marker(cells[0].text):  # "•  text" or "1.  text": a list item, not a table row
             return False
@@ -237,8 +267,7 @@ def detect_tables(
         # Two cells: only when both are short, else it is probably two text columns.
         return all(c.box[2] - c.box[0] < 0.3 * page_width for c in cells)
 
-    tables: list[_Table] = []
-    used: set[int] = set()
+    used: set[int] = set(id(it) for t in tables for it in t.items)
     i = 0
     while i < len(rows):
         if not is_candidate(rows[i]):
@@ -254,6 +283,39 @@ def detect_tables(
             used.update(id(it) for r in run for it in r.items)
         i = j + 1
     rest = [ln for ln in lines if id(ln) not in used]
+    return tables, rest
+
+
+_CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.\s*){3,}\s*(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
+
+
+def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
+    """Runs of ≥ 3 rows "title . . . . page" (a table of contents) → two-column tables (title, page)."""
+    tables: list[_Table] = []
+    rest: list[_Row] = []
+    run: list[tuple[_Row, re.Match[str]]] = []
+
+    def close() -> None:
+        if len(run) >= 3:
+            table = _Table(
+                box=_union([r.box for r, _ in run]),
+                rows=[[m.group("title").strip(), m.group("page")] for _, m in run],
+                size=statistics.median(r.size for r, _ in run),
+            )
+            table.items = [it for r, _ in run for it in r.items]
+            tables.append(table)
+        else:
+            rest.extend(r for r, _ in run)
+        run.clear()
+
+    for row in rows:
+        m = _CONTENTS_ROW.match(row.text.strip())
+        if m:
+            run.append((row, m))
+        else:
+            close()
+            rest.append(row)
+    close()
     return tables, rest
 
 
@@ -297,6 +359,9 @@ def _build_table(run: list[_Row]) -> _Table | None:
     if len(cols) > max_cells + 1:  # cells do not line up: not a table
         return None
     if _looks_like_text_columns(run, cols):
+        return None
+    filled = sum(1 for r in run for _ in r.items)
+    if filled < 0.45 * len(cols) * len(run):  # mostly empty: a form or scattered labels, not a table
         return None
     rows: list[list[str]] = []
     for r in run:

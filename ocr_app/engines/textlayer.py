@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MIN_CHARS = 20
+MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a table
 PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
@@ -293,6 +294,14 @@ def _has_rulings(page: pymupdf.Page, minimum: int = 6) -> bool:
     return False
 
 
+def _lines_in(r: pymupdf.Rect, lines: list[TextLine]) -> list[TextLine]:
+    return [
+        ln
+        for ln in lines
+        if r.x0 <= (ln.box[0] + ln.box[2]) / 2 <= r.x1 and r.y0 <= (ln.box[1] + ln.box[3]) / 2 <= r.y1
+    ]
+
+
 def ruled_tables(
     page: pymupdf.Page, lines: list[TextLine], scale: float
 ) -> tuple[list[tuple[tuple[float, float, float, float], list[list[str]]]], list[TextLine]]:
@@ -325,17 +334,21 @@ def ruled_tables(
                 if cell is None:
                     cells.append("")
                     continue
-                r = pymupdf.Rect(cell) * matrix
-                inside = [
-                    ln
-                    for ln in lines
-                    if r.x0 <= (ln.box[0] + ln.box[2]) / 2 <= r.x1
-                    and r.y0 <= (ln.box[1] + ln.box[3]) / 2 <= r.y1
-                ]
+                inside = _lines_in(pymupdf.Rect(cell) * matrix, lines)
                 used.update(id(ln) for ln in inside)
                 inside.sort(key=lambda ln: (ln.box[1], ln.box[0]))
                 cells.append(" ".join(ln.text for ln in inside))
             rows.append(cells)
+        cells_total = sum(len(row) for row in rows)
+        filled = sum(1 for row in rows for c in row if c)
+        if filled < MIN_TABLE_FILL * cells_total:
+            # A form laid out on a grid (labels and answers in scattered boxes), not a table: its
+            # lines go back to the layout as text.
+            for row_cells in table.rows:
+                for cell in row_cells.cells:
+                    if cell is not None:
+                        used.difference_update(id(ln) for ln in _lines_in(pymupdf.Rect(cell) * matrix, lines))
+            continue
         if any(any(c for c in row) for row in rows):
             box = pymupdf.Rect(table.bbox) * matrix
             tables.append(((box.x0, box.y0, box.x1, box.y1), rows))
