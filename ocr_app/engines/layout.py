@@ -56,6 +56,7 @@ class TextLine:
     weight: int = 0  # CSS-like font weight (400 regular, 700 bold) when the engine knows it; 0 = unknown
     italic: bool = False
     in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
+    turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
 
 
 @dataclass

@@ -39,7 +39,8 @@ def _default_factory(params: dict[str, Any]) -> Any:
 
 LOW_CONFIDENCE = 0.75  # mean recognition score below this: the page is flagged "low confidence"
 ORIENTATION_SAMPLES = 6  # line crops read in each candidate orientation
-CONFIDENT = 0.9  # a first pass this sure is upright: no orientation test
+CONFIDENT = 0.9
+INKED_PAGE = 0.005  # fraction of dark pixels above which a page is not blank  # a first pass this sure is upright: no orientation test
 X_HEIGHT_EM = 0.5  # x-height / font size of common text fonts (Helvetica 0.52, Times 0.45)
 CAP_HEIGHT_EM = 0.72  # cap height / font size
 
@@ -361,7 +362,13 @@ class LightOcrEngine(Engine):
             for block in blocks:
                 block.boxes = [unrotate_box(b, turns, disp_w, disp_h) for b in block.boxes]
         confidence = page_confidence(texts, scores)
-        if confidence is not None and confidence < LOW_CONFIDENCE:
+        if confidence is None and float((grey < 128).mean()) >= INKED_PAGE:
+            confidence = 0.0
+            notes.append(
+                "low confidence: no text recognised although the page is not blank (a script outside "
+                "the light engine's models, such as Arabic or Korean, or only pictures)"
+            )
+        elif confidence is not None and confidence < LOW_CONFIDENCE:
             notes.append(
                 f"low confidence: mean recognition score {confidence:.2f}; the page's script may be "
                 "outside the light engine's models (Latin letters and Chinese), or the scan is poor"

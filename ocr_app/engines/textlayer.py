@@ -23,13 +23,13 @@ import threading
 import time
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import Engine
 from ocr_app.engines.docprofile import DocumentProfile, build_profile
-from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks
+from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks, rotate_box, unrotate_box
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
@@ -255,6 +255,25 @@ def _span_text(span: dict, first: bool) -> str:
     return "".join(out)
 
 
+def _turns(direction: tuple[float, float], rotation: pymupdf.Matrix) -> int:
+    """Quarter turns (counter-clockwise) that make a line with writing ``direction`` (PDF space)
+    read left to right on the displayed page: 0 upright, 1 running down, 2 upside down, 3 up."""
+    dx, dy = direction
+    x = rotation.a * dx + rotation.c * dy
+    y = rotation.b * dx + rotation.d * dy
+    if abs(x) >= abs(y):
+        return 0 if x >= 0 else 2
+    return 1 if y > 0 else 3
+
+
+def page_turns(lines: Sequence[TextLine]) -> int:
+    """The page's reading orientation: the turns of most of its characters."""
+    weight = collections.Counter()
+    for ln in lines:
+        weight[ln.turns] += len(ln.text)
+    return weight.most_common(1)[0][0] if weight else 0
+
+
 def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     """PyMuPDF lines → ``TextLine`` in display pixels (rotation applied, points × ``scale``)."""
     import pymupdf
@@ -280,7 +299,8 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in words)
             rect = pymupdf.Rect(line["bbox"]) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
-            lines.append(TextLine(text, box, size * scale, bold, weight, italic))
+            turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
+            lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns))
     return lines
 
 
@@ -479,9 +499,20 @@ class TextLayerEngine(Engine):
             lines = extract_lines(page, scale)
             running, lines = split_running(lines, profile, page.rect.height * scale)
             mark_figure_text(page, lines, scale, profile.style.body_size)
-            tables, lines = ruled_tables(page, lines, scale)
+            turns = page_turns(lines)
+            tables, lines = ruled_tables(page, lines, scale) if turns == 0 else ([], lines)
+            disp_w, disp_h = page.rect.width * scale, page.rect.height * scale
         style = profile.style_at(scale)
-        blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables, style=style)
+        if turns:
+            # Text running sideways or upside down: lay it out in its own upright frame, then map
+            # every box back to the page as displayed.
+            lines = [replace(ln, box=rotate_box(ln.box, turns, disp_w, disp_h)) for ln in lines]
+            upright_w = disp_h if turns % 2 else disp_w
+            blocks = build_blocks(lines, page_width=upright_w, config=self._layout, style=style)
+            for block in blocks:
+                block.boxes = [unrotate_box(b, turns, disp_w, disp_h) for b in block.boxes]
+        else:
+            blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables, style=style)
         blocks = [b for b in running if b.label == "page_header"] + blocks
         blocks += [b for b in running if b.label == "page_footer"]
         total = time.perf_counter() - start
@@ -497,6 +528,7 @@ class TextLayerEngine(Engine):
             blocks=blocks,
             stop_reason=StopReason.NONE,
             timings={"total": total},
+            notes=[f"text runs turned: read after turning it {90 * turns}° counter-clockwise"] if turns else [],
         )
 
     def describe(self) -> dict[str, object]:
