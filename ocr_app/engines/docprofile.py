@@ -27,6 +27,7 @@ MAX_PAGES = 120  # pages sampled (evenly) for the profile; the rest of a long do
 EDGE = 0.12  # top / bottom fraction of the page where running headers and footers live
 MIN_REPEATS = 3  # pages a running line must appear on
 MIN_HEADING_RATIO = 1.12  # sizes at least this much larger than the body are heading sizes
+TITLE_RATIO = 1.9  # a heading this much larger than the body is a title ("#"); else levels start at "##"
 _ROMAN = re.compile(r"^[ivxlcdm]+$")
 
 Extract = Callable[["pymupdf.Page", float], list[TextLine]]
@@ -86,31 +87,39 @@ def _weighted_mode(values: collections.Counter) -> float:
 def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
     """Read a sample of the document's pages once and derive its style and running lines."""
     sizes: collections.Counter[float] = collections.Counter()
-    short_sizes: collections.Counter[float] = collections.Counter()
     weights: collections.Counter[int] = collections.Counter()
     seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
     texts: list[str] = []
-    all_lines: list[TextLine] = []
+    pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
     indices = _sample(doc.page_count)
     for index in indices:
         page = doc[index]
         lines = extract(page, 1.0)
         height = page.rect.height
+        page_sizes: collections.Counter[float] = collections.Counter()
         for ln in lines:
             n = sum(1 for c in ln.text if not c.isspace())
             size = round(ln.size * 2) / 2
             sizes[size] += n
-            if len(ln.text) <= 120 and sum(c.isalpha() for c in ln.text) >= 2:
-                short_sizes[size] += n
+            page_sizes[size] += n
             texts.append(ln.text)
             edge = edge_of(ln.box, height)
             if edge is not None:
                 seen[(edge, running_key(ln.text))].add(index)
-        all_lines.extend(lines)
+        pages.append((_weighted_mode(page_sizes), lines))
     body = _weighted_mode(sizes) or 10.0
-    for ln in all_lines:
-        if abs(ln.size - body) <= 0.5:
-            weights[ln.weight or (700 if ln.bold else 400)] += len(ln.text)
+    # Heading sizes come from the pages set in the document's body size: a page in another size
+    # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere.
+    short_sizes: collections.Counter[float] = collections.Counter()
+    for page_body, lines in pages:
+        if not 0.88 <= (page_body or body) / body <= 1.12:
+            continue
+        for ln in lines:
+            size = round(ln.size * 2) / 2
+            if len(ln.text) <= 120 and sum(c.isalpha() for c in ln.text) >= 2:
+                short_sizes[size] += sum(1 for c in ln.text if not c.isspace())
+            if abs(ln.size - body) <= 0.5:
+                weights[ln.weight or (700 if ln.bold else 400)] += len(ln.text)
     body_weight = int(_weighted_mode(weights) or 400)
     total = sum(sizes.values()) or 1
     candidates = sorted(
@@ -138,6 +147,7 @@ def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
         heading_sizes=tuple(heading_sizes),
         outline=outline,
         vocabulary=frozenset(vocabulary_of(texts)),
+        first_level=1 if heading_sizes and heading_sizes[0] >= TITLE_RATIO * body else 2,
     )
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",

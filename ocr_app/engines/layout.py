@@ -72,13 +72,14 @@ class DocStyle:
     heading_sizes: tuple[float, ...] = ()  # distinct heading sizes, largest first → levels 1, 2, ...
     outline: dict[str, int] = field(default_factory=dict)  # normalised bookmark title → level
     vocabulary: frozenset[str] = frozenset()  # lower-case words the document has unbroken
+    first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
 
     def level_for_size(self, size: float) -> int:
-        """1-based level of the nearest heading size at or below ``size`` (bigger = higher)."""
+        """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
         for k, s in enumerate(self.heading_sizes):
             if size >= 0.97 * s:
-                return k + 1
-        return len(self.heading_sizes) + 1
+                return k + self.first_level
+        return len(self.heading_sizes) + self.first_level
 
 
 @dataclass
@@ -619,7 +620,7 @@ def _styled_heading_level(
     if _list_marker(text) and not _NUMBERED_HEADING.match(text):
         return 0
     ratio = row.size / style.body_size
-    bold_level = min(len(style.heading_sizes) + 1, 6)
+    bold_level = min(len(style.heading_sizes) + style.first_level, 6)
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
@@ -780,6 +781,11 @@ def build_blocks(
     vocabulary = frozenset(vocabulary_of([ln.text for ln in clean]))
     if style is not None:
         vocabulary |= style.vocabulary
+        page_chars = sum(len(ln.text) for ln in clean)
+        if page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
+            # This page's body text is set in another size than the document's (a generated
+            # sampler, an appendix in small print): its own sizes decide its headings.
+            style = None
     found, rest = detect_tables(clean, page_width, config, body)
     found += [_Table(box=b, rows=r) for b, r in tables if r]
     items: list[Item] = [*rest, *found]
