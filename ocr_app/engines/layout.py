@@ -90,7 +90,7 @@ class LayoutConfig:
     h1_ratio: float = 1.9  # size ≥ this × body size → "#"
     bold_heading_ratio: float = 1.15  # bold, short, standalone line this much larger → "###"
     max_heading_chars: int = 160
-    max_merged_heading_chars: int = 110  # with a document style: longer bold runs are paragraphs
+    max_merged_heading_chars: int = 90  # with a document style: longer bold runs are paragraphs
     min_gutter_ratio: float = 0.8  # gutter ≥ this × body size
     styled_heading_ratio: float = 1.12  # with a document style: size ≥ this × body → heading
     min_heading_weight_gain: int = 150  # with a document style: this much heavier than body → heading

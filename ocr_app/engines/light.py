@@ -339,7 +339,9 @@ class LightOcrEngine(Engine):
             # Read the page upright; boxes are mapped back to the page as displayed at the end.
             rgb = Image.fromarray(np.ascontiguousarray(np.rot90(np.asarray(rgb), turns)))
             grey, quads, texts, scores = self._ocr_scored(rgb)
-            notes.append(f"page read turned {90 * turns}° counter-clockwise (its text ran sideways or upside down)")
+            notes.append(
+                f"page read turned {90 * turns}° counter-clockwise (its text ran sideways or upside down)"
+            )
         ocr_s = time.perf_counter() - start
         sizes = _sizes(grey, quads, texts)
         # Lay out in a deskewed frame: on a rotated scan the axis-aligned boxes of long lines are

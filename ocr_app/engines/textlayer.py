@@ -213,12 +213,7 @@ def _chars_text(span: dict) -> str:
         ch = chars[k]
         c = ch["c"]
         box = ch["bbox"]
-        if (
-            c in _ALEFS
-            and box[2] - box[0] < 0.05 * size
-            and k + 1 < len(chars)
-            and chars[k + 1]["c"] == _LAM
-        ):
+        if c in _ALEFS and box[2] - box[0] < 0.05 * size and k + 1 < len(chars) and chars[k + 1]["c"] == _LAM:
             out.append(_LAM + c)
             prev = chars[k + 1]
             k += 2
@@ -528,7 +523,9 @@ class TextLayerEngine(Engine):
             blocks=blocks,
             stop_reason=StopReason.NONE,
             timings={"total": total},
-            notes=[f"text runs turned: read after turning it {90 * turns}° counter-clockwise"] if turns else [],
+            notes=[f"text runs turned: read after turning it {90 * turns}° counter-clockwise"]
+            if turns
+            else [],
         )
 
     def describe(self) -> dict[str, object]:
