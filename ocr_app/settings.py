@@ -32,11 +32,18 @@ class Settings(BaseSettings):
     device: str = Field("auto", description="auto, cpu, cuda, cuda:N.")
     dtype: str = Field("auto", description="auto, bf16, fp16, fp32, int8, mixed.")
     engine: str = Field("auto", description="auto, deepseek, light, textlayer, remote.")
-    remote_url: str | None = Field(None, description="OpenAI-compatible vLLM/SGLang endpoint.")
+    remote_url: str | None = Field(
+        None,
+        description="OpenAI-compatible vLLM/SGLang endpoint; several comma-separated, or a TOML file "
+        "of endpoints (docs/SCALE_OUT.md).",
+    )
     remote_model: str | None = Field(None, description="Model name on the remote endpoint.")
     remote_api_key: str | None = Field(None, description="Bearer token for the remote endpoint.")
     remote_timeout_s: float = Field(300.0, gt=0)
-    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on the endpoint.")
+    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on each endpoint.")
+    remote_backoff_s: float = Field(
+        2.0, gt=0, description="First backoff of a failing endpoint; doubles per failure (max 300 s)."
+    )
 
     # ingest
     dpi: int = Field(144, ge=36, le=600)

@@ -92,9 +92,9 @@ def build_engines(settings: Settings) -> EngineSet:
     engines["textlayer"] = TextLayerEngine(settings)
 
     if settings.remote_url:
-        from ocr_app.engines.remote import RemoteEngine
+        from ocr_app.engines.remote import build_remote_engine
 
-        engines["remote"] = RemoteEngine(settings)
+        engines["remote"] = build_remote_engine(settings)
     else:
         unavailable["remote"] = "no endpoint configured (set DEEPSEEK_OCR_REMOTE_URL)"
 
