@@ -301,6 +301,7 @@ class Converter:
             num_tokens=output.num_tokens,
             timings=dict(output.timings),
             notes=list(output.notes),
+            tiling=output.tiling,
         )
         t0 = time.perf_counter()
         writer.add_page(result, page.image)

@@ -83,6 +83,7 @@ class EngineOutput:
     vision_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)  # seconds: prefill, decode, total...
     notes: list[str] = field(default_factory=list)  # e.g. OOM retries, cache hits, routing reason
+    tiling: dict[str, Any] | None = None  # set when a huge page was read as tiles (engines.tiling)
 
 
 @dataclass
@@ -106,6 +107,7 @@ class PageResult:
     error_kind: str | None = None  # "input" (the user's file) or "internal" (engine/runtime)
     overlay_path: Path | None = None
     figures: list[Path] = field(default_factory=list)
+    tiling: dict[str, Any] | None = None  # grid, tile size, overlap when the page was read as tiles
 
     @property
     def ok(self) -> bool:
@@ -151,6 +153,7 @@ class PageResult:
             "error_kind": self.error_kind,
             "markdown": self.markdown,
             "blocks": blocks,
+            "tiling": self.tiling,
         }
 
 

@@ -67,6 +67,12 @@ class Settings(BaseSettings):
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )
     text_layer: Literal["auto", "always", "never"] = "auto"
+    tile_max_side: int = Field(
+        4000,
+        ge=0,
+        description="Pages with a longer side (px, at the chosen DPI) are read as tiles; 0 = never.",
+    )
+    tile_size: int = Field(3000, ge=256, description="Largest tile side (px) of a tiled page.")
 
     # runtime
     idle_unload_s: float = Field(300.0, ge=0, description="0 disables idle unload.")

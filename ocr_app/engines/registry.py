@@ -98,6 +98,7 @@ def build_engines(settings: Settings) -> EngineSet:
     else:
         unavailable["remote"] = "no endpoint configured (set DEEPSEEK_OCR_REMOTE_URL)"
 
+    _tile(engines, settings)
     ocr_name, reason = _choose_ocr(settings, engines)
     if ocr_name is not None:
         from ocr_app.engines.router import RouterEngine
@@ -117,6 +118,19 @@ def build_engines(settings: Settings) -> EngineSet:
         reason = "no OCR engine installed; only PDF text layers can be read"
     logger.info("engines: %s (default %s: %s)", ", ".join(engines), default, reason)
     return EngineSet(engines=engines, default=default, unavailable=unavailable, default_reason=reason)
+
+
+def _tile(engines: dict[str, Engine], settings: Settings) -> None:
+    """Huge pages are read as overlapping tiles by every OCR engine (the text layer needs no tiles)."""
+    if settings.tile_max_side <= 0:
+        return
+    from ocr_app.engines.tiling import TilingEngine
+
+    for name in ("deepseek", "light", "remote"):
+        if name in engines:
+            engines[name] = TilingEngine(
+                engines[name], max_side=settings.tile_max_side, tile_size=settings.tile_size
+            )
 
 
 def _choose_ocr(settings: Settings, engines: dict[str, Engine]) -> tuple[str | None, str]:
