@@ -229,7 +229,8 @@ class Converter:
         prompt = resolve_prompt(options.prompt, locate_text=options.locate_text)
         writer = DocumentWriter(out, _unique_stem(src.name, taken), options.formats, dpi=options.dpi)
         try:
-            for chunk in _chunks(indices, options.batch_pages):
+            # a pool of GPUs/endpoints asks for enough pages to keep every member busy
+            for chunk in _chunks(indices, max(options.batch_pages, engine.pages_at_once)):
                 job.check_cancel()
                 pages: list[PageImage] = []
                 for index in chunk:

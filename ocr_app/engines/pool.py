@@ -19,6 +19,7 @@ JSON, the CLI summary and the UI can say which endpoint or GPU read it.
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -124,6 +125,11 @@ class EnginePool(Engine):
     @property
     def name(self) -> str:  # type: ignore[override]
         return self.members[0].engine.name
+
+    @property
+    def pages_at_once(self) -> int:
+        """Pages worth handing over per call: enough to fill every member's slots (at most 64)."""
+        return min(64, sum(m.slots for m in self.members))
 
     def load(self) -> None:
         """Load every member; members that fail are marked down. Fails only when none loads."""
@@ -278,8 +284,11 @@ class EnginePool(Engine):
                 member = self._pick(tried[i], now)
                 if member is None:
                     return started
+                # share the queue among the members that could take it, so one GPU does not take a
+                # whole chunk while another idles
+                able = sum(1 for m in self.members if m.is_up(now) and m.label not in tried[i]) or 1
+                free = min(member.slots - member.in_flight, self.chunk, math.ceil(len(todo) / able))
                 take = [todo.popleft()]
-                free = min(member.slots - member.in_flight, self.chunk)
                 while todo and len(take) < free and member.label not in tried[todo[0]]:
                     take.append(todo.popleft())
                 for j in take:

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ocr_app.exceptions import EngineUnavailableError
+from ocr_app.exceptions import ConfigError, EngineUnavailableError
 
 if TYPE_CHECKING:
     from ocr_app.engines.base import Engine
@@ -73,10 +73,26 @@ def build_engines(settings: Settings) -> EngineSet:
 
     if _has("torch") and _has("transformers"):
         from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+        from ocr_app.engines.devices import parse_devices
 
-        engines["deepseek"] = _managed(
-            DeepSeekOcr2Engine(settings, vision_cache=_vision_cache(settings)), settings
-        )
+        try:
+            devices = parse_devices(settings.device)
+        except ConfigError as exc:
+            unavailable["deepseek"] = str(exc)
+        else:
+            vision_cache = _vision_cache(settings)
+            if len(devices) > 1:  # every GPU: one managed engine per device, behind a pool
+                from ocr_app.engines.devices import build_device_pool
+                from ocr_app.runtime.manager import ModelManager
+
+                def per_device(s: Settings) -> Engine:
+                    return ModelManager(DeepSeekOcr2Engine(s, vision_cache=vision_cache), s)
+
+                engines["deepseek"] = _cached(build_device_pool(settings, devices, per_device), settings)
+            else:
+                engines["deepseek"] = _managed(
+                    DeepSeekOcr2Engine(settings, vision_cache=vision_cache), settings
+                )
     else:
         unavailable["deepseek"] = 'torch and transformers are not installed: pip install "ocr-app[model]"'
 
@@ -166,12 +182,16 @@ def _managed(engine: Engine, settings: Settings) -> Engine:
     (lazy load, single-flight load, idle unload, OOM recovery)."""
     from ocr_app.runtime.manager import ModelManager
 
-    managed: Engine = ModelManager(engine, settings)
+    return _cached(ModelManager(engine, settings), settings)
+
+
+def _cached(engine: Engine, settings: Settings) -> Engine:
+    """The result cache outside: a hit never loads a model (nor picks a GPU)."""
     if settings.cache_enabled and settings.result_cache_mb > 0:
         from ocr_app.runtime.result_cache import CachedEngine
 
-        managed = CachedEngine.from_settings(managed, settings)
-    return managed
+        return CachedEngine.from_settings(engine, settings)
+    return engine
 
 
 def _vision_cache(settings: Settings):
