@@ -69,7 +69,7 @@ def main(verbose: int) -> None:
 @click.option("--locate-text", default=None, help="Text to find with the 'locate' preset.")
 @click.option("--dpi", type=click.IntRange(36, 600), default=None, help="PDF render DPI [default: 144].")
 @click.option("--model", default=None, help="Hub id or local checkpoint directory.")
-@click.option("--device", default=None, help="auto, cpu, cuda, cuda:N.")
+@click.option("--device", default=None, help="auto (every GPU), cpu, cuda, cuda:N, or cuda:0,cuda:1.")
 @click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
 @click.option("--engine", default=None, help="auto, deepseek, light, textlayer, remote.")
 @click.option(
