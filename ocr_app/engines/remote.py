@@ -276,7 +276,15 @@ def parse_endpoints(value: str) -> list[Endpoint]:
 def _parse_toml(path) -> list[Endpoint]:
     import os
 
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError as exc:
+            raise ConfigError(
+                "Reading an endpoint TOML file needs Python ≥ 3.11 or `pip install tomli`."
+            ) from exc
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
