@@ -278,6 +278,7 @@ def _summary_dict(results, code: int) -> dict:
                 "status_counts": r.status_counts(),
                 "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
+                "read_by": _read_by(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -319,9 +320,41 @@ def _print_summary(results) -> None:
         if len(groups) > _MAX_FLAGGED_LINES:
             more = len(groups) - _MAX_FLAGGED_LINES
             click.secho(f"    … and {more} more (see the status fields in the JSON)", fg="yellow", err=True)
+        for label, numbers in _pages_per_member(r).items():
+            click.echo(
+                f"    {label}: {len(numbers)} page{'' if len(numbers) == 1 else 's'} ({_span(numbers)})"
+            )
 
 
 _MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines
+
+
+def _read_by(result) -> dict[int, str]:
+    """Page number → the endpoint or GPU that read it (pages read by a pool of engines only)."""
+    from ocr_app.engines.pool import read_by
+
+    found = {p.index + 1: read_by(p.notes) for p in result.pages}
+    return {n: label for n, label in found.items() if label}
+
+
+def _pages_per_member(result) -> dict[str, list[int]]:
+    per: dict[str, list[int]] = {}
+    for number, label in sorted(_read_by(result).items()):
+        per.setdefault(label, []).append(number)
+    return per
+
+
+def _span(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] → "pages 1-3, 5"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    text = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return ("page " if len(numbers) == 1 else "pages ") + text
+
 
 
 class _ProgressBar:

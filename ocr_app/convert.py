@@ -329,6 +329,7 @@ class Converter:
             quality_reason=why,
             confidence=output.confidence,
             source_repaired=job.repaired,
+            tiling=output.tiling,
         )
         self._record_used(result, output, request)
         t0 = time.perf_counter()

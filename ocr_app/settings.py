@@ -47,14 +47,23 @@ class Settings(BaseSettings):
 
     # model
     model: str = Field(DEFAULT_MODEL, description="Hub id or local directory of the checkpoint.")
-    device: str = Field("auto", description=f"{', '.join(DEVICE_KINDS)}, cuda:N.")
+    device: str = Field(
+        "auto", description=f"{', '.join(DEVICE_KINDS)}, cuda:N, or several (cuda:0,cuda:1); auto = every GPU."
+    )
     dtype: DtypeSetting = Field("auto", description="Precision; auto picks one by device and free memory.")
     engine: EngineName = Field("auto", description=f"One of {', '.join(ENGINE_NAMES)}.")
-    remote_url: str | None = Field(None, description="OpenAI-compatible vLLM/SGLang endpoint.")
+    remote_url: str | None = Field(
+        None,
+        description="OpenAI-compatible vLLM/SGLang endpoint; several comma-separated, or a TOML file "
+        "of endpoints (docs/SCALE_OUT.md).",
+    )
     remote_model: str | None = Field(None, description="Model name on the remote endpoint.")
     remote_api_key: str | None = Field(None, description="Bearer token for the remote endpoint.")
     remote_timeout_s: float = Field(300.0, gt=0)
-    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on the endpoint.")
+    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on each endpoint.")
+    remote_backoff_s: float = Field(
+        2.0, gt=0, description="First backoff of a failing endpoint; doubles per failure (max 300 s)."
+    )
 
     # ingest
     dpi: int = Field(144, ge=36, le=600)
@@ -81,6 +90,12 @@ class Settings(BaseSettings):
     min_confidence: float = Field(
         0.8, ge=0, le=1, description="Pages whose engine confidence is below this are 'low_confidence'."
     )
+    tile_max_side: int = Field(
+        4000,
+        ge=0,
+        description="Pages with a longer side (px, at the chosen DPI) are read as tiles; 0 = never.",
+    )
+    tile_size: int = Field(3000, ge=256, description="Largest tile side (px) of a tiled page.")
 
     # runtime
     idle_unload_s: float = Field(300.0, ge=0, description="0 disables idle unload.")

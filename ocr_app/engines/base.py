@@ -22,6 +22,7 @@ class Engine(abc.ABC):
     """Load once, run batches of page requests, unload."""
 
     name: str = "engine"
+    pages_at_once: int = 0  # pages worth passing per call (a pool of GPUs); 0 = the caller decides
 
     @abc.abstractmethod
     def load(self) -> None:
@@ -72,6 +73,10 @@ class WrappedEngine(Engine):
     @property
     def name(self) -> str:  # type: ignore[override]
         return self._engine.name
+
+    @property
+    def pages_at_once(self) -> int:  # type: ignore[override]
+        return self._engine.pages_at_once
 
     def load(self) -> None:
         self._engine.load()

@@ -53,6 +53,8 @@ def choose_ocr_engine(settings: Settings, *, has_gpu: bool, weights_available: b
     ``device=cpu``, accepting minutes per page); otherwise the light CPU engine.
     """
     device = (settings.device or "auto").lower()
+    if {d.strip() for d in device.split(",")} == {"cpu"}:  # "cpu,cpu": engines placed on the CPU
+        device = "cpu"
     if weights_available and device == "cpu":
         return "deepseek", "DeepSeek-OCR-2 on the CPU (device=cpu was set)"
     if weights_available and has_gpu:
@@ -109,6 +111,10 @@ class RouterEngine(Engine):
         if self._ocr is None:
             _ = self.ocr
         return self._reason or "OCR engine"
+
+    @property
+    def pages_at_once(self) -> int:  # type: ignore[override]
+        return self.ocr.pages_at_once
 
     # --- lifecycle ------------------------------------------------------------------------------
     def load(self) -> None:

@@ -275,6 +275,9 @@ class DecodeScheduler:
     def _work(self) -> None:
         import torch
 
+        device = self.model.lm_head.weight.device
+        if device.type == "cuda":  # graphs, streams and Triton launches use the thread's current GPU
+            torch.cuda.set_device(device)
         pending: deque[tuple[DecodeRequest, Future]] = deque()
         owners: dict[int, _Owner] = {}
         while True:

@@ -281,6 +281,10 @@ class DeepSeekOcr2Engine(Engine):
         import torch
 
         self.load()
+        if self.device is not None and self.device.type == "cuda":
+            # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
+            # that take the current device must not land on cuda:0)
+            torch.cuda.set_device(self.device)
         from ocr_app.engines.deepseek.decode_adapter import stream_pages, wants_graph_decoder
 
         pulled: list[PageRequest] = []
