@@ -41,7 +41,7 @@ class ConvertOptions:
     locate_text: str | None = None  # for the "locate" preset
     mode: str = "default"  # resolution mode
     dpi: int = 144
-    password: str | None = field(default=None, repr=False)  # never logged, never written
+    password: str | None = field(default=None, repr=False)  # never in a repr, a log line or the JSON
     use_cache: bool = True  # cross-page vision cache
     max_new_tokens: int | None = None
     formats: frozenset[str] = DEFAULT_FORMATS

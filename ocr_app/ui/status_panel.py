@@ -204,3 +204,26 @@ def panel_update(
     gpus = [vram_markdown(snap)] + [vram_markdown(snapshot(d)) for d in devices[1:]]
     text = "\n\n".join(gpus) + f"\n\n**Engines**\n\n{engines_markdown(describe)}"
     return text, history_frame(history), snap.available
+
+
+def engine_choices(
+    engine_names: list[str], describe: dict[str, Any], deepseek_weights: bool, has_gpu: bool
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """(dropdown choices, one line per engine that cannot run here and why).
+
+    DeepSeek-OCR-2 without weights is listed as unavailable instead of offered (it would fail on the
+    first page); without a GPU it is offered with a warning, since it does run on the CPU, slowly.
+    """
+    unavailable = dict(describe.get("unavailable") or {})
+    default = str(describe.get("default") or "")
+    choices = []
+    for name in engine_names:
+        if name == "deepseek" and not deepseek_weights and name != default:
+            unavailable[name] = "no model weights on this machine (see the banner for how to get them)"
+            continue
+        label = engine_label(name, describe)
+        if name == "deepseek" and not has_gpu:
+            label += " — no GPU: slow on the CPU"
+        choices.append((label, name))
+    notes = [f"{name}: {why}" for name, why in sorted(unavailable.items())]
+    return choices, notes
