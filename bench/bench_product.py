@@ -278,6 +278,11 @@ def _mib(n: int | None) -> int | None:
 
 
 # --- orchestration -----------------------------------------------------------------------------------
+def _pythonpath() -> str:
+    """The project first, then whatever the caller had (carried wheels on the GPU box)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def run_phase(args: argparse.Namespace, phase: str, extra: list[str], env: dict | None = None) -> dict:
     tag = "_".join(x.lstrip("-") for x in extra[:2]) or "all"
     result = Path(args.work) / f"result_{phase}_{tag}.json"
@@ -285,7 +290,7 @@ def run_phase(args: argparse.Namespace, phase: str, extra: list[str], env: dict 
     log("$", " ".join(cmd[1:]))
     t0 = time.perf_counter()
     proc = subprocess.run(
-        cmd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=args.timeout
+        cmd, env={**os.environ, "PYTHONPATH": _pythonpath(), **(env or {})}, timeout=args.timeout
     )
     if proc.returncode != 0:
         return {
@@ -301,7 +306,7 @@ def cold_start(args: argparse.Namespace, model: str, dtype: str, pdf: str) -> di
     cmd = [sys.executable, "-m", "ocr_app.cli", "convert", pdf, "-o", str(out), "--model", model,
            "--device", args.device, "--dtype", dtype, "--engine", "deepseek", "--mode", args.mode,
            "--max-new-tokens", str(args.soak_new), "--no-cache", "-q", "-v"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DEEPSEEK_OCR_DECODER": "graph"}
+    env = {**os.environ, "PYTHONPATH": _pythonpath(), "DEEPSEEK_OCR_DECODER": "graph"}
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     wall = time.perf_counter() - t0
