@@ -281,7 +281,7 @@ class DeepSeekOcr2Engine(Engine):
         import torch
 
         self.load()
-        if self.device is not None and self.device.type == "cuda":
+        if self.device is not None and self.device.type == "cuda" and self.device.index is not None:
             # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
             # that take the current device must not land on cuda:0)
             torch.cuda.set_device(self.device)
