@@ -25,6 +25,12 @@ _BUILD_CACHE = _build_cache()
 
 
 @pytest.fixture(scope="session")
+def build_cache() -> Path:
+    """The cache root the trained tiny model and the tokenizer are built in (pass it to subprocesses)."""
+    return _BUILD_CACHE
+
+
+@pytest.fixture(scope="session")
 def trained_checkpoint() -> Path:
     """The tiny DeepSeek-OCR-2 trained to read ``tiny_pages.PAGES`` exactly (real tokenizer, cached)."""
     import os
