@@ -360,4 +360,12 @@ def test_launcher_rejects_an_unknown_engine_with_a_clear_message(tmp_path):
     )
     out, _ = proc.communicate(timeout=90)
     assert proc.returncode == 2
-    assert "error: Engine 'nonexistent' is not available" in out
+    # the flag is checked by the one parser (click) against the declared engine names
+    assert "Invalid value for '--engine': 'nonexistent' is not one of 'auto', 'deepseek'" in out
+    env_proc = _start(
+        ["--port", str(free_port())],
+        {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cache"), "DEEPSEEK_OCR_ENGINE": "nonexistent"},
+    )
+    out, _ = env_proc.communicate(timeout=90)
+    assert env_proc.returncode == 2
+    assert "error: invalid settings" in out and "engine" in out and "nonexistent" in out

@@ -33,6 +33,9 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
     except OcrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:  # pydantic's ValidationError: a bad DEEPSEEK_OCR_* value
+        print(f"error: invalid settings: {exc}", file=sys.stderr)
+        return 2
     converter = Converter(engines, settings)
     demo = build_app(converter, settings)
     try:
