@@ -282,7 +282,7 @@ class Converter:
                 self._recognize(engine, [req], job, writer)
 
     def _finish_page(self, job: _Job, writer, page: PageImage, output: EngineOutput) -> None:
-        from ocr_app.parse.grounding import clean_raw, parse_grounded
+        from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
 
         width, height = page.size
         raw = clean_raw(output.raw_text)

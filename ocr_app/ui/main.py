@@ -47,21 +47,3 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
         demo.ocr_app_dirs.close()
     return 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python app.py [options]``: the ``ocr-app ui`` command, with the same click parser."""
-    from ocr_app.cli import main as cli
-
-    args = sys.argv[1:] if argv is None else list(argv)
-    try:
-        cli.main(["ui", *args], prog_name="app.py", standalone_mode=False)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    except Exception as exc:  # click usage errors (standalone_mode=False hands them to us)
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
-    return 0

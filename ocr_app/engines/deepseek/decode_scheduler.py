@@ -6,7 +6,7 @@ and get a ``Future`` per page; one worker owns the GPU state, prefills new pages
 decode chunks, frees a slot the moment its page finishes and resolves that page's future right away,
 so results stream out in finishing order (``stream`` yields ``(index, result)``).
 
-The batch capacity is sized from free VRAM: KV bytes per token (``runtime.estimate``) times the longest
+The batch capacity is sized from free VRAM: KV bytes per token (``engines.deepseek.estimate``) times the longest
 sequence of the waiting pages, after reserving room for one prefill batch. The decoder is built when
 work arrives and released when the queue runs dry, so an idle app holds no KV memory.
 """
@@ -38,8 +38,8 @@ def plan_capacity(model: Any, max_len: int, wanted: int, max_slots: int, prefill
     """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and free VRAM."""
     import torch
 
+    from ocr_app.engines.deepseek.estimate import estimate_page_bytes, kv_bytes_per_token
     from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes
-    from ocr_app.runtime.estimate import estimate_page_bytes, kv_bytes_per_token
 
     want = min(max(1, wanted), max_slots)
     want = next((b for b in BATCH_BUCKETS if b >= want), want)
