@@ -145,6 +145,10 @@ class Converter:
     def describe(self) -> dict[str, object]:
         return self.engines.describe()
 
+    def capabilities(self):
+        """Prompts, modes and precisions the engines here offer (``engines.base.Capabilities``)."""
+        return self.engines.capabilities()
+
     # -- conversion ----------------------------------------------------------------------------
     def convert(
         self,
@@ -282,11 +286,9 @@ class Converter:
                 self._recognize(engine, [req], job, writer)
 
     def _finish_page(self, job: _Job, writer, page: PageImage, output: EngineOutput) -> None:
-        from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
-
         width, height = page.size
-        raw = clean_raw(output.raw_text)
-        blocks = output.blocks if output.blocks is not None else parse_grounded(raw, width, height)
+        raw = output.raw_text
+        blocks = list(output.blocks or [])  # engines return blocks (the DeepSeek wing parses its tags)
         prefix = f"{output.engine}:"
         reason = next((n[len(prefix) :].strip() for n in output.notes if n.startswith(prefix)), "")
         result = PageResult(

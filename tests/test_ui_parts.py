@@ -43,11 +43,17 @@ def converter(settings):
 
 
 # --- form ------------------------------------------------------------------------------------------
-def test_choices_come_from_the_library():
-    values = [v for _, v in form.preset_choices()]
+def test_choices_come_from_the_engines_capabilities(converter):
+    caps = converter.capabilities()
+    values = [v for _, v in form.preset_choices(caps)]
     assert values == [*PRESETS, form.CUSTOM]
-    modes = form.mode_choices()
+    modes = form.mode_choices(caps)
     assert modes[0] == "auto" and sorted(modes) == sorted(MODES)
+    # an engine set without a prompt-taking engine offers the configured default only
+    from ocr_app.engines.base import Capabilities
+
+    assert form.preset_choices(Capabilities(), "free") == [("free", "free")]
+    assert form.mode_choices(Capabilities(modes=("global", "auto"))) == ["auto", "global"]
 
 
 def test_build_options_maps_the_form(settings):

@@ -71,10 +71,11 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
     describe = converter.describe()
     engine_names = converter.engine_names()
     default_engine = str(describe.get("default") or (engine_names[0] if engine_names else ""))
-    presets = form.preset_choices()
+    caps = converter.capabilities()
+    presets = form.preset_choices(caps, settings.prompt)
     preset_values = [v for _, v in presets]
     default_preset = settings.prompt if settings.prompt in preset_values else preset_values[0]
-    modes = form.mode_choices()
+    modes = form.mode_choices(caps, settings.mode)
     default_mode = settings.mode if settings.mode in modes else modes[0]
 
     def run_job(values: form.FormValues, files: Any, request: Any) -> Iterator[Progress | JobOutcome]:

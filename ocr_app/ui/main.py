@@ -46,4 +46,3 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
         engines.unload_all()
         demo.ocr_app_dirs.close()
     return 0
-

@@ -194,6 +194,11 @@ class DeepSeekOcr2Engine(Engine):
             budget_bytes=budget_bytes_from_settings(self.settings),
         )
 
+    def capabilities(self):
+        from ocr_app.engines.deepseek.modes import deepseek_capabilities
+
+        return deepseek_capabilities()
+
     def unload(self) -> None:
         was_cuda = self.device is not None and self.device.type == "cuda"
         if self._decoder is not None:  # stop its worker and drop its K/V buffers and graphs
@@ -228,7 +233,16 @@ class DeepSeekOcr2Engine(Engine):
         return outputs
 
     def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-        """Run ``batch_size`` pages at a time; yield each page of a batch when the batch finishes."""
+        """Run ``batch_size`` pages at a time; yield each page of a batch when the batch finishes.
+
+        Every output leaves with clean raw text and its blocks (``grounding.finish_output``)."""
+        from ocr_app.engines.deepseek.grounding import finish_output
+
+        for i, out in self._stream_raw(requests):
+            width, height = requests[i].page.size
+            yield i, finish_output(out, width, height)
+
+    def _stream_raw(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
         import torch
 
         if not requests:
