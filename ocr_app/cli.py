@@ -2,7 +2,8 @@
 
 Exit codes (documented in the README): 0 every page converted (pages that hit the token cap are kept and
 flagged, still 0); 1 an internal failure (engine, runtime, a bug); 2 bad input (a file or page range was
-rejected — the other files still converted) or bad usage; 130 cancelled with Ctrl-C.
+rejected — the other files still converted) or bad usage; 3 every file converted but some pages need a
+look: ``empty``, ``low_confidence`` or ``repaired`` (the summary counts them); 130 cancelled with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
 logger = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_FLAGGED, EXIT_CANCELLED = 0, 1, 2, 3, 130
+FLAGGED_STATUSES = frozenset({"empty", "low_confidence", "repaired"})  # exit 3 when no error is worse
 ALL_FORMATS = OUTPUT_FORMATS
 
 
@@ -114,6 +116,12 @@ def main(verbose: int) -> None:
 @click.option("--dpi", type=click.IntRange(36, 600), default=None, help="PDF render DPI [default: 144].")
 @model_options
 @click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
+)
+@click.option(
     "--text-layer",
     type=click.Choice(TEXT_LAYER_POLICIES),
     default=None,
@@ -131,6 +139,7 @@ def main(verbose: int) -> None:
 @click.option("--cache/--no-cache", default=None, help="Cross-page vision cache [default: on].")
 @click.option("--json-summary", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-v", "--verbose", count=True, help="More log output; print the cold-start breakdown.")
 def convert(
     inputs,
     out_dir,
@@ -143,6 +152,7 @@ def convert(
     device,
     dtype,
     engine,
+    gpu_memory,
     text_layer,
     password,
     formats,
@@ -150,16 +160,29 @@ def convert(
     cache,
     json_summary,
     quiet,
+    verbose,
 ) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
+    from ocr_app.coldstart import ColdStart, format_summary, import_heavy
     from ocr_app.convert import Converter, ConvertOptions
     from ocr_app.settings import load_settings
     from ocr_app.stack import build_engines
 
+    cold = ColdStart() if verbose else None
+    if cold is not None:
+        logging.getLogger().setLevel(logging.WARNING - 10 * min(verbose, 2))
+        import_heavy()
+        cold.mark("imports")
     try:
         # A batch run has no use for idle unload: the process ends when the work does.
         settings = load_settings(
-            model=model, device=device, dtype=dtype, engine=engine, text_layer=text_layer, idle_unload_s=0
+            model=model,
+            device=device,
+            dtype=dtype,
+            engine=engine,
+            text_layer=text_layer,
+            idle_unload_s=0,
+            gpu_memory_gib=gpu_memory,
         )
         options = ConvertOptions.from_settings(
             settings,
@@ -184,9 +207,19 @@ def convert(
         sys.exit(EXIT_INPUT)
 
     bar = _ProgressBar(disabled=quiet or json_summary)
+    load_bar = LoadBar(disabled=quiet or json_summary)
+    progress = bar if cold is None else _both(bar, cold.on_progress)
     cancel = threading.Event()
+    from ocr_app.runtime.load_progress import attach_load_progress
+
+    detach = attach_load_progress(engines, load_bar)
     try:
-        results = Converter(engines, settings).convert(inputs, out_dir, options, progress=bar, cancel=cancel)
+        results = Converter(engines, settings).convert(
+            inputs, out_dir, options, progress=progress, cancel=cancel
+        )
+        if cold is not None:
+            bar.close()
+            click.echo(format_summary(cold.summary(engines.describe())), err=True)
     except ConversionCancelled as exc:
         bar.close()
         click.echo(f"\n{exc} Pages finished so far were written to {out_dir}.", err=True)
@@ -200,6 +233,8 @@ def convert(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL)
     finally:
+        detach()
+        load_bar.close()
         engines.unload_all()
     bar.close()
     code = _exit_code(results)
@@ -210,6 +245,14 @@ def convert(
     sys.exit(code)
 
 
+def _both(first, second):
+    def call(event) -> None:
+        first(event)
+        second(event)
+
+    return call
+
+
 def _exit_code(results) -> int:
     kinds = {r.error_kind for r in results if r.error} | {
         p.error_kind for r in results for p in r.pages if p.error
@@ -218,6 +261,8 @@ def _exit_code(results) -> int:
         return EXIT_INTERNAL
     if "input" in kinds:
         return EXIT_INPUT
+    if any(p.status in FLAGGED_STATUSES for r in results for p in r.pages):
+        return EXIT_FLAGGED
     return EXIT_OK
 
 
@@ -229,7 +274,11 @@ def _summary_dict(results, code: int) -> dict:
                 "source": r.source,
                 "error": r.error,
                 "pages": len(r.pages),
+                "headline": r.headline(),
+                "status_counts": r.status_counts(),
+                "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
+                "read_by": _read_by(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -237,22 +286,75 @@ def _summary_dict(results, code: int) -> dict:
     }
 
 
+def _page_groups(pages) -> list[tuple[str, str, str]]:
+    """Flagged pages as (page span, status, why), runs of pages with the same status and reason merged."""
+    reasons = {
+        "length": "token cap hit (kept)",
+        "repetition": "repetition (kept)",
+        "repaired": "the source file was damaged and repaired; the page may be incomplete",
+    }
+    groups: list[list] = []  # [first, last, status, why]
+    for p in pages:
+        if p.status == "ok":
+            continue
+        why = p.error or p.quality_reason or reasons.get(p.status, "")
+        n = p.index + 1
+        if groups and groups[-1][2:] == [p.status, why] and groups[-1][1] == n - 1:
+            groups[-1][1] = n
+        else:
+            groups.append([n, n, p.status, why])
+    return [(f"page {a}" if a == b else f"pages {a}–{b}", status, why) for a, b, status, why in groups]
+
+
 def _print_summary(results) -> None:
     for r in results:
         if r.error:
             click.secho(f"✗ {r.source}: {r.error}", fg="red", err=True)
             continue
-        flagged = [p for p in r.pages if p.status != "ok"]
-        ok = len(r.pages) - len(flagged)
+        groups = _page_groups(r.pages)
         where = r.outputs.get("dir") or r.outputs.get("md", "")
-        click.secho(
-            f"✓ {r.source}: {ok}/{len(r.pages)} pages ok → {where}", fg="green" if not flagged else "yellow"
-        )
-        for p in flagged:
-            why = p.error or {"length": "token cap hit (kept)", "repetition": "repetition (kept)"}.get(
-                p.status, ""
+        mark, colour = ("✓", "green") if not groups else ("!", "yellow")
+        click.secho(f"{mark} {r.source}: {r.headline()} → {where}", fg=colour)
+        for span, status, why in groups[:_MAX_FLAGGED_LINES]:
+            click.secho(f"    {span}: {status}: {why}", fg="yellow", err=True)
+        if len(groups) > _MAX_FLAGGED_LINES:
+            more = len(groups) - _MAX_FLAGGED_LINES
+            click.secho(f"    … and {more} more (see the status fields in the JSON)", fg="yellow", err=True)
+        for label, numbers in _pages_per_member(r).items():
+            click.echo(
+                f"    {label}: {len(numbers)} page{'' if len(numbers) == 1 else 's'} ({_span(numbers)})"
             )
-            click.secho(f"    page {p.index + 1}: {p.status}: {why}", fg="yellow", err=True)
+
+
+_MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines
+
+
+def _read_by(result) -> dict[int, str]:
+    """Page number → the endpoint or GPU that read it (pages read by a pool of engines only)."""
+    from ocr_app.engines.pool import read_by
+
+    found = {p.index + 1: read_by(p.notes) for p in result.pages}
+    return {n: label for n, label in found.items() if label}
+
+
+def _pages_per_member(result) -> dict[str, list[int]]:
+    per: dict[str, list[int]] = {}
+    for number, label in sorted(_read_by(result).items()):
+        per.setdefault(label, []).append(number)
+    return per
+
+
+def _span(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] → "pages 1-3, 5"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    text = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return ("page " if len(numbers) == 1 else "pages ") + text
+
 
 
 class _ProgressBar:
@@ -282,15 +384,49 @@ class _ProgressBar:
             self._bar = None
 
 
+class LoadBar:
+    """tqdm bar over the units of a first-time quantisation (``(done, total, label)`` callback)."""
+
+    def __init__(self, disabled: bool = False, desc: str = "quantising") -> None:
+        self.disabled = disabled
+        self.desc = desc
+        self._bar = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if self.disabled:
+            return
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = tqdm(total=total, unit="layer", desc=self.desc, file=sys.stderr, leave=True)
+        self._bar.set_postfix_str(label[-40:])
+        self._bar.n = done
+        self._bar.refresh()
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
 @main.command()
 @click.option("--model", default=None, help="Hub id or local checkpoint directory.")
+@click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (shows the preset --dtype auto picks within it).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(model, as_json) -> None:
+def info(model, dtype, gpu_memory, as_json) -> None:
     """Show versions, device, GPU memory, engines and whether weights are cached."""
     from ocr_app.info import collect_info
     from ocr_app.settings import load_settings
 
-    data = collect_info(load_settings(model=model))
+    data = collect_info(load_settings(model=model, dtype=dtype, gpu_memory_gib=gpu_memory))
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
         return
@@ -317,7 +453,7 @@ def make_tiny_model(out_dir: Path) -> None:
 
 @main.group()
 def cache() -> None:
-    """Inspect or clear the on-disk caches (results, vision features)."""
+    """Inspect or clear the on-disk caches (results, vision features, quantised models)."""
 
 
 @cache.command("info")
@@ -338,6 +474,17 @@ def cache_info() -> None:
     click.echo(
         f"vision features  {size / 2**20:.1f} MiB on disk ({'on' if settings.vision_cache_disk else 'off'})"
     )
+    from ocr_app.quant.store import QuantStore
+
+    entries = QuantStore.from_settings(settings).entries()
+    total = sum(e.get("bytes", 0) for e in entries)
+    click.echo(f"quantised models {len(entries)} entries, {total / 2**30:.2f} GiB")
+    for e in entries:
+        secs = e.get("quantize_seconds")
+        took = f", quantised in {secs:.1f} s" if isinstance(secs, (int, float)) else ""
+        click.echo(
+            f"  {e['preset']:<6} {e.get('bytes', 0) / 2**30:.2f} GiB  from {e.get('source')}{took}  [{e['key']}]"
+        )
 
 
 @cache.command("clear")
@@ -353,7 +500,13 @@ def cache_clear() -> None:
     vision = Path(settings.cache_dir) / "vision"
     if vision.is_dir():
         shutil.rmtree(vision)
-    click.echo(f"Removed {removed} cached results and the vision feature store from {settings.cache_dir}.")
+    from ocr_app.quant.store import QuantStore
+
+    quantised = QuantStore.from_settings(settings).clear()
+    click.echo(
+        f"Removed {removed} cached results, {quantised} quantised models and the vision feature store "
+        f"from {settings.cache_dir}."
+    )
 
 
 @main.command()
@@ -365,9 +518,15 @@ def cache_clear() -> None:
     "--share", is_flag=True, default=None, help="Also create a public gradio link (needs the internet)."
 )
 @model_options
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
+)
 @click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
-def ui(host, port, share, model, device, dtype, engine, preload, log_level) -> None:
+def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve
 
@@ -381,6 +540,7 @@ def ui(host, port, share, model, device, dtype, engine, preload, log_level) -> N
             device=device,
             dtype=dtype,
             engine=engine,
+            gpu_memory_gib=gpu_memory,
             preload=preload,
         )
     )

@@ -47,14 +47,23 @@ class Settings(BaseSettings):
 
     # model
     model: str = Field(DEFAULT_MODEL, description="Hub id or local directory of the checkpoint.")
-    device: str = Field("auto", description=f"{', '.join(DEVICE_KINDS)}, cuda:N.")
+    device: str = Field(
+        "auto", description=f"{', '.join(DEVICE_KINDS)}, cuda:N, or several (cuda:0,cuda:1); auto = every GPU."
+    )
     dtype: DtypeSetting = Field("auto", description="Precision; auto picks one by device and free memory.")
     engine: EngineName = Field("auto", description=f"One of {', '.join(ENGINE_NAMES)}.")
-    remote_url: str | None = Field(None, description="OpenAI-compatible vLLM/SGLang endpoint.")
+    remote_url: str | None = Field(
+        None,
+        description="OpenAI-compatible vLLM/SGLang endpoint; several comma-separated, or a TOML file "
+        "of endpoints (docs/SCALE_OUT.md).",
+    )
     remote_model: str | None = Field(None, description="Model name on the remote endpoint.")
     remote_api_key: str | None = Field(None, description="Bearer token for the remote endpoint.")
     remote_timeout_s: float = Field(300.0, gt=0)
-    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on the endpoint.")
+    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on each endpoint.")
+    remote_backoff_s: float = Field(
+        2.0, gt=0, description="First backoff of a failing endpoint; doubles per failure (max 300 s)."
+    )
 
     # ingest
     dpi: int = Field(144, ge=36, le=600)
@@ -78,6 +87,15 @@ class Settings(BaseSettings):
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )
     text_layer: TextLayerPolicy = "auto"
+    min_confidence: float = Field(
+        0.8, ge=0, le=1, description="Pages whose engine confidence is below this are 'low_confidence'."
+    )
+    tile_max_side: int = Field(
+        4000,
+        ge=0,
+        description="Pages with a longer side (px, at the chosen DPI) are read as tiles; 0 = never.",
+    )
+    tile_size: int = Field(3000, ge=256, description="Largest tile side (px) of a tiled page.")
 
     # runtime
     idle_unload_s: float = Field(300.0, ge=0, description="0 disables idle unload.")
@@ -90,6 +108,11 @@ class Settings(BaseSettings):
     result_cache_mb: int = Field(256, ge=0, description="On-disk result cache bound; 0 disables it.")
     memory_tolerance_mb: int = Field(64, ge=0, description="GPU memory a request may keep before a warning.")
     oom_recovery: bool = Field(True, description="Retry a page with a smaller footprint after a GPU OOM.")
+    quant_cache: bool = Field(
+        True,
+        description="Keep int8/mixed weights quantised from a float checkpoint under cache_dir/quantized, "
+        "so the next load reads them instead of quantising again.",
+    )
     gpu_memory_gib: float | None = Field(
         None,
         gt=0,
@@ -107,8 +130,13 @@ class Settings(BaseSettings):
     @classmethod
     def _device(cls, value: object) -> object:
         text = str(value).strip().lower() if value is not None else "auto"
-        if text not in DEVICE_KINDS and not _CUDA_INDEX.match(text):
-            raise ValueError(f"unknown device {value!r}: use {', '.join(DEVICE_KINDS)} or cuda:N")
+        items = [t.strip() for t in text.split(",")] if "," in text else [text]
+        bad = [t for t in items if t not in DEVICE_KINDS and not _CUDA_INDEX.match(t)]
+        if bad or not all(items):
+            raise ValueError(
+                f"unknown device {value!r}: use {', '.join(DEVICE_KINDS)}, cuda:N or a list (cuda:0,cuda:1)"
+            )
+        text = ",".join(items)
         return text
 
     @field_validator("dtype", mode="before")

@@ -115,8 +115,12 @@ def choose_ocr(settings: Settings, factories: dict[str, EngineFactory]) -> tuple
 # --- one factory per engine ---------------------------------------------------------------------------
 def build_deepseek(settings: Settings) -> Engine:
     """DeepSeek-OCR-2 in its runtime: result cache → model manager (lazy load, idle unload, OOM
-    recovery) → engine (with the cross-page vision cache). A result-cache hit never loads the model."""
+    recovery) → engine (with the cross-page vision cache). A result-cache hit never loads the model.
+    With several devices (``--device auto`` on a multi-GPU host, or ``cuda:0,cuda:1``) there is one
+    manager + engine per device behind an ``EnginePool`` that hands each page to a GPU with a free slot."""
     from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.engines.deepseek.precision import budget_bytes_from_settings
+    from ocr_app.engines.devices import build_device_pool, parse_devices
     from ocr_app.runtime.manager import ModelManager
 
     vision_cache = None
@@ -124,16 +128,37 @@ def build_deepseek(settings: Settings) -> Engine:
         from ocr_app.runtime.vision_cache import VisionFeatureCache
 
         vision_cache = VisionFeatureCache.from_settings(settings)
-    engine = DeepSeekOcr2Engine(settings, vision_cache=vision_cache)
-    managed: Engine = ModelManager(engine, settings)
+    built: list[DeepSeekOcr2Engine] = []
+
+    def per_device(s: Settings) -> Engine:
+        # the budget the decoder plans its pages in flight within (None: free memory); the process-wide
+        # cap is applied by runtime.budget when the model loads
+        engine = DeepSeekOcr2Engine(s, vision_cache=vision_cache, budget_bytes=budget_bytes_from_settings(s))
+        built.append(engine)
+        return ModelManager(engine, s)
+
+    devices = parse_devices(settings.device)
+    managed: Engine = (
+        build_device_pool(settings, devices, per_device) if len(devices) > 1 else per_device(settings)
+    )
     if settings.cache_enabled and settings.result_cache_mb > 0:
         from ocr_app.runtime.result_cache import CachedEngine
 
         def precision() -> str:  # the loaded model's, else what a load would resolve to now
-            return engine.precision or predict_precision(settings)
+            loaded = [e.precision.get("preset") for e in built if e.precision.get("preset")]
+            return loaded[0] if loaded else predict_precision(settings)
 
         managed = CachedEngine.from_settings(managed, settings, precision=precision)
-    return managed
+    return _tiled(managed, settings)
+
+
+def _tiled(engine: Engine, settings: Settings) -> Engine:
+    """Huge pages are read as overlapping tiles by every OCR engine (the text layer needs no tiles)."""
+    if settings.tile_max_side <= 0:
+        return engine
+    from ocr_app.engines.tiling import TilingEngine
+
+    return TilingEngine(engine, max_side=settings.tile_max_side, tile_size=settings.tile_size)
 
 
 def predict_precision(settings: Settings) -> str:
@@ -141,7 +166,7 @@ def predict_precision(settings: Settings) -> str:
     from ocr_app.engines.deepseek.precision import budget_bytes_from_settings, resolve_precision
     from ocr_app.runtime.vram import cuda_facts, gpu_present
 
-    setting = (settings.device or "auto").strip().lower()
+    setting = (settings.device or "auto").strip().lower().split(",")[0]
     kind = setting.split(":")[0]
     if kind == "auto":
         kind = "cuda" if gpu_present() else "cpu"
@@ -158,7 +183,7 @@ def predict_precision(settings: Settings) -> str:
 def _light(settings: Settings) -> Engine:
     from ocr_app.engines.light import LightOcrEngine
 
-    return LightOcrEngine(settings)
+    return _tiled(LightOcrEngine(settings), settings)
 
 
 def _textlayer(settings: Settings) -> Engine:
@@ -168,9 +193,9 @@ def _textlayer(settings: Settings) -> Engine:
 
 
 def _remote(settings: Settings) -> Engine:
-    from ocr_app.engines.remote import RemoteEngine
+    from ocr_app.engines.remote import build_remote_engine
 
-    return RemoteEngine(settings)
+    return _tiled(build_remote_engine(settings), settings)
 
 
 def _router(settings: Settings, engines: EngineSet, choice: tuple[str | None, str] | None) -> Engine:

@@ -97,6 +97,7 @@ class PdfDocument(SourceDocument):
         self._delete_file = weakref.finalize(self, _unlink, pdf_path) if owns_file else None
         self.dpi = dpi
         self.limits = limits
+        self._password: str | None = None  # handed to pages, for engines that re-open the file
         with MUPDF_LOCK:
             try:
                 doc = pymupdf.open(pdf_path, filetype="pdf")
@@ -104,7 +105,9 @@ class PdfDocument(SourceDocument):
                 self._delete_temp()
                 raise CorruptFileError(f"{name} is damaged or truncated and cannot be read as a PDF") from exc
             try:
-                _unlock(doc, name, password)
+                if doc.needs_pass:
+                    _unlock(doc, name, password)
+                    self._password = password
                 page_count = doc.page_count
                 repaired = bool(doc.is_repaired)
             except BaseException:
@@ -132,6 +135,7 @@ class PdfDocument(SourceDocument):
                 f"(set {ENV_MAX_PAGES} to raise it)"
             )
         if repaired:
+            self.repaired = True
             note = f"{self.name} was damaged and has been repaired; some pages may be incomplete"
             logger.warning(note)
             self.notes.append(note)
@@ -180,6 +184,7 @@ class PdfDocument(SourceDocument):
             dpi=dpi,
             pdf_path=self.pdf_path,
             page_count=self.page_count,
+            password=self._password,
         )
 
     def _release(self) -> None:

@@ -21,12 +21,12 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import Engine, WrappedEngine
+from ocr_app.engines.base import Engine, WrappedEngine, noting, split_stream
 from ocr_app.runtime.diskstore import FileEntry, evict_to, list_entries, remove_all
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
@@ -293,13 +293,24 @@ class CachedEngine(WrappedEngine):
             result[i] = out
         return [result[i] for i in range(len(requests))]
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-        hits, keys = self._lookup(requests)
-        yield from sorted(hits.items())
-        todo = [i for i in range(len(requests)) if i not in hits]
-        if not todo:
-            return
-        for j, out in self._engine.predict_stream([requests[i] for i in todo]):
-            i = todo[j]
-            self._store(self._store_key(requests[i], keys.get(i)), out)
-            yield i, out
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Hits are answered as pages are pulled; misses go lazily to the engine, which is not called
+        (nor loaded) when every page hits."""
+        keys: dict[int, str] = {}  # id(request) → cache key
+
+        def answer(_: int, req: PageRequest) -> EngineOutput | None:
+            if not req.use_cache:
+                return None
+            key = keys[id(req)] = self._key(req)
+            out = self.cache.get(key)
+            if out is not None:
+                out.notes.append("result cache hit")
+            return out
+
+        def misses(pages: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+            seen: list[PageRequest] = []
+            for j, out in self._engine.predict_stream(noting(pages, seen)):
+                self._store(self._store_key(seen[j], keys.get(id(seen[j]))), out)
+                yield j, out
+
+        yield from split_stream(requests, answer, misses)

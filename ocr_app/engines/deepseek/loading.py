@@ -41,7 +41,10 @@ class QuantBackend(Protocol):
         ...
 
     def load_model(self, model_dir: Path, device: torch.device, dtype: torch.dtype) -> Any:
-        """Return the quantized ``DeepseekOcr2ForConditionalGeneration`` from a local checkpoint dir."""
+        """Return the quantized ``DeepseekOcr2ForConditionalGeneration`` from a local checkpoint dir.
+
+        A backend may also take keyword options (``cache_dir``, ``progress``); the loader passes those
+        its ``load_model`` names."""
         ...
 
 
@@ -256,10 +259,12 @@ def load_model(
     *,
     quant: str | None = None,
     vision_attn_mb: int = DEFAULT_BUDGET_MB,
+    quant_options: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend).
 
     Every precision gets the memory-bounded SAM attention (``sam_attention.py``, ``vision_attn_mb``).
+    ``quant_options`` go to the quantization backend's ``load_model`` where it accepts them.
     """
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -267,7 +272,10 @@ def load_model(
     try:
         processor = AutoProcessor.from_pretrained(directory)
         if quant:
-            model = quant_backend(quant).load_model(directory, device, dtype)
+            backend = quant_backend(quant)
+            model = backend.load_model(
+                directory, device, dtype, **_accepted(backend.load_model, quant_options)
+            )
         else:
             model = AutoModelForImageTextToText.from_pretrained(
                 directory, dtype=dtype, device_map=str(device)
@@ -285,6 +293,18 @@ def load_model(
     bound_sam_attention(model, vision_attn_mb)
     logger.info("loaded %s on %s as %s", directory, device, dtype)
     return model, processor
+
+
+def _accepted(fn: Any, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``options`` that ``fn`` takes as keywords (a backend written before an option existed works)."""
+    import inspect
+
+    if not options:
+        return {}
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}
 
 
 __all__ = [

@@ -7,10 +7,10 @@ facts (device kind, bf16 support, free memory, an optional memory budget), so ca
 import torch (the result cache, ``ocr-app info``) can ask it with numbers from NVML, and the engine
 asks it with numbers from torch.
 
-``auto`` rule (peaks measured for one default page, see docs/PERFORMANCE.md): not CUDA → ``fp32``;
-CUDA without bf16 (compute capability < 8.0) → ``fp16`` if ≥ 10 GiB are available else ``mixed``
-(fp16 activations); CUDA with bf16 → ``bf16`` if ≥ 10 GiB, ``int8`` if ≥ 6 GiB, else ``mixed``.
-"Available" is the free memory, capped by the budget when one is set (``gpu_memory_gib``).
+``auto`` rule: not CUDA → ``fp32``; on CUDA ``runtime.budget.choose_preset`` (thresholds derived from
+the memory estimate there: bf16 at ≥ 9.6 GiB, int8 at ≥ 5.8 GiB, else mixed; fp16 instead of bf16 on
+GPUs without bf16) applied to the memory available: the free memory, capped by the budget when one is set
+(``gpu_memory_gib``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from ocr_app.exceptions import ConfigError
 logger = logging.getLogger(__name__)
 
 GIB = 1 << 30
-AUTO_BF16_MIN_FREE = 10 * GIB
-AUTO_INT8_MIN_FREE = 6 * GIB
 
 Precision = Literal["bf16", "fp16", "fp32", "int8", "mixed"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -78,15 +76,10 @@ def resolve_precision(
         return name
     if device_kind != "cuda":
         return "fp32"
-    avail = available_bytes(free_bytes, budget_bytes) or 0
-    if not bf16_supported:
-        chosen = "fp16" if avail >= AUTO_BF16_MIN_FREE else "mixed"
-    elif avail >= AUTO_BF16_MIN_FREE:
-        chosen = "bf16"
-    elif avail >= AUTO_INT8_MIN_FREE:
-        chosen = "int8"
-    else:
-        chosen = "mixed"
+    from ocr_app.runtime.budget import choose_preset
+
+    avail = available_bytes(free_bytes, budget_bytes)
+    chosen, _why = choose_preset(avail, "cuda" if bf16_supported else "cuda-no-bf16")
     logger.debug("dtype auto → %s (%s, %s bytes available)", chosen, device_kind, avail)
     return chosen
 
@@ -95,3 +88,10 @@ def budget_bytes_from_settings(settings: object) -> int | None:
     """The memory budget set by the user (``gpu_memory_gib``), in bytes; None when unset."""
     gib = getattr(settings, "gpu_memory_gib", None)
     return None if gib is None else int(float(gib) * GIB)
+
+
+def precision_reason(requested: str, chosen: str, source: str) -> str:
+    """Why ``chosen`` runs, in words for the GPU panel and ``ocr-app info``: "4.0 GiB budget → mixed"."""
+    if canonical_precision(requested) != "auto":
+        return f"--dtype {chosen}"
+    return f"{source} → {chosen}"
