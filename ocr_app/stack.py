@@ -132,7 +132,7 @@ def build_deepseek(settings: Settings) -> Engine:
 
     def per_device(s: Settings) -> Engine:
         # the budget the decoder plans its pages in flight within (None: free memory); the process-wide
-        # cap is applied by runtime.budget when the model loads
+        # cap is applied by engines.deepseek.budget when the model loads
         engine = DeepSeekOcr2Engine(s, vision_cache=vision_cache, budget_bytes=budget_bytes_from_settings(s))
         built.append(engine)
         return ModelManager(engine, s)

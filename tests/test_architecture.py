@@ -1,7 +1,8 @@
 """The package's import graph: no module import loop, and no arrow from engines up to the runtime,
 the composition root or the front ends (docs/ARCHITECTURE.md draws the layers).
 
-Every import counts, including those inside functions (a lazy import is still a dependency).
+Every import counts, including those inside functions (a lazy import is still a dependency); imports
+under ``if TYPE_CHECKING:`` do not (they never run).
 """
 
 from __future__ import annotations
@@ -33,7 +34,18 @@ def import_graph() -> dict[str, set[str]]:
     for name, path in mods.items():
         targets: set[str] = set()
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        type_only = {
+            id(n)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If)
+            and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+            for stmt in block.body
+            for n in ast.walk(stmt)
+        }
+        for node in ast.walk(tree):
+            if id(node) in type_only:
+                continue
             found: list[str] = []
             if isinstance(node, ast.Import):
                 found = [a.name for a in node.names]
@@ -89,6 +101,7 @@ def loops(graph: dict[str, set[str]]) -> list[set[str]]:
 
 def test_the_walk_sees_real_edges():
     graph = import_graph()
+    assert "ocr_app.settings" not in graph["ocr_app.convert"]  # only under TYPE_CHECKING there
     assert "ocr_app.engines.base" in graph["ocr_app.engines.router"]
     assert "ocr_app.runtime.manager" in graph["ocr_app.stack"]  # a lazy (in-function) import counts
     assert "ocr_app.engines.deepseek.precision" in graph["ocr_app.engines.deepseek.loading"]

@@ -212,7 +212,7 @@ class RemoteEngine(Engine):
 
     def capabilities(self):
         """DeepSeek-OCR-2's prompts and modes; the server decides the precision."""
-        from ocr_app.engines.deepseek.modes import deepseek_capabilities
+        from ocr_app.engines.deepseek.capabilities import deepseek_capabilities
 
         return deepseek_capabilities(precisions=False)
 

@@ -208,7 +208,7 @@ class DeepSeekOcr2Engine(Engine):
         if device.type == "cuda":
             import torch
 
-            from ocr_app.runtime.budget import resolve_budget
+            from ocr_app.engines.deepseek.budget import resolve_budget
 
             bf16 = torch.cuda.is_bf16_supported()
             budget = resolve_budget(self.settings, device)
@@ -225,7 +225,7 @@ class DeepSeekOcr2Engine(Engine):
         return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
 
     def capabilities(self):
-        from ocr_app.engines.deepseek.modes import deepseek_capabilities
+        from ocr_app.engines.deepseek.capabilities import deepseek_capabilities
 
         return deepseek_capabilities()
 

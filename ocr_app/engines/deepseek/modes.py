@@ -232,17 +232,3 @@ __all__ = [
     "tokens_per_view",
     "vision_tokens",
 ]
-
-
-def deepseek_capabilities(*, precisions: bool = True):
-    """What DeepSeek-OCR-2 offers front ends (local engine; remote endpoints without precisions)."""
-    from ocr_app.engines.base import Capabilities
-    from ocr_app.engines.deepseek.precision import DTYPE_CHOICES
-    from ocr_app.engines.deepseek.prompts import PRESET_LABELS, PRESETS
-
-    return Capabilities(
-        prompts=tuple((name, str(PRESET_LABELS.get(name, name))) for name in PRESETS),
-        custom_prompt=True,
-        modes=tuple(MODES),
-        precisions=DTYPE_CHOICES if precisions else (),
-    )
