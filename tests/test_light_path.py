@@ -16,7 +16,7 @@ import pytest
 
 from tests.factories import make_pdf
 
-HEAVY = ("torch", "transformers", "huggingface_hub", "gradio", "pymupdf.layout")
+HEAVY = ("torch", "transformers", "huggingface_hub", "gradio", "pymupdf.layout", "pymupdf4llm")
 
 
 def _run(code: str, tmp_path) -> dict:
@@ -148,10 +148,11 @@ def test_pymupdf_layout_stays_importable_after_the_light_import(tmp_path):
         import json, sys
         from ocr_app.ingest.pdf import import_pymupdf
         mod = import_pymupdf()
-        skipped = "pymupdf.layout" not in sys.modules
+        skipped = "pymupdf.layout" not in sys.modules and "pymupdf4llm" not in sys.modules
         try:
             import pymupdf.layout  # an explicit request still works
-            later = "pymupdf.layout" in sys.modules
+            import pymupdf4llm
+            later = "pymupdf.layout" in sys.modules and callable(pymupdf4llm.to_markdown)
         except ImportError:  # not installed at all: nothing to check
             later = None
         print(json.dumps({"name": mod.__name__, "skipped": skipped, "later": later}))
