@@ -75,8 +75,8 @@ def run(model_dir: Path, device: str, pdf: Path, out: Path, new_tokens: int, pag
     """Warm up, then time one conversion of ``pdf`` through the product path on ``device``."""
     from ocr_app.convert import Converter, ConvertOptions
     from ocr_app.engines.pool import read_by
-    from ocr_app.engines.registry import build_engines
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
 
     settings = load_settings(
         model=str(model_dir),

@@ -153,8 +153,8 @@ class Counter(logging.Handler):
 
 def _stack(args: argparse.Namespace, model: str, dtype: str, decoder: str = "graph", **extra):
     from ocr_app.convert import Converter
-    from ocr_app.engines.registry import build_engines
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
 
     settings = load_settings(
         model=model, device=args.device, dtype=dtype, engine="deepseek", idle_unload_s=0, cache_enabled=False,

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from ocr_app.engines.deepseek import loading
-from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
-from ocr_app.engines.deepseek.grounding import bounded_max_new_tokens, clean_raw, finish_row, parse_grounded
+from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, bounded_max_new_tokens, finish_row
+from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
 from ocr_app.engines.deepseek.prompts import resolve_prompt
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
 from ocr_app.schema import PageImage, PageRequest, StopReason

@@ -14,9 +14,9 @@ from factories import make_pdf
 from ocr_app.convert import Converter, ConvertOptions
 from ocr_app.engines.devices import device_labels, parse_devices
 from ocr_app.engines.pool import EnginePool, read_by
-from ocr_app.engines.registry import build_engines
 from ocr_app.exceptions import ConfigError, EngineError
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 
 PAGES = 6
 

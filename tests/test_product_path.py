@@ -20,10 +20,10 @@ from ocr_app.convert import Converter, ConvertOptions  # noqa: E402
 from ocr_app.engines.deepseek.decode_scheduler import available_bytes, plan_capacity  # noqa: E402
 from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine  # noqa: E402
 from ocr_app.engines.deepseek.prompts import resolve_prompt  # noqa: E402
-from ocr_app.engines.registry import build_engines  # noqa: E402
 from ocr_app.exceptions import GpuOutOfMemory  # noqa: E402
 from ocr_app.schema import PageImage, PageRequest  # noqa: E402
 from ocr_app.settings import load_settings  # noqa: E402
+from ocr_app.stack import build_engines  # noqa: E402
 from tests.factories import make_pdf  # noqa: E402
 
 GIB = 1024**3

@@ -15,9 +15,9 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ocr_app.convert import Converter, ConvertOptions
 from ocr_app.engines.base import Engine
-from ocr_app.engines.registry import build_engines
 from ocr_app.engines.tiling import plan_tiles, stitch_text, tallest_line
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 
 W, H, FONT = 12_000, 9_000, 120
 TILE = 6200  # 2 × 2 tiles: columns [0, 6200] [5800, 12000], rows [0, 6200] [2800, 9000]

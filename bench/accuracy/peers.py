@@ -77,8 +77,8 @@ def docs_paths(data: Path) -> tuple[dict[str, tuple[Path, Path]], dict[str, tupl
 
 def _ocr_app_tool(engine: str) -> Tool:
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
 
     settings = load_settings(engine=engine)
     converter = Converter(build_engines(settings), settings)
