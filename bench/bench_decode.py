@@ -302,7 +302,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     return summary
 
 
-DEFAULT_GEMV_ROWS = 64  # ocr_app.quant.ops.DECODE_GEMV_MAX_ROWS
+DEFAULT_GEMV_ROWS = 64  # ocr_app.quant.options.KernelOptions.decode_gemv_max_rows
 
 
 def apply_preset(model, name):
@@ -310,13 +310,16 @@ def apply_preset(model, name):
         return model
     base = name.split("@")[0]
     if base in ("mixed", "mixed1d"):  # @N: at most N expert pairs through the GEMV kernel in decode
-        from ocr_app.quant import ops
         from ocr_app.quant.apply import quantize_model
+        from ocr_app.quant.options import default_kernel_options, set_kernel_options
         from ocr_app.quant.presets import get_preset
 
-        ops.DECODE_GEMV_MAX_ROWS = int(name.split("@")[1]) if "@" in name else DEFAULT_GEMV_ROWS
-        ops.GEMV_ACC2D = base == "mixed"  # mixed1d: one reduction per K-tile (the earlier kernel)
+        options = default_kernel_options().replace(
+            decode_gemv_max_rows=int(name.split("@")[1]) if "@" in name else DEFAULT_GEMV_ROWS,
+            gemv_acc2d=base == "mixed",  # mixed1d: one reduction per K-tile (the earlier kernel)
+        )
         quantize_model(model, get_preset("mixed"))
+        set_kernel_options(model, options)
         return model
     raise SystemExit(f"unknown preset {name}")
 

@@ -23,6 +23,7 @@ from ocr_app.engines.deepseek.precision import DTYPE_CHOICES, canonical_precisio
 from ocr_app.engines.deepseek.prompts import PRESETS
 from ocr_app.engines.registry import ENGINE_NAMES, canonical_engine
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
+from ocr_app.load_bar import LoadBar
 from ocr_app.render.formats import OUTPUT_FORMATS
 from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
@@ -356,7 +357,6 @@ def _span(numbers: list[int]) -> str:
     return ("page " if len(numbers) == 1 else "pages ") + text
 
 
-
 class _ProgressBar:
     """tqdm bar over pages, reset per file; silent when disabled."""
 
@@ -377,33 +377,6 @@ class _ProgressBar:
         self._bar.set_postfix_str(event.message[:60])
         self._bar.n = event.done
         self._bar.refresh()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-
-
-class LoadBar:
-    """tqdm bar over the units of a first-time quantisation (``(done, total, label)`` callback)."""
-
-    def __init__(self, disabled: bool = False, desc: str = "quantising") -> None:
-        self.disabled = disabled
-        self.desc = desc
-        self._bar = None
-
-    def __call__(self, done: int, total: int, label: str) -> None:
-        if self.disabled:
-            return
-        from tqdm import tqdm
-
-        if self._bar is None:
-            self._bar = tqdm(total=total, unit="layer", desc=self.desc, file=sys.stderr, leave=True)
-        self._bar.set_postfix_str(label[-40:])
-        self._bar.n = done
-        self._bar.refresh()
-        if done >= total:
-            self.close()
 
     def close(self) -> None:
         if self._bar is not None:

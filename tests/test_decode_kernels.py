@@ -125,8 +125,8 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
 
     from ocr_app.engines.deepseek.decode import DecodeRequest, DecoderOptions, PageDecoder
     from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
-    from ocr_app.quant import ops
     from ocr_app.quant.apply import quantize_model
+    from ocr_app.quant.options import KernelOptions, set_kernel_options
     from ocr_app.quant.presets import get_preset
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
@@ -147,7 +147,7 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
         dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
         assert dec.fused and dec._fused_moe == [None, "quant", "quant"]
         assert all(p is not None for p in dec._qkv) and all(p is not None for p in dec._swiglu)
-        monkeypatch.setattr(ops, "DECODE_GEMV_MAX_ROWS", bound)
+        set_kernel_options(model, KernelOptions(decode_gemv_max_rows=bound))
         got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
         assert [r.tokens for r in got] == want, bound
 

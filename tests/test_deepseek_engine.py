@@ -17,6 +17,7 @@ import torch
 
 from ocr_app.engines.deepseek import loading
 from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, bounded_max_new_tokens, finish_row
+from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
 from ocr_app.engines.deepseek.prompts import resolve_prompt
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
 from ocr_app.schema import PageImage, PageRequest, StopReason
@@ -219,7 +220,9 @@ def test_raw_text_is_the_decoded_ids_with_special_tokens_kept(engine):
     ids, stop = decode_ids(engine, req)
     out = engine.predict_batch([req])[0]
     tok = engine.processor.tokenizer
-    assert out.raw_text == tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    decoded = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    assert out.raw_text == clean_raw(decoded)  # the wing cleans EOS/BOS/pad and outer blank space
+    assert out.blocks == parse_grounded(decoded, 400, 300)  # and returns blocks, not tags to parse
     assert out.num_tokens == len(ids) == 6 and stop is out.stop_reason is StopReason.LENGTH
     assert tok.eos_token not in out.raw_text
 
@@ -245,7 +248,9 @@ def test_end_stop_when_eos_is_generated(engine):
     tok = engine.processor.tokenizer
     assert out.stop_reason is StopReason.END
     assert out.num_tokens == k
-    assert out.raw_text == tok.decode(ids[:k], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    assert out.raw_text == clean_raw(
+        tok.decode(ids[:k], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    )
 
 
 def test_repetition_stop_without_guard_and_length_with_it(engine, monkeypatch):

@@ -158,7 +158,7 @@ def test_pages_in_flight_follow_free_memory_or_the_budget(tiny_checkpoint):
     from transformers import AutoModelForImageTextToText
 
     from ocr_app.engines.deepseek.decode_scheduler import transient_reserve
-    from ocr_app.runtime.estimate import kv_bytes_per_token
+    from ocr_app.engines.deepseek.estimate import kv_bytes_per_token
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32)
     gpu = GpuDouble(total=140 * GIB, allocated=7 * GIB)

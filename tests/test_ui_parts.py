@@ -43,11 +43,17 @@ def converter(settings):
 
 
 # --- form ------------------------------------------------------------------------------------------
-def test_choices_come_from_the_library():
-    values = [v for _, v in form.preset_choices()]
+def test_choices_come_from_the_engines_capabilities(converter):
+    caps = converter.capabilities()
+    values = [v for _, v in form.preset_choices(caps)]
     assert values == [*PRESETS, form.CUSTOM]
-    modes = form.mode_choices()
+    modes = form.mode_choices(caps)
     assert modes[0] == "auto" and sorted(modes) == sorted(MODES)
+    # an engine set without a prompt-taking engine offers the configured default only
+    from ocr_app.engines.base import Capabilities
+
+    assert form.preset_choices(Capabilities(), "free") == [("free", "free")]
+    assert form.mode_choices(Capabilities(modes=("global", "auto"))) == ["auto", "global"]
 
 
 def test_build_options_maps_the_form(settings):
@@ -398,4 +404,12 @@ def test_launcher_rejects_an_unknown_engine_with_a_clear_message(tmp_path):
     )
     out, _ = proc.communicate(timeout=90)
     assert proc.returncode == 2
-    assert "error: Engine 'nonexistent' is not available" in out
+    # the flag is checked by the one parser (click) against the declared engine names
+    assert "Invalid value for '--engine': 'nonexistent' is not one of 'auto', 'deepseek'" in out
+    env_proc = _start(
+        ["--port", str(free_port())],
+        {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cache"), "DEEPSEEK_OCR_ENGINE": "nonexistent"},
+    )
+    out, _ = env_proc.communicate(timeout=90)
+    assert env_proc.returncode == 2
+    assert "error: invalid settings" in out and "engine" in out and "nonexistent" in out

@@ -94,10 +94,11 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         has_gpu=snapshot(settings.device).available,
     )
     offered = [name for _, name in engine_list]
-    presets = form.preset_choices()
+    caps = converter.capabilities()
+    presets = form.preset_choices(caps, settings.prompt)
     preset_values = [v for _, v in presets]
     default_preset = settings.prompt if settings.prompt in preset_values else preset_values[0]
-    modes = form.mode_choices()
+    modes = form.mode_choices(caps, settings.mode)
     default_mode = settings.mode if settings.mode in modes else modes[0]
     viewer_js, viewer_css = page_html.assets()
 

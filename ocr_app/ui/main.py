@@ -33,6 +33,9 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
     except OcrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:  # pydantic's ValidationError: a bad DEEPSEEK_OCR_* value
+        print(f"error: invalid settings: {exc}", file=sys.stderr)
+        return 2
     converter = Converter(engines, settings)
     demo = build_app(converter, settings)
     try:
@@ -42,23 +45,4 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
     finally:
         engines.unload_all()
         demo.ocr_app_dirs.close()
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python app.py [options]``: the ``ocr-app ui`` command, with the same click parser."""
-    from ocr_app.cli import main as cli
-
-    args = sys.argv[1:] if argv is None else list(argv)
-    try:
-        cli.main(["ui", *args], prog_name="app.py", standalone_mode=False)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    except Exception as exc:  # click usage errors (standalone_mode=False hands them to us)
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
     return 0

@@ -297,7 +297,8 @@ def project_qkv(attn: Any, x: torch.Tensor, plan: list | None):
         from ocr_app.quant import ops
 
         if ops.fused_gemv_ok(x, plan):
-            return ops.wq_linear_concat(x, plan).split([w.out_features for w in plan], -1)
+            options = getattr(attn.q_proj, "kernel_options", None)  # the model's KernelOptions
+            return ops.wq_linear_concat(x, plan, options).split([w.out_features for w in plan], -1)
     return attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)
 
 
@@ -308,7 +309,8 @@ def swiglu(ffn: Any, x: torch.Tensor, plan: tuple | None) -> torch.Tensor:
 
         gate, up, isc = plan
         if ops.fused_gemv_ok(x, [gate, up]):
-            return ffn.down_proj(ops.wq_gate_up(x, gate, up, isc))
+            options = getattr(ffn.gate_proj, "kernel_options", None)  # the model's KernelOptions
+            return ffn.down_proj(ops.wq_gate_up(x, gate, up, isc, options))
     return ffn(x)
 
 

@@ -55,8 +55,8 @@ def transient_reserve(model: Any, vision_batch: int, prefill_batch: int) -> int:
     """Bytes to keep free next to the decoder: the vision pass of ``vision_batch`` pages (run by the
     engine's thread while the decoder works) plus the language prefill of ``prefill_batch`` pages
     (run by the decoder's thread), both at the largest default-mode page, plus slack."""
+    from ocr_app.engines.deepseek.estimate import estimate_page_bytes
     from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes
-    from ocr_app.runtime.estimate import estimate_page_bytes
 
     dtype = model.lm_head.weight.dtype
     sliced = attn_slice_bytes(model)
@@ -107,7 +107,7 @@ def plan_capacity(
     ``cuda``: ``torch.cuda`` (default) or an object with the same functions (then the memory bound
     applies whatever the model's device)."""
 
-    from ocr_app.runtime.estimate import kv_bytes_per_token
+    from ocr_app.engines.deepseek.estimate import kv_bytes_per_token
 
     want = min(max(1, wanted), max_slots)
     want = next((b for b in BATCH_BUCKETS if b >= want), want)

@@ -208,7 +208,7 @@ class DeepSeekOcr2Engine(Engine):
         if device.type == "cuda":
             import torch
 
-            from ocr_app.runtime.budget import resolve_budget
+            from ocr_app.engines.deepseek.budget import resolve_budget
 
             bf16 = torch.cuda.is_bf16_supported()
             budget = resolve_budget(self.settings, device)
@@ -223,6 +223,11 @@ class DeepSeekOcr2Engine(Engine):
     def _quant_cache_dir(self):
         """Where streamed quantised weights are kept (``<cache_dir>/quantized``); None turns it off."""
         return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
+
+    def capabilities(self):
+        from ocr_app.engines.deepseek.capabilities import deepseek_capabilities
+
+        return deepseek_capabilities()
 
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
@@ -275,6 +280,23 @@ class DeepSeekOcr2Engine(Engine):
         return outputs
 
     def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Yield ``(index, output)`` as pages finish, each with clean raw text and its blocks
+        (``grounding.finish_output``: the wing parses its own output). ``requests`` is pulled lazily;
+        only page sizes are kept until their page is yielded."""
+        from ocr_app.engines.deepseek.grounding import finish_output
+
+        sizes: dict[int, tuple[int, int]] = {}
+
+        def pulled() -> Iterator[PageRequest]:
+            for req in requests:
+                sizes[len(sizes)] = req.page.size
+                yield req
+
+        for i, out in self._stream_raw(pulled()):
+            width, height = sizes.pop(i)
+            yield i, finish_output(out, width, height)
+
+    def _stream_raw(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
         """Yield ``(index, output)`` as pages finish. ``requests`` is pulled lazily (a converter can
         render pages as they are needed): the graph decoder keeps its slots full from it; ``generate``
         takes ``batch_size`` pages at a time."""
