@@ -319,3 +319,24 @@ def test_engine_auto_reads_the_budget_and_manager_caps(monkeypatch, tiny_checkpo
     engine = Loads(Settings(model=str(tiny_checkpoint), device="cuda", gpu_memory_gib=4))
     ModelManager(engine, engine.settings, idle_unload_s=0).load()
     assert engine.caps_at_load == [(4 / 80, 0)]
+
+
+def test_bench_small_gpu_smoke_on_cpu(tmp_path):
+    """The H200 benchmark runs the same code on the CPU (tiny config), so it cannot rot between GPU runs."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "bench/bench_small_gpu.py", "--tiny", "--budgets", "4", "--new", "2",
+           "--tiny-pages", "2", "--work", str(tmp_path / "w"), "--out", str(out)]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(root))
+    res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["first_load"]["precision"] == "mixed" and row["first_load"]["quant_source"] == "quantised now"
+    assert row["second_load"]["quant_source"] == "cache" and row["prequant_s"] > 0
+    assert row["conv1_pages"] == 1 and row["conv16_pages"] == 2 and not row["conv16_errors"]
+    assert row["oom_events"] == 0 and "| 4 GiB | mixed" in res.stdout
