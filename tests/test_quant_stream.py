@@ -341,3 +341,43 @@ def test_bench_small_gpu_smoke_on_cpu(tmp_path):
     assert row["second_load"]["quant_source"] == "cache" and row["prequant_s"] > 0
     assert row["conv1_pages"] == 1 and row["conv16_pages"] == 2 and not row["conv16_errors"]
     assert row["oom_events"] == 0 and "| 4 GiB | mixed" in res.stdout
+
+
+def test_first_quantisation_reports_progress_in_the_app_stream_and_the_cli(tiny_checkpoint, tmp_path):
+    """gr.Progress gets the job stream's events: the quantisation units come first, as their own stage;
+    the CLI shows a tqdm bar over the same units."""
+    import threading
+
+    from click.testing import CliRunner
+
+    from ocr_app.cli import main
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.engines.registry import build_engines
+    from ocr_app.settings import Settings
+    from ocr_app.ui.jobs import JobOutcome, stream_conversion
+    from tests.factories import make_image
+
+    img = make_image(tmp_path / "page.png", "Quarterly report")
+    settings = Settings(model=str(tiny_checkpoint), device="cpu", dtype="int8", engine="deepseek",
+                        idle_unload_s=0, cache_dir=tmp_path / "app-cache", max_new_tokens=2)  # fmt: skip
+    engines = build_engines(settings)
+    try:
+        opts = ConvertOptions.from_settings(settings, mode="global")
+        items = list(
+            stream_conversion(Converter(engines, settings), [img], tmp_path / "o", opts, threading.Event())
+        )
+    finally:
+        engines.unload_all()
+    *progress, outcome = items
+    assert isinstance(outcome, JobOutcome) and outcome.succeeded
+    quant = [p for p in progress if p.event.stage == "quantize"]
+    assert [(p.event.done, p.event.total) for p in quant] == [(i, 8) for i in range(1, 9)]
+    assert quant[0].message.startswith("Quantising the model") and quant[-1].fraction == 1.0
+    first_page_done = next(i for i, p in enumerate(progress) if p.event.stage == "page_done")
+    assert progress.index(quant[-1]) < first_page_done  # the model is ready before the page finishes
+    env = {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cli-cache")}
+    args = ["convert", str(img), "-o", str(tmp_path / "cli"), "--model", str(tiny_checkpoint), "--engine", "deepseek", "--device", "cpu",
+            "--dtype", "int8", "--mode", "global", "--max-new-tokens", "2", "--format", "md"]  # fmt: skip
+    res = CliRunner().invoke(main, args, env=env)
+    assert res.exit_code == 0, res.output
+    assert "quantising: 100%" in res.output and "8/8" in res.output
