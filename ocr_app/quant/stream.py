@@ -87,8 +87,11 @@ class CheckpointReader:
         files = sorted(Path(model_dir).glob("*.safetensors"))
         if not files:
             raise WeightsNotFoundError(f"{model_dir} has no *.safetensors weights to quantise")
-        self._handles = {f: safe_open(str(f), framework="pt", device="cpu") for f in files}
-        self._file_of = {k: f for f, h in self._handles.items() for k in h.keys()}  # noqa: SIM118
+        self._file_of: dict[str, Path] = {}
+        for f in files:
+            with safe_open(str(f), framework="pt", device="cpu") as h:
+                self._file_of.update(dict.fromkeys(h.keys(), f))
+        self._handles: dict[Path, Any] = {}
         self.targets = self._plan(model)
         self.reads: list[str] = []
 
@@ -130,7 +133,17 @@ class CheckpointReader:
         return x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype)
 
     def _read(self, key: str) -> torch.Tensor:
-        return self._handles[self._file_of[key]].get_tensor(key)
+        from safetensors import safe_open
+
+        f = self._file_of[key]
+        if f not in self._handles:
+            self._handles[f] = safe_open(str(f), framework="pt", device="cpu")
+        return self._handles[f].get_tensor(key)
+
+    def release(self) -> None:
+        """Unmap the files: the pages read so far leave this process's RSS (they stay in the OS page
+        cache), so host memory holds about one unit of the checkpoint at a time."""
+        self._handles.clear()
 
 
 @dataclass
@@ -315,6 +328,7 @@ def stream_quantize(
     def step(label: str) -> None:
         nonlocal done
         done += 1
+        reader.release()
         if observer is not None:
             observer(label, model)
         if progress is not None:
