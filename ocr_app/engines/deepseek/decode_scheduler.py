@@ -36,9 +36,9 @@ PREFILL_VISION_TOKENS = 1121  # the largest default-mode page: reserve prefill r
 
 def plan_capacity(model: Any, max_len: int, wanted: int, max_slots: int, prefill_batch: int = 1) -> int:
     """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and free VRAM."""
-    import torch
 
     from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes
+    from ocr_app.runtime.budget import free_bytes
     from ocr_app.runtime.estimate import estimate_page_bytes, kv_bytes_per_token
 
     want = min(max(1, wanted), max_slots)
@@ -60,7 +60,7 @@ def plan_capacity(model: Any, max_len: int, wanted: int, max_slots: int, prefill
         attn_slice_bytes=attn_slice_bytes(model),
     ).total_bytes
     reserve += 512 * 1024**2  # graphs' activations, logits, allocator slack
-    free, _ = torch.cuda.mem_get_info(device)
+    free = free_bytes(device)  # within this process's memory cap (runtime/budget.py)
     fits = int((free - reserve) // per_slot)
     if fits < 1:
         raise GpuOutOfMemory(
