@@ -219,6 +219,8 @@ def test_quantised_weights_are_cached_by_content(tiny_checkpoint, tmp_path, eval
     env = {"DEEPSEEK_OCR_CACHE_DIR": str(cache)}
     out = CliRunner().invoke(main, ["cache", "info"], env=env).output
     assert "quantised models 1 entries" in out and f"from {tiny_checkpoint}" in out
+    info = CliRunner().invoke(main, ["info", "--model", str(tiny_checkpoint)], env=env).output
+    assert "quantised weights      cached: int8 (0.00 GiB, quantised in" in info
     out = CliRunner().invoke(main, ["cache", "clear"], env=env).output
     assert "1 quantised models" in out and store.entries() == []
 
@@ -389,3 +391,22 @@ def test_first_quantisation_reports_progress_in_the_app_stream_and_the_cli(tiny_
     res = CliRunner().invoke(main, args, env=env)
     assert res.exit_code == 0, res.output
     assert "quantising: 100%" in res.output and "8/8" in res.output
+
+
+def test_info_and_gpu_panel_say_which_preset_and_why(monkeypatch):
+    from ocr_app.info import _precision_info
+    from ocr_app.settings import Settings
+    from ocr_app.ui.status_panel import engines_markdown
+
+    _FakeCuda(monkeypatch, total=80 * GIB, free=79 * GIB)
+    info = _precision_info(Settings(device="cuda", gpu_memory_gib=4))
+    assert info["gpu budget"] == "4.0 GiB budget"
+    assert info["precision"].startswith("auto: 4.0 GiB budget → mixed (4.0 GiB < ")
+    assert _precision_info(Settings(device="cuda", dtype="int8"))["precision"] == "int8 (--dtype)"
+    engine = {"state": "ready", "dtype": "bfloat16", "precision_reason": "4.0 GiB budget → mixed",
+              "quant_source": "cache", "quantize_seconds": 41.2}  # fmt: skip
+    text = engines_markdown({"default": "deepseek", "engines": {"deepseek": engine}})
+    assert (
+        "precision: 4.0 GiB budget → mixed" in text
+        and "quantised weights: cache, quantised in 41.2 s" in text
+    )
