@@ -26,7 +26,6 @@ from ocr_app.exceptions import ConfigError
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class Preset:
     """What a preset does: the float dtype name, and the quantised formats (None = float)."""
