@@ -386,8 +386,9 @@ def test_first_quantisation_reports_progress_in_the_app_stream_and_the_cli(tiny_
     first_page_done = next(i for i, p in enumerate(progress) if p.event.stage == "page_done")
     assert progress.index(quant[-1]) < first_page_done  # the model is ready before the page finishes
     env = {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cli-cache")}
-    args = ["convert", str(img), "-o", str(tmp_path / "cli"), "--model", str(tiny_checkpoint), "--engine", "deepseek", "--device", "cpu",
-            "--dtype", "int8", "--mode", "global", "--max-new-tokens", "2", "--format", "md"]  # fmt: skip
+    args = ["convert", str(img), "-o", str(tmp_path / "cli"), "--model", str(tiny_checkpoint), "--engine",
+            "deepseek", "--device", "cpu", "--dtype", "int8", "--mode", "global", "--max-new-tokens", "2",
+            "--format", "md"]  # fmt: skip
     res = CliRunner().invoke(main, args, env=env)
     assert res.exit_code == 0, res.output
     assert "quantising: 100%" in res.output and "8/8" in res.output

@@ -393,7 +393,7 @@ def stream_quantize(
     left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
     if left:
         raise ModelLoadError(f"streaming load left {len(left)} tensors unread, e.g. {left[:3]}")
-    model.to(device)  # float parts kept on the CPU (none on a CPU run) join the rest
+    model.to(device)  # anything a module built on the CPU by itself joins the rest (no copy otherwise)
     model.eval()
     for p in model.parameters():
         if isinstance(p, nn.Parameter):
