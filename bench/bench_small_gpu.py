@@ -139,10 +139,10 @@ def run_budget(args) -> dict:
     import torch
 
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
     from ocr_app.quant.checkpoint import load_quantized
     from ocr_app.runtime.budget import choose_preset
     from ocr_app.settings import Settings
+    from ocr_app.stack import build_engines
 
     try:
         import pymupdf  # noqa: F401

@@ -2,25 +2,73 @@
 
 Exit codes (documented in the README): 0 every page converted (pages that hit the token cap are kept and
 flagged, still 0); 1 an internal failure (engine, runtime, a bug); 2 bad input (a file or page range was
-rejected — the other files still converted) or bad usage; 130 cancelled with Ctrl-C.
+rejected — the other files still converted) or bad usage; 3 every file converted but some pages need a
+look: ``empty``, ``low_confidence`` or ``repaired`` (the summary counts them); 130 cancelled with Ctrl-C.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from ocr_app.engines.deepseek.modes import MODES
+from ocr_app.engines.deepseek.precision import DTYPE_CHOICES, canonical_precision
+from ocr_app.engines.deepseek.prompts import PRESETS
+from ocr_app.engines.registry import ENGINE_NAMES, canonical_engine
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
+from ocr_app.render.formats import OUTPUT_FORMATS
+from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
 logger = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
-ALL_FORMATS = ("md", "mmd", "json", "overlay", "layout_pdf", "zip")
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_FLAGGED, EXIT_CANCELLED = 0, 1, 2, 3, 130
+FLAGGED_STATUSES = frozenset({"empty", "low_confidence", "repaired"})  # exit 3 when no error is worse
+ALL_FORMATS = OUTPUT_FORMATS
+
+
+class VocabChoice(click.Choice):
+    """A ``click.Choice`` over a declared vocabulary that also takes its aliases (``bfloat16``,
+    ``rapidocr``): the value passed on is always the canonical name."""
+
+    def __init__(self, choices: tuple[str, ...], canonical: Callable[[str], str]) -> None:
+        super().__init__(choices, case_sensitive=False)
+        self._canonical = canonical
+
+    def convert(self, value, param, ctx):
+        with contextlib.suppress(Exception):  # unknown: click's own error lists the values that exist
+            value = self._canonical(str(value))
+        return super().convert(value, param, ctx)
+
+
+def model_options(func):
+    """Options that pick the engine and the model, shared by ``convert`` and ``ui``."""
+    for option in reversed(
+        [
+            click.option("--model", default=None, help="Hub id or local checkpoint directory."),
+            click.option("--device", default=None, help=f"{', '.join(DEVICE_KINDS)} or cuda:N."),
+            click.option(
+                "--dtype",
+                type=VocabChoice(DTYPE_CHOICES, canonical_precision),
+                default=None,
+                help="Precision (auto: by device and free GPU memory).",
+            ),
+            click.option(
+                "--engine",
+                type=VocabChoice(ENGINE_NAMES, canonical_engine),
+                default=None,
+                help="auto: the PDF text layer where usable, else the best OCR engine here.",
+            ),
+        ]
+    ):
+        func = option(func)
+    return func
 
 
 def _setup_logging(verbose: int) -> None:
@@ -60,18 +108,13 @@ def main(verbose: int) -> None:
     help="Output directory (one sub-folder per input file).",
 )
 @click.option("-p", "--pages", default=None, help='1-based page range, e.g. "1-3,7,10-".')
-@click.option("--mode", default=None, help="Resolution mode: global, default, auto (see `ocr-app info`).")
 @click.option(
-    "--prompt",
-    default=None,
-    help="Prompt preset (markdown, free, ocr, figure, describe, locate) or custom text.",
+    "--mode", default=None, help=f"Resolution mode: {', '.join(MODES)}, default:N (N = most tiles, 2–6)."
 )
+@click.option("--prompt", default=None, help=f"Prompt preset ({', '.join(PRESETS)}) or custom text.")
 @click.option("--locate-text", default=None, help="Text to find with the 'locate' preset.")
 @click.option("--dpi", type=click.IntRange(36, 600), default=None, help="PDF render DPI [default: 144].")
-@click.option("--model", default=None, help="Hub id or local checkpoint directory.")
-@click.option("--device", default=None, help="auto, cpu, cuda, cuda:N.")
-@click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
-@click.option("--engine", default=None, help="auto, deepseek, light, textlayer, remote.")
+@model_options
 @click.option(
     "--gpu-memory",
     type=click.FloatRange(min=0, min_open=True),
@@ -80,7 +123,7 @@ def main(verbose: int) -> None:
 )
 @click.option(
     "--text-layer",
-    type=click.Choice(["auto", "always", "never"]),
+    type=click.Choice(TEXT_LAYER_POLICIES),
     default=None,
     help="Use the PDF text layer instead of OCR where it is usable.",
 )
@@ -96,6 +139,7 @@ def main(verbose: int) -> None:
 @click.option("--cache/--no-cache", default=None, help="Cross-page vision cache [default: on].")
 @click.option("--json-summary", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-v", "--verbose", count=True, help="More log output; print the cold-start breakdown.")
 def convert(
     inputs,
     out_dir,
@@ -116,12 +160,19 @@ def convert(
     cache,
     json_summary,
     quiet,
+    verbose,
 ) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
+    from ocr_app.coldstart import ColdStart, format_summary, import_heavy
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
 
+    cold = ColdStart() if verbose else None
+    if cold is not None:
+        logging.getLogger().setLevel(logging.WARNING - 10 * min(verbose, 2))
+        import_heavy()
+        cold.mark("imports")
     try:
         # A batch run has no use for idle unload: the process ends when the work does.
         settings = load_settings(
@@ -157,12 +208,18 @@ def convert(
 
     bar = _ProgressBar(disabled=quiet or json_summary)
     load_bar = LoadBar(disabled=quiet or json_summary)
+    progress = bar if cold is None else _both(bar, cold.on_progress)
     cancel = threading.Event()
     from ocr_app.runtime.load_progress import attach_load_progress
 
     detach = attach_load_progress(engines, load_bar)
     try:
-        results = Converter(engines, settings).convert(inputs, out_dir, options, progress=bar, cancel=cancel)
+        results = Converter(engines, settings).convert(
+            inputs, out_dir, options, progress=progress, cancel=cancel
+        )
+        if cold is not None:
+            bar.close()
+            click.echo(format_summary(cold.summary(engines.describe())), err=True)
     except ConversionCancelled as exc:
         bar.close()
         click.echo(f"\n{exc} Pages finished so far were written to {out_dir}.", err=True)
@@ -188,6 +245,14 @@ def convert(
     sys.exit(code)
 
 
+def _both(first, second):
+    def call(event) -> None:
+        first(event)
+        second(event)
+
+    return call
+
+
 def _exit_code(results) -> int:
     kinds = {r.error_kind for r in results if r.error} | {
         p.error_kind for r in results for p in r.pages if p.error
@@ -196,6 +261,8 @@ def _exit_code(results) -> int:
         return EXIT_INTERNAL
     if "input" in kinds:
         return EXIT_INPUT
+    if any(p.status in FLAGGED_STATUSES for r in results for p in r.pages):
+        return EXIT_FLAGGED
     return EXIT_OK
 
 
@@ -207,7 +274,11 @@ def _summary_dict(results, code: int) -> dict:
                 "source": r.source,
                 "error": r.error,
                 "pages": len(r.pages),
+                "headline": r.headline(),
+                "status_counts": r.status_counts(),
+                "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
+                "read_by": _read_by(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -215,22 +286,75 @@ def _summary_dict(results, code: int) -> dict:
     }
 
 
+def _page_groups(pages) -> list[tuple[str, str, str]]:
+    """Flagged pages as (page span, status, why), runs of pages with the same status and reason merged."""
+    reasons = {
+        "length": "token cap hit (kept)",
+        "repetition": "repetition (kept)",
+        "repaired": "the source file was damaged and repaired; the page may be incomplete",
+    }
+    groups: list[list] = []  # [first, last, status, why]
+    for p in pages:
+        if p.status == "ok":
+            continue
+        why = p.error or p.quality_reason or reasons.get(p.status, "")
+        n = p.index + 1
+        if groups and groups[-1][2:] == [p.status, why] and groups[-1][1] == n - 1:
+            groups[-1][1] = n
+        else:
+            groups.append([n, n, p.status, why])
+    return [(f"page {a}" if a == b else f"pages {a}–{b}", status, why) for a, b, status, why in groups]
+
+
 def _print_summary(results) -> None:
     for r in results:
         if r.error:
             click.secho(f"✗ {r.source}: {r.error}", fg="red", err=True)
             continue
-        flagged = [p for p in r.pages if p.status != "ok"]
-        ok = len(r.pages) - len(flagged)
+        groups = _page_groups(r.pages)
         where = r.outputs.get("dir") or r.outputs.get("md", "")
-        click.secho(
-            f"✓ {r.source}: {ok}/{len(r.pages)} pages ok → {where}", fg="green" if not flagged else "yellow"
-        )
-        for p in flagged:
-            why = p.error or {"length": "token cap hit (kept)", "repetition": "repetition (kept)"}.get(
-                p.status, ""
+        mark, colour = ("✓", "green") if not groups else ("!", "yellow")
+        click.secho(f"{mark} {r.source}: {r.headline()} → {where}", fg=colour)
+        for span, status, why in groups[:_MAX_FLAGGED_LINES]:
+            click.secho(f"    {span}: {status}: {why}", fg="yellow", err=True)
+        if len(groups) > _MAX_FLAGGED_LINES:
+            more = len(groups) - _MAX_FLAGGED_LINES
+            click.secho(f"    … and {more} more (see the status fields in the JSON)", fg="yellow", err=True)
+        for label, numbers in _pages_per_member(r).items():
+            click.echo(
+                f"    {label}: {len(numbers)} page{'' if len(numbers) == 1 else 's'} ({_span(numbers)})"
             )
-            click.secho(f"    page {p.index + 1}: {p.status}: {why}", fg="yellow", err=True)
+
+
+_MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines
+
+
+def _read_by(result) -> dict[int, str]:
+    """Page number → the endpoint or GPU that read it (pages read by a pool of engines only)."""
+    from ocr_app.engines.pool import read_by
+
+    found = {p.index + 1: read_by(p.notes) for p in result.pages}
+    return {n: label for n, label in found.items() if label}
+
+
+def _pages_per_member(result) -> dict[str, list[int]]:
+    per: dict[str, list[int]] = {}
+    for number, label in sorted(_read_by(result).items()):
+        per.setdefault(label, []).append(number)
+    return per
+
+
+def _span(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] → "pages 1-3, 5"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    text = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return ("page " if len(numbers) == 1 else "pages ") + text
+
 
 
 class _ProgressBar:
@@ -385,15 +509,41 @@ def cache_clear() -> None:
     )
 
 
-@main.command(
-    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+@main.command()
+@click.option(
+    "--host", default=None, help="Interface to listen on [default: 127.0.0.1; 0.0.0.0 for the network]."
 )
-@click.pass_context
-def ui(ctx: click.Context) -> None:
-    """Start the web app (same as `python app.py`; `ocr-app ui --help` lists its options)."""
-    from ocr_app.ui.main import main as ui_main
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="Port [default: 7860].")
+@click.option(
+    "--share", is_flag=True, default=None, help="Also create a public gradio link (needs the internet)."
+)
+@model_options
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
+)
+@click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
+@click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
+def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
+    """Start the web app (`python app.py` runs this same command)."""
+    from ocr_app.ui.main import serve
 
-    sys.exit(ui_main(list(ctx.args)))
+    sys.exit(
+        serve(
+            log_level=log_level,
+            host=host,
+            port=port,
+            share=share,
+            model=model,
+            device=device,
+            dtype=dtype,
+            engine=engine,
+            gpu_memory_gib=gpu_memory,
+            preload=preload,
+        )
+    )
 
 
 def _add_plugin_commands() -> None:

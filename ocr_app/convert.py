@@ -7,17 +7,20 @@ drops a page that hit the token cap.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
-from ocr_app.schema import DocumentResult, EngineOutput, PageImage, PageRequest, PageResult, StopReason
+from ocr_app.engines.base import noting
+from ocr_app.exceptions import ConversionCancelled, EngineError, InputError, OcrError
+from ocr_app.render.formats import OUTPUT_FORMATS
+from ocr_app.schema import DocumentResult, EngineOutput, PageRequest, PageResult, StopReason
 
 if TYPE_CHECKING:
     from ocr_app.engines.base import Engine
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_FORMATS = frozenset({"md", "mmd", "json", "overlay", "layout_pdf", "zip"})
+DEFAULT_FORMATS = frozenset(OUTPUT_FORMATS)
 
 
 @dataclass
@@ -38,12 +41,11 @@ class ConvertOptions:
     locate_text: str | None = None  # for the "locate" preset
     mode: str = "default"  # resolution mode
     dpi: int = 144
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in a repr, a log line or the JSON
     use_cache: bool = True  # cross-page vision cache
     max_new_tokens: int | None = None
     formats: frozenset[str] = DEFAULT_FORMATS
     engine: str | None = None  # None = the engine set's default
-    batch_pages: int = 8  # pages rendered and sent to the engine at a time (bounds host memory)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ConvertOptions:
@@ -89,6 +91,7 @@ class _Job:
     progress: ProgressFn | None
     cancel: threading.Event | None
     results: dict[int, PageResult] = field(default_factory=dict)
+    repaired: bool = False  # the source was damaged and repaired on opening
 
     def emit(self, stage: str, message: str, page: int | None = None, result: PageResult | None = None):
         if self.progress is None:
@@ -117,17 +120,13 @@ class _Job:
 
 
 def _unique_stem(name: str, taken: set[str]) -> str:
-    stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip() or "document"
+    # leading dots would make a hidden folder, or "." / ".." for a file named "..pdf"
+    stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip().lstrip(".").strip() or "document"
     candidate, n = stem, 2
     while candidate.lower() in taken:
         candidate, n = f"{stem}-{n}", n + 1
     taken.add(candidate.lower())
     return candidate
-
-
-def _chunks(items: Sequence[int], size: int) -> Iterable[Sequence[int]]:
-    for i in range(0, len(items), max(1, size)):
-        yield items[i : i + size]
 
 
 class Converter:
@@ -199,6 +198,7 @@ class Converter:
             limits = IngestLimits.from_settings(self.settings)
             with open_document(path, password=options.password, dpi=options.dpi, limits=limits) as src:
                 doc.notes.extend(src.notes)
+                doc.source_repaired = job.repaired = bool(getattr(src, "repaired", False))
                 indices = parse_page_range(options.pages, src.page_count)
                 job.total = len(indices)
                 engine = self.engines.get(options.engine)
@@ -223,71 +223,95 @@ class Converter:
         return doc
 
     def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, taken) -> None:
+        """The whole document is one lazy stream of page requests: the engine pulls pages as it has
+        room for them (a GPU engine keeps its decoder's slots full across the document), so pages are
+        rendered only as fast as they are recognised and host memory stays bounded by the engine's
+        pages in flight."""
         from ocr_app.engines.deepseek.prompts import resolve_prompt
         from ocr_app.render.writer import DocumentWriter
 
         prompt = resolve_prompt(options.prompt, locate_text=options.locate_text)
-        writer = DocumentWriter(out, _unique_stem(src.name, taken), options.formats, dpi=options.dpi)
+        stem = _unique_stem(src.name, taken)
+        writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices)
         try:
-            for chunk in _chunks(indices, options.batch_pages):
-                job.check_cancel()
-                pages: list[PageImage] = []
-                for index in chunk:
-                    job.emit("render", self._page_msg("Rendering", index, job, src.page_count), index + 1)
-                    try:
-                        pages.append(src.render(index))
-                    except OcrError as exc:
-                        self._fail_page(job, writer, index, src.name, exc)
-                requests = [
-                    PageRequest(
-                        page=p,
-                        prompt=prompt,
-                        mode=options.mode,
-                        max_new_tokens=options.max_new_tokens,
-                        use_cache=options.use_cache,
-                    )
-                    for p in pages
-                ]
-                if requests:
-                    first, last = requests[0].page.index + 1, requests[-1].page.index + 1
-                    span = f"page {first}" if first == last else f"pages {first}–{last}"
-                    job.emit("recognize", f"Recognizing {span} of {src.page_count}", first)
-                    self._recognize(engine, requests, job, writer)
+            job.check_cancel()
+            self._recognize(engine, self._requests(src, indices, prompt, options, job, writer), job, writer)
+            job.check_cancel()
         finally:
             # Whatever happened (cancel included), write what was converted so nothing is lost.
             doc.pages = [job.results[i] for i in indices if i in job.results]
             if doc.pages:
                 job.emit("write", f"Writing outputs for {src.name}")
                 writer.finish(doc)
+            else:
+                writer.abort()
 
-    def _recognize(self, engine: Engine, requests: list[PageRequest], job: _Job, writer) -> None:
-        """Stream outputs; if the batch breaks, retry the unfinished pages one by one to isolate it."""
-        pending = {id(r): r for r in requests}
+    def _requests(self, src, indices, prompt: str, options, job: _Job, writer) -> Iterator[PageRequest]:
+        """Render and yield page requests one by one as the engine pulls them. A page that fails to
+        render is recorded and skipped; a cancel stops the feed (pages in flight still finish)."""
+        for index in indices:
+            if job.cancel is not None and job.cancel.is_set():
+                return
+            job.emit("render", self._page_msg("Rendering", index, job, src.page_count), index + 1)
+            try:
+                page = src.render(index)
+            except OcrError as exc:
+                self._fail_page(job, writer, index, src.name, exc)
+                continue
+            job.emit("recognize", self._page_msg("Recognizing", index, job, src.page_count), index + 1)
+            yield PageRequest(
+                page=page,
+                prompt=prompt,
+                mode=options.mode,
+                max_new_tokens=options.max_new_tokens,
+                use_cache=options.use_cache,
+            )
+
+    def _recognize(self, engine: Engine, requests: Iterable[PageRequest], job: _Job, writer) -> None:
+        """Stream outputs; if the stream breaks, retry its unfinished pages one by one to isolate the
+        bad one, then go on with the rest of the document."""
+        source = iter(requests)
+        first = next(source, None)
+        if first is None:
+            return  # nothing to recognise: do not load an engine for it
+        pulled: list[PageRequest] = []
+        finished: set[int] = set()
         try:
-            for i, output in engine.predict_stream(requests):
-                req = requests[i]
-                self._finish_page(job, writer, req.page, output)
-                pending.pop(id(req), None)
+            for i, output in engine.predict_stream(noting(itertools.chain([first], source), pulled)):
+                self._finish_page(job, writer, pulled[i], output)
+                finished.add(i)
                 job.check_cancel()
+            for k, req in enumerate(pulled):  # an engine must answer every page it took
+                if k not in finished:
+                    err = EngineError(f"the {engine.name} engine returned no output for this page")
+                    self._fail_page(job, writer, req.page.index, req.page.source, err)
         except ConversionCancelled:
             raise
         except Exception as exc:
-            if len(requests) == 1:
-                self._fail_page(job, writer, requests[0].page.index, requests[0].page.source, exc)
-                return
-            logger.warning("batch of %d pages failed (%s); retrying pages one by one", len(requests), exc)
-            for req in list(pending.values()):
-                job.check_cancel()
-                self._recognize(engine, [req], job, writer)
+            left = [r for k, r in enumerate(pulled) if k not in finished] or [first]
+            if len(pulled) <= 1:
+                self._fail_page(job, writer, left[0].page.index, left[0].page.source, exc)
+            else:
+                logger.warning(
+                    "a stream of %d pages failed (%s); retrying pages one by one", len(pulled), exc
+                )
+                for req in left:
+                    job.check_cancel()
+                    self._recognize(engine, [req], job, writer)
+            self._recognize(engine, source, job, writer)  # the rest of the document
 
-    def _finish_page(self, job: _Job, writer, page: PageImage, output: EngineOutput) -> None:
+    def _finish_page(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
         from ocr_app.parse.grounding import clean_raw, parse_grounded
+        from ocr_app.parse.quality import assess
+
+        page = request.page
 
         width, height = page.size
         raw = clean_raw(output.raw_text)
         blocks = output.blocks if output.blocks is not None else parse_grounded(raw, width, height)
         prefix = f"{output.engine}:"
         reason = next((n[len(prefix) :].strip() for n in output.notes if n.startswith(prefix)), "")
+        quality, why = assess(blocks, page.image, output, min_confidence=self.settings.min_confidence)
         result = PageResult(
             index=page.index,
             source=page.source,
@@ -301,7 +325,13 @@ class Converter:
             num_tokens=output.num_tokens,
             timings=dict(output.timings),
             notes=list(output.notes),
+            quality=quality,
+            quality_reason=why,
+            confidence=output.confidence,
+            source_repaired=job.repaired,
+            tiling=output.tiling,
         )
+        self._record_used(result, output, request)
         t0 = time.perf_counter()
         writer.add_page(result, page.image)
         result.timings["render"] = round(time.perf_counter() - t0, 4)
@@ -309,6 +339,19 @@ class Converter:
         flag = {StopReason.LENGTH: " (token cap hit)", StopReason.REPETITION: " (repetition)"}
         msg = f"Recognized page {page.index + 1} ({len(job.results)} of {job.total})"
         job.emit("page_done", msg + flag.get(result.stop_reason, ""), page.index + 1, result)
+
+    @staticmethod
+    def _record_used(result: PageResult, output: EngineOutput, request: PageRequest) -> None:
+        """What the engine honoured, not what was asked: engines without prompts/modes record None."""
+        from ocr_app.engines.base import PROMPTLESS_ENGINES
+
+        if output.engine in PROMPTLESS_ENGINES:
+            result.used_prompt = output.used_prompt
+            result.used_mode = output.used_mode
+            result.notes.append(f"{output.engine}: takes no prompt and no resolution mode; both were ignored")
+        else:
+            result.used_prompt = output.used_prompt or request.prompt
+            result.used_mode = output.used_mode or request.mode
 
     def _fail_page(self, job: _Job, writer, index: int, source: str, exc: BaseException) -> None:
         if isinstance(exc, OcrError):

@@ -51,10 +51,10 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
 
     engines: dict[str, object] = {}
     try:
-        from ocr_app.engines.registry import build_engines
+        from ocr_app.stack import build_engines
 
         engine_set = build_engines(settings)
-        engines["default"] = f"{engine_set.default} ({engine_set.default_reason})"
+        engines["default"] = f"{engine_set.default} ({engine_set.describe()['default_reason']})"
         engines["available"] = ", ".join(engine_set.names())
         for name, why in engine_set.unavailable.items():
             engines[f"{name} (unavailable)"] = why

@@ -7,6 +7,7 @@ Why dataclasses and not dicts: every stage and both front ends (UI, CLI) agree o
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,8 @@ class PageImage:
     dpi: int | None = None  # render DPI for PDF pages, None for images
     pdf_path: Path | None = None  # set for PDF pages, so the text-layer engine can read them
     page_count: int = 1  # pages in the source document (for "page 3 of 12")
+    # Unlocks an encrypted ``pdf_path`` for engines that re-open it; kept out of repr so it is never logged.
+    password: str | None = field(default=None, repr=False)
 
     @property
     def size(self) -> tuple[int, int]:
@@ -83,6 +86,18 @@ class EngineOutput:
     vision_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)  # seconds: prefill, decode, total...
     notes: list[str] = field(default_factory=list)  # e.g. OOM retries, cache hits, routing reason
+    # The engine's own trust in its text, 0..1 (light: RapidOCR line scores); None when it has none.
+    confidence: float | None = None
+    # An engine's own reason to distrust the page (text layer: the garbage heuristic), or None.
+    suspect: str | None = None
+    # What the engine actually honoured: engines that ignore prompt/mode leave these None.
+    used_prompt: str | None = None
+    used_mode: str | None = None
+    tiling: dict[str, Any] | None = None  # set when a huge page was read as tiles (engines.tiling)
+
+
+# Page status words, most severe first: a page has the first that applies. ``ok`` means none did.
+PAGE_STATUSES = ("error", "length", "repetition", "empty", "low_confidence", "repaired", "ok")
 
 
 @dataclass
@@ -106,6 +121,14 @@ class PageResult:
     error_kind: str | None = None  # "input" (the user's file) or "internal" (engine/runtime)
     overlay_path: Path | None = None
     figures: list[Path] = field(default_factory=list)
+    # Why the page's text may not be trusted: "empty" or "low_confidence" (set by the converter).
+    quality: str | None = None
+    quality_reason: str = ""  # words a user can act on, e.g. "no text found; the page image is blank"
+    confidence: float | None = None  # the engine's own confidence, 0..1, None when it has none
+    source_repaired: bool = False  # the source file was damaged and repaired: content may be missing
+    used_prompt: str | None = None  # the prompt the engine honoured; None: the engine takes no prompt
+    used_mode: str | None = None  # the resolution mode the engine honoured; None: it has no modes
+    tiling: dict[str, Any] | None = None  # grid, tile size, overlap when the page was read as tiles
 
     @property
     def ok(self) -> bool:
@@ -113,11 +136,19 @@ class PageResult:
 
     @property
     def status(self) -> str:
-        """One word for the UI: ok, length, repetition or error."""
+        """One word a reader can trust (see ``PAGE_STATUSES``, most severe first).
+
+        Why one word: the UI page list, the status table, the CLI summary, the JSON and the exit code
+        all count the same thing.
+        """
         if self.error:
             return "error"
         if self.stop_reason in (StopReason.LENGTH, StopReason.REPETITION):
             return self.stop_reason.value
+        if self.quality in ("empty", "low_confidence"):
+            return self.quality
+        if self.source_repaired:
+            return "repaired"
         return "ok"
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,7 +173,12 @@ class PageResult:
             "height": self.height,
             "engine": self.engine,
             "engine_reason": self.engine_reason,
+            "prompt": self.used_prompt,
+            "mode": self.used_mode,
             "status": self.status,
+            "status_reason": self.quality_reason,
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "source_repaired": self.source_repaired,
             "stop_reason": self.stop_reason.value,
             "num_tokens": self.num_tokens,
             "timings": dict(self.timings),
@@ -151,6 +187,7 @@ class PageResult:
             "error_kind": self.error_kind,
             "markdown": self.markdown,
             "blocks": blocks,
+            "tiling": self.tiling,
         }
 
 
@@ -165,10 +202,19 @@ class DocumentResult:
     notes: list[str] = field(default_factory=list)  # e.g. "file is a PNG named .pdf", "PDF was repaired"
     outputs: dict[str, Path] = field(default_factory=dict)  # "md", "mmd", "json", "zip", "layout_pdf"
     settings: dict[str, Any] = field(default_factory=dict)
+    source_repaired: bool = False  # the file was damaged and repaired on opening (pages may be lost)
 
     @property
     def ok(self) -> bool:
         return self.error is None and all(p.ok for p in self.pages)
+
+    def status_counts(self) -> dict[str, int]:
+        """Pages per status, in ``PAGE_STATUSES`` order, statuses with no page left out."""
+        return status_counts(self.pages)
+
+    def headline(self) -> str:
+        """``18 pages: 1 repaired, 17 empty (repaired source)``."""
+        return status_headline(self.pages, repaired_source=self.source_repaired)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,12 +223,32 @@ class DocumentResult:
             "error_kind": self.error_kind,
             "settings": dict(self.settings),
             "notes": list(self.notes),
+            "source_repaired": self.source_repaired,
+            "status_counts": self.status_counts(),
             "page_count": len(self.pages),
             "pages": [p.to_dict() for p in self.pages],
         }
 
 
+def status_counts(pages: Iterable[PageResult]) -> dict[str, int]:
+    """Pages per status word, most severe first; statuses no page has are left out."""
+    counts = dict.fromkeys(PAGE_STATUSES, 0)
+    for page in pages:
+        counts[page.status] += 1
+    return {k: v for k, v in counts.items() if v}
+
+
+def status_headline(pages: Sequence[PageResult], *, repaired_source: bool = False) -> str:
+    """The one headline the CLI and the UI show, e.g. ``18 pages: 1 repaired, 17 empty (repaired source)``."""
+    counts = status_counts(pages)
+    n = len(pages)
+    parts = [f"{count} {word.replace('_', ' ')}" for word, count in counts.items()]
+    line = f"{n} page{'' if n == 1 else 's'}" + (f": {', '.join(parts)}" if parts else "")
+    return f"{line} (repaired source)" if repaired_source else line
+
+
 __all__ = [
+    "PAGE_STATUSES",
     "Block",
     "Box",
     "DocumentResult",
@@ -192,4 +258,6 @@ __all__ = [
     "PageResult",
     "StopReason",
     "asdict",
+    "status_counts",
+    "status_headline",
 ]

@@ -33,6 +33,7 @@ class SourceDocument(abc.ABC):
         self.path = path  # the file on disk the user gave, None when opened from bytes
         self.page_count = page_count
         self.notes: list[str] = []  # things the user may want to know (mislabelled, repaired...)
+        self.repaired = False  # the file was damaged and repaired on opening: pages may be blank or lost
         self._closed = False
 
     @abc.abstractmethod

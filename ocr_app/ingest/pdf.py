@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -33,6 +34,27 @@ logger = logging.getLogger(__name__)
 # Anything in ocr_app that calls PyMuPDF while other threads may render (e.g. the text-layer engine)
 # should hold this lock.
 MUPDF_LOCK = threading.RLock()
+
+
+def import_pymupdf():
+    """``import pymupdf`` without the optional layout analyser that PyMuPDF 2 imports on its own.
+
+    Why: ``pymupdf`` tries ``import pymupdf.layout`` at import time when ``pymupdf-layout`` is
+    installed (a dependency of PyMuPDF 2); that loads ONNX models and costs ~1.2 s, most of a
+    born-digital conversion, and nothing in ocr-app calls ``Page.get_layout``. The import is skipped
+    only while ``pymupdf`` itself loads: an explicit ``import pymupdf.layout`` later still works.
+    """
+    if "pymupdf" in sys.modules:
+        return sys.modules["pymupdf"]
+    skip = "pymupdf.layout" not in sys.modules
+    if skip:
+        sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]  # makes that import fail
+    try:
+        import pymupdf
+    finally:
+        if skip and sys.modules.get("pymupdf.layout", 0) is None:
+            del sys.modules["pymupdf.layout"]
+    return pymupdf
 
 
 def fit_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> int:
@@ -68,13 +90,14 @@ class PdfDocument(SourceDocument):
         limits: IngestLimits,
         owns_file: bool = False,
     ) -> None:
-        import pymupdf
+        pymupdf = import_pymupdf()
 
         self.pdf_path = pdf_path
         # a temp copy of bytes input is deleted on close, or at garbage collection / exit at the latest
         self._delete_file = weakref.finalize(self, _unlink, pdf_path) if owns_file else None
         self.dpi = dpi
         self.limits = limits
+        self._password: str | None = None  # handed to pages, for engines that re-open the file
         with MUPDF_LOCK:
             try:
                 doc = pymupdf.open(pdf_path, filetype="pdf")
@@ -82,7 +105,9 @@ class PdfDocument(SourceDocument):
                 self._delete_temp()
                 raise CorruptFileError(f"{name} is damaged or truncated and cannot be read as a PDF") from exc
             try:
-                _unlock(doc, name, password)
+                if doc.needs_pass:
+                    _unlock(doc, name, password)
+                    self._password = password
                 page_count = doc.page_count
                 repaired = bool(doc.is_repaired)
             except BaseException:
@@ -110,6 +135,7 @@ class PdfDocument(SourceDocument):
                 f"(set {ENV_MAX_PAGES} to raise it)"
             )
         if repaired:
+            self.repaired = True
             note = f"{self.name} was damaged and has been repaired; some pages may be incomplete"
             logger.warning(note)
             self.notes.append(note)
@@ -158,6 +184,7 @@ class PdfDocument(SourceDocument):
             dpi=dpi,
             pdf_path=self.pdf_path,
             page_count=self.page_count,
+            password=self._password,
         )
 
     def _release(self) -> None:

@@ -10,10 +10,8 @@
 tokens and box coordinates and are 10 % of the weights, so they stay in the float dtype (bf16, or fp16
 on GPUs without bf16).
 
-``auto`` rule: ``runtime/budget.py`` (``choose_preset``) picks by the GPU memory budget (the
-``gpu_memory_gib`` setting, else free memory), thresholds derived from the memory estimate: CPU → ``fp32``;
-CUDA with bf16 → ``bf16`` at ≥ 9.6 GiB, ``int8`` at ≥ 5.8 GiB, else ``mixed``; CUDA without bf16 →
-``fp16`` at ≥ 9.6 GiB, else ``mixed`` (fp16 activations).
+``auto`` is resolved by the one precision resolver, ``ocr_app.engines.deepseek.precision`` (its
+docstring has the rule); the alias table lives there too.
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ocr_app.engines.deepseek.precision import ALIASES, canonical_precision, resolve_precision
 from ocr_app.exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -49,19 +48,15 @@ PRESETS: dict[str, Preset] = {
     "int8": Preset("int8", "bfloat16", vision="int8", decoder_bits=8),
     "mixed": Preset("mixed", "bfloat16", vision="int8", decoder_bits=4, awq=True),
 }
-ALIASES = {
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "half": "fp16",
-    "float32": "fp32",
-    "w4": "mixed",
-    "awq": "mixed",
-}
+__all__ = ["ALIASES", "PRESETS", "Preset", "auto_preset_name", "get_preset", "resolve_preset"]
 
 
 def get_preset(name: str, bf16_supported: bool = True) -> Preset:
     """The preset called ``name`` (not ``auto``). Quantised presets on a GPU without bf16 keep fp16."""
-    key = ALIASES.get(name.lower(), name.lower())
+    try:
+        key = canonical_precision(name)
+    except ConfigError:
+        key = ""
     if key not in PRESETS:
         raise ConfigError(f"unknown dtype preset {name!r}; choose one of auto, {', '.join(PRESETS)}")
     preset = PRESETS[key]
@@ -73,13 +68,9 @@ def get_preset(name: str, bf16_supported: bool = True) -> Preset:
 
 
 def auto_preset_name(device: str, free_bytes: int | None = None, bf16_supported: bool = True) -> str:
-    """The documented ``auto`` rule for ``free_bytes`` of budget (``runtime.budget.choose_preset``)."""
-    from ocr_app.runtime.budget import choose_preset
-
-    if not device.startswith("cuda"):
-        return "fp32"
-    kind = "cuda" if bf16_supported else "cuda-no-bf16"
-    return choose_preset(free_bytes if free_bytes is not None else 0, kind)[0]
+    """What ``auto`` resolves to (``engines.deepseek.precision.resolve_precision``)."""
+    kind = "cuda" if device.startswith("cuda") else device.split(":")[0]
+    return resolve_precision("auto", device_kind=kind, bf16_supported=bf16_supported, free_bytes=free_bytes)
 
 
 def resolve_preset(name: str, device: str = "cpu") -> Preset:

@@ -1,7 +1,8 @@
 """Atomic file writes: a temp file in the target's directory, then ``os.replace``.
 
 Why: a crash, a full disk or a killed worker must never leave a half-written Markdown, JSON or ZIP that
-looks complete; readers see either the old file or the new one.
+looks complete; readers see either the old file or the new one. The temp file ``mkstemp`` makes is
+private (0600); ``publish`` gives the result the mode any other new file gets (0666 minus the umask).
 """
 
 from __future__ import annotations
@@ -10,10 +11,37 @@ import contextlib
 import logging
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask (reading it means setting it, so briefly and under a lock)."""
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def temp_beside(path: Path) -> Path:
+    """A new empty temp file in ``path``'s folder (created there so ``os.replace`` is atomic)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp_name)
+
+
+def publish(tmp: Path, path: Path) -> Path:
+    """Give ``tmp`` the umask's file mode and move it onto ``path`` atomically."""
+    os.chmod(tmp, 0o666 & ~current_umask())
+    os.replace(tmp, path)
+    return Path(path)
 
 
 @contextlib.contextmanager
@@ -22,14 +50,10 @@ def atomic_target(path: Path) -> Iterator[Path]:
 
     For writers that want a file name (PyMuPDF ``save``, ``zipfile``) rather than bytes.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = temp_beside(path)
     try:
         yield tmp
-        os.replace(tmp, path)
+        publish(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 IMAGE_LABELS = frozenset({"image", "figure"})
+# Running headers, footers and page numbers: kept in the JSON, left out of the Markdown body.
+MARGIN_LABELS = frozenset({"page_header", "page_footer"})
 LATEX_FIXES = (("\\coloneqq", ":="), ("\\eqqcolon", "=:"))
 JPEG_QUALITY = 90
 # Document layout (stable; tools may split on it): every page starts with ``<!-- page N -->`` (1-based)
@@ -101,6 +103,8 @@ def page_markdown(
     parts: list[str] = []
     figures: list[Path] = []
     for block in blocks:
+        if block.label in MARGIN_LABELS:
+            continue
         if block.label in IMAGE_LABELS and images_dir is not None and image is not None:
             for box in block.boxes:
                 name = f"{page_number}_{len(figures)}.jpg"
@@ -124,8 +128,11 @@ def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None =
     numbers = list(page_numbers) if page_numbers is not None else list(range(1, len(pages) + 1))
     if len(numbers) != len(pages):
         raise ValueError(f"{len(pages)} pages but {len(numbers)} page numbers")
-    parts = []
-    for number, md in zip(numbers, pages, strict=True):
-        marker = PAGE_MARKER.format(number=number)
-        parts.append(f"{marker}\n\n{md.strip()}" if md.strip() else marker)
+    parts = [page_block(number, md) for number, md in zip(numbers, pages, strict=True)]
     return PAGE_RULE.join(parts) + "\n" if parts else ""
+
+
+def page_block(number: int, md: str) -> str:
+    """One page of the document Markdown: its marker, then its text (streamed writers join with ``PAGE_RULE``)."""
+    marker = PAGE_MARKER.format(number=number)
+    return f"{marker}\n\n{md.strip()}" if md.strip() else marker

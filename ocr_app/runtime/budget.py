@@ -135,19 +135,3 @@ def apply_cap(budget: Budget, device: Any) -> None:
     torch.cuda.set_per_process_memory_fraction(fraction, index)
     logger.info("GPU %d capped at %.2f GiB (%s, fraction %.4f)", index, budget.bytes / GIB, budget.source,
                 fraction)  # fmt: skip
-
-
-def free_bytes(device: Any) -> int:
-    """GPU bytes new tensors can still take on ``device``: the device's free memory, bounded by what this
-    process's cap (``apply_cap``) leaves above what it has allocated. Plans that size buffers "from free
-    memory" (e.g. the decoder's KV slots) use this, so under ``--gpu-memory 4`` they see the 4 GiB, not the
-    80 GiB the card has free."""
-    import torch
-
-    dev = _device(device)
-    index = dev.index if dev.index is not None else torch.cuda.current_device()
-    free, total = torch.cuda.mem_get_info(index)
-    fraction = torch.cuda.get_per_process_memory_fraction(index)
-    if fraction < 1.0:
-        free = min(free, max(0, int(fraction * total) - torch.cuda.memory_allocated(index)))
-    return int(free)

@@ -16,7 +16,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -140,11 +140,12 @@ class ModelManager(Engine):
         finally:
             self._release(served)
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
         self._acquire()
         served = 0
         try:
-            with self._request_memory(f"{self.name} stream of {len(requests)}") as rec:
+            n = len(requests) if isinstance(requests, Sized) else "pages"
+            with self._request_memory(f"{self.name} stream of {n}") as rec:
                 for item in self._runner.predict_stream(requests):
                     served += 1
                     yield item
@@ -269,7 +270,8 @@ class ModelManager(Engine):
             self._cond.notify_all()
 
     def _request_memory(self, label: str):
-        return request_context(self._resolved_memory_device(), self._tolerance_mb, label)
+        resident = getattr(self._engine, "resident_bytes", None)  # kept on purpose: not a leak
+        return request_context(self._resolved_memory_device(), self._tolerance_mb, label, resident=resident)
 
     def _resolved_memory_device(self) -> str:
         dev = (self._memory_device or "cpu").lower()

@@ -11,7 +11,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,8 +95,12 @@ def stream_conversion(
     out_dir: Path,
     options: ConvertOptions,
     cancel: threading.Event,
+    passwords: dict[str, str] | None = None,
 ) -> Iterator[Progress | JobOutcome]:
     """Yield ``Progress`` while the worker converts, then one ``JobOutcome``.
+
+    ``passwords`` maps a file name to its PDF password (it overrides ``options.password`` for that file);
+    they live only in memory, like the options.
 
     Closing the generator early (the browser went away) sets ``cancel`` so the worker stops at the next
     page instead of running on with nobody watching.
@@ -126,8 +130,11 @@ def stream_conversion(
                 def report(event: ProgressEvent, i: int = i) -> None:
                     events.put((i, event))
 
+                file_options = options
+                if passwords and names[i] in passwords:
+                    file_options = replace(options, password=passwords[names[i]])
                 try:
-                    docs = converter.convert([path], out_dir / f"{i:03d}", options, report, cancel)
+                    docs = converter.convert([path], out_dir / f"{i:03d}", file_options, report, cancel)
                 except ConversionCancelled as exc:
                     outcome.cancelled = True
                     if exc.partial is not None:  # its finished pages, with outputs written: downloadable

@@ -4,9 +4,10 @@ Why one module: the engine, ``ocr-app info`` and the engine registry must agree 
 from (a local directory, the Hugging Face cache, or the hub) and on the exact words that tell a user how
 to get them when they are missing. ``weights_status`` / ``weights_available`` never touch the network.
 
-Quantized presets (``int8``, ``mixed``) are names here; a quantization backend makes them usable by
-calling ``register_quant_backend`` (the ``ocr_app.quant`` package does that). Until then they raise
-``EngineUnavailableError``.
+Quantized presets (``int8``, ``mixed``) load through a quantization backend: ``ocr_app.quant``'s
+``PresetBackend`` when that package is importable (found on first use, no import-time registry), or
+one registered with ``register_quant_backend``. Without one they raise ``EngineUnavailableError``.
+Precision names, aliases and the ``auto`` rule live in ``precision.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ocr_app.engines.deepseek.precision import QUANT_PRESETS, TORCH_DTYPE_NAMES, canonical_precision
 from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
 from ocr_app.settings import DEFAULT_MODEL
@@ -26,17 +28,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FLOAT_DTYPES = {
-    "bf16": "bfloat16",
-    "bfloat16": "bfloat16",
-    "fp16": "float16",
-    "float16": "float16",
-    "half": "float16",
-    "fp32": "float32",
-    "float32": "float32",
-    "float": "float32",
-}
-QUANT_PRESETS = ("int8", "mixed")
 # Files a checkpoint needs; used to limit a hub download to what from_pretrained reads.
 _ALLOW_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "tokenizer*"]
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -67,20 +58,22 @@ def register_quant_backend(name: str, backend: QuantBackend) -> None:
     _QUANT_BACKENDS[name] = backend
 
 
-def _discover_quant_backends() -> None:
-    """Import ``ocr_app.quant`` (it registers its presets on import) when it is installed."""
-    import importlib
-
+def _default_quant_backend(name: str) -> QuantBackend | None:
+    """``ocr_app.quant``'s backend for ``name``, or None when that package cannot be imported here."""
     try:
-        importlib.import_module("ocr_app.quant")
+        from ocr_app.quant.pipeline import PresetBackend
     except ImportError as exc:
         logger.debug("no quantization package: %s", exc)
+        return None
+    return PresetBackend(name)
 
 
 def quant_backend(name: str) -> QuantBackend:
     """The registered backend for a quantized preset, or ``EngineUnavailableError`` saying why not."""
-    if name not in _QUANT_BACKENDS:
-        _discover_quant_backends()
+    if name not in _QUANT_BACKENDS and name in QUANT_PRESETS:
+        backend = _default_quant_backend(name)
+        if backend is not None:
+            _QUANT_BACKENDS[name] = backend
     try:
         return _QUANT_BACKENDS[name]
     except KeyError:
@@ -124,16 +117,14 @@ def resolve_dtype(setting: str, device: torch.device) -> torch.dtype:
     """
     import torch
 
-    name = (setting or "auto").strip().lower()
+    name = canonical_precision(setting)
     if name == "auto":
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.float32
-    if name in FLOAT_DTYPES:
-        return getattr(torch, FLOAT_DTYPES[name])
-    if name in QUANT_PRESETS:
-        return quant_backend(name).compute_dtype(device)
-    raise ConfigError(f"Unknown dtype '{setting}': use auto, bf16, fp16, fp32, int8 or mixed.")
+    if name in TORCH_DTYPE_NAMES:
+        return getattr(torch, TORCH_DTYPE_NAMES[name])
+    return quant_backend(name).compute_dtype(device)
 
 
 # --- where the weights are ----------------------------------------------------------------------
