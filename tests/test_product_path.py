@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ocr_app.convert import Converter, ConvertOptions  # noqa: E402
-from ocr_app.engines.deepseek.decode_scheduler import (  # noqa: E402
+from ocr_app.engines.deepseek.decoding.scheduler import (  # noqa: E402
     SlotPlan,
     available_bytes,
     plan_capacity,
@@ -162,7 +162,7 @@ class GpuDouble:
 def test_pages_in_flight_follow_free_memory_or_the_budget(tiny_checkpoint):
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decode_scheduler import transient_reserve
+    from ocr_app.engines.deepseek.decoding.scheduler import transient_reserve
     from ocr_app.runtime.estimate import kv_bytes_per_token
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32)

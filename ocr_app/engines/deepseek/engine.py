@@ -157,7 +157,7 @@ class DeepSeekOcr2Engine(Engine):
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
         self._exempt_ids: list[int] = []
-        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
+        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decoding.adapter), built on use
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -206,7 +206,7 @@ class DeepSeekOcr2Engine(Engine):
         if was_cuda:
             import torch
 
-            from ocr_app.engines.deepseek.decode import release_cuda_workspaces
+            from ocr_app.engines.deepseek.decoding.decoder import release_cuda_workspaces
 
             torch.cuda.empty_cache()
             release_cuda_workspaces()
@@ -245,7 +245,7 @@ class DeepSeekOcr2Engine(Engine):
         import torch
 
         self.load()
-        from ocr_app.engines.deepseek.decode_adapter import stream_pages, wants_graph_decoder
+        from ocr_app.engines.deepseek.decoding.adapter import stream_pages, wants_graph_decoder
 
         pulled: list[PageRequest] = []
         source = _recording(requests, pulled)
@@ -414,7 +414,7 @@ class DeepSeekOcr2Engine(Engine):
 
     def _decode(self, prepared: PreparedBatch) -> list[tuple[list[int], StopReason]]:
         """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token."""
-        from ocr_app.engines.deepseek.decode_adapter import decode_prepared, wants_graph_decoder
+        from ocr_app.engines.deepseek.decoding.adapter import decode_prepared, wants_graph_decoder
 
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             return decode_prepared(self, prepared)  # same tokens, through the graph decoder

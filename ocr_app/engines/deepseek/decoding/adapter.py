@@ -28,13 +28,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.deepseek.decode import CAPTURE_LOCK, DecodeRequest, DecodeResult, DecoderOptions
-from ocr_app.engines.deepseek.decode_guard import GuardSpec
+from ocr_app.engines.deepseek.decoding.decoder import (
+    CAPTURE_LOCK,
+    DecodeRequest,
+    DecodeResult,
+    DecoderOptions,
+)
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
-    from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler
+    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
     from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, PreparedBatch
 
 logger = logging.getLogger(__name__)
@@ -62,7 +67,7 @@ def scheduler_for(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
 
 
 def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
-    from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler
+    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
 
     sched = getattr(engine, "_decoder", None)
     if sched is not None and sched.model is engine.model:

@@ -26,7 +26,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ocr_app.engines.deepseek.decode import (
+from ocr_app.engines.deepseek.decoding.decoder import (
     BATCH_BUCKETS,
     DecodeRequest,
     DecodeResult,

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops
 from ocr_app.exceptions import ConfigError, EngineError
 from ocr_app.schema import StopReason
 
@@ -227,7 +227,7 @@ class PageDecoder:
 
     def _setup_kernels(self, mode: str) -> None:
         """Pick the fused-kernel step where Triton runs and the modules are the stock ones."""
-        from ocr_app.engines.deepseek import decode_kernels as dk
+        from ocr_app.engines.deepseek.decoding import kernels as dk
 
         if mode not in ("auto", "triton", "torch"):
             raise ConfigError(f"kernels must be auto, triton or torch, not {mode!r}")
@@ -411,7 +411,7 @@ class PageDecoder:
         guard_start = self.guard_start[rows]
         ban_repeated_ngrams_(logits, seq_rows, seq_len, guard_start, self.options.guard, self._exempt)
         if self.fused:
-            from ocr_app.engines.deepseek import decode_kernels as dk
+            from ocr_app.engines.deepseek.decoding import kernels as dk
 
             nxt = dk.argmax(logits)
         else:
@@ -470,7 +470,7 @@ class PageDecoder:
         import torch
         import torch.nn.functional as F
 
-        from ocr_app.engines.deepseek import decode_kernels as dk
+        from ocr_app.engines.deepseek.decoding import kernels as dk
 
         pos = self.kv_len[:b].clone()
         tok = self.seq[:b].gather(1, pos[:, None])
