@@ -28,6 +28,9 @@ ALL_FORMATS = ("md", "mmd", "json", "overlay", "layout_pdf", "zip")
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    from ocr_app.exceptions import install_user_error_filter
+
+    install_user_error_filter()  # user errors: one line each, no traceback
 
 
 def _parse_formats(value: str) -> frozenset[str]:
@@ -122,6 +125,11 @@ def convert(
         settings = load_settings(
             model=model, device=device, dtype=dtype, engine=engine, text_layer=text_layer, idle_unload_s=0
         )
+        _check_usage(settings, mode)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise click.BadParameter(
+                f"{out_dir} is an existing file, not a folder.", param_hint="'-o' / '--out'"
+            )
         options = ConvertOptions.from_settings(
             settings,
             pages=pages,
@@ -135,7 +143,7 @@ def convert(
             use_cache=cache,
         )
         engines = build_engines(settings)
-    except click.BadParameter:
+    except click.UsageError:
         raise
     except OcrError as exc:
         click.echo(f"Error: {exc}", err=True)
@@ -169,6 +177,31 @@ def convert(
     else:
         _print_summary(results)
     sys.exit(code)
+
+
+def _check_usage(settings, mode: str | None) -> None:
+    """Unknown mode/device/dtype/engine, or the remote engine without an endpoint: exit 2 before anything
+    loads, naming the valid choices (values may come from options or DEEPSEEK_OCR_* variables)."""
+    from ocr_app.engines.deepseek.loading import check_device, check_dtype
+    from ocr_app.engines.deepseek.modes import check_mode
+    from ocr_app.engines.registry import check_engine
+    from ocr_app.exceptions import ConfigError
+
+    checks = (
+        ("--mode", check_mode, mode or settings.mode),
+        ("--device", check_device, settings.device),
+        ("--dtype", check_dtype, settings.dtype),
+        ("--engine", check_engine, settings.engine),
+    )
+    for option, check, value in checks:
+        try:
+            check(value)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
+    if check_engine(settings.engine) == "remote" and not settings.remote_url:
+        raise click.UsageError(
+            "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
+        )
 
 
 def _exit_code(results) -> int:

@@ -44,6 +44,9 @@ class ConvertOptions:
     formats: frozenset[str] = DEFAULT_FORMATS
     engine: str | None = None  # None = the engine set's default
     batch_pages: int = 8  # pages rendered and sent to the engine at a time (bounds host memory)
+    # ``pages`` over several files: True = each file converts the selected pages it has (pages past its
+    # end are left out, with a note); False = strict; None = True when one call converts several files.
+    clip_pages: bool | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ConvertOptions:
@@ -164,6 +167,8 @@ class Converter:
 
         options = options or ConvertOptions.from_settings(self.settings)
         out = Path(out_dir)
+        if out.exists() and not out.is_dir():
+            raise InputError(f"The output folder {out} is an existing file; give a folder (-o).")
         out.mkdir(parents=True, exist_ok=True)
         files: list[Path] = []
         missing: list[DocumentResult] = []
@@ -191,7 +196,7 @@ class Converter:
         cancel: threading.Event | None,
         taken: set[str],
     ) -> DocumentResult:
-        from ocr_app.ingest import IngestLimits, open_document, parse_page_range
+        from ocr_app.ingest import IngestLimits, clip_page_range, open_document, parse_page_range
 
         job = _Job(path.name, file_index, file_count, 0, progress, cancel)
         job.emit("open", f"Opening {path.name}")
@@ -202,7 +207,12 @@ class Converter:
             with open_document(path, password=options.password, dpi=options.dpi, limits=limits) as src:
                 doc.notes.extend(src.notes)
                 doc.source_repaired = job.repaired = bool(getattr(src, "repaired", False))
-                indices = parse_page_range(options.pages, src.page_count)
+                clip = options.clip_pages if options.clip_pages is not None else file_count > 1
+                if clip:  # one range over a batch: each file converts the pages it has
+                    indices, note = clip_page_range(options.pages, src.page_count)
+                    doc.notes.extend([note] if note else [])
+                else:  # one file: a page past the end is a typo to report, not to skip
+                    indices = parse_page_range(options.pages, src.page_count)
                 job.total = len(indices)
                 engine = self.engines.get(options.engine)
                 self._run_pages(src, indices, engine, options, job, out, doc, taken)

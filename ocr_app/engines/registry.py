@@ -57,6 +57,16 @@ class EngineSet:
                 engine.unload()
 
 
+def check_engine(name: str | None) -> str:
+    """The canonical engine name, or ``ConfigError`` listing the choices (nothing is built)."""
+    from ocr_app.exceptions import ConfigError
+
+    key = _canonical((name or "auto").strip())
+    if key not in ENGINE_NAMES:
+        raise ConfigError(f"Unknown engine '{name}'. Choose one of: {', '.join(ENGINE_NAMES)}.")
+    return key
+
+
 def _canonical(name: str) -> str:
     aliases = {"deepseek-ocr2": "deepseek", "deepseek-ocr-2": "deepseek", "rapidocr": "light"}
     return aliases.get(name.lower(), name.lower())

@@ -88,6 +88,27 @@ def quant_backend(name: str) -> QuantBackend:
 
 
 # --- device and dtype ---------------------------------------------------------------------------
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+def check_device(setting: str | None) -> str:
+    """The normalised device name, or ``ConfigError`` listing the choices. No torch: runs before loading."""
+    name = (setting or "auto").strip().lower()
+    if not _DEVICE_RE.match(name):
+        raise ConfigError(f"Unknown device '{setting}'. Choose one of: {', '.join(DEVICE_CHOICES)}.")
+    return name
+
+
+def check_dtype(setting: str | None) -> str:
+    """The normalised dtype name, or ``ConfigError`` listing the choices. No torch: runs before loading."""
+    name = (setting or "auto").strip().lower()
+    if name != "auto" and name not in FLOAT_DTYPES and name not in QUANT_PRESETS:
+        choices = ("auto", "bf16", "fp16", "fp32", *QUANT_PRESETS)
+        raise ConfigError(f"Unknown dtype '{setting}'. Choose one of: {', '.join(choices)}.")
+    return name
+
+
 def resolve_device(setting: str) -> torch.device:
     """``auto`` → the first CUDA device when there is one, else the CPU; explicit names are checked."""
     import torch
