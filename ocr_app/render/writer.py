@@ -32,6 +32,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ocr_app.engines.base import PROMPTLESS_ENGINES
 from ocr_app.exceptions import ConfigError
 from ocr_app.render.atomic import atomic_target, publish, temp_beside
 from ocr_app.render.layout_pdf import LayoutPdfBuilder
@@ -190,7 +191,12 @@ class DocumentWriter:
                 page.width, page.height = image.size
             images_dir = self.images_dir if self._wants_figures() else None
             page.markdown, page.figures = page_markdown(
-                page.blocks, image, page.index, images_dir, IMAGES_DIR
+                page.blocks,
+                image,
+                page.index,
+                images_dir,
+                IMAGES_DIR,
+                keep_table_html=page.engine not in PROMPTLESS_ENGINES,
             )
             self._files.extend(page.figures)
             page.overlay_path = None
