@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from ocr_app.engines.deepseek.modes import MODES
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
 
 logger = logging.getLogger(__name__)
@@ -65,7 +66,9 @@ def main(verbose: int) -> None:
     help="Output directory (one sub-folder per input file).",
 )
 @click.option("-p", "--pages", default=None, help='1-based page range, e.g. "1-3,7,10-".')
-@click.option("--mode", default=None, help="Resolution mode: global, default, auto (see `ocr-app info`).")
+@click.option(
+    "--mode", default=None, help=f"Resolution mode: {', '.join(MODES)}, default:N (N = most tiles, 2–6)."
+)
 @click.option(
     "--prompt",
     default=None,
