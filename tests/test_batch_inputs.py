@@ -47,3 +47,28 @@ def test_animated_gif_notes_that_only_the_first_frame_was_read(tmp_path):
     note = "anim.gif is an animation of 3 frames; only the first frame was read"
     assert note in doc.notes and len(doc.pages) == 1
     assert note in json.loads(doc.outputs["json"].read_text())["notes"]
+
+
+def test_json_records_the_prompt_and_mode_actually_used(tmp_path, tiny_checkpoint):
+    """Text layer: prompt and mode do not apply → null plus a note. DeepSeek: what it was given."""
+    pdf = make_pdf(tmp_path / "d.pdf", ["# Title\n\nSome born-digital words on the page."])
+    asked = {"prompt": "free", "mode": "global"}
+    settings = Settings(engine="textlayer", idle_unload_s=0)
+    (doc,) = Converter(build_engines(settings), settings).convert(
+        [pdf], tmp_path / "tl", ConvertOptions(formats=frozenset({"json"}), **asked)
+    )
+    page = json.loads(doc.outputs["json"].read_text())["pages"][0]
+    assert (page["engine"], page["prompt"], page["mode"]) == ("textlayer", None, None)
+    assert "textlayer: takes no prompt and no resolution mode; both were ignored" in page["notes"]
+
+    settings = Settings(model=str(tiny_checkpoint), device="cpu", engine="deepseek", idle_unload_s=0)
+    engines = build_engines(settings)
+    try:
+        (doc,) = Converter(engines, settings).convert(
+            [pdf], tmp_path / "ds", ConvertOptions(formats=frozenset({"json"}), max_new_tokens=2, **asked)
+        )
+    finally:
+        engines.unload_all()
+    page = json.loads(doc.outputs["json"].read_text())["pages"][0]
+    assert page["engine"] == "deepseek-ocr2", page["error"]
+    assert (page["prompt"], page["mode"]) == ("<image>\nFree OCR.", "global")
