@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -327,9 +326,7 @@ class Converter:
             source_repaired=job.repaired,
         )
         self._record_used(result, output, request)
-        t0 = time.perf_counter()
-        writer.add_page(result, page.image)
-        result.timings["render"] = round(time.perf_counter() - t0, 4)
+        writer.add_page(result, page.image)  # sets timings["render"]
         job.results[page.index] = result
         flag = {StopReason.LENGTH: " (token cap hit)", StopReason.REPETITION: " (repetition)"}
         msg = f"Recognized page {page.index + 1} ({len(job.results)} of {job.total})"

@@ -50,6 +50,7 @@ def test_rss_growth_from_page_10_to_page_2000_is_bounded(tmp_path):
     data = json.loads((base / "long.json").read_text())
     assert data["page_count"] == PAGES and data["status_counts"] == {"ok": PAGES}
     assert f"Chapter {PAGES}" in data["pages"][-1]["markdown"]
+    assert data["pages"][-1]["timings"]["render"] > 0  # streamed pages still carry their render time
     md = (base / "long.md").read_text()
     assert md.count("<!-- page ") == PAGES and f"<!-- page {PAGES} -->" in md
     with pymupdf.open(base / "long_layout.pdf") as layout:

@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import shutil
+import time
 import zipfile
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -172,6 +173,7 @@ class DocumentWriter:
 
         A failed page (``page.error`` set) gets a Markdown note and no overlay. The image is not kept.
         """
+        start = time.perf_counter()
         layout: bytes | str | None = None
         size = (0, 0)
         if page.error:
@@ -213,6 +215,8 @@ class DocumentWriter:
                     buf = io.BytesIO()
                     overlay.save(buf, format="JPEG", quality=LAYOUT_JPEG_QUALITY)
                     layout = buf.getvalue()
+        if not page.error:
+            page.timings["render"] = round(time.perf_counter() - start, 4)
         self._pending[page.index] = (page, layout, size)
         self._drain()
 
