@@ -34,12 +34,13 @@ from ocr_app.engines.deepseek.configs import config_dict, random_model
 
 logger = logging.getLogger("bench_decode")
 
-FULL = config_dict("full")
+IMAGE_TOKEN_ID = 128815  # the real tokenizer's <image> (no tokenizer on the GPU box; SOURCES id table)
+FULL = config_dict("full", image_token_id=IMAGE_TOKEN_ID)
 EXEMPT = (128821, 128822)  # stand-ins for <td>, </td>: the random model has no tokenizer
 GIB = 1024**3
 DEV = "cuda"
 # --tiny: CPU smoke test of this script (same code paths, tiny widths, the full vocabulary and ids)
-TINY = config_dict("tiny", text={"vocab_size": 129280}, image_token_id=128815)
+TINY = config_dict("tiny", image_token_id=IMAGE_TOKEN_ID)
 CONFIG = FULL
 
 

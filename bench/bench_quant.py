@@ -29,7 +29,7 @@ import torch
 
 from ocr_app.engines.deepseek.configs import config_dict, random_model
 
-FULL = config_dict("full")
+FULL = config_dict("full", image_token_id=128815)  # the real <image> id (SOURCES table)
 TINY = config_dict("tiny", text={"vocab_size": 512, "max_position_embeddings": 4096}, image_token_id=511)
 GIB = 2**30
 R: dict = {}

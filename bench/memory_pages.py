@@ -68,8 +68,8 @@ def run_one(pdf: Path, out: Path, engine: str, via: str, dpi: int) -> dict:
                 raise RuntimeError(f"ocr-app convert exited {exc.code}") from exc
     else:
         from ocr_app.convert import Converter, ConvertOptions
-        from ocr_app.engines.registry import build_engines
         from ocr_app.settings import Settings
+        from ocr_app.stack import build_engines
 
         def progress(event) -> None:
             if event.stage == "page_done" and event.done == 10:

@@ -8,22 +8,67 @@ look: ``empty``, ``low_confidence`` or ``repaired`` (the summary counts them); 1
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from ocr_app.engines.deepseek.modes import MODES
+from ocr_app.engines.deepseek.precision import DTYPE_CHOICES, canonical_precision
+from ocr_app.engines.deepseek.prompts import PRESETS
+from ocr_app.engines.registry import ENGINE_NAMES, canonical_engine
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
+from ocr_app.render.formats import OUTPUT_FORMATS
+from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
 logger = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_FLAGGED, EXIT_CANCELLED = 0, 1, 2, 3, 130
 FLAGGED_STATUSES = frozenset({"empty", "low_confidence", "repaired"})  # exit 3 when no error is worse
-ALL_FORMATS = ("md", "mmd", "json", "overlay", "layout_pdf", "zip")
+ALL_FORMATS = OUTPUT_FORMATS
+
+
+class VocabChoice(click.Choice):
+    """A ``click.Choice`` over a declared vocabulary that also takes its aliases (``bfloat16``,
+    ``rapidocr``): the value passed on is always the canonical name."""
+
+    def __init__(self, choices: tuple[str, ...], canonical: Callable[[str], str]) -> None:
+        super().__init__(choices, case_sensitive=False)
+        self._canonical = canonical
+
+    def convert(self, value, param, ctx):
+        with contextlib.suppress(Exception):  # unknown: click's own error lists the values that exist
+            value = self._canonical(str(value))
+        return super().convert(value, param, ctx)
+
+
+def model_options(func):
+    """Options that pick the engine and the model, shared by ``convert`` and ``ui``."""
+    for option in reversed(
+        [
+            click.option("--model", default=None, help="Hub id or local checkpoint directory."),
+            click.option("--device", default=None, help=f"{', '.join(DEVICE_KINDS)} or cuda:N."),
+            click.option(
+                "--dtype",
+                type=VocabChoice(DTYPE_CHOICES, canonical_precision),
+                default=None,
+                help="Precision (auto: by device and free GPU memory).",
+            ),
+            click.option(
+                "--engine",
+                type=VocabChoice(ENGINE_NAMES, canonical_engine),
+                default=None,
+                help="auto: the PDF text layer where usable, else the best OCR engine here.",
+            ),
+        ]
+    ):
+        func = option(func)
+    return func
 
 
 def _setup_logging(verbose: int) -> None:
@@ -69,20 +114,19 @@ def main(verbose: int) -> None:
 @click.option(
     "--mode", default=None, help=f"Resolution mode: {', '.join(MODES)}, default:N (N = most tiles, 2–6)."
 )
-@click.option(
-    "--prompt",
-    default=None,
-    help="Prompt preset (markdown, free, ocr, figure, describe, locate) or custom text.",
-)
+@click.option("--prompt", default=None, help=f"Prompt preset ({', '.join(PRESETS)}) or custom text.")
 @click.option("--locate-text", default=None, help="Text to find with the 'locate' preset.")
 @click.option("--dpi", type=click.IntRange(36, 600), default=None, help="PDF render DPI [default: 144].")
-@click.option("--model", default=None, help="Hub id or local checkpoint directory.")
-@click.option("--device", default=None, help="auto, cpu, cuda, cuda:N.")
-@click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
-@click.option("--engine", default=None, help="auto, deepseek, light, textlayer, remote.")
+@model_options
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
+)
 @click.option(
     "--text-layer",
-    type=click.Choice(["auto", "always", "never"]),
+    type=click.Choice(TEXT_LAYER_POLICIES),
     default=None,
     help="Use the PDF text layer instead of OCR where it is usable.",
 )
@@ -98,6 +142,7 @@ def main(verbose: int) -> None:
 @click.option("--cache/--no-cache", default=None, help="Cross-page vision cache [default: on].")
 @click.option("--json-summary", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-v", "--verbose", count=True, help="More log output; print the cold-start breakdown.")
 def convert(
     inputs,
     out_dir,
@@ -110,6 +155,7 @@ def convert(
     device,
     dtype,
     engine,
+    gpu_memory,
     text_layer,
     password,
     formats,
@@ -117,16 +163,29 @@ def convert(
     cache,
     json_summary,
     quiet,
+    verbose,
 ) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
+    from ocr_app.coldstart import ColdStart, format_summary, import_heavy
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
 
+    cold = ColdStart() if verbose else None
+    if cold is not None:
+        logging.getLogger().setLevel(logging.WARNING - 10 * min(verbose, 2))
+        import_heavy()
+        cold.mark("imports")
     try:
         # A batch run has no use for idle unload: the process ends when the work does.
         settings = load_settings(
-            model=model, device=device, dtype=dtype, engine=engine, text_layer=text_layer, idle_unload_s=0
+            model=model,
+            device=device,
+            dtype=dtype,
+            engine=engine,
+            text_layer=text_layer,
+            idle_unload_s=0,
+            gpu_memory_gib=gpu_memory,
         )
         _check_usage(settings, mode)
         if out_dir.exists() and not out_dir.is_dir():
@@ -156,9 +215,19 @@ def convert(
         sys.exit(EXIT_INPUT)
 
     bar = _ProgressBar(disabled=quiet or json_summary)
+    load_bar = LoadBar(disabled=quiet or json_summary)
+    progress = bar if cold is None else _both(bar, cold.on_progress)
     cancel = threading.Event()
+    from ocr_app.runtime.load_progress import attach_load_progress
+
+    detach = attach_load_progress(engines, load_bar)
     try:
-        results = Converter(engines, settings).convert(inputs, out_dir, options, progress=bar, cancel=cancel)
+        results = Converter(engines, settings).convert(
+            inputs, out_dir, options, progress=progress, cancel=cancel
+        )
+        if cold is not None:
+            bar.close()
+            click.echo(format_summary(cold.summary(engines.describe())), err=True)
     except ConversionCancelled as exc:
         bar.close()
         click.echo(f"\n{exc} Pages finished so far were written to {out_dir}.", err=True)
@@ -172,6 +241,8 @@ def convert(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL)
     finally:
+        detach()
+        load_bar.close()
         engines.unload_all()
     bar.close()
     code = _exit_code(results)
@@ -183,28 +254,28 @@ def convert(
 
 
 def _check_usage(settings, mode: str | None) -> None:
-    """Unknown mode/device/dtype/engine, or the remote engine without an endpoint: exit 2 before anything
-    loads, naming the valid choices (values may come from options or DEEPSEEK_OCR_* variables)."""
-    from ocr_app.engines.deepseek.loading import check_device, check_dtype
+    """An unknown mode, or the remote engine without an endpoint: exit 2 before anything loads, naming
+    the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are
+    checked by their own vocabularies (click choices and the settings validators)."""
     from ocr_app.engines.deepseek.modes import check_mode
-    from ocr_app.engines.registry import check_engine
     from ocr_app.exceptions import ConfigError
 
-    checks = (
-        ("--mode", check_mode, mode or settings.mode),
-        ("--device", check_device, settings.device),
-        ("--dtype", check_dtype, settings.dtype),
-        ("--engine", check_engine, settings.engine),
-    )
-    for option, check, value in checks:
-        try:
-            check(value)
-        except ConfigError as exc:
-            raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
-    if check_engine(settings.engine) == "remote" and not settings.remote_url:
+    try:
+        check_mode(mode or settings.mode)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--mode'") from None
+    if canonical_engine(settings.engine) == "remote" and not settings.remote_url:
         raise click.UsageError(
             "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
         )
+
+
+def _both(first, second):
+    def call(event) -> None:
+        first(event)
+        second(event)
+
+    return call
 
 
 def _exit_code(results) -> int:
@@ -232,6 +303,7 @@ def _summary_dict(results, code: int) -> dict:
                 "status_counts": r.status_counts(),
                 "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
+                "read_by": _read_by(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -273,9 +345,40 @@ def _print_summary(results) -> None:
         if len(groups) > _MAX_FLAGGED_LINES:
             more = len(groups) - _MAX_FLAGGED_LINES
             click.secho(f"    … and {more} more (see the status fields in the JSON)", fg="yellow", err=True)
+        for label, numbers in _pages_per_member(r).items():
+            click.echo(
+                f"    {label}: {len(numbers)} page{'' if len(numbers) == 1 else 's'} ({_span(numbers)})"
+            )
 
 
 _MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines
+
+
+def _read_by(result) -> dict[int, str]:
+    """Page number → the endpoint or GPU that read it (pages read by a pool of engines only)."""
+    from ocr_app.engines.pool import read_by
+
+    found = {p.index + 1: read_by(p.notes) for p in result.pages}
+    return {n: label for n, label in found.items() if label}
+
+
+def _pages_per_member(result) -> dict[str, list[int]]:
+    per: dict[str, list[int]] = {}
+    for number, label in sorted(_read_by(result).items()):
+        per.setdefault(label, []).append(number)
+    return per
+
+
+def _span(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] → "pages 1-3, 5"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    text = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return ("page " if len(numbers) == 1 else "pages ") + text
 
 
 class _ProgressBar:
@@ -305,15 +408,49 @@ class _ProgressBar:
             self._bar = None
 
 
+class LoadBar:
+    """tqdm bar over the units of a first-time quantisation (``(done, total, label)`` callback)."""
+
+    def __init__(self, disabled: bool = False, desc: str = "quantising") -> None:
+        self.disabled = disabled
+        self.desc = desc
+        self._bar = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if self.disabled:
+            return
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = tqdm(total=total, unit="layer", desc=self.desc, file=sys.stderr, leave=True)
+        self._bar.set_postfix_str(label[-40:])
+        self._bar.n = done
+        self._bar.refresh()
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
 @main.command()
 @click.option("--model", default=None, help="Hub id or local checkpoint directory.")
+@click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (shows the preset --dtype auto picks within it).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(model, as_json) -> None:
+def info(model, dtype, gpu_memory, as_json) -> None:
     """Show versions, device, GPU memory, engines and whether weights are cached."""
     from ocr_app.info import collect_info
     from ocr_app.settings import load_settings
 
-    data = collect_info(load_settings(model=model))
+    data = collect_info(load_settings(model=model, dtype=dtype, gpu_memory_gib=gpu_memory))
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
         return
@@ -340,7 +477,7 @@ def make_tiny_model(out_dir: Path) -> None:
 
 @main.group()
 def cache() -> None:
-    """Inspect or clear the on-disk caches (results, vision features)."""
+    """Inspect or clear the on-disk caches (results, vision features, quantised models)."""
 
 
 @cache.command("info")
@@ -361,6 +498,17 @@ def cache_info() -> None:
     click.echo(
         f"vision features  {size / 2**20:.1f} MiB on disk ({'on' if settings.vision_cache_disk else 'off'})"
     )
+    from ocr_app.quant.store import QuantStore
+
+    entries = QuantStore.from_settings(settings).entries()
+    total = sum(e.get("bytes", 0) for e in entries)
+    click.echo(f"quantised models {len(entries)} entries, {total / 2**30:.2f} GiB")
+    for e in entries:
+        secs = e.get("quantize_seconds")
+        took = f", quantised in {secs:.1f} s" if isinstance(secs, (int, float)) else ""
+        click.echo(
+            f"  {e['preset']:<6} {e.get('bytes', 0) / 2**30:.2f} GiB  from {e.get('source')}{took}  [{e['key']}]"
+        )
 
 
 @cache.command("clear")
@@ -376,18 +524,50 @@ def cache_clear() -> None:
     vision = Path(settings.cache_dir) / "vision"
     if vision.is_dir():
         shutil.rmtree(vision)
-    click.echo(f"Removed {removed} cached results and the vision feature store from {settings.cache_dir}.")
+    from ocr_app.quant.store import QuantStore
+
+    quantised = QuantStore.from_settings(settings).clear()
+    click.echo(
+        f"Removed {removed} cached results, {quantised} quantised models and the vision feature store "
+        f"from {settings.cache_dir}."
+    )
 
 
-@main.command(
-    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+@main.command()
+@click.option(
+    "--host", default=None, help="Interface to listen on [default: 127.0.0.1; 0.0.0.0 for the network]."
 )
-@click.pass_context
-def ui(ctx: click.Context) -> None:
-    """Start the web app (same as `python app.py`; `ocr-app ui --help` lists its options)."""
-    from ocr_app.ui.main import main as ui_main
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="Port [default: 7860].")
+@click.option(
+    "--share", is_flag=True, default=None, help="Also create a public gradio link (needs the internet)."
+)
+@model_options
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
+)
+@click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
+@click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
+def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
+    """Start the web app (`python app.py` runs this same command)."""
+    from ocr_app.ui.main import serve
 
-    sys.exit(ui_main(list(ctx.args)))
+    sys.exit(
+        serve(
+            log_level=log_level,
+            host=host,
+            port=port,
+            share=share,
+            model=model,
+            device=device,
+            dtype=dtype,
+            engine=engine,
+            gpu_memory_gib=gpu_memory,
+            preload=preload,
+        )
+    )
 
 
 def _add_plugin_commands() -> None:

@@ -7,16 +7,19 @@ drops a page that hit the token cap.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
-from ocr_app.schema import DocumentResult, EngineOutput, PageImage, PageRequest, PageResult, StopReason
+from ocr_app.engines.base import noting
+from ocr_app.exceptions import ConversionCancelled, EngineError, InputError, OcrError
+from ocr_app.render.formats import OUTPUT_FORMATS
+from ocr_app.schema import DocumentResult, EngineOutput, PageRequest, PageResult, StopReason
 
 if TYPE_CHECKING:
     from ocr_app.engines.base import Engine
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_FORMATS = frozenset({"md", "mmd", "json", "overlay", "layout_pdf", "zip"})
+DEFAULT_FORMATS = frozenset(OUTPUT_FORMATS)
 
 
 @dataclass
@@ -37,12 +40,11 @@ class ConvertOptions:
     locate_text: str | None = None  # for the "locate" preset
     mode: str = "default"  # resolution mode
     dpi: int = 144
-    password: str | None = field(default=None, repr=False)  # never logged, never written
+    password: str | None = field(default=None, repr=False)  # never in a repr, a log line or the JSON
     use_cache: bool = True  # cross-page vision cache
     max_new_tokens: int | None = None
     formats: frozenset[str] = DEFAULT_FORMATS
     engine: str | None = None  # None = the engine set's default
-    batch_pages: int = 8  # pages rendered and sent to the engine at a time (bounds host memory)
     # ``pages`` over several files: True = each file converts the selected pages it has (pages past its
     # end are left out, with a note); False = strict; None = True when one call converts several files.
     clip_pages: bool | None = None
@@ -127,11 +129,6 @@ def _unique_stem(name: str, taken: set[str]) -> str:
         candidate, n = f"{stem}-{n}", n + 1
     taken.add(candidate.lower())
     return candidate
-
-
-def _chunks(items: Sequence[int], size: int) -> Iterable[Sequence[int]]:
-    for i in range(0, len(items), max(1, size)):
-        yield items[i : i + size]
 
 
 class Converter:
@@ -235,6 +232,10 @@ class Converter:
         return doc
 
     def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, taken) -> None:
+        """The whole document is one lazy stream of page requests: the engine pulls pages as it has
+        room for them (a GPU engine keeps its decoder's slots full across the document), so pages are
+        rendered only as fast as they are recognised and host memory stays bounded by the engine's
+        pages in flight."""
         from ocr_app.engines.deepseek.prompts import resolve_prompt
         from ocr_app.render.writer import DocumentWriter
 
@@ -242,30 +243,9 @@ class Converter:
         stem = _unique_stem(src.name, taken)
         writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices)
         try:
-            for chunk in _chunks(indices, options.batch_pages):
-                job.check_cancel()
-                pages: list[PageImage] = []
-                for index in chunk:
-                    job.emit("render", self._page_msg("Rendering", index, job, src.page_count), index + 1)
-                    try:
-                        pages.append(src.render(index))
-                    except OcrError as exc:
-                        self._fail_page(job, writer, index, src.name, exc)
-                requests = [
-                    PageRequest(
-                        page=p,
-                        prompt=prompt,
-                        mode=options.mode,
-                        max_new_tokens=options.max_new_tokens,
-                        use_cache=options.use_cache,
-                    )
-                    for p in pages
-                ]
-                if requests:
-                    first, last = requests[0].page.index + 1, requests[-1].page.index + 1
-                    span = f"page {first}" if first == last else f"pages {first}–{last}"
-                    job.emit("recognize", f"Recognizing {span} of {src.page_count}", first)
-                    self._recognize(engine, requests, job, writer)
+            job.check_cancel()
+            self._recognize(engine, self._requests(src, indices, prompt, options, job, writer), job, writer)
+            job.check_cancel()
         finally:
             # Whatever happened (cancel included), write what was converted so nothing is lost.
             doc.pages = [job.results[i] for i in indices if i in job.results]
@@ -275,25 +255,62 @@ class Converter:
             else:
                 writer.abort()
 
-    def _recognize(self, engine: Engine, requests: list[PageRequest], job: _Job, writer) -> None:
-        """Stream outputs; if the batch breaks, retry the unfinished pages one by one to isolate it."""
-        pending = {id(r): r for r in requests}
+    def _requests(self, src, indices, prompt: str, options, job: _Job, writer) -> Iterator[PageRequest]:
+        """Render and yield page requests one by one as the engine pulls them. A page that fails to
+        render is recorded and skipped; a cancel stops the feed (pages in flight still finish)."""
+        for index in indices:
+            if job.cancel is not None and job.cancel.is_set():
+                return
+            job.emit("render", self._page_msg("Rendering", index, job, src.page_count), index + 1)
+            try:
+                page = src.render(index)
+            except OcrError as exc:
+                self._fail_page(job, writer, index, src.name, exc)
+                continue
+            job.emit("recognize", self._page_msg("Recognizing", index, job, src.page_count), index + 1)
+            yield PageRequest(
+                page=page,
+                prompt=prompt,
+                mode=options.mode,
+                max_new_tokens=options.max_new_tokens,
+                use_cache=options.use_cache,
+            )
+
+    def _recognize(self, engine: Engine, requests: Iterable[PageRequest], job: _Job, writer) -> None:
+        """Stream outputs; if the stream breaks, retry its unfinished pages one by one to isolate the
+        bad one, then go on with the rest of the document."""
+        source = iter(requests)
+        first = next(source, None)
+        if first is None:
+            return  # nothing to recognise: do not load an engine for it
+        # Requests the engine pulled, by stream index; a finished one is dropped (None) at once, or every
+        # page image of the document would stay in memory until its end (2.2 GB at 300 A4 pages).
+        pulled: list[PageRequest | None] = []
+        finished: set[int] = set()
         try:
-            for i, output in engine.predict_stream(requests):
-                req = requests[i]
-                self._finish_page(job, writer, req, output)
-                pending.pop(id(req), None)
+            for i, output in engine.predict_stream(noting(itertools.chain([first], source), pulled)):
+                request, pulled[i] = pulled[i], None
+                self._finish_page(job, writer, request, output)
+                finished.add(i)
                 job.check_cancel()
+            for k, req in enumerate(pulled):  # an engine must answer every page it took
+                if k not in finished:
+                    err = EngineError(f"the {engine.name} engine returned no output for this page")
+                    self._fail_page(job, writer, req.page.index, req.page.source, err)
         except ConversionCancelled:
             raise
         except Exception as exc:
-            if len(requests) == 1:
-                self._fail_page(job, writer, requests[0].page.index, requests[0].page.source, exc)
-                return
-            logger.warning("batch of %d pages failed (%s); retrying pages one by one", len(requests), exc)
-            for req in list(pending.values()):
-                job.check_cancel()
-                self._recognize(engine, [req], job, writer)
+            left = [r for k, r in enumerate(pulled) if k not in finished] or [first]
+            if len(pulled) <= 1:
+                self._fail_page(job, writer, left[0].page.index, left[0].page.source, exc)
+            else:
+                logger.warning(
+                    "a stream of %d pages failed (%s); retrying pages one by one", len(pulled), exc
+                )
+                for req in left:
+                    job.check_cancel()
+                    self._recognize(engine, [req], job, writer)
+            self._recognize(engine, source, job, writer)  # the rest of the document
 
     def _finish_page(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
         from ocr_app.parse.grounding import clean_raw, parse_grounded
@@ -324,6 +341,7 @@ class Converter:
             quality_reason=why,
             confidence=output.confidence,
             source_repaired=job.repaired,
+            tiling=output.tiling,
         )
         self._record_used(result, output, request)
         writer.add_page(result, page.image)  # sets timings["render"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import platform
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
     except Exception as exc:  # info must always print something
         device["gpu"] = f"unknown ({exc})"
 
+    try:
+        device.update(_precision_info(settings))
+    except Exception as exc:  # info must always print something
+        device["precision"] = f"unknown ({exc})"
+
     model: dict[str, object] = {"model": settings.model}
     try:
         from ocr_app.engines.deepseek.loading import weights_status
@@ -45,15 +51,20 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
 
     engines: dict[str, object] = {}
     try:
-        from ocr_app.engines.registry import build_engines
+        from ocr_app.stack import build_engines
 
         engine_set = build_engines(settings)
-        engines["default"] = f"{engine_set.default} ({engine_set.default_reason})"
+        engines["default"] = f"{engine_set.default} ({engine_set.describe()['default_reason']})"
         engines["available"] = ", ".join(engine_set.names())
         for name, why in engine_set.unavailable.items():
             engines[f"{name} (unavailable)"] = why
     except Exception as exc:
         engines["error"] = str(exc)
+
+    try:
+        model["quantised weights"] = _quantised_cache_line(settings)
+    except Exception as exc:
+        model["quantised weights"] = f"unknown ({exc})"
 
     paths = {"cache dir": str(settings.cache_dir), "vision cache": "on" if settings.cache_enabled else "off"}
     return {
@@ -75,3 +86,51 @@ def mode_descriptions() -> dict[str, str]:
         f"default with at most N tiles (N = {MIN_TILES}–{MAX_TILES}): less memory and time per page."
     )
     return modes
+
+
+def _precision_info(settings: Settings) -> dict[str, object]:
+    """The memory budget and the preset a load would use, with why ("4.0 GiB budget → mixed")."""
+    import sys
+
+    dtype = settings.dtype.strip().lower()
+    torch = sys.modules.get("torch")
+    if torch is None:
+        import torch
+    cuda = settings.device.startswith("cuda") or (settings.device == "auto" and torch.cuda.is_available())
+    if not cuda:
+        return {"precision": f"{dtype} on the CPU" + (" → fp32" if dtype == "auto" else "")}
+    from ocr_app.runtime.budget import choose_preset, resolve_budget
+
+    dev = "cuda" if settings.device == "auto" else settings.device
+    budget = resolve_budget(settings, dev)
+    out: dict[str, object] = {"gpu budget": budget.source}
+    if dtype == "auto":
+        kind = "cuda" if torch.cuda.is_bf16_supported() else "cuda-no-bf16"
+        preset, why = choose_preset(budget.bytes, kind)
+        out["precision"] = f"auto: {budget.source} → {preset} ({why})"
+    else:
+        out["precision"] = f"{dtype} (--dtype)"
+    return out
+
+
+def _quantised_cache_line(settings: Settings) -> str:
+    """Quantised weights of this model already in the cache (preset, size, how long quantising took)."""
+    from ocr_app.quant.store import QuantStore
+
+    store = QuantStore.from_settings(settings)
+    entries = store.entries()
+    try:
+        from ocr_app.engines.deepseek.loading import _looks_like_path
+
+        local = str(Path(settings.model).expanduser()) if _looks_like_path(settings.model) else None
+    except ImportError:
+        local = None
+    mine = [e for e in entries if local is not None and e.get("source") == local] if local else entries
+    if not mine:
+        return f"none cached in {store.root} (a float checkpoint with int8/mixed is quantised on first load)"
+    parts = []
+    for e in mine:
+        secs = e.get("quantize_seconds")
+        took = f", quantised in {secs:.1f} s" if isinstance(secs, (int, float)) else ""
+        parts.append(f"{e['preset']} ({e.get('bytes', 0) / 2**30:.2f} GiB{took})")
+    return "cached: " + ", ".join(parts)

@@ -93,6 +93,7 @@ class EngineOutput:
     # What the engine actually honoured: engines that ignore prompt/mode leave these None.
     used_prompt: str | None = None
     used_mode: str | None = None
+    tiling: dict[str, Any] | None = None  # set when a huge page was read as tiles (engines.tiling)
 
 
 # Page status words, most severe first: a page has the first that applies. ``ok`` means none did.
@@ -127,6 +128,7 @@ class PageResult:
     source_repaired: bool = False  # the source file was damaged and repaired: content may be missing
     used_prompt: str | None = None  # the prompt the engine honoured; None: the engine takes no prompt
     used_mode: str | None = None  # the resolution mode the engine honoured; None: it has no modes
+    tiling: dict[str, Any] | None = None  # grid, tile size, overlap when the page was read as tiles
 
     @property
     def ok(self) -> bool:
@@ -185,6 +187,7 @@ class PageResult:
             "error_kind": self.error_kind,
             "markdown": self.markdown,
             "blocks": blocks,
+            "tiling": self.tiling,
         }
 
 

@@ -2,17 +2,35 @@
 
 Why pydantic-settings: every knob can come from the environment (prefix ``DEEPSEEK_OCR_``), from a
 ``.env`` file, or be passed explicitly, and values are validated once with clear messages.
+
+Vocabularies are ``Literal`` types declared once, beside what they name — engines in
+``engines/registry.py``, precisions in ``engines/deepseek/precision.py``, output formats in
+``render/formats.py``, and below for the device kinds, text-layer policies and decoders — and the CLI
+and the web app build their options from them (``cli.py``), so a new value is added in one place.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ocr_app.engines.deepseek.precision import DtypeSetting, canonical_precision
+from ocr_app.engines.registry import ENGINE_NAMES, EngineName, canonical_engine
+from ocr_app.exceptions import ConfigError
+
 DEFAULT_MODEL = "deepseek-community/DeepSeek-OCR-2"
+
+DeviceKind = Literal["auto", "cpu", "cuda", "mps"]  # plus "cuda:N"
+DEVICE_KINDS: tuple[str, ...] = get_args(DeviceKind)
+TextLayerPolicy = Literal["auto", "always", "never"]
+TEXT_LAYER_POLICIES: tuple[str, ...] = get_args(TextLayerPolicy)
+DecoderName = Literal["auto", "generate", "graph"]
+DECODERS: tuple[str, ...] = get_args(DecoderName)
+_CUDA_INDEX = re.compile(r"^cuda:\d+$")
 
 
 def default_cache_dir() -> Path:
@@ -29,14 +47,24 @@ class Settings(BaseSettings):
 
     # model
     model: str = Field(DEFAULT_MODEL, description="Hub id or local directory of the checkpoint.")
-    device: str = Field("auto", description="auto, cpu, cuda, cuda:N.")
-    dtype: str = Field("auto", description="auto, bf16, fp16, fp32, int8, mixed.")
-    engine: str = Field("auto", description="auto, deepseek, light, textlayer, remote.")
-    remote_url: str | None = Field(None, description="OpenAI-compatible vLLM/SGLang endpoint.")
+    device: str = Field(
+        "auto",
+        description=f"{', '.join(DEVICE_KINDS)}, cuda:N, or several (cuda:0,cuda:1); auto = every GPU.",
+    )
+    dtype: DtypeSetting = Field("auto", description="Precision; auto picks one by device and free memory.")
+    engine: EngineName = Field("auto", description=f"One of {', '.join(ENGINE_NAMES)}.")
+    remote_url: str | None = Field(
+        None,
+        description="OpenAI-compatible vLLM/SGLang endpoint; several comma-separated, or a TOML file "
+        "of endpoints (docs/SCALE_OUT.md).",
+    )
     remote_model: str | None = Field(None, description="Model name on the remote endpoint.")
     remote_api_key: str | None = Field(None, description="Bearer token for the remote endpoint.")
     remote_timeout_s: float = Field(300.0, gt=0)
-    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on the endpoint.")
+    remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on each endpoint.")
+    remote_backoff_s: float = Field(
+        2.0, gt=0, description="First backoff of a failing endpoint; doubles per failure (max 300 s)."
+    )
 
     # ingest
     dpi: int = Field(144, ge=36, le=600)
@@ -50,7 +78,7 @@ class Settings(BaseSettings):
     max_new_tokens: int = Field(8192, ge=1)
     no_repeat_ngram_size: int = Field(30, ge=0)
     no_repeat_window: int = Field(90, ge=0)
-    decoder: Literal["auto", "generate", "graph"] = Field(
+    decoder: DecoderName = Field(
         "auto",
         description="auto: graph decoder (slot KV cache, CUDA graphs, continuous batching) on CUDA and "
         "transformers generate elsewhere; graph: always the graph decoder (eager on CPU); generate.",
@@ -59,10 +87,16 @@ class Settings(BaseSettings):
     vision_attn_mb: int = Field(
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )
-    text_layer: Literal["auto", "always", "never"] = "auto"
+    text_layer: TextLayerPolicy = "auto"
     min_confidence: float = Field(
         0.8, ge=0, le=1, description="Pages whose engine confidence is below this are 'low_confidence'."
     )
+    tile_max_side: int = Field(
+        4000,
+        ge=0,
+        description="Pages with a longer side (px, at the chosen DPI) are read as tiles; 0 = never.",
+    )
+    tile_size: int = Field(3000, ge=256, description="Largest tile side (px) of a tiled page.")
 
     # runtime
     idle_unload_s: float = Field(300.0, ge=0, description="0 disables idle unload.")
@@ -75,6 +109,11 @@ class Settings(BaseSettings):
     result_cache_mb: int = Field(256, ge=0, description="On-disk result cache bound; 0 disables it.")
     memory_tolerance_mb: int = Field(64, ge=0, description="GPU memory a request may keep before a warning.")
     oom_recovery: bool = Field(True, description="Retry a page with a smaller footprint after a GPU OOM.")
+    quant_cache: bool = Field(
+        True,
+        description="Keep int8/mixed weights quantised from a float checkpoint under cache_dir/quantized, "
+        "so the next load reads them instead of quantising again.",
+    )
     gpu_memory_gib: float | None = Field(
         None,
         gt=0,
@@ -87,6 +126,29 @@ class Settings(BaseSettings):
     port: int = Field(7860, ge=0, le=65535)
     share: bool = False
     concurrency_limit: int = Field(1, ge=1)
+
+    @field_validator("device", mode="before")
+    @classmethod
+    def _device(cls, value: object) -> object:
+        text = str(value).strip().lower() if value is not None else "auto"
+        if text not in DEVICE_KINDS and not _CUDA_INDEX.match(text):
+            raise ValueError(f"unknown device {value!r}: use {', '.join(DEVICE_KINDS)} or cuda:N")
+        return text
+
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _dtype(cls, value: object) -> object:  # aliases (bfloat16, half, …) → the canonical name
+        if not isinstance(value, str):
+            return value
+        try:
+            return canonical_precision(value)
+        except ConfigError as exc:  # pydantic reports ValueErrors with the field name
+            raise ValueError(str(exc)) from None
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _engine(cls, value: object) -> object:  # aliases (rapidocr, deepseek-ocr2) → the canonical name
+        return canonical_engine(value.strip()) if isinstance(value, str) else value
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -24,3 +24,24 @@ def test_gpu_engine_check_smoke_on_cpu(tmp_path, tiny_checkpoint):
         assert "error" not in r, r
         assert r["same_text"] == [True, True, True] and not r["fell_back"]
         assert r["tokens"] == r["tokens_generate"] == [24, 40, 7]
+
+
+def test_bench_product_smoke_on_cpu(tmp_path):
+    """The product benchmark end to end on the tiny checkpoint: every phase runs through the real CLI
+    and Converter, pages decode their full token budget (EOS unreachable), and the table is printed."""
+    out = tmp_path / "product.json"
+    cmd = [sys.executable, "bench/bench_product.py", "--tiny", "--work", str(tmp_path / "w"), "--soak", "3",
+           "--out", str(out)]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    r = json.loads(out.read_text())["variants"]["fp32"]
+    assert r["cold"]["exit"] == 0
+    assert {"imports", "weight load", "first page done (since process start)"} <= set(r["cold"]["breakdown"])
+    warm = r["warm"]
+    assert "error" not in warm, warm
+    assert [warm["warm_1p"]["tokens"], warm["warm_2p"]["tokens"]] == [8, 16]  # 8 new tokens per page
+    assert warm["generate_1p"]["tokens"] == 8
+    assert len(warm["soak"]["allocated_mib"]) == 3 and warm["soak"]["warnings"] == 0
+    assert warm["decoder"]["slots"] >= 1 and warm["decoder"]["held_mib"] > 0
+    assert "| what | fp32 |" in res.stdout and "warm 2 page(s)" in res.stdout

@@ -9,10 +9,10 @@ import fitz
 import pytest
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.engines.registry import build_engines
 from ocr_app.exceptions import ConversionCancelled, EngineError
 from ocr_app.schema import StopReason
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 from tests.factories import make_image, make_pdf
 
 ZERO_PAGE_PDF = (
@@ -118,9 +118,13 @@ def test_failing_page_becomes_error_entry_while_others_convert(settings, tmp_pat
         """The real engine, except that page 2 fails inside the engine."""
 
         def predict_stream(self, requests):
-            if any(r.page.index == 1 for r in requests):
-                raise EngineError("simulated decoder failure on page 2")
-            yield from super().predict_stream(requests)
+            def check(reqs):  # the stream is lazy: page 2 fails when the engine takes it
+                for r in reqs:
+                    if r.page.index == 1:
+                        raise EngineError("simulated decoder failure on page 2")
+                    yield r
+
+            yield from super().predict_stream(check(requests))
 
     engines = build_engines(settings)
     engines.engines["deepseek"] = BreaksOnPage2(settings)
@@ -146,7 +150,7 @@ def test_cancel_keeps_finished_pages(converter, tmp_path):
             cancel.set()
 
     with pytest.raises(ConversionCancelled) as info:
-        converter.convert([pdf], tmp_path / "o", _opts(batch_pages=1), progress=on_progress, cancel=cancel)
+        converter.convert([pdf], tmp_path / "o", _opts(), progress=on_progress, cancel=cancel)
     partial = info.value.partial
     assert [p.index for p in partial.pages] == [0] and partial.outputs["md"].is_file()
     data = json.loads((tmp_path / "o" / "doc" / "doc.json").read_text())

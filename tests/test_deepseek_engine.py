@@ -89,7 +89,7 @@ def test_resolve_device_and_dtype():
 def test_quant_presets_need_a_backend(preset, tiny_checkpoint, monkeypatch):
     """Where no quantization package registers itself, the preset names fail with a clear error."""
     monkeypatch.setattr(loading, "_QUANT_BACKENDS", {})
-    monkeypatch.setattr(loading, "_discover_quant_backends", lambda: None)
+    monkeypatch.setattr(loading, "_default_quant_backend", lambda name: None)
     with pytest.raises(EngineUnavailableError, match="quantization backend"):
         loading.resolve_dtype(preset, torch.device("cpu"))
     with pytest.raises(EngineUnavailableError, match="quantization backend"):

@@ -145,8 +145,19 @@ def test_paragraphs_split_on_larger_gap_and_first_line_indent():
 
 
 def test_hyphenated_line_break_is_joined():
+    """A word split at a line end is mended (issue 16: "docu-\nment" → "document")."""
     lines = _para(100, 100, ["a long docu-", "ment continues"], width=700)
-    assert build_blocks(lines, page_width=W)[0].text == "a long docu-ment continues"
+    assert build_blocks(lines, page_width=W)[0].text == "a long document continues"
+
+
+def test_line_end_hyphen_of_a_compound_is_kept():
+    """The page's own vocabulary has "well-known": the split compound keeps its hyphen; a compound
+    broken after its second hyphen ("state-of-the-" / "art") does too."""
+    lines = _para(100, 100, ["a well-known fact is well-", "known and state-of-the-", "art work"], width=700)
+    assert (
+        build_blocks(lines, page_width=W)[0].text
+        == "a well-known fact is well-known and state-of-the-art work"
+    )
 
 
 def test_empty_and_blank_lines_give_no_blocks():

@@ -15,8 +15,8 @@ import sys
 import zipfile
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.engines.registry import build_engines
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 from tests.factories import make_pdf
 
 SECRET = "Tr0ub4dor-s3cret"

@@ -236,8 +236,8 @@ def test_quantize_command_writes_a_loadable_checkpoint(tiny_checkpoint, tmp_path
 
 def test_pdf_converts_end_to_end_with_mixed_preset(mixed, tmp_path):
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
     from ocr_app.settings import Settings
+    from ocr_app.stack import build_engines
     from tests.factories import make_pdf
 
     _, _, qdir = mixed

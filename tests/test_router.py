@@ -97,7 +97,8 @@ def test_never_ocrs_every_page(mixed_pdf, light):
 def test_always_uses_any_text_layer_even_an_invisible_one(mixed_pdf, light):
     outs = _router(light, "always").predict_batch(_requests(mixed_pdf))
     assert [o.engine for o in outs] == ["textlayer", "light", "textlayer"]
-    assert blocks_to_markdown(outs[2].blocks) == "Wrong Invisible Layer Text"
+    # 18 pt against the document's 9 pt body: a heading by the document-level style (issue 16).
+    assert blocks_to_markdown(outs[2].blocks) == "## Wrong Invisible Layer Text"
     assert "text_layer=always" in outs[2].notes[-1]
 
 
@@ -166,7 +167,7 @@ def test_choose_ocr_engine(device, gpu, weights, name, fragment):
 def test_converter_reports_engine_and_reason_per_page(mixed_pdf, tmp_path, monkeypatch):
     """End to end through the registry's ``auto`` engine: the JSON says who did each page and why."""
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.registry import build_engines
+    from ocr_app.stack import build_engines
 
     monkeypatch.setenv("DEEPSEEK_OCR_MODEL", str(tmp_path / "no-weights-here"))
     settings = Settings(engine="auto")

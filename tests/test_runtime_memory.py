@@ -129,3 +129,21 @@ def test_is_cuda_device():
 
     assert is_cuda_device("cuda:1") and is_cuda_device(torch.device("cuda", 0))
     assert not is_cuda_device("cpu") and not is_cuda_device(None) and not is_cuda_device(torch.device("cpu"))
+
+
+def test_memory_the_engine_keeps_on_purpose_is_not_a_leak(caplog):
+    """A kept decoder grows ``resident`` by what it allocates: reported, not warned; memory beyond it
+    still is a leak."""
+    cuda = CudaDouble()
+    kept = {"bytes": 0}
+    with caplog.at_level(logging.WARNING):
+        with request_context("cuda", 64, "first", cuda=cuda, resident=lambda: kept["bytes"]) as rec:
+            cuda.alloc(900 * MIB)  # the decoder's slots, built by this request
+            kept["bytes"] = 900 * MIB
+        assert rec.delta_allocated == 900 * MIB and rec.kept_unplanned == 0 and not rec.leaked
+        with request_context("cuda", 64, "second", cuda=cuda, resident=lambda: kept["bytes"]) as rec2:
+            cuda.alloc(200 * MIB)  # a real leak next to the kept slots
+    assert rec2.resident_before == rec2.resident_after == 900 * MIB
+    assert rec2.leaked and rec2.kept_unplanned == 200 * MIB
+    msgs = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(msgs) == 1 and "second kept 200.0 MiB" in msgs[0]

@@ -127,3 +127,31 @@ def test_ladder_of_modes():
     assert smaller_modes("global") == [] and smaller_modes("small") == []
     small_page = Image.new("RGB", (500, 400), "white")  # auto picks global for it: nothing smaller
     assert smaller_modes("auto", small_page) == []
+
+
+class OomAfterFirstPage(DeepSeekOcr2Engine):
+    """The real engine; a stream of several pages runs out of memory after its first page."""
+
+    def predict_stream(self, requests):
+        reqs = list(requests)
+        for n, item in enumerate(super().predict_stream(reqs)):
+            if n == 1 and len(reqs) > 1:
+                raise torch.OutOfMemoryError(
+                    "CUDA out of memory. Tried to allocate 1.00 GiB (forced by the test)"
+                )
+            yield item
+
+
+def test_a_page_that_ran_out_of_memory_next_to_others_keeps_its_resolution(settings):
+    engine = OomAfterFirstPage(settings)
+    guard = OomRecovery(engine, free=lambda: None)
+    pages = [_page("page one", 0), _page("page two", 1)]
+    got = dict(guard.predict_stream(iter([_req(p, "default") for p in pages])))  # lazy, like the converter
+    assert sorted(got) == [0, 1]
+    survivor = got[1] if not any(n.startswith("GPU") for n in got[0].notes) else got[0]
+    notes = [n for n in survivor.notes if n.startswith("GPU out of memory")]
+    assert notes == [
+        "GPU out of memory on a batch of 2 pages; retried in smaller batches"
+    ]  # alone, same mode
+    direct = engine.predict_batch([_req(pages[1] if survivor is got[1] else pages[0], "default")])[0]
+    assert survivor.vision_tokens == direct.vision_tokens and survivor.raw_text == direct.raw_text

@@ -16,11 +16,11 @@ import pytest
 from ocr_app.convert import Converter, ConvertOptions
 from ocr_app.engines.deepseek.modes import MODES
 from ocr_app.engines.deepseek.prompts import PRESETS
-from ocr_app.engines.registry import build_engines
 from ocr_app.exceptions import ConfigError
 from ocr_app.runtime.vram import VramHistory, VramSnapshot
 from ocr_app.schema import DocumentResult, PageResult, StopReason
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 from ocr_app.ui import form, status_panel, viewer
 from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, stream_conversion
 from ocr_app.ui.session import SessionDirs
@@ -110,7 +110,7 @@ def test_cancel_keeps_finished_pages_and_skips_later_files(converter, settings, 
     pdf = make_pdf(tmp_path / "three.pdf", ["one", "two", "three"])
     later = make_pdf(tmp_path / "later.pdf", ["never converted"])
     cancel = threading.Event()
-    options = ConvertOptions.from_settings(settings, batch_pages=1)
+    options = ConvertOptions.from_settings(settings)
     outcome = None
     for item in stream_conversion(converter, [pdf, later], tmp_path / "out", options, cancel):
         if isinstance(item, Progress) and item.event.stage == "render":
@@ -204,8 +204,9 @@ def test_viewer_data_reports_status_and_reasons(tmp_path):
     assert len({e.key for e in entries}) == 4
 
     rows = viewer.status_rows([doc, failed])
-    assert rows[-1] == ["bad.png", "", "error", "", 0, "bad.png is not an image"]
+    assert rows[-1] == ["bad.png", "", "error", "", "—", "—", "bad.png is not an image"]
     assert rows[1][:3] == ["doc.pdf", 2, "token cap hit"]
+    assert len(rows[0]) == len(viewer.STATUS_HEADERS)
 
     text = viewer.document_markdown([doc, failed])
     assert "# Page 1" in text and "> Page 4 failed: page 4 could not be rendered" in text
@@ -213,10 +214,43 @@ def test_viewer_data_reports_status_and_reasons(tmp_path):
     assert viewer.download_paths([doc, failed]) == [str(md)]  # missing files are not offered
 
     summary = viewer.summary_markdown([doc, failed], cancelled=False)
-    assert "4 page(s) from 1 file(s)" in summary and "3 page(s) need attention" in summary
+    assert "4 page(s) from 1 file(s): 1 ok, 1 token cap hit, 1 repetition, 1 error." in summary
+    assert "3 page(s) need attention" in summary
     assert "Failed: bad.png" in summary
     assert viewer.summary_markdown([doc], cancelled=True).startswith("**Cancelled.**")
     assert "token cap hit" in viewer.page_status_markdown(entries[1])
+
+
+def test_token_figures_show_a_dash_for_engines_that_decode_no_tokens():
+    light = _page(0, engine="light")  # StopReason.NONE, no tokens
+    decoded = _page(1, engine="deepseek-ocr2", stop_reason=StopReason.END, num_tokens=120)
+    decoded.timings["decode"] = 2.0
+    assert viewer.token_figures(light) == ("—", "—")
+    assert viewer.token_figures(decoded) == ("120", "60.0")
+    rows = viewer.status_rows([DocumentResult(source="d.pdf", pages=[light, decoded])])
+    assert rows[0][4:6] == ["—", "—"] and rows[1][4:6] == ["120", "60.0"]
+
+
+def test_new_page_statuses_are_labelled_and_counted_in_the_headline():
+    class Flagged(PageResult):  # the library side adds these statuses; the UI shows any status string
+        def __init__(self, index, status):
+            super().__init__(index=index, source="d.pdf", width=10, height=10, markdown="")
+            self._status = status
+
+        @property
+        def status(self):
+            return self._status
+
+    pages = [Flagged(i, "ok") for i in range(14)] + [Flagged(14, "empty"), Flagged(15, "empty")]
+    pages.append(Flagged(16, "low_confidence"))
+    pages.append(Flagged(17, "brand_new"))
+    doc = DocumentResult(source="d.pdf", pages=pages)
+    summary = viewer.summary_markdown([doc], cancelled=False)
+    assert "18 page(s) from 1 file(s): 14 ok, 2 empty, 1 low confidence, 1 brand new." in summary
+    entries = viewer.page_entries([doc])
+    assert entries[14].label == "d.pdf · page 15 · empty"
+    assert viewer.status_rows([doc])[16][2] == "low confidence"
+    assert "blank page" in entries[14].html()  # an empty page says so instead of an empty box
 
 
 # --- status panel -------------------------------------------------------------------------------
@@ -295,10 +329,14 @@ def test_gpu_events_share_one_queue_limit(converter, tiny_checkpoint, tmp_path):
     assert ui.concurrency_limit == api.concurrency_limit == 2
     assert fns["cancel_job"].concurrency_limit is None  # Cancel must never wait behind the job it cancels
     by_id = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
-    for md in ("page-markdown", "doc-markdown"):  # DeepSeek writes \( \) and \[ \]; tables are HTML
+    for md in ("doc-markdown",):  # DeepSeek writes \( \) and \[ \]; tables are HTML
         delimiters = {(d["left"], d["right"]) for d in by_id[md].latex_delimiters}
         assert {("\\(", "\\)"), ("\\[", "\\]"), ("$$", "$$")} <= delimiters
         assert by_id[md].sanitize_html  # HTML tables render, scripts do not
+    # The page viewer is sanitised server-side (page_html) and ships its script as package data.
+    assert by_id["page-view"].js_on_load and "data-block" in by_id["page-view"].js_on_load
+    assert by_id["cancel-btn"].interactive is False  # nothing runs yet
+    assert (by_id["opt-dpi"].minimum, by_id["opt-dpi"].maximum) == (36, 600)  # the CLI's --dpi range
     demo.ocr_app_dirs.close()
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.engines.registry import EngineSet, build_engines
+from ocr_app.engines.registry import EngineSet
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 
 # GUIDE §3: Debian Chromium, launched by Playwright (``playwright install`` cannot download here).
 CHROMIUM = "/usr/bin/chromium"

@@ -147,8 +147,8 @@ def make_engines(names: list[str]) -> tuple[dict[str, object], dict[str, str]]:
         elif name == "deepseek":
             try:
                 from ocr_app.engines.deepseek.loading import weights_available
-                from ocr_app.engines.registry import build_engines
                 from ocr_app.settings import load_settings
+                from ocr_app.stack import build_engines
 
                 settings = load_settings(engine="deepseek")
                 if not weights_available(settings.model):

@@ -8,7 +8,8 @@ files or the UI: it takes page requests and returns engine outputs.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ocr_app.schema import EngineOutput, PageRequest
 
@@ -21,6 +22,7 @@ class Engine(abc.ABC):
     """Load once, run batches of page requests, unload."""
 
     name: str = "engine"
+    pages_at_once: int = 0  # pages worth passing per call (a pool of GPUs); 0 = the caller decides
 
     @abc.abstractmethod
     def load(self) -> None:
@@ -30,8 +32,11 @@ class Engine(abc.ABC):
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         """Return one output per request, in order. May raise ``OcrError`` for the whole batch."""
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-        """Yield ``(request_index, output)`` as pages finish. Engines that batch override this."""
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Yield ``(request_index, output)`` as pages finish. Engines that batch override this.
+
+        ``requests`` may be a lazy iterable (the converter renders pages as they are pulled): take
+        pages from it only as fast as they can be worked on, and never ask for its length."""
         for i, req in enumerate(requests):
             yield i, self.predict_batch([req])[0]
 
@@ -69,6 +74,10 @@ class WrappedEngine(Engine):
     def name(self) -> str:  # type: ignore[override]
         return self._engine.name
 
+    @property
+    def pages_at_once(self) -> int:  # type: ignore[override]
+        return self._engine.pages_at_once
+
     def load(self) -> None:
         self._engine.load()
 
@@ -84,3 +93,50 @@ class WrappedEngine(Engine):
 
     def describe(self) -> dict[str, object]:
         return self._engine.describe()
+
+
+def split_stream(
+    requests: Iterable[PageRequest],
+    answer: Callable[[int, PageRequest], EngineOutput | None],
+    inner: Callable[[Iterable[PageRequest]], Iterator[tuple[int, EngineOutput]]],
+) -> Iterator[tuple[int, EngineOutput]]:
+    """Stream where a wrapper answers some pages itself (a cache hit, a text-layer page) and sends the
+    rest, lazily and in order, to ``inner``, which is not called at all if no page needs it (so a
+    cache hit never loads a model). ``answer(i, request)`` returns an output or None."""
+    source = iter(enumerate(requests))
+    answered: deque[tuple[int, EngineOutput]] = deque()
+    sent: list[int] = []  # inner's index j → our index
+
+    def feed(first: tuple[int, PageRequest]) -> Iterator[PageRequest]:
+        sent.append(first[0])
+        yield first[1]
+        for i, req in source:
+            out = answer(i, req)
+            if out is not None:
+                answered.append((i, out))
+            else:
+                sent.append(i)
+                yield req
+
+    for i, req in source:
+        out = answer(i, req)
+        if out is None:
+            first = (i, req)
+            break
+        yield i, out
+    else:
+        return
+    for j, out in inner(feed(first)):
+        while answered:
+            yield answered.popleft()
+        yield sent[j], out
+    while answered:
+        yield answered.popleft()
+
+
+def noting(pages: Iterable[PageRequest], seen: list[PageRequest]) -> Iterator[PageRequest]:
+    """``pages`` passed through lazily, each also appended to ``seen`` (to map a stream's indices
+    back to the requests it pulled)."""
+    for req in pages:
+        seen.append(req)
+        yield req

@@ -53,6 +53,33 @@ class TextLine:
     box: Box
     size: float
     bold: bool = False
+    weight: int = 0  # CSS-like font weight (400 regular, 700 bold) when the engine knows it; 0 = unknown
+    italic: bool = False
+    in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
+    turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
+
+
+@dataclass
+class DocStyle:
+    """Facts about the whole document, from a pre-pass over its pages (the text layer builds it).
+
+    Why: a page alone cannot tell a heading from body text (a page of only headings, a cover page),
+    and heading levels must be the same on every page. Sizes are in the same pixels as the lines.
+    """
+
+    body_size: float
+    body_weight: int = 400
+    heading_sizes: tuple[float, ...] = ()  # distinct heading sizes, largest first → levels 1, 2, ...
+    outline: dict[str, int] = field(default_factory=dict)  # normalised bookmark title → level
+    vocabulary: frozenset[str] = frozenset()  # lower-case words the document has unbroken
+    first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
+
+    def level_for_size(self, size: float) -> int:
+        """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
+        for k, s in enumerate(self.heading_sizes):
+            if size >= 0.97 * s:
+                return k + self.first_level
+        return len(self.heading_sizes) + self.first_level
 
 
 @dataclass
@@ -63,7 +90,10 @@ class LayoutConfig:
     h1_ratio: float = 1.9  # size ≥ this × body size → "#"
     bold_heading_ratio: float = 1.15  # bold, short, standalone line this much larger → "###"
     max_heading_chars: int = 160
+    max_merged_heading_chars: int = 90  # with a document style: longer bold runs are paragraphs
     min_gutter_ratio: float = 0.8  # gutter ≥ this × body size
+    styled_heading_ratio: float = 1.12  # with a document style: size ≥ this × body → heading
+    min_heading_weight_gain: int = 150  # with a document style: this much heavier than body → heading
     min_cell_gap_ratio: float = 1.2  # table cells separated by ≥ this × body size
     paragraph_gap_ratio: float = 0.5  # gap ≥ typical gap + this × size → new paragraph
     max_line_gap_ratio: float = 0.8  # the typical gap is at most this × body size (see _group_section)
@@ -75,6 +105,7 @@ class _Table:
     box: Box
     rows: list[list[str]]
     size: float = 0.0
+    items: list[TextLine] = field(default_factory=list)  # the lines it was built from
 
     @property
     def markdown(self) -> str:
@@ -95,7 +126,10 @@ class _Row:
 
     @property
     def text(self) -> str:
-        return " ".join(i.text for i in sorted(self.items, key=lambda i: i.box[0]))
+        # Right-to-left rows read from the right: pieces of one Arabic line stay in order.
+        rtl = is_rtl(" ".join(i.text for i in self.items))
+        ordered = sorted(self.items, key=lambda i: -i.box[2] if rtl else i.box[0])
+        return " ".join(i.text for i in ordered)
 
     @property
     def size(self) -> float:
@@ -105,8 +139,32 @@ class _Row:
     def bold(self) -> bool:
         return all(i.bold for i in self.items)
 
+    @property
+    def in_figure(self) -> bool:
+        return all(i.in_figure for i in self.items)
+
+    @property
+    def italic(self) -> bool:
+        return all(i.italic for i in self.items)
+
+    @property
+    def weight(self) -> int:
+        """The lightest weight on the row (a heading is heavy all through)."""
+        return min(i.weight or (700 if i.bold else 400) for i in self.items)
+
 
 Item = TextLine | _Table
+
+_RTL_RANGES = ((0x0590, 0x08FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF))
+
+
+def is_rtl(text: str) -> bool:
+    """Whether most letters of ``text`` are of a right-to-left script (Hebrew, Arabic, Persian...)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return False
+    rtl = sum(1 for c in letters if any(a <= ord(c) <= b for a, b in _RTL_RANGES))
+    return rtl > len(letters) / 2
 
 
 def _union(boxes: Sequence[Box]) -> Box:
@@ -126,6 +184,34 @@ def _vertical_overlap(a: Box, b: Box) -> float:
     """Overlap of the y-ranges as a fraction of the smaller height."""
     inter = min(a[3], b[3]) - max(a[1], b[1])
     return max(inter, 0.0) / min(_height(a), _height(b))
+
+
+def rotate_box(box: Box, turns: int, width: float, height: float) -> Box:
+    """``box`` on a page of ``width`` × ``height`` → the same box on the page turned ``turns`` × 90°
+    counter-clockwise (``numpy.rot90`` / PIL ``ROTATE_90``), whose size is (height, width) for odd turns."""
+    x0, y0, x1, y1 = box
+    turns %= 4
+    if turns == 1:
+        return (y0, width - x1, y1, width - x0)
+    if turns == 2:
+        return (width - x1, height - y1, width - x0, height - y0)
+    if turns == 3:
+        return (height - y1, x0, height - y0, x1)
+    return box
+
+
+def unrotate_box(box: Box, turns: int, width: float, height: float) -> Box:
+    """Inverse of ``rotate_box``: a box on the turned page → the page as displayed (``width`` ×
+    ``height`` are the displayed page's)."""
+    u0, v0, u1, v1 = box
+    turns %= 4
+    if turns == 1:
+        return (width - v1, u0, width - v0, u1)
+    if turns == 2:
+        return (width - u1, height - v1, width - u0, height - v0)
+    if turns == 3:
+        return (v0, height - u1, v1, height - u0)
+    return box
 
 
 def body_size(lines: Sequence[TextLine]) -> float:
@@ -167,10 +253,11 @@ def detect_tables(
     """Find aligned multi-cell rows; return the tables and the lines that are not in one."""
     rows = group_rows(lines)
     min_gap = config.min_cell_gap_ratio * body
+    tables, rows = _contents_tables(rows)
 
     def is_candidate(row: _Row) -> bool:
         cells = sorted(row.items, key=lambda i: i.box[0])
-        if len(cells) < 2:
+        if len(cells) < 2 or any(c.in_figure for c in cells):  # diagram labels are not a table
             return False
         if _is_marker(cells[0].text):  # "•  text" or "1.  text": a list item, not a table row
             return False
@@ -182,8 +269,7 @@ def detect_tables(
         # Two cells: only when both are short, else it is probably two text columns.
         return all(c.box[2] - c.box[0] < 0.3 * page_width for c in cells)
 
-    tables: list[_Table] = []
-    used: set[int] = set()
+    used: set[int] = set(id(it) for t in tables for it in t.items)
     i = 0
     while i < len(rows):
         if not is_candidate(rows[i]):
@@ -199,6 +285,39 @@ def detect_tables(
             used.update(id(it) for r in run for it in r.items)
         i = j + 1
     rest = [ln for ln in lines if id(ln) not in used]
+    return tables, rest
+
+
+_CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.\s*){3,}\s*(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
+
+
+def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
+    """Runs of ≥ 3 rows "title . . . . page" (a table of contents) → two-column tables (title, page)."""
+    tables: list[_Table] = []
+    rest: list[_Row] = []
+    run: list[tuple[_Row, re.Match[str]]] = []
+
+    def close() -> None:
+        if len(run) >= 3:
+            table = _Table(
+                box=_union([r.box for r, _ in run]),
+                rows=[[m.group("title").strip(), m.group("page")] for _, m in run],
+                size=statistics.median(r.size for r, _ in run),
+            )
+            table.items = [it for r, _ in run for it in r.items]
+            tables.append(table)
+        else:
+            rest.extend(r for r, _ in run)
+        run.clear()
+
+    for row in rows:
+        m = _CONTENTS_ROW.match(row.text.strip())
+        if m:
+            run.append((row, m))
+        else:
+            close()
+            rest.append(row)
+    close()
     return tables, rest
 
 
@@ -242,6 +361,9 @@ def _build_table(run: list[_Row]) -> _Table | None:
     if len(cols) > max_cells + 1:  # cells do not line up: not a table
         return None
     if _looks_like_text_columns(run, cols):
+        return None
+    filled = sum(1 for r in run for _ in r.items)
+    if filled < 0.45 * len(cols) * len(run):  # mostly empty: a form or scattered labels, not a table
         return None
     rows: list[list[str]] = []
     for r in run:
@@ -398,10 +520,53 @@ def _list_marker(text: str) -> tuple[str, str] | None:
     return None
 
 
-def _join(a: str, b: str) -> str:
-    if a.endswith("-") and len(a) > 1 and a[-2].isalpha() and b[:1].islower():
-        return a + b  # a word broken across lines keeps its hyphen, loses the space
-    return f"{a} {b}" if a else b
+_TAIL_WORD = re.compile(r"([\w-]*?)(\w+)[-\u00ad]$")
+_HEAD_WORD = re.compile(r"^(\w+)")
+
+
+def _join(a: str, b: str, vocabulary: frozenset[str] = frozenset()) -> str:
+    """Join two lines of one paragraph; a word split by a line-end hyphen is mended.
+
+    "docu-" + "ment" → "document" when the joined word is more plausible than the hyphenated one: the
+    document has it unbroken, or it does not have the hyphenated form and the first part is not
+    itself part of a compound ("state-of-the-" + "art" keeps its hyphens). A soft hyphen always goes.
+    """
+    if not a:
+        return b
+    if a.endswith("\u00ad") and b[:1].isalpha():
+        return a[:-1] + b
+    m = _TAIL_WORD.search(a)
+    h = _HEAD_WORD.match(b)
+    if m and h and b[:1].islower() and m.group(2)[-1:].isalpha():
+        left, right = m.group(2), h.group(1)
+        joined = (left + right).lower()
+        hyphenated = f"{left}-{right}".lower()
+        if joined in vocabulary:
+            return a[:-1] + b
+        if hyphenated in vocabulary or m.group(1):  # a known compound, or part of one
+            return a + b
+        return a[:-1] + b
+    if a.endswith("-") and len(a) > 1 and a[-2].isalnum() and b[:1].isalnum():
+        return a + b  # "COVID-" + "19", "non-" + "English": a real hyphen, no space
+    return f"{a} {b}"
+
+
+_WORDS = re.compile(r"\w+(?:-\w+)*")
+
+
+def vocabulary_of(texts: Sequence[str]) -> set[str]:
+    """Lower-case words (and hyphenated compounds) that occur unbroken: not at a line-end hyphen."""
+    words: set[str] = set()
+    for text in texts:
+        body = text[:-1] if text.endswith(("-", "\u00ad")) else text
+        tokens = _WORDS.findall(body.lower())
+        if text.endswith(("-", "\u00ad")) and tokens:
+            tokens.pop()  # the broken half of a word
+        for tok in tokens:
+            words.add(tok)
+            if "-" in tok:
+                words.update(tok.split("-"))
+    return words
 
 
 @dataclass
@@ -413,12 +578,25 @@ class _Pending:
     last: _Row | None = None
     left: float = 0.0  # left edge of the block (text start for list items)
     size: float = 0.0
+    indents: list[float] = field(default_factory=list)  # list: marker x of each open nesting level
 
 
-def _heading_level(row: _Row, body: float, config: LayoutConfig) -> int:
+_NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1,4}\.)\s+\S")
+_SENTENCE_END = (".", ",", ";", ":")
+
+
+def _normal_title(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def _heading_level(
+    row: _Row, body: float, config: LayoutConfig, style: DocStyle | None = None, short_line: bool = False
+) -> int:
     text = row.text
-    if len(text) > config.max_heading_chars or sum(c.isalpha() for c in text) < 2:
-        return 0  # long lines and bare numbers (page numbers, figures) are not headings
+    if len(text) > config.max_heading_chars or sum(c.isalpha() for c in text) < 2 or row.in_figure:
+        return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
+    if style is not None:
+        return _styled_heading_level(row, text, config, style, short_line)
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
@@ -429,7 +607,38 @@ def _heading_level(row: _Row, body: float, config: LayoutConfig) -> int:
     return 0
 
 
-def _group_section(section: list[Item], body: float, config: LayoutConfig) -> list[Block]:
+def _styled_heading_level(
+    row: _Row, text: str, config: LayoutConfig, style: DocStyle, short_line: bool = False
+) -> int:
+    """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
+    document's distinct heading sizes), short lines set heavier than the body text, and short
+    isolated italic lines at body size (run-in section titles of handbooks)."""
+    if style.outline and row.size >= 0.95 * style.body_size:  # not a smaller running title
+        level = style.outline.get(_normal_title(text))
+        if level:
+            return min(level, 6)
+    if _list_marker(text) and not _NUMBERED_HEADING.match(text):
+        return 0
+    ratio = row.size / style.body_size
+    bold_level = min(len(style.heading_sizes) + style.first_level, 6)
+    if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
+        return min(style.level_for_size(row.size), 6)
+    heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
+    if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
+        return bold_level
+    titled = text[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
+    if row.italic and short_line and titled and 0.95 <= ratio <= 1.1:
+        return min(bold_level + 1, 6)
+    return 0
+
+
+def _group_section(
+    section: list[Item],
+    body: float,
+    config: LayoutConfig,
+    style: DocStyle | None = None,
+    vocabulary: frozenset[str] = frozenset(),
+) -> list[Block]:
     blocks: list[Block] = []
     texts = [i for i in section if isinstance(i, TextLine)]
     units: list[_Row | _Table] = [*group_rows(texts), *(i for i in section if isinstance(i, _Table))]
@@ -444,6 +653,7 @@ def _group_section(section: list[Item], body: float, config: LayoutConfig) -> li
     # every paragraph would merge; 0.8 × size still passes double-spaced text as one paragraph.
     typical_gap = min(statistics.median(gaps), config.max_line_gap_ratio * body) if gaps else 0.0
     section_left = min((u.box[0] for u in units), default=0.0)
+    section_width = max((u.box[2] for u in units), default=0.0) - section_left
     cur: _Pending | None = None
 
     def flush() -> None:
@@ -474,14 +684,32 @@ def _group_section(section: list[Item], body: float, config: LayoutConfig) -> li
         text = row.text.strip()
         if not text:
             continue
-        level = _heading_level(row, body, config)
+        short_line = row.box[2] - row.box[0] < 0.7 * section_width
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
         big_gap = cur is not None and gap > typical_gap + config.paragraph_gap_ratio * min(
             row.size, cur.size or row.size
         )
+        list_continues = (
+            cur is not None
+            and cur.kind == "list"
+            and not big_gap
+            and row.box[0] >= cur.left - 0.25 * row.size
+            and row.size <= 1.1 * cur.size
+            and not _list_marker(text)
+        )
+        level = 0 if list_continues else _heading_level(row, body, config, style, short_line)
         if level:
-            if cur and cur.kind == "heading" and cur.level == level and not big_gap:
-                cur.parts[0] = _join(cur.parts[0], text)
+            continues = cur is not None and cur.level == level and not big_gap
+            if continues and cur.kind == "heading":
+                joined = _join(cur.parts[0], text, vocabulary)
+                if style is not None and len(joined) > config.max_merged_heading_chars:
+                    cur.kind = "text"  # a bold paragraph, not a heading (still joined as one)
+                cur.parts[0] = joined
+                cur.boxes.append(row.box)
+                cur.last = row
+                continue
+            if continues and cur.kind == "text":
+                cur.parts[0] = _join(cur.parts[0], text, vocabulary)
                 cur.boxes.append(row.box)
                 cur.last = row
                 continue
@@ -491,19 +719,25 @@ def _group_section(section: list[Item], body: float, config: LayoutConfig) -> li
         marker = _list_marker(text)
         if marker:
             mk, body_text = marker
-            item = f"{mk} {body_text}"
+            item = f"{mk} {body_text}" if mk == "-" or mk[:-1].isdigit() else f"- {mk} {body_text}"
+            x = row.box[0]
             if cur and cur.kind == "list" and not (gap > typical_gap + 2.0 * row.size):
-                cur.parts.append(item)
+                # Nesting from indentation: a marker further right than the open item's is a child.
+                while len(cur.indents) > 1 and x < cur.indents[-1] - 0.5 * row.size:
+                    cur.indents.pop()
+                if x > cur.indents[-1] + 0.8 * row.size:
+                    cur.indents.append(x)
+                cur.parts.append("    " * (len(cur.indents) - 1) + item)
                 cur.boxes.append(row.box)
             else:
                 flush()
-                cur = _Pending("list", 0, [item], [row.box], row, row.box[0], row.size)
+                cur = _Pending("list", 0, [item], [row.box], row, row.box[0], row.size, [x])
             cur.last = row
             # Continuation lines start where the item's text starts (roughly), right of the marker.
             cur.left = row.box[0] + 0.5 * row.size
             continue
         if cur and cur.kind == "list" and not big_gap and row.box[0] >= cur.left - 0.25 * row.size:
-            cur.parts[-1] = _join(cur.parts[-1], text)
+            cur.parts[-1] = _join(cur.parts[-1], text, vocabulary)
             cur.boxes[-1] = _union([cur.boxes[-1], row.box])
             cur.last = row
             continue
@@ -515,7 +749,7 @@ def _group_section(section: list[Item], body: float, config: LayoutConfig) -> li
             and cur.last.box[0] - section_left < 0.5 * row.size
         )
         if cur and cur.kind == "text" and not big_gap and not indented and _size_close(cur.size, row.size):
-            cur.parts[0] = _join(cur.parts[0], text)
+            cur.parts[0] = _join(cur.parts[0], text, vocabulary)
             cur.boxes.append(row.box)
             cur.last = row
             continue
@@ -531,27 +765,37 @@ def build_blocks(
     page_width: float,
     config: LayoutConfig | None = None,
     tables: Sequence[tuple[Box, list[list[str]]]] = (),
+    style: DocStyle | None = None,
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
     ``tables`` are tables an engine already found (box and cell rows); lines inside their boxes must
-    already be removed by the caller.
+    already be removed by the caller. ``style`` (the whole document's body size, heading sizes,
+    outline and vocabulary) replaces the page-level guesses when the engine has it.
     """
     config = config or LayoutConfig()
     clean = [ln for ln in lines if ln.text.strip()]
     if not clean and not tables:
         return []
     body = body_size(clean) if clean else 1.0
+    vocabulary = frozenset(vocabulary_of([ln.text for ln in clean]))
+    if style is not None:
+        vocabulary |= style.vocabulary
+        page_chars = sum(len(ln.text) for ln in clean)
+        if page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
+            # This page's body text is set in another size than the document's (a generated
+            # sampler, an appendix in small print): its own sizes decide its headings.
+            style = None
     found, rest = detect_tables(clean, page_width, config, body)
     found += [_Table(box=b, rows=r) for b, r in tables if r]
     items: list[Item] = [*rest, *found]
     blocks: list[Block] = []
     for section in order_sections(items, config, body):
-        blocks.extend(_group_section(section, body, config))
+        blocks.extend(_group_section(section, body, config, style, vocabulary))
     logger.debug("layout: %d lines → %d blocks (%d tables)", len(clean), len(blocks), len(found))
     return blocks
 
 
 def blocks_to_markdown(blocks: Sequence[Block]) -> str:
     """The page's Markdown: blocks separated by a blank line."""
-    return "\n\n".join(b.text for b in blocks if b.text)
+    return "\n\n".join(b.text for b in blocks if b.text and b.label not in ("page_header", "page_footer"))

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engines.base import Engine
-from ocr_app.engines.layout import LayoutConfig, TextLine, body_size, build_blocks
+from ocr_app.engines.layout import LayoutConfig, TextLine, body_size, build_blocks, unrotate_box
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
@@ -37,6 +37,10 @@ def _default_factory(params: dict[str, Any]) -> Any:
     return RapidOCR(params=params)
 
 
+LOW_CONFIDENCE = 0.75  # mean recognition score below this: the page is flagged "low confidence"
+ORIENTATION_SAMPLES = 6  # line crops read in each candidate orientation
+CONFIDENT = 0.9
+INKED_PAGE = 0.005  # fraction of dark pixels above which a page is not blank  # a first pass this sure is upright: no orientation test
 X_HEIGHT_EM = 0.5  # x-height / font size of common text fonts (Helvetica 0.52, Times 0.45)
 CAP_HEIGHT_EM = 0.72  # cap height / font size
 
@@ -258,29 +262,90 @@ class LightOcrEngine(Engine):
         grey, quads, texts, _ = self._ocr_scored(image)
         return grey, quads, texts
 
-    def _ocr_scored(self, image: Any) -> tuple[Any, list[Any], list[str], float | None]:
-        """Grey image, line quads, line texts and the page confidence (None when nothing was read)."""
+    def _ocr_scored(self, image: Any) -> tuple[Any, list[Any], list[str], list[float]]:
         import numpy as np
 
         self.load()
         rgb = image.convert("RGB")
         try:
-            result = self._ocr(rgb)
+            # Explicit flags: RapidOCR keeps the flags of the previous call (the orientation test
+            # reads crops without detection).
+            result = self._ocr(rgb, use_det=True, use_cls=self._params["Global.use_cls"], use_rec=True)
         except Exception as exc:  # onnxruntime / OpenCV failures are engine errors, not user errors
             raise EngineError(f"light OCR failed: {exc}") from exc
         grey = np.asarray(rgb.convert("L"))
         if result.boxes is None or result.txts is None:
-            return grey, [], [], None
+            return grey, [], [], []
         quads = [np.asarray(q, dtype=np.float64) for q in result.boxes]
-        texts = [str(t).strip() for t in result.txts]
-        return grey, quads, texts, page_confidence(texts, getattr(result, "scores", None))
+        scores = [float(s) for s in (getattr(result, "scores", None) or [1.0] * len(quads))]
+        return grey, quads, [str(t).strip() for t in result.txts], scores
+
+    def _read_crop(self, crop: Any) -> float:
+        """Recognition score of one line crop (no detection)."""
+        try:
+            result = self._ocr(crop, use_det=False, use_cls=False, use_rec=True)
+        except Exception as exc:  # an odd crop must not fail the page; it just does not vote
+            logger.debug("orientation crop unreadable: %s", exc)
+            return 0.0
+        scores = list(getattr(result, "scores", None) or [])
+        return float(scores[0]) if scores else 0.0
+
+    def orientation(self, rgb: Any, quads: Sequence[Any], scores: Sequence[float]) -> int:
+        """How many quarter turns (counter-clockwise, ``numpy.rot90``) make the page upright.
+
+        Why this test: the detector finds text lines in any orientation, but the recognizer only reads
+        upright ones. Most boxes taller than wide → the page is turned 90° or 270°; a confident first
+        pass → upright; otherwise 0° against 180°. The largest line crops are read in each candidate
+        orientation and the best mean score wins (a few crops: ~0.1 s, against seconds for a page).
+        """
+        import numpy as np
+
+        if not quads:
+            return 0
+        boxes = [_bbox(q) for q in quads]
+        tall = [b for b in boxes if (b[3] - b[1]) > 1.5 * (b[2] - b[0])]
+        wide = [b for b in boxes if (b[2] - b[0]) > 1.5 * (b[3] - b[1])]
+        if len(tall) > len(wide):
+            candidates, sample = (1, 3), tall
+        else:
+            if (page_confidence([""] * len(scores), scores) or 0.0) >= CONFIDENT:
+                return 0
+            candidates, sample = (0, 2), wide or boxes
+        sample = sorted(sample, key=lambda b: (b[2] - b[0]) * (b[3] - b[1]), reverse=True)
+        sample = sample[:ORIENTATION_SAMPLES]
+        image = np.asarray(rgb)
+        best, best_score = 0, -1.0
+        for turns in candidates:
+            total = 0.0
+            for x0, y0, x1, y1 in sample:
+                crop = image[int(y0) : int(y1) + 1, int(x0) : int(x1) + 1]
+                if crop.size == 0:
+                    continue
+                total += self._read_crop(np.ascontiguousarray(np.rot90(crop, turns)))
+            mean = total / len(sample)
+            if mean > best_score:
+                best, best_score = turns, mean
+        return best
 
     def _predict(self, request: PageRequest) -> EngineOutput:
         import cv2
+        import numpy as np
+        from PIL import Image
 
         page = request.page
         start = time.perf_counter()
-        grey, quads, texts, confidence = self._ocr_scored(page.image)
+        rgb = page.image.convert("RGB")
+        disp_w, disp_h = rgb.size
+        grey, quads, texts, scores = self._ocr_scored(rgb)
+        notes: list[str] = []
+        turns = self.orientation(rgb, quads, scores)
+        if turns:
+            # Read the page upright; boxes are mapped back to the page as displayed at the end.
+            rgb = Image.fromarray(np.ascontiguousarray(np.rot90(np.asarray(rgb), turns)))
+            grey, quads, texts, scores = self._ocr_scored(rgb)
+            notes.append(
+                f"page read turned {90 * turns}° counter-clockwise (its text ran sideways or upside down)"
+            )
         ocr_s = time.perf_counter() - start
         sizes = _sizes(grey, quads, texts)
         # Lay out in a deskewed frame: on a rotated scan the axis-aligned boxes of long lines are
@@ -298,13 +363,29 @@ class LightOcrEngine(Engine):
             inverse = cv2.invertAffineTransform(matrix)
             for block in blocks:
                 block.boxes = [_clip(_bbox(_affine(inverse, _corners(b))), w, h) for b in block.boxes]
+            notes.append(f"deskewed {angle:+.2f}°")
+        if turns:
+            for block in blocks:
+                block.boxes = [unrotate_box(b, turns, disp_w, disp_h) for b in block.boxes]
+        confidence = page_confidence(texts, scores)
+        if confidence is None and float((grey < 128).mean()) >= INKED_PAGE:
+            confidence = 0.0
+            notes.append(
+                "low confidence: no text recognised although the page is not blank (a script outside "
+                "the light engine's models, such as Arabic or Korean, or only pictures)"
+            )
+        elif confidence is not None and confidence < LOW_CONFIDENCE:
+            notes.append(
+                f"low confidence: mean recognition score {confidence:.2f}; the page's script may be "
+                "outside the light engine's models (Latin letters and Chinese), or the scan is poor"
+            )
         total = time.perf_counter() - start
         return EngineOutput(
             engine=self.name,
             blocks=blocks,
             stop_reason=StopReason.NONE,
             timings={"ocr": ocr_s, "layout": total - ocr_s, "total": total},
-            notes=[f"deskewed {angle:+.2f}°"] if matrix is not None else [],
+            notes=notes,
             confidence=confidence,
         )
 

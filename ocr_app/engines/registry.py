@@ -1,178 +1,89 @@
-"""Build the set of engines this machine can run, from settings.
+"""The set of engines a front end can offer: names, the default, and why others are missing.
 
-Why here and not in the UI or CLI: both front ends must offer the same engines, with the same default and
-the same explanation of why an engine is missing. Nothing is loaded here: engines load lazily.
+Why a container apart from the code that builds it (``ocr_app.stack``): the converter, UI and CLI only
+look engines up by name; how each engine is wired to the runtime is the composition root's business.
+Engines are held as factories and built on first use, so asking for the text layer never builds (or
+imports) the model stack.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from ocr_app.exceptions import EngineUnavailableError
 
 if TYPE_CHECKING:
     from ocr_app.engines.base import Engine
-    from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-ENGINE_NAMES = ("auto", "deepseek", "light", "textlayer", "remote")
+EngineName = Literal["auto", "deepseek", "light", "textlayer", "remote"]
+ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
+ENGINE_ALIASES = {"deepseek-ocr2": "deepseek", "deepseek-ocr-2": "deepseek", "rapidocr": "light"}
+
+EngineFactory = Callable[[], "Engine"]
+
+
+def canonical_engine(name: str) -> str:
+    """The engine name an alias stands for (case-insensitive)."""
+    return ENGINE_ALIASES.get(name.lower(), name.lower())
 
 
 @dataclass
 class EngineSet:
-    """Named engines plus the default and the reasons others are missing."""
+    """Named engines (built ones, or factories that build them on first use), the default and the
+    reasons others are missing. Thread-safe: two threads asking for one engine get the same object."""
 
-    engines: dict[str, Engine]
+    engines: dict[str, Engine | EngineFactory]
     default: str
     unavailable: dict[str, str] = field(default_factory=dict)  # name -> why it cannot run here
     default_reason: str = ""
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def names(self) -> list[str]:
         return list(self.engines)
 
     def get(self, name: str | None) -> Engine:
-        key = _canonical(name or self.default)
-        if key in self.engines:
-            return self.engines[key]
-        why = self.unavailable.get(key, f"unknown engine; choose one of {', '.join(self.engines)}")
-        raise EngineUnavailableError(f"Engine '{key}' is not available: {why}")
+        from ocr_app.engines.base import Engine
+
+        key = canonical_engine(name or self.default)
+        if key not in self.engines:
+            why = self.unavailable.get(key, f"unknown engine; choose one of {', '.join(self.engines)}")
+            raise EngineUnavailableError(f"Engine '{key}' is not available: {why}")
+        with self._lock:
+            item = self.engines[key]
+            if not isinstance(item, Engine):
+                item = item()
+                self.engines[key] = item
+            return item
+
+    def built(self) -> list[Engine]:
+        """Engines built so far (a factory never called has nothing to unload)."""
+        from ocr_app.engines.base import Engine
+
+        with self._lock:
+            return [e for e in self.engines.values() if isinstance(e, Engine)]
 
     def describe(self) -> dict[str, object]:
+        """Facts for ``ocr-app info`` and the UI panel (builds every engine; loads none)."""
+        engines = {name: self.get(name).describe() for name in list(self.engines)}
+        reason = self.default_reason
+        if not reason:
+            reason = str(engines.get(self.default, {}).get("ocr_reason", ""))
         return {
             "default": self.default,
-            "default_reason": self.default_reason,
-            "engines": {name: e.describe() for name, e in self.engines.items()},
+            "default_reason": reason,
+            "engines": engines,
             "unavailable": dict(self.unavailable),
         }
 
     def unload_all(self) -> None:
         seen: set[int] = set()
-        for engine in self.engines.values():
+        for engine in self.built():
             if id(engine) not in seen:
                 seen.add(id(engine))
                 engine.unload()
-
-
-def check_engine(name: str | None) -> str:
-    """The canonical engine name, or ``ConfigError`` listing the choices (nothing is built)."""
-    from ocr_app.exceptions import ConfigError
-
-    key = _canonical((name or "auto").strip())
-    if key not in ENGINE_NAMES:
-        raise ConfigError(f"Unknown engine '{name}'. Choose one of: {', '.join(ENGINE_NAMES)}.")
-    return key
-
-
-def _canonical(name: str) -> str:
-    aliases = {"deepseek-ocr2": "deepseek", "deepseek-ocr-2": "deepseek", "rapidocr": "light"}
-    return aliases.get(name.lower(), name.lower())
-
-
-def _has(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
-def build_engines(settings: Settings) -> EngineSet:
-    """Create (not load) every engine that can run here, and pick the default."""
-    engines: dict[str, Engine] = {}
-    unavailable: dict[str, str] = {}
-
-    if _has("torch") and _has("transformers"):
-        from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
-
-        engines["deepseek"] = _managed(
-            DeepSeekOcr2Engine(settings, vision_cache=_vision_cache(settings)), settings
-        )
-    else:
-        unavailable["deepseek"] = 'torch and transformers are not installed: pip install "ocr-app[model]"'
-
-    if _has("rapidocr") and _has("onnxruntime"):
-        from ocr_app.engines.light import LightOcrEngine
-
-        engines["light"] = LightOcrEngine(settings)
-    else:
-        unavailable["light"] = 'rapidocr is not installed: pip install "ocr-app[light]"'
-
-    from ocr_app.engines.textlayer import TextLayerEngine
-
-    engines["textlayer"] = TextLayerEngine(settings)
-
-    if settings.remote_url:
-        from ocr_app.engines.remote import RemoteEngine
-
-        engines["remote"] = RemoteEngine(settings)
-    else:
-        unavailable["remote"] = "no endpoint configured (set DEEPSEEK_OCR_REMOTE_URL)"
-
-    ocr_name, reason = _choose_ocr(settings, engines)
-    if ocr_name is not None:
-        from ocr_app.engines.router import RouterEngine
-
-        engines["auto"] = RouterEngine(
-            ocr=engines[ocr_name],
-            textlayer=engines.get("textlayer"),
-            text_layer_policy=settings.text_layer,
-            reason=reason,
-        )
-    default = _canonical(settings.engine)
-    if default not in engines:
-        if settings.engine != "auto":
-            why = unavailable.get(default, "unknown engine")
-            raise EngineUnavailableError(f"Engine '{settings.engine}' is not available: {why}")
-        default = "textlayer"
-        reason = "no OCR engine installed; only PDF text layers can be read"
-    logger.info("engines: %s (default %s: %s)", ", ".join(engines), default, reason)
-    return EngineSet(engines=engines, default=default, unavailable=unavailable, default_reason=reason)
-
-
-def _choose_ocr(settings: Settings, engines: dict[str, Engine]) -> tuple[str | None, str]:
-    from ocr_app.engines.router import choose_ocr_engine
-
-    if "remote" in engines:
-        return "remote", f"remote endpoint {settings.remote_url}"
-    has_gpu = _gpu_available()
-    weights = False
-    if "deepseek" in engines:
-        from ocr_app.engines.deepseek.loading import weights_available
-
-        weights = weights_available(settings.model)
-    name, reason = choose_ocr_engine(settings, has_gpu=has_gpu, weights_available=weights)
-    if name in engines:
-        return name, reason
-    for fallback in ("deepseek", "light"):
-        if fallback in engines and (fallback != "deepseek" or weights):
-            return fallback, f"{reason}; {name} is not installed"
-    return None, "no OCR engine available"
-
-
-def _gpu_available() -> bool:
-    if not _has("torch"):
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def _managed(engine: Engine, settings: Settings) -> Engine:
-    """Wrap a model engine: result cache outside (a hit never loads the model), then the manager
-    (lazy load, single-flight load, idle unload, OOM recovery)."""
-    from ocr_app.runtime.manager import ModelManager
-
-    managed: Engine = ModelManager(engine, settings)
-    if settings.cache_enabled and settings.result_cache_mb > 0:
-        from ocr_app.runtime.result_cache import CachedEngine
-
-        managed = CachedEngine.from_settings(managed, settings)
-    return managed
-
-
-def _vision_cache(settings: Settings):
-    if not settings.cache_enabled:
-        return None
-    from ocr_app.runtime.vision_cache import VisionFeatureCache
-
-    return VisionFeatureCache.from_settings(settings)

@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engines.base import Engine
-from ocr_app.exceptions import EngineError, EngineUnavailableError
+from ocr_app.exceptions import ConfigError, EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
     import httpx
 
+    from ocr_app.engines.pool import EnginePool
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -43,14 +46,27 @@ class RemoteEngine(Engine):
 
     name = "remote"
 
-    def __init__(self, settings: Settings, *, client: httpx.Client | None = None) -> None:
-        if not settings.remote_url:
-            raise EngineUnavailableError("No remote endpoint configured: set DEEPSEEK_OCR_REMOTE_URL.")
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: httpx.Client | None = None,
+        endpoint: Endpoint | None = None,
+    ) -> None:
+        """``endpoint`` (one member of a fleet) overrides the URL, key, model, timeout and pages in
+        flight that ``settings`` give."""
+        if endpoint is None:
+            if not settings.remote_url:
+                raise EngineUnavailableError("No remote endpoint configured: set DEEPSEEK_OCR_REMOTE_URL.")
+            endpoint = Endpoint(url=settings.remote_url)
         self.settings = settings
-        self.base_url = settings.remote_url.rstrip("/").removesuffix("/v1")
+        self.base_url = endpoint.url.rstrip("/").removesuffix("/v1")
+        self.api_key = endpoint.api_key or settings.remote_api_key
+        self.timeout_s = endpoint.timeout_s or settings.remote_timeout_s
+        self.concurrency = endpoint.max_in_flight or settings.remote_concurrency
         self._client = client
         self._owns_client = client is None
-        self._model: str | None = settings.remote_model
+        self._model: str | None = endpoint.model or settings.remote_model
         self._exempt_ids: list[int] | None = None
         self._loaded = False
 
@@ -66,12 +82,8 @@ class RemoteEngine(Engine):
             ) from exc
 
         if self._client is None:
-            headers = (
-                {"Authorization": f"Bearer {self.settings.remote_api_key}"}
-                if self.settings.remote_api_key
-                else {}
-            )
-            self._client = httpx.Client(timeout=self.settings.remote_timeout_s, headers=headers)
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+            self._client = httpx.Client(timeout=self.timeout_s, headers=headers)
         try:
             resp = self._client.get(f"{self.base_url}/v1/models")
             resp.raise_for_status()
@@ -113,6 +125,21 @@ class RemoteEngine(Engine):
             ids.extend(found)
         return ids
 
+    def probe(self) -> None:
+        """Health check through the server's own endpoints: ``/health`` (vLLM, SGLang), else
+        ``/v1/models``. Raises ``EngineUnavailableError`` when the server is not ready."""
+        if not self._loaded:
+            self.load()  # a server that was down at start-up is probed by loading it
+            return
+        try:
+            resp = self._client.get(f"{self.base_url}/health")
+            if resp.status_code in (404, 405):
+                resp = self._client.get(f"{self.base_url}/v1/models")
+        except Exception as exc:
+            raise EngineUnavailableError(f"{self.base_url} is unreachable: {exc}") from exc
+        if resp.status_code != 200:
+            raise EngineUnavailableError(f"{self.base_url} is not healthy (HTTP {resp.status_code})")
+
     def unload(self) -> None:
         if self._client is not None and self._owns_client:
             self._client.close()
@@ -133,19 +160,28 @@ class RemoteEngine(Engine):
             outputs[i] = out
         return outputs  # type: ignore[return-value]
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """``remote_concurrency`` pages in flight, pulled lazily from ``requests``."""
         self.load()
-        workers = min(self.settings.remote_concurrency, max(1, len(requests)))
+        source = iter(enumerate(requests))
+        workers = self.concurrency
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocr-remote") as pool:
-            futures: dict[Future, int] = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
-            pending = set(futures)
+            futures: dict[Future, int] = {}
+
+            def top_up() -> None:
+                for i, r in itertools.islice(source, max(0, workers - len(futures))):
+                    futures[pool.submit(self._one, r)] = i
+
+            top_up()
             try:
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                while futures:
+                    done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
                     for fut in done:
-                        yield futures[fut], fut.result()
+                        i = futures.pop(fut)
+                        yield i, fut.result()
+                    top_up()
             finally:
-                for fut in pending:
+                for fut in futures:
                     fut.cancel()
 
     def _payload(self, req: PageRequest) -> dict[str, Any]:
@@ -178,13 +214,19 @@ class RemoteEngine(Engine):
         t0 = time.perf_counter()
         try:
             resp = self._client.post(f"{self.base_url}/v1/chat/completions", json=self._payload(req))
-        except Exception as exc:
-            raise EngineError(f"OCR server request failed for page {req.page.index + 1}: {exc}") from exc
+        except Exception as exc:  # connection refused, reset, timeout: the endpoint's fault
+            raise EngineError(
+                f"OCR server {self.base_url} failed for page {req.page.index + 1}: {type(exc).__name__}: {exc}"
+            ) from exc
         if resp.status_code != 200:
             detail = resp.text[:300].strip()
-            raise EngineError(
+            err = EngineError(
                 f"OCR server answered {resp.status_code} for page {req.page.index + 1}: {detail}"
             )
+            # 4xx other than overload/timeouts: the request itself is wrong, another endpoint would
+            # answer the same; the fleet then fails the page instead of taking the endpoint down.
+            err.member_fault = resp.status_code >= 500 or resp.status_code in (408, 409, 429)  # type: ignore[attr-defined]
+            raise err
         try:
             body = resp.json()
             choice = body["choices"][0]
@@ -200,3 +242,119 @@ class RemoteEngine(Engine):
             timings={"total": round(time.perf_counter() - t0, 4)},
             notes=[f"remote: {self.base_url} ({self._model})"],
         )
+
+
+# -- a fleet of endpoints --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Endpoint:
+    """One server of a fleet. Unset fields fall back to the ``remote_*`` settings."""
+
+    url: str
+    api_key: str | None = None
+    model: str | None = None
+    weight: float = 1.0
+    max_in_flight: int | None = None  # pages in flight on this endpoint
+    timeout_s: float | None = None
+
+
+_ENDPOINT_KEYS = {"url", "api_key", "api_key_env", "model", "weight", "max_in_flight", "timeout_s"}
+
+
+def parse_endpoints(value: str) -> list[Endpoint]:
+    """``DEEPSEEK_OCR_REMOTE_URL``: one URL, several comma-separated URLs, or the path of a TOML file
+    with one ``[[endpoint]]`` table per server (keys: url, api_key or api_key_env, model, weight,
+    max_in_flight, timeout_s; the same keys at the top level are defaults for every endpoint)."""
+    from pathlib import Path
+
+    text = value.strip()
+    if not text:
+        raise ConfigError("DEEPSEEK_OCR_REMOTE_URL is empty.")
+    if text.lower().endswith(".toml") or (("://" not in text) and Path(text).is_file()):
+        return _parse_toml(Path(text).expanduser())
+    urls = [u.strip() for u in text.split(",") if u.strip()]
+    bad = [u for u in urls if not u.startswith(("http://", "https://"))]
+    if bad:
+        raise ConfigError(
+            f"DEEPSEEK_OCR_REMOTE_URL: {', '.join(bad)} is not an http(s) URL "
+            "(give URLs separated by commas, or the path of a .toml file)."
+        )
+    if len(set(urls)) != len(urls):
+        raise ConfigError(f"DEEPSEEK_OCR_REMOTE_URL lists an endpoint twice: {text}")
+    return [Endpoint(url=u) for u in urls]
+
+
+def _parse_toml(path) -> list[Endpoint]:
+    import os
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError as exc:
+            raise ConfigError(
+                "Reading an endpoint TOML file needs Python ≥ 3.11 or `pip install tomli`."
+            ) from exc
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"Endpoint file {path} does not exist.") from exc
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"Endpoint file {path} is not valid TOML: {exc}") from exc
+    tables = data.get("endpoint")
+    if not isinstance(tables, list) or not tables:
+        raise ConfigError(f"Endpoint file {path} has no [[endpoint]] tables.")
+    defaults = {k: v for k, v in data.items() if k != "endpoint"}
+    endpoints = []
+    for n, table in enumerate(tables, 1):
+        entry = {**defaults, **table}
+        unknown = set(entry) - _ENDPOINT_KEYS
+        if unknown:
+            raise ConfigError(f"{path}: endpoint {n} has unknown key(s) {', '.join(sorted(unknown))}.")
+        if "url" not in entry:
+            raise ConfigError(f"{path}: endpoint {n} has no url.")
+        env = entry.pop("api_key_env", None)
+        if env and not entry.get("api_key"):
+            entry["api_key"] = os.environ.get(env)
+            if not entry["api_key"]:
+                raise ConfigError(f"{path}: endpoint {n} reads its key from ${env}, which is not set.")
+        try:
+            endpoints.append(Endpoint(**entry))
+        except TypeError as exc:
+            raise ConfigError(f"{path}: endpoint {n}: {exc}") from exc
+        if endpoints[-1].weight <= 0 or (endpoints[-1].max_in_flight or 1) < 1:
+            raise ConfigError(f"{path}: endpoint {n}: weight must be > 0 and max_in_flight ≥ 1.")
+    urls = [e.url for e in endpoints]
+    if len(set(urls)) != len(urls):
+        raise ConfigError(f"{path} lists an endpoint twice.")
+    return endpoints
+
+
+def build_remote_engine(settings: Settings) -> RemoteEngine | EnginePool:
+    """One endpoint: a ``RemoteEngine``. Several: an ``EnginePool`` of them (least pages in flight
+    per weight, failing endpoints backed off and probed through /health, pages retried elsewhere)."""
+    from ocr_app.engines.pool import EnginePool, PoolMember
+
+    endpoints = parse_endpoints(settings.remote_url or "")
+    if len(endpoints) == 1:
+        return RemoteEngine(settings, endpoint=endpoints[0])
+    members = []
+    for ep in endpoints:
+        engine = RemoteEngine(settings, endpoint=ep)
+        members.append(
+            PoolMember(
+                label=engine.base_url,
+                engine=engine,
+                weight=ep.weight,
+                slots=engine.concurrency,
+                probe=engine.probe,
+            )
+        )
+    return EnginePool(
+        members,
+        kind="endpoint",
+        chunk=1,
+        backoff_s=settings.remote_backoff_s,
+        max_backoff_s=max(settings.remote_backoff_s, 300.0),
+    )

@@ -11,22 +11,24 @@ ever loading DeepSeek-OCR-2.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from ocr_app.engines.base import Engine
+from ocr_app.engines.base import Engine, noting, split_stream
 from ocr_app.exceptions import OcrError
 from ocr_app.schema import EngineOutput, PageRequest
+from ocr_app.settings import TEXT_LAYER_POLICIES, TextLayerPolicy
 
 if TYPE_CHECKING:
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-Policy = Literal["auto", "always", "never"]
+Policy = TextLayerPolicy
 # (pdf_path, page index, password=...) -> (usable, reason); the password unlocks encrypted PDFs.
 TextCheck = Callable[..., tuple[bool, str]]
+OcrChoice = Callable[[], tuple[Engine, str]]
 
 
 def _default_check(policy: Policy, engine: Engine | None = None) -> TextCheck:
@@ -54,6 +56,8 @@ def choose_ocr_engine(settings: Settings, *, has_gpu: bool, weights_available: b
     ``device=cpu``, accepting minutes per page); otherwise the light CPU engine.
     """
     device = (settings.device or "auto").lower()
+    if {d.strip() for d in device.split(",")} == {"cpu"}:  # "cpu,cpu": engines placed on the CPU
+        device = "cpu"
     if weights_available and device == "cpu":
         return "deepseek", "DeepSeek-OCR-2 on the CPU (device=cpu was set)"
     if weights_available and has_gpu:
@@ -74,23 +78,46 @@ class RouterEngine(Engine):
 
     def __init__(
         self,
-        ocr: Engine,
+        ocr: Engine | OcrChoice,
         textlayer: Engine | None = None,
         text_layer_policy: Policy = "auto",
         *,
         reason: str = "",
         text_check: TextCheck | None = None,
     ) -> None:
-        if text_layer_policy not in ("auto", "always", "never"):
+        """``ocr`` is the OCR engine, or a callable returning ``(engine, reason)`` that is called the
+        first time a page needs OCR (or ``describe`` asks): a born-digital PDF never makes the choice."""
+        if text_layer_policy not in TEXT_LAYER_POLICIES:
             from ocr_app.exceptions import ConfigError
 
             raise ConfigError(f"text_layer must be auto, always or never, not {text_layer_policy!r}")
-        self.ocr = ocr
+        self._ocr: Engine | None = ocr if isinstance(ocr, Engine) else None
+        self._choose: OcrChoice | None = None if isinstance(ocr, Engine) else ocr
         self.textlayer = textlayer
         self.policy: Policy = text_layer_policy
-        self.reason = reason or "OCR engine"
+        self._reason = reason
         self._check = text_check or _default_check(text_layer_policy, textlayer)
         self._loaded = False
+
+    @property
+    def ocr(self) -> Engine:
+        """The OCR engine (chosen now if it was not yet)."""
+        if self._ocr is None:
+            assert self._choose is not None
+            engine, why = self._choose()
+            self._ocr, self._reason = engine, self._reason or why
+        return self._ocr
+
+    @property
+    def reason(self) -> str:
+        """Why ``ocr`` was chosen."""
+        if self._ocr is None:
+            _ = self.ocr
+        return self._reason or "OCR engine"
+
+    @property
+    def pages_at_once(self) -> int:  # type: ignore[override]
+        return self.ocr.pages_at_once
 
     # --- lifecycle ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -105,7 +132,8 @@ class RouterEngine(Engine):
         self.ocr.preload()
 
     def unload(self) -> None:
-        self.ocr.unload()
+        if self._ocr is not None:
+            self._ocr.unload()
         if self.textlayer is not None:
             self.textlayer.unload()
         self._loaded = False
@@ -140,54 +168,37 @@ class RouterEngine(Engine):
             return self.textlayer, why
         return self.ocr, f"{self.reason}; text layer not used: {why}"
 
-    def _plan(self, requests: Sequence[PageRequest]) -> tuple[list[int], list[int], dict[int, str]]:
-        text_idx: list[int] = []
-        ocr_idx: list[int] = []
-        reasons: dict[int, str] = {}
-        for i, req in enumerate(requests):
+    def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
+        results: dict[int, EngineOutput] = dict(self.predict_stream(requests))
+        return [results[i] for i in range(len(requests))]
+
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Text-layer pages are answered as they are pulled; the others go lazily, in order, to the
+        OCR engine (loaded only when the first such page comes)."""
+        if not self._loaded:
+            self.load()
+        reasons: dict[int, str] = {}  # id(request) → why OCR
+
+        def answer(_: int, req: PageRequest) -> EngineOutput | None:
             engine, why = self.route(req)
-            (text_idx if engine is self.textlayer else ocr_idx).append(i)
-            reasons[i] = why
-        return text_idx, ocr_idx, reasons
+            if engine is self.textlayer:
+                try:
+                    return self._tag(self.textlayer.predict_batch([req])[0], self.textlayer, why)
+                except OcrError as exc:
+                    logger.warning("text layer failed on page %d (%s); using OCR", req.page.index, exc)
+                    why = f"{self.reason}; text layer failed: {exc}"
+            reasons[id(req)] = why
+            return None
+
+        def ocr(pages: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+            self.ocr.load()
+            seen: list[PageRequest] = []
+            for j, out in self.ocr.predict_stream(noting(pages, seen)):
+                yield j, self._tag(out, self.ocr, reasons[id(seen[j])])
+
+        yield from split_stream(requests, answer, ocr)
 
     def _tag(self, output: EngineOutput, engine: Engine, why: str) -> EngineOutput:
         output.engine = output.engine or engine.name
         output.notes.append(f"{output.engine}: {why}")
         return output
-
-    def _text_pages(
-        self,
-        requests: Sequence[PageRequest],
-        text_idx: list[int],
-        reasons: dict[int, str],
-        ocr_idx: list[int],
-    ) -> Iterator[tuple[int, EngineOutput]]:
-        """Text-layer pages; a page whose text layer fails is moved to the OCR list."""
-        assert self.textlayer is not None
-        for i in text_idx:
-            try:
-                out = self.textlayer.predict_batch([requests[i]])[0]
-            except OcrError as exc:
-                logger.warning("text layer failed on page %d (%s); using OCR", requests[i].page.index, exc)
-                reasons[i] = f"{self.reason}; text layer failed: {exc}"
-                ocr_idx.append(i)
-                continue
-            yield i, self._tag(out, self.textlayer, reasons[i])
-
-    def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
-        results: dict[int, EngineOutput] = dict(self.predict_stream(requests))
-        return [results[i] for i in range(len(requests))]
-
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-        if not self._loaded:
-            self.load()
-        text_idx, ocr_idx, reasons = self._plan(requests)
-        yield from self._text_pages(requests, text_idx, reasons, ocr_idx)
-        if not ocr_idx:
-            return
-        ocr_idx.sort()
-        self.ocr.load()
-        sub = [requests[i] for i in ocr_idx]
-        for j, out in self.ocr.predict_stream(sub):
-            i = ocr_idx[j]
-            yield i, self._tag(out, self.ocr, reasons[i])

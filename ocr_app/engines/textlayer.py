@@ -15,19 +15,23 @@ over a scan, of unknown quality and without layout, so we OCR the page ourselves
 
 from __future__ import annotations
 
+import collections
 import logging
+import os
 import re
+import threading
 import time
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import Engine
-from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks
+from ocr_app.engines.docprofile import DocumentProfile, build_profile
+from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks, rotate_box, unrotate_box
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
-from ocr_app.schema import EngineOutput, PageRequest, StopReason
+from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
     import pymupdf
@@ -37,8 +41,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MIN_CHARS = 20
+MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a table
+PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
+_ITALIC_FLAG = 2
 # Runs of one repeated punctuation mark (dot leaders, rules): layout, not evidence of garbage. A page
 # of nothing but "·····" (what unmapped glyphs extract as) has no content left and fails the check.
 _LEADERS = re.compile(r"([.·\-_…•=*])(?:\s*\1){2,}")
@@ -74,7 +81,9 @@ def _is_garbage(ch: str) -> bool:
 
 def _open(pdf_path: Path | str, password: str | None = None) -> pymupdf.Document:
     """Open a PDF for reading its text; ``password`` unlocks an encrypted one (never logged)."""
-    import pymupdf
+    from ocr_app.ingest.pdf import import_pymupdf
+
+    pymupdf = import_pymupdf()
 
     try:
         doc = pymupdf.open(str(pdf_path))
@@ -150,6 +159,122 @@ def has_usable_text(
     return judge(inspect_report(pdf_path, index, password=password), min_chars=min_chars)
 
 
+_WEIGHT_WORDS = (
+    ("thin", 100),
+    ("hairline", 100),
+    ("extralight", 200),
+    ("ultralight", 200),
+    ("light", 300),
+    ("medium", 500),
+    ("semibold", 600),
+    ("demibold", 600),
+    ("demi", 600),
+    ("extrabold", 800),
+    ("ultrabold", 800),
+    ("heavy", 800),
+    ("black", 900),
+    ("bold", 700),
+    ("bd", 700),
+    ("bx", 700),  # TeX: cmbx, SFBX
+)
+_SYMBOL_FONTS = re.compile(r"wingding|dingbat|zapf|webding", re.I)  # every glyph is a picture
+BULLET = "•"
+
+
+def font_weight(font: str, flags: int) -> int:
+    """A CSS-like weight from the font name ("KoPubDotumMedium" → 500) and PyMuPDF's bold flag."""
+    name = font.split("+")[-1].lower().replace("-", "").replace("_", "")
+    style = name[len(name) // 3 :]  # the style part follows the family name ("helveticabold")
+    weight = 400
+    for word, w in _WEIGHT_WORDS:
+        if word in style:
+            weight = w
+            break
+    if flags & _BOLD_FLAG:
+        weight = max(weight, 700)
+    return weight
+
+
+_ALEFS = "\u0627\u0623\u0625\u0622"
+_LAM = "\u0644"
+SPACE_GAP = 0.25  # a gap between two glyphs of at least this × font size is a word space
+
+
+def _chars_text(span: dict) -> str:
+    """A span's text from its glyphs, mending two things text extraction gets wrong.
+
+    - Arabic lam-alef ligatures that the font's Unicode map splits as a zero-width alef *before*
+      the lam ("اإل" for "الإ"): the pair is put back in logical order.
+    - Words set without space glyphs (each word positioned on its own): a gap of at least
+      ``SPACE_GAP`` × the font size between two glyphs becomes a space.
+    """
+    chars = span.get("chars")
+    if not chars:
+        return span.get("text", "")
+    size = span.get("size", 10.0) or 10.0
+    out: list[str] = []
+    prev = None
+    k = 0
+    while k < len(chars):
+        ch = chars[k]
+        c = ch["c"]
+        box = ch["bbox"]
+        if c in _ALEFS and box[2] - box[0] < 0.05 * size and k + 1 < len(chars) and chars[k + 1]["c"] == _LAM:
+            out.append(_LAM + c)
+            prev = chars[k + 1]
+            k += 2
+            continue
+        if prev is not None and not c.isspace() and not prev["c"].isspace() and out:
+            pb = prev["bbox"]
+            ltr = box[0] >= pb[0]
+            gap = box[0] - pb[2] if ltr else pb[0] - box[2]
+            if gap >= SPACE_GAP * size and ltr:
+                out.append(" ")
+        out.append(c)
+        prev = ch
+        k += 1
+    return "".join(out)
+
+
+def _span_text(span: dict, first: bool) -> str:
+    """A span's text with symbol-font glyphs and control characters resolved.
+
+    Why: Wingdings/Dingbats check boxes and bullets, and fonts that map their bullet to a control
+    character (U+0002, U+0084), are list markers when they start a line and noise anywhere else.
+    """
+    text = _chars_text(span)
+    symbol = bool(_SYMBOL_FONTS.search(span.get("font", "")))
+    out: list[str] = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        odd = cat in ("Cc", "Co", "Cn") and ch not in "\t\n"
+        if odd or (symbol and not ch.isspace() and ch not in BULLET):
+            if first and not "".join(out).strip():
+                out.append(BULLET)
+            continue
+        out.append(" " if ch == "\t" else ch)
+    return "".join(out)
+
+
+def _turns(direction: tuple[float, float], rotation: pymupdf.Matrix) -> int:
+    """Quarter turns (counter-clockwise) that make a line with writing ``direction`` (PDF space)
+    read left to right on the displayed page: 0 upright, 1 running down, 2 upside down, 3 up."""
+    dx, dy = direction
+    x = rotation.a * dx + rotation.c * dy
+    y = rotation.b * dx + rotation.d * dy
+    if abs(x) >= abs(y):
+        return 0 if x >= 0 else 2
+    return 1 if y > 0 else 3
+
+
+def page_turns(lines: Sequence[TextLine]) -> int:
+    """The page's reading orientation: the turns of most of its characters."""
+    weight = collections.Counter()
+    for ln in lines:
+        weight[ln.turns] += len(ln.text)
+    return weight.most_common(1)[0][0] if weight else 0
+
+
 def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     """PyMuPDF lines → ``TextLine`` in display pixels (rotation applied, points × ``scale``)."""
     import pymupdf
@@ -157,19 +282,26 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
     lines: list[TextLine] = []
-    data = page.get_text("dict", flags=flags)
+    data = page.get_text("rawdict", flags=flags)
     for block in data["blocks"]:
         for line in block.get("lines", []):
-            spans = [s for s in line["spans"] if s["text"].strip()]
-            if not spans:
+            texts: list[str] = []
+            for span in line["spans"]:
+                texts.append(_span_text(span, first=not "".join(texts).strip()))
+            kept = [(s, t) for s, t in zip(line["spans"], texts, strict=True) if t.strip()]
+            if not kept:
                 continue
-            text = "".join(s["text"] for s in line["spans"]).strip()
-            text = " ".join(text.split())
-            weights = [len(s["text"].strip()) for s in spans]
-            size = sum(s["size"] * w for s, w in zip(spans, weights, strict=True)) / sum(weights)
-            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s in spans)
+            text = " ".join("".join(texts).split())
+            words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
+            weights = [len(t.strip()) for _, t in words]
+            size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
+            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s, _ in words)
+            weight = min(font_weight(s["font"], s["flags"]) for s, _ in words)
+            italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in words)
             rect = pymupdf.Rect(line["bbox"]) * matrix
-            lines.append(TextLine(text, (rect.x0, rect.y0, rect.x1, rect.y1), size * scale, bold))
+            box = (rect.x0, rect.y0, rect.x1, rect.y1)
+            turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
+            lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns))
     return lines
 
 
@@ -181,6 +313,14 @@ def _has_rulings(page: pymupdf.Page, minimum: int = 6) -> bool:
         if count >= minimum:
             return True
     return False
+
+
+def _lines_in(r: pymupdf.Rect, lines: list[TextLine]) -> list[TextLine]:
+    return [
+        ln
+        for ln in lines
+        if r.x0 <= (ln.box[0] + ln.box[2]) / 2 <= r.x1 and r.y0 <= (ln.box[1] + ln.box[3]) / 2 <= r.y1
+    ]
 
 
 def ruled_tables(
@@ -215,17 +355,21 @@ def ruled_tables(
                 if cell is None:
                     cells.append("")
                     continue
-                r = pymupdf.Rect(cell) * matrix
-                inside = [
-                    ln
-                    for ln in lines
-                    if r.x0 <= (ln.box[0] + ln.box[2]) / 2 <= r.x1
-                    and r.y0 <= (ln.box[1] + ln.box[3]) / 2 <= r.y1
-                ]
+                inside = _lines_in(pymupdf.Rect(cell) * matrix, lines)
                 used.update(id(ln) for ln in inside)
                 inside.sort(key=lambda ln: (ln.box[1], ln.box[0]))
                 cells.append(" ".join(ln.text for ln in inside))
             rows.append(cells)
+        cells_total = sum(len(row) for row in rows)
+        filled = sum(1 for row in rows for c in row if c)
+        if filled < MIN_TABLE_FILL * cells_total:
+            # A form laid out on a grid (labels and answers in scattered boxes), not a table: its
+            # lines go back to the layout as text.
+            for row_cells in table.rows:
+                for cell in row_cells.cells:
+                    if cell is not None:
+                        used.difference_update(id(ln) for ln in _lines_in(pymupdf.Rect(cell) * matrix, lines))
+            continue
         if any(any(c for c in row) for row in rows):
             box = pymupdf.Rect(table.bbox) * matrix
             tables.append(((box.x0, box.y0, box.x1, box.y1), rows))
@@ -249,6 +393,70 @@ def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:
     return None if usable else f"text layer: {why}"
 
 
+def figure_regions(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
+    """Pictures and drawings big enough to be figures (page coordinates, unrotated).
+
+    Full-page backgrounds are not figures. A drawing cluster must be at least three body lines tall,
+    so a heading on a shaded bar or above a rule is never inside one.
+    """
+    import pymupdf
+
+    area = abs(page.rect) or 1.0
+    regions: list[pymupdf.Rect] = []
+    try:
+        for info in page.get_image_info():
+            r = pymupdf.Rect(info["bbox"]) & page.rect
+            if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
+                regions.append(r)
+        for r in page.cluster_drawings():
+            if 0.02 * area <= abs(r) <= 0.7 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt:
+                regions.append(r)
+    except Exception as exc:  # figure detection is a refinement; the text must not be lost over it
+        logger.debug("figure regions unavailable: %s", exc)
+    return regions
+
+
+def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, body_pt: float) -> None:
+    """Flag lines whose centre lies inside a figure region (their text stays, as text).
+
+    A region holding fewer than three lines (a boxed heading) or mostly sentences (a text box, a
+    sidebar) is not a figure: diagram labels are short.
+    """
+    import pymupdf
+
+    regions = figure_regions(page, body_pt)
+    if not regions:
+        return
+    matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+    for region in regions:
+        r = region * matrix
+        inside = [
+            ln
+            for ln in lines
+            if r.x0 <= (ln.box[0] + ln.box[2]) / 2 <= r.x1 and r.y0 <= (ln.box[1] + ln.box[3]) / 2 <= r.y1
+        ]
+        sentences = sum(1 for ln in inside if len(ln.text.split()) >= 6)
+        if len(inside) >= 3 and sentences <= 0.5 * len(inside):
+            for ln in inside:
+                ln.in_figure = True
+
+
+def split_running(
+    lines: list[TextLine], profile: DocumentProfile, height: float
+) -> tuple[list[Block], list[TextLine]]:
+    """Running headers/footers/page numbers → ``page_header``/``page_footer`` blocks (kept out of the
+    Markdown body, kept in the JSON); the other lines."""
+    running: list[Block] = []
+    rest: list[TextLine] = []
+    for ln in lines:
+        edge = profile.is_running(ln, height)
+        if edge is None:
+            rest.append(ln)
+        else:
+            running.append(Block("page_header" if edge == "top" else "page_footer", ln.text, [ln.box]))
+    return running, rest
+
+
 class TextLayerEngine(Engine):
     """Reads PDF pages' embedded text. Pages without ``pdf_path`` are an input error."""
 
@@ -262,9 +470,30 @@ class TextLayerEngine(Engine):
         # (MuPDF rebuilds the page tree on each open). Keyed by path and file identity, under MUPDF_LOCK.
         self._open_key: tuple[str, int, int, int] | None = None
         self._open_doc: pymupdf.Document | None = None
+        self._profiles: collections.OrderedDict[tuple[str, int, int], DocumentProfile] = (
+            collections.OrderedDict()
+        )
+        self._profiles_lock = threading.Lock()
+
+    def profile(self, pdf_path: Path | str, doc: pymupdf.Document) -> DocumentProfile:
+        """The document profile of ``pdf_path`` (built on its first page, kept for a few files)."""
+        st = os.stat(pdf_path)
+        key = (str(Path(pdf_path).resolve()), st.st_mtime_ns, st.st_size)
+        with self._profiles_lock:
+            if key in self._profiles:
+                self._profiles.move_to_end(key)
+                return self._profiles[key]
+        profile = build_profile(doc, extract_lines)
+        with self._profiles_lock:
+            self._profiles[key] = profile
+            while len(self._profiles) > PROFILE_CACHE:
+                self._profiles.popitem(last=False)
+        return profile
 
     def load(self) -> None:
-        import pymupdf  # noqa: F401  (fail early and clearly if PyMuPDF is missing)
+        from ocr_app.ingest.pdf import import_pymupdf
+
+        import_pymupdf()  # fail early and clearly if PyMuPDF is missing
 
         self._loaded = True
 
@@ -274,6 +503,8 @@ class TextLayerEngine(Engine):
         with MUPDF_LOCK:
             self._close_doc()
         self._loaded = False
+        with self._profiles_lock:
+            self._profiles.clear()
 
     def _close_doc(self) -> None:
         if self._open_doc is not None:
@@ -327,12 +558,29 @@ class TextLayerEngine(Engine):
             page = _page(doc, page_img.index, page_img.source)
             width_px, _ = page_img.size
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
+            profile = self.profile(page_img.pdf_path, doc)
             lines = extract_lines(page, scale)
-            tables, lines = ruled_tables(page, lines, scale)
+            running, lines = split_running(lines, profile, page.rect.height * scale)
+            mark_figure_text(page, lines, scale, profile.style.body_size)
+            turns = page_turns(lines)
+            tables, lines = ruled_tables(page, lines, scale) if turns == 0 else ([], lines)
+            disp_w, disp_h = page.rect.width * scale, page.rect.height * scale
             suspect = _suspect(page, lines) if lines else None
             if doc is not self._open_doc:
                 doc.close()
-        blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables)
+        style = profile.style_at(scale)
+        if turns:
+            # Text running sideways or upside down: lay it out in its own upright frame, then map
+            # every box back to the page as displayed.
+            lines = [replace(ln, box=rotate_box(ln.box, turns, disp_w, disp_h)) for ln in lines]
+            upright_w = disp_h if turns % 2 else disp_w
+            blocks = build_blocks(lines, page_width=upright_w, config=self._layout, style=style)
+            for block in blocks:
+                block.boxes = [unrotate_box(b, turns, disp_w, disp_h) for b in block.boxes]
+        else:
+            blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables, style=style)
+        blocks = [b for b in running if b.label == "page_header"] + blocks
+        blocks += [b for b in running if b.label == "page_footer"]
         total = time.perf_counter() - start
         logger.debug(
             "textlayer: %s p%d: %d lines → %d blocks",
@@ -347,6 +595,9 @@ class TextLayerEngine(Engine):
             stop_reason=StopReason.NONE,
             timings={"total": total},
             suspect=suspect,
+            notes=[f"text runs turned: read after turning it {90 * turns}° counter-clockwise"]
+            if turns
+            else [],
         )
 
     def describe(self) -> dict[str, object]:

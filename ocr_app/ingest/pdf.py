@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -33,6 +34,27 @@ logger = logging.getLogger(__name__)
 # Anything in ocr_app that calls PyMuPDF while other threads may render (e.g. the text-layer engine)
 # should hold this lock.
 MUPDF_LOCK = threading.RLock()
+
+
+def import_pymupdf():
+    """``import pymupdf`` without the optional layout analyser that PyMuPDF 2 imports on its own.
+
+    Why: ``pymupdf`` tries ``import pymupdf.layout`` at import time when ``pymupdf-layout`` is
+    installed (a dependency of PyMuPDF 2); that loads ONNX models and costs ~1.2 s, most of a
+    born-digital conversion, and nothing in ocr-app calls ``Page.get_layout``. The import is skipped
+    only while ``pymupdf`` itself loads: an explicit ``import pymupdf.layout`` later still works.
+    """
+    if "pymupdf" in sys.modules:
+        return sys.modules["pymupdf"]
+    skip = "pymupdf.layout" not in sys.modules
+    if skip:
+        sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]  # makes that import fail
+    try:
+        import pymupdf
+    finally:
+        if skip and sys.modules.get("pymupdf.layout", 0) is None:
+            del sys.modules["pymupdf.layout"]
+    return pymupdf
 
 
 def fit_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> int:
@@ -68,7 +90,7 @@ class PdfDocument(SourceDocument):
         limits: IngestLimits,
         owns_file: bool = False,
     ) -> None:
-        import pymupdf
+        pymupdf = import_pymupdf()
 
         self.pdf_path = pdf_path
         # a temp copy of bytes input is deleted on close, or at garbage collection / exit at the latest

@@ -68,17 +68,19 @@ def _entry(kind: str, **kw: Any) -> dict[str, Any]:
     return {"kind": kind, **kw}
 
 
-def quantize_vision(model: nn.Module, recipe: dict[str, Any], fmt: str = "int8") -> None:
+def quantize_vision(
+    model: nn.Module, recipe: dict[str, Any], fmt: str = "int8", prefix: str = "model.vision_tower"
+) -> None:
     """Every ``nn.Linear`` of the vision tower (SAM + Qwen2-style encoder) → ``Int8Linear`` (``int8``:
     weight-only by default, see ``ops.int8_linear``) or 8-bit weight-only ``QuantLinear`` (``w8``: one fused Triton GEMM per layer)."""
     from torch import nn
 
     from ocr_app.quant.modules import Int8Linear, QuantLinear
 
-    tower = model.model.vision_tower
-    for name, mod in list(tower.named_modules()):
+    root = model.get_submodule(prefix)
+    for name, mod in list(root.named_modules()):
         if isinstance(mod, nn.Linear):
-            full = f"model.vision_tower.{name}"
+            full = f"{prefix}.{name}"
             if fmt == "w8":
                 q = QuantLinear.from_float(mod.weight.data, mod.bias, bits=8)
                 entry = _entry("wq", in_features=q.in_features, out_features=q.out_features, bits=8,
@@ -100,7 +102,7 @@ def _quantize_layer(
 ) -> dict[str, Any]:
     import torch
 
-    from ocr_app.quant.modules import QuantExperts, QuantLinear
+    from ocr_app.quant.modules import QuantLinear
 
     prefix = f"model.language_model.layers.{i}"
     layer = model.get_submodule(prefix)
@@ -131,8 +133,6 @@ def _quantize_layer(
             xd = swiglu_input(mlp_x, lw(ffn.gate_proj), lw(ffn.up_proj))
             r_d = search_scales(xd, [lw(ffn.down_proj)], bits, group_size_for(ffn.down_proj.in_features))
             _record(stats, "shared_down" if sparse else "dense_down", r_d)
-            if sparse:
-                ex_scales = _search_experts(mlp.experts, acts, bits, stats)
             # --- fold (exact: powers of two) ---
             layer.input_layernorm.weight.div_(s_qkv.to(layer.input_layernorm.weight.dtype))
             for lin in (attn.q_proj, attn.k_proj, attn.v_proj):
@@ -171,55 +171,83 @@ def _quantize_layer(
             )  # fmt: skip
         if sparse:
             ex = mlp.experts
-            s_ex = None
-            if acts is not None:
-                s_ex = ex_scales["gate_up"]
-                inter = ex.gate_up_proj.shape[1] // 2
-                ex.gate_up_proj.data[:, inter:, :].div_(
-                    ex_scales["down"].to(ex.gate_up_proj.dtype)[:, :, None]
-                )
-                ex.down_proj.data.mul_(ex_scales["down"].to(ex.down_proj.dtype)[:, None, :])
-            q = QuantExperts.from_float(ex.gate_up_proj.data, ex.down_proj.data, bits=bits, input_scale=s_ex)
+            q = quantize_experts(
+                ex.gate_up_proj.data,
+                ex.down_proj.data,
+                bits,
+                acts,
+                stats,
+                layer.input_layernorm.weight.device,
+            )
             set_module(layer, "mlp.experts", q)
             recipe["modules"][f"{prefix}.mlp.experts"] = _entry(
                 "experts", num_experts=q.num_experts, hidden_dim=q.hidden_dim, intermediate_dim=q.intermediate_dim,
-                bits=bits, input_scale=s_ex is not None,
+                bits=bits, input_scale=q.input_scale_inv is not None,
             )  # fmt: skip
     return stats
 
 
-def _search_experts(experts: nn.Module, acts: LayerActivations, bits: int, stats: dict[str, Any]):
-    """Per-expert AWQ on the tokens routed to each expert (pooled rule below ``MIN_EXPERT_TOKENS``)."""
+def quantize_experts(
+    gate_up: torch.Tensor,
+    down: torch.Tensor,
+    bits: int,
+    acts: LayerActivations | None,
+    stats: dict[str, Any],
+    device: torch.device | None = None,
+    chunk: int | None = None,
+) -> nn.Module:
+    """Fused experts → ``QuantExperts`` on ``device``, ``chunk`` experts at a time.
+
+    With ``acts``: per-expert AWQ on the tokens routed to each expert (pooled rule below
+    ``MIN_EXPERT_TOKENS``), the down-projection scales folded into the gate/up rows (exact: powers of
+    two), the gate/up scales kept as the kernel's input scale. Why chunks: the float weights may live on
+    the CPU (streaming load) and only a few experts' float32 temporaries then exist on the GPU at once.
+    """
     import torch
 
-    gu, dn = experts.gate_up_proj.data, experts.down_proj.data
-    e_count, two_i, hidden = gu.shape
+    from ocr_app.quant.modules import EXPERT_CHUNK, QuantExperts
+
+    e_count, two_i, hidden = gate_up.shape
     inter = two_i // 2
+    device = device if device is not None else gate_up.device
+    chunk = chunk or EXPERT_CHUNK
+    q = QuantExperts(e_count, hidden, inter, bits, acts is not None, gate_up.dtype, device)
     g_gu, g_dn = group_size_for(hidden), group_size_for(inter)
-    s_gu = torch.ones(e_count, hidden, device=gu.device)
-    s_dn = torch.ones(e_count, inter, device=gu.device)
     pooled = 0
     err = {"gate_up_rtn": 0.0, "gate_up_awq": 0.0, "down_rtn": 0.0, "down_awq": 0.0}
     alphas = []
-    for e in range(e_count):
-        xe, was_pooled = expert_inputs(acts.mlp_in, acts.topk, e, seed=e)
-        pooled += int(was_pooled)
-        r = search_scales(xe, [gu[e]], bits, g_gu)
-        s_gu[e] = r.scales
-        xd = swiglu_input(xe, gu[e, :inter], gu[e, inter:])
-        r_d = search_scales(xd, [dn[e]], bits, g_dn)
-        s_dn[e] = r_d.scales
-        err["gate_up_rtn"] += r.err_rtn
-        err["gate_up_awq"] += r.err_awq
-        err["down_rtn"] += r_d.err_rtn
-        err["down_awq"] += r_d.err_awq
-        alphas.append(r.alpha)
-    stats["experts"] = {
-        "pooled_experts": pooled,
-        "mean_alpha_gate_up": sum(alphas) / len(alphas),
-        **{k: v / e_count for k, v in err.items()},
-    }
-    return {"gate_up": s_gu, "down": s_dn}
+    for start in range(0, e_count, chunk):
+        end = min(e_count, start + chunk)
+        gu, dn = gate_up[start:end].to(device), down[start:end].to(device)
+        s_gu = None
+        if acts is not None:
+            s_gu = torch.ones(end - start, hidden, device=device)
+            s_dn = torch.ones(end - start, inter, device=device)
+            for j in range(end - start):
+                e = start + j
+                xe, was_pooled = expert_inputs(acts.mlp_in, acts.topk, e, seed=e)
+                pooled += int(was_pooled)
+                r = search_scales(xe, [gu[j]], bits, g_gu)
+                s_gu[j] = r.scales
+                xd = swiglu_input(xe, gu[j, :inter], gu[j, inter:])
+                r_d = search_scales(xd, [dn[j]], bits, g_dn)
+                s_dn[j] = r_d.scales
+                err["gate_up_rtn"] += r.err_rtn
+                err["gate_up_awq"] += r.err_awq
+                err["down_rtn"] += r_d.err_rtn
+                err["down_awq"] += r_d.err_awq
+                alphas.append(r.alpha)
+            gu[:, inter:, :].div_(s_dn.to(gu.dtype)[:, :, None])
+            dn.mul_(s_dn.to(dn.dtype)[:, None, :])
+        q.fill(start, gu, dn, s_gu)
+        del gu, dn
+    if acts is not None:
+        stats["experts"] = {
+            "pooled_experts": pooled,
+            "mean_alpha_gate_up": sum(alphas) / len(alphas),
+            **{k: v / e_count for k, v in err.items()},
+        }
+    return q
 
 
 def quantize_model(

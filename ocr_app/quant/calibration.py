@@ -161,14 +161,9 @@ class Calibration:
     tokens: int
 
 
-def collect_activations(model, batches: Iterable[dict]) -> Calibration:
-    """Run the (float) model over ``batches`` and record each decoder layer's inputs with hooks."""
-    import torch
-
-    lm = model.model.language_model
-    device = next(model.parameters()).device
-    rec: dict[tuple[int, str], list[torch.Tensor]] = {}
-    handles = []
+def record_layer_inputs(layer, i: int, rec: dict[tuple[int, str], list[torch.Tensor]]) -> list:
+    """Hooks on decoder layer ``layer`` (index ``i``) that append its AWQ inputs to ``rec``; returns the
+    handles (remove them when done). Shared by the whole-model and the streaming (layer-by-layer) paths."""
 
     def keep(key):
         def pre_hook(_mod, args, kwargs=None):
@@ -183,37 +178,58 @@ def collect_activations(model, batches: Iterable[dict]) -> Calibration:
 
         return hook
 
+    handles = [
+        layer.self_attn.q_proj.register_forward_pre_hook(keep((i, "attn_in"))),
+        layer.self_attn.o_proj.register_forward_pre_hook(keep((i, "o_in"))),
+        layer.mlp.register_forward_pre_hook(keep((i, "mlp_in")), with_kwargs=True),
+    ]
+    if hasattr(layer.mlp, "gate"):
+        handles.append(layer.mlp.gate.register_forward_hook(keep_topk((i, "topk"))))
+    return handles
+
+
+def layer_activations(rec: dict[tuple[int, str], list[torch.Tensor]], i: int) -> LayerActivations:
+    """The recorded inputs of layer ``i``, concatenated over the calibration pages."""
+    import torch
+
+    topk = rec.get((i, "topk"))
+    return LayerActivations(
+        attn_in=torch.cat(rec[(i, "attn_in")]),
+        o_in=torch.cat(rec[(i, "o_in")]),
+        mlp_in=torch.cat(rec[(i, "mlp_in")]),
+        topk=torch.cat(topk) if topk else None,
+    )
+
+
+def model_inputs(batch: dict, device, dtype) -> dict:
+    """A processor batch on ``device``, pixels in the model's float dtype."""
+    inputs = {k: (v.to(device) if hasattr(v, "to") else v) for k, v in batch.items()}
+    for name in ("pixel_values", "pixel_values_local"):
+        if inputs.get(name) is not None:
+            inputs[name] = inputs[name].to(dtype)
+    return inputs
+
+
+def collect_activations(model, batches: Iterable[dict]) -> Calibration:
+    """Run the (float) model over ``batches`` and record each decoder layer's inputs with hooks."""
+    import torch
+
+    lm = model.model.language_model
+    device = next(model.parameters()).device
+    rec: dict[tuple[int, str], list[torch.Tensor]] = {}
+    handles = []
     for i, layer in enumerate(lm.layers):
-        handles.append(layer.self_attn.q_proj.register_forward_pre_hook(keep((i, "attn_in"))))
-        handles.append(layer.self_attn.o_proj.register_forward_pre_hook(keep((i, "o_in"))))
-        handles.append(layer.mlp.register_forward_pre_hook(keep((i, "mlp_in")), with_kwargs=True))
-        if hasattr(layer.mlp, "gate"):
-            handles.append(layer.mlp.gate.register_forward_hook(keep_topk((i, "topk"))))
+        handles += record_layer_inputs(layer, i, rec)
     pages = 0
     try:
         with torch.inference_mode():
             for batch in batches:
-                inputs = {k: (v.to(device) if hasattr(v, "to") else v) for k, v in batch.items()}
-                if "pixel_values" in inputs:
-                    inputs["pixel_values"] = inputs["pixel_values"].to(model.dtype)
-                if inputs.get("pixel_values_local") is not None:
-                    inputs["pixel_values_local"] = inputs["pixel_values_local"].to(model.dtype)
-                model(**inputs, logits_to_keep=1)
+                model(**model_inputs(batch, device, model.dtype), logits_to_keep=1)
                 pages += 1
     finally:
         for h in handles:
             h.remove()
-    layers = []
-    for i in range(len(lm.layers)):
-        topk = rec.get((i, "topk"))
-        layers.append(
-            LayerActivations(
-                attn_in=torch.cat(rec[(i, "attn_in")]),
-                o_in=torch.cat(rec[(i, "o_in")]),
-                mlp_in=torch.cat(rec[(i, "mlp_in")]),
-                topk=torch.cat(topk) if topk else None,
-            )
-        )
+    layers = [layer_activations(rec, i) for i in range(len(lm.layers))]
     tokens = layers[0].attn_in.shape[0] if layers else 0
     logger.info("calibration: %d pages, %d tokens per layer", pages, tokens)
     return Calibration(layers=layers, pages=pages, tokens=tokens)

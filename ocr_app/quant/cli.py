@@ -22,9 +22,16 @@ logger = logging.getLogger(__name__)
               help="Calibration pages rendered for AWQ (0 = round-to-nearest).")  # fmt: skip
 @click.option("--preset", default="mixed", show_default=True, type=click.Choice(["mixed", "int8"]),
               help="mixed: INT8 vision + AWQ 4-bit decoder; int8: INT8 vision + 8-bit decoder.")  # fmt: skip
-@click.option("--device", default=None, help="Where to quantise (default: the GPU if the float model fits).")
-def quantize_command(src: str, out_dir: Path, calib: int, preset: str, device: str | None) -> None:
-    """Quantise a DeepSeek-OCR-2 checkpoint; load the result with --model OUT --dtype PRESET."""
+@click.option("--device", default=None, help="Where to quantise (default: the GPU when there is one).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def quantize_command(
+    src: str, out_dir: Path, calib: int, preset: str, device: str | None, quiet: bool
+) -> None:
+    """Quantise a DeepSeek-OCR-2 checkpoint; load the result with --model OUT --dtype PRESET.
+
+    The float checkpoint streams in layer by layer: the GPU never holds the float model.
+    """
+    from ocr_app.cli import LoadBar
     from ocr_app.engines.deepseek.loading import resolve_model_dir
     from ocr_app.quant.pipeline import quantize_checkpoint
 
@@ -32,7 +39,11 @@ def quantize_command(src: str, out_dir: Path, calib: int, preset: str, device: s
         if out_dir.exists() and any(out_dir.iterdir()):
             raise InputError(f"output directory {out_dir} is not empty; choose a new one")
         model_dir = resolve_model_dir(src)
-        path = quantize_checkpoint(model_dir, out_dir, preset, calib, device)
+        bar = LoadBar(disabled=quiet)
+        try:
+            path = quantize_checkpoint(model_dir, out_dir, preset, calib, device, progress=bar)
+        finally:
+            bar.close()
     except InputError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)

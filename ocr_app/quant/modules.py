@@ -19,6 +19,9 @@ from ocr_app.quant.ops import QWeight, int8_linear, moe_experts, moe_pairs, wq_l
 
 logger = logging.getLogger(__name__)
 
+# Experts quantised at once: bounds float32 temporaries to ~4 experts (≈ 150 MB at full size).
+EXPERT_CHUNK = 4
+
 
 def _code_cols(in_features: int, bits: int) -> int:
     return in_features // 2 if bits == 4 else in_features
@@ -219,20 +222,44 @@ class QuantExperts(nn.Module):
         input_scale: torch.Tensor | None = None,
         dtype: torch.dtype | None = None,
     ) -> QuantExperts:
-        """Quantise fused expert weights (AWQ scales already folded, ``input_scale`` [E, H] optional)."""
+        """Quantise fused expert weights (AWQ scales already folded, ``input_scale`` [E, H] optional).
+
+        Works ``EXPERT_CHUNK`` experts at a time (see :meth:`fill`), so the float32 temporaries stay a
+        small fraction of one layer instead of several copies of all 64 experts.
+        """
         dtype = dtype or gate_up.dtype
         e, two_i, h = gate_up.shape
         mod = cls(e, h, two_i // 2, bits, input_scale is not None, dtype, gate_up.device)
-        gu = gate_up.float()
-        if input_scale is not None:
-            gu = gu * input_scale.float()[:, None, :]
-            mod.input_scale_inv.copy_(1.0 / input_scale.float())
-        for name, w, group in (("gate_up", gu, mod.group_gate_up), ("down", down.float(), mod.group_down)):
-            codes, s, m = _quantize_stack(w, bits, group)
-            getattr(mod, f"{name}_qweight").copy_(codes)
-            getattr(mod, f"{name}_scales").copy_(s)
-            getattr(mod, f"{name}_mins").copy_(m)
+        for start in range(0, e, EXPERT_CHUNK):
+            end = min(e, start + EXPERT_CHUNK)
+            s = None if input_scale is None else input_scale[start:end]
+            mod.fill(start, gate_up[start:end], down[start:end], s)
         return mod
+
+    def fill(
+        self,
+        start: int,
+        gate_up: torch.Tensor,
+        down: torch.Tensor,
+        input_scale: torch.Tensor | None = None,
+    ) -> None:
+        """Quantise experts ``start … start + len(gate_up)`` into this module's buffers (any device:
+        the float chunk is moved to the buffers' device first)."""
+        dev = self.gate_up_qweight.device
+        end = start + gate_up.shape[0]
+        gu = gate_up.to(dev).float()
+        if input_scale is not None:
+            s = input_scale.to(dev).float()
+            gu = gu * s[:, None, :]
+            self.input_scale_inv[start:end].copy_(1.0 / s)
+        for name, w, group in (
+            ("gate_up", gu, self.group_gate_up),
+            ("down", down.to(dev).float(), self.group_down),
+        ):
+            codes, s, m = _quantize_stack(w, self.bits, group)
+            getattr(self, f"{name}_qweight")[start:end].copy_(codes)
+            getattr(self, f"{name}_scales")[start:end].copy_(s)
+            getattr(self, f"{name}_mins")[start:end].copy_(m)
 
     @property
     def gate_up(self) -> QWeight:

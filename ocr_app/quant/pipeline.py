@@ -1,10 +1,13 @@
-"""End-to-end quantisation flows: quantise a checkpoint once to a directory, or quantise on the fly
-while loading, and the backend the DeepSeek engine's loader calls for ``int8`` / ``mixed``.
+"""End-to-end quantisation flows: quantise a checkpoint once to a directory (``ocr-app quantize``), or
+while loading (streamed, then kept in the quantised-weights cache), and the backend the DeepSeek engine's
+loader calls for ``int8`` / ``mixed``. Both flows use ``stream.py``: the float model never sits whole on
+the GPU. ``quantize_loaded`` quantises a model already in memory (tests, benchmarks).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,12 +16,12 @@ from ocr_app.quant.presets import Preset, get_preset
 if TYPE_CHECKING:
     import torch
 
+    from ocr_app.quant.stream import ProgressFn
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_CALIB_PAGES = 8
 ON_THE_FLY_CALIB_PAGES = 4
-# Calibrate on the GPU only when the float model fits there with this much headroom.
-GPU_CALIB_HEADROOM = 1.5
 
 
 def _float_dtype(preset: Preset) -> torch.dtype:
@@ -47,20 +50,10 @@ def quantize_loaded(
     return recipe
 
 
-def _weights_bytes(model_dir: Path) -> int:
-    return sum(f.stat().st_size for f in model_dir.glob("*.safetensors"))
-
-
-def _work_device(model_dir: Path, device: torch.device) -> torch.device:
-    """Where to calibrate/quantise: the target GPU when the float model fits with headroom, else CPU."""
+def _default_device() -> torch.device:
     import torch
 
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        if free >= GPU_CALIB_HEADROOM * _weights_bytes(model_dir):
-            return device
-        logger.info("float model does not fit on %s with headroom: quantising on the CPU", device)
-    return torch.device("cpu")
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def quantize_checkpoint(
@@ -69,28 +62,23 @@ def quantize_checkpoint(
     preset_name: str = "mixed",
     calib_pages: int = DEFAULT_CALIB_PAGES,
     device: str | None = None,
+    progress: ProgressFn | None = None,
 ) -> Path:
-    """``ocr-app quantize``: load the float checkpoint ``src``, quantise, write a loadable directory."""
+    """``ocr-app quantize``: stream the float checkpoint ``src`` through the quantiser (the same path and
+    peak as a streaming load), write a loadable directory."""
     import torch
-    from transformers import AutoModelForImageTextToText, AutoProcessor
 
     from ocr_app.quant.checkpoint import save_quantized
+    from ocr_app.quant.stream import stream_quantize
 
     preset = get_preset(preset_name)
     if not preset.quantized:
         from ocr_app.exceptions import ConfigError
 
         raise ConfigError(f"preset {preset_name!r} is not a quantised preset; use int8 or mixed")
-    src = Path(src)
-    dev = (
-        torch.device(device)
-        if device
-        else _work_device(src, torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-    )
-    dtype = _float_dtype(preset)
-    processor = AutoProcessor.from_pretrained(src)
-    model = AutoModelForImageTextToText.from_pretrained(src, dtype=dtype, device_map=str(dev)).eval()
-    recipe = quantize_loaded(model, processor, preset, calib_pages)
+    dev = torch.device(device) if device else _default_device()
+    dtype = PresetBackend(preset.name).compute_dtype(dev)
+    model, recipe, _ = stream_quantize(src, preset, dev, dtype, calib_pages=calib_pages, progress=progress)
     return save_quantized(model, recipe, out, src)
 
 
@@ -111,37 +99,79 @@ class PresetBackend:
             )
         return torch.float32
 
-    def load_model(self, model_dir: Path, device: torch.device, dtype: torch.dtype):
-        """A pre-quantised directory loads directly; a float checkpoint is quantised on the fly."""
+    def load_model(
+        self,
+        model_dir: Path,
+        device: torch.device,
+        dtype: torch.dtype,
+        *,
+        cache_dir: str | Path | None = None,
+        progress: ProgressFn | None = None,
+    ):
+        """A pre-quantised directory loads directly; a float checkpoint is quantised while it streams in
+        (``stream.py``), or read from the quantised-weights cache under ``cache_dir`` when it was before.
+
+        The returned model carries ``ocr_quant_info`` (preset, where the weights came from, seconds).
+        """
         from ocr_app.quant.checkpoint import is_quantized_checkpoint, load_quantized, read_recipe
 
+        t0 = time.perf_counter()
+        info: dict[str, Any] = {"preset": self.preset_name, "quantize_seconds": None, "cache_path": None}
         if is_quantized_checkpoint(model_dir):
             found = read_recipe(model_dir)["preset"]
             if found != self.preset_name:
                 logger.warning("asked for preset %s but %s holds a %s checkpoint: loading it", self.preset_name,
                                model_dir, found)  # fmt: skip
             model, _ = load_quantized(model_dir, device, dtype)
+            info.update(preset=found, source="pre-quantised checkpoint")
         else:
-            model = self.quantize_on_the_fly(model_dir, device, dtype)
+            model = self._load_streamed(Path(model_dir), device, dtype, cache_dir, progress, info)
+        info["load_seconds"] = time.perf_counter() - t0
+        model.ocr_quant_info = info
         return model
 
-    def quantize_on_the_fly(self, model_dir: Path, device: torch.device, dtype: torch.dtype):
-        import torch
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+    def _load_streamed(self, model_dir, device, dtype, cache_dir, progress, info):
+        from ocr_app.quant.checkpoint import load_quantized
+        from ocr_app.quant.store import SUBDIR, QuantStore
+        from ocr_app.quant.stream import stream_quantize
 
-        from ocr_app.quant.apply import guard_fp16
-
-        preset = get_preset(self.preset_name)
-        work = _work_device(model_dir, device)
-        logger.info("quantising %s on the fly (%s) on %s", model_dir, self.preset_name, work)
-        processor = AutoProcessor.from_pretrained(model_dir)
-        model = AutoModelForImageTextToText.from_pretrained(
-            model_dir, dtype=dtype, device_map=str(work)
-        ).eval()
-        quantize_loaded(model, processor, preset, self.calib_pages)
-        model.to(device)
-        if dtype == torch.float16:
-            guard_fp16(model)
-        if work.type == "cuda":
-            torch.cuda.empty_cache()
+        store = QuantStore(Path(cache_dir) / SUBDIR) if cache_dir is not None else None
+        key = store.key(model_dir, self.preset_name, self.calib_pages) if store else None
+        hit = store.lookup(key) if store else None
+        if hit is not None:
+            logger.info(
+                "quantised weights for %s (%s) from the cache at %s", model_dir, self.preset_name, hit
+            )
+            model, _ = load_quantized(hit, device, dtype)
+            info.update(source="cache", cache_path=str(hit), quantize_seconds=_entry_seconds(hit))
+            return model
+        preset = get_preset(self.preset_name, bf16_supported=dtype != _fp16())
+        model, recipe, report = stream_quantize(
+            model_dir, preset, device, dtype, calib_pages=self.calib_pages, progress=progress
+        )
+        info.update(source="quantised now", quantize_seconds=report.seconds, peak_bytes=report.peak_bytes)
+        if store is not None:
+            try:
+                path = store.save(key, model, recipe, model_dir, {"quantize_seconds": report.seconds,
+                                                                  "device": report.device})  # fmt: skip
+                info["cache_path"] = str(path)
+            except OSError as exc:  # a full or read-only disk costs the next load a re-quantisation only
+                logger.warning("could not store the quantised weights in %s: %s", store.root, exc)
         return model
+
+
+def _fp16():
+    import torch
+
+    return torch.float16
+
+
+def _entry_seconds(path: Path) -> float | None:
+    import json
+
+    from ocr_app.quant.store import ENTRY_FILE
+
+    try:
+        return json.loads((path / ENTRY_FILE).read_text()).get("quantize_seconds")
+    except (OSError, ValueError):
+        return None

@@ -10,10 +10,8 @@
 tokens and box coordinates and are 10 % of the weights, so they stay in the float dtype (bf16, or fp16
 on GPUs without bf16).
 
-``auto`` rule (per GPU, by free memory when the model is loaded; peaks measured for one default page,
-see docs/PERFORMANCE.md): CPU → ``fp32``; CUDA without bf16 (compute capability < 8.0) → ``fp16`` if
-≥ 10 GiB free else ``mixed`` (fp16 activations); CUDA with bf16 → ``bf16`` if ≥ 10 GiB free, ``int8`` if
-≥ 6 GiB, else ``mixed``.
+``auto`` is resolved by the one precision resolver, ``ocr_app.engines.deepseek.precision`` (its
+docstring has the rule); the alias table lives there too.
 """
 
 from __future__ import annotations
@@ -21,13 +19,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ocr_app.engines.deepseek.precision import ALIASES, canonical_precision, resolve_precision
 from ocr_app.exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
-
-GIB = 1 << 30
-AUTO_BF16_MIN_FREE = 10 * GIB
-AUTO_INT8_MIN_FREE = 6 * GIB
 
 
 @dataclass(frozen=True)
@@ -53,19 +48,15 @@ PRESETS: dict[str, Preset] = {
     "int8": Preset("int8", "bfloat16", vision="int8", decoder_bits=8),
     "mixed": Preset("mixed", "bfloat16", vision="int8", decoder_bits=4, awq=True),
 }
-ALIASES = {
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "half": "fp16",
-    "float32": "fp32",
-    "w4": "mixed",
-    "awq": "mixed",
-}
+__all__ = ["ALIASES", "PRESETS", "Preset", "auto_preset_name", "get_preset", "resolve_preset"]
 
 
 def get_preset(name: str, bf16_supported: bool = True) -> Preset:
     """The preset called ``name`` (not ``auto``). Quantised presets on a GPU without bf16 keep fp16."""
-    key = ALIASES.get(name.lower(), name.lower())
+    try:
+        key = canonical_precision(name)
+    except ConfigError:
+        key = ""
     if key not in PRESETS:
         raise ConfigError(f"unknown dtype preset {name!r}; choose one of auto, {', '.join(PRESETS)}")
     preset = PRESETS[key]
@@ -77,17 +68,9 @@ def get_preset(name: str, bf16_supported: bool = True) -> Preset:
 
 
 def auto_preset_name(device: str, free_bytes: int | None = None, bf16_supported: bool = True) -> str:
-    """The documented ``auto`` rule (see the module docstring)."""
-    if not device.startswith("cuda"):
-        return "fp32"
-    free = free_bytes if free_bytes is not None else 0
-    if not bf16_supported:
-        return "fp16" if free >= AUTO_BF16_MIN_FREE else "mixed"
-    if free >= AUTO_BF16_MIN_FREE:
-        return "bf16"
-    if free >= AUTO_INT8_MIN_FREE:
-        return "int8"
-    return "mixed"
+    """What ``auto`` resolves to (``engines.deepseek.precision.resolve_precision``)."""
+    kind = "cuda" if device.startswith("cuda") else device.split(":")[0]
+    return resolve_precision("auto", device_kind=kind, bf16_supported=bf16_supported, free_bytes=free_bytes)
 
 
 def resolve_preset(name: str, device: str = "cpu") -> Preset:

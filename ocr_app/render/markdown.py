@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 IMAGE_LABELS = frozenset({"image", "figure"})
+# Running headers, footers and page numbers: kept in the JSON, left out of the Markdown body.
+MARGIN_LABELS = frozenset({"page_header", "page_footer"})
 LATEX_FIXES = (("\\coloneqq", ":="), ("\\eqqcolon", "=:"))
 JPEG_QUALITY = 90
 # Document layout (stable; tools may split on it): every page starts with ``<!-- page N -->`` (1-based)
@@ -136,6 +138,8 @@ def page_markdown(
     parts: list[str] = []
     figures: list[Path] = []
     for block in blocks:
+        if block.label in MARGIN_LABELS:
+            continue
         if block.label in IMAGE_LABELS and images_dir is not None and image is not None:
             for box in block.boxes:
                 name = f"{page_number}_{len(figures)}.jpg"

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ocr_app.engines.base import PROMPTLESS_ENGINES
 from ocr_app.exceptions import ConfigError
 from ocr_app.render.atomic import atomic_target, publish, temp_beside
+from ocr_app.render.formats import OUTPUT_FORMATS
 from ocr_app.render.layout_pdf import LayoutPdfBuilder
 from ocr_app.render.markdown import PAGE_RULE, page_block, page_markdown
 from ocr_app.render.overlay import draw_overlay
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FORMATS = frozenset({"md", "mmd", "json", "overlay", "layout_pdf", "zip"})
+FORMATS = frozenset(OUTPUT_FORMATS)
 JSON_FORMAT_VERSION = "1.0"
 IMAGES_DIR = "images"
 OVERLAYS_DIR = "overlays"

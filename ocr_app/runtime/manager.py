@@ -16,7 +16,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,7 @@ class ModelManager(Engine):
         if idle < 0:
             raise ValueError("idle_unload_s must be ≥ 0 (0 disables idle unload)")
         self._engine = engine
+        self._settings = settings
         oom = oom_recovery if oom_recovery is not None else getattr(settings, "oom_recovery", True)
         # requests go through the OOM ladder; load/unload go to the engine itself
         self._runner: Engine = OomRecovery(engine) if oom else engine
@@ -139,11 +140,12 @@ class ModelManager(Engine):
         finally:
             self._release(served)
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
         self._acquire()
         served = 0
         try:
-            with self._request_memory(f"{self.name} stream of {len(requests)}") as rec:
+            n = len(requests) if isinstance(requests, Sized) else "pages"
+            with self._request_memory(f"{self.name} stream of {n}") as rec:
                 for item in self._runner.predict_stream(requests):
                     served += 1
                     yield item
@@ -219,6 +221,7 @@ class ModelManager(Engine):
                 break
         t0 = self._clock()
         try:
+            self._apply_budget()
             self._engine.load()
         except BaseException as exc:
             msg = str(exc) or type(exc).__name__
@@ -242,6 +245,22 @@ class ModelManager(Engine):
             self._start_watcher()
         logger.info("%s loaded in %.2f s", self.name, seconds)
 
+    def _apply_budget(self) -> None:
+        """With ``gpu_memory_gib`` set, cap this process's CUDA memory at the budget before loading, so
+        the model, its quantisation and every page plan within it (``runtime/budget.py``)."""
+        if getattr(self._settings, "gpu_memory_gib", None) is None:
+            return
+        dev = (getattr(self._settings, "device", "auto") or "auto").lower()
+        if dev == "auto":
+            import torch
+
+            dev = "cuda" if torch.cuda.is_available() else "cpu"
+        if not is_cuda_device(dev):
+            return
+        from ocr_app.runtime.budget import apply_cap, resolve_budget
+
+        apply_cap(resolve_budget(self._settings, dev), dev)
+
     def _release(self, served: int) -> None:
         with self._cond:
             self._in_flight -= 1
@@ -251,7 +270,8 @@ class ModelManager(Engine):
             self._cond.notify_all()
 
     def _request_memory(self, label: str):
-        return request_context(self._resolved_memory_device(), self._tolerance_mb, label)
+        resident = getattr(self._engine, "resident_bytes", None)  # kept on purpose: not a leak
+        return request_context(self._resolved_memory_device(), self._tolerance_mb, label, resident=resident)
 
     def _resolved_memory_device(self) -> str:
         dev = (self._memory_device or "cpu").lower()

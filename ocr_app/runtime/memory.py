@@ -11,7 +11,7 @@ import contextlib
 import gc
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,6 +32,8 @@ class MemoryRecord:
     allocated_after: int | None = None
     reserved_after: int | None = None
     peak_allocated: int | None = None  # max allocated while the request ran
+    resident_before: int | None = None  # bytes the engine keeps on purpose (decoder slots), before
+    resident_after: int | None = None  # ... and after: their change is not a leak
     seconds: float = 0.0
     leaked: bool = False  # allocated did not come back within the tolerance
     error: str | None = None  # exception type name when the body raised
@@ -48,9 +50,18 @@ class MemoryRecord:
             return None
         return self.peak_allocated - self.allocated_before
 
+    @property
+    def kept_unplanned(self) -> int | None:
+        """Change of allocated memory not explained by the engine's kept state (what may leak)."""
+        delta = self.delta_allocated
+        if delta is None:
+            return None
+        return delta - ((self.resident_after or 0) - (self.resident_before or 0))
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["delta_allocated"] = self.delta_allocated
+        d["kept_unplanned"] = self.kept_unplanned
         d["peak_delta"] = self.peak_delta
         return d
 
@@ -83,6 +94,7 @@ def request_context(
     label: str = "request",
     *,
     cuda: Any | None = None,
+    resident: Callable[[], int] | None = None,
 ) -> Iterator[MemoryRecord]:
     """Run a request; on exit (normal or exception) free transient memory and fill the yielded record.
 
@@ -92,6 +104,9 @@ def request_context(
     ``cuda`` defaults to ``torch.cuda``; it is a parameter so a caller can pass another object with the
     same functions (``memory_allocated``, ``memory_reserved``, ``max_memory_allocated``,
     ``reset_peak_memory_stats``, ``empty_cache``, ``synchronize``).
+
+    ``resident`` returns the bytes the engine keeps between requests on purpose (a decoder's slots,
+    sized once): a change in it is reported in the record but is not a leak.
     """
     on_cuda = is_cuda_device(device)
     record = MemoryRecord(label=label, device=str(device), cuda=on_cuda)
@@ -109,6 +124,7 @@ def request_context(
     cuda = cuda if cuda is not None else _cuda_module()
     index = _index(device)
     record.allocated_before = int(cuda.memory_allocated(index))
+    record.resident_before = _resident(resident)
     record.reserved_before = int(cuda.memory_reserved(index))
     cuda.reset_peak_memory_stats(index)
     try:
@@ -126,12 +142,14 @@ def request_context(
             free_transient_memory(cuda)
         else:
             cuda.empty_cache()
-            if int(cuda.memory_allocated(index)) - record.allocated_before > tolerance_mb * MIB:
+            kept = int(cuda.memory_allocated(index)) - record.allocated_before
+            if kept - _resident(resident) + record.resident_before > tolerance_mb * MIB:
                 free_transient_memory(cuda)
         record.allocated_after = int(cuda.memory_allocated(index))
         record.reserved_after = int(cuda.memory_reserved(index))
+        record.resident_after = _resident(resident)
         record.seconds = time.perf_counter() - t0
-        delta = record.delta_allocated or 0
+        delta = record.kept_unplanned or 0
         record.leaked = delta > tolerance_mb * MIB
         if record.leaked:
             logger.warning(
@@ -149,6 +167,16 @@ def request_context(
             logger.debug(
                 "%s: peak +%.1f MiB, kept %+.1f MiB", label, (record.peak_delta or 0) / MIB, delta / MIB
             )
+
+
+def _resident(resident: Callable[[], int] | None) -> int:
+    if resident is None:
+        return 0
+    try:
+        return int(resident())
+    except Exception:  # a failing probe must not turn a finished request into an error
+        logger.debug("resident-bytes probe failed", exc_info=True)
+        return 0
 
 
 def _index(device: Any) -> int | None:

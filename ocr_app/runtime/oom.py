@@ -3,9 +3,13 @@
 Why: on a GPU shared with other work, free memory changes under us. One OOM must cost a retry, not the
 process or the document. The ladder, cheapest loss of quality last:
 
-1. a batch of several pages → split in halves (down to single pages);
-2. a single page in a tiled mode → fewer tiles (``default:4``, then ``default:2``);
+1. a batch of several pages → split in halves, down to single pages, each retried ALONE at its own
+   mode (a page that failed while sharing the GPU is never read at a lower resolution for that);
+2. a single page that fails alone, in a tiled mode → fewer tiles (``default:4``, then ``default:2``);
 3. → a lower mode (``global``: one 1024 px view).
+
+A stream (``predict_stream``) may be a lazy iterable: after an OOM, the pages already pulled and not
+finished take the ladder above, then the rest of the stream continues in a fresh call.
 
 Each page that needed a step gets a note saying what was done. A page that fails at the last step
 raises ``GpuOutOfMemory`` for that page only: ``predict_stream`` first yields every page that succeeded.
@@ -16,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -72,6 +76,13 @@ def smaller_modes(mode: str, image: Any = None) -> list[str]:
     return [f"default:{n}" for n in TILE_STEPS if n < tiles] + ["global"]
 
 
+def _pull(source: Iterator[tuple[int, PageRequest]], pulled: list[tuple[int, PageRequest]]):
+    """The requests of ``source``, each also noted in ``pulled`` as it is taken."""
+    for item in source:
+        pulled.append(item)
+        yield item[1]
+
+
 class OomRecovery(WrappedEngine):
     """Wrap an engine so that ``torch.OutOfMemoryError`` becomes smaller retries (see module doc)."""
 
@@ -86,23 +97,53 @@ class OomRecovery(WrappedEngine):
             done[i] = out
         return [done[i] for i in range(len(requests))]
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
         yield from self._guarded(requests, stream=True)
 
     def _guarded(
-        self, requests: Sequence[PageRequest], *, stream: bool
+        self, requests: Iterable[PageRequest], *, stream: bool
     ) -> Iterator[tuple[int, EngineOutput]]:
         failed: list[tuple[int, str]] = []
-        yield from self._run(list(requests), list(range(len(requests))), [], failed, stream)
+        if stream:
+            yield from self._run_stream(iter(enumerate(requests)), failed)
+        else:
+            reqs = list(requests)
+            yield from self._run(reqs, list(range(len(reqs))), [], failed, stream)
         if failed:
             raise GpuOutOfMemory("; ".join(msg for _, msg in failed))
 
-    def _inner(self, reqs: list[PageRequest], stream: bool) -> Iterator[tuple[int, EngineOutput]]:
+    def _inner(self, reqs: Iterable[PageRequest], stream: bool) -> Iterator[tuple[int, EngineOutput]]:
         """The wrapped engine's own batch or stream call (an engine may batch only in one of them)."""
         if stream:
             yield from self._engine.predict_stream(reqs)
         else:
-            yield from enumerate(self._engine.predict_batch(reqs))
+            yield from enumerate(self._engine.predict_batch(list(reqs)))
+
+    def _run_stream(
+        self, source: Iterator[tuple[int, PageRequest]], failed: list[tuple[int, str]]
+    ) -> Iterator[tuple[int, EngineOutput]]:
+        """Stream from a (lazy) source; after an OOM the unfinished pulled pages take the ladder,
+        then the rest of the source goes on in a new stream."""
+        while True:
+            pulled: list[tuple[int, PageRequest]] = []
+            finished: set[int] = set()
+            try:
+                for j, out in self._inner(_pull(source, pulled), True):
+                    finished.add(j)
+                    yield pulled[j][0], out
+                return
+            except Exception as exc:
+                if not is_oom(exc):
+                    raise
+                del exc
+            self._free()
+            if not pulled:  # nothing started: retrying the same call would loop
+                raise GpuOutOfMemory("GPU out of memory before any page started")
+            left = [pulled[j] for j in range(len(pulled)) if j not in finished]
+            if left:
+                yield from self._after_oom(
+                    [r for _, r in left], [i for i, _ in left], [], failed, True, batch=len(pulled)
+                )
 
     def _run(
         self,
@@ -125,17 +166,34 @@ class OomRecovery(WrappedEngine):
             del exc  # drop the traceback's frames (and the tensors they hold) before freeing
         self._free()
         rest = sorted(pending)
-        if len(rest) > 1:
-            half = len(rest) // 2
-            note = f"GPU out of memory on a batch of {len(reqs)} pages; retried in smaller batches"
+        yield from self._after_oom(
+            [reqs[j] for j in rest], [idx[j] for j in rest], notes, failed, stream, batch=len(reqs)
+        )
+
+    def _after_oom(
+        self,
+        reqs: list[PageRequest],
+        idx: list[int],
+        notes: list[str],
+        failed: list[tuple[int, str]],
+        stream: bool,
+        *,
+        batch: int,
+    ) -> Iterator[tuple[int, EngineOutput]]:
+        """Unfinished pages of a call of ``batch`` pages that ran out of memory: halves while several
+        are left; a last page that shared the GPU is retried alone at its own mode; only a page that
+        failed alone takes the resolution ladder."""
+        if batch > 1:
+            note = f"GPU out of memory on a batch of {batch} pages; retried in smaller batches"
             logger.warning("%s", note)
-            for part in (rest[:half], rest[half:]):
-                yield from self._run(
-                    [reqs[j] for j in part], [idx[j] for j in part], [*notes, note], failed, stream
-                )
+            if len(reqs) == 1:
+                yield from self._run(reqs, idx, [*notes, note], failed, stream)
+                return
+            half = len(reqs) // 2
+            for lo, hi in ((0, half), (half, len(reqs))):
+                yield from self._run(reqs[lo:hi], idx[lo:hi], [*notes, note], failed, stream)
             return
-        j = rest[0]
-        yield from self._single(reqs[j], idx[j], notes, failed)
+        yield from self._single(reqs[0], idx[0], notes, failed)
 
     def _single(
         self, req: PageRequest, i: int, notes: list[str], failed: list[tuple[int, str]]

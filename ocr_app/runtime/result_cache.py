@@ -21,12 +21,12 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import Engine, WrappedEngine
+from ocr_app.engines.base import Engine, WrappedEngine, noting, split_stream
 from ocr_app.runtime.diskstore import FileEntry, evict_to, list_entries, remove_all
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
@@ -211,19 +211,34 @@ class CachedEngine(WrappedEngine):
 
     Requests with ``use_cache=False`` bypass the cache both ways. Outputs with stop reason ERROR are not
     stored. A hit gets the note "result cache hit" and does not load the inner engine.
+
+    ``precision`` answers which precision the inner engine runs (or would run if loaded now): it
+    replaces the requested ``dtype`` in every key, so ``auto`` resolved to ``bf16`` never serves a page
+    computed under ``mixed``. Keys for storing are taken after the inner run, when the answer is the
+    loaded model's.
     """
 
-    def __init__(self, engine: Engine, cache: ResultCache, fingerprint: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        cache: ResultCache,
+        fingerprint: Mapping[str, Any],
+        *,
+        precision: Callable[[], str] | None = None,
+    ) -> None:
         super().__init__(engine)
         self.cache = cache
         self.fingerprint = dict(fingerprint)
+        self._precision = precision
 
     @classmethod
-    def from_settings(cls, engine: Engine, settings: Settings) -> CachedEngine:
+    def from_settings(
+        cls, engine: Engine, settings: Settings, *, precision: Callable[[], str] | None = None
+    ) -> CachedEngine:
         fp: dict[str, Any] = {k: getattr(settings, k) for k in OUTPUT_SETTINGS}
         fp["model"] = model_fingerprint(settings.model)
         fp["ocr_app"] = _package_version()
-        return cls(engine, ResultCache.from_settings(settings), fp)
+        return cls(engine, ResultCache.from_settings(settings), fp, precision=precision)
 
     def describe(self) -> dict[str, object]:
         info = dict(self._engine.describe())
@@ -235,7 +250,17 @@ class CachedEngine(WrappedEngine):
         return self._engine.status()  # type: ignore[attr-defined]
 
     def _key(self, req: PageRequest) -> str:
-        return ResultCache.make_key(req, engine=self._engine.name, fingerprint=self.fingerprint)
+        fingerprint = self.fingerprint
+        if self._precision is not None:
+            fingerprint = {**fingerprint, "dtype": self._precision()}
+        return ResultCache.make_key(req, engine=self._engine.name, fingerprint=fingerprint)
+
+    def _store_key(self, req: PageRequest, looked_up: str | None) -> str | None:
+        """The key to store under: re-made after the run, because the inner engine's load may have
+        resolved ``auto`` to another precision than the one predicted at look-up."""
+        if looked_up is None or self._precision is None:
+            return looked_up
+        return self._key(req)
 
     def _lookup(self, requests: Sequence[PageRequest]) -> tuple[dict[int, EngineOutput], dict[int, str]]:
         hits: dict[int, EngineOutput] = {}
@@ -264,17 +289,28 @@ class CachedEngine(WrappedEngine):
         outs = self._engine.predict_batch([requests[i] for i in todo]) if todo else []
         result: dict[int, EngineOutput] = dict(hits)
         for i, out in zip(todo, outs, strict=True):
-            self._store(keys.get(i), out)
+            self._store(self._store_key(requests[i], keys.get(i)), out)
             result[i] = out
         return [result[i] for i in range(len(requests))]
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-        hits, keys = self._lookup(requests)
-        yield from sorted(hits.items())
-        todo = [i for i in range(len(requests)) if i not in hits]
-        if not todo:
-            return
-        for j, out in self._engine.predict_stream([requests[i] for i in todo]):
-            i = todo[j]
-            self._store(keys.get(i), out)
-            yield i, out
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Hits are answered as pages are pulled; misses go lazily to the engine, which is not called
+        (nor loaded) when every page hits."""
+        keys: dict[int, str] = {}  # id(request) → cache key
+
+        def answer(_: int, req: PageRequest) -> EngineOutput | None:
+            if not req.use_cache:
+                return None
+            key = keys[id(req)] = self._key(req)
+            out = self.cache.get(key)
+            if out is not None:
+                out.notes.append("result cache hit")
+            return out
+
+        def misses(pages: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+            seen: list[PageRequest] = []
+            for j, out in self._engine.predict_stream(noting(pages, seen)):
+                self._store(self._store_key(seen[j], keys.get(id(seen[j]))), out)
+                yield j, out
+
+        yield from split_stream(requests, answer, misses)

@@ -317,3 +317,87 @@ class VramHistory:
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
+
+
+def gpu_present(
+    *,
+    nvml: Any | None = None,
+    proc_dir: str = "/proc/driver/nvidia/gpus",
+    environ: dict[str, str] | None = None,
+) -> bool:
+    """Whether a CUDA GPU is usable here, answered without importing torch.
+
+    Why: choosing the OCR engine for ``auto`` only needs yes/no, and ``import torch`` costs seconds
+    (the text-layer path must stay light). Order: an empty ``CUDA_VISIBLE_DEVICES`` hides every GPU;
+    torch when something already imported it (its answer is authoritative then); NVML; the Linux
+    driver's ``/proc`` entry.
+    """
+    import os
+
+    env = os.environ if environ is None else environ
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
+        return False
+    torch = _torch_if_imported()
+    if torch is not None:
+        try:
+            return bool(torch.cuda.is_available())
+        except Exception:  # a broken CUDA install answers "no GPU"
+            return False
+    nvml = nvml if nvml is not None else _import_nvml()
+    if nvml is not None:
+        try:
+            nvml.nvmlInit()
+            try:
+                return int(nvml.nvmlDeviceGetCount()) > 0
+            finally:
+                with contextlib.suppress(Exception):
+                    nvml.nvmlShutdown()
+        except Exception as exc:
+            logger.debug("NVML could not count GPUs: %s", exc)
+    try:
+        return any(os.scandir(proc_dir))
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class CudaFacts:
+    """What the precision resolver needs to know about a CUDA device, read without torch."""
+
+    free_bytes: int | None
+    bf16_supported: bool
+
+
+def cuda_facts(device: int | str | None = None, *, nvml: Any | None = None) -> CudaFacts:
+    """Free memory and bf16 support (compute capability ≥ 8.0) of one GPU: from torch when it is
+    already imported and CUDA initialised, else from NVML (no CUDA context). Unknowns: None / True."""
+    index = parse_device_index(device)
+    torch = _torch_if_imported()
+    if torch is not None:
+        try:
+            if torch.cuda.is_initialized():
+                free, _ = torch.cuda.mem_get_info(index)
+                return CudaFacts(int(free), bool(torch.cuda.is_bf16_supported()))
+        except Exception as exc:
+            logger.debug("torch CUDA facts unavailable: %s", exc)
+    nvml = nvml if nvml is not None else _import_nvml()
+    if nvml is None:
+        return CudaFacts(None, True)
+    try:
+        nvml.nvmlInit()
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            free = int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
+            try:
+                major, _minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+                bf16 = int(major) >= 8
+            except Exception:
+                bf16 = True
+            return CudaFacts(free, bf16)
+        finally:
+            with contextlib.suppress(Exception):
+                nvml.nvmlShutdown()
+    except Exception as exc:
+        logger.debug("NVML CUDA facts unavailable: %s", exc)
+        return CudaFacts(None, True)

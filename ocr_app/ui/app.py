@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ocr_app.exceptions import OcrError
 from ocr_app.schema import DocumentResult
-from ocr_app.ui import form, status_panel, viewer
+from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
 from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, stream_conversion
 from ocr_app.ui.session import SessionDirs
 
@@ -26,11 +26,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PANEL_INTERVAL_S = 2.0
+QUEUE_INTERVAL_S = 1.0  # how often a waiting tab re-reads its place in the queue
 LIVE_VIEW_INTERVAL_S = 1.0  # while a job runs, refresh the page viewer at most this often
+GPU_GROUP = "gpu"  # concurrency id shared by the UI's and the API's conversions
+# Wide screens: inputs and the GPU panel on the left, results on the right. Narrow screens: inputs,
+# then results, then the GPU panel (a grid, since the panel sits in the left column when wide).
 CSS = """
-#page-overlay img { object-fit: contain; }
 #job-status { min-height: 5em; }
 #engine-notice { background: #fff7e6; border: 1px solid #f0c36d; border-radius: 8px; padding: 4px 12px; }
+#main-row { display: grid !important; grid-template-columns: minmax(320px, 1fr) minmax(0, 2fr);
+  grid-template-areas: "inputs results" "gpu results"; align-items: start; }
+#inputs-col { grid-area: inputs; } #results-col { grid-area: results; } #gpu-col { grid-area: gpu; }
+#status-table th, #status-table th * { white-space: nowrap !important; }
+#options-note { font-size: 0.9em; opacity: 0.85; }
+@media (max-width: 900px) {
+  #main-row { grid-template-columns: minmax(0, 1fr); grid-template-areas: "inputs" "results" "gpu"; }
+}
 """
 
 
@@ -58,12 +69,17 @@ def _failure_message(documents: list[DocumentResult]) -> str:
     return "\n".join(f"{d.source}: {d.error}" for d in documents if d.error)
 
 
+def _pdf_names(files: Any) -> list[str]:
+    return [Path(p).name for p in _file_paths(files) if Path(p).suffix.lower() == ".pdf"]
+
+
 def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | None = None) -> "gr.Blocks":
     """Return the app's ``gr.Blocks`` (queue configured); call ``launch`` on it or use ``ui.launch``."""
     import gradio as gr
 
+    from ocr_app.engines.deepseek.loading import weights_available
     from ocr_app.ingest import SUPPORTED_EXTENSIONS
-    from ocr_app.runtime.vram import VramHistory
+    from ocr_app.runtime.vram import VramHistory, snapshot
 
     dirs = SessionDirs(work_dir)
     cancels = CancelRegistry()
@@ -71,13 +87,23 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
     describe = converter.describe()
     engine_names = converter.engine_names()
     default_engine = str(describe.get("default") or (engine_names[0] if engine_names else ""))
+    engine_list, engine_notes = status_panel.engine_choices(
+        engine_names,
+        describe,
+        deepseek_weights="deepseek" in engine_names and weights_available(settings.model),
+        has_gpu=snapshot(settings.device).available,
+    )
+    offered = [name for _, name in engine_list]
     presets = form.preset_choices()
     preset_values = [v for _, v in presets]
     default_preset = settings.prompt if settings.prompt in preset_values else preset_values[0]
     modes = form.mode_choices()
     default_mode = settings.mode if settings.mode in modes else modes[0]
+    viewer_js, viewer_css = page_html.assets()
 
-    def run_job(values: form.FormValues, files: Any, request: Any) -> Iterator[Progress | JobOutcome]:
+    def run_job(
+        values: form.FormValues, files: Any, request: Any, passwords: dict[str, str] | None = None
+    ) -> Iterator[Progress | JobOutcome]:
         """Validate, start the job in this session's folder, stream it; raises gr.Error on bad input."""
         paths = _file_paths(files)
         if not paths:
@@ -90,10 +116,17 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         cancel = cancels.start(key)
         job_dir = dirs.new_job(key)
         try:
-            yield from stream_conversion(converter, paths, job_dir, options, cancel)
+            yield from stream_conversion(converter, paths, job_dir, options, cancel, passwords)
         finally:
             cancels.finish(key, cancel)
             dirs.finished(job_dir)
+
+    def options_state(engine_name: str | None) -> tuple[bool, str]:
+        """(prompt and mode usable, note under the options) for the chosen engine."""
+        why = form.ignored_options_reason(engine_name or default_engine, describe)
+        return why is None, (f"Prompt and resolution mode are off: {why}." if why else "")
+
+    honoured, options_note = options_state(default_engine)
 
     # No telemetry or version check: documents can be private and the app must work offline.
     with gr.Blocks(
@@ -106,51 +139,102 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         notice = status_panel.notice_markdown(describe)
         gr.Markdown(notice, visible=bool(notice), elem_id="engine-notice")
         pages_state = gr.State([])
+        passwords_state = gr.State({})  # file name -> PDF password; memory only, never logged or written
 
-        with gr.Row():
-            with gr.Column(scale=1, min_width=320):
+        with gr.Row(elem_id="main-row"):
+            with gr.Column(scale=1, min_width=320, elem_id="inputs-col"):
                 files = gr.File(
                     label="PDFs and images",
                     file_count="multiple",
                     file_types=sorted(SUPPORTED_EXTENSIONS),
                     elem_id="input-files",
                 )
+
+                @gr.render(inputs=files)
+                def password_boxes(uploaded):
+                    names = _pdf_names(uploaded)
+                    for i, name in enumerate(names):
+                        box = gr.Textbox(
+                            "",
+                            type="password",
+                            label=f"Password for {name}" if len(names) > 1 else "PDF password",
+                            placeholder="only for encrypted PDFs",
+                            key=f"pw-{name}",
+                            elem_id=f"pw-{i}",
+                            elem_classes=["pdf-password"],
+                        )
+
+                        def remember(value, current, name=name):
+                            current = dict(current or {})
+                            if value:
+                                current[name] = value
+                            else:
+                                current.pop(name, None)
+                            return current
+
+                        box.input(
+                            remember,
+                            [box, passwords_state],
+                            passwords_state,
+                            api_visibility="private",
+                            show_progress="hidden",
+                            queue=False,
+                        )
+
                 with gr.Row():
                     convert_btn = gr.Button("Convert", variant="primary", elem_id="convert-btn")
-                    cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel-btn")
+                    cancel_btn = gr.Button("Cancel", variant="stop", elem_id="cancel-btn", interactive=False)
+                queue_md = gr.Markdown("", elem_id="queue-status")
                 job_status = gr.Markdown("", elem_id="job-status")
                 with gr.Accordion("Options", open=False):
                     pages = gr.Textbox(
                         "", label="Pages", placeholder="all (e.g. 1-3,7,10-)", elem_id="opt-pages"
                     )
-                    preset = gr.Dropdown(presets, value=default_preset, label="Prompt", elem_id="opt-prompt")
+                    preset = gr.Dropdown(
+                        presets,
+                        value=default_preset,
+                        label="Prompt",
+                        elem_id="opt-prompt",
+                        interactive=honoured,
+                    )
                     custom = gr.Textbox(
                         "",
                         label="Custom prompt",
                         placeholder="<image>\nFree OCR.",
                         lines=2,
                         visible=default_preset == form.CUSTOM,
+                        interactive=honoured,
                     )
-                    locate = gr.Textbox("", label="Text to locate", visible=default_preset == form.LOCATE)
+                    locate = gr.Textbox(
+                        "",
+                        label="Text to locate",
+                        visible=default_preset == form.LOCATE,
+                        interactive=honoured,
+                    )
                     mode = gr.Dropdown(
                         modes,
                         value=default_mode,
                         label="Resolution mode",
                         info="auto picks per page; larger modes read small print better but cost more",
+                        elem_id="opt-mode",
+                        interactive=honoured,
                     )
+                    options_md = gr.Markdown(options_note, elem_id="options-note")
                     dpi = gr.Slider(
-                        min(72, settings.dpi),
-                        max(300, settings.dpi),
+                        form.DPI_MIN,
+                        form.DPI_MAX,
                         value=settings.dpi,
                         step=1,
                         label="PDF render DPI",
+                        elem_id="opt-dpi",
                     )
                     use_cache = gr.Checkbox(value=settings.cache_enabled, label="Cross-page vision cache")
                     engine = gr.Dropdown(
-                        [(status_panel.engine_label(n, describe), n) for n in engine_names],
-                        value=default_engine if default_engine in engine_names else None,
+                        engine_list,
+                        value=default_engine if default_engine in offered else None,
                         label="Engine",
-                        visible=len(engine_names) > 1,
+                        info=("Cannot run here: " + "; ".join(engine_notes)) if engine_notes else None,
+                        visible=len(engine_list) > 1,
                         elem_id="opt-engine",
                     )
                 downloads = gr.File(
@@ -159,37 +243,25 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                     interactive=False,
                     elem_id="downloads",
                 )
-                with gr.Accordion("GPU and model", open=True, elem_id="gpu-panel"):
-                    panel_md = gr.Markdown("GPU: not sampled yet", elem_id="gpu-status")
-                    panel_plot = gr.LinePlot(
-                        x="seconds",
-                        y="GiB",
-                        color="series",
-                        x_title="seconds ago",
-                        height=180,
-                        label="VRAM (last 10 minutes)",
-                    )
-            with gr.Column(scale=2), gr.Tabs():
+            with gr.Column(scale=2, elem_id="results-col"), gr.Tabs():
                 with gr.Tab("Pages"):
                     with gr.Row():
-                        prev_btn = gr.Button("◀ Previous", size="sm", elem_id="page-prev")
-                        page_select = gr.Dropdown([], label="Page", elem_id="page-select", scale=3)
-                        next_btn = gr.Button("Next ▶", size="sm", elem_id="page-next")
+                        prev_btn = gr.Button("◀ Previous", size="sm", elem_id="page-prev", scale=1)
+                        page_select = gr.Dropdown(
+                            [], label="Page", elem_id="page-select", scale=4, filterable=True
+                        )
+                        page_number = gr.Number(
+                            None, label="Go to page", precision=0, minimum=1, elem_id="page-number", scale=1
+                        )
+                        next_btn = gr.Button("Next ▶", size="sm", elem_id="page-next", scale=1)
                     page_status = gr.Markdown("", elem_id="page-status")
-                    with gr.Row():
-                        page_overlay = gr.Image(
-                            label="Detected blocks",
-                            type="filepath",
-                            interactive=False,
-                            elem_id="page-overlay",
-                            height=700,
-                        )
-                        page_md = gr.Markdown(
-                            latex_delimiters=viewer.LATEX_DELIMITERS,
-                            elem_id="page-markdown",
-                            max_height=700,
-                            container=True,
-                        )
+                    page_view = gr.HTML(
+                        "",
+                        elem_id="page-view",
+                        js_on_load=viewer_js,
+                        css_template=viewer_css,
+                        apply_default_css=False,
+                    )
                 with gr.Tab("Document"):
                     doc_md = gr.Markdown(latex_delimiters=viewer.LATEX_DELIMITERS, elem_id="doc-markdown")
                 with gr.Tab("Source"):
@@ -201,33 +273,47 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                         headers=viewer.STATUS_HEADERS,
                         interactive=False,
                         wrap=True,
-                        column_widths=["18%", "7%", "13%", "12%", "8%", "42%"],
+                        column_widths=["16%", "6%", "12%", "11%", "7%", "8%", "40%"],
                         elem_id="status-table",
                     )
+            with (
+                gr.Column(scale=1, min_width=320, elem_id="gpu-col"),
+                gr.Accordion("GPU and model", open=True, elem_id="gpu-panel"),
+            ):
+                panel_md = gr.Markdown("GPU: not sampled yet", elem_id="gpu-status")
+                panel_plot = gr.LinePlot(
+                    x="seconds",
+                    y="GiB",
+                    color="series",
+                    x_title="seconds ago",
+                    height=180,
+                    label="VRAM (last 10 minutes)",
+                )
 
-        # Hidden components that give the API endpoint simple, typed outputs.
+        # Hidden components that give the API endpoint simple, typed outputs (and its password input).
         api_btn = gr.Button(visible=False)
+        api_password = gr.Textbox(visible=False, label="password", type="password")
         api_markdown = gr.Textbox(visible=False, label="markdown")
         api_json = gr.JSON(visible=False, label="result")
         api_files = gr.File(visible=False, file_count="multiple", label="files")
         api_cancel = gr.Textbox(visible=False, label="message")
 
         form_inputs = [files, pages, preset, custom, locate, mode, dpi, use_cache, engine]
-        page_outputs = [page_select, page_overlay, page_md, page_status]
+        page_outputs = [page_select, page_number, page_view, page_status]
         view_outputs = [job_status, doc_md, doc_source, status_table, downloads, pages_state, *page_outputs]
 
-        def page_view(entries: list[dict], key: str | None) -> tuple:
-            """(dropdown value, overlay, Markdown, status) of one page; all four change together."""
+        def page_view_of(entries: list[dict], key: str | None) -> tuple:
+            """(dropdown value, page number, viewer HTML, status) of one page; all change together."""
             entry = next((viewer.PageEntry(**e) for e in entries if e["key"] == key), None)
             if entry is None:
                 return None, None, "", ""
-            return entry.key, entry.overlay, entry.markdown, viewer.page_status_markdown(entry)
+            return entry.key, entry.page_number, entry.html(), viewer.page_status_markdown(entry)
 
         def view(documents: list[DocumentResult], message: str, *, final: bool) -> dict:
             """Every result component at once. While running, show the newest page; at the end, the first."""
             entries = [e.to_dict() for e in viewer.page_entries(documents)]
             key = (entries[0] if final else entries[-1])["key"] if entries else None
-            selected, overlay, markdown, status = page_view(entries, key)
+            selected, number, html, status = page_view_of(entries, key)
             update: dict = {
                 job_status: message,
                 doc_md: viewer.document_markdown(documents),
@@ -235,8 +321,8 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 status_table: viewer.status_rows(documents),
                 pages_state: entries,
                 page_select: gr.Dropdown(choices=[(e["label"], e["key"]) for e in entries], value=selected),
-                page_overlay: overlay,
-                page_md: markdown,
+                page_number: number,
+                page_view: html,
                 page_status: status,
             }
             if final:
@@ -253,6 +339,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             dpi,
             use_cache,
             engine,
+            passwords,
             request: gr.Request,
             progress=gr.Progress(),  # noqa: B008  (gradio injects it)
         ):
@@ -260,8 +347,13 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             live: dict[str, DocumentResult] = {}
             outcome = JobOutcome()
             last_view = 0.0
-            yield {job_status: "Starting…", downloads: None}
-            for item in run_job(values, files, request):
+            yield {
+                job_status: "Starting…",
+                downloads: None,
+                queue_md: "",
+                cancel_btn: gr.Button(interactive=True),
+            }
+            for item in run_job(values, files, request, dict(passwords or {})):
                 if isinstance(item, JobOutcome):
                     outcome = item
                     break
@@ -294,12 +386,19 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             dpi,
             use_cache,
             engine,
+            password,
             request: gr.Request,
         ):
-            """Convert files; returns (Markdown of all documents, result JSON, [md, json, zip files])."""
+            """Convert files; returns (Markdown of all documents, result JSON, [md, json, zip files]).
+
+            ``password``: one password for every encrypted PDF, or a JSON object of file name → password.
+            """
             values = form.FormValues(pages, prompt, custom_prompt, locate_text, mode, dpi, use_cache, engine)
+            shared, per_file = form.parse_passwords(password)
+            passwords = {name: shared for name in _pdf_names(files)} if shared else {}
+            passwords.update(per_file)
             outcome = JobOutcome()
-            for item in run_job(values, files, request):
+            for item in run_job(values, files, request, passwords):
                 if isinstance(item, JobOutcome):
                     outcome = item
             documents = outcome.documents
@@ -318,45 +417,82 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             return message
 
         def show_page(key, entries):
-            return page_view(entries or [], key)
+            return page_view_of(entries or [], key)
 
         def step_page(key, entries, delta: int):
             keys = [e["key"] for e in entries or []]
             if not keys:
-                return page_view([], None)
+                return page_view_of([], None)
             i = keys.index(key) if key in keys else 0
-            return page_view(entries, keys[max(0, min(len(keys) - 1, i + delta))])
+            return page_view_of(entries, keys[max(0, min(len(keys) - 1, i + delta))])
+
+        def goto_page(number, key, entries):
+            """Page ``number`` of the file being shown (the nearest page it has, for a page range)."""
+            entries = entries or []
+            if not entries or number is None:
+                return page_view_of(entries, key)
+            current = next((e for e in entries if e["key"] == key), entries[0])
+            same = [e for e in entries if e["source"] == current["source"]]
+            best = min(same, key=lambda e: abs(e["page_number"] - int(number)))
+            return page_view_of(entries, best["key"])
 
         def on_preset(value):
             return gr.update(visible=value == form.CUSTOM), gr.update(visible=value == form.LOCATE)
 
+        def on_engine(name):
+            usable, note = options_state(name)
+            boxes = [gr.update(interactive=usable) for _ in range(4)]
+            return (*boxes, note)
+
         def tick():
             text, frame, has_gpu = status_panel.panel_update(history, converter.describe(), settings)
             return text, gr.LinePlot(frame, visible=has_gpu)
+
+        def queue_tick(request: gr.Request):
+            ahead = queue_words.jobs_ahead(demo, getattr(request, "session_hash", None), GPU_GROUP)
+            return queue_words.queue_words(ahead)
 
         def on_unload(request: gr.Request):
             key = _session_key(request)
             cancels.cancel(key)
             dirs.cleanup(key)
 
-        gpu = {"concurrency_limit": settings.concurrency_limit, "concurrency_id": "gpu"}
+        gpu = {"concurrency_limit": settings.concurrency_limit, "concurrency_id": GPU_GROUP}
         convert_btn.click(
             convert_ui,
-            form_inputs,
-            view_outputs,
+            [*form_inputs, passwords_state],
+            [*view_outputs, queue_md, cancel_btn],
             api_visibility="private",
             show_progress="full",
             show_progress_on=[job_status],
             **gpu,
+        ).then(
+            lambda: (gr.Button(interactive=False), ""),
+            None,
+            [cancel_btn, queue_md],
+            api_visibility="private",
+            show_progress="hidden",
+            queue=False,
         )
         api_btn.click(
-            convert_api, form_inputs, [api_markdown, api_json, api_files], api_name="convert", **gpu
+            convert_api,
+            [*form_inputs, api_password],
+            [api_markdown, api_json, api_files],
+            api_name="convert",
+            **gpu,
         )
         cancel_btn.click(cancel_job, None, api_cancel, concurrency_limit=None, api_name="cancel")
         # .input, not .change: programmatic updates from the job already carry the page they select.
         page_select.input(
             show_page,
             [page_select, pages_state],
+            page_outputs,
+            api_visibility="private",
+            show_progress="hidden",
+        )
+        page_number.submit(
+            goto_page,
+            [page_number, page_select, pages_state],
             page_outputs,
             api_visibility="private",
             show_progress="hidden",
@@ -370,11 +506,21 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 show_progress="hidden",
             )
         preset.change(on_preset, preset, [custom, locate], api_visibility="private")
+        engine.change(on_engine, engine, [preset, custom, locate, mode, options_md], api_visibility="private")
         timer = gr.Timer(PANEL_INTERVAL_S)
         timer.tick(
             tick,
             None,
             [panel_md, panel_plot],
+            api_visibility="private",
+            show_progress="hidden",
+            concurrency_limit=None,
+        )
+        queue_timer = gr.Timer(QUEUE_INTERVAL_S)
+        queue_timer.tick(
+            queue_tick,
+            None,
+            queue_md,
             api_visibility="private",
             show_progress="hidden",
             concurrency_limit=None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ocr_app.exceptions import ConfigError
 
@@ -68,8 +68,8 @@ def build_options(values: FormValues, settings: Settings) -> ConvertOptions:
     if preset == LOCATE and locate is None:
         raise ConfigError("The 'locate' prompt needs the text to find: fill in 'Text to locate'.")
     dpi = settings.dpi if values.dpi in (None, "") else int(values.dpi)
-    if not 36 <= dpi <= 600:
-        raise ConfigError(f"DPI must be between 36 and 600, got {dpi}.")
+    if not DPI_MIN <= dpi <= DPI_MAX:
+        raise ConfigError(f"DPI must be between {DPI_MIN} and {DPI_MAX}, got {dpi}.")
     pages = (values.pages or "").strip() or None
     engine = (values.engine or "").strip() or None
     return ConvertOptions.from_settings(
@@ -82,3 +82,51 @@ def build_options(values: FormValues, settings: Settings) -> ConvertOptions:
         use_cache=bool(values.use_cache),
         engine=engine,
     )
+
+
+DPI_MIN, DPI_MAX = 36, 600  # the CLI's --dpi range and Settings.dpi's bounds
+PROMPT_ENGINES = frozenset({"deepseek", "deepseek-ocr2", "remote"})  # engines that read the prompt and mode
+
+
+def ignored_options_reason(engine: str | None, describe: dict[str, Any]) -> str | None:
+    """Why the prompt and resolution mode do nothing with ``engine``; None when they are honoured.
+
+    Only DeepSeek-OCR-2 (local or remote) is prompted; the light engine and the text layer read text
+    as it is. ``auto`` honours them when it sends scans to DeepSeek-OCR-2.
+    """
+    name = (engine or str(describe.get("default") or "")).strip()
+    if name == "auto":
+        ocr = str(((describe.get("engines") or {}).get("auto") or {}).get("ocr") or "")
+        if ocr in PROMPT_ENGINES:
+            return None
+        return f"auto reads PDF text layers and sends scans to the {ocr or 'light'} engine, which takes no prompt or mode"
+    if name in PROMPT_ENGINES:
+        return None
+    what = {
+        "light": "the light engine (rapidocr) reads text lines",
+        "textlayer": "the text layer is read as it is",
+    }
+    return f"{what.get(name, name)}: prompt and resolution mode apply to DeepSeek-OCR-2 only"
+
+
+def parse_passwords(text: str | dict[str, str] | None) -> tuple[str | None, dict[str, str]]:
+    """The API's ``password`` value → (one password for every file, per-file passwords by file name).
+
+    A JSON object (``{"a.pdf": "secret"}``) gives passwords per file; any other text is one password
+    for every file. Never logged.
+    """
+    if isinstance(text, dict):
+        return None, {str(k): str(v) for k, v in text.items() if v}
+    value = (text or "").strip("\n")
+    if not value:
+        return None, {}
+    if value.lstrip().startswith("{"):
+        import json
+
+        try:
+            data = json.loads(value)
+        except ValueError:
+            return value, {}
+        if isinstance(data, dict):
+            return None, {str(k): str(v) for k, v in data.items() if v}
+    return value, {}

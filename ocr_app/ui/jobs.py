@@ -11,11 +11,12 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import ConversionCancelled, OcrError
+from ocr_app.runtime.load_progress import attach_load_progress, describe_quantisation
 from ocr_app.schema import DocumentResult
 
 if TYPE_CHECKING:
@@ -94,8 +95,12 @@ def stream_conversion(
     out_dir: Path,
     options: ConvertOptions,
     cancel: threading.Event,
+    passwords: dict[str, str] | None = None,
 ) -> Iterator[Progress | JobOutcome]:
     """Yield ``Progress`` while the worker converts, then one ``JobOutcome``.
+
+    ``passwords`` maps a file name to its PDF password (it overrides ``options.password`` for that file);
+    they live only in memory, like the options.
 
     Closing the generator early (the browser went away) sets ``cancel`` so the worker stops at the next
     page instead of running on with nobody watching.
@@ -104,9 +109,20 @@ def stream_conversion(
     outcome = JobOutcome()
     names = [Path(p).name for p in inputs]
 
+    current = [0]
+
+    def quantising(done: int, total: int, label: str) -> None:
+        from ocr_app.convert import ProgressEvent
+
+        i = current[0]
+        events.put((i, ProgressEvent("quantize", names[i], i, len(names), None, done, total,
+                                     describe_quantisation(done, total, label))))  # fmt: skip
+
     def work() -> None:
+        detach = attach_load_progress(converter.engines, quantising)
         try:
             for i, path in enumerate(inputs):
+                current[0] = i
                 if cancel.is_set():
                     outcome.cancelled = True
                     break
@@ -114,8 +130,11 @@ def stream_conversion(
                 def report(event: ProgressEvent, i: int = i) -> None:
                     events.put((i, event))
 
+                file_options = options
+                if passwords and names[i] in passwords:
+                    file_options = replace(options, password=passwords[names[i]])
                 try:
-                    docs = converter.convert([path], out_dir / f"{i:03d}", options, report, cancel)
+                    docs = converter.convert([path], out_dir / f"{i:03d}", file_options, report, cancel)
                 except ConversionCancelled as exc:
                     outcome.cancelled = True
                     if exc.partial is not None:  # its finished pages, with outputs written: downloadable
@@ -134,6 +153,7 @@ def stream_conversion(
                     ]
                 outcome.documents.extend(docs)
         finally:
+            detach()
             events.put(_DONE)
 
     worker = threading.Thread(target=work, name="ocr-app-ui-job", daemon=True)

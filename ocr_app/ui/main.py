@@ -1,54 +1,31 @@
 """The web app's entry point, shared by ``python app.py`` and ``ocr-app ui``.
 
-Thin on purpose: settings (flags override ``DEEPSEEK_OCR_*`` env vars and ``.env``), engines, the
-converter and the Blocks come from the library; nothing is loaded here unless ``--preload`` asks.
+Thin on purpose: the options are parsed once, by the ``ui`` click command in ``ocr_app.cli`` (flags
+override ``DEEPSEEK_OCR_*`` env vars and ``.env``); settings, engines, the converter and the Blocks come
+from the library; nothing is loaded here unless ``--preload`` asks.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 
 logger = logging.getLogger(__name__)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="ocr-app web UI (DeepSeek-OCR-2 document parser)")
-    p.add_argument("--host", help="interface to listen on (default 127.0.0.1; 0.0.0.0 for the network)")
-    p.add_argument("--port", type=int, help="port (default 7860)")
-    p.add_argument("--share", action="store_true", default=None, help="also create a public gradio link")
-    p.add_argument("--model", help="hub id or local folder of the DeepSeek-OCR-2 checkpoint")
-    p.add_argument("--device", help="auto, cpu, cuda, cuda:N")
-    p.add_argument("--dtype", help="auto, bf16, fp16, fp32, int8, mixed")
-    p.add_argument("--engine", help="auto, deepseek, light, textlayer, remote")
-    p.add_argument("--preload", action="store_true", default=None, help="load the model before serving")
-    p.add_argument("--log-level", default="INFO")
-    return p.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+def serve(log_level: str = "INFO", **overrides: object) -> int:
+    """Build the app from settings (``overrides`` win over the environment) and serve until stopped."""
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
 
     from ocr_app.convert import Converter
-    from ocr_app.engines.registry import build_engines
     from ocr_app.exceptions import OcrError
     from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
     from ocr_app.ui.app import build_app
     from ocr_app.ui.launch import launch
 
     try:
-        settings = load_settings(
-            host=args.host,
-            port=args.port,
-            share=args.share,
-            model=args.model,
-            device=args.device,
-            dtype=args.dtype,
-            engine=args.engine,
-            preload=args.preload,
-        )
+        settings = load_settings(**overrides)
         engines = build_engines(settings)
         if settings.preload:
             logger.info("preloading engine %s", engines.default)
@@ -65,4 +42,23 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         engines.unload_all()
         demo.ocr_app_dirs.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python app.py [options]``: the ``ocr-app ui`` command, with the same click parser."""
+    from ocr_app.cli import main as cli
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        cli.main(["ui", *args], prog_name="app.py", standalone_mode=False)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except Exception as exc:  # click usage errors (standalone_mode=False hands them to us)
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return exc.exit_code
+        raise
     return 0

@@ -64,15 +64,68 @@ def engines_markdown(describe: dict[str, Any]) -> str:
         for key in ("model", "device", "dtype"):
             if info.get(key):
                 extra.append(f"{key} {info[key]}")
+        extra += precision_notes(info)
+        if info.get("budget_gib"):
+            extra.append(f"memory budget {info['budget_gib']} GiB")
+        dec = info.get("decoder") or {}
+        if dec.get("slots"):  # what the graph decoder keeps between requests (sized once)
+            extra.append(
+                f"decoder: {dec['slots']} pages in flight × {dec['max_len']} tokens, "
+                f"{dec['held_mib']} MiB kept, {len(dec.get('graphs') or [])} graphs"
+            )
         if info.get("last_error"):
             extra.append(f"last error: {info['last_error']}")
         tail = f" — {', '.join(extra)}" if extra else ""
         lines.append(f"- **{name}**{mark}: {engine_state(info)}{tail}")
+        lines.extend(pool_lines(info))
     if describe.get("default_reason"):
         lines.append(f"\nDefault engine: {default} — {describe['default_reason']}")
     for name, why in (describe.get("unavailable") or {}).items():
         lines.append(f"- ~~{name}~~: {why}")
     return "\n".join(lines)
+
+
+def precision_notes(info: dict[str, Any]) -> list[str]:
+    """Which preset was chosen and why, and where quantised weights came from (engine ``describe()``)."""
+    notes = []
+    if info.get("precision_reason"):
+        notes.append(f"precision: {info['precision_reason']}")
+    source = info.get("quant_source")
+    if source:
+        secs = info.get("quantize_seconds")
+        took = f", quantised in {secs:.1f} s" if isinstance(secs, (int, float)) else ""
+        notes.append(f"quantised weights: {source}{took}")
+    return notes
+
+
+def _pool_of(info: dict[str, Any]) -> dict[str, Any]:
+    """The pool facts of an engine, through the router (``auto`` routes to a pooled engine)."""
+    return dict(info.get("pool") or {})
+
+
+def pool_lines(info: dict[str, Any]) -> list[str]:
+    """One sub-line per GPU or endpoint of a pooled engine: state, pages in flight, pages read."""
+    pool = _pool_of(info)
+    lines = []
+    for m in pool.get("members") or []:
+        text = f"  - {pool.get('kind', 'member')} `{m['label']}`: {m['state']}, {m['in_flight']} in flight, "
+        text += f"{m['pages_read']} pages read"
+        inner = m.get("engine") or {}
+        if inner.get("state"):
+            text += f", model {inner['state']}"
+        if m.get("last_error") and m["state"] != "up":
+            text += f" — {m['last_error']}"
+        lines.append(text)
+    return lines
+
+
+def gpu_devices(describe: dict[str, Any]) -> list[str]:
+    """The GPUs the model engines run on when there are several (a device pool), else []."""
+    for info in (describe.get("engines") or {}).values():
+        pool = _pool_of(info or {})
+        if pool.get("kind") == "device":
+            return [str(m["label"]) for m in pool.get("members") or [] if str(m["label"]).startswith("cuda")]
+    return []
 
 
 def ocr_engine(describe: dict[str, Any]) -> str:
@@ -146,6 +199,31 @@ def panel_update(
     """Sample VRAM once; return (panel Markdown, plot frame, whether there is a GPU to plot)."""
     from ocr_app.runtime.vram import snapshot
 
-    snap = history.sample(lambda: snapshot(settings.device))
-    text = f"{vram_markdown(snap)}\n\n**Engines**\n\n{engines_markdown(describe)}"
+    devices = gpu_devices(describe)  # several GPUs: one line each; the plot follows the first
+    snap = history.sample(lambda: snapshot(devices[0] if devices else settings.device))
+    gpus = [vram_markdown(snap)] + [vram_markdown(snapshot(d)) for d in devices[1:]]
+    text = "\n\n".join(gpus) + f"\n\n**Engines**\n\n{engines_markdown(describe)}"
     return text, history_frame(history), snap.available
+
+
+def engine_choices(
+    engine_names: list[str], describe: dict[str, Any], deepseek_weights: bool, has_gpu: bool
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """(dropdown choices, one line per engine that cannot run here and why).
+
+    DeepSeek-OCR-2 without weights is listed as unavailable instead of offered (it would fail on the
+    first page); without a GPU it is offered with a warning, since it does run on the CPU, slowly.
+    """
+    unavailable = dict(describe.get("unavailable") or {})
+    default = str(describe.get("default") or "")
+    choices = []
+    for name in engine_names:
+        if name == "deepseek" and not deepseek_weights and name != default:
+            unavailable[name] = "no model weights on this machine (see the banner for how to get them)"
+            continue
+        label = engine_label(name, describe)
+        if name == "deepseek" and not has_gpu:
+            label += " — no GPU: slow on the CPU"
+        choices.append((label, name))
+    notes = [f"{name}: {why}" for name, why in sorted(unavailable.items())]
+    return choices, notes

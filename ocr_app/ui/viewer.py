@@ -7,7 +7,7 @@ all read the same facts, and tests check them without a browser.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,22 @@ LATEX_DELIMITERS: list[dict[str, str | bool]] = [
     {"left": "$", "right": "$", "display": False},
 ]
 DOWNLOAD_KINDS = ("md", "json", "zip")  # what the download list offers, per document
-STATUS_HEADERS = ["File", "Page", "Status", "Engine", "Tokens", "Reason"]
-STATUS_LABELS = {"ok": "ok", "length": "token cap hit", "repetition": "repetition", "error": "error"}
+STATUS_HEADERS = ["File", "Page", "Status", "Engine", "Tokens", "Tokens/s", "Reason"]
+STATUS_LABELS = {
+    "ok": "ok",
+    "length": "token cap hit",
+    "repetition": "repetition",
+    "error": "error",
+    "empty": "empty",
+    "low_confidence": "low confidence",
+    "repaired": "repaired source",
+}
+NO_VALUE = "—"  # engines that do not decode tokens (text layer, light OCR) have no token figures
+
+
+def status_label(status: str) -> str:
+    """Words for a page status; a status this version does not know is shown as it is."""
+    return STATUS_LABELS.get(status, status.replace("_", " "))
 
 
 @dataclass
@@ -37,8 +51,32 @@ class PageEntry:
     page_number: int
     markdown: str
     overlay: str | None
-    status: str  # ok, length, repetition, error
+    status: str  # ok, length, repetition, error, empty, low_confidence, repaired, ...
     reason: str
+    width: int = 0
+    height: int = 0
+    blocks: list[dict[str, Any]] = field(default_factory=list)  # label, text, boxes (page pixels)
+    figures: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def html(self) -> str:
+        """The page in the reading viewer (image with boxes beside its Markdown)."""
+        from ocr_app.schema import Block
+        from ocr_app.ui.page_html import page_html
+
+        blocks = [Block(b["label"], b["text"], [tuple(x) for x in b["boxes"]]) for b in self.blocks]
+        return page_html(
+            key=self.key,
+            title=f"{self.source}, page {self.page_number}",
+            image_path=self.overlay,
+            width=self.width,
+            height=self.height,
+            markdown=self.markdown,
+            blocks=blocks,
+            figures=self.figures,
+            error=self.error,
+            blank=self.status == "empty",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,13 +101,18 @@ def page_entries(documents: list[DocumentResult]) -> list[PageEntry]:
             entries.append(
                 PageEntry(
                     key=f"{d_index}:{page.index}",
-                    label=f"{doc.source} · page {page.index + 1} · {STATUS_LABELS.get(status, status)}",
+                    label=f"{doc.source} · page {page.index + 1} · {status_label(status)}",
                     source=doc.source,
                     page_number=page.index + 1,
                     markdown=page.markdown,
                     overlay=str(page.overlay_path) if page.overlay_path else None,
                     status=status,
                     reason=page_reason(page),
+                    width=page.width,
+                    height=page.height,
+                    blocks=[{"label": b.label, "text": b.text, "boxes": list(b.boxes)} for b in page.blocks],
+                    figures=[str(f) for f in page.figures],
+                    error=page.error,
                 )
             )
     return entries
@@ -80,17 +123,36 @@ def status_rows(documents: list[DocumentResult]) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for doc in documents:
         if doc.error:
-            rows.append([doc.source, "", "error", "", 0, doc.error])
+            rows.append([doc.source, "", "error", "", NO_VALUE, NO_VALUE, doc.error])
         for page in doc.pages:
-            status = STATUS_LABELS.get(page.status, page.status)
-            rows.append([doc.source, page.index + 1, status, page.engine, page.num_tokens, page_reason(page)])
+            tokens, speed = token_figures(page)
+            rows.append(
+                [
+                    doc.source,
+                    page.index + 1,
+                    status_label(page.status),
+                    page.engine,
+                    tokens,
+                    speed,
+                    page_reason(page),
+                ]
+            )
     return rows
+
+
+def token_figures(page: PageResult) -> tuple[str, str]:
+    """(tokens, tokens/s) as table text; "—" for engines that decode no tokens."""
+    if page.stop_reason in (StopReason.NONE, StopReason.ERROR) and not page.num_tokens:
+        return NO_VALUE, NO_VALUE
+    decode = float(page.timings.get("decode") or 0.0)
+    speed = f"{page.num_tokens / decode:.1f}" if decode > 0 and page.num_tokens else NO_VALUE
+    return str(page.num_tokens), speed
 
 
 def page_status_markdown(entry: PageEntry | None) -> str:
     if entry is None:
         return ""
-    text = f"**{entry.source}, page {entry.page_number}: {STATUS_LABELS.get(entry.status, entry.status)}**"
+    text = f"**{entry.source}, page {entry.page_number}: {status_label(entry.status)}**"
     return f"{text} — {entry.reason}" if entry.reason else text
 
 
@@ -124,13 +186,24 @@ def download_paths(documents: list[DocumentResult]) -> list[str]:
     return paths
 
 
+def status_counts(documents: list[DocumentResult]) -> str:
+    """ "14 ok, 2 empty": pages per status, ok first, then in order of appearance."""
+    counts: dict[str, int] = {"ok": 0}
+    for doc in documents:
+        for page in doc.pages:
+            counts[page.status] = counts.get(page.status, 0) + 1
+    return ", ".join(f"{n} {status_label(s)}" for s, n in counts.items() if n)
+
+
 def summary_markdown(documents: list[DocumentResult], cancelled: bool) -> str:
-    """The line above the results: what converted, what failed, what was cancelled."""
+    """The line above the results: pages per status, what failed, what was cancelled."""
     pages = sum(len(d.pages) for d in documents)
     flagged = sum(1 for d in documents for p in d.pages if p.status != "ok")
-    lines = [f"**Done:** {pages} page(s) from {sum(1 for d in documents if not d.error)} file(s)."]
+    counts = status_counts(documents)
+    tail = f": {counts}." if counts else "."
+    lines = [f"**Done:** {pages} page(s) from {sum(1 for d in documents if not d.error)} file(s){tail}"]
     if cancelled:
-        lines[0] = f"**Cancelled.** {pages} page(s) finished before the cancel are shown."
+        lines[0] = f"**Cancelled.** {pages} page(s) finished before the cancel are shown{tail}"
     if flagged:
         lines.append(f"{flagged} page(s) need attention (see Status).")
     lines.extend(f"**Failed: {d.source}** — {d.error}" for d in documents if d.error)

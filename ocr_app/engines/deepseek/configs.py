@@ -45,7 +45,7 @@ FULL: dict[str, Any] = {
         "eos_token_id": 1,
         "mlp_layer_types": ["dense"] + ["sparse"] * 11,
     },
-    "image_token_id": 128815,
+    # image_token_id: transformers' default is the hub value; the tokenizer is the authority (realtok).
 }
 
 # Same layout, tiny widths: 1024/768 px views still give 256/144 tokens, so token counts are real.
@@ -69,7 +69,7 @@ TINY: dict[str, Any] = {
         },
     },
     "text_config": {
-        "vocab_size": 1000,
+        "vocab_size": 129280,  # the real config's padded vocabulary: the real tokenizer's ids fit
         "hidden_size": 64,
         "intermediate_size": 128,
         "num_hidden_layers": 3,
@@ -81,10 +81,7 @@ TINY: dict[str, Any] = {
         "n_shared_experts": 1,
         "mlp_layer_types": ["dense", "sparse", "sparse"],
         "max_position_embeddings": 8192,
-        "bos_token_id": 0,
-        "eos_token_id": 1,
     },
-    "image_token_id": 999,
 }
 
 

@@ -26,6 +26,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,25 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64)
 # a capture in progress.
 CAPTURE_LOCK = threading.RLock()
 _STOP = {1: StopReason.END, 2: StopReason.LENGTH, 3: StopReason.REPETITION}
+# decoders that own captured graphs: cuBLAS workspaces may be cleared only while none is alive (a captured
+# graph keeps using the workspace pointer it was captured with)
+_GRAPH_OWNERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def release_cuda_workspaces() -> bool:
+    """Free cuBLAS/cuBLASLt workspaces (one per handle and stream, 32 MiB each on Hopper, allocated
+    through the caching allocator and never returned by ``empty_cache``). Skipped while a decoder
+    with captured graphs is alive. Returns whether they were cleared."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return False
+    if any(d._graphs for d in list(_GRAPH_OWNERS)):
+        return False
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is None:  # pragma: no cover - older torch
+        return False
+    clear()
+    return True
 
 
 @dataclass
@@ -141,7 +161,13 @@ def merge_model_inputs(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
 class PageDecoder:
     """Slots, KV buffers and the decode step. Not thread-safe: one thread (the scheduler's) drives it."""
 
-    def __init__(self, model: Any, *, capacity: int, max_len: int, options: DecoderOptions) -> None:
+    def __init__(
+        self, model: Any, *, capacity: int, max_len: int, options: DecoderOptions, side_stream: Any = None
+    ) -> None:
+        """``side_stream``: the stream graph warm-ups run on. Pass the same one to every decoder of a
+        scheduler: each new stream that runs a cuBLAS call gets its own workspace (32 MiB on Hopper),
+        which stays allocated until ``release_cuda_workspaces`` (a fresh stream per capture was the
+        32 MiB-per-request growth of the product path)."""
         import torch
 
         self.model = model
@@ -181,12 +207,14 @@ class PageDecoder:
         self._setup_kernels(options.kernels)
         self._graphs: dict[tuple[int, int], Any] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
+        self._side = side_stream
         # host mirrors (exact after each sync)
         self.slot_key: list[Any] = [None] * C
         self.slot_t0: list[float] = [0.0] * C
         self.slot_ttft: list[float] = [0.0] * C
         self.host_kv_len = [0] * C
         self.steps = 0
+        self.capture_s = 0.0  # seconds spent capturing graphs (cold-start breakdown)
 
     # --- setup ---------------------------------------------------------------------------------
     def _want_graphs(self, mode: str) -> bool:
@@ -235,10 +263,48 @@ class PageDecoder:
         return [i for i, k in enumerate(self.slot_key) if k is not None]
 
     def release(self) -> None:
-        """Drop buffers and graphs (the owner then drops the decoder)."""
+        """Drop graphs (their private pool goes with the last one), K/V buffers and the slot state, so
+        nothing the decoder allocated outlives it even if a caller still holds the object."""
         self._graphs.clear()
+        self._pool = None
+        self._side = None
         self.k.clear()
         self.v.clear()
+        for name in self._STATE:
+            setattr(self, name, None)
+        self._mutable = []
+
+    _STATE = (
+        "seq", "kv_len", "gen_count", "max_new", "prompt_len", "guard_start", "stop_code", "active", "done",
+        "_rows", "_pos_ar", "_eos", "_exempt",
+    )  # fmt: skip
+
+    def device_tensors(self) -> list[Any]:
+        """Every tensor this decoder allocated (K/V buffers, slot state, guard ids): what ``release``
+        drops and ``held_bytes`` counts."""
+        state = [getattr(self, n) for n in self._STATE]
+        return [t for t in [*self.k, *self.v, *state] if t is not None]
+
+    def held_bytes(self) -> int:
+        """Bytes this decoder keeps allocated between requests (graph pools excluded: they hold only
+        the step's activations and count as reserved, not allocated, memory)."""
+        return sum(t.numel() * t.element_size() for t in self.device_tensors())
+
+    def kv_bytes(self) -> int:
+        """Bytes the K/V buffers take once allocated (the same before the first prefill)."""
+        per = self.capacity * self.kv_heads * self.max_len * self.head_dim * self.dtype.itemsize
+        return 2 * len(self.lm.layers) * per
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "slots": self.capacity,
+            "max_len": self.max_len,
+            "graphs": sorted(self._graphs),
+            "held_mib": round(max(self.held_bytes(), self.kv_bytes()) / 2**20, 1),
+            "capture_s": round(self.capture_s, 3),
+            "fused_kernels": self.fused,
+            "cuda_graphs": self.use_graphs,
+        }
 
     # --- admission (prefill) -------------------------------------------------------------------
     def admit(self, requests: Sequence[DecodeRequest]) -> list[int]:
@@ -474,7 +540,9 @@ class PageDecoder:
         key = (b, lb)
         t0 = time.perf_counter()
         snap = [t.clone() for t in self._mutable]
-        side = torch.cuda.Stream(self.device)
+        if self._side is None:
+            self._side = torch.cuda.Stream(self.device)
+        side = self._side
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             self._run_step(b, lb)  # warm-up: cuBLAS handles, workspace, lazy inits
@@ -485,7 +553,10 @@ class PageDecoder:
         with torch.cuda.graph(g, pool=self._pool, capture_error_mode="thread_local"):
             self._run_step(b, lb)
         self._graphs[key] = g
-        logger.info("captured decode graph batch=%d len=%d in %.2fs", b, lb, time.perf_counter() - t0)
+        _GRAPH_OWNERS.add(self)
+        dt = time.perf_counter() - t0
+        self.capture_s += dt
+        logger.info("captured decode graph batch=%d len=%d in %.2fs", b, lb, dt)
         return g
 
     def run_chunk(self, steps: int | None = None) -> None:

@@ -7,6 +7,11 @@ pages of each chunk are handed to the engine's ``DecodeScheduler`` (continuous b
 concurrent jobs of the same engine) while the next chunk goes through the vision encoder, and each page
 is yielded the moment it finishes.
 
+Whole-document feeding: ``stream_pages`` pulls page requests lazily from any iterable (the converter
+renders pages as they are pulled) and keeps ``slots + VISION_BATCH`` pages submitted: while the decoder
+thread decodes, this thread preprocesses and vision-encodes the next ``VISION_BATCH`` pages, so a
+finished page's slot is refilled at once from the rest of the document, never in waves.
+
 Stop reasons follow the engine's rules: END at EOS (EOS not included in the ids), LENGTH at the cap,
 REPETITION when ``find_repetition`` says the capped tail loops or when the decoder stopped a page early
 because it was looping (``LoopSpec``).
@@ -14,10 +19,11 @@ because it was looping (``LoopSpec``).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DECODERS = ("auto", "generate", "graph")
+VISION_BATCH = 4  # pages encoded at once next to the running decoder (reserved in its memory plan)
 _BUILD_LOCK = threading.Lock()  # two jobs starting at once must share one scheduler, not build two
 
 
@@ -65,7 +72,13 @@ def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
         eos_ids=tuple(engine._eos_ids()),
         graphs="auto",
     )
-    sched = DecodeScheduler(engine.model, opts, max_slots=int(getattr(s, "decode_max_slots", 32)))
+    sched = DecodeScheduler(
+        engine.model,
+        opts,
+        max_slots=int(getattr(s, "decode_max_slots", 32)),
+        budget_bytes=engine.budget_bytes,
+        vision_batch=VISION_BATCH,
+    )
     engine._decoder = sched
     return sched
 
@@ -107,15 +120,17 @@ def decode_prepared(
 
 
 def stream_pages(
-    engine: DeepSeekOcr2Engine, requests: Sequence[PageRequest]
+    engine: DeepSeekOcr2Engine, requests: Iterable[tuple[int, PageRequest]]
 ) -> Iterator[tuple[int, EngineOutput]]:
-    """Yield ``(index, output)`` as pages finish; chunks of ``engine.batch_size`` pages go through
-    the vision encoder one after another while earlier pages decode."""
+    """Yield ``(index, output)`` as pages finish, for ``(index, request)`` pairs pulled lazily: up to
+    ``slots + VISION_BATCH`` pages are in flight; the next ones are encoded while those decode."""
     import torch
 
     sched = scheduler_for(engine)
     eos = set(engine._eos_ids())
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
+    source = iter(requests)
+    exhausted = False
 
     def ready(block: bool) -> Iterator[tuple[int, EngineOutput]]:
         if not waiting:
@@ -128,23 +143,30 @@ def stream_pages(
             t = dict(timings, prefill=res.first_token_s, decode=res.decode_s, total=time.perf_counter() - t0)
             yield index, engine._output(page, ids, stop, t)
 
-    for start in range(0, len(requests), engine.batch_size):
-        chunk = list(requests[start : start + engine.batch_size])
-        t0 = time.perf_counter()
-        with torch.inference_mode():
-            pages = [engine.preprocess(r) for r in chunk]
-            t1 = time.perf_counter()
-            with CAPTURE_LOCK:  # the vision pass never overlaps a graph capture of the decoder thread
-                engine._attach_features(pages)
-        t2 = time.perf_counter()
-        timings = {"preprocess": t1 - t0, "vision": t2 - t1}
-        reqs = [
-            _request(p.input_ids, p.features, p.max_new_tokens, key=start + j) for j, p in enumerate(pages)
-        ]
-        for j, f in enumerate(sched.submit_many(reqs, expect=len(requests) - start)):
-            waiting[f] = (start + j, pages[j], timings, t0)
-        yield from ready(block=False)
-    while waiting:
+    while True:
+        room = sched.slots() + VISION_BATCH - len(waiting)
+        chunk = [] if exhausted else list(itertools.islice(source, min(VISION_BATCH, max(0, room))))
+        if room > 0 and not exhausted and len(chunk) < min(VISION_BATCH, room):
+            exhausted = True
+        if chunk:
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                pages = [engine.preprocess(r) for _, r in chunk]
+                t1 = time.perf_counter()
+                with CAPTURE_LOCK:  # the vision pass never overlaps a graph capture of the decoder thread
+                    engine._attach_features(pages)
+            t2 = time.perf_counter()
+            timings = {"preprocess": t1 - t0, "vision": t2 - t1}
+            reqs = [
+                _request(p.input_ids, p.features, p.max_new_tokens, key=i)
+                for (i, _), p in zip(chunk, pages, strict=True)
+            ]
+            for (i, _), page, f in zip(chunk, pages, sched.submit_many(reqs), strict=True):
+                waiting[f] = (i, page, timings, t0)
+            yield from ready(block=False)
+            continue
+        if not waiting:
+            return
         yield from ready(block=True)
 
 

@@ -6,9 +6,14 @@ and get a ``Future`` per page; one worker owns the GPU state, prefills new pages
 decode chunks, frees a slot the moment its page finishes and resolves that page's future right away,
 so results stream out in finishing order (``stream`` yields ``(index, result)``).
 
-The batch capacity is sized from free VRAM: KV bytes per token (``runtime.estimate``) times the longest
-sequence of the waiting pages, after reserving room for one prefill batch. The decoder is built when
-work arrives and released when the queue runs dry, so an idle app holds no KV memory.
+Why the decoder is kept between requests: rebuilding it per request re-allocated the K/V slots and
+re-captured every graph (seconds per request), and a release racing with the end of a request showed up
+as "kept N MiB" in the memory log. So the decoder is sized once, up front, from the memory estimate and
+the free memory or the budget (``plan_capacity``: K/V bytes per token × slot length × slots, after
+reserving one vision batch and one prefill batch), and then kept: a request never grows it. What it
+holds is ``resident_bytes()`` (the memory log subtracts it) and ``describe()`` (the GPU panel shows it).
+It is rebuilt only when idle and a page needs a longer context than its slots have (slot lengths are
+coarse buckets, ``SLOT_LENGTHS``, so that is rare), and released by ``close()`` (engine unload).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
 from typing import Any
 
 from ocr_app.engines.deepseek.decode import (
@@ -26,51 +32,113 @@ from ocr_app.engines.deepseek.decode import (
     DecodeResult,
     DecoderOptions,
     PageDecoder,
+    release_cuda_workspaces,
 )
 from ocr_app.exceptions import EngineError, GpuOutOfMemory
 
 logger = logging.getLogger(__name__)
 
 PREFILL_VISION_TOKENS = 1121  # the largest default-mode page: reserve prefill room for it
+SLOT_LENGTHS = (2048, 4096, 8192)  # slot lengths a decoder is built with (then the model's context)
+SLACK_BYTES = 512 * 1024**2  # graphs' activations, logits, allocator fragmentation
 
 
-def plan_capacity(model: Any, max_len: int, wanted: int, max_slots: int, prefill_batch: int = 1) -> int:
-    """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and free VRAM."""
-    import torch
+def slot_length(need: int, context: int) -> int:
+    """The coarse slot length for ``need`` tokens: few sizes, so a kept decoder rarely rebuilds."""
+    for n in SLOT_LENGTHS:
+        if need <= n:
+            return min(n, context)
+    return context
 
+
+def transient_reserve(model: Any, vision_batch: int, prefill_batch: int) -> int:
+    """Bytes to keep free next to the decoder: the vision pass of ``vision_batch`` pages (run by the
+    engine's thread while the decoder works) plus the language prefill of ``prefill_batch`` pages
+    (run by the decoder's thread), both at the largest default-mode page, plus slack."""
     from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes
-    from ocr_app.runtime.estimate import estimate_page_bytes, kv_bytes_per_token
+    from ocr_app.runtime.estimate import estimate_page_bytes
+
+    dtype = model.lm_head.weight.dtype
+    sliced = attn_slice_bytes(model)
+    vision = estimate_page_bytes(
+        model.config, PREFILL_VISION_TOKENS, 16, 0, dtype, batch=max(1, vision_batch), attn_slice_bytes=sliced
+    )
+    prefill = estimate_page_bytes(
+        model.config,
+        PREFILL_VISION_TOKENS,
+        16,
+        0,
+        dtype,
+        batch=max(1, prefill_batch),
+        attn_slice_bytes=sliced,
+    )
+    return vision.vision_bytes + vision.features_bytes + prefill.language_bytes + SLACK_BYTES
+
+
+def available_bytes(device: Any, budget_bytes: int | None, cuda: Any = None) -> int:
+    """Memory this process may still allocate on ``device``: free device memory plus the allocator's
+    cached blocks, bounded by ``budget_bytes`` minus what is allocated when a budget is set.
+    ``cuda``: ``torch.cuda`` (default) or an object with the same functions."""
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda
+    free, _ = cuda.mem_get_info(device)
+    allocated = cuda.memory_allocated(device)
+    avail = free + max(0, cuda.memory_reserved(device) - allocated)
+    if budget_bytes is not None:
+        avail = min(avail, int(budget_bytes) - allocated)
+    return int(avail)
+
+
+def plan_capacity(
+    model: Any,
+    max_len: int,
+    wanted: int,
+    max_slots: int,
+    prefill_batch: int = 1,
+    *,
+    budget_bytes: int | None = None,
+    vision_batch: int = 1,
+    cuda: Any = None,
+) -> int:
+    """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and, on a
+    GPU, by the memory left (free VRAM, or ``budget_bytes``) after ``transient_reserve``.
+    ``cuda``: ``torch.cuda`` (default) or an object with the same functions (then the memory bound
+    applies whatever the model's device)."""
+
+    from ocr_app.runtime.estimate import kv_bytes_per_token
 
     want = min(max(1, wanted), max_slots)
     want = next((b for b in BATCH_BUCKETS if b >= want), want)
     want = min(want, max_slots)
     device = model.lm_head.weight.device
-    if device.type != "cuda":
+    if device.type != "cuda" and cuda is None:
         return want
-    dtype = model.lm_head.weight.dtype
-    cfg = model.config
-    per_slot = kv_bytes_per_token(cfg, dtype) * max_len + 8 * max_len  # K/V + token row
-    reserve = estimate_page_bytes(
-        cfg,
-        PREFILL_VISION_TOKENS,
-        16,
-        0,
-        dtype,
-        batch=prefill_batch,
-        attn_slice_bytes=attn_slice_bytes(model),
-    ).total_bytes
-    reserve += 512 * 1024**2  # graphs' activations, logits, allocator slack
-    free, _ = torch.cuda.mem_get_info(device)
-    fits = int((free - reserve) // per_slot)
+    per_slot = kv_bytes_per_token(model.config, model.lm_head.weight.dtype) * max_len + 8 * max_len
+    reserve = transient_reserve(model, vision_batch, prefill_batch)
+    avail = available_bytes(device, budget_bytes, cuda)
+    fits = int((avail - reserve) // per_slot)
+    where = f"{budget_bytes / 1024**3:.2f} GiB budget" if budget_bytes is not None else "free VRAM"
     if fits < 1:
         raise GpuOutOfMemory(
-            f"Not enough free GPU memory to decode one page of {max_len} tokens "
-            f"({free / 1024**3:.2f} GiB free, {(reserve + per_slot) / 1024**3:.2f} GiB needed)."
+            f"Not enough GPU memory to decode one page of {max_len} tokens ({avail / 1024**3:.2f} GiB "
+            f"available within the {where}, {(reserve + per_slot) / 1024**3:.2f} GiB needed)."
         )
     cap = min(want, fits)
     if cap < want:
-        logger.info("decode capacity %d (asked %d): bounded by %.2f GiB free VRAM", cap, want, free / 1024**3)
+        logger.info(
+            "decode capacity %d (asked %d): bounded by %.2f GiB of %s", cap, want, avail / 1024**3, where
+        )
     return cap
+
+
+@dataclass
+class _Owner:
+    """A page inside the decoder: its future and the caller's key (never stored on the Future)."""
+
+    future: Future
+    key: Any
 
 
 def _page_error(exc: Exception) -> Exception:
@@ -82,7 +150,7 @@ def _page_error(exc: Exception) -> Exception:
 
 
 class DecodeScheduler:
-    """Thread-safe page queue in front of one decoder (continuous batching)."""
+    """Thread-safe page queue in front of one kept decoder (continuous batching)."""
 
     def __init__(
         self,
@@ -92,13 +160,19 @@ class DecodeScheduler:
         max_slots: int = 32,
         context: int | None = None,
         len_round: int = 256,
+        budget_bytes: int | None = None,
+        vision_batch: int = 1,
     ) -> None:
+        """``budget_bytes``: GPU memory this process may use (None: the free memory); ``vision_batch``:
+        pages the caller encodes at once next to a running decoder (reserved beside the slots)."""
         self.model = model
         self.options = options
         self.max_slots = max(1, int(max_slots))
         cfg = getattr(model.config, "text_config", model.config)
         self.context = int(context or cfg.max_position_embeddings)
         self.len_round = len_round
+        self.budget_bytes = budget_bytes
+        self.vision_batch = max(1, int(vision_batch))
         self._cond = threading.Condition()
         self._queue: deque[tuple[DecodeRequest, Future]] = deque()
         self._thread: threading.Thread | None = None
@@ -106,16 +180,17 @@ class DecodeScheduler:
         self.decoder: PageDecoder | None = None
         self.capacities: list[int] = []  # slots of each decoder built so far (for tests and logs)
         self._expect = 0  # pages announced by ``submit_many(expect=...)`` for the next decoder
+        self._side_stream: Any = None  # one warm-up stream for every decoder of this scheduler
 
     # --- public API --------------------------------------------------------------------------------
     def submit(self, request: DecodeRequest) -> Future:
         return self.submit_many([request])[0]
 
     def submit_many(self, requests: Sequence[DecodeRequest], expect: int = 0) -> list[Future]:
-        """Queue pages atomically (so the decoder is sized for all of them); one future per page.
+        """Queue pages atomically; one future per page.
 
-        ``expect``: pages the caller will submit in all (a document fed chunk by chunk while its next
-        pages go through the vision encoder), so the decoder is sized for them, not the first chunk.
+        ``expect``: pages the caller will submit in all; sizes a decoder where slots are not planned
+        from device memory (CPU), so it is not built for the first chunk only.
         """
         futures: list[Future] = []
         with self._cond:
@@ -151,14 +226,40 @@ class DecodeScheduler:
             out[i] = r
         return out  # type: ignore[return-value]
 
+    def slots(self) -> int:
+        """Pages the decoder runs at once (its capacity once built; ``max_slots`` before)."""
+        dec = self.decoder
+        return dec.capacity if dec is not None else self.max_slots
+
+    def resident_bytes(self) -> int:
+        """Bytes the kept decoder holds between requests (0 when none is built)."""
+        dec = self.decoder
+        return dec.held_bytes() if dec is not None else 0
+
+    def describe(self) -> dict[str, Any]:
+        """What the GPU panel shows about the decoder."""
+        dec = self.decoder
+        info: dict[str, Any] = {
+            "built": dec is not None,
+            "max_slots": self.max_slots,
+            "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
+            "builds": len(self.capacities),
+        }
+        if dec is not None:
+            info.update(dec.describe())
+        return info
+
     def close(self) -> None:
-        """Stop the worker (pending pages fail) and drop the decoder."""
+        """Stop the worker (pending pages fail), drop the decoder and what CUDA kept for it."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         t = self._thread
         if t is not None and t is not threading.current_thread():
             t.join()
+        self._release()
+        self._side_stream = None
+        release_cuda_workspaces()
 
     # --- worker ------------------------------------------------------------------------------------
     def _ensure_worker(self) -> None:
@@ -174,13 +275,15 @@ class DecodeScheduler:
     def _work(self) -> None:
         import torch
 
+        device = self.model.lm_head.weight.device
+        if device.type == "cuda":  # graphs, streams and Triton launches use the thread's current GPU
+            torch.cuda.set_device(device)
         pending: deque[tuple[DecodeRequest, Future]] = deque()
-        owners: dict[int, Future] = {}
+        owners: dict[int, _Owner] = {}
         while True:
             with self._cond:
                 while not self._queue and not pending and not owners and not self._closed:
-                    self._release()
-                    self._cond.wait()
+                    self._cond.wait()  # idle: the decoder stays (see module doc)
                 if self._closed:
                     self._fail_all(pending, owners, EngineError("the decode scheduler was closed"))
                     self._release()
@@ -196,19 +299,46 @@ class DecodeScheduler:
                 self._fail_all(deque(), owners, err)
                 self._release()
 
-    def _cycle(self, pending: deque, owners: dict[int, Future]) -> None:
-        if self.decoder is None and pending:
-            reqs = [r for r, _ in pending]
-            max_len = self._max_len_for(reqs)
-            with self._cond:
-                wanted, self._expect = max(len(reqs), self._expect), 0
-            cap = plan_capacity(self.model, max_len, wanted, self.max_slots, self.options.prefill_batch)
-            self.decoder = PageDecoder(self.model, capacity=cap, max_len=max_len, options=self.options)
-            self.capacities.append(cap)
-            logger.info(
-                "decoder built: %d slots × %d tokens (graphs %s)", cap, max_len, self.decoder.use_graphs
-            )
+    def _build(self, pending: deque) -> None:
+        reqs = [r for r, _ in pending]
+        need = self._max_len_for(reqs)
+        max_len = slot_length(need, self.context)
+        on_cuda = self.model.lm_head.weight.device.type == "cuda"
+        with self._cond:
+            wanted, self._expect = max(len(reqs), self._expect), 0
+        if on_cuda:  # planned from memory, once: later requests never grow it
+            wanted = self.max_slots
+        try:
+            cap = plan_capacity(
+                self.model, max_len, wanted, self.max_slots, self.options.prefill_batch,
+                budget_bytes=self.budget_bytes, vision_batch=self.vision_batch,
+            )  # fmt: skip
+        except GpuOutOfMemory:
+            if max_len == need:
+                raise
+            max_len = need  # the coarse length does not fit: exactly what the pages need
+            cap = plan_capacity(
+                self.model, max_len, wanted, self.max_slots, self.options.prefill_batch,
+                budget_bytes=self.budget_bytes, vision_batch=self.vision_batch,
+            )  # fmt: skip
+        if on_cuda and self._side_stream is None:
+            import torch
+
+            self._side_stream = torch.cuda.Stream(self.model.lm_head.weight.device)
+        self.decoder = PageDecoder(
+            self.model, capacity=cap, max_len=max_len, options=self.options, side_stream=self._side_stream
+        )
+        self.capacities.append(cap)
+        logger.info("decoder built: %d slots × %d tokens (graphs %s)", cap, max_len, self.decoder.use_graphs)
+
+    def _cycle(self, pending: deque, owners: dict[int, _Owner]) -> None:
         dec = self.decoder
+        if dec is not None and not owners and pending and self._outgrown(dec, pending):
+            self._release()  # idle and too small for what waits: rebuild below
+            dec = None
+        if dec is None and pending:
+            self._build(pending)
+            dec = self.decoder
         if dec is None:
             return
         # admit what fits into free slots; pages needing a longer context wait for the decoder to drain
@@ -227,23 +357,30 @@ class DecodeScheduler:
         if batch:
             self._admit(dec, batch, owners)
         for _, res in dec.collect():
-            f = owners.pop(id(res.key))
-            res.key = f.request_key  # type: ignore[attr-defined]
-            f.set_result(res)
-        if not owners and pending:
-            self._release()  # a page needs a longer context: rebuild for it
-            return
+            owner = owners.pop(id(res.key))
+            res.key = owner.key
+            owner.future.set_result(res)
         if not pending:
             dec.compact()
         dec.run_chunk()
 
-    def _admit(self, dec: PageDecoder, batch: list[tuple[DecodeRequest, Future]], owners: dict[int, Future]):
+    def _outgrown(self, dec: PageDecoder, pending: deque) -> bool:
+        """An idle decoder is rebuilt when a waiting page needs longer slots, or (CPU, where slots are
+        not planned from memory) when more pages wait than it has slots."""
+        if any(len(r.input_ids) + 1 > dec.max_len for r, _ in pending):
+            return True
+        on_cuda = dec.device.type == "cuda"
+        with self._cond:
+            wanted = max(len(pending), self._expect)
+        return not on_cuda and dec.capacity < min(wanted, self.max_slots)
+
+    def _admit(self, dec: PageDecoder, batch: list[tuple[DecodeRequest, Future]], owners: dict[int, _Owner]):
         reqs = []
+        tokens = []
         for r, f in batch:
-            token = object()  # unique key per page inside the decoder
-            f.request_key = r.key  # type: ignore[attr-defined]
-            owners[id(token)] = f
-            f._decode_token = token  # type: ignore[attr-defined]  # keeps id(token) alive and unique
+            token = object()  # unique key per page inside the decoder (kept alive in ``tokens``/``owners``)
+            tokens.append(token)
+            owners[id(token)] = _Owner(f, r.key)
             reqs.append(DecodeRequest(r.input_ids, r.model_inputs, r.max_new_tokens, key=token))
         try:
             dec.admit(reqs)
@@ -257,27 +394,28 @@ class DecodeScheduler:
                     dec.slot_key[s] = None
             logger.warning("prefill of %d page(s) failed: %s", len(batch), exc)
 
-    def _fail_all(self, pending: deque, owners: dict[int, Future], err: Exception) -> None:
+    def _fail_all(self, pending: deque, owners: dict[int, _Owner], err: Exception) -> None:
         for _, f in pending:
             if not f.done():
                 f.set_exception(err)
         pending.clear()
-        for f in owners.values():
-            if not f.done():
-                f.set_exception(err)
+        for o in owners.values():
+            if not o.future.done():
+                o.future.set_exception(err)
         owners.clear()
 
     def _release(self) -> None:
-        if self.decoder is not None:
-            self.decoder.release()
-            self.decoder = None
+        dec, self.decoder = self.decoder, None
+        if dec is not None:
+            dec.release()
+            del dec
             import gc
 
             gc.collect()
             try:
                 import torch
 
-                if torch.cuda.is_available():
+                if torch.cuda.is_available() and torch.cuda.is_initialized():
                     torch.cuda.empty_cache()
             except Exception:  # pragma: no cover - best effort
                 pass

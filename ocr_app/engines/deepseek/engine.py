@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import itertools
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -137,10 +138,20 @@ class DeepSeekOcr2Engine(Engine):
 
     name = "deepseek-ocr2"
 
-    def __init__(self, settings: Settings, *, vision_cache: VisionCache | None = None, batch_size: int = 8):
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        vision_cache: VisionCache | None = None,
+        batch_size: int = 8,
+        budget_bytes: int | None = None,
+    ):
+        """``batch_size``: pages per ``generate`` call (the graph decoder plans its own pages in flight);
+        ``budget_bytes``: GPU memory this process may use (None: the device's free memory)."""
         self.settings = settings
         self.vision_cache = vision_cache
         self.batch_size = max(1, int(batch_size))
+        self.budget_bytes = budget_bytes
         self.model: Any = None
         self.processor: Any = None
         self.device: torch.device | None = None
@@ -148,6 +159,11 @@ class DeepSeekOcr2Engine(Engine):
         self._exempt_ids: list[int] = []
         self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
+        # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
+        # ("cache", "quantised now", …) and the seconds quantisation took
+        self.precision: dict[str, Any] = {}
+        # (done, total, label) during a first-time quantisation; the CLI/UI set it (tqdm, gr.Progress)
+        self.load_progress: Callable[[int, int, str], None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -161,38 +177,78 @@ class DeepSeekOcr2Engine(Engine):
         from ocr_app.engines.deepseek.loading import QUANT_PRESETS, load_model, resolve_device, resolve_dtype
 
         device = resolve_device(self.settings.device)
-        preset = self.settings.dtype.strip().lower()
-        if preset == "auto" and device.type == "cuda":  # by free memory: rule in ocr_app/quant/presets.py
-            import torch
-
-            from ocr_app.quant.presets import auto_preset_name
-
-            free, _ = torch.cuda.mem_get_info(device)
-            preset = auto_preset_name("cuda", free, torch.cuda.is_bf16_supported())
+        preset, reason = self._choose_precision(device)
         dtype = resolve_dtype(preset, device)
         quant = preset if preset in QUANT_PRESETS else None
         t0 = time.perf_counter()
         model, processor = load_model(
-            self.settings.model, device, dtype, quant=quant, vision_attn_mb=self.settings.vision_attn_mb
+            self.settings.model,
+            device,
+            dtype,
+            quant=quant,
+            vision_attn_mb=self.settings.vision_attn_mb,
+            quant_options={"cache_dir": self._quant_cache_dir(), "progress": self.load_progress},
         )
+        self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
         )
 
+    def resolve_precision(self, device: torch.device) -> str:
+        """The precision this load runs in: the one resolver (``precision.py``) with torch's facts."""
+        return self._choose_precision(device)[0]
+
+    def _choose_precision(self, device: torch.device) -> tuple[str, str]:
+        """The preset to load and why ("4.0 GiB budget → mixed"); ``auto`` reads the memory budget."""
+        from ocr_app.engines.deepseek import precision
+
+        bf16, budget_bytes, source = True, precision.budget_bytes_from_settings(self.settings), device.type
+        if device.type == "cuda":
+            import torch
+
+            from ocr_app.runtime.budget import resolve_budget
+
+            bf16 = torch.cuda.is_bf16_supported()
+            budget = resolve_budget(self.settings, device)
+            budget_bytes, source = budget.bytes, budget.source
+        chosen = precision.resolve_precision(
+            self.settings.dtype, device_kind=device.type, bf16_supported=bf16, budget_bytes=budget_bytes
+        )
+        reason = precision.precision_reason(self.settings.dtype, chosen, source)
+        logger.info("precision %s: %s", chosen, reason)
+        return chosen, reason
+
+    def _quant_cache_dir(self):
+        """Where streamed quantised weights are kept (``<cache_dir>/quantized``); None turns it off."""
+        return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
+
     def unload(self) -> None:
+        """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
+        their pool, guard buffers), the model (with the SAM rel-pos tables cached on its modules) and
+        the processor; then the allocator cache and the cuBLAS workspaces go back to the driver."""
         was_cuda = self.device is not None and self.device.type == "cuda"
-        if self._decoder is not None:  # stop its worker and drop its K/V buffers and graphs
+        if self._decoder is not None:
             self._decoder.close()
             self._decoder = None
         self.model = None
         self.processor = None
+        self.precision = {}  # the next load resolves again (free memory may have changed)
         gc.collect()
         if was_cuda:
             import torch
 
+            from ocr_app.engines.deepseek.decode import release_cuda_workspaces
+
             torch.cuda.empty_cache()
+            release_cuda_workspaces()
+
+    def resident_bytes(self) -> int:
+        """Device memory kept on purpose between requests beyond the weights (the decoder's slots):
+        the memory log does not count it as a leak."""
+        sched = self._decoder
+        return sched.resident_bytes() if sched is not None else 0
 
     def describe(self) -> dict[str, object]:
         return {
@@ -201,9 +257,14 @@ class DeepSeekOcr2Engine(Engine):
             "model": self.settings.model,
             "device": str(self.device) if self.device else self.settings.device,
             "dtype": str(self.dtype).replace("torch.", "") if self.dtype else self.settings.dtype,
-            "precision": self.settings.dtype,
+            "precision": self.precision.get("preset") or self.settings.dtype,
             "batch_size": self.batch_size,
             "vision_cache": self.vision_cache is not None,
+            "precision_reason": self.precision.get("reason"),
+            "quant_source": self.precision.get("source"),
+            "quantize_seconds": self.precision.get("quantize_seconds"),
+            "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
+            "decoder": self._decoder.describe() if self._decoder is not None else None,
         }
 
     # --- prediction -----------------------------------------------------------------------------
@@ -213,31 +274,38 @@ class DeepSeekOcr2Engine(Engine):
             outputs[i] = out
         return outputs
 
-    def predict_stream(self, requests: Sequence[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-        """Run ``batch_size`` pages at a time; yield each page of a batch when the batch finishes."""
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Yield ``(index, output)`` as pages finish. ``requests`` is pulled lazily (a converter can
+        render pages as they are needed): the graph decoder keeps its slots full from it; ``generate``
+        takes ``batch_size`` pages at a time."""
         import torch
 
-        if not requests:
-            return
         self.load()
+        if self.device is not None and self.device.type == "cuda" and self.device.index is not None:
+            # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
+            # that take the current device must not land on cuda:0)
+            torch.cuda.set_device(self.device)
         from ocr_app.engines.deepseek.decode_adapter import stream_pages, wants_graph_decoder
 
-        todo = list(range(len(requests)))
+        pulled: list[PageRequest] = []
+        source = _recording(requests, pulled)
+        done: set[int] = set()
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             try:
-                for i, out in stream_pages(self, requests):  # pages stream out as each one finishes
-                    todo.remove(i)
+                for i, out in stream_pages(self, source):  # pages stream out as each one finishes
+                    done.add(i)
                     yield i, out
                 return
             except Exception as exc:
                 if isinstance(exc, (torch.OutOfMemoryError, OcrError)):
                     raise  # OOM goes to the runtime's recovery ladder; our own errors are the page's
                 self._disable_graph_decoder(exc)
-        for start in range(0, len(todo), self.batch_size):
-            idx = todo[start : start + self.batch_size]
+        # generate: pages pulled but not finished by the graph decoder first, then the rest
+        todo = itertools.chain(((i, pulled[i]) for i in range(len(pulled)) if i not in done), source)
+        while chunk := list(itertools.islice(todo, self.batch_size)):
             with torch.inference_mode():
-                outs = self._run_chunk([requests[i] for i in idx])
-            for i, out in zip(idx, outs, strict=True):
+                outs = self._run_chunk([r for _, r in chunk])
+            for (i, _), out in zip(chunk, outs, strict=True):
                 if self._graph_broken is not None:
                     out.notes.append(f"decoder: generate (graph decoder off: {self._graph_broken})")
                 yield i, out
@@ -307,7 +375,10 @@ class DeepSeekOcr2Engine(Engine):
             notes.append(f"max_new_tokens bounded by the context: {max_new} (asked {requested})")
         key = None
         if self.vision_cache is not None and request.use_cache:
-            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.dtype}")
+            # the resolved precision, not the torch dtype: bf16 and mixed both compute in bfloat16
+            key = pixel_cache_key(
+                pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}"
+            )
         return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
 
     def _attach_features(self, pages: list[PreparedPage]) -> None:
@@ -449,6 +520,15 @@ class DeepSeekOcr2Engine(Engine):
             timings=dict(timings),
             notes=notes,
         )
+
+
+def _recording(
+    requests: Iterable[PageRequest], pulled: list[PageRequest]
+) -> Iterator[tuple[int, PageRequest]]:
+    """``(index, request)`` pairs pulled lazily from ``requests``, each also appended to ``pulled``."""
+    for req in requests:
+        pulled.append(req)
+        yield len(pulled) - 1, req
 
 
 def finish_row(tokens: list[int], eos_ids: set[int]) -> tuple[list[int], StopReason]:

@@ -4,9 +4,10 @@ Why one module: the engine, ``ocr-app info`` and the engine registry must agree 
 from (a local directory, the Hugging Face cache, or the hub) and on the exact words that tell a user how
 to get them when they are missing. ``weights_status`` / ``weights_available`` never touch the network.
 
-Quantized presets (``int8``, ``mixed``) are names here; a quantization backend makes them usable by
-calling ``register_quant_backend`` (the ``ocr_app.quant`` package does that). Until then they raise
-``EngineUnavailableError``.
+Quantized presets (``int8``, ``mixed``) load through a quantization backend: ``ocr_app.quant``'s
+``PresetBackend`` when that package is importable (found on first use, no import-time registry), or
+one registered with ``register_quant_backend``. Without one they raise ``EngineUnavailableError``.
+Precision names, aliases and the ``auto`` rule live in ``precision.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ocr_app.engines.deepseek.precision import QUANT_PRESETS, TORCH_DTYPE_NAMES, canonical_precision
 from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
 from ocr_app.settings import DEFAULT_MODEL
@@ -26,17 +28,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FLOAT_DTYPES = {
-    "bf16": "bfloat16",
-    "bfloat16": "bfloat16",
-    "fp16": "float16",
-    "float16": "float16",
-    "half": "float16",
-    "fp32": "float32",
-    "float32": "float32",
-    "float": "float32",
-}
-QUANT_PRESETS = ("int8", "mixed")
 # Files a checkpoint needs; used to limit a hub download to what from_pretrained reads.
 _ALLOW_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "tokenizer*"]
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -50,7 +41,10 @@ class QuantBackend(Protocol):
         ...
 
     def load_model(self, model_dir: Path, device: torch.device, dtype: torch.dtype) -> Any:
-        """Return the quantized ``DeepseekOcr2ForConditionalGeneration`` from a local checkpoint dir."""
+        """Return the quantized ``DeepseekOcr2ForConditionalGeneration`` from a local checkpoint dir.
+
+        A backend may also take keyword options (``cache_dir``, ``progress``); the loader passes those
+        its ``load_model`` names."""
         ...
 
 
@@ -64,20 +58,22 @@ def register_quant_backend(name: str, backend: QuantBackend) -> None:
     _QUANT_BACKENDS[name] = backend
 
 
-def _discover_quant_backends() -> None:
-    """Import ``ocr_app.quant`` (it registers its presets on import) when it is installed."""
-    import importlib
-
+def _default_quant_backend(name: str) -> QuantBackend | None:
+    """``ocr_app.quant``'s backend for ``name``, or None when that package cannot be imported here."""
     try:
-        importlib.import_module("ocr_app.quant")
+        from ocr_app.quant.pipeline import PresetBackend
     except ImportError as exc:
         logger.debug("no quantization package: %s", exc)
+        return None
+    return PresetBackend(name)
 
 
 def quant_backend(name: str) -> QuantBackend:
     """The registered backend for a quantized preset, or ``EngineUnavailableError`` saying why not."""
-    if name not in _QUANT_BACKENDS:
-        _discover_quant_backends()
+    if name not in _QUANT_BACKENDS and name in QUANT_PRESETS:
+        backend = _default_quant_backend(name)
+        if backend is not None:
+            _QUANT_BACKENDS[name] = backend
     try:
         return _QUANT_BACKENDS[name]
     except KeyError:
@@ -88,27 +84,6 @@ def quant_backend(name: str) -> QuantBackend:
 
 
 # --- device and dtype ---------------------------------------------------------------------------
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
-_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
-
-
-def check_device(setting: str | None) -> str:
-    """The normalised device name, or ``ConfigError`` listing the choices. No torch: runs before loading."""
-    name = (setting or "auto").strip().lower()
-    if not _DEVICE_RE.match(name):
-        raise ConfigError(f"Unknown device '{setting}'. Choose one of: {', '.join(DEVICE_CHOICES)}.")
-    return name
-
-
-def check_dtype(setting: str | None) -> str:
-    """The normalised dtype name, or ``ConfigError`` listing the choices. No torch: runs before loading."""
-    name = (setting or "auto").strip().lower()
-    if name != "auto" and name not in FLOAT_DTYPES and name not in QUANT_PRESETS:
-        choices = ("auto", "bf16", "fp16", "fp32", *QUANT_PRESETS)
-        raise ConfigError(f"Unknown dtype '{setting}'. Choose one of: {', '.join(choices)}.")
-    return name
-
-
 def resolve_device(setting: str) -> torch.device:
     """``auto`` → the first CUDA device when there is one, else the CPU; explicit names are checked."""
     import torch
@@ -142,16 +117,14 @@ def resolve_dtype(setting: str, device: torch.device) -> torch.dtype:
     """
     import torch
 
-    name = (setting or "auto").strip().lower()
+    name = canonical_precision(setting)
     if name == "auto":
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.float32
-    if name in FLOAT_DTYPES:
-        return getattr(torch, FLOAT_DTYPES[name])
-    if name in QUANT_PRESETS:
-        return quant_backend(name).compute_dtype(device)
-    raise ConfigError(f"Unknown dtype '{setting}': use auto, bf16, fp16, fp32, int8 or mixed.")
+    if name in TORCH_DTYPE_NAMES:
+        return getattr(torch, TORCH_DTYPE_NAMES[name])
+    return quant_backend(name).compute_dtype(device)
 
 
 # --- where the weights are ----------------------------------------------------------------------
@@ -286,10 +259,12 @@ def load_model(
     *,
     quant: str | None = None,
     vision_attn_mb: int = DEFAULT_BUDGET_MB,
+    quant_options: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend).
 
     Every precision gets the memory-bounded SAM attention (``sam_attention.py``, ``vision_attn_mb``).
+    ``quant_options`` go to the quantization backend's ``load_model`` where it accepts them.
     """
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -297,7 +272,10 @@ def load_model(
     try:
         processor = AutoProcessor.from_pretrained(directory)
         if quant:
-            model = quant_backend(quant).load_model(directory, device, dtype)
+            backend = quant_backend(quant)
+            model = backend.load_model(
+                directory, device, dtype, **_accepted(backend.load_model, quant_options)
+            )
         else:
             model = AutoModelForImageTextToText.from_pretrained(
                 directory, dtype=dtype, device_map=str(device)
@@ -315,6 +293,18 @@ def load_model(
     bound_sam_attention(model, vision_attn_mb)
     logger.info("loaded %s on %s as %s", directory, device, dtype)
     return model, processor
+
+
+def _accepted(fn: Any, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``options`` that ``fn`` takes as keywords (a backend written before an option existed works)."""
+    import inspect
+
+    if not options:
+        return {}
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}
 
 
 __all__ = [

@@ -1,93 +1,108 @@
-"""Build a tiny random-weight DeepSeek-OCR-2 checkpoint.
+"""Build a tiny DeepSeek-OCR-2 checkpoint with the real tokenizer and processor settings.
 
 Why: no model hub is reachable in CI or on a fresh offline machine, yet every model code path must
 run through the real classes and the real ``from_pretrained`` loader. The checkpoint written here has
 the real architecture (SAM + Qwen2-style encoder + MoE decoder, 1024/768 px views, 256/144 tokens per
-view), tiny widths, and a byte-level BPE tokenizer that carries the model's special tokens.
+view), tiny widths, the real tokenizer (rebuilt by ``realtok``), the real config's 129,280 embedding rows
+and special ids, and the processor settings of the transformers-native DeepSeek-OCR-2 processor config.
+Weights are random here; ``tiny_train`` trains them so that the output is known.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 logger = logging.getLogger(__name__)
 
-BOS = "<｜begin▁of▁sentence｜>"
-EOS = "<｜end▁of▁sentence｜>"
-PAD = "<｜▁pad▁｜>"
-IMAGE = "<image>"
-# Special tokens the real tokenizer carries and that grounding output uses.
-SPECIAL_TOKENS = [BOS, EOS, PAD, IMAGE, "<|grounding|>", "<|ref|>", "<|/ref|>", "<|det|>", "<|/det|>"]
-# Regular (non-special) tokens that must be single ids so the repetition guard can exempt them.
-ADDED_TOKENS = ["<td>", "</td>", "<tr>", "</tr>", "<table>", "</table>"]
-
-_CORPUS = [
-    "Convert the document to markdown.",
-    "Free OCR. OCR this image. Parse the figure. Describe this image in detail. Locate in the image.",
-    "# Title\n\n## Section\n\nThe quick brown fox jumps over the lazy dog. 0123456789",
-    "| a | b |\n\\frac{1}{2} \\alpha + \\beta = \\gamma $$ x^2 $$ [[10, 20, 300, 400]]",
-    "text title sub_title table table_caption image image_caption equation figure list",
-]
-
-
-def _build_tokenizer(out_dir: Path, vocab_size: int):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=BOS,
-        eos_token=EOS,
-        pad_token=PAD,
-        model_max_length=8192,
-    )
-    fast.add_tokens(ADDED_TOKENS)
-    fast.save_pretrained(out_dir)
-    return fast
+# Settings of the transformers-native DeepSeek-OCR-2 processor config (derived with transformers'
+# own conversion code from the hub's processor_config.json): copied as values, nothing is read.
+PROCESSOR_SETTINGS: dict[str, Any] = {"patch_size": 16, "downsample_ratio": 4}
+IMAGE_PROCESSOR_SETTINGS: dict[str, Any] = {
+    "background_color": [127, 127, 127],
+    "crop_to_patches": True,
+    "do_convert_rgb": True,
+    "do_normalize": True,
+    "do_rescale": True,
+    "do_resize": True,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "max_patches": 6,
+    "min_patches": 2,
+    "resample": 3,  # bicubic
+    "rescale_factor": 1 / 255,
+    "size": {"height": 1024, "width": 1024},
+    "tile_size": 768,
+}
 
 
-def tiny_config(image_token_id: int, vocab_size: int, bos_id: int, eos_id: int, pad_id: int):
-    """Return a ``DeepseekOcr2Config`` with the real layout and tiny widths, wired to our tokenizer."""
+def special_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
+    """BOS, EOS, PAD and ``<image>`` ids, as the tokenizer says."""
+    from ocr_app.engines.deepseek.realtok import IMAGE
+
+    return {
+        "bos": int(tokenizer.bos_token_id),
+        "eos": int(tokenizer.eos_token_id),
+        "pad": int(tokenizer.pad_token_id),
+        "image": int(tokenizer.convert_tokens_to_ids(IMAGE)),
+    }
+
+
+def tiny_config(tokenizer: PreTrainedTokenizerFast, **text: Any):
+    """A ``DeepseekOcr2Config`` with the real layout and tiny widths, wired to the tokenizer's ids."""
     from transformers import DeepseekOcr2Config
 
     from ocr_app.engines.deepseek.configs import config_dict
 
-    text = {"vocab_size": vocab_size, "bos_token_id": bos_id, "eos_token_id": eos_id, "pad_token_id": pad_id}
-    return DeepseekOcr2Config(**config_dict("tiny", text=text, image_token_id=image_token_id))
+    ids = special_ids(tokenizer)
+    text = {"bos_token_id": ids["bos"], "eos_token_id": ids["eos"], "pad_token_id": ids["pad"], **text}
+    config = DeepseekOcr2Config(**config_dict("tiny", text=text, image_token_id=ids["image"]))
+    if config.text_config.vocab_size < len(tokenizer):
+        raise ValueError(f"vocab_size {config.text_config.vocab_size} < tokenizer size {len(tokenizer)}")
+    return config
 
 
-def build_tiny_checkpoint(out_dir: str | Path, seed: int = 0) -> Path:
-    """Write a loadable tiny checkpoint (model, tokenizer, processor) into ``out_dir``."""
+def make_processor(tokenizer: PreTrainedTokenizerFast):
+    """The ``DeepseekOcr2Processor`` of the transformers-native config, around ``tokenizer``."""
+    from transformers import DeepseekOcr2ImageProcessor, DeepseekOcr2Processor
+
+    image_processor = DeepseekOcr2ImageProcessor(**IMAGE_PROCESSOR_SETTINGS)
+    return DeepseekOcr2Processor(image_processor=image_processor, tokenizer=tokenizer, **PROCESSOR_SETTINGS)
+
+
+def new_model(tokenizer: PreTrainedTokenizerFast, seed: int = 0):
+    """A random-weight tiny model whose generation config carries the tokenizer's BOS/EOS/PAD."""
     import torch
-    from transformers import (
-        DeepseekOcr2ForConditionalGeneration,
-        DeepseekOcr2ImageProcessor,
-        DeepseekOcr2Processor,
-    )
+    from transformers import DeepseekOcr2ForConditionalGeneration
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _build_tokenizer(out, vocab_size=400)
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in (IMAGE, BOS, EOS, PAD)}
-    config = tiny_config(ids[IMAGE], len(tokenizer), ids[BOS], ids[EOS], ids[PAD])
+    config = tiny_config(tokenizer)
     torch.manual_seed(seed)
     model = DeepseekOcr2ForConditionalGeneration(config).eval()
-    model.generation_config.bos_token_id = ids[BOS]
-    model.generation_config.eos_token_id = ids[EOS]
-    model.generation_config.pad_token_id = ids[PAD]
+    ids = special_ids(tokenizer)
+    model.generation_config.bos_token_id = ids["bos"]
+    model.generation_config.eos_token_id = ids["eos"]
+    model.generation_config.pad_token_id = ids["pad"]
+    return model
+
+
+def save_checkpoint(model: Any, tokenizer: PreTrainedTokenizerFast, out_dir: str | Path) -> Path:
+    """Write model, tokenizer and processor so that ``from_pretrained`` loads them back."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
-    processor = DeepseekOcr2Processor(image_processor=DeepseekOcr2ImageProcessor(), tokenizer=tokenizer)
-    processor.save_pretrained(out)
-    logger.info("wrote tiny DeepSeek-OCR-2 checkpoint to %s", out)
+    make_processor(tokenizer).save_pretrained(out)
+    return out
+
+
+def build_tiny_checkpoint(out_dir: str | Path, seed: int = 0, *, cache_dir: Path | None = None) -> Path:
+    """Write a loadable tiny random-weight checkpoint (model, real tokenizer, processor) into ``out_dir``."""
+    from ocr_app.engines.deepseek.realtok import load_tokenizer
+
+    tokenizer = load_tokenizer(cache_dir)
+    out = save_checkpoint(new_model(tokenizer, seed), tokenizer, out_dir)
+    logger.info("wrote tiny random-weight DeepSeek-OCR-2 checkpoint to %s", out)
     return out

@@ -1,0 +1,184 @@
+"""Throughput of the product path on 1 GPU vs 2 GPUs (one DeepSeek-OCR-2 engine per GPU).
+
+Builds a full-size random-weight DeepSeek-OCR-2 checkpoint on disk (real architecture and sizes,
+N(0, 0.02) weights, bf16), writes a 64-page PDF, and converts it with the product path — registry →
+``Converter`` → (device pool →) model manager → engine with the graph decoder — first with
+``device=cuda:0``, then with ``device=cuda:0,cuda:1``. Every page decodes exactly ``--new-tokens``
+tokens (random weights practically never emit EOS, and the loop stop needs ≥ 512 tokens; the script
+checks it). Each run is warmed up first on the same document with a few tokens per page (model load,
+CUDA-graph capture), then timed. Both runs hand the converter the whole document at once
+(``batch_pages`` = pages), so they differ only in the number of GPUs.
+
+    python bench/bench_multi_gpu.py [--pages 64] [--new-tokens 256] [--out multi_gpu.json]
+    python bench/bench_multi_gpu.py --tiny     # CPU smoke run: tiny checkpoint, "cpu" vs "cpu,cpu"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def log(*a: object) -> None:
+    print(*a, file=sys.stderr, flush=True)
+
+
+def build_full_checkpoint(out: Path) -> Path:
+    """The real architecture at full size with random weights, saved like a downloaded checkpoint."""
+    import torch
+    from transformers import DeepseekOcr2ImageProcessor, DeepseekOcr2Processor
+
+    from ocr_app.engines.deepseek.configs import config_dict, random_model
+    from ocr_app.engines.deepseek.tiny import BOS, EOS, IMAGE, PAD, _build_tokenizer
+
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = _build_tokenizer(out, vocab_size=400)  # ids past its vocab decode to "" — fine here
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in (IMAGE, BOS, EOS, PAD)}
+    text = {"bos_token_id": ids[BOS], "eos_token_id": ids[EOS], "pad_token_id": ids[PAD]}
+    cfg = config_dict("full", text=text, image_token_id=ids[IMAGE])
+    t0 = time.perf_counter()
+    model = random_model(cfg, "cuda:0", torch.bfloat16)
+    model.generation_config.bos_token_id = ids[BOS]
+    model.generation_config.eos_token_id = ids[EOS]
+    model.generation_config.pad_token_id = ids[PAD]
+    model.save_pretrained(out)
+    DeepseekOcr2Processor(image_processor=DeepseekOcr2ImageProcessor(), tokenizer=tokenizer).save_pretrained(
+        out
+    )
+    params = sum(p.numel() for p in model.parameters())
+    del model
+    torch.cuda.empty_cache()
+    log(f"full-size checkpoint ({params / 1e9:.3f} B parameters) written in {time.perf_counter() - t0:.0f} s")
+    return out
+
+
+def make_document(path: Path, pages: int) -> Path:
+    import pymupdf
+
+    doc = pymupdf.open()
+    for i in range(pages):
+        page = doc.new_page(width=595, height=842)  # A4
+        page.insert_text((72, 72), f"Report page {i + 1}", fontsize=20)
+        for line in range(40):
+            page.insert_text((72, 110 + 17 * line), f"Line {line + 1} of page {i + 1}: " + "lorem ipsum " * 5)
+    doc.save(path)
+    return path
+
+
+def run(model_dir: Path, device: str, pdf: Path, out: Path, new_tokens: int, pages: int, tiny: bool) -> dict:
+    """Warm up, then time one conversion of ``pdf`` through the product path on ``device``."""
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.engines.pool import read_by
+    from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
+
+    settings = load_settings(
+        model=str(model_dir),
+        device=device,
+        engine="deepseek",
+        idle_unload_s=0,
+        cache_enabled=False,  # no result cache: the timed run must decode every page
+        dtype="fp32" if tiny else "bf16",
+        tile_max_side=0,
+    )
+    engines = build_engines(settings)
+    converter = Converter(engines, settings)
+    opts = dict(mode="global" if tiny else "default", formats=frozenset({"json"}), batch_pages=pages)
+    try:
+        t0 = time.perf_counter()
+        converter.convert([pdf], out / "warmup", ConvertOptions(max_new_tokens=4, **opts))
+        warm = time.perf_counter() - t0
+        _sync()
+        t0 = time.perf_counter()
+        [doc] = converter.convert([pdf], out / "timed", ConvertOptions(max_new_tokens=new_tokens, **opts))
+        _sync()
+        seconds = time.perf_counter() - t0
+    finally:
+        engines.unload_all()
+    tokens = [p.num_tokens for p in doc.pages]
+    per_device: dict[str, int] = {}
+    for p in doc.pages:
+        label = read_by(p.notes) or device
+        per_device[label] = per_device.get(label, 0) + 1
+    res = {
+        "device": device,
+        "pages": len(doc.pages),
+        "failed_pages": sum(1 for p in doc.pages if p.error),
+        "seconds": round(seconds, 3),
+        "warmup_seconds": round(warm, 1),
+        "pages_per_s": round(len(doc.pages) / seconds, 3),
+        "tokens": sum(tokens),
+        "tokens_per_s": round(sum(tokens) / seconds, 1),
+        "all_pages_fixed_tokens": all(t == new_tokens for t in tokens),
+        "pages_per_device": per_device,
+    }
+    log(json.dumps(res))
+    return res
+
+
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(i)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tiny", action="store_true", help="CPU smoke run with the tiny checkpoint")
+    ap.add_argument("--pages", type=int, default=None, help="pages in the document [64; tiny: 4]")
+    ap.add_argument("--new-tokens", type=int, default=None, help="tokens decoded per page [256; tiny: 4]")
+    ap.add_argument("--checkpoint", type=Path, default=None, help="reuse a checkpoint directory")
+    ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    args = ap.parse_args()
+    pages = args.pages or (4 if args.tiny else 64)
+    new_tokens = args.new_tokens or (4 if args.tiny else 256)
+
+    import torch
+
+    if not args.tiny and torch.cuda.device_count() < 2:
+        sys.exit(f"needs 2 CUDA GPUs, found {torch.cuda.device_count()} (use --tiny for the CPU smoke run)")
+    one, two = ("cpu", "cpu,cpu") if args.tiny else ("cuda:0", "cuda:0,cuda:1")
+    with tempfile.TemporaryDirectory(prefix="bench-multi-gpu-") as tmp:
+        work = Path(tmp)
+        if args.checkpoint is not None:
+            model_dir = args.checkpoint
+        elif args.tiny:
+            from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
+
+            model_dir = build_tiny_checkpoint(work / "tiny")
+        else:
+            model_dir = build_full_checkpoint(work / "full")
+        pdf = make_document(work / "doc.pdf", pages)
+        single = run(model_dir, one, pdf, work / "one", new_tokens, pages, args.tiny)
+        double = run(model_dir, two, pdf, work / "two", new_tokens, pages, args.tiny)
+    ratio = double["pages_per_s"] / single["pages_per_s"]
+    result = {
+        "pages": pages,
+        "new_tokens": new_tokens,
+        "tiny": args.tiny,
+        "torch": torch.__version__,
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
+        "one_gpu": single,
+        "two_gpus": double,
+        "ratio": round(ratio, 3),
+    }
+    print("| run | pages/s | tokens/s | seconds | pages per device |")
+    print("|---|---|---|---|---|")
+    for name, r in (("1 GPU", single), ("2 GPUs", double)):
+        print(f"| {name} ({r['device']}) | {r['pages_per_s']} | {r['tokens_per_s']} | {r['seconds']} | "
+              f"{r['pages_per_device']} |")  # fmt: skip
+    print(f"\n2 GPUs / 1 GPU throughput: {ratio:.2f}×")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

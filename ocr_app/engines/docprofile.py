@@ -1,0 +1,160 @@
+"""A PDF's text layer → what is true of the whole document: body style, heading sizes, running lines.
+
+Why a document-level pass: one page cannot say whether its 13 pt bold line is a section heading or
+the body text of a cover page, and heading levels must be the same on every page. Running headers,
+footers and page numbers are only recognisable as such across pages (the same text, or the same text
+with another number, near the same edge of ≥ 3 pages). The text-layer engine builds one profile per
+file (a sample of at most ``MAX_PAGES`` pages) and applies it to every page.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from ocr_app.engines.layout import DocStyle, TextLine, vocabulary_of
+
+if TYPE_CHECKING:
+    import pymupdf
+
+logger = logging.getLogger(__name__)
+
+MAX_PAGES = 120  # pages sampled (evenly) for the profile; the rest of a long document uses it too
+EDGE = 0.12  # top / bottom fraction of the page where running headers and footers live
+MIN_REPEATS = 3  # pages a running line must appear on
+MIN_HEADING_RATIO = 1.12  # sizes at least this much larger than the body are heading sizes
+TITLE_RATIO = 1.9  # a heading this much larger than the body is a title ("#"); else levels start at "##"
+_ROMAN = re.compile(r"^[ivxlcdm]+$")
+
+Extract = Callable[["pymupdf.Page", float], list[TextLine]]
+
+
+def running_key(text: str) -> str:
+    """The text of a possible running line with its numbers abstracted ("Page 3 of 9" → "page # of #")."""
+    t = " ".join(text.lower().split())
+    t = re.sub(r"\d+", "#", t)
+    return " ".join("#" if _ROMAN.match(w) else w for w in t.split())
+
+
+def edge_of(box: tuple[float, float, float, float], height: float) -> str | None:
+    """``"top"`` / ``"bottom"`` when the box lies in the page's top or bottom band, else None."""
+    if box[3] <= EDGE * height:
+        return "top"
+    if box[1] >= (1 - EDGE) * height:
+        return "bottom"
+    return None
+
+
+@dataclass
+class DocumentProfile:
+    """The style (in PDF points) and the running lines of one document."""
+
+    style: DocStyle
+    running: set[tuple[str, str]] = field(default_factory=set)  # (edge, running_key)
+    pages: int = 0
+
+    def style_at(self, scale: float) -> DocStyle:
+        """The style in the pixels of a page rendered at ``scale`` pixels per point."""
+        return replace(
+            self.style,
+            body_size=self.style.body_size * scale,
+            heading_sizes=tuple(s * scale for s in self.style.heading_sizes),
+        )
+
+    def is_running(self, line: TextLine, height: float) -> str | None:
+        """``"top"`` / ``"bottom"`` when ``line`` (page pixels, page ``height``) is a running line."""
+        edge = edge_of(line.box, height)
+        if edge is None:
+            return None
+        return edge if (edge, running_key(line.text)) in self.running else None
+
+
+def _sample(count: int, limit: int = MAX_PAGES) -> list[int]:
+    if count <= limit:
+        return list(range(count))
+    step = count / limit
+    return sorted({int(k * step) for k in range(limit)})
+
+
+def _weighted_mode(values: collections.Counter) -> float:
+    return values.most_common(1)[0][0] if values else 0.0
+
+
+def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
+    """Read a sample of the document's pages once and derive its style and running lines."""
+    sizes: collections.Counter[float] = collections.Counter()
+    weights: collections.Counter[int] = collections.Counter()
+    seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
+    texts: list[str] = []
+    pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
+    indices = _sample(doc.page_count)
+    for index in indices:
+        page = doc[index]
+        lines = extract(page, 1.0)
+        height = page.rect.height
+        page_sizes: collections.Counter[float] = collections.Counter()
+        for ln in lines:
+            n = sum(1 for c in ln.text if not c.isspace())
+            size = round(ln.size * 2) / 2
+            sizes[size] += n
+            page_sizes[size] += n
+            texts.append(ln.text)
+            edge = edge_of(ln.box, height)
+            if edge is not None:
+                seen[(edge, running_key(ln.text))].add(index)
+        pages.append((_weighted_mode(page_sizes), lines))
+    body = _weighted_mode(sizes) or 10.0
+    # Heading sizes come from the pages set in the document's body size: a page in another size
+    # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere.
+    short_sizes: collections.Counter[float] = collections.Counter()
+    for page_body, lines in pages:
+        if not 0.88 <= (page_body or body) / body <= 1.12:
+            continue
+        for ln in lines:
+            size = round(ln.size * 2) / 2
+            if len(ln.text) <= 120 and sum(c.isalpha() for c in ln.text) >= 2:
+                short_sizes[size] += sum(1 for c in ln.text if not c.isspace())
+            if abs(ln.size - body) <= 0.5:
+                weights[ln.weight or (700 if ln.bold else 400)] += len(ln.text)
+    body_weight = int(_weighted_mode(weights) or 400)
+    total = sum(sizes.values()) or 1
+    candidates = sorted(
+        (s for s, n in short_sizes.items() if s >= MIN_HEADING_RATIO * body and sizes[s] <= 0.3 * total),
+        reverse=True,
+    )
+    heading_sizes: list[float] = []
+    for s in candidates:
+        if not heading_sizes or s < 0.96 * heading_sizes[-1]:
+            heading_sizes.append(s)
+    outline: dict[str, int] = {}
+    try:
+        for level, title, _page in doc.get_toc(simple=True):
+            key = " ".join(re.sub(r"[^\w\s]", " ", str(title).lower()).split())
+            if key:
+                outline.setdefault(key, int(level))
+    except Exception as exc:  # a broken outline must not cost the text
+        logger.debug("outline unreadable: %s", exc)
+    running: set[tuple[str, str]] = set()
+    if len(indices) >= MIN_REPEATS:
+        running = {key for key, pages in seen.items() if len(pages) >= MIN_REPEATS and key[1]}
+    style = DocStyle(
+        body_size=body,
+        body_weight=body_weight,
+        heading_sizes=tuple(heading_sizes),
+        outline=outline,
+        vocabulary=frozenset(vocabulary_of(texts)),
+        first_level=1 if heading_sizes and heading_sizes[0] >= TITLE_RATIO * body else 2,
+    )
+    logger.debug(
+        "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",
+        body,
+        body_weight,
+        heading_sizes,
+        len(running),
+        len(outline),
+    )
+    return DocumentProfile(style=style, running=running, pages=doc.page_count)

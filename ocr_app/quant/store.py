@@ -1,0 +1,174 @@
+"""Quantised-weights cache: a float checkpoint is quantised once per preset, later loads read the result.
+
+Key = the source checkpoint's content + preset + calibration pages + recipe version. Content: in a
+Hugging Face cache snapshot each weight file is a symlink to a blob named by its SHA-256 (free to read);
+anywhere else a BLAKE2b over the file, remembered in ``hashes.json`` by (path, size, mtime), so a 6 GiB
+checkpoint is hashed once and later loads pay one ``stat`` per file. ``config.json`` is hashed too.
+
+Entries live in ``<cache_dir>/quantized/<key>/`` in the pre-quantised checkpoint layout
+(``checkpoint.save_quantized``) plus ``entry.json`` (source, preset, size, quantisation time). An entry is
+written into a temporary directory and renamed into place, so a crash never leaves a half entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ocr_app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+SUBDIR = "quantized"
+ENTRY_FILE = "entry.json"
+HASHES_FILE = "hashes.json"
+# Bump when the streamed recipe changes what gets stored (formats, calibration, AWQ rules).
+STREAM_RECIPE_VERSION = 1
+_CHUNK = 16 << 20
+
+
+def _hub_blob_digest(path: Path) -> str | None:
+    """SHA-256 from a Hugging Face cache symlink (``…/blobs/<64 hex>``), else None."""
+    if not path.is_symlink():
+        return None
+    name = Path(os.readlink(path)).name
+    if len(name) == 64 and all(c in "0123456789abcdef" for c in name):
+        return f"sha256:{name}"
+    return None
+
+
+def file_digest(path: Path, memo: dict[str, Any]) -> str:
+    """Content digest of ``path``; ``memo`` (updated) maps resolved path → size, mtime, digest."""
+    hub = _hub_blob_digest(path)
+    if hub:
+        return hub
+    real = path.resolve()
+    st = real.stat()
+    seen = memo.get(str(real))
+    if seen and seen["size"] == st.st_size and seen["mtime_ns"] == st.st_mtime_ns:
+        return seen["digest"]
+    h = hashlib.blake2b(digest_size=20)
+    with real.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    digest = f"blake2b:{h.hexdigest()}"
+    memo[str(real)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "digest": digest}
+    return digest
+
+
+class QuantStore:
+    """The quantised-weights cache under ``root`` (``<cache_dir>/quantized``)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QuantStore:
+        return cls(Path(settings.cache_dir) / SUBDIR)
+
+    # --- keys ---------------------------------------------------------------------------------
+    def _memo(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.root / HASHES_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _save_memo(self, memo: dict[str, Any]) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = self.root / f".{HASHES_FILE}.{os.getpid()}"
+            tmp.write_text(json.dumps(memo))
+            os.replace(tmp, self.root / HASHES_FILE)
+        except OSError as exc:  # a read-only cache still works, it only hashes again next time
+            logger.warning("could not remember checkpoint hashes in %s: %s", self.root, exc)
+
+    def source_fingerprint(self, model_dir: str | Path) -> dict[str, str]:
+        """``{file name: digest}`` of the weight files and config.json of ``model_dir``."""
+        model_dir = Path(model_dir)
+        memo = self._memo()
+        before = dict(memo)
+        files = [*sorted(model_dir.glob("*.safetensors")), model_dir / "config.json"]
+        digests = {f.name: file_digest(f, memo) for f in files if f.exists()}
+        if memo != before:
+            self._save_memo(memo)
+        return digests
+
+    def key(self, model_dir: str | Path, preset: str, calib_pages: int) -> str:
+        """The entry key of (checkpoint content, preset, calibration pages, recipe version)."""
+        from ocr_app.quant.apply import RECIPE_VERSION
+
+        ident = {
+            "source": self.source_fingerprint(model_dir),
+            "preset": preset,
+            "calib_pages": calib_pages,
+            "recipe": [RECIPE_VERSION, STREAM_RECIPE_VERSION],
+        }
+        return hashlib.blake2b(json.dumps(ident, sort_keys=True).encode(), digest_size=16).hexdigest()
+
+    # --- entries ------------------------------------------------------------------------------
+    def lookup(self, key: str) -> Path | None:
+        """The entry directory for ``key`` when it is complete, else None."""
+        from ocr_app.quant.checkpoint import WEIGHTS_FILE, is_quantized_checkpoint
+
+        path = self.root / key
+        if (
+            (path / ENTRY_FILE).is_file()
+            and is_quantized_checkpoint(path)
+            and (path / WEIGHTS_FILE).is_file()
+        ):
+            return path
+        return None
+
+    def save(
+        self, key: str, model, recipe: dict[str, Any], model_dir: str | Path, info: dict[str, Any]
+    ) -> Path:
+        """Write the quantised ``model`` as entry ``key`` (atomic rename into place)."""
+        from ocr_app.quant.checkpoint import save_quantized
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.root))
+        try:
+            save_quantized(model, recipe, tmp, model_dir)
+            size = sum(f.stat().st_size for f in tmp.glob("*.safetensors"))
+            entry = {"key": key, "source": str(model_dir), "preset": recipe["preset"], "bytes": size,
+                     "created": time.time(), **info}  # fmt: skip
+            (tmp / ENTRY_FILE).write_text(json.dumps(entry, indent=1, default=str))
+            final = self.root / key
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        logger.info("stored quantised weights (%s) in %s", recipe["preset"], final)
+        return final
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Complete entries, newest first: key, source, preset, bytes, created, quantise seconds, path."""
+        out = []
+        if not self.root.is_dir():
+            return out
+        for d in self.root.iterdir():
+            if d.is_dir() and not d.name.startswith(".") and self.lookup(d.name):
+                try:
+                    entry = json.loads((d / ENTRY_FILE).read_text())
+                except (OSError, ValueError):
+                    continue
+                entry["path"] = str(d)
+                out.append(entry)
+        return sorted(out, key=lambda e: e.get("created", 0), reverse=True)
+
+    def clear(self) -> int:
+        """Delete every entry (and leftovers of interrupted writes); returns the number of entries."""
+        n = len(self.entries())
+        if self.root.is_dir():
+            shutil.rmtree(self.root)
+        return n

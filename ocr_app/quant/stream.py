@@ -1,0 +1,395 @@
+"""Streaming quantisation at load: a float checkpoint becomes a quantised model one layer at a time.
+
+Why: loading the bf16 checkpoint first and quantising afterwards puts the whole float model (6.3 GiB)
+on the GPU, more than the cards ``mixed`` is made for. Here the model skeleton lives on the meta device,
+tensors are read one at a time from the memory-mapped safetensors files, and each vision block and
+decoder layer is materialised on the work device, quantised, and only then is the next one read. The GPU
+holds the quantised model so far, one layer's float weights (a sparse layer's routed experts stay on the
+CPU and reach the GPU a few experts at a time) and the calibration activations.
+
+AWQ calibration runs on the same path, layer by layer: the rendered calibration pages go through the
+(already quantised) vision tower and the embeddings, layer 0's inputs are caught, and the inputs of
+layer k are the outputs of the quantised layers before it. Statistics, scale search and packing are
+those of the load-then-quantise path (``calibration`` / ``apply``), so both give the same formats.
+
+Checkpoint key names come from transformers' own conversion table for the model type (hub names →
+module names, per-expert tensors → fused experts); its operations run on the few tensors of one target.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ocr_app.exceptions import ModelLoadError, WeightsNotFoundError
+
+if TYPE_CHECKING:
+    import torch
+
+    from ocr_app.quant.presets import Preset
+
+logger = logging.getLogger(__name__)
+
+# (done, total, label): called after each quantised unit (the float parts first, then every vision
+# block and decoder layer).
+ProgressFn = Callable[[int, int, str], None]
+# (unit prefix, model): called after each unit; tests use it to check what exists at that moment.
+ObserverFn = Callable[[str, Any], None]
+
+VISION = "model.vision_tower"
+DECODER = "model.language_model.layers"
+
+
+class _Caught(Exception):
+    """Raised by the hook on decoder layer 0 once it has seen its inputs."""
+
+
+def _natural_key(s: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+
+
+@dataclass
+class _Target:
+    sources: dict[str, list[str]] = field(default_factory=dict)  # converter pattern ("" = plain) → keys
+    converter: Any = None
+
+
+def _conversions(model) -> tuple[list, list, Callable | None]:
+    """transformers' renamings and converters for this model, and its key-renaming function."""
+    try:
+        from transformers.conversion_mapping import get_model_conversion_mapping
+        from transformers.core_model_loading import WeightConverter, WeightRenaming, rename_source_key
+    except ImportError:  # an older transformers: checkpoint keys must already be module names
+        logger.warning("transformers has no weight conversion table: reading checkpoint keys as they are")
+        return [], [], None
+    transforms = get_model_conversion_mapping(model)
+    renamings = [t for t in transforms if isinstance(t, WeightRenaming)]
+    converters = [t for t in transforms if isinstance(t, WeightConverter)]
+    return renamings, converters, rename_source_key
+
+
+class CheckpointReader:
+    """The tensors of a safetensors checkpoint under the model's own names, read one target at a time.
+
+    ``reads`` lists the target names in the order they were read (the streaming order, for tests).
+    """
+
+    def __init__(self, model_dir: str | Path, model) -> None:
+        from safetensors import safe_open
+
+        files = sorted(Path(model_dir).glob("*.safetensors"))
+        if not files:
+            raise WeightsNotFoundError(f"{model_dir} has no *.safetensors weights to quantise")
+        self._handles = {f: safe_open(str(f), framework="pt", device="cpu") for f in files}
+        self._file_of = {k: f for f, h in self._handles.items() for k in h.keys()}  # noqa: SIM118
+        self.targets = self._plan(model)
+        self.reads: list[str] = []
+
+    def _plan(self, model) -> dict[str, _Target]:
+        renamings, converters, rename = _conversions(model)
+        meta = model.state_dict()
+        targets: dict[str, _Target] = {}
+        for key in self._file_of:
+            if rename is None:
+                name, pattern = key, None
+            else:
+                name, pattern = rename(key, renamings, converters, model.base_model_prefix, meta)
+            target = targets.setdefault(name, _Target())
+            if pattern is not None:
+                target.converter = next(c for c in converters if pattern in c.source_patterns)
+            target.sources.setdefault(pattern or "", []).append(key)
+        return targets
+
+    def tensor(self, name: str, device, dtype) -> torch.Tensor:
+        """Target ``name`` on ``device``; floating tensors in ``dtype``."""
+        target = self.targets.get(name)
+        if target is None:
+            raise ModelLoadError(f"the checkpoint has no tensor for {name}")
+        self.reads.append(name)
+        if target.converter is None:
+            [key] = target.sources[""]
+            x = self._read(key)
+        else:
+            conv = target.converter
+            data: dict[str, Any] = {
+                p: [self._read(k) for k in sorted(keys, key=_natural_key)]
+                for p, keys in target.sources.items()
+            }
+            for op in conv.operations:
+                data = op.convert(data, conv.source_patterns, conv.target_patterns)
+            if len(data) != 1:
+                raise ModelLoadError(f"converting the checkpoint tensors of {name} gave {len(data)} tensors")
+            [x] = data.values()
+        return x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype)
+
+    def _read(self, key: str) -> torch.Tensor:
+        return self._handles[self._file_of[key]].get_tensor(key)
+
+
+@dataclass
+class StreamReport:
+    """What a streaming load did: seconds, units, work device, calibration size, GPU peak (bytes)."""
+
+    seconds: float
+    units: int
+    device: str
+    calib_pages: int
+    calib_tokens: int
+    peak_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def build_skeleton(model_dir: str | Path, dtype: torch.dtype):
+    """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device (no memory)."""
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, DeepseekOcr2ForConditionalGeneration
+
+    config = AutoConfig.from_pretrained(model_dir)
+    with init_empty_weights(include_buffers=False):
+        model = DeepseekOcr2ForConditionalGeneration(config)
+    return model.to(dtype)  # meta tensors: only their dtype changes
+
+
+def _set_tensor(model, name: str, value) -> None:
+    from torch import nn
+
+    parent, _, leaf = name.rpartition(".")
+    mod = model.get_submodule(parent)
+    if leaf in mod._parameters:
+        mod._parameters[leaf] = nn.Parameter(value, requires_grad=False)
+    else:
+        mod._buffers[leaf] = value
+
+
+def units_of(model) -> list[str]:
+    """Module prefixes quantised one at a time: SAM blocks, vision-encoder layers, decoder layers."""
+    tower = model.model.vision_tower
+    units = [f"{VISION}.sam_encoder.layers.{i}" for i in range(len(tower.sam_encoder.layers))]
+    units += [f"{VISION}.vision_encoder.layers.{i}" for i in range(len(tower.vision_encoder.layers))]
+    units += [f"{DECODER}.{i}" for i in range(len(model.model.language_model.layers))]
+    return units
+
+
+def _is_expert(name: str) -> bool:
+    return name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj"))
+
+
+@contextmanager
+def _experts_on(layer, device):
+    """Float routed experts on ``device`` for the length of a calibration forward, then back (the CPU
+    copy is kept, so nothing is copied back)."""
+    ex = getattr(layer.mlp, "experts", None)
+    if ex is None or not hasattr(ex, "gate_up_proj") or ex.gate_up_proj.device == device:
+        yield
+        return
+    kept = (ex.gate_up_proj.data, ex.down_proj.data)
+    ex.gate_up_proj.data, ex.down_proj.data = kept[0].to(device), kept[1].to(device)
+    try:
+        yield
+    finally:
+        ex.gate_up_proj.data, ex.down_proj.data = kept
+
+
+def _out(x):
+    return x[0] if isinstance(x, tuple) else x
+
+
+def _catch_layer0_inputs(model, batches: list[dict], device, dtype) -> list[tuple[Any, dict]]:
+    """Run the calibration pages up to decoder layer 0 (vision tower, projector, embeddings, mask and
+    rotary tables as the model builds them) and keep layer 0's hidden states and keyword arguments."""
+    from ocr_app.quant.calibration import model_inputs
+
+    caught: list[tuple[Any, dict]] = []
+
+    def hook(_mod, args, kwargs):
+        kw = dict(kwargs)
+        hidden = args[0] if args else kw.pop("hidden_states")
+        for drop in ("cache", "past_key_values", "past_key_value", "use_cache"):
+            kw.pop(drop, None)
+        caught.append((hidden, kw))
+        raise _Caught
+
+    handle = model.model.language_model.layers[0].register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        for batch in batches:
+            try:
+                model(**model_inputs(batch, device, dtype), use_cache=False, logits_to_keep=1)
+            except _Caught:
+                continue
+            raise ModelLoadError("calibration forward never reached decoder layer 0")
+    finally:
+        handle.remove()
+    return caught
+
+
+def _calibration_batches(model_dir: Path, pages: int, processor=None, seed: int = 0) -> list[dict]:
+    from transformers import AutoProcessor
+
+    from ocr_app.quant.calibration import calibration_batches, render_calibration_pages
+
+    processor = processor or AutoProcessor.from_pretrained(model_dir)
+    return calibration_batches(processor, render_calibration_pages(pages, seed=seed))
+
+
+def stream_quantize(
+    model_dir: str | Path,
+    preset: Preset,
+    device: torch.device,
+    dtype: torch.dtype,
+    *,
+    calib_pages: int = 4,
+    calib_batches: list[dict] | None = None,
+    progress: ProgressFn | None = None,
+    observer: ObserverFn | None = None,
+) -> tuple[Any, dict[str, Any], StreamReport]:
+    """Build the ``preset`` model from the float checkpoint ``model_dir`` on ``device`` without ever
+    holding the float model there. Returns ``(model, recipe, report)``; the recipe is the one
+    ``apply.quantize_model`` writes (plus ``"streamed": true``), so ``checkpoint.save_quantized`` stores it.
+
+    ``calib_batches`` (processor outputs) replace the ``calib_pages`` rendered pages, e.g. in tests.
+    """
+    import torch
+    from torch import nn
+
+    from ocr_app.quant.apply import (
+        RECIPE_FORMAT,
+        RECIPE_VERSION,
+        _quantize_layer,
+        guard_fp16,
+        quantize_vision,
+    )
+    from ocr_app.quant.calibration import layer_activations, record_layer_inputs
+
+    model_dir = Path(model_dir)
+    t0 = time.perf_counter()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    model = build_skeleton(model_dir, dtype)
+    reader = CheckpointReader(model_dir, model)
+    names = list(model.state_dict().keys())
+    missing = [n for n in names if n not in reader.targets]
+    if missing:
+        raise ModelLoadError(
+            f"{model_dir} is not a complete DeepSeek-OCR-2 checkpoint: no tensor for {', '.join(missing[:5])}"
+            + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        )
+    for mod in model.modules():  # non-persistent buffers (rotary tables) were built on the CPU
+        for key, buf in list(mod._buffers.items()):
+            if buf is not None and not buf.is_meta:
+                mod._buffers[key] = buf.to(device)
+    units = units_of(model)
+    calibrate = bool(preset.awq and (calib_pages > 0 or calib_batches))
+    recipe: dict[str, Any] = {
+        "format": RECIPE_FORMAT,
+        "version": RECIPE_VERSION,
+        "preset": preset.name,
+        "float_dtype": preset.float_dtype,
+        "awq": calibrate,
+        "streamed": True,
+        "calibration": None,
+        "modules": {},
+        "layer_stats": {},
+    }
+    total = len(units) + 1
+    done = 0
+
+    def step(label: str) -> None:
+        nonlocal done
+        done += 1
+        if observer is not None:
+            observer(label, model)
+        if progress is not None:
+            progress(done, total, label)
+
+    def under(prefix: str) -> list[str]:
+        return [n for n in names if n.startswith(prefix + ".")]
+
+    def materialise(prefix: str, experts_device=None) -> None:
+        for n in under(prefix):
+            dev = experts_device if (experts_device is not None and _is_expert(n)) else device
+            _set_tensor(model, n, reader.tensor(n, dev, dtype))
+
+    in_units = {n for u in units for n in under(u)}
+    with torch.no_grad():
+        for n in names:  # embeddings, lm_head, norms, projector, SAM neck, queries: they stay float
+            if n not in in_units:
+                _set_tensor(model, n, reader.tensor(n, device, dtype))
+        step("float parts")
+        caught: list[tuple[Any, dict]] | None = None
+        cpu = torch.device("cpu")
+        for unit in units:
+            if unit.startswith(VISION):
+                materialise(unit)
+                if preset.vision is not None:
+                    quantize_vision(model, recipe, preset.vision, prefix=unit)
+                step(unit)
+                continue
+            if caught is None and calibrate:
+                if preset.vision is not None:  # leftover tower linears outside the blocks, if any
+                    quantize_vision(model, recipe, preset.vision)
+                batches = calib_batches or _calibration_batches(model_dir, calib_pages)
+                caught = _catch_layer0_inputs(model, batches, device, dtype)
+                recipe["calibration"] = {
+                    "pages": len(batches),
+                    "tokens": int(sum(h.shape[0] * h.shape[1] for h, _ in caught)),
+                }
+            i = int(unit.rsplit(".", 1)[1])
+            layer = model.get_submodule(unit)
+            materialise(unit, experts_device=cpu if device.type == "cuda" else None)
+            acts = None
+            if caught:
+                rec: dict = {}
+                handles = record_layer_inputs(layer, i, rec)
+                try:
+                    with _experts_on(layer, device):
+                        for hidden, kw in caught:
+                            layer(hidden, **kw)
+                finally:
+                    for h in handles:
+                        h.remove()
+                acts = layer_activations(rec, i)
+            if preset.decoder_bits:
+                recipe["layer_stats"][str(i)] = _quantize_layer(model, i, preset.decoder_bits, acts, recipe)
+            del acts
+            if caught:  # the next layer's inputs come from this (quantised) layer
+                with _experts_on(layer, device):
+                    caught = [(_out(layer(hidden, **kw)), kw) for hidden, kw in caught]
+            step(unit)
+        if preset.vision is not None:
+            quantize_vision(model, recipe, preset.vision)
+    left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
+    if left:
+        raise ModelLoadError(f"streaming load left {len(left)} tensors unread, e.g. {left[:3]}")
+    model.to(device)  # float parts kept on the CPU (none on a CPU run) join the rest
+    model.eval()
+    for p in model.parameters():
+        if isinstance(p, nn.Parameter):
+            p.requires_grad_(False)
+    try:
+        from transformers import GenerationConfig
+
+        model.generation_config = GenerationConfig.from_pretrained(model_dir)
+    except OSError:
+        logger.debug("no generation_config.json in %s", model_dir)
+    if dtype == torch.float16:
+        guard_fp16(model)
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    cal = recipe["calibration"] or {}
+    report = StreamReport(
+        seconds=time.perf_counter() - t0,
+        units=len(units),
+        device=str(device),
+        calib_pages=int(cal.get("pages", 0)),
+        calib_tokens=int(cal.get("tokens", 0)),
+        peak_bytes=peak,
+    )
+    logger.info("streamed %s into %s on %s in %.1f s", model_dir, preset.name, device, report.seconds)
+    return model, recipe, report
