@@ -75,6 +75,9 @@ def model_options(func):
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    from ocr_app.exceptions import install_user_error_filter
+
+    install_user_error_filter()  # user errors: one line each, no traceback
 
 
 def _parse_formats(value: str) -> frozenset[str]:
@@ -185,6 +188,11 @@ def convert(
             idle_unload_s=0,
             gpu_memory_gib=gpu_memory,
         )
+        _check_usage(settings, mode)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise click.BadParameter(
+                f"{out_dir} is an existing file, not a folder.", param_hint="'-o' / '--out'"
+            )
         options = ConvertOptions.from_settings(
             settings,
             pages=pages,
@@ -198,7 +206,7 @@ def convert(
             use_cache=cache,
         )
         engines = build_engines(settings)
-    except click.BadParameter:
+    except click.UsageError:
         raise
     except OcrError as exc:
         click.echo(f"Error: {exc}", err=True)
@@ -244,6 +252,23 @@ def convert(
     else:
         _print_summary(results)
     sys.exit(code)
+
+
+def _check_usage(settings, mode: str | None) -> None:
+    """An unknown mode, or the remote engine without an endpoint: exit 2 before anything loads, naming
+    the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are
+    checked by their own vocabularies (click choices and the settings validators)."""
+    from ocr_app.engines.deepseek.modes import check_mode
+    from ocr_app.exceptions import ConfigError
+
+    try:
+        check_mode(mode or settings.mode)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--mode'") from None
+    if canonical_engine(settings.engine) == "remote" and not settings.remote_url:
+        raise click.UsageError(
+            "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
+        )
 
 
 def _both(first, second):

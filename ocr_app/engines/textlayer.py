@@ -530,6 +530,18 @@ class TextLayerEngine(Engine):
     def is_loaded(self) -> bool:
         return self._loaded
 
+    def report(self, pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
+        """``inspect_report`` through this engine's open document (the router asks once per page)."""
+        from ocr_app.ingest.pdf import MUPDF_LOCK
+
+        with MUPDF_LOCK:
+            doc = self._doc(Path(pdf_path), password)
+            try:
+                return inspect_page(_page(doc, index, Path(pdf_path).name))
+            finally:
+                if doc is not self._open_doc:
+                    doc.close()
+
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         self.load()
         return [self._predict(r) for r in requests]

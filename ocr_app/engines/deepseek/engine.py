@@ -398,7 +398,9 @@ class DeepSeekOcr2Engine(Engine):
         key = None
         if self.vision_cache is not None and request.use_cache:
             # the resolved precision, not the torch dtype: bf16 and mixed both compute in bfloat16
-            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}")
+            key = pixel_cache_key(
+                pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}"
+            )
         return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
 
     def _attach_features(self, pages: list[PreparedPage]) -> None:
