@@ -106,6 +106,7 @@ class _Table:
     rows: list[list[str]]
     size: float = 0.0
     items: list[TextLine] = field(default_factory=list)  # the lines it was built from
+    form: bool = False  # a sparse grid (a form): rendered as one text line per row
 
     @property
     def markdown(self) -> str:
@@ -383,8 +384,10 @@ def _build_table(run: list[_Row]) -> _Table | None:
 
 
 # --- 2. reading order --------------------------------------------------------------------------
-def order_sections(items: Sequence[Item], config: LayoutConfig, body: float) -> list[list[Item]]:
-    """Split items into single-column sections, in reading order."""
+def order_sections(
+    items: Sequence[Item], config: LayoutConfig, body: float, rtl: bool = False
+) -> list[list[Item]]:
+    """Split items into single-column sections, in reading order (right column first when ``rtl``)."""
     if not items:
         return []
     gutter = _find_gutter(items, config, body)
@@ -423,8 +426,9 @@ def order_sections(items: Sequence[Item], config: LayoutConfig, body: float) -> 
             if single:
                 sections.append(by_position(single))
                 single.clear()
-            sections.extend(order_sections([it for side, it in pending if side == 0], config, body))
-            sections.extend(order_sections([it for side, it in pending if side == 1], config, body))
+            first, second = (1, 0) if rtl else (0, 1)
+            sections.extend(order_sections([it for side, it in pending if side == first], config, body, rtl))
+            sections.extend(order_sections([it for side, it in pending if side == second], config, body, rtl))
             single.extend(it for _, it in tail)
         else:
             single.extend(it for _, it in pending)
@@ -678,7 +682,10 @@ def _group_section(
     for unit in units:
         if isinstance(unit, _Table):
             flush()
-            blocks.append(Block("table", unit.markdown, [unit.box]))
+            if unit.form:
+                blocks.extend(Block("text", row[0], [unit.box]) for row in unit.rows if row and row[0])
+            else:
+                blocks.append(Block("table", unit.markdown, [unit.box]))
             continue
         row = unit
         text = row.text.strip()
@@ -766,6 +773,7 @@ def build_blocks(
     config: LayoutConfig | None = None,
     tables: Sequence[tuple[Box, list[list[str]]]] = (),
     style: DocStyle | None = None,
+    forms: Sequence[tuple[Box, list[list[str]]]] = (),
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
@@ -775,7 +783,7 @@ def build_blocks(
     """
     config = config or LayoutConfig()
     clean = [ln for ln in lines if ln.text.strip()]
-    if not clean and not tables:
+    if not clean and not tables and not forms:
         return []
     body = body_size(clean) if clean else 1.0
     vocabulary = frozenset(vocabulary_of([ln.text for ln in clean]))
@@ -788,9 +796,11 @@ def build_blocks(
             style = None
     found, rest = detect_tables(clean, page_width, config, body)
     found += [_Table(box=b, rows=r) for b, r in tables if r]
+    found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
     items: list[Item] = [*rest, *found]
     blocks: list[Block] = []
-    for section in order_sections(items, config, body):
+    rtl = is_rtl(" ".join(ln.text for ln in clean))
+    for section in order_sections(items, config, body, rtl):
         blocks.extend(_group_section(section, body, config, style, vocabulary))
     logger.debug("layout: %d lines → %d blocks (%d tables)", len(clean), len(blocks), len(found))
     return blocks
