@@ -30,7 +30,7 @@ import logging
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ocr_app.schema import Block, Box
 
@@ -73,6 +73,7 @@ class DocStyle:
     outline: dict[str, int] = field(default_factory=dict)  # normalised bookmark title → level
     vocabulary: frozenset[str] = frozenset()  # lower-case words the document has unbroken
     first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
+    cover_min_size: float = 0.0  # set per page on a cover page: smaller lines are not headings
 
     def level_for_size(self, size: float) -> int:
         """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
@@ -513,11 +514,16 @@ def _find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tu
 
 
 # --- 3. blocks ---------------------------------------------------------------------------------
+_EXTRA_BULLETS = re.compile(r"^(?:[•●○◦▪▫■□‣⁃]\s*)+")
+_CAPTION = re.compile(r"^\[?(?:table|figure|fig\.|chart|표|그림|図|表)\s*[\d.\-]+\]?(?:[.:\s]|$)", re.I)
+
+
 def _list_marker(text: str) -> tuple[str, str] | None:
     """``(markdown_marker, body)`` when the text starts a list item."""
     m = _BULLET_RE.match(text)
     if m:
-        return "-", m.group("body")
+        # Two glyphs drawn on one spot (a check box in two symbol fonts) make one marker.
+        return "-", _EXTRA_BULLETS.sub("", m.group("body")) or m.group("body")
     m = _NUMBER_RE.match(text)
     if m:
         return m.group("marker"), m.group("body")
@@ -617,6 +623,11 @@ def _styled_heading_level(
     """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
     document's distinct heading sizes), short lines set heavier than the body text, and short
     isolated italic lines at body size (run-in section titles of handbooks)."""
+    if _CAPTION.match(text):
+        return 0  # "Table 1:", "[표 1]", "Figure 3-1": captions, not headings
+    smallest = min(i.size for i in row.items)
+    if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
+        return 0  # a cover page: only its title
     if style.outline and row.size >= 0.95 * style.body_size:  # not a smaller running title
         level = style.outline.get(_normal_title(text))
         if level:
@@ -766,6 +777,19 @@ def _group_section(
     return blocks
 
 
+def _cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
+    """On a cover page (big type, almost no body text) only the title is a heading: the largest
+    line of at least three words; "Front cover", series names, taglines and authors are not."""
+    chars = sum(len(ln.text) for ln in lines)
+    body_chars = sum(len(ln.text) for ln in lines if abs(ln.size - style.body_size) <= 0.06 * style.body_size)
+    if chars < 40 or body_chars >= 0.2 * chars:
+        return style
+    titled = [ln.size for ln in lines if len(ln.text.split()) >= 3 and ln.size >= 1.5 * style.body_size]
+    if not titled:
+        return style
+    return replace(style, cover_min_size=0.97 * max(titled))
+
+
 def build_blocks(
     lines: Sequence[TextLine],
     *,
@@ -790,7 +814,10 @@ def build_blocks(
     if style is not None:
         vocabulary |= style.vocabulary
         page_chars = sum(len(ln.text) for ln in clean)
-        if page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
+        cover = _cover_style(clean, style)
+        if cover.cover_min_size:
+            style = cover
+        elif page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
             # This page's body text is set in another size than the document's (a generated
             # sampler, an appendix in small print): its own sizes decide its headings.
             style = None
