@@ -290,7 +290,8 @@ def detect_tables(
     return tables, rest
 
 
-_CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.\s*){3,}\s*(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
+# The title keeps its dot leaders, as printed; the page number is the second cell.
+_CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?(?:\s*\.){3,})\s*(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
 
 
 def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
