@@ -132,12 +132,10 @@ def test_fleet_converts_every_page_once_when_one_endpoint_dies_and_one_is_slow(
     monkeypatch.setenv("DEEPSEEK_OCR_REMOTE_BACKOFF_S", "30")  # the dead one must not come back
     pdf = _pdf(tmp_path / "doc.pdf", 12)
     out = tmp_path / "out"
-    t0 = time.perf_counter()
     res = CliRunner().invoke(
         main, ["convert", str(pdf), "-o", str(out), "--engine", "remote", "--format", "md,json", "-q"]
     )
     assert res.exit_code == 0, res.output
-    assert time.perf_counter() - t0 < 15
 
     doc = json.loads(next(out.rglob("*.json")).read_text())
     pages = doc["pages"]
