@@ -176,3 +176,36 @@ def test_concurrent_jobs_share_each_devices_slots():
     assert results == {n: [f"{n}{i}" for i in range(10)] for n in ("a", "b")}
     assert [d.peak for d in devices] == [2, 2]  # full, never over
     assert sum(m.served for m in pool.members) == 20 and all(m.served > 0 for m in pool.members)
+
+
+def test_gpu_count_from_nvml_respects_cuda_visible_devices(monkeypatch):
+    """Counting GPUs must not import torch (seconds) in a process that may only use remote endpoints."""
+    import importlib.machinery
+    import sys
+    import types
+
+    from ocr_app.engines.devices import cuda_device_count
+
+    fake = types.ModuleType("pynvml")
+    fake.__spec__ = importlib.machinery.ModuleSpec("pynvml", None)
+    fake.nvmlInit = lambda: None
+    fake.nvmlShutdown = lambda: None
+    fake.nvmlDeviceGetCount = lambda: 4
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert cuda_device_count() == 4
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert cuda_device_count() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,-1,2")
+    assert cuda_device_count() == 1
+    assert parse_devices("auto") == ["auto"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    assert parse_devices("auto") == ["cuda:0", "cuda:1", "cuda:2"]
+
+    def no_driver():
+        raise RuntimeError("NVML Shared Library Not Found")
+
+    fake.nvmlInit = no_driver
+    assert cuda_device_count() == 0
+    assert "torch" not in sys.modules
