@@ -220,3 +220,16 @@ def test_weights_share_pages_in_proportion(tmp_path, servers, monkeypatch):
 def test_bad_endpoint_lists_are_config_errors(value, match):
     with pytest.raises(ConfigError, match=match):
         parse_endpoints(value)
+
+
+def test_json_summary_says_which_endpoint_read_each_page():
+    from ocr_app.cli import _summary_dict
+    from ocr_app.schema import DocumentResult, PageResult
+
+    pages = [
+        PageResult(index=0, source="d.pdf", width=1, height=1, notes=["read by endpoint http://a:8000"]),
+        PageResult(index=1, source="d.pdf", width=1, height=1, notes=["x", "read by endpoint http://b:8000"]),
+        PageResult(index=2, source="d.pdf", width=1, height=1, notes=[]),  # text layer: no endpoint
+    ]
+    summary = _summary_dict([DocumentResult(source="d.pdf", pages=pages)], 0)
+    assert summary["files"][0]["read_by"] == {1: "http://a:8000", 2: "http://b:8000"}
