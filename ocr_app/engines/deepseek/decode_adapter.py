@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.deepseek.decode import CAPTURE_LOCK, DecodeRequest, DecodeResult, DecoderOptions
+from ocr_app.engines.deepseek.decode import DecodeRequest, DecodeResult, DecoderOptions, capture_lock
 from ocr_app.engines.deepseek.decode_guard import GuardSpec
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
@@ -134,7 +134,7 @@ def stream_pages(
         with torch.inference_mode():
             pages = [engine.preprocess(r) for r in chunk]
             t1 = time.perf_counter()
-            with CAPTURE_LOCK:  # the vision pass never overlaps a graph capture of the decoder thread
+            with capture_lock(engine.device):  # the vision pass never overlaps a capture on its GPU
                 engine._attach_features(pages)
         t2 = time.perf_counter()
         timings = {"preprocess": t1 - t0, "vision": t2 - t1}
