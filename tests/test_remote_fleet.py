@@ -233,3 +233,13 @@ def test_json_summary_says_which_endpoint_read_each_page():
     ]
     summary = _summary_dict([DocumentResult(source="d.pdf", pages=pages)], 0)
     assert summary["files"][0]["read_by"] == {1: "http://a:8000", 2: "http://b:8000"}
+
+
+def test_bad_endpoint_list_leaves_the_other_engines_running():
+    from ocr_app.engines.registry import build_engines
+    from ocr_app.exceptions import EngineUnavailableError
+
+    engines = build_engines(Settings(remote_url="http://a:8000,ftp://b", engine="auto"))
+    assert "remote" not in engines.engines and "not an http" in engines.unavailable["remote"]
+    with pytest.raises(EngineUnavailableError, match="not an http"):
+        build_engines(Settings(remote_url="http://a:8000,ftp://b", engine="remote"))

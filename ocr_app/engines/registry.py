@@ -110,7 +110,10 @@ def build_engines(settings: Settings) -> EngineSet:
     if settings.remote_url:
         from ocr_app.engines.remote import build_remote_engine
 
-        engines["remote"] = build_remote_engine(settings)
+        try:
+            engines["remote"] = build_remote_engine(settings)
+        except ConfigError as exc:  # a bad endpoint list must not keep the other engines from starting
+            unavailable["remote"] = str(exc)
     else:
         unavailable["remote"] = "no endpoint configured (set DEEPSEEK_OCR_REMOTE_URL)"
 
