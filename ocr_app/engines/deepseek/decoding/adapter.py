@@ -29,10 +29,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engines.deepseek.decoding.decoder import (
-    CAPTURE_LOCK,
     DecodeRequest,
     DecodeResult,
     DecoderOptions,
+    capture_lock,
 )
 from ocr_app.engines.deepseek.decoding.guard import GuardSpec
 from ocr_app.exceptions import ConfigError
@@ -160,7 +160,7 @@ def stream_pages(
             with torch.inference_mode():
                 pages = [engine.preprocess(r) for _, r in chunk]
                 t1 = time.perf_counter()
-                with CAPTURE_LOCK:  # the vision pass never overlaps a graph capture of the decoder thread
+                with capture_lock(engine.device):  # the vision pass never overlaps a capture on its GPU
                     engine._attach_features(pages)
             t2 = time.perf_counter()
             timings = {"preprocess": t1 - t0, "vision": t2 - t1}

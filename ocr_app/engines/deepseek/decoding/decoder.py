@@ -45,6 +45,20 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64)
 # (the engine's vision pass of the next pages) take it too, so nothing they do can land in, or break,
 # a capture in progress.
 CAPTURE_LOCK = threading.RLock()
+_DEVICE_LOCKS: dict[str, threading.RLock] = {}
+_DEVICE_LOCKS_GUARD = threading.Lock()
+
+
+def capture_lock(device: Any) -> threading.RLock:
+    """The capture lock of one GPU. Captures run in ``thread_local`` mode, so work on another GPU
+    cannot break them: with one engine per GPU, GPU 1's vision pass need not wait for GPU 0's."""
+    key = str(device)
+    if key in ("cuda", "cuda:0"):  # the single-GPU case keeps the module-wide lock
+        return CAPTURE_LOCK
+    with _DEVICE_LOCKS_GUARD:
+        return _DEVICE_LOCKS.setdefault(key, threading.RLock())
+
+
 _STOP = {1: StopReason.END, 2: StopReason.LENGTH, 3: StopReason.REPETITION}
 # decoders that own captured graphs: cuBLAS workspaces may be cleared only while none is alive (a captured
 # graph keeps using the workspace pointer it was captured with)
@@ -531,7 +545,7 @@ class PageDecoder:
         g = self._graphs.get(key)
         if g is not None:
             return g
-        with CAPTURE_LOCK:
+        with capture_lock(self.device):
             return self._capture_locked(b, lb)
 
     def _capture_locked(self, b: int, lb: int) -> Any:
