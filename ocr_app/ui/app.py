@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 PANEL_INTERVAL_S = 2.0
 QUEUE_INTERVAL_S = 1.0  # how often a waiting tab re-reads its place in the queue
 LIVE_VIEW_INTERVAL_S = 1.0  # while a job runs, refresh the page viewer at most this often
+STATUS_INTERVAL_S = 0.25  # and the progress line at most this often (fast engines report ~100 events/s)
 GPU_GROUP = "gpu"  # concurrency id shared by the UI's and the API's conversions
 # Wide screens: inputs and the GPU panel on the left, results on the right. Narrow screens: inputs,
 # then results, then the GPU panel (a grid, since the panel sits in the left column when wide).
@@ -316,8 +317,6 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             selected, number, html, status = page_view_of(entries, key)
             update: dict = {
                 job_status: message,
-                doc_md: viewer.document_markdown(documents),
-                doc_source: viewer.document_markdown(documents),
                 status_table: viewer.status_rows(documents),
                 pages_state: entries,
                 page_select: gr.Dropdown(choices=[(e["label"], e["key"]) for e in entries], value=selected),
@@ -325,8 +324,9 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 page_view: html,
                 page_status: status,
             }
-            if final:
+            if final:  # the whole document is rendered once, not on every live update of a long job
                 update[downloads] = viewer.download_paths(documents)
+                update[doc_md] = update[doc_source] = viewer.document_markdown(documents)
             return update
 
         def convert_ui(
@@ -346,7 +346,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             values = form.FormValues(pages, prompt, custom_prompt, locate_text, mode, dpi, use_cache, engine)
             live: dict[str, DocumentResult] = {}
             outcome = JobOutcome()
-            last_view = 0.0
+            last_view = last_status = 0.0
             yield {
                 job_status: "Starting…",
                 downloads: None,
@@ -364,10 +364,12 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                     doc.pages.append(result)
                 # The full view resends every page so far: at most once per interval, so a long document
                 # does not flood the browser; the progress line updates on every event.
-                if result is not None and time.monotonic() - last_view >= LIVE_VIEW_INTERVAL_S:
-                    last_view = time.monotonic()
+                now = time.monotonic()
+                if result is not None and now - last_view >= LIVE_VIEW_INTERVAL_S:
+                    last_view = last_status = now
                     yield view(list(live.values()), item.message, final=False)
-                else:
+                elif now - last_status >= STATUS_INTERVAL_S:
+                    last_status = now
                     yield {job_status: item.message}
             documents = outcome.documents
             if not outcome.cancelled and documents and all(d.error for d in documents):
