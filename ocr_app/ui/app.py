@@ -293,7 +293,10 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
 
         # Hidden components that give the API endpoint simple, typed outputs (and its password input).
         api_btn = gr.Button(visible=False)
-        api_password = gr.Textbox(visible=False, label="password", type="password")
+        # The API takes any file type: an unsupported file in a batch gets its own error from the library
+        # instead of gradio refusing the whole request (the upload widget filters by extension).
+        api_upload = gr.File(visible=False, file_count="multiple", label="files")
+        api_password = gr.Textbox("", visible=False, label="password", type="password")
         api_markdown = gr.Textbox(visible=False, label="markdown")
         api_json = gr.JSON(visible=False, label="result")
         api_files = gr.File(visible=False, file_count="multiple", label="files")
@@ -478,7 +481,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         )
         api_btn.click(
             convert_api,
-            [*form_inputs, api_password],
+            [api_upload, *form_inputs[1:], api_password],
             [api_markdown, api_json, api_files],
             api_name="convert",
             **gpu,
