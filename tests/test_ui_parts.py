@@ -3,7 +3,9 @@ the status panel, per-session folders, the event wiring, and the ``app.py`` laun
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -399,3 +401,66 @@ def test_launcher_rejects_an_unknown_engine_with_a_clear_message(tmp_path):
     out, _ = proc.communicate(timeout=90)
     assert proc.returncode == 2
     assert "error: Engine 'nonexistent' is not available" in out
+
+
+# --- temp folders: removed on shutdown and, for dead owners, at start-up ---------------------------
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _owned_folder(base: Path, name: str, pid: int) -> Path:
+    folder = base / name
+    (folder / "gradio").mkdir(parents=True)
+    (folder / "gradio" / "upload.pdf").write_bytes(b"%PDF-1.7 left behind")
+    (folder / "owner.json").write_text(json.dumps({"pid": pid, "start": None}))
+    return folder
+
+
+def test_app_removes_its_temp_folder_on_sigterm_and_orphans_at_start(tmp_path):
+    """SIGTERM (a service manager's stop) takes the same cleanup path as Ctrl+C (SIGINT)."""
+    from gradio_client import Client, handle_file
+
+    base = tmp_path / "ocr-app"
+    orphan = _owned_folder(base, "proc-1-orphan", _dead_pid())
+    live = _owned_folder(base, "proc-2-live", os.getpid())  # this test's process: alive, must stay
+    port = free_port()
+    env = {
+        "TMPDIR": str(tmp_path),
+        "DEEPSEEK_OCR_PORT": str(port),
+        "DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "c"),
+    }
+    clean_env = {k: v for k, v in os.environ.items() if k != "GRADIO_TEMP_DIR"}
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "app.py"), "--engine", "textlayer"],
+        cwd=REPO,
+        env={**clean_env, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.3)
+        assert not orphan.exists() and live.exists()
+        (mine,) = [p for p in base.glob(f"proc-{proc.pid}-*")]
+        pdf = make_pdf(tmp_path / "doc.pdf", ["# Uploaded\nText."])
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=str(tmp_path / "dl"))
+        _, result, _ = client.predict(files=[handle_file(str(pdf))], api_name="/convert")
+        assert result["documents"][0]["error"] is None
+        kept = [p.relative_to(mine).parts[0] for p in mine.rglob("*") if p.is_file()]
+        assert "gradio" in kept and "work" in kept  # uploads and outputs both live in the process folder
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    assert not mine.exists() and live.exists()
