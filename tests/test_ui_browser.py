@@ -246,3 +246,24 @@ def test_second_tab_waits_in_the_queue_and_cancel_stops_the_first(app, browser, 
     finally:
         ctx_a.close()
         ctx_b.close()
+
+
+def test_a_password_per_pdf_opens_an_encrypted_one(app, browser, tmp_path):
+    secret = "s3cret-browser-pw"
+    locked = make_pdf(tmp_path / "locked.pdf", ["# Locked\nFigures."], password=secret)
+    plain = make_pdf(tmp_path / "plain.pdf", ["# Plain\nOpen."])
+    context, tab = _open(browser, app.url)
+    try:
+        _upload(tab, [locked, plain])
+        tab.click("#passwords")
+        box = tab.get_by_label("Password for locked.pdf")
+        tab.get_by_label("Password for plain.pdf").wait_for()  # one box per PDF
+        assert box.get_attribute("type") == "password"  # masked
+        with tab.expect_response(lambda r: "/gradio_api/run/predict" in r.url or "queue/join" in r.url):
+            box.fill(secret)  # the box tells the server (memory only) as it is typed in
+        tab.click("#convert-btn")
+        tab.locator("#job-status").get_by_text("Done:").wait_for()
+        status = tab.inner_text("#job-status")
+        assert "2 page(s) from 2 file(s)" in status and "Failed" not in status
+    finally:
+        context.close()

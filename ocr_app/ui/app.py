@@ -151,36 +151,40 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                     elem_id="input-files",
                 )
 
-                @gr.render(inputs=files)
-                def password_boxes(uploaded):
-                    names = _pdf_names(uploaded)
-                    for i, name in enumerate(names):
-                        box = gr.Textbox(
-                            "",
-                            type="password",
-                            label=f"Password for {name}" if len(names) > 1 else "PDF password",
-                            placeholder="only for encrypted PDFs",
-                            key=f"pw-{name}",
-                            elem_id=f"pw-{i}",
-                            elem_classes=["pdf-password"],
-                        )
+                with gr.Accordion("PDF passwords (encrypted PDFs only)", open=False, elem_id="passwords"):
 
-                        def remember(value, current, name=name):
-                            current = dict(current or {})
-                            if value:
-                                current[name] = value
-                            else:
-                                current.pop(name, None)
-                            return current
+                    @gr.render(inputs=files)
+                    def password_boxes(uploaded):
+                        names = _pdf_names(uploaded)
+                        if not names:
+                            gr.Markdown("Upload a PDF first; a box per PDF appears here.")
+                        for i, name in enumerate(names):
+                            box = gr.Textbox(
+                                "",
+                                type="password",
+                                label=f"Password for {name}" if len(names) > 1 else "PDF password",
+                                placeholder="only for encrypted PDFs",
+                                key=f"pw-{name}",
+                                elem_id=f"pw-{i}",
+                                elem_classes=["pdf-password"],
+                            )
 
-                        box.input(
-                            remember,
-                            [box, passwords_state],
-                            passwords_state,
-                            api_visibility="private",
-                            show_progress="hidden",
-                            queue=False,
-                        )
+                            def remember(value, current, name=name):
+                                current = dict(current or {})
+                                if value:
+                                    current[name] = value
+                                else:
+                                    current.pop(name, None)
+                                return current
+
+                            box.change(
+                                remember,
+                                [box, passwords_state],
+                                passwords_state,
+                                api_visibility="private",
+                                show_progress="hidden",
+                                queue=False,
+                            )
 
                 with gr.Row():
                     convert_btn = gr.Button("Convert", variant="primary", elem_id="convert-btn")
