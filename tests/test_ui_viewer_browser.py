@@ -214,6 +214,13 @@ def test_status_table_headers_do_not_wrap_and_tokens_show_a_dash(tab):
     )
     assert heights and all(ws == "nowrap" for _, _, ws in heights)
     assert all(h < 2 * lh for h, lh, _ in heights), heights  # one line each
+    clipped = tab.evaluate(
+        """() => [...document.querySelectorAll('#status-table th')].filter(th => {
+            const r = document.createRange(); r.selectNodeContents(th);
+            return r.getBoundingClientRect().right > th.getBoundingClientRect().right + 1; })
+            .map(th => th.innerText)"""
+    )
+    assert clipped == []  # and none is cut off instead
     assert "—" in tab.inner_text("#status-table")  # the text layer decodes no tokens
     tab.get_by_role("tab", name="Pages").click()
 
@@ -279,3 +286,62 @@ def test_page_picker_reaches_every_page_of_a_300_page_document(app, browser, tmp
         assert tab.input_value("#page-number input") == "299"
     finally:
         context.close()
+
+
+def _small_png(src: Path, dst: Path, colors: int = 96) -> Path:
+    """Palette PNG: screenshots of a UI have few colours, so docs stay small."""
+    from PIL import Image
+
+    with Image.open(src) as img:
+        img.convert("RGB").quantize(colors=colors, method=Image.Quantize.MEDIANCUT).save(dst, optimize=True)
+    return dst
+
+
+SAMPLE = [
+    "# Quarterly report\nRevenue grew by 12 % over the quarter, led by the new product line.\n"
+    "Costs stayed flat while headcount rose by four people.\n\n"
+    "# Outlook\nWe expect the second half to follow the same trend.\nRisks are listed in the appendix.\n\n"
+    "# Appendix\nCurrency effects are not included in the figures above.",
+]
+
+
+def test_screenshots_for_the_docs(app, browser, tmp_path):
+    """The pictures in docs/UI.md (a page at the default 144 DPI). Set OCR_APP_UI_SHOTS=docs/img to
+    refresh them."""
+    import os
+    import shutil
+
+    from PIL import Image
+
+    pdf = make_pdf(tmp_path / "report.pdf", SAMPLE, fontsize=12)
+    context, tab = _open(browser, app.url, width=1400, height=900)
+    try:
+        tab.get_by_text("Options").first.click()
+        tab.fill("#opt-dpi input[type=number]", "144")
+        tab.press("#opt-dpi input[type=number]", "Enter")
+        tab.get_by_text("Options").first.click()
+        _convert(tab, [pdf])
+        tab.locator("#page-view .ocr-block").nth(3).click()  # an active block stays marked on both sides
+        tab.wait_for_selector("#page-view rect.ocr-box.ocr-active")
+        tab.mouse.move(5, 5)
+        tab.evaluate("() => window.scrollTo(0, 0)")
+        saved = []
+        raw = tmp_path / "raw-app.png"
+        tab.screenshot(path=str(raw))
+        saved.append(_small_png(raw, tmp_path / "ui-app.png"))
+        tab.get_by_role("tab", name="Status").click()
+        tab.locator("#status-table").get_by_text("Tokens/s").first.wait_for()
+        raw = tmp_path / "raw-status.png"
+        tab.locator("#results-col").screenshot(path=str(raw))
+        saved.append(_small_png(raw, tmp_path / "ui-status.png"))
+    finally:
+        context.close()
+    for path in saved:
+        with Image.open(path) as img:
+            assert img.width >= 600 and img.height >= 150
+        assert path.stat().st_size < 400_000, (path.name, path.stat().st_size)
+    target = os.environ.get("OCR_APP_UI_SHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        for path in saved:
+            shutil.copy(path, Path(target) / path.name)

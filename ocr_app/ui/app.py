@@ -278,7 +278,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                         headers=viewer.STATUS_HEADERS,
                         interactive=False,
                         wrap=True,
-                        column_widths=["16%", "6%", "12%", "11%", "7%", "8%", "40%"],
+                        column_widths=["18%", "7%", "13%", "12%", "9%", "11%", "30%"],
                         elem_id="status-table",
                     )
             with (
