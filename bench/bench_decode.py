@@ -145,8 +145,8 @@ def run_generate(model, ids, px, pages, new, dtype, guard=None):
 
 
 def make_decoder(model, pages, max_len, graphs="auto", guard=True, prefill_batch=4, kernels="auto"):
-    from ocr_app.engines.deepseek.decode import DecoderOptions, PageDecoder
-    from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
+    from ocr_app.engines.deepseek.decoding.decoder import DecoderOptions, PageDecoder
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
 
     opts = DecoderOptions(
         guard=GuardSpec(30, 90, EXEMPT) if guard else GuardSpec(0, 0),
@@ -163,7 +163,7 @@ def ours_once(dec, ids, px, pages, new, dtype):
     """Admit ``pages`` copies of the page, decode to the end; (prefill s, decode s, results)."""
     import torch
 
-    from ocr_app.engines.deepseek.decode import DecodeRequest
+    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest
 
     reqs = []
     for i in range(pages):
@@ -251,7 +251,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     max_len = -(-(len(ids) + 64) // 256) * 256
     dec = make_decoder(model, pages, max_len, kernels=kernels)
     with torch.inference_mode():
-        from ocr_app.engines.deepseek.decode import DecodeRequest, length_bucket
+        from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, length_bucket
 
         dec.admit([DecodeRequest(ids, to_dev(px, 1, dtype), 60, key=i) for i in range(pages)])
         lb = length_bucket(len(ids) + 20, 256, dec.max_len)

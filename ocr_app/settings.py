@@ -48,7 +48,8 @@ class Settings(BaseSettings):
     # model
     model: str = Field(DEFAULT_MODEL, description="Hub id or local directory of the checkpoint.")
     device: str = Field(
-        "auto", description=f"{', '.join(DEVICE_KINDS)}, cuda:N, or several (cuda:0,cuda:1); auto = every GPU."
+        "auto",
+        description=f"{', '.join(DEVICE_KINDS)}, cuda:N, or several (cuda:0,cuda:1); auto = every GPU.",
     )
     dtype: DtypeSetting = Field("auto", description="Precision; auto picks one by device and free memory.")
     engine: EngineName = Field("auto", description=f"One of {', '.join(ENGINE_NAMES)}.")

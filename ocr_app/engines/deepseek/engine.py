@@ -157,7 +157,7 @@ class DeepSeekOcr2Engine(Engine):
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
         self._exempt_ids: list[int] = []
-        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
+        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decoding.adapter), built on use
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
         # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
         # ("cache", "quantised now", …) and the seconds quantisation took
@@ -244,7 +244,7 @@ class DeepSeekOcr2Engine(Engine):
         if was_cuda:
             import torch
 
-            from ocr_app.engines.deepseek.decode import release_cuda_workspaces
+            from ocr_app.engines.deepseek.decoding.decoder import release_cuda_workspaces
 
             torch.cuda.empty_cache()
             release_cuda_workspaces()
@@ -307,11 +307,11 @@ class DeepSeekOcr2Engine(Engine):
         import torch
 
         self.load()
-        if self.device is not None and self.device.type == "cuda":
+        if self.device is not None and self.device.type == "cuda" and self.device.index is not None:
             # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
             # that take the current device must not land on cuda:0)
             torch.cuda.set_device(self.device)
-        from ocr_app.engines.deepseek.decode_adapter import stream_pages, wants_graph_decoder
+        from ocr_app.engines.deepseek.decoding.adapter import stream_pages, wants_graph_decoder
 
         pulled: list[PageRequest] = []
         source = _recording(requests, pulled)
@@ -402,7 +402,9 @@ class DeepSeekOcr2Engine(Engine):
         key = None
         if self.vision_cache is not None and request.use_cache:
             # the resolved precision, not the torch dtype: bf16 and mixed both compute in bfloat16
-            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}")
+            key = pixel_cache_key(
+                pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}"
+            )
         return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
 
     def _attach_features(self, pages: list[PreparedPage]) -> None:
@@ -481,7 +483,7 @@ class DeepSeekOcr2Engine(Engine):
 
     def _decode(self, prepared: PreparedBatch) -> list[tuple[list[int], StopReason]]:
         """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token."""
-        from ocr_app.engines.deepseek.decode_adapter import decode_prepared, wants_graph_decoder
+        from ocr_app.engines.deepseek.decoding.adapter import decode_prepared, wants_graph_decoder
 
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             return decode_prepared(self, prepared)  # same tokens, through the graph decoder

@@ -130,6 +130,14 @@ def _fixed_spec(name: str) -> ModeSpec:
     raise ConfigError(f"Unknown resolution mode '{name}'. Choose one of: {', '.join(MODES)} (or default:N).")
 
 
+def check_mode(mode: str) -> str:
+    """The normalised mode name, or ``ConfigError`` listing every mode (no page, no model needed)."""
+    name = (mode or "").strip().lower()
+    if name != "auto":
+        _fixed_spec(name)
+    return name
+
+
 def page_stats(image: Image.Image) -> dict[str, float]:
     """Ink ratio and edge density of a grey thumbnail (long side ≤ 512 px) of the page."""
     import numpy as np

@@ -43,7 +43,7 @@ def available() -> bool:
 
 @functools.cache
 def _k() -> Any:
-    from ocr_app.engines.deepseek import decode_triton
+    from ocr_app.engines.deepseek.decoding import triton_ops as decode_triton
 
     return decode_triton
 
@@ -179,7 +179,7 @@ def argmax(logits: torch.Tensor) -> torch.Tensor:
 
 
 def ngram_ban_(logits, seq, kv_len, guard_start, spec: Any, exempt) -> None:
-    """In place on ``logits`` [B, V]: ``decode_guard.ban_repeated_ngrams_`` for rows [0, B) whose
+    """In place on ``logits`` [B, V]: ``guard.ban_repeated_ngrams_`` for rows [0, B) whose
     sequence is ``kv_len + 1`` tokens long, in one launch."""
     import torch
 
