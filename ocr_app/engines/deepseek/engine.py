@@ -285,11 +285,15 @@ class DeepSeekOcr2Engine(Engine):
         only page sizes are kept until their page is yielded."""
         from ocr_app.engines.deepseek.grounding import finish_output
 
+        source = iter(requests)
+        first = next(source, None)
+        if first is None:  # nothing to do: do not load the model
+            return
         sizes: dict[int, tuple[int, int]] = {}
 
         def pulled() -> Iterator[PageRequest]:
-            for req in requests:
-                sizes[len(sizes)] = req.page.size
+            for n, req in enumerate(itertools.chain([first], source)):
+                sizes[n] = req.page.size
                 yield req
 
         for i, out in self._stream_raw(pulled()):
