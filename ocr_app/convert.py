@@ -11,7 +11,6 @@ import itertools
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,9 @@ class ConvertOptions:
     max_new_tokens: int | None = None
     formats: frozenset[str] = DEFAULT_FORMATS
     engine: str | None = None  # None = the engine set's default
+    # ``pages`` over several files: True = each file converts the selected pages it has (pages past its
+    # end are left out, with a note); False = strict; None = True when one call converts several files.
+    clip_pages: bool | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ConvertOptions:
@@ -143,6 +145,10 @@ class Converter:
     def describe(self) -> dict[str, object]:
         return self.engines.describe()
 
+    def capabilities(self):
+        """Prompts, modes and precisions the engines here offer (``engines.base.Capabilities``)."""
+        return self.engines.capabilities()
+
     # -- conversion ----------------------------------------------------------------------------
     def convert(
         self,
@@ -161,6 +167,8 @@ class Converter:
 
         options = options or ConvertOptions.from_settings(self.settings)
         out = Path(out_dir)
+        if out.exists() and not out.is_dir():
+            raise InputError(f"The output folder {out} is an existing file; give a folder (-o).")
         out.mkdir(parents=True, exist_ok=True)
         files: list[Path] = []
         missing: list[DocumentResult] = []
@@ -188,7 +196,7 @@ class Converter:
         cancel: threading.Event | None,
         taken: set[str],
     ) -> DocumentResult:
-        from ocr_app.ingest import IngestLimits, open_document, parse_page_range
+        from ocr_app.ingest import IngestLimits, clip_page_range, open_document, parse_page_range
 
         job = _Job(path.name, file_index, file_count, 0, progress, cancel)
         job.emit("open", f"Opening {path.name}")
@@ -199,7 +207,12 @@ class Converter:
             with open_document(path, password=options.password, dpi=options.dpi, limits=limits) as src:
                 doc.notes.extend(src.notes)
                 doc.source_repaired = job.repaired = bool(getattr(src, "repaired", False))
-                indices = parse_page_range(options.pages, src.page_count)
+                clip = options.clip_pages if options.clip_pages is not None else file_count > 1
+                if clip:  # one range over a batch: each file converts the pages it has
+                    indices, note = clip_page_range(options.pages, src.page_count)
+                    doc.notes.extend([note] if note else [])
+                else:  # one file: a page past the end is a typo to report, not to skip
+                    indices = parse_page_range(options.pages, src.page_count)
                 job.total = len(indices)
                 engine = self.engines.get(options.engine)
                 self._run_pages(src, indices, engine, options, job, out, doc, taken)
@@ -274,11 +287,14 @@ class Converter:
         first = next(source, None)
         if first is None:
             return  # nothing to recognise: do not load an engine for it
-        pulled: list[PageRequest] = []
+        # Requests the engine pulled, by stream index; a finished one is dropped (None) at once, or every
+        # page image of the document would stay in memory until its end (2.2 GB at 300 A4 pages).
+        pulled: list[PageRequest | None] = []
         finished: set[int] = set()
         try:
             for i, output in engine.predict_stream(noting(itertools.chain([first], source), pulled)):
-                self._finish_page(job, writer, pulled[i], output)
+                request, pulled[i] = pulled[i], None
+                self._finish_page(job, writer, request, output)
                 finished.add(i)
                 job.check_cancel()
             for k, req in enumerate(pulled):  # an engine must answer every page it took
@@ -301,14 +317,13 @@ class Converter:
             self._recognize(engine, source, job, writer)  # the rest of the document
 
     def _finish_page(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
-        from ocr_app.parse.grounding import clean_raw, parse_grounded
         from ocr_app.parse.quality import assess
 
         page = request.page
 
         width, height = page.size
-        raw = clean_raw(output.raw_text)
-        blocks = output.blocks if output.blocks is not None else parse_grounded(raw, width, height)
+        raw = output.raw_text
+        blocks = list(output.blocks or [])  # engines return blocks (the DeepSeek wing parses its tags)
         prefix = f"{output.engine}:"
         reason = next((n[len(prefix) :].strip() for n in output.notes if n.startswith(prefix)), "")
         quality, why = assess(blocks, page.image, output, min_confidence=self.settings.min_confidence)
@@ -332,9 +347,7 @@ class Converter:
             tiling=output.tiling,
         )
         self._record_used(result, output, request)
-        t0 = time.perf_counter()
-        writer.add_page(result, page.image)
-        result.timings["render"] = round(time.perf_counter() - t0, 4)
+        writer.add_page(result, page.image)  # sets timings["render"]
         job.results[page.index] = result
         flag = {StopReason.LENGTH: " (token cap hit)", StopReason.REPETITION: " (repetition)"}
         msg = f"Recognized page {page.index + 1} ({len(job.results)} of {job.total})"

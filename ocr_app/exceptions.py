@@ -6,6 +6,8 @@ Why one tree: the CLI maps ``InputError`` to exit code 2 and everything else to 
 
 from __future__ import annotations
 
+import logging
+
 
 class OcrError(Exception):
     """Base class of all errors ocr-app raises on purpose."""
@@ -75,3 +77,36 @@ class ConversionCancelled(OcrError):
     def __init__(self, message: str, partial: object | None = None) -> None:
         super().__init__(message)
         self.partial = partial
+
+
+# --- logging -----------------------------------------------------------------------------------
+class UserErrorLogFilter(logging.Filter):
+    """Logs a user error (bad input, bad setting, a cancel) as one line, without its traceback.
+
+    Why: a traceback says "bug" to whoever reads the log; a wrong password or a truncated upload is
+    not one, and thirty of them in an afternoon's log hide the real failures. Internal errors keep theirs.
+    """
+
+    USER_ERRORS: tuple[type[BaseException], ...] = (
+        InputError,
+        ConfigError,
+        EngineUnavailableError,
+        ConversionCancelled,
+    )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, self.USER_ERRORS):
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {' '.join(str(exc).split())}"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def install_user_error_filter(logger: logging.Logger | None = None) -> None:
+    """Put ``UserErrorLogFilter`` on every handler of ``logger`` (default: the root logger)."""
+    target = logger or logging.getLogger()
+    for handler in target.handlers:
+        if not any(isinstance(f, UserErrorLogFilter) for f in handler.filters):
+            handler.addFilter(UserErrorLogFilter())

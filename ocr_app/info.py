@@ -67,7 +67,25 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
         model["quantised weights"] = f"unknown ({exc})"
 
     paths = {"cache dir": str(settings.cache_dir), "vision cache": "on" if settings.cache_enabled else "off"}
-    return {"versions": versions, "device": device, "model": model, "engines": engines, "paths": paths}
+    return {
+        "versions": versions,
+        "device": device,
+        "model": model,
+        "engines": engines,
+        "modes": mode_descriptions(),
+        "paths": paths,
+    }
+
+
+def mode_descriptions() -> dict[str, str]:
+    """Every resolution mode ``--mode`` takes, with what it does (DeepSeek-OCR-2 and remote engines)."""
+    from ocr_app.engines.deepseek.modes import MAX_TILES, MIN_TILES, MODES
+
+    modes = dict(MODES)
+    modes["default:N"] = (
+        f"default with at most N tiles (N = {MIN_TILES}–{MAX_TILES}): less memory and time per page."
+    )
+    return modes
 
 
 def _precision_info(settings: Settings) -> dict[str, object]:
@@ -81,7 +99,7 @@ def _precision_info(settings: Settings) -> dict[str, object]:
     cuda = settings.device.startswith("cuda") or (settings.device == "auto" and torch.cuda.is_available())
     if not cuda:
         return {"precision": f"{dtype} on the CPU" + (" → fp32" if dtype == "auto" else "")}
-    from ocr_app.runtime.budget import choose_preset, resolve_budget
+    from ocr_app.engines.deepseek.budget import choose_preset, resolve_budget
 
     dev = "cuda" if settings.device == "auto" else settings.device
     budget = resolve_budget(settings, dev)

@@ -13,15 +13,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ocr_app.engines.deepseek.decode import (  # noqa: E402
+from ocr_app.engines.deepseek.decoding.decoder import (  # noqa: E402
     DecodeRequest,
     DecoderOptions,
     PageDecoder,
     batch_bucket,
     length_bucket,
 )
-from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops  # noqa: E402
-from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler  # noqa: E402
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops  # noqa: E402
+from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler  # noqa: E402
 from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard, exempt_token_ids, find_repetition  # noqa: E402
 from ocr_app.exceptions import ConfigError, EngineError  # noqa: E402
 from ocr_app.schema import StopReason  # noqa: E402
@@ -276,7 +276,7 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
 
 
 def test_plan_capacity_rounds_to_buckets_within_max_slots(tiny):
-    from ocr_app.engines.deepseek.decode_scheduler import plan_capacity
+    from ocr_app.engines.deepseek.decoding.scheduler import plan_capacity
 
     model, _ = tiny  # CPU: no VRAM bound, only buckets and max_slots
     assert [plan_capacity(model, 256, n, 32) for n in (1, 3, 5, 20, 40)] == [1, 4, 8, 32, 32]
@@ -287,7 +287,7 @@ def test_decoder_runs_quantized_modules_like_generate(tiny_checkpoint):
     """The quant helper's drop-in modules (QuantLinear, QuantExperts) go through the module step."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decode_kernels import fusable_moe
+    from ocr_app.engines.deepseek.decoding.kernels import fusable_moe
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.presets import get_preset
 

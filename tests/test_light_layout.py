@@ -154,7 +154,10 @@ def test_line_end_hyphen_of_a_compound_is_kept():
     """The page's own vocabulary has "well-known": the split compound keeps its hyphen; a compound
     broken after its second hyphen ("state-of-the-" / "art") does too."""
     lines = _para(100, 100, ["a well-known fact is well-", "known and state-of-the-", "art work"], width=700)
-    assert build_blocks(lines, page_width=W)[0].text == "a well-known fact is well-known and state-of-the-art work"
+    assert (
+        build_blocks(lines, page_width=W)[0].text
+        == "a well-known fact is well-known and state-of-the-art work"
+    )
 
 
 def test_empty_and_blank_lines_give_no_blocks():

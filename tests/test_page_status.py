@@ -43,7 +43,7 @@ def _scan_pdf(path: Path, images: list[Image.Image]) -> Path:
     """A scan-only PDF: each page is one picture, no text layer."""
     doc = pymupdf.open()
     for im in images:
-        page = doc.new_page(width=595, height=842)
+        page = doc.new_page(width=im.width / 2, height=im.height / 2)  # 144 DPI renders as 72 DPI points
         page.insert_image(page.rect, stream=_png(im), keep_proportion=False)
     doc.save(path)
     doc.close()
@@ -175,18 +175,23 @@ def test_born_digital_pdf_stays_ok_with_exit_0(tmp_path):
 def test_light_engine_blank_upright_and_upside_down(tmp_path, light_converter):
     """Real RapidOCR: the upright page is ok with a high confidence, the 180° page low_confidence."""
     upright = _render(make_pdf(tmp_path / "src.pdf", [TEXT]))
-    pdf = _scan_pdf(
-        tmp_path / "scan.pdf", [upright, upright.rotate(180), Image.new("RGB", upright.size, "white")]
-    )
-    options = ConvertOptions(formats=frozenset({"json"}), engine="light")
+    pages = [
+        upright,
+        upright.rotate(180),
+        upright.rotate(90, expand=True),
+        Image.new("RGB", upright.size, "white"),
+    ]
+    pdf = _scan_pdf(tmp_path / "scan.pdf", pages)
+    options = ConvertOptions(formats=frozenset({"json"}), engine="light", dpi=144)
     (doc,) = light_converter.convert([pdf], tmp_path / "out", options)
     statuses = [p.status for p in doc.pages]
-    assert statuses == ["ok", "low_confidence", "empty"], [(p.status, p.confidence) for p in doc.pages]
+    expected = ["ok", "low_confidence", "low_confidence", "empty"]
+    assert statuses == expected, [(p.status, p.confidence) for p in doc.pages]
     assert doc.pages[0].confidence > 0.9
-    assert doc.pages[1].confidence < light_converter.settings.min_confidence
+    assert all(p.confidence < light_converter.settings.min_confidence for p in doc.pages[1:3])
     assert "below" in doc.pages[1].quality_reason
-    assert doc.pages[2].quality_reason == "no text found; the page image is blank"
-    assert doc.headline() == "3 pages: 1 empty, 1 low confidence, 1 ok"
+    assert doc.pages[3].quality_reason == "no text found; the page image is blank"
+    assert doc.headline() == "4 pages: 1 empty, 2 low confidence, 1 ok"
     data = json.loads(doc.outputs["json"].read_text())
     jsonschema.validate(data, document_schema())
     assert [p["status"] for p in data["pages"]] == statuses

@@ -265,7 +265,7 @@ class _FakeCuda:
 
 
 def test_choose_preset_follows_the_budget():
-    from ocr_app.runtime.budget import choose_preset, need_bytes, weight_bytes
+    from ocr_app.engines.deepseek.budget import choose_preset, need_bytes, weight_bytes
 
     assert choose_preset(4 * GIB, "cuda")[0] == "mixed"
     assert choose_preset(6 * GIB, "cuda")[0] == "int8"
@@ -281,7 +281,7 @@ def test_choose_preset_follows_the_budget():
 
 
 def test_budget_from_setting_or_free_memory_and_cap(monkeypatch):
-    from ocr_app.runtime.budget import Budget, apply_cap, resolve_budget
+    from ocr_app.engines.deepseek.budget import Budget, apply_cap, resolve_budget
     from ocr_app.settings import Settings
 
     fake = _FakeCuda(monkeypatch, total=80 * GIB, free=79 * GIB)

@@ -155,7 +155,7 @@ def run_tool(
             (dump / name / f"{doc}.md").write_text(md, encoding="utf-8")
         print(f"  {name} {doc}: NED {score.neds[-1]:.3f} in {seconds:.1f} s", file=sys.stderr)
     row: dict[str, object] = score.row()
-    row["rtl_ned"] = sum(rtl) / len(rtl)
+    row["rtl_ned"] = sum(rtl) / len(rtl) if rtl else float("nan")
     for angle, (pdf, gt) in rotated.items():
         md = tool(pdf)
         row[f"rotated_{angle}_ned"] = ned(gt.read_text(encoding="utf-8"), md)

@@ -31,19 +31,22 @@ TextCheck = Callable[..., tuple[bool, str]]
 OcrChoice = Callable[[], tuple[Engine, str]]
 
 
-def _default_check(policy: Policy) -> TextCheck:
+def _default_check(policy: Policy, engine: Engine | None = None) -> TextCheck:
+    """The usability check for ``policy``; through ``engine``'s open document when it is the text layer
+    (re-opening a long PDF for every page costs more than reading the page)."""
     from ocr_app.engines import textlayer
 
-    if policy == "always":
+    inspect = engine.report if isinstance(engine, textlayer.TextLayerEngine) else textlayer.inspect_report
 
-        def any_text(path: Path, index: int, *, password: str | None = None) -> tuple[bool, str]:
-            report = textlayer.inspect_report(path, index, password=password)
-            if report.chars == 0:
-                return False, "no embedded text"
-            return True, f"{report.chars:,} chars of embedded text (text_layer=always)"
+    def check(path: Path, index: int, *, password: str | None = None) -> tuple[bool, str]:
+        report = inspect(path, index, password=password)
+        if policy != "always":
+            return textlayer.judge(report)
+        if report.chars == 0:
+            return False, "no embedded text"
+        return True, f"{report.chars:,} chars of embedded text (text_layer=always)"
 
-        return any_text
-    return textlayer.has_usable_text
+    return check
 
 
 def choose_ocr_engine(settings: Settings, *, has_gpu: bool, weights_available: bool) -> tuple[str, str]:
@@ -93,7 +96,7 @@ class RouterEngine(Engine):
         self.textlayer = textlayer
         self.policy: Policy = text_layer_policy
         self._reason = reason
-        self._check = text_check or _default_check(text_layer_policy)
+        self._check = text_check or _default_check(text_layer_policy, textlayer)
         self._loaded = False
 
     @property
@@ -147,6 +150,11 @@ class RouterEngine(Engine):
             "ocr_reason": self.reason,
             "text_layer": self.policy,
         }
+
+    def capabilities(self):
+        """The OCR engine's choices (the text layer has none of its own)."""
+        caps = self.ocr.capabilities()
+        return caps if self.textlayer is None else caps.merge(self.textlayer.capabilities())
 
     # --- routing --------------------------------------------------------------------------------
     def route(self, request: PageRequest) -> tuple[Engine, str]:

@@ -12,12 +12,13 @@ from ocr_app.ingest.document import open_document
 from ocr_app.ingest.files import SUPPORTED_EXTENSIONS, iter_input_files
 from ocr_app.ingest.image import to_rgb
 from ocr_app.ingest.limits import IngestLimits
-from ocr_app.ingest.page_range import parse_page_range
+from ocr_app.ingest.page_range import clip_page_range, parse_page_range
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",
     "IngestLimits",
     "SourceDocument",
+    "clip_page_range",
     "iter_input_files",
     "open_document",
     "parse_page_range",

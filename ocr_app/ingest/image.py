@@ -106,7 +106,9 @@ class ImageDocument(SourceDocument):
             image.close()
             raise
         if getattr(image, "n_frames", 1) > 1 and fmt not in _PAGED_FORMATS:
-            logger.info("%s has %d frames; only the first is used", name, image.n_frames)
+            note = f"{name} is an animation of {image.n_frames} frames; only the first frame was read"
+            logger.info(note)
+            self.notes.append(note)
 
     def _check_limits(self) -> None:
         if self.page_count > self.limits.max_pages:

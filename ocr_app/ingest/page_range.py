@@ -36,6 +36,39 @@ def parse_page_range(spec: str | None, page_count: int) -> list[int]:
     return sorted(selected)
 
 
+_NO_LIMIT = 10**9
+
+
+def clip_page_range(spec: str | None, page_count: int) -> tuple[list[int], str | None]:
+    """Like ``parse_page_range``, but pages past the end of this document are left out, not an error.
+
+    Why: one range applied to a batch (``1-2`` over a PDF and a one-page PNG) should convert what each
+    file has. Returns the indices and a note saying what was left out (None when nothing was). A
+    malformed range, or one that selects no page of this document at all, is still a ``PageRangeError``.
+    """
+    try:
+        return parse_page_range(spec, page_count), None
+    except PageRangeError:
+        if spec is None:
+            raise
+    selected: set[int] = set()
+    for raw_part in spec.split(","):
+        part = re.sub(r"\s*-\s*", "-", raw_part.strip())
+        if not part:
+            raise PageRangeError(f'page range "{spec}" has an empty part between commas')
+        first, last = _parse_part(part, _NO_LIMIT, spec)  # syntax checked; an open end reads _NO_LIMIT
+        selected.update(range(first - 1, min(last, page_count)))
+    if not selected:
+        pages = "page" if page_count == 1 else "pages"
+        raise PageRangeError(
+            f'page range "{spec}" selects no page of this document: it has {page_count} {pages}'
+        )
+    pages = "page" if page_count == 1 else "pages"
+    return sorted(
+        selected
+    ), f'page range "{spec}": the document has {page_count} {pages}; converted those that exist'
+
+
 def _parse_part(part: str, page_count: int, spec: str) -> tuple[int, int]:
     """First and last 1-based page of one part, checked against the document."""
     if "-" not in part:

@@ -33,7 +33,38 @@ PAGE_MARKER = "<!-- page {number} -->"
 PAGE_RULE = "\n\n---\n\n"
 
 _TAG_RE = re.compile(r"<\|/?(?:ref|det|grounding)\|>")
+# Raw HTML in CommonMark starts with "<" then a letter, "/", "!" or "?"; "a < b" is text and stays.
+_HTML_START_RE = re.compile(r"<(?=[A-Za-z/!?])")
+# Markup DeepSeek-OCR-2 writes (tables; <center> around captions; sub/superscripts): kept, attributes
+# other than colspan/rowspan dropped. Everything else is escaped.
+MODEL_TAGS = ("table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "colgroup", "col", "br")
+MODEL_TAGS += ("center", "sup", "sub", "b", "i", "u", "em", "strong")
+_MODEL_TAG_RE = re.compile(rf"<(/?)({'|'.join(MODEL_TAGS)})\b([^<>]*)>", re.IGNORECASE)
+_SPAN_ATTR_RE = re.compile(r"""\b(colspan|rowspan)\s*=\s*["']?(\d{1,3})["']?""", re.IGNORECASE)
 _MANY_NEWLINES_RE = re.compile(r"\n{3,}")
+
+
+def escape_raw_html(text: str, *, keep_table_tags: bool = False) -> str:
+    """Make HTML in source text inert (``<script>`` → ``&lt;script>``) so the Markdown is safe anywhere.
+
+    Why: a PDF's text layer (or a scan of a web page) can hold ``<script>`` or ``<img onerror=…>``, and
+    Markdown renderers pass raw HTML through. ``keep_table_tags`` keeps the markup a model writes
+    (``MODEL_TAGS``: DeepSeek-OCR-2 tables are HTML), rebuilt with only ``colspan``/``rowspan``.
+    """
+    if not keep_table_tags:
+        return _HTML_START_RE.sub("&lt;", text)
+    parts: list[str] = []
+    pos = 0
+    for m in _MODEL_TAG_RE.finditer(text):
+        parts.append(_HTML_START_RE.sub("&lt;", text[pos : m.start()]))
+        closing, name = m.group(1), m.group(2).lower()
+        attrs = (
+            "" if closing else "".join(f' {a.lower()}="{v}"' for a, v in _SPAN_ATTR_RE.findall(m.group(3)))
+        )
+        parts.append(f"<{closing}{name}{attrs}>")
+        pos = m.end()
+    parts.append(_HTML_START_RE.sub("&lt;", text[pos:]))
+    return "".join(parts)
 
 
 def fix_latex(text: str) -> str:
@@ -52,6 +83,9 @@ def close_open_table(text: str) -> str:
     """Close an HTML table that the model left open (token cap), so it cannot swallow the pages after it.
 
     Only the end is repaired: the missing ``</td>``/``</th>``, ``</tr>`` and ``</table>`` are appended.
+    Why not lxml or html5lib (``bench/eval_libraries.py``, 2026-11-30): on a cut model table lxml gives
+    the same bytes at ~50 µs against ~7 µs here and would make lxml a core dependency; html5lib
+    (~1 ms) rewrites complete tables too (adds ``<tbody>``), changing output that was fine.
     """
     lower = text.lower()
     missing = lower.count("<table") - lower.count("</table>")
@@ -92,6 +126,8 @@ def page_markdown(
     page_number: int,
     images_dir: Path | None,
     link_prefix: str = "images",
+    *,
+    keep_table_html: bool = True,
 ) -> tuple[str, list[Path]]:
     """Markdown of one page and the figure files written for it.
 
@@ -99,6 +135,8 @@ def page_markdown(
     counts figures on the page. Each box of an image block becomes one crop and one link, followed by
     the block's own text if it has any. Without ``images_dir`` (or without the page image) nothing is
     written and image blocks contribute only their text, so no link ever points at a missing file.
+    Raw HTML in block text is escaped; ``keep_table_html`` keeps table markup (for engines that write
+    HTML tables; the text layer and the light engine write Markdown tables, so any HTML there is source text).
     """
     parts: list[str] = []
     figures: list[Path] = []
@@ -115,7 +153,8 @@ def page_markdown(
                 figures.append(path)
                 parts.append(f"![]({link_prefix}/{name})" if link_prefix else f"![]({name})")
         if block.text.strip():
-            parts.append(close_open_table(block.text))
+            text = close_open_table(block.text) if keep_table_html else block.text
+            parts.append(escape_raw_html(text, keep_table_tags=keep_table_html))
     return tidy_markdown("\n\n".join(parts)), figures
 
 

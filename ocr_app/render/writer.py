@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import shutil
+import time
 import zipfile
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -32,6 +33,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ocr_app.engines.base import PROMPTLESS_ENGINES
 from ocr_app.exceptions import ConfigError
 from ocr_app.render.atomic import atomic_target, publish, temp_beside
 from ocr_app.render.formats import OUTPUT_FORMATS
@@ -172,6 +174,7 @@ class DocumentWriter:
 
         A failed page (``page.error`` set) gets a Markdown note and no overlay. The image is not kept.
         """
+        start = time.perf_counter()
         layout: bytes | str | None = None
         size = (0, 0)
         if page.error:
@@ -191,7 +194,12 @@ class DocumentWriter:
                 page.width, page.height = image.size
             images_dir = self.images_dir if self._wants_figures() else None
             page.markdown, page.figures = page_markdown(
-                page.blocks, image, page.index, images_dir, IMAGES_DIR
+                page.blocks,
+                image,
+                page.index,
+                images_dir,
+                IMAGES_DIR,
+                keep_table_html=page.engine not in PROMPTLESS_ENGINES,
             )
             self._files.extend(page.figures)
             page.overlay_path = None
@@ -208,6 +216,8 @@ class DocumentWriter:
                     buf = io.BytesIO()
                     overlay.save(buf, format="JPEG", quality=LAYOUT_JPEG_QUALITY)
                     layout = buf.getvalue()
+        if not page.error:
+            page.timings["render"] = round(time.perf_counter() - start, 4)
         self._pending[page.index] = (page, layout, size)
         self._drain()
 

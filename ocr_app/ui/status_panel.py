@@ -22,8 +22,8 @@ logger = logging.getLogger(__name__)
 NO_GPU = "No GPU on this machine"
 WEIGHTS_HELP = (
     "To use DeepSeek-OCR-2 (best quality; any GPU with 4 GB or more — the `mixed` precision preset "
-    "peaks at 3.3 GiB), download the transformers-format checkpoint once on a machine with internet "
-    "(`hf download deepseek-community/DeepSeek-OCR-2 --local-dir DeepSeek-OCR-2`) and "
+    "peaks at 3.2 GiB for a dense page), download the transformers-format checkpoint once on a machine "
+    "with internet (`hf download deepseek-community/DeepSeek-OCR-2 --local-dir DeepSeek-OCR-2`) and "
     "start the app with `--model /path/to/DeepSeek-OCR-2` (or `DEEPSEEK_OCR_MODEL=...`)."
 )
 

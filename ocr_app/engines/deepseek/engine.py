@@ -157,7 +157,7 @@ class DeepSeekOcr2Engine(Engine):
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
         self._exempt_ids: list[int] = []
-        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
+        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decoding.adapter), built on use
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
         # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
         # ("cache", "quantised now", …) and the seconds quantisation took
@@ -208,7 +208,7 @@ class DeepSeekOcr2Engine(Engine):
         if device.type == "cuda":
             import torch
 
-            from ocr_app.runtime.budget import resolve_budget
+            from ocr_app.engines.deepseek.budget import resolve_budget
 
             bf16 = torch.cuda.is_bf16_supported()
             budget = resolve_budget(self.settings, device)
@@ -223,6 +223,11 @@ class DeepSeekOcr2Engine(Engine):
     def _quant_cache_dir(self):
         """Where streamed quantised weights are kept (``<cache_dir>/quantized``); None turns it off."""
         return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
+
+    def capabilities(self):
+        from ocr_app.engines.deepseek.capabilities import deepseek_capabilities
+
+        return deepseek_capabilities()
 
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
@@ -239,7 +244,7 @@ class DeepSeekOcr2Engine(Engine):
         if was_cuda:
             import torch
 
-            from ocr_app.engines.deepseek.decode import release_cuda_workspaces
+            from ocr_app.engines.deepseek.decoding.decoder import release_cuda_workspaces
 
             torch.cuda.empty_cache()
             release_cuda_workspaces()
@@ -275,6 +280,23 @@ class DeepSeekOcr2Engine(Engine):
         return outputs
 
     def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Yield ``(index, output)`` as pages finish, each with clean raw text and its blocks
+        (``grounding.finish_output``: the wing parses its own output). ``requests`` is pulled lazily;
+        only page sizes are kept until their page is yielded."""
+        from ocr_app.engines.deepseek.grounding import finish_output
+
+        sizes: dict[int, tuple[int, int]] = {}
+
+        def pulled() -> Iterator[PageRequest]:
+            for req in requests:
+                sizes[len(sizes)] = req.page.size
+                yield req
+
+        for i, out in self._stream_raw(pulled()):
+            width, height = sizes.pop(i)
+            yield i, finish_output(out, width, height)
+
+    def _stream_raw(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
         """Yield ``(index, output)`` as pages finish. ``requests`` is pulled lazily (a converter can
         render pages as they are needed): the graph decoder keeps its slots full from it; ``generate``
         takes ``batch_size`` pages at a time."""
@@ -285,7 +307,7 @@ class DeepSeekOcr2Engine(Engine):
             # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
             # that take the current device must not land on cuda:0)
             torch.cuda.set_device(self.device)
-        from ocr_app.engines.deepseek.decode_adapter import stream_pages, wants_graph_decoder
+        from ocr_app.engines.deepseek.decoding.adapter import stream_pages, wants_graph_decoder
 
         pulled: list[PageRequest] = []
         source = _recording(requests, pulled)
@@ -376,7 +398,9 @@ class DeepSeekOcr2Engine(Engine):
         key = None
         if self.vision_cache is not None and request.use_cache:
             # the resolved precision, not the torch dtype: bf16 and mixed both compute in bfloat16
-            key = pixel_cache_key(pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}")
+            key = pixel_cache_key(
+                pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}"
+            )
         return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
 
     def _attach_features(self, pages: list[PreparedPage]) -> None:
@@ -455,7 +479,7 @@ class DeepSeekOcr2Engine(Engine):
 
     def _decode(self, prepared: PreparedBatch) -> list[tuple[list[int], StopReason]]:
         """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token."""
-        from ocr_app.engines.deepseek.decode_adapter import decode_prepared, wants_graph_decoder
+        from ocr_app.engines.deepseek.decoding.adapter import decode_prepared, wants_graph_decoder
 
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             return decode_prepared(self, prepared)  # same tokens, through the graph decoder

@@ -8,8 +8,9 @@ concurrent jobs of the same engine) while the next chunk goes through the vision
 is yielded the moment it finishes.
 
 Whole-document feeding: ``stream_pages`` pulls page requests lazily from any iterable (the converter
-renders pages as they are pulled) and keeps ``slots + VISION_BATCH`` pages submitted: while the decoder
-thread decodes, this thread preprocesses and vision-encodes the next ``VISION_BATCH`` pages, so a
+renders pages as they are pulled) and keeps ``slots + vision batch`` pages submitted: while the decoder
+thread decodes, this thread preprocesses and vision-encodes the next pages (``VISION_BATCH`` at a time,
+fewer where the decoder's memory plan shrank it, one before the plan exists), so a
 finished page's slot is refilled at once from the rest of the document, never in waves.
 
 Stop reasons follow the engine's rules: END at EOS (EOS not included in the ids), LENGTH at the cap,
@@ -27,13 +28,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.deepseek.decode import CAPTURE_LOCK, DecodeRequest, DecodeResult, DecoderOptions
-from ocr_app.engines.deepseek.decode_guard import GuardSpec
+from ocr_app.engines.deepseek.decoding.decoder import (
+    DecodeRequest,
+    DecodeResult,
+    DecoderOptions,
+    capture_lock,
+)
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
-    from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler
+    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
     from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, PreparedBatch
 
 logger = logging.getLogger(__name__)
@@ -61,7 +67,7 @@ def scheduler_for(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
 
 
 def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
-    from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler
+    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
 
     sched = getattr(engine, "_decoder", None)
     if sched is not None and sched.model is engine.model:
@@ -123,7 +129,7 @@ def stream_pages(
     engine: DeepSeekOcr2Engine, requests: Iterable[tuple[int, PageRequest]]
 ) -> Iterator[tuple[int, EngineOutput]]:
     """Yield ``(index, output)`` as pages finish, for ``(index, request)`` pairs pulled lazily: up to
-    ``slots + VISION_BATCH`` pages are in flight; the next ones are encoded while those decode."""
+    ``slots + vision batch`` pages are in flight; the next ones are encoded while those decode."""
     import torch
 
     sched = scheduler_for(engine)
@@ -144,16 +150,17 @@ def stream_pages(
             yield index, engine._output(page, ids, stop, t)
 
     while True:
-        room = sched.slots() + VISION_BATCH - len(waiting)
-        chunk = [] if exhausted else list(itertools.islice(source, min(VISION_BATCH, max(0, room))))
-        if room > 0 and not exhausted and len(chunk) < min(VISION_BATCH, room):
+        batch = sched.encode_batch()
+        room = sched.slots() + batch - len(waiting)
+        chunk = [] if exhausted else list(itertools.islice(source, min(batch, max(0, room))))
+        if room > 0 and not exhausted and len(chunk) < min(batch, room):
             exhausted = True
         if chunk:
             t0 = time.perf_counter()
             with torch.inference_mode():
                 pages = [engine.preprocess(r) for _, r in chunk]
                 t1 = time.perf_counter()
-                with CAPTURE_LOCK:  # the vision pass never overlaps a graph capture of the decoder thread
+                with capture_lock(engine.device):  # the vision pass never overlaps a capture on its GPU
                     engine._attach_features(pages)
             t2 = time.perf_counter()
             timings = {"preprocess": t1 - t0, "vision": t2 - t1}

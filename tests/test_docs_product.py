@@ -1,0 +1,54 @@
+"""Docs match the product (issue 15, item 17): every mode in `convert --help` and `ocr-app info`, the
+README's CPU-only install line, tables per engine, and one figure for the `mixed` peak everywhere."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ocr_app.cli import main
+from ocr_app.engines.deepseek.modes import MODES
+from ocr_app.ui.status_panel import WEIGHTS_HELP
+
+ROOT = Path(__file__).parents[1]
+MIXED_PEAK = "3.2 GiB peak for a dense page"
+
+
+def test_convert_help_lists_every_mode():
+    out = CliRunner().invoke(main, ["convert", "--help"]).output
+    help_text = " ".join(out.split())  # click wraps lines
+    for mode in [*MODES, "default:N"]:
+        assert mode in help_text, mode
+    assert "small" in MODES
+
+
+def test_info_lists_every_mode_with_what_it_does():
+    result = CliRunner().invoke(main, ["info"])
+    assert result.exit_code == 0, result.output
+    section = result.output.split("\nmodes\n", 1)[1]
+    for mode, description in MODES.items():
+        assert re.search(rf"^  {re.escape(mode)}\s+{re.escape(description[:30])}", section, re.M), mode
+    assert re.search(r"^  default:N\s+default with at most N tiles \(N = 2–6\)", section, re.M)
+
+
+def test_readme_cpu_install_tables_and_one_mixed_peak():
+    readme = (ROOT / "README.md").read_text()
+    assert "--index-url https://download.pytorch.org/whl/cpu" in readme
+    for engine in ("DeepSeek-OCR-2 (and a remote", "light (RapidOCR)", "text layer"):
+        assert f"| {engine}" in readme
+    # every user-facing statement of the mixed peak uses the same figure
+    runtime = (ROOT / "docs" / "RUNTIME.md").read_text()
+    for name, text in (("README.md", readme), ("RUNTIME.md", runtime), ("status panel", WEIGHTS_HELP)):
+        claims = re.findall(r"[≤~]?\s*\d\.\d(?:–\d\.\d)? GiB(?: peak| for a dense page|\))", text)
+        mixed_claims = [c for c in claims if "2.35" not in c]
+        assert MIXED_PEAK.split(" peak")[0] in text, name
+        assert all(c.strip().startswith("3.2 GiB") for c in mixed_claims), (name, mixed_claims)
+
+
+def test_readme_documents_exit_code_3_and_page_statuses():
+    readme = (ROOT / "README.md").read_text()
+    assert "`3` every file\nconverted but some pages need a look" in readme
+    for status in ("empty", "low_confidence", "repaired"):
+        assert f"| `{status}` |" in readme
