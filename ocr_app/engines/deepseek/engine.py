@@ -244,11 +244,15 @@ class DeepSeekOcr2Engine(Engine):
         takes ``batch_size`` pages at a time."""
         import torch
 
+        it = iter(requests)
+        first = next(it, None)
+        if first is None:
+            return  # nothing to do: do not load the model for it
         self.load()
         from ocr_app.engines.deepseek.decoding.adapter import stream_pages, wants_graph_decoder
 
         pulled: list[PageRequest] = []
-        source = _recording(requests, pulled)
+        source = _recording(itertools.chain([first], it), pulled)
         done: set[int] = set()
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             try:
