@@ -112,13 +112,11 @@ def stream_pages(
 ) -> Iterator[tuple[int, EngineOutput]]:
     """Yield ``(index, output)`` as pages finish, for ``(index, request)`` pairs pulled lazily: up to
     ``slots + vision batch`` pages are in flight; the next ones are encoded while those decode."""
-    import torch
 
     sched = scheduler_for(engine)
     eos = set(engine._eos_ids())
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
     source = iter(requests)
-    exhausted = False
 
     def ready(block: bool) -> Iterator[tuple[int, EngineOutput]]:
         if not waiting:
@@ -131,6 +129,17 @@ def stream_pages(
             t = dict(timings, prefill=res.first_token_s, decode=res.decode_s, total=time.perf_counter() - t0)
             yield index, engine._output(page, ids, stop, t)
 
+    try:
+        yield from _feed(engine, sched, source, waiting, ready)
+    finally:  # the caller stopped early (cancel, error): pages still queued or decoding are not wanted
+        for f in waiting:
+            f.cancel()
+
+
+def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
+    import torch
+
+    exhausted = False
     while True:
         batch = sched.encode_batch()
         room = sched.slots() + batch - len(waiting)
