@@ -847,9 +847,10 @@ def build_blocks(
         if cover.cover_min_size:
             style = cover
         elif page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
-            # This page's body text is set in another size than the document's (a generated
-            # sampler, an appendix in small print): its own sizes decide its headings.
-            style = None
+            # This page's body text is set in another size than the document's (a sidebar in small
+            # print, a sampler of sizes): the document's heading scale, relative to this page's body.
+            k = body / style.body_size
+            style = replace(style, body_size=body, heading_sizes=tuple(h * k for h in style.heading_sizes))
     found, rest = detect_tables(clean, page_width, config, body)
     found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
     found += found_more
