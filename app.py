@@ -1,11 +1,12 @@
 """Start the ocr-app web UI: ``python app.py [--host H] [--port P] [--share] [--model M] ...``.
 
-See ``python app.py --help``; the same app starts with ``ocr-app ui``.
+The same command as ``ocr-app ui`` (one parser: the click definitions in ``ocr_app/cli.py``); see
+``python app.py --help``.
 """
 
 import sys
 
-from ocr_app.ui.main import main
+from ocr_app.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["ui", *sys.argv[1:]], prog_name="app.py"))

@@ -145,8 +145,8 @@ def run_generate(model, ids, px, pages, new, dtype, guard=None):
 
 
 def make_decoder(model, pages, max_len, graphs="auto", guard=True, prefill_batch=4, kernels="auto"):
-    from ocr_app.engines.deepseek.decode import DecoderOptions, PageDecoder
-    from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
+    from ocr_app.engines.deepseek.decoding.decoder import DecoderOptions, PageDecoder
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
 
     opts = DecoderOptions(
         guard=GuardSpec(30, 90, EXEMPT) if guard else GuardSpec(0, 0),
@@ -163,7 +163,7 @@ def ours_once(dec, ids, px, pages, new, dtype):
     """Admit ``pages`` copies of the page, decode to the end; (prefill s, decode s, results)."""
     import torch
 
-    from ocr_app.engines.deepseek.decode import DecodeRequest
+    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest
 
     reqs = []
     for i in range(pages):
@@ -251,7 +251,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     max_len = -(-(len(ids) + 64) // 256) * 256
     dec = make_decoder(model, pages, max_len, kernels=kernels)
     with torch.inference_mode():
-        from ocr_app.engines.deepseek.decode import DecodeRequest, length_bucket
+        from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, length_bucket
 
         dec.admit([DecodeRequest(ids, to_dev(px, 1, dtype), 60, key=i) for i in range(pages)])
         lb = length_bucket(len(ids) + 20, 256, dec.max_len)
@@ -302,7 +302,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     return summary
 
 
-DEFAULT_GEMV_ROWS = 64  # ocr_app.quant.ops.DECODE_GEMV_MAX_ROWS
+DEFAULT_GEMV_ROWS = 64  # ocr_app.quant.options.KernelOptions.decode_gemv_max_rows
 
 
 def apply_preset(model, name):
@@ -310,13 +310,16 @@ def apply_preset(model, name):
         return model
     base = name.split("@")[0]
     if base in ("mixed", "mixed1d"):  # @N: at most N expert pairs through the GEMV kernel in decode
-        from ocr_app.quant import ops
         from ocr_app.quant.apply import quantize_model
+        from ocr_app.quant.options import default_kernel_options, set_kernel_options
         from ocr_app.quant.presets import get_preset
 
-        ops.DECODE_GEMV_MAX_ROWS = int(name.split("@")[1]) if "@" in name else DEFAULT_GEMV_ROWS
-        ops.GEMV_ACC2D = base == "mixed"  # mixed1d: one reduction per K-tile (the earlier kernel)
+        options = default_kernel_options().replace(
+            decode_gemv_max_rows=int(name.split("@")[1]) if "@" in name else DEFAULT_GEMV_ROWS,
+            gemv_acc2d=base == "mixed",  # mixed1d: one reduction per K-tile (the earlier kernel)
+        )
         quantize_model(model, get_preset("mixed"))
+        set_kernel_options(model, options)
         return model
     raise SystemExit(f"unknown preset {name}")
 

@@ -1,7 +1,8 @@
 """Throughput of the product path on 1 GPU vs 2 GPUs (one DeepSeek-OCR-2 engine per GPU).
 
 Builds a full-size random-weight DeepSeek-OCR-2 checkpoint on disk (real architecture and sizes,
-N(0, 0.02) weights, bf16), writes a 64-page PDF, and converts it with the product path — registry →
+N(0, 0.02) weights, bf16), writes a 64-page document (multi-page TIFF of A4 pages at 144 DPI) and
+converts it with the product path — registry →
 ``Converter`` → (device pool →) model manager → engine with the graph decoder — first with
 ``device=cuda:0``, then with ``device=cuda:0,cuda:1``. Every page decodes exactly ``--new-tokens``
 tokens (random weights practically never emit EOS, and the loop stop needs ≥ 512 tokens; the script
@@ -59,20 +60,26 @@ def build_full_checkpoint(out: Path) -> Path:
 
 
 def make_document(path: Path, pages: int) -> Path:
-    import pymupdf
+    """A multi-page TIFF of A4 pages at 144 DPI (no PDF library needed on the GPU box)."""
+    from PIL import Image, ImageDraw
 
-    doc = pymupdf.open()
+    frames = []
     for i in range(pages):
-        page = doc.new_page(width=595, height=842)  # A4
-        page.insert_text((72, 72), f"Report page {i + 1}", fontsize=20)
+        img = Image.new("RGB", (1191, 1684), "white")
+        draw = ImageDraw.Draw(img)
+        draw.text((144, 144), f"Report page {i + 1}", fill="black", font_size=40)
         for line in range(40):
-            page.insert_text((72, 110 + 17 * line), f"Line {line + 1} of page {i + 1}: " + "lorem ipsum " * 5)
-    doc.save(path)
+            draw.text((144, 220 + 34 * line), f"Line {line + 1} of page {i + 1}: " + "lorem ipsum " * 6,
+                      fill="black", font_size=20)  # fmt: skip
+        frames.append(img)
+    frames[0].save(path, save_all=True, append_images=frames[1:], compression="tiff_deflate")
     return path
 
 
-def run(model_dir: Path, device: str, pdf: Path, out: Path, new_tokens: int, pages: int, tiny: bool) -> dict:
-    """Warm up, then time one conversion of ``pdf`` through the product path on ``device``."""
+def run(
+    model_dir: Path, device: str, document: Path, out: Path, new_tokens: int, pages: int, tiny: bool
+) -> dict:
+    """Warm up, then time one conversion of ``document`` through the product path on ``device``."""
     from ocr_app.convert import Converter, ConvertOptions
     from ocr_app.engines.pool import read_by
     from ocr_app.settings import load_settings
@@ -92,11 +99,13 @@ def run(model_dir: Path, device: str, pdf: Path, out: Path, new_tokens: int, pag
     opts = dict(mode="global" if tiny else "default", formats=frozenset({"json"}), batch_pages=pages)
     try:
         t0 = time.perf_counter()
-        converter.convert([pdf], out / "warmup", ConvertOptions(max_new_tokens=4, **opts))
+        converter.convert([document], out / "warmup", ConvertOptions(max_new_tokens=4, **opts))
         warm = time.perf_counter() - t0
         _sync()
         t0 = time.perf_counter()
-        [doc] = converter.convert([pdf], out / "timed", ConvertOptions(max_new_tokens=new_tokens, **opts))
+        [doc] = converter.convert(
+            [document], out / "timed", ConvertOptions(max_new_tokens=new_tokens, **opts)
+        )
         _sync()
         seconds = time.perf_counter() - t0
     finally:
@@ -156,9 +165,9 @@ def main() -> None:
             model_dir = build_tiny_checkpoint(work / "tiny")
         else:
             model_dir = build_full_checkpoint(work / "full")
-        pdf = make_document(work / "doc.pdf", pages)
-        single = run(model_dir, one, pdf, work / "one", new_tokens, pages, args.tiny)
-        double = run(model_dir, two, pdf, work / "two", new_tokens, pages, args.tiny)
+        doc = make_document(work / "doc.tiff", pages)
+        single = run(model_dir, one, doc, work / "one", new_tokens, pages, args.tiny)
+        double = run(model_dir, two, doc, work / "two", new_tokens, pages, args.tiny)
     ratio = double["pages_per_s"] / single["pages_per_s"]
     result = {
         "pages": pages,

@@ -273,8 +273,8 @@ def kernel_check(dev):
 def launch_check(dev):
     """Fast Triton launch (raw pointers, ``ocr_app/quant/launch.py``) vs the public path: bitwise equal
     outputs, and host cost per launch (µs) of each path and of one torch op, on tiny tensors."""
-    from ocr_app.quant.launch import ENV_FAST
     from ocr_app.quant.modules import QuantExperts, QuantLinear
+    from ocr_app.quant.options import default_kernel_options
 
     torch.manual_seed(2)
     ql = QuantLinear.from_float(torch.randn(1280, 1280, device=dev) * 0.02, torch.randn(1280, device=dev), 4,
@@ -288,14 +288,14 @@ def launch_check(dev):
         w = torch.rand(m, 6, device=dev)
         res = {}
         for flag in ("0", "1", "1"):  # public, fast (first may compile), fast again
-            os.environ[ENV_FAST] = flag
+            ql.kernel_options = qe.kernel_options = default_kernel_options().replace(fast_launch=flag == "1")
             res[flag] = (ql(x), qe(x, idx, w))
         out[f"equal_m{m}"] = bool(
             torch.equal(res["0"][0], res["1"][0]) and torch.equal(res["0"][1], res["1"][1])
         )
     x = torch.randn(1, 1280, device=dev, dtype=torch.bfloat16)
     for flag in ("0", "1"):
-        os.environ[ENV_FAST] = flag
+        ql.kernel_options = default_kernel_options().replace(fast_launch=flag == "1")
         for _ in range(20):
             ql(x)
         sync(dev)
@@ -311,7 +311,6 @@ def launch_check(dev):
         y.add_(1.0)
     sync(dev)
     out["us_per_torch_op"] = (time.perf_counter() - t0) / 500 * 1e6
-    os.environ.pop(ENV_FAST, None)
     R["launch_check"] = out
     log("launch check", json.dumps(out))
     save()
@@ -353,8 +352,8 @@ def main():
         torch.cuda.empty_cache()
 
     if ARGS.quick:  # prefill paths only: bf16 vs mixed (RTN, in place), W8A16/W8A8 vision, both launches
-        from ocr_app.quant.launch import ENV_FAST
         from ocr_app.quant.modules import Int8Linear
+        from ocr_app.quant.options import default_kernel_options, set_kernel_options
         from ocr_app.quant.presets import get_preset as _gp
 
         model = build(cfg, dev, dtype)
@@ -365,7 +364,7 @@ def main():
         quantize_model(model, _gp("mixed"), None)
         gc.collect()
         for flag in ("0", "1"):
-            os.environ[ENV_FAST] = flag
+            set_kernel_options(model, default_kernel_options().replace(fast_launch=flag == "1"))
             measure(f"mixed_rtn_fast{flag}", model, inp, n_new, dev)
         for m in model.modules():
             if isinstance(m, Int8Linear):

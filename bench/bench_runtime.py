@@ -28,8 +28,8 @@ import torch
 
 from ocr_app.engines.base import Engine
 from ocr_app.engines.deepseek.configs import config_dict, random_model
+from ocr_app.engines.deepseek.estimate import estimate_page_bytes
 from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, attn_slice_bytes, bound_sam_attention
-from ocr_app.runtime.estimate import estimate_page_bytes
 from ocr_app.runtime.manager import IDLE_UNLOADED, ModelManager
 from ocr_app.runtime.vision_cache import VisionFeatureCache, content_key
 from ocr_app.runtime.vram import snapshot

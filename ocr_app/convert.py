@@ -145,6 +145,10 @@ class Converter:
     def describe(self) -> dict[str, object]:
         return self.engines.describe()
 
+    def capabilities(self):
+        """Prompts, modes and precisions the engines here offer (``engines.base.Capabilities``)."""
+        return self.engines.capabilities()
+
     # -- conversion ----------------------------------------------------------------------------
     def convert(
         self,
@@ -313,14 +317,13 @@ class Converter:
             self._recognize(engine, source, job, writer)  # the rest of the document
 
     def _finish_page(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
-        from ocr_app.parse.grounding import clean_raw, parse_grounded
         from ocr_app.parse.quality import assess
 
         page = request.page
 
         width, height = page.size
-        raw = clean_raw(output.raw_text)
-        blocks = output.blocks if output.blocks is not None else parse_grounded(raw, width, height)
+        raw = output.raw_text
+        blocks = list(output.blocks or [])  # engines return blocks (the DeepSeek wing parses its tags)
         prefix = f"{output.engine}:"
         reason = next((n[len(prefix) :].strip() for n in output.notes if n.startswith(prefix)), "")
         quality, why = assess(blocks, page.image, output, min_confidence=self.settings.min_confidence)

@@ -99,7 +99,7 @@ def _precision_info(settings: Settings) -> dict[str, object]:
     cuda = settings.device.startswith("cuda") or (settings.device == "auto" and torch.cuda.is_available())
     if not cuda:
         return {"precision": f"{dtype} on the CPU" + (" → fp32" if dtype == "auto" else "")}
-    from ocr_app.runtime.budget import choose_preset, resolve_budget
+    from ocr_app.engines.deepseek.budget import choose_preset, resolve_budget
 
     dev = "cuda" if settings.device == "auto" else settings.device
     budget = resolve_budget(settings, dev)

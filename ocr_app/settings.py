@@ -131,8 +131,13 @@ class Settings(BaseSettings):
     @classmethod
     def _device(cls, value: object) -> object:
         text = str(value).strip().lower() if value is not None else "auto"
-        if text not in DEVICE_KINDS and not _CUDA_INDEX.match(text):
-            raise ValueError(f"unknown device {value!r}: use {', '.join(DEVICE_KINDS)} or cuda:N")
+        items = [t.strip() for t in text.split(",")] if "," in text else [text]
+        bad = [t for t in items if t not in DEVICE_KINDS and not _CUDA_INDEX.match(t)]
+        if bad or not all(items):
+            raise ValueError(
+                f"unknown device {value!r}: use {', '.join(DEVICE_KINDS)}, cuda:N or a list (cuda:0,cuda:1)"
+            )
+        text = ",".join(items)
         return text
 
     @field_validator("dtype", mode="before")

@@ -13,8 +13,10 @@ GPU question for ``auto`` goes to NVML / the driver (``runtime.vram.gpu_present`
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ocr_app.engines.registry import EngineSet, canonical_engine
@@ -35,10 +37,18 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def build_engines(settings: Settings) -> EngineSet:
-    """Declare (not build, not load) every engine that can run here, and pick the default."""
+def build_engines(
+    settings: Settings, extra: Mapping[str, Callable[[Settings], Engine]] | None = None
+) -> EngineSet:
+    """Declare (not build, not load) every engine that can run here, and pick the default.
+
+    ``extra`` adds engines by name (a plug-in, or a test's own engine) exactly like the built-in ones:
+    a factory called with the settings on first use.
+    """
     factories: dict[str, EngineFactory] = {}
     unavailable: dict[str, str] = {}
+    for name, make in (extra or {}).items():
+        factories[name] = functools.partial(make, settings)
 
     if _has("torch") and _has("transformers"):
         factories["deepseek"] = lambda: build_deepseek(settings)
@@ -122,7 +132,7 @@ def build_deepseek(settings: Settings) -> Engine:
 
     def per_device(s: Settings) -> Engine:
         # the budget the decoder plans its pages in flight within (None: free memory); the process-wide
-        # cap is applied by runtime.budget when the model loads
+        # cap is applied by engines.deepseek.budget when the model loads
         engine = DeepSeekOcr2Engine(s, vision_cache=vision_cache, budget_bytes=budget_bytes_from_settings(s))
         built.append(engine)
         return ModelManager(engine, s)

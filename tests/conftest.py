@@ -7,12 +7,59 @@ from pathlib import Path
 import pytest
 
 
+def _build_cache() -> Path:
+    """Where the real tokenizer and the trained tiny model are built once and kept between sessions.
+
+    Read before ``_isolated_cache_dir`` points DEEPSEEK_OCR_CACHE_DIR at a temporary folder: both are
+    deterministic build products keyed by their content hash, not runtime caches.
+    """
+    import os
+
+    from ocr_app.settings import default_cache_dir
+
+    root = os.environ.get("DEEPSEEK_OCR_CACHE_DIR")
+    return Path(root).expanduser() if root else default_cache_dir()
+
+
+_BUILD_CACHE = _build_cache()
+
+
 @pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random-weight checkpoint directory, loaded by tests through ``from_pretrained``."""
+def build_cache() -> Path:
+    """The cache root the trained tiny model and the tokenizer are built in (pass it to subprocesses)."""
+    return _BUILD_CACHE
+
+
+@pytest.fixture(scope="session")
+def trained_checkpoint() -> Path:
+    """The tiny DeepSeek-OCR-2 trained to read ``tiny_pages.PAGES`` exactly (real tokenizer, cached)."""
+    import os
+
+    from ocr_app.engines.deepseek import tiny_train
+
+    old = os.environ.get("DEEPSEEK_OCR_CACHE_DIR")
+    os.environ["DEEPSEEK_OCR_CACHE_DIR"] = str(_BUILD_CACHE)
+    try:
+        return tiny_train.build_trained_checkpoint()
+    finally:
+        if old is None:
+            os.environ.pop("DEEPSEEK_OCR_CACHE_DIR", None)
+        else:
+            os.environ["DEEPSEEK_OCR_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(trained_checkpoint: Path) -> Path:
+    """The checkpoint model-path tests load through ``from_pretrained``: the trained tiny model."""
+    return trained_checkpoint
+
+
+@pytest.fixture(scope="session")
+def random_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Random weights with the real tokenizer, for the few tests that need a model that loops."""
     from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
 
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-deepseek-ocr2"))
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-random"), cache_dir=_BUILD_CACHE / "tokenizer")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -148,14 +148,39 @@ def test_cli_info_reports_versions_and_weights(tiny_checkpoint):
     assert "light" in data["engines"]["available"]
 
 
-def test_cli_make_tiny_model_then_convert(tmp_path):
-    proc = _cli("make-tiny-model", str(tmp_path / "tiny"))
+def test_cli_make_tiny_model_then_convert(trained_checkpoint, build_cache, tmp_path):
+    """The trained model (reused from the build cache) and its sample pages; a page converts exactly."""
+    from ocr_app.engines.deepseek.tiny_pages import PAGES
+
+    env = {"DEEPSEEK_OCR_CACHE_DIR": str(build_cache)}
+    proc = _cli("make-tiny-model", str(tmp_path / "tiny"), env_extra=env)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "tiny" / "config.json").is_file()
-    img = make_image(tmp_path / "scan.jpg", text="Scan", size=(500, 400))
-    proc = _cli("convert", str(img), "-o", str(tmp_path / "o"), *_tiny(tmp_path / "tiny", "-q"))
+    assert "trained" in proc.stdout
+    assert (tmp_path / "tiny" / "config.json").is_file() and (tmp_path / "tiny" / "tokenizer.json").is_file()
+    [table] = [p for p in PAGES if p.name == "table"]
+    page = tmp_path / "tiny" / "sample-pages" / "03-table.png"
+    assert page.is_file()
+    proc = _cli(
+        "convert", str(page), "-o", str(tmp_path / "o"), *_tiny(tmp_path / "tiny", "-q", tokens="256")
+    )
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "o" / "scan" / "scan.md").is_file()
+    data = json.loads((tmp_path / "o" / "03-table" / "03-table.json").read_text())
+    assert data["pages"][0]["stop_reason"] == "end"
+    assert [b["label"] for b in data["pages"][0]["blocks"]] == ["table_caption", "table"]
+    assert data["pages"][0]["markdown"] == "\n\n".join(b.content for b in table.blocks)
+
+
+def test_cli_make_tiny_model_random(build_cache, tmp_path):
+    proc = _cli(
+        "make-tiny-model",
+        "--random",
+        str(tmp_path / "r"),
+        env_extra={"DEEPSEEK_OCR_CACHE_DIR": str(build_cache)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "random-weight" in proc.stdout
+    cfg = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert cfg["text_config"]["vocab_size"] == 129280 and not (tmp_path / "r" / "sample-pages").exists()
 
 
 def test_cli_cache_reuses_results_and_clear_empties_it(tiny_checkpoint, tmp_path):

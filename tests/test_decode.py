@@ -13,15 +13,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ocr_app.engines.deepseek.decode import (  # noqa: E402
+from ocr_app.engines.deepseek.decoding.decoder import (  # noqa: E402
     DecodeRequest,
     DecoderOptions,
     PageDecoder,
     batch_bucket,
     length_bucket,
 )
-from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops  # noqa: E402
-from ocr_app.engines.deepseek.decode_scheduler import DecodeScheduler  # noqa: E402
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops  # noqa: E402
+from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler  # noqa: E402
 from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard, exempt_token_ids, find_repetition  # noqa: E402
 from ocr_app.exceptions import ConfigError, EngineError  # noqa: E402
 from ocr_app.schema import StopReason  # noqa: E402
@@ -276,7 +276,7 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
 
 
 def test_plan_capacity_rounds_to_buckets_within_max_slots(tiny):
-    from ocr_app.engines.deepseek.decode_scheduler import plan_capacity
+    from ocr_app.engines.deepseek.decoding.scheduler import plan_capacity
 
     model, _ = tiny  # CPU: no VRAM bound, only buckets and max_slots
     assert [plan_capacity(model, 256, n, 32) for n in (1, 3, 5, 20, 40)] == [1, 4, 8, 32, 32]
@@ -287,7 +287,7 @@ def test_decoder_runs_quantized_modules_like_generate(tiny_checkpoint):
     """The quant helper's drop-in modules (QuantLinear, QuantExperts) go through the module step."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decode_kernels import fusable_moe
+    from ocr_app.engines.deepseek.decoding.kernels import fusable_moe
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.presets import get_preset
 
@@ -310,3 +310,23 @@ def test_scheduler_sizes_the_decoder_for_announced_pages(tiny):
     assert [len(f.result(timeout=60).tokens) for f in first + rest] == [40, 3, 3, 3, 3]
     assert sched.capacities == [8]  # one decoder sized for all five pages (bucket 8), not for the first
     sched.close()
+
+
+def test_a_cancelled_page_frees_its_slot_and_the_scheduler_goes_on(tiny):
+    """A conversion that stops early cancels its futures: the decoder drops those pages at once and
+    keeps serving (no result is set on a cancelled future)."""
+    model, _ = tiny
+    sched = DecodeScheduler(
+        model, DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP, check_every=2), max_slots=2
+    )
+    try:
+        long, short = sched.submit_many([DecodeRequest([0, 5, 6], {}, 200), DecodeRequest([0, 7, 8], {}, 4)])
+        assert len(short.result(timeout=120).tokens) == 4
+        assert long.cancel()  # the caller goes away while the long page decodes
+        again = sched.submit(DecodeRequest([0, 9, 10], {}, 3))
+        assert len(again.result(timeout=120).tokens) == 3
+        dec = sched.decoder
+        assert dec is not None and dec.busy_slots == [] and len(sched.capacities) == 1
+        assert dec.steps < 200  # the long page stopped when it was cancelled, not at its cap
+    finally:
+        sched.close()

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ocr_app.engines.deepseek.decode_adapter import wants_graph_decoder  # noqa: E402
+from ocr_app.engines.deepseek.decoding.adapter import wants_graph_decoder  # noqa: E402
 from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine  # noqa: E402
 from ocr_app.engines.deepseek.prompts import resolve_prompt  # noqa: E402
 from ocr_app.exceptions import ConfigError  # noqa: E402
@@ -57,23 +57,22 @@ def test_stream_yields_each_page_once_and_short_pages_first(engines):
     assert order[0] == 1  # both decode together: the 2-token page finishes first
 
 
-def test_plug_in_decode_path_and_unload_closes_the_scheduler(engines):
+def test_unload_closes_the_scheduler_and_reload_works(engines):
     eng = engines["graph"]
     reqs = [_request((300, 400), 0)]
-    with torch.inference_mode():
-        pages = [eng.preprocess(r) for r in reqs]
-        eng._attach_features(pages)
-        ids, stop = eng._decode(eng.collate(pages))[0]
-    ref = engines["generate"]
-    with torch.inference_mode():
-        pages = [ref.preprocess(r) for r in reqs]
-        ref._attach_features(pages)
-        assert (ids, stop) == ref._decode(ref.collate(pages))[0]
+    want = engines["generate"].predict_batch(reqs)[0]
+    got = eng.predict_batch(reqs)[0]
+    assert (got.raw_text, got.stop_reason, got.num_tokens) == (
+        want.raw_text,
+        want.stop_reason,
+        want.num_tokens,
+    )
     sched = eng._decoder
     assert sched is not None
     eng.unload()
     assert eng._decoder is None and sched._closed
     eng.load()  # the fixture's later users get a working engine again
+    assert eng.predict_batch(reqs)[0].raw_text == want.raw_text
 
 
 def test_decoder_setting():
@@ -89,7 +88,7 @@ def test_decoder_setting():
 def test_a_broken_graph_decoder_falls_back_to_generate(tiny_checkpoint, engines, monkeypatch):
     """A driver/kernel failure inside the graph decoder (simulated after the first page) must not fail
     the conversion: the remaining pages run through generate, say so, and the decoder stays off."""
-    import ocr_app.engines.deepseek.decode_adapter as adapter
+    import ocr_app.engines.deepseek.decoding.adapter as adapter
 
     real = adapter.stream_pages
     calls = []

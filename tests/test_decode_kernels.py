@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from ocr_app.engines.deepseek import decode_kernels as dk  # noqa: E402
+from ocr_app.engines.deepseek.decoding import kernels as dk  # noqa: E402
 
 
 def test_add_rmsnorm_matches_transformers_rmsnorm():
@@ -94,8 +94,8 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
     """The whole fused step (kernels="triton") reproduces ``generate`` with the guard (fp32)."""
     from transformers import AutoModelForImageTextToText, LogitsProcessorList
 
-    from ocr_app.engines.deepseek.decode import DecodeRequest, DecoderOptions, PageDecoder
-    from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
+    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, DecoderOptions, PageDecoder
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
     from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
@@ -123,10 +123,10 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
     through both expert paths (GEMV, and the sorted GEMM when the pairs exceed its bound)."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decode import DecodeRequest, DecoderOptions, PageDecoder
-    from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
-    from ocr_app.quant import ops
+    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, DecoderOptions, PageDecoder
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
     from ocr_app.quant.apply import quantize_model
+    from ocr_app.quant.options import KernelOptions, set_kernel_options
     from ocr_app.quant.presets import get_preset
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
@@ -147,7 +147,7 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
         dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
         assert dec.fused and dec._fused_moe == [None, "quant", "quant"]
         assert all(p is not None for p in dec._qkv) and all(p is not None for p in dec._swiglu)
-        monkeypatch.setattr(ops, "DECODE_GEMV_MAX_ROWS", bound)
+        set_kernel_options(model, KernelOptions(decode_gemv_max_rows=bound))
         got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
         assert [r.tokens for r in got] == want, bound
 
@@ -193,7 +193,7 @@ def test_argmax_matches_torch_including_ties_and_banned_ids():
 
 @pytest.mark.parametrize(("n", "w"), [(3, 10), (1, 4), (5, 40)])
 def test_ngram_ban_kernel_equals_guard_processor(n, w):
-    from ocr_app.engines.deepseek.decode_guard import GuardSpec
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec
     from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
 
     g = torch.Generator().manual_seed(n + w)
@@ -233,8 +233,8 @@ def test_layer_forward_hooks_run_in_the_module_step(tiny_checkpoint):
     step off and runs after every layer, as in the model's own forward."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decode import DecodeRequest, DecoderOptions, PageDecoder
-    from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec
+    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, DecoderOptions, PageDecoder
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
     calls = []

@@ -1,4 +1,8 @@
-"""The DeepSeek-OCR-2 engine end to end on the tiny checkpoint, through the real loader."""
+"""The DeepSeek-OCR-2 engine end to end through the real loader, on random weights with the real tokenizer.
+
+Why random: these tests check engine mechanics (batching, caps, caches, stop reasons) on arbitrary pages,
+where the trained tiny model (tests/test_tiny_trained.py) has no known output.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import torch
 
 from ocr_app.engines.deepseek import loading
 from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, bounded_max_new_tokens, finish_row
+from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
 from ocr_app.engines.deepseek.prompts import resolve_prompt
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
 from ocr_app.schema import PageImage, PageRequest, StopReason
@@ -41,8 +46,8 @@ def settings_for(checkpoint, **kw):
 
 
 @pytest.fixture(scope="module")
-def engine(tiny_checkpoint):
-    eng = DeepSeekOcr2Engine(settings_for(tiny_checkpoint))
+def engine(random_checkpoint):
+    eng = DeepSeekOcr2Engine(settings_for(random_checkpoint))
     eng.load()
     yield eng
     eng.unload()
@@ -86,17 +91,17 @@ def test_resolve_device_and_dtype():
 
 
 @pytest.mark.parametrize("preset", ["int8", "mixed"])
-def test_quant_presets_need_a_backend(preset, tiny_checkpoint, monkeypatch):
+def test_quant_presets_need_a_backend(preset, random_checkpoint, monkeypatch):
     """Where no quantization package registers itself, the preset names fail with a clear error."""
     monkeypatch.setattr(loading, "_QUANT_BACKENDS", {})
     monkeypatch.setattr(loading, "_default_quant_backend", lambda name: None)
     with pytest.raises(EngineUnavailableError, match="quantization backend"):
         loading.resolve_dtype(preset, torch.device("cpu"))
     with pytest.raises(EngineUnavailableError, match="quantization backend"):
-        DeepSeekOcr2Engine(settings_for(tiny_checkpoint, dtype=preset)).load()
+        DeepSeekOcr2Engine(settings_for(random_checkpoint, dtype=preset)).load()
 
 
-def test_a_registered_quant_backend_is_used(tiny_checkpoint, monkeypatch):
+def test_a_registered_quant_backend_is_used(random_checkpoint, monkeypatch):
     from transformers import AutoModelForImageTextToText
 
     calls = []
@@ -111,10 +116,10 @@ def test_a_registered_quant_backend_is_used(tiny_checkpoint, monkeypatch):
 
     monkeypatch.setattr(loading, "_QUANT_BACKENDS", {})
     loading.register_quant_backend("mixed", Bf16Backend())
-    eng = DeepSeekOcr2Engine(settings_for(tiny_checkpoint, dtype="mixed"))
+    eng = DeepSeekOcr2Engine(settings_for(random_checkpoint, dtype="mixed"))
     eng.load()
     try:
-        assert calls == [(tiny_checkpoint, torch.device("cpu"), torch.bfloat16)]
+        assert calls == [(random_checkpoint, torch.device("cpu"), torch.bfloat16)]
         assert next(eng.model.parameters()).dtype == torch.bfloat16
         out = eng.predict_batch([request((300, 200), max_new_tokens=3)])[0]
         assert out.num_tokens == 3
@@ -164,9 +169,9 @@ def _fake_hf_cache(cache: Path, repo: str, checkpoint: Path) -> Path:
     return snap
 
 
-def test_weights_status_without_network(tiny_checkpoint, tmp_path, monkeypatch):
+def test_weights_status_without_network(random_checkpoint, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert loading.weights_status(str(tiny_checkpoint)).startswith(f"local directory {tiny_checkpoint} (")
+    assert loading.weights_status(str(random_checkpoint)).startswith(f"local directory {random_checkpoint} (")
     assert "does not exist" in loading.weights_status(str(tmp_path / "nope"))
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -176,16 +181,16 @@ def test_weights_status_without_network(tiny_checkpoint, tmp_path, monkeypatch):
         "not downloaded (hf download org/tiny"
     )
     assert not loading.weights_available("org/tiny", cache_dir=cache)
-    snap = _fake_hf_cache(cache, "org/tiny", tiny_checkpoint)
+    snap = _fake_hf_cache(cache, "org/tiny", random_checkpoint)
     assert loading.weights_status("org/tiny", cache_dir=cache) == f"in HF cache at {snap}"
     assert loading.weights_available("org/tiny", cache_dir=cache)
     assert loading.resolve_model_dir("org/tiny", cache_dir=cache) == snap
-    assert loading.weights_available(str(tiny_checkpoint))
+    assert loading.weights_available(str(random_checkpoint))
 
 
-def test_wrong_architecture_is_a_model_load_error(tiny_checkpoint, tmp_path):
+def test_wrong_architecture_is_a_model_load_error(random_checkpoint, tmp_path):
     bad = tmp_path / "bad"
-    shutil.copytree(tiny_checkpoint, bad)
+    shutil.copytree(random_checkpoint, bad)
     cfg = json.loads((bad / "config.json").read_text())
     cfg["model_type"] = "not_a_model_type"
     (bad / "config.json").write_text(json.dumps(cfg))
@@ -215,7 +220,9 @@ def test_raw_text_is_the_decoded_ids_with_special_tokens_kept(engine):
     ids, stop = decode_ids(engine, req)
     out = engine.predict_batch([req])[0]
     tok = engine.processor.tokenizer
-    assert out.raw_text == tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    decoded = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    assert out.raw_text == clean_raw(decoded)  # the wing cleans EOS/BOS/pad and outer blank space
+    assert out.blocks == parse_grounded(decoded, 400, 300)  # and returns blocks, not tags to parse
     assert out.num_tokens == len(ids) == 6 and stop is out.stop_reason is StopReason.LENGTH
     assert tok.eos_token not in out.raw_text
 
@@ -241,7 +248,9 @@ def test_end_stop_when_eos_is_generated(engine):
     tok = engine.processor.tokenizer
     assert out.stop_reason is StopReason.END
     assert out.num_tokens == k
-    assert out.raw_text == tok.decode(ids[:k], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    assert out.raw_text == clean_raw(
+        tok.decode(ids[:k], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    )
 
 
 def test_repetition_stop_without_guard_and_length_with_it(engine, monkeypatch):
@@ -263,9 +272,9 @@ def test_finish_row_rules():
     assert finish_row([5, 6, 7] * 10, {1}) == ([5, 6, 7] * 10, StopReason.REPETITION)
 
 
-def test_max_new_tokens_is_bounded_by_the_context(tiny_checkpoint, tmp_path):
+def test_max_new_tokens_is_bounded_by_the_context(random_checkpoint, tmp_path):
     small_ctx = tmp_path / "ctx"
-    shutil.copytree(tiny_checkpoint, small_ctx)
+    shutil.copytree(random_checkpoint, small_ctx)
     cfg = json.loads((small_ctx / "config.json").read_text())
     cfg["text_config"]["max_position_embeddings"] = 156  # 145 vision + 5 prompt text tokens + 6 free
     (small_ctx / "config.json").write_text(json.dumps(cfg))
@@ -292,8 +301,8 @@ def test_bounded_max_new_tokens():
         bounded_max_new_tokens(0, 100, 8192)
 
 
-def test_empty_batch_does_not_load(tiny_checkpoint):
-    eng = DeepSeekOcr2Engine(settings_for(tiny_checkpoint))
+def test_empty_batch_does_not_load(random_checkpoint):
+    eng = DeepSeekOcr2Engine(settings_for(random_checkpoint))
     assert eng.predict_batch([]) == []
     assert not eng.is_loaded
 
@@ -361,8 +370,8 @@ def test_cache_keys_follow_pixel_content(engine):
     assert pixel_cache_key(a, "m") != pixel_cache_key(a, "other-model")
 
 
-def test_predict_stream_yields_every_index(tiny_checkpoint):
-    eng = DeepSeekOcr2Engine(settings_for(tiny_checkpoint, max_new_tokens=2), batch_size=2)
+def test_predict_stream_yields_every_index(random_checkpoint):
+    eng = DeepSeekOcr2Engine(settings_for(random_checkpoint, max_new_tokens=2), batch_size=2)
     try:
         reqs = [request((300 + 50 * i, 200), i) for i in range(3)]
         seen = [i for i, out in eng.predict_stream(reqs) if out.num_tokens == 2]
@@ -371,8 +380,8 @@ def test_predict_stream_yields_every_index(tiny_checkpoint):
         eng.unload()
 
 
-def test_unload_frees_the_model_and_reload_works(tiny_checkpoint):
-    eng = DeepSeekOcr2Engine(settings_for(tiny_checkpoint, max_new_tokens=2))
+def test_unload_frees_the_model_and_reload_works(random_checkpoint):
+    eng = DeepSeekOcr2Engine(settings_for(random_checkpoint, max_new_tokens=2))
     eng.predict_batch([request((300, 200))])  # loads lazily
     ref = weakref.ref(eng.model)
     assert eng.is_loaded

@@ -118,3 +118,94 @@ def test_gpu_panel_shows_each_gpu_and_each_member(monkeypatch):
     assert "GPU 0: H200 #0 · 10.00 / 140.00 GiB" in text and "GPU 1: H200 #1 · 11.00 / 140.00 GiB" in text
     assert "device `cuda:0`: up, 0 in flight, 0 pages read, model not loaded" in text
     assert "device `cuda:1`: up" in text
+
+
+def test_concurrent_jobs_share_each_devices_slots():
+    """Two jobs at once (two UI users, a CLI batch): the pool counts pages in flight per device across
+    both, so no device ever holds more than its slots, and both jobs get every page back in order."""
+    import threading
+    import time
+
+    from PIL import Image
+
+    from ocr_app.engines.base import Engine
+    from ocr_app.engines.pool import PoolMember
+    from ocr_app.schema import EngineOutput, PageImage, PageRequest
+
+    class Device(Engine):
+        """Stands in for one GPU's engine: counts the pages it holds at once."""
+
+        def __init__(self) -> None:
+            self.now = self.peak = 0
+            self.lock = threading.Lock()
+
+        def load(self) -> None:
+            pass
+
+        def unload(self) -> None:
+            pass
+
+        @property
+        def is_loaded(self) -> bool:
+            return True
+
+        def predict_batch(self, requests):
+            with self.lock:
+                self.now += len(requests)
+                self.peak = max(self.peak, self.now)
+            time.sleep(0.05)
+            with self.lock:
+                self.now -= len(requests)
+            return [EngineOutput(engine="x", raw_text=r.page.source + str(r.page.index)) for r in requests]
+
+    devices = [Device(), Device()]
+    pool = EnginePool(
+        [PoolMember(f"cuda:{i}", d, slots=2) for i, d in enumerate(devices)], kind="device", chunk=2
+    )
+    results: dict[str, list[str]] = {}
+
+    def job(name: str) -> None:
+        reqs = [PageRequest(page=PageImage(Image.new("RGB", (8, 8)), i, name), prompt="p") for i in range(10)]
+        results[name] = [o.raw_text for o in pool.predict_batch(reqs)]
+
+    threads = [threading.Thread(target=job, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {n: [f"{n}{i}" for i in range(10)] for n in ("a", "b")}
+    assert [d.peak for d in devices] == [2, 2]  # full, never over
+    assert sum(m.served for m in pool.members) == 20 and all(m.served > 0 for m in pool.members)
+
+
+def test_gpu_count_from_nvml_respects_cuda_visible_devices(monkeypatch):
+    """Counting GPUs must not import torch (seconds) in a process that may only use remote endpoints."""
+    import importlib.machinery
+    import sys
+    import types
+
+    from ocr_app.engines.devices import cuda_device_count
+
+    fake = types.ModuleType("pynvml")
+    fake.__spec__ = importlib.machinery.ModuleSpec("pynvml", None)
+    fake.nvmlInit = lambda: None
+    fake.nvmlShutdown = lambda: None
+    fake.nvmlDeviceGetCount = lambda: 4
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert cuda_device_count() == 4
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert cuda_device_count() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,-1,2")
+    assert cuda_device_count() == 1
+    assert parse_devices("auto") == ["auto"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    assert parse_devices("auto") == ["cuda:0", "cuda:1", "cuda:2"]
+
+    def no_driver():
+        raise RuntimeError("NVML Shared Library Not Found")
+
+    fake.nvmlInit = no_driver
+    assert cuda_device_count() == 0
+    assert "torch" not in sys.modules

@@ -17,7 +17,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ocr_app.convert import Converter, ConvertOptions  # noqa: E402
-from ocr_app.engines.deepseek.decode_scheduler import available_bytes, plan_capacity  # noqa: E402
+from ocr_app.engines.deepseek.decoding.scheduler import (  # noqa: E402
+    SlotPlan,
+    available_bytes,
+    plan_capacity,
+    plan_slots,
+)
 from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine  # noqa: E402
 from ocr_app.engines.deepseek.prompts import resolve_prompt  # noqa: E402
 from ocr_app.exceptions import GpuOutOfMemory  # noqa: E402
@@ -157,17 +162,25 @@ class GpuDouble:
 def test_pages_in_flight_follow_free_memory_or_the_budget(tiny_checkpoint):
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decode_scheduler import transient_reserve
-    from ocr_app.runtime.estimate import kv_bytes_per_token
+    from ocr_app.engines.deepseek.decoding.scheduler import transient_reserve
+    from ocr_app.engines.deepseek.estimate import kv_bytes_per_token
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32)
     gpu = GpuDouble(total=140 * GIB, allocated=7 * GIB)
     assert available_bytes(None, None, gpu) == 133 * GIB
     assert available_bytes(None, 8 * GIB, gpu) == 1 * GIB  # the budget, not the device, bounds it
     per_slot = kv_bytes_per_token(model.config, torch.float32) * 2048 + 8 * 2048
-    reserve = transient_reserve(model, 4, 4)
-    budget = 7 * GIB + reserve + 5 * per_slot + per_slot // 2  # room for 5.5 slots
+    big, small = transient_reserve(model, 4, 4), transient_reserve(model, 1, 1)
+    assert big > small
+    budget = 7 * GIB + big + 5 * per_slot + per_slot // 2  # room for 5.5 slots beside 4-page batches
     assert plan_capacity(model, 2048, 32, 32, 4, vision_batch=4, cuda=gpu) == 32
-    assert plan_capacity(model, 2048, 32, 32, 4, budget_bytes=budget, vision_batch=4, cuda=gpu) == 5
+    assert plan_slots(
+        model, 2048, 32, 32, prefill_batch=4, vision_batch=4, budget_bytes=budget, cuda=gpu
+    ) == (SlotPlan(5, 4, 4))
+    # a small budget: the batches beside the decoder shrink to one page before the slots do
+    tight = 7 * GIB + small + 2 * per_slot
+    assert plan_slots(model, 2048, 32, 32, prefill_batch=4, vision_batch=4, budget_bytes=tight, cuda=gpu) == (
+        SlotPlan(2, 1, 1)
+    )
     with pytest.raises(GpuOutOfMemory, match="budget"):
-        plan_capacity(model, 2048, 1, 32, 4, budget_bytes=7 * GIB + reserve, vision_batch=4, cuda=gpu)
+        plan_capacity(model, 2048, 1, 32, 4, budget_bytes=7 * GIB + small, vision_batch=4, cuda=gpu)

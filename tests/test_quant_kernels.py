@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from ocr_app.exceptions import ConfigError
 from ocr_app.quant.formats import (
     dequantize_groups,
     group_size_for,
@@ -28,6 +29,7 @@ from ocr_app.quant.formats import (
 )
 from ocr_app.quant.modules import Int8Linear, QuantExperts, QuantLinear
 from ocr_app.quant.ops import align_pairs, int8_linear, moe_experts, wq_linear
+from ocr_app.quant.options import KernelOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -205,8 +207,13 @@ def test_triton_kernels_match_torch_path_under_interpreter():
 def test_linear_backend_choice_and_errors(monkeypatch):
     ql = QuantLinear.from_float(torch.randn(16, 32), None, dtype=torch.float32)
     x = torch.randn(2, 32)
-    monkeypatch.setenv("OCR_APP_QUANT_BACKEND", "torch")
+    ql.kernel_options = KernelOptions(backend="torch")
     assert torch.equal(ql(x), wq_linear(x, ql.qw, backend="torch"))
+    assert KernelOptions.from_env({"OCR_APP_QUANT_BACKEND": "Torch"}).backend == "torch"
+    assert KernelOptions.from_env({"OCR_APP_TRITON_FAST_LAUNCH": "0"}).fast_launch is False
+    assert KernelOptions.from_env({}) == KernelOptions()
+    with pytest.raises(ConfigError, match="OCR_APP_QUANT_BACKEND"):
+        KernelOptions.from_env({"OCR_APP_QUANT_BACKEND": "cuda"})
     assert int8_linear(torch.randn(0, 32), torch.zeros(8, 32, dtype=torch.int8), torch.ones(8)).shape == (
         0,
         8,
@@ -230,14 +237,12 @@ def test_fast_launch_falls_back_to_the_public_path(monkeypatch):
             return lambda *a, **k: calls.append((self.fn.__name__, grid, a, k))
 
     monkeypatch.setattr(launch_mod, "_broken", set())
-    monkeypatch.setenv(launch_mod.ENV_FAST, "1")
-    launch_mod.launch(Kernel("plain", False), (2, 3), 1, 2, X=4)
+    launch_mod.launch(Kernel("plain", False), (2, 3), 1, 2, X=4, fast=True)
     assert calls == [("plain", (2, 3), (1, 2), {"X": 4})]
     calls.clear()
     pytest.importorskip("triton", reason="the fast path imports triton internals")
-    launch_mod.launch(Kernel("odd", True), (1,), 5)
+    launch_mod.launch(Kernel("odd", True), (1,), 5, fast=True)
     assert calls == [("odd", (1,), (5,), {})] and "odd" in launch_mod._broken
     calls.clear()
-    monkeypatch.setenv(launch_mod.ENV_FAST, "0")
-    launch_mod.launch(Kernel("off", True), (1,), 6)
+    launch_mod.launch(Kernel("off", True), (1,), 6, fast=False)
     assert calls == [("off", (1,), (6,), {})] and "off" not in launch_mod._broken

@@ -73,6 +73,7 @@ def streamed(tiny_checkpoint, calib_batches):
     model, recipe, report = stream_quantize(
         tiny_checkpoint, get_preset("mixed"), torch.device("cpu"), torch.float32,
         calib_batches=calib_batches, progress=lambda *a: progress.append(a), observer=observe,
+        offload_experts=True,  # as on a GPU: routed experts stay on the CPU, visit the device in turn
     )  # fmt: skip
     return model, recipe, report, steps, progress
 
@@ -218,6 +219,8 @@ def test_quantised_weights_are_cached_by_content(tiny_checkpoint, tmp_path, eval
     env = {"DEEPSEEK_OCR_CACHE_DIR": str(cache)}
     out = CliRunner().invoke(main, ["cache", "info"], env=env).output
     assert "quantised models 1 entries" in out and f"from {tiny_checkpoint}" in out
+    info = CliRunner().invoke(main, ["info", "--model", str(tiny_checkpoint)], env=env).output
+    assert "quantised weights      cached: int8 (" in info and " GiB, quantised in " in info, info
     out = CliRunner().invoke(main, ["cache", "clear"], env=env).output
     assert "1 quantised models" in out and store.entries() == []
 
@@ -262,7 +265,7 @@ class _FakeCuda:
 
 
 def test_choose_preset_follows_the_budget():
-    from ocr_app.runtime.budget import choose_preset, need_bytes, weight_bytes
+    from ocr_app.engines.deepseek.budget import choose_preset, need_bytes, weight_bytes
 
     assert choose_preset(4 * GIB, "cuda")[0] == "mixed"
     assert choose_preset(6 * GIB, "cuda")[0] == "int8"
@@ -278,7 +281,7 @@ def test_choose_preset_follows_the_budget():
 
 
 def test_budget_from_setting_or_free_memory_and_cap(monkeypatch):
-    from ocr_app.runtime.budget import Budget, apply_cap, resolve_budget
+    from ocr_app.engines.deepseek.budget import Budget, apply_cap, resolve_budget
     from ocr_app.settings import Settings
 
     fake = _FakeCuda(monkeypatch, total=80 * GIB, free=79 * GIB)
@@ -319,3 +322,84 @@ def test_engine_auto_reads_the_budget_and_manager_caps(monkeypatch, tiny_checkpo
     engine = Loads(Settings(model=str(tiny_checkpoint), device="cuda", gpu_memory_gib=4))
     ModelManager(engine, engine.settings, idle_unload_s=0).load()
     assert engine.caps_at_load == [(4 / 80, 0)]
+
+
+def test_bench_small_gpu_smoke_on_cpu(tmp_path):
+    """The H200 benchmark runs the same code on the CPU (tiny config), so it cannot rot between GPU runs."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "bench/bench_small_gpu.py", "--tiny", "--budgets", "4", "--new", "2",
+           "--tiny-pages", "2", "--mode", "global", "--work", str(tmp_path / "w"), "--out", str(out)]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(root))
+    res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["first_load"]["precision"] == "mixed" and row["first_load"]["quant_source"] == "quantised now"
+    assert row["second_load"]["quant_source"] == "cache" and row["prequant_s"] > 0
+    assert row["conv1_pages"] == 1 and row["conv16_pages"] == 2 and not row["conv16_errors"]
+    assert row["oom_events"] == 0 and "| 4 GiB | mixed" in res.stdout
+
+
+def test_first_quantisation_reports_progress_in_the_app_stream_and_the_cli(tiny_checkpoint, tmp_path):
+    """gr.Progress gets the job stream's events: the quantisation units come first, as their own stage;
+    the CLI shows a tqdm bar over the same units."""
+    import threading
+
+    from click.testing import CliRunner
+
+    from ocr_app.cli import main
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.settings import Settings
+    from ocr_app.stack import build_engines
+    from ocr_app.ui.jobs import JobOutcome, stream_conversion
+    from tests.factories import make_image
+
+    img = make_image(tmp_path / "page.png", "Quarterly report")
+    settings = Settings(model=str(tiny_checkpoint), device="cpu", dtype="int8", engine="deepseek",
+                        idle_unload_s=0, cache_dir=tmp_path / "app-cache", max_new_tokens=2)  # fmt: skip
+    engines = build_engines(settings)
+    try:
+        opts = ConvertOptions.from_settings(settings, mode="global")
+        items = list(
+            stream_conversion(Converter(engines, settings), [img], tmp_path / "o", opts, threading.Event())
+        )
+    finally:
+        engines.unload_all()
+    *progress, outcome = items
+    assert isinstance(outcome, JobOutcome) and outcome.succeeded
+    quant = [p for p in progress if p.event.stage == "quantize"]
+    assert [(p.event.done, p.event.total) for p in quant] == [(i, 8) for i in range(1, 9)]
+    assert quant[0].message.startswith("Quantising the model") and quant[-1].fraction == 1.0
+    first_page_done = next(i for i, p in enumerate(progress) if p.event.stage == "page_done")
+    assert progress.index(quant[-1]) < first_page_done  # the model is ready before the page finishes
+    env = {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cli-cache")}
+    args = ["convert", str(img), "-o", str(tmp_path / "cli"), "--model", str(tiny_checkpoint), "--engine",
+            "deepseek", "--device", "cpu", "--dtype", "int8", "--mode", "global", "--max-new-tokens", "2",
+            "--format", "md"]  # fmt: skip
+    res = CliRunner().invoke(main, args, env=env)
+    assert res.exit_code == 0, res.output
+    assert "quantising: 100%" in res.output and "8/8" in res.output
+
+
+def test_info_and_gpu_panel_say_which_preset_and_why(monkeypatch):
+    from ocr_app.info import _precision_info
+    from ocr_app.settings import Settings
+    from ocr_app.ui.status_panel import engines_markdown
+
+    _FakeCuda(monkeypatch, total=80 * GIB, free=79 * GIB)
+    info = _precision_info(Settings(device="cuda", gpu_memory_gib=4))
+    assert info["gpu budget"] == "4.0 GiB budget"
+    assert info["precision"].startswith("auto: 4.0 GiB budget → mixed (4.0 GiB < ")
+    assert _precision_info(Settings(device="cuda", dtype="int8"))["precision"] == "int8 (--dtype)"
+    engine = {"state": "ready", "dtype": "bfloat16", "precision_reason": "4.0 GiB budget → mixed",
+              "quant_source": "cache", "quantize_seconds": 41.2}  # fmt: skip
+    text = engines_markdown({"default": "deepseek", "engines": {"deepseek": engine}})
+    assert (
+        "precision: 4.0 GiB budget → mixed" in text
+        and "quantised weights: cache, quantised in 41.2 s" in text
+    )

@@ -106,7 +106,7 @@ def test_mismatch_fails_loudly(tmp_path):
     data["added_tokens"][5]["content"] = "<changed>"  # one token renamed: ids would silently shift
     bad = tmp_path / "tokenizer.json"
     bad.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    with pytest.raises(ModelLoadError, match="not the real one.*c93a1c4d2ecf"):
+    with pytest.raises(ModelLoadError, match=r"not the real one.*c93a1c4d2ecf"):
         realtok.build_tokenizer_json(bad)
 
 

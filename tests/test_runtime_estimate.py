@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ocr_app.engines.deepseek.configs import config_dict
-from ocr_app.runtime.estimate import (
+from ocr_app.engines.deepseek.estimate import (
     dtype_bytes,
     estimate_page_bytes,
     kv_bytes_per_token,

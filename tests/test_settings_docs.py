@@ -19,3 +19,14 @@ def test_readme_links_every_doc():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     docs = sorted(p.name for p in DOC.parent.glob("*.md"))
     assert [d for d in docs if f"docs/{d}" not in readme] == []
+
+
+def test_every_kernel_option_and_variable_is_documented():
+    import dataclasses
+
+    from ocr_app.quant import options
+
+    text = DOC.read_text()
+    fields = [f.name for f in dataclasses.fields(options.KernelOptions)]
+    assert [f for f in fields if f"`{f}`" not in text] == []
+    assert f"`{options.ENV_BACKEND}`" in text and f"`{options.ENV_FAST_LAUNCH}`" in text

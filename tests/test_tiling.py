@@ -169,3 +169,17 @@ def test_grounded_engine_tiles_are_parsed_and_mapped_back_to_page_pixels():
         assert all(abs(g - w) <= 4 for g, w in zip(got[level], want, strict=True)), (level, got[level])
     assert [int(b.text.split()[1]) for b in out.blocks] == [10, 20, 30, 40]  # reading order
     assert "tile 1 of 8" in out.raw_text
+
+
+def test_registry_tiles_every_ocr_engine_and_can_turn_it_off(tiny_checkpoint):
+    from ocr_app.engines.tiling import TilingEngine
+
+    engines = build_engines(
+        Settings(model=str(tiny_checkpoint), remote_url="http://127.0.0.1:9", tile_size=2000)
+    )
+    for name in ("deepseek", "light", "remote"):
+        assert isinstance(engines.engines[name], TilingEngine) and engines.engines[name].tile_size == 2000
+    assert not isinstance(engines.engines["textlayer"], TilingEngine)  # a text layer needs no tiles
+    assert engines.engines["auto"].ocr is engines.engines["remote"]
+    plain = build_engines(Settings(model=str(tiny_checkpoint), tile_max_side=0))
+    assert not any(isinstance(e, TilingEngine) for e in plain.engines.values())

@@ -169,3 +169,58 @@ def test_outputs_live_in_one_folder_per_session_and_a_new_job_replaces_the_old(a
     _call(client, [docs["report"]], pages="1")
     second = sorted(p.name for p in sessions[0].iterdir())
     assert len(first) == len(second) == 1 and first != second
+
+
+# --- encrypted PDFs: a password per file, never logged, never written -------------------------------
+SECRET = "Tr0ub4dor-s3cret-pw"
+
+
+def _all_files(*roots: Path, since: float) -> list[Path]:
+    found = []
+    for root in roots:
+        if root.exists():
+            found.extend(p for p in root.rglob("*") if p.is_file() and p.stat().st_mtime >= since)
+    return found
+
+
+def test_password_opens_an_encrypted_pdf_and_is_never_logged_or_written(app, client, docs, tmp_path, caplog):
+    import logging
+    import time
+
+    from gradio.utils import get_upload_folder
+
+    locked = make_pdf(tmp_path / "locked.pdf", ["# Locked\nSecret figures."], password=SECRET)
+    start = time.time() - 1
+    caplog.set_level(logging.DEBUG)
+    # one file needs a password, the other not: per-file passwords as a JSON object
+    # (the default engine reads the rendered page; the text layer's own reopening is the library's part)
+    _, result, files = _call(client, [locked, docs["report"]], password=json.dumps({"locked.pdf": SECRET}))
+    got = {d["source"]: d for d in result["documents"]}
+    (want,) = app.expected([locked], tmp_path / "lib", password=SECRET)
+    assert got["locked.pdf"]["error"] is None and not any(p["error"] for p in got["locked.pdf"]["pages"])
+    assert [p["markdown"] for p in got["locked.pdf"]["pages"]] == [p.markdown for p in want.pages]
+    assert got["report.pdf"]["error"] is None
+    # one password for every file works too; a wrong one fails only that file, with the library's words
+    _, result, _ = _call(client, [locked], pages="1", password=SECRET)
+    assert result["documents"][0]["error"] is None
+    _, result, _ = _call(client, [locked, docs["report"]], pages="1", password="wrong")
+    errors = {d["source"]: d["error"] for d in result["documents"]}
+    assert errors["report.pdf"] is None and "password given for locked.pdf is wrong" in errors["locked.pdf"]
+
+    assert caplog.records and SECRET not in caplog.text
+    written = _all_files(app.work_root, Path(get_upload_folder()), tmp_path / "lib", since=start)
+    written += [Path(f) for f in files]
+    assert written  # outputs and uploads were there to scan
+    leaks = [p for p in written if SECRET.encode() in p.read_bytes()]
+    assert not leaks
+    assert SECRET not in json.dumps(result)
+
+
+def test_an_unsupported_file_in_a_batch_fails_alone(app, client, docs, tmp_path):
+    heic = tmp_path / "photo.heic"
+    heic.write_bytes(b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + b"\x00" * 64)
+    _, result, files = _call(client, [docs["report"], heic])
+    got = {d["source"]: d for d in result["documents"]}
+    assert got["report.pdf"]["error"] is None and len(got["report.pdf"]["pages"]) == 2
+    assert got["photo.heic"]["error"] and "photo.heic" in got["photo.heic"]["error"]
+    assert [Path(f).name for f in files] == ["report.md", "report.json", "report.zip"]

@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from ocr_app.runtime.vram import snapshot
+from ocr_app.ui import viewer
 from tests.factories import make_pdf
 from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, running_app, tiny_settings
 
@@ -117,7 +118,7 @@ def test_markdown_of_first_page_is_shown(page, expected):
     assert words, "the tiny model produced no readable words; the check would be empty"
     page.locator("#page-status").get_by_text("report.pdf, page 1").wait_for()
     assert page.locator("#page-select input").input_value().startswith("report.pdf · page 1")
-    shown = _alnum(page.inner_text("#page-markdown"))
+    shown = _alnum(page.inner_text("#page-view .ocr-md"))
     assert all(w in shown for w in words), (words, shown)
     status = page.inner_text("#page-status")
     assert "report.pdf, page 1" in status
@@ -133,23 +134,29 @@ def test_source_tab_holds_the_document_markdown(page, expected):
 
 
 def test_overlay_image_of_the_page_is_shown(page, expected):
-    img = page.locator("#page-overlay img").first
+    img = page.locator("#page-view img.ocr-page-image").first
     img.wait_for()
+    page.wait_for_function("() => document.querySelector('#page-view img.ocr-page-image').naturalWidth > 0")
     size = img.evaluate("el => [el.naturalWidth, el.naturalHeight]")
     with Image.open(expected[0].pages[0].overlay_path) as overlay:
         assert tuple(size) == overlay.size
+    # one box per block box, on the page's own pixel grid
+    first = expected[0].pages[0]
+    assert page.locator("#page-view rect.ocr-box").count() == sum(len(b.boxes) for b in first.blocks)
+    assert page.get_attribute("#page-view svg.ocr-boxes", "viewBox") == f"0 0 {first.width} {first.height}"
 
 
 def test_page_switcher_flips_pages(page, expected):
-    overlay = page.locator("#page-overlay img").first
+    overlay = page.locator("#page-view img.ocr-page-image").first
     first_src = overlay.get_attribute("src")
     page.click("#page-next")
     page.locator("#page-status").get_by_text("report.pdf, page 2").wait_for()
     assert page.locator("#page-select input").input_value().startswith("report.pdf · page 2")
     page.wait_for_function(
-        "src => document.querySelector('#page-overlay img')?.getAttribute('src') !== src", arg=first_src
+        "src => document.querySelector('#page-view img.ocr-page-image')?.getAttribute('src') !== src",
+        arg=first_src,
     )
-    shown = _alnum(page.inner_text("#page-markdown"))
+    shown = _alnum(page.inner_text("#page-view .ocr-md"))
     assert all(w in shown for w in _words(expected[0].pages[1].markdown))
     page.click("#page-prev")
     page.locator("#page-status").get_by_text("report.pdf, page 1").wait_for()
@@ -164,7 +171,11 @@ def test_failing_file_shows_its_error_while_the_good_one_converts(page, expected
     bad = expected[1]
     assert bad.error and not expected[0].error
     status = page.inner_text("#job-status")
-    assert "2 page(s) from 1 file(s)" in status
+    assert "2 page(s) from 1 file(s):" in status
+    counts = {}
+    for p in expected[0].pages:
+        counts[p.status] = counts.get(p.status, 0) + 1
+    assert all(f"{n} {viewer.status_label(s)}" in status for s, n in counts.items()), (counts, status)
     assert f"Failed: {bad.source}" in status and bad.error in status
     page.get_by_role("tab", name="Status").click()
     table = page.inner_text("#status-table")
@@ -222,13 +233,37 @@ def test_second_tab_waits_in_the_queue_and_cancel_stops_the_first(app, browser, 
         a.click("#convert-btn")
         a.locator("#job-status").get_by_text(re.compile(r"Recogni[sz]")).first.wait_for()
         b.click("#convert-btn")
-        b.locator("#job-status").get_by_text(re.compile(r"queue: 1/1")).first.wait_for()
+        # A's job holds the GPU: B reads its place in words, not as gradio's "queue: 1/1".
+        b.locator("#queue-status").get_by_text("waiting: 1 job ahead").wait_for()
+        assert a.locator("#cancel-btn").is_enabled()
         a.click("#cancel-btn")
         a.locator("#job-status").get_by_text("Cancelled.").wait_for()
         kept = int(re.search(r"(\d+) page\(s\) finished", a.inner_text("#job-status")).group(1))
         assert 1 <= kept < 8
         assert a.locator("#page-select input").input_value().startswith("long.pdf · page 1")
         b.locator("#job-status").get_by_text("Done: 1 page(s) from 1 file(s)").wait_for()
+        assert b.inner_text("#queue-status").strip() == ""
     finally:
         ctx_a.close()
         ctx_b.close()
+
+
+def test_a_password_per_pdf_opens_an_encrypted_one(app, browser, tmp_path):
+    secret = "s3cret-browser-pw"
+    locked = make_pdf(tmp_path / "locked.pdf", ["# Locked\nFigures."], password=secret)
+    plain = make_pdf(tmp_path / "plain.pdf", ["# Plain\nOpen."])
+    context, tab = _open(browser, app.url)
+    try:
+        _upload(tab, [locked, plain])
+        tab.click("#passwords")
+        box = tab.get_by_label("Password for locked.pdf")
+        tab.get_by_label("Password for plain.pdf").wait_for()  # one box per PDF
+        assert box.get_attribute("type") == "password"  # masked
+        with tab.expect_response(lambda r: "/gradio_api/run/predict" in r.url or "queue/join" in r.url):
+            box.fill(secret)  # the box tells the server (memory only) as it is typed in
+        tab.click("#convert-btn")
+        tab.locator("#job-status").get_by_text("Done:").wait_for()
+        status = tab.inner_text("#job-status")
+        assert "2 page(s) from 2 file(s)" in status and "Failed" not in status
+    finally:
+        context.close()

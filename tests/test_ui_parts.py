@@ -3,7 +3,9 @@ the status panel, per-session folders, the event wiring, and the ``app.py`` laun
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -43,11 +45,17 @@ def converter(settings):
 
 
 # --- form ------------------------------------------------------------------------------------------
-def test_choices_come_from_the_library():
-    values = [v for _, v in form.preset_choices()]
+def test_choices_come_from_the_engines_capabilities(converter):
+    caps = converter.capabilities()
+    values = [v for _, v in form.preset_choices(caps)]
     assert values == [*PRESETS, form.CUSTOM]
-    modes = form.mode_choices()
+    modes = form.mode_choices(caps)
     assert modes[0] == "auto" and sorted(modes) == sorted(MODES)
+    # an engine set without a prompt-taking engine offers the configured default only
+    from ocr_app.engines.base import Capabilities
+
+    assert form.preset_choices(Capabilities(), "free") == [("free", "free")]
+    assert form.mode_choices(Capabilities(modes=("global", "auto"))) == ["auto", "global"]
 
 
 def test_build_options_maps_the_form(settings):
@@ -398,4 +406,137 @@ def test_launcher_rejects_an_unknown_engine_with_a_clear_message(tmp_path):
     )
     out, _ = proc.communicate(timeout=90)
     assert proc.returncode == 2
-    assert "error: Engine 'nonexistent' is not available" in out
+    # the flag is checked by the one parser (click) against the declared engine names
+    assert "Invalid value for '--engine': 'nonexistent' is not one of 'auto', 'deepseek'" in out
+    env_proc = _start(
+        ["--port", str(free_port())],
+        {"DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "cache"), "DEEPSEEK_OCR_ENGINE": "nonexistent"},
+    )
+    out, _ = env_proc.communicate(timeout=90)
+    assert env_proc.returncode == 2
+    assert "error: invalid settings" in out and "engine" in out and "nonexistent" in out
+
+
+# --- temp folders: removed on shutdown and, for dead owners, at start-up ---------------------------
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _owned_folder(base: Path, name: str, pid: int) -> Path:
+    folder = base / name
+    (folder / "gradio").mkdir(parents=True)
+    (folder / "gradio" / "upload.pdf").write_bytes(b"%PDF-1.7 left behind")
+    (folder / "owner.json").write_text(json.dumps({"pid": pid, "start": None}))
+    return folder
+
+
+def test_app_removes_its_temp_folder_on_sigterm_and_orphans_at_start(tmp_path):
+    """SIGTERM (a service manager's stop) takes the same cleanup path as Ctrl+C (SIGINT)."""
+    from gradio_client import Client, handle_file
+
+    base = tmp_path / "ocr-app"
+    orphan = _owned_folder(base, "proc-1-orphan", _dead_pid())
+    live = _owned_folder(base, "proc-2-live", os.getpid())  # this test's process: alive, must stay
+    port = free_port()
+    env = {
+        "TMPDIR": str(tmp_path),
+        "DEEPSEEK_OCR_PORT": str(port),
+        "DEEPSEEK_OCR_CACHE_DIR": str(tmp_path / "c"),
+    }
+    clean_env = {k: v for k, v in os.environ.items() if k != "GRADIO_TEMP_DIR"}
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "app.py"), "--engine", "textlayer"],
+        cwd=REPO,
+        env={**clean_env, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.3)
+        assert not orphan.exists() and live.exists()
+        (mine,) = [p for p in base.glob(f"proc-{proc.pid}-*")]
+        pdf = make_pdf(tmp_path / "doc.pdf", ["# Uploaded\nText."])
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=str(tmp_path / "dl"))
+        _, result, _ = client.predict(files=[handle_file(str(pdf))], api_name="/convert")
+        assert result["documents"][0]["error"] is None
+        kept = [p.relative_to(mine).parts[0] for p in mine.rglob("*") if p.is_file()]
+        assert "gradio" in kept and "work" in kept  # uploads and outputs both live in the process folder
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    assert not mine.exists() and live.exists()
+
+
+def test_sweep_removes_only_folders_whose_owner_is_gone(tmp_path):
+    from ocr_app.ui.temp_dirs import ProcessTemp, _start_ticks, sweep_orphans
+
+    base = tmp_path / "ocr-app"
+    mine = ProcessTemp.create(base)
+    dead = _owned_folder(base, "proc-1-dead", _dead_pid())
+    reused = _owned_folder(base, "proc-2-reused", os.getpid())  # same pid, another process's start time
+    (reused / "owner.json").write_text(json.dumps({"pid": os.getpid(), "start": "1"}))
+    unmarked = base / "proc-3-being-created"
+    unmarked.mkdir()
+    assert _start_ticks(os.getpid()) not in (None, "1")
+    assert sorted(p.name for p in sweep_orphans(base)) == ["proc-1-dead", "proc-2-reused"]
+    assert mine.path.exists() and unmarked.exists() and not dead.exists() and not reused.exists()
+    mine.remove()
+    assert not mine.path.exists()
+
+
+# --- small parts of the form and the queue line --------------------------------------------------
+def test_prompt_and_mode_are_off_for_engines_that_ignore_them():
+    describe = {"default": "auto", "engines": {"auto": {"ocr": "light"}}}
+    assert "light" in form.ignored_options_reason("auto", describe)
+    assert "DeepSeek-OCR-2 only" in form.ignored_options_reason("textlayer", describe)
+    assert "light engine" in form.ignored_options_reason("light", describe)
+    assert form.ignored_options_reason("deepseek", describe) is None
+    assert form.ignored_options_reason("remote", describe) is None
+    assert form.ignored_options_reason("auto", {"engines": {"auto": {"ocr": "deepseek-ocr2"}}}) is None
+    assert form.ignored_options_reason(None, {"default": "deepseek"}) is None  # the default engine
+
+
+def test_passwords_parse_as_one_for_all_or_per_file():
+    assert form.parse_passwords("") == (None, {})
+    assert form.parse_passwords(" spaced pw ") == (" spaced pw ", {})
+    assert form.parse_passwords('{"a.pdf": "x", "b.pdf": ""}') == (None, {"a.pdf": "x"})
+    assert form.parse_passwords("{not json") == ("{not json", {})
+    assert form.parse_passwords({"a.pdf": "y"}) == (None, {"a.pdf": "y"})
+
+
+def test_queue_position_in_words():
+    from types import SimpleNamespace
+
+    from ocr_app.ui.queue_words import jobs_ahead, queue_words
+
+    group = SimpleNamespace(
+        queue=[SimpleNamespace(session_hash="a"), SimpleNamespace(session_hash="b")], current_concurrency=1
+    )
+    blocks = SimpleNamespace(_queue=SimpleNamespace(event_queue_per_concurrency_id={"gpu": group}))
+    assert jobs_ahead(blocks, "a", "gpu") == 1 and jobs_ahead(blocks, "b", "gpu") == 2
+    assert jobs_ahead(blocks, "c", "gpu") is None and jobs_ahead(blocks, "a", "other") is None
+    assert queue_words(1) == "waiting: 1 job ahead" and queue_words(3) == "waiting: 3 jobs ahead"
+    assert queue_words(None) == ""
+
+
+def test_engine_list_leaves_out_deepseek_without_weights_and_warns_without_gpu():
+    describe = {"default": "auto", "engines": {"auto": {"ocr": "light"}}, "unavailable": {"remote": "no URL"}}
+    names = ["deepseek", "light", "textlayer", "auto"]
+    choices, notes = status_panel.engine_choices(names, describe, deepseek_weights=False, has_gpu=False)
+    assert [v for _, v in choices] == ["light", "textlayer", "auto"]
+    assert any(n.startswith("deepseek: no model weights") for n in notes) and "remote: no URL" in notes
+    choices, _ = status_panel.engine_choices(names, describe, deepseek_weights=True, has_gpu=False)
+    assert dict((v, k) for k, v in choices)["deepseek"].endswith("no GPU: slow on the CPU")

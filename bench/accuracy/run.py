@@ -123,7 +123,7 @@ def run_engine(engine, name: str, kind: str, corpus: Corpus, images: list) -> tu
         if out.blocks is not None:
             md = blocks_to_markdown(out.blocks)
         else:
-            from ocr_app.parse.grounding import clean_raw, parse_grounded
+            from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
 
             md = blocks_to_markdown(parse_grounded(clean_raw(out.raw_text), *image.size))
         outputs.append(md)

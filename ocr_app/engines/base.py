@@ -10,12 +10,42 @@ from __future__ import annotations
 import abc
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from ocr_app.schema import EngineOutput, PageRequest
 
 # Engines (by ``EngineOutput.engine``) that take neither a prompt nor a resolution mode: the JSON records
 # None for both on their pages, and the UI disables the two options for them.
 PROMPTLESS_ENGINES = frozenset({"light", "textlayer"})
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine offers front ends: the UI fills its dropdowns and the CLI its help from these,
+    so a new engine (or a new mode of one) needs no change above the engine.
+
+    Empty tuples mean "this engine has no such choice" (the text layer ignores prompts and modes).
+    """
+
+    prompts: tuple[tuple[str, str], ...] = ()  # (preset name, label for people)
+    custom_prompt: bool = False  # accepts free prompt text besides the presets
+    modes: tuple[str, ...] = ()  # resolution modes, the engine's own default first
+    precisions: tuple[str, ...] = ()  # dtype choices (``auto`` included where it applies)
+    output: str = "blocks"  # what ``EngineOutput`` carries: every engine returns blocks
+
+    def merge(self, other: Capabilities) -> Capabilities:
+        """The union (order kept, ``self`` first): what a router over both engines offers."""
+
+        def union(a: tuple, b: tuple) -> tuple:
+            return tuple(dict.fromkeys((*a, *b)))
+
+        return Capabilities(
+            prompts=union(self.prompts, other.prompts),
+            custom_prompt=self.custom_prompt or other.custom_prompt,
+            modes=union(self.modes, other.modes),
+            precisions=union(self.precisions, other.precisions),
+            output=self.output,
+        )
 
 
 class Engine(abc.ABC):
@@ -57,6 +87,10 @@ class Engine(abc.ABC):
         """Short facts for ``ocr-app info`` and the UI status panel."""
         return {"name": self.name, "loaded": self.is_loaded}
 
+    def capabilities(self) -> Capabilities:
+        """Prompts, modes and precisions this engine offers (none by default)."""
+        return Capabilities()
+
 
 class WrappedEngine(Engine):
     """An engine that adds behaviour around another (caching, OOM retries): lifecycle and facts are
@@ -93,6 +127,9 @@ class WrappedEngine(Engine):
 
     def describe(self) -> dict[str, object]:
         return self._engine.describe()
+
+    def capabilities(self) -> Capabilities:
+        return self._engine.capabilities()
 
 
 def split_stream(

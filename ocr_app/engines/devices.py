@@ -28,13 +28,39 @@ logger = logging.getLogger(__name__)
 
 
 def cuda_device_count() -> int:
-    """Visible CUDA devices; 0 without torch or CUDA (never initialises CUDA without torch)."""
+    """Visible CUDA devices; 0 without torch or CUDA.
+
+    Why not always ``torch.cuda.device_count()``: importing torch costs seconds, and a process that
+    only talks to remote endpoints never needs it. NVML (``nvidia-ml-py``, the GPU panel's library)
+    answers in milliseconds; ``CUDA_VISIBLE_DEVICES`` narrows what it sees, as it does for torch.
+    """
     import importlib.util
+    import os
+    import sys
 
-    if importlib.util.find_spec("torch") is None:
-        return 0
-    import torch
+    torch = sys.modules.get("torch")
+    if torch is None and importlib.util.find_spec("pynvml") is not None:
+        try:
+            import pynvml
 
+            pynvml.nvmlInit()
+            try:
+                count = int(pynvml.nvmlDeviceGetCount())
+            finally:
+                pynvml.nvmlShutdown()
+        except Exception:  # no driver, no GPU: NVML cannot start
+            return 0
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            entries = [v for v in visible.split(",") if v.strip()]
+            # an invalid entry hides it and every later one, as in CUDA
+            valid = next((i for i, v in enumerate(entries) if v.strip().startswith("-")), len(entries))
+            count = min(count, valid)
+        return count
+    if torch is None:
+        if importlib.util.find_spec("torch") is None:
+            return 0
+        import torch
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 

@@ -30,7 +30,7 @@ import logging
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ocr_app.schema import Block, Box
 
@@ -73,6 +73,7 @@ class DocStyle:
     outline: dict[str, int] = field(default_factory=dict)  # normalised bookmark title → level
     vocabulary: frozenset[str] = frozenset()  # lower-case words the document has unbroken
     first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
+    cover_min_size: float = 0.0  # set per page on a cover page: smaller lines are not headings
 
     def level_for_size(self, size: float) -> int:
         """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
@@ -106,6 +107,7 @@ class _Table:
     rows: list[list[str]]
     size: float = 0.0
     items: list[TextLine] = field(default_factory=list)  # the lines it was built from
+    form: bool = False  # a sparse grid (a form): rendered as one text line per row
 
     @property
     def markdown(self) -> str:
@@ -288,7 +290,8 @@ def detect_tables(
     return tables, rest
 
 
-_CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?)\s*(?:\.\s*){3,}\s*(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
+# The title keeps its dot leaders, as printed; the page number is the second cell.
+_CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?(?:\s*\.){3,})\s*(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
 
 
 def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
@@ -379,12 +382,15 @@ def _build_table(run: list[_Row]) -> _Table | None:
             cells[k] = (cells[k] + " " + it.text).strip()
         rows.append(cells)
     box = _union([r.box for r in run])
-    return _Table(box=box, rows=rows, size=statistics.median(r.size for r in run))
+    items = [it for r in run for it in r.items]
+    return _Table(box=box, rows=rows, size=statistics.median(r.size for r in run), items=items)
 
 
 # --- 2. reading order --------------------------------------------------------------------------
-def order_sections(items: Sequence[Item], config: LayoutConfig, body: float) -> list[list[Item]]:
-    """Split items into single-column sections, in reading order."""
+def order_sections(
+    items: Sequence[Item], config: LayoutConfig, body: float, rtl: bool = False
+) -> list[list[Item]]:
+    """Split items into single-column sections, in reading order (right column first when ``rtl``)."""
     if not items:
         return []
     gutter = _find_gutter(items, config, body)
@@ -423,8 +429,9 @@ def order_sections(items: Sequence[Item], config: LayoutConfig, body: float) -> 
             if single:
                 sections.append(by_position(single))
                 single.clear()
-            sections.extend(order_sections([it for side, it in pending if side == 0], config, body))
-            sections.extend(order_sections([it for side, it in pending if side == 1], config, body))
+            first, second = (1, 0) if rtl else (0, 1)
+            sections.extend(order_sections([it for side, it in pending if side == first], config, body, rtl))
+            sections.extend(order_sections([it for side, it in pending if side == second], config, body, rtl))
             single.extend(it for _, it in tail)
         else:
             single.extend(it for _, it in pending)
@@ -509,11 +516,16 @@ def _find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tu
 
 
 # --- 3. blocks ---------------------------------------------------------------------------------
+_EXTRA_BULLETS = re.compile(r"^(?:[•●○◦▪▫■□‣⁃]\s*)+")
+_CAPTION = re.compile(r"^\[?(?:table|figure|fig\.|chart|표|그림|図|表)\s*[\d.\-]+\]?(?:[.:\s]|$)", re.I)
+
+
 def _list_marker(text: str) -> tuple[str, str] | None:
     """``(markdown_marker, body)`` when the text starts a list item."""
     m = _BULLET_RE.match(text)
     if m:
-        return "-", m.group("body")
+        # Two glyphs drawn on one spot (a check box in two symbol fonts) make one marker.
+        return "-", _EXTRA_BULLETS.sub("", m.group("body")) or m.group("body")
     m = _NUMBER_RE.match(text)
     if m:
         return m.group("marker"), m.group("body")
@@ -613,6 +625,11 @@ def _styled_heading_level(
     """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
     document's distinct heading sizes), short lines set heavier than the body text, and short
     isolated italic lines at body size (run-in section titles of handbooks)."""
+    if _CAPTION.match(text):
+        return 0  # "Table 1:", "[표 1]", "Figure 3-1": captions, not headings
+    smallest = min(i.size for i in row.items)
+    if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
+        return 0  # a cover page: only its title
     if style.outline and row.size >= 0.95 * style.body_size:  # not a smaller running title
         level = style.outline.get(_normal_title(text))
         if level:
@@ -678,7 +695,10 @@ def _group_section(
     for unit in units:
         if isinstance(unit, _Table):
             flush()
-            blocks.append(Block("table", unit.markdown, [unit.box]))
+            if unit.form:
+                blocks.extend(Block("text", row[0], [unit.box]) for row in unit.rows if row and row[0])
+            else:
+                blocks.append(Block("table", unit.markdown, [unit.box]))
             continue
         row = unit
         text = row.text.strip()
@@ -759,6 +779,46 @@ def _group_section(
     return blocks
 
 
+def _tables_beside_a_gutter(
+    lines: list[TextLine], page_width: float, config: LayoutConfig, body: float
+) -> tuple[list[_Table], list[TextLine]]:
+    """Tables inside one column of a page with columns (a two-page spread): their rows share
+    baselines with text of the other column, so the whole-page search cannot see them."""
+    gutter = _find_gutter(lines, config, body)
+    if gutter is None:
+        return [], lines
+    mid = (gutter[0] + gutter[1]) / 2
+    left = [ln for ln in lines if ln.box[2] <= mid]
+    right = [ln for ln in lines if ln.box[0] >= mid]
+    found: list[_Table] = []
+    rest = [ln for ln in lines if not (ln.box[2] <= mid or ln.box[0] >= mid)]
+    for side in (left, right):
+        tables, others = detect_tables(side, page_width / 2, config, body)
+        for table in tables:
+            # Only clear grids here (≥ 3 rows of ≥ 3 filled cells): inside a text column, two short
+            # lines side by side are more often a heading beside a figure label than a table.
+            if len(table.rows) >= 3 and all(sum(1 for c in r if c) >= 3 for r in table.rows):
+                found.append(table)
+            else:
+                ids = {id(it) for it in table.items}
+                others += [ln for ln in side if id(ln) in ids]
+        rest += others
+    return found, rest
+
+
+def _cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
+    """On a cover page (big type, almost no body text) only the title is a heading: the largest
+    line of at least three words; "Front cover", series names, taglines and authors are not."""
+    chars = sum(len(ln.text) for ln in lines)
+    body_chars = sum(len(ln.text) for ln in lines if abs(ln.size - style.body_size) <= 0.06 * style.body_size)
+    if not 40 <= chars <= 800 or body_chars >= 0.2 * chars:  # a cover has little text, little body
+        return style
+    titled = [ln.size for ln in lines if len(ln.text.split()) >= 3 and ln.size >= 1.5 * style.body_size]
+    if not titled:
+        return style
+    return replace(style, cover_min_size=0.97 * max(titled))
+
+
 def build_blocks(
     lines: Sequence[TextLine],
     *,
@@ -766,6 +826,7 @@ def build_blocks(
     config: LayoutConfig | None = None,
     tables: Sequence[tuple[Box, list[list[str]]]] = (),
     style: DocStyle | None = None,
+    forms: Sequence[tuple[Box, list[list[str]]]] = (),
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
@@ -775,22 +836,30 @@ def build_blocks(
     """
     config = config or LayoutConfig()
     clean = [ln for ln in lines if ln.text.strip()]
-    if not clean and not tables:
+    if not clean and not tables and not forms:
         return []
     body = body_size(clean) if clean else 1.0
     vocabulary = frozenset(vocabulary_of([ln.text for ln in clean]))
     if style is not None:
         vocabulary |= style.vocabulary
         page_chars = sum(len(ln.text) for ln in clean)
-        if page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
-            # This page's body text is set in another size than the document's (a generated
-            # sampler, an appendix in small print): its own sizes decide its headings.
-            style = None
+        cover = _cover_style(clean, style)
+        if cover.cover_min_size:
+            style = cover
+        elif page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
+            # This page's body text is set in another size than the document's (a sidebar in small
+            # print, a sampler of sizes): the document's heading scale, relative to this page's body.
+            k = body / style.body_size
+            style = replace(style, body_size=body, heading_sizes=tuple(h * k for h in style.heading_sizes))
     found, rest = detect_tables(clean, page_width, config, body)
+    found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
+    found += found_more
     found += [_Table(box=b, rows=r) for b, r in tables if r]
+    found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
     items: list[Item] = [*rest, *found]
     blocks: list[Block] = []
-    for section in order_sections(items, config, body):
+    rtl = is_rtl(" ".join(ln.text for ln in clean))
+    for section in order_sections(items, config, body, rtl):
         blocks.extend(_group_section(section, body, config, style, vocabulary))
     logger.debug("layout: %d lines → %d blocks (%d tables)", len(clean), len(blocks), len(found))
     return blocks

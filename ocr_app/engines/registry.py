@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 from ocr_app.exceptions import EngineUnavailableError
 
 if TYPE_CHECKING:
-    from ocr_app.engines.base import Engine
+    from ocr_app.engines.base import Capabilities, Engine
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,15 @@ class EngineSet:
             "engines": engines,
             "unavailable": dict(self.unavailable),
         }
+
+    def capabilities(self) -> Capabilities:
+        """What the engines here offer together (front ends build their choices from this)."""
+        from ocr_app.engines.base import Capabilities
+
+        caps = Capabilities()
+        for name in list(self.engines):
+            caps = caps.merge(self.get(name).capabilities())
+        return caps
 
     def unload_all(self) -> None:
         seen: set[int] = set()

@@ -210,6 +210,12 @@ class RemoteEngine(Engine):
             "vllm_xargs": xargs,
         }
 
+    def capabilities(self):
+        """DeepSeek-OCR-2's prompts and modes; the server decides the precision."""
+        from ocr_app.engines.deepseek.capabilities import deepseek_capabilities
+
+        return deepseek_capabilities(precisions=False)
+
     def _one(self, req: PageRequest) -> EngineOutput:
         t0 = time.perf_counter()
         try:
@@ -234,13 +240,20 @@ class RemoteEngine(Engine):
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise EngineError(f"OCR server sent an unexpected answer for page {req.page.index + 1}") from exc
         usage = body.get("usage") or {}
-        return EngineOutput(
-            engine=self.name,
-            raw_text=text,
-            stop_reason=_FINISH.get(choice.get("finish_reason"), StopReason.END),
-            num_tokens=int(usage.get("completion_tokens", 0)),
-            timings={"total": round(time.perf_counter() - t0, 4)},
-            notes=[f"remote: {self.base_url} ({self._model})"],
+        from ocr_app.engines.deepseek.grounding import finish_output
+
+        width, height = req.page.size
+        return finish_output(
+            EngineOutput(
+                engine=self.name,
+                raw_text=text,
+                stop_reason=_FINISH.get(choice.get("finish_reason"), StopReason.END),
+                num_tokens=int(usage.get("completion_tokens", 0)),
+                timings={"total": round(time.perf_counter() - t0, 4)},
+                notes=[f"remote: {self.base_url} ({self._model})"],
+            ),
+            width,
+            height,
         )
 
 

@@ -151,6 +151,11 @@ class RouterEngine(Engine):
             "text_layer": self.policy,
         }
 
+    def capabilities(self):
+        """The OCR engine's choices (the text layer has none of its own)."""
+        caps = self.ocr.capabilities()
+        return caps if self.textlayer is None else caps.merge(self.textlayer.capabilities())
+
     # --- routing --------------------------------------------------------------------------------
     def route(self, request: PageRequest) -> tuple[Engine, str]:
         """The engine for one page and the reason (without the engine-name prefix)."""

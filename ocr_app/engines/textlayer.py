@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import Engine
 from ocr_app.engines.docprofile import DocumentProfile, build_profile
-from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks, rotate_box, unrotate_box
+from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks, is_rtl, rotate_box, unrotate_box
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
@@ -323,10 +323,14 @@ def _lines_in(r: pymupdf.Rect, lines: list[TextLine]) -> list[TextLine]:
     ]
 
 
+Grid = list[tuple[tuple[float, float, float, float], list[list[str]]]]
+
+
 def ruled_tables(
     page: pymupdf.Page, lines: list[TextLine], scale: float
-) -> tuple[list[tuple[tuple[float, float, float, float], list[list[str]]]], list[TextLine]]:
+) -> tuple[Grid, Grid, list[TextLine]]:
     """Tables drawn with rulings, found by PyMuPDF's ``find_tables``; cell text from our own lines.
+    Returns the tables, the forms (sparse grids: one text line per grid row) and the other lines.
 
     Why: a ruled table whose cells wrap onto several lines defeats the geometric detection in
     ``layout`` (a wrapped row has fewer cells). PyMuPDF finds the cell grid from the rulings; we fill
@@ -336,14 +340,15 @@ def ruled_tables(
     import pymupdf
 
     if not _has_rulings(page):
-        return [], lines
+        return [], [], lines
     try:
         found = page.find_tables(strategy="lines").tables
     except Exception as exc:  # a table finder failure must not lose the page's text
         logger.warning("find_tables failed (%s); using the geometric table detection", exc)
-        return [], lines
+        return [], [], lines
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-    tables = []
+    tables: list[tuple[tuple[float, float, float, float], list[list[str]]]] = []
+    forms: list[tuple[tuple[float, float, float, float], list[list[str]]]] = []
     used: set[int] = set()
     for table in found:
         if table.row_count < 2 or table.col_count < 2:
@@ -362,18 +367,17 @@ def ruled_tables(
             rows.append(cells)
         cells_total = sum(len(row) for row in rows)
         filled = sum(1 for row in rows for c in row if c)
+        box = pymupdf.Rect(table.bbox) * matrix
         if filled < MIN_TABLE_FILL * cells_total:
-            # A form laid out on a grid (labels and answers in scattered boxes), not a table: its
-            # lines go back to the layout as text.
-            for row_cells in table.rows:
-                for cell in row_cells.cells:
-                    if cell is not None:
-                        used.difference_update(id(ln) for ln in _lines_in(pymupdf.Rect(cell) * matrix, lines))
+            # A form laid out on a grid (labels and answers in scattered boxes), not a table: each
+            # grid row becomes one line of text, its cells in reading order ("label value").
+            rtl = is_rtl(" ".join(c for row in rows for c in row))
+            text_rows = [[" ".join(c for c in (reversed(row) if rtl else row) if c)] for row in rows]
+            forms.append(((box.x0, box.y0, box.x1, box.y1), [r for r in text_rows if r[0]]))
             continue
         if any(any(c for c in row) for row in rows):
-            box = pymupdf.Rect(table.bbox) * matrix
             tables.append(((box.x0, box.y0, box.x1, box.y1), rows))
-    return tables, [ln for ln in lines if id(ln) not in used]
+    return tables, forms, [ln for ln in lines if id(ln) not in used]
 
 
 def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:
@@ -409,7 +413,7 @@ def figure_regions(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
             if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
                 regions.append(r)
         for r in page.cluster_drawings():
-            if 0.02 * area <= abs(r) <= 0.7 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt:
+            if 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt:
                 regions.append(r)
     except Exception as exc:  # figure detection is a refinement; the text must not be lost over it
         logger.debug("figure regions unavailable: %s", exc)
@@ -563,7 +567,7 @@ class TextLayerEngine(Engine):
             running, lines = split_running(lines, profile, page.rect.height * scale)
             mark_figure_text(page, lines, scale, profile.style.body_size)
             turns = page_turns(lines)
-            tables, lines = ruled_tables(page, lines, scale) if turns == 0 else ([], lines)
+            tables, forms, lines = ruled_tables(page, lines, scale) if turns == 0 else ([], [], lines)
             disp_w, disp_h = page.rect.width * scale, page.rect.height * scale
             suspect = _suspect(page, lines) if lines else None
             if doc is not self._open_doc:
@@ -578,7 +582,9 @@ class TextLayerEngine(Engine):
             for block in blocks:
                 block.boxes = [unrotate_box(b, turns, disp_w, disp_h) for b in block.boxes]
         else:
-            blocks = build_blocks(lines, page_width=width_px, config=self._layout, tables=tables, style=style)
+            blocks = build_blocks(
+                lines, page_width=width_px, config=self._layout, tables=tables, forms=forms, style=style
+            )
         blocks = [b for b in running if b.label == "page_header"] + blocks
         blocks += [b for b in running if b.label == "page_footer"]
         total = time.perf_counter() - start

@@ -36,24 +36,30 @@ logger = logging.getLogger(__name__)
 MUPDF_LOCK = threading.RLock()
 
 
-def import_pymupdf():
-    """``import pymupdf`` without the optional layout analyser that PyMuPDF 2 imports on its own.
+# Optional add-ons PyMuPDF 2 imports on ``import pymupdf`` when installed (both are dependencies of
+# PyMuPDF 2): the ONNX layout analyser (~1.2 s) and pymupdf4llm (~0.15 s, onnxruntime). ocr-app calls
+# neither (no ``Page.get_layout``, no ``pymupdf`` Markdown shortcuts).
+_SKIPPED_ADDONS = ("pymupdf.layout", "pymupdf4llm")
 
-    Why: ``pymupdf`` tries ``import pymupdf.layout`` at import time when ``pymupdf-layout`` is
-    installed (a dependency of PyMuPDF 2); that loads ONNX models and costs ~1.2 s, most of a
-    born-digital conversion, and nothing in ocr-app calls ``Page.get_layout``. The import is skipped
-    only while ``pymupdf`` itself loads: an explicit ``import pymupdf.layout`` later still works.
+
+def import_pymupdf():
+    """``import pymupdf`` without the optional add-ons PyMuPDF 2 imports on its own.
+
+    Why: together they cost most of a born-digital conversion's time. They are skipped only while
+    ``pymupdf`` itself loads: an explicit ``import pymupdf.layout`` or ``import pymupdf4llm`` later
+    still works (``tests/test_light_path.py``).
     """
     if "pymupdf" in sys.modules:
         return sys.modules["pymupdf"]
-    skip = "pymupdf.layout" not in sys.modules
-    if skip:
-        sys.modules["pymupdf.layout"] = None  # type: ignore[assignment]  # makes that import fail
+    skipped = [name for name in _SKIPPED_ADDONS if name not in sys.modules]
+    for name in skipped:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes that import fail: pymupdf skips it
     try:
         import pymupdf
     finally:
-        if skip and sys.modules.get("pymupdf.layout", 0) is None:
-            del sys.modules["pymupdf.layout"]
+        for name in skipped:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
     return pymupdf
 
 

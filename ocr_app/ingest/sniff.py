@@ -3,6 +3,13 @@
 Why content and not the extension: uploads and scans are often misnamed (a PNG saved as ``.pdf``, a
 HTML error page saved as ``.pdf``). We trust the bytes, warn about the name, and when the bytes are
 nothing we support, say what they look like so the user knows what went wrong.
+
+Why our own table and not ``filetype`` or ``puremagic`` (measured by ``bench/eval_libraries.py``,
+2026-11-30): on the formats we open, ours answers every test head right in ~4 µs per call;
+``filetype`` (~63 µs) and ``puremagic`` (~2 ms) both miss a PDF whose ``%PDF-`` header follows a
+few junk bytes (PDF readers accept it within the first 1024 bytes, so must we), and neither maps to the
+decoder that opens the file. Their wider catalogues would only improve the wording of "not supported"
+messages, which ``describe_content`` already gives for the cases users hit.
 """
 
 from __future__ import annotations

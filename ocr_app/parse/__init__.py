@@ -1,5 +1,2 @@
-"""Parse: raw model text → blocks. Pure functions, no torch."""
-
-from ocr_app.parse.grounding import blocks_from_output, clean_raw, normalise_label, parse_grounded
-
-__all__ = ["blocks_from_output", "clean_raw", "normalise_label", "parse_grounded"]
+"""Generic checks on what engines return (engines return blocks; DeepSeek's own grammar is parsed in
+its wing, ``engines/deepseek/grounding.py``). Pure functions, no torch."""

@@ -7,7 +7,8 @@ Light on import (no torch, no import-time registry): the DeepSeek engine's loade
 - ``ops`` / ``triton_kernels``: quantised matmuls (Triton on GPU, torch on CPU) incl. the fused MoE;
 - ``modules``: drop-in ``QuantLinear``, ``Int8Linear``, ``QuantExperts``;
 - ``calibration`` / ``awq`` / ``apply``: rendered calibration pages, AWQ search, in-place quantisation;
-- ``checkpoint``: pre-quantised save/load; ``pipeline``: quantise-once and on-the-fly flows;
+- ``checkpoint``: pre-quantised save/load; ``stream``: quantise a float checkpoint layer by layer while
+  it loads; ``store``: the quantised-weights cache; ``pipeline``: the flows and the loader's backend;
 - ``cli``: the ``ocr-app quantize`` click command.
 """
 

@@ -8,28 +8,28 @@ alignment, integer specialisation), the compiled kernel is looked up in Triton's
 launcher is called with raw device pointers. The first launch of a specialisation always goes through
 Triton (it compiles); anything unexpected (a hook set, an async compile, an interpreter) falls back to
 the normal path. On by default (H200, Triton 3.6: outputs bitwise equal to the public path, one page's
-``mixed`` prefill 0.121 → 0.107 s, docs/PERFORMANCE.md); ``OCR_APP_TRITON_FAST_LAUNCH=0`` turns it off.
+``mixed`` prefill 0.121 → 0.107 s, docs/PERFORMANCE.md); callers pass ``fast`` from their
+``KernelOptions`` (``OCR_APP_TRITON_FAST_LAUNCH=0`` turns it off by default).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
+
+from ocr_app.quant.options import default_kernel_options
 
 logger = logging.getLogger(__name__)
 
-ENV_FAST = "OCR_APP_TRITON_FAST_LAUNCH"
 _broken: set[str] = set()
 
 
-def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **kwargs: Any) -> None:
-    """Launch ``kernel[grid](*args, **kwargs)``; fast path once the specialisation is compiled."""
-    if (
-        os.environ.get(ENV_FAST, "1") == "0"
-        or not hasattr(kernel, "device_caches")
-        or kernel.fn.__name__ in _broken
-    ):
+def launch(kernel: Any, grid: tuple[int, ...], *args: Any, fast: bool | None = None, **kwargs: Any) -> None:
+    """Launch ``kernel[grid](*args, **kwargs)``; fast path once the specialisation is compiled, unless
+    ``fast`` is False (None: the process default, ``KernelOptions.fast_launch``)."""
+    if fast is None:
+        fast = default_kernel_options().fast_launch
+    if not fast or not hasattr(kernel, "device_caches") or kernel.fn.__name__ in _broken:
         kernel[grid](*args, **kwargs)
         return
     try:

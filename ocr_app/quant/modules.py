@@ -13,9 +13,10 @@ import logging
 import torch
 from torch import nn
 
-from ocr_app.quant import ops
+from ocr_app.quant import ops  # noqa: F401  (the kernels' module; tests patch through it)
 from ocr_app.quant.formats import group_size_for, pack_int4, quantize_groups, quantize_int8_per_channel
 from ocr_app.quant.ops import QWeight, int8_linear, moe_experts, moe_pairs, wq_linear
+from ocr_app.quant.options import KernelOptions, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class QuantLinear(nn.Module):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
+        self.kernel_options: KernelOptions | None = None  # None: the process default
         self.in_features, self.out_features, self.bits = in_features, out_features, bits
         self.group = group or group_size_for(in_features)
         g = in_features // self.group
@@ -100,7 +102,7 @@ class QuantLinear(nn.Module):
         return QWeight(self.qweight, self.scales, self.mins, self.bits, self.group, self.in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return wq_linear(x, self.qw, self.bias, self.input_scale_inv)
+        return wq_linear(x, self.qw, self.bias, self.input_scale_inv, options=self.kernel_options)
 
     def extra_repr(self) -> str:
         return f"in={self.in_features}, out={self.out_features}, bits={self.bits}, group={self.group}"
@@ -121,6 +123,7 @@ class Int8Linear(nn.Module):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
+        self.kernel_options: KernelOptions | None = None  # None: the process default
         self.in_features, self.out_features = in_features, out_features
         self.register_buffer(
             "qweight", torch.empty(out_features, in_features, dtype=torch.int8, device=device)
@@ -161,8 +164,10 @@ class Int8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.act_bits == 8:
-            return int8_linear(x, self.qweight, self.wscale, self.bias, act_bits=8)
-        return int8_linear(x, self.qweight, self._scale_for(x.dtype), self.bias)
+            return int8_linear(
+                x, self.qweight, self.wscale, self.bias, act_bits=8, options=self.kernel_options
+            )
+        return int8_linear(x, self.qweight, self._scale_for(x.dtype), self.bias, options=self.kernel_options)
 
     def extra_repr(self) -> str:
         return f"in={self.in_features}, out={self.out_features}, int8 w8a{self.act_bits}"
@@ -187,6 +192,7 @@ class QuantExperts(nn.Module):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
+        self.kernel_options: KernelOptions | None = None  # None: the process default
         self.num_experts, self.hidden_dim, self.intermediate_dim, self.bits = (
             num_experts,
             hidden_dim,
@@ -287,7 +293,13 @@ class QuantExperts(nn.Module):
         self, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
     ) -> torch.Tensor:
         return moe_experts(
-            hidden_states, top_k_index, top_k_weights, self.gate_up, self.down, self.input_scale_inv
+            hidden_states,
+            top_k_index,
+            top_k_weights,
+            self.gate_up,
+            self.down,
+            self.input_scale_inv,
+            options=self.kernel_options,
         )
 
     def pairs(
@@ -299,9 +311,10 @@ class QuantExperts(nn.Module):
     ) -> torch.Tensor:
         """Per (token, slot) results [T, top_k, H] in float32, routing weights applied (GPU kernels;
         the graph decoder sums them together with the shared experts' output). ``gemv_max_rows``
-        defaults to ``ops.DECODE_GEMV_MAX_ROWS``."""
+        defaults to ``KernelOptions.decode_gemv_max_rows``."""
         t, top_k = top_k_index.shape
-        gemv_max_rows = ops.DECODE_GEMV_MAX_ROWS if gemv_max_rows is None else gemv_max_rows
+        options = resolve(self.kernel_options)
+        gemv_max_rows = options.decode_gemv_max_rows if gemv_max_rows is None else gemv_max_rows
         y = moe_pairs(
             hidden_states,
             top_k_index,
@@ -310,6 +323,7 @@ class QuantExperts(nn.Module):
             self.down,
             self.input_scale_inv,
             gemv_max_rows,
+            options=options,
         )
         return y.view(t, top_k, self.hidden_dim)
 

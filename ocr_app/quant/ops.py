@@ -11,28 +11,20 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from ocr_app.quant.options import ENV_BACKEND, GEMV_MAX_ROWS, Backend, KernelOptions, resolve  # noqa: F401
 
 if TYPE_CHECKING:
     import torch
 
 logger = logging.getLogger(__name__)
 
-Backend = Literal["auto", "torch", "triton"]
 # Unused optional pointers are passed as None (a null constexpr): Triton's launcher validates every
 # tensor argument with a driver call (cuPointerGetAttribute), which is costly on virtualised GPUs.
-
-# Decode: up to this many rows (tokens, or token-expert pairs) go through the GEMV kernel, which reads
-# the routing directly; more rows are sorted by expert and go through the tensor-core GEMM.
-GEMV_MAX_ROWS = 64
-ENV_BACKEND = "OCR_APP_QUANT_BACKEND"
+# Knobs (backend, fast launch, GEMV bounds, GEMV accumulation) come in a ``KernelOptions`` (options.py);
+# every public op takes ``options=None`` = the process default read once from the environment.
 GEMV_MIN_PROGRAMS = 264  # two per SM on an H100/H200
-# Expert pairs through the GEMV kernel in the graph decoder's step; more go through the sorted GEMM.
-# Measured on an H200 (docs/PERFORMANCE.md): at 16 and 32 pages (96 and 192 pairs) the GEMM path is
-# 1.3x and 1.7x faster than GEMV for every pair, so the bound is the same as elsewhere.
-DECODE_GEMV_MAX_ROWS = GEMV_MAX_ROWS
-# GEMV accumulation: per-element partial products reduced once (True) or one reduction per K-tile.
-GEMV_ACC2D = True
 
 
 @dataclass(frozen=True)
@@ -70,11 +62,11 @@ def _triton_ok() -> bool:
     return True
 
 
-def pick_backend(x: torch.Tensor, backend: Backend = "auto") -> str:
-    """``auto``: Triton on CUDA tensors when Triton imports, torch otherwise. ``OCR_APP_QUANT_BACKEND``
-    overrides ``auto`` (tests use it to drive the kernels under the Triton interpreter)."""
+def pick_backend(x: torch.Tensor, backend: Backend = "auto", options: KernelOptions | None = None) -> str:
+    """``auto``: Triton on CUDA tensors when Triton imports, torch otherwise. ``options.backend``
+    (``OCR_APP_QUANT_BACKEND``) overrides ``auto`` (tests drive the kernels under the Triton interpreter)."""
     if backend == "auto":
-        backend = os.environ.get(ENV_BACKEND, "auto")  # type: ignore[assignment]
+        backend = resolve(options).backend
     if backend == "auto":
         return "triton" if x.is_cuda and _triton_ok() else "torch"
     if backend == "triton" and not _triton_ok():
@@ -89,12 +81,13 @@ def wq_linear(
     bias: torch.Tensor | None = None,
     input_scale_inv: torch.Tensor | None = None,
     backend: Backend = "auto",
+    options: KernelOptions | None = None,
 ) -> torch.Tensor:
     """``y = (x * input_scale_inv) @ W^T + bias`` with a group-quantised ``W`` (W4A16 / W8A16)."""
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
-    if pick_backend(x, backend) == "triton":
-        y = _wq_linear_triton(x2, w, input_scale_inv, bias)
+    if pick_backend(x, backend, options) == "triton":
+        y = _wq_linear_triton(x2, w, input_scale_inv, bias, resolve(options))
     else:
         xf = x2.float()
         if input_scale_inv is not None:
@@ -106,7 +99,21 @@ def wq_linear(
     return y.reshape(*lead, w.out_features)
 
 
-def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=None, more=(), up_ptr=False):
+def _gemv_launch(
+    opts: KernelOptions,
+    x,
+    w: QWeight,
+    out,
+    n_out,
+    idx,
+    isc,
+    rw,
+    x_div,
+    gate_up,
+    bias=None,
+    more=(),
+    up_ptr=False,
+):
     """``more``: extra weights whose columns follow ``w``'s (one launch for q/k/v), or with ``up_ptr``
     the up projection of a gate/up pair held in its own tensors."""
     import triton
@@ -160,10 +167,11 @@ def _gemv_launch(x, w: QWeight, out, n_out, idx, isc, rw, x_div, gate_up, bias=N
         BLOCK_N=block_n,
         BLOCK_K=block_k,
         UNROLL=kernel_unroll(w.in_features, block_k),
-        ACC2D=GEMV_ACC2D and block_n <= 16,  # wider blocks would spill the 2-D accumulators
+        ACC2D=opts.gemv_acc2d and block_n <= 16,  # wider blocks would spill the 2-D accumulators
         SEGS=1 if up_ptr else 1 + len(more),
         UP_PTR=up_ptr,
         num_warps=4,
+        fast=opts.fast_launch,
     )
 
 
@@ -191,7 +199,9 @@ def fused_gemv_ok(x: torch.Tensor, ws: list[QWeight]) -> bool:
     )
 
 
-def wq_linear_concat(x: torch.Tensor, ws: list[QWeight]) -> torch.Tensor:
+def wq_linear_concat(
+    x: torch.Tensor, ws: list[QWeight], options: KernelOptions | None = None
+) -> torch.Tensor:
     """``cat([x @ W_i^T for W_i in ws], -1)`` in one GEMV launch (decode: q, k and v of a layer).
 
     Needs ``fused_gemv_ok``; every weight's column count must be a multiple of 32.
@@ -201,12 +211,16 @@ def wq_linear_concat(x: torch.Tensor, ws: list[QWeight]) -> torch.Tensor:
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     n = sum(w.out_features for w in ws)
     out = torch.empty(x2.shape[0], n, device=x.device, dtype=x.dtype)
-    _gemv_launch(x2, ws[0], out, n, None, None, None, 1, False, more=tuple(ws[1:]))
+    _gemv_launch(resolve(options), x2, ws[0], out, n, None, None, None, 1, False, more=tuple(ws[1:]))
     return out.reshape(*x.shape[:-1], n)
 
 
 def wq_gate_up(
-    x: torch.Tensor, gate: QWeight, up: QWeight, input_scale_inv: torch.Tensor | None = None
+    x: torch.Tensor,
+    gate: QWeight,
+    up: QWeight,
+    input_scale_inv: torch.Tensor | None = None,
+    options: KernelOptions | None = None,
 ) -> torch.Tensor:
     """``silu(x @ G^T) * (x @ U^T)`` in one GEMV launch (decode: a SwiGLU MLP's first half)."""
     import torch
@@ -214,12 +228,27 @@ def wq_gate_up(
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     out = torch.empty(x2.shape[0], gate.out_features, device=x.device, dtype=x.dtype)
     isc = None if input_scale_inv is None else input_scale_inv.reshape(1, -1)
-    _gemv_launch(x2, gate, out, gate.out_features, None, isc, None, 1, True, more=(up,), up_ptr=True)
+    opts = resolve(options)
+    _gemv_launch(opts, x2, gate, out, gate.out_features, None, isc, None, 1, True, more=(up,), up_ptr=True)
     return out.reshape(*x.shape[:-1], gate.out_features)
 
 
 def _gemm_launch(
-    x, w: QWeight, out, m, n_out, rows, bexp, num_blocks, block_m, isc, rw, x_div, gate_up, bias=None
+    opts: KernelOptions,
+    x,
+    w: QWeight,
+    out,
+    m,
+    n_out,
+    rows,
+    bexp,
+    num_blocks,
+    block_m,
+    isc,
+    rw,
+    x_div,
+    gate_up,
+    bias=None,
 ):
     import triton
 
@@ -262,6 +291,7 @@ def _gemm_launch(
         BLOCK_K=kernel_block_k(w.in_features, w.group),
         num_warps=4,
         num_stages=3,
+        fast=opts.fast_launch,
     )
 
 
@@ -273,7 +303,9 @@ def _block_m(rows_per_group: float) -> int:
     return 64
 
 
-def _wq_linear_triton(x2: torch.Tensor, w: QWeight, isc: torch.Tensor | None, bias=None) -> torch.Tensor:
+def _wq_linear_triton(
+    x2: torch.Tensor, w: QWeight, isc: torch.Tensor | None, bias, opts: KernelOptions
+) -> torch.Tensor:
     import torch
 
     x2 = x2.contiguous()
@@ -282,13 +314,13 @@ def _wq_linear_triton(x2: torch.Tensor, w: QWeight, isc: torch.Tensor | None, bi
     if m == 0:
         return out
     if m <= GEMV_MAX_ROWS // 4:
-        _gemv_launch(x2, w, out, w.out_features, None, isc, None, 1, False, bias)
+        _gemv_launch(opts, x2, w, out, w.out_features, None, isc, None, 1, False, bias)
     else:
         import triton
 
         bm = _block_m(m)
         _gemm_launch(
-            x2, w, out, m, w.out_features, None, None, triton.cdiv(m, bm), bm, isc, None, 1, False, bias
+            opts, x2, w, out, m, w.out_features, None, None, triton.cdiv(m, bm), bm, isc, None, 1, False, bias
         )
     return out
 
@@ -332,14 +364,15 @@ def moe_experts(
     down: QWeight,
     input_scale_inv: torch.Tensor | None = None,
     backend: Backend = "auto",
+    options: KernelOptions | None = None,
 ) -> torch.Tensor:
     """Routed experts: ``Σ_slots w · down_e(silu(gate_e(x s_e⁻¹)) · up_e(x s_e⁻¹))`` for x [T, H].
 
     Same contract as transformers' experts ``forward(hidden_states, top_k_index, top_k_weights)``.
     Expert ids outside ``[0, E)`` are not expected (the router never produces them).
     """
-    if pick_backend(x, backend) == "triton":
-        return _moe_triton(x, top_k_index, top_k_weights, gate_up, down, input_scale_inv)
+    if pick_backend(x, backend, options) == "triton":
+        return _moe_triton(x, top_k_index, top_k_weights, gate_up, down, input_scale_inv, options)
     return _moe_torch(x, top_k_index, top_k_weights, gate_up, down, input_scale_inv)
 
 
@@ -361,9 +394,9 @@ def _moe_torch(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, i
     return out.to(x.dtype)
 
 
-def _moe_triton(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, isc):
+def _moe_triton(x, top_k_index, top_k_weights, gate_up: QWeight, down: QWeight, isc, options):
     t = x.shape[0]
-    y = moe_pairs(x, top_k_index, top_k_weights, gate_up, down, isc)
+    y = moe_pairs(x, top_k_index, top_k_weights, gate_up, down, isc, options=options)
     return y.view(t, top_k_index.shape[1], down.out_features).sum(1).to(x.dtype)
 
 
@@ -375,6 +408,7 @@ def moe_pairs(
     down: QWeight,
     input_scale_inv: torch.Tensor | None = None,
     gemv_max_rows: int = GEMV_MAX_ROWS,
+    options: KernelOptions | None = None,
 ) -> torch.Tensor:
     """Routed experts per (token, slot) pair on the GPU kernels: float32 [T · top_k, H], each row
     already multiplied by its routing weight; summing over slots is left to the caller (the graph
@@ -399,14 +433,15 @@ def moe_pairs(
     y = torch.empty(p, hidden, device=x.device, dtype=torch.float32)
     if p == 0:
         return y
+    opts = resolve(options)
     if p <= gemv_max_rows:
-        _gemv_launch(x, gate_up, h, inter, idx, isc, None, topk, True)
-        _gemv_launch(h, down, y, hidden, idx, None, rw, 1, False)
+        _gemv_launch(opts, x, gate_up, h, inter, idx, isc, None, topk, True)
+        _gemv_launch(opts, h, down, y, hidden, idx, None, rw, 1, False)
     else:
         bm = _block_m(p / num_experts)
         rows, bexp, nblocks = align_pairs(top_k_index, num_experts, bm)
-        _gemm_launch(x, gate_up, h, p, inter, rows, bexp, nblocks, bm, isc, None, topk, True)
-        _gemm_launch(h, down, y, p, hidden, rows, bexp, nblocks, bm, None, rw, 1, False)
+        _gemm_launch(opts, x, gate_up, h, p, inter, rows, bexp, nblocks, bm, isc, None, topk, True)
+        _gemm_launch(opts, h, down, y, p, hidden, rows, bexp, nblocks, bm, None, rw, 1, False)
     return y
 
 
@@ -418,6 +453,7 @@ def int8_linear(
     bias: torch.Tensor | None = None,
     backend: Backend = "auto",
     act_bits: int = 16,
+    options: KernelOptions | None = None,
 ) -> torch.Tensor:
     """INT8 per-channel weights; activations in their own dtype (``act_bits=16``, the default) or
     dynamically quantised per token (``act_bits=8``, W8A8).
@@ -434,10 +470,10 @@ def int8_linear(
     if act_bits == 16:
         w = qweight * (wscale if wscale.dtype == x.dtype else wscale.to(x.dtype))[:, None]
         return torch.nn.functional.linear(x, w, bias)
-    return _int8_w8a8(x, qweight, wscale, bias, backend)
+    return _int8_w8a8(x, qweight, wscale, bias, backend, resolve(options))
 
 
-def _int8_w8a8(x, qweight, wscale, bias, backend: Backend) -> torch.Tensor:
+def _int8_w8a8(x, qweight, wscale, bias, backend: Backend, opts: KernelOptions) -> torch.Tensor:
     """Dynamic W8A8: per-token INT8 activations × per-channel INT8 weights, int32 accumulate.
 
     GPU: one Triton pass quantises the rows, ``torch._int_mm`` (cuBLAS IMMA) multiplies, one Triton
@@ -452,7 +488,7 @@ def _int8_w8a8(x, qweight, wscale, bias, backend: Backend) -> torch.Tensor:
     n = qweight.shape[0]
     x2 = x.reshape(-1, k).contiguous()
     m = x2.shape[0]
-    use_triton = pick_backend(x, backend) == "triton"
+    use_triton = pick_backend(x, backend, opts) == "triton"
     if use_triton and x.is_cuda and m > 16 and k % 8 == 0 and n % 8 == 0:
         import triton
 
@@ -462,7 +498,8 @@ def _int8_w8a8(x, qweight, wscale, bias, backend: Backend) -> torch.Tensor:
         q = torch.empty(m, k, device=x.device, dtype=torch.int8)
         xs = torch.empty(m, device=x.device, dtype=torch.float32)
         bk = triton.next_power_of_2(k)
-        launch(tk.int8_rowquant_kernel, (m,), x2, x2.stride(0), q, xs, k, BLOCK_K=bk, num_warps=8)
+        fast = opts.fast_launch
+        launch(tk.int8_rowquant_kernel, (m,), x2, x2.stride(0), q, xs, k, BLOCK_K=bk, num_warps=8, fast=fast)
         try:
             acc = torch._int_mm(q, qweight.t())
         except RuntimeError as exc:  # a shape/layout cuBLAS rejects: same math in float
@@ -474,7 +511,7 @@ def _int8_w8a8(x, qweight, wscale, bias, backend: Backend) -> torch.Tensor:
             tk.int8_epilogue_kernel,
             grid,
             acc, xs, wscale, bias, out, m, n,
-            HAS_BIAS=bias is not None, BLOCK_M=64, BLOCK_N=64,
+            HAS_BIAS=bias is not None, BLOCK_M=64, BLOCK_N=64, fast=fast,
         )  # fmt: skip
         return out.reshape(*lead, n)
     q, xs = quantize_rows_int8(x2)

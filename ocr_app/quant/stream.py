@@ -43,6 +43,7 @@ ProgressFn = Callable[[int, int, str], None]
 ObserverFn = Callable[[str, Any], None]
 
 VISION = "model.vision_tower"
+CALIB_SAM_ATTN_MB = 64
 DECODER = "model.language_model.layers"
 
 
@@ -86,8 +87,11 @@ class CheckpointReader:
         files = sorted(Path(model_dir).glob("*.safetensors"))
         if not files:
             raise WeightsNotFoundError(f"{model_dir} has no *.safetensors weights to quantise")
-        self._handles = {f: safe_open(str(f), framework="pt", device="cpu") for f in files}
-        self._file_of = {k: f for f, h in self._handles.items() for k in h.keys()}  # noqa: SIM118
+        self._file_of: dict[str, Path] = {}
+        for f in files:
+            with safe_open(str(f), framework="pt", device="cpu") as h:
+                self._file_of.update(dict.fromkeys(h.keys(), f))
+        self._handles: dict[Path, Any] = {}
         self.targets = self._plan(model)
         self.reads: list[str] = []
 
@@ -129,7 +133,17 @@ class CheckpointReader:
         return x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype)
 
     def _read(self, key: str) -> torch.Tensor:
-        return self._handles[self._file_of[key]].get_tensor(key)
+        from safetensors import safe_open
+
+        f = self._file_of[key]
+        if f not in self._handles:
+            self._handles[f] = safe_open(str(f), framework="pt", device="cpu")
+        return self._handles[f].get_tensor(key)
+
+    def release(self) -> None:
+        """Unmap the files: the pages read so far leave this process's RSS (they stay in the OS page
+        cache), so host memory holds about one unit of the checkpoint at a time."""
+        self._handles.clear()
 
 
 @dataclass
@@ -183,19 +197,22 @@ def _is_expert(name: str) -> bool:
 
 
 @contextmanager
-def _experts_on(layer, device):
-    """Float routed experts on ``device`` for the length of a calibration forward, then back (the CPU
-    copy is kept, so nothing is copied back)."""
+def _experts_on(layer, device, offloaded: bool):
+    """Offloaded float routed experts on ``device`` for the length of a calibration forward, then back
+    (the CPU copy is kept, so nothing is copied back)."""
     ex = getattr(layer.mlp, "experts", None)
-    if ex is None or not hasattr(ex, "gate_up_proj") or ex.gate_up_proj.device == device:
+    if not offloaded or ex is None or not hasattr(ex, "gate_up_proj"):
         yield
         return
-    kept = (ex.gate_up_proj.data, ex.down_proj.data)
-    ex.gate_up_proj.data, ex.down_proj.data = kept[0].to(device), kept[1].to(device)
+    from torch import nn
+
+    kept = (ex._parameters["gate_up_proj"], ex._parameters["down_proj"])
+    for name, p in zip(("gate_up_proj", "down_proj"), kept, strict=True):
+        ex._parameters[name] = nn.Parameter(p.data.to(device, copy=True), requires_grad=False)
     try:
         yield
     finally:
-        ex.gate_up_proj.data, ex.down_proj.data = kept
+        ex._parameters["gate_up_proj"], ex._parameters["down_proj"] = kept
 
 
 def _out(x):
@@ -249,16 +266,20 @@ def stream_quantize(
     calib_batches: list[dict] | None = None,
     progress: ProgressFn | None = None,
     observer: ObserverFn | None = None,
+    offload_experts: bool | None = None,
 ) -> tuple[Any, dict[str, Any], StreamReport]:
     """Build the ``preset`` model from the float checkpoint ``model_dir`` on ``device`` without ever
     holding the float model there. Returns ``(model, recipe, report)``; the recipe is the one
     ``apply.quantize_model`` writes (plus ``"streamed": true``), so ``checkpoint.save_quantized`` stores it.
 
     ``calib_batches`` (processor outputs) replace the ``calib_pages`` rendered pages, e.g. in tests.
+    ``offload_experts`` (default: on CUDA) keeps a sparse layer's float routed experts on the CPU; they
+    visit the device for the calibration forward and are quantised from there a few at a time.
     """
     import torch
     from torch import nn
 
+    from ocr_app.engines.deepseek.sam_attention import bound_sam_attention
     from ocr_app.quant.apply import (
         RECIPE_FORMAT,
         RECIPE_VERSION,
@@ -281,11 +302,14 @@ def stream_quantize(
             f"{model_dir} is not a complete DeepSeek-OCR-2 checkpoint: no tensor for {', '.join(missing[:5])}"
             + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         )
+    # calibration pages go through SAM with a small bias slice: the vision pass stays well below a layer
+    bound_sam_attention(model, CALIB_SAM_ATTN_MB)
     for mod in model.modules():  # non-persistent buffers (rotary tables) were built on the CPU
         for key, buf in list(mod._buffers.items()):
             if buf is not None and not buf.is_meta:
                 mod._buffers[key] = buf.to(device)
     units = units_of(model)
+    offload = device.type == "cuda" if offload_experts is None else offload_experts
     calibrate = bool(preset.awq and (calib_pages > 0 or calib_batches))
     recipe: dict[str, Any] = {
         "format": RECIPE_FORMAT,
@@ -304,6 +328,7 @@ def stream_quantize(
     def step(label: str) -> None:
         nonlocal done
         done += 1
+        reader.release()
         if observer is not None:
             observer(label, model)
         if progress is not None:
@@ -343,13 +368,13 @@ def stream_quantize(
                 }
             i = int(unit.rsplit(".", 1)[1])
             layer = model.get_submodule(unit)
-            materialise(unit, experts_device=cpu if device.type == "cuda" else None)
+            materialise(unit, experts_device=cpu if offload else None)
             acts = None
             if caught:
                 rec: dict = {}
                 handles = record_layer_inputs(layer, i, rec)
                 try:
-                    with _experts_on(layer, device):
+                    with _experts_on(layer, device, offload):
                         for hidden, kw in caught:
                             layer(hidden, **kw)
                 finally:
@@ -360,7 +385,7 @@ def stream_quantize(
                 recipe["layer_stats"][str(i)] = _quantize_layer(model, i, preset.decoder_bits, acts, recipe)
             del acts
             if caught:  # the next layer's inputs come from this (quantised) layer
-                with _experts_on(layer, device):
+                with _experts_on(layer, device, offload):
                     caught = [(_out(layer(hidden, **kw)), kw) for hidden, kw in caught]
             step(unit)
         if preset.vision is not None:
@@ -368,7 +393,7 @@ def stream_quantize(
     left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
     if left:
         raise ModelLoadError(f"streaming load left {len(left)} tensors unread, e.g. {left[:3]}")
-    model.to(device)  # float parts kept on the CPU (none on a CPU run) join the rest
+    model.to(device)  # anything a module built on the CPU by itself joins the rest (no copy otherwise)
     model.eval()
     for p in model.parameters():
         if isinstance(p, nn.Parameter):

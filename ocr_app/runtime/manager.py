@@ -170,6 +170,10 @@ class ModelManager(Engine):
         info["loaded"] = info["state"] == READY
         return info
 
+    def capabilities(self):
+        """The managed engine's (never loads it)."""
+        return self._engine.capabilities()
+
     # --- status ------------------------------------------------------------------------------------
     def status(self) -> ManagerStatus:
         with self._cond:
@@ -247,7 +251,7 @@ class ModelManager(Engine):
 
     def _apply_budget(self) -> None:
         """With ``gpu_memory_gib`` set, cap this process's CUDA memory at the budget before loading, so
-        the model, its quantisation and every page plan within it (``runtime/budget.py``)."""
+        the model, its quantisation and every page plan within it (``engines/deepseek/budget.py``)."""
         if getattr(self._settings, "gpu_memory_gib", None) is None:
             return
         dev = (getattr(self._settings, "device", "auto") or "auto").lower()
@@ -257,7 +261,7 @@ class ModelManager(Engine):
             dev = "cuda" if torch.cuda.is_available() else "cpu"
         if not is_cuda_device(dev):
             return
-        from ocr_app.runtime.budget import apply_cap, resolve_budget
+        from ocr_app.engines.deepseek.budget import apply_cap, resolve_budget
 
         apply_cap(resolve_budget(self._settings, dev), dev)
 

@@ -18,7 +18,6 @@ raises ``GpuOutOfMemory`` for that page only: ``predict_stream`` first yields ev
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -32,7 +31,6 @@ from ocr_app.schema import EngineOutput, PageRequest
 logger = logging.getLogger(__name__)
 
 TILE_STEPS = (4, 2)  # tile limits tried before dropping to the global view
-_DEFAULT_N = re.compile(r"default:(\d+)")
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -62,16 +60,13 @@ def free_gpu_memory() -> None:
 
 def smaller_modes(mode: str, image: Any = None) -> list[str]:
     """Modes to try after an OOM at ``mode``, smallest footprint last."""
+    from ocr_app.engines.deepseek.modes import MAX_TILES, resolve_mode, tile_limit
+
     name = (mode or "default").strip().lower()
     if name == "auto" and image is not None:
-        from ocr_app.engines.deepseek.modes import resolve_mode
-
         name = resolve_mode("auto", image).name
-    if name in ("default", "auto"):
-        tiles = 6
-    elif m := _DEFAULT_N.fullmatch(name):
-        tiles = int(m.group(1))
-    else:
+    tiles = MAX_TILES if name == "auto" else tile_limit(name)
+    if tiles is None:
         return []  # global / small: nothing smaller worth its quality loss
     return [f"default:{n}" for n in TILE_STEPS if n < tiles] + ["global"]
 

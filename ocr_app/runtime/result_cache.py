@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 MIB = 1024**2
 _SUFFIX = ".json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: DeepSeek outputs carry their parsed blocks
 # Settings that change what an engine returns for a page (the request carries prompt, mode, cap).
 OUTPUT_SETTINGS = ("model", "device", "dtype", "max_new_tokens", "no_repeat_ngram_size", "no_repeat_window")
 

@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 PANEL_INTERVAL_S = 2.0
 QUEUE_INTERVAL_S = 1.0  # how often a waiting tab re-reads its place in the queue
 LIVE_VIEW_INTERVAL_S = 1.0  # while a job runs, refresh the page viewer at most this often
+STATUS_INTERVAL_S = 0.25  # and the progress line at most this often (fast engines report ~100 events/s)
 GPU_GROUP = "gpu"  # concurrency id shared by the UI's and the API's conversions
 # Wide screens: inputs and the GPU panel on the left, results on the right. Narrow screens: inputs,
 # then results, then the GPU panel (a grid, since the panel sits in the left column when wide).
@@ -94,10 +95,11 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         has_gpu=snapshot(settings.device).available,
     )
     offered = [name for _, name in engine_list]
-    presets = form.preset_choices()
+    caps = converter.capabilities()
+    presets = form.preset_choices(caps, settings.prompt)
     preset_values = [v for _, v in presets]
     default_preset = settings.prompt if settings.prompt in preset_values else preset_values[0]
-    modes = form.mode_choices()
+    modes = form.mode_choices(caps, settings.mode)
     default_mode = settings.mode if settings.mode in modes else modes[0]
     viewer_js, viewer_css = page_html.assets()
 
@@ -150,36 +152,40 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                     elem_id="input-files",
                 )
 
-                @gr.render(inputs=files)
-                def password_boxes(uploaded):
-                    names = _pdf_names(uploaded)
-                    for i, name in enumerate(names):
-                        box = gr.Textbox(
-                            "",
-                            type="password",
-                            label=f"Password for {name}" if len(names) > 1 else "PDF password",
-                            placeholder="only for encrypted PDFs",
-                            key=f"pw-{name}",
-                            elem_id=f"pw-{i}",
-                            elem_classes=["pdf-password"],
-                        )
+                with gr.Accordion("PDF passwords (encrypted PDFs only)", open=False, elem_id="passwords"):
 
-                        def remember(value, current, name=name):
-                            current = dict(current or {})
-                            if value:
-                                current[name] = value
-                            else:
-                                current.pop(name, None)
-                            return current
+                    @gr.render(inputs=files)
+                    def password_boxes(uploaded):
+                        names = _pdf_names(uploaded)
+                        if not names:
+                            gr.Markdown("Upload a PDF first; a box per PDF appears here.")
+                        for i, name in enumerate(names):
+                            box = gr.Textbox(
+                                "",
+                                type="password",
+                                label=f"Password for {name}" if len(names) > 1 else "PDF password",
+                                placeholder="only for encrypted PDFs",
+                                key=f"pw-{name}",
+                                elem_id=f"pw-{i}",
+                                elem_classes=["pdf-password"],
+                            )
 
-                        box.input(
-                            remember,
-                            [box, passwords_state],
-                            passwords_state,
-                            api_visibility="private",
-                            show_progress="hidden",
-                            queue=False,
-                        )
+                            def remember(value, current, name=name):
+                                current = dict(current or {})
+                                if value:
+                                    current[name] = value
+                                else:
+                                    current.pop(name, None)
+                                return current
+
+                            box.change(
+                                remember,
+                                [box, passwords_state],
+                                passwords_state,
+                                api_visibility="private",
+                                show_progress="hidden",
+                                queue=False,
+                            )
 
                 with gr.Row():
                     convert_btn = gr.Button("Convert", variant="primary", elem_id="convert-btn")
@@ -273,7 +279,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                         headers=viewer.STATUS_HEADERS,
                         interactive=False,
                         wrap=True,
-                        column_widths=["16%", "6%", "12%", "11%", "7%", "8%", "40%"],
+                        column_widths=["18%", "7%", "13%", "12%", "9%", "11%", "30%"],
                         elem_id="status-table",
                     )
             with (
@@ -292,7 +298,10 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
 
         # Hidden components that give the API endpoint simple, typed outputs (and its password input).
         api_btn = gr.Button(visible=False)
-        api_password = gr.Textbox(visible=False, label="password", type="password")
+        # The API takes any file type: an unsupported file in a batch gets its own error from the library
+        # instead of gradio refusing the whole request (the upload widget filters by extension).
+        api_upload = gr.File(visible=False, file_count="multiple", label="files")
+        api_password = gr.Textbox("", visible=False, label="password", type="password")
         api_markdown = gr.Textbox(visible=False, label="markdown")
         api_json = gr.JSON(visible=False, label="result")
         api_files = gr.File(visible=False, file_count="multiple", label="files")
@@ -316,8 +325,6 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             selected, number, html, status = page_view_of(entries, key)
             update: dict = {
                 job_status: message,
-                doc_md: viewer.document_markdown(documents),
-                doc_source: viewer.document_markdown(documents),
                 status_table: viewer.status_rows(documents),
                 pages_state: entries,
                 page_select: gr.Dropdown(choices=[(e["label"], e["key"]) for e in entries], value=selected),
@@ -325,8 +332,9 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 page_view: html,
                 page_status: status,
             }
-            if final:
+            if final:  # the whole document is rendered once, not on every live update of a long job
                 update[downloads] = viewer.download_paths(documents)
+                update[doc_md] = update[doc_source] = viewer.document_markdown(documents)
             return update
 
         def convert_ui(
@@ -346,7 +354,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             values = form.FormValues(pages, prompt, custom_prompt, locate_text, mode, dpi, use_cache, engine)
             live: dict[str, DocumentResult] = {}
             outcome = JobOutcome()
-            last_view = 0.0
+            last_view = last_status = 0.0
             yield {
                 job_status: "Starting…",
                 downloads: None,
@@ -364,10 +372,12 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                     doc.pages.append(result)
                 # The full view resends every page so far: at most once per interval, so a long document
                 # does not flood the browser; the progress line updates on every event.
-                if result is not None and time.monotonic() - last_view >= LIVE_VIEW_INTERVAL_S:
-                    last_view = time.monotonic()
+                now = time.monotonic()
+                if result is not None and now - last_view >= LIVE_VIEW_INTERVAL_S:
+                    last_view = last_status = now
                     yield view(list(live.values()), item.message, final=False)
-                else:
+                elif now - last_status >= STATUS_INTERVAL_S:
+                    last_status = now
                     yield {job_status: item.message}
             documents = outcome.documents
             if not outcome.cancelled and documents and all(d.error for d in documents):
@@ -476,7 +486,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         )
         api_btn.click(
             convert_api,
-            [*form_inputs, api_password],
+            [api_upload, *form_inputs[1:], api_password],
             [api_markdown, api_json, api_files],
             api_name="convert",
             **gpu,

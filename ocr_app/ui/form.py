@@ -1,7 +1,8 @@
 """Form values → ``ConvertOptions``.
 
 Why separate from the Blocks: the choices offered (prompt presets, resolution modes, engines) come from
-the library, and turning raw widget values into validated options is testable without gradio.
+the engines' ``Capabilities`` (no engine knowledge here), and turning raw widget values into validated
+options is testable without gradio.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ocr_app.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from ocr_app.convert import ConvertOptions
+    from ocr_app.engines.base import Capabilities
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -23,19 +25,18 @@ LOCATE = "locate"  # preset that needs the text to locate
 AUTO_MODE = "auto"
 
 
-def preset_choices() -> list[tuple[str, str]]:
-    """(label, value) pairs for the prompt dropdown, custom prompt last."""
-    from ocr_app.engines.deepseek.prompts import PRESET_LABELS, PRESETS
+def preset_choices(caps: Capabilities, default: str = "markdown") -> list[tuple[str, str]]:
+    """(label, value) pairs for the prompt dropdown, custom prompt last; engines without prompts give
+    one entry, the configured default, so the form stays valid."""
+    choices = [(label, name) for name, label in caps.prompts]
+    if caps.custom_prompt:
+        choices.append(("Custom prompt…", CUSTOM))
+    return choices or [(default, default)]
 
-    choices = [(str(PRESET_LABELS.get(name, name)), name) for name in PRESETS]
-    return [*choices, ("Custom prompt…", CUSTOM)]
 
-
-def mode_choices() -> list[str]:
-    """Resolution modes the engine knows, with ``auto`` first (it picks per page)."""
-    from ocr_app.engines.deepseek.modes import MODES
-
-    names = list(MODES)
+def mode_choices(caps: Capabilities, default: str = "default") -> list[str]:
+    """Resolution modes the engines offer, with ``auto`` first (it picks per page)."""
+    names = list(caps.modes) or [default]
     return sorted(names, key=lambda n: n != AUTO_MODE)
 
 

@@ -8,6 +8,8 @@ from the library; nothing is loaded here unless ``--preload`` asks.
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 
 logger = logging.getLogger(__name__)
@@ -33,32 +35,31 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
     except OcrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:  # pydantic's ValidationError: a bad DEEPSEEK_OCR_* value
+        print(f"error: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    from ocr_app.ui.temp_dirs import ProcessTemp, sweep_orphans
+
+    sweep_orphans()
+    temp = ProcessTemp.create()
+    # gradio reads this when the Blocks and the server are created: uploads and served files go here
+    os.environ["GRADIO_TEMP_DIR"] = str(temp.gradio_dir)
+    signal.signal(signal.SIGTERM, _stop)  # a service manager's stop cleans up like Ctrl+C does
     converter = Converter(engines, settings)
-    demo = build_app(converter, settings)
+    demo = None
     try:
+        demo = build_app(converter, settings, work_dir=temp.work_dir)
         launch(demo, settings)
     except KeyboardInterrupt:
         pass
     finally:
+        if demo is not None:
+            demo.close()
+            demo.ocr_app_dirs.close()
         engines.unload_all()
-        demo.ocr_app_dirs.close()
+        temp.remove()
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python app.py [options]``: the ``ocr-app ui`` command, with the same click parser."""
-    from ocr_app.cli import main as cli
-
-    args = sys.argv[1:] if argv is None else list(argv)
-    try:
-        cli.main(["ui", *args], prog_name="app.py", standalone_mode=False)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    except Exception as exc:  # click usage errors (standalone_mode=False hands them to us)
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
-    return 0
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds the main thread through main()'s cleanup

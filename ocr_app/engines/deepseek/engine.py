@@ -7,8 +7,9 @@ Why this shape: three things are meant to be swapped without touching the rest, 
   ``vision_cache`` (``VisionCache`` protocol below; the runtime package implements it) can skip the
   encoder for a page it has seen. The cache key is a content hash of the page's preprocessed pixel
   tensors plus the model id and dtype.
-* ``_decode(prepared)`` turns a ``PreparedBatch`` into ``[(token_ids, StopReason)]``; here it is greedy
-  ``generate`` with the no-repeat guard; the decode package replaces it with a CUDA-graph decoder.
+* ``_decode(prepared)`` turns a ``PreparedBatch`` into ``[(token_ids, StopReason)]`` with greedy
+  ``generate`` and the no-repeat guard; the graph decoder (``decoding``, one entry point:
+  ``decoding.adapter.stream_pages``) replaces the whole batch loop of ``predict_stream`` instead.
 * ``load``/``unload`` own the only references to model and processor, so unload really frees memory.
 
 Timings (seconds, per batch the page ran in — pages of one batch share them): ``preprocess`` (mode,
@@ -157,7 +158,7 @@ class DeepSeekOcr2Engine(Engine):
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
         self._exempt_ids: list[int] = []
-        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decode_adapter), built on use
+        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decoding.adapter), built on use
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
         # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
         # ("cache", "quantised now", …) and the seconds quantisation took
@@ -208,7 +209,7 @@ class DeepSeekOcr2Engine(Engine):
         if device.type == "cuda":
             import torch
 
-            from ocr_app.runtime.budget import resolve_budget
+            from ocr_app.engines.deepseek.budget import resolve_budget
 
             bf16 = torch.cuda.is_bf16_supported()
             budget = resolve_budget(self.settings, device)
@@ -223,6 +224,11 @@ class DeepSeekOcr2Engine(Engine):
     def _quant_cache_dir(self):
         """Where streamed quantised weights are kept (``<cache_dir>/quantized``); None turns it off."""
         return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
+
+    def capabilities(self):
+        from ocr_app.engines.deepseek.capabilities import deepseek_capabilities
+
+        return deepseek_capabilities()
 
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
@@ -239,7 +245,7 @@ class DeepSeekOcr2Engine(Engine):
         if was_cuda:
             import torch
 
-            from ocr_app.engines.deepseek.decode import release_cuda_workspaces
+            from ocr_app.engines.deepseek.decoding.decoder import release_cuda_workspaces
 
             torch.cuda.empty_cache()
             release_cuda_workspaces()
@@ -275,20 +281,45 @@ class DeepSeekOcr2Engine(Engine):
         return outputs
 
     def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Yield ``(index, output)`` as pages finish, each with clean raw text and its blocks
+        (``grounding.finish_output``: the wing parses its own output). ``requests`` is pulled lazily;
+        only page sizes are kept until their page is yielded."""
+        from ocr_app.engines.deepseek.grounding import finish_output
+
+        source = iter(requests)
+        first = next(source, None)
+        if first is None:  # nothing to do: do not load the model
+            return
+        sizes: dict[int, tuple[int, int]] = {}
+
+        def pulled() -> Iterator[PageRequest]:
+            for n, req in enumerate(itertools.chain([first], source)):
+                sizes[n] = req.page.size
+                yield req
+
+        for i, out in self._stream_raw(pulled()):
+            width, height = sizes.pop(i)
+            yield i, finish_output(out, width, height)
+
+    def _stream_raw(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
         """Yield ``(index, output)`` as pages finish. ``requests`` is pulled lazily (a converter can
         render pages as they are needed): the graph decoder keeps its slots full from it; ``generate``
         takes ``batch_size`` pages at a time."""
         import torch
 
+        it = iter(requests)
+        first = next(it, None)
+        if first is None:
+            return  # nothing to do: do not load the model for it
         self.load()
         if self.device is not None and self.device.type == "cuda" and self.device.index is not None:
             # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
             # that take the current device must not land on cuda:0)
             torch.cuda.set_device(self.device)
-        from ocr_app.engines.deepseek.decode_adapter import stream_pages, wants_graph_decoder
+        from ocr_app.engines.deepseek.decoding.adapter import stream_pages, wants_graph_decoder
 
         pulled: list[PageRequest] = []
-        source = _recording(requests, pulled)
+        source = _recording(itertools.chain([first], it), pulled)
         done: set[int] = set()
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             try:
@@ -456,11 +487,8 @@ class DeepSeekOcr2Engine(Engine):
         return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
 
     def _decode(self, prepared: PreparedBatch) -> list[tuple[list[int], StopReason]]:
-        """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token."""
-        from ocr_app.engines.deepseek.decode_adapter import decode_prepared, wants_graph_decoder
-
-        if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
-            return decode_prepared(self, prepared)  # same tokens, through the graph decoder
+        """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token. (The graph
+        decoder does not go through here: it replaces the whole batch loop in ``predict_stream``.)"""
         from transformers import GenerationConfig, LogitsProcessorList
         from transformers.modeling_outputs import BaseModelOutputWithPooling
 

@@ -83,32 +83,47 @@ def _tiled_kwargs(max_tiles: int) -> dict[str, Any]:
     }
 
 
+def _global_view(side: int) -> dict[str, Any]:
+    # tile_size=side makes the image processor build a side-px global view (it uses tile_size when
+    # crop_to_patches is False) and the processor count (side/64)² + 1 tokens: consistent.
+    return {"crop_to_patches": False, "tile_size": side, "size": {"height": side, "width": side}}
+
+
+# Fixed modes: name -> image-processor kwargs. ``register_mode`` adds one (with its MODES line).
+_FIXED: dict[str, dict[str, Any]] = {
+    "default": _tiled_kwargs(MAX_TILES),
+    "global": _global_view(GLOBAL_SIZE),
+    "small": _global_view(TILE_SIZE),
+}
+_DEFAULT_N = re.compile(r"default:(\d+)")
+
+
+def register_mode(name: str, description: str, images_kwargs: dict[str, Any]) -> None:
+    """Add a fixed resolution mode: the one place a new mode goes (UI and CLI list it from ``MODES``)."""
+    key = name.strip().lower()
+    if key == "auto" or _DEFAULT_N.fullmatch(key):
+        raise ConfigError(f"'{name}' is a reserved mode name.")
+    _FIXED[key] = dict(images_kwargs)
+    MODES[key] = description
+
+
+def tile_limit(mode: str) -> int | None:
+    """Most tiles a mode may cut (``default`` 6, ``default:N`` N), None for modes without tiles.
+    The mode grammar is parsed here only (the OOM ladder asks this)."""
+    name = (mode or "").strip().lower()
+    if m := _DEFAULT_N.fullmatch(name):
+        return int(m.group(1))
+    kwargs = _FIXED.get(name)
+    if kwargs and kwargs.get("crop_to_patches"):
+        return int(kwargs["max_patches"])
+    return None
+
+
 def _fixed_spec(name: str) -> ModeSpec:
-    if name == "default":
-        return ModeSpec("default", _tiled_kwargs(MAX_TILES))
-    if name == "global":
-        # tile_size=1024 makes the image processor build a 1024 global view (it uses tile_size when
-        # crop_to_patches is False) and the processor count 256 + 1 tokens: consistent.
-        return ModeSpec(
-            "global",
-            {
-                "crop_to_patches": False,
-                "tile_size": GLOBAL_SIZE,
-                "size": {"height": GLOBAL_SIZE, "width": GLOBAL_SIZE},
-            },
-        )
-    if name == "small":
-        return ModeSpec(
-            "small",
-            {
-                "crop_to_patches": False,
-                "tile_size": TILE_SIZE,
-                "size": {"height": TILE_SIZE, "width": TILE_SIZE},
-            },
-        )
-    m = re.fullmatch(r"default:(\d+)", name)
-    if m:
-        n = int(m.group(1))
+    if name in _FIXED:
+        return ModeSpec(name, dict(_FIXED[name]))
+    n = tile_limit(name)
+    if n is not None:
         if not MIN_TILES <= n <= MAX_TILES:
             raise ConfigError(f"Mode '{name}': the tile limit must be between {MIN_TILES} and {MAX_TILES}.")
         return ModeSpec(name, _tiled_kwargs(n))
@@ -184,7 +199,7 @@ def apply_max_side(spec: ModeSpec, image: Image.Image) -> Image.Image:
     return image.resize(target, PILImage.Resampling.LANCZOS)
 
 
-def _tokens_per_view(side: int) -> int:
+def tokens_per_view(side: int) -> int:
     q = math.ceil(side / PATCH_SIZE / DOWNSAMPLE)
     return q * q
 
@@ -206,8 +221,8 @@ def vision_tokens(spec: ModeSpec, image_size: tuple[int, int]) -> int:
     """Vision tokens (= image features) for a page of ``image_size`` (width, height) in this mode."""
     kw = spec.images_kwargs
     return (
-        _tokens_per_view(kw["size"]["height"])
-        + _tokens_per_view(kw["tile_size"]) * num_tiles(spec, image_size)
+        tokens_per_view(kw["size"]["height"])
+        + tokens_per_view(kw["tile_size"]) * num_tiles(spec, image_size)
         + 1  # view separator
     )
 
@@ -218,7 +233,10 @@ __all__ = [
     "apply_max_side",
     "num_tiles",
     "page_stats",
+    "register_mode",
     "resolve_mode",
     "scaled_size",
+    "tile_limit",
+    "tokens_per_view",
     "vision_tokens",
 ]

@@ -7,7 +7,7 @@ facts (device kind, bf16 support, free memory, an optional memory budget), so ca
 import torch (the result cache, ``ocr-app info``) can ask it with numbers from NVML, and the engine
 asks it with numbers from torch.
 
-``auto`` rule: not CUDA → ``fp32``; on CUDA ``runtime.budget.choose_preset`` (thresholds derived from
+``auto`` rule: not CUDA → ``fp32``; on CUDA ``budget.choose_preset`` (thresholds derived from
 the memory estimate there: bf16 at ≥ 9.6 GiB, int8 at ≥ 5.8 GiB, else mixed; fp16 instead of bf16 on
 GPUs without bf16) applied to the memory available: the free memory, capped by the budget when one is set
 (``gpu_memory_gib``).
@@ -69,14 +69,14 @@ def resolve_precision(
     """The precision to run: ``requested`` itself, or for ``auto`` the rule in the module docstring.
 
     ``device_kind`` is "cuda", "cpu" or "mps"; ``budget_bytes`` is the process's memory budget
-    (``runtime.budget`` / ``gpu_memory_gib``) or None for "whatever is free".
+    (``engines.deepseek.budget`` / ``gpu_memory_gib``) or None for "whatever is free".
     """
     name = canonical_precision(requested)
     if name != "auto":
         return name
     if device_kind != "cuda":
         return "fp32"
-    from ocr_app.runtime.budget import choose_preset
+    from ocr_app.engines.deepseek.budget import choose_preset
 
     avail = available_bytes(free_bytes, budget_bytes)
     chosen, _why = choose_preset(avail, "cuda" if bf16_supported else "cuda-no-bf16")

@@ -82,6 +82,13 @@ def new_model(tokenizer: PreTrainedTokenizerFast, seed: int = 0):
     config = tiny_config(tokenizer)
     torch.manual_seed(seed)
     model = DeepseekOcr2ForConditionalGeneration(config).eval()
+    # The default init leaves SAM's patch embedding near zero, which makes every page's vision features
+    # the same; N(0, 0.02) on the vision side gives features that differ from page to page.
+    with torch.no_grad():
+        for module in (model.model.vision_tower, model.model.multi_modal_projector):
+            for p in module.parameters():
+                if p.dim() >= 2:
+                    p.normal_(0, 0.02)
     ids = special_ids(tokenizer)
     model.generation_config.bos_token_id = ids["bos"]
     model.generation_config.eos_token_id = ids["eos"]

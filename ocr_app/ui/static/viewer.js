@@ -19,7 +19,7 @@ function applyZoom() {
   stage.style.width = (state.zoom * 100).toFixed(2) + "%";
   const label = q(".ocr-zoom-label");
   if (label) label.textContent = Math.round(state.zoom * 100) + "%";
-  element.dataset.zoom = state.zoom.toFixed(3);
+  element.dataset.zoomLevel = state.zoom.toFixed(3);
 }
 
 function zoomBy(factor) {
@@ -93,7 +93,7 @@ window.addEventListener("mouseup", () => {
 });
 
 element.addEventListener("click", (e) => {
-  const button = e.target.closest ? e.target.closest("[data-zoom]") : null;
+  const button = e.target.closest ? e.target.closest("button[data-zoom]") : null;
   if (button) {
     const how = button.dataset.zoom;
     if (how === "in") zoomBy(ZOOM_STEP);
@@ -104,6 +104,17 @@ element.addEventListener("click", (e) => {
   const el = blockOf(e.target);
   if (el && !pan.moved) show(el, "ocr-active");
 });
+
+// Ctrl + wheel (and a trackpad pinch, which browsers report the same way) zooms the page image.
+element.addEventListener(
+  "wheel",
+  (e) => {
+    if (!e.ctrlKey || !(e.target.closest && e.target.closest(".ocr-scroll"))) return;
+    e.preventDefault();
+    zoomBy(e.deltaY < 0 ? ZOOM_STEP : 1 / ZOOM_STEP);
+  },
+  { passive: false },
+);
 
 window.addEventListener("resize", () => state.fit && applyZoom());
 if (typeof watch === "function") watch("value", applyZoom);

@@ -159,6 +159,18 @@ def parse_grounded(raw: str, width: int, height: int) -> list[Block]:
     return blocks
 
 
+def finish_output(output: EngineOutput, width: int, height: int) -> EngineOutput:
+    """Make a DeepSeek output what every engine returns: clean raw text and blocks (in place).
+
+    Why here: the DeepSeek wing (local engine and remote endpoints) owns its output grammar; the
+    converter and front ends only ever see blocks.
+    """
+    output.raw_text = clean_raw(output.raw_text)
+    if output.blocks is None:
+        output.blocks = parse_grounded(output.raw_text, width, height)
+    return output
+
+
 def blocks_from_output(output: EngineOutput, width: int, height: int) -> list[Block]:
     """The engine's own blocks when it gives them (light OCR, text layer), else the parsed raw text."""
     if output.blocks is not None:
@@ -169,6 +181,7 @@ def blocks_from_output(output: EngineOutput, width: int, height: int) -> list[Bl
 __all__ = [
     "blocks_from_output",
     "clean_raw",
+    "finish_output",
     "grid_box_to_pixels",
     "normalise_label",
     "parse_grounded",

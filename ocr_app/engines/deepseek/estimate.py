@@ -21,13 +21,16 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ocr_app.engines.deepseek.modes import GLOBAL_SIZE, PATCH_SIZE, TILE_SIZE, tokens_per_view
+
 logger = logging.getLogger(__name__)
 
-GLOBAL_SIDE = 1024  # px, global view
-TILE_SIDE = 768  # px, one local tile
-PATCH = 16  # SAM patch size
-GLOBAL_TOKENS = 256
-TILE_TOKENS = 144
+# View sizes and tokens per view are the resolution modes' (declared once, in modes.py).
+GLOBAL_SIDE = GLOBAL_SIZE  # px, global view
+TILE_SIDE = TILE_SIZE  # px, one local tile
+PATCH = PATCH_SIZE  # SAM patch size
+GLOBAL_TOKENS = tokens_per_view(GLOBAL_SIZE)  # 256
+TILE_TOKENS = tokens_per_view(TILE_SIZE)  # 144
 
 _DTYPE_BYTES = {
     "bf16": 2,

@@ -22,11 +22,11 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError, wait
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ocr_app.engines.deepseek.decode import (
+from ocr_app.engines.deepseek.decoding.decoder import (
     BATCH_BUCKETS,
     DecodeRequest,
     DecodeResult,
@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 PREFILL_VISION_TOKENS = 1121  # the largest default-mode page: reserve prefill room for it
 SLOT_LENGTHS = (2048, 4096, 8192)  # slot lengths a decoder is built with (then the model's context)
-SLACK_BYTES = 512 * 1024**2  # graphs' activations, logits, allocator fragmentation
+SLACK_BYTES = 256 * 1024**2  # graphs' activations, logits, cuBLAS workspaces, fragmentation
 
 
 def slot_length(need: int, context: int) -> int:
@@ -55,8 +55,8 @@ def transient_reserve(model: Any, vision_batch: int, prefill_batch: int) -> int:
     """Bytes to keep free next to the decoder: the vision pass of ``vision_batch`` pages (run by the
     engine's thread while the decoder works) plus the language prefill of ``prefill_batch`` pages
     (run by the decoder's thread), both at the largest default-mode page, plus slack."""
+    from ocr_app.engines.deepseek.estimate import estimate_page_bytes
     from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes
-    from ocr_app.runtime.estimate import estimate_page_bytes
 
     dtype = model.lm_head.weight.dtype
     sliced = attn_slice_bytes(model)
@@ -91,6 +91,65 @@ def available_bytes(device: Any, budget_bytes: int | None, cuda: Any = None) -> 
     return int(avail)
 
 
+@dataclass(frozen=True)
+class SlotPlan:
+    """Pages in flight, and the batches the transient reserve beside them was sized for."""
+
+    slots: int
+    vision_batch: int  # pages the engine encodes at once next to the running decoder
+    prefill_batch: int  # pages of equal prompt length prefilled in one forward
+
+
+def plan_slots(
+    model: Any,
+    max_len: int,
+    wanted: int,
+    max_slots: int,
+    *,
+    prefill_batch: int = 1,
+    vision_batch: int = 1,
+    budget_bytes: int | None = None,
+    cuda: Any = None,
+) -> SlotPlan:
+    """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and, on a
+    GPU, by the memory left (free VRAM, or ``budget_bytes``) after ``transient_reserve``.
+
+    Where memory is tight (a small card or budget), the vision and prefill batches shrink (down to one
+    page) before the slots do: at least ``min(wanted, 4)`` slots, else one page at a time with as many
+    slots as fit. ``cuda``: ``torch.cuda`` (default) or an object with the same functions (then the
+    memory bound applies whatever the model's device). Raises ``GpuOutOfMemory`` if not one page fits.
+    """
+    from ocr_app.engines.deepseek.estimate import kv_bytes_per_token
+
+    want = min(max(1, wanted), max_slots)
+    want = next((b for b in BATCH_BUCKETS if b >= want), want)
+    want = min(want, max_slots)
+    vb, pb = max(1, vision_batch), max(1, prefill_batch)
+    device = model.lm_head.weight.device
+    if device.type != "cuda" and cuda is None:
+        return SlotPlan(want, vb, pb)
+    per_slot = kv_bytes_per_token(model.config, model.lm_head.weight.dtype) * max_len + 8 * max_len
+    avail = available_bytes(device, budget_bytes, cuda)
+    where = f"{budget_bytes / 1024**3:.2f} GiB budget" if budget_bytes is not None else "free VRAM"
+    tries = sorted({(vb, pb), (min(vb, 2), min(pb, 2)), (1, 1)}, reverse=True)
+    for i, (v, p) in enumerate(tries):
+        fits = int((avail - transient_reserve(model, v, p)) // per_slot)
+        last = i == len(tries) - 1
+        if fits >= min(want, 4) or (last and fits >= 1):
+            cap = min(want, fits)
+            if cap < want or (v, p) != (vb, pb):
+                logger.info(
+                    "decode plan: %d slots (asked %d), vision batch %d, prefill batch %d within %.2f GiB of %s",
+                    cap, want, v, p, avail / 1024**3, where,
+                )  # fmt: skip
+            return SlotPlan(cap, v, p)
+    need = transient_reserve(model, 1, 1) + per_slot
+    raise GpuOutOfMemory(
+        f"Not enough GPU memory to decode one page of {max_len} tokens ({avail / 1024**3:.2f} GiB "
+        f"available within the {where}, {need / 1024**3:.2f} GiB needed)."
+    )
+
+
 def plan_capacity(
     model: Any,
     max_len: int,
@@ -102,35 +161,22 @@ def plan_capacity(
     vision_batch: int = 1,
     cuda: Any = None,
 ) -> int:
-    """Slots to allocate: ``wanted`` rounded up to a batch bucket, bounded by ``max_slots`` and, on a
-    GPU, by the memory left (free VRAM, or ``budget_bytes``) after ``transient_reserve``.
-    ``cuda``: ``torch.cuda`` (default) or an object with the same functions (then the memory bound
-    applies whatever the model's device)."""
+    """The slots of ``plan_slots``."""
+    return plan_slots(
+        model, max_len, wanted, max_slots, prefill_batch=prefill_batch, vision_batch=vision_batch,
+        budget_bytes=budget_bytes, cuda=cuda,
+    ).slots  # fmt: skip
 
-    from ocr_app.runtime.estimate import kv_bytes_per_token
 
-    want = min(max(1, wanted), max_slots)
-    want = next((b for b in BATCH_BUCKETS if b >= want), want)
-    want = min(want, max_slots)
-    device = model.lm_head.weight.device
-    if device.type != "cuda" and cuda is None:
-        return want
-    per_slot = kv_bytes_per_token(model.config, model.lm_head.weight.dtype) * max_len + 8 * max_len
-    reserve = transient_reserve(model, vision_batch, prefill_batch)
-    avail = available_bytes(device, budget_bytes, cuda)
-    fits = int((avail - reserve) // per_slot)
-    where = f"{budget_bytes / 1024**3:.2f} GiB budget" if budget_bytes is not None else "free VRAM"
-    if fits < 1:
-        raise GpuOutOfMemory(
-            f"Not enough GPU memory to decode one page of {max_len} tokens ({avail / 1024**3:.2f} GiB "
-            f"available within the {where}, {(reserve + per_slot) / 1024**3:.2f} GiB needed)."
-        )
-    cap = min(want, fits)
-    if cap < want:
-        logger.info(
-            "decode capacity %d (asked %d): bounded by %.2f GiB of %s", cap, want, avail / 1024**3, where
-        )
-    return cap
+def _settle(future: Future, result: Any = None, error: Exception | None = None) -> None:
+    """Resolve ``future`` unless its caller cancelled it meanwhile (a race with ``Future.cancel``)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except InvalidStateError:
+        pass  # cancelled (or already resolved): nobody waits for it
 
 
 @dataclass
@@ -181,6 +227,7 @@ class DecodeScheduler:
         self.capacities: list[int] = []  # slots of each decoder built so far (for tests and logs)
         self._expect = 0  # pages announced by ``submit_many(expect=...)`` for the next decoder
         self._side_stream: Any = None  # one warm-up stream for every decoder of this scheduler
+        self.plan: SlotPlan | None = None  # the memory plan of the current decoder
 
     # --- public API --------------------------------------------------------------------------------
     def submit(self, request: DecodeRequest) -> Future:
@@ -231,6 +278,14 @@ class DecodeScheduler:
         dec = self.decoder
         return dec.capacity if dec is not None else self.max_slots
 
+    def encode_batch(self) -> int:
+        """Pages the caller should vision-encode at once: what the memory plan reserved room for;
+        on a GPU one page until a decoder (and so a plan) exists, as a small budget may allow no more."""
+        plan = self.plan
+        if plan is not None and self.decoder is not None:
+            return plan.vision_batch
+        return 1 if self.model.lm_head.weight.device.type == "cuda" else self.vision_batch
+
     def resident_bytes(self) -> int:
         """Bytes the kept decoder holds between requests (0 when none is built)."""
         dec = self.decoder
@@ -247,6 +302,8 @@ class DecodeScheduler:
         }
         if dec is not None:
             info.update(dec.describe())
+            if self.plan is not None:
+                info["vision_batch"] = self.plan.vision_batch
         return info
 
     def close(self) -> None:
@@ -308,25 +365,28 @@ class DecodeScheduler:
             wanted, self._expect = max(len(reqs), self._expect), 0
         if on_cuda:  # planned from memory, once: later requests never grow it
             wanted = self.max_slots
+        plan = dict(
+            prefill_batch=self.options.prefill_batch, vision_batch=self.vision_batch,
+            budget_bytes=self.budget_bytes,
+        )  # fmt: skip
         try:
-            cap = plan_capacity(
-                self.model, max_len, wanted, self.max_slots, self.options.prefill_batch,
-                budget_bytes=self.budget_bytes, vision_batch=self.vision_batch,
-            )  # fmt: skip
+            slot_plan = plan_slots(self.model, max_len, wanted, self.max_slots, **plan)
         except GpuOutOfMemory:
             if max_len == need:
                 raise
             max_len = need  # the coarse length does not fit: exactly what the pages need
-            cap = plan_capacity(
-                self.model, max_len, wanted, self.max_slots, self.options.prefill_batch,
-                budget_bytes=self.budget_bytes, vision_batch=self.vision_batch,
-            )  # fmt: skip
+            slot_plan = plan_slots(self.model, max_len, wanted, self.max_slots, **plan)
+        self.plan = slot_plan
+        cap = slot_plan.slots
+        options = self.options
+        if slot_plan.prefill_batch != options.prefill_batch:
+            options = replace(options, prefill_batch=slot_plan.prefill_batch)
         if on_cuda and self._side_stream is None:
             import torch
 
             self._side_stream = torch.cuda.Stream(self.model.lm_head.weight.device)
         self.decoder = PageDecoder(
-            self.model, capacity=cap, max_len=max_len, options=self.options, side_stream=self._side_stream
+            self.model, capacity=cap, max_len=max_len, options=options, side_stream=self._side_stream
         )
         self.capacities.append(cap)
         logger.info("decoder built: %d slots × %d tokens (graphs %s)", cap, max_len, self.decoder.use_graphs)
@@ -356,10 +416,17 @@ class DecodeScheduler:
         pending.extend(keep)
         if batch:
             self._admit(dec, batch, owners)
+        gone = []
+        for s in dec.busy_slots:  # the caller went away (a cancelled conversion): free the slot now
+            owner = owners.get(id(dec.slot_key[s]))
+            if owner is None or owner.future.cancelled():
+                owners.pop(id(dec.slot_key[s]), None)
+                gone.append(s)
+        dec.drop(gone)
         for _, res in dec.collect():
             owner = owners.pop(id(res.key))
             res.key = owner.key
-            owner.future.set_result(res)
+            _settle(owner.future, result=res)
         if not pending:
             dec.compact()
         dec.run_chunk()
@@ -387,8 +454,7 @@ class DecodeScheduler:
         except Exception as exc:  # a bad page (e.g. features that do not match) fails alone
             for (_, f), q in zip(batch, reqs, strict=True):
                 owners.pop(id(q.key), None)
-                if not f.done():
-                    f.set_exception(_page_error(exc))
+                _settle(f, error=_page_error(exc))
             for s in dec.busy_slots:
                 if id(dec.slot_key[s]) not in owners:
                     dec.slot_key[s] = None
@@ -396,12 +462,10 @@ class DecodeScheduler:
 
     def _fail_all(self, pending: deque, owners: dict[int, _Owner], err: Exception) -> None:
         for _, f in pending:
-            if not f.done():
-                f.set_exception(err)
+            _settle(f, error=err)
         pending.clear()
         for o in owners.values():
-            if not o.future.done():
-                o.future.set_exception(err)
+            _settle(o.future, error=err)
         owners.clear()
 
     def _release(self) -> None:

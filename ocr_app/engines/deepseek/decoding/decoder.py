@@ -4,13 +4,13 @@ Why not ``generate``: on a GPU the default path is launch-bound (GUIDE §2: 77 t
 memory bandwidth) and gains nothing from batching. Here every page owns a slot in preallocated KV
 buffers ``[slots, kv_heads, max_len, head_dim]`` with its own length, so pages of any prompt length
 decode together and a finished page frees its slot for the next one (continuous batching, driven by
-``decode_scheduler``). The decode step is written over the model's own modules and weights (embedding,
+``scheduler``). The decode step is written over the model's own modules and weights (embedding,
 RMSNorm, q/k/v/o projections, the rotary module, the MoE block through the configured experts
 implementation, lm_head), so quantized drop-in modules work unchanged; only attention is ours (SDPA with
 a per-row length mask over the slot buffers). Greedy choice, the no-repeat n-gram guard and the stop
 rules are tensor ops on the device: no host sync per token; stops are read every ``check_every`` steps.
 
-On CUDA the step has a fused twin (``_step_fused``, kernels in ``decode_kernels``): same math in ~270
+On CUDA the step has a fused twin (``_step_fused``, kernels in ``kernels``): same math in ~270
 launches instead of ~950, which is what a launch-bound step needs (GUIDE §2, docs/PERFORMANCE.md).
 It is used where the norms are the stock ones and no layer is hooked; quantized drop-ins
 (``ocr_app.quant``) get the same fused routing and combine, with q/k/v and each SwiGLU's gate/up in one
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.deepseek.decode_guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops
 from ocr_app.exceptions import ConfigError, EngineError
 from ocr_app.schema import StopReason
 
@@ -45,6 +45,20 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64)
 # (the engine's vision pass of the next pages) take it too, so nothing they do can land in, or break,
 # a capture in progress.
 CAPTURE_LOCK = threading.RLock()
+_DEVICE_LOCKS: dict[str, threading.RLock] = {}
+_DEVICE_LOCKS_GUARD = threading.Lock()
+
+
+def capture_lock(device: Any) -> threading.RLock:
+    """The capture lock of one GPU. Captures run in ``thread_local`` mode, so work on another GPU
+    cannot break them: with one engine per GPU, GPU 1's vision pass need not wait for GPU 0's."""
+    key = str(device)
+    if key in ("cuda", "cuda:0"):  # the single-GPU case keeps the module-wide lock
+        return CAPTURE_LOCK
+    with _DEVICE_LOCKS_GUARD:
+        return _DEVICE_LOCKS.setdefault(key, threading.RLock())
+
+
 _STOP = {1: StopReason.END, 2: StopReason.LENGTH, 3: StopReason.REPETITION}
 # decoders that own captured graphs: cuBLAS workspaces may be cleared only while none is alive (a captured
 # graph keeps using the workspace pointer it was captured with)
@@ -227,7 +241,7 @@ class PageDecoder:
 
     def _setup_kernels(self, mode: str) -> None:
         """Pick the fused-kernel step where Triton runs and the modules are the stock ones."""
-        from ocr_app.engines.deepseek import decode_kernels as dk
+        from ocr_app.engines.deepseek.decoding import kernels as dk
 
         if mode not in ("auto", "triton", "torch"):
             raise ConfigError(f"kernels must be auto, triton or torch, not {mode!r}")
@@ -411,7 +425,7 @@ class PageDecoder:
         guard_start = self.guard_start[rows]
         ban_repeated_ngrams_(logits, seq_rows, seq_len, guard_start, self.options.guard, self._exempt)
         if self.fused:
-            from ocr_app.engines.deepseek import decode_kernels as dk
+            from ocr_app.engines.deepseek.decoding import kernels as dk
 
             nxt = dk.argmax(logits)
         else:
@@ -466,11 +480,11 @@ class PageDecoder:
         self._take_token(rows, self.seq[:b], logits, pos + 1, run, advance=True)
 
     def _step_fused(self, b: int, lb: int) -> None:
-        """Same step as ``_step`` with fused Triton kernels (see ``decode_kernels``). Graph-capturable."""
+        """Same step as ``_step`` with fused Triton kernels (see ``kernels``). Graph-capturable."""
         import torch
         import torch.nn.functional as F
 
-        from ocr_app.engines.deepseek import decode_kernels as dk
+        from ocr_app.engines.deepseek.decoding import kernels as dk
 
         pos = self.kv_len[:b].clone()
         tok = self.seq[:b].gather(1, pos[:, None])
@@ -531,7 +545,7 @@ class PageDecoder:
         g = self._graphs.get(key)
         if g is not None:
             return g
-        with CAPTURE_LOCK:
+        with capture_lock(self.device):
             return self._capture_locked(b, lb)
 
     def _capture_locked(self, b: int, lb: int) -> Any:
@@ -622,6 +636,17 @@ class PageDecoder:
             idx = torch.tensor([s for s, _ in out], dtype=torch.long, device=self.device)
             self.active[idx] = False
         return out
+
+    def drop(self, slots: Sequence[int]) -> None:
+        """Stop decoding ``slots`` and free them (their pages were cancelled); no result is made."""
+        import torch
+
+        if not slots:
+            return
+        with torch.inference_mode():
+            self.active[torch.tensor(list(slots), dtype=torch.long, device=self.device)] = False
+        for s in slots:
+            self.slot_key[s] = None
 
     def compact(self) -> int:
         """Move the highest busy slot into the lowest free one when that shrinks the batch bucket.

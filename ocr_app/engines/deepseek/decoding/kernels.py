@@ -43,7 +43,7 @@ def available() -> bool:
 
 @functools.cache
 def _k() -> Any:
-    from ocr_app.engines.deepseek import decode_triton
+    from ocr_app.engines.deepseek.decoding import triton_ops as decode_triton
 
     return decode_triton
 
@@ -179,7 +179,7 @@ def argmax(logits: torch.Tensor) -> torch.Tensor:
 
 
 def ngram_ban_(logits, seq, kv_len, guard_start, spec: Any, exempt) -> None:
-    """In place on ``logits`` [B, V]: ``decode_guard.ban_repeated_ngrams_`` for rows [0, B) whose
+    """In place on ``logits`` [B, V]: ``guard.ban_repeated_ngrams_`` for rows [0, B) whose
     sequence is ``kv_len + 1`` tokens long, in one launch."""
     import torch
 
@@ -297,7 +297,8 @@ def project_qkv(attn: Any, x: torch.Tensor, plan: list | None):
         from ocr_app.quant import ops
 
         if ops.fused_gemv_ok(x, plan):
-            return ops.wq_linear_concat(x, plan).split([w.out_features for w in plan], -1)
+            options = getattr(attn.q_proj, "kernel_options", None)  # the model's KernelOptions
+            return ops.wq_linear_concat(x, plan, options).split([w.out_features for w in plan], -1)
     return attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)
 
 
@@ -308,7 +309,8 @@ def swiglu(ffn: Any, x: torch.Tensor, plan: tuple | None) -> torch.Tensor:
 
         gate, up, isc = plan
         if ops.fused_gemv_ok(x, [gate, up]):
-            return ffn.down_proj(ops.wq_gate_up(x, gate, up, isc))
+            options = getattr(ffn.gate_proj, "kernel_options", None)  # the model's KernelOptions
+            return ffn.down_proj(ops.wq_gate_up(x, gate, up, isc, options))
     return ffn(x)
 
 

@@ -1,7 +1,7 @@
-"""Triton kernels of the decode step (imported only on CUDA through ``decode_kernels``).
+"""Triton kernels of the decode step (imported only on CUDA through ``kernels``).
 
 Module-level because Triton resolves the helpers a kernel calls through the module's globals.
-See ``decode_kernels`` for what each kernel fuses and why.
+See ``kernels`` for what each kernel fuses and why.
 """
 
 import triton
@@ -232,7 +232,7 @@ def ngram_ban(
     logits_ptr, seq_ptr, kv_ptr, start_ptr, ex_ptr, V, L, NEX,
     N: tl.constexpr, W: tl.constexpr, JP: tl.constexpr, CP: tl.constexpr, EXP: tl.constexpr,
 ):  # fmt: skip
-    # the no-repeat rule of decode_guard.ban_repeated_ngrams_ for one row (sequence = kv_len + 1 tokens)
+    # the no-repeat rule of guard.ban_repeated_ngrams_ for one row (sequence = kv_len + 1 tokens)
     r = tl.program_id(0)
     seq_len = tl.load(kv_ptr + r) + 1
     start = tl.load(start_ptr + r)

@@ -1,0 +1,22 @@
+"""What DeepSeek-OCR-2 offers front ends: its prompt presets, resolution modes and precisions.
+
+Why a module of its own: the local engine and remote endpoints both answer ``capabilities()`` with
+this, and the UI and CLI build their choices from it, so a new mode or preset shows up everywhere.
+"""
+
+from __future__ import annotations
+
+from ocr_app.engines.base import Capabilities
+from ocr_app.engines.deepseek.modes import MODES
+from ocr_app.engines.deepseek.precision import DTYPE_CHOICES
+from ocr_app.engines.deepseek.prompts import PRESET_LABELS, PRESETS
+
+
+def deepseek_capabilities(*, precisions: bool = True) -> Capabilities:
+    """Local engine: everything; remote endpoints: no precisions (the server decides)."""
+    return Capabilities(
+        prompts=tuple((name, str(PRESET_LABELS.get(name, name))) for name in PRESETS),
+        custom_prompt=True,
+        modes=tuple(MODES),
+        precisions=DTYPE_CHOICES if precisions else (),
+    )

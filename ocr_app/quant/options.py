@@ -1,0 +1,85 @@
+"""Kernel and benchmark knobs of the quantised matmuls, as one frozen object passed in.
+
+Why an object and not module globals: a benchmark that compares two kernel variants used to overwrite
+``ops`` globals for the whole process; now it builds a ``KernelOptions`` and hands it to the model's
+quantised modules (``set_kernel_options``) or to an op call. Production code never changes them.
+
+The environment is read once, on first use (``default_kernel_options``); docs/RUNTIME.md lists the
+variables (section "OCR_APP_* kernel variables").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from ocr_app.exceptions import ConfigError
+
+logger = logging.getLogger(__name__)
+
+Backend = Literal["auto", "torch", "triton"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+ENV_BACKEND = "OCR_APP_QUANT_BACKEND"
+ENV_FAST_LAUNCH = "OCR_APP_TRITON_FAST_LAUNCH"
+# Decode: up to this many rows (tokens, or token-expert pairs) go through the GEMV kernel, which reads
+# the routing directly; more rows are sorted by expert and go through the tensor-core GEMM.
+GEMV_MAX_ROWS = 64
+
+
+@dataclass(frozen=True)
+class KernelOptions:
+    """How the quantised ops run. Defaults are the measured production choices (docs/PERFORMANCE.md)."""
+
+    backend: Backend = "auto"  # auto: Triton on CUDA tensors when Triton imports, torch otherwise
+    fast_launch: bool = True  # launch compiled Triton kernels without per-launch pointer checks
+    # Expert pairs through the GEMV kernel in the graph decoder's step; more go through the sorted GEMM
+    # (H200: at 96 and 192 pairs the GEMM path is 1.3x and 1.7x faster, so the bound is the same).
+    decode_gemv_max_rows: int = GEMV_MAX_ROWS
+    gemv_acc2d: bool = True  # GEMV accumulation: per-element partials reduced once (False: per K-tile)
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"{ENV_BACKEND}={self.backend!r}: use one of {', '.join(BACKENDS)}")
+        if self.decode_gemv_max_rows < 0:
+            raise ConfigError("decode_gemv_max_rows must be ≥ 0")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> KernelOptions:
+        """Options from ``OCR_APP_QUANT_BACKEND`` and ``OCR_APP_TRITON_FAST_LAUNCH`` (others default)."""
+        env = os.environ if environ is None else environ
+        return cls(
+            backend=env.get(ENV_BACKEND, "auto").strip().lower() or "auto",  # type: ignore[arg-type]
+            fast_launch=env.get(ENV_FAST_LAUNCH, "1").strip() != "0",
+        )
+
+    def replace(self, **changes: Any) -> KernelOptions:
+        return dataclasses.replace(self, **changes)
+
+
+@functools.lru_cache(maxsize=1)
+def default_kernel_options() -> KernelOptions:
+    """The process default: the environment as it was at first use."""
+    options = KernelOptions.from_env()
+    if options != KernelOptions():
+        logger.info("quantised kernels: %s", options)
+    return options
+
+
+def resolve(options: KernelOptions | None) -> KernelOptions:
+    """``options``, or the process default when None."""
+    return options if options is not None else default_kernel_options()
+
+
+def set_kernel_options(model: Any, options: KernelOptions) -> int:
+    """Hand ``options`` to every quantised module of ``model``; returns how many took them."""
+    count = 0
+    for module in model.modules():
+        if hasattr(module, "kernel_options"):
+            module.kernel_options = options
+            count += 1
+    return count
