@@ -163,6 +163,10 @@ class EnginePool(Engine):
     def is_loaded(self) -> bool:
         return self._loaded
 
+    def capabilities(self):
+        """The members run the same engine: the first one's choices."""
+        return self.members[0].engine.capabilities()
+
     def describe(self) -> dict[str, object]:
         info = dict(self.members[0].engine.describe())
         now = self._clock()

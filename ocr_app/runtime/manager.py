@@ -170,6 +170,10 @@ class ModelManager(Engine):
         info["loaded"] = info["state"] == READY
         return info
 
+    def capabilities(self):
+        """The managed engine's (never loads it)."""
+        return self._engine.capabilities()
+
     # --- status ------------------------------------------------------------------------------------
     def status(self) -> ManagerStatus:
         with self._cond:
