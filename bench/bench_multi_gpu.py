@@ -8,7 +8,7 @@ converts it with the product path — registry →
 tokens (random weights practically never emit EOS, and the loop stop needs ≥ 512 tokens; the script
 checks it). Each run is warmed up first on the same document with a few tokens per page (model load,
 CUDA-graph capture), then timed. Both runs hand the converter the whole document at once
-(``batch_pages`` = pages), so they differ only in the number of GPUs.
+(the converter streams the whole document), so they differ only in the number of GPUs.
 
     python bench/bench_multi_gpu.py [--pages 64] [--new-tokens 256] [--out multi_gpu.json]
     python bench/bench_multi_gpu.py --tiny     # CPU smoke run: tiny checkpoint, "cpu" vs "cpu,cpu"
@@ -100,7 +100,7 @@ def run(
     )
     engines = build_engines(settings)
     converter = Converter(engines, settings)
-    opts = dict(mode="global" if tiny else "default", formats=frozenset({"json"}), batch_pages=pages)
+    opts = dict(mode="global" if tiny else "default", formats=frozenset({"json"}))
     try:
         t0 = time.perf_counter()
         converter.convert([document], out / "warmup", ConvertOptions(max_new_tokens=4, **opts))
