@@ -564,7 +564,9 @@ class PageDecoder:
         for t, c in zip(self._mutable, snap, strict=True):
             t.copy_(c)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, pool=self._pool, capture_error_mode="thread_local"):
+        # capture on this decoder's own stream: torch.cuda.graph's default capture stream is made once per
+        # process on whichever GPU captured first, so a second GPU's graphs would be captured empty
+        with torch.cuda.graph(g, pool=self._pool, stream=side, capture_error_mode="thread_local"):
             self._run_step(b, lb)
         self._graphs[key] = g
         _GRAPH_OWNERS.add(self)
