@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.engines.registry import build_engines
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 from tests.factories import make_image, make_pdf
 
 # The first bytes of a real HEIC photo (ISO-BMFF 'ftyp' box, brand heic), then filler.
