@@ -16,8 +16,8 @@ Reported per step: wall time, torch peak allocated, allocated after the step, ho
 writes JSON to ``$OUT`` (or --out).
 
 The checkpoint: the full config (GUIDE §1) with random N(0, 0.02) weights, written by ``save_pretrained``
-(so in the hub's key layout: per-expert tensors, ``sam_model.*``, ``qwen2_model.*``), with a small BPE
-tokenizer (the processor needs one; ids stay below the real vocabulary). Calibration pages are rendered with
+(so in the hub's key layout: per-expert tensors, ``sam_model.*``, ``qwen2_model.*``), with the real
+tokenizer (``engines/deepseek/realtok.py``). Calibration pages are rendered with
 PyMuPDF as in production; where PyMuPDF is missing (the GPU image) the same kind of page is drawn with PIL.
 
     python bench/bench_small_gpu.py                       # H200: budgets 4, 6, 8 GiB (< 9 min)
@@ -54,30 +54,29 @@ def rss_peak_bytes() -> int:
 
 # --- checkpoint --------------------------------------------------------------------------------------
 def write_checkpoint(out: Path, tiny: bool, device: str) -> Path:
-    """bf16 (fp32 when --tiny) hub-format random checkpoint + tokenizer + processor in ``out``."""
+    """bf16 (the tiny fp32 one with --tiny) hub-format random checkpoint + real tokenizer + processor."""
     import torch
-    from transformers import DeepseekOcr2ImageProcessor, DeepseekOcr2Processor
 
     from ocr_app.engines.deepseek.configs import config_dict, random_model
-    from ocr_app.engines.deepseek.tiny import BOS, EOS, IMAGE, PAD, _build_tokenizer
+    from ocr_app.engines.deepseek.realtok import load_tokenizer
+    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint, save_checkpoint, special_ids
 
-    out.mkdir(parents=True, exist_ok=True)
-    tok = _build_tokenizer(out, vocab_size=400)
-    ids = {t: tok.convert_tokens_to_ids(t) for t in (IMAGE, BOS, EOS, PAD)}
-    text = {"bos_token_id": ids[BOS], "eos_token_id": ids[EOS], "pad_token_id": ids[PAD]}
-    if tiny:
-        text["vocab_size"] = len(tok)
-    cfg = config_dict("tiny" if tiny else "full", text=text, image_token_id=ids[IMAGE])
-    dtype = torch.float32 if tiny else torch.bfloat16
     t0 = time.perf_counter()
-    model = random_model(cfg, device, dtype, seed=0)
-    for key, val in (("bos_token_id", BOS), ("eos_token_id", EOS), ("pad_token_id", PAD)):
-        setattr(model.generation_config, key, ids[val])
-    model.save_pretrained(out)
-    del model
-    if device == "cuda":
-        torch.cuda.empty_cache()
-    DeepseekOcr2Processor(image_processor=DeepseekOcr2ImageProcessor(), tokenizer=tok).save_pretrained(out)
+    if tiny:
+        build_tiny_checkpoint(out)
+    else:
+        tok = load_tokenizer()
+        ids = special_ids(tok)
+        text = {"bos_token_id": ids["bos"], "eos_token_id": ids["eos"], "pad_token_id": ids["pad"]}
+        model = random_model(
+            config_dict("full", text=text, image_token_id=ids["image"]), device, torch.bfloat16
+        )
+        for key in ("bos", "eos", "pad"):
+            setattr(model.generation_config, f"{key}_token_id", ids[key])
+        save_checkpoint(model, tok, out)
+        del model
+        if device == "cuda":
+            torch.cuda.empty_cache()
     size = sum(f.stat().st_size for f in out.glob("*.safetensors"))
     log(f"checkpoint: {size / GIB:.2f} GiB in {time.perf_counter() - t0:.1f} s at {out}")
     return out

@@ -212,7 +212,7 @@ def convert(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL)
     except Exception as exc:  # pydantic validation of env/options
-        click.echo(f"Error: invalid settings: {exc}", err=True)
+        click.echo(f"Error: invalid settings: {_settings_error(exc)}", err=True)
         sys.exit(EXIT_INPUT)
 
     bar = _ProgressBar(disabled=quiet or json_summary)
@@ -252,6 +252,19 @@ def convert(
     else:
         _print_summary(results)
     sys.exit(code)
+
+
+def _settings_error(exc: Exception) -> str:
+    """A pydantic validation error as "field: message" lines, without its links and input dumps."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    parts = []
+    for err in errors():
+        where = ".".join(str(x) for x in err.get("loc", ())) or "settings"
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts) or str(exc)
 
 
 def _check_usage(settings, mode: str | None) -> None:

@@ -83,3 +83,15 @@ def test_peers_run_writes_the_table(tmp_path, capsys):
 def test_missing_data_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match=r"fetch_docling\.sh"):
         peers.main(["--data", str(tmp_path), "--tools", "textlayer"])
+
+
+def test_rescore_scores_the_kept_markdown(tmp_path, capsys):
+    data = _docling_tree(tmp_path / "docling")
+    out = tmp_path / "out"
+    assert peers.main(["--data", str(data), "--tools", "textlayer", "--out", str(out)]) == 0
+    first = capsys.readouterr().out
+    (out / "textlayer" / "multi_page.md").write_text("Body of multi_page in plain words.\n")  # heading lost
+    assert peers.main(["--data", str(data), "--tools", "textlayer", "--rescore", str(out)]) == 0
+    second = capsys.readouterr().out
+    assert "| headings found | 100% (11/11) |" in first
+    assert "| headings found | 91% (10/11) |" in second

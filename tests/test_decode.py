@@ -310,3 +310,23 @@ def test_scheduler_sizes_the_decoder_for_announced_pages(tiny):
     assert [len(f.result(timeout=60).tokens) for f in first + rest] == [40, 3, 3, 3, 3]
     assert sched.capacities == [8]  # one decoder sized for all five pages (bucket 8), not for the first
     sched.close()
+
+
+def test_a_cancelled_page_frees_its_slot_and_the_scheduler_goes_on(tiny):
+    """A conversion that stops early cancels its futures: the decoder drops those pages at once and
+    keeps serving (no result is set on a cancelled future)."""
+    model, _ = tiny
+    sched = DecodeScheduler(
+        model, DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP, check_every=2), max_slots=2
+    )
+    try:
+        long, short = sched.submit_many([DecodeRequest([0, 5, 6], {}, 200), DecodeRequest([0, 7, 8], {}, 4)])
+        assert len(short.result(timeout=120).tokens) == 4
+        assert long.cancel()  # the caller goes away while the long page decodes
+        again = sched.submit(DecodeRequest([0, 9, 10], {}, 3))
+        assert len(again.result(timeout=120).tokens) == 3
+        dec = sched.decoder
+        assert dec is not None and dec.busy_slots == [] and len(sched.capacities) == 1
+        assert dec.steps < 200  # the long page stopped when it was cancelled, not at its cap
+    finally:
+        sched.close()

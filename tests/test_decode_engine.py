@@ -57,23 +57,22 @@ def test_stream_yields_each_page_once_and_short_pages_first(engines):
     assert order[0] == 1  # both decode together: the 2-token page finishes first
 
 
-def test_plug_in_decode_path_and_unload_closes_the_scheduler(engines):
+def test_unload_closes_the_scheduler_and_reload_works(engines):
     eng = engines["graph"]
     reqs = [_request((300, 400), 0)]
-    with torch.inference_mode():
-        pages = [eng.preprocess(r) for r in reqs]
-        eng._attach_features(pages)
-        ids, stop = eng._decode(eng.collate(pages))[0]
-    ref = engines["generate"]
-    with torch.inference_mode():
-        pages = [ref.preprocess(r) for r in reqs]
-        ref._attach_features(pages)
-        assert (ids, stop) == ref._decode(ref.collate(pages))[0]
+    want = engines["generate"].predict_batch(reqs)[0]
+    got = eng.predict_batch(reqs)[0]
+    assert (got.raw_text, got.stop_reason, got.num_tokens) == (
+        want.raw_text,
+        want.stop_reason,
+        want.num_tokens,
+    )
     sched = eng._decoder
     assert sched is not None
     eng.unload()
     assert eng._decoder is None and sched._closed
     eng.load()  # the fixture's later users get a working engine again
+    assert eng.predict_batch(reqs)[0].raw_text == want.raw_text
 
 
 def test_decoder_setting():

@@ -178,6 +178,24 @@ def test_zoom_fit_and_pan(tab):
     after = tab.evaluate(size)
     assert after["left"] - before["left"] >= 40 and after["top"] - before["top"] >= 60  # dragged = panned
     assert tab.evaluate(active) == active_before  # a drag is not a click on the box under the pointer
+    # the zoom stays when the next page is shown, and Ctrl + wheel zooms too
+    label = tab.inner_text("#page-view .ocr-zoom-label")
+    shown = tab.get_attribute("#page-view .ocr-viewer", "data-page")
+    tab.click("#page-next")
+    tab.wait_for_function(
+        "p => document.querySelector('#page-view .ocr-viewer').dataset.page !== p", arg=shown
+    )
+    assert tab.inner_text("#page-view .ocr-zoom-label") == label
+    tab.mouse.move(cx, cy)
+    tab.keyboard.down("Control")
+    tab.mouse.wheel(0, 100)
+    tab.keyboard.up("Control")
+    smaller = f"{round(float(label.rstrip('%')) / 1.25)}%"
+    tab.locator("#page-view .ocr-zoom-label").get_by_text(smaller).wait_for()
+    tab.click("#page-prev")
+    tab.wait_for_function(
+        "p => document.querySelector('#page-view .ocr-viewer').dataset.page === p", arg=shown
+    )
     _fit_width(tab)
 
 

@@ -164,6 +164,26 @@ def run_tool(
     return row
 
 
+def rescore(
+    out: Path, tool: str, docs: dict[str, tuple[Path, Path]], rotated: dict[str, tuple[Path, Path]]
+) -> dict[str, object]:
+    """Score the Markdown a previous run kept under ``out/tool`` (after a change to the measures);
+    seconds come from that run's results.json."""
+    import json
+
+    def saved(_pdf: Path, name: str) -> str:
+        return (out / tool / f"{name}.md").read_text(encoding="utf-8")
+
+    cache = {pdf: saved(pdf, name) for name, (pdf, _) in docs.items()}
+    cache.update({pdf: saved(pdf, pdf.stem) for pdf, _ in rotated.values()})
+    row = run_tool(lambda pdf: cache[pdf], docs, rotated, None, tool)
+    results = out / "results.json"
+    if results.exists():
+        before = json.loads(results.read_text()).get("rows", {}).get(tool, {})
+        row["s_per_page"] = before.get("s_per_page", float("nan"))
+    return row
+
+
 def _pct(v: float) -> str:
     return "–" if math.isnan(v) else f"{v:.0%}"
 
@@ -218,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="keep every tool's Markdown and results.json here")
     ap.add_argument("--report", type=Path, default=None, help="write the table into this file")
     ap.add_argument("--marker", default="peers", help="report section marker (peers, peers-before, ...)")
+    ap.add_argument("--rescore", type=Path, default=None, help="score the Markdown kept by an earlier --out")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
 
@@ -228,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict[str, object]] = {}
     skipped: dict[str, str] = {}
     for name in [t.strip() for t in args.tools.split(",") if t.strip()]:
+        if args.rescore:
+            rows[name] = rescore(args.rescore, name, docs, rotated)
+            continue
         try:
             tool = make_tool(name)
         except (ImportError, RuntimeError) as exc:

@@ -30,8 +30,12 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>])")
+
+
 def _clean(text: str) -> str:
-    return normalize(html.unescape(_EMPHASIS.sub("", text)))
+    """Markdown escapes ("\\_"), emphasis and HTML entities are syntax, not content."""
+    return normalize(html.unescape(_EMPHASIS.sub("", _ESCAPE.sub(r"\1", text))))
 
 
 def split_tables(md: str) -> tuple[str, list[list[list[str]]]]:

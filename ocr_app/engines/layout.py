@@ -382,7 +382,8 @@ def _build_table(run: list[_Row]) -> _Table | None:
             cells[k] = (cells[k] + " " + it.text).strip()
         rows.append(cells)
     box = _union([r.box for r in run])
-    return _Table(box=box, rows=rows, size=statistics.median(r.size for r in run))
+    items = [it for r in run for it in r.items]
+    return _Table(box=box, rows=rows, size=statistics.median(r.size for r in run), items=items)
 
 
 # --- 2. reading order --------------------------------------------------------------------------
@@ -778,12 +779,39 @@ def _group_section(
     return blocks
 
 
+def _tables_beside_a_gutter(
+    lines: list[TextLine], page_width: float, config: LayoutConfig, body: float
+) -> tuple[list[_Table], list[TextLine]]:
+    """Tables inside one column of a page with columns (a two-page spread): their rows share
+    baselines with text of the other column, so the whole-page search cannot see them."""
+    gutter = _find_gutter(lines, config, body)
+    if gutter is None:
+        return [], lines
+    mid = (gutter[0] + gutter[1]) / 2
+    left = [ln for ln in lines if ln.box[2] <= mid]
+    right = [ln for ln in lines if ln.box[0] >= mid]
+    found: list[_Table] = []
+    rest = [ln for ln in lines if not (ln.box[2] <= mid or ln.box[0] >= mid)]
+    for side in (left, right):
+        tables, others = detect_tables(side, page_width / 2, config, body)
+        for table in tables:
+            # Only clear grids here (≥ 3 rows of ≥ 3 filled cells): inside a text column, two short
+            # lines side by side are more often a heading beside a figure label than a table.
+            if len(table.rows) >= 3 and all(sum(1 for c in r if c) >= 3 for r in table.rows):
+                found.append(table)
+            else:
+                ids = {id(it) for it in table.items}
+                others += [ln for ln in side if id(ln) in ids]
+        rest += others
+    return found, rest
+
+
 def _cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
     """On a cover page (big type, almost no body text) only the title is a heading: the largest
     line of at least three words; "Front cover", series names, taglines and authors are not."""
     chars = sum(len(ln.text) for ln in lines)
     body_chars = sum(len(ln.text) for ln in lines if abs(ln.size - style.body_size) <= 0.06 * style.body_size)
-    if chars < 40 or body_chars >= 0.2 * chars:
+    if not 40 <= chars <= 800 or body_chars >= 0.2 * chars:  # a cover has little text, little body
         return style
     titled = [ln.size for ln in lines if len(ln.text.split()) >= 3 and ln.size >= 1.5 * style.body_size]
     if not titled:
@@ -819,10 +847,13 @@ def build_blocks(
         if cover.cover_min_size:
             style = cover
         elif page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
-            # This page's body text is set in another size than the document's (a generated
-            # sampler, an appendix in small print): its own sizes decide its headings.
-            style = None
+            # This page's body text is set in another size than the document's (a sidebar in small
+            # print, a sampler of sizes): the document's heading scale, relative to this page's body.
+            k = body / style.body_size
+            style = replace(style, body_size=body, heading_sizes=tuple(h * k for h in style.heading_sizes))
     found, rest = detect_tables(clean, page_width, config, body)
+    found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
+    found += found_more
     found += [_Table(box=b, rows=r) for b, r in tables if r]
     found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
     items: list[Item] = [*rest, *found]

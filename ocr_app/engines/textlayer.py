@@ -413,7 +413,7 @@ def figure_regions(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
             if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
                 regions.append(r)
         for r in page.cluster_drawings():
-            if 0.02 * area <= abs(r) <= 0.7 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt:
+            if 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt:
                 regions.append(r)
     except Exception as exc:  # figure detection is a refinement; the text must not be lost over it
         logger.debug("figure regions unavailable: %s", exc)

@@ -65,7 +65,7 @@ def assess(
     if output.confidence is not None and output.confidence < min_confidence:
         return (
             "low_confidence",
-            f"engine confidence {output.confidence:.2f} is below {min_confidence:.2f} "
+            f"engine confidence {output.confidence:.3f} is below {min_confidence:g} "
             "(a rotated, blurred or non-text page?)",
         )
     return None, ""

@@ -7,8 +7,9 @@ Why this shape: three things are meant to be swapped without touching the rest, 
   ``vision_cache`` (``VisionCache`` protocol below; the runtime package implements it) can skip the
   encoder for a page it has seen. The cache key is a content hash of the page's preprocessed pixel
   tensors plus the model id and dtype.
-* ``_decode(prepared)`` turns a ``PreparedBatch`` into ``[(token_ids, StopReason)]``; here it is greedy
-  ``generate`` with the no-repeat guard; the decode package replaces it with a CUDA-graph decoder.
+* ``_decode(prepared)`` turns a ``PreparedBatch`` into ``[(token_ids, StopReason)]`` with greedy
+  ``generate`` and the no-repeat guard; the graph decoder (``decoding``, one entry point:
+  ``decoding.adapter.stream_pages``) replaces the whole batch loop of ``predict_stream`` instead.
 * ``load``/``unload`` own the only references to model and processor, so unload really frees memory.
 
 Timings (seconds, per batch the page ran in — pages of one batch share them): ``preprocess`` (mode,
@@ -306,6 +307,10 @@ class DeepSeekOcr2Engine(Engine):
         takes ``batch_size`` pages at a time."""
         import torch
 
+        it = iter(requests)
+        first = next(it, None)
+        if first is None:
+            return  # nothing to do: do not load the model for it
         self.load()
         if self.device is not None and self.device.type == "cuda" and self.device.index is not None:
             # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
@@ -314,7 +319,7 @@ class DeepSeekOcr2Engine(Engine):
         from ocr_app.engines.deepseek.decoding.adapter import stream_pages, wants_graph_decoder
 
         pulled: list[PageRequest] = []
-        source = _recording(requests, pulled)
+        source = _recording(itertools.chain([first], it), pulled)
         done: set[int] = set()
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             try:
@@ -482,11 +487,8 @@ class DeepSeekOcr2Engine(Engine):
         return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
 
     def _decode(self, prepared: PreparedBatch) -> list[tuple[list[int], StopReason]]:
-        """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token."""
-        from ocr_app.engines.deepseek.decoding.adapter import decode_prepared, wants_graph_decoder
-
-        if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
-            return decode_prepared(self, prepared)  # same tokens, through the graph decoder
+        """Greedy ``generate`` with the no-repeat guard; token ids exclude the EOS token. (The graph
+        decoder does not go through here: it replaces the whole batch loop in ``predict_stream``.)"""
         from transformers import GenerationConfig, LogitsProcessorList
         from transformers.modeling_outputs import BaseModelOutputWithPooling
 

@@ -75,7 +75,14 @@ def _table_html(rows: list[list[str]]) -> str:
 
 
 _TABLE = [["Item", "Qty", "Price"], ["Apples", "12", "3.5"], ["Pears", "7", "2.25"]]
-_TABLE2 = [["City", "Rain"], ["Oslo", "61"], ["Lisbon", "42"], ["Quito", "88"]]
+# A row of empty cells repeats ``</td><td>``: with a 7-gram guard only ``</td>`` gets banned there, so
+# the page reads right only if the guard exempts the real ``</td>`` id.
+_TABLE2 = [
+    ["City", "Jan", "Feb", "Mar", "Apr"],
+    ["Oslo", "61", "55", "40", "44"],
+    ["Quito", "", "", "", ""],
+    ["Lisbon", "42", "38", "35", "29"],
+]
 
 PAGES: tuple[TinyPage, ...] = (
     TinyPage(
@@ -158,7 +165,7 @@ PAGES: tuple[TinyPage, ...] = (
         (
             TinyBlock("sub_title", (30, 20, 270, 42), "Rainfall", "## Rainfall"),
             TinyBlock(
-                "table", (30, 60, 210, 180), "/".join("|".join(r) for r in _TABLE2), _table_html(_TABLE2)
+                "table", (30, 60, 270, 180), "/".join("|".join(r) for r in _TABLE2), _table_html(_TABLE2)
             ),
             TinyBlock("text", (30, 200, 270, 240), "Values in millimetres.", "Values in millimetres."),
         ),

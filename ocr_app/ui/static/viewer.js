@@ -105,6 +105,17 @@ element.addEventListener("click", (e) => {
   if (el && !pan.moved) show(el, "ocr-active");
 });
 
+// Ctrl + wheel (and a trackpad pinch, which browsers report the same way) zooms the page image.
+element.addEventListener(
+  "wheel",
+  (e) => {
+    if (!e.ctrlKey || !(e.target.closest && e.target.closest(".ocr-scroll"))) return;
+    e.preventDefault();
+    zoomBy(e.deltaY < 0 ? ZOOM_STEP : 1 / ZOOM_STEP);
+  },
+  { passive: false },
+);
+
 window.addEventListener("resize", () => state.fit && applyZoom());
 if (typeof watch === "function") watch("value", applyZoom);
 applyZoom();

@@ -1,11 +1,10 @@
 """Plugs the graph decoder into ``DeepSeekOcr2Engine`` (setting ``decoder``: auto | generate | graph).
 
-Why a separate module: the engine keeps one decode entry point (``_decode``) and one streaming entry
-point (``predict_stream``); both call into here when the graph decoder is on, so the engine file only
-gains a few lines. With the graph decoder, ``predict_stream`` no longer waits for a whole batch: the
-pages of each chunk are handed to the engine's ``DecodeScheduler`` (continuous batching, shared by
-concurrent jobs of the same engine) while the next chunk goes through the vision encoder, and each page
-is yielded the moment it finishes.
+Why a separate module: ``stream_pages`` is the decoding package's one entry point; the engine's
+``predict_stream`` calls it when the graph decoder is on (``predict_batch`` goes through
+``predict_stream``), so the engine keeps only the ``generate`` path itself. Pages are handed to the
+engine's ``DecodeScheduler`` (continuous batching, shared by concurrent jobs of the same engine) while
+the next ones go through the vision encoder, and each page is yielded the moment it finishes.
 
 Whole-document feeding: ``stream_pages`` pulls page requests lazily from any iterable (the converter
 renders pages as they are pulled) and keeps ``slots + vision batch`` pages submitted: while the decoder
@@ -40,7 +39,7 @@ from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
     from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, PreparedBatch
+    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
 
 logger = logging.getLogger(__name__)
 
@@ -108,35 +107,16 @@ def _request(input_ids: Sequence[int], features: Any, max_new: int, key: Any) ->
     return DecodeRequest(list(input_ids), {"mm_encoder_outputs": mm}, int(max_new), key=key)
 
 
-def decode_prepared(
-    engine: DeepSeekOcr2Engine, prepared: PreparedBatch
-) -> list[tuple[list[int], StopReason]]:
-    """``_decode`` through the scheduler: un-pad each row, decode, map stops like ``finish_row``."""
-    reqs = []
-    width = prepared.input_ids.shape[1]
-    for i, plen in enumerate(prepared.prompt_lengths):
-        ids = prepared.input_ids[i, width - plen :].tolist()
-        reqs.append(_request(ids, prepared.image_features[i], prepared.max_new_tokens[i], key=i))
-    t0 = time.perf_counter()
-    results = scheduler_for(engine).run(reqs)
-    prepared.timings["prefill"] = max((r.first_token_s for r in results), default=0.0)
-    prepared.timings["decode"] = max(0.0, time.perf_counter() - t0 - prepared.timings["prefill"])
-    eos = set(prepared.eos_token_ids)
-    return [finish(r, eos) for r in results]
-
-
 def stream_pages(
     engine: DeepSeekOcr2Engine, requests: Iterable[tuple[int, PageRequest]]
 ) -> Iterator[tuple[int, EngineOutput]]:
     """Yield ``(index, output)`` as pages finish, for ``(index, request)`` pairs pulled lazily: up to
     ``slots + vision batch`` pages are in flight; the next ones are encoded while those decode."""
-    import torch
 
     sched = scheduler_for(engine)
     eos = set(engine._eos_ids())
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
     source = iter(requests)
-    exhausted = False
 
     def ready(block: bool) -> Iterator[tuple[int, EngineOutput]]:
         if not waiting:
@@ -149,6 +129,17 @@ def stream_pages(
             t = dict(timings, prefill=res.first_token_s, decode=res.decode_s, total=time.perf_counter() - t0)
             yield index, engine._output(page, ids, stop, t)
 
+    try:
+        yield from _feed(engine, sched, source, waiting, ready)
+    finally:  # the caller stopped early (cancel, error): pages still queued or decoding are not wanted
+        for f in waiting:
+            f.cancel()
+
+
+def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
+    import torch
+
+    exhausted = False
     while True:
         batch = sched.encode_batch()
         room = sched.slots() + batch - len(waiting)
@@ -177,4 +168,4 @@ def stream_pages(
         yield from ready(block=True)
 
 
-__all__ = ["DECODERS", "decode_prepared", "finish", "scheduler_for", "stream_pages", "wants_graph_decoder"]
+__all__ = ["DECODERS", "finish", "scheduler_for", "stream_pages", "wants_graph_decoder"]

@@ -637,6 +637,17 @@ class PageDecoder:
             self.active[idx] = False
         return out
 
+    def drop(self, slots: Sequence[int]) -> None:
+        """Stop decoding ``slots`` and free them (their pages were cancelled); no result is made."""
+        import torch
+
+        if not slots:
+            return
+        with torch.inference_mode():
+            self.active[torch.tensor(list(slots), dtype=torch.long, device=self.device)] = False
+        for s in slots:
+            self.slot_key[s] = None
+
     def compact(self) -> int:
         """Move the highest busy slot into the lowest free one when that shrinks the batch bucket.
 

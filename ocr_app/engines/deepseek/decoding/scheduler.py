@@ -22,7 +22,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -166,6 +166,17 @@ def plan_capacity(
         model, max_len, wanted, max_slots, prefill_batch=prefill_batch, vision_batch=vision_batch,
         budget_bytes=budget_bytes, cuda=cuda,
     ).slots  # fmt: skip
+
+
+def _settle(future: Future, result: Any = None, error: Exception | None = None) -> None:
+    """Resolve ``future`` unless its caller cancelled it meanwhile (a race with ``Future.cancel``)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except InvalidStateError:
+        pass  # cancelled (or already resolved): nobody waits for it
 
 
 @dataclass
@@ -405,10 +416,17 @@ class DecodeScheduler:
         pending.extend(keep)
         if batch:
             self._admit(dec, batch, owners)
+        gone = []
+        for s in dec.busy_slots:  # the caller went away (a cancelled conversion): free the slot now
+            owner = owners.get(id(dec.slot_key[s]))
+            if owner is None or owner.future.cancelled():
+                owners.pop(id(dec.slot_key[s]), None)
+                gone.append(s)
+        dec.drop(gone)
         for _, res in dec.collect():
             owner = owners.pop(id(res.key))
             res.key = owner.key
-            owner.future.set_result(res)
+            _settle(owner.future, result=res)
         if not pending:
             dec.compact()
         dec.run_chunk()
@@ -436,8 +454,7 @@ class DecodeScheduler:
         except Exception as exc:  # a bad page (e.g. features that do not match) fails alone
             for (_, f), q in zip(batch, reqs, strict=True):
                 owners.pop(id(q.key), None)
-                if not f.done():
-                    f.set_exception(_page_error(exc))
+                _settle(f, error=_page_error(exc))
             for s in dec.busy_slots:
                 if id(dec.slot_key[s]) not in owners:
                     dec.slot_key[s] = None
@@ -445,12 +462,10 @@ class DecodeScheduler:
 
     def _fail_all(self, pending: deque, owners: dict[int, _Owner], err: Exception) -> None:
         for _, f in pending:
-            if not f.done():
-                f.set_exception(err)
+            _settle(f, error=err)
         pending.clear()
         for o in owners.values():
-            if not o.future.done():
-                o.future.set_exception(err)
+            _settle(o.future, error=err)
         owners.clear()
 
     def _release(self) -> None:
