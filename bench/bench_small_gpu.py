@@ -136,9 +136,9 @@ class OomCounter(logging.Handler):
 
 def run_budget(args) -> dict:
     import torch
-    from ocr_app.runtime.budget import choose_preset
 
     from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.engines.deepseek.budget import choose_preset
     from ocr_app.quant.checkpoint import load_quantized
     from ocr_app.settings import Settings
     from ocr_app.stack import build_engines
