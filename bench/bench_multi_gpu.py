@@ -31,27 +31,31 @@ def log(*a: object) -> None:
 
 
 def build_full_checkpoint(out: Path) -> Path:
-    """The real architecture at full size with random weights, saved like a downloaded checkpoint."""
+    """The real architecture at full size with random weights, saved like a downloaded checkpoint, with the
+    real tokenizer and processor (taken from a tiny checkpoint built by the project)."""
+    import shutil
+
     import torch
-    from transformers import DeepseekOcr2ImageProcessor, DeepseekOcr2Processor
+    from transformers import AutoConfig
 
     from ocr_app.engines.deepseek.configs import config_dict, random_model
-    from ocr_app.engines.deepseek.tiny import BOS, EOS, IMAGE, PAD, _build_tokenizer
+    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
 
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _build_tokenizer(out, vocab_size=400)  # ids past its vocab decode to "" — fine here
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in (IMAGE, BOS, EOS, PAD)}
-    text = {"bos_token_id": ids[BOS], "eos_token_id": ids[EOS], "pad_token_id": ids[PAD]}
-    cfg = config_dict("full", text=text, image_token_id=ids[IMAGE])
+    tiny = build_tiny_checkpoint(out.parent / "tiny-for-tokenizer")
+    tc = AutoConfig.from_pretrained(tiny)
+    t = tc.text_config
+    text = {"bos_token_id": t.bos_token_id, "eos_token_id": t.eos_token_id, "pad_token_id": t.pad_token_id}
+    cfg = config_dict("full", text=text, image_token_id=tc.image_token_id)
     t0 = time.perf_counter()
     model = random_model(cfg, "cuda:0", torch.bfloat16)
-    model.generation_config.bos_token_id = ids[BOS]
-    model.generation_config.eos_token_id = ids[EOS]
-    model.generation_config.pad_token_id = ids[PAD]
+    for key, value in text.items():
+        setattr(model.generation_config, key, value)
     model.save_pretrained(out)
-    DeepseekOcr2Processor(image_processor=DeepseekOcr2ImageProcessor(), tokenizer=tokenizer).save_pretrained(
-        out
-    )
+    for f in Path(tiny).iterdir():  # tokenizer and processor
+        skip = f.name.endswith((".safetensors", ".bin")) or f.name in ("config.json", "generation_config.json")
+        if f.is_file() and not skip:
+            shutil.copy(f, out / f.name)
     params = sum(p.numel() for p in model.parameters())
     del model
     torch.cuda.empty_cache()

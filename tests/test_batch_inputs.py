@@ -72,3 +72,30 @@ def test_json_records_the_prompt_and_mode_actually_used(tmp_path, tiny_checkpoin
     page = json.loads(doc.outputs["json"].read_text())["pages"][0]
     assert page["engine"] == "deepseek-ocr2", page["error"]
     assert (page["prompt"], page["mode"]) == ("<image>\nFree OCR.", "global")
+
+
+def test_web_app_batch_applies_the_page_range_per_file(tmp_path):
+    """The app converts an upload batch file by file; one range still applies to each as far as it goes."""
+    import threading
+
+    from ocr_app.ui.jobs import JobOutcome, stream_conversion
+
+    pdf = make_pdf(tmp_path / "report.pdf", ["# One\n\nFirst.", "# Two\n\nSecond.", "# Three\n\nThird."])
+    png = make_image(tmp_path / "scan.png", "Hello")
+    settings = Settings(engine="light", idle_unload_s=0, cache_enabled=False)
+    engines = build_engines(settings)
+    options = ConvertOptions(pages="1-2", engine="light", formats=frozenset({"json"}))
+    try:
+        items = list(
+            stream_conversion(
+                Converter(engines, settings), [pdf, png], tmp_path / "o", options, threading.Event()
+            )
+        )
+    finally:
+        engines.unload_all()
+    outcome = items[-1]
+    assert isinstance(outcome, JobOutcome)
+    report, scan = outcome.documents
+    assert [p.index for p in report.pages] == [0, 1] and report.error is None
+    assert scan.error is None and [p.index for p in scan.pages] == [0]
+    assert any('page range "1-2": the document has 1 page' in n for n in scan.notes)

@@ -89,10 +89,10 @@ def test_every_page_exact_through_the_converter(trained_checkpoint, pages, tmp_p
 
 
 def _raw_texts(model, pages, out, **settings) -> dict[str, str]:
-    """Raw text per page name (asserting stop reason ``end``) for two global pages and the default one."""
+    """Raw text per page name (asserting stop reason ``end``) for the table page (global) and the default one."""
     groups = by_mode(pages)
     chosen = {
-        "global": [g for g in groups["global"] if g[0].name in ("table", "figure")],
+        "global": [g for g in groups["global"] if g[0].name == "table"],
         "default": groups["default"],
     }
     texts = {}
@@ -132,3 +132,45 @@ def test_vision_cache_hit_gives_the_same_text(trained_checkpoint, pages, tmp_pat
     first, second = (d.pages[0] for d in docs)
     assert first.raw_text == second.raw_text == spec.transcript()
     assert any("vision features from cache" in n for n in second.notes), second.notes
+
+
+def _guard_bans(ids: list[int], n: int, window: int) -> set[int]:
+    """Ids of the transcript that the no-repeat rule (guard module doc) would ban where they occur."""
+    banned = set()
+    for end in range(n, len(ids) + 1):
+        history = ids[max(0, end - 1 - window) : end - 1]
+        prefix = tuple(ids[end - n : end - 1])
+        for i in range(len(history) - n + 1):
+            if tuple(history[i : i + n - 1]) == prefix and history[i + n - 1] == ids[end - 1]:
+                banned.add(ids[end - 1])
+    return banned
+
+
+def test_guard_exempts_the_real_td_ids_on_a_table_with_empty_cells(trained_checkpoint, pages, tmp_path):
+    """A 7-gram guard would ban ``</td>`` inside the row of empty cells, and nothing else on that page:
+    the page still reads exactly only because the engine exempts the tokenizer's ``</td>`` id."""
+    from ocr_app.engines.deepseek.realtok import load_tokenizer
+
+    tok = load_tokenizer()
+    [(spec, path)] = [g for g in by_mode(pages)["global"] if g[0].name == "rain-table"]
+    ids = tok.encode(spec.transcript(), add_special_tokens=False)
+    assert _guard_bans(ids, 7, 90) == {tok.convert_tokens_to_ids("</td>")}  # precondition
+    [doc] = convert(
+        trained_checkpoint,
+        [path],
+        tmp_path,
+        "global",
+        dtype="fp32",
+        no_repeat_ngram_size=7,
+        no_repeat_window=90,
+    )
+    assert doc.pages[0].raw_text == spec.transcript() and doc.pages[0].stop_reason.value == "end"
+    # and the same guard does change a page whose repeats are not table tags
+    [(other, other_path)] = [g for g in by_mode(pages)["global"] if g[0].name == "table"]
+    assert _guard_bans(tok.encode(other.transcript(), add_special_tokens=False), 4, 90) - {
+        tok.convert_tokens_to_ids("<td>")
+    }
+    [changed] = convert(
+        trained_checkpoint, [other_path], tmp_path / "b", "global", dtype="fp32", no_repeat_ngram_size=4
+    )
+    assert changed.pages[0].raw_text != other.transcript()

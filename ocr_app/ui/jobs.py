@@ -131,8 +131,11 @@ def stream_conversion(
                     events.put((i, event))
 
                 file_options = options
+                if len(inputs) > 1 and options.clip_pages is None:
+                    # one page range over an upload batch: each file converts the pages it has
+                    file_options = replace(file_options, clip_pages=True)
                 if passwords and names[i] in passwords:
-                    file_options = replace(options, password=passwords[names[i]])
+                    file_options = replace(file_options, password=passwords[names[i]])
                 try:
                     docs = converter.convert([path], out_dir / f"{i:03d}", file_options, report, cancel)
                 except ConversionCancelled as exc:

@@ -18,6 +18,9 @@ logger = logging.getLogger(__name__)
 def serve(log_level: str = "INFO", **overrides: object) -> int:
     """Build the app from settings (``overrides`` win over the environment) and serve until stopped."""
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    from ocr_app.exceptions import install_user_error_filter
+
+    install_user_error_filter()  # user errors: one log line each, no traceback
 
     from ocr_app.convert import Converter
     from ocr_app.exceptions import OcrError
