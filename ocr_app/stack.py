@@ -63,7 +63,11 @@ def build_engines(
     factories["textlayer"] = lambda: _textlayer(settings)
 
     if settings.remote_url:
-        factories["remote"] = lambda: _remote(settings)
+        remote_error = _check_endpoints(settings.remote_url)  # cheap (no network): a bad list says so now
+        if remote_error is None:
+            factories["remote"] = lambda: _remote(settings)
+        else:
+            unavailable["remote"] = remote_error
     else:
         unavailable["remote"] = "no endpoint configured (set DEEPSEEK_OCR_REMOTE_URL)"
 
@@ -190,6 +194,18 @@ def _textlayer(settings: Settings) -> Engine:
     from ocr_app.engines.textlayer import TextLayerEngine
 
     return TextLayerEngine(settings)
+
+
+def _check_endpoints(remote_url: str) -> str | None:
+    """Why the endpoint list cannot work (not http(s), duplicates, a bad TOML file), or None."""
+    from ocr_app.engines.remote import parse_endpoints
+    from ocr_app.exceptions import OcrError
+
+    try:
+        parse_endpoints(remote_url)
+    except OcrError as exc:
+        return str(exc)
+    return None
 
 
 def _remote(settings: Settings) -> Engine:

@@ -11,9 +11,6 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1] / "ocr_app"
-# Module loops that another change removes: engine.py <-> decode_adapter.py is untangled by the decoding
-# package (issue 12). Remove the entry when that lands; a new loop fails the test.
-KNOWN_LOOPS = {frozenset({"ocr_app.engines.deepseek.engine", "ocr_app.engines.deepseek.decode_adapter"})}
 # Layers an engine must never import: engines are wrapped by the runtime and wired by the stack.
 ABOVE_ENGINES = ("ocr_app.runtime", "ocr_app.stack", "ocr_app.convert", "ocr_app.ui", "ocr_app.cli")
 
@@ -108,8 +105,7 @@ def test_the_walk_sees_real_edges():
 
 
 def test_no_import_loops():
-    new = [sorted(c) for c in loops(import_graph()) if frozenset(c) not in KNOWN_LOOPS]
-    assert new == []
+    assert [sorted(c) for c in loops(import_graph())] == []
 
 
 def test_loop_detection_catches_a_loop():

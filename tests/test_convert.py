@@ -134,7 +134,9 @@ def test_failing_page_becomes_error_entry_while_others_convert(settings, tmp_pat
     finally:
         engines.unload_all()
     assert [p.status == "error" for p in doc.pages] == [False, True, False]
-    assert doc.pages[0].blocks and doc.pages[2].blocks  # the neighbours were really recognised
+    # the neighbours were really recognised (6 tokens of the trained tiny model end inside its first
+    # box, so there are no blocks yet: the model's text is the evidence)
+    assert doc.pages[0].raw_text.startswith("<|ref|>") and doc.pages[2].raw_text.startswith("<|ref|>")
     assert "simulated decoder failure" in doc.pages[1].error
     assert doc.pages[1].error_kind == "internal"
     md = doc.outputs["md"].read_text()

@@ -22,7 +22,7 @@ PAGES = 6
 
 
 def _pool(engines) -> EnginePool:
-    engine = engines.engines["deepseek"]
+    engine = engines.get("deepseek")
     while not isinstance(engine, EnginePool):
         engine = engine.engine
     return engine

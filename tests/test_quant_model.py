@@ -249,7 +249,7 @@ def test_pdf_converts_end_to_end_with_mixed_preset(mixed, tmp_path):
     try:
         opts = ConvertOptions(mode="global", max_new_tokens=6, formats=frozenset({"md", "json"}))
         [doc] = Converter(engines, settings).convert([pdf], tmp_path / "out", opts)
-        eng = engines.engines["deepseek"]
+        eng = engines.get("deepseek")
         while not hasattr(eng, "model"):  # unwrap the result-cache / runtime wrappers
             eng = eng.engine
         model = eng.model

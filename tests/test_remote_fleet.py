@@ -236,8 +236,8 @@ def test_json_summary_says_which_endpoint_read_each_page():
 
 
 def test_bad_endpoint_list_leaves_the_other_engines_running():
-    from ocr_app.engines.registry import build_engines
     from ocr_app.exceptions import EngineUnavailableError
+    from ocr_app.stack import build_engines
 
     engines = build_engines(Settings(remote_url="http://a:8000,ftp://b", engine="auto"))
     assert "remote" not in engines.engines and "not an http" in engines.unavailable["remote"]

@@ -127,6 +127,7 @@ class RectReader(Engine):
     def predict_stream(self, requests):
         import numpy as np
 
+        from ocr_app.engines.deepseek.grounding import finish_output
         from ocr_app.schema import EngineOutput, StopReason
 
         for i, req in enumerate(requests):
@@ -139,7 +140,8 @@ class RectReader(Engine):
                 box = [round(xs.min() / w * 999), round(ys.min() / h * 999)]
                 box += [round((xs.max() + 1) / w * 999), round((ys.max() + 1) / h * 999)]
                 parts.append(f"<|ref|>text<|/ref|><|det|>[{box}]<|/det|>\nRECT {level}")
-            yield i, EngineOutput(engine=self.name, raw_text="\n\n".join(parts), stop_reason=StopReason.END)
+            out = EngineOutput(engine=self.name, raw_text="\n\n".join(parts), stop_reason=StopReason.END)
+            yield i, finish_output(out, w, h)  # as the real engine: blocks parsed in the tile's pixels
 
 
 def test_grounded_engine_tiles_are_parsed_and_mapped_back_to_page_pixels():
@@ -178,8 +180,8 @@ def test_registry_tiles_every_ocr_engine_and_can_turn_it_off(tiny_checkpoint):
         Settings(model=str(tiny_checkpoint), remote_url="http://127.0.0.1:9", tile_size=2000)
     )
     for name in ("deepseek", "light", "remote"):
-        assert isinstance(engines.engines[name], TilingEngine) and engines.engines[name].tile_size == 2000
-    assert not isinstance(engines.engines["textlayer"], TilingEngine)  # a text layer needs no tiles
-    assert engines.engines["auto"].ocr is engines.engines["remote"]
+        assert isinstance(engines.get(name), TilingEngine) and engines.get(name).tile_size == 2000
+    assert not isinstance(engines.get("textlayer"), TilingEngine)  # a text layer needs no tiles
+    assert engines.get("auto").ocr is engines.get("remote")
     plain = build_engines(Settings(model=str(tiny_checkpoint), tile_max_side=0))
     assert not any(isinstance(e, TilingEngine) for e in plain.engines.values())

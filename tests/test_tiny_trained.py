@@ -15,8 +15,8 @@ import pytest
 
 from ocr_app.convert import Converter, ConvertOptions
 from ocr_app.engines.deepseek.tiny_pages import DPI, PAGES, TinyPage, write_pages
-from ocr_app.engines.registry import build_engines
 from ocr_app.settings import Settings
+from ocr_app.stack import build_engines
 
 FORMATS = frozenset({"md", "json"})
 

@@ -128,7 +128,9 @@ def test_cancel_keeps_finished_pages_and_skips_later_files(converter, settings, 
     assert outcome is not None and outcome.cancelled
     (doc,) = outcome.documents
     assert doc.source == "three.pdf" and 1 <= len(doc.pages) < 3
-    assert doc.pages[0].index == 0 and doc.pages[0].markdown
+    # page 1 was really recognised: the trained tiny model's text (12 tokens can end inside its first
+    # box, leaving no block and so no Markdown yet)
+    assert doc.pages[0].index == 0 and doc.pages[0].raw_text.startswith("<|ref|>")
 
 
 def test_closing_the_stream_early_cancels_the_worker(converter, settings, tmp_path):

@@ -304,15 +304,11 @@ class TilingEngine(WrappedEngine):
                 yield i, self._merge(originals.pop(i), plans.pop(i), got.pop(i))
 
     def _merge(self, req: PageRequest, plan: TilePlan, outs: dict[int, EngineOutput]) -> EngineOutput:
-        from ocr_app.parse.grounding import clean_raw, parse_grounded
-
         tile_blocks, raws, notes = [], [], []
         for t, box in enumerate(plan.tiles):
             out = outs[t]
-            x0, y0, x1, y1 = box
-            blocks = out.blocks
-            if blocks is None:
-                blocks = parse_grounded(clean_raw(out.raw_text), x1 - x0, y1 - y0)
+            x0, y0, _x1, _y1 = box
+            blocks = out.blocks or []  # engines return blocks in the tile's pixels (DeepSeek's wing parses)
             tile_blocks.append([_shift(b, x0, y0) for b in blocks])
             if out.raw_text:
                 raws.append(f"<!-- tile {t + 1} of {len(plan.tiles)} at x={x0} y={y0} -->\n{out.raw_text}")
