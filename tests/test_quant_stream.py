@@ -163,7 +163,8 @@ def test_streamed_awq_is_at_least_as_faithful_as_load_then_quantise(
     agree_old, agree_new = logit_agreement(ref, old), logit_agreement(ref, new)
     assert err_new <= err_old * 1.05, (err_new, err_old)
     assert agree_new["top1_agreement"] >= agree_old["top1_agreement"] - 0.01, (agree_new, agree_old)
-    assert agree_new["cosine_mean"] > 0.98 and err_new > 0  # close to float, yet really quantised
+    assert agree_new["cosine_mean"] >= agree_old["cosine_mean"] - 0.01, (agree_new, agree_old)
+    assert err_new > 0  # really quantised
 
 
 def test_incomplete_checkpoint_is_a_clear_error(tiny_checkpoint, tmp_path):
