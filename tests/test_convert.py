@@ -130,7 +130,7 @@ def test_failing_page_becomes_error_entry_while_others_convert(settings, tmp_pat
     finally:
         engines.unload_all()
     assert [p.status == "error" for p in doc.pages] == [False, True, False]
-    assert doc.pages[0].blocks and doc.pages[2].blocks  # the neighbours were really recognised
+    assert doc.pages[0].num_tokens and doc.pages[2].num_tokens  # the neighbours were really recognised
     assert "simulated decoder failure" in doc.pages[1].error
     assert doc.pages[1].error_kind == "internal"
     md = doc.outputs["md"].read_text()
