@@ -1,4 +1,4 @@
-"""Quantising the real model classes (tiny checkpoint): AWQ on rendered pages, pre-quantised round trip,
+"""Quantising the real model classes (tiny checkpoint, random weights: fidelity on TRAINED weights is bench/fidelity_tiny.py): AWQ on rendered pages, pre-quantised round trip,
 presets, the ``quantize`` command, and a PDF converted end to end with the ``mixed`` preset."""
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ def _load_float(path):
 
 
 @pytest.fixture(scope="module")
-def processor(tiny_checkpoint):
+def processor(random_checkpoint):
     from transformers import AutoProcessor
 
-    return AutoProcessor.from_pretrained(tiny_checkpoint)
+    return AutoProcessor.from_pretrained(random_checkpoint)
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +38,10 @@ def calib_batches(processor):
 
 
 @pytest.fixture(scope="module")
-def calibration(tiny_checkpoint, calib_batches):
+def calibration(random_checkpoint, calib_batches):
     from ocr_app.quant.calibration import collect_activations
 
-    return collect_activations(_load_float(tiny_checkpoint), calib_batches)
+    return collect_activations(_load_float(random_checkpoint), calib_batches)
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +53,13 @@ def eval_batch(processor):
 
 
 @pytest.fixture(scope="module")
-def mixed(tiny_checkpoint, calibration, tmp_path_factory):
+def mixed(random_checkpoint, calibration, tmp_path_factory):
     """(in-memory mixed model, recipe, saved directory)."""
     from ocr_app.quant.apply import quantize_model
 
-    model = _load_float(tiny_checkpoint)
+    model = _load_float(random_checkpoint)
     recipe = quantize_model(model, get_preset("mixed"), calibration)
-    out = save_quantized(model, recipe, tmp_path_factory.mktemp("tiny-mixed"), tiny_checkpoint)
+    out = save_quantized(model, recipe, tmp_path_factory.mktemp("tiny-mixed"), random_checkpoint)
     return model, recipe, out
 
 
@@ -82,8 +82,8 @@ def test_calibration_pages_are_rendered_documents(calib_batches, calibration):
     assert calibration.tokens > int((calib_batches[0]["input_ids"] == 3).sum())
 
 
-def test_awq_beats_rtn_for_every_layer_kind_with_outliers(tiny_checkpoint, calibration):
-    errors = layer_kind_errors(_load_float(tiny_checkpoint), calibration)
+def test_awq_beats_rtn_for_every_layer_kind_with_outliers(random_checkpoint, calibration):
+    errors = layer_kind_errors(_load_float(random_checkpoint), calibration)
     kinds = {"dense.qkv", "dense.o_proj", "dense.gate_up", "dense.down", "sparse.qkv", "sparse.o_proj",
              "shared.gate_up", "shared.down", "expert.gate_up", "expert.down"}  # fmt: skip
     assert set(errors) == kinds
@@ -115,7 +115,7 @@ def test_experts_with_few_tokens_use_pooled_inputs():
     assert pooled
 
 
-def test_mixed_plan_and_fidelity(tiny_checkpoint, mixed, eval_batch):
+def test_mixed_plan_and_fidelity(random_checkpoint, mixed, eval_batch):
     model, recipe, _ = mixed
     lm = model.model.language_model
     assert isinstance(lm.layers[1].mlp.experts, QuantExperts) and lm.layers[1].mlp.experts.bits == 4
@@ -130,7 +130,7 @@ def test_mixed_plan_and_fidelity(tiny_checkpoint, mixed, eval_batch):
     assert lm.layers[1].mlp.gate.weight.dtype == torch.float32
     assert recipe["awq"] and recipe["calibration"]["pages"] == 1
     assert len([m for m in recipe["modules"].values() if m["kind"] == "experts"]) == 2
-    agree = logit_agreement(_logits(_load_float(tiny_checkpoint), eval_batch), _logits(model, eval_batch))
+    agree = logit_agreement(_logits(_load_float(random_checkpoint), eval_batch), _logits(model, eval_batch))
     assert agree["cosine_mean"] > 0.98 and agree["top1_agreement"] > 0.8, agree
 
 
@@ -147,16 +147,16 @@ def test_prequantised_round_trip_is_identical(mixed, eval_batch):
     assert loaded.model.language_model.layers[1].mlp.experts.gate_up_qweight.dtype == torch.uint8
 
 
-def test_int8_preset_round_trip(tiny_checkpoint, tmp_path, eval_batch):
+def test_int8_preset_round_trip(random_checkpoint, tmp_path, eval_batch):
     from ocr_app.quant.apply import quantize_model
 
-    model = _load_float(tiny_checkpoint)
+    model = _load_float(random_checkpoint)
     recipe = quantize_model(model, get_preset("int8"), None)
     assert not recipe["awq"] and model.model.language_model.layers[1].mlp.experts.bits == 8
-    out = save_quantized(model, recipe, tmp_path / "q8", tiny_checkpoint)
+    out = save_quantized(model, recipe, tmp_path / "q8", random_checkpoint)
     loaded, _ = load_quantized(out, "cpu", torch.float32)
     assert torch.equal(_logits(model, eval_batch), _logits(loaded, eval_batch))
-    agree = logit_agreement(_logits(_load_float(tiny_checkpoint), eval_batch), _logits(loaded, eval_batch))
+    agree = logit_agreement(_logits(_load_float(random_checkpoint), eval_batch), _logits(loaded, eval_batch))
     assert agree["cosine_mean"] > 0.999, agree
 
 
@@ -198,10 +198,10 @@ def test_presets_and_auto_rule():
         get_preset("int4")
 
 
-def test_fp16_guard_clamps_overflow(tiny_checkpoint):
+def test_fp16_guard_clamps_overflow(random_checkpoint):
     from ocr_app.quant.apply import FP16_LIMIT, guard_fp16
 
-    model = _load_float(tiny_checkpoint).half()
+    model = _load_float(random_checkpoint).half()
     layer = model.model.language_model.layers[0]
     handles = guard_fp16(model)
     assert len(handles) >= 3 + 2 + 2  # decoder, vision encoder and SAM layers
@@ -216,13 +216,13 @@ def test_fp16_guard_clamps_overflow(tiny_checkpoint):
     assert torch.isfinite(y).all() and float(y.detach().abs().max()) <= FP16_LIMIT
 
 
-def test_quantize_command_writes_a_loadable_checkpoint(tiny_checkpoint, tmp_path):
+def test_quantize_command_writes_a_loadable_checkpoint(random_checkpoint, tmp_path):
     from click.testing import CliRunner
 
     from ocr_app.quant.cli import quantize_command
 
     out = tmp_path / "q"
-    args = ["--model", str(tiny_checkpoint), "--out", str(out), "--preset", "int8", "--device", "cpu"]
+    args = ["--model", str(random_checkpoint), "--out", str(out), "--preset", "int8", "--device", "cpu"]
     res = CliRunner().invoke(quantize_command, args)
     assert res.exit_code == 0, res.output
     assert "Wrote int8 checkpoint" in res.output and is_quantized_checkpoint(out)
@@ -230,7 +230,7 @@ def test_quantize_command_writes_a_loadable_checkpoint(tiny_checkpoint, tmp_path
     assert recipe["preset"] == "int8" and not recipe["awq"]
     loaded, _ = load_quantized(out)
     assert loaded.model.language_model.layers[2].mlp.experts.bits == 8
-    again = CliRunner().invoke(quantize_command, ["--model", str(tiny_checkpoint), "--out", str(out)])
+    again = CliRunner().invoke(quantize_command, ["--model", str(random_checkpoint), "--out", str(out)])
     assert again.exit_code == 2 and "not empty" in again.output
 
 
@@ -261,11 +261,11 @@ def test_pdf_converts_end_to_end_with_mixed_preset(mixed, tmp_path):
     assert doc.outputs["md"].is_file() and json.loads(doc.outputs["json"].read_text())["pages"]
 
 
-def test_on_the_fly_backend_quantises_a_float_checkpoint(tiny_checkpoint):
+def test_on_the_fly_backend_quantises_a_float_checkpoint(random_checkpoint):
     from ocr_app.quant.pipeline import PresetBackend
 
     backend = PresetBackend("mixed", calib_pages=0)  # round-to-nearest: AWQ is covered above
     assert backend.compute_dtype(torch.device("cpu")) == torch.float32
-    model = backend.load_model(tiny_checkpoint, torch.device("cpu"), torch.float32)
+    model = backend.load_model(random_checkpoint, torch.device("cpu"), torch.float32)
     assert isinstance(model.model.language_model.layers[2].mlp.experts, QuantExperts)
     assert isinstance(model.model.vision_tower.sam_encoder.layers[1].mlp.lin1, Int8Linear)
