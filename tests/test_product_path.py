@@ -131,7 +131,10 @@ def test_document_pages_are_pulled_as_slots_free_up(tiny_checkpoint, tmp_path):
     opts = ConvertOptions(mode="small", max_new_tokens=4, formats=frozenset({"md", "json"}))
     try:
         [doc] = Converter(engines, settings).convert([pdf], tmp_path / "o", opts, progress=events.append)
-        sched = engines.get("deepseek").engine._decoder
+        inner = engines.get("deepseek")
+        while not hasattr(inner, "_decoder"):  # tiling → result cache → model manager → engine
+            inner = inner.engine
+        sched = inner._decoder
         assert sched.capacities == [1]
     finally:
         engines.unload_all()

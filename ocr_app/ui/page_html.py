@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ocr_app.render.markdown import IMAGE_LABELS, close_open_table, tidy_markdown
+from ocr_app.render.markdown import IMAGE_LABELS, MARGIN_LABELS, close_open_table, escape_raw_html, tidy_markdown
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -103,7 +103,11 @@ def file_url(path: str | Path) -> str:
 
 # --- block ↔ Markdown lines -----------------------------------------------------------------------
 def _block_markdown(block: Block) -> str:
-    return tidy_markdown(close_open_table(block.text)) if block.text.strip() else ""
+    """The text ``render.markdown.page_markdown`` wrote for ``block`` (raw HTML escaped, tables kept;
+    running headers and footers are not in the Markdown at all)."""
+    if block.label in MARGIN_LABELS or not block.text.strip():
+        return ""
+    return tidy_markdown(escape_raw_html(close_open_table(block.text), keep_table_tags=True))
 
 
 def block_line_spans(markdown: str, blocks: list[Block]) -> list[tuple[int, int] | None]:
