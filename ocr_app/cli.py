@@ -48,6 +48,14 @@ class VocabChoice(click.Choice):
         return super().convert(value, param, ctx)
 
 
+gpu_memory_option = click.option(
+    "--gpu-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
+)
+
+
 def model_options(func):
     """Options that pick the engine and the model, shared by ``convert`` and ``ui``."""
     for option in reversed(
@@ -119,12 +127,7 @@ def main(verbose: int) -> None:
 @click.option("--locate-text", default=None, help="Text to find with the 'locate' preset.")
 @click.option("--dpi", type=click.IntRange(36, 600), default=None, help="PDF render DPI [default: 144].")
 @model_options
-@click.option(
-    "--gpu-memory",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
-)
+@gpu_memory_option
 @click.option(
     "--text-layer",
     type=click.Choice(TEXT_LAYER_POLICIES),
@@ -556,12 +559,7 @@ def cache_clear() -> None:
     "--share", is_flag=True, default=None, help="Also create a public gradio link (needs the internet)."
 )
 @model_options
-@click.option(
-    "--gpu-memory",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="GPU memory budget in GiB (--dtype auto picks within it; the process caps itself to it).",
-)
+@gpu_memory_option
 @click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
 def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
