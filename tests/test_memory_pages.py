@@ -9,6 +9,7 @@ which includes writing the Markdown, JSON, overlays, layout PDF and ZIP.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -29,11 +30,16 @@ def test_rss_growth_from_page_10_to_page_2000_is_bounded(tmp_path):
     pdf = make_long_pdf(tmp_path / "long.pdf", PAGES)
     out = tmp_path / "out"
     cmd = [sys.executable, str(BENCH), "--child", str(pdf), "--out", str(out)]
+    # a fresh user's process: nothing the other tests set in this one's environment, its own cwd
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_OCR_", "TRITON_", "GRADIO_"))}
+    env["PYTHONPATH"] = str(BENCH.parents[1])
     proc = subprocess.run(
         [*cmd, "--via", "converter", "--engine", "textlayer", "--dpi", "72"],
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=tmp_path,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

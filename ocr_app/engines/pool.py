@@ -271,6 +271,7 @@ class EnginePool(Engine):
             if kind == "page":
                 _, i, out = msg
                 answered += 1
+                pulled[i] = None  # type: ignore[call-overload]  # answered: its page image is not kept
                 yield i, out
             elif kind == "failed":
                 _, member, indices, exc = msg

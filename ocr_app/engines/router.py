@@ -197,9 +197,10 @@ class RouterEngine(Engine):
 
         def ocr(pages: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
             self.ocr.load()
-            seen: list[PageRequest] = []
-            for j, out in self.ocr.predict_stream(noting(pages, seen)):
-                yield j, self._tag(out, self.ocr, reasons[id(seen[j])])
+            seen: list[PageRequest | None] = []
+            for j, out in self.ocr.predict_stream(noting(pages, seen)):  # type: ignore[arg-type]
+                req, seen[j] = seen[j], None  # answered: its page image is not kept to the end
+                yield j, self._tag(out, self.ocr, reasons.pop(id(req)))
 
         yield from split_stream(requests, answer, ocr)
 

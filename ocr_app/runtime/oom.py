@@ -125,7 +125,9 @@ class OomRecovery(WrappedEngine):
             try:
                 for j, out in self._inner(_pull(source, pulled), True):
                     finished.add(j)
-                    yield pulled[j][0], out
+                    index = pulled[j][0]
+                    pulled[j] = (index, None)  # type: ignore[assignment]  # answered: image not kept
+                    yield index, out
                 return
             except Exception as exc:
                 if not is_oom(exc):

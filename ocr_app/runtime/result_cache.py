@@ -308,9 +308,10 @@ class CachedEngine(WrappedEngine):
             return out
 
         def misses(pages: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-            seen: list[PageRequest] = []
-            for j, out in self._engine.predict_stream(noting(pages, seen)):
-                self._store(self._store_key(seen[j], keys.get(id(seen[j]))), out)
+            seen: list[PageRequest | None] = []
+            for j, out in self._engine.predict_stream(noting(pages, seen)):  # type: ignore[arg-type]
+                req, seen[j] = seen[j], None  # answered: its page image is not kept to the end
+                self._store(self._store_key(req, keys.pop(id(req), None)), out)
                 yield j, out
 
         yield from split_stream(requests, answer, misses)

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ocr_app.render.markdown import IMAGE_LABELS, MARGIN_LABELS, close_open_table, escape_raw_html, tidy_markdown
+from ocr_app.render.markdown import (
+    IMAGE_LABELS,
+    MARGIN_LABELS,
+    close_open_table,
+    escape_raw_html,
+    tidy_markdown,
+)
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt

@@ -325,6 +325,7 @@ class DeepSeekOcr2Engine(Engine):
             try:
                 for i, out in stream_pages(self, source):  # pages stream out as each one finishes
                     done.add(i)
+                    pulled[i] = None  # type: ignore[call-overload]  # its page image is not kept
                     yield i, out
                 return
             except Exception as exc:
