@@ -40,8 +40,15 @@ def make_long_pdf(path: Path, pages: int, page_pt: tuple[float, float] = PAGE_PT
 
 
 def _rss_mb() -> float:
-    """Peak RSS of this process so far, MB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    """Peak RSS of this process so far, MB: the address space's high-water mark (``VmHWM``).
+
+    Not ``getrusage().ru_maxrss``: Linux keeps that across ``execve``, so a child started by a big
+    process (a test runner holding models) reports its parent's size as its own peak."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux: KiB there too
 
 
 def _current_rss_mb() -> float:
