@@ -160,6 +160,7 @@ def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOu
                 for (i, _), p in zip(chunk, pages, strict=True)
             ]
             for (i, _), page, f in zip(chunk, pages, sched.submit_many(reqs), strict=True):
+                page.features = None  # the request holds them until its prefill; the page need not
                 waiting[f] = (i, page, timings, t0)
             yield from ready(block=False)
             continue
