@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from bench import bench_product as bp  # noqa: E402
 
 EVENTS: list[tuple[str, str, float, float, int]] = []  # thread, label, t0, t1, extra
+ENGINES: list = []  # the DeepSeek engine instance(s) seen by preprocess
 
 
 def _wrap(owner, name: str, label: str, extra=None) -> None:
@@ -56,7 +57,7 @@ def instrument() -> None:
     from ocr_app.ingest.pdf import PdfDocument
 
     _wrap(PdfDocument, "_render", "render")
-    _wrap(DeepSeekOcr2Engine, "preprocess", "preprocess")
+    _wrap(DeepSeekOcr2Engine, "preprocess", "preprocess", lambda self, r: (ENGINES.append(self), 0)[1])
     _wrap(DeepSeekOcr2Engine, "_attach_features", "vision", lambda self, pages: len(pages))
     _wrap(Converter, "_finish_page", "finish_page")
     _wrap(PageDecoder, "admit", "prefill", lambda self, reqs: len(reqs))
@@ -101,36 +102,129 @@ def summarise(t_start: float, t_end: float) -> dict:
     return out
 
 
+def experiments() -> dict:
+    """Variants the profiler can switch on without a product setting (``--env`` of this script):
+    ``PROFILE_VISION_STREAM=default`` runs the vision pass on the thread's default stream (as before the
+    high-priority vision stream), ``PROFILE_SWITCH_INTERVAL=S`` sets Python's GIL switch interval."""
+    done = {}
+    if os.environ.get("PROFILE_VISION_STREAM") == "default":
+        from ocr_app.engines.deepseek.decoding import adapter
+
+        adapter._vision_stream = lambda sched: None
+        done["vision_stream"] = "default"
+    if os.environ.get("PROFILE_SWITCH_INTERVAL"):
+        sys.setswitchinterval(float(os.environ["PROFILE_SWITCH_INTERVAL"]))
+        done["switch_interval"] = sys.getswitchinterval()
+    return done
+
+
+class Sampler(threading.Thread):
+    """Poor man's py-spy: every ``interval`` s, where each thread is (innermost frames of this project,
+    torch or transformers). Tells where a thread waits, which a timeline of whole calls cannot."""
+
+    def __init__(self, interval: float = 0.002) -> None:
+        super().__init__(daemon=True)
+        self.interval, self.stop, self.counts = interval, threading.Event(), defaultdict(int)
+
+    def run(self) -> None:
+        names = {}
+        while not self.stop.wait(self.interval):
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                if ident == self.ident:
+                    continue
+                stack = []
+                while frame is not None and len(stack) < 3:
+                    f = frame.f_code.co_filename
+                    if "ocr_app" in f or "torch" in f or "transformers" in f:
+                        stack.append(f"{Path(f).name}:{frame.f_lineno}:{frame.f_code.co_name}")
+                    frame = frame.f_back
+                self.counts[(names.get(ident, str(ident)), " < ".join(stack))] += 1
+
+    def top(self, n: int = 12) -> dict:
+        out: dict = defaultdict(list)
+        for (th, where), c in sorted(self.counts.items(), key=lambda kv: -kv[1]):
+            if len(out[th]) < n:
+                out[th].append((c, where))
+        return dict(out)
+
+
 def phase_profile(args: argparse.Namespace) -> dict:
     import torch
 
     instrument()
+    applied = experiments()
     pdfs = json.loads(args.pdfs)
     conv, engines, settings = bp._stack(args, args.model, args.variant)
     work = Path(args.work) / f"prof_{args.variant}"
     bp._convert(conv, settings, pdfs["1"], 8, work / "w1")
     bp._convert(conv, settings, pdfs["16"], 64, work / "w16")  # captures the batch sizes used below
-    res: dict = {"variant": args.variant, "env": args.env}
+    res: dict = {"variant": args.variant, "env": args.env, "experiments": applied}
     for n in args.pages:
         EVENTS.clear()
         prof = cProfile.Profile() if n == args.pages[0] else None
         t0 = time.perf_counter()
         if prof:
             prof.enable()
+        sampler = Sampler() if args.sample and n == args.pages[-1] else None
+        if sampler:
+            sampler.start()
         r = bp._convert(conv, settings, pdfs[str(n)], args.new, work / f"p{n}")
+        if sampler:
+            sampler.stop.set()
+            sampler.join()
         if prof:
             prof.disable()
         t1 = time.perf_counter()
         res[f"{n}p"] = {"convert": r, "timeline": summarise(t0, t1)}
+        if sampler:
+            res[f"{n}p"]["samples"] = sampler.top()
         if prof:
             s = io.StringIO()
             pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(25)
             res[f"{n}p"]["cprofile_tottime"] = s.getvalue()[-6000:]
         bp.log(args.variant, n, json.dumps(res[f"{n}p"]["timeline"])[:3000])
+    if args.vision and torch.cuda.is_available():
+        res["vision"] = vision_alone(ENGINES[-1], pdfs["16"], args.mode)
+        bp.log(args.variant, "vision", json.dumps(res["vision"])[:3000])
     engines.unload_all()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     return res
+
+
+def vision_alone(engine, pdf: str, mode: str) -> dict:
+    """Preprocess and vision pass of default-mode pages with nothing else on the GPU: seconds per
+    batch of 1/4/8 pages, and the top CUDA kernels of the 4-page batch (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from ocr_app.ingest import open_document
+    from ocr_app.schema import PageRequest
+
+    with open_document(Path(pdf), dpi=144) as src:
+        reqs = [PageRequest(page=src.render(i), prompt="<image>\nFree OCR.", mode=mode) for i in range(8)]
+    out: dict = {}
+
+    def run(n: int) -> tuple[float, float]:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        pages = [engine.preprocess(r) for r in reqs[:n]]
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        engine._attach_features(pages)
+        torch.cuda.synchronize()
+        return t1 - t0, time.perf_counter() - t1
+
+    with torch.inference_mode():
+        for n in (1, 4, 8):
+            run(n)
+            best = min(run(n) for _ in range(3))
+            out[f"{n}p"] = {"preprocess_s": round(best[0], 4), "vision_s": round(best[1], 4)}
+        with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+            run(4)
+    out["top_kernels_4p"] = prof.key_averages().table(sort_by="cuda_time_total", row_limit=18)[-5000:]
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -149,6 +243,8 @@ def main(argv: list[str] | None = None) -> None:
         help="K=V: one more run with this environment setting (repeatable)",
     )
     p.add_argument("--out", default=None)
+    p.add_argument("--vision", action="store_true", help="also time the vision pass alone (GPU)")
+    p.add_argument("--sample", action="store_true", help="sample thread stacks in the largest run")
     p.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     p.add_argument("--result", default=None, help=argparse.SUPPRESS)
     p.add_argument("--variant", default=None, help=argparse.SUPPRESS)
@@ -177,6 +273,8 @@ def main(argv: list[str] | None = None) -> None:
                    "--pages", ",".join(map(str, args.pages)), "--variant", variant,
                    "--model", prep["checkpoints"][variant], "--pdfs", json.dumps(prep["pdfs"])]  # fmt: skip
             cmd += [f"--env={e}" for e in env] + (["--tiny"] if args.tiny else [])
+            cmd += ["--vision"] if args.vision and k == 0 else []
+            cmd += ["--sample"] if args.sample else []
             extra = dict(e.split("=", 1) for e in env)
             pp = os.pathsep.join(x for x in (str(ROOT), os.environ.get("PYTHONPATH", "")) if x)
             proc = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": pp, **extra}, timeout=540)

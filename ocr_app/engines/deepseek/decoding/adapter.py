@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engines.deepseek.decoding.decoder import (
@@ -136,6 +137,11 @@ def stream_pages(
             f.cancel()
 
 
+def _vision_stream(sched: DecodeScheduler) -> Any:
+    """The scheduler's high-priority stream for the next pages' preprocessing and vision pass."""
+    return sched.vision_stream()
+
+
 def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
     import torch
 
@@ -148,11 +154,14 @@ def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOu
             exhausted = True
         if chunk:
             t0 = time.perf_counter()
-            with torch.inference_mode():
+            stream = _vision_stream(sched)
+            with torch.inference_mode(), torch.cuda.stream(stream) if stream is not None else nullcontext():
                 pages = [engine.preprocess(r) for _, r in chunk]
                 t1 = time.perf_counter()
                 with capture_lock(engine.device):  # the vision pass never overlaps a capture on its GPU
                     engine._attach_features(pages)
+                if stream is not None:  # the decoder reads the features on its own stream: complete them
+                    stream.synchronize()
             t2 = time.perf_counter()
             timings = {"preprocess": t1 - t0, "vision": t2 - t1}
             reqs = [

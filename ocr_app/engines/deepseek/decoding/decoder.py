@@ -229,6 +229,7 @@ class PageDecoder:
         self.host_kv_len = [0] * C
         self.steps = 0
         self.capture_s = 0.0  # seconds spent capturing graphs (cold-start breakdown)
+        self.graph_bytes = 0  # allocated memory the captured graphs keep (counted in ``held_bytes``)
 
     # --- setup ---------------------------------------------------------------------------------
     def _want_graphs(self, mode: str) -> bool:
@@ -280,6 +281,7 @@ class PageDecoder:
         """Drop graphs (their private pool goes with the last one), K/V buffers and the slot state, so
         nothing the decoder allocated outlives it even if a caller still holds the object."""
         self._graphs.clear()
+        self.graph_bytes = 0
         self._pool = None
         self._side = None
         self.k.clear()
@@ -300,9 +302,9 @@ class PageDecoder:
         return [t for t in [*self.k, *self.v, *state] if t is not None]
 
     def held_bytes(self) -> int:
-        """Bytes this decoder keeps allocated between requests (graph pools excluded: they hold only
-        the step's activations and count as reserved, not allocated, memory)."""
-        return sum(t.numel() * t.element_size() for t in self.device_tensors())
+        """Bytes this decoder keeps allocated between requests: its tensors plus what its captured
+        graphs keep allocated in their pool (the rest of a pool counts as reserved, not allocated)."""
+        return sum(t.numel() * t.element_size() for t in self.device_tensors()) + self.graph_bytes
 
     def kv_bytes(self) -> int:
         """Bytes the K/V buffers take once allocated (the same before the first prefill)."""
@@ -405,8 +407,8 @@ class PageDecoder:
         self.max_new[idx] = torch.tensor(caps, dtype=torch.long, device=self.device)
         run = torch.ones(len(slots), dtype=torch.bool, device=self.device)
         self._take_token(idx, self.seq[idx], logits, self.kv_len[idx], run, advance=False)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        if self.device.type == "cuda":  # this stream only: the engine's vision pass runs beside it
+            torch.cuda.current_stream(self.device).synchronize()
         now = time.perf_counter()
         for s, r in zip(slots, reqs, strict=True):
             self.slot_key[s] = r.key
@@ -553,6 +555,7 @@ class PageDecoder:
 
         key = (b, lb)
         t0 = time.perf_counter()
+        before = torch.cuda.memory_allocated(self.device)
         snap = [t.clone() for t in self._mutable]
         if self._side is None:
             self._side = torch.cuda.Stream(self.device)
@@ -570,6 +573,10 @@ class PageDecoder:
             self._run_step(b, lb)
         self._graphs[key] = g
         _GRAPH_OWNERS.add(self)
+        del snap
+        # what the graph keeps allocated in its pool (its outputs): held on purpose, like the K/V slots.
+        # Other threads launch no GPU work during a capture (capture lock), so the difference is ours.
+        self.graph_bytes += max(0, torch.cuda.memory_allocated(self.device) - before)
         dt = time.perf_counter() - t0
         self.capture_s += dt
         logger.info("captured decode graph batch=%d len=%d in %.2fs", b, lb, dt)

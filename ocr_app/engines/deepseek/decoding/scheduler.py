@@ -18,6 +18,7 @@ coarse buckets, ``SLOT_LENGTHS``, so that is rare), and released by ``close()`` 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -32,6 +33,7 @@ from ocr_app.engines.deepseek.decoding.decoder import (
     DecodeResult,
     DecoderOptions,
     PageDecoder,
+    capture_lock,
     release_cuda_workspaces,
 )
 from ocr_app.exceptions import EngineError, GpuOutOfMemory
@@ -226,7 +228,9 @@ class DecodeScheduler:
         self.decoder: PageDecoder | None = None
         self.capacities: list[int] = []  # slots of each decoder built so far (for tests and logs)
         self._expect = 0  # pages announced by ``submit_many(expect=...)`` for the next decoder
-        self._side_stream: Any = None  # one warm-up stream for every decoder of this scheduler
+        self._side_stream: Any = None  # the decode/capture stream of every decoder of this scheduler
+        self._vision_stream: Any = None  # the engine thread's stream for the next pages' vision pass
+        self._stream_bytes = 0  # the cuBLAS workspaces of those streams (see ``_new_stream``)
         self.plan: SlotPlan | None = None  # the memory plan of the current decoder
 
     # --- public API --------------------------------------------------------------------------------
@@ -289,7 +293,7 @@ class DecodeScheduler:
     def resident_bytes(self) -> int:
         """Bytes the kept decoder holds between requests (0 when none is built)."""
         dec = self.decoder
-        return dec.held_bytes() if dec is not None else 0
+        return (dec.held_bytes() if dec is not None else 0) + self._stream_bytes
 
     def describe(self) -> dict[str, Any]:
         """What the GPU panel shows about the decoder."""
@@ -315,7 +319,8 @@ class DecodeScheduler:
         if t is not None and t is not threading.current_thread():
             t.join()
         self._release()
-        self._side_stream = None
+        self._side_stream = self._vision_stream = None
+        self._stream_bytes = 0
         release_cuda_workspaces()
 
     # --- worker ------------------------------------------------------------------------------------
@@ -333,8 +338,55 @@ class DecodeScheduler:
         import torch
 
         device = self.model.lm_head.weight.device
+        stream = contextlib.nullcontext()
         if device.type == "cuda":  # graphs, streams and Triton launches use the thread's current GPU
             torch.cuda.set_device(device)
+            # Decoding runs on the scheduler's own stream, not the default one the engine's thread uses
+            # for preprocessing and the vision pass of the next pages: on one stream those waited behind
+            # every queued decode chunk (a 4-page vision pass took 0.7 s instead of 0.05 s, so a 64-page
+            # document never had more than 4 pages decoding). The same stream captures the graphs.
+            stream = torch.cuda.stream(self._stream())
+        with stream:
+            self._loop(torch)
+
+    def _stream(self) -> Any:
+        """The one non-default stream this scheduler decodes and captures on (lowest priority)."""
+        if self._side_stream is None:
+            self._side_stream = self._new_stream(0)
+        return self._side_stream
+
+    def vision_stream(self) -> Any:
+        """The stream the engine's thread preprocesses and vision-encodes the next pages on, at a
+        higher priority than decoding: the GPU's block scheduler then runs a vision pass as soon as SMs
+        free up instead of after the queued decode steps (None off CUDA)."""
+        if self.model.lm_head.weight.device.type != "cuda":
+            return None
+        with self._cond:
+            if self._vision_stream is None:
+                self._vision_stream = self._new_stream(-1)
+            return self._vision_stream
+
+    def _new_stream(self, priority: int) -> Any:
+        """A new stream with its cuBLAS workspaces made now.
+
+        cuBLAS keeps a workspace per stream (allocated memory, never returned by ``empty_cache``): it is
+        made here and counted in ``resident_bytes`` with the decoder, so the memory log does not report
+        it as a leak of the request that happened to make it."""
+        import torch
+
+        device = self.model.lm_head.weight.device
+        stream = torch.cuda.Stream(device, priority=priority)
+        with capture_lock(device):  # no other thread allocates meanwhile: the difference is ours
+            before = torch.cuda.memory_allocated(device)
+            with torch.cuda.stream(stream):
+                x = torch.ones((16, 16), dtype=self.model.lm_head.weight.dtype, device=device)
+                torch.nn.functional.linear(torch.mm(x, x), x, x[0])  # cuBLAS and cuBLASLt
+            stream.synchronize()
+            del x
+            self._stream_bytes += max(0, torch.cuda.memory_allocated(device) - before)
+        return stream
+
+    def _loop(self, torch: Any) -> None:
         pending: deque[tuple[DecodeRequest, Future]] = deque()
         owners: dict[int, _Owner] = {}
         while True:
@@ -381,13 +433,10 @@ class DecodeScheduler:
         options = self.options
         if slot_plan.prefill_batch != options.prefill_batch:
             options = replace(options, prefill_batch=slot_plan.prefill_batch)
-        if on_cuda and self._side_stream is None:
-            import torch
-
-            self._side_stream = torch.cuda.Stream(self.model.lm_head.weight.device)
         self.decoder = PageDecoder(
-            self.model, capacity=cap, max_len=max_len, options=options, side_stream=self._side_stream
-        )
+            self.model, capacity=cap, max_len=max_len, options=options,
+            side_stream=self._stream() if on_cuda else None,
+        )  # fmt: skip
         self.capacities.append(cap)
         logger.info("decoder built: %d slots × %d tokens (graphs %s)", cap, max_len, self.decoder.use_graphs)
 
