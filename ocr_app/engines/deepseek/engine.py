@@ -65,6 +65,7 @@ class PreparedPage:
     features: torch.Tensor | None = None  # [vision_tokens, hidden], filled by the cache or the encoder
     cache_hit: bool = False
     notes: list[str] = field(default_factory=list)
+    vision_s: float = 0.0  # the page's share of its vision batch (graph decoder path)
 
 
 @dataclass
@@ -191,6 +192,11 @@ class DeepSeekOcr2Engine(Engine):
         )
         self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
+        # The model, torch and transformers are millions of long-lived objects: every later gc.collect
+        # (the memory context, unload) walked them all, ~0.25 s each on an H200 host. Freezing moves
+        # them out of the collector's sight; ``unload`` unfreezes before it collects, so the model's
+        # own reference cycles are still freed then.
+        gc.freeze()
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
@@ -240,6 +246,7 @@ class DeepSeekOcr2Engine(Engine):
         self.model = None
         self.processor = None
         self.precision = {}  # the next load resolves again (free memory may have changed)
+        gc.unfreeze()  # see ``load``: the model's cycles must be visible to this collection
         gc.collect()
         if was_cuda:
             import torch
@@ -396,9 +403,13 @@ class DeepSeekOcr2Engine(Engine):
             raise EngineError(
                 f"Mode '{spec.name}' expects {expected} vision tokens but the processor produced {n_image}."
             )
+        local = enc.get("pixel_values_local")
+        if enc["pixel_values"].is_cuda:  # preprocessed on the GPU: hold them at the model's precision
+            enc["pixel_values"] = enc["pixel_values"].to(self.dtype)
+            local = None if local is None else local.to(self.dtype)
         pixels = {
             "pixel_values": enc["pixel_values"],
-            "pixel_values_local": enc.get("pixel_values_local"),
+            "pixel_values_local": local,
             "num_local_patches": [int(x) for x in enc["num_local_patches"]],
         }
         requested = self.settings.max_new_tokens if request.max_new_tokens is None else request.max_new_tokens

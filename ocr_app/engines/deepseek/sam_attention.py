@@ -33,17 +33,19 @@ DEFAULT_BUDGET_MB = 256
 
 
 def _rel_tables(attn: Any, height: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Relative-position tables [H, H, C] and [W, W, C], built once per size (weights are fixed at
-    inference; ``bound_sam_attention`` drops them when it is applied again)."""
+    """Relative-position tables [H, H, C] and [W, W, C], built once per size and kept per size: the
+    global layers see both the 1024 px view and the 768 px tiles of every page, and one kept entry was
+    rebuilt twice per page (an interpolation and a host-to-device copy each time). Weights are fixed at
+    inference; ``bound_sam_attention`` drops the tables when it is applied again."""
     key = (height, width, attn.rel_pos_h.data_ptr(), attn.rel_pos_w.data_ptr(), attn.rel_pos_h.dtype)
-    cached = getattr(attn, "_ocr_app_rel_tables", None)
-    if cached is None or cached[0] != key:
-        tables = (
+    cache = attn.__dict__.setdefault("_ocr_app_rel_tables", {})
+    tables = cache.get(key)
+    if tables is None:
+        tables = cache[key] = (
             attn.get_rel_pos(height, height, attn.rel_pos_h),
             attn.get_rel_pos(width, width, attn.rel_pos_w),
         )
-        attn._ocr_app_rel_tables = cached = (key, tables)
-    return cached[1]
+    return tables
 
 
 def _forward(self: Any, hidden_states: torch.Tensor, output_attentions: bool | None = None):
