@@ -65,6 +65,7 @@ class PreparedPage:
     features: torch.Tensor | None = None  # [vision_tokens, hidden], filled by the cache or the encoder
     cache_hit: bool = False
     notes: list[str] = field(default_factory=list)
+    prompt: str = ""  # the resolved prompt (recorded as the output's ``used_prompt``)
 
 
 @dataclass
@@ -374,12 +375,14 @@ class DeepSeekOcr2Engine(Engine):
     def preprocess(self, request: PageRequest) -> PreparedPage:
         """Mode, optional downscale, image processor and tokenizer for one page."""
         from ocr_app.engines.deepseek.modes import apply_max_side, resolve_mode, vision_tokens
+        from ocr_app.engines.deepseek.prompts import resolve_prompt
 
-        prompt = request.prompt
+        # the request carries the user's choice (preset name or text): the wing makes it a prompt
+        prompt = resolve_prompt(request.prompt, locate_text=request.locate_text)
         if prompt.count("<image>") != 1:
             raise ConfigError(
                 f"A DeepSeek-OCR-2 prompt must contain '<image>' exactly once; got {prompt!r}. "
-                "Use a preset or resolve_prompt(), which adds it."
+                "Give a preset name or text without '<image>' (it is added)."
             )
         image = request.page.image
         if image.mode != "RGB":
@@ -411,7 +414,7 @@ class DeepSeekOcr2Engine(Engine):
             key = pixel_cache_key(
                 pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}"
             )
-        return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
+        return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes, prompt=prompt)
 
     def _attach_features(self, pages: list[PreparedPage]) -> None:
         """Fill ``page.features`` from the cache, encoding the misses grouped by global-view size."""
@@ -548,6 +551,7 @@ class DeepSeekOcr2Engine(Engine):
             vision_tokens=page.vision_tokens,
             timings=dict(timings),
             notes=notes,
+            used_prompt=page.prompt or None,
         )
 
 
