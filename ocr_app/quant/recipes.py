@@ -80,8 +80,8 @@ _RECIPES: dict[str, LayerRecipe] = {}
 
 
 def register_recipe(kind: str, apply: Callable[[LayerJob], None], version: str = "1") -> LayerRecipe:
-    """Make ``apply`` the recipe of ``kind`` (replacing the one before); returns the replaced recipe's
-    successor. A plug-in or a test calls this; ``restore_builtin`` puts the built-in back."""
+    """Make ``apply`` the recipe of ``kind`` (replacing the one before) and return it. A plug-in or a
+    test calls this; ``restore_builtin`` puts the built-in back."""
     if kind not in LAYER_KINDS:
         raise ConfigError(f"Unknown layer kind {kind!r}; the kinds are {', '.join(LAYER_KINDS)}.")
     recipe = LayerRecipe(kind, apply, version)
@@ -364,19 +364,21 @@ def routed_experts_recipe(job: LayerJob, bits: int | None = None) -> None:
     )  # fmt: skip
 
 
-BUILTIN: dict[str, Callable[[LayerJob], None]] = {
-    "vision": vision_recipe,
-    "attention": attention_recipe,
-    "dense_mlp": dense_mlp_recipe,
-    "shared_experts": shared_experts_recipe,
-    "routed_experts": routed_experts_recipe,
+# kind → (recipe, version): bump a version when its recipe's output changes, so the quantised-weights
+# cache (keyed by ``recipe_signature``) quantises again instead of serving the old weights.
+BUILTIN: dict[str, tuple[Callable[[LayerJob], None], str]] = {
+    "vision": (vision_recipe, "1"),
+    "attention": (attention_recipe, "1"),
+    "dense_mlp": (dense_mlp_recipe, "1"),
+    "shared_experts": (shared_experts_recipe, "1"),
+    "routed_experts": (routed_experts_recipe, "1"),
 }
 
 
 def restore_builtin(kind: str | None = None) -> None:
     """Put the built-in recipe of ``kind`` (None: of every kind) back."""
     for k in LAYER_KINDS if kind is None else (kind,):
-        register_recipe(k, BUILTIN[k])
+        register_recipe(k, *BUILTIN[k])
 
 
 restore_builtin()
