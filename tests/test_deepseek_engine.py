@@ -307,8 +307,10 @@ def test_empty_batch_does_not_load(random_checkpoint):
     assert not eng.is_loaded
 
 
-def test_prompt_without_image_token_and_unknown_mode_are_config_errors(engine):
-    bad = PageRequest(page=make_page((200, 200)), prompt="Free OCR.")
+def test_prompt_with_two_image_tokens_and_unknown_mode_are_config_errors(engine):
+    # the request carries the user's text; the engine adds one <image> to text without it, but two
+    # images in one prompt cannot match the one page
+    bad = PageRequest(page=make_page((200, 200)), prompt="<image>\n<image>\nFree OCR.")
     with pytest.raises(ConfigError, match="<image>"):
         engine.predict_batch([bad])
     with pytest.raises(ConfigError, match="Unknown resolution mode"):

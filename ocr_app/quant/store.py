@@ -102,14 +102,17 @@ class QuantStore:
         return digests
 
     def key(self, model_dir: str | Path, preset: str, calib_pages: int) -> str:
-        """The entry key of (checkpoint content, preset, calibration pages, recipe version)."""
+        """The entry key of (checkpoint content, preset, calibration pages, recipe version, and which
+        recipe quantises each layer kind — a changed recipe never reads another's weights)."""
         from ocr_app.quant.apply import RECIPE_VERSION
+        from ocr_app.quant.recipes import recipe_signature
 
         ident = {
             "source": self.source_fingerprint(model_dir),
             "preset": preset,
             "calib_pages": calib_pages,
             "recipe": [RECIPE_VERSION, STREAM_RECIPE_VERSION],
+            "layer_recipes": recipe_signature(),
         }
         return hashlib.blake2b(json.dumps(ident, sort_keys=True).encode(), digest_size=16).hexdigest()
 

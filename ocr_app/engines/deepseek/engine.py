@@ -66,6 +66,7 @@ class PreparedPage:
     cache_hit: bool = False
     notes: list[str] = field(default_factory=list)
     vision_s: float = 0.0  # the page's share of its vision batch (graph decoder path)
+    prompt: str = ""  # the resolved prompt (recorded as the output's ``used_prompt``)
 
 
 @dataclass
@@ -380,12 +381,14 @@ class DeepSeekOcr2Engine(Engine):
     def preprocess(self, request: PageRequest) -> PreparedPage:
         """Mode, optional downscale, image processor and tokenizer for one page."""
         from ocr_app.engines.deepseek.modes import apply_max_side, resolve_mode, vision_tokens
+        from ocr_app.engines.deepseek.prompts import resolve_prompt
 
-        prompt = request.prompt
+        # the request carries the user's choice (preset name or text): the wing makes it a prompt
+        prompt = resolve_prompt(request.prompt, locate_text=request.locate_text)
         if prompt.count("<image>") != 1:
             raise ConfigError(
                 f"A DeepSeek-OCR-2 prompt must contain '<image>' exactly once; got {prompt!r}. "
-                "Use a preset or resolve_prompt(), which adds it."
+                "Give a preset name or text without '<image>' (it is added)."
             )
         image = request.page.image
         if image.mode != "RGB":
@@ -423,7 +426,7 @@ class DeepSeekOcr2Engine(Engine):
             key = image_cache_key(
                 image, spec, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}"
             )
-        return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
+        return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes, prompt=prompt)
 
     def _preprocess_kwargs(self) -> dict[str, Any]:
         """``device=`` for the image processor when pages are preprocessed on the model's GPU: the
@@ -575,6 +578,7 @@ class DeepSeekOcr2Engine(Engine):
             vision_tokens=page.vision_tokens,
             timings=dict(timings),
             notes=notes,
+            used_prompt=page.prompt or None,
         )
 
 
