@@ -203,7 +203,7 @@ def run_ours(model, ids, px, pages, new, dtype, kernels="auto"):
         "s_per_page": round((pre + dt) / pages, 3),
         "peak_gib": peak_fresh,
         "peak_warm_gib": peak_gib(),
-        "graphs": len(dec._graphs),
+        "graphs": len(dec.graphs.sizes()),
         "warmup_incl_capture_s": round(warm, 2),
         "tokens": res[0].tokens,
     }
@@ -255,7 +255,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
 
         dec.admit([DecodeRequest(ids, to_dev(px, 1, dtype), 60, key=i) for i in range(pages)])
         lb = length_bucket(len(ids) + 20, 256, dec.max_len)
-        g = dec._capture(pages, lb)
+        g = dec.graphs.graph(dec.step, pages, lb)
         for _ in range(3):
             g.replay()
         sync()
@@ -265,12 +265,12 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
         sync()
         graph_ms = (time.perf_counter() - t0) / steps * 1e3
         for _ in range(2):
-            dec._run_step(pages, lb)
+            dec.step(pages, lb)
         sync()
         t0 = time.perf_counter()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(steps):
-                dec._run_step(pages, lb)
+                dec.step(pages, lb)
             sync()
         eager_ms = (time.perf_counter() - t0) / steps * 1e3
     rows = []

@@ -113,7 +113,7 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
         want.append(out[0, len(p) :].tolist())
     opts = DecoderOptions(guard=GuardSpec(2, 6, exempt), loop=LoopSpec(0), kernels="triton", check_every=4)
     dec = PageDecoder(model, capacity=2, max_len=64, options=opts)
-    assert dec.fused and dec._fused_moe == [None, "float", "float"]  # layer 0 is the dense MLP
+    assert dec.fused and dec.step._fused_moe == [None, "float", "float"]  # layer 0 is the dense MLP
     got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
     assert [r.tokens for r in got] == want
 
@@ -145,8 +145,8 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
     opts = DecoderOptions(guard=GuardSpec(0, 0), loop=LoopSpec(0), kernels="triton", check_every=4)
     for bound in (256, 2):  # 3 pages × top-2 = 6 pairs: GEMV, then sorted GEMM
         dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
-        assert dec.fused and dec._fused_moe == [None, "quant", "quant"]
-        assert all(p is not None for p in dec._qkv) and all(p is not None for p in dec._swiglu)
+        assert dec.fused and dec.step._fused_moe == [None, "quant", "quant"]
+        assert all(p is not None for p in dec.step._qkv) and all(p is not None for p in dec.step._swiglu)
         set_kernel_options(model, KernelOptions(decode_gemv_max_rows=bound))
         got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
         assert [r.tokens for r in got] == want, bound
