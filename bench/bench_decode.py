@@ -221,11 +221,17 @@ def first_diff(a, b):
 
 def check_tokens(model, ids, px, n, dtype, label):
     """Ours (graph and eager) vs generate with the same guard, ``n`` tokens, one page."""
-    from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, NoRepeatNGramGuard
 
-    ref = run_generate(model, ids, px, 1, n, dtype, guard=NoRepeatNGramGuard(30, 90, EXEMPT, len(ids)))[
-        "tokens"
-    ]
+    ref = run_generate(
+        model,
+        ids,
+        px,
+        1,
+        n,
+        dtype,
+        guard=NoRepeatNGramGuard(GuardSpec(30, 90, EXEMPT), prompt_length=len(ids)),
+    )["tokens"]
     max_len = -(-(len(ids) + n) // 256) * 256
     out = {}
     runs = [("fused", "on"), ("fused", "off"), ("torch", "on")] if DEV == "cuda" else [("torch", "off")]

@@ -20,9 +20,14 @@ from ocr_app.engines.deepseek.decoding.decoder import (  # noqa: E402
     batch_bucket,
     length_bucket,
 )
-from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops  # noqa: E402
+from ocr_app.engines.deepseek.decoding.guard import (  # noqa: E402
+    GuardSpec,
+    LoopSpec,
+    NoRepeatNGramGuard,
+    exempt_token_ids,
+    find_repetition,
+)
 from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler  # noqa: E402
-from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard, exempt_token_ids, find_repetition  # noqa: E402
 from ocr_app.exceptions import ConfigError, EngineError  # noqa: E402
 from ocr_app.schema import StopReason  # noqa: E402
 
@@ -67,62 +72,14 @@ def _generate(model, ids: list[int], n_new: int, guard=None, eos=None, **model_i
     return out[0, t.shape[1] :].tolist()
 
 
-# --- the guard and the loop test as tensor ops --------------------------------------------------
-@pytest.mark.parametrize(("n", "w"), [(3, 10), (2, 7), (1, 4), (4, 3), (5, 40)])
-def test_ban_mask_equals_guard_processor(n, w, exempt):
-    g = torch.Generator().manual_seed(n * 100 + w)
-    prompt = 5
-    rows = torch.randint(0, 4, (6, prompt + 30), generator=g)
-    rows[:3, 12:] = rows[:3, 8:12].repeat(1, 6)[:, : rows.shape[1] - 12]  # loops: many repeated n-grams
-    rows[rows == 2] = exempt[0]  # exempt ids inside the repeated n-grams
-    rows[rows == 3] = exempt[1]
-    vocab = max(exempt) + 1
-    banned_any = False
-    for length in (prompt + 1, prompt + n, prompt + 17, prompt + 30):
-        seq = rows[:, :length]
-        want = NoRepeatNGramGuard(n, w, exempt, prompt_length=prompt).banned_mask(seq, vocab)
-        logits = torch.zeros(6, vocab)
-        buf = torch.zeros(6, 64, dtype=torch.long)
-        buf[:, :length] = seq
-        spec = GuardSpec(n, w, exempt)
-        start = torch.full((6,), prompt)
-        got = ban_repeated_ngrams_(logits, buf, torch.full((6,), length), start, spec, torch.tensor(exempt))
-        assert torch.equal(torch.isinf(got), want), (n, w, length)
-        assert not torch.isinf(got[:, list(exempt)]).any()
-        banned_any |= bool(want.any())
-    assert banned_any == (w >= n)  # the crafted rows do contain bans (none when disabled)
-
-
-def test_tail_loops_equals_find_repetition():
-    g = torch.Generator().manual_seed(3)
-    spec = LoopSpec(max_period=12, min_repeats=3, min_span=20, agreement=0.9)
-    seqs = []
-    for period in (1, 3, 7, 12, 15):
-        unit = torch.randint(0, 50, (period,), generator=g).tolist()
-        head = torch.randint(0, 50, (9,), generator=g).tolist()
-        seqs.append(head + unit * (60 // period + 1))
-    noisy = list(seqs[2])
-    noisy[-5] = 99  # one disagreement: still ≥ 90 % periodic
-    seqs += [noisy, torch.randint(0, 50, (70,), generator=g).tolist(), seqs[3][:25]]
-    prompt = 4
-    buf = torch.zeros(len(seqs), 128, dtype=torch.long)
-    lens = []
-    for i, s in enumerate(seqs):
-        buf[i, prompt : prompt + len(s)] = torch.tensor(s)
-        lens.append(prompt + len(s))
-    got = tail_loops(buf, torch.tensor(lens), torch.full((len(seqs),), prompt), spec).tolist()
-    want = [find_repetition(s, max_period=12, min_repeats=3, min_span=20, agreement=0.9) for s in seqs]
-    assert got == want
-    assert True in want and False in want
-
-
 # --- decoder vs generate ---------------------------------------------------------------------------
 def test_decoder_equals_generate_with_guard_and_fewer_slots_than_pages(tiny, exempt):
     model, _ = tiny
     prompts = _prompts(0, (7, 12, 30))
     n_new, n, w = 24, 2, 10
     want = [
-        _generate(model, p, n_new, NoRepeatNGramGuard(n, w, exempt, prompt_length=len(p))) for p in prompts
+        _generate(model, p, n_new, NoRepeatNGramGuard(GuardSpec(n, w, exempt), prompt_length=len(p)))
+        for p in prompts
     ]
     opts = DecoderOptions(guard=GuardSpec(n, w, exempt), loop=NO_LOOP, check_every=5)
     dec = PageDecoder(model, capacity=2, max_len=256, options=opts)
@@ -147,7 +104,7 @@ def test_decoder_equals_generate_with_image_features(tiny, exempt):
         ).pooler_output
     ids = enc["input_ids"][0].tolist()
     mm = {"image": BaseModelOutputWithPooling(pooler_output=list(feats))}
-    guard = NoRepeatNGramGuard(4, 30, exempt, prompt_length=len(ids))
+    guard = NoRepeatNGramGuard(GuardSpec(4, 30, exempt), prompt_length=len(ids))
     want = _generate(model, ids, 24, guard, mm_encoder_outputs=mm)
     opts = DecoderOptions(guard=GuardSpec(4, 30, exempt), loop=NO_LOOP, check_every=8, prefill_batch=2)
     dec = PageDecoder(model, capacity=2, max_len=len(ids) + 32, options=opts)
@@ -192,7 +149,9 @@ def test_loop_early_stop_is_a_prefix_of_generate(looping):
     prompts = _prompts(0, (7, 12))
     spec = LoopSpec(max_period=16, min_repeats=3, min_span=24, agreement=1.0)
     full = [_generate(model, p, 96) for p in prompts]
-    assert any(find_repetition(f, max_period=16, min_repeats=3, min_span=24, agreement=1.0) for f in full)
+    assert any(
+        find_repetition(f, LoopSpec(max_period=16, min_repeats=3, min_span=24, agreement=1.0)) for f in full
+    )
     dec = PageDecoder(
         model, capacity=2, max_len=256, options=DecoderOptions(guard=GuardSpec(0, 0), loop=spec)
     )
@@ -201,7 +160,9 @@ def test_loop_early_stop_is_a_prefix_of_generate(looping):
         assert r.tokens == f[: len(r.tokens)]
         if r.stop is StopReason.REPETITION:
             assert len(r.tokens) < 96
-            assert find_repetition(r.tokens, max_period=16, min_repeats=3, min_span=24, agreement=1.0)
+            assert find_repetition(
+                r.tokens, LoopSpec(max_period=16, min_repeats=3, min_span=24, agreement=1.0)
+            )
     assert any(r.stop is StopReason.REPETITION for r in got)
 
 
@@ -281,7 +242,9 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
         for i, res in results[name]:
             p = prompts[i]
             assert res.key == (name, i)
-            assert res.tokens == _generate(model, p, caps[name][i], NoRepeatNGramGuard(3, 20, exempt, len(p)))
+            assert res.tokens == _generate(
+                model, p, caps[name][i], NoRepeatNGramGuard(GuardSpec(3, 20, exempt), prompt_length=len(p))
+            )
     # streaming: the 5-token page of job a finishes before its 30-token page
     order_a = [i for i, _ in results["a"]]
     assert order_a.index(2) < order_a.index(1)

@@ -95,8 +95,7 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
     from transformers import AutoModelForImageTextToText, LogitsProcessorList
 
     from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, DecoderOptions, PageDecoder
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
-    from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, NoRepeatNGramGuard
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(0)
@@ -105,7 +104,7 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
     want = []
     for p in prompts:
         t = torch.tensor([p])
-        guard = NoRepeatNGramGuard(2, 6, exempt, prompt_length=len(p))
+        guard = NoRepeatNGramGuard(GuardSpec(2, 6, exempt), prompt_length=len(p))
         out = model.generate(
             input_ids=t, attention_mask=torch.ones_like(t), max_new_tokens=n_new, do_sample=False,
             logits_processor=LogitsProcessorList([guard]), eos_token_id=None, pad_token_id=0,
@@ -193,8 +192,7 @@ def test_argmax_matches_torch_including_ties_and_banned_ids():
 
 @pytest.mark.parametrize(("n", "w"), [(3, 10), (1, 4), (5, 40)])
 def test_ngram_ban_kernel_equals_guard_processor(n, w):
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec
-    from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, NoRepeatNGramGuard
 
     g = torch.Generator().manual_seed(n + w)
     exempt, prompt, vocab = (40, 41), 5, 48
@@ -207,7 +205,7 @@ def test_ngram_ban_kernel_equals_guard_processor(n, w):
         logits, rows, lengths - 1, torch.full((6,), prompt), GuardSpec(n, w, exempt), torch.tensor(exempt)
     )
     for i, length in enumerate(lengths.tolist()):
-        want = NoRepeatNGramGuard(n, w, exempt, prompt_length=prompt).banned_mask(
+        want = NoRepeatNGramGuard(GuardSpec(n, w, exempt), prompt_length=prompt).banned_mask(
             rows[i : i + 1, :length], vocab
         )
         assert torch.equal(torch.isinf(logits[i : i + 1]), want), (i, length)
