@@ -8,6 +8,7 @@ batching pages of different prompt lengths through fewer slots than pages.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import as_completed
 
 import pytest
 
@@ -72,6 +73,18 @@ def _generate(model, ids: list[int], n_new: int, guard=None, eos=None, **model_i
     return out[0, t.shape[1] :].tolist()
 
 
+def _decode(model, requests, options, *, slots, context=None):
+    """Decode ``requests`` through the public path (the scheduler's futures, as ``stream_pages`` uses it);
+    results in input order."""
+    sched = DecodeScheduler(model, options, max_slots=slots, context=context)
+    try:
+        got = [f.result(timeout=300) for f in sched.submit_many(requests)]
+        assert len(sched.capacities) == 1 and sched.capacities[0] <= slots  # one decoder, within its slots
+        return got
+    finally:
+        sched.close()
+
+
 # --- decoder vs generate ---------------------------------------------------------------------------
 def test_decoder_equals_generate_with_guard_and_fewer_slots_than_pages(tiny, exempt):
     model, _ = tiny
@@ -82,8 +95,8 @@ def test_decoder_equals_generate_with_guard_and_fewer_slots_than_pages(tiny, exe
         for p in prompts
     ]
     opts = DecoderOptions(guard=GuardSpec(n, w, exempt), loop=NO_LOOP, check_every=5)
-    dec = PageDecoder(model, capacity=2, max_len=256, options=opts)
-    got = dec.decode_all([DecodeRequest(p, {}, n_new, key=i) for i, p in enumerate(prompts)])
+    reqs = [DecodeRequest(p, {}, n_new, key=i) for i, p in enumerate(prompts)]
+    got = _decode(model, reqs, opts, slots=2)  # 3 pages through 2 slots
     assert [r.tokens for r in got] == want
     assert [r.key for r in got] == list(range(3))
     assert all(r.stop is StopReason.LENGTH for r in got)
@@ -107,9 +120,8 @@ def test_decoder_equals_generate_with_image_features(tiny, exempt):
     guard = NoRepeatNGramGuard(GuardSpec(4, 30, exempt), prompt_length=len(ids))
     want = _generate(model, ids, 24, guard, mm_encoder_outputs=mm)
     opts = DecoderOptions(guard=GuardSpec(4, 30, exempt), loop=NO_LOOP, check_every=8, prefill_batch=2)
-    dec = PageDecoder(model, capacity=2, max_len=len(ids) + 32, options=opts)
     reqs = [DecodeRequest(ids, {"mm_encoder_outputs": mm}, 24) for _ in range(2)]  # one batched prefill
-    got = dec.decode_all(reqs)
+    got = _decode(model, reqs, opts, slots=2, context=len(ids) + 32)
     assert [r.tokens for r in got] == [want, want]
     assert got[0].prompt_len == len(ids)
 
@@ -121,8 +133,9 @@ def test_stops_on_eos_and_per_page_length(tiny):
     eos = free[0][7]  # a token the first page emits at step 7: make it the EOS id
     want = [_generate(model, p, cap, eos=eos) for p, cap in zip(prompts, (20, 5, 13), strict=True)]
     opts = DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP, eos_ids=(eos,), check_every=4)
-    dec = PageDecoder(model, capacity=4, max_len=128, options=opts)
-    got = dec.decode_all([DecodeRequest(p, {}, cap) for p, cap in zip(prompts, (20, 5, 13), strict=True)])
+    got = _decode(
+        model, [DecodeRequest(p, {}, c) for p, c in zip(prompts, (20, 5, 13), strict=True)], opts, slots=4
+    )
     assert [r.tokens for r in got] == want
     first = free[0].index(eos)
     assert got[0].tokens == free[0][: first + 1] and got[0].stop is StopReason.END
@@ -152,10 +165,8 @@ def test_loop_early_stop_is_a_prefix_of_generate(looping):
     assert any(
         find_repetition(f, LoopSpec(max_period=16, min_repeats=3, min_span=24, agreement=1.0)) for f in full
     )
-    dec = PageDecoder(
-        model, capacity=2, max_len=256, options=DecoderOptions(guard=GuardSpec(0, 0), loop=spec)
-    )
-    got = dec.decode_all([DecodeRequest(p, {}, 96) for p in prompts])
+    opts = DecoderOptions(guard=GuardSpec(0, 0), loop=spec)
+    got = _decode(model, [DecodeRequest(p, {}, 96) for p in prompts], opts, slots=2, context=256)
     for r, f in zip(got, full, strict=True):
         assert r.tokens == f[: len(r.tokens)]
         if r.stop is StopReason.REPETITION:
@@ -171,9 +182,14 @@ def test_context_bounds_new_tokens_and_compaction_keeps_results(tiny):
     prompts = _prompts(2, (5, 40, 8, 9))
     caps = (3, 200, 4, 6)  # page 1 runs past the 64-token context: bounded to 64 - 41
     opts = DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP, check_every=2)
-    dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
     want = [_generate(model, p, min(c, 64 - len(p))) for p, c in zip(prompts, caps, strict=True)]
-    got = dec.decode_all([DecodeRequest(p, {}, c) for p, c in zip(prompts, caps, strict=True)])
+    got = _decode(
+        model,
+        [DecodeRequest(p, {}, c) for p, c in zip(prompts, caps, strict=True)],
+        opts,
+        slots=4,
+        context=64,
+    )
     assert [r.tokens for r in got] == want
     assert len(got[1].tokens) == 64 - 41 and got[1].stop is StopReason.LENGTH
     # compaction: a lone long page in the top slot moves down to slot 0
@@ -228,7 +244,9 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
             DecodeRequest(p, {}, c, key=(name, i))
             for i, (p, c) in enumerate(zip(jobs[name], caps[name], strict=False))
         ]
-        results[name] = list(sched.stream(reqs))
+        futures = sched.submit_many(reqs)
+        index = {id(f): i for i, f in enumerate(futures)}
+        results[name] = [(index[id(f)], f.result()) for f in as_completed(futures, timeout=120)]
 
     threads = [threading.Thread(target=job, args=(n,)) for n in jobs]
     for t in threads:
@@ -272,10 +290,10 @@ def test_decoder_runs_quantized_modules_like_generate(tiny_checkpoint):
     assert not fusable_moe(model.model.language_model.layers[1].mlp)
     prompts = _prompts(6, (7, 12))
     want = [_generate(model, p, 12) for p in prompts]
-    dec = PageDecoder(
-        model, capacity=2, max_len=64, options=DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP)
-    )
-    assert [r.tokens for r in dec.decode_all([DecodeRequest(p, {}, 12) for p in prompts])] == want
+    opts = DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP)
+    assert [
+        r.tokens for r in _decode(model, [DecodeRequest(p, {}, 12) for p in prompts], opts, slots=2)
+    ] == want
 
 
 def test_scheduler_sizes_the_decoder_for_announced_pages(tiny):

@@ -6,6 +6,6 @@ decoder that ties the rest together (admission/prefill, chunks of steps, what th
 ``slots``: which slot holds which page, its tokens, lengths and K/V rows, free/busy, compaction;
 ``step``: one forward step over the slots and the token choice; ``graphs``: capture sizes, the graph
 pool, replay and the eager fallback; ``interface``: the request/result/options records;
-``kernels``/``triton_ops``: the fused step's kernels; ``guard``: the no-repeat rule and loop stop as
-device tensor ops.
+``kernels``/``triton_ops``: the fused step's kernels; ``guard``: the repetition guard, one contract
+(one spec per rule) for ``generate`` and the graph decoder. ``docs/ARCHITECTURE.md`` draws it.
 """

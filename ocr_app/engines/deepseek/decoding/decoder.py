@@ -252,29 +252,6 @@ class PageDecoder:
         """Move the highest busy slot into the lowest free one when that shrinks the batch bucket."""
         return self.slots.compact()
 
-    def decode_all(self, requests: Sequence[DecodeRequest]) -> list[DecodeResult]:
-        """Decode ``requests`` to the end (no scheduler): fill slots, step, refill, in order of input."""
-        pending = list(enumerate(requests))
-        results: dict[int, DecodeResult] = {}
-        keys = {}
-        while pending or self.busy_slots:
-            free = self.free_slots
-            if pending and free:
-                batch, pending = pending[: len(free)], pending[len(free) :]
-                reqs = []
-                for i, r in batch:
-                    keys[i] = r.key
-                    reqs.append(DecodeRequest(r.input_ids, r.model_inputs, r.max_new_tokens, key=("__i", i)))
-                self.admit(reqs)
-            for _, res in self.collect():
-                i = res.key[1]
-                res.key = keys[i]
-                results[i] = res
-            if not pending:
-                self.compact()
-            self.run_chunk()
-        return [results[i] for i in range(len(requests))]
-
 
 __all__ = [
     "BATCH_BUCKETS",
