@@ -3,7 +3,9 @@
 Full-size DeepSeek-OCR-2 with random weights (GUIDE §1 config; nothing is downloaded), one synthetic
 A4 page in the default mode (1121 vision tokens + 12 prompt tokens), bf16, grouped_mm experts.
 Random weights never emit EOS reliably, so EOS is DISABLED on both sides and every page decodes exactly
-``--new`` tokens. Our decoder runs with the production no-repeat guard (n=30, window=90).
+``--new`` tokens. Our decoder runs with the production no-repeat guard (n=30, window=90), driven the
+way the engine drives it: every page submitted at once to a ``DecodeScheduler`` (futures), which admits
+them together before its first step (the one-step profile alone uses a bare ``PageDecoder``).
 
 Measured per configuration: decode tok/s (aggregate over pages, first token excluded), time to first
 token (vision + prefill of one page), seconds per page at ``--new`` tokens (prefill + decode, wall),
