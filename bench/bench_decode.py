@@ -3,7 +3,9 @@
 Full-size DeepSeek-OCR-2 with random weights (GUIDE §1 config; nothing is downloaded), one synthetic
 A4 page in the default mode (1121 vision tokens + 12 prompt tokens), bf16, grouped_mm experts.
 Random weights never emit EOS reliably, so EOS is DISABLED on both sides and every page decodes exactly
-``--new`` tokens. Our decoder runs with the production no-repeat guard (n=30, window=90).
+``--new`` tokens. Our decoder runs with the production no-repeat guard (n=30, window=90), driven the
+way the engine drives it: every page submitted at once to a ``DecodeScheduler`` (futures), which admits
+them together before its first step (the one-step profile alone uses a bare ``PageDecoder``).
 
 Measured per configuration: decode tok/s (aggregate over pages, first token excluded), time to first
 token (vision + prefill of one page), seconds per page at ``--new`` tokens (prefill + decode, wall),
@@ -144,11 +146,11 @@ def run_generate(model, ids, px, pages, new, dtype, guard=None):
     }
 
 
-def make_decoder(model, pages, max_len, graphs="auto", guard=True, prefill_batch=4, kernels="auto"):
-    from ocr_app.engines.deepseek.decoding.decoder import DecoderOptions, PageDecoder
+def decoder_options(graphs="auto", guard=True, prefill_batch=4, kernels="auto"):
     from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
+    from ocr_app.engines.deepseek.decoding.interface import DecoderOptions
 
-    opts = DecoderOptions(
+    return DecoderOptions(
         guard=GuardSpec(30, 90, EXEMPT) if guard else GuardSpec(0, 0),
         loop=LoopSpec(max_period=0),  # fixed lengths: no early stop
         eos_ids=(),
@@ -156,43 +158,48 @@ def make_decoder(model, pages, max_len, graphs="auto", guard=True, prefill_batch
         prefill_batch=prefill_batch,
         kernels=kernels,
     )
-    return PageDecoder(model, capacity=pages, max_len=max_len, options=opts)
 
 
-def ours_once(dec, ids, px, pages, new, dtype):
-    """Admit ``pages`` copies of the page, decode to the end; (prefill s, decode s, results)."""
-    import torch
+def make_scheduler(model, pages, max_len, **options):
+    """The product's decode path (the scheduler the engine feeds), ``pages`` slots of ``max_len`` tokens."""
+    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
 
-    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest
+    return DecodeScheduler(model, decoder_options(**options), max_slots=pages, context=max_len)
 
-    reqs = []
-    for i in range(pages):
-        reqs.append(DecodeRequest(ids, to_dev(px, 1, dtype), new, key=i))
+
+def make_decoder(model, pages, max_len, **options):
+    """A bare decoder, for the one-step profile (graph replay vs the eager step)."""
+    from ocr_app.engines.deepseek.decoding.decoder import PageDecoder
+
+    return PageDecoder(model, capacity=pages, max_len=max_len, options=decoder_options(**options))
+
+
+def ours_once(sched, ids, px, pages, new, dtype):
+    """Submit ``pages`` copies of the page to the scheduler and wait for all; (prefill s, decode s,
+    results). All pages are queued at once, so the scheduler admits them together before its first step:
+    prefill = submit → the last page's first token, decode = from there to the end."""
+    from ocr_app.engines.deepseek.decoding.interface import DecodeRequest
+
+    reqs = [DecodeRequest(ids, to_dev(px, 1, dtype), new, key=i) for i in range(pages)]
     sync()
     t0 = time.perf_counter()
-    with torch.inference_mode():
-        dec.admit(reqs)
-        sync()
-        t1 = time.perf_counter()
-        done = []
-        while dec.busy_slots:
-            dec.run_chunk()
-            done += dec.collect()
-        sync()
-    t2 = time.perf_counter()
-    return t1 - t0, t2 - t1, sorted((r for _, r in done), key=lambda r: r.key)
+    res = [f.result() for f in sched.submit_many(reqs)]
+    sync()
+    total = time.perf_counter() - t0
+    decode = min(r.decode_s for r in res)  # the last page admitted has the shortest first-token → end
+    return total - decode, decode, res
 
 
 def run_ours(model, ids, px, pages, new, dtype, kernels="auto"):
     reset_peak()
     max_len = -(-(len(ids) + new) // 256) * 256
-    dec = make_decoder(model, pages, max_len, kernels=kernels)
+    sched = make_scheduler(model, pages, max_len, kernels=kernels)
     t0 = time.perf_counter()
-    ours_once(dec, ids, px, pages, new, dtype)  # warm-up: captures the graphs this workload uses
+    ours_once(sched, ids, px, pages, new, dtype)  # warm-up: captures the graphs this workload uses
     warm = time.perf_counter() - t0
     peak_fresh = peak_gib()  # a fresh decoder: vision pass first, then K/V buffers, prefill, captures
     reset_peak()
-    pre, dt, res = ours_once(dec, ids, px, pages, new, dtype)  # warm decoder: K/V + graphs already held
+    pre, dt, res = ours_once(sched, ids, px, pages, new, dtype)  # warm decoder: K/V + graphs already held
     n = len(res[0].tokens)
     out = {
         "pages": pages,
@@ -203,12 +210,12 @@ def run_ours(model, ids, px, pages, new, dtype, kernels="auto"):
         "s_per_page": round((pre + dt) / pages, 3),
         "peak_gib": peak_fresh,
         "peak_warm_gib": peak_gib(),
-        "graphs": len(dec._graphs),
+        "graphs": len(sched.describe()["graphs"]),
         "warmup_incl_capture_s": round(warm, 2),
         "tokens": res[0].tokens,
     }
-    dec.release()
-    del dec
+    sched.close()
+    del sched
     return out
 
 
@@ -221,19 +228,27 @@ def first_diff(a, b):
 
 def check_tokens(model, ids, px, n, dtype, label):
     """Ours (graph and eager) vs generate with the same guard, ``n`` tokens, one page."""
-    from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, NoRepeatNGramGuard
 
-    ref = run_generate(model, ids, px, 1, n, dtype, guard=NoRepeatNGramGuard(30, 90, EXEMPT, len(ids)))[
-        "tokens"
-    ]
+    ref = run_generate(
+        model,
+        ids,
+        px,
+        1,
+        n,
+        dtype,
+        guard=NoRepeatNGramGuard(GuardSpec(30, 90, EXEMPT), prompt_length=len(ids)),
+    )["tokens"]
     max_len = -(-(len(ids) + n) // 256) * 256
     out = {}
     runs = [("fused", "on"), ("fused", "off"), ("torch", "on")] if DEV == "cuda" else [("torch", "off")]
     for kern, mode in runs:
-        dec = make_decoder(model, 1, max_len, graphs=mode, kernels="triton" if kern == "fused" else "torch")
-        _, _, res = ours_once(dec, ids, px, 1, n, dtype)
+        sched = make_scheduler(
+            model, 1, max_len, graphs=mode, kernels="triton" if kern == "fused" else "torch"
+        )
+        _, _, res = ours_once(sched, ids, px, 1, n, dtype)
         out[(kern, mode)] = res[0].tokens
-        dec.release()
+        sched.close()
     r = {"tokens": n}
     for (kern, mode), toks in out.items():
         r[f"{kern}_{'graph' if mode == 'on' else 'eager'}_vs_generate_first_diff"] = first_diff(toks, ref)
@@ -255,7 +270,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
 
         dec.admit([DecodeRequest(ids, to_dev(px, 1, dtype), 60, key=i) for i in range(pages)])
         lb = length_bucket(len(ids) + 20, 256, dec.max_len)
-        g = dec._capture(pages, lb)
+        g = dec.graphs.graph(dec.step, pages, lb)
         for _ in range(3):
             g.replay()
         sync()
@@ -265,12 +280,12 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
         sync()
         graph_ms = (time.perf_counter() - t0) / steps * 1e3
         for _ in range(2):
-            dec._run_step(pages, lb)
+            dec.step(pages, lb)
         sync()
         t0 = time.perf_counter()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(steps):
-                dec._run_step(pages, lb)
+                dec.step(pages, lb)
             sync()
         eager_ms = (time.perf_counter() - t0) / steps * 1e3
     rows = []

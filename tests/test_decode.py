@@ -8,6 +8,7 @@ batching pages of different prompt lengths through fewer slots than pages.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import as_completed
 
 import pytest
 
@@ -20,9 +21,14 @@ from ocr_app.engines.deepseek.decoding.decoder import (  # noqa: E402
     batch_bucket,
     length_bucket,
 )
-from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, ban_repeated_ngrams_, tail_loops  # noqa: E402
+from ocr_app.engines.deepseek.decoding.guard import (  # noqa: E402
+    GuardSpec,
+    LoopSpec,
+    NoRepeatNGramGuard,
+    exempt_token_ids,
+    find_repetition,
+)
 from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler  # noqa: E402
-from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard, exempt_token_ids, find_repetition  # noqa: E402
 from ocr_app.exceptions import ConfigError, EngineError  # noqa: E402
 from ocr_app.schema import StopReason  # noqa: E402
 
@@ -67,53 +73,16 @@ def _generate(model, ids: list[int], n_new: int, guard=None, eos=None, **model_i
     return out[0, t.shape[1] :].tolist()
 
 
-# --- the guard and the loop test as tensor ops --------------------------------------------------
-@pytest.mark.parametrize(("n", "w"), [(3, 10), (2, 7), (1, 4), (4, 3), (5, 40)])
-def test_ban_mask_equals_guard_processor(n, w, exempt):
-    g = torch.Generator().manual_seed(n * 100 + w)
-    prompt = 5
-    rows = torch.randint(0, 4, (6, prompt + 30), generator=g)
-    rows[:3, 12:] = rows[:3, 8:12].repeat(1, 6)[:, : rows.shape[1] - 12]  # loops: many repeated n-grams
-    rows[rows == 2] = exempt[0]  # exempt ids inside the repeated n-grams
-    rows[rows == 3] = exempt[1]
-    vocab = max(exempt) + 1
-    banned_any = False
-    for length in (prompt + 1, prompt + n, prompt + 17, prompt + 30):
-        seq = rows[:, :length]
-        want = NoRepeatNGramGuard(n, w, exempt, prompt_length=prompt).banned_mask(seq, vocab)
-        logits = torch.zeros(6, vocab)
-        buf = torch.zeros(6, 64, dtype=torch.long)
-        buf[:, :length] = seq
-        spec = GuardSpec(n, w, exempt)
-        start = torch.full((6,), prompt)
-        got = ban_repeated_ngrams_(logits, buf, torch.full((6,), length), start, spec, torch.tensor(exempt))
-        assert torch.equal(torch.isinf(got), want), (n, w, length)
-        assert not torch.isinf(got[:, list(exempt)]).any()
-        banned_any |= bool(want.any())
-    assert banned_any == (w >= n)  # the crafted rows do contain bans (none when disabled)
-
-
-def test_tail_loops_equals_find_repetition():
-    g = torch.Generator().manual_seed(3)
-    spec = LoopSpec(max_period=12, min_repeats=3, min_span=20, agreement=0.9)
-    seqs = []
-    for period in (1, 3, 7, 12, 15):
-        unit = torch.randint(0, 50, (period,), generator=g).tolist()
-        head = torch.randint(0, 50, (9,), generator=g).tolist()
-        seqs.append(head + unit * (60 // period + 1))
-    noisy = list(seqs[2])
-    noisy[-5] = 99  # one disagreement: still ≥ 90 % periodic
-    seqs += [noisy, torch.randint(0, 50, (70,), generator=g).tolist(), seqs[3][:25]]
-    prompt = 4
-    buf = torch.zeros(len(seqs), 128, dtype=torch.long)
-    lens = []
-    for i, s in enumerate(seqs):
-        buf[i, prompt : prompt + len(s)] = torch.tensor(s)
-        lens.append(prompt + len(s))
-    got = tail_loops(buf, torch.tensor(lens), torch.full((len(seqs),), prompt), spec).tolist()
-    want = [find_repetition(s, max_period=12, min_repeats=3, min_span=20, agreement=0.9) for s in seqs]
-    assert got == want
-    assert True in want and False in want
+def _decode(model, requests, options, *, slots, context=None):
+    """Decode ``requests`` through the public path (the scheduler's futures, as ``stream_pages`` uses it);
+    results in input order."""
+    sched = DecodeScheduler(model, options, max_slots=slots, context=context)
+    try:
+        got = [f.result(timeout=300) for f in sched.submit_many(requests)]
+        assert len(sched.capacities) == 1 and sched.capacities[0] <= slots  # one decoder, within its slots
+        return got
+    finally:
+        sched.close()
 
 
 # --- decoder vs generate ---------------------------------------------------------------------------
@@ -122,11 +91,12 @@ def test_decoder_equals_generate_with_guard_and_fewer_slots_than_pages(tiny, exe
     prompts = _prompts(0, (7, 12, 30))
     n_new, n, w = 24, 2, 10
     want = [
-        _generate(model, p, n_new, NoRepeatNGramGuard(n, w, exempt, prompt_length=len(p))) for p in prompts
+        _generate(model, p, n_new, NoRepeatNGramGuard(GuardSpec(n, w, exempt), prompt_length=len(p)))
+        for p in prompts
     ]
     opts = DecoderOptions(guard=GuardSpec(n, w, exempt), loop=NO_LOOP, check_every=5)
-    dec = PageDecoder(model, capacity=2, max_len=256, options=opts)
-    got = dec.decode_all([DecodeRequest(p, {}, n_new, key=i) for i, p in enumerate(prompts)])
+    reqs = [DecodeRequest(p, {}, n_new, key=i) for i, p in enumerate(prompts)]
+    got = _decode(model, reqs, opts, slots=2)  # 3 pages through 2 slots
     assert [r.tokens for r in got] == want
     assert [r.key for r in got] == list(range(3))
     assert all(r.stop is StopReason.LENGTH for r in got)
@@ -147,12 +117,11 @@ def test_decoder_equals_generate_with_image_features(tiny, exempt):
         ).pooler_output
     ids = enc["input_ids"][0].tolist()
     mm = {"image": BaseModelOutputWithPooling(pooler_output=list(feats))}
-    guard = NoRepeatNGramGuard(4, 30, exempt, prompt_length=len(ids))
+    guard = NoRepeatNGramGuard(GuardSpec(4, 30, exempt), prompt_length=len(ids))
     want = _generate(model, ids, 24, guard, mm_encoder_outputs=mm)
     opts = DecoderOptions(guard=GuardSpec(4, 30, exempt), loop=NO_LOOP, check_every=8, prefill_batch=2)
-    dec = PageDecoder(model, capacity=2, max_len=len(ids) + 32, options=opts)
     reqs = [DecodeRequest(ids, {"mm_encoder_outputs": mm}, 24) for _ in range(2)]  # one batched prefill
-    got = dec.decode_all(reqs)
+    got = _decode(model, reqs, opts, slots=2, context=len(ids) + 32)
     assert [r.tokens for r in got] == [want, want]
     assert got[0].prompt_len == len(ids)
 
@@ -164,8 +133,9 @@ def test_stops_on_eos_and_per_page_length(tiny):
     eos = free[0][7]  # a token the first page emits at step 7: make it the EOS id
     want = [_generate(model, p, cap, eos=eos) for p, cap in zip(prompts, (20, 5, 13), strict=True)]
     opts = DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP, eos_ids=(eos,), check_every=4)
-    dec = PageDecoder(model, capacity=4, max_len=128, options=opts)
-    got = dec.decode_all([DecodeRequest(p, {}, cap) for p, cap in zip(prompts, (20, 5, 13), strict=True)])
+    got = _decode(
+        model, [DecodeRequest(p, {}, c) for p, c in zip(prompts, (20, 5, 13), strict=True)], opts, slots=4
+    )
     assert [r.tokens for r in got] == want
     first = free[0].index(eos)
     assert got[0].tokens == free[0][: first + 1] and got[0].stop is StopReason.END
@@ -192,16 +162,18 @@ def test_loop_early_stop_is_a_prefix_of_generate(looping):
     prompts = _prompts(0, (7, 12))
     spec = LoopSpec(max_period=16, min_repeats=3, min_span=24, agreement=1.0)
     full = [_generate(model, p, 96) for p in prompts]
-    assert any(find_repetition(f, max_period=16, min_repeats=3, min_span=24, agreement=1.0) for f in full)
-    dec = PageDecoder(
-        model, capacity=2, max_len=256, options=DecoderOptions(guard=GuardSpec(0, 0), loop=spec)
+    assert any(
+        find_repetition(f, LoopSpec(max_period=16, min_repeats=3, min_span=24, agreement=1.0)) for f in full
     )
-    got = dec.decode_all([DecodeRequest(p, {}, 96) for p in prompts])
+    opts = DecoderOptions(guard=GuardSpec(0, 0), loop=spec)
+    got = _decode(model, [DecodeRequest(p, {}, 96) for p in prompts], opts, slots=2, context=256)
     for r, f in zip(got, full, strict=True):
         assert r.tokens == f[: len(r.tokens)]
         if r.stop is StopReason.REPETITION:
             assert len(r.tokens) < 96
-            assert find_repetition(r.tokens, max_period=16, min_repeats=3, min_span=24, agreement=1.0)
+            assert find_repetition(
+                r.tokens, LoopSpec(max_period=16, min_repeats=3, min_span=24, agreement=1.0)
+            )
     assert any(r.stop is StopReason.REPETITION for r in got)
 
 
@@ -210,9 +182,14 @@ def test_context_bounds_new_tokens_and_compaction_keeps_results(tiny):
     prompts = _prompts(2, (5, 40, 8, 9))
     caps = (3, 200, 4, 6)  # page 1 runs past the 64-token context: bounded to 64 - 41
     opts = DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP, check_every=2)
-    dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
     want = [_generate(model, p, min(c, 64 - len(p))) for p, c in zip(prompts, caps, strict=True)]
-    got = dec.decode_all([DecodeRequest(p, {}, c) for p, c in zip(prompts, caps, strict=True)])
+    got = _decode(
+        model,
+        [DecodeRequest(p, {}, c) for p, c in zip(prompts, caps, strict=True)],
+        opts,
+        slots=4,
+        context=64,
+    )
     assert [r.tokens for r in got] == want
     assert len(got[1].tokens) == 64 - 41 and got[1].stop is StopReason.LENGTH
     # compaction: a lone long page in the top slot moves down to slot 0
@@ -267,7 +244,9 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
             DecodeRequest(p, {}, c, key=(name, i))
             for i, (p, c) in enumerate(zip(jobs[name], caps[name], strict=False))
         ]
-        results[name] = list(sched.stream(reqs))
+        futures = sched.submit_many(reqs)
+        index = {id(f): i for i, f in enumerate(futures)}
+        results[name] = [(index[id(f)], f.result()) for f in as_completed(futures, timeout=120)]
 
     threads = [threading.Thread(target=job, args=(n,)) for n in jobs]
     for t in threads:
@@ -281,7 +260,9 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
         for i, res in results[name]:
             p = prompts[i]
             assert res.key == (name, i)
-            assert res.tokens == _generate(model, p, caps[name][i], NoRepeatNGramGuard(3, 20, exempt, len(p)))
+            assert res.tokens == _generate(
+                model, p, caps[name][i], NoRepeatNGramGuard(GuardSpec(3, 20, exempt), prompt_length=len(p))
+            )
     # streaming: the 5-token page of job a finishes before its 30-token page
     order_a = [i for i, _ in results["a"]]
     assert order_a.index(2) < order_a.index(1)
@@ -309,10 +290,10 @@ def test_decoder_runs_quantized_modules_like_generate(tiny_checkpoint):
     assert not fusable_moe(model.model.language_model.layers[1].mlp)
     prompts = _prompts(6, (7, 12))
     want = [_generate(model, p, 12) for p in prompts]
-    dec = PageDecoder(
-        model, capacity=2, max_len=64, options=DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP)
-    )
-    assert [r.tokens for r in dec.decode_all([DecodeRequest(p, {}, 12) for p in prompts])] == want
+    opts = DecoderOptions(guard=GuardSpec(0, 0), loop=NO_LOOP)
+    assert [
+        r.tokens for r in _decode(model, [DecodeRequest(p, {}, 12) for p in prompts], opts, slots=2)
+    ] == want
 
 
 def test_scheduler_sizes_the_decoder_for_announced_pages(tiny):

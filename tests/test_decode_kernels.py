@@ -19,6 +19,20 @@ pytest.importorskip("triton")
 from ocr_app.engines.deepseek.decoding import kernels as dk  # noqa: E402
 
 
+def _decode(model, requests, options, slots):
+    """Decode through the public path (the scheduler's futures); (results in input order, the decoder's
+    kernel choice read before the scheduler closes)."""
+    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
+
+    sched = DecodeScheduler(model, options, max_slots=slots)
+    try:
+        got = [f.result(timeout=600) for f in sched.submit_many(requests)]
+        step = sched.decoder.step
+        return got, (step.fused, step._fused_moe, step._qkv, step._swiglu)
+    finally:
+        sched.close()
+
+
 def test_add_rmsnorm_matches_transformers_rmsnorm():
     from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2TextRMSNorm
 
@@ -94,9 +108,8 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
     """The whole fused step (kernels="triton") reproduces ``generate`` with the guard (fp32)."""
     from transformers import AutoModelForImageTextToText, LogitsProcessorList
 
-    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, DecoderOptions, PageDecoder
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
-    from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, NoRepeatNGramGuard
+    from ocr_app.engines.deepseek.decoding.interface import DecodeRequest, DecoderOptions
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(0)
@@ -105,16 +118,15 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
     want = []
     for p in prompts:
         t = torch.tensor([p])
-        guard = NoRepeatNGramGuard(2, 6, exempt, prompt_length=len(p))
+        guard = NoRepeatNGramGuard(GuardSpec(2, 6, exempt), prompt_length=len(p))
         out = model.generate(
             input_ids=t, attention_mask=torch.ones_like(t), max_new_tokens=n_new, do_sample=False,
             logits_processor=LogitsProcessorList([guard]), eos_token_id=None, pad_token_id=0,
         )  # fmt: skip
         want.append(out[0, len(p) :].tolist())
     opts = DecoderOptions(guard=GuardSpec(2, 6, exempt), loop=LoopSpec(0), kernels="triton", check_every=4)
-    dec = PageDecoder(model, capacity=2, max_len=64, options=opts)
-    assert dec.fused and dec._fused_moe == [None, "float", "float"]  # layer 0 is the dense MLP
-    got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
+    got, (fused, moe, _, _) = _decode(model, [DecodeRequest(p, {}, n_new) for p in prompts], opts, 2)
+    assert fused and moe == [None, "float", "float"]  # layer 0 is the dense MLP
     assert [r.tokens for r in got] == want
 
 
@@ -123,8 +135,8 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
     through both expert paths (GEMV, and the sorted GEMM when the pairs exceed its bound)."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, DecoderOptions, PageDecoder
     from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
+    from ocr_app.engines.deepseek.decoding.interface import DecodeRequest, DecoderOptions
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.options import KernelOptions, set_kernel_options
     from ocr_app.quant.presets import get_preset
@@ -144,11 +156,12 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
         want.append(out[0, len(p) :].tolist())
     opts = DecoderOptions(guard=GuardSpec(0, 0), loop=LoopSpec(0), kernels="triton", check_every=4)
     for bound in (256, 2):  # 3 pages × top-2 = 6 pairs: GEMV, then sorted GEMM
-        dec = PageDecoder(model, capacity=4, max_len=64, options=opts)
-        assert dec.fused and dec._fused_moe == [None, "quant", "quant"]
-        assert all(p is not None for p in dec._qkv) and all(p is not None for p in dec._swiglu)
         set_kernel_options(model, KernelOptions(decode_gemv_max_rows=bound))
-        got = dec.decode_all([DecodeRequest(p, {}, n_new) for p in prompts])
+        got, (fused, moe, qkv, swiglu) = _decode(
+            model, [DecodeRequest(p, {}, n_new) for p in prompts], opts, 4
+        )
+        assert fused and moe == [None, "quant", "quant"]
+        assert all(p is not None for p in qkv) and all(p is not None for p in swiglu)
         assert [r.tokens for r in got] == want, bound
 
 
@@ -193,8 +206,7 @@ def test_argmax_matches_torch_including_ties_and_banned_ids():
 
 @pytest.mark.parametrize(("n", "w"), [(3, 10), (1, 4), (5, 40)])
 def test_ngram_ban_kernel_equals_guard_processor(n, w):
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec
-    from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, NoRepeatNGramGuard
 
     g = torch.Generator().manual_seed(n + w)
     exempt, prompt, vocab = (40, 41), 5, 48
@@ -207,7 +219,7 @@ def test_ngram_ban_kernel_equals_guard_processor(n, w):
         logits, rows, lengths - 1, torch.full((6,), prompt), GuardSpec(n, w, exempt), torch.tensor(exempt)
     )
     for i, length in enumerate(lengths.tolist()):
-        want = NoRepeatNGramGuard(n, w, exempt, prompt_length=prompt).banned_mask(
+        want = NoRepeatNGramGuard(GuardSpec(n, w, exempt), prompt_length=prompt).banned_mask(
             rows[i : i + 1, :length], vocab
         )
         assert torch.equal(torch.isinf(logits[i : i + 1]), want), (i, length)
@@ -233,8 +245,8 @@ def test_layer_forward_hooks_run_in_the_module_step(tiny_checkpoint):
     step off and runs after every layer, as in the model's own forward."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, DecoderOptions, PageDecoder
     from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
+    from ocr_app.engines.deepseek.decoding.interface import DecodeRequest, DecoderOptions
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
     calls = []
@@ -246,8 +258,7 @@ def test_layer_forward_hooks_run_in_the_module_step(tiny_checkpoint):
     for layer in model.model.language_model.layers:
         layer.register_forward_hook(clamp)
     opts = DecoderOptions(guard=GuardSpec(0, 0), loop=LoopSpec(0), kernels="triton", check_every=2)
-    dec = PageDecoder(model, capacity=1, max_len=32, options=opts)
-    assert not dec.fused
+    got, (fused, _, _, _) = _decode(model, [DecodeRequest([0, 5, 6, 7], {}, 3)], opts, 1)
+    assert not fused and len(got[0].tokens) == 3
     prefill_calls = 3  # the model's own forward during prefill: one call per layer
-    dec.decode_all([DecodeRequest([0, 5, 6, 7], {}, 3)])
     assert len(calls) == prefill_calls + 3 * 2  # + 2 decode steps (chunks of 2) × 3 layers

@@ -80,7 +80,7 @@ def test_unload_releases_every_object_that_held_memory_and_reload_is_identical(t
     ]
     assert rel, "the sliced SAM attention caches its rel-pos tables on the model"
     held.update({f"rel-pos table {i}": weakref.ref(t) for i, pair in enumerate(rel) for t in pair})
-    assert len(dec.k) == eng.model.config.text_config.num_hidden_layers  # K/V slots were allocated
+    assert len(dec.slots.k) == eng.model.config.text_config.num_hidden_layers  # K/V slots were allocated
     worker = sched._thread
     del sched, dec, rel
     eng.encode_images = DeepSeekOcr2Engine.encode_images.__get__(eng)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_app.engines.base import Engine
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec
 from ocr_app.exceptions import ConfigError, EngineError, OcrError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
@@ -85,9 +86,7 @@ class PreparedBatch:
     prompt_lengths: list[int]
     eos_token_ids: list[int]
     pad_token_id: int
-    ngram_size: int
-    ngram_window: int
-    exempt_ids: list[int]
+    guard: GuardSpec  # the no-repeat rule (one spec for this path and the graph decoder)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -175,7 +174,7 @@ class DeepSeekOcr2Engine(Engine):
     def load(self) -> None:
         if self.is_loaded:
             return
-        from ocr_app.engines.deepseek.guard import exempt_token_ids
+        from ocr_app.engines.deepseek.decoding.guard import exempt_token_ids
         from ocr_app.engines.deepseek.loading import QUANT_PRESETS, load_model, resolve_device, resolve_dtype
 
         device = resolve_device(self.settings.device)
@@ -506,10 +505,12 @@ class DeepSeekOcr2Engine(Engine):
             prompt_lengths=[len(p.input_ids) for p in pages],
             eos_token_ids=self._eos_ids(),
             pad_token_id=int(pad),
-            ngram_size=self.settings.no_repeat_ngram_size,
-            ngram_window=self.settings.no_repeat_window,
-            exempt_ids=list(self._exempt_ids),
+            guard=self.guard_spec(),
         )
+
+    def guard_spec(self) -> GuardSpec:
+        """The no-repeat rule from the settings, with this tokenizer's exempt ids (both decode paths)."""
+        return GuardSpec.from_settings(self.settings, self._exempt_ids)
 
     def _eos_ids(self) -> list[int]:
         eos = self.model.generation_config.eos_token_id
@@ -523,12 +524,10 @@ class DeepSeekOcr2Engine(Engine):
         from transformers import GenerationConfig, LogitsProcessorList
         from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-        from ocr_app.engines.deepseek.guard import NoRepeatNGramGuard
+        from ocr_app.engines.deepseek.decoding.guard import NoRepeatNGramGuard
 
         width = prepared.input_ids.shape[1]
-        guard = NoRepeatNGramGuard(
-            prepared.ngram_size, prepared.ngram_window, prepared.exempt_ids, prompt_length=width
-        )
+        guard = NoRepeatNGramGuard(prepared.guard, prompt_length=width)
         timer = _FirstStepTimer()
         config = GenerationConfig(
             max_new_tokens=max(prepared.max_new_tokens),
@@ -593,7 +592,7 @@ def _recording(
 
 def finish_row(tokens: list[int], eos_ids: set[int]) -> tuple[list[int], StopReason]:
     """Cut a generated row at its first EOS (END); without one it hit the cap (LENGTH or REPETITION)."""
-    from ocr_app.engines.deepseek.guard import find_repetition
+    from ocr_app.engines.deepseek.decoding.guard import find_repetition
 
     for i, t in enumerate(tokens):
         if t in eos_ids:

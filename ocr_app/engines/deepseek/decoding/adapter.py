@@ -33,7 +33,6 @@ from ocr_app.engines.deepseek.decoding.decoder import (
     DecodeResult,
     DecoderOptions,
 )
-from ocr_app.engines.deepseek.decoding.guard import GuardSpec
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
@@ -74,7 +73,7 @@ def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
         return sched
     s = engine.settings
     opts = DecoderOptions(
-        guard=GuardSpec(s.no_repeat_ngram_size, s.no_repeat_window, tuple(engine._exempt_ids)),
+        guard=engine.guard_spec(),
         eos_ids=tuple(engine._eos_ids()),
         graphs="auto",
     )
@@ -92,7 +91,7 @@ def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
 
 def finish(res: DecodeResult, eos_ids: set[int]) -> tuple[list[int], StopReason]:
     """Engine-facing ids and stop reason for one decoded page."""
-    from ocr_app.engines.deepseek.guard import find_repetition
+    from ocr_app.engines.deepseek.decoding.guard import find_repetition
 
     toks = list(res.tokens)
     if res.stop is StopReason.END and toks and toks[-1] in eos_ids:

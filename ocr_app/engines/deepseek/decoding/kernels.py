@@ -196,7 +196,7 @@ def ngram_ban_(logits, seq, kv_len, guard_start, spec: Any, exempt) -> None:
 
 
 def finish_token(nxt, seq, kv_len, gen_count, max_new, stop_code, done, active, eos, rows: int) -> None:
-    """``decode.PageDecoder._take_token``'s bookkeeping for rows [0, rows) in one launch."""
+    """``step.DecodeStep.take_token``'s bookkeeping for rows [0, rows) in one launch."""
     kk = _k()
     kk.finish_token[(1,)](
         nxt, seq, kv_len, gen_count, max_new, stop_code, done, active, eos, eos.numel(), seq.shape[1], rows,

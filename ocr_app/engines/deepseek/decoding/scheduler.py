@@ -4,7 +4,7 @@ Why a worker thread: pages of one document and of concurrent jobs (two UI users,
 decode together, and a long page must not hold short ones back. Callers ``submit`` pages (thread-safe)
 and get a ``Future`` per page; one worker owns the GPU state, prefills new pages into free slots between
 decode chunks, frees a slot the moment its page finishes and resolves that page's future right away,
-so results stream out in finishing order (``stream`` yields ``(index, result)``).
+so results stream out in finishing order (``adapter.stream_pages`` waits on the futures).
 
 Why the decoder is kept between requests: rebuilding it per request re-allocated the K/V slots and
 re-captured every graph (seconds per request), and a release racing with the end of a request showed up
@@ -22,15 +22,14 @@ import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError, wait
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ocr_app.engines.deepseek.decoding.decoder import (
     BATCH_BUCKETS,
     DecodeRequest,
-    DecodeResult,
     DecoderOptions,
     PageDecoder,
     capture_lock,
@@ -271,22 +270,6 @@ class DecodeScheduler:
             self._ensure_worker()
             self._cond.notify_all()
         return futures
-
-    def stream(self, requests: Sequence[DecodeRequest]) -> Iterator[tuple[int, DecodeResult]]:
-        """Decode ``requests``; yield ``(index, result)`` in the order pages finish."""
-        futures = self.submit_many(requests)
-        index = {id(f): i for i, f in enumerate(futures)}
-        left = set(futures)
-        while left:
-            done, left = wait(left, return_when=FIRST_COMPLETED)
-            for f in sorted(done, key=lambda f: index[id(f)]):
-                yield index[id(f)], f.result()
-
-    def run(self, requests: Sequence[DecodeRequest]) -> list[DecodeResult]:
-        out: list[DecodeResult | None] = [None] * len(requests)
-        for i, r in self.stream(requests):
-            out[i] = r
-        return out  # type: ignore[return-value]
 
     def backlog(self) -> int:
         """Pages submitted but not yet in a slot: a feeder keeps this small, since each holds its

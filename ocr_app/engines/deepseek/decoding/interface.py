@@ -1,0 +1,59 @@
+"""What the decoding package takes and gives: one page in (``DecodeRequest``), one page out
+(``DecodeResult``), and how the decoder runs (``DecoderOptions``).
+
+Why a module of its own: the slot state builds results, the step reads the options, the decoder and
+the scheduler pass requests; keeping these records apart from all of them leaves no import loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
+from ocr_app.schema import StopReason
+
+
+@dataclass
+class DecodeRequest:
+    """One page to decode: prompt ids (image tokens expanded) and the extra model inputs for prefill.
+
+    ``model_inputs`` holds what the model's forward takes besides ``input_ids`` for this page alone:
+    ``pixel_values`` / ``pixel_values_local`` / ``num_local_patches`` or ``mm_encoder_outputs``.
+    """
+
+    input_ids: Sequence[int]
+    model_inputs: dict[str, Any] = field(default_factory=dict)
+    max_new_tokens: int = 8192
+    key: Any = None  # opaque, handed back with the result
+    # what the scheduler's ``encoder`` turns into ``model_inputs`` on the decoding thread, right before
+    # the page's prefill (the engine's preprocessed page: its vision pass runs there, see scheduler)
+    payload: Any = None
+
+
+@dataclass
+class DecodeResult:
+    tokens: list[int]  # generated ids, EOS included when it ended the page
+    stop: StopReason
+    prompt_len: int
+    first_token_s: float = 0.0  # admission start → first token on the device
+    decode_s: float = 0.0  # first token → finish (wall clock, shared with the batch)
+    key: Any = None
+
+
+@dataclass(frozen=True)
+class DecoderOptions:
+    """How the decoder runs. ``graphs``: "auto" (CUDA graphs on CUDA), "on", "off" (eager)."""
+
+    guard: GuardSpec = field(default_factory=GuardSpec)
+    loop: LoopSpec = field(default_factory=LoopSpec)
+    eos_ids: tuple[int, ...] = ()
+    check_every: int = 16
+    graphs: str = "auto"
+    kernels: str = "auto"  # "auto": fused Triton kernels on CUDA; "triton": force; "torch": module calls only
+    len_step: int = 256  # attention length buckets are multiples of this
+    prefill_batch: int = 4  # pages of equal prompt length prefilled in one forward
+
+
+__all__ = ["DecodeRequest", "DecodeResult", "DecoderOptions"]
