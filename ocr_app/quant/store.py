@@ -2,8 +2,9 @@
 
 Key = the source checkpoint's content + preset + calibration pages + recipe version. Content: in a
 Hugging Face cache snapshot each weight file is a symlink to a blob named by its SHA-256 (free to read);
-anywhere else a BLAKE2b over the file, remembered in ``hashes.json`` by (path, size, mtime), so a 6 GiB
-checkpoint is hashed once and later loads pay one ``stat`` per file. ``config.json`` is hashed too.
+anywhere else a BLAKE2b over the file, remembered in ``hashes.json`` by (path, size, mtime, inode, ctime),
+so a 6 GiB checkpoint is hashed once per file version and later loads pay one ``stat`` per file.
+``config.json`` is hashed too.
 
 Entries live in ``<cache_dir>/quantized/<key>/`` in the pre-quantised checkpoint layout
 (``checkpoint.save_quantized``) plus ``entry.json`` (source, preset, size, quantisation time). An entry is
@@ -45,22 +46,34 @@ def _hub_blob_digest(path: Path) -> str | None:
     return None
 
 
+def hash_file(path: Path) -> str:
+    """BLAKE2b of the whole file: the one place that reads a checkpoint's bytes for its key."""
+    h = hashlib.blake2b(digest_size=20)
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return f"blake2b:{h.hexdigest()}"
+
+
+def _file_version(st: os.stat_result) -> dict[str, int]:
+    """What changes whenever a file's bytes may have: size, mtime, inode (a replaced file) and ctime
+    (which, unlike mtime, no tool can set back)."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "ctime_ns": st.st_ctime_ns}
+
+
 def file_digest(path: Path, memo: dict[str, Any]) -> str:
-    """Content digest of ``path``; ``memo`` (updated) maps resolved path → size, mtime, digest."""
+    """Content digest of ``path``; ``memo`` (updated) maps resolved path → file version + digest, so a
+    file is hashed once per version and a later key costs one ``stat``."""
     hub = _hub_blob_digest(path)
     if hub:
         return hub
     real = path.resolve()
-    st = real.stat()
+    version = _file_version(real.stat())
     seen = memo.get(str(real))
-    if seen and seen["size"] == st.st_size and seen["mtime_ns"] == st.st_mtime_ns:
+    if seen and all(seen.get(k) == v for k, v in version.items()):
         return seen["digest"]
-    h = hashlib.blake2b(digest_size=20)
-    with real.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    digest = f"blake2b:{h.hexdigest()}"
-    memo[str(real)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "digest": digest}
+    digest = hash_file(real)
+    memo[str(real)] = {**version, "digest": digest}
     return digest
 
 
