@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ logger = logging.getLogger(__name__)
 RECIPE_FILE = "quant_recipe.json"
 WEIGHTS_FILE = "model.safetensors"
 _SKIP_COPY = {WEIGHTS_FILE, RECIPE_FILE, "model.safetensors.index.json"}
+_SKELETON_LOCK = threading.Lock()
 
 
 def is_quantized_checkpoint(path: str | Path) -> bool:
@@ -95,7 +97,9 @@ def empty_model(config):
     """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device, for a load that
     assigns all of them. transformers' weight initialisation is skipped: on meta tensors it does no
     work but costs about 0.5 s of Python for the full-size model, on every load. Buffers (rotary
-    tables) are still built by the modules themselves, on the CPU, in their own dtype."""
+    tables) are still built by the modules themselves, on the CPU, in their own dtype. Both contexts
+    patch torch/transformers globally while they are open, so builds are serialised: two engines loading
+    at once (one per GPU) must not save each other's patched functions as the originals."""
     from accelerate import init_empty_weights
     from transformers import DeepseekOcr2ForConditionalGeneration
 
@@ -104,7 +108,7 @@ def empty_model(config):
     except ImportError:  # pragma: no cover - older transformers: initialise the meta weights (slower)
         from contextlib import nullcontext as no_init_weights
 
-    with init_empty_weights(include_buffers=False), no_init_weights():
+    with _SKELETON_LOCK, init_empty_weights(include_buffers=False), no_init_weights():
         return DeepseekOcr2ForConditionalGeneration(config)
 
 
