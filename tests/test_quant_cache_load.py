@@ -136,3 +136,34 @@ def test_empty_model_skips_init_but_builds_the_same_buffers(tiny_checkpoint):
     ours, theirs = dict(model.named_buffers()), dict(ref.named_buffers())
     assert ours.keys() == theirs.keys() and ours
     assert all(torch.equal(ours[k], theirs[k]) and ours[k].dtype == theirs[k].dtype for k in ours)
+
+
+def test_hf_local_dir_download_record_gives_the_key_without_hashing(source, tmp_path, hashed):
+    """``hf download --local-dir`` (what the download instructions say) records each file's SHA-256: the
+    weights are not read for the key, until a write after the download makes the record stale."""
+    import hashlib
+    import time
+
+    from huggingface_hub._local_folder import write_download_metadata  # what `hf download` calls
+
+    weights = source / "model.safetensors"
+    sha = hashlib.sha256(weights.read_bytes()).hexdigest()
+    write_download_metadata(source, "model.safetensors", "0" * 40, sha)
+    store = store_mod.QuantStore(tmp_path / "quantized")
+    key = store.key(source, "int8", 4)
+    assert hashed == ["config.json"]  # config.json has no record here: hashed (once)
+    assert store.source_fingerprint(source)["model.safetensors"] == f"sha256:{sha}"
+    # the same SHA-256 a Hugging Face cache snapshot names its blob by: both layouts share one key
+    snap = tmp_path / "snapshot"
+    (snap / "blobs").mkdir(parents=True)
+    shutil.copy(weights, snap / "blobs" / sha)
+    (snap / "rev").mkdir()
+    (snap / "rev" / "model.safetensors").symlink_to(snap / "blobs" / sha)
+    shutil.copy(source / "config.json", snap / "rev" / "config.json")
+    assert store.key(snap / "rev", "int8", 4) == key
+    hashed.clear()
+    time.sleep(0.05)
+    before = weights.stat()
+    _rewrite_norm(weights, 1.0)  # written after the download, mtime put back: the ctime still tells
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert store.key(source, "int8", 4) != key and hashed == ["model.safetensors"]
