@@ -123,8 +123,9 @@ def load_quantized(
 
     ``dtype`` overrides the float dtype the checkpoint was written with (e.g. fp16 on GPUs without bf16).
     ``timings`` (updated) gets the seconds of each step: ``skeleton_s`` (config, empty model, quantised
-    modules), ``read_s`` (tensors out of the file), ``to_device_s`` (copies and casts on ``device``),
-    ``assign_s`` (into the modules, buffers moved, generation config), so a slow load shows its step.
+    modules), ``read_s`` (tensors mapped out of the file: safetensors maps it, so the bytes are read
+    when the copy first touches them), ``to_device_s`` (copies, page-cache reads included, and casts on
+    ``device``), ``assign_s`` (into the modules, buffers moved, generation config).
     """
     import time
 
