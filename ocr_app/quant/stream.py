@@ -163,13 +163,11 @@ class StreamReport:
 
 def build_skeleton(model_dir: str | Path, dtype: torch.dtype):
     """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device (no memory)."""
-    from accelerate import init_empty_weights
-    from transformers import AutoConfig, DeepseekOcr2ForConditionalGeneration
+    from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(model_dir)
-    with init_empty_weights(include_buffers=False):
-        model = DeepseekOcr2ForConditionalGeneration(config)
-    return model.to(dtype)  # meta tensors: only their dtype changes
+    from ocr_app.quant.checkpoint import empty_model
+
+    return empty_model(AutoConfig.from_pretrained(model_dir)).to(dtype)  # meta: only their dtype changes
 
 
 def _set_tensor(model, name: str, value) -> None:

@@ -163,6 +163,8 @@ class DeepSeekOcr2Engine(Engine):
         # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
         # ("cache", "quantised now", …) and the seconds quantisation took
         self.precision: dict[str, Any] = {}
+        # seconds of each step of the last load (processor, weights, key, read, to-device …)
+        self.load_breakdown: dict[str, float] | None = None
         # (done, total, label) during a first-time quantisation; the CLI/UI set it (tqdm, gr.Progress)
         self.load_progress: Callable[[int, int, str], None] | None = None
 
@@ -192,6 +194,7 @@ class DeepSeekOcr2Engine(Engine):
         )
         self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
+        self.load_breakdown = getattr(model, "ocr_load_breakdown", None)
         # The model, torch and transformers are millions of long-lived objects: every later gc.collect
         # (the memory context, unload) walked them all, ~0.25 s each on an H200 host. Freezing moves
         # them out of the collector's sight; ``unload`` unfreezes before it collects, so the model's
@@ -275,6 +278,7 @@ class DeepSeekOcr2Engine(Engine):
             "precision_reason": self.precision.get("reason"),
             "quant_source": self.precision.get("source"),
             "quantize_seconds": self.precision.get("quantize_seconds"),
+            "load_breakdown": self.load_breakdown,
             "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
             "decoder": self._decoder.describe() if self._decoder is not None else None,
         }
