@@ -3,12 +3,13 @@
 Why one module: the light OCR engine (RapidOCR boxes) and the PDF text layer (PyMuPDF spans) both
 produce the same thing — short runs of text with a box and a size — and must turn it into the same
 blocks (headings, paragraphs, lists, tables) in the same reading order. Pure Python, no imports beyond
-the schema, so it is cheap to test exhaustively.
+the schema and ``table_html``, so it is cheap to test exhaustively.
 
 The pipeline, in order:
 
 1. ``detect_tables``: rows (items sharing a baseline band) with several well-separated cells whose
-   columns line up over at least two consecutive rows become a Markdown pipe table.
+   columns line up over at least two consecutive rows become a table, written as the HTML table the
+   DeepSeek engine writes (``engines.table_html``).
 2. ``order_sections``: gap analysis of the x-projection, done locally. Pairs of lines side by
    side (overlapping y-ranges) with a gap of at least ``min_gutter_ratio`` × body size vote for a
    gutter; the x-range inside most gaps wins. Items crossing it (titles, tables, full-width
@@ -32,6 +33,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ocr_app.engines.table_html import Cell, header_rows, table_html
 from ocr_app.schema import Block, Box
 
 logger = logging.getLogger(__name__)
@@ -104,18 +106,16 @@ class LayoutConfig:
 @dataclass
 class _Table:
     box: Box
-    rows: list[list[str]]
+    rows: list[list[str]] | list[list[Cell]]
     size: float = 0.0
     items: list[TextLine] = field(default_factory=list)  # the lines it was built from
     form: bool = False  # a sparse grid (a form): rendered as one text line per row
+    header_rows: int = 0  # leading rows that are the header (0: not known)
 
     @property
-    def markdown(self) -> str:
-        ncols = max(len(r) for r in self.rows)
-        rows = [[c.replace("|", "\\|") for c in r] + [""] * (ncols - len(r)) for r in self.rows]
-        lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * ncols]
-        lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-        return "\n".join(lines)
+    def html(self) -> str:
+        """The table as DeepSeek-OCR-2 writes it (``engines.table_html``)."""
+        return table_html(self.rows, self.header_rows)
 
 
 @dataclass
@@ -383,7 +383,9 @@ def _build_table(run: list[_Row]) -> _Table | None:
         rows.append(cells)
     box = _union([r.box for r in run])
     items = [it for r in run for it in r.items]
-    return _Table(box=box, rows=rows, size=statistics.median(r.size for r in run), items=items)
+    heavy = [all(it.bold or it.weight >= 600 for it in r.items) for r in run]
+    size = statistics.median(r.size for r in run)
+    return _Table(box=box, rows=rows, size=size, items=items, header_rows=header_rows(heavy, []))
 
 
 # --- 2. reading order --------------------------------------------------------------------------
@@ -563,6 +565,8 @@ def _join(a: str, b: str, vocabulary: frozenset[str] = frozenset()) -> str:
     return f"{a} {b}"
 
 
+join_lines = _join  # public name for engines that join lines themselves (table cells)
+
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 
 
@@ -698,7 +702,7 @@ def _group_section(
             if unit.form:
                 blocks.extend(Block("text", row[0], [unit.box]) for row in unit.rows if row and row[0])
             else:
-                blocks.append(Block("table", unit.markdown, [unit.box]))
+                blocks.append(Block("table", unit.html, [unit.box]))
             continue
         row = unit
         text = row.text.strip()
@@ -824,7 +828,7 @@ def build_blocks(
     *,
     page_width: float,
     config: LayoutConfig | None = None,
-    tables: Sequence[tuple[Box, list[list[str]]]] = (),
+    tables: Sequence[tuple[Box, list[list[str]]] | tuple[Box, list[list[Cell]], int]] = (),
     style: DocStyle | None = None,
     forms: Sequence[tuple[Box, list[list[str]]]] = (),
 ) -> list[Block]:
@@ -854,7 +858,7 @@ def build_blocks(
     found, rest = detect_tables(clean, page_width, config, body)
     found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
     found += found_more
-    found += [_Table(box=b, rows=r) for b, r in tables if r]
+    found += [_Table(box=t[0], rows=t[1], header_rows=t[2] if len(t) > 2 else 0) for t in tables if t[1]]
     found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
     items: list[Item] = [*rest, *found]
     blocks: list[Block] = []

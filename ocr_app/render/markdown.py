@@ -135,8 +135,9 @@ def page_markdown(
     counts figures on the page. Each box of an image block becomes one crop and one link, followed by
     the block's own text if it has any. Without ``images_dir`` (or without the page image) nothing is
     written and image blocks contribute only their text, so no link ever points at a missing file.
-    Raw HTML in block text is escaped; ``keep_table_html`` keeps table markup (for engines that write
-    HTML tables; the text layer and the light engine write Markdown tables, so any HTML there is source text).
+    Raw HTML in block text is escaped; ``keep_table_html`` keeps the model's markup (for engines that
+    write HTML; in the text layer's and the light engine's text, HTML is source text, except in their
+    ``table`` blocks, see ``block_markdown``).
     """
     parts: list[str] = []
     figures: list[Path] = []
@@ -153,9 +154,19 @@ def page_markdown(
                 figures.append(path)
                 parts.append(f"![]({link_prefix}/{name})" if link_prefix else f"![]({name})")
         if block.text.strip():
-            text = close_open_table(block.text) if keep_table_html else block.text
-            parts.append(escape_raw_html(text, keep_table_tags=keep_table_html))
+            parts.append(block_markdown(block, keep_table_html=keep_table_html))
     return tidy_markdown("\n\n".join(parts)), figures
+
+
+def block_markdown(block: Block, *, keep_table_html: bool = True) -> str:
+    """One block's Markdown text, raw HTML made inert (see ``page_markdown``).
+
+    ``table`` blocks keep their table markup whatever the engine: the text layer and the light engine
+    build them from escaped cell text (``engines.table_html``), so only their own tags are HTML.
+    """
+    keep = keep_table_html or block.label == "table"
+    text = close_open_table(block.text) if keep else block.text
+    return escape_raw_html(text, keep_table_tags=keep)
 
 
 def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None = None) -> str:
