@@ -335,6 +335,8 @@ def _lines_in(r: pymupdf.Rect, lines: list[TextLine]) -> list[TextLine]:
 Grid = list[tuple[tuple[float, float, float, float], list[list[str]]]]
 # A found table: box (display pixels), rows of cells, leading header rows (0 when unknown).
 TableGrid = tuple[tuple[float, float, float, float], list[list[Cell]], int]
+MAX_MERGED_SHARE = 0.3  # more merged cells than this share: boxes of a diagram, not a table
+MAX_CELL_WORDS = 80  # a "cell" with more words is a framed text box
 HEADER_WEIGHT = 600  # a row set at least this heavy all through (semibold, bold) is a header row
 
 
@@ -400,7 +402,7 @@ def ruled_tables(
     each cell with the text lines whose centre lies in it (``extract()`` loses spaces here), keep a
     wrapped cell's lines together, give merged cells their ``colspan``/``rowspan`` (from the cell
     boxes against the grid's column and row edges) and mark bold or shaded leading rows as the
-    header. Only pages that draw rulings are searched: ``find_tables`` costs ~0.3 s a page.
+    header. Grids that are diagrams or framed text (``_drawing_not_table``) are left to the text. Only pages that draw rulings are searched: ``find_tables`` costs ~0.3 s a page.
     """
     import pymupdf
 
@@ -423,6 +425,8 @@ def ruled_tables(
         row_edges = _edges([r.bbox[1] for r in table.rows])
         rows: list[list[Cell]] = []
         heavy: list[bool | None] = []
+        ids: set[int] = set()
+        col_filled = [False] * table.col_count
         for row in table.rows:
             cells: list[Cell] = []
             weights: list[bool] = []
@@ -434,10 +438,12 @@ def ruled_tables(
                         cells.append(Cell(""))
                     continue
                 inside = _lines_in(pymupdf.Rect(cell) * matrix, lines)
-                used.update(id(ln) for ln in inside)
+                ids.update(id(ln) for ln in inside)
                 inside.sort(key=lambda ln: (ln.box[1], ln.box[0]))
                 weights += [ln.bold or ln.weight >= HEADER_WEIGHT for ln in inside]
                 text = join_cell_lines([ln.text for ln in inside], join=join_lines)
+                if text and k < len(col_filled):
+                    col_filled[k] = True
                 cells.append(
                     Cell(text, _spans(cell[0], cell[2], col_edges), _spans(cell[1], cell[3], row_edges))
                 )
@@ -446,22 +452,37 @@ def ruled_tables(
         cells_total = sum(len(row) for row in rows)
         filled = sum(1 for row in rows for c in row if c.text)
         box = pymupdf.Rect(table.bbox) * matrix
-        if filled < MIN_TABLE_FILL * cells_total:
-            # A form laid out on a grid (labels and answers in scattered boxes), not a table: each
-            # grid row becomes one line of text, its cells in reading order ("label value").
+        pairs = not all(col_filled) and all(sum(1 for c in row if c.text) <= 2 for row in rows)
+        if filled < MIN_TABLE_FILL * cells_total or pairs:
+            # A form laid out on a grid (labels and answers in scattered boxes, or label/value pairs
+            # beside empty boxes), not a table: each grid row becomes one line of text, its cells in
+            # reading order ("label value").
             rtl = is_rtl(" ".join(c.text for row in rows for c in row))
             text_rows = [
                 [" ".join(c.text.replace("\n", " ") for c in (reversed(row) if rtl else row) if c.text)]
                 for row in rows
             ]
             forms.append(((box.x0, box.y0, box.x1, box.y1), [r for r in text_rows if r[0]]))
+            used.update(ids)
             continue
+        if _drawing_not_table(rows):
+            logger.debug("ruled grid at %s skipped: a diagram or a text box, not a table", box)
+            continue
+        used.update(ids)
         if any(any(c.text for c in row) for row in rows):
             if fills is None:
                 fills = _fills(page)
             shaded = [_shaded(tuple(r.bbox), fills) for r in table.rows]
             tables.append(((box.x0, box.y0, box.x1, box.y1), rows, header_rows(heavy, shaded)))
     return tables, forms, [ln for ln in lines if id(ln) not in used]
+
+
+def _drawing_not_table(rows: list[list[Cell]]) -> bool:
+    """A ruled grid that is no table: a diagram drawn with boxes (most cells merged across the grid's
+    lines) or a framed text box (a cell of prose). Its lines are then read as ordinary text."""
+    cells = [c for row in rows for c in row]
+    merged = sum(1 for c in cells if c.colspan > 1 or c.rowspan > 1)
+    return merged > MAX_MERGED_SHARE * len(cells) or any(len(c.text.split()) > MAX_CELL_WORDS for c in cells)
 
 
 def _covered(table, row, k: int, col_edges: list[float]) -> bool:
