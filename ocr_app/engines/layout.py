@@ -59,6 +59,7 @@ class TextLine:
     italic: bool = False
     in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
+    mono: bool = False  # set in a monospaced font all through (a line of code)
 
 
 @dataclass
@@ -653,6 +654,22 @@ def _styled_heading_level(
     return 0
 
 
+CODE_GAP_LINES = 2.5  # a blank line or two inside a listing keeps it one code block
+
+
+def code_block(lines: Sequence[str], boxes: Sequence[Box]) -> str:
+    """Lines of code → a fenced Markdown block, line breaks kept and indentation rebuilt from the
+    lines' left edges in characters (monospaced: every glyph is one character wide); leading spaces a
+    line has in the PDF count too."""
+    widths = [(b[2] - b[0]) / len(t) for t, b in zip(lines, boxes, strict=True) if len(t) >= 4]
+    char = statistics.median(widths) if widths else max((b[3] - b[1]) * 0.5 for b in boxes)
+    left = min(b[0] for b in boxes)
+    body = [" " * max(0, round((b[0] - left) / char)) + t for t, b in zip(lines, boxes, strict=True)]
+    longest = max((len(m) for m in re.findall(r"`+", "\n".join(body))), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n" + "\n".join(body) + f"\n{fence}"
+
+
 def _group_section(
     section: list[Item],
     body: float,
@@ -692,6 +709,8 @@ def _group_section(
             )
         elif cur.kind == "list":
             blocks.append(Block("list", "\n".join(cur.parts), list(cur.boxes)))
+        elif cur.kind == "code":
+            blocks.append(Block("code", code_block(cur.parts, cur.boxes), [_union(cur.boxes)]))
         else:
             blocks.append(Block("text", cur.parts[0], [_union(cur.boxes)]))
         cur = None
@@ -710,6 +729,16 @@ def _group_section(
             continue
         short_line = row.box[2] - row.box[0] < 0.7 * section_width
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
+        if all(i.mono for i in row.items):  # a line of code: kept as it is, in a fenced block
+            text = " ".join(i.text for i in sorted(row.items, key=lambda i: i.box[0]))
+            if cur is not None and cur.kind == "code" and gap <= CODE_GAP_LINES * row.size:
+                cur.parts.append(text)
+                cur.boxes.append(row.box)
+                cur.last = row
+                continue
+            flush()
+            cur = _Pending("code", 0, [text], [row.box], row, row.box[0], row.size)
+            continue
         big_gap = cur is not None and gap > typical_gap + config.paragraph_gap_ratio * min(
             row.size, cur.size or row.size
         )

@@ -57,8 +57,25 @@ def join_cell_lines(lines: Sequence[str], join: Callable[[str, str], str] | None
     return out
 
 
+# Superscripts and subscripts the text layer marks (``<sup>2</sup>``): balanced, short, no attributes.
+SCRIPT_TAG = re.compile(r"<(sup|sub)>([^<>\n]{1,40})</\1>")
+
+
+def escape_keeping_scripts(text: str) -> str:
+    """HTML-escape ``text`` except balanced ``<sup>…</sup>``/``<sub>…</sub>`` pairs (their content
+    escaped too)."""
+    out: list[str] = []
+    pos = 0
+    for m in SCRIPT_TAG.finditer(text):
+        out.append(html.escape(text[pos : m.start()], quote=False))
+        out.append(f"<{m.group(1)}>{html.escape(m.group(2), quote=False)}</{m.group(1)}>")
+        pos = m.end()
+    out.append(html.escape(text[pos:], quote=False))
+    return "".join(out)
+
+
 def _cell_html(text: str) -> str:
-    return "<br>".join(html.escape(part, quote=False) for part in text.split("\n"))
+    return "<br>".join(escape_keeping_scripts(part) for part in text.split("\n"))
 
 
 def table_html(rows: Sequence[Sequence[Cell | str]], header_rows: int = 0) -> str:

@@ -54,6 +54,10 @@ MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a ta
 PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
+_MONO_FLAG = 8
+_MONO_FONTS = re.compile(r"mono|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I)
+SCRIPT_SIZE = 0.85  # a superscript/subscript is set at most this × the line's main size
+SCRIPT_SHIFT = 0.12  # ... with its baseline at least this × the main size above/below the main one
 _ITALIC_FLAG = 2
 # Runs of one repeated punctuation mark (dot leaders, rules): layout, not evidence of garbage. A page
 # of nothing but "·····" (what unmapped glyphs extract as) has no content left and fails the check.
@@ -300,7 +304,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             kept = [(s, t) for s, t in zip(line["spans"], texts, strict=True) if t.strip()]
             if not kept:
                 continue
-            text = " ".join("".join(texts).split())
+            text = " ".join("".join(_mark_scripts(line, texts)).split())
             words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
             weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
@@ -310,8 +314,45 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             rect = pymupdf.Rect(line["bbox"]) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
             turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
-            lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns))
+            mono = all(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"]) for s, _ in words)
+            if mono:  # code: its indentation and inner spacing are content
+                text = "".join(_mark_scripts(line, texts)).rstrip()
+            lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns, mono=mono))
     return lines
+
+
+def _mark_scripts(line: dict, texts: list[str]) -> list[str]:
+    """Span texts with superscripts and subscripts wrapped in ``<sup>``/``<sub>`` (as DeepSeek-OCR-2
+    writes them), so "a²" does not read "a2" and a footnote mark stays a mark.
+
+    A span is raised or lowered when it is set smaller than the line's main text and its baseline
+    sits above (superscript) or below (subscript) the main baseline. Only for horizontal lines.
+    """
+    spans = line["spans"]
+    dx, dy = line.get("dir", (1.0, 0.0))
+    if len(spans) < 2 or abs(dy) > 0.01 or dx <= 0:
+        return texts
+    main = max(spans, key=lambda sp: len(sp.get("chars") or sp.get("text") or ""))
+    size, base = main["size"], main["origin"][1]
+    out: list[str] = []
+    for span, text in zip(spans, texts, strict=True):
+        core = text.strip()
+        if not core or span["size"] > SCRIPT_SIZE * size or span is main:
+            out.append(text)
+            continue
+        shift = span["origin"][1] - base
+        tag = "sup" if shift < -SCRIPT_SHIFT * size else "sub" if shift > SCRIPT_SHIFT * size else None
+        if tag is None:
+            out.append(text)
+            continue
+        lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+        out.append(f"{lead}<{tag}>{core}</{tag}>{trail}")
+    # "a<sup>2</sup> + b": a script belongs to the text before it, never with a space between.
+    for k in range(1, len(out)):
+        if out[k].lstrip().startswith(("<sup>", "<sub>")) and out[k - 1].strip():
+            out[k] = out[k].lstrip()
+            out[k - 1] = out[k - 1].rstrip()
+    return out
 
 
 def _has_rulings(page: pymupdf.Page, minimum: int = 6) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ocr_app.engines.table_html import SCRIPT_TAG
 from ocr_app.render.atomic import atomic_write_bytes
 from ocr_app.schema import Block, Box
 
@@ -42,6 +43,7 @@ MODEL_TAGS += ("center", "sup", "sub", "b", "i", "u", "em", "strong")
 _MODEL_TAG_RE = re.compile(rf"<(/?)({'|'.join(MODEL_TAGS)})\b([^<>]*)>", re.IGNORECASE)
 _SPAN_ATTR_RE = re.compile(r"""\b(colspan|rowspan)\s*=\s*["']?(\d{1,3})["']?""", re.IGNORECASE)
 _MANY_NEWLINES_RE = re.compile(r"\n{3,}")
+_FENCE_RE = re.compile(r"(`{3,})[\w+-]*")
 
 
 def escape_raw_html(text: str, *, keep_table_tags: bool = False) -> str:
@@ -162,11 +164,35 @@ def block_markdown(block: Block, *, keep_table_html: bool = True) -> str:
     """One block's Markdown text, raw HTML made inert (see ``page_markdown``).
 
     ``table`` blocks keep their table markup whatever the engine: the text layer and the light engine
-    build them from escaped cell text (``engines.table_html``), so only their own tags are HTML.
+    build them from escaped cell text (``engines.table_html``), so only their own tags are HTML. A
+    ``code`` block that is one closed fence stays as it is (a fence shows its content literally, so
+    escaping would show "&lt;"). Elsewhere, the text layer's ``<sup>``/``<sub>`` marks stay when they
+    are balanced pairs without attributes around a short text; all other HTML is escaped.
     """
+    if block.label == "code" and _is_fenced(block.text):
+        return block.text
     keep = keep_table_html or block.label == "table"
     text = close_open_table(block.text) if keep else block.text
-    return escape_raw_html(text, keep_table_tags=keep)
+    if keep:
+        return escape_raw_html(text, keep_table_tags=True)
+    parts: list[str] = []
+    pos = 0
+    for m in SCRIPT_TAG.finditer(text):
+        parts.append(escape_raw_html(text[pos : m.start()]))
+        parts.append(f"<{m.group(1)}>{escape_raw_html(m.group(2))}</{m.group(1)}>")
+        pos = m.end()
+    parts.append(escape_raw_html(text[pos:]))
+    return "".join(parts)
+
+
+def _is_fenced(text: str) -> bool:
+    """One fenced code block: an opening fence line, a closing line of the same fence, and no line in
+    between that could close it early."""
+    lines = text.split("\n")
+    m = _FENCE_RE.fullmatch(lines[0]) if len(lines) >= 2 else None
+    if m is None or lines[-1] != m.group(1):
+        return False
+    return not any(ln.lstrip().startswith(m.group(1)[:3]) for ln in lines[1:-1])
 
 
 def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None = None) -> str:
