@@ -347,11 +347,6 @@ def _mark_scripts(line: dict, texts: list[str]) -> list[str]:
             continue
         lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
         out.append(f"{lead}<{tag}>{core}</{tag}>{trail}")
-    # "a<sup>2</sup> + b": a script belongs to the text before it, never with a space between.
-    for k in range(1, len(out)):
-        if out[k].lstrip().startswith(("<sup>", "<sub>")) and out[k - 1].strip():
-            out[k] = out[k].lstrip()
-            out[k - 1] = out[k - 1].rstrip()
     return out
 
 
