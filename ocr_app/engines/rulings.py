@@ -54,13 +54,18 @@ class RuledGrid:
     cells: list[GridCell]  # row-major by top-left slot
 
 
-def _segments(mask: Any, horizontal: bool) -> list[Segment]:
+def _boxes(mask: Any) -> list[tuple[int, int, int, int]]:
+    """Bounding boxes (x, y, w, h) of the mask's connected blobs (outer contours: ~100× faster than
+    ``connectedComponentsWithStats`` on a page)."""
     import cv2
 
-    count, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    return [cv2.boundingRect(c) for c in contours]
+
+
+def _segments(mask: Any, horizontal: bool) -> list[Segment]:
     out: list[Segment] = []
-    for k in range(1, count):
-        x, y, w, h, _ = stats[k]
+    for x, y, w, h in _boxes(mask):
         if horizontal:
             out.append(Segment(y + h / 2, float(x), float(x + w)))
         else:
@@ -104,11 +109,9 @@ def find_grids(grey: Any, *, line_px: float = 20.0) -> list[RuledGrid]:
     if len(hsegs) < 3 or len(vsegs) < 3:
         return []
     joined = cv2.dilate(horiz | vert, np.ones((5, 5), np.uint8))
-    count, _, stats, _ = cv2.connectedComponentsWithStats(joined, connectivity=8)
     grids: list[RuledGrid] = []
     tol = 4.0
-    for k in range(1, count):
-        x, y, w, h, _ = stats[k]
+    for x, y, w, h in sorted(_boxes(joined), key=lambda b: (b[1], b[0])):
         if w < MIN_SIDE or h < MIN_SIDE:
             continue
         x0, y0, x1, y1 = float(x), float(y), float(x + w), float(y + h)
