@@ -161,3 +161,29 @@ def test_header_rows_need_a_plain_body_row():
     assert table_html([["a"], ["b"]], header_rows=5) == (
         "<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>b</td></tr></tbody></table>"
     )
+
+
+def test_converter_writes_the_table_as_html_in_markdown_and_json(tmp_path):
+    """Through the product path (Converter → text-layer engine → writer): the .md holds the HTML table
+    and the JSON block is a ``table`` with the same HTML, as for DeepSeek-OCR-2."""
+    import json
+
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
+
+    xs, ys = [72, 250, 430], [100, 126, 152, 178]
+    rows = [("Tag", "Meaning"), ("<td>", "a cell"), ("x & y", "both")]
+    cells = [(c, c + 1, r, r + 1, text, r == 0) for r, row in enumerate(rows) for c, text in enumerate(row)]
+    pdf = _grid_pdf(tmp_path / "conv.pdf", cells, xs, ys)
+    settings = load_settings(engine="textlayer")
+    converter = Converter(build_engines(settings), settings)
+    options = ConvertOptions.from_settings(settings, engine="textlayer", formats=frozenset({"md", "json"}))
+    (doc,) = converter.convert([pdf], tmp_path / "out", options)
+    want = (
+        "<table><thead><tr><th>Tag</th><th>Meaning</th></tr></thead><tbody>"
+        "<tr><td>&lt;td&gt;</td><td>a cell</td></tr><tr><td>x &amp; y</td><td>both</td></tr></tbody></table>"
+    )
+    assert want in doc.outputs["md"].read_text(encoding="utf-8")
+    page = json.loads(doc.outputs["json"].read_text(encoding="utf-8"))["pages"][0]
+    assert [b["text"] for b in page["blocks"] if b["label"] == "table"] == [want]
