@@ -84,3 +84,17 @@ def test_superscripts_and_subscripts_keep_their_position(tmp_path, engine):
     assert md == text  # the marks survive rendering (a balanced pair without attributes)
     # The benchmark strips the tags like any HTML: the words stay comparable.
     assert ned("The energy E = mc 2 and water H 2 O are both short.", md) == 0.0
+
+
+def test_code_with_a_fence_inside_gets_a_longer_fence_and_stays_literal():
+    from ocr_app.engines.layout import code_block
+    from ocr_app.render.markdown import block_markdown
+    from ocr_app.schema import Block
+
+    text = code_block(['print("```")', "x = a<b"], [(0, 0, 96, 10), (0, 12, 56, 22)])
+    assert text == '````\nprint("```")\nx = a<b\n````'
+    assert block_markdown(Block("code", text), keep_table_html=False) == text
+    # A "code" block that is not one closed fence is escaped like any text.
+    assert block_markdown(Block("code", "```\nx\n```\n<script>"), keep_table_html=False).endswith(
+        "&lt;script>"
+    )

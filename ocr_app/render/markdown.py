@@ -192,7 +192,7 @@ def _is_fenced(text: str) -> bool:
     m = _FENCE_RE.fullmatch(lines[0]) if len(lines) >= 2 else None
     if m is None or lines[-1] != m.group(1):
         return False
-    return not any(ln.lstrip().startswith(m.group(1)[:3]) for ln in lines[1:-1])
+    return not any(ln.lstrip().startswith(m.group(1)) for ln in lines[1:-1])
 
 
 def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None = None) -> str:
