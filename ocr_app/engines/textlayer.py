@@ -523,9 +523,10 @@ def _drawing_not_table(rows: list[list[Cell]]) -> bool:
 
 def _covered(table, row, k: int, col_edges: list[float]) -> bool:
     """Whether slot ``k`` of ``row`` lies inside a merged cell of the table (it then has no cell)."""
-    if k >= len(col_edges):
+    starts = [r.cells[k][0] for r in table.rows if k < len(r.cells) and r.cells[k] is not None]
+    if not starts and k >= len(col_edges):
         return True
-    cx, cy = col_edges[k] + 0.5, (row.bbox[1] + row.bbox[3]) / 2
+    cx, cy = (min(starts) if starts else col_edges[k]) + 0.5, (row.bbox[1] + row.bbox[3]) / 2
     return any(
         c is not None and c[0] <= cx <= c[2] and c[1] <= cy <= c[3] for r in table.rows for c in r.cells
     )
