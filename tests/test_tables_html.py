@@ -147,6 +147,8 @@ def test_cell_lines_join_wrapped_text_and_keep_items_apart():
         "Usage setting:\n• ALLOWED: allowed.\n• DENIED: denied."
     )
     assert join_cell_lines(["0.965", "0.969"]) == "0.965\n0.969"  # stacked values stay stacked
+    assert join_cell_lines(["mAP", "(0.75)"]) == "mAP (0.75)"  # a number in brackets is no item
+    assert join_cell_lines(["change", "-5 units"]) == "change -5 units"  # nor is a negative number
     html = table_html([[Cell("Usage setting:\n• ALLOWED"), Cell("x", colspan=2)]])
     assert html == '<table><tr><td>Usage setting:<br>• ALLOWED</td><td colspan="2">x</td></tr></table>'
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 # A line that starts a new item inside a cell (a bullet, "①", "1.", "a)"): kept on its own line (<br>).
 _ITEM_START = re.compile(
-    r"^\s*(?:[-•●○◦▪▫■□–—*·‣⁃※]|[\u2460-\u24ff\u2776-\u2793]|\(?\d{1,3}[.)]|[a-z][.)])\s*"
+    r"^\s*(?:(?:[-•●○◦▪▫■□–—*·‣⁃※]|\(?\d{1,3}[.)]|[a-z][.)])\s|[\u2460-\u24ff\u2776-\u2793])"
 )
 # A line that is one value (a number, a percentage, a short code): stacked values stay stacked.
 _VALUE = re.compile(r"^[-+±]?[\d.,]+\s*%?$|^[-–—*✓✗xX]$")
