@@ -189,3 +189,24 @@ def test_converter_writes_the_table_as_html_in_markdown_and_json(tmp_path):
     assert want in doc.outputs["md"].read_text(encoding="utf-8")
     page = json.loads(doc.outputs["json"].read_text(encoding="utf-8"))["pages"][0]
     assert [b["text"] for b in page["blocks"] if b["label"] == "table"] == [want]
+
+
+def test_shaded_first_row_is_the_header(tmp_path, engine):
+    """A header told apart by its grey background, not by weight."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    xs, ys = [72, 250, 430], [100, 126, 152, 178]
+    rows = [("City", "Population"), ("Lagos", "15.4"), ("Quito", "2.8")]
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            rect = pymupdf.Rect(xs[c], ys[r], xs[c + 1], ys[r + 1])
+            page.draw_rect(rect, width=0.6, fill=(0.8, 0.8, 0.8) if r == 0 else None)
+            page.insert_textbox(
+                pymupdf.Rect(rect.x0 + 4, rect.y0 + 3, rect.x1 - 4, rect.y1 - 2), text, fontsize=10
+            )
+    doc.save(tmp_path / "shaded.pdf")
+    out = engine.predict_batch([_request(tmp_path / "shaded.pdf")])[0]
+    assert [b.text for b in out.blocks if b.label == "table"] == [
+        "<table><thead><tr><th>City</th><th>Population</th></tr></thead><tbody>"
+        "<tr><td>Lagos</td><td>15.4</td></tr><tr><td>Quito</td><td>2.8</td></tr></tbody></table>"
+    ]
