@@ -83,3 +83,20 @@ def test_text_without_rulings_has_no_grid():
     """Letters, and a lone horizontal rule, are never taken for a table's rulings."""
     grey = np.asarray(_page(draw_table=False).convert("L"))
     assert find_grids(grey, line_px=30) == []
+
+
+def test_open_sided_table_takes_its_outer_columns_from_the_rules():
+    """A table with no outer vertical border (common in papers): the top and bottom rules' ends are
+    its edges, so the first and last columns are cells too."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=420, height=200)
+    ys, inner = [40, 70, 100, 130], [140, 250]
+    for y in ys:
+        page.draw_line((30, y), (390, y), width=0.8)
+    for x in inner:
+        page.draw_line((x, ys[0]), (x, ys[-1]), width=0.8)
+    pix = page.get_pixmap(dpi=144)
+    grey = np.asarray(Image.frombytes("RGB", (pix.width, pix.height), pix.samples).convert("L"))
+    [grid] = find_grids(grey, line_px=30)
+    assert grid.cols == pytest.approx([60, 280, 500, 780], abs=3)
+    assert len(grid.cells) == 3 * 3 and all(c.rowspan == c.colspan == 1 for c in grid.cells)

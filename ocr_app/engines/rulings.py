@@ -106,7 +106,7 @@ def find_grids(grey: Any, *, line_px: float = 20.0) -> list[RuledGrid]:
     horiz = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1)))
     vert = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, length)))
     hsegs, vsegs = _segments(horiz, True), _segments(vert, False)
-    if len(hsegs) < 3 or len(vsegs) < 3:
+    if len(hsegs) < 3 or len(vsegs) < 2:
         return []
     joined = cv2.dilate(horiz | vert, np.ones((5, 5), np.uint8))
     grids: list[RuledGrid] = []
@@ -119,12 +119,36 @@ def find_grids(grey: Any, *, line_px: float = 20.0) -> list[RuledGrid]:
         vs = [s for s in vsegs if x0 <= s.pos <= x1 and s.start >= y0 - tol and s.end <= y1 + tol]
         rows = _cluster([s.pos for s in hs], tol)
         cols = _cluster([s.pos for s in vs], tol)
-        if len(rows) < 3 or len(cols) < 3:
-            continue  # one row or one column: a frame or a rule, not a table
+        if len(rows) < 3 or len(cols) < 2:
+            continue  # one row, or no column rulings: a frame or a rule, not a ruled table
+        cols = _open_sides(cols, rows, hs, tol, line_px)
+        if len(cols) < 3:
+            continue  # one column
         grid = _grid(rows, cols, hs, vs, tol)
         if grid is not None:
             grids.append(grid)
     return grids
+
+
+def _open_sides(
+    cols: list[float], rows: list[float], hs: list[Segment], tol: float, line_px: float
+) -> list[float]:
+    """Column edges with the table's open sides added: when the top and bottom rules run on past the
+    outermost vertical ruling (a table whose first or last column has no outer border), their ends are
+    the table's edges."""
+
+    def ends(y: float) -> tuple[float, float]:
+        near = [s for s in hs if abs(s.pos - y) <= tol]
+        return min(s.start for s in near), max(s.end for s in near)
+
+    (top_left, top_right), (bottom_left, bottom_right) = ends(rows[0]), ends(rows[-1])
+    left, right = max(top_left, bottom_left), min(top_right, bottom_right)
+    out = list(cols)
+    if cols[0] - left > line_px:
+        out.insert(0, left)
+    if right - cols[-1] > line_px:
+        out.append(right)
+    return out
 
 
 def _grid(
