@@ -863,8 +863,9 @@ def build_blocks(
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
-    ``tables`` are tables an engine already found (box and cell rows); lines inside their boxes must
-    already be removed by the caller. ``style`` (the whole document's body size, heading sizes,
+    ``tables`` are tables an engine already found (box, cell rows of text or ``Cell``s with spans, and
+    optionally the number of header rows); lines inside their boxes must already be removed by the
+    caller. ``style`` (the whole document's body size, heading sizes,
     outline and vocabulary) replaces the page-level guesses when the engine has it.
     """
     config = config or LayoutConfig()
