@@ -210,3 +210,16 @@ def test_double_spaced_lines_stay_one_paragraph():
     step = BODY * 2.0  # double spacing: box gap = 1.0 × size
     lines = [TextLine(f"line {k}", (100, 100 + k * step, 600, 100 + k * step + BODY), BODY) for k in range(4)]
     assert [b.text for b in build_blocks(lines, page_width=W)] == ["line 0 line 1 line 2 line 3"]
+
+
+def test_aligned_table_with_a_bold_first_row_has_a_header():
+    rows = [["Name", "Qty", "Price"], ["Apple", "3", "1.20"], ["Pear", "10", "0.80"]]
+    lines = []
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            x, y = 100 + c * 250, 120 + r * 40
+            lines.append(TextLine(cell, (x, y, x + 20 * len(cell), y + BODY), BODY, bold=r == 0))
+    [block] = build_blocks(lines, page_width=W)
+    assert block.text.startswith(
+        "<table><thead><tr><th>Name</th><th>Qty</th><th>Price</th></tr></thead><tbody>"
+    )
