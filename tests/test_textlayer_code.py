@@ -98,3 +98,18 @@ def test_code_with_a_fence_inside_gets_a_longer_fence_and_stays_literal():
     assert block_markdown(Block("code", "```\nx\n```\n<script>"), keep_table_html=False).endswith(
         "&lt;script>"
     )
+
+
+def test_a_typewritten_page_is_prose_not_one_code_block(tmp_path, engine):
+    """A text file printed to PDF is set in Courier all through: still headings and paragraphs."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 80), "MEETING NOTES", fontsize=18, fontname="cour")
+    for k, line in enumerate(
+        ["The committee met on Monday and agreed", "on the budget for the coming year."]
+    ):
+        page.insert_text((72, 120 + 13 * k), line, fontsize=10, fontname="cour")
+    doc.save(tmp_path / "typed.pdf")
+    out = engine.predict_batch([_request(tmp_path / "typed.pdf")])[0]
+    assert [b.label for b in out.blocks][1:] == ["text"] and out.blocks[0].text.endswith("# MEETING NOTES")
+    assert out.blocks[1].text == "The committee met on Monday and agreed on the budget for the coming year."

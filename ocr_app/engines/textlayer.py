@@ -56,6 +56,7 @@ MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
 _MONO_FLAG = 8
 _MONO_FONTS = re.compile(r"mono|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I)
+MAX_CODE_SHARE = 0.6  # a page with more monospaced text than this is typewritten, not code
 SCRIPT_SIZE = 0.85  # a superscript/subscript is set at most this × the line's main size
 SCRIPT_SHIFT = 0.12  # ... with its baseline at least this × the main size above/below the main one
 _ITALIC_FLAG = 2
@@ -318,6 +319,17 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             if mono:  # code: its indentation and inner spacing are content
                 text = "".join(_mark_scripts(line, texts)).rstrip()
             lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns, mono=mono))
+    return _typewritten(lines)
+
+
+def _typewritten(lines: list[TextLine]) -> list[TextLine]:
+    """A page set mostly in a monospaced font (a typescript, a text file printed to PDF) is prose, not
+    one long listing: its lines lose the code mark, so headings, lists and paragraphs still form."""
+    total = sum(len(ln.text) for ln in lines)
+    mono = sum(len(ln.text) for ln in lines if ln.mono)
+    if total and mono > MAX_CODE_SHARE * total:
+        for ln in lines:
+            ln.mono = False
     return lines
 
 
