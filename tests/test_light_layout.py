@@ -101,7 +101,7 @@ def test_marker_and_text_as_separate_fragments_still_make_a_list_item():
     assert [b.text for b in blocks] == ["- item text after a marker\n- another item"]
 
 
-def test_aligned_cells_become_a_markdown_table_in_reading_order():
+def test_aligned_cells_become_an_html_table_in_reading_order():
     rows = [["Name", "Qty", "Price"], ["Apple", "3", "1.20"], ["Pear", "10", "0.80"]]
     lines = _para(100, 40, ["Intro paragraph above the table", "end"], width=700)
     for r, row in enumerate(rows):
@@ -112,8 +112,9 @@ def test_aligned_cells_become_a_markdown_table_in_reading_order():
     lines += _para(100, 260, ["Text after the table", "end"], width=700)
     blocks = build_blocks(lines, page_width=W)
     assert [b.label for b in blocks] == ["text", "table", "text"]
-    assert (
-        blocks[1].text == "| Name | Qty | Price |\n|---|---|---|\n| Apple | 3 | 1.20 |\n| Pear | 10 | 0.80 |"
+    assert blocks[1].text == (
+        "<table><tr><td>Name</td><td>Qty</td><td>Price</td></tr><tr><td>Apple</td><td>3</td><td>1.20</td></tr>"
+        "<tr><td>Pear</td><td>10</td><td>0.80</td></tr></table>"
     )
     assert blocks[1].boxes == [(100, 120, 100 + 250 * 2 + 20 * 5, 200 + BODY)]
 
@@ -127,7 +128,7 @@ def test_list_rows_next_to_a_table_stay_a_list():
             )
     blocks = build_blocks(lines, page_width=W)
     assert [b.label for b in blocks] == ["list", "table"]
-    assert blocks[1].text.splitlines()[0] == "| A | B | C |"
+    assert blocks[1].text.startswith("<table><tr><td>A</td><td>B</td><td>C</td></tr>")
 
 
 def test_paragraphs_split_on_larger_gap_and_first_line_indent():
@@ -209,3 +210,16 @@ def test_double_spaced_lines_stay_one_paragraph():
     step = BODY * 2.0  # double spacing: box gap = 1.0 × size
     lines = [TextLine(f"line {k}", (100, 100 + k * step, 600, 100 + k * step + BODY), BODY) for k in range(4)]
     assert [b.text for b in build_blocks(lines, page_width=W)] == ["line 0 line 1 line 2 line 3"]
+
+
+def test_aligned_table_with_a_bold_first_row_has_a_header():
+    rows = [["Name", "Qty", "Price"], ["Apple", "3", "1.20"], ["Pear", "10", "0.80"]]
+    lines = []
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            x, y = 100 + c * 250, 120 + r * 40
+            lines.append(TextLine(cell, (x, y, x + 20 * len(cell), y + BODY), BODY, bold=r == 0))
+    [block] = build_blocks(lines, page_width=W)
+    assert block.text.startswith(
+        "<table><thead><tr><th>Name</th><th>Qty</th><th>Price</th></tr></thead><tbody>"
+    )

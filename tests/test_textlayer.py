@@ -9,6 +9,7 @@ import pytest
 
 from bench.accuracy import generate, metrics
 from ocr_app.engines.layout import blocks_to_markdown
+from ocr_app.engines.table_html import table_html
 from ocr_app.engines.textlayer import TextLayerEngine, has_usable_text, inspect_report
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import PageImage, PageRequest
@@ -55,8 +56,10 @@ def test_generated_page_matches_ground_truth_exactly(tmp_path, engine):
         want_heads = [e.markdown() for e in truth.elements if e.kind in ("h1", "h2")]
         assert [ln for ln in md.splitlines() if ln.startswith("#")] == want_heads
         for el in truth.elements:
-            if el.kind in ("table", "ul", "ol"):
+            if el.kind in ("ul", "ol"):
                 assert el.markdown() in md
+            if el.kind == "table":  # an HTML table like DeepSeek's; the bold first row is its header
+                assert table_html(el.rows, header_rows=1) in md
 
 
 def test_two_column_reading_order(tmp_path, engine):
@@ -221,8 +224,9 @@ def test_ruled_table_with_wrapped_cells(tmp_path, engine):
     out = engine.predict_batch([_request(pdf)])[0]
     assert [b.label for b in out.blocks] == ["text", "table", "text"]
     assert out.blocks[1].text == (
-        "| Name | Description |\n|---|---|\n"
-        "| Alpha | a long description that wraps onto a second line |\n| Beta | short |"
+        "<table><tr><td>Name</td><td>Description</td></tr>"
+        "<tr><td>Alpha</td><td>a long description that wraps onto a second line</td></tr>"
+        "<tr><td>Beta</td><td>short</td></tr></table>"
     )
     x1, y1, x2, y2 = out.blocks[1].box
     assert (x1, y1, x2, y2) == pytest.approx((72 * 2, 100 * 2, 392 * 2, 220 * 2), abs=2)  # the grid, in px

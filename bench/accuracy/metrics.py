@@ -6,6 +6,7 @@ markers); CER/WER measure the words and their order, headings are checked separa
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
 
@@ -17,10 +18,23 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+_HTML_TABLE = re.compile(r"<table\b.*?</table>", re.S | re.I)
+_HTML_TAG = re.compile(r"</?(?:table|thead|tbody|tr|th|td|br|caption)\b[^>]*>", re.I)
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+def _table_text(m: re.Match[str]) -> str:
+    return "\n" + html.unescape(_HTML_TAG.sub(" ", m.group(0))) + "\n"
+
+
 def markdown_to_plain(md: str) -> str:
-    """Drop Markdown syntax: heading hashes, list markers, table pipes and separator rows."""
+    """Drop Markdown syntax: heading hashes, list markers, table pipes and separator rows, HTML table
+    tags (the cells' text stays, in order) and code fences."""
     out: list[str] = []
+    md = _HTML_TABLE.sub(_table_text, md)
     for line in md.splitlines():
+        if _FENCE.match(line):
+            continue
         s = line.strip()
         if not s or _SEPARATOR_ROW.match(s):
             continue

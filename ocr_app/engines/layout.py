@@ -3,12 +3,13 @@
 Why one module: the light OCR engine (RapidOCR boxes) and the PDF text layer (PyMuPDF spans) both
 produce the same thing — short runs of text with a box and a size — and must turn it into the same
 blocks (headings, paragraphs, lists, tables) in the same reading order. Pure Python, no imports beyond
-the schema, so it is cheap to test exhaustively.
+the schema and ``table_html``, so it is cheap to test exhaustively.
 
 The pipeline, in order:
 
 1. ``detect_tables``: rows (items sharing a baseline band) with several well-separated cells whose
-   columns line up over at least two consecutive rows become a Markdown pipe table.
+   columns line up over at least two consecutive rows become a table, written as the HTML table the
+   DeepSeek engine writes (``engines.table_html``).
 2. ``order_sections``: gap analysis of the x-projection, done locally. Pairs of lines side by
    side (overlapping y-ranges) with a gap of at least ``min_gutter_ratio`` × body size vote for a
    gutter; the x-range inside most gaps wins. Items crossing it (titles, tables, full-width
@@ -32,6 +33,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ocr_app.engines.table_html import Cell, header_rows, table_html
 from ocr_app.schema import Block, Box
 
 logger = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ class TextLine:
     italic: bool = False
     in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
+    mono: bool = False  # set in a monospaced font all through (a line of code)
 
 
 @dataclass
@@ -104,18 +107,16 @@ class LayoutConfig:
 @dataclass
 class _Table:
     box: Box
-    rows: list[list[str]]
+    rows: list[list[str]] | list[list[Cell]]
     size: float = 0.0
     items: list[TextLine] = field(default_factory=list)  # the lines it was built from
     form: bool = False  # a sparse grid (a form): rendered as one text line per row
+    header_rows: int = 0  # leading rows that are the header (0: not known)
 
     @property
-    def markdown(self) -> str:
-        ncols = max(len(r) for r in self.rows)
-        rows = [[c.replace("|", "\\|") for c in r] + [""] * (ncols - len(r)) for r in self.rows]
-        lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * ncols]
-        lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-        return "\n".join(lines)
+    def html(self) -> str:
+        """The table as DeepSeek-OCR-2 writes it (``engines.table_html``)."""
+        return table_html(self.rows, self.header_rows)
 
 
 @dataclass
@@ -383,7 +384,9 @@ def _build_table(run: list[_Row]) -> _Table | None:
         rows.append(cells)
     box = _union([r.box for r in run])
     items = [it for r in run for it in r.items]
-    return _Table(box=box, rows=rows, size=statistics.median(r.size for r in run), items=items)
+    heavy = [all(it.bold or it.weight >= 600 for it in r.items) for r in run]
+    size = statistics.median(r.size for r in run)
+    return _Table(box=box, rows=rows, size=size, items=items, header_rows=header_rows(heavy, []))
 
 
 # --- 2. reading order --------------------------------------------------------------------------
@@ -563,6 +566,8 @@ def _join(a: str, b: str, vocabulary: frozenset[str] = frozenset()) -> str:
     return f"{a} {b}"
 
 
+join_lines = _join  # public name for engines that join lines themselves (table cells)
+
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 
 
@@ -649,6 +654,22 @@ def _styled_heading_level(
     return 0
 
 
+CODE_GAP_LINES = 2.5  # a blank line or two inside a listing keeps it one code block
+
+
+def code_block(lines: Sequence[str], boxes: Sequence[Box]) -> str:
+    """Lines of code → a fenced Markdown block, line breaks kept and indentation rebuilt from the
+    lines' left edges in characters (monospaced: every glyph is one character wide); leading spaces a
+    line has in the PDF count too."""
+    widths = [(b[2] - b[0]) / len(t) for t, b in zip(lines, boxes, strict=True) if len(t) >= 4]
+    char = statistics.median(widths) if widths else max((b[3] - b[1]) * 0.5 for b in boxes)
+    left = min(b[0] for b in boxes)
+    body = [" " * max(0, round((b[0] - left) / char)) + t for t, b in zip(lines, boxes, strict=True)]
+    longest = max((len(m) for m in re.findall(r"`+", "\n".join(body))), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n" + "\n".join(body) + f"\n{fence}"
+
+
 def _group_section(
     section: list[Item],
     body: float,
@@ -688,6 +709,8 @@ def _group_section(
             )
         elif cur.kind == "list":
             blocks.append(Block("list", "\n".join(cur.parts), list(cur.boxes)))
+        elif cur.kind == "code":
+            blocks.append(Block("code", code_block(cur.parts, cur.boxes), [_union(cur.boxes)]))
         else:
             blocks.append(Block("text", cur.parts[0], [_union(cur.boxes)]))
         cur = None
@@ -698,7 +721,7 @@ def _group_section(
             if unit.form:
                 blocks.extend(Block("text", row[0], [unit.box]) for row in unit.rows if row and row[0])
             else:
-                blocks.append(Block("table", unit.markdown, [unit.box]))
+                blocks.append(Block("table", unit.html, [unit.box]))
             continue
         row = unit
         text = row.text.strip()
@@ -706,6 +729,16 @@ def _group_section(
             continue
         short_line = row.box[2] - row.box[0] < 0.7 * section_width
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
+        if all(i.mono for i in row.items):  # a line of code: kept as it is, in a fenced block
+            text = " ".join(i.text for i in sorted(row.items, key=lambda i: i.box[0]))
+            if cur is not None and cur.kind == "code" and gap <= CODE_GAP_LINES * row.size:
+                cur.parts.append(text)
+                cur.boxes.append(row.box)
+                cur.last = row
+                continue
+            flush()
+            cur = _Pending("code", 0, [text], [row.box], row, row.box[0], row.size)
+            continue
         big_gap = cur is not None and gap > typical_gap + config.paragraph_gap_ratio * min(
             row.size, cur.size or row.size
         )
@@ -824,14 +857,15 @@ def build_blocks(
     *,
     page_width: float,
     config: LayoutConfig | None = None,
-    tables: Sequence[tuple[Box, list[list[str]]]] = (),
+    tables: Sequence[tuple[Box, list[list[str]]] | tuple[Box, list[list[Cell]], int]] = (),
     style: DocStyle | None = None,
     forms: Sequence[tuple[Box, list[list[str]]]] = (),
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
-    ``tables`` are tables an engine already found (box and cell rows); lines inside their boxes must
-    already be removed by the caller. ``style`` (the whole document's body size, heading sizes,
+    ``tables`` are tables an engine already found (box, cell rows of text or ``Cell``s with spans, and
+    optionally the number of header rows); lines inside their boxes must already be removed by the
+    caller. ``style`` (the whole document's body size, heading sizes,
     outline and vocabulary) replaces the page-level guesses when the engine has it.
     """
     config = config or LayoutConfig()
@@ -854,7 +888,7 @@ def build_blocks(
     found, rest = detect_tables(clean, page_width, config, body)
     found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
     found += found_more
-    found += [_Table(box=b, rows=r) for b, r in tables if r]
+    found += [_Table(box=t[0], rows=t[1], header_rows=t[2] if len(t) > 2 else 0) for t in tables if t[1]]
     found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
     items: list[Item] = [*rest, *found]
     blocks: list[Block] = []

@@ -6,8 +6,10 @@ RapidOCR gives text lines with boxes; ``engines.layout`` turns them into heading
 columns and tables, the same blocks the DeepSeek engine produces.
 
 Choices: the text-angle classifier is off (documents are upright; on clean pages it flipped whole
-lines upside down and garbled them); tables come from geometry (aligned cells over several rows →
-Markdown table) because ``rapid-table`` downloads its models at run time and cannot work offline.
+lines upside down and garbled them); tables come from geometry — the cell grid of a ruled table from
+its drawn lines (``engines.rulings``), otherwise aligned cells over several rows — written as the HTML
+tables the DeepSeek engine writes, because ``rapid-table`` downloads its models at run time and cannot
+work offline.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ocr_app.engines.base import Engine
 from ocr_app.engines.layout import LayoutConfig, TextLine, body_size, build_blocks, unrotate_box
+from ocr_app.engines.rulings import grid_tables
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
@@ -358,7 +361,10 @@ class LightOcrEngine(Engine):
             grey = cv2.warpAffine(grey, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=255)
         lines = [TextLine(t, _bbox(q), s) for q, t, s in zip(quads, texts, sizes, strict=True)]
         lines = recover_bullets(grey, lines) if lines else lines
-        blocks = build_blocks(lines, page_width=w, config=self._layout)
+        # Ruled tables from the page's drawn lines (cells that wrap, merged header cells); tables
+        # without rulings are found from text alignment inside build_blocks.
+        tables, lines = grid_tables(grey, lines, line_px=1.5 * body_size(lines)) if lines else ([], lines)
+        blocks = build_blocks(lines, page_width=w, config=self._layout, tables=tables)
         if matrix is not None:
             inverse = cv2.invertAffineTransform(matrix)
             for block in blocks:

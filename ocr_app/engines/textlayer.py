@@ -29,7 +29,16 @@ from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import Engine
 from ocr_app.engines.docprofile import DocumentProfile, build_profile
-from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks, is_rtl, rotate_box, unrotate_box
+from ocr_app.engines.layout import (
+    LayoutConfig,
+    TextLine,
+    build_blocks,
+    is_rtl,
+    join_lines,
+    rotate_box,
+    unrotate_box,
+)
+from ocr_app.engines.table_html import Cell, header_rows, join_cell_lines
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
@@ -45,6 +54,11 @@ MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a ta
 PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
+_MONO_FLAG = 8
+_MONO_FONTS = re.compile(r"mono|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I)
+MAX_CODE_SHARE = 0.6  # a page with more monospaced text than this is typewritten, not code
+SCRIPT_SIZE = 0.85  # a superscript/subscript is set at most this × the line's main size
+SCRIPT_SHIFT = 0.12  # ... with its baseline at least this × the main size above/below the main one
 _ITALIC_FLAG = 2
 # Runs of one repeated punctuation mark (dot leaders, rules): layout, not evidence of garbage. A page
 # of nothing but "·····" (what unmapped glyphs extract as) has no content left and fails the check.
@@ -291,7 +305,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             kept = [(s, t) for s, t in zip(line["spans"], texts, strict=True) if t.strip()]
             if not kept:
                 continue
-            text = " ".join("".join(texts).split())
+            text = " ".join("".join(_mark_scripts(line, texts)).split())
             words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
             weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
@@ -301,8 +315,51 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             rect = pymupdf.Rect(line["bbox"]) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
             turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
-            lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns))
+            mono = all(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"]) for s, _ in words)
+            if mono:  # code: its indentation and inner spacing are content
+                text = "".join(_mark_scripts(line, texts)).rstrip()
+            lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns, mono=mono))
+    return _typewritten(lines)
+
+
+def _typewritten(lines: list[TextLine]) -> list[TextLine]:
+    """A page set mostly in a monospaced font (a typescript, a text file printed to PDF) is prose, not
+    one long listing: its lines lose the code mark, so headings, lists and paragraphs still form."""
+    total = sum(len(ln.text) for ln in lines)
+    mono = sum(len(ln.text) for ln in lines if ln.mono)
+    if total and mono > MAX_CODE_SHARE * total:
+        for ln in lines:
+            ln.mono = False
     return lines
+
+
+def _mark_scripts(line: dict, texts: list[str]) -> list[str]:
+    """Span texts with superscripts and subscripts wrapped in ``<sup>``/``<sub>`` (as DeepSeek-OCR-2
+    writes them), so "a²" does not read "a2" and a footnote mark stays a mark.
+
+    A span is raised or lowered when it is set smaller than the line's main text and its baseline
+    sits above (superscript) or below (subscript) the main baseline. Only for horizontal lines.
+    """
+    spans = line["spans"]
+    dx, dy = line.get("dir", (1.0, 0.0))
+    if len(spans) < 2 or abs(dy) > 0.01 or dx <= 0:
+        return texts
+    main = max(spans, key=lambda sp: len(sp.get("chars") or sp.get("text") or ""))
+    size, base = main["size"], main["origin"][1]
+    out: list[str] = []
+    for span, text in zip(spans, texts, strict=True):
+        core = text.strip()
+        if not core or span["size"] > SCRIPT_SIZE * size or span is main:
+            out.append(text)
+            continue
+        shift = span["origin"][1] - base
+        tag = "sup" if shift < -SCRIPT_SHIFT * size else "sub" if shift > SCRIPT_SHIFT * size else None
+        if tag is None:
+            out.append(text)
+            continue
+        lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+        out.append(f"{lead}<{tag}>{core}</{tag}>{trail}")
+    return out
 
 
 def _has_rulings(page: pymupdf.Page, minimum: int = 6) -> bool:
@@ -324,60 +381,167 @@ def _lines_in(r: pymupdf.Rect, lines: list[TextLine]) -> list[TextLine]:
 
 
 Grid = list[tuple[tuple[float, float, float, float], list[list[str]]]]
+# A found table: box (display pixels), rows of cells, leading header rows (0 when unknown).
+TableGrid = tuple[tuple[float, float, float, float], list[list[Cell]], int]
+MAX_MERGED_SHARE = 0.3  # more merged cells than this share: boxes of a diagram, not a table
+MAX_CELL_WORDS = 80  # a "cell" with more words is a framed text box
+HEADER_WEIGHT = 600  # a row set at least this heavy all through (semibold, bold) is a header row
+
+
+def _find_tables(page: pymupdf.Page) -> list:
+    """``page.find_tables`` on the rulings alone.
+
+    Why ``use_layout=False``: PyMuPDF ≥ 1.27 gates the ruled grid by its layout model when the
+    ``pymupdf-layout`` package happens to be installed (pymupdf4llm pulls it in), and then returned a
+    shrunken grid for a plain ruled table; without it the same code gave another result. One
+    behaviour, whatever else is installed; older PyMuPDF has no such option.
+    """
+    try:
+        return page.find_tables(strategy="lines", use_layout=False).tables
+    except TypeError:  # PyMuPDF before the layout gate
+        return page.find_tables(strategy="lines").tables
+
+
+def _edges(values: list[float], tol: float = 1.0) -> list[float]:
+    """Distinct coordinates (values closer than ``tol`` are one)."""
+    out: list[float] = []
+    for v in sorted(values):
+        if not out or v - out[-1] > tol:
+            out.append(v)
+    return out
+
+
+def _spans(x0: float, x1: float, edges: list[float], tol: float = 1.0) -> int:
+    return max(1, sum(1 for e in edges if x0 - tol <= e < x1 - tol))
+
+
+def _fills(page: pymupdf.Page) -> list[tuple[float, float, float, float]]:
+    """Rectangles filled with a colour other than white (row shading), in page coordinates."""
+    rects = []
+    try:
+        for path in page.get_cdrawings():
+            fill = path.get("fill")
+            if fill and any(c < 0.97 for c in fill[:3]) and path.get("rect") is not None:
+                rects.append(tuple(path["rect"]))
+    except Exception as exc:  # shading is a hint only
+        logger.debug("fills unavailable: %s", exc)
+    return rects
+
+
+def _shaded(box: tuple[float, float, float, float], fills: list[tuple[float, float, float, float]]) -> bool:
+    x0, y0, x1, y1 = box
+    area = max((x1 - x0) * (y1 - y0), 1e-6)
+    covered = 0.0
+    for f in fills:
+        w, h = min(x1, f[2]) - max(x0, f[0]), min(y1, f[3]) - max(y0, f[1])
+        if w > 0 and h > 0:
+            covered += w * h
+    return covered >= 0.8 * area
 
 
 def ruled_tables(
     page: pymupdf.Page, lines: list[TextLine], scale: float
-) -> tuple[Grid, Grid, list[TextLine]]:
+) -> tuple[list[TableGrid], Grid, list[TextLine]]:
     """Tables drawn with rulings, found by PyMuPDF's ``find_tables``; cell text from our own lines.
     Returns the tables, the forms (sparse grids: one text line per grid row) and the other lines.
 
     Why: a ruled table whose cells wrap onto several lines defeats the geometric detection in
     ``layout`` (a wrapped row has fewer cells). PyMuPDF finds the cell grid from the rulings; we fill
-    each cell with the text lines whose centre lies in it (``extract()`` loses spaces here). Only
-    pages that draw rulings are searched: ``find_tables`` costs ~0.3 s a page.
+    each cell with the text lines whose centre lies in it (``extract()`` loses spaces here), keep a
+    wrapped cell's lines together, give merged cells their ``colspan``/``rowspan`` (from the cell
+    boxes against the grid's column and row edges) and mark bold or shaded leading rows as the
+    header. Grids that are diagrams or framed text (``_drawing_not_table``) are left to the text. Only pages that draw rulings are searched: ``find_tables`` costs ~0.3 s a page.
     """
     import pymupdf
 
     if not _has_rulings(page):
         return [], [], lines
     try:
-        found = page.find_tables(strategy="lines").tables
+        found = _find_tables(page)
     except Exception as exc:  # a table finder failure must not lose the page's text
         logger.warning("find_tables failed (%s); using the geometric table detection", exc)
         return [], [], lines
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-    tables: list[tuple[tuple[float, float, float, float], list[list[str]]]] = []
-    forms: list[tuple[tuple[float, float, float, float], list[list[str]]]] = []
+    tables: list[TableGrid] = []
+    forms: Grid = []
     used: set[int] = set()
+    fills: list[tuple[float, float, float, float]] | None = None
     for table in found:
         if table.row_count < 2 or table.col_count < 2:
             continue
-        rows: list[list[str]] = []
+        col_edges = _edges([c[0] for c in table.cells if c is not None])
+        row_edges = _edges([r.bbox[1] for r in table.rows])
+        rows: list[list[Cell]] = []
+        heavy: list[bool | None] = []
+        ids: set[int] = set()
+        col_filled = [False] * table.col_count
         for row in table.rows:
-            cells: list[str] = []
-            for cell in row.cells:
+            cells: list[Cell] = []
+            weights: list[bool] = []
+            for k, cell in enumerate(row.cells):
                 if cell is None:
-                    cells.append("")
+                    # A slot covered by a merged cell (to its left or above) has no cell of its own;
+                    # an uncovered one is an empty cell.
+                    if not _covered(table, row, k, col_edges):
+                        cells.append(Cell(""))
                     continue
                 inside = _lines_in(pymupdf.Rect(cell) * matrix, lines)
-                used.update(id(ln) for ln in inside)
+                ids.update(id(ln) for ln in inside)
                 inside.sort(key=lambda ln: (ln.box[1], ln.box[0]))
-                cells.append(" ".join(ln.text for ln in inside))
+                weights += [ln.bold or ln.weight >= HEADER_WEIGHT for ln in inside]
+                text = join_cell_lines([ln.text for ln in inside], join=join_lines)
+                if text and k < len(col_filled):
+                    col_filled[k] = True
+                cells.append(
+                    Cell(text, _spans(cell[0], cell[2], col_edges), _spans(cell[1], cell[3], row_edges))
+                )
             rows.append(cells)
+            heavy.append(all(weights) if weights else None)
         cells_total = sum(len(row) for row in rows)
-        filled = sum(1 for row in rows for c in row if c)
+        filled = sum(1 for row in rows for c in row if c.text)
         box = pymupdf.Rect(table.bbox) * matrix
-        if filled < MIN_TABLE_FILL * cells_total:
-            # A form laid out on a grid (labels and answers in scattered boxes), not a table: each
-            # grid row becomes one line of text, its cells in reading order ("label value").
-            rtl = is_rtl(" ".join(c for row in rows for c in row))
-            text_rows = [[" ".join(c for c in (reversed(row) if rtl else row) if c)] for row in rows]
+        pairs = not all(col_filled) and all(sum(1 for c in row if c.text) <= 2 for row in rows)
+        if filled < MIN_TABLE_FILL * cells_total or pairs:
+            # A form laid out on a grid (labels and answers in scattered boxes, or label/value pairs
+            # beside empty boxes), not a table: each grid row becomes one line of text, its cells in
+            # reading order ("label value").
+            rtl = is_rtl(" ".join(c.text for row in rows for c in row))
+            text_rows = [
+                [" ".join(c.text.replace("\n", " ") for c in (reversed(row) if rtl else row) if c.text)]
+                for row in rows
+            ]
             forms.append(((box.x0, box.y0, box.x1, box.y1), [r for r in text_rows if r[0]]))
+            used.update(ids)
             continue
-        if any(any(c for c in row) for row in rows):
-            tables.append(((box.x0, box.y0, box.x1, box.y1), rows))
+        if _drawing_not_table(rows):
+            logger.debug("ruled grid at %s skipped: a diagram or a text box, not a table", box)
+            continue
+        used.update(ids)
+        if any(any(c.text for c in row) for row in rows):
+            if fills is None:
+                fills = _fills(page)
+            shaded = [_shaded(tuple(r.bbox), fills) for r in table.rows]
+            tables.append(((box.x0, box.y0, box.x1, box.y1), rows, header_rows(heavy, shaded)))
     return tables, forms, [ln for ln in lines if id(ln) not in used]
+
+
+def _drawing_not_table(rows: list[list[Cell]]) -> bool:
+    """A ruled grid that is no table: a diagram drawn with boxes (most cells merged across the grid's
+    lines) or a framed text box (a cell of prose). Its lines are then read as ordinary text."""
+    cells = [c for row in rows for c in row]
+    merged = sum(1 for c in cells if c.colspan > 1 or c.rowspan > 1)
+    return merged > MAX_MERGED_SHARE * len(cells) or any(len(c.text.split()) > MAX_CELL_WORDS for c in cells)
+
+
+def _covered(table, row, k: int, col_edges: list[float]) -> bool:
+    """Whether slot ``k`` of ``row`` lies inside a merged cell of the table (it then has no cell)."""
+    starts = [r.cells[k][0] for r in table.rows if k < len(r.cells) and r.cells[k] is not None]
+    if not starts and k >= len(col_edges):
+        return True
+    cx, cy = (min(starts) if starts else col_edges[k]) + 0.5, (row.bbox[1] + row.bbox[3]) / 2
+    return any(
+        c is not None and c[0] <= cx <= c[2] and c[1] <= cy <= c[3] for r in table.rows for c in r.cells
+    )
 
 
 def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ocr_app.engines.table_html import SCRIPT_TAG
 from ocr_app.render.atomic import atomic_write_bytes
 from ocr_app.schema import Block, Box, StopReason
 
@@ -44,6 +45,7 @@ MODEL_TAGS += ("center", "sup", "sub", "b", "i", "u", "em", "strong")
 _MODEL_TAG_RE = re.compile(rf"<(/?)({'|'.join(MODEL_TAGS)})\b([^<>]*)>", re.IGNORECASE)
 _SPAN_ATTR_RE = re.compile(r"""\b(colspan|rowspan)\s*=\s*["']?(\d{1,3})["']?""", re.IGNORECASE)
 _MANY_NEWLINES_RE = re.compile(r"\n{3,}")
+_FENCE_RE = re.compile(r"(`{3,})[\w+-]*")
 
 
 def escape_raw_html(text: str, *, keep_table_tags: bool = False) -> str:
@@ -137,8 +139,9 @@ def page_markdown(
     counts figures on the page. Each box of an image block becomes one crop and one link, followed by
     the block's own text if it has any. Without ``images_dir`` (or without the page image) nothing is
     written and image blocks contribute only their text, so no link ever points at a missing file.
-    Raw HTML in block text is escaped; ``keep_table_html`` keeps table markup (for engines that write
-    HTML tables; the text layer and the light engine write Markdown tables, so any HTML there is source text).
+    Raw HTML in block text is escaped; ``keep_table_html`` keeps the model's markup (for engines that
+    write HTML; in the text layer's and the light engine's text, HTML is source text, except in their
+    ``table`` blocks, see ``block_markdown``).
     """
     parts: list[str] = []
     figures: list[Path] = []
@@ -155,9 +158,43 @@ def page_markdown(
                 figures.append(path)
                 parts.append(f"![]({link_prefix}/{name})" if link_prefix else f"![]({name})")
         if block.text.strip():
-            text = close_open_table(block.text) if keep_table_html else block.text
-            parts.append(escape_raw_html(text, keep_table_tags=keep_table_html))
+            parts.append(block_markdown(block, keep_table_html=keep_table_html))
     return tidy_markdown("\n\n".join(parts)), figures
+
+
+def block_markdown(block: Block, *, keep_table_html: bool = True) -> str:
+    """One block's Markdown text, raw HTML made inert (see ``page_markdown``).
+
+    ``table`` blocks keep their table markup whatever the engine: the text layer and the light engine
+    build them from escaped cell text (``engines.table_html``), so only their own tags are HTML. A
+    ``code`` block that is one closed fence stays as it is (a fence shows its content literally, so
+    escaping would show "&lt;"). Elsewhere, the text layer's ``<sup>``/``<sub>`` marks stay when they
+    are balanced pairs without attributes around a short text; all other HTML is escaped.
+    """
+    if block.label == "code" and _is_fenced(block.text):
+        return block.text
+    keep = keep_table_html or block.label == "table"
+    text = close_open_table(block.text) if keep else block.text
+    if keep:
+        return escape_raw_html(text, keep_table_tags=True)
+    parts: list[str] = []
+    pos = 0
+    for m in SCRIPT_TAG.finditer(text):
+        parts.append(escape_raw_html(text[pos : m.start()]))
+        parts.append(f"<{m.group(1)}>{escape_raw_html(m.group(2))}</{m.group(1)}>")
+        pos = m.end()
+    parts.append(escape_raw_html(text[pos:]))
+    return "".join(parts)
+
+
+def _is_fenced(text: str) -> bool:
+    """One fenced code block: an opening fence line, a closing line of the same fence, and no line in
+    between that could close it early."""
+    lines = text.split("\n")
+    m = _FENCE_RE.fullmatch(lines[0]) if len(lines) >= 2 else None
+    if m is None or lines[-1] != m.group(1):
+        return False
+    return not any(ln.lstrip().startswith(m.group(1)) for ln in lines[1:-1])
 
 
 def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None = None) -> str:

@@ -32,6 +32,7 @@ LABEL_COLOURS: dict[str, Colour] = {
     "image_caption": (227, 119, 194),
     "equation": (188, 189, 34),
     "list": (140, 86, 75),
+    "code": (127, 127, 127),
 }
 FILL_ALPHA = 60  # 0..255: enough to see the block, little enough to read the text under it
 

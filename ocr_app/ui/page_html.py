@@ -21,8 +21,7 @@ from urllib.parse import quote
 from ocr_app.render.markdown import (
     IMAGE_LABELS,
     MARGIN_LABELS,
-    close_open_table,
-    escape_raw_html,
+    block_markdown,
     tidy_markdown,
 )
 
@@ -113,7 +112,7 @@ def _block_markdown(block: Block) -> str:
     running headers and footers are not in the Markdown at all)."""
     if block.label in MARGIN_LABELS or not block.text.strip():
         return ""
-    return tidy_markdown(escape_raw_html(close_open_table(block.text), keep_table_tags=True))
+    return tidy_markdown(block_markdown(block))
 
 
 def block_line_spans(markdown: str, blocks: list[Block]) -> list[tuple[int, int] | None]:

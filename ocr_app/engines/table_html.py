@@ -1,0 +1,128 @@
+"""Table cells → the HTML table DeepSeek-OCR-2 writes (``<table><tr><td>…</td></tr></table>``).
+
+Why: the text layer and the light engine find tables from geometry; writing them in the same HTML as
+the DeepSeek engine makes every engine's Markdown, JSON and UI look alike, and HTML (unlike a pipe
+table) keeps merged cells (``colspan``/``rowspan``), header rows (``<th>`` in ``<thead>``) and cells
+of several lines (``<br>``). Cell text comes from a document, so it is HTML-escaped here; the
+renderer keeps the table tags of ``table`` blocks (``render.markdown``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# A line that starts a new item inside a cell (a bullet, "①", "1.", "a)"): kept on its own line (<br>).
+_ITEM_START = re.compile(
+    r"^\s*(?:(?:[-•●○◦▪▫■□–—*·‣⁃※]|\(?\d{1,3}[.)]|[a-z][.)])\s|[\u2460-\u24ff\u2776-\u2793])"
+)
+# A line that is one value (a number, a percentage, a short code): stacked values stay stacked.
+_VALUE = re.compile(r"^[-+±]?[\d.,]+\s*%?$|^[-–—*✓✗xX]$")
+
+
+MAX_HEADER_ROWS = 3
+
+
+@dataclass
+class Cell:
+    """One table cell: its text (plain, not escaped) and how many grid columns/rows it covers."""
+
+    text: str
+    colspan: int = 1
+    rowspan: int = 1
+
+
+def join_cell_lines(lines: Sequence[str], join: Callable[[str, str], str] | None = None) -> str:
+    """The text lines of one cell (top to bottom) → one cell text; ``\\n`` marks a kept line break.
+
+    Wrapped lines of one sentence are joined with a space (``join`` mends words hyphenated at the
+    line end); a line that starts a new item (a bullet, "①") or a stacked value ("0.965" under
+    "0.969") keeps its own line, written ``<br>`` in the HTML.
+    """
+    out = ""
+    prev = ""
+    for raw in lines:
+        line = " ".join(raw.split())
+        if not line:
+            continue
+        if not out:
+            out = line
+        elif _ITEM_START.match(line) or (_VALUE.match(line) and _VALUE.match(prev)):
+            out = f"{out}\n{line}"
+        else:
+            out = join(out, line) if join else f"{out} {line}"
+        prev = line
+    return out
+
+
+# Superscripts and subscripts the text layer marks (``<sup>2</sup>``): balanced, short, no attributes.
+SCRIPT_TAG = re.compile(r"<(sup|sub)>([^<>\n]{1,40})</\1>")
+
+
+def escape_keeping_scripts(text: str) -> str:
+    """HTML-escape ``text`` except balanced ``<sup>…</sup>``/``<sub>…</sub>`` pairs (their content
+    escaped too)."""
+    out: list[str] = []
+    pos = 0
+    for m in SCRIPT_TAG.finditer(text):
+        out.append(html.escape(text[pos : m.start()], quote=False))
+        out.append(f"<{m.group(1)}>{html.escape(m.group(2), quote=False)}</{m.group(1)}>")
+        pos = m.end()
+    out.append(html.escape(text[pos:], quote=False))
+    return "".join(out)
+
+
+def _cell_html(text: str) -> str:
+    return "<br>".join(escape_keeping_scripts(part) for part in text.split("\n"))
+
+
+def table_html(rows: Sequence[Sequence[Cell | str]], header_rows: int = 0) -> str:
+    """Rows of cells → one line of HTML; the first ``header_rows`` rows go in ``<thead>`` as ``<th>``.
+
+    Without a known header the table is plain ``<tr><td>`` rows, exactly as DeepSeek-OCR-2 writes it.
+    """
+    parts = ["<table>"]
+    header_rows = max(0, min(header_rows, len(rows) - 1))  # a table of only header rows has none
+    for k, row in enumerate(rows):
+        if header_rows and k == 0:
+            parts.append("<thead>")
+        if header_rows and k == header_rows:
+            parts.append("<tbody>")
+        tag = "th" if k < header_rows else "td"
+        parts.append("<tr>")
+        for cell in row:
+            c = cell if isinstance(cell, Cell) else Cell(cell)
+            attrs = (f' colspan="{c.colspan}"' if c.colspan > 1 else "") + (
+                f' rowspan="{c.rowspan}"' if c.rowspan > 1 else ""
+            )
+            parts.append(f"<{tag}{attrs}>{_cell_html(c.text)}</{tag}>")
+        parts.append("</tr>")
+        if header_rows and k == header_rows - 1:
+            parts.append("</thead>")
+    if header_rows:
+        parts.append("</tbody>")
+    parts.append("</table>")
+    return "".join(parts)
+
+
+def cell_text(cell: Cell | str) -> str:
+    return cell.text if isinstance(cell, Cell) else cell
+
+
+def header_rows(heavy: list[bool | None], shaded: list[bool]) -> int:
+    """Leading rows marked as a header: set heavier than the body rows, or shaded unlike them.
+
+    ``heavy[k]`` says whether every line of row k is bold (None: an empty row). A table whose rows
+    are all bold (or all shaded) has no header we can tell; neither has one whose first row is plain.
+    """
+    n = 0
+    while n < min(MAX_HEADER_ROWS, len(heavy) - 1) and heavy[n] is True:
+        n += 1
+    if n and any(h is False for h in heavy[n:]):
+        return n
+    n = 0
+    while n < min(MAX_HEADER_ROWS, len(shaded) - 1) and shaded[n]:
+        n += 1
+    return n if n and not all(shaded) else 0

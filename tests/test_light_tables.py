@@ -1,0 +1,102 @@
+"""Ruled tables read by the light engine: the cell grid from the page image's rulings (issue 16, item 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymupdf
+import pytest
+from PIL import Image
+
+from ocr_app.engines.light import LightOcrEngine
+from ocr_app.engines.rulings import find_grids
+from ocr_app.schema import PageImage, PageRequest
+
+X = [30, 130, 260, 390]
+Y = [60, 85, 110, 150, 175]
+
+
+def _page(draw_table: bool = True) -> Image.Image:
+    """A small page with a ruled table: a shaded two-row header (one cell spans two columns, one
+    two rows) and a cell whose text wraps onto two lines; rasterised at 144 DPI like a scan."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=420, height=300)
+    page.insert_text((30, 40), "Results of the trial by group.", fontsize=11)
+
+    def cell(c0, c1, r0, r1, text, shade=False):
+        r = pymupdf.Rect(X[c0], Y[r0], X[c1], Y[r1])
+        if draw_table:
+            page.draw_rect(r, width=0.8, fill=(0.85, 0.85, 0.85) if shade else None)
+        assert (
+            page.insert_textbox(pymupdf.Rect(r.x0 + 4, r.y0 + 4, r.x1 - 4, r.y1 - 2), text, fontsize=10) >= 0
+        )
+
+    cell(0, 1, 0, 2, "Group", True)
+    cell(1, 3, 0, 1, "Outcome", True)
+    cell(1, 2, 1, 2, "before", True)
+    cell(2, 3, 1, 2, "after", True)
+    for r, row in enumerate(
+        [("Alpha", "a long note that wraps onto two lines", "12.0"), ("Beta", "9.1", "9.9")]
+    ):
+        for c, text in enumerate(row):
+            cell(c, c + 1, 2 + r, 3 + r, text)
+    page.insert_text((30, 210), "Text after the table.", fontsize=11)
+    page.draw_line((30, 230), (390, 230), width=0.8)  # a lone rule under the text: not a table
+    pix = page.get_pixmap(dpi=144)
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    eng = LightOcrEngine()
+    eng.load()
+    yield eng
+    eng.unload()
+
+
+def test_ruled_table_on_a_scan_becomes_the_deepseek_html_table(engine):
+    image = _page()
+    out = engine.predict_batch(
+        [PageRequest(page=PageImage(image=image, index=0, source="t.png"), prompt="")]
+    )[0]
+    assert [b.label for b in out.blocks] == ["text", "table", "text"]
+    assert out.blocks[1].text == (
+        '<table><thead><tr><th rowspan="2">Group</th><th colspan="2">Outcome</th></tr>'
+        "<tr><th>before</th><th>after</th></tr></thead><tbody>"
+        "<tr><td>Alpha</td><td>a long note that wraps onto two lines</td><td>12.0</td></tr>"
+        "<tr><td>Beta</td><td>9.1</td><td>9.9</td></tr></tbody></table>"
+    )
+    x1, y1, x2, y2 = out.blocks[1].box
+    assert (x1, y1, x2, y2) == pytest.approx((30 * 2, 60 * 2, 390 * 2, 175 * 2), abs=4)  # the grid, in px
+
+
+def test_grid_lines_and_merged_cells_from_morphology():
+    grey = np.asarray(_page().convert("L"))
+    [grid] = find_grids(grey, line_px=30)
+    assert grid.cols == pytest.approx([2 * x for x in X], abs=2)
+    assert grid.rows == pytest.approx([2 * y for y in Y], abs=2)
+    spans = [(c.row, c.col, c.rowspan, c.colspan) for c in grid.cells]
+    assert spans[:4] == [(0, 0, 2, 1), (0, 1, 1, 2), (1, 1, 1, 1), (1, 2, 1, 1)]
+    assert len(spans) == 4 + 6
+
+
+def test_text_without_rulings_has_no_grid():
+    """Letters, and a lone horizontal rule, are never taken for a table's rulings."""
+    grey = np.asarray(_page(draw_table=False).convert("L"))
+    assert find_grids(grey, line_px=30) == []
+
+
+def test_open_sided_table_takes_its_outer_columns_from_the_rules():
+    """A table with no outer vertical border (common in papers): the top and bottom rules' ends are
+    its edges, so the first and last columns are cells too."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=420, height=200)
+    ys, inner = [40, 70, 100, 130], [140, 250]
+    for y in ys:
+        page.draw_line((30, y), (390, y), width=0.8)
+    for x in inner:
+        page.draw_line((x, ys[0]), (x, ys[-1]), width=0.8)
+    pix = page.get_pixmap(dpi=144)
+    grey = np.asarray(Image.frombytes("RGB", (pix.width, pix.height), pix.samples).convert("L"))
+    [grid] = find_grids(grey, line_px=30)
+    assert grid.cols == pytest.approx([60, 280, 500, 780], abs=3)
+    assert len(grid.cells) == 3 * 3 and all(c.rowspan == c.colspan == 1 for c in grid.cells)
