@@ -24,7 +24,7 @@ from ocr_app.engines.deepseek.prompts import PRESETS
 from ocr_app.engines.registry import ENGINE_NAMES, canonical_engine
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
 from ocr_app.load_bar import LoadBar
-from ocr_app.render.formats import OUTPUT_FORMATS
+from ocr_app.render.formats import OUTPUT_FORMATS, format_names
 from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
 logger = logging.getLogger(__name__)
@@ -89,13 +89,15 @@ def _setup_logging(verbose: int) -> None:
 
 
 def _parse_formats(value: str) -> frozenset[str]:
+    """``--format`` against the live format registry (a format registered by a plug-in is a choice)."""
+    names = format_names()
     chosen = {v.strip().lower() for v in value.split(",") if v.strip()}
     if "all" in chosen:
-        return frozenset(ALL_FORMATS)
-    unknown = chosen - set(ALL_FORMATS)
+        return frozenset(names)
+    unknown = chosen - set(names)
     if unknown:
         raise click.BadParameter(
-            f"unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL_FORMATS)}"
+            f"unknown format(s) {', '.join(sorted(unknown))}; choose from {', '.join(names)}"
         )
     return frozenset(chosen)
 
@@ -192,6 +194,7 @@ def convert(
             gpu_memory_gib=gpu_memory,
         )
         _check_usage(settings, mode)
+        _check_prompt(prompt or settings.prompt, locate_text)
         if out_dir.exists() and not out_dir.is_dir():
             raise click.BadParameter(
                 f"{out_dir} is an existing file, not a folder.", param_hint="'-o' / '--out'"
@@ -285,6 +288,18 @@ def _check_usage(settings, mode: str | None) -> None:
         raise click.UsageError(
             "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
         )
+
+
+def _check_prompt(prompt: str, locate_text: str | None) -> None:
+    """An empty prompt, or 'locate' without --locate-text: exit 2 before anything loads (the engine
+    resolves the prompt per page; a whole document of failed pages would say it too late)."""
+    from ocr_app.engines.deepseek.prompts import resolve_prompt
+    from ocr_app.exceptions import ConfigError
+
+    try:
+        resolve_prompt(prompt, locate_text=locate_text)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--prompt' / '--locate-text'") from None
 
 
 def _both(first, second):

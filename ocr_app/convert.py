@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import noting
 from ocr_app.exceptions import ConversionCancelled, EngineError, InputError, OcrError
-from ocr_app.render.formats import OUTPUT_FORMATS
+from ocr_app.render.formats import format_names
 from ocr_app.schema import DocumentResult, EngineOutput, PageRequest, PageResult, StopReason
 
 if TYPE_CHECKING:
@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_FORMATS = frozenset(OUTPUT_FORMATS)
+
+def _all_formats() -> frozenset[str]:
+    return frozenset(format_names())  # read when options are made: registered formats included
 
 
 @dataclass
@@ -43,7 +45,7 @@ class ConvertOptions:
     password: str | None = field(default=None, repr=False)  # never in a repr, a log line or the JSON
     use_cache: bool = True  # cross-page vision cache
     max_new_tokens: int | None = None
-    formats: frozenset[str] = DEFAULT_FORMATS
+    formats: frozenset[str] = field(default_factory=_all_formats)
     engine: str | None = None  # None = the engine set's default
     # ``pages`` over several files: True = each file converts the selected pages it has (pages past its
     # end are left out, with a note); False = strict; None = True when one call converts several files.
@@ -240,15 +242,13 @@ class Converter:
         room for them (a GPU engine keeps its decoder's slots full across the document), so pages are
         rendered only as fast as they are recognised and host memory stays bounded by the engine's
         pages in flight."""
-        from ocr_app.engines.deepseek.prompts import resolve_prompt
         from ocr_app.render.writer import DocumentWriter
 
-        prompt = resolve_prompt(options.prompt, locate_text=options.locate_text)
         stem = _unique_stem(src.name, taken)
         writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices)
         try:
             job.check_cancel()
-            self._recognize(engine, self._requests(src, indices, prompt, options, job, writer), job, writer)
+            self._recognize(engine, self._requests(src, indices, options, job, writer), job, writer)
             job.check_cancel()
         finally:
             # Whatever happened (cancel included), write what was converted so nothing is lost.
@@ -259,9 +259,10 @@ class Converter:
             else:
                 writer.abort()
 
-    def _requests(self, src, indices, prompt: str, options, job: _Job, writer) -> Iterator[PageRequest]:
+    def _requests(self, src, indices, options, job: _Job, writer) -> Iterator[PageRequest]:
         """Render and yield page requests one by one as the engine pulls them. A page that fails to
-        render is recorded and skipped; a cancel stops the feed (pages in flight still finish)."""
+        render is recorded and skipped; a cancel stops the feed (pages in flight still finish). The
+        prompt goes as chosen (preset name or text): the engine that takes prompts resolves it."""
         for index in indices:
             if job.cancel is not None and job.cancel.is_set():
                 return
@@ -274,7 +275,8 @@ class Converter:
             job.emit("recognize", self._page_msg("Recognizing", index, job, src.page_count), index + 1)
             yield PageRequest(
                 page=page,
-                prompt=prompt,
+                prompt=options.prompt,
+                locate_text=options.locate_text,
                 mode=options.mode,
                 max_new_tokens=options.max_new_tokens,
                 use_cache=options.use_cache,

@@ -51,10 +51,13 @@ class PageRequest:
     """What an engine is asked to do with one page."""
 
     page: PageImage
-    prompt: str  # the full prompt, including the leading "<image>\n"
+    # A preset name, custom text or a full prompt: the engine that takes prompts resolves it (the DeepSeek
+    # wing: ``engines.deepseek.prompts.resolve_prompt``); engines without prompts ignore it.
+    prompt: str = "markdown"
     mode: str = "default"  # resolution mode name (see engines.deepseek.modes)
     max_new_tokens: int | None = None
     use_cache: bool = True  # cross-page vision cache
+    locate_text: str | None = None  # the text to find, for the "locate" preset
 
 
 @dataclass

@@ -87,6 +87,11 @@ class Settings(BaseSettings):
     vision_attn_mb: int = Field(
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )
+    preprocess_on_gpu: bool = Field(
+        True,
+        description="Resize, tile and normalise page images on the model's GPU (CUDA only): the CPU work "
+        "per page was what kept the decoder waiting.",
+    )
     text_layer: TextLayerPolicy = "auto"
     min_confidence: float = Field(
         0.8, ge=0, le=1, description="Pages whose engine confidence is below this are 'low_confidence'."

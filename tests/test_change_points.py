@@ -1,5 +1,6 @@
-"""docs/ARCHITECTURE.md's claims, proved: a new resolution mode and a new engine are each added in one
-place — here, from the test itself — and every front end sees them without further changes."""
+"""docs/ARCHITECTURE.md's claims, proved: a new resolution mode, a new engine and a new output format are
+each added in one place — here, from the test itself — and every front end sees them without further
+changes. (The layer-kind quantisation recipe: ``tests/test_quant_recipes.py``.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from ocr_app.engines.base import Capabilities, Engine
 from ocr_app.engines.deepseek import modes
 from ocr_app.schema import Block, EngineOutput, StopReason
-from tests.factories import make_image
+from tests.factories import make_image, make_pdf
 
 
 class EchoEngine(Engine):
@@ -118,3 +119,65 @@ def test_reserved_mode_names_are_refused():
     for name in ("auto", "default:3"):
         with pytest.raises(ConfigError, match="reserved"):
             modes.register_mode(name, "x", {})
+
+
+@pytest.fixture
+def plain_text_format():
+    """A "txt" format (the block texts of each page, nothing else), registered for one test."""
+    from ocr_app.render.formats import PagedTextFormat, register_format, unregister_format
+
+    class PlainText(PagedTextFormat):
+        name = "txt"
+        help = "plain text, one line per block"
+        download = True
+        suffix = ".txt"
+
+        def page_text(self, page):
+            return "\n".join(b.text for b in page.blocks)
+
+    register_format(PlainText)
+    yield "txt"
+    unregister_format("txt")
+
+
+def test_a_new_output_format_is_one_class(plain_text_format, tmp_path):
+    """The converter writes it by default, ``--format`` takes it, the ZIP bundles it, the web app
+    offers it for download, and a later run without it removes the stale file."""
+    import zipfile
+
+    from click.testing import CliRunner
+
+    from ocr_app.cli import main
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.settings import Settings
+    from ocr_app.stack import build_engines
+    from ocr_app.ui import viewer
+
+    pdf = make_pdf(tmp_path / "memo.pdf", ["Quarterly memo\n\nRevenue grew by nine percent.", "Second page"])
+    settings = Settings(engine="textlayer", idle_unload_s=0)
+    converter = Converter(build_engines(settings), settings)
+    [doc] = converter.convert([pdf], tmp_path / "lib", ConvertOptions())
+    txt = doc.outputs["txt"]
+    assert txt == tmp_path / "lib" / "memo" / "memo.txt"
+    text = txt.read_text()
+    assert "<!-- page 1 -->" in text and "Revenue grew by nine percent." in text and "Second page" in text
+    assert "#" not in text.replace("<!-- page", "")  # block texts, not the Markdown
+    assert str(txt) in viewer.download_paths([doc]) and "txt" in viewer.download_kinds()
+
+    out = tmp_path / "cli"
+    run = CliRunner().invoke(
+        main, ["convert", str(pdf), "-o", str(out), "--engine", "textlayer", "--format", "txt", "-q"]
+    )
+    assert run.exit_code == 0, run.output
+    assert sorted(f.name for f in (out / "memo").iterdir()) == ["memo.txt"]
+    run = CliRunner().invoke(
+        main, ["convert", str(pdf), "-o", str(out), "--engine", "textlayer", "--format", "zip", "-q"]
+    )
+    assert run.exit_code == 0, run.output
+    with zipfile.ZipFile(out / "memo" / "memo.zip") as zf:
+        assert zf.read("memo.txt").decode() == (out / "memo" / "memo.txt").read_text() == text
+
+    [again] = converter.convert([pdf], tmp_path / "lib", ConvertOptions(formats=frozenset({"md"})))
+    assert "txt" not in again.outputs and not txt.exists() and again.outputs["md"].exists()
+    bad = CliRunner().invoke(main, ["convert", str(pdf), "-o", str(out), "--format", "docx"])
+    assert bad.exit_code == 2 and "choose from md, mmd, json, overlay, layout_pdf, zip, txt" in bad.output

@@ -307,8 +307,10 @@ def test_empty_batch_does_not_load(random_checkpoint):
     assert not eng.is_loaded
 
 
-def test_prompt_without_image_token_and_unknown_mode_are_config_errors(engine):
-    bad = PageRequest(page=make_page((200, 200)), prompt="Free OCR.")
+def test_prompt_with_two_image_tokens_and_unknown_mode_are_config_errors(engine):
+    # the request carries the user's text; the engine adds one <image> to text without it, but two
+    # images in one prompt cannot match the one page
+    bad = PageRequest(page=make_page((200, 200)), prompt="<image>\n<image>\nFree OCR.")
     with pytest.raises(ConfigError, match="<image>"):
         engine.predict_batch([bad])
     with pytest.raises(ConfigError, match="Unknown resolution mode"):
@@ -359,15 +361,18 @@ def test_vision_cache_gives_identical_results_and_skips_the_encoder(engine, monk
     assert cache.gets == 4 and no_cache.raw_text == reference[0].raw_text
 
 
-def test_cache_keys_follow_pixel_content(engine):
-    from ocr_app.engines.deepseek.engine import pixel_cache_key
+def test_cache_keys_follow_page_content(engine):
+    """The vision-cache key follows the page image, the mode's processor arguments and the model."""
+    from ocr_app.engines.deepseek.engine import image_cache_key
+    from ocr_app.engines.deepseek.modes import resolve_mode
 
-    a = engine.preprocess(request((400, 300), 0)).pixels
-    b = engine.preprocess(request((400, 300), 0)).pixels
-    c = engine.preprocess(request((400, 300), 1)).pixels  # same size, different text
-    assert pixel_cache_key(a, "m") == pixel_cache_key(b, "m")
-    assert pixel_cache_key(a, "m") != pixel_cache_key(c, "m")
-    assert pixel_cache_key(a, "m") != pixel_cache_key(a, "other-model")
+    a, b, c = (request((400, 300), n).page.image.convert("RGB") for n in (0, 0, 1))  # c: other text
+    spec = resolve_mode("default", a)
+    other = resolve_mode("global", a)
+    assert image_cache_key(a, spec, "m") == image_cache_key(b, spec, "m")
+    assert image_cache_key(a, spec, "m") != image_cache_key(c, spec, "m")
+    assert image_cache_key(a, spec, "m") != image_cache_key(a, other, "m")
+    assert image_cache_key(a, spec, "m") != image_cache_key(a, spec, "other-model")
 
 
 def test_predict_stream_yields_every_index(random_checkpoint):
@@ -392,3 +397,19 @@ def test_unload_frees_the_model_and_reload_works(random_checkpoint):
     eng.unload()  # idempotent
     assert eng.predict_batch([request((300, 200))])[0].num_tokens == 2
     eng.unload()
+
+
+def test_preprocessing_moves_to_the_gpu_only_where_asked(engine):
+    """On a CUDA model the image processor gets ``device=`` (GPU preprocessing); never on the CPU, and
+    not when the setting is off."""
+    import torch
+
+    assert engine._preprocess_kwargs() == {}  # CPU model
+    saved = engine.device, engine.settings
+    try:
+        engine.device = torch.device("cuda", 0)
+        assert engine._preprocess_kwargs() == {"device": torch.device("cuda", 0)}
+        engine.settings = engine.settings.model_copy(update={"preprocess_on_gpu": False})
+        assert engine._preprocess_kwargs() == {}
+    finally:
+        engine.device, engine.settings = saved

@@ -72,7 +72,12 @@ def test_unload_releases_every_object_that_held_memory_and_reload_is_identical(t
         **{f"decoder tensor {i}": weakref.ref(t) for i, t in enumerate(dec.device_tensors())},
         **{f"features {i}": r for i, r in enumerate(features)},
     }
-    rel = [m._ocr_app_rel_tables[1] for m in eng.model.modules() if hasattr(m, "_ocr_app_rel_tables")]
+    rel = [
+        pair
+        for m in eng.model.modules()
+        if hasattr(m, "_ocr_app_rel_tables")
+        for pair in m._ocr_app_rel_tables.values()
+    ]
     assert rel, "the sliced SAM attention caches its rel-pos tables on the model"
     held.update({f"rel-pos table {i}": weakref.ref(t) for i, pair in enumerate(rel) for t in pair})
     assert len(dec.slots.k) == eng.model.config.text_config.num_hidden_layers  # K/V slots were allocated

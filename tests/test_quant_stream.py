@@ -342,6 +342,12 @@ def test_bench_small_gpu_smoke_on_cpu(tmp_path):
     [row] = json.loads(out.read_text())["rows"]
     assert row["first_load"]["precision"] == "mixed" and row["first_load"]["quant_source"] == "quantised now"
     assert row["second_load"]["quant_source"] == "cache" and row["prequant_s"] > 0
+    # the bar's reference goes through the same product path; each load says where its time went
+    assert row["prequant_engine_info"]["quant_source"] == "pre-quantised checkpoint"
+    assert row["prequant_engine_s"] > 0 and len(row["load2_runs_s"]) == 2
+    hit = row["second_load"]["load_breakdown"]
+    assert {"processor_s", "key_s", "skeleton_s", "read_s", "to_device_s", "assign_s"} <= set(hit)
+    assert "| 4 GiB | cache hit (product path) |" in res.stdout and " · key 0.00 · " in res.stdout
     assert row["conv1_pages"] == 1 and row["conv16_pages"] == 2 and not row["conv16_errors"]
     assert row["oom_events"] == 0 and "| 4 GiB | mixed" in res.stdout
 

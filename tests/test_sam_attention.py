@@ -60,3 +60,26 @@ def test_loader_applies_the_setting(tiny_checkpoint):
     assert attn_slice_bytes(model) == 64 << 20
     model, _ = load_model(str(tiny_checkpoint), torch.device("cpu"), torch.float32, vision_attn_mb=0)
     assert attn_slice_bytes(model) is None
+
+
+@pytest.mark.parametrize("side", [768, 1024])
+def test_bias_folded_into_the_dot_product_matches_transformers_layer(tiny_model, side):
+    """The CUDA path (relative-position bias folded into q·k, no tokens² bias) gives transformers'
+    features up to float rounding; forced on here so the CPU runs the same code."""
+    tower = tiny_model.model.vision_tower
+    x = torch.randn(2, 3, side, side, generator=torch.Generator().manual_seed(side + 1))
+    attns = [m for m in tiny_model.modules() if hasattr(m, "rel_pos_h")]
+    with torch.inference_mode():
+        bound_sam_attention(tiny_model, 0)
+        ref = tower(x).last_hidden_state
+        bound_sam_attention(tiny_model, 256)
+        for m in attns:
+            m._ocr_app_augmented = True
+        try:
+            out = tower(x).last_hidden_state
+        finally:
+            for m in attns:
+                del m._ocr_app_augmented
+            bound_sam_attention(tiny_model, 0)
+    assert not torch.equal(out, torch.zeros_like(out))
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)

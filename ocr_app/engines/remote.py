@@ -41,6 +41,13 @@ def encode_png_data_url(image) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _prompt(req: PageRequest) -> str:
+    """The request's prompt choice as DeepSeek-OCR-2 text (the wing's rule, as the local engine)."""
+    from ocr_app.engines.deepseek.prompts import resolve_prompt
+
+    return resolve_prompt(req.prompt, locate_text=req.locate_text)
+
+
 class RemoteEngine(Engine):
     """Send each page to ``{remote_url}/v1/chat/completions``; pages run concurrently."""
 
@@ -185,7 +192,7 @@ class RemoteEngine(Engine):
                     fut.cancel()
 
     def _payload(self, req: PageRequest) -> dict[str, Any]:
-        text = req.prompt.removeprefix("<image>").lstrip("\n")  # the server's chat template adds it
+        text = _prompt(req).removeprefix("<image>").lstrip("\n")  # the server's chat template adds it
         max_tokens = req.max_new_tokens or self.settings.max_new_tokens
         xargs: dict[str, Any] = {
             "ngram_size": self.settings.no_repeat_ngram_size,
@@ -251,6 +258,7 @@ class RemoteEngine(Engine):
                 num_tokens=int(usage.get("completion_tokens", 0)),
                 timings={"total": round(time.perf_counter() - t0, 4)},
                 notes=[f"remote: {self.base_url} ({self._model})"],
+                used_prompt=_prompt(req),
             ),
             width,
             height,

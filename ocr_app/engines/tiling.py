@@ -25,7 +25,7 @@ import itertools
 import logging
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engines.base import Engine, WrappedEngine
@@ -347,13 +347,7 @@ def _tile_request(req: PageRequest, box: tuple[int, int, int, int]) -> PageReque
         pdf_path=None,  # a tile has no text layer of its own
         page_count=page.page_count,
     )
-    return PageRequest(
-        page=tile,
-        prompt=req.prompt,
-        mode=req.mode,
-        max_new_tokens=req.max_new_tokens,
-        use_cache=req.use_cache,
-    )
+    return replace(req, page=tile)  # the same ask (prompt, locate text, mode, cap) for one tile
 
 
 def _shift(block: Block, dx: int, dy: int) -> Block:

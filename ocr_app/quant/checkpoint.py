@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ logger = logging.getLogger(__name__)
 RECIPE_FILE = "quant_recipe.json"
 WEIGHTS_FILE = "model.safetensors"
 _SKIP_COPY = {WEIGHTS_FILE, RECIPE_FILE, "model.safetensors.index.json"}
+_SKELETON_LOCK = threading.Lock()
 
 
 def is_quantized_checkpoint(path: str | Path) -> bool:
@@ -91,36 +93,86 @@ def _empty_module(entry: dict[str, Any], dtype: torch.dtype) -> nn.Module:
     raise ModelLoadError(f"unknown quantised module kind {kind!r} in the recipe")
 
 
-def load_quantized(path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | None = None):
+def empty_model(config):
+    """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device, for a load that
+    assigns all of them. transformers' weight initialisation is skipped: on meta tensors it does no
+    work but costs about 0.5 s of Python for the full-size model, on every load. Buffers (rotary
+    tables) are still built by the modules themselves, on the CPU, in their own dtype. Both contexts
+    patch torch/transformers globally while they are open, so builds are serialised: two engines loading
+    at once (one per GPU) must not save each other's patched functions as the originals."""
+    from accelerate import init_empty_weights
+    from transformers import DeepseekOcr2ForConditionalGeneration
+
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # pragma: no cover - older transformers: initialise the meta weights (slower)
+        from contextlib import nullcontext as no_init_weights
+
+    with _SKELETON_LOCK, init_empty_weights(include_buffers=False), no_init_weights():
+        return DeepseekOcr2ForConditionalGeneration(config)
+
+
+def load_quantized(
+    path: str | Path,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+    *,
+    timings: dict[str, float] | None = None,
+):
     """Load a pre-quantised checkpoint onto ``device``. Returns ``(model, recipe)``.
 
     ``dtype`` overrides the float dtype the checkpoint was written with (e.g. fp16 on GPUs without bf16).
+    ``timings`` (updated) gets the seconds of each step: ``skeleton_s`` (config, empty model, quantised
+    modules), ``read_s`` (tensors mapped out of the file: safetensors maps it, so the bytes are read
+    when the copy first touches them), ``to_device_s`` (copies, page-cache reads included, and casts on
+    ``device``), ``assign_s`` (into the modules, buffers moved, generation config).
     """
+    import time
+
     import torch
-    from accelerate import init_empty_weights
-    from safetensors.torch import load_file
-    from transformers import AutoConfig, DeepseekOcr2ForConditionalGeneration, GenerationConfig
+    from safetensors import safe_open
+    from transformers import AutoConfig, GenerationConfig
 
     from ocr_app.quant.apply import guard_fp16, set_module
 
+    t = timings if timings is not None else {}
+    t0 = time.perf_counter()
     path = Path(path)
     recipe = read_recipe(path)
     if not (path / WEIGHTS_FILE).is_file():
         raise WeightsNotFoundError(f"{path / WEIGHTS_FILE} is missing")
     dtype = dtype or getattr(torch, recipe.get("float_dtype", "bfloat16"))
-    config = AutoConfig.from_pretrained(path)
-    with init_empty_weights(include_buffers=False):
-        model = DeepseekOcr2ForConditionalGeneration(config)
+    device = torch.device(device)
+    model = empty_model(AutoConfig.from_pretrained(path))
     for name, entry in recipe["modules"].items():
         set_module(model, name, _empty_module(entry, dtype))
-    state = load_file(str(path / WEIGHTS_FILE), device=str(device))
-    for k, v in state.items():
-        if v.is_floating_point() and v.dtype != dtype and not k.endswith(("wscale", "gate.weight")):
-            state[k] = v.to(dtype)
+    t1 = time.perf_counter()
+    t["skeleton_s"] = t1 - t0
+    # Tensor by tensor, as safetensors' load_file does it, with the read and the copy timed apart;
+    # a cast happens after the copy (on the device) so a wider dtype never crosses the bus.
+    state: dict[str, torch.Tensor] = {}
+    read = copy = 0.0
+    with safe_open(str(path / WEIGHTS_FILE), framework="pt", device="cpu") as f:
+        for k in f.keys():  # noqa: SIM118 - safe_open handles are not iterable
+            a = time.perf_counter()
+            v = f.get_tensor(k)
+            b = time.perf_counter()
+            v = v.to(device)
+            if v.is_floating_point() and v.dtype != dtype and not k.endswith(("wscale", "gate.weight")):
+                v = v.to(dtype)
+            state[k] = v
+            read, copy = read + b - a, copy + time.perf_counter() - b
+    if device.type == "cuda":
+        a = time.perf_counter()
+        torch.cuda.synchronize(device)
+        copy += time.perf_counter() - a
+    t["read_s"], t["to_device_s"] = read, copy
+    t2 = time.perf_counter()
     try:
         model.load_state_dict(state, strict=True, assign=True)
     except RuntimeError as exc:
         raise ModelLoadError(f"quantised checkpoint {path} does not match its recipe: {exc}") from exc
+    del state
     model.to(device)  # non-persistent buffers (rotary tables) built on the CPU
     model.eval()
     try:
@@ -129,5 +181,7 @@ def load_quantized(path: str | Path, device: str | torch.device = "cpu", dtype: 
         logger.debug("no generation_config.json in %s", path)
     if dtype == torch.float16:
         guard_fp16(model)
-    logger.info("loaded quantised checkpoint %s (%s) on %s", path, recipe["preset"], device)
+    t["assign_s"] = time.perf_counter() - t2
+    logger.info("loaded quantised checkpoint %s (%s) on %s in %.2f s", path, recipe["preset"], device,
+                time.perf_counter() - t0)  # fmt: skip
     return model, recipe

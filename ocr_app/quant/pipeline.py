@@ -111,7 +111,8 @@ class PresetBackend:
         """A pre-quantised directory loads directly; a float checkpoint is quantised while it streams in
         (``stream.py``), or read from the quantised-weights cache under ``cache_dir`` when it was before.
 
-        The returned model carries ``ocr_quant_info`` (preset, where the weights came from, seconds).
+        The returned model carries ``ocr_quant_info`` (preset, where the weights came from, seconds, and
+        ``load_breakdown``: the seconds of each step of a load that read quantised weights).
         """
         from ocr_app.quant.checkpoint import is_quantized_checkpoint, load_quantized, read_recipe
 
@@ -122,8 +123,9 @@ class PresetBackend:
             if found != self.preset_name:
                 logger.warning("asked for preset %s but %s holds a %s checkpoint: loading it", self.preset_name,
                                model_dir, found)  # fmt: skip
-            model, _ = load_quantized(model_dir, device, dtype)
-            info.update(preset=found, source="pre-quantised checkpoint")
+            steps: dict[str, float] = {}
+            model, _ = load_quantized(model_dir, device, dtype, timings=steps)
+            info.update(preset=found, source="pre-quantised checkpoint", load_breakdown=steps)
         else:
             model = self._load_streamed(Path(model_dir), device, dtype, cache_dir, progress, info)
         info["load_seconds"] = time.perf_counter() - t0
@@ -135,15 +137,19 @@ class PresetBackend:
         from ocr_app.quant.store import SUBDIR, QuantStore
         from ocr_app.quant.stream import stream_quantize
 
+        t0 = time.perf_counter()
         store = QuantStore(Path(cache_dir) / SUBDIR) if cache_dir is not None else None
         key = store.key(model_dir, self.preset_name, self.calib_pages) if store else None
         hit = store.lookup(key) if store else None
+        steps = {"key_s": time.perf_counter() - t0}
         if hit is not None:
             logger.info(
                 "quantised weights for %s (%s) from the cache at %s", model_dir, self.preset_name, hit
             )
-            model, _ = load_quantized(hit, device, dtype)
-            info.update(source="cache", cache_path=str(hit), quantize_seconds=_entry_seconds(hit))
+            # the very loader of a pre-quantised checkpoint: a cache hit costs the key on top, nothing else
+            model, _ = load_quantized(hit, device, dtype, timings=steps)
+            info.update(source="cache", cache_path=str(hit), quantize_seconds=_entry_seconds(hit),
+                        load_breakdown=steps)  # fmt: skip
             return model
         preset = get_preset(self.preset_name, bf16_supported=dtype != _fp16())
         model, recipe, report = stream_quantize(

@@ -10,6 +10,9 @@
 tokens and box coordinates and are 10 % of the weights, so they stay in the float dtype (bf16, or fp16
 on GPUs without bf16).
 
+A preset says the formats; how each layer kind (vision, attention, dense MLP, shared experts, routed
+experts) applies them is that kind's recipe in ``recipes.py``.
+
 ``auto`` is resolved by the one precision resolver, ``ocr_app.engines.deepseek.precision`` (its
 docstring has the rule); the alias table lives there too.
 """

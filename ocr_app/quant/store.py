@@ -1,9 +1,11 @@
 """Quantised-weights cache: a float checkpoint is quantised once per preset, later loads read the result.
 
-Key = the source checkpoint's content + preset + calibration pages + recipe version. Content: in a
-Hugging Face cache snapshot each weight file is a symlink to a blob named by its SHA-256 (free to read);
-anywhere else a BLAKE2b over the file, remembered in ``hashes.json`` by (path, size, mtime), so a 6 GiB
-checkpoint is hashed once and later loads pay one ``stat`` per file. ``config.json`` is hashed too.
+Key = the source checkpoint's content + preset + calibration pages + recipe version. Content: what the hub
+already says where it is trustworthy — in a Hugging Face cache snapshot each weight file is a symlink to a
+blob named by its SHA-256; in an ``hf download --local-dir`` folder the download record holds the SHA-256
+(used while the file has not been written since); anywhere else a BLAKE2b over the file, remembered in
+``hashes.json`` by (path, size, mtime, inode, ctime), so a 6 GiB checkpoint is hashed once per file version
+and later loads pay one ``stat`` per file. ``config.json`` is hashed too.
 
 Entries live in ``<cache_dir>/quantized/<key>/`` in the pre-quantised checkpoint layout
 (``checkpoint.save_quantized``) plus ``entry.json`` (source, preset, size, quantisation time). An entry is
@@ -40,27 +42,57 @@ def _hub_blob_digest(path: Path) -> str | None:
     if not path.is_symlink():
         return None
     name = Path(os.readlink(path)).name
-    if len(name) == 64 and all(c in "0123456789abcdef" for c in name):
-        return f"sha256:{name}"
+    return f"sha256:{name}" if _is_sha256(name) else None
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def _local_dir_digest(path: Path) -> str | None:
+    """SHA-256 that ``hf download --local-dir`` recorded for ``path`` (``.cache/huggingface/download/
+    <name>.metadata``: commit, etag, time; a weight file's etag is its SHA-256), trusted only while the
+    file's mtime and ctime are not later than that record: any write since, even one that puts the
+    mtime back, changes the ctime and the file is hashed instead. Read-only; None when absent."""
+    meta = path.parent / ".cache" / "huggingface" / "download" / f"{path.name}.metadata"
+    try:
+        _commit, etag, stamp = meta.read_text().splitlines()[:3]
+        st = path.stat()
+        if _is_sha256(etag) and max(st.st_mtime, st.st_ctime) <= float(stamp):
+            return f"sha256:{etag}"
+    except (OSError, ValueError):
+        pass
     return None
 
 
+def hash_file(path: Path) -> str:
+    """BLAKE2b of the whole file: the one place that reads a checkpoint's bytes for its key."""
+    h = hashlib.blake2b(digest_size=20)
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return f"blake2b:{h.hexdigest()}"
+
+
+def _file_version(st: os.stat_result) -> dict[str, int]:
+    """What changes whenever a file's bytes may have: size, mtime, inode (a replaced file) and ctime
+    (which, unlike mtime, no tool can set back)."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "ctime_ns": st.st_ctime_ns}
+
+
 def file_digest(path: Path, memo: dict[str, Any]) -> str:
-    """Content digest of ``path``; ``memo`` (updated) maps resolved path → size, mtime, digest."""
-    hub = _hub_blob_digest(path)
+    """Content digest of ``path``; ``memo`` (updated) maps resolved path → file version + digest, so a
+    file is hashed once per version and a later key costs one ``stat``."""
+    hub = _hub_blob_digest(path) or _local_dir_digest(path)
     if hub:
         return hub
     real = path.resolve()
-    st = real.stat()
+    version = _file_version(real.stat())
     seen = memo.get(str(real))
-    if seen and seen["size"] == st.st_size and seen["mtime_ns"] == st.st_mtime_ns:
+    if seen and all(seen.get(k) == v for k, v in version.items()):
         return seen["digest"]
-    h = hashlib.blake2b(digest_size=20)
-    with real.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    digest = f"blake2b:{h.hexdigest()}"
-    memo[str(real)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "digest": digest}
+    digest = hash_file(real)
+    memo[str(real)] = {**version, "digest": digest}
     return digest
 
 
@@ -102,14 +134,17 @@ class QuantStore:
         return digests
 
     def key(self, model_dir: str | Path, preset: str, calib_pages: int) -> str:
-        """The entry key of (checkpoint content, preset, calibration pages, recipe version)."""
+        """The entry key of (checkpoint content, preset, calibration pages, recipe version, and which
+        recipe quantises each layer kind — a changed recipe never reads another's weights)."""
         from ocr_app.quant.apply import RECIPE_VERSION
+        from ocr_app.quant.recipes import recipe_signature
 
         ident = {
             "source": self.source_fingerprint(model_dir),
             "preset": preset,
             "calib_pages": calib_pages,
             "recipe": [RECIPE_VERSION, STREAM_RECIPE_VERSION],
+            "layer_recipes": recipe_signature(),
         }
         return hashlib.blake2b(json.dumps(ident, sort_keys=True).encode(), digest_size=16).hexdigest()
 

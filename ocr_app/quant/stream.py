@@ -163,13 +163,11 @@ class StreamReport:
 
 def build_skeleton(model_dir: str | Path, dtype: torch.dtype):
     """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device (no memory)."""
-    from accelerate import init_empty_weights
-    from transformers import AutoConfig, DeepseekOcr2ForConditionalGeneration
+    from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(model_dir)
-    with init_empty_weights(include_buffers=False):
-        model = DeepseekOcr2ForConditionalGeneration(config)
-    return model.to(dtype)  # meta tensors: only their dtype changes
+    from ocr_app.quant.checkpoint import empty_model
+
+    return empty_model(AutoConfig.from_pretrained(model_dir)).to(dtype)  # meta: only their dtype changes
 
 
 def _set_tensor(model, name: str, value) -> None:
@@ -280,14 +278,9 @@ def stream_quantize(
     from torch import nn
 
     from ocr_app.engines.deepseek.sam_attention import bound_sam_attention
-    from ocr_app.quant.apply import (
-        RECIPE_FORMAT,
-        RECIPE_VERSION,
-        _quantize_layer,
-        guard_fp16,
-        quantize_vision,
-    )
+    from ocr_app.quant.apply import RECIPE_FORMAT, RECIPE_VERSION, guard_fp16
     from ocr_app.quant.calibration import layer_activations, record_layer_inputs
+    from ocr_app.quant.recipes import quantize_decoder_layer, quantize_vision_part
 
     model_dir = Path(model_dir)
     t0 = time.perf_counter()
@@ -353,13 +346,11 @@ def stream_quantize(
         for unit in units:
             if unit.startswith(VISION):
                 materialise(unit)
-                if preset.vision is not None:
-                    quantize_vision(model, recipe, preset.vision, prefix=unit)
+                quantize_vision_part(model, unit, preset, recipe)
                 step(unit)
                 continue
             if caught is None and calibrate:
-                if preset.vision is not None:  # leftover tower linears outside the blocks, if any
-                    quantize_vision(model, recipe, preset.vision)
+                quantize_vision_part(model, VISION, preset, recipe)  # tower linears outside the blocks
                 batches = calib_batches or _calibration_batches(model_dir, calib_pages)
                 caught = _catch_layer0_inputs(model, batches, device, dtype)
                 recipe["calibration"] = {
@@ -381,15 +372,15 @@ def stream_quantize(
                     for h in handles:
                         h.remove()
                 acts = layer_activations(rec, i)
-            if preset.decoder_bits:
-                recipe["layer_stats"][str(i)] = _quantize_layer(model, i, preset.decoder_bits, acts, recipe)
+            stats = quantize_decoder_layer(model, i, preset, acts, recipe)  # each kind by its recipe
+            if stats or preset.decoder_bits:
+                recipe["layer_stats"][str(i)] = stats
             del acts
             if caught:  # the next layer's inputs come from this (quantised) layer
                 with _experts_on(layer, device, offload):
                     caught = [(_out(layer(hidden, **kw)), kw) for hidden, kw in caught]
             step(unit)
-        if preset.vision is not None:
-            quantize_vision(model, recipe, preset.vision)
+        quantize_vision_part(model, VISION, preset, recipe)
     left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
     if left:
         raise ModelLoadError(f"streaming load left {len(left)} tensors unread, e.g. {left[:3]}")

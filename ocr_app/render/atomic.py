@@ -71,3 +71,35 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
 def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> Path:
     """Write ``text`` to ``path`` atomically (UTF-8, ``\\n`` newlines on every OS) and return ``path``."""
     return atomic_write_bytes(path, text.encode(encoding))
+
+
+class TextSpool:
+    """A text file written piece by piece into a temp file beside its target, published on ``close``.
+
+    Why: document files are streamed page by page (host memory flat in the page count) and must appear
+    whole or not at all. ``parts`` counts the pieces written (formats use it for separators)."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = Path(target)
+        self.tmp = temp_beside(self.target)
+        self.file = open(self.tmp, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed in close/abort
+        self.parts = 0
+
+    def write(self, text: str) -> None:
+        self.file.write(text)
+
+    def close_file(self) -> None:
+        """Flush to disk and close, without publishing (for a part that is copied elsewhere)."""
+        if not self.file.closed:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+
+    def close(self) -> Path:
+        self.close_file()
+        return publish(self.tmp, self.target)
+
+    def abort(self) -> None:
+        if not self.file.closed:
+            self.file.close()
+        self.tmp.unlink(missing_ok=True)

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.render.atomic import atomic_write_bytes
-from ocr_app.schema import Block, Box
+from ocr_app.schema import Block, Box, StopReason
 
 if TYPE_CHECKING:
     from PIL import Image
+
+    from ocr_app.schema import PageResult
 
 logger = logging.getLogger(__name__)
 
@@ -175,3 +177,24 @@ def page_block(number: int, md: str) -> str:
     """One page of the document Markdown: its marker, then its text (streamed writers join with ``PAGE_RULE``)."""
     marker = PAGE_MARKER.format(number=number)
     return f"{marker}\n\n{md.strip()}" if md.strip() else marker
+
+
+def error_note(page: PageResult) -> str:
+    """The Markdown that stands in for a page that could not be converted."""
+    message = " ".join((page.error or "unknown error").split())
+    return f"> **Page {page.index + 1} could not be converted:** {message}"
+
+
+def stopped_note(page: PageResult) -> str:
+    return (
+        f"> **Page {page.index + 1} stopped early ({page.stop_reason.value}):** its text may be incomplete."
+    )
+
+
+def document_page_markdown(page: PageResult) -> str:
+    """A page as the document's Markdown file shows it: its Markdown, or the error note, plus a note
+    when decoding stopped early (the page is kept, flagged)."""
+    md = page.markdown or (error_note(page) if page.error else "")
+    if not page.error and page.stop_reason in (StopReason.LENGTH, StopReason.REPETITION):
+        md = f"{md}\n\n{stopped_note(page)}" if md else stopped_note(page)
+    return md

@@ -37,7 +37,9 @@ logger = logging.getLogger(__name__)
 
 MIB = 1024**2
 _SUFFIX = ".json"
-FORMAT_VERSION = 2  # 2: DeepSeek outputs carry their parsed blocks
+# 2: DeepSeek outputs carry their parsed blocks; 3: keys hold the prompt as asked (preset name or text)
+# plus the locate text, outputs the prompt and mode the engine used
+FORMAT_VERSION = 3
 # Settings that change what an engine returns for a page (the request carries prompt, mode, cap).
 OUTPUT_SETTINGS = ("model", "device", "dtype", "max_new_tokens", "no_repeat_ngram_size", "no_repeat_window")
 
@@ -61,6 +63,8 @@ def output_from_dict(d: Mapping[str, Any]) -> EngineOutput:
         vision_tokens=int(d.get("vision_tokens", 0)),
         timings=dict(d.get("timings", {})),
         notes=list(d.get("notes", [])),
+        used_prompt=d.get("used_prompt"),
+        used_mode=d.get("used_mode"),
     )
 
 
@@ -129,6 +133,7 @@ class ResultCache:
             "v": FORMAT_VERSION,
             "engine": engine,
             "prompt": request.prompt,
+            "locate_text": request.locate_text,
             "mode": request.mode,
             "max_new_tokens": request.max_new_tokens,
             "settings": dict(sorted(fingerprint.items())),

@@ -22,7 +22,6 @@ LATEX_DELIMITERS: list[dict[str, str | bool]] = [
     {"left": "\\(", "right": "\\)", "display": False},
     {"left": "$", "right": "$", "display": False},
 ]
-DOWNLOAD_KINDS = ("md", "json", "zip")  # what the download list offers, per document
 STATUS_HEADERS = ["File", "Page", "Status", "Engine", "Tokens", "Tokens/s", "Reason"]
 STATUS_LABELS = {
     "ok": "ok",
@@ -175,11 +174,20 @@ def _page_markdown(page: PageResult) -> str:
     return page.markdown
 
 
+def download_kinds() -> tuple[str, ...]:
+    """The outputs the download list offers, per document: the formats that ask for it (``download``
+    in ``render/formats.py``; built in: Markdown, JSON, ZIP), in registry order."""
+    from ocr_app.render.formats import format_class, format_names
+
+    return tuple(n for n in format_names() if format_class(n).download)
+
+
 def download_paths(documents: list[DocumentResult]) -> list[str]:
-    """Markdown, JSON and ZIP of every converted document, in that order per document."""
+    """The downloadable outputs (``download_kinds``) of every converted document, in that order."""
+    kinds = download_kinds()
     paths = []
     for doc in documents:
-        for kind in DOWNLOAD_KINDS:
+        for kind in kinds:
             path = doc.outputs.get(kind)
             if path is not None and Path(path).is_file():
                 paths.append(str(path))

@@ -66,6 +66,8 @@ class PreparedPage:
     features: torch.Tensor | None = None  # [vision_tokens, hidden], filled by the cache or the encoder
     cache_hit: bool = False
     notes: list[str] = field(default_factory=list)
+    vision_s: float = 0.0  # the page's share of its vision batch (graph decoder path)
+    prompt: str = ""  # the resolved prompt (recorded as the output's ``used_prompt``)
 
 
 @dataclass
@@ -102,18 +104,17 @@ def bounded_max_new_tokens(requested: int, prompt_length: int, max_positions: in
     return max(1, min(int(requested), room))
 
 
-def pixel_cache_key(pixels: dict[str, Any], model_tag: str) -> str:
-    """Content hash (BLAKE2b) of a page's preprocessed pixel tensors, shapes and dtypes, and the model."""
+def image_cache_key(image: Any, spec: ModeSpec, model_tag: str) -> str:
+    """Content hash (BLAKE2b) of the page image as the processor receives it, the mode's processor
+    arguments and the model: together they determine the pixel tensors. Why not hash the tensors: they
+    are ~8× the image's bytes (float32, tiles) and, with GPU preprocessing, live on the GPU."""
+    import json
+
     h = hashlib.blake2b(digest_size=20)
     h.update(model_tag.encode())
-    for name in ("pixel_values", "pixel_values_local"):
-        t = pixels.get(name)
-        if t is None:
-            h.update(f"{name}:none;".encode())
-            continue
-        t = t.detach().cpu().contiguous()
-        h.update(f"{name}:{tuple(t.shape)}:{t.dtype};".encode())
-        h.update(t.numpy().tobytes())
+    h.update(json.dumps(spec.images_kwargs, sort_keys=True, default=str).encode())
+    h.update(f"{image.mode}:{image.size}:{spec.max_side};".encode())
+    h.update(image.tobytes())
     return h.hexdigest()
 
 
@@ -162,6 +163,8 @@ class DeepSeekOcr2Engine(Engine):
         # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
         # ("cache", "quantised now", …) and the seconds quantisation took
         self.precision: dict[str, Any] = {}
+        # seconds of each step of the last load (processor, weights, key, read, to-device …)
+        self.load_breakdown: dict[str, float] | None = None
         # (done, total, label) during a first-time quantisation; the CLI/UI set it (tqdm, gr.Progress)
         self.load_progress: Callable[[int, int, str], None] | None = None
 
@@ -191,6 +194,12 @@ class DeepSeekOcr2Engine(Engine):
         )
         self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
+        self.load_breakdown = getattr(model, "ocr_load_breakdown", None)
+        # The model, torch and transformers are millions of long-lived objects: every later gc.collect
+        # (the memory context, unload) walked them all, ~0.25 s each on an H200 host. Freezing moves
+        # them out of the collector's sight; ``unload`` unfreezes before it collects, so the model's
+        # own reference cycles are still freed then.
+        gc.freeze()
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
@@ -240,6 +249,7 @@ class DeepSeekOcr2Engine(Engine):
         self.model = None
         self.processor = None
         self.precision = {}  # the next load resolves again (free memory may have changed)
+        gc.unfreeze()  # see ``load``: the model's cycles must be visible to this collection
         gc.collect()
         if was_cuda:
             import torch
@@ -268,6 +278,7 @@ class DeepSeekOcr2Engine(Engine):
             "precision_reason": self.precision.get("reason"),
             "quant_source": self.precision.get("source"),
             "quantize_seconds": self.precision.get("quantize_seconds"),
+            "load_breakdown": self.load_breakdown,
             "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
             "decoder": self._decoder.describe() if self._decoder is not None else None,
         }
@@ -373,12 +384,14 @@ class DeepSeekOcr2Engine(Engine):
     def preprocess(self, request: PageRequest) -> PreparedPage:
         """Mode, optional downscale, image processor and tokenizer for one page."""
         from ocr_app.engines.deepseek.modes import apply_max_side, resolve_mode, vision_tokens
+        from ocr_app.engines.deepseek.prompts import resolve_prompt
 
-        prompt = request.prompt
+        # the request carries the user's choice (preset name or text): the wing makes it a prompt
+        prompt = resolve_prompt(request.prompt, locate_text=request.locate_text)
         if prompt.count("<image>") != 1:
             raise ConfigError(
                 f"A DeepSeek-OCR-2 prompt must contain '<image>' exactly once; got {prompt!r}. "
-                "Use a preset or resolve_prompt(), which adds it."
+                "Give a preset name or text without '<image>' (it is added)."
             )
         image = request.page.image
         if image.mode != "RGB":
@@ -386,7 +399,9 @@ class DeepSeekOcr2Engine(Engine):
         spec = resolve_mode(request.mode, image)
         notes = [spec.reason] if spec.reason else []
         image = apply_max_side(spec, image)
-        enc = self.processor(images=image, text=prompt, return_tensors="pt", **spec.images_kwargs)
+        enc = self.processor(
+            images=image, text=prompt, return_tensors="pt", **spec.images_kwargs, **self._preprocess_kwargs()
+        )
         input_ids = enc["input_ids"][0].tolist()
         n_image = sum(1 for t in input_ids if t == self.processor.image_token_id)
         expected = vision_tokens(spec, image.size)
@@ -394,9 +409,13 @@ class DeepSeekOcr2Engine(Engine):
             raise EngineError(
                 f"Mode '{spec.name}' expects {expected} vision tokens but the processor produced {n_image}."
             )
+        local = enc.get("pixel_values_local")
+        if enc["pixel_values"].is_cuda:  # preprocessed on the GPU: hold them at the model's precision
+            enc["pixel_values"] = enc["pixel_values"].to(self.dtype)
+            local = None if local is None else local.to(self.dtype)
         pixels = {
             "pixel_values": enc["pixel_values"],
-            "pixel_values_local": enc.get("pixel_values_local"),
+            "pixel_values_local": local,
             "num_local_patches": [int(x) for x in enc["num_local_patches"]],
         }
         requested = self.settings.max_new_tokens if request.max_new_tokens is None else request.max_new_tokens
@@ -407,10 +426,24 @@ class DeepSeekOcr2Engine(Engine):
         key = None
         if self.vision_cache is not None and request.use_cache:
             # the resolved precision, not the torch dtype: bf16 and mixed both compute in bfloat16
-            key = pixel_cache_key(
-                pixels, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}"
+            key = image_cache_key(
+                image, spec, f"{self.settings.model}|{self.precision.get('preset')}|{self.dtype}"
             )
-        return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes)
+        return PreparedPage(spec, input_ids, pixels, n_image, max_new, key, notes=notes, prompt=prompt)
+
+    def _preprocess_kwargs(self) -> dict[str, Any]:
+        """``device=`` for the image processor when pages are preprocessed on the model's GPU: the
+        resize, tiling and normalisation (~0.1 s of CPU per default-mode page) then take a few ms
+        there, and the converter thread keeps the decoder fed. Only transformers' torchvision backend
+        takes a device; the PIL backend stays on the CPU."""
+        if (
+            self.device is None
+            or self.device.type != "cuda"
+            or not getattr(self.settings, "preprocess_on_gpu", True)
+            or "device" not in getattr(self.processor.image_processor, "valid_kwargs", {}).__annotations__
+        ):
+            return {}
+        return {"device": self.device}
 
     def _attach_features(self, pages: list[PreparedPage]) -> None:
         """Fill ``page.features`` from the cache, encoding the misses grouped by global-view size."""
@@ -439,6 +472,7 @@ class DeepSeekOcr2Engine(Engine):
                 if page.cache_key is not None:
                     self.vision_cache.put(page.cache_key, [feats])
         for page in pages:
+            page.pixels = {}  # not needed once encoded (on the GPU they would pin ~50 MB per page)
             if page.features is None or page.features.shape[0] != page.vision_tokens:
                 got = None if page.features is None else page.features.shape[0]
                 raise EngineError(
@@ -547,6 +581,7 @@ class DeepSeekOcr2Engine(Engine):
             vision_tokens=page.vision_tokens,
             timings=dict(timings),
             notes=notes,
+            used_prompt=page.prompt or None,
         )
 
 
@@ -576,5 +611,5 @@ __all__ = [
     "VisionCache",
     "bounded_max_new_tokens",
     "finish_row",
-    "pixel_cache_key",
+    "image_cache_key",
 ]

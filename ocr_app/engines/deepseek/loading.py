@@ -265,12 +265,18 @@ def load_model(
 
     Every precision gets the memory-bounded SAM attention (``sam_attention.py``, ``vision_attn_mb``).
     ``quant_options`` go to the quantization backend's ``load_model`` where it accepts them.
+    The model carries ``ocr_load_breakdown``: seconds for the processor, the weights and, from a
+    quantization backend, each step of reading quantised weights (``key_s``, ``read_s``, …).
     """
+    import time
+
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     directory = resolve_model_dir(model_id)
     try:
+        t0 = time.perf_counter()
         processor = AutoProcessor.from_pretrained(directory)
+        t1 = time.perf_counter()
         if quant:
             backend = quant_backend(quant)
             model = backend.load_model(
@@ -284,6 +290,7 @@ def load_model(
         raise ModelLoadError(
             f"Could not load the model from {directory}: {type(exc).__name__}: {exc}"
         ) from exc
+    t2 = time.perf_counter()
     model.eval()
     if type(model).__name__ != "DeepseekOcr2ForConditionalGeneration":
         raise ModelLoadError(
@@ -291,6 +298,9 @@ def load_model(
             "(use the transformers-format checkpoint deepseek-community/DeepSeek-OCR-2)."
         )
     bound_sam_attention(model, vision_attn_mb)
+    steps = (getattr(model, "ocr_quant_info", None) or {}).get("load_breakdown") or {}
+    model.ocr_load_breakdown = {"processor_s": t1 - t0, "weights_s": t2 - t1, **steps,
+                                "total_s": time.perf_counter() - t0}  # fmt: skip
     logger.info("loaded %s on %s as %s", directory, device, dtype)
     return model, processor
 

@@ -23,27 +23,28 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engines.deepseek.decoding.decoder import (
     DecodeRequest,
     DecodeResult,
     DecoderOptions,
-    capture_lock,
 )
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
     from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, PreparedPage
 
 logger = logging.getLogger(__name__)
 
 DECODERS = ("auto", "generate", "graph")
 VISION_BATCH = 4  # pages encoded at once next to the running decoder (reserved in its memory plan)
+BACKLOG_POLL_S = 0.005  # how often a feeder whose backlog is full looks whether the decoder took pages
 _BUILD_LOCK = threading.Lock()  # two jobs starting at once must share one scheduler, not build two
 
 
@@ -82,6 +83,7 @@ def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
         max_slots=int(getattr(s, "decode_max_slots", 32)),
         budget_bytes=engine.budget_bytes,
         vision_batch=VISION_BATCH,
+        encoder=lambda pages: encode_pages(engine, pages),
     )
     engine._decoder = sched
     return sched
@@ -99,11 +101,21 @@ def finish(res: DecodeResult, eos_ids: set[int]) -> tuple[list[int], StopReason]
     return toks, res.stop
 
 
-def _request(input_ids: Sequence[int], features: Any, max_new: int, key: Any) -> DecodeRequest:
+def encode_pages(engine: DeepSeekOcr2Engine, pages: list[PreparedPage]) -> list[dict[str, Any]]:
+    """The scheduler's encoder: vision features of preprocessed pages (the engine's cache first), as
+    each page's prefill inputs. Runs on the decoding thread; notes each page's vision seconds."""
     from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-    mm = {"image": BaseModelOutputWithPooling(pooler_output=[features])}
-    return DecodeRequest(list(input_ids), {"mm_encoder_outputs": mm}, int(max_new), key=key)
+    t0 = time.perf_counter()
+    engine._attach_features(pages)
+    out = []
+    for page in pages:
+        page.vision_s = (time.perf_counter() - t0) / len(pages)
+        out.append(
+            {"mm_encoder_outputs": {"image": BaseModelOutputWithPooling(pooler_output=[page.features])}}
+        )
+        page.features = None  # the prefill inputs hold them until the prefill; the page need not
+    return out
 
 
 def stream_pages(
@@ -117,15 +129,16 @@ def stream_pages(
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
     source = iter(requests)
 
-    def ready(block: bool) -> Iterator[tuple[int, EngineOutput]]:
+    def ready(timeout: float | None) -> Iterator[tuple[int, EngineOutput]]:
         if not waiting:
             return
-        done, _ = wait(list(waiting), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        done, _ = wait(list(waiting), timeout=timeout, return_when=FIRST_COMPLETED)
         for f in sorted(done, key=lambda f: waiting[f][0]):
             index, page, timings, t0 = waiting.pop(f)
             res: DecodeResult = f.result()  # raises the page's error (EngineError, OOM) to the caller
             ids, stop = finish(res, eos)
-            t = dict(timings, prefill=res.first_token_s, decode=res.decode_s, total=time.perf_counter() - t0)
+            t = dict(timings, vision=page.vision_s, prefill=res.first_token_s, decode=res.decode_s)
+            t["total"] = time.perf_counter() - t0
             yield index, engine._output(page, ids, stop, t)
 
     try:
@@ -135,36 +148,44 @@ def stream_pages(
             f.cancel()
 
 
+def _vision_stream(sched: DecodeScheduler) -> Any:
+    """The scheduler's high-priority stream for the next pages' preprocessing and vision pass."""
+    return sched.vision_stream()
+
+
 def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
     import torch
 
     exhausted = False
     while True:
         batch = sched.encode_batch()
-        room = sched.slots() + batch - len(waiting)
+        # pages in flight up to the slots plus one batch, and at most two batches waiting for a slot
+        slot_room = sched.slots() + batch - len(waiting)
+        room = min(slot_room, 2 * batch - sched.backlog())
         chunk = [] if exhausted else list(itertools.islice(source, min(batch, max(0, room))))
         if room > 0 and not exhausted and len(chunk) < min(batch, room):
             exhausted = True
         if chunk:
             t0 = time.perf_counter()
-            with torch.inference_mode():
+            stream = _vision_stream(sched)
+            with torch.inference_mode(), torch.cuda.stream(stream) if stream is not None else nullcontext():
                 pages = [engine.preprocess(r) for _, r in chunk]
-                t1 = time.perf_counter()
-                with capture_lock(engine.device):  # the vision pass never overlaps a capture on its GPU
-                    engine._attach_features(pages)
-            t2 = time.perf_counter()
-            timings = {"preprocess": t1 - t0, "vision": t2 - t1}
+                if stream is not None:  # the decoder reads the pixels on its own stream: complete them
+                    stream.synchronize()
+            timings = {"preprocess": time.perf_counter() - t0}
+            # the vision pass runs on the decoder's thread right before each page's prefill (scheduler)
             reqs = [
-                _request(p.input_ids, p.features, p.max_new_tokens, key=i)
+                DecodeRequest(p.input_ids, {}, p.max_new_tokens, key=i, payload=p)
                 for (i, _), p in zip(chunk, pages, strict=True)
             ]
             for (i, _), page, f in zip(chunk, pages, sched.submit_many(reqs), strict=True):
                 waiting[f] = (i, page, timings, t0)
-            yield from ready(block=False)
+            yield from ready(0)
             continue
         if not waiting:
             return
-        yield from ready(block=True)
+        # slots are free but the backlog is full: look again as soon as the decoder admits pages
+        yield from ready(BACKLOG_POLL_S if slot_room > 0 and not exhausted else None)
 
 
 __all__ = ["DECODERS", "finish", "scheduler_for", "stream_pages", "wants_graph_decoder"]

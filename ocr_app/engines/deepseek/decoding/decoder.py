@@ -136,9 +136,9 @@ class PageDecoder:
         return self.slots.device_tensors()
 
     def held_bytes(self) -> int:
-        """Bytes this decoder keeps allocated between requests (graph pools excluded: they hold only
-        the step's activations and count as reserved, not allocated, memory)."""
-        return self.slots.held_bytes()
+        """Bytes this decoder keeps allocated between requests: its tensors plus what its captured
+        graphs keep allocated in their pool (the rest of a pool counts as reserved, not allocated)."""
+        return self.slots.held_bytes() + self.graphs.held_bytes
 
     def kv_bytes(self) -> int:
         """Bytes the K/V buffers take once allocated (the same before the first prefill)."""
@@ -217,8 +217,8 @@ class PageDecoder:
         st.fill(idx, ids, p, 0 if self.options.guard.include_prompt else p, caps)
         run = torch.ones(len(slots), dtype=torch.bool, device=self.device)
         self.step.take_token(idx, st.seq[idx], logits, st.kv_len[idx], run, advance=False)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        if self.device.type == "cuda":  # this stream only: the engine's thread preprocesses beside it
+            torch.cuda.current_stream(self.device).synchronize()
         now = time.perf_counter()
         st.occupy(slots, [r.key for r in reqs], p, t0, now)
 

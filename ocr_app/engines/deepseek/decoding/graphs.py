@@ -115,6 +115,7 @@ class DecodeGraphs:
             self.pool = torch.cuda.graph_pool_handle()
         self.side = side_stream
         self.capture_s = 0.0  # seconds spent capturing graphs (cold-start breakdown)
+        self.held_bytes = 0  # allocated memory the captured graphs keep in their pool (their outputs)
 
     def run(self, step: Step, b: int, lb: int, steps: int) -> None:
         """``steps`` decode steps at shape (b, lb): graph replays, or ``step`` eagerly where graphs are off."""
@@ -139,6 +140,7 @@ class DecodeGraphs:
 
         key = (b, lb)
         t0 = time.perf_counter()
+        before = torch.cuda.memory_allocated(self.device)
         snap = [t.clone() for t in self._mutable]
         if self.side is None:
             self.side = torch.cuda.Stream(self.device)
@@ -156,6 +158,10 @@ class DecodeGraphs:
             step(b, lb)
         self.graphs[key] = g
         _GRAPH_OWNERS.add(self)
+        del snap
+        # what the graph keeps allocated in its pool: held on purpose, like the K/V slots. Other threads
+        # launch no GPU work during a capture (capture lock), so the difference is this graph's.
+        self.held_bytes += max(0, torch.cuda.memory_allocated(self.device) - before)
         dt = time.perf_counter() - t0
         self.capture_s += dt
         logger.info("captured decode graph batch=%d len=%d in %.2fs", b, lb, dt)
@@ -168,6 +174,7 @@ class DecodeGraphs:
     def release(self) -> None:
         """Drop the graphs (their private pool goes with the last one) and the references they need."""
         self.graphs.clear()
+        self.held_bytes = 0
         self.pool = None
         self.side = None
         self._mutable = []

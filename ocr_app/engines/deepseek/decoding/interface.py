@@ -27,6 +27,9 @@ class DecodeRequest:
     model_inputs: dict[str, Any] = field(default_factory=dict)
     max_new_tokens: int = 8192
     key: Any = None  # opaque, handed back with the result
+    # what the scheduler's ``encoder`` turns into ``model_inputs`` on the decoding thread, right before
+    # the page's prefill (the engine's preprocessed page: its vision pass runs there, see scheduler)
+    payload: Any = None
 
 
 @dataclass
