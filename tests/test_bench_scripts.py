@@ -48,3 +48,20 @@ def test_bench_product_smoke_on_cpu(tmp_path):
     assert len(warm["soak"]["allocated_mib"]) == 3 and warm["soak"]["warnings"] == 0
     assert warm["decoder"]["slots"] >= 1 and warm["decoder"]["held_mib"] > 0
     assert "| what | fp32 |" in res.stdout and "warm 2 page(s)" in res.stdout
+
+
+def test_bench_decode_smoke_on_cpu(tmp_path):
+    """The decode benchmark's own paths on the CPU (tiny widths, full vocabulary): our decoder runs
+    through the scheduler as the engine drives it, every page decodes its full budget, and its tokens
+    equal ``generate``'s with the same guard."""
+    cmd = [sys.executable, "bench/bench_decode.py", "--tiny", "--pages", "2", "--gen-pages", "", "--new", "8",
+           "--check", "8", "--profile", "", "--torch-pages", ""]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OUT=str(tmp_path))
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Traceback" not in res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]
+    r = json.loads((tmp_path / "bench_decode.json").read_text())["bf16"]
+    ours = r["ours"]["2"]
+    assert ours["pages"] == 2 and ours["new_tokens"] == 8 and ours["decode_tok_s"] > 0
+    assert r["check_bf16"]["tokens"] == 8
+    assert r["check_bf16"]["torch_eager_vs_generate_first_diff"] is None  # identical to generate

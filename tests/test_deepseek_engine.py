@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from ocr_app.engines.deepseek import loading
-from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, bounded_max_new_tokens, finish_row
+from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, bounded_max_new_tokens
 from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
 from ocr_app.engines.deepseek.prompts import resolve_prompt
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
@@ -264,12 +264,6 @@ def test_repetition_stop_without_guard_and_length_with_it(engine, monkeypatch):
     assert a.stop_reason is StopReason.REPETITION and "repetition loop" in " ".join(a.notes)
     assert b.stop_reason is StopReason.LENGTH
     assert a.raw_text != b.raw_text and a.num_tokens == b.num_tokens == 32
-
-
-def test_finish_row_rules():
-    assert finish_row([5, 6, 1, 7], {1}) == ([5, 6], StopReason.END)
-    assert finish_row([5, 6, 7], {1}) == ([5, 6, 7], StopReason.LENGTH)
-    assert finish_row([5, 6, 7] * 10, {1}) == ([5, 6, 7] * 10, StopReason.REPETITION)
 
 
 def test_max_new_tokens_is_bounded_by_the_context(random_checkpoint, tmp_path):

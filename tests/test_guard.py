@@ -18,8 +18,10 @@ from ocr_app.engines.deepseek.decoding.guard import (
     ban_repeated_ngrams_,
     exempt_token_ids,
     find_repetition,
+    page_end,
     tail_loops,
 )
+from ocr_app.schema import StopReason
 
 VOCAB = 20
 
@@ -242,3 +244,32 @@ def test_host_and_device_loop_rule_agree_on_the_same_token_streams(spec):
         assert device == host, (spec, n)
         verdicts.update(host)
     assert verdicts == ({False} if not spec.enabled else {True, False})
+
+
+def test_page_end_rules():
+    assert page_end([5, 6, 1, 7], {1}) == ([5, 6], StopReason.END)
+    assert page_end([5, 6, 7], {1}) == ([5, 6, 7], StopReason.LENGTH)
+    assert page_end([5, 6, 7] * 10, {1}) == ([5, 6, 7] * 10, StopReason.REPETITION)
+    # the decoder stopped a page early in a loop its capped-tail label would not call one
+    assert page_end([5, 6, 7], {1}, StopReason.REPETITION) == ([5, 6, 7], StopReason.REPETITION)
+
+
+def test_both_paths_end_pages_alike():
+    """The same streams as each path hands them over: ``generate``'s row cut at the page's cap (tokens
+    after an EOS are padding) and the graph decoder's tokens (up to and including the EOS, or to the cap,
+    with its own verdict) end with the same ids and the same stop reason."""
+    rng = random.Random(5)
+    eos = {1, 2}
+    seen = set()
+    for i, row in enumerate(_streams(rng, 12, 120, 40)):
+        row = [t + 3 for t in row]  # no EOS by chance
+        if i % 3 == 0:
+            row[rng.randrange(5, 100)] = rng.choice(sorted(eos))  # the page ended
+        cap = rng.choice((30, 80, 120))
+        host = page_end(row[:cap], eos)
+        cut = next((k + 1 for k, t in enumerate(row[:cap]) if t in eos), cap)
+        device_stop = StopReason.END if cut < cap or row[cut - 1] in eos else StopReason.LENGTH
+        device = page_end(row[:cut], eos, device_stop)
+        assert host == device, i
+        seen.add(host[1])
+    assert seen == {StopReason.END, StopReason.LENGTH, StopReason.REPETITION}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_app.engines.base import Engine
-from ocr_app.engines.deepseek.decoding.guard import GuardSpec
+from ocr_app.engines.deepseek.decoding.guard import GuardSpec, page_end
 from ocr_app.exceptions import ConfigError, EngineError, OcrError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
@@ -560,7 +560,7 @@ class DeepSeekOcr2Engine(Engine):
         eos = set(prepared.eos_token_ids)
         results: list[tuple[list[int], StopReason]] = []
         for row, cap in zip(out[:, width:].tolist(), prepared.max_new_tokens, strict=True):
-            results.append(finish_row(row[:cap], eos))
+            results.append(page_end(row[:cap], eos))
         return results
 
     def _output(self, page: PreparedPage, ids: list[int], stop: StopReason, timings: dict) -> EngineOutput:
@@ -594,22 +594,11 @@ def _recording(
         yield len(pulled) - 1, req
 
 
-def finish_row(tokens: list[int], eos_ids: set[int]) -> tuple[list[int], StopReason]:
-    """Cut a generated row at its first EOS (END); without one it hit the cap (LENGTH or REPETITION)."""
-    from ocr_app.engines.deepseek.decoding.guard import find_repetition
-
-    for i, t in enumerate(tokens):
-        if t in eos_ids:
-            return tokens[:i], StopReason.END
-    return tokens, StopReason.REPETITION if find_repetition(tokens) else StopReason.LENGTH
-
-
 __all__ = [
     "DeepSeekOcr2Engine",
     "PreparedBatch",
     "PreparedPage",
     "VisionCache",
     "bounded_max_new_tokens",
-    "finish_row",
     "image_cache_key",
 ]

@@ -12,9 +12,9 @@ thread decodes, this thread preprocesses and vision-encodes the next pages (``VI
 fewer where the decoder's memory plan shrank it, one before the plan exists), so a
 finished page's slot is refilled at once from the rest of the document, never in waves.
 
-Stop reasons follow the engine's rules: END at EOS (EOS not included in the ids), LENGTH at the cap,
-REPETITION when ``find_repetition`` says the capped tail loops or when the decoder stopped a page early
-because it was looping (``LoopSpec``).
+Stop reasons are the ``generate`` path's, from the same function (``guard.page_end``): END at EOS (EOS
+not included in the ids), LENGTH at the cap, REPETITION when the capped tail loops or when the decoder
+stopped a page early because it was looping (``LoopSpec``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from ocr_app.engines.deepseek.decoding.decoder import (
     DecodeResult,
     DecoderOptions,
 )
+from ocr_app.engines.deepseek.decoding.guard import page_end
 from ocr_app.exceptions import ConfigError
-from ocr_app.schema import EngineOutput, PageRequest, StopReason
+from ocr_app.schema import EngineOutput, PageRequest
 
 if TYPE_CHECKING:
     from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
@@ -89,18 +90,6 @@ def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
     return sched
 
 
-def finish(res: DecodeResult, eos_ids: set[int]) -> tuple[list[int], StopReason]:
-    """Engine-facing ids and stop reason for one decoded page."""
-    from ocr_app.engines.deepseek.decoding.guard import find_repetition
-
-    toks = list(res.tokens)
-    if res.stop is StopReason.END and toks and toks[-1] in eos_ids:
-        return toks[:-1], StopReason.END
-    if res.stop is StopReason.LENGTH and find_repetition(toks):
-        return toks, StopReason.REPETITION
-    return toks, res.stop
-
-
 def encode_pages(engine: DeepSeekOcr2Engine, pages: list[PreparedPage]) -> list[dict[str, Any]]:
     """The scheduler's encoder: vision features of preprocessed pages (the engine's cache first), as
     each page's prefill inputs. Runs on the decoding thread; notes each page's vision seconds."""
@@ -136,7 +125,7 @@ def stream_pages(
         for f in sorted(done, key=lambda f: waiting[f][0]):
             index, page, timings, t0 = waiting.pop(f)
             res: DecodeResult = f.result()  # raises the page's error (EngineError, OOM) to the caller
-            ids, stop = finish(res, eos)
+            ids, stop = page_end(res.tokens, eos, res.stop)
             t = dict(timings, vision=page.vision_s, prefill=res.first_token_s, decode=res.decode_s)
             t["total"] = time.perf_counter() - t0
             yield index, engine._output(page, ids, stop, t)
@@ -188,4 +177,4 @@ def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOu
         yield from ready(BACKLOG_POLL_S if slot_room > 0 and not exhausted else None)
 
 
-__all__ = ["DECODERS", "finish", "scheduler_for", "stream_pages", "wants_graph_decoder"]
+__all__ = ["DECODERS", "scheduler_for", "stream_pages", "wants_graph_decoder"]

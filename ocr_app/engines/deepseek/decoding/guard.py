@@ -17,6 +17,9 @@ Two rules, each declared once by a spec:
   ``find_repetition`` runs it on a finished page's ids (the label of a page that hit the token cap,
   ``CAPPED_TAIL``).
 
+How a page ends is decided here too, once for both paths (``page_end``): END at its first EOS id,
+else REPETITION when the decoder stopped it early in a loop or its capped tail loops, else LENGTH.
+
 Why tensor ops without a host read: the decode step runs inside a CUDA graph. Each row keeps its whole
 token sequence (prompt + generated) in a buffer; the rule looks at the last ``window`` tokens of every
 row at once, with no Python loop over rows or tokens. Nothing here imports torch or transformers at
@@ -29,6 +32,8 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ocr_app.schema import StopReason
 
 if TYPE_CHECKING:
     import torch
@@ -219,6 +224,21 @@ def find_repetition(token_ids: Sequence[int], spec: LoopSpec = CAPPED_TAIL) -> b
     return False
 
 
+def page_end(
+    tokens: Sequence[int], eos_ids: Iterable[int], stopped: StopReason | None = None
+) -> tuple[list[int], StopReason]:
+    """A decoded page's ids (EOS and what follows cut) and its stop reason, for both paths: ``generate``'s
+    row at its token cap, or the graph decoder's tokens with ``stopped``, the decoder's own verdict (it
+    stops at EOS or the cap, and early in a loop: REPETITION)."""
+    ids, eos = list(tokens), set(eos_ids)
+    for i, t in enumerate(ids):
+        if t in eos:
+            return ids[:i], StopReason.END
+    if stopped is StopReason.REPETITION:
+        return ids, StopReason.REPETITION
+    return ids, StopReason.REPETITION if find_repetition(ids) else StopReason.LENGTH
+
+
 __all__ = [
     "CAPPED_TAIL",
     "EARLY_STOP",
@@ -229,5 +249,6 @@ __all__ = [
     "ban_repeated_ngrams_",
     "exempt_token_ids",
     "find_repetition",
+    "page_end",
     "tail_loops",
 ]
