@@ -343,8 +343,14 @@ def orchestrate(args: argparse.Namespace) -> dict:
     results: dict = {"prepare": prep, "variants": {}, "args": vars(args)}
     for variant in args.variants:
         model = prep["checkpoints"][variant]
-        r: dict = {"cold": cold_start(args, model, variant, prep["pdfs"]["1"])}
-        log(variant, "cold start", json.dumps(r["cold"]))
+        # the first process on a machine also fills Triton's and Python's on-disk caches (once per
+        # install); the ones after it are what a user waits for on every later run
+        runs = [cold_start(args, model, variant, prep["pdfs"]["1"]) for _ in range(max(1, args.cold_runs))]
+        r: dict = {"cold": runs[-1], "cold_first": runs[0]}
+        log(variant, "cold start", json.dumps(runs))
+        results["variants"][variant] = r
+        if args.cold_only:
+            continue
         r["warm"] = run_phase(args, "warm", ["--variant", variant, "--model", model, "--pdfs", pdfs])
         budget = args.budgets.get(variant)
         if budget and not args.tiny:
@@ -377,6 +383,10 @@ def table(results: dict) -> str:
         rows.append((name, cells))
 
     row("cold start: `ocr-app convert` 1 page, wall s", lambda r: _f(r["cold"]["wall_s"]))
+    row(
+        "  the machine's first process (empty on-disk caches), wall s",
+        lambda r: _f(r["cold_first"]["wall_s"]),
+    )
     row(
         "  breakdown (import / load / capture / first page) s",
         lambda r: " / ".join(
@@ -442,6 +452,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--budget", default="bf16=8,mixed=4", help="GiB budget per variant (empty: skip)")
     p.add_argument("--timeout", type=int, default=540, help="seconds per phase")
     p.add_argument("--out", default=None, help="write all results as JSON here")
+    p.add_argument("--cold-runs", type=int, default=2, help="cold starts per variant (first: empty caches)")
+    p.add_argument("--cold-only", action="store_true", help="measure the cold start only")
     # internal: one phase in this process
     p.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     p.add_argument("--result", default=None, help=argparse.SUPPRESS)
