@@ -324,3 +324,51 @@ def test_a_cancelled_page_frees_its_slot_and_the_scheduler_goes_on(tiny):
         assert dec.steps < 200  # the long page stopped when it was cancelled, not at its cap
     finally:
         sched.close()
+
+
+def test_encoder_runs_on_the_decoding_thread_in_vision_batches_and_a_failure_stays_in_its_group(tiny):
+    """Pages submitted with a ``payload`` get their model inputs from the scheduler's encoder, on the
+    decoding thread, at most ``vision_batch`` pages per call, right before their prefill; a group whose
+    encoder call fails fails alone and the other pages still decode (same tokens as given inputs)."""
+    model, _ = tiny
+    prompts = _prompts(3, (9, 9, 9, 9, 9))
+    calls: list[tuple[str, list[int]]] = []
+
+    def encoder(payloads):
+        calls.append((threading.current_thread().name, list(payloads)))
+        if 4 in payloads:
+            raise RuntimeError("vision pass failed")
+        return [{} for _ in payloads]
+
+    opts = DecoderOptions(loop=NO_LOOP, check_every=4)
+    sched = DecodeScheduler(model, opts, max_slots=8, vision_batch=2, encoder=encoder)
+    try:
+        futures = sched.submit_many(
+            [DecodeRequest(p, {}, 6, key=i, payload=i) for i, p in enumerate(prompts)]
+        )
+        outcomes = []
+        for f in futures:
+            try:
+                outcomes.append(f.result(timeout=300).tokens)
+            except EngineError as exc:
+                outcomes.append(str(exc))
+        assert sched.backlog() == 0
+    finally:
+        sched.close()
+    assert calls and all(name == "ocr-decode" for name, _ in calls)
+    assert all(len(group) <= 2 for _, group in calls)
+    assert sorted(i for _, group in calls for i in group) == [0, 1, 2, 3, 4]
+    assert "vision pass failed" in outcomes[4]
+    reference = _decode(model, [DecodeRequest(p, {}, 6) for p in prompts[:4]], opts, slots=8)
+    assert outcomes[:4] == [r.tokens for r in reference]
+
+
+def test_a_page_without_inputs_needs_an_encoder(tiny):
+    model, _ = tiny
+    sched = DecodeScheduler(model, DecoderOptions(loop=NO_LOOP), max_slots=2)
+    try:
+        [f] = sched.submit_many([DecodeRequest(_prompts(4, (5,))[0], {}, 3, payload="page")])
+        with pytest.raises(EngineError, match="without an encoder"):
+            f.result(timeout=300)
+    finally:
+        sched.close()

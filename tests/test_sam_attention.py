@@ -47,10 +47,13 @@ def test_rel_tables_are_built_once_per_size(tiny_model, monkeypatch):
     original = attn.get_rel_pos
     monkeypatch.setattr(attn, "get_rel_pos", lambda *a: calls.append(a[:2]) or original(*a))
     x = torch.randn(2, 3, 768, 768)
+    y = torch.randn(1, 3, 1024, 1024)
     with torch.inference_mode():
-        tiny_model.model.vision_tower(x)
-        tiny_model.model.vision_tower(x)
-    assert calls == [(48, 48), (48, 48)]  # height and width tables, first call only
+        for _ in range(2):  # a page alternates its tiles (768 px) and its global view (1024 px)
+            tiny_model.model.vision_tower(x)
+            tiny_model.model.vision_tower(y)
+    # height and width tables, once per size (one kept entry was rebuilt at every switch of size)
+    assert calls == [(48, 48), (48, 48), (64, 64), (64, 64)]
 
 
 def test_loader_applies_the_setting(tiny_checkpoint):
