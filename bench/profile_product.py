@@ -104,14 +104,14 @@ def summarise(t_start: float, t_end: float) -> dict:
 
 def experiments() -> dict:
     """Variants the profiler can switch on without a product setting (``--env`` of this script):
-    ``PROFILE_VISION_STREAM=default`` runs the vision pass on the thread's default stream (as before the
-    high-priority vision stream), ``PROFILE_SWITCH_INTERVAL=S`` sets Python's GIL switch interval."""
+    ``PROFILE_FEED_STREAM=default`` preprocesses the next pages on the thread's default stream instead of
+    the scheduler's high-priority feed stream, ``PROFILE_SWITCH_INTERVAL=S`` sets Python's GIL switch interval."""
     done = {}
-    if os.environ.get("PROFILE_VISION_STREAM") == "default":
+    if os.environ.get("PROFILE_FEED_STREAM") == "default":
         from ocr_app.engines.deepseek.decoding import adapter
 
-        adapter._vision_stream = lambda sched: None
-        done["vision_stream"] = "default"
+        adapter._feed_stream = lambda sched: None
+        done["feed_stream"] = "default"
     if os.environ.get("PROFILE_SWITCH_INTERVAL"):
         sys.setswitchinterval(float(os.environ["PROFILE_SWITCH_INTERVAL"]))
         done["switch_interval"] = sys.getswitchinterval()

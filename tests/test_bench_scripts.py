@@ -34,12 +34,12 @@ def test_bench_product_smoke_on_cpu(tmp_path):
     and Converter, pages decode their full token budget (EOS unreachable), and the table is printed."""
     out = tmp_path / "product.json"
     cmd = [sys.executable, "bench/bench_product.py", "--tiny", "--work", str(tmp_path / "w"), "--soak", "3",
-           "--out", str(out)]  # fmt: skip
+           "--cold-runs", "1", "--out", str(out)]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     r = json.loads(out.read_text())["variants"]["fp32"]
-    assert r["cold"]["exit"] == 0
+    assert r["cold"]["exit"] == 0 and r["cold_first"] == r["cold"]  # one cold run: it is also the first
     assert {"imports", "weight load", "first page done (since process start)"} <= set(r["cold"]["breakdown"])
     warm = r["warm"]
     assert "error" not in warm, warm
@@ -65,3 +65,23 @@ def test_bench_decode_smoke_on_cpu(tmp_path):
     assert ours["pages"] == 2 and ours["new_tokens"] == 8 and ours["decode_tok_s"] > 0
     assert r["check_bf16"]["tokens"] == 8
     assert r["check_bf16"]["torch_eager_vs_generate_first_diff"] is None  # identical to generate
+
+
+def test_profile_product_smoke_on_cpu(tmp_path):
+    """The product-path profiler on the tiny checkpoint: a timeline per thread of a real conversion (the
+    converter's thread renders and preprocesses, the decoder's thread runs vision, prefill and decode
+    chunks) and the stack sampler."""
+    out = tmp_path / "prof.json"
+    cmd = [sys.executable, "bench/profile_product.py", "--tiny", "--work", str(tmp_path / "w"), "--pages", "2",
+           "--sample", "--out", str(out)]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    [base] = json.loads(out.read_text())["runs"]
+    assert base["experiments"] == {}
+    run = base["2p"]
+    assert run["convert"]["pages"] == 2 and run["convert"]["tokens"] == 16
+    threads = run["timeline"]["threads"]
+    assert threads["MainThread"]["render"]["n"] == 2 and threads["MainThread"]["preprocess"]["n"] == 2
+    assert threads["ocr-decode"]["vision"]["items"] == 2 and threads["ocr-decode"]["decode_chunk"]["n"] >= 1
+    assert "ocr-decode" in run["samples"]

@@ -137,9 +137,9 @@ def stream_pages(
             f.cancel()
 
 
-def _vision_stream(sched: DecodeScheduler) -> Any:
-    """The scheduler's high-priority stream for the next pages' preprocessing and vision pass."""
-    return sched.vision_stream()
+def _feed_stream(sched: DecodeScheduler) -> Any:
+    """The scheduler's high-priority stream for preprocessing the next pages."""
+    return sched.feed_stream()
 
 
 def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
@@ -156,7 +156,7 @@ def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOu
             exhausted = True
         if chunk:
             t0 = time.perf_counter()
-            stream = _vision_stream(sched)
+            stream = _feed_stream(sched)
             with torch.inference_mode(), torch.cuda.stream(stream) if stream is not None else nullcontext():
                 pages = [engine.preprocess(r) for _, r in chunk]
                 if stream is not None:  # the decoder reads the pixels on its own stream: complete them

@@ -239,7 +239,7 @@ class DecodeScheduler:
         self.capacities: list[int] = []  # slots of each decoder built so far (for tests and logs)
         self._expect = 0  # pages announced by ``submit_many(expect=...)`` for the next decoder
         self._side_stream: Any = None  # the decode/capture stream of every decoder of this scheduler
-        self._vision_stream: Any = None  # the engine thread's stream for the next pages' vision pass
+        self._feed_stream: Any = None  # the engine thread's stream for preprocessing the next pages
         self._stream_bytes = 0  # the cuBLAS workspaces of those streams (see ``_new_stream``)
         self.plan: SlotPlan | None = None  # the memory plan of the current decoder
 
@@ -319,7 +319,7 @@ class DecodeScheduler:
         if t is not None and t is not threading.current_thread():
             t.join()
         self._release()
-        self._side_stream = self._vision_stream = None
+        self._side_stream = self._feed_stream = None
         self._stream_bytes = 0
         release_cuda_workspaces()
 
@@ -355,16 +355,16 @@ class DecodeScheduler:
             self._side_stream = self._new_stream(0)
         return self._side_stream
 
-    def vision_stream(self) -> Any:
-        """The stream the engine's thread preprocesses and vision-encodes the next pages on, at a
-        higher priority than decoding: the GPU's block scheduler then runs a vision pass as soon as SMs
-        free up instead of after the queued decode steps (None off CUDA)."""
+    def feed_stream(self) -> Any:
+        """The stream the engine's thread preprocesses the next pages on (resize, tiles, normalise on
+        the GPU), at a higher priority than decoding, so those few kernels are not queued behind decode
+        steps (None off CUDA). The vision pass itself runs on the decoding thread (``encoder``)."""
         if self.model.lm_head.weight.device.type != "cuda":
             return None
         with self._cond:
-            if self._vision_stream is None:
-                self._vision_stream = self._new_stream(-1)
-            return self._vision_stream
+            if self._feed_stream is None:
+                self._feed_stream = self._new_stream(-1)
+            return self._feed_stream
 
     def _new_stream(self, priority: int) -> Any:
         """A new stream with its cuBLAS workspaces made now.
