@@ -594,11 +594,34 @@ class _Pending:
 
 
 _NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1,4}\.)\s+\S")
+# Section numbers that a list item does not use: several levels ("2.1", "2-5", "1.2.3.") or a number
+# followed by a dash ("3 - Title", "3- عنوان"); "1." and "a)" stay list markers.
+_SECTION_NUMBER = re.compile(
+    r"^(?:\d{1,2}(?:[.\-]\d{1,2}){1,4}\.?\s*[-\u2013]?|\d{1,2}\s*[-\u2013])\s*(?=\w)"
+)
+_BARE_NUMBER = re.compile(r"^(?:\d{1,3}(?:[.\-]\d{1,3}){0,4}\.?|[IVXivx]{1,4}\.?)$")
 _SENTENCE_END = (".", ",", ";", ":")
 
 
 def _normal_title(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def _cells_apart(row: _Row, gap: float) -> bool:
+    """Whether the row is made of pieces set a table-cell gap apart (column headers, a footer's
+    "Annex ... 209"): several texts side by side, not one heading. A section number in a box of its
+    own before the title ("1   Introduction", "Chapter 1.   Title") is part of the heading."""
+    if len(row.items) < 2:
+        return False
+    rtl = is_rtl(row.text)
+    items = sorted(row.items, key=lambda i: -i.box[2] if rtl else i.box[0])
+    for a, b in itertools.pairwise(items):
+        space = a.box[0] - b.box[2] if rtl else b.box[0] - a.box[2]
+        label = a.text.strip()
+        numbered = _BARE_NUMBER.match(label) or (len(label) <= 12 and any(c.isdigit() for c in label))
+        if space >= gap and not (a is items[0] and numbered):
+            return True
+    return False
 
 
 def _heading_level(
@@ -634,10 +657,23 @@ def _styled_heading_level(
         level = style.outline.get(_normal_title(text))
         if level:
             return min(level, 6)
+    if _cells_apart(row, config.min_cell_gap_ratio * style.body_size):
+        return 0
     if _list_marker(text) and not _NUMBERED_HEADING.match(text):
         return 0
     ratio = row.size / style.body_size
     bold_level = min(len(style.heading_sizes) + style.first_level, 6)
+    if (
+        _SECTION_NUMBER.match(text)
+        and row.weight >= max(style.body_weight, 600)
+        and ratio >= 0.95
+        and short_line
+        and len(text) <= 80
+        and not text.endswith(_SENTENCE_END)
+    ):
+        # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
+        # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
+        return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
@@ -718,6 +754,9 @@ def _group_section(
             and not _list_marker(text)
         )
         level = 0 if list_continues else _heading_level(row, body, config, style, short_line)
+        if level and style is not None and cur is not None and cur.last is not None and not big_gap:
+            if _cells_apart(cur.last, config.min_cell_gap_ratio * style.body_size):
+                level = 0  # the second line of a row of cells (a wrapped column header)
         if level:
             continues = cur is not None and cur.level == level and not big_gap
             if continues and cur.kind == "heading":
