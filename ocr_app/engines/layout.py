@@ -754,9 +754,16 @@ def _group_section(
             and not _list_marker(text)
         )
         level = 0 if list_continues else _heading_level(row, body, config, style, short_line)
-        if level and style is not None and cur is not None and cur.last is not None and not big_gap:
-            if _cells_apart(cur.last, config.min_cell_gap_ratio * style.body_size):
-                level = 0  # the second line of a row of cells (a wrapped column header)
+        # The second line of a row of cells (a wrapped column header) is not a heading either.
+        after_cells = (
+            style is not None
+            and cur is not None
+            and cur.last is not None
+            and not big_gap
+            and _cells_apart(cur.last, config.min_cell_gap_ratio * style.body_size)
+        )
+        if level and after_cells:
+            level = 0
         if level:
             continues = cur is not None and cur.level == level and not big_gap
             if continues and cur.kind == "heading":
