@@ -244,6 +244,11 @@ def _span_text(span: dict, first: bool) -> str:
     """
     text = _chars_text(span)
     symbol = bool(_SYMBOL_FONTS.search(span.get("font", "")))
+    controls = [ch for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r"]
+    if first and controls and len(text.strip()) - len(controls) <= 1:
+        # One glyph plus a control character opening a line ("r\x01" from a check-box font that
+        # claims to be a text font): a marker glyph, not a letter.
+        return BULLET
     out: list[str] = []
     for ch in text:
         cat = unicodedata.category(ch)
