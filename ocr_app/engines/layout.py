@@ -601,6 +601,9 @@ _SECTION_NUMBER = re.compile(
 )
 _BARE_NUMBER = re.compile(r"^(?:\d{1,3}(?:[.\-]\d{1,3}){0,4}\.?|[IVXivx]{1,4}\.?)$")
 _SENTENCE_END = (".", ",", ";", ":")
+_ADDRESS = re.compile(
+    r"(?:https?://|www\.)\S+|\S+@\S+\.\w+|[\w.-]+\.(?:com|org|net|gov|edu|int)(?:/\S*)?", re.I
+)
 
 
 def _normal_title(text: str) -> str:
@@ -648,8 +651,8 @@ def _styled_heading_level(
     """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
     document's distinct heading sizes), short lines set heavier than the body text, and short
     isolated italic lines at body size (run-in section titles of handbooks)."""
-    if _CAPTION.match(text):
-        return 0  # "Table 1:", "[표 1]", "Figure 3-1": captions, not headings
+    if _CAPTION.match(text) or _ADDRESS.fullmatch(text.strip()):
+        return 0  # "Table 1:", "[표 1]", "Figure 3-1": captions; web and e-mail addresses
     smallest = min(i.size for i in row.items)
     if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
         return 0  # a cover page: only its title
@@ -760,12 +763,20 @@ def _group_section(
             and cur is not None
             and cur.last is not None
             and not big_gap
+            and abs(row.size - cur.last.size) <= 0.1 * cur.last.size
             and _cells_apart(cur.last, config.min_cell_gap_ratio * style.body_size)
         )
         if level and after_cells:
             level = 0
         if level:
             continues = cur is not None and cur.level == level and not big_gap
+            if cur is not None and cur.kind == "heading" and cur.last is not None and style is not None:
+                # A title broken over lines keeps one weight; a line in another weight starts
+                # something else, a line a little smaller (33 pt over 30 pt) still continues it.
+                same_weight = row.weight == cur.last.weight
+                near = 0.88 * cur.last.size <= row.size <= cur.last.size and gap <= 0.6 * row.size
+                continues = same_weight and not big_gap and (cur.level == level or near)
+                level = cur.level if continues else level
             if continues and cur.kind == "heading":
                 joined = _join(cur.parts[0], text, vocabulary)
                 if style is not None and len(joined) > config.max_merged_heading_chars:

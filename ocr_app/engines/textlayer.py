@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING
 
 from ocr_app.engines.base import Engine
 from ocr_app.engines.docprofile import DocumentProfile, build_profile
-from ocr_app.engines.layout import LayoutConfig, TextLine, build_blocks, is_rtl, rotate_box, unrotate_box
+from ocr_app.engines.layout import (
+    LayoutConfig,
+    TextLine,
+    build_blocks,
+    group_rows,
+    is_rtl,
+    rotate_box,
+    unrotate_box,
+)
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
@@ -359,20 +367,25 @@ def ruled_tables(
         if table.row_count < 2 or table.col_count < 2:
             continue
         rows: list[list[str]] = []
+        taken: set[int] = set()  # cells of a grid with spans overlap: each line goes to one cell
         for row in table.rows:
             cells: list[str] = []
             for cell in row.cells:
                 if cell is None:
                     cells.append("")
                     continue
-                inside = _lines_in(pymupdf.Rect(cell) * matrix, lines)
-                used.update(id(ln) for ln in inside)
-                inside.sort(key=lambda ln: (ln.box[1], ln.box[0]))
-                cells.append(" ".join(ln.text for ln in inside))
+                inside = [ln for ln in _lines_in(pymupdf.Rect(cell) * matrix, lines) if id(ln) not in taken]
+                taken.update(id(ln) for ln in inside)
+                # Row by row, each row in its script's direction (pieces of a right-to-left line
+                # read from the right).
+                cells.append(" ".join(r.text for r in group_rows(inside)))
             rows.append(cells)
         cells_total = sum(len(row) for row in rows)
         filled = sum(1 for row in rows for c in row if c)
         box = pymupdf.Rect(table.bbox) * matrix
+        if _frames_text(rows, filled):
+            continue  # its lines stay text: the layout reads them as paragraphs, columns, headings
+        used.update(taken)
         if filled < MIN_TABLE_FILL * cells_total:
             # A form laid out on a grid (labels and answers in scattered boxes), not a table: each
             # grid row becomes one line of text, its cells in reading order ("label value").
@@ -383,6 +396,20 @@ def ruled_tables(
         if any(any(c for c in row) for row in rows):
             tables.append(((box.x0, box.y0, box.x1, box.y1), rows))
     return tables, forms, [ln for ln in lines if id(ln) not in used]
+
+
+PROSE_CELL_WORDS = 40  # a grid cell holding this many words is a paragraph
+
+
+def _frames_text(rows: list[list[str]], filled: int) -> bool:
+    """Whether a ruled grid is a frame drawn around text rather than a table or a form: at most two
+    filled cells (a boxed title beside a logo), or at most three rows of which one holds a paragraph
+    (a back cover's boxed columns of prose). Why: a table of one or two cells of prose loses the
+    text's paragraphs, headings and reading order."""
+    if filled <= 2:
+        return True
+    texted = [row for row in rows if any(row)]
+    return len(texted) <= 3 and any(len(c.split()) >= PROSE_CELL_WORDS for row in texted for c in row)
 
 
 def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:
