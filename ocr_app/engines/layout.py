@@ -400,11 +400,14 @@ def order_sections(
     left: list[Item] = []
     right: list[Item] = []
     cross: list[Item] = []
-    slack = 0.5 * body  # an item reaching further into the gutter than any column line is not one
+    # An item that ends inside the gutter is still a left-column line (ragged right: a longer line
+    # below a short side column), one that starts inside it a right-column line; an item crosses
+    # only when it reaches over the gutter into the other column.
+    slack = 0.5 * body
     for it in items:
-        if it.box[2] <= g0 + slack:
+        if it.box[2] <= max(g0 + slack, g1 - slack):
             left.append(it)
-        elif it.box[0] >= g1 - slack:
+        elif it.box[0] >= min(g1 - slack, g0 + slack):
             right.append(it)
         else:
             cross.append(it)

@@ -16,6 +16,7 @@ over a scan, of unknown quality and without layout, so we OCR the page ourselves
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import re
@@ -205,7 +206,11 @@ def font_weight(font: str, flags: int) -> int:
 
 _ALEFS = "\u0627\u0623\u0625\u0622"
 _LAM = "\u0644"
-SPACE_GAP = 0.25  # a gap between two glyphs of at least this × font size is a word space
+# A gap between two glyphs of at least this × font size, and this much wider than the span's usual
+# gap between glyphs (letter-spaced text), is a word space. MuPDF puts spaces at ~0.16 em itself;
+# words set with 0.12–0.16 em between them (tight justified lines) would run together.
+SPACE_GAP = 0.12
+_NO_SPACE_BEFORE = ".,;:!?)]}%"  # dot leaders and closing punctuation: never a word space before them
 
 
 def _chars_text(span: dict) -> str:
@@ -220,6 +225,13 @@ def _chars_text(span: dict) -> str:
     if not chars:
         return span.get("text", "")
     size = span.get("size", 10.0) or 10.0
+    gaps = sorted(
+        b["bbox"][0] - a["bbox"][2]
+        for a, b in itertools.pairwise(chars)
+        if not a["c"].isspace() and not b["c"].isspace() and b["bbox"][0] >= a["bbox"][0]
+    )
+    tracking = max(gaps[len(gaps) // 2], 0.0) if gaps else 0.0  # letter-spacing of the span
+    space_gap = max(SPACE_GAP * size, tracking + 0.1 * size)
     out: list[str] = []
     prev = None
     k = 0
@@ -236,7 +248,7 @@ def _chars_text(span: dict) -> str:
             pb = prev["bbox"]
             ltr = box[0] >= pb[0]
             gap = box[0] - pb[2] if ltr else pb[0] - box[2]
-            if gap >= SPACE_GAP * size and ltr:
+            if gap >= space_gap and ltr and c not in _NO_SPACE_BEFORE and prev["c"] not in "([{":
                 out.append(" ")
         out.append(c)
         prev = ch
