@@ -56,6 +56,7 @@ class TextLine:
     weight: int = 0  # CSS-like font weight (400 regular, 700 bold) when the engine knows it; 0 = unknown
     italic: bool = False
     in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
+    figure: int = 0  # which figure of the page (1, 2, ...) when ``in_figure``; 0 = unknown
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
 
 
@@ -866,6 +867,40 @@ def _tables_beside_a_gutter(
     return found, rest
 
 
+MAX_LABEL_WORDS = 8  # a figure whose lines are all shorter holds labels, not prose
+
+
+def _figure_items(lines: list[TextLine]) -> tuple[list[_Table], list[TextLine]]:
+    """The labels of each figure (a diagram's vector text) as one item, read row by row where the
+    figure stands, and the other lines.
+
+    Why: left loose, labels side by side look like text columns or table rows, and a figure that
+    spans both columns of a page would be torn in two. A figure with sentences in it (a text box over
+    a picture) keeps its lines: they are read as text.
+    """
+    groups: dict[int, list[TextLine]] = {}
+    for ln in lines:
+        if ln.in_figure and ln.figure:
+            groups.setdefault(ln.figure, []).append(ln)
+    figures: list[_Table] = []
+    grouped: set[int] = set()
+    for members in groups.values():
+        if any(len(ln.text.split()) >= MAX_LABEL_WORDS for ln in members):
+            continue
+        rows = group_rows(members)
+        figures.append(
+            _Table(
+                box=_union([ln.box for ln in members]),
+                rows=[[r.text] for r in rows],
+                size=statistics.median(ln.size for ln in members),
+                items=members,
+                form=True,
+            )
+        )
+        grouped.update(id(ln) for ln in members)
+    return figures, [ln for ln in lines if id(ln) not in grouped]
+
+
 def _cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
     """On a cover page (big type, almost no body text) only the title is a heading: the largest
     line of at least three words; "Front cover", series names, taglines and authors are not."""
@@ -911,11 +946,13 @@ def build_blocks(
             # print, a sampler of sizes): the document's heading scale, relative to this page's body.
             k = body / style.body_size
             style = replace(style, body_size=body, heading_sizes=tuple(h * k for h in style.heading_sizes))
-    found, rest = detect_tables(clean, page_width, config, body)
+    figures, clean_rest = _figure_items(clean)
+    found, rest = detect_tables(clean_rest, page_width, config, body)
     found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
     found += found_more
     found += [_Table(box=b, rows=r) for b, r in tables if r]
     found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
+    found += figures
     items: list[Item] = [*rest, *found]
     blocks: list[Block] = []
     rtl = is_rtl(" ".join(ln.text for ln in clean))

@@ -476,7 +476,7 @@ def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, bo
     if not regions:
         return
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-    for region in regions:
+    for number, region in enumerate(regions, start=1):
         r = region * matrix
         inside = [
             ln
@@ -486,7 +486,8 @@ def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, bo
         sentences = sum(1 for ln in inside if len(ln.text.split()) >= 6)
         if len(inside) >= 3 and sentences <= 0.5 * len(inside):
             for ln in inside:
-                ln.in_figure = True
+                if not ln.in_figure:  # overlapping regions: the first one keeps its lines
+                    ln.in_figure, ln.figure = True, number
 
 
 def split_running(
