@@ -264,11 +264,6 @@ def _span_text(span: dict, first: bool) -> str:
     """
     text = _chars_text(span)
     symbol = bool(_SYMBOL_FONTS.search(span.get("font", "")))
-    controls = [ch for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r"]
-    if first and controls and len(text.strip()) - len(controls) <= 1:
-        # One glyph plus a control character opening a line ("r\x01" from a check-box font that
-        # claims to be a text font): a marker glyph, not a letter.
-        return BULLET
     out: list[str] = []
     for ch in text:
         cat = unicodedata.category(ch)
@@ -279,6 +274,27 @@ def _span_text(span: dict, first: bool) -> str:
             continue
         out.append(" " if ch == "\t" else ch)
     return "".join(out)
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cc" and ch not in "\t\n\r"
+
+
+def _marker_spans(texts: list[str]) -> int:
+    """How many spans at the start of a line are one marker glyph: at most one visible character
+    with a control character ("r" + U+0001 from a check-box font that claims to be a text font),
+    followed by the item's text. 0 when the line does not start so."""
+    visible = 0
+    control = False
+    for k, text in enumerate(texts[:3]):
+        visible += sum(1 for ch in text if not ch.isspace() and not _is_control(ch))
+        control = control or any(_is_control(ch) for ch in text)
+        if visible > 1:
+            return 0
+        rest = "".join(texts[k + 1 :])
+        if control and sum(1 for ch in rest if ch.isalnum()) >= 2:
+            return k + 1
+    return 0
 
 
 def _turns(direction: tuple[float, float], rotation: pymupdf.Matrix) -> int:
@@ -311,7 +327,11 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     for block in data["blocks"]:
         for line in block.get("lines", []):
             texts: list[str] = []
-            for span in line["spans"]:
+            marker = _marker_spans([_chars_text(span) for span in line["spans"]])
+            for k, span in enumerate(line["spans"]):
+                if k < marker:
+                    texts.append(BULLET + " " if k == 0 else "")
+                    continue
                 texts.append(_span_text(span, first=not "".join(texts).strip()))
             kept = [(s, t) for s, t in zip(line["spans"], texts, strict=True) if t.strip()]
             if not kept:
