@@ -674,7 +674,6 @@ def _styled_heading_level(
         _SECTION_NUMBER.match(text)
         and row.weight >= max(style.body_weight, 600)
         and ratio >= 0.95
-        and short_line
         and len(text) <= 80
         and not text.endswith(_SENTENCE_END)
     ):

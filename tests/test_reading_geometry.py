@@ -1,0 +1,263 @@
+"""Reading order, page geometry and text cleanup from the text layer (issue 16, items 1 and 8), on PDFs
+made here with PyMuPDF: columns of unequal width, a diagram's labels, words set without space glyphs,
+marker glyphs made of control characters, ruled frames around prose, and the heading rules that
+separate headings from column headers, footers and bold form labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.accuracy import generate
+from ocr_app.engines.layout import blocks_to_markdown
+from ocr_app.engines.textlayer import TextLayerEngine
+from ocr_app.ingest.pdf import import_pymupdf
+from ocr_app.schema import PageImage, PageRequest
+
+# As the product imports it: a plain ``import pymupdf`` also loads pymupdf.layout, which replaces
+# ``find_tables`` with another table finder.
+pymupdf = import_pymupdf()
+
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+FILLER = "words that fill the column of this page"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    eng = TextLayerEngine()
+    eng.load()
+    yield eng
+    eng.unload()
+
+
+def _markdown(engine: TextLayerEngine, pdf: Path, index: int = 0) -> str:
+    image = generate.render(pdf, index, 72)
+    page = PageImage(image=image, index=index, source=pdf.name, dpi=72, pdf_path=pdf)
+    return blocks_to_markdown(engine.predict_batch([PageRequest(page=page, prompt="")])[0].blocks)
+
+
+def _headings(md: str) -> list[str]:
+    return [ln for ln in md.splitlines() if ln.startswith("#")]
+
+
+def _raw_text_pdf(path: Path, operators: str) -> Path:
+    """A page whose content stream is ``operators`` (Helvetica as /helv): text set the way real PDFs
+    set it (TJ arrays with gaps, character spacing), which ``insert_text`` cannot do."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "x", fontname="helv", fontsize=11)  # declares the font resource
+    doc.update_stream(page.get_contents()[0], operators.encode())
+    doc.save(path)
+    return path
+
+
+def test_unequal_columns_are_read_column_by_column(tmp_path, engine):
+    """A wide column beside a narrow one, the wide column's ragged lines longer below the narrow one
+    than beside it: the whole wide column first, then the side column."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    p.insert_text((50, 60), "Unequal Columns Report", fontsize=20, fontname="hebo")
+    for k in range(14):
+        p.insert_text(
+            (50, 100 + k * 14), f"main column sentence {k} is long enough to fill its column", fontsize=10
+        )
+    for k in range(6):
+        p.insert_text((420, 100 + k * 14), f"side note {k} short", fontsize=10)
+    pdf = tmp_path / "unequal.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    order = [
+        "# Unequal Columns Report",
+        "sentence 0 ",
+        "sentence 9 ",
+        "sentence 13 ",
+        "side note 0",
+        "side note 5",
+    ]
+    positions = [md.index(s) for s in order]
+    assert positions == sorted(positions), md
+
+
+def test_diagram_labels_stay_out_of_columns_and_tables(tmp_path, engine):
+    """Labels of a drawn diagram (a 3 × 3 grid of boxes) below two text columns: no table, no
+    columns made of labels; the figure is read row by row after both columns."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    p.insert_text((56, 60), "Figure Page Title", fontsize=20, fontname="hebo")
+    for k in range(30):
+        p.insert_text((56, 100 + k * 13), f"left line {k} {FILLER}", fontsize=10)
+    for k in range(8):
+        p.insert_text((320, 100 + k * 13), f"right line {k} {FILLER}", fontsize=10)
+    for r in range(3):
+        for c in range(3):
+            x, y = 70 + c * 170, 520 + r * 60
+            p.draw_rect(pymupdf.Rect(x, y, x + 120, y + 40), color=(0, 0, 0), fill=(0.9, 0.9, 1))
+            p.insert_text((x + 10, y + 24), f"Stage {r}{c} node", fontsize=9)
+            if c < 2:
+                p.draw_line((x + 120, y + 20), (x + 170, y + 20))
+    pdf = tmp_path / "diagram.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    lines = md.splitlines()
+    assert "|" not in md
+    assert "Stage 00 node Stage 01 node Stage 02 node" in lines
+    assert "Stage 20 node Stage 21 node Stage 22 node" in lines
+    order = [
+        "left line 29",
+        "right line 0",
+        "right line 7",
+        "Stage 00 node",
+        "Stage 10 node",
+        "Stage 20 node",
+    ]
+    positions = [md.index(s) for s in order]
+    assert positions == sorted(positions), md
+
+
+def test_words_set_without_space_glyphs_get_their_spaces(tmp_path, engine):
+    """Words placed by TJ gaps of 0.13 em (MuPDF itself spaces only wider gaps); letter-spaced words
+    (0.14 em between every letter) stay whole; dot leaders get no space before them."""
+    words = ["Composition", "of", "the", "pretraining", "data", "for", "OLMo", "2"]
+    tight = " -130 ".join(f"({w})" for w in words)
+    ops = (
+        f"q BT 1 0 0 1 72 770 Tm /helv 11 Tf [{tight}] TJ ET "
+        "BT 1 0 0 1 72 740 Tm /helv 11 Tf 1.5 Tc [(Letter) -400 (spaced)] TJ 0 Tc ET "
+        "BT 1 0 0 1 72 710 Tm /helv 11 Tf [(Access) -140 (control) -140 (. . . . . .) -140 (24)] TJ ET Q"
+    )
+    md = _markdown(engine, _raw_text_pdf(tmp_path / "tj.pdf", ops))
+    assert "Composition of the pretraining data for OLMo 2" in md
+    assert "Letter spaced" in md
+    assert "Access control. . . . . . 24" in md
+
+
+def test_marker_glyph_with_a_control_character_becomes_a_list_marker(tmp_path, engine):
+    """A check-box glyph that extracts as "r" plus a control character, at the start of each line."""
+    doc = pymupdf.open()
+    p = doc.new_page()
+    p.insert_font(fontname="dv", fontfile=str(DEJAVU))
+    p.insert_text((72, 80), "Global engagements cover topics including:", fontname="dv", fontsize=9)
+    items = ["Database performance and scalability", "Advanced SQL knowledge and skills transfer"]
+    for k, text in enumerate(items):
+        p.insert_text((72, 100 + 12 * k), "r\x01", fontname="dv", fontsize=6)
+        p.insert_text((82, 100 + 12 * k), text, fontname="dv", fontsize=9)
+    p.insert_text((72, 140), "Version 2\x01 of the draft is final.", fontname="dv", fontsize=9)
+    pdf = tmp_path / "checkbox.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    lines = md.splitlines()
+    assert "- Database performance and scalability" in lines
+    assert "- Advanced SQL knowledge and skills transfer" in lines
+    assert "Version 2 of the draft is final." in lines  # inside a line: dropped, no marker
+    assert not any(ord(c) < 32 and c != "\n" for c in md)
+
+
+def test_ruled_frame_around_prose_is_text_not_a_table(tmp_path, engine):
+    """A back cover's ruled frame: two boxes side by side, one holding a paragraph. No table; the
+    paragraph stays whole and the short box's text is read after it (column by column)."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    paragraph = [f"Paragraph line {k} of the boxed text, a sentence of prose that runs on." for k in range(8)]
+    for y in (200, 420, 460):  # the frame's rulings: 3 across, 3 down
+        p.draw_line((40, y), (560, y))
+    for x in (40, 380, 560):
+        p.draw_line((x, 200), (x, 460))
+    p.insert_text((50, 445), "REDP-5110-00", fontsize=9)
+    for k, text in enumerate(paragraph):
+        p.insert_text((50, 230 + 13 * k), text, fontsize=10)
+    for k, text in enumerate(["Side box title", "and a few", "short lines", "beside it"]):
+        p.insert_text((390, 230 + 13 * k), text, fontsize=10)
+    pdf = tmp_path / "frame.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    assert "|" not in md, md
+    assert " ".join(paragraph) in md
+    assert md.index("Paragraph line 7") < md.index("Side box title")
+
+
+def test_column_headers_and_footers_are_not_headings(tmp_path, engine):
+    """Bold column headers (one wrapped onto a second line) above an unruled table, and a bold
+    footer "Annex ... 209" spread across the page: several pieces a cell gap apart, not headings."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    y = 80
+    for k in range(4):
+        p.insert_text(
+            (72, y), f"Body paragraph line {k} explains the survey question in plain words.", fontsize=9
+        )
+        y += 12
+    p.insert_text((300, 150), "State funded", fontsize=9, fontname="hebo")
+    p.insert_text((310, 161), "legal aid", fontsize=9, fontname="hebo")
+    p.insert_text((400, 150), "CSOs", fontsize=9, fontname="hebo")
+    for k, group in enumerate(("Persons with disabilities", "Children", "Women")):
+        p.insert_text((72, 180 + 12 * k), group, fontsize=9)
+        p.insert_text((320, 180 + 12 * k), "x", fontsize=9)
+        p.insert_text((410, 180 + 12 * k), "x", fontsize=9)
+    p.insert_text((300, 800), "Annex", fontsize=9, fontname="hebo")
+    p.insert_text((520, 800), "209", fontsize=9, fontname="hebo")
+    pdf = tmp_path / "headers.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    assert _headings(md) == [], md
+    assert "State funded" in md and "CSOs" in md and "Annex" in md
+
+
+def test_numbered_sections_are_headings_where_the_body_is_bold(tmp_path, engine):
+    """A form whose labels are bold (most of its text): size and weight cannot tell headings apart.
+    Bold lines with a section number ("2-5 -", "3 -", "4.1") are headings; the labels are not."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    y = 80
+    labels = [
+        "Name of the standard",
+        "National standard number",
+        "Is the standard mandatory",
+        "Date the documents were given",
+        "Date of admission",
+        "Number of the committee meeting",
+    ]
+    for section, labelset in (
+        ("2-5 - Standard of the goods", labels[:3]),
+        ("3 - Admission to the exchange", labels[3:]),
+    ):
+        p.insert_text((60, y), section, fontsize=13, fontname="hebo")
+        y += 24
+        for label in labelset:
+            p.insert_text((60, y), label, fontsize=13, fontname="hebo")
+            p.insert_text((400, y), "1403/10/04", fontsize=11)
+            y += 20
+        y += 14
+    p.insert_text((60, y), "4.1 Delivery terms", fontsize=13, fontname="hebo")
+    p.insert_text((60, y + 20), "Allowed delivery error", fontsize=13, fontname="hebo")
+    p.insert_text((400, y + 20), "five percent", fontsize=11)
+    pdf = tmp_path / "form.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    heads = [h.lstrip("#").strip() for h in _headings(md)]
+    assert heads == ["2-5 - Standard of the goods", "3 - Admission to the exchange", "4.1 Delivery terms"], md
+
+
+def test_boxed_section_number_and_two_size_title(tmp_path, engine):
+    """A section number in a box of its own before the title is part of the heading; a title whose
+    second line is set a little smaller is one heading; a web address under it is not a heading."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    p.insert_text((40, 70), "Row and Column Access Control", fontsize=30, fontname="hebo")
+    p.insert_text((40, 104), "Support in the Database", fontsize=27, fontname="hebo")
+    p.draw_rect(pymupdf.Rect(58, 150, 76, 168), color=(0, 0, 0), fill=(0.2, 0.3, 0.6))
+    p.insert_text((63, 164), "1", fontsize=13, fontname="hebo")
+    p.insert_text((94, 164), "Introduction", fontsize=13, fontname="hebo")
+    y = 190
+    for k in range(10):
+        p.insert_text(
+            (58, y), f"Body line {k} of the introduction, set in the regular body face.", fontsize=10
+        )
+        y += 13
+    p.insert_text((58, y + 10), "For more information:", fontsize=12, fontname="hebo")
+    p.insert_text((58, y + 24), "ibm.com/redbooks", fontsize=12)
+    pdf = tmp_path / "title.pdf"
+    doc.save(pdf)
+    heads = [h.lstrip("#").strip() for h in _headings(_markdown(engine, pdf))]
+    assert "Row and Column Access Control Support in the Database" in heads
+    assert "1 Introduction" in heads
+    assert not any("ibm.com" in h for h in heads)
