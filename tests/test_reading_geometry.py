@@ -261,3 +261,26 @@ def test_boxed_section_number_and_two_size_title(tmp_path, engine):
     assert "Row and Column Access Control Support in the Database" in heads
     assert "1 Introduction" in heads
     assert not any("ibm.com" in h for h in heads)
+
+
+def test_issue_number_and_subtitle_are_not_headings(tmp_path, engine):
+    """A bulletin's issue number ("No. 1695", mostly digits) and the lighter, smaller line right under
+    the title (its subtitle) are text; the title and a later section heading are headings."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    p.insert_text((460, 50), "No. 1695", fontsize=14, fontname="hebo")
+    p.insert_text((56, 90), "Center of Excellence", fontsize=20, fontname="hebo")
+    p.insert_text((56, 106), "Expert help to achieve your business requirements", fontsize=12)
+    y = 140
+    for k in range(8):
+        p.insert_text(
+            (56, y), f"Body line {k} describes the services of the center in plain words.", fontsize=10
+        )
+        y += 13
+    p.insert_text((56, y + 14), "Who we are", fontsize=14, fontname="hebo")
+    p.insert_text((56, y + 34), "Engagements cover many topics for the clients of the center.", fontsize=10)
+    pdf = tmp_path / "bulletin.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    assert [h.lstrip("#").strip() for h in _headings(md)] == ["Center of Excellence", "Who we are"], md
+    assert "No. 1695" in md and "Expert help to achieve your business requirements" in md

@@ -635,8 +635,11 @@ def _heading_level(
     row: _Row, body: float, config: LayoutConfig, style: DocStyle | None = None, short_line: bool = False
 ) -> int:
     text = row.text
-    if len(text) > config.max_heading_chars or sum(c.isalpha() for c in text) < 2 or row.in_figure:
+    letters = sum(c.isalpha() for c in text)
+    if len(text) > config.max_heading_chars or letters < 2 or row.in_figure:
         return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
+    if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
+        return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
         return _styled_heading_level(row, text, config, style, short_line)
     ratio = row.size / body
@@ -769,7 +772,19 @@ def _group_section(
             and abs(row.size - cur.last.size) <= 0.1 * cur.last.size
             and _cells_apart(cur.last, config.min_cell_gap_ratio * style.body_size)
         )
-        if level and after_cells:
+        # A lighter, smaller line set right under a heading is its subtitle or byline ("Expert help
+        # to achieve ...", the authors under a title): text, not a heading of its own.
+        subtitle = (
+            style is not None
+            and cur is not None
+            and cur.kind == "heading"
+            and cur.last is not None
+            and not big_gap
+            and row.weight < cur.last.weight
+            and row.size < 0.9 * cur.last.size
+            and style.outline.get(_normal_title(text)) is None
+        )
+        if level and (after_cells or subtitle):
             level = 0
         if level:
             continues = cur is not None and cur.level == level and not big_gap
