@@ -473,6 +473,8 @@ def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int,
             break
         if tail and side != tail[0][0]:
             break
+        if tail and tail[0][1].box[1] - it.box[3] >= 1.5 * body:
+            return tail  # a clear break: the column ends at ``it``, what follows is the tail
         tail.insert(0, band[k - 1])
         k -= 1
     if not tail:
