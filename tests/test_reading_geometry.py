@@ -204,9 +204,11 @@ def test_column_headers_and_footers_are_not_headings(tmp_path, engine):
 
 def test_numbered_sections_are_headings_where_the_body_is_bold(tmp_path, engine):
     """A form whose labels are bold (most of its text): size and weight cannot tell headings apart.
-    Bold lines with a section number ("2-5 -", "3 -", "4.1") are headings; the labels are not."""
+    Bold lines with a section number ("2-5 -", "3 -", "4.1") and a bold title in another typeface are
+    headings; the labels are not."""
     doc = pymupdf.open()
     p = doc.new_page(width=595, height=842)
+    p.insert_text((60, 50), "Admission prospectus of the main market", fontsize=13, fontname="tibo")
     y = 80
     labels = [
         "Name of the standard",
@@ -234,7 +236,12 @@ def test_numbered_sections_are_headings_where_the_body_is_bold(tmp_path, engine)
     doc.save(pdf)
     md = _markdown(engine, pdf)
     heads = [h.lstrip("#").strip() for h in _headings(md)]
-    assert heads == ["2-5 - Standard of the goods", "3 - Admission to the exchange", "4.1 Delivery terms"], md
+    assert heads == [
+        "Admission prospectus of the main market",  # bold in another typeface than the bold labels
+        "2-5 - Standard of the goods",
+        "3 - Admission to the exchange",
+        "4.1 Delivery terms",
+    ], md
 
 
 def test_boxed_section_number_and_two_size_title(tmp_path, engine):

@@ -57,6 +57,7 @@ class TextLine:
     italic: bool = False
     in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
     figure: int = 0  # which figure of the page (1, 2, ...) when ``in_figure``; 0 = unknown
+    font: str = ""  # font family ("helvetica", "bnazanin") when the engine knows it
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
 
 
@@ -75,6 +76,7 @@ class DocStyle:
     vocabulary: frozenset[str] = frozenset()  # lower-case words the document has unbroken
     first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
     cover_min_size: float = 0.0  # set per page on a cover page: smaller lines are not headings
+    body_font: str = ""  # the font family of the body text, when known
 
     def level_for_size(self, size: float) -> int:
         """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
@@ -690,6 +692,18 @@ def _styled_heading_level(
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
         return bold_level
+    other_face = bool(style.body_font) and all(i.font and i.font != style.body_font for i in row.items)
+    if (
+        other_face
+        and style.body_weight >= 600
+        and row.weight >= style.body_weight
+        and ratio >= 0.95
+        and len(text) <= 100
+        and not text.endswith(_SENTENCE_END)
+    ):
+        # Where the body itself is bold (a form of bold labels), weight cannot mark a heading; a line
+        # set bold in another typeface (the form's title) is one.
+        return bold_level
     titled = text[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
     if row.italic and short_line and titled and 0.95 <= ratio <= 1.1:
         return min(bold_level + 1, 6)
@@ -793,9 +807,14 @@ def _group_section(
             if cur is not None and cur.kind == "heading" and cur.last is not None and style is not None:
                 # A title broken over lines keeps one weight; a line in another weight starts
                 # something else, a line a little smaller (33 pt over 30 pt) still continues it.
+                # A numbered line or another typeface starts a heading of its own.
                 same_weight = row.weight == cur.last.weight
+                same_face = {i.font for i in row.items} == {i.font for i in cur.last.items}
                 near = 0.88 * cur.last.size <= row.size <= cur.last.size and gap <= 0.6 * row.size
-                continues = same_weight and not big_gap and (cur.level == level or near)
+                fresh = bool(_SECTION_NUMBER.match(text) or _NUMBERED_HEADING.match(text))
+                continues = (
+                    same_weight and same_face and not fresh and not big_gap and (cur.level == level or near)
+                )
                 level = cur.level if continues else level
             if continues and cur.kind == "heading":
                 joined = _join(cur.parts[0], text, vocabulary)

@@ -204,6 +204,19 @@ def font_weight(font: str, flags: int) -> int:
     return weight
 
 
+_STYLE_WORDS = re.compile(
+    r"(?:[-_,]?(?:bold|italic|oblique|regular|roman|book|medium|light|thin|black|heavy|semi|demi|extra|ultra|"
+    r"condensed|cond|narrow|mt|ps|std|pro|lt|com|it|bd|bx))+$"
+)
+
+
+def font_family(font: str) -> str:
+    """A font's family without subset prefix and style ("ABCDEF+BNazaninBold" → "bnazanin")."""
+    name = font.split("+")[-1].lower().replace(" ", "")
+    family = _STYLE_WORDS.sub("", name)
+    return family or name
+
+
 _ALEFS = "\u0627\u0623\u0625\u0622"
 _LAM = "\u0644"
 # A gap between two glyphs of at least this × font size, and this much wider than the span's usual
@@ -346,7 +359,12 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             rect = pymupdf.Rect(line["bbox"]) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
             turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
-            lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns))
+            main = max(words, key=lambda w: len(w[1].strip()))[0]
+            lines.append(
+                TextLine(
+                    text, box, size * scale, bold, weight, italic, turns=turns, font=font_family(main["font"])
+                )
+            )
     return lines
 
 
