@@ -7,6 +7,8 @@ the schema, so it is cheap to test exhaustively.
 
 The pipeline, in order:
 
+0. ``_figure_items``: the labels of a diagram (lines the engine marked as inside one figure, all
+   short) become one item read row by row, so they never pose as text columns or table rows.
 1. ``detect_tables``: rows (items sharing a baseline band) with several well-separated cells whose
    columns line up over at least two consecutive rows become a Markdown pipe table.
 2. ``order_sections``: gap analysis of the x-projection, done locally. Pairs of lines side by
@@ -20,7 +22,11 @@ The pipeline, in order:
    paragraphs (break on a larger vertical gap, a size change, a first-line indent), list items
    (``-``, ``•``, ``1.``, ``a)`` markers; bullets become ``- ``), or headings (size ≥
    ``heading_ratio`` × the page's body size: ≥ ``h1_ratio`` → ``#``, else ``##``; bold lines a bit
-   larger than body → ``###``).
+   larger than body → ``###``). With a document style (the text layer) headings come from the whole
+   document instead (``_styled_heading_level``): the outline, sizes and weights against the body's,
+   section numbers ("2.1", "3 -") and typefaces where the body itself is bold; never a row of pieces a
+   cell gap apart (column headers, footers), a line that is mostly a number, a web address, or a
+   lighter subtitle right under a heading.
 """
 
 from __future__ import annotations
