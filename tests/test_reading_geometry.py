@@ -291,3 +291,39 @@ def test_issue_number_and_subtitle_are_not_headings(tmp_path, engine):
     md = _markdown(engine, pdf)
     assert [h.lstrip("#").strip() for h in _headings(md)] == ["Center of Excellence", "Who we are"], md
     assert "No. 1695" in md and "Expert help to achieve your business requirements" in md
+
+
+def _grid(page, x: list[float], y: list[float]) -> None:
+    for yy in y:
+        page.draw_line((x[0], yy), (x[-1], yy))
+    for xx in x:
+        page.draw_line((xx, y[0]), (xx, y[-1]))
+
+
+def test_ruled_grid_of_bold_labels_and_plain_answers_reads_as_lines(tmp_path, engine):
+    """A ruled form: bold labels in one column, plain answers in the other, no header row. It reads
+    as "label answer" lines; a ruled table with a bold header row stays a table."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    form = [
+        ("Date of submission", "1403/09/19"),
+        ("Date of admission", "1403/10/04"),
+        ("Meeting number", "436"),
+    ]
+    _grid(p, [60, 260, 500], [100 + 24 * k for k in range(len(form) + 1)])
+    for k, (label, value) in enumerate(form):
+        p.insert_text((70, 116 + 24 * k), label, fontsize=11, fontname="hebo")
+        p.insert_text((270, 116 + 24 * k), value, fontsize=11)
+    table = [("Region", "Cases"), ("North", "120"), ("South", "87"), ("East", "45")]
+    _grid(p, [60, 260, 500], [300 + 24 * k for k in range(len(table) + 1)])
+    for k, (a, b) in enumerate(table):
+        font = "hebo" if k == 0 else "helv"
+        p.insert_text((70, 316 + 24 * k), a, fontsize=11, fontname=font)
+        p.insert_text((270, 316 + 24 * k), b, fontsize=11, fontname=font)
+    pdf = tmp_path / "kv.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    lines = md.splitlines()
+    for label, value in form:
+        assert f"{label} {value}" in lines, md
+    assert "| Region | Cases |" in lines and "| South | 87 |" in lines, md

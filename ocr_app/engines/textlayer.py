@@ -418,14 +418,16 @@ def ruled_tables(
             continue
         rows: list[list[str]] = []
         taken: set[int] = set()  # cells of a grid with spans overlap: each line goes to one cell
+        heavy: dict[int, set[bool]] = collections.defaultdict(set)  # column → bold / not bold lines
         for row in table.rows:
             cells: list[str] = []
-            for cell in row.cells:
+            for col, cell in enumerate(row.cells):
                 if cell is None:
                     cells.append("")
                     continue
                 inside = [ln for ln in _lines_in(pymupdf.Rect(cell) * matrix, lines) if id(ln) not in taken]
                 taken.update(id(ln) for ln in inside)
+                heavy[col].update((ln.weight or (700 if ln.bold else 400)) >= 600 for ln in inside)
                 # Row by row, each row in its script's direction (pieces of a right-to-left line
                 # read from the right).
                 cells.append(" ".join(r.text for r in group_rows(inside)))
@@ -436,7 +438,7 @@ def ruled_tables(
         if _frames_text(rows, filled):
             continue  # its lines stay text: the layout reads them as paragraphs, columns, headings
         used.update(taken)
-        if filled < MIN_TABLE_FILL * cells_total:
+        if filled < MIN_TABLE_FILL * cells_total or _labels_and_values(heavy, rows):
             # A form laid out on a grid (labels and answers in scattered boxes), not a table: each
             # grid row becomes one line of text, its cells in reading order ("label value").
             rtl = is_rtl(" ".join(c for row in rows for c in row))
@@ -449,6 +451,16 @@ def ruled_tables(
 
 
 PROSE_CELL_WORDS = 40  # a grid cell holding this many words is a paragraph
+
+
+def _labels_and_values(heavy: dict[int, set[bool]], rows: list[list[str]]) -> bool:
+    """Whether a grid is a form of bold labels beside plain answers: two columns hold text, one only
+    bold lines, the other only regular ones, and no header row (a bold line over the answers).
+    Such a grid reads as "label value" lines, like the other forms."""
+    columns = [col for col, kinds in heavy.items() if kinds]
+    if len(columns) != 2 or sum(1 for row in rows if any(row)) < 3:
+        return False
+    return sorted(tuple(heavy[c]) for c in columns) == [(False,), (True,)]
 
 
 def _frames_text(rows: list[list[str]], filled: int) -> bool:
