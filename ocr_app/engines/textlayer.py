@@ -340,7 +340,9 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     for block in data["blocks"]:
         for line in block.get("lines", []):
             texts: list[str] = []
-            marker = _marker_spans([_chars_text(span) for span in line["spans"]])
+            spans = line["spans"]
+            short_start = bool(spans) and len(spans[0].get("chars", ())) <= 3
+            marker = _marker_spans([_chars_text(span) for span in spans]) if short_start else 0
             for k, span in enumerate(line["spans"]):
                 if k < marker:
                     texts.append(BULLET + " " if k == 0 else "")
