@@ -327,3 +327,27 @@ def test_ruled_grid_of_bold_labels_and_plain_answers_reads_as_lines(tmp_path, en
     for label, value in form:
         assert f"{label} {value}" in lines, md
     assert "| Region | Cases |" in lines and "| South | 87 |" in lines, md
+
+
+def test_pieces_drawn_without_a_gap_are_one_word():
+    """Pieces of one line whose glyphs touch ("1403" "/" "09", an Arabic word split where PyMuPDF
+    starts a new run) join without a space; a real gap, a change of script direction at the joint,
+    or pieces whose glyph extent is unknown (OCR boxes) keep the space."""
+    from ocr_app.engines.layout import TextLine, build_blocks
+
+    def piece(text: str, x0: float, x1: float, ink: bool = True) -> TextLine:
+        return TextLine(text, (x0, 100, x1, 112), 12.0, ink=(x0, x1) if ink else ())
+
+    date = [piece("1403", 100, 124), piece("/", 124, 127), piece("09", 127, 139), piece("/", 139, 142)]
+    date += [piece("19", 142, 154), piece("days", 158.5, 182)]
+    word = [
+        piece("\u0627\u0644\u0627", 300, 324),
+        piece("\u06a9", 324.4, 331),
+    ]  # "ک" then "الا", read right to left
+    arabic = (
+        "\u062a\u0639\u062a\u0628\u0631 \u0628\u0644\u063a\u0629 R \u0648Python"  # "تعتبر بلغة R وPython"
+    )
+    mixed = [piece("\u0645\u0646", 200, 214), piece(arabic, 214, 300)]  # "من" to its left
+    ocr = [piece("14", 100, 112, ink=False), piece("03", 112, 124, ink=False)]
+    texts = [build_blocks(lines, page_width=600)[0].text.strip() for lines in (date, word, mixed, ocr)]
+    assert texts == ["1403/09/19 days", "\u06a9\u0627\u0644\u0627", arabic + " \u0645\u0646", "14 03"]

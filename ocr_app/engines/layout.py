@@ -64,6 +64,7 @@ class TextLine:
     in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
     figure: int = 0  # which figure of the page (1, 2, ...) when ``in_figure``; 0 = unknown
     font: str = ""  # font family ("helvetica", "bnazanin") when the engine knows it
+    ink: tuple[float, float] = ()  # x-range of the glyphs without surrounding spaces, when known
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
 
 
@@ -140,7 +141,10 @@ class _Row:
         # Right-to-left rows read from the right: pieces of one Arabic line stay in order.
         rtl = is_rtl(" ".join(i.text for i in self.items))
         ordered = sorted(self.items, key=lambda i: -i.box[2] if rtl else i.box[0])
-        return " ".join(i.text for i in ordered)
+        out = ordered[0].text
+        for a, b in itertools.pairwise(ordered):
+            out += ("" if _touching(a, b, rtl) else " ") + b.text
+        return out
 
     @property
     def size(self) -> float:
@@ -162,6 +166,25 @@ class _Row:
     def weight(self) -> int:
         """The lightest weight on the row (a heading is heavy all through)."""
         return min(i.weight or (700 if i.bold else 400) for i in self.items)
+
+
+def _direction(text: str) -> str:
+    if is_rtl(text):
+        return "rtl"
+    return "ltr" if any(c.isalpha() for c in text) else "neutral"
+
+
+def _touching(a: TextLine, b: TextLine, rtl: bool) -> bool:
+    """Whether two pieces of one line (``b`` after ``a`` in reading order) are set with no space
+    between their glyphs: one word the PDF happens to draw in two runs ("1403" "/" "09", an Arabic
+    word split where the text direction changes). Only where the engine knows the glyphs' extent."""
+    if not a.ink or not b.ink:
+        return False
+    kinds = {_direction(a.text[-1:]), _direction(b.text[:1])} - {"neutral"}
+    if len(kinds) > 1:
+        return False  # where the script's direction changes, the space may be drawn elsewhere
+    gap = a.ink[0] - b.ink[1] if rtl else b.ink[0] - a.ink[1]
+    return -0.3 * min(a.size, b.size) <= gap <= 0.06 * min(a.size, b.size)
 
 
 Item = TextLine | _Table

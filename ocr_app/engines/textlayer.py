@@ -362,9 +362,32 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
             turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
             main = max(words, key=lambda w: len(w[1].strip()))[0]
+            glyphs = [
+                c["bbox"]
+                for sp, t in kept
+                if t.strip() != BULLET
+                for c in sp.get("chars", ())
+                if not c["c"].isspace()
+            ]
+            ink = (
+                (
+                    min(g[0] for g in glyphs) * matrix.a + matrix.e,
+                    max(g[2] for g in glyphs) * matrix.a + matrix.e,
+                )
+                if glyphs and page.rotation == 0
+                else ()
+            )
             lines.append(
                 TextLine(
-                    text, box, size * scale, bold, weight, italic, turns=turns, font=font_family(main["font"])
+                    text,
+                    box,
+                    size * scale,
+                    bold,
+                    weight,
+                    italic,
+                    turns=turns,
+                    font=font_family(main["font"]),
+                    ink=ink,
                 )
             )
     return lines
