@@ -351,3 +351,57 @@ def test_pieces_drawn_without_a_gap_are_one_word():
     ocr = [piece("14", 100, 112, ink=False), piece("03", 112, 124, ink=False)]
     texts = [build_blocks(lines, page_width=600)[0].text.strip() for lines in (date, word, mixed, ocr)]
     assert texts == ["1403/09/19 days", "\u06a9\u0627\u0644\u0627", arabic + " \u0645\u0646", "14 03"]
+
+
+def test_short_paragraph_after_two_columns_stays_after_both():
+    """Two columns, the left one ending on a short line; then a short full-width paragraph whose
+    end lies inside the gutter (ragged right), then a paragraph across the page: the short paragraph
+    follows the right column, it is not read as the left column's tail."""
+    from ocr_app.engines.layout import TextLine, build_blocks
+
+    size = 10.0
+    lines = [
+        TextLine(f"left column line {k} with words", (56, 100 + 13 * k, 279, 110 + 13 * k), size)
+        for k in range(9)
+    ]
+    lines.append(TextLine("student.", (56, 217, 92, 227), size))
+    lines += [
+        TextLine(f"right column line {k} of words", (310, 100 + 13 * k, 534, 110 + 13 * k), size)
+        for k in range(8)
+    ]
+    lines.append(TextLine("Deliver engine bridge museum support sample engine.", (56, 250, 298, 260), size))
+    lines.append(
+        TextLine("Library weekly strong paper final language autumn across.", (56, 271, 522, 281), size)
+    )
+    md = "\n".join(b.text for b in build_blocks(lines, page_width=595))
+    order = [
+        "left column line 0",
+        "student.",
+        "right column line 0",
+        "right column line 7",
+        "Deliver engine",
+        "Library weekly",
+    ]
+    positions = [md.index(s) for s in order]
+    assert positions == sorted(positions), md
+
+
+def test_font_family_and_the_body_typeface_of_the_profile(tmp_path):
+    """Font names lose subset prefixes and style words; the profile's body typeface is the family
+    most body-size text is set in."""
+    from ocr_app.engines.docprofile import build_profile
+    from ocr_app.engines.textlayer import extract_lines, font_family
+
+    assert font_family("ABCDEF+BNazaninBold") == font_family("BNazanin") == "bnazanin"
+    assert font_family("Arial-BoldItalicMT") == "arial" and font_family("Times-Roman") == "times"
+    doc = pymupdf.open()
+    p = doc.new_page()
+    for k in range(6):
+        p.insert_text(
+            (72, 80 + 14 * k), f"Body line {k} set in the serif face of this document.", fontname="tiro"
+        )
+    p.insert_text((72, 200), "A short sans line", fontname="helv")
+    pdf = tmp_path / "faces.pdf"
+    doc.save(pdf)
+    with pymupdf.open(pdf) as opened:
+        assert build_profile(opened, extract_lines).style.body_font == "times"
