@@ -430,7 +430,13 @@ def ruled_tables(
     if not _has_rulings(page):
         return [], [], lines
     try:
-        found = page.find_tables(strategy="lines").tables
+        try:
+            # Without the layout model: ``import pymupdf.layout`` (pymupdf4llm does it) would
+            # otherwise gate the grids by its own table boxes, and the same page would give
+            # other tables depending on what the process imported before.
+            found = page.find_tables(strategy="lines", use_layout=False).tables
+        except TypeError:  # PyMuPDF < 2 has no layout gate
+            found = page.find_tables(strategy="lines").tables
     except Exception as exc:  # a table finder failure must not lose the page's text
         logger.warning("find_tables failed (%s); using the geometric table detection", exc)
         return [], [], lines
