@@ -405,3 +405,48 @@ def test_font_family_and_the_body_typeface_of_the_profile(tmp_path):
     doc.save(pdf)
     with pymupdf.open(pdf) as opened:
         assert build_profile(opened, extract_lines).style.body_font == "times"
+
+
+_READ_PAGE = """
+import sys
+if sys.argv[2] == "layout":
+    import pymupdf  # a plain import loads pymupdf.layout, which gates find_tables by its own model
+    assert "pymupdf.layout" in sys.modules
+from ocr_app.engines.textlayer import TextLayerEngine, extract_lines, ruled_tables
+from ocr_app.ingest.pdf import import_pymupdf
+doc = import_pymupdf().open(sys.argv[1])
+tables, forms, _ = ruled_tables(doc[0], extract_lines(doc[0], 1.0), 1.0)
+print(len(tables), len(forms))
+"""
+
+
+def test_ruled_tables_do_not_depend_on_what_the_process_imported(tmp_path):
+    """The same page gives the same tables whether or not pymupdf.layout was imported first (a plain
+    ``import pymupdf`` or pymupdf4llm loads it): here the layout model would make a table of a
+    page's column headers and rows where no ruling draws one."""
+    import subprocess
+    import sys
+
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    for k in range(4):
+        p.insert_text((72, 80 + 12 * k), f"Body paragraph line {k} explains the survey question.", fontsize=9)
+    p.insert_text((300, 150), "State funded", fontsize=9, fontname="hebo")
+    p.insert_text((400, 150), "CSOs", fontsize=9, fontname="hebo")
+    for k, group in enumerate(("Persons with disabilities", "Children", "Women")):
+        p.insert_text((72, 180 + 12 * k), group, fontsize=9)
+        p.insert_text((320, 180 + 12 * k), "x", fontsize=9)
+        p.insert_text((410, 180 + 12 * k), "x", fontsize=9)
+    for y in (60, 800):  # two rules: enough drawing for the table search to run
+        p.draw_line((50, y), (545, y))
+        p.draw_line((50, y + 2), (545, y + 2))
+        p.draw_line((50, y + 4), (545, y + 4))
+    pdf = tmp_path / "imports.pdf"
+    doc.save(pdf)
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", _READ_PAGE, str(pdf), mode], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for mode in ("plain", "layout")
+    ]
+    assert outs[0] == outs[1] == "0 0", outs
