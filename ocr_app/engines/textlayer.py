@@ -477,6 +477,8 @@ def ruled_tables(
             forms.append(((box.x0, box.y0, box.x1, box.y1), [r for r in text_rows if r[0]]))
             continue
         if any(any(c for c in row) for row in rows):
+            if is_rtl(" ".join(c for row in rows for c in row)):
+                rows = [row[::-1] for row in rows]  # a right-to-left table starts at its right column
             tables.append(((box.x0, box.y0, box.x1, box.y1), rows))
     return tables, forms, [ln for ln in lines if id(ln) not in used]
 
