@@ -530,10 +530,14 @@ def ruled_tables(
 
     Why: a ruled table whose cells wrap onto several lines defeats the geometric detection in
     ``layout`` (a wrapped row has fewer cells). PyMuPDF finds the cell grid from the rulings; we fill
-    each cell with the text lines whose centre lies in it (``extract()`` loses spaces here), keep a
-    wrapped cell's lines together, give merged cells their ``colspan``/``rowspan`` (from the cell
-    boxes against the grid's column and row edges) and mark bold or shaded leading rows as the
-    header. Grids that are diagrams or framed text (``_drawing_not_table``) are left to the text. Only pages that draw rulings are searched: ``find_tables`` costs ~0.3 s a page.
+    each cell with the text lines whose centre lies in it (``extract()`` loses spaces here; each line
+    goes to one cell, a cell's rows read in their script's direction), keep a wrapped cell's lines
+    together, give merged cells their ``colspan``/``rowspan`` (from the cell boxes against the grid's
+    column and row edges) and mark bold or shaded leading rows as the header. A right-to-left table
+    starts at its right column. Frames around prose (``_frames_text``), diagrams and text boxes
+    (``_drawing_not_table``) are left to the text; grids of bold labels beside plain answers
+    (``_labels_and_values``) and sparse grids are forms. Only pages that draw rulings are searched:
+    ``find_tables`` costs ~0.3 s a page.
     """
     import pymupdf
 
