@@ -480,3 +480,45 @@ def test_right_to_left_ruled_table_starts_at_its_right_column(tmp_path, engine):
     # the letters is the drawing's, not the point here.
     assert [sorted(r[0]) for r in cells] == [sorted(w) for w in right], md
     assert [sorted(r[1]) for r in cells] == [sorted(w) for w in left], md
+
+
+def test_right_to_left_table_keeps_its_merged_header_cell_and_bold_header_row(tmp_path, engine):
+    """Both table rule sets at once: a right-to-left table starts at its right column, and its bold
+    header row (one cell spanning the two right columns) stays a ``<th colspan="2">`` there."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    p.insert_font(fontname="dv", fontfile=str(DEJAVU))
+    p.insert_font(fontname="dvb", fontfile=str(DEJAVU.with_name("DejaVuSans-Bold.ttf")))
+    xs, ys = [100, 250, 400, 550], [100 + 24 * k for k in range(5)]
+    # (first column, last column, text): columns counted from the left of the page
+    header = [
+        (0, 1, "\u0627\u0644\u0645\u062c\u0645\u0648\u0639"),
+        (1, 3, "\u0627\u0644\u0646\u062a\u0627\u0626\u062c"),
+    ]
+    body = [
+        ["\u0664\u0660", "\u0661\u0660", "\u0633\u0645\u064a\u0631"],
+        ["\u0665\u0660", "\u0662\u0660", "\u0644\u064a\u0644\u0649"],
+    ]
+    body.append(["\u0666\u0660", "\u0663\u0660", "\u0639\u0644\u064a"])
+    for c0, c1, text in header:
+        p.draw_rect(pymupdf.Rect(xs[c0], ys[0], xs[c1], ys[1]), width=0.6)
+        p.insert_text((xs[c0] + 10, ys[0] + 16), text, fontname="dvb", fontsize=11)
+    for r, row in enumerate(body, start=1):
+        for c, text in enumerate(row):
+            p.draw_rect(pymupdf.Rect(xs[c], ys[r], xs[c + 1], ys[r + 1]), width=0.6)
+            p.insert_text((xs[c] + 10, ys[r] + 16), text, fontname="dv", fontsize=11)
+    pdf = tmp_path / "rtl_header.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    head = re.search(r"<thead><tr>(.*?)</tr></thead>", md)
+    assert head, md
+    heads = re.findall(r"<th( colspan=\"2\")?>(.*?)</th>", head.group(1))
+    # The spanning cell (drawn on the right) comes first, then the one on the left.
+    assert [(span, sorted(text)) for span, text in heads] == [
+        (' colspan="2"', sorted(header[1][2])),
+        ("", sorted(header[0][2])),
+    ], md
+    body_rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", md)[1:]]
+    assert [[sorted(c) for c in row] for row in body_rows] == [
+        [sorted(c) for c in row[::-1]] for row in body
+    ], md
