@@ -248,7 +248,11 @@ def main(argv: list[str] | None = None) -> int:
         docs = {k: v for k, v in docs.items() if k in wanted}
     rows: dict[str, dict[str, object]] = {}
     skipped: dict[str, str] = {}
-    for name in [t.strip() for t in args.tools.split(",") if t.strip()]:
+    names = [t.strip() for t in args.tools.split(",") if t.strip()]
+    # ocr-app runs before the peers: importing pymupdf4llm loads pymupdf.layout, which replaces
+    # PyMuPDF's table finder for the rest of the process (ocr-app itself imports PyMuPDF without it).
+    names.sort(key=lambda n: n not in ("auto", "light"))
+    for name in names:
         if args.rescore:
             rows[name] = rescore(args.rescore, name, docs, rotated)
             continue

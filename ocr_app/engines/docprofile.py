@@ -88,6 +88,7 @@ def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
     """Read a sample of the document's pages once and derive its style and running lines."""
     sizes: collections.Counter[float] = collections.Counter()
     weights: collections.Counter[int] = collections.Counter()
+    fonts: collections.Counter[str] = collections.Counter()
     seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
@@ -120,6 +121,8 @@ def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
                 short_sizes[size] += sum(1 for c in ln.text if not c.isspace())
             if abs(ln.size - body) <= 0.5:
                 weights[ln.weight or (700 if ln.bold else 400)] += len(ln.text)
+                if ln.font:
+                    fonts[ln.font] += len(ln.text)
     body_weight = int(_weighted_mode(weights) or 400)
     total = sum(sizes.values()) or 1
     candidates = sorted(
@@ -148,6 +151,7 @@ def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
         outline=outline,
         vocabulary=frozenset(vocabulary_of(texts)),
         first_level=1 if heading_sizes and heading_sizes[0] >= TITLE_RATIO * body else 2,
+        body_font=fonts.most_common(1)[0][0] if fonts else "",
     )
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",

@@ -7,6 +7,8 @@ the schema and ``table_html``, so it is cheap to test exhaustively.
 
 The pipeline, in order:
 
+0. ``_figure_items``: the labels of a diagram (lines the engine marked as inside one figure, all
+   short) become one item read row by row, so they never pose as text columns or table rows.
 1. ``detect_tables``: rows (items sharing a baseline band) with several well-separated cells whose
    columns line up over at least two consecutive rows become a table, written as the HTML table the
    DeepSeek engine writes (``engines.table_html``).
@@ -21,7 +23,11 @@ The pipeline, in order:
    paragraphs (break on a larger vertical gap, a size change, a first-line indent), list items
    (``-``, ``•``, ``1.``, ``a)`` markers; bullets become ``- ``), or headings (size ≥
    ``heading_ratio`` × the page's body size: ≥ ``h1_ratio`` → ``#``, else ``##``; bold lines a bit
-   larger than body → ``###``).
+   larger than body → ``###``). With a document style (the text layer) headings come from the whole
+   document instead (``_styled_heading_level``): the outline, sizes and weights against the body's,
+   section numbers ("2.1", "3 -") and typefaces where the body itself is bold; never a row of pieces a
+   cell gap apart (column headers, footers), a line that is mostly a number, a web address, or a
+   lighter subtitle right under a heading.
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ class TextLine:
     weight: int = 0  # CSS-like font weight (400 regular, 700 bold) when the engine knows it; 0 = unknown
     italic: bool = False
     in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
+    figure: int = 0  # which figure of the page (1, 2, ...) when ``in_figure``; 0 = unknown
+    font: str = ""  # font family ("helvetica", "bnazanin") when the engine knows it
+    ink: tuple[float, float] = ()  # x-range of the glyphs without surrounding spaces, when known
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
     mono: bool = False  # set in a monospaced font all through (a line of code)
 
@@ -77,6 +86,7 @@ class DocStyle:
     vocabulary: frozenset[str] = frozenset()  # lower-case words the document has unbroken
     first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
     cover_min_size: float = 0.0  # set per page on a cover page: smaller lines are not headings
+    body_font: str = ""  # the font family of the body text, when known
 
     def level_for_size(self, size: float) -> int:
         """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
@@ -132,7 +142,10 @@ class _Row:
         # Right-to-left rows read from the right: pieces of one Arabic line stay in order.
         rtl = is_rtl(" ".join(i.text for i in self.items))
         ordered = sorted(self.items, key=lambda i: -i.box[2] if rtl else i.box[0])
-        return " ".join(i.text for i in ordered)
+        out = ordered[0].text
+        for a, b in itertools.pairwise(ordered):
+            out += ("" if _touching(a, b, rtl) else " ") + b.text
+        return out
 
     @property
     def size(self) -> float:
@@ -154,6 +167,25 @@ class _Row:
     def weight(self) -> int:
         """The lightest weight on the row (a heading is heavy all through)."""
         return min(i.weight or (700 if i.bold else 400) for i in self.items)
+
+
+def _direction(text: str) -> str:
+    if is_rtl(text):
+        return "rtl"
+    return "ltr" if any(c.isalpha() for c in text) else "neutral"
+
+
+def _touching(a: TextLine, b: TextLine, rtl: bool) -> bool:
+    """Whether two pieces of one line (``b`` after ``a`` in reading order) are set with no space
+    between their glyphs: one word the PDF happens to draw in two runs ("1403" "/" "09", an Arabic
+    word split where the text direction changes). Only where the engine knows the glyphs' extent."""
+    if not a.ink or not b.ink:
+        return False
+    kinds = {_direction(a.text[-1:]), _direction(b.text[:1])} - {"neutral"}
+    if len(kinds) > 1:
+        return False  # where the script's direction changes, the space may be drawn elsewhere
+    gap = a.ink[0] - b.ink[1] if rtl else b.ink[0] - a.ink[1]
+    return -0.3 * min(a.size, b.size) <= gap <= 0.06 * min(a.size, b.size)
 
 
 Item = TextLine | _Table
@@ -403,11 +435,14 @@ def order_sections(
     left: list[Item] = []
     right: list[Item] = []
     cross: list[Item] = []
-    slack = 0.5 * body  # an item reaching further into the gutter than any column line is not one
+    # An item that ends inside the gutter is still a left-column line (ragged right: a longer line
+    # below a short side column), one that starts inside it a right-column line; an item crosses
+    # only when it reaches over the gutter into the other column.
+    slack = 0.5 * body
     for it in items:
-        if it.box[2] <= g0 + slack:
+        if it.box[2] <= max(g0 + slack, g1 - slack):
             left.append(it)
-        elif it.box[0] >= g1 - slack:
+        elif it.box[0] >= min(g1 - slack, g0 + slack):
             right.append(it)
         else:
             cross.append(it)
@@ -472,6 +507,8 @@ def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int,
             break
         if tail and side != tail[0][0]:
             break
+        if tail and tail[0][1].box[1] - it.box[3] >= 1.5 * body:
+            return tail  # a clear break: the column ends at ``it``, what follows is the tail
         tail.insert(0, band[k - 1])
         k -= 1
     if not tail:
@@ -599,19 +636,48 @@ class _Pending:
 
 
 _NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1,4}\.)\s+\S")
+# Section numbers that a list item does not use: several levels ("2.1", "2-5", "1.2.3.") or a number
+# followed by a dash ("3 - Title", "3- عنوان"); "1." and "a)" stay list markers.
+_SECTION_NUMBER = re.compile(
+    r"^(?:\d{1,2}(?:[.\-]\d{1,2}){1,4}\.?\s*[-\u2013]?|\d{1,2}\s*[-\u2013])\s*(?=\w)"
+)
+_BARE_NUMBER = re.compile(r"^(?:\d{1,3}(?:[.\-]\d{1,3}){0,4}\.?|[IVXivx]{1,4}\.?)$")
 _SENTENCE_END = (".", ",", ";", ":")
+_ADDRESS = re.compile(
+    r"(?:https?://|www\.)\S+|\S+@\S+\.\w+|[\w.-]+\.(?:com|org|net|gov|edu|int)(?:/\S*)?", re.I
+)
 
 
 def _normal_title(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
+def _cells_apart(row: _Row, gap: float) -> bool:
+    """Whether the row is made of pieces set a table-cell gap apart (column headers, a footer's
+    "Annex ... 209"): several texts side by side, not one heading. A section number in a box of its
+    own before the title ("1   Introduction", "Chapter 1.   Title") is part of the heading."""
+    if len(row.items) < 2:
+        return False
+    rtl = is_rtl(row.text)
+    items = sorted(row.items, key=lambda i: -i.box[2] if rtl else i.box[0])
+    for a, b in itertools.pairwise(items):
+        space = a.box[0] - b.box[2] if rtl else b.box[0] - a.box[2]
+        label = a.text.strip()
+        numbered = _BARE_NUMBER.match(label) or (len(label) <= 12 and any(c.isdigit() for c in label))
+        if space >= gap and not (a is items[0] and numbered):
+            return True
+    return False
+
+
 def _heading_level(
     row: _Row, body: float, config: LayoutConfig, style: DocStyle | None = None, short_line: bool = False
 ) -> int:
     text = row.text
-    if len(text) > config.max_heading_chars or sum(c.isalpha() for c in text) < 2 or row.in_figure:
+    letters = sum(c.isalpha() for c in text)
+    if len(text) > config.max_heading_chars or letters < 2 or row.in_figure:
         return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
+    if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
+        return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
         return _styled_heading_level(row, text, config, style, short_line)
     ratio = row.size / body
@@ -630,8 +696,8 @@ def _styled_heading_level(
     """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
     document's distinct heading sizes), short lines set heavier than the body text, and short
     isolated italic lines at body size (run-in section titles of handbooks)."""
-    if _CAPTION.match(text):
-        return 0  # "Table 1:", "[표 1]", "Figure 3-1": captions, not headings
+    if _CAPTION.match(text) or _ADDRESS.fullmatch(text.strip()):
+        return 0  # "Table 1:", "[표 1]", "Figure 3-1": captions; web and e-mail addresses
     smallest = min(i.size for i in row.items)
     if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
         return 0  # a cover page: only its title
@@ -639,14 +705,38 @@ def _styled_heading_level(
         level = style.outline.get(_normal_title(text))
         if level:
             return min(level, 6)
+    if _cells_apart(row, config.min_cell_gap_ratio * style.body_size):
+        return 0
     if _list_marker(text) and not _NUMBERED_HEADING.match(text):
         return 0
     ratio = row.size / style.body_size
     bold_level = min(len(style.heading_sizes) + style.first_level, 6)
+    if (
+        _SECTION_NUMBER.match(text)
+        and row.weight >= max(style.body_weight, 600)
+        and ratio >= 0.95
+        and len(text) <= 80
+        and not text.endswith(_SENTENCE_END)
+    ):
+        # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
+        # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
+        return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
+        return bold_level
+    other_face = bool(style.body_font) and all(i.font and i.font != style.body_font for i in row.items)
+    if (
+        other_face
+        and style.body_weight >= 600
+        and row.weight >= style.body_weight
+        and ratio >= 0.95
+        and len(text) <= 100
+        and not text.endswith(_SENTENCE_END)
+    ):
+        # Where the body itself is bold (a form of bold labels), weight cannot mark a heading; a line
+        # set bold in another typeface (the form's title) is one.
         return bold_level
     titled = text[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
     if row.italic and short_line and titled and 0.95 <= ratio <= 1.1:
@@ -751,8 +841,43 @@ def _group_section(
             and not _list_marker(text)
         )
         level = 0 if list_continues else _heading_level(row, body, config, style, short_line)
+        # The second line of a row of cells (a wrapped column header) is not a heading either.
+        after_cells = (
+            style is not None
+            and cur is not None
+            and cur.last is not None
+            and not big_gap
+            and abs(row.size - cur.last.size) <= 0.1 * cur.last.size
+            and _cells_apart(cur.last, config.min_cell_gap_ratio * style.body_size)
+        )
+        # A lighter, smaller line set right under a heading is its subtitle or byline ("Expert help
+        # to achieve ...", the authors under a title): text, not a heading of its own.
+        subtitle = (
+            style is not None
+            and cur is not None
+            and cur.kind == "heading"
+            and cur.last is not None
+            and not big_gap
+            and row.weight < cur.last.weight
+            and row.size < 0.9 * cur.last.size
+            and style.outline.get(_normal_title(text)) is None
+        )
+        if level and (after_cells or subtitle):
+            level = 0
         if level:
             continues = cur is not None and cur.level == level and not big_gap
+            if cur is not None and cur.kind == "heading" and cur.last is not None and style is not None:
+                # A title broken over lines keeps one weight; a line in another weight starts
+                # something else, a line a little smaller (33 pt over 30 pt) still continues it.
+                # A numbered line or another typeface starts a heading of its own.
+                same_weight = row.weight == cur.last.weight
+                same_face = {i.font for i in row.items} == {i.font for i in cur.last.items}
+                near = 0.88 * cur.last.size <= row.size <= cur.last.size and gap <= 0.6 * row.size
+                fresh = bool(_SECTION_NUMBER.match(text) or _NUMBERED_HEADING.match(text))
+                continues = (
+                    same_weight and same_face and not fresh and not big_gap and (cur.level == level or near)
+                )
+                level = cur.level if continues else level
             if continues and cur.kind == "heading":
                 joined = _join(cur.parts[0], text, vocabulary)
                 if style is not None and len(joined) > config.max_merged_heading_chars:
@@ -839,6 +964,40 @@ def _tables_beside_a_gutter(
     return found, rest
 
 
+MAX_LABEL_WORDS = 8  # a figure whose lines are all shorter holds labels, not prose
+
+
+def _figure_items(lines: list[TextLine]) -> tuple[list[_Table], list[TextLine]]:
+    """The labels of each figure (a diagram's vector text) as one item, read row by row where the
+    figure stands, and the other lines.
+
+    Why: left loose, labels side by side look like text columns or table rows, and a figure that
+    spans both columns of a page would be torn in two. A figure with sentences in it (a text box over
+    a picture) keeps its lines: they are read as text.
+    """
+    groups: dict[int, list[TextLine]] = {}
+    for ln in lines:
+        if ln.in_figure and ln.figure:
+            groups.setdefault(ln.figure, []).append(ln)
+    figures: list[_Table] = []
+    grouped: set[int] = set()
+    for members in groups.values():
+        if any(len(ln.text.split()) >= MAX_LABEL_WORDS for ln in members):
+            continue
+        rows = group_rows(members)
+        figures.append(
+            _Table(
+                box=_union([ln.box for ln in members]),
+                rows=[[r.text] for r in rows],
+                size=statistics.median(ln.size for ln in members),
+                items=members,
+                form=True,
+            )
+        )
+        grouped.update(id(ln) for ln in members)
+    return figures, [ln for ln in lines if id(ln) not in grouped]
+
+
 def _cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
     """On a cover page (big type, almost no body text) only the title is a heading: the largest
     line of at least three words; "Front cover", series names, taglines and authors are not."""
@@ -885,11 +1044,13 @@ def build_blocks(
             # print, a sampler of sizes): the document's heading scale, relative to this page's body.
             k = body / style.body_size
             style = replace(style, body_size=body, heading_sizes=tuple(h * k for h in style.heading_sizes))
-    found, rest = detect_tables(clean, page_width, config, body)
+    figures, clean_rest = _figure_items(clean)
+    found, rest = detect_tables(clean_rest, page_width, config, body)
     found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
     found += found_more
     found += [_Table(box=t[0], rows=t[1], header_rows=t[2] if len(t) > 2 else 0) for t in tables if t[1]]
     found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
+    found += figures
     items: list[Item] = [*rest, *found]
     blocks: list[Block] = []
     rtl = is_rtl(" ".join(ln.text for ln in clean))

@@ -16,6 +16,7 @@ over a scan, of unknown quality and without layout, so we OCR the page ourselves
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import re
@@ -33,6 +34,7 @@ from ocr_app.engines.layout import (
     LayoutConfig,
     TextLine,
     build_blocks,
+    group_rows,
     is_rtl,
     join_lines,
     rotate_box,
@@ -209,9 +211,26 @@ def font_weight(font: str, flags: int) -> int:
     return weight
 
 
+_STYLE_WORDS = re.compile(
+    r"(?:[-_,]?(?:bold|italic|oblique|regular|roman|book|medium|light|thin|black|heavy|semi|demi|extra|ultra|"
+    r"condensed|cond|narrow|mt|ps|std|pro|lt|com|it|bd|bx))+$"
+)
+
+
+def font_family(font: str) -> str:
+    """A font's family without subset prefix and style ("ABCDEF+BNazaninBold" → "bnazanin")."""
+    name = font.split("+")[-1].lower().replace(" ", "")
+    family = _STYLE_WORDS.sub("", name)
+    return family or name
+
+
 _ALEFS = "\u0627\u0623\u0625\u0622"
 _LAM = "\u0644"
-SPACE_GAP = 0.25  # a gap between two glyphs of at least this × font size is a word space
+# A gap between two glyphs of at least this × font size, and this much wider than the span's usual
+# gap between glyphs (letter-spaced text), is a word space. MuPDF puts spaces at ~0.16 em itself;
+# words set with 0.12–0.16 em between them (tight justified lines) would run together.
+SPACE_GAP = 0.12
+_NO_SPACE_BEFORE = ".,;:!?)]}%"  # dot leaders and closing punctuation: never a word space before them
 
 
 def _chars_text(span: dict) -> str:
@@ -226,6 +245,13 @@ def _chars_text(span: dict) -> str:
     if not chars:
         return span.get("text", "")
     size = span.get("size", 10.0) or 10.0
+    gaps = sorted(
+        b["bbox"][0] - a["bbox"][2]
+        for a, b in itertools.pairwise(chars)
+        if not a["c"].isspace() and not b["c"].isspace() and b["bbox"][0] >= a["bbox"][0]
+    )
+    tracking = max(gaps[len(gaps) // 2], 0.0) if gaps else 0.0  # letter-spacing of the span
+    space_gap = max(SPACE_GAP * size, tracking + 0.1 * size)
     out: list[str] = []
     prev = None
     k = 0
@@ -242,7 +268,7 @@ def _chars_text(span: dict) -> str:
             pb = prev["bbox"]
             ltr = box[0] >= pb[0]
             gap = box[0] - pb[2] if ltr else pb[0] - box[2]
-            if gap >= SPACE_GAP * size and ltr:
+            if gap >= space_gap and ltr and c not in _NO_SPACE_BEFORE and prev["c"] not in "([{":
                 out.append(" ")
         out.append(c)
         prev = ch
@@ -268,6 +294,27 @@ def _span_text(span: dict, first: bool) -> str:
             continue
         out.append(" " if ch == "\t" else ch)
     return "".join(out)
+
+
+def _is_control(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cc" and ch not in "\t\n\r"
+
+
+def _marker_spans(texts: list[str]) -> int:
+    """How many spans at the start of a line are one marker glyph: at most one visible character
+    with a control character ("r" + U+0001 from a check-box font that claims to be a text font),
+    followed by the item's text. 0 when the line does not start so."""
+    visible = 0
+    control = False
+    for k, text in enumerate(texts[:3]):
+        visible += sum(1 for ch in text if not ch.isspace() and not _is_control(ch))
+        control = control or any(_is_control(ch) for ch in text)
+        if visible > 1:
+            return 0
+        rest = "".join(texts[k + 1 :])
+        if control and sum(1 for ch in rest if ch.isalnum()) >= 2:
+            return k + 1
+    return 0
 
 
 def _turns(direction: tuple[float, float], rotation: pymupdf.Matrix) -> int:
@@ -300,7 +347,13 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     for block in data["blocks"]:
         for line in block.get("lines", []):
             texts: list[str] = []
-            for span in line["spans"]:
+            spans = line["spans"]
+            short_start = bool(spans) and len(spans[0].get("chars", ())) <= 3
+            marker = _marker_spans([_chars_text(span) for span in spans]) if short_start else 0
+            for k, span in enumerate(line["spans"]):
+                if k < marker:
+                    texts.append(BULLET + " " if k == 0 else "")
+                    continue
                 texts.append(_span_text(span, first=not "".join(texts).strip()))
             kept = [(s, t) for s, t in zip(line["spans"], texts, strict=True) if t.strip()]
             if not kept:
@@ -318,7 +371,36 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             mono = all(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"]) for s, _ in words)
             if mono:  # code: its indentation and inner spacing are content
                 text = "".join(_mark_scripts(line, texts)).rstrip()
-            lines.append(TextLine(text, box, size * scale, bold, weight, italic, turns=turns, mono=mono))
+            main = max(words, key=lambda w: len(w[1].strip()))[0]
+            glyphs = [
+                c["bbox"]
+                for sp, t in kept
+                if t.strip() != BULLET
+                for c in sp.get("chars", ())
+                if not c["c"].isspace()
+            ]
+            ink = (
+                (
+                    min(g[0] for g in glyphs) * matrix.a + matrix.e,
+                    max(g[2] for g in glyphs) * matrix.a + matrix.e,
+                )
+                if glyphs and page.rotation == 0
+                else ()
+            )
+            lines.append(
+                TextLine(
+                    text,
+                    box,
+                    size * scale,
+                    bold,
+                    weight,
+                    italic,
+                    turns=turns,
+                    font=font_family(main["font"]),
+                    ink=ink,
+                    mono=mono,
+                )
+            )
     return _typewritten(lines)
 
 
@@ -391,10 +473,11 @@ HEADER_WEIGHT = 600  # a row set at least this heavy all through (semibold, bold
 def _find_tables(page: pymupdf.Page) -> list:
     """``page.find_tables`` on the rulings alone.
 
-    Why ``use_layout=False``: PyMuPDF ≥ 1.27 gates the ruled grid by its layout model when the
-    ``pymupdf-layout`` package happens to be installed (pymupdf4llm pulls it in), and then returned a
-    shrunken grid for a plain ruled table; without it the same code gave another result. One
-    behaviour, whatever else is installed; older PyMuPDF has no such option.
+    Why ``use_layout=False``: once ``pymupdf.layout`` is imported (pymupdf4llm does it; the
+    ``pymupdf-layout`` package it pulls in makes that possible), PyMuPDF gates the ruled grids by the
+    layout model's own table boxes, and then returned a shrunken grid for a plain ruled table. The
+    same page would give other tables depending on what is installed and what the process imported
+    before; without the gate it gives one result. Older PyMuPDF (< 1.27) has no such option.
     """
     try:
         return page.find_tables(strategy="lines", use_layout=False).tables
@@ -447,10 +530,14 @@ def ruled_tables(
 
     Why: a ruled table whose cells wrap onto several lines defeats the geometric detection in
     ``layout`` (a wrapped row has fewer cells). PyMuPDF finds the cell grid from the rulings; we fill
-    each cell with the text lines whose centre lies in it (``extract()`` loses spaces here), keep a
-    wrapped cell's lines together, give merged cells their ``colspan``/``rowspan`` (from the cell
-    boxes against the grid's column and row edges) and mark bold or shaded leading rows as the
-    header. Grids that are diagrams or framed text (``_drawing_not_table``) are left to the text. Only pages that draw rulings are searched: ``find_tables`` costs ~0.3 s a page.
+    each cell with the text lines whose centre lies in it (``extract()`` loses spaces here; each line
+    goes to one cell, a cell's rows read in their script's direction), keep a wrapped cell's lines
+    together, give merged cells their ``colspan``/``rowspan`` (from the cell boxes against the grid's
+    column and row edges) and mark bold or shaded leading rows as the header. A right-to-left table
+    starts at its right column. Frames around prose (``_frames_text``), diagrams and text boxes
+    (``_drawing_not_table``) are left to the text; grids of bold labels beside plain answers
+    (``_labels_and_values``) and sparse grids are forms. Only pages that draw rulings are searched:
+    ``find_tables`` costs ~0.3 s a page.
     """
     import pymupdf
 
@@ -472,8 +559,9 @@ def ruled_tables(
         col_edges = _edges([c[0] for c in table.cells if c is not None])
         row_edges = _edges([r.bbox[1] for r in table.rows])
         rows: list[list[Cell]] = []
-        heavy: list[bool | None] = []
-        ids: set[int] = set()
+        heavy: list[bool | None] = []  # row → all its lines bold (None: empty row)
+        col_heavy: dict[int, set[bool]] = collections.defaultdict(set)  # column → bold / not bold lines
+        taken: set[int] = set()  # cells of a grid with spans overlap: each line goes to one cell
         col_filled = [False] * table.col_count
         for row in table.rows:
             cells: list[Cell] = []
@@ -485,11 +573,15 @@ def ruled_tables(
                     if not _covered(table, row, k, col_edges):
                         cells.append(Cell(""))
                     continue
-                inside = _lines_in(pymupdf.Rect(cell) * matrix, lines)
-                ids.update(id(ln) for ln in inside)
-                inside.sort(key=lambda ln: (ln.box[1], ln.box[0]))
+                inside = [ln for ln in _lines_in(pymupdf.Rect(cell) * matrix, lines) if id(ln) not in taken]
+                taken.update(id(ln) for ln in inside)
                 weights += [ln.bold or ln.weight >= HEADER_WEIGHT for ln in inside]
-                text = join_cell_lines([ln.text for ln in inside], join=join_lines)
+                col_heavy[k].update(
+                    (ln.weight or (700 if ln.bold else 400)) >= HEADER_WEIGHT for ln in inside
+                )
+                # Row by row, each row in its script's direction (pieces of a right-to-left line read
+                # from the right); a wrapped cell's rows joined, a new item or stacked value kept apart.
+                text = join_cell_lines([r.text for r in group_rows(inside)], join=join_lines)
                 if text and k < len(col_filled):
                     col_filled[k] = True
                 cells.append(
@@ -500,24 +592,28 @@ def ruled_tables(
         cells_total = sum(len(row) for row in rows)
         filled = sum(1 for row in rows for c in row if c.text)
         box = pymupdf.Rect(table.bbox) * matrix
+        if _frames_text(rows, filled):
+            continue  # its lines stay text: the layout reads them as paragraphs, columns, headings
         pairs = not all(col_filled) and all(sum(1 for c in row if c.text) <= 2 for row in rows)
-        if filled < MIN_TABLE_FILL * cells_total or pairs:
-            # A form laid out on a grid (labels and answers in scattered boxes, or label/value pairs
-            # beside empty boxes), not a table: each grid row becomes one line of text, its cells in
-            # reading order ("label value").
+        if filled < MIN_TABLE_FILL * cells_total or pairs or _labels_and_values(col_heavy, rows):
+            # A form laid out on a grid (labels and answers in scattered boxes, label/value pairs
+            # beside empty boxes, bold labels beside plain answers), not a table: each grid row
+            # becomes one line of text, its cells in reading order ("label value").
             rtl = is_rtl(" ".join(c.text for row in rows for c in row))
             text_rows = [
                 [" ".join(c.text.replace("\n", " ") for c in (reversed(row) if rtl else row) if c.text)]
                 for row in rows
             ]
             forms.append(((box.x0, box.y0, box.x1, box.y1), [r for r in text_rows if r[0]]))
-            used.update(ids)
+            used.update(taken)
             continue
         if _drawing_not_table(rows):
             logger.debug("ruled grid at %s skipped: a diagram or a text box, not a table", box)
             continue
-        used.update(ids)
+        used.update(taken)
         if any(any(c.text for c in row) for row in rows):
+            if is_rtl(" ".join(c.text for row in rows for c in row)):
+                rows = [row[::-1] for row in rows]  # a right-to-left table starts at its right column
             if fills is None:
                 fills = _fills(page)
             shaded = [_shaded(tuple(r.bbox), fills) for r in table.rows]
@@ -542,6 +638,30 @@ def _covered(table, row, k: int, col_edges: list[float]) -> bool:
     return any(
         c is not None and c[0] <= cx <= c[2] and c[1] <= cy <= c[3] for r in table.rows for c in r.cells
     )
+
+
+PROSE_CELL_WORDS = 40  # a grid cell holding this many words is a paragraph
+
+
+def _labels_and_values(heavy: dict[int, set[bool]], rows: list[list[Cell]]) -> bool:
+    """Whether a grid is a form of bold labels beside plain answers: two columns hold text, one only
+    bold lines, the other only regular ones, and no header row (a bold line over the answers).
+    Such a grid reads as "label value" lines, like the other forms."""
+    columns = [col for col, kinds in heavy.items() if kinds]
+    if len(columns) != 2 or sum(1 for row in rows if any(c.text for c in row)) < 3:
+        return False
+    return sorted(tuple(heavy[c]) for c in columns) == [(False,), (True,)]
+
+
+def _frames_text(rows: list[list[Cell]], filled: int) -> bool:
+    """Whether a ruled grid is a frame drawn around text rather than a table or a form: at most two
+    filled cells (a boxed title beside a logo), or at most three rows of which one holds a paragraph
+    (a back cover's boxed columns of prose). Why: a table of one or two cells of prose loses the
+    text's paragraphs, headings and reading order."""
+    if filled <= 2:
+        return True
+    texted = [row for row in rows if any(c.text for c in row)]
+    return len(texted) <= 3 and any(len(c.text.split()) >= PROSE_CELL_WORDS for row in texted for c in row)
 
 
 def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:
@@ -596,7 +716,7 @@ def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, bo
     if not regions:
         return
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-    for region in regions:
+    for number, region in enumerate(regions, start=1):
         r = region * matrix
         inside = [
             ln
@@ -606,7 +726,8 @@ def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, bo
         sentences = sum(1 for ln in inside if len(ln.text.split()) >= 6)
         if len(inside) >= 3 and sentences <= 0.5 * len(inside):
             for ln in inside:
-                ln.in_figure = True
+                if not ln.in_figure:  # overlapping regions: the first one keeps its lines
+                    ln.in_figure, ln.figure = True, number
 
 
 def split_running(
