@@ -75,3 +75,25 @@ def _isolated_cache_dir(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop("DEEPSEEK_OCR_CACHE_DIR", None)
     else:
         os.environ["DEEPSEEK_OCR_CACHE_DIR"] = old
+
+
+def _loaded(engine):
+    engine.load()
+    yield engine
+    engine.unload()
+
+
+@pytest.fixture(scope="module")
+def textlayer_engine():
+    """A loaded text-layer engine, one per test module."""
+    from ocr_app.engines.textlayer import TextLayerEngine
+
+    yield from _loaded(TextLayerEngine())
+
+
+@pytest.fixture(scope="module")
+def light_engine():
+    """A loaded light OCR engine (the real RapidOCR models), one per test module."""
+    from ocr_app.engines.light import LightOcrEngine
+
+    yield from _loaded(LightOcrEngine())

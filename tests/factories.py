@@ -132,3 +132,14 @@ def _draw(text: str, size: tuple[int, int], mode: str) -> Image.Image:
     if mode == "I;16":
         return img.convert("L").convert("I").point(lambda v: v * 257).convert("I;16")
     return img.convert("RGB").convert(mode)
+
+
+def pdf_page_request(pdf: Path, index: int = 0, dpi: int = 72, prompt: str = "<image>\nFree OCR."):
+    """A page request for page ``index`` of a real PDF, rendered as the converter renders it (its
+    ``pdf_path`` set, so text-layer engines read the file)."""
+    from bench.accuracy import generate
+    from ocr_app.schema import PageImage, PageRequest
+
+    image = generate.render(pdf, index, dpi)
+    page = PageImage(image=image, index=index, source=pdf.name, dpi=dpi, pdf_path=pdf)
+    return PageRequest(page=page, prompt=prompt)

@@ -43,7 +43,11 @@ def _cli(*args: str, umask: int | None = None, env_extra: dict[str, str] | None 
     ("option", "value", "listed"),
     [
         ("--mode", "huge", "auto, default, global, small (or default:N)"),
-        ("--device", "tpu", "device: unknown device 'tpu': use auto, cpu, cuda, mps, cuda:N or a list (cuda:0,cuda:1)"),
+        (
+            "--device",
+            "tpu",
+            "device: unknown device 'tpu': use auto, cpu, cuda, mps, cuda:N or a list (cuda:0,cuda:1)",
+        ),
         ("--dtype", "bogus", "'auto', 'bf16', 'fp16', 'fp32', 'int8', 'mixed'"),
         ("--engine", "nope", "'auto', 'deepseek', 'light', 'textlayer', 'remote'"),
     ],

@@ -8,18 +8,14 @@ from PIL import Image
 
 from bench.accuracy import generate, metrics
 from ocr_app.engines.layout import blocks_to_markdown
-from ocr_app.engines.light import LightOcrEngine
 from ocr_app.schema import PageImage, PageRequest
 
 SEED = 3
 
 
 @pytest.fixture(scope="module")
-def engine():
-    eng = LightOcrEngine()
-    eng.load()
-    yield eng
-    eng.unload()
+def engine(light_engine):
+    return light_engine
 
 
 def _read(engine, image: Image.Image):

@@ -7,7 +7,6 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from ocr_app.engines.light import LightOcrEngine
 from ocr_app.engines.rulings import find_grids
 from ocr_app.schema import PageImage, PageRequest
 
@@ -46,11 +45,8 @@ def _page(draw_table: bool = True) -> Image.Image:
 
 
 @pytest.fixture(scope="module")
-def engine():
-    eng = LightOcrEngine()
-    eng.load()
-    yield eng
-    eng.unload()
+def engine(light_engine):
+    return light_engine
 
 
 def test_ruled_table_on_a_scan_becomes_the_deepseek_html_table(engine):

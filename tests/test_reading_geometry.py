@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.accuracy import generate
 from ocr_app.engines.layout import blocks_to_markdown
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.ingest.pdf import import_pymupdf
-from ocr_app.schema import PageImage, PageRequest
+from tests.factories import pdf_page_request
 
 # As the product imports it: a plain ``import pymupdf`` also loads pymupdf.layout, which replaces
 # ``find_tables`` with another table finder.
@@ -25,17 +24,12 @@ FILLER = "words that fill the column of this page"
 
 
 @pytest.fixture(scope="module")
-def engine():
-    eng = TextLayerEngine()
-    eng.load()
-    yield eng
-    eng.unload()
+def engine(textlayer_engine):
+    return textlayer_engine
 
 
 def _markdown(engine: TextLayerEngine, pdf: Path, index: int = 0) -> str:
-    image = generate.render(pdf, index, 72)
-    page = PageImage(image=image, index=index, source=pdf.name, dpi=72, pdf_path=pdf)
-    return blocks_to_markdown(engine.predict_batch([PageRequest(page=page, prompt="")])[0].blocks)
+    return blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, index, 72, prompt="")])[0].blocks)
 
 
 def _headings(md: str) -> list[str]:
@@ -415,6 +409,8 @@ if sys.argv[2] == "layout":
     assert "pymupdf.layout" in sys.modules
 from ocr_app.engines.textlayer import TextLayerEngine, extract_lines, ruled_tables
 from ocr_app.ingest.pdf import import_pymupdf
+from tests.factories import pdf_page_request
+from tests.factories import pdf_page_request
 doc = import_pymupdf().open(sys.argv[1])
 tables, forms, _ = ruled_tables(doc[0], extract_lines(doc[0], 1.0), 1.0)
 print(len(tables), len(forms))

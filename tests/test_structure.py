@@ -13,24 +13,19 @@ from bench.accuracy import generate
 from ocr_app.engines.layout import blocks_to_markdown, rotate_box, unrotate_box
 from ocr_app.engines.textlayer import TextLayerEngine, font_weight
 from ocr_app.render.markdown import page_markdown
-from ocr_app.schema import PageImage, PageRequest
+from tests.factories import pdf_page_request
 
 DPI = 72
 BODY = ["Body text of this section runs on for a while so that it is clearly a paragraph of prose."] * 3
 
 
 @pytest.fixture(scope="module")
-def engine():
-    eng = TextLayerEngine()
-    eng.load()
-    yield eng
-    eng.unload()
+def engine(textlayer_engine):
+    return textlayer_engine
 
 
 def _read(engine: TextLayerEngine, pdf: Path, index: int = 0):
-    image = generate.render(pdf, index, DPI)
-    page = PageImage(image=image, index=index, source=pdf.name, dpi=DPI, pdf_path=pdf)
-    return engine.predict_batch([PageRequest(page=page, prompt="")])[0]
+    return engine.predict_batch([pdf_page_request(pdf, index, DPI, prompt="")])[0]
 
 
 def _lines(

@@ -13,23 +13,18 @@ from ocr_app.engines.table_html import table_html
 from ocr_app.engines.textlayer import TextLayerEngine, has_usable_text, inspect_report
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import PageImage, PageRequest
-from tests.factories import make_image, make_pdf
+from tests.factories import make_image, make_pdf, pdf_page_request
 
 DPI = 144
 
 
 def _request(pdf: Path, index: int = 0, dpi: int = DPI) -> PageRequest:
-    image = generate.render(pdf, index, dpi)
-    page = PageImage(image=image, index=index, source=pdf.name, dpi=dpi, pdf_path=pdf)
-    return PageRequest(page=page, prompt="<image>\nFree OCR.")
+    return pdf_page_request(pdf, index, dpi)
 
 
 @pytest.fixture(scope="module")
-def engine():
-    eng = TextLayerEngine()
-    eng.load()
-    yield eng
-    eng.unload()
+def engine(textlayer_engine):
+    return textlayer_engine
 
 
 def test_simple_pdf_gives_exact_text_and_heading(tmp_path, engine):

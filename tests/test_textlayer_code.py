@@ -8,27 +8,21 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from bench.accuracy import generate
 from bench.accuracy.structure import ned
-from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.render.markdown import page_markdown
-from ocr_app.schema import PageImage, PageRequest
+from ocr_app.schema import PageRequest
+from tests.factories import pdf_page_request
 
 DPI = 72
 
 
 def _request(pdf: Path) -> PageRequest:
-    image = generate.render(pdf, 0, DPI)
-    page = PageImage(image=image, index=0, source=pdf.name, dpi=DPI, pdf_path=pdf)
-    return PageRequest(page=page, prompt="<image>\nFree OCR.")
+    return pdf_page_request(pdf, 0, DPI)
 
 
 @pytest.fixture(scope="module")
-def engine():
-    eng = TextLayerEngine()
-    eng.load()
-    yield eng
-    eng.unload()
+def engine(textlayer_engine):
+    return textlayer_engine
 
 
 CODE = [
