@@ -48,6 +48,25 @@ def latin_share(text: str) -> float:
     return sum(c.isascii() for c in letters) / len(letters) if letters else 0.0
 
 
+def word_error(reference: str, markdown: str) -> float:
+    """Words missing or extra against the reference, in any order, over the reference's word count.
+
+    Why beside NED: NED also counts reading order, and on these pages a one-line change of the
+    layout (a table kept or not) moves it more than a misread word; this counts the words alone.
+    """
+    import collections
+    import re
+
+    from bench.accuracy.structure import plain_text
+
+    ref = collections.Counter(re.findall(r"\w+", reference.lower()))
+    hyp = collections.Counter(re.findall(r"\w+", plain_text(markdown).lower()))
+    total = sum(ref.values())
+    if not total:
+        return 0.0 if not hyp else 1.0
+    return (total + sum(hyp.values()) - 2 * sum((ref & hyp).values())) / total
+
+
 def export_pdf(directory: Path, pdfs: list[Path], min_chars: int, dpi: int) -> list[str]:
     """Render the dense Latin pages of ``pdfs`` as grey JPEG scans, each with its text layer as ``.txt``."""
     import pymupdf
@@ -113,21 +132,27 @@ def time_pages(
         res = results[f.name]
         md = blocks_to_markdown(res.blocks)
         reference = f.with_suffix(".txt")
-        score = ned(reference.read_text(encoding="utf-8"), md) if reference.exists() else None
+        truth = reference.read_text(encoding="utf-8") if reference.exists() else None
+        score = ned(truth, md) if truth is not None else None
+        words = word_error(truth, md) if truth is not None else None
         rows.append(
             {
                 "file": f.name,
                 "wall": walls[f.name],
                 "cpu": cpus[f.name],
                 "ned": score,
+                "word_error": words,
                 **{f"t_{k}": v for k, v in res.timings.items()},
             }
         )
         outputs[f.name] = md
-        ned_s = f", NED {score:.3f}" if score is not None else ""
+        ned_s = (
+            f", NED {score:.3f}, word error {words:.3f}" if score is not None and words is not None else ""
+        )
         print(f"{f.name}: {walls[f.name]:.2f} s wall, {cpus[f.name]:.2f} s CPU{ned_s}", file=sys.stderr)
     wall_list = [r["wall"] for r in rows]
     neds = [r["ned"] for r in rows if r["ned"] is not None]
+    word_errors = [r["word_error"] for r in rows if r["word_error"] is not None]
     summary = {
         "pages": len(rows),
         "threads": threads,
@@ -142,6 +167,7 @@ def time_pages(
         "ocr_mean": statistics.fmean(r["t_ocr"] for r in rows),
         "layout_mean": statistics.fmean(r["t_layout"] for r in rows),
         "ned_mean": statistics.fmean(neds) if neds else None,
+        "word_error_mean": statistics.fmean(word_errors) if word_errors else None,
     }
     print(json.dumps(summary, indent=1))
     print(
