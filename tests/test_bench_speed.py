@@ -20,7 +20,7 @@ DENSE = "\n".join(
 
 
 def test_export_pdf_then_time_reports_speed_and_accuracy(tmp_path, capsys):
-    pdf = make_pdf(tmp_path / "minutes.pdf", ["Cover", DENSE], page_size=(595, 360))
+    make_pdf(tmp_path / "minutes.pdf", ["Cover", DENSE], page_size=(595, 360))
     pages = tmp_path / "pages"
     assert speed.main(["export-pdf", str(pages), str(tmp_path), "--min-chars", "300"]) == 0
     # the cover page holds too little text: only the dense page is exported, with its text layer
@@ -32,7 +32,7 @@ def test_export_pdf_then_time_reports_speed_and_accuracy(tmp_path, capsys):
     report = json.loads(out.read_text())
     summary, (row,) = report["summary"], report["rows"]
     assert summary["pages"] == 1 and summary["threads"] == 1 and summary["repeat"] == 2
-    assert 0 < row["cpu"] and 0 < row["wall"]
+    assert row["cpu"] > 0 and row["wall"] > 0
     assert summary["cpu_mean"] == row["cpu"]
     assert row["ned"] < 0.1 and row["word_error"] < 0.1  # the page was read, not just timed
     assert "treasurer" in report["outputs"]["minutes-p02.jpg"]
