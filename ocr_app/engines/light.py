@@ -1,7 +1,8 @@
 """The light CPU engine: RapidOCR (PP-OCR ONNX models on onnxruntime) behind the engine interface.
 
 Why: many users have no GPU or no DeepSeek-OCR-2 weights yet. RapidOCR's wheel ships its detection
-and recognition models, so this works offline on any CPU in about a second per 144-DPI page.
+and recognition models, so this works offline on any CPU: 1–2 s per 144-DPI page on 2 cores, sparse
+to dense (docs/ACCURACY.md).
 RapidOCR gives text lines with boxes; ``engines.layout`` turns them into headings, paragraphs, lists,
 columns and tables, the same blocks the DeepSeek engine produces.
 
