@@ -70,6 +70,26 @@ def test_split_recognition_runs_shares_on_threads_and_keeps_the_order(ocr):
     assert [t.split()[0] for t in split.txts] == [t.split()[0] for t in LINES]
 
 
+def test_split_recognition_uses_no_more_threads_than_crop_pairs(ocr):
+    """Many cores, few crops: shares of at least two crops (five crops on 16 cores → 2 shares)."""
+    page = np.asarray(_page().crop((0, 0, 900, 14 + 46 * 5)))  # the first five lines
+    calls: list[int] = []
+    original = ocr.recognize_txt
+
+    def recording(crops):
+        calls.append(len(crops))
+        return original(crops)
+
+    ocr.recognize_txt = recording
+    try:
+        assert split_recognition(ocr, 16) is True
+        out = ocr(page, use_det=True, use_cls=False, use_rec=True)
+    finally:
+        ocr.recognize_txt = original
+    assert sorted(calls) == [2, 3]
+    assert [t.split()[0] for t in out.txts] == [t.split()[0] for t in LINES[:5]]
+
+
 def test_split_recognition_leaves_single_core_and_foreign_objects_alone(ocr):
     before = ocr.recognize_txt
     assert split_recognition(ocr, 1) is False

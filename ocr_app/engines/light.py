@@ -67,11 +67,12 @@ def split_recognition(ocr: Any, workers: int) -> bool:
     from concurrent.futures import ThreadPoolExecutor
 
     def recognize_txt(crops: list[Any]) -> Any:
-        if len(crops) < 2 * workers:
+        n = min(workers, len(crops) // 2)  # at least two crops a share: a thread per crop costs more
+        if n < 2:
             return original(crops)
         order = sorted(range(len(crops)), key=lambda i: crops[i].shape[1] / max(crops[i].shape[0], 1))
-        shares = [order[k::workers] for k in range(workers)]
-        with ThreadPoolExecutor(workers, thread_name_prefix="light-rec") as pool:
+        shares = [order[k::n] for k in range(n)]
+        with ThreadPoolExecutor(n, thread_name_prefix="light-rec") as pool:
             parts = list(pool.map(lambda share: original([crops[i] for i in share]), shares))
         return _merge_recognitions(parts, shares, len(crops))
 
