@@ -135,3 +135,23 @@ def test_sessions_are_built_once_for_a_whole_document(tmp_path, monkeypatch):
     assert [("Hello" in p.markdown) for p in doc.pages] == [True] * 3
     assert len(built) == 2, built
     assert any("det" in b for b in built) and any("rec" in b for b in built)
+
+
+def test_detection_runs_on_every_core_and_recognition_on_one_thread_a_share(tmp_path):
+    """With two cores the detector's session gets both (it runs while no recognition share does);
+    each recognition call keeps one onnxruntime thread (the shares run side by side)."""
+    from ocr_app.engines.light import detect_on_all_cores
+    from tests.factories import make_image
+
+    eng = LightOcrEngine(threads=2)
+    eng.load()
+    image = Image.open(make_image(tmp_path / "scan.png", text="Hello page", size=(800, 300)))
+    eng._ocr(np.asarray(image.convert("RGB")))
+    threads = {
+        step: getattr(eng._ocr, step).session.session.get_session_options().intra_op_num_threads
+        for step in ("text_det", "text_rec")
+    }
+    assert threads == {"text_det": 2, "text_rec": 1}
+    assert not detect_on_all_cores(eng._ocr, 2)  # built already: nothing is rebuilt
+    assert not detect_on_all_cores(object(), 2)  # not RapidOCR 3: left alone
+    eng.unload()
