@@ -206,3 +206,22 @@ def test_cli_ui_command_shares_the_app_entry_point():
     proc = _cli("ui", "--engine", "no-such-engine")
     assert proc.returncode == 2
     assert "no-such-engine" in proc.stderr
+
+
+def test_the_cli_process_ends_at_once_and_loses_nothing(tmp_path):
+    """Run as its own process, ``convert`` ends without freeing the engines or tearing Python down (the
+    OS does it), after every output file and the JSON summary are written; called inside another
+    program (here pytest) it is not the process's end, so it frees as before."""
+    from ocr_app.cli import _process_ends_here
+
+    assert _process_ends_here() is False
+    good = make_pdf(tmp_path / "good.pdf", ["# Title", "Some body text on the page."])
+    cmd = [sys.executable, "-m", "ocr_app.cli", "convert", str(good), str(tmp_path / "missing.pdf"),
+           "-o", str(tmp_path / "out"), "--engine", "textlayer", "--json-summary"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    summary = json.loads(proc.stdout)
+    assert proc.returncode == summary["exit_code"] == 2  # one file missing: the batch's exit code
+    [done] = [f for f in summary["files"] if f["error"] is None]
+    for key in ("md", "json", "zip"):
+        assert Path(done["outputs"][key]).stat().st_size > 0
+    assert "Title" in Path(done["outputs"]["md"]).read_text()
