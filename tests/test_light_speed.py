@@ -6,6 +6,7 @@ Real RapidOCR models on small generated pages; nothing here times anything (spee
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -42,11 +43,9 @@ def ocr():
     return _default_factory(dict(LightOcrEngine(threads=2)._params))
 
 
-def test_split_recognition_runs_shares_on_threads_and_keeps_the_order(ocr):
-    page = np.asarray(_page())
-    whole = ocr(page, use_det=True, use_cls=False, use_rec=True)
-    assert len(whole.txts) == len(LINES)
-
+@contextlib.contextmanager
+def _recording(ocr):
+    """Note (thread name, crop count) of every recognition call ``ocr`` makes inside the block."""
     calls: list[tuple[str, int]] = []
     original = ocr.recognize_txt
 
@@ -56,10 +55,19 @@ def test_split_recognition_runs_shares_on_threads_and_keeps_the_order(ocr):
 
     ocr.recognize_txt = recording
     try:
-        assert split_recognition(ocr, 2) is True
-        split = ocr(page, use_det=True, use_cls=False, use_rec=True)
+        yield calls
     finally:
         ocr.recognize_txt = original
+
+
+def test_split_recognition_runs_shares_on_threads_and_keeps_the_order(ocr):
+    page = np.asarray(_page())
+    whole = ocr(page, use_det=True, use_cls=False, use_rec=True)
+    assert len(whole.txts) == len(LINES)
+
+    with _recording(ocr) as calls:
+        assert split_recognition(ocr, 2) is True
+        split = ocr(page, use_det=True, use_cls=False, use_rec=True)
     # two shares of four crops, each read on its own worker thread, none on the caller's
     assert sorted(n for _, n in calls) == [4, 4]
     assert all(name.startswith("light-rec") for name, _ in calls)
@@ -73,20 +81,10 @@ def test_split_recognition_runs_shares_on_threads_and_keeps_the_order(ocr):
 def test_split_recognition_uses_no_more_threads_than_crop_pairs(ocr):
     """Many cores, few crops: shares of at least two crops (five crops on 16 cores → 2 shares)."""
     page = np.asarray(_page().crop((0, 0, 900, 14 + 46 * 5)))  # the first five lines
-    calls: list[int] = []
-    original = ocr.recognize_txt
-
-    def recording(crops):
-        calls.append(len(crops))
-        return original(crops)
-
-    ocr.recognize_txt = recording
-    try:
+    with _recording(ocr) as calls:
         assert split_recognition(ocr, 16) is True
         out = ocr(page, use_det=True, use_cls=False, use_rec=True)
-    finally:
-        ocr.recognize_txt = original
-    assert sorted(calls) == [2, 3]
+    assert sorted(n for _, n in calls) == [2, 3]
     assert [t.split()[0] for t in out.txts] == [t.split()[0] for t in LINES[:5]]
 
 
