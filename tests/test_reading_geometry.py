@@ -288,6 +288,28 @@ def test_issue_number_and_subtitle_are_not_headings(tmp_path, engine):
     assert "No. 1695" in md and "Expert help to achieve your business requirements" in md
 
 
+def test_chapter_number_in_display_type_is_a_heading_page_numbers_are_not(tmp_path, engine):
+    """A chapter number set alone at 40 pt (4 x the body) above the chapter title is a heading of its
+    own; the bold body-size page number at the foot and a 40 pt page number in the top margin band
+    (a magazine's folio) are not."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=612, height=792)
+    p.insert_text((40, 60), "12", fontsize=40, fontname="hebo")
+    p.insert_text((500, 130), "1", fontsize=40, fontname="hebo")
+    p.insert_text((137, 200), "Securing and protecting data", fontsize=26, fontname="hebo")
+    y = 250
+    for k in range(10):
+        p.insert_text((137, y), f"Body line {k} of the chapter, set in the regular body face.", fontsize=10)
+        y += 12
+    p.insert_text((542, 762), "1", fontsize=10, fontname="hebo")
+    pdf = tmp_path / "chapter.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    assert [h.lstrip("#").strip() for h in _headings(md)] == ["1", "Securing and protecting data"], md
+    lines = md.splitlines()
+    assert "12" in lines and lines[-1] == "1", md  # both numbers kept, as text
+
+
 def _grid(page, x: list[float], y: list[float]) -> None:
     for yy in y:
         page.draw_line((x[0], yy), (x[-1], yy))

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ocr_app.engines.layout import DocStyle, TextLine, vocabulary_of
+from ocr_app.engines.layout import EDGE_BAND, DocStyle, TextLine, vocabulary_of
 
 if TYPE_CHECKING:
     import pymupdf
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_PAGES = 120  # pages sampled (evenly) for the profile; the rest of a long document uses it too
-EDGE = 0.12  # top / bottom fraction of the page where running headers and footers live
+EDGE = EDGE_BAND  # top / bottom fraction of the page where running headers and footers live
 MIN_REPEATS = 3  # pages a running line must appear on
 MIN_HEADING_RATIO = 1.12  # sizes at least this much larger than the body are heading sizes
 TITLE_RATIO = 1.9  # a heading this much larger than the body is a title ("#"); else levels start at "##"

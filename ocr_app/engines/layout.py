@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 BULLETS = "-•●○◦▪▫■□–—*·‣⁃"
 _BULLET_RE = re.compile(rf"^\s*[{re.escape(BULLETS)}]\s+(?P<body>\S.*)$")
+EDGE_BAND = 0.12  # top / bottom fraction of the page where running headers, footers, page numbers live
 _NUMBER_RE = re.compile(r"^\s*(?P<marker>(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])\s+(?P<body>\S.*)$")
 
 
@@ -112,6 +113,7 @@ class LayoutConfig:
     paragraph_gap_ratio: float = 0.5  # gap ≥ typical gap + this × size → new paragraph
     max_line_gap_ratio: float = 0.8  # the typical gap is at most this × body size (see _group_section)
     indent_ratio: float = 1.0  # first-line indent ≥ this × size → new paragraph
+    chapter_number_ratio: float = 2.0  # with a document style: a bare number this large is a heading
 
 
 @dataclass
@@ -669,11 +671,35 @@ def _cells_apart(row: _Row, gap: float) -> bool:
     return False
 
 
+def in_margin_band(box: Box, height: float) -> bool:
+    """Whether the box lies wholly in the page's top or bottom band (running lines, page numbers)."""
+    return box[3] <= EDGE_BAND * height or box[1] >= (1 - EDGE_BAND) * height
+
+
+def _chapter_number(row: _Row, style: DocStyle, config: LayoutConfig, page_height: float) -> int:
+    """Level of a chapter number set alone in display type ("1" at 40 pt over the chapter title), or
+    0. A page number is body-sized or sits in the margin band; this one is neither."""
+    if len(row.items) != 1 or row.in_figure or not _BARE_NUMBER.match(row.text.strip()):
+        return 0
+    if row.size < config.chapter_number_ratio * style.body_size:
+        return 0
+    if page_height and in_margin_band(row.box, page_height):
+        return 0
+    return min(style.level_for_size(row.size), 6)
+
+
 def _heading_level(
-    row: _Row, body: float, config: LayoutConfig, style: DocStyle | None = None, short_line: bool = False
+    row: _Row,
+    body: float,
+    config: LayoutConfig,
+    style: DocStyle | None = None,
+    short_line: bool = False,
+    page_height: float = 0.0,
 ) -> int:
     text = row.text
     letters = sum(c.isalpha() for c in text)
+    if style is not None and letters < 2 and (chapter := _chapter_number(row, style, config, page_height)):
+        return chapter
     if len(text) > config.max_heading_chars or letters < 2 or row.in_figure:
         return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
@@ -766,6 +792,7 @@ def _group_section(
     config: LayoutConfig,
     style: DocStyle | None = None,
     vocabulary: frozenset[str] = frozenset(),
+    page_height: float = 0.0,
 ) -> list[Block]:
     blocks: list[Block] = []
     texts = [i for i in section if isinstance(i, TextLine)]
@@ -840,7 +867,7 @@ def _group_section(
             and row.size <= 1.1 * cur.size
             and not _list_marker(text)
         )
-        level = 0 if list_continues else _heading_level(row, body, config, style, short_line)
+        level = 0 if list_continues else _heading_level(row, body, config, style, short_line, page_height)
         # The second line of a row of cells (a wrapped column header) is not a heading either.
         after_cells = (
             style is not None
@@ -1019,13 +1046,15 @@ def build_blocks(
     tables: Sequence[tuple[Box, list[list[str]]] | tuple[Box, list[list[Cell]], int]] = (),
     style: DocStyle | None = None,
     forms: Sequence[tuple[Box, list[list[str]]]] = (),
+    page_height: float = 0.0,
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
     ``tables`` are tables an engine already found (box, cell rows of text or ``Cell``s with spans, and
     optionally the number of header rows); lines inside their boxes must already be removed by the
     caller. ``style`` (the whole document's body size, heading sizes,
-    outline and vocabulary) replaces the page-level guesses when the engine has it.
+    outline and vocabulary) replaces the page-level guesses when the engine has it. ``page_height``
+    (0: unknown) tells what lies in the margin bands, where a large bare number is no chapter number.
     """
     config = config or LayoutConfig()
     clean = [ln for ln in lines if ln.text.strip()]
@@ -1055,7 +1084,7 @@ def build_blocks(
     blocks: list[Block] = []
     rtl = is_rtl(" ".join(ln.text for ln in clean))
     for section in order_sections(items, config, body, rtl):
-        blocks.extend(_group_section(section, body, config, style, vocabulary))
+        blocks.extend(_group_section(section, body, config, style, vocabulary, page_height))
     logger.debug("layout: %d lines → %d blocks (%d tables)", len(clean), len(blocks), len(found))
     return blocks
 

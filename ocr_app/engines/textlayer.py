@@ -863,12 +863,21 @@ class TextLayerEngine(Engine):
             # every box back to the page as displayed.
             lines = [replace(ln, box=rotate_box(ln.box, turns, disp_w, disp_h)) for ln in lines]
             upright_w = disp_h if turns % 2 else disp_w
-            blocks = build_blocks(lines, page_width=upright_w, config=self._layout, style=style)
+            upright_h = disp_w if turns % 2 else disp_h
+            blocks = build_blocks(
+                lines, page_width=upright_w, page_height=upright_h, config=self._layout, style=style
+            )
             for block in blocks:
                 block.boxes = [unrotate_box(b, turns, disp_w, disp_h) for b in block.boxes]
         else:
             blocks = build_blocks(
-                lines, page_width=width_px, config=self._layout, tables=tables, forms=forms, style=style
+                lines,
+                page_width=width_px,
+                page_height=disp_h,
+                config=self._layout,
+                tables=tables,
+                forms=forms,
+                style=style,
             )
         blocks = [b for b in running if b.label == "page_header"] + blocks
         blocks += [b for b in running if b.label == "page_footer"]
