@@ -239,6 +239,34 @@ def test_numbered_sections_are_headings_where_the_body_is_bold(tmp_path, engine)
     ], md
 
 
+def test_bold_line_standing_alone_is_a_heading_where_the_body_is_bold(tmp_path, engine):
+    """In a form of bold labels, a bold line with a blank line above and below and nothing beside it
+    (the issuer's name under the title, set smaller) is a heading; bold labels with their value beside
+    them, a bold label with its value right under it, and a bold line inside a block of bold lines
+    are not."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=595, height=842)
+    p.insert_text((60, 60), "Admission prospectus of the main market", fontsize=14, fontname="hebo")
+    p.insert_text((330, 100), "Commodity Exchange Company", fontsize=11, fontname="hebo")
+    y = 150
+    for label in ("Name of the standard", "National standard number", "Date of admission", "Delivery terms"):
+        p.insert_text((60, y), label, fontsize=14, fontname="hebo")
+        p.insert_text((400, y), "1403/10/04", fontsize=12)
+        y += 22
+    p.insert_text((60, y + 20), "Issuing authority of the standard", fontsize=14, fontname="hebo")
+    p.insert_text((60, y + 38), "National standards organisation", fontsize=12)
+    y += 80
+    for text in ("Terms agreed by the committee", "Price set on world prices", "Minimum share offered"):
+        p.insert_text((60, y), text, fontsize=14, fontname="hebo")
+        y += 18
+    pdf = tmp_path / "form_alone.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    heads = [h.lstrip("#").strip() for h in _headings(md)]
+    assert heads == ["Admission prospectus of the main market", "Commodity Exchange Company"], md
+    assert "Issuing authority of the standard" in md and "Price set on world prices" in md
+
+
 def test_boxed_section_number_and_two_size_title(tmp_path, engine):
     """A section number in a box of its own before the title is part of the heading; a title whose
     second line is set a little smaller is one heading; a web address under it is not a heading."""

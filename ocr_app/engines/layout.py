@@ -113,6 +113,8 @@ class LayoutConfig:
     paragraph_gap_ratio: float = 0.5  # gap ≥ typical gap + this × size → new paragraph
     max_line_gap_ratio: float = 0.8  # the typical gap is at most this × body size (see _group_section)
     indent_ratio: float = 1.0  # first-line indent ≥ this × size → new paragraph
+    max_isolated_heading_words: int = 12  # a bold line standing alone is a heading up to this length
+    isolation_gap_ratio: float = 1.0  # a line is alone with a gap ≥ this × its size above and below
     chapter_number_ratio: float = 2.0  # with a document style: a bare number this large is a heading
 
 
@@ -695,6 +697,7 @@ def _heading_level(
     style: DocStyle | None = None,
     short_line: bool = False,
     page_height: float = 0.0,
+    isolated: bool = False,
 ) -> int:
     text = row.text
     letters = sum(c.isalpha() for c in text)
@@ -705,7 +708,7 @@ def _heading_level(
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
-        return _styled_heading_level(row, text, config, style, short_line)
+        return _styled_heading_level(row, text, config, style, short_line, isolated)
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
@@ -717,7 +720,12 @@ def _heading_level(
 
 
 def _styled_heading_level(
-    row: _Row, text: str, config: LayoutConfig, style: DocStyle, short_line: bool = False
+    row: _Row,
+    text: str,
+    config: LayoutConfig,
+    style: DocStyle,
+    short_line: bool = False,
+    isolated: bool = False,
 ) -> int:
     """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
     document's distinct heading sizes), short lines set heavier than the body text, and short
@@ -764,10 +772,42 @@ def _styled_heading_level(
         # Where the body itself is bold (a form of bold labels), weight cannot mark a heading; a line
         # set bold in another typeface (the form's title) is one.
         return bold_level
+    if (
+        isolated
+        and style.body_weight >= 600
+        and row.weight >= style.body_weight
+        and ratio >= 0.75
+        and len(text.split()) <= config.max_isolated_heading_words
+        and not text.endswith(_SENTENCE_END)
+    ):
+        # Where the body itself is bold, a bold line standing alone (a blank line above and below in
+        # its column, nothing beside it) is a heading: a label has its value beside or under it.
+        return bold_level
     titled = text[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
     if row.italic and short_line and titled and 0.95 <= ratio <= 1.1:
         return min(bold_level + 1, 6)
     return 0
+
+
+def _isolated_rows(units: Sequence[_Row | _Table], config: LayoutConfig) -> set[int]:
+    """ids of the single-piece rows with no other unit within a blank line above or below them in
+    their own x-range (units sorted top to bottom): lines that stand alone, as headings do."""
+
+    def overlaps(a: Box, b: Box) -> bool:
+        return min(a[2], b[2]) - max(a[0], b[0]) > 0
+
+    alone: set[int] = set()
+    for k, unit in enumerate(units):
+        if not isinstance(unit, _Row) or len(unit.items) != 1:
+            continue
+        gap = config.isolation_gap_ratio * unit.size
+        above = next((u for u in reversed(units[:k]) if overlaps(u.box, unit.box)), None)
+        below = next((u for u in units[k + 1 :] if overlaps(u.box, unit.box)), None)
+        if (above is None or unit.box[1] - above.box[3] >= gap) and (
+            below is None or below.box[1] - unit.box[3] >= gap
+        ):
+            alone.add(id(unit))
+    return alone
 
 
 CODE_GAP_LINES = 2.5  # a blank line or two inside a listing keeps it one code block
@@ -807,6 +847,7 @@ def _group_section(
     # Capped: on a page whose only gaps are blank lines, the median gap is the blank line itself, and
     # every paragraph would merge; 0.8 × size still passes double-spaced text as one paragraph.
     typical_gap = min(statistics.median(gaps), config.max_line_gap_ratio * body) if gaps else 0.0
+    isolated = _isolated_rows(units, config) if style is not None else set()
     section_left = min((u.box[0] for u in units), default=0.0)
     section_width = max((u.box[2] for u in units), default=0.0) - section_left
     cur: _Pending | None = None
@@ -867,7 +908,11 @@ def _group_section(
             and row.size <= 1.1 * cur.size
             and not _list_marker(text)
         )
-        level = 0 if list_continues else _heading_level(row, body, config, style, short_line, page_height)
+        level = (
+            0
+            if list_continues
+            else _heading_level(row, body, config, style, short_line, page_height, id(row) in isolated)
+        )
         # The second line of a row of cells (a wrapped column header) is not a heading either.
         after_cells = (
             style is not None
