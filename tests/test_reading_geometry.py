@@ -338,6 +338,49 @@ def test_chapter_number_in_display_type_is_a_heading_page_numbers_are_not(tmp_pa
     assert "12" in lines and lines[-1] == "1", md  # both numbers kept, as text
 
 
+def test_heading_over_a_background_picture_heads_its_paragraph(tmp_path, engine):
+    """Text set over a large picture (a back cover's panel): a bold block right above a lighter
+    paragraph at its left edge is a heading; a bold tagline block followed by another bold block and
+    bold side labels beside the prose are not, and a diagram's bold labels stay out of the headings."""
+    doc = pymupdf.open()
+    p = doc.new_page(width=612, height=792)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 60, 40), 0)
+    pix.clear_with(230)
+    p.insert_image(pymupdf.Rect(18, 232, 601, 579), pixmap=pix)
+    side = ["Implement roles and", "separation of duties", "", "Leverage row", "permissions"]
+    for k, text in enumerate(side):
+        p.insert_text((27, 252 + 14 * k), text, fontsize=12, fontname="hebo")
+    for k in range(10):
+        p.insert_text(
+            (175, 252 + 12 * k), f"Body sentence {k} of the summary on the back cover.", fontsize=10
+        )
+    for k, text in enumerate(["INTERNATIONAL", "TECHNICAL", "SUPPORT"]):
+        p.insert_text((467, 258 + 14 * k), text, fontsize=14, fontname="hebo")
+    for k, text in enumerate(["BUILDING TECHNICAL", "INFORMATION BASED"]):
+        p.insert_text((467, 360 + 12 * k), text, fontsize=12, fontname="hebo")
+    for k, text in enumerate(
+        ["Books are developed", "by the support team", "from realistic cases.", "Experts from all"]
+    ):
+        p.insert_text((467, 400 + 11 * k), text, fontsize=11)
+    # A diagram below: bold labels each above a lighter line, no paragraph under any of them.
+    p.draw_rect(pymupdf.Rect(60, 600, 550, 760), color=(0, 0, 0), fill=(0.9, 0.9, 0.95))
+    for k, (label, note) in enumerate(
+        [("Input queue", "jobs"), ("Worker pool", "threads"), ("Output", "files")]
+    ):
+        p.insert_text((80 + 160 * k, 640), label, fontsize=10, fontname="hebo")
+        p.insert_text((80 + 160 * k, 652), note, fontsize=10)
+    for k in range(6):
+        p.insert_text(
+            (60, 60 + 12 * k), f"Page body line {k} of the regular text above the panel.", fontsize=10
+        )
+    pdf = tmp_path / "panel.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    assert [h.lstrip("#").strip() for h in _headings(md)] == ["BUILDING TECHNICAL INFORMATION BASED"], md
+    assert "Implement roles and separation of duties" in md and "INTERNATIONAL TECHNICAL SUPPORT" in md
+    assert "Input queue" in md and "Books are developed by the support team" in md
+
+
 def _grid(page, x: list[float], y: list[float]) -> None:
     for yy in y:
         page.draw_line((x[0], yy), (x[-1], yy))

@@ -25,7 +25,9 @@ The pipeline, in order:
    ``heading_ratio`` × the page's body size: ≥ ``h1_ratio`` → ``#``, else ``##``; bold lines a bit
    larger than body → ``###``). With a document style (the text layer) headings come from the whole
    document instead (``_styled_heading_level``): the outline, sizes and weights against the body's,
-   section numbers ("2.1", "3 -") and typefaces where the body itself is bold; never a row of pieces a
+   section numbers ("2.1", "3 -"), typefaces and bold lines standing alone where the body itself is
+   bold, a chapter number alone in display type (``_chapter_number``) and, in a text panel over a
+   picture, only a bold block heading a lighter paragraph (``_panel_leads``); never a row of pieces a
    cell gap apart (column headers, footers), a line that is mostly a number, a web address, or a
    lighter subtitle right under a heading.
 """
@@ -690,25 +692,37 @@ def _chapter_number(row: _Row, style: DocStyle, config: LayoutConfig, page_heigh
     return min(style.level_for_size(row.size), 6)
 
 
+@dataclass(frozen=True)
+class _RowContext:
+    """Where a row stands on its page: what the heading rules need beyond the row itself."""
+
+    short_line: bool = False  # much shorter than its section is wide
+    page_height: float = 0.0  # 0: unknown
+    isolated: bool = False  # a blank line above and below it, nothing beside it
+    leads_text: bool = False  # inside a text panel over a picture, right above a lighter paragraph
+
+
 def _heading_level(
     row: _Row,
     body: float,
     config: LayoutConfig,
     style: DocStyle | None = None,
-    short_line: bool = False,
-    page_height: float = 0.0,
-    isolated: bool = False,
+    where: _RowContext = _RowContext(),
 ) -> int:
     text = row.text
     letters = sum(c.isalpha() for c in text)
-    if style is not None and letters < 2 and (chapter := _chapter_number(row, style, config, page_height)):
+    if (
+        style is not None
+        and letters < 2
+        and (chapter := _chapter_number(row, style, config, where.page_height))
+    ):
         return chapter
-    if len(text) > config.max_heading_chars or letters < 2 or row.in_figure:
+    if len(text) > config.max_heading_chars or letters < 2 or (row.in_figure and not where.leads_text):
         return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
-        return _styled_heading_level(row, text, config, style, short_line, isolated)
+        return _styled_heading_level(row, text, config, style, where.short_line, where.isolated)
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
@@ -810,6 +824,39 @@ def _isolated_rows(units: Sequence[_Row | _Table], config: LayoutConfig) -> set[
     return alone
 
 
+def _panel_leads(units: Sequence[_Row | _Table], panel: frozenset[int]) -> set[int]:
+    """ids of the rows of a text panel over a picture (``panel``: ids of its lines) that head a
+    paragraph: a run of rows in one weight and size, right above rows in a lighter weight that start
+    at the same left edge and run on for at least two lines. The panel's other lines (taglines,
+    labels, a logo's words) stay text."""
+    rows = [u for u in units if isinstance(u, _Row) and all(id(i) in panel for i in u.items)]
+    leads: set[int] = set()
+    k = 0
+    while k < len(rows):
+        run = [rows[k]]
+        while k + len(run) < len(rows):
+            nxt, last = rows[k + len(run)], run[-1]
+            if not (
+                nxt.weight == last.weight
+                and _size_close(nxt.size, last.size)
+                and abs(nxt.box[0] - last.box[0]) <= 0.5 * last.size
+                and nxt.box[1] - last.box[3] <= 0.6 * last.size
+            ):
+                break
+            run.append(nxt)
+        after = rows[k + len(run) : k + len(run) + 2]
+        last = run[-1]
+        if (
+            len(after) == 2
+            and all(r.weight < last.weight and abs(r.box[0] - last.box[0]) <= 0.5 * last.size for r in after)
+            and after[0].box[1] - last.box[3] <= 2.0 * last.size
+            and after[1].box[1] - after[0].box[3] <= 0.6 * after[0].size
+        ):
+            leads.update(id(r) for r in run)
+        k += len(run)
+    return leads
+
+
 CODE_GAP_LINES = 2.5  # a blank line or two inside a listing keeps it one code block
 
 
@@ -833,6 +880,7 @@ def _group_section(
     style: DocStyle | None = None,
     vocabulary: frozenset[str] = frozenset(),
     page_height: float = 0.0,
+    panel: frozenset[int] = frozenset(),
 ) -> list[Block]:
     blocks: list[Block] = []
     texts = [i for i in section if isinstance(i, TextLine)]
@@ -848,6 +896,7 @@ def _group_section(
     # every paragraph would merge; 0.8 × size still passes double-spaced text as one paragraph.
     typical_gap = min(statistics.median(gaps), config.max_line_gap_ratio * body) if gaps else 0.0
     isolated = _isolated_rows(units, config) if style is not None else set()
+    leads = _panel_leads(units, panel) if style is not None and panel else set()
     section_left = min((u.box[0] for u in units), default=0.0)
     section_width = max((u.box[2] for u in units), default=0.0) - section_left
     cur: _Pending | None = None
@@ -911,7 +960,13 @@ def _group_section(
         level = (
             0
             if list_continues
-            else _heading_level(row, body, config, style, short_line, page_height, id(row) in isolated)
+            else _heading_level(
+                row,
+                body,
+                config,
+                style,
+                _RowContext(short_line, page_height, id(row) in isolated, id(row) in leads),
+            )
         )
         # The second line of a row of cells (a wrapped column header) is not a heading either.
         after_cells = (
@@ -1039,13 +1094,13 @@ def _tables_beside_a_gutter(
 MAX_LABEL_WORDS = 8  # a figure whose lines are all shorter holds labels, not prose
 
 
-def _figure_items(lines: list[TextLine]) -> tuple[list[_Table], list[TextLine]]:
+def _figure_items(lines: list[TextLine]) -> tuple[list[_Table], list[TextLine], frozenset[int]]:
     """The labels of each figure (a diagram's vector text) as one item, read row by row where the
     figure stands, and the other lines.
 
     Why: left loose, labels side by side look like text columns or table rows, and a figure that
     spans both columns of a page would be torn in two. A figure with sentences in it (a text box over
-    a picture) keeps its lines: they are read as text.
+    a picture) keeps its lines: they are read as text, and their ids come back as the third item.
     """
     groups: dict[int, list[TextLine]] = {}
     for ln in lines:
@@ -1053,8 +1108,10 @@ def _figure_items(lines: list[TextLine]) -> tuple[list[_Table], list[TextLine]]:
             groups.setdefault(ln.figure, []).append(ln)
     figures: list[_Table] = []
     grouped: set[int] = set()
+    panel: set[int] = set()
     for members in groups.values():
         if any(len(ln.text.split()) >= MAX_LABEL_WORDS for ln in members):
+            panel.update(id(ln) for ln in members)
             continue
         rows = group_rows(members)
         figures.append(
@@ -1067,7 +1124,7 @@ def _figure_items(lines: list[TextLine]) -> tuple[list[_Table], list[TextLine]]:
             )
         )
         grouped.update(id(ln) for ln in members)
-    return figures, [ln for ln in lines if id(ln) not in grouped]
+    return figures, [ln for ln in lines if id(ln) not in grouped], frozenset(panel)
 
 
 def _cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
@@ -1118,7 +1175,7 @@ def build_blocks(
             # print, a sampler of sizes): the document's heading scale, relative to this page's body.
             k = body / style.body_size
             style = replace(style, body_size=body, heading_sizes=tuple(h * k for h in style.heading_sizes))
-    figures, clean_rest = _figure_items(clean)
+    figures, clean_rest, panel = _figure_items(clean)
     found, rest = detect_tables(clean_rest, page_width, config, body)
     found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
     found += found_more
@@ -1129,7 +1186,7 @@ def build_blocks(
     blocks: list[Block] = []
     rtl = is_rtl(" ".join(ln.text for ln in clean))
     for section in order_sections(items, config, body, rtl):
-        blocks.extend(_group_section(section, body, config, style, vocabulary, page_height))
+        blocks.extend(_group_section(section, body, config, style, vocabulary, page_height, panel))
     logger.debug("layout: %d lines → %d blocks (%d tables)", len(clean), len(blocks), len(found))
     return blocks
 
