@@ -98,6 +98,26 @@ def test_bold_paragraph_is_not_a_heading(tmp_path, engine):
     assert "23. If your country has an institutional legal aid provider, what is the maximum caseload" in md
 
 
+def test_bold_line_standing_alone_is_a_heading_a_bold_run_inside_a_paragraph_is_not(tmp_path, engine):
+    """A body-size bold line with a blank line above and below is a heading; bold words that start a
+    line inside a paragraph (the rest of the line regular) leave the paragraph whole."""
+    pdf = tmp_path / "boldrun.pdf"
+    doc = pymupdf.open()
+    p = doc.new_page()
+    y = _lines(p, 80, BODY * 2)
+    y = _lines(p, y + 6, ["Terms of delivery"], font="hebo")
+    y = _lines(p, y, BODY[:1])
+    bold = "Important notice:"
+    p.insert_text((72, y), bold, fontsize=11, fontname="hebo")
+    rest = " the goods travel at the buyer's risk once they leave"
+    p.insert_text((72 + pymupdf.get_text_length(bold, "hebo", 11), y), rest, fontsize=11, fontname="helv")
+    _lines(p, y + 11 * 1.3, ["the warehouse, as agreed in the contract of sale."])
+    doc.save(pdf)
+    md = blocks_to_markdown(_read(engine, pdf).blocks)
+    assert [ln for ln in md.splitlines() if ln.startswith("#")] == ["## Terms of delivery"], md
+    assert "Important notice: the goods travel at the buyer's risk once they leave the warehouse" in md
+
+
 def test_lists_bullets_numbers_letters_continuations_and_nesting(tmp_path, engine):
     pdf = tmp_path / "lists.pdf"
     doc = pymupdf.open()
