@@ -769,6 +769,8 @@ def _styled_heading_level(
         # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
         return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
+    if text.endswith(":") and ratio < config.heading_ratio:
+        return 0  # a lead-in set a little larger ("For more information:"): what follows is the content
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
