@@ -317,22 +317,34 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     return summary
 
 
-DEFAULT_GEMV_ROWS = 64  # ocr_app.quant.options.KernelOptions.decode_gemv_max_rows
+
+
+KNOBS = {"g": "decode_gemv_max_rows", "d": "dense_gemv_max_rows", "s": "moe_scan_max_tokens"}
+
+
+def kernel_knobs(spec: str) -> dict[str, int]:
+    """``mixed@g64+d16+s0``: expert pairs through the GEMV (g), dense rows through the GEMV (d), tokens
+    through the expert-scan kernel (s); a bare number is ``g`` (the older ``mixed@N`` form)."""
+    out = {}
+    for item in filter(None, spec.split("+")):
+        key, val = (item[0], item[1:]) if item[0] in KNOBS else ("g", item)
+        out[KNOBS[key]] = int(val)
+    return out
 
 
 def apply_preset(model, name):
     if name == "bf16":
         return model
     base = name.split("@")[0]
-    if base in ("mixed", "mixed1d"):  # @N: at most N expert pairs through the GEMV kernel in decode
+    if base in ("mixed", "mixed1d"):
         from ocr_app.quant.apply import quantize_model
         from ocr_app.quant.options import default_kernel_options, set_kernel_options
         from ocr_app.quant.presets import get_preset
 
         options = default_kernel_options().replace(
-            decode_gemv_max_rows=int(name.split("@")[1]) if "@" in name else DEFAULT_GEMV_ROWS,
             gemv_acc2d=base == "mixed",  # mixed1d: one reduction per K-tile (the earlier kernel)
         )
+        options = options.replace(**kernel_knobs(name.split("@")[1] if "@" in name else ""))
         quantize_model(model, get_preset("mixed"))
         set_kernel_options(model, options)
         return model

@@ -154,16 +154,17 @@ import torch
 from tests.test_quant_kernels import rel, float_moe
 from ocr_app.quant.modules import QuantLinear, QuantExperts, Int8Linear
 from ocr_app.quant.ops import wq_linear, moe_experts, int8_linear, GEMV_MAX_ROWS
-from ocr_app.quant.ops import fused_gemv_ok, wq_linear_concat, wq_gate_up
+from ocr_app.quant.options import MOE_SCAN_MAX_TOKENS
+from ocr_app.quant.ops import fused_launch_ok, wq_linear_concat, wq_gate_up
 torch.manual_seed(0)
 worst = 0.0
 # decode fusions: q/k/v in one launch (3 segments, also 2), SwiGLU gate/up from two weights in one launch
 for bits in (4, 8):
     qs = [QuantLinear.from_float(torch.randn(n, 256) / 8, None, bits=bits, dtype=torch.float32) for n in (64, 32, 96)]
-    for m in (1, 3):
+    for m in (1, 3, 5, 20):  # GEMV rows, then the tensor-core kernel with the same fusions
         x = torch.randn(m, 256)
         for ws in ([q.qw for q in qs], [q.qw for q in qs[:2]]):
-            assert fused_gemv_ok(x, ws)
+            assert fused_launch_ok(x, ws)
             ref = torch.cat([wq_linear(x, w, backend="torch") for w in ws], -1)
             worst = max(worst, rel(wq_linear_concat(x, ws), ref))
         isc = torch.exp2(torch.randint(-1, 2, (256,)).float())
@@ -172,15 +173,18 @@ for bits in (4, 8):
         ref = torch.nn.functional.silu(g(x)) * u(x)
         worst = max(worst, rel(wq_gate_up(x, g.qw, u.qw, g.input_scale_inv), ref))
 for bits in (4, 8):
-    for m, k, n in ((1, 64, 48), (3, 32, 64), (40, 128, 96)):
+    for m, k, n in ((1, 64, 48), (3, 32, 64), (40, 128, 96), (300, 32, 64)):
         ql = QuantLinear.from_float(torch.randn(n, k), torch.randn(n), bits=bits,
                                     input_scale=torch.exp2(torch.randint(-1, 2, (k,)).float()), dtype=torch.float32)
         x = torch.randn(m, k)
         worst = max(worst, rel(wq_linear(x, ql.qw, ql.bias, ql.input_scale_inv, backend="triton"),
                                wq_linear(x, ql.qw, ql.bias, ql.input_scale_inv, backend="torch")))
         worst = max(worst, rel(wq_linear(x, ql.qw, backend="triton"), wq_linear(x, ql.qw, backend="torch")))
-    # decode (GEMV, pairs <= GEMV_MAX_ROWS) and prefill (sorted grouped GEMM) paths, empty experts included
-    for t, e, h, i, topk in ((1, 8, 64, 32, 2), (5, 4, 128, 64, 3), (GEMV_MAX_ROWS, 8, 64, 32, 2)):
+    # decode (GEMV, pairs <= GEMV_MAX_ROWS; expert scan up to MOE_SCAN_MAX_TOKENS tokens) and prefill (sorted
+    # grouped GEMM) paths, unused experts included
+    cases = ((1, 8, 64, 32, 2), (5, 4, 128, 64, 3), (12, 8, 64, 32, 6), (MOE_SCAN_MAX_TOKENS, 8, 64, 32, 2),
+             (MOE_SCAN_MAX_TOKENS + 6, 8, 64, 32, 2))
+    for t, e, h, i, topk in cases:
         qe = QuantExperts.from_float(torch.randn(e, 2 * i, h) / 8, torch.randn(e, h, i) / 8, bits=bits,
                                      input_scale=torch.exp2(torch.randint(-1, 2, (e, h)).float()),
                                      dtype=torch.float32)

@@ -186,12 +186,12 @@ def _same_layout(ws: list[QWeight]) -> bool:
     )
 
 
-def fused_gemv_ok(x: torch.Tensor, ws: list[QWeight]) -> bool:
-    """Whether ``wq_linear_concat`` / ``wq_gate_up`` can run ``ws`` in one GEMV launch on ``x``: GEMV
-    row counts, one layout, segment boundaries on 32-column blocks, Triton on this device."""
+def fused_launch_ok(x: torch.Tensor, ws: list[QWeight]) -> bool:
+    """Whether ``wq_linear_concat`` / ``wq_gate_up`` can run ``ws`` in one launch on ``x``: rows present,
+    one layout, segment boundaries on 32-column blocks, Triton on this device."""
     return (
         (x.is_cuda or os.environ.get("TRITON_INTERPRET") == "1")
-        and 0 < x.shape[0] <= GEMV_MAX_ROWS // 4
+        and x.shape[0] > 0
         and 1 <= len(ws) <= 3
         and _same_layout(ws)
         and all(w.out_features % 32 == 0 for w in ws[:-1])
@@ -204,14 +204,18 @@ def wq_linear_concat(
 ) -> torch.Tensor:
     """``cat([x @ W_i^T for W_i in ws], -1)`` in one GEMV launch (decode: q, k and v of a layer).
 
-    Needs ``fused_gemv_ok``; every weight's column count must be a multiple of 32.
+    Needs ``fused_launch_ok``; every weight's column count must be a multiple of 32.
     """
     import torch
 
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     n = sum(w.out_features for w in ws)
     out = torch.empty(x2.shape[0], n, device=x.device, dtype=x.dtype)
-    _gemv_launch(resolve(options), x2, ws[0], out, n, None, None, None, 1, False, more=tuple(ws[1:]))
+    opts = resolve(options)
+    if x2.shape[0] <= opts.dense_gemv_max_rows:
+        _gemv_launch(opts, x2, ws[0], out, n, None, None, None, 1, False, more=tuple(ws[1:]))
+    else:
+        _rows_launch(opts, x2, ws[0], out, n, None, None, False, more=tuple(ws[1:]))
     return out.reshape(*x.shape[:-1], n)
 
 
@@ -229,8 +233,50 @@ def wq_gate_up(
     out = torch.empty(x2.shape[0], gate.out_features, device=x.device, dtype=x.dtype)
     isc = None if input_scale_inv is None else input_scale_inv.reshape(1, -1)
     opts = resolve(options)
-    _gemv_launch(opts, x2, gate, out, gate.out_features, None, isc, None, 1, True, more=(up,), up_ptr=True)
+    if x2.shape[0] <= opts.dense_gemv_max_rows:
+        _gemv_launch(
+            opts, x2, gate, out, gate.out_features, None, isc, None, 1, True, more=(up,), up_ptr=True
+        )
+    else:
+        _rows_launch(opts, x2, gate, out, gate.out_features, isc, None, True, more=(up,), up_ptr=True)
     return out.reshape(*x.shape[:-1], gate.out_features)
+
+
+def _rows_launch(
+    opts: KernelOptions, x, w: QWeight, out, n_out, isc, bias, gate_up, more=(), up_ptr=False, meta=None
+):
+    """Dense rows through the tensor-core kernel (decode batches above ``dense_gemv_max_rows``), with
+    the GEMV's fusions: ``more`` weights as further output columns, or the up projection (``up_ptr``).
+    Column blocks (16 or 32) never straddle a segment: segments start on 32-column boundaries."""
+    import triton
+
+    from ocr_app.quant.formats import kernel_block_k
+
+    m = x.shape[0]
+    bm = _block_m(m)
+    meta = dict(meta or {})
+    # tuned on an H200 at 8–32 rows (docs/PERFORMANCE.md): 128-channel K-tiles, 32 columns up to 16
+    # rows and 16 above, four pipeline stages
+    block_n = meta.pop("BLOCK_N", 32 if m <= 16 else 16)
+    meta = {"BLOCK_K": kernel_block_k(w.in_features, w.group, cap=128), "num_stages": 4, **meta}
+    w1 = more[0] if more else None
+    w2 = more[1] if len(more) > 1 else None
+    segs = {
+        "w1_ptr": None if w1 is None else w1.codes,
+        "s1_ptr": None if w1 is None else w1.scale,
+        "m1_ptr": None if w1 is None else w1.wmin,
+        "w2_ptr": None if w2 is None else w2.codes,
+        "s2_ptr": None if w2 is None else w2.scale,
+        "m2_ptr": None if w2 is None else w2.wmin,
+        "N0": w.out_features,
+        "N1": 0 if w1 is None else w1.out_features,
+        "SEGS": 1 if up_ptr else 1 + len(more),
+        "UP_PTR": up_ptr,
+    }
+    _gemm_launch(
+        opts, x, w, out, m, n_out, None, None, triton.cdiv(m, bm), bm, isc, None, 1, gate_up, bias,
+        block_n=block_n, extra=segs, meta=meta,
+    )  # fmt: skip
 
 
 def _gemm_launch(
@@ -249,14 +295,17 @@ def _gemm_launch(
     x_div,
     gate_up,
     bias=None,
+    block_n: int = 64,
+    extra: dict | None = None,
+    meta: dict | None = None,
 ):
+    """``meta``: launch parameters to override (``BLOCK_K``, ``num_warps``, ``num_stages``): tuning benches."""
     import triton
 
     from ocr_app.quant import triton_kernels as tk
     from ocr_app.quant.formats import kernel_block_k
     from ocr_app.quant.launch import launch
 
-    block_n = 64
     grid = (num_blocks, triton.cdiv(n_out, block_n))
     launch(
         tk.wq_gemm_kernel,
@@ -288,9 +337,13 @@ def _gemm_launch(
         GATE_UP=gate_up,
         BLOCK_M=block_m,
         BLOCK_N=block_n,
-        BLOCK_K=kernel_block_k(w.in_features, w.group),
-        num_warps=4,
-        num_stages=3,
+        **{
+            "BLOCK_K": kernel_block_k(w.in_features, w.group),
+            "num_warps": 4,
+            "num_stages": 3,
+            **(extra or {}),
+            **(meta or {}),
+        },
         fast=opts.fast_launch,
     )
 
@@ -313,8 +366,10 @@ def _wq_linear_triton(
     out = torch.empty(m, w.out_features, device=x2.device, dtype=x2.dtype)
     if m == 0:
         return out
-    if m <= GEMV_MAX_ROWS // 4:
+    if m <= opts.dense_gemv_max_rows:
         _gemv_launch(opts, x2, w, out, w.out_features, None, isc, None, 1, False, bias)
+    elif m <= GEMV_MIN_PROGRAMS:  # decode batches: narrow column blocks to fill the GPU
+        _rows_launch(opts, x2, w, out, w.out_features, isc, bias, False)
     else:
         import triton
 
@@ -407,15 +462,16 @@ def moe_pairs(
     gate_up: QWeight,
     down: QWeight,
     input_scale_inv: torch.Tensor | None = None,
-    gemv_max_rows: int = GEMV_MAX_ROWS,
+    gemv_max_rows: int | None = None,
     options: KernelOptions | None = None,
 ) -> torch.Tensor:
     """Routed experts per (token, slot) pair on the GPU kernels: float32 [T · top_k, H], each row
     already multiplied by its routing weight; summing over slots is left to the caller (the graph
     decoder folds it into one kernel with the shared experts' output).
 
-    Up to ``gemv_max_rows`` pairs run through the GEMV kernel, which reads the routing directly (no
-    sort); more are grouped by expert for the tensor-core GEMM.
+    Up to ``gemv_max_rows`` pairs (default ``decode_gemv_max_rows``) run through the GEMV kernel, which
+    reads the routing directly; up to ``moe_scan_max_tokens`` tokens through the expert scan; more are
+    sorted by expert for the tensor-core GEMM.
     """
     import torch
 
@@ -434,15 +490,54 @@ def moe_pairs(
     if p == 0:
         return y
     opts = resolve(options)
-    if p <= gemv_max_rows:
+    if p <= (opts.decode_gemv_max_rows if gemv_max_rows is None else gemv_max_rows):
         _gemv_launch(opts, x, gate_up, h, inter, idx, isc, None, topk, True)
         _gemv_launch(opts, h, down, y, hidden, idx, None, rw, 1, False)
+    elif t <= opts.moe_scan_max_tokens:
+        _scan_launch(opts, x, gate_up, h, inter, idx, isc, None, t, topk, True)
+        _scan_launch(opts, h, down, y, hidden, idx, None, rw, t, topk, False)
     else:
         bm = _block_m(p / num_experts)
         rows, bexp, nblocks = align_pairs(top_k_index, num_experts, bm)
         _gemm_launch(opts, x, gate_up, h, p, inter, rows, bexp, nblocks, bm, isc, None, topk, True)
         _gemm_launch(opts, h, down, y, p, hidden, rows, bexp, nblocks, bm, None, rw, 1, False)
     return y
+
+
+def _scan_launch(
+    opts: KernelOptions, x, w: QWeight, out, n_out, idx, isc, rw, t, topk, gate_up, meta: dict | None = None
+):
+    """The expert-scan kernel: one program per (expert, 32 columns); experts nobody picked exit at once.
+    ``meta`` overrides launch parameters (``BLOCK_N``, ``BLOCK_K``, ``num_warps``, ``num_stages``)."""
+    import triton
+
+    from ocr_app.quant import triton_kernels as tk
+    from ocr_app.quant.formats import kernel_block_k
+    from ocr_app.quant.launch import launch
+
+    params = {
+        "BLOCK_N": 32,
+        "BLOCK_K": kernel_block_k(w.in_features, w.group),
+        "num_warps": 4,
+        "num_stages": 2,
+        **(meta or {}),
+    }  # tuned on an H200 at 8–64 tokens (docs/PERFORMANCE.md)
+    block_n = params["BLOCK_N"]
+    launch(
+        tk.wq_moe_scan_kernel,
+        (w.codes.shape[0], triton.cdiv(n_out, block_n)),
+        x, x.stride(0), w.codes, w.scale, w.wmin, idx, isc, rw, out, out.stride(0),
+        t, n_out, w.codes.shape[1], w.in_features, w.group,
+        TOPK=topk,
+        KP=triton.next_power_of_2(topk),
+        TKP=triton.next_power_of_2(t * topk),
+        BITS=w.bits,
+        HAS_ISC=isc is not None,
+        GATE_UP=gate_up,
+        BLOCK_M=16,  # an expert's pairs in a decode batch: a few per expert
+        **params,
+        fast=opts.fast_launch,
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------- INT8

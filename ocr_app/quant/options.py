@@ -29,6 +29,9 @@ ENV_FAST_LAUNCH = "OCR_APP_TRITON_FAST_LAUNCH"
 # Decode: up to this many rows (tokens, or token-expert pairs) go through the GEMV kernel, which reads
 # the routing directly; more rows are sorted by expert and go through the tensor-core GEMM.
 GEMV_MAX_ROWS = 64
+DENSE_GEMV_MAX_ROWS = 4
+DECODE_GEMV_MAX_PAIRS = 32  # H200: from 8 tokens (48 pairs) on, the expert scan beats the GEMV
+MOE_SCAN_MAX_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -37,16 +40,23 @@ class KernelOptions:
 
     backend: Backend = "auto"  # auto: Triton on CUDA tensors when Triton imports, torch otherwise
     fast_launch: bool = True  # launch compiled Triton kernels without per-launch pointer checks
-    # Expert pairs through the GEMV kernel in the graph decoder's step; more go through the sorted GEMM
-    # (H200: at 96 and 192 pairs the GEMM path is 1.3x and 1.7x faster, so the bound is the same).
-    decode_gemv_max_rows: int = GEMV_MAX_ROWS
+    # Expert pairs through the GEMV kernel in the graph decoder's step; more go through the expert scan
+    # (or, above ``moe_scan_max_tokens`` tokens, the sorted GEMM).
+    decode_gemv_max_rows: int = DECODE_GEMV_MAX_PAIRS
     gemv_acc2d: bool = True  # GEMV accumulation: per-element partials reduced once (False: per K-tile)
+    # Dense rows (tokens) up to this go through the GEMV kernel; more through the tensor-core kernel,
+    # which dequantises each weight tile once per 16 rows instead of once per row.
+    dense_gemv_max_rows: int = DENSE_GEMV_MAX_ROWS
+    # Decode tokens up to this (above ``decode_gemv_max_rows`` pairs) run the routed experts through the
+    # expert-scan kernel (no sort); more through the sorted grouped GEMM.
+    moe_scan_max_tokens: int = MOE_SCAN_MAX_TOKENS
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ConfigError(f"{ENV_BACKEND}={self.backend!r}: use one of {', '.join(BACKENDS)}")
-        if self.decode_gemv_max_rows < 0:
-            raise ConfigError("decode_gemv_max_rows must be ≥ 0")
+        for name in ("decode_gemv_max_rows", "dense_gemv_max_rows", "moe_scan_max_tokens"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be ≥ 0")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> KernelOptions:

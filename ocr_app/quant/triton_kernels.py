@@ -247,15 +247,44 @@ def wq_gemm_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    w1_ptr=None,
+    s1_ptr=None,
+    m1_ptr=None,
+    w2_ptr=None,
+    s2_ptr=None,
+    m2_ptr=None,
+    N0=0,
+    N1=0,
+    SEGS: tl.constexpr = 1,
+    UP_PTR: tl.constexpr = False,
 ):
-    """Prefill path: tensor-core tiles. With ``HAS_IDX`` the rows of block b are the (token, expert)
-    pairs ``rows[b*BM:(b+1)*BM]`` that all belong to expert ``bexp[b]`` (sorted and padded on the
-    device); blocks past the last expert carry expert ``E`` and do no work."""
+    """Tensor-core tiles: prefill, and decode batches of dense rows. With ``HAS_IDX`` the rows of block b
+    are the (token, expert) pairs ``rows[b*BM:(b+1)*BM]`` that all belong to expert ``bexp[b]`` (sorted and
+    padded on the device); blocks past the last expert carry expert ``E`` and do no work.
+
+    Without ``HAS_IDX``, ``SEGS`` and ``UP_PTR`` mean what they mean in ``wq_gemv_kernel`` (q/k/v as one
+    output; a gate/up pair held in two weights), so a decode step keeps its fused launches at any row
+    count: the GEMV re-reads and re-dequantises a weight tile once per row, this kernel once per 16."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     arange_m = tl.arange(0, BLOCK_M)
     HALF = K // 2
     G = K // GROUP
+    col = pid_n * BLOCK_N
+    seg_start = N0 * 0
+    seg_n = N_OUT
+    if SEGS >= 2:  # which weight this column block belongs to (a uniform branch per program)
+        if col >= N0:
+            if SEGS == 3 and col >= N0 + N1:
+                w_ptr, s_ptr, m_ptr = w2_ptr, s2_ptr, m2_ptr
+                seg_start = N0 + N1
+                seg_n = N_OUT - N0 - N1
+            else:
+                w_ptr, s_ptr, m_ptr = w1_ptr, s1_ptr, m1_ptr
+                seg_start = N0
+                seg_n = N1
+        else:
+            seg_n = N0
     if HAS_IDX:
         e = tl.load(bexp_ptr + pid_m).to(tl.int64)
         rows = tl.load(rows_ptr + pid_m * BLOCK_M + arange_m).to(tl.int64)
@@ -269,12 +298,20 @@ def wq_gemm_kernel(
         row_mask = rows < M
         k_end = HALF
     xrows = rows // X_DIV
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_mask = offs_n < N_OUT
+    offs_n = col - seg_start + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < seg_n
     row_bytes = HALF if BITS == 4 else K
     w_base = w_ptr + e * N_W * row_bytes
     s_base = s_ptr + e * N_W * G
     m_base = m_ptr + e * N_W * G
+    if UP_PTR:  # the up projection: its own tensors (expert 0), or the rows after the gate's
+        w_u = w1_ptr + e * N_W * row_bytes
+        s_u = s1_ptr + e * N_W * G
+        m_u = m1_ptr + e * N_W * G
+    else:
+        w_u = w_base + N_OUT * row_bytes
+        s_u = s_base + N_OUT * G
+        m_u = m_base + N_OUT * G
     DT = x_ptr.dtype.element_ty
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
@@ -292,19 +329,7 @@ def wq_gemm_kernel(
         acc = tl.dot(x_lo, w_lo.to(DT), acc)
         acc = tl.dot(x_hi, w_hi.to(DT), acc)
         if GATE_UP:
-            u_lo, u_hi = _dequant_tile_t(
-                w_base + N_OUT * row_bytes,
-                s_base + N_OUT * G,
-                m_base + N_OUT * G,
-                offs_n,
-                offs_k,
-                n_mask,
-                k0,
-                HALF,
-                G,
-                GROUP,
-                BITS,
-            )
+            u_lo, u_hi = _dequant_tile_t(w_u, s_u, m_u, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS)
             acc_u = tl.dot(x_lo, u_lo.to(DT), acc_u)
             acc_u = tl.dot(x_hi, u_hi.to(DT), acc_u)
     if GATE_UP:
@@ -314,8 +339,113 @@ def wq_gemm_kernel(
         acc = acc * rw[:, None]
     if HAS_BIAS:
         acc += tl.load(b_ptr + offs_n, mask=n_mask, other=0).to(tl.float32)[None, :]
-    out_ptrs = out_ptr + rows[:, None] * stride_om + offs_n[None, :]
+    out_ptrs = out_ptr + rows[:, None] * stride_om + (seg_start + offs_n)[None, :]
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=row_mask[:, None] & n_mask[None, :])
+
+
+@triton.jit
+def slot_of(idx_ptr, rows, rmask, e, TOPK: tl.constexpr, KP: tl.constexpr):
+    """For token rows: whether one of their ``TOPK`` routing slots is expert ``e``, and which slot."""
+    jj = tl.arange(0, KP)
+    rid = tl.load(
+        idx_ptr + rows[:, None] * TOPK + jj[None, :], mask=rmask[:, None] & (jj[None, :] < TOPK), other=-1
+    )
+    match = rid == e
+    has = tl.sum(match.to(tl.int32), axis=1) > 0
+    j = tl.sum(tl.where(match, jj[None, :], 0), axis=1)
+    return has, j
+
+
+@triton.jit
+def wq_moe_scan_kernel(
+    x_ptr,
+    stride_xm,
+    w_ptr,
+    s_ptr,
+    m_ptr,
+    idx_ptr,
+    isc_ptr,
+    rw_ptr,
+    out_ptr,
+    stride_om,
+    T,
+    N_OUT,
+    N_W,
+    K,
+    GROUP,
+    TOPK: tl.constexpr,
+    KP: tl.constexpr,
+    TKP: tl.constexpr,
+    BITS: tl.constexpr,
+    HAS_ISC: tl.constexpr,
+    GATE_UP: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """Decode batches of routed experts without a global sort: one program per (expert, column block)
+    scans the few tokens' routing (``T·TOPK`` ids), exits when no pair picked its expert, and otherwise
+    packs that expert's pairs into tiles of ``BLOCK_M`` rows and dequantises each weight tile once per
+    tile (tensor cores), so the work follows the expert's pairs, not the batch size.
+
+    Why: the GEMV re-reads an expert's weights once per (token, slot) pair, and the sorted GEMM needs
+    five small sort/scan launches per layer; at 16–64 tokens both cost more than the matmuls.
+    ``GATE_UP``: x = tokens [T, K], out = ``silu(gate)·up`` per pair [T·TOPK, N_OUT]; else x = those
+    pairs' activations, out = pair rows times their routing weight (float32)."""
+    e = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pairs_all = tl.arange(0, TKP)
+    ids = tl.load(idx_ptr + pairs_all, mask=pairs_all < T * TOPK, other=-1)
+    match = ids == e
+    count = tl.sum(match.to(tl.int32), axis=0)
+    if count > 0:
+        # the pairs that picked this expert, packed: rank r = the r-th of them in pair order
+        rank = tl.where(match, tl.cumsum(match.to(tl.int32), axis=0) - 1, -1)
+        HALF = K // 2
+        G = K // GROUP
+        row_bytes = HALF if BITS == 4 else K
+        e64 = e.to(tl.int64)
+        w_base = w_ptr + e64 * N_W * row_bytes
+        s_base = s_ptr + e64 * N_W * G
+        m_base = m_ptr + e64 * N_W * G
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        n_mask = offs_n < N_OUT
+        DT = x_ptr.dtype.element_ty
+        for c0 in range(0, count, BLOCK_M):
+            r = c0 + tl.arange(0, BLOCK_M)
+            has = r < count
+            pair = tl.sum(tl.where(rank[None, :] == r[:, None], pairs_all[None, :], 0), axis=1).to(tl.int64)
+            xrow = pair // TOPK if GATE_UP else pair
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            for k0 in range(0, HALF, BLOCK_K):
+                offs_k = k0 + tl.arange(0, BLOCK_K)
+                x_row_ptr = x_ptr + xrow[:, None] * stride_xm
+                x_lo = tl.load(x_row_ptr + offs_k[None, :], mask=has[:, None], other=0)
+                x_hi = tl.load(x_row_ptr + HALF + offs_k[None, :], mask=has[:, None], other=0)
+                if HAS_ISC:
+                    i_lo = tl.load(isc_ptr + e64 * K + offs_k).to(tl.float32)
+                    i_hi = tl.load(isc_ptr + e64 * K + HALF + offs_k).to(tl.float32)
+                    x_lo = (x_lo.to(tl.float32) * i_lo[None, :]).to(DT)
+                    x_hi = (x_hi.to(tl.float32) * i_hi[None, :]).to(DT)
+                w_lo, w_hi = _dequant_tile_t(
+                    w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS
+                )
+                acc = tl.dot(x_lo, w_lo.to(DT), acc)
+                acc = tl.dot(x_hi, w_hi.to(DT), acc)
+                if GATE_UP:
+                    u_lo, u_hi = _dequant_tile_t(
+                        w_base + N_OUT * row_bytes, s_base + N_OUT * G, m_base + N_OUT * G,
+                        offs_n, offs_k, n_mask, k0, HALF, G, GROUP, BITS,
+                    )  # fmt: skip
+                    acc_u = tl.dot(x_lo, u_lo.to(DT), acc_u)
+                    acc_u = tl.dot(x_hi, u_hi.to(DT), acc_u)
+            if GATE_UP:
+                acc = acc * tl.sigmoid(acc) * acc_u
+            else:
+                acc = acc * tl.load(rw_ptr + pair, mask=has, other=0).to(tl.float32)[:, None]
+            dst = out_ptr + pair[:, None] * stride_om + offs_n[None, :]
+            tl.store(dst, acc.to(out_ptr.dtype.element_ty), mask=has[:, None] & n_mask[None, :])
 
 
 @triton.jit

@@ -296,7 +296,7 @@ def project_qkv(attn: Any, x: torch.Tensor, plan: list | None):
     if plan is not None:
         from ocr_app.quant import ops
 
-        if ops.fused_gemv_ok(x, plan):
+        if ops.fused_launch_ok(x, plan):
             options = getattr(attn.q_proj, "kernel_options", None)  # the model's KernelOptions
             return ops.wq_linear_concat(x, plan, options).split([w.out_features for w in plan], -1)
     return attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)
@@ -308,7 +308,7 @@ def swiglu(ffn: Any, x: torch.Tensor, plan: tuple | None) -> torch.Tensor:
         from ocr_app.quant import ops
 
         gate, up, isc = plan
-        if ops.fused_gemv_ok(x, [gate, up]):
+        if ops.fused_launch_ok(x, [gate, up]):
             options = getattr(ffn.gate_proj, "kernel_options", None)  # the model's KernelOptions
             return ffn.down_proj(ops.wq_gate_up(x, gate, up, isc, options))
     return ffn(x)

@@ -7,6 +7,8 @@ See ``kernels`` for what each kernel fuses and why.
 import triton
 import triton.language as tl
 
+from ocr_app.quant.triton_kernels import slot_of
+
 next_pow2 = triton.next_power_of_2
 
 
@@ -100,18 +102,6 @@ def moe_combine(y_ptr, shared_ptr, out_ptr, N, TOPK: tl.constexpr, BLOCK: tl.con
 
 
 @triton.jit
-def _slot_of(idx_ptr, rows, rmask, e, TOPK: tl.constexpr, KP: tl.constexpr):
-    jj = tl.arange(0, KP)
-    rid = tl.load(
-        idx_ptr + rows[:, None] * TOPK + jj[None, :], mask=rmask[:, None] & (jj[None, :] < TOPK), other=-1
-    )
-    match = rid == e
-    has = tl.sum(match.to(tl.int32), axis=1) > 0
-    j = tl.sum(tl.where(match, jj[None, :], 0), axis=1)
-    return has, j
-
-
-@triton.jit
 def moe_up(
     x_ptr, w_ptr, idx_ptr, h_ptr, T, K, INTER,
     TOPK: tl.constexpr, KP: tl.constexpr, TKP: tl.constexpr,
@@ -129,7 +119,7 @@ def moe_up(
         for m0 in range(0, T, BM):
             rows = m0 + tl.arange(0, BM)
             rmask = rows < T
-            has, j = _slot_of(idx_ptr, rows, rmask, e, TOPK, KP)
+            has, j = slot_of(idx_ptr, rows, rmask, e, TOPK, KP)
             if tl.sum(has.to(tl.int32), axis=0) > 0:
                 g = tl.zeros([BM, BN], dtype=tl.float32)
                 u = tl.zeros([BM, BN], dtype=tl.float32)
@@ -179,7 +169,7 @@ def moe_down(
         for m0 in range(0, T, BM):
             rows = m0 + tl.arange(0, BM)
             rmask = rows < T
-            has, j = _slot_of(idx_ptr, rows, rmask, e, TOPK, KP)
+            has, j = slot_of(idx_ptr, rows, rmask, e, TOPK, KP)
             if tl.sum(has.to(tl.int32), axis=0) > 0:
                 acc = tl.zeros([BM, BN], dtype=tl.float32)
                 pair = rows * TOPK + j
