@@ -107,7 +107,9 @@ def augment_qkv(
         q = tl.load(src, mask=rowm[:, None], other=0.0)
         k = tl.load(src + C, mask=rowm[:, None], other=0.0)
         v = tl.load(src + 2 * C, mask=rowm[:, None], other=0.0)
-        tab = tl.load(th_ptr + r * s_h0 + kh[:, None] * s_h1 + d[None, :], mask=(kh < H)[:, None] & (r < H), other=0.0)
+        tab = tl.load(
+            th_ptr + r * s_h0 + kh[:, None] * s_h1 + d[None, :], mask=(kh < H)[:, None] & (r < H), other=0.0
+        )
         rel_h = tl.dot(q, tl.trans(tab), input_precision=PREC)  # [WP, HP]
         row = out0 + t * DP
         m_d = rowm[:, None]
@@ -133,7 +135,9 @@ def augment_qkv(
         colm = (kh < H) & (r < W)
         tc = kh * W + r
         qc = tl.load(base + tc[:, None] * s_qt + d[None, :], mask=colm[:, None], other=0.0)
-        tab_w = tl.load(tw_ptr + r * s_w0 + kw[:, None] * s_w1 + d[None, :], mask=(kw < W)[:, None] & (r < W), other=0.0)
+        tab_w = tl.load(
+            tw_ptr + r * s_w0 + kw[:, None] * s_w1 + d[None, :], mask=(kw < W)[:, None] & (r < W), other=0.0
+        )
         rel_w = tl.dot(qc, tl.trans(tab_w), input_precision=PREC)  # [HP, WP]
         dst = q_ptr + out0 + tc[:, None] * DP + HD + H + kw[None, :]
         tl.store(dst, rel_w.to(dt), mask=colm[:, None] & (kw < W)[None, :])

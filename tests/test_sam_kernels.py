@@ -1,0 +1,203 @@
+"""The fused SAM layer's Triton kernels on CPU through Triton's interpreter (``TRITON_INTERPRET=1``).
+
+References are transformers' own SAM layer pieces (``window_partition``, ``window_unpartition``,
+``get_decomposed_rel_pos``, the layer's ``forward``) on the tiny config (hidden 32, 2 heads of 16,
+window 14), in float32, with every norm weight, bias and rel-pos table drawn at random so that a
+padding token written as the norm's bias, or a bias term in the wrong column, shows. Shapes are small
+(the interpreter runs each program in numpy): 18×18 tokens need window padding (18 → 28), 14×28 do not.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: the kernels then run in numpy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from ocr_app.engines.deepseek import sam_kernels as sk  # noqa: E402
+from ocr_app.engines.deepseek.configs import config_dict, random_model  # noqa: E402
+
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+LAUNCHERS = ("ln_partition", "augment_qkv", "merge_heads", "add_ln")
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Counts of each kernel launcher's calls (the fused path ran, not transformers' layer)."""
+    counts = dict.fromkeys(LAUNCHERS, 0)
+    for name in LAUNCHERS:
+        real = getattr(sk, name)
+
+        def spy(*a, _real=real, _name=name, **kw):
+            counts[_name] += 1
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(sk, name, spy)
+    return counts
+
+
+@pytest.fixture(scope="module")
+def sam():
+    model = random_model(config_dict("tiny"), torch.device("cpu"), torch.float32, seed=0)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.model.vision_tower.sam_encoder.named_parameters():
+            if "layer_norm" in name or "rel_pos" in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.5 + (1.0 if name.endswith("weight") else 0.0))
+    return model.model.vision_tower.sam_encoder
+
+
+def _layers(sam):
+    windowed = next(layer for layer in sam.layers if layer.window_size > 0)
+    global_ = next(layer for layer in sam.layers if layer.window_size == 0)
+    assert windowed.window_size == 14
+    return windowed, global_
+
+
+@pytest.mark.parametrize("hw", [(18, 18), (14, 28)])
+def test_ln_partition_matches_norm_pad_partition(sam, hw):
+    layer, _ = _layers(sam)
+    g = torch.Generator().manual_seed(hw[0])
+    # a permuted input, as the patch embedding hands the first layer a [B, C, H, W] tensor's permute
+    x = torch.randn(2, 32, *hw, generator=g).permute(0, 2, 3, 1)
+    ln = layer.layer_norm1
+    with torch.inference_mode():
+        ref, _ = layer.window_partition(ln(x), 14)
+        out = sk.ln_partition(x, ln.weight, ln.bias, ln.eps, 14)
+    assert out.shape == ref.shape
+    torch.testing.assert_close(out, ref, **TOL)
+    if hw == (18, 18):  # padding tokens are zeros, not the norm's bias
+        assert torch.equal(out[1, :, 4:], torch.zeros_like(out[1, :, 4:]))
+        assert ln.bias.abs().min() > 0
+
+
+@pytest.mark.parametrize(("hw", "window"), [((18, 18), 14), ((14, 28), 14), ((18, 18), 0)])
+def test_add_ln_matches_unpartition_crop_add_norm(sam, hw, window):
+    windowed, global_ = _layers(sam)
+    layer = windowed if window else global_
+    g = torch.Generator().manual_seed(hw[1] + window)
+    h, w = hw
+    residual = torch.randn(2, 32, h, w, generator=g).permute(0, 2, 3, 1)
+    if window:
+        ph, pw = -(-h // 14) * 14, -(-w // 14) * 14
+        attn_out = torch.randn(2 * (ph // 14) * (pw // 14), 14, 14, 32, generator=g)
+        unpart = layer.window_unpartition(attn_out, 14, (ph, pw), (h, w))
+    else:
+        attn_out = torch.randn(2, h, w, 32, generator=g)
+        unpart = attn_out
+    ln = layer.layer_norm2
+    with torch.inference_mode():
+        ref_h = residual + unpart
+        ref_n = ln(ref_h)
+        hidden, normed = sk.add_ln(attn_out, residual, ln.weight, ln.bias, ln.eps, window)
+    torch.testing.assert_close(hidden, ref_h, **TOL)
+    torch.testing.assert_close(normed, ref_n, **TOL)
+
+
+@pytest.mark.parametrize("hw", [(14, 14), (9, 9), (6, 11)])
+def test_augment_qkv_folds_transformers_rel_pos_bias_into_qk(sam, hw):
+    """``q'·k'ᵀ`` is transformers' ``scale·q·kᵀ + decomposed_rel_pos``; ``v'`` is v then zeros; the
+    tensors equal the torch construction of ``sam_attention._augmented_attention``."""
+    from ocr_app.engines.deepseek.sam_attention import _rel_tables
+
+    _, layer = _layers(sam)
+    attn = layer.attn
+    h, w = hw
+    views, heads, hd = 2, attn.num_attention_heads, 16
+    x = torch.randn(views, h, w, 32, generator=torch.Generator().manual_seed(h * w))
+    with torch.inference_mode():
+        qkv = attn.qkv(x)
+        parts = (
+            qkv.reshape(views, h * w, 3, heads, hd)
+            .permute(2, 0, 3, 1, 4)
+            .reshape(3, views * heads, h * w, hd)
+        )
+        query, key, value = parts.unbind(0)
+        table_h, table_w = _rel_tables(attn, h, w)
+        q, k, v = sk.augment_qkv(qkv, table_h, table_w, heads, attn.scale)
+        bias = attn.get_decomposed_rel_pos(query, attn.rel_pos_h, attn.rel_pos_w, (h, w), (h, w))
+        ref_logits = (query * attn.scale) @ key.transpose(-2, -1) + bias.reshape(views * heads, h * w, h * w)
+        # the torch construction the kernel replaces
+        q5 = query.reshape(-1, h, w, hd)
+        rel_h = torch.einsum("bhwc,hkc->bhwk", q5, table_h).reshape(-1, h * w, h)
+        rel_w = torch.einsum("bhwc,wkc->bhwk", q5, table_w).reshape(-1, h * w, w)
+        rows = torch.arange(h * w)
+        one_h = torch.nn.functional.one_hot(rows // w, h).float().expand(views * heads, -1, -1)
+        one_w = torch.nn.functional.one_hot(rows % w, w).float().expand(views * heads, -1, -1)
+    dp = sk.augmented_width(hd, h, w)
+    assert dp % 8 == 0 and q.shape == k.shape == v.shape == (views * heads, h * w, dp)
+    pad = dp - hd - h - w
+    torch.testing.assert_close(
+        q, torch.cat([query * attn.scale, rel_h, rel_w, q.new_zeros(*q.shape[:2], pad)], -1), **TOL
+    )
+    assert torch.equal(k, torch.cat([key, one_h, one_w, k.new_zeros(*k.shape[:2], pad)], -1))
+    assert torch.equal(v, torch.cat([value, v.new_zeros(*v.shape[:2], dp - hd)], -1))
+    torch.testing.assert_close(q @ k.transpose(-2, -1), ref_logits, rtol=1e-4, atol=1e-4)
+
+
+def test_merge_heads_reads_any_layout():
+    g = torch.Generator().manual_seed(3)
+    views, heads, t, dp, hd = 3, 2, 20, 40, 16
+    # the attention output in the [views, T, heads, D'] layout some SDPA backends return
+    out = torch.randn(views, t, heads, dp, generator=g).transpose(1, 2)
+    merged = sk.merge_heads(out, hd)
+    assert torch.equal(merged, out[..., :hd].permute(0, 2, 1, 3).reshape(views, t, heads * hd))
+
+
+@pytest.mark.parametrize(("kind", "hw"), [("windowed", (18, 18)), ("windowed", (14, 28)), ("global", (9, 9))])
+def test_fused_layer_matches_transformers_layer(sam, kind, hw, launches):
+    windowed, global_ = _layers(sam)
+    layer = windowed if kind == "windowed" else global_
+    x = torch.randn(2, 32, *hw, generator=torch.Generator().manual_seed(7)).permute(0, 2, 3, 1)
+    with torch.inference_mode():
+        ref = type(layer).forward(layer, x)
+        layer.__dict__[sk._FORCE] = True
+        try:
+            out = sk._fused_layer_forward(layer, x)
+        finally:
+            del layer.__dict__[sk._FORCE]
+    assert out.shape == ref.shape == (2, *hw, 32)
+    torch.testing.assert_close(out, ref, **TOL)
+    windows = int(kind == "windowed")
+    assert launches == {"ln_partition": windows, "augment_qkv": 1, "merge_heads": 1, "add_ln": 1}
+
+
+def test_fuse_sam_layers_runs_the_encoder_and_restores(sam, launches):
+    """Through the model's own encoder forward (hooks, layer loop): fused output equals transformers'
+    up to rounding; CPU models are left alone unless asked; a pass recording gradients stays unfused."""
+    model = torch.nn.Module()
+    model.sam = sam
+    pixels = torch.randn(1, 3, 288, 288, generator=torch.Generator().manual_seed(5))  # 18×18 tokens
+    with torch.inference_mode():
+        ref = sam(pixels).last_hidden_state
+        assert sk.fuse_sam_layers(model) == 0 and not sk.is_fused(model)  # CPU: unfused
+        assert sk.fuse_sam_layers(model, any_device=True) == 2 and sk.is_fused(model)
+        try:
+            out = sam(pixels).last_hidden_state
+        finally:
+            sk.fuse_sam_layers(model, enabled=False)
+        assert not sk.is_fused(model)
+        assert torch.equal(sam(pixels).last_hidden_state, ref)
+    torch.testing.assert_close(out, ref, **TOL)
+    assert launches == {
+        "ln_partition": 1,
+        "augment_qkv": 2,
+        "merge_heads": 2,
+        "add_ln": 2,
+    }  # 1 windowed + 1 global
+    sk.fuse_sam_layers(model, any_device=True)
+    try:
+        with torch.enable_grad():
+            x = torch.randn(1, 18, 18, 32, requires_grad=True)
+            layer = sam.layers[0]
+            y = layer(x)
+            assert launches["add_ln"] == 2  # no kernel ran: the kernels have no backward
+            assert torch.equal(y.detach(), type(layer).forward(layer, x).detach())
+            y.sum().backward()
+            assert x.grad is not None
+    finally:
+        sk.fuse_sam_layers(model, enabled=False)
