@@ -201,3 +201,23 @@ def test_fuse_sam_layers_runs_the_encoder_and_restores(sam, launches):
             assert x.grad is not None
     finally:
         sk.fuse_sam_layers(model, enabled=False)
+
+
+def test_loader_fuses_per_setting_and_only_cuda_models(tiny_checkpoint, monkeypatch):
+    from ocr_app.engines.deepseek import loading
+
+    seen = []
+    real = loading.fuse_sam_layers
+    monkeypatch.setattr(
+        loading, "fuse_sam_layers", lambda model, enabled: seen.append(enabled) or real(model, enabled)
+    )
+    for enabled in (True, False):
+        model, _ = loading.load_model(
+            str(tiny_checkpoint), torch.device("cpu"), torch.float32, vision_fused=enabled
+        )
+        assert not sk.is_fused(model)  # a CPU model keeps transformers' layer even with the setting on
+    assert seen == [True, False]
+    from ocr_app.settings import Settings
+
+    assert Settings().vision_fused is True
+    assert Settings(_env_file=None, vision_fused="0").vision_fused is False
