@@ -139,7 +139,7 @@ def augment_qkv(
     side = max(h, w)
     rb = side if side <= 16 else 2  # a window's rows in one program; big views: 2 rows a program
     hp, wp = max(16, k.next_pow2(h)), max(16, k.next_pow2(w))  # tl.dot needs 16 on each side
-    prec = "ieee" if qkv.dtype == torch.float32 else "tf32"  # fp32: no TF32 (tf32 is unused for 16-bit)
+    prec = "ieee" if qkv.dtype == torch.float32 else "tf32"  # 16-bit inputs are exact in TF32
     k.augment_qkv[(views, heads, _cdiv(side, rb))](
         qkv, table_h, table_w, q, kk, v, h, w, heads, float(scale),
         qkv.stride(0), qkv.stride(1), table_h.stride(0), table_h.stride(1), table_w.stride(0), table_w.stride(1),

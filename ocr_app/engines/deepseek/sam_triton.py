@@ -85,7 +85,9 @@ def augment_qkv(
     C: tl.constexpr, HD: tl.constexpr, DP: tl.constexpr, HP: tl.constexpr, WP: tl.constexpr,
     PADP: tl.constexpr, RB: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
-    # program (view b, head, block of RB image rows/columns). Row r: q·scale, k, v, the one-hot rows of
+    # The dots take fp32 operands: with PREC "tf32" for 16-bit inputs that is exact (a bf16/fp16 value
+    # fits TF32's mantissa) and runs on tensor cores; and Triton's interpreter multiplies 16-bit operands
+    # as raw integers. Program (view b, head, block of RB image rows/columns). Row r: q·scale, k, v, the one-hot rows of
     # the keys and rel_h = q · table_h[r]ᵀ (all tokens of a row share r). Column r: rel_w = q · table_w[r]ᵀ.
     bv = tl.program_id(0)
     head = tl.program_id(1)
@@ -110,7 +112,7 @@ def augment_qkv(
         tab = tl.load(
             th_ptr + r * s_h0 + kh[:, None] * s_h1 + d[None, :], mask=(kh < H)[:, None] & (r < H), other=0.0
         )
-        rel_h = tl.dot(q, tl.trans(tab), input_precision=PREC)  # [WP, HP]
+        rel_h = tl.dot(q.to(tl.float32), tl.trans(tab.to(tl.float32)), input_precision=PREC)  # [WP, HP]
         row = out0 + t * DP
         m_d = rowm[:, None]
         tl.store(q_ptr + row[:, None] + d[None, :], (q.to(tl.float32) * scale).to(dt), mask=m_d)
@@ -138,7 +140,7 @@ def augment_qkv(
         tab_w = tl.load(
             tw_ptr + r * s_w0 + kw[:, None] * s_w1 + d[None, :], mask=(kw < W)[:, None] & (r < W), other=0.0
         )
-        rel_w = tl.dot(qc, tl.trans(tab_w), input_precision=PREC)  # [HP, WP]
+        rel_w = tl.dot(qc.to(tl.float32), tl.trans(tab_w.to(tl.float32)), input_precision=PREC)  # [HP, WP]
         dst = q_ptr + out0 + tc[:, None] * DP + HD + H + kw[None, :]
         tl.store(dst, rel_w.to(dt), mask=colm[:, None] & (kw < W)[None, :])
 
