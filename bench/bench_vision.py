@@ -7,6 +7,8 @@ A4 page through the real image processor in the default mode (one 1024 px global
 * ``unfused``: what the product ran before the fused layers: transformers' SAM layer with the
   project's attention (``sam_attention``: rel-pos bias folded into q·k on CUDA, tables kept per size);
 * ``fused``: the same plus ``fuse_sam_layers`` (the loader's default on CUDA);
+* ``fused_narrow_v`` (opt-in): fused, with values of the plain head size handed to SDPA (no zero
+  padding; ``sam_kernels.NARROW_V``): which attention backend takes that, and is it faster;
 * ``transformers`` (opt-in): transformers' own SDPA attention, no project code.
 
 Per variant and page count: wall ms of the whole pass (median of ``--iters``), ms per page, the SAM
@@ -47,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 from ocr_app.engines.deepseek.configs import config_dict, random_model  # noqa: E402
 
 GIB = 1024**3
+VARIANTS = ("unfused", "fused", "fused_narrow_v", "transformers")
 
 
 def log(*a: object) -> None:
@@ -58,9 +61,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pages", default="1,4,8", help="page counts, comma-separated")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument(
-        "--variants", default="unfused,fused", help="of unfused, fused, transformers; first = reference"
-    )
+    p.add_argument("--variants", default="unfused,fused", help=f"of {', '.join(VARIANTS)}; first = reference")
     p.add_argument("--profile-pages", type=int, default=4, help="page count of the kernel profile (0 = none)")
     p.add_argument("--top", type=int, default=15, help="kernels listed per profile")
     p.add_argument(
@@ -109,16 +110,19 @@ def batch(px: dict, pages: int, device: str, dtype) -> dict:
 
 
 def set_variant(model, variant: str, tiny: bool) -> None:
+    from ocr_app.engines.deepseek import sam_kernels
     from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
     from ocr_app.engines.deepseek.sam_kernels import fuse_sam_layers, is_fused
 
+    sam_kernels.NARROW_V = variant == "fused_narrow_v"
+    fused = variant.startswith("fused")
     bound_sam_attention(model, 0 if variant == "transformers" else DEFAULT_BUDGET_MB)
     if tiny and variant != "transformers":  # the CPU's attention path differs from CUDA's: force CUDA's
         for m in model.modules():
             if hasattr(m, "rel_pos_h"):
                 m._ocr_app_augmented = True
-    n = fuse_sam_layers(model, variant == "fused", any_device=tiny)
-    if variant == "fused" and (n == 0 or not is_fused(model)):
+    n = fuse_sam_layers(model, fused, any_device=tiny)
+    if fused and (n == 0 or not is_fused(model)):
         raise RuntimeError("fuse_sam_layers fused no layer (is Triton importable?)")
 
 
@@ -343,13 +347,15 @@ def report(res: dict, pages: list[int]) -> None:
                 log(f"| {variant} | {n} | {row['ms']} | {row['ms_per_page']} | {row['sam_ms']} | "
                     f"{row['qwen2_ms']} | {row['peak_gib']} | {r.get('first_call_s')} |")  # fmt: skip
     variants = list(res["variants"])
-    if "fused" in variants and "unfused" in variants:
+    base = res["variants"].get("unfused", {}).get("pages", {})
+    for variant in variants:
+        if variant == "unfused":
+            continue
         for n in pages:
-            a = res["variants"]["unfused"]["pages"].get(str(n))
-            b = res["variants"]["fused"]["pages"].get(str(n))
+            a, b = base.get(str(n)), res["variants"][variant].get("pages", {}).get(str(n))
             if a and b and b["ms"] > 0 and b["sam_ms"] > 0:
                 log(
-                    f"fused vs unfused at {n} page(s): pass {a['ms'] / b['ms']:.2f}x, SAM {a['sam_ms'] / b['sam_ms']:.2f}x"
+                    f"{variant} vs unfused at {n} page(s): pass {a['ms'] / b['ms']:.2f}x, SAM {a['sam_ms'] / b['sam_ms']:.2f}x"
                 )
     for key, d in res["diff"].items():
         log(
@@ -379,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     dtype = torch.float32 if args.tiny else torch.bfloat16
     pages = [int(x) for x in args.pages.split(",") if x.strip()]
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    bad = [v for v in variants if v not in ("unfused", "fused", "transformers")]
+    bad = [v for v in variants if v not in VARIANTS]
     if bad or not variants or not pages:
         log(f"bad --variants/--pages: {bad or args.variants!r} {args.pages!r}")
         return 2

@@ -137,6 +137,8 @@ def test_augment_qkv_folds_transformers_rel_pos_bias_into_qk(sam, hw):
     assert torch.equal(k, torch.cat([key, one_h, one_w, k.new_zeros(*k.shape[:2], pad)], -1))
     assert torch.equal(v, torch.cat([value, v.new_zeros(*v.shape[:2], dp - hd)], -1))
     torch.testing.assert_close(q @ k.transpose(-2, -1), ref_logits, rtol=1e-4, atol=1e-4)
+    _, _, narrow = sk.augment_qkv(qkv, table_h, table_w, heads, attn.scale, narrow_v=True)
+    assert torch.equal(narrow, value)
 
 
 def test_merge_heads_reads_any_layout():
@@ -148,8 +150,17 @@ def test_merge_heads_reads_any_layout():
     assert torch.equal(merged, out[..., :hd].permute(0, 2, 1, 3).reshape(views, t, heads * hd))
 
 
-@pytest.mark.parametrize(("kind", "hw"), [("windowed", (18, 18)), ("windowed", (14, 28)), ("global", (9, 9))])
-def test_fused_layer_matches_transformers_layer(sam, kind, hw, launches):
+@pytest.mark.parametrize(
+    ("kind", "hw", "narrow_v"),
+    [
+        ("windowed", (18, 18), False),
+        ("windowed", (14, 28), False),
+        ("global", (9, 9), False),
+        ("global", (9, 9), True),
+    ],
+)
+def test_fused_layer_matches_transformers_layer(sam, kind, hw, narrow_v, launches, monkeypatch):
+    monkeypatch.setattr(sk, "NARROW_V", narrow_v)
     windowed, global_ = _layers(sam)
     layer = windowed if kind == "windowed" else global_
     x = torch.randn(2, 32, *hw, generator=torch.Generator().manual_seed(7)).permute(0, 2, 3, 1)

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _FORCE = "_ocr_app_fused_any_device"  # tests: run the kernels on CPU tensors (Triton's interpreter)
+# False: values zero-padded to the query's head size (flash attention needs equal sizes). True hands
+# SDPA values of the plain head size (a half to a third of the value bytes and of the P·V work), which
+# only some backends take: ``bench/bench_vision.py`` measures it as the variant ``fused_narrow_v``.
+NARROW_V = False
 
 
 def available() -> bool:
@@ -116,11 +120,19 @@ def augmented_width(head_dim: int, height: int, width: int) -> int:
 
 
 def augment_qkv(
-    qkv: torch.Tensor, table_h: torch.Tensor, table_w: torch.Tensor, heads: int, scale: float
+    qkv: torch.Tensor,
+    table_h: torch.Tensor,
+    table_w: torch.Tensor,
+    heads: int,
+    scale: float,
+    *,
+    narrow_v: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The folded-bias attention's ``(q', k', v')``, each [views·heads, H·W, D'], from the qkv linear's
     output [views, H, W, 3·C] and the rel-pos tables [H, H, C/heads], [W, W, C/heads]
-    (``sam_attention._augmented_attention`` builds the same tensors with torch ops)."""
+    (``sam_attention._augmented_attention`` builds the same tensors with torch ops).
+    ``narrow_v``: ``v'`` without the zero padding ([…, C/heads]), for attention kernels that take a
+    value head size unlike the query's."""
     import torch
 
     k = _k()
@@ -135,7 +147,9 @@ def augment_qkv(
     table_h, table_w = table_h.contiguous(), table_w.contiguous()
     dp = augmented_width(hd, h, w)
     shape = (views * heads, h * w, dp)
-    q, kk, v = (torch.empty(shape, dtype=qkv.dtype, device=qkv.device) for _ in range(3))
+    vw = hd if narrow_v else dp
+    q, kk = (torch.empty(shape, dtype=qkv.dtype, device=qkv.device) for _ in range(2))
+    v = torch.empty(*shape[:2], vw, dtype=qkv.dtype, device=qkv.device)
     side = max(h, w)
     rb = side if side <= 16 else 2  # a window's rows in one program; big views: 2 rows a program
     hp, wp = max(16, k.next_pow2(h)), max(16, k.next_pow2(w))  # tl.dot needs 16 on each side
@@ -143,7 +157,7 @@ def augment_qkv(
     k.augment_qkv[(views, heads, _cdiv(side, rb))](
         qkv, table_h, table_w, q, kk, v, h, w, heads, float(scale),
         qkv.stride(0), qkv.stride(1), table_h.stride(0), table_h.stride(1), table_w.stride(0), table_w.stride(1),
-        C=c, HD=hd, DP=dp, HP=hp, WP=wp, PADP=32, RB=rb, PREC=prec,
+        C=c, HD=hd, DP=dp, HP=hp, WP=wp, VW=vw, PADP=32, RB=rb, PREC=prec,
     )  # fmt: skip
     return q, kk, v
 
@@ -176,7 +190,7 @@ def fused_attention(attn: Any, windows: torch.Tensor) -> torch.Tensor:
     heads = attn.num_attention_heads
     qkv = attn.qkv(windows)
     table_h, table_w = _rel_tables(attn, h, w)
-    q, k, v = augment_qkv(qkv, table_h, table_w, heads, attn.scale)
+    q, k, v = augment_qkv(qkv, table_h, table_w, heads, attn.scale, narrow_v=NARROW_V)
     out = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=1.0)[0]
     merged = merge_heads(out.view(views, heads, h * w, -1), c // heads)
     return attn.proj(merged.view(views, h, w, c))

@@ -83,7 +83,7 @@ def augment_qkv(
     qkv_ptr, th_ptr, tw_ptr, q_ptr, k_ptr, v_ptr, H, W, heads, scale,
     s_qb, s_qt, s_h0, s_h1, s_w0, s_w1,
     C: tl.constexpr, HD: tl.constexpr, DP: tl.constexpr, HP: tl.constexpr, WP: tl.constexpr,
-    PADP: tl.constexpr, RB: tl.constexpr, PREC: tl.constexpr,
+    VW: tl.constexpr, PADP: tl.constexpr, RB: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
     # The dots take fp32 operands: with PREC "tf32" for 16-bit inputs that is exact (a bf16/fp16 value
     # fits TF32's mantissa) and runs on tensor cores; and Triton's interpreter multiplies 16-bit operands
@@ -117,7 +117,8 @@ def augment_qkv(
         m_d = rowm[:, None]
         tl.store(q_ptr + row[:, None] + d[None, :], (q.to(tl.float32) * scale).to(dt), mask=m_d)
         tl.store(k_ptr + row[:, None] + d[None, :], k.to(dt), mask=m_d)
-        tl.store(v_ptr + row[:, None] + d[None, :], v.to(dt), mask=m_d)
+        row_v = pair * T * VW + t * VW  # v' rows are VW wide: D' (zero-padded) or the head size
+        tl.store(v_ptr + row_v[:, None] + d[None, :], v.to(dt), mask=m_d)
         m_h = m_d & (kh < H)[None, :]
         tl.store(q_ptr + row[:, None] + HD + kh[None, :], rel_h.to(dt), mask=m_h)
         one_h = tl.where(kh[None, :] == r, 1.0, 0.0) + tl.zeros([WP, HP], tl.float32)
@@ -130,9 +131,9 @@ def augment_qkv(
         tl.store(q_ptr + row[:, None] + zq[None, :], zeros8, mask=m_d & (zq < DP)[None, :])
         tl.store(k_ptr + row[:, None] + zq[None, :], zeros8, mask=m_d & (zq < DP)[None, :])
         zeros = tl.zeros([WP, PADP], tl.float32).to(dt)
-        for j in tl.static_range(0, DP - HD, PADP):
+        for j in tl.static_range(0, VW - HD, PADP):
             zv = HD + j + pad
-            tl.store(v_ptr + row[:, None] + zv[None, :], zeros, mask=m_d & (zv < DP)[None, :])
+            tl.store(v_ptr + row_v[:, None] + zv[None, :], zeros, mask=m_d & (zv < VW)[None, :])
         # --- column r: tokens h*W + r
         colm = (kh < H) & (r < W)
         tc = kh * W + r
