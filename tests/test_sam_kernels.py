@@ -118,7 +118,9 @@ def test_augment_qkv_folds_transformers_rel_pos_bias_into_qk(sam, hw):
         )
         query, key, value = parts.unbind(0)
         table_h, table_w = _rel_tables(attn, h, w)
-        q, k, v = sk.augment_qkv(qkv, table_h, table_w, heads, attn.scale)
+        q4, k4, v4 = sk.augment_qkv(qkv, table_h, table_w, heads, attn.scale)
+        assert q4.is_contiguous() and k4.is_contiguous() and v4.is_contiguous()
+        q, k, v = (x.reshape(views * heads, h * w, -1) for x in (q4, k4, v4))
         bias = attn.get_decomposed_rel_pos(query, attn.rel_pos_h, attn.rel_pos_w, (h, w), (h, w))
         ref_logits = (query * attn.scale) @ key.transpose(-2, -1) + bias.reshape(views * heads, h * w, h * w)
         # the torch construction the kernel replaces
@@ -137,8 +139,10 @@ def test_augment_qkv_folds_transformers_rel_pos_bias_into_qk(sam, hw):
     assert torch.equal(k, torch.cat([key, one_h, one_w, k.new_zeros(*k.shape[:2], pad)], -1))
     assert torch.equal(v, torch.cat([value, v.new_zeros(*v.shape[:2], dp - hd)], -1))
     torch.testing.assert_close(q @ k.transpose(-2, -1), ref_logits, rtol=1e-4, atol=1e-4)
-    _, _, narrow = sk.augment_qkv(qkv, table_h, table_w, heads, attn.scale, narrow_v=True)
-    assert torch.equal(narrow, value)
+    nq, nk, nv = sk.augment_qkv(qkv, table_h, table_w, heads, attn.scale, narrow_v=True)
+    assert nv.shape == (views, heads, h * w, hd) and nv.transpose(1, 2).is_contiguous()  # token-major
+    assert torch.equal(nq, q4) and torch.equal(nk, k4)
+    assert torch.equal(nv.reshape(views * heads, h * w, hd), value)
 
 
 def test_merge_heads_reads_any_layout():
@@ -148,6 +152,10 @@ def test_merge_heads_reads_any_layout():
     out = torch.randn(views, t, heads, dp, generator=g).transpose(1, 2)
     merged = sk.merge_heads(out, hd)
     assert torch.equal(merged, out[..., :hd].permute(0, 2, 1, 3).reshape(views, t, heads * hd))
+    # already merged in memory (narrow values, token-major): a view of the same storage, no kernel
+    narrow = out[..., :hd].contiguous().transpose(1, 2).contiguous().transpose(1, 2)
+    view = sk.merge_heads(narrow, hd)
+    assert view.data_ptr() == narrow.data_ptr() and torch.equal(view, merged)
 
 
 @pytest.mark.parametrize(

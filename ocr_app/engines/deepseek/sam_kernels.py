@@ -35,8 +35,9 @@ logger = logging.getLogger(__name__)
 
 _FORCE = "_ocr_app_fused_any_device"  # tests: run the kernels on CPU tensors (Triton's interpreter)
 # False: values zero-padded to the query's head size (flash attention needs equal sizes). True hands
-# SDPA values of the plain head size (a half to a third of the value bytes and of the P·V work), which
-# only some backends take: ``bench/bench_vision.py`` measures it as the variant ``fused_narrow_v``.
+# SDPA values of the plain head size (a half to a third of the value bytes and of the P·V work), in a
+# token-major layout (no merge copy if the backend returns that layout), which only some backends
+# take: ``bench/bench_vision.py`` measures it as the variant ``fused_narrow_v``.
 NARROW_V = False
 
 
@@ -128,11 +129,12 @@ def augment_qkv(
     *,
     narrow_v: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The folded-bias attention's ``(q', k', v')``, each [views·heads, H·W, D'], from the qkv linear's
+    """The folded-bias attention's ``(q', k', v')``, each [views, heads, H·W, D'], from the qkv linear's
     output [views, H, W, 3·C] and the rel-pos tables [H, H, C/heads], [W, W, C/heads]
-    (``sam_attention._augmented_attention`` builds the same tensors with torch ops).
-    ``narrow_v``: ``v'`` without the zero padding ([…, C/heads]), for attention kernels that take a
-    value head size unlike the query's."""
+    (``sam_attention._augmented_attention`` builds the same tensors with torch ops), contiguous.
+    ``narrow_v``: ``v'`` without the zero padding ([…, C/heads]), and all three laid out token-major
+    ([views, T, heads, D] in memory), so that an attention kernel that takes a value head size unlike
+    the query's can return its output already in the merged-heads layout."""
     import torch
 
     k = _k()
@@ -141,36 +143,45 @@ def augment_qkv(
     hd = c // heads
     if hd & (hd - 1):
         raise ValueError(f"head size {hd} is not a power of two")
-    qkv = qkv.reshape(views, h * w, c3)
+    t = h * w
+    qkv = qkv.reshape(views, t, c3)
     if qkv.stride(-1) != 1:
         qkv = qkv.contiguous()
     table_h, table_w = table_h.contiguous(), table_w.contiguous()
     dp = augmented_width(hd, h, w)
-    shape = (views * heads, h * w, dp)
     vw = hd if narrow_v else dp
-    q, kk = (torch.empty(shape, dtype=qkv.dtype, device=qkv.device) for _ in range(2))
-    v = torch.empty(*shape[:2], vw, dtype=qkv.dtype, device=qkv.device)
+
+    def alloc(width: int) -> torch.Tensor:
+        if narrow_v:
+            return torch.empty(views, t, heads, width, dtype=qkv.dtype, device=qkv.device).transpose(1, 2)
+        return torch.empty(views, heads, t, width, dtype=qkv.dtype, device=qkv.device)
+
+    q, kk, v = alloc(dp), alloc(dp), alloc(vw)
     side = max(h, w)
     rb = side if side <= 16 else 2  # a window's rows in one program; big views: 2 rows a program
     hp, wp = max(16, k.next_pow2(h)), max(16, k.next_pow2(w))  # tl.dot needs 16 on each side
     prec = "ieee" if qkv.dtype == torch.float32 else "tf32"  # 16-bit inputs are exact in TF32
     k.augment_qkv[(views, heads, _cdiv(side, rb))](
-        qkv, table_h, table_w, q, kk, v, h, w, heads, float(scale),
+        qkv, table_h, table_w, q, kk, v, h, w, float(scale),
         qkv.stride(0), qkv.stride(1), table_h.stride(0), table_h.stride(1), table_w.stride(0), table_w.stride(1),
+        *q.stride()[:3], *v.stride()[:3],
         C=c, HD=hd, DP=dp, HP=hp, WP=wp, VW=vw, PADP=32, RB=rb, PREC=prec,
     )  # fmt: skip
     return q, kk, v
 
 
 def merge_heads(out: torch.Tensor, head_dim: int) -> torch.Tensor:
-    """[views, heads, T, D'] (any strides) → [views, T, heads·head_dim], the first ``head_dim`` columns."""
+    """[views, heads, T, D'] (any strides) → [views, T, heads·head_dim], the first ``head_dim`` columns;
+    a view, no copy, when ``out`` already is that layout in memory."""
     import torch
 
+    views, heads, t, width = out.shape
+    c = heads * head_dim
+    if width == head_dim and out.transpose(1, 2).is_contiguous():
+        return out.transpose(1, 2).reshape(views, t, c)
     k = _k()
-    views, heads, t, _ = out.shape
     if out.stride(-1) != 1:
         out = out.contiguous()
-    c = heads * head_dim
     merged = torch.empty(views, t, c, dtype=out.dtype, device=out.device)
     bt = 64
     k.merge_heads[(views, heads, _cdiv(t, bt))](
@@ -191,8 +202,8 @@ def fused_attention(attn: Any, windows: torch.Tensor) -> torch.Tensor:
     qkv = attn.qkv(windows)
     table_h, table_w = _rel_tables(attn, h, w)
     q, k, v = augment_qkv(qkv, table_h, table_w, heads, attn.scale, narrow_v=NARROW_V)
-    out = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=1.0)[0]
-    merged = merge_heads(out.view(views, heads, h * w, -1), c // heads)
+    out = F.scaled_dot_product_attention(q, k, v, scale=1.0)
+    merged = merge_heads(out, c // heads)
     return attn.proj(merged.view(views, h, w, c))
 
 

@@ -78,24 +78,29 @@ def add_ln(
     tl.store(o_ptr + rows[:, None] * C + cols[None, :], out.to(o_ptr.dtype.element_ty), mask=m2)
 
 
-@triton.jit(do_not_specialize=["H", "W", "heads", "s_qb", "s_qt", "s_h0", "s_h1", "s_w0", "s_w1"])
+@triton.jit(
+    do_not_specialize=["H", "W", "s_qb", "s_qt", "s_h0", "s_h1", "s_w0", "s_w1",
+                       "s_ob", "s_oh", "s_ot", "s_vb", "s_vh", "s_vt"]
+)  # fmt: skip
 def augment_qkv(
-    qkv_ptr, th_ptr, tw_ptr, q_ptr, k_ptr, v_ptr, H, W, heads, scale,
-    s_qb, s_qt, s_h0, s_h1, s_w0, s_w1,
+    qkv_ptr, th_ptr, tw_ptr, q_ptr, k_ptr, v_ptr, H, W, scale,
+    s_qb, s_qt, s_h0, s_h1, s_w0, s_w1, s_ob, s_oh, s_ot, s_vb, s_vh, s_vt,
     C: tl.constexpr, HD: tl.constexpr, DP: tl.constexpr, HP: tl.constexpr, WP: tl.constexpr,
     VW: tl.constexpr, PADP: tl.constexpr, RB: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
+    # Program (view b, head, block of RB image rows/columns). Row r: q·scale, k, v, the keys' one-hot
+    # rows and rel_h = q · table_h[r]ᵀ (all tokens of a row share r). Column r: rel_w = q · table_w[r]ᵀ.
+    # Outputs are written through (view, head, token) strides: q' and k' share theirs, v' has its own
+    # (its rows are VW wide: D' zero-padded, or the head size).
     # The dots take fp32 operands: with PREC "tf32" for 16-bit inputs that is exact (a bf16/fp16 value
-    # fits TF32's mantissa) and runs on tensor cores; and Triton's interpreter multiplies 16-bit operands
-    # as raw integers. Program (view b, head, block of RB image rows/columns). Row r: q·scale, k, v, the one-hot rows of
-    # the keys and rel_h = q · table_h[r]ᵀ (all tokens of a row share r). Column r: rel_w = q · table_w[r]ᵀ.
-    bv = tl.program_id(0)
+    # fits TF32's mantissa) and runs on tensor cores; Triton's interpreter multiplies 16-bit operands
+    # as raw integers.
+    bv = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
-    pair = bv.to(tl.int64) * heads + head
-    T = H * W
     d = tl.arange(0, HD)
-    base = qkv_ptr + bv.to(tl.int64) * s_qb + head * HD
-    out0 = pair * T * DP
+    base = qkv_ptr + bv * s_qb + head * HD
+    o0 = bv * s_ob + head * s_oh
+    v0 = bv * s_vb + head * s_vh
     dt = q_ptr.dtype.element_ty
     kh = tl.arange(0, HP)
     kw = tl.arange(0, WP)
@@ -113,11 +118,11 @@ def augment_qkv(
             th_ptr + r * s_h0 + kh[:, None] * s_h1 + d[None, :], mask=(kh < H)[:, None] & (r < H), other=0.0
         )
         rel_h = tl.dot(q.to(tl.float32), tl.trans(tab.to(tl.float32)), input_precision=PREC)  # [WP, HP]
-        row = out0 + t * DP
+        row = o0 + t * s_ot
+        row_v = v0 + t * s_vt
         m_d = rowm[:, None]
         tl.store(q_ptr + row[:, None] + d[None, :], (q.to(tl.float32) * scale).to(dt), mask=m_d)
         tl.store(k_ptr + row[:, None] + d[None, :], k.to(dt), mask=m_d)
-        row_v = pair * T * VW + t * VW  # v' rows are VW wide: D' (zero-padded) or the head size
         tl.store(v_ptr + row_v[:, None] + d[None, :], v.to(dt), mask=m_d)
         m_h = m_d & (kh < H)[None, :]
         tl.store(q_ptr + row[:, None] + HD + kh[None, :], rel_h.to(dt), mask=m_h)
@@ -142,7 +147,7 @@ def augment_qkv(
             tw_ptr + r * s_w0 + kw[:, None] * s_w1 + d[None, :], mask=(kw < W)[:, None] & (r < W), other=0.0
         )
         rel_w = tl.dot(qc.to(tl.float32), tl.trans(tab_w.to(tl.float32)), input_precision=PREC)  # [HP, WP]
-        dst = q_ptr + out0 + tc[:, None] * DP + HD + H + kw[None, :]
+        dst = q_ptr + o0 + tc[:, None] * s_ot + HD + H + kw[None, :]
         tl.store(dst, rel_w.to(dt), mask=colm[:, None] & (kw < W)[None, :])
 
 
