@@ -158,14 +158,14 @@ def augment_qkv(
 
     q, kk, v = alloc(dp), alloc(dp), alloc(vw)
     side = max(h, w)
-    rb = side if side <= 16 else 2  # a window's rows in one program; big views: 2 rows a program
+    rb = 1  # one image row (and column) per program: many small programs, the most parallel at 1 page
     hp, wp = max(16, k.next_pow2(h)), max(16, k.next_pow2(w))  # tl.dot needs 16 on each side
     prec = "ieee" if qkv.dtype == torch.float32 else "tf32"  # 16-bit inputs are exact in TF32
     k.augment_qkv[(views, heads, _cdiv(side, rb))](
-        qkv, table_h, table_w, q, kk, v, h, w, float(scale),
+        qkv, table_h, table_w, q, kk, v, h, w, dp, vw, float(scale),
         qkv.stride(0), qkv.stride(1), table_h.stride(0), table_h.stride(1), table_w.stride(0), table_w.stride(1),
         *q.stride()[:3], *v.stride()[:3],
-        C=c, HD=hd, DP=dp, HP=hp, WP=wp, VW=vw, PADP=32, RB=rb, PREC=prec,
+        C=c, HD=hd, HP=hp, WP=wp, PADP=32, RB=rb, PREC=prec, num_warps=4 if max(hp, wp) <= 16 else 8,
     )  # fmt: skip
     return q, kk, v
 

@@ -79,19 +79,20 @@ def add_ln(
 
 
 @triton.jit(
-    do_not_specialize=["H", "W", "s_qb", "s_qt", "s_h0", "s_h1", "s_w0", "s_w1",
+    do_not_specialize=["H", "W", "DP", "VW", "s_qb", "s_qt", "s_h0", "s_h1", "s_w0", "s_w1",
                        "s_ob", "s_oh", "s_ot", "s_vb", "s_vh", "s_vt"]
 )  # fmt: skip
 def augment_qkv(
-    qkv_ptr, th_ptr, tw_ptr, q_ptr, k_ptr, v_ptr, H, W, scale,
+    qkv_ptr, th_ptr, tw_ptr, q_ptr, k_ptr, v_ptr, H, W, DP, VW, scale,
     s_qb, s_qt, s_h0, s_h1, s_w0, s_w1, s_ob, s_oh, s_ot, s_vb, s_vh, s_vt,
-    C: tl.constexpr, HD: tl.constexpr, DP: tl.constexpr, HP: tl.constexpr, WP: tl.constexpr,
-    VW: tl.constexpr, PADP: tl.constexpr, RB: tl.constexpr, PREC: tl.constexpr,
+    C: tl.constexpr, HD: tl.constexpr, HP: tl.constexpr, WP: tl.constexpr,
+    PADP: tl.constexpr, RB: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
     # Program (view b, head, block of RB image rows/columns). Row r: q·scale, k, v, the keys' one-hot
     # rows and rel_h = q · table_h[r]ᵀ (all tokens of a row share r). Column r: rel_w = q · table_w[r]ᵀ.
     # Outputs are written through (view, head, token) strides: q' and k' share theirs, v' has its own
-    # (its rows are VW wide: D' zero-padded, or the head size).
+    # (its rows are VW wide: D' zero-padded, or the head size). D' and VW are runtime values, so the
+    # 1024 px views and the 768 px tiles share one compiled kernel (HP = WP = 64).
     # The dots take fp32 operands: with PREC "tf32" for 16-bit inputs that is exact (a bf16/fp16 value
     # fits TF32's mantissa) and runs on tensor cores; Triton's interpreter multiplies 16-bit operands
     # as raw integers.
@@ -136,7 +137,7 @@ def augment_qkv(
         tl.store(q_ptr + row[:, None] + zq[None, :], zeros8, mask=m_d & (zq < DP)[None, :])
         tl.store(k_ptr + row[:, None] + zq[None, :], zeros8, mask=m_d & (zq < DP)[None, :])
         zeros = tl.zeros([WP, PADP], tl.float32).to(dt)
-        for j in tl.static_range(0, VW - HD, PADP):
+        for j in range(0, VW - HD, PADP):
             zv = HD + j + pad
             tl.store(v_ptr + row_v[:, None] + zv[None, :], zeros, mask=m_d & (zv < VW)[None, :])
         # --- column r: tokens h*W + r
