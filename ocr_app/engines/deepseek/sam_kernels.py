@@ -221,6 +221,15 @@ def _fused_layer_forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor
     """Drop-in for ``DeepseekOcr2SamVisionLayer.forward`` (same output up to rounding)."""
     if not _runs_fused(self, hidden_states):
         return type(self).forward(self, hidden_states)
+    import torch
+
+    if hidden_states.is_cuda and hidden_states.device.index != torch.cuda.current_device():
+        with torch.cuda.device(hidden_states.device):  # Triton launches on the thread's current GPU
+            return _fused_layer(self, hidden_states)
+    return _fused_layer(self, hidden_states)
+
+
+def _fused_layer(self: Any, hidden_states: torch.Tensor) -> torch.Tensor:
     ln1, ln2, attn, window = self.layer_norm1, self.layer_norm2, self.attn, self.window_size
     if window > 0:
         x = ln_partition(hidden_states, ln1.weight, ln1.bias, ln1.eps, window)
@@ -233,7 +242,7 @@ def _fused_layer_forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor
 
 def is_fused(model: Any) -> bool:
     """Whether ``model``'s SAM layers run the fused forward."""
-    return any("forward" in m.__dict__ and m.__dict__["forward"].__func__ is _fused_layer_forward
+    return any(getattr(m.__dict__.get("forward"), "__func__", None) is _fused_layer_forward
                for m in _sam_layers(model))  # fmt: skip
 
 
