@@ -85,11 +85,12 @@ def add_ln(
 def augment_qkv(
     qkv_ptr, th_ptr, tw_ptr, q_ptr, k_ptr, v_ptr, H, W, DP, VW, scale,
     s_qb, s_qt, s_h0, s_h1, s_w0, s_w1, s_ob, s_oh, s_ot, s_vb, s_vh, s_vt,
-    C: tl.constexpr, HD: tl.constexpr, HP: tl.constexpr, WP: tl.constexpr,
-    PADP: tl.constexpr, RB: tl.constexpr, PREC: tl.constexpr,
+    C: tl.constexpr, HD: tl.constexpr, HP: tl.constexpr, WP: tl.constexpr, BT: tl.constexpr,
+    PADP: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
-    # Program (view b, head, block of RB image rows/columns). Row r: q·scale, k, v, the keys' one-hot
-    # rows and rel_h = q · table_h[r]ᵀ (all tokens of a row share r). Column r: rel_w = q · table_w[r]ᵀ.
+    # Program (view b, head, image row/column r), tokens in chunks of BT. Row r: k and its one-hot
+    # columns, v, then q·scale and rel_h = q · table_h[r]ᵀ (all tokens of a row share r). Column r:
+    # rel_w = q · table_w[r]ᵀ. One phase at a time keeps few tiles live (registers, no spills).
     # Outputs are written through (view, head, token) strides: q' and k' share theirs, v' has its own
     # (its rows are VW wide: D' zero-padded, or the head size). D' and VW are runtime values, so the
     # 1024 px views and the 768 px tiles share one compiled kernel (HP = WP = 64).
@@ -98,6 +99,7 @@ def augment_qkv(
     # as raw integers.
     bv = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
+    r = tl.program_id(2)
     d = tl.arange(0, HD)
     base = qkv_ptr + bv * s_qb + head * HD
     o0 = bv * s_ob + head * s_oh
@@ -105,51 +107,55 @@ def augment_qkv(
     dt = q_ptr.dtype.element_ty
     kh = tl.arange(0, HP)
     kw = tl.arange(0, WP)
+    j8 = tl.arange(0, 8)
     pad = tl.arange(0, PADP)
-    for i in range(RB):
-        r = tl.program_id(2) * RB + i
-        # --- row r: tokens r*W + w
-        rowm = (kw < W) & (r < H)
-        t = r * W + kw
-        src = base + t[:, None] * s_qt + d[None, :]
-        q = tl.load(src, mask=rowm[:, None], other=0.0)
-        k = tl.load(src + C, mask=rowm[:, None], other=0.0)
-        v = tl.load(src + 2 * C, mask=rowm[:, None], other=0.0)
-        tab = tl.load(
-            th_ptr + r * s_h0 + kh[:, None] * s_h1 + d[None, :], mask=(kh < H)[:, None] & (r < H), other=0.0
-        )
-        rel_h = tl.dot(q.to(tl.float32), tl.trans(tab.to(tl.float32)), input_precision=PREC)  # [WP, HP]
-        row = o0 + t * s_ot
-        row_v = v0 + t * s_vt
-        m_d = rowm[:, None]
-        tl.store(q_ptr + row[:, None] + d[None, :], (q.to(tl.float32) * scale).to(dt), mask=m_d)
-        tl.store(k_ptr + row[:, None] + d[None, :], k.to(dt), mask=m_d)
-        tl.store(v_ptr + row_v[:, None] + d[None, :], v.to(dt), mask=m_d)
-        m_h = m_d & (kh < H)[None, :]
-        tl.store(q_ptr + row[:, None] + HD + kh[None, :], rel_h.to(dt), mask=m_h)
-        one_h = tl.where(kh[None, :] == r, 1.0, 0.0) + tl.zeros([WP, HP], tl.float32)
-        tl.store(k_ptr + row[:, None] + HD + kh[None, :], one_h.to(dt), mask=m_h)
-        one_w = tl.where(kw[None, :] == kw[:, None], 1.0, 0.0)
-        tl.store(k_ptr + row[:, None] + HD + H + kw[None, :], one_w.to(dt), mask=m_d & (kw < W)[None, :])
-        # q and k: zeros after the rel/one-hot columns (< 8 of them); v: zeros after the head dim
-        zq = HD + H + W + tl.arange(0, 8)
-        zeros8 = tl.zeros([WP, 8], tl.float32).to(dt)
-        tl.store(q_ptr + row[:, None] + zq[None, :], zeros8, mask=m_d & (zq < DP)[None, :])
-        tl.store(k_ptr + row[:, None] + zq[None, :], zeros8, mask=m_d & (zq < DP)[None, :])
-        zeros = tl.zeros([WP, PADP], tl.float32).to(dt)
-        for j in range(0, VW - HD, PADP):
-            zv = HD + j + pad
-            tl.store(v_ptr + row_v[:, None] + zv[None, :], zeros, mask=m_d & (zv < VW)[None, :])
-        # --- column r: tokens h*W + r
-        colm = (kh < H) & (r < W)
-        tc = kh * W + r
-        qc = tl.load(base + tc[:, None] * s_qt + d[None, :], mask=colm[:, None], other=0.0)
+    tb = tl.arange(0, BT)
+    if r < H:
+        tab = tl.load(th_ptr + r * s_h0 + kh[:, None] * s_h1 + d[None, :], mask=(kh < H)[:, None], other=0.0)
+        tab = tab.to(tl.float32)
+        for c0 in range(0, W, BT):
+            w = c0 + tb  # tokens r*W + w of row r
+            m = (w < W)[:, None]
+            t = r * W + w
+            src = base + t[:, None] * s_qt + d[None, :]
+            row = o0 + t * s_ot
+            row_v = v0 + t * s_vt
+            # k' = [k, onehot(h = r), onehot(w), 0]
+            k = tl.load(src + C, mask=m, other=0.0)
+            tl.store(k_ptr + row[:, None] + d[None, :], k.to(dt), mask=m)
+            one_h = tl.where(kh[None, :] == r, 1.0, 0.0) + tl.zeros([BT, HP], tl.float32)
+            tl.store(k_ptr + row[:, None] + HD + kh[None, :], one_h.to(dt), mask=m & (kh < H)[None, :])
+            one_w = tl.where(kw[None, :] == w[:, None], 1.0, 0.0)
+            tl.store(k_ptr + row[:, None] + HD + H + kw[None, :], one_w.to(dt), mask=m & (kw < W)[None, :])
+            zq = HD + H + W + j8  # q and k: < 8 zero columns after the rel/one-hot ones
+            zeros8 = tl.zeros([BT, 8], tl.float32).to(dt)
+            tl.store(k_ptr + row[:, None] + zq[None, :], zeros8, mask=m & (zq < DP)[None, :])
+            # v' = [v, 0]
+            v = tl.load(src + 2 * C, mask=m, other=0.0)
+            tl.store(v_ptr + row_v[:, None] + d[None, :], v.to(dt), mask=m)
+            zeros = tl.zeros([BT, PADP], tl.float32).to(dt)
+            for j in range(0, VW - HD, PADP):
+                zv = HD + j + pad
+                tl.store(v_ptr + row_v[:, None] + zv[None, :], zeros, mask=m & (zv < VW)[None, :])
+            # q' = [q·scale, rel_h, (rel_w: column pass), 0]
+            q = tl.load(src, mask=m, other=0.0).to(tl.float32)
+            tl.store(q_ptr + row[:, None] + d[None, :], (q * scale).to(dt), mask=m)
+            rel_h = tl.dot(q, tl.trans(tab), input_precision=PREC)  # [BT, HP]
+            tl.store(q_ptr + row[:, None] + HD + kh[None, :], rel_h.to(dt), mask=m & (kh < H)[None, :])
+            tl.store(q_ptr + row[:, None] + zq[None, :], zeros8, mask=m & (zq < DP)[None, :])
+    if r < W:
         tab_w = tl.load(
-            tw_ptr + r * s_w0 + kw[:, None] * s_w1 + d[None, :], mask=(kw < W)[:, None] & (r < W), other=0.0
+            tw_ptr + r * s_w0 + kw[:, None] * s_w1 + d[None, :], mask=(kw < W)[:, None], other=0.0
         )
-        rel_w = tl.dot(qc.to(tl.float32), tl.trans(tab_w.to(tl.float32)), input_precision=PREC)  # [HP, WP]
-        dst = q_ptr + o0 + tc[:, None] * s_ot + HD + H + kw[None, :]
-        tl.store(dst, rel_w.to(dt), mask=colm[:, None] & (kw < W)[None, :])
+        tab_w = tab_w.to(tl.float32)
+        for c0 in range(0, H, BT):
+            h = c0 + tb  # tokens h*W + r of column r
+            m = (h < H)[:, None]
+            tc = h * W + r
+            qc = tl.load(base + tc[:, None] * s_qt + d[None, :], mask=m, other=0.0).to(tl.float32)
+            rel_w = tl.dot(qc, tl.trans(tab_w), input_precision=PREC)  # [BT, WP]
+            dst = q_ptr + o0 + tc[:, None] * s_ot + HD + H + kw[None, :]
+            tl.store(dst, rel_w.to(dt), mask=m & (kw < W)[None, :])
 
 
 @triton.jit(do_not_specialize=["T", "heads", "s_b", "s_h", "s_t"])
