@@ -61,6 +61,9 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+MERGE_TOKENS = 32  # tokens per merge_heads program
+
+
 def _rows_per_program(block_c: int) -> int:
     return max(1, 4096 // block_c)
 
@@ -120,6 +123,17 @@ def augmented_width(head_dim: int, height: int, width: int) -> int:
     return d + (-d % 8)
 
 
+def augment_config(height: int, width: int) -> dict[str, int]:
+    """``augment_qkv``'s tile sizes and warps for an H×W view (one place: the launcher and the sm_90
+    compile check in the tests use it)."""
+    k = _k()
+    hp, wp = max(16, k.next_pow2(height)), max(16, k.next_pow2(width))  # tl.dot needs 16 on each side
+    # tokens per chunk: 32 (8 warps) keeps a 64-wide view's tiles in registers: 127 per thread for
+    # sm_90, no spills (ptxas, checked without a GPU through triton.compile)
+    bt = min(32, max(hp, wp))
+    return {"HP": hp, "WP": wp, "BT": bt, "PADP": 32, "num_warps": 4 if bt <= 16 else 8}
+
+
 def augment_qkv(
     qkv: torch.Tensor,
     table_h: torch.Tensor,
@@ -157,16 +171,12 @@ def augment_qkv(
         return torch.empty(views, heads, t, width, dtype=qkv.dtype, device=qkv.device)
 
     q, kk, v = alloc(dp), alloc(dp), alloc(vw)
-    hp, wp = max(16, k.next_pow2(h)), max(16, k.next_pow2(w))  # tl.dot needs 16 on each side
-    # tokens per chunk: 32 (8 warps) keeps a 64-wide view's tiles in registers: 127 per thread for
-    # sm_90, no spills (ptxas, checked without a GPU through triton.compile)
-    bt = min(32, max(hp, wp))
     prec = "ieee" if qkv.dtype == torch.float32 else "tf32"  # 16-bit inputs are exact in TF32
     k.augment_qkv[(views, heads, max(h, w))](
         qkv, table_h, table_w, q, kk, v, h, w, dp, vw, float(scale),
         qkv.stride(0), qkv.stride(1), table_h.stride(0), table_h.stride(1), table_w.stride(0), table_w.stride(1),
         *q.stride()[:3], *v.stride()[:3],
-        C=c, HD=hd, HP=hp, WP=wp, BT=bt, PADP=32, PREC=prec, num_warps=4 if bt <= 16 else 8,
+        C=c, HD=hd, PREC=prec, **augment_config(h, w),
     )  # fmt: skip
     return q, kk, v
 
@@ -184,9 +194,8 @@ def merge_heads(out: torch.Tensor, head_dim: int) -> torch.Tensor:
     if out.stride(-1) != 1:
         out = out.contiguous()
     merged = torch.empty(views, t, c, dtype=out.dtype, device=out.device)
-    bt = 32
-    k.merge_heads[(views, heads, _cdiv(t, bt))](
-        out, merged, t, heads, out.stride(0), out.stride(1), out.stride(2), C=c, HD=head_dim, BT=bt
+    k.merge_heads[(views, heads, _cdiv(t, MERGE_TOKENS))](
+        out, merged, t, heads, out.stride(0), out.stride(1), out.stride(2), C=c, HD=head_dim, BT=MERGE_TOKENS
     )
     return merged
 
