@@ -19,8 +19,10 @@ the first variant; and the top kernels of one pass (``torch.profiler``). ``--col
 processes that each time the fused kernels' first call with one empty Triton cache: the first compiles,
 the second reads the cache (what a user's second run pays).
 
-usage (device tool, one H200):  python bench/bench_vision.py --pages 1,4,8 --cold --out $OUT/bench_vision.json
-CPU smoke (CI):                 python bench/bench_vision.py --tiny
+usage (device tool, one H200; ``transformers`` vs ``unfused`` shows what a bf16 rounding difference is):
+    python bench/bench_vision.py --pages 1,4,8 --variants unfused,fused,fused_narrow_v,transformers --cold
+CPU smoke (CI):
+    python bench/bench_vision.py --tiny
 ``--tiny``: tiny widths, views shrunk to 160 px (global) and 2 tiles of 128 px, the kernels in Triton's
 interpreter (``TRITON_INTERPRET=1``) — it checks the script, not the speed.
 """
@@ -416,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else Path(os.environ.get("OUT", ".")) / "bench_vision.json"
     out.write_text(json.dumps(res, indent=1))
     log(f"\nwrote {out}")
-    errors = [v for v, r in res["variants"].items() if "error" in r]
+    # the opt-in variants may fail (an attention backend that refuses narrow values): reported, not fatal
+    errors = [v for v, r in res["variants"].items() if "error" in r and v in ("unfused", "fused")]
     return 1 if errors else 0
 
 
