@@ -87,6 +87,11 @@ class Settings(BaseSettings):
     vision_attn_mb: int = Field(
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )
+    vision_fused: bool = Field(
+        True,
+        description="On CUDA, SAM's layers run fused Triton kernels for their norms, window partition and "
+        "attention inputs (same output up to rounding); false = transformers' layer.",
+    )
     preprocess_on_gpu: bool = Field(
         True,
         description="Resize, tile and normalise page images on the model's GPU (CUDA only): the CPU work "

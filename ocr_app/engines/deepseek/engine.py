@@ -190,6 +190,7 @@ class DeepSeekOcr2Engine(Engine):
             dtype,
             quant=quant,
             vision_attn_mb=self.settings.vision_attn_mb,
+            vision_fused=self.settings.vision_fused,
             quant_options={"cache_dir": self._quant_cache_dir(), "progress": self.load_progress},
         )
         self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}

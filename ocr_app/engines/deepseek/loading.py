@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_app.engines.deepseek.precision import QUANT_PRESETS, TORCH_DTYPE_NAMES, canonical_precision
 from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
+from ocr_app.engines.deepseek.sam_kernels import fuse_sam_layers
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
 from ocr_app.settings import DEFAULT_MODEL
 
@@ -259,11 +260,13 @@ def load_model(
     *,
     quant: str | None = None,
     vision_attn_mb: int = DEFAULT_BUDGET_MB,
+    vision_fused: bool = True,
     quant_options: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend).
 
-    Every precision gets the memory-bounded SAM attention (``sam_attention.py``, ``vision_attn_mb``).
+    Every precision gets the memory-bounded SAM attention (``sam_attention.py``, ``vision_attn_mb``);
+    CUDA models also the fused SAM layers (``sam_kernels.py``, ``vision_fused``).
     ``quant_options`` go to the quantization backend's ``load_model`` where it accepts them.
     The model carries ``ocr_load_breakdown``: seconds for the processor, the weights and, from a
     quantization backend, each step of reading quantised weights (``key_s``, ``read_s``, …).
@@ -298,6 +301,7 @@ def load_model(
             "(use the transformers-format checkpoint deepseek-community/DeepSeek-OCR-2)."
         )
     bound_sam_attention(model, vision_attn_mb)
+    fuse_sam_layers(model, vision_fused)
     steps = (getattr(model, "ocr_quant_info", None) or {}).get("load_breakdown") or {}
     model.ocr_load_breakdown = {"processor_s": t1 - t0, "weights_s": t2 - t1, **steps,
                                 "total_s": time.perf_counter() - t0}  # fmt: skip
