@@ -153,8 +153,8 @@ TRITON_CHECK = r"""
 import torch
 from tests.test_quant_kernels import rel, float_moe
 from ocr_app.quant.modules import QuantLinear, QuantExperts, Int8Linear
-from ocr_app.quant.ops import wq_linear, moe_experts, int8_linear, GEMV_MAX_ROWS
-from ocr_app.quant.options import MOE_SCAN_MAX_TOKENS
+from ocr_app.quant.ops import wq_linear, moe_experts, int8_linear
+from ocr_app.quant.options import DECODE_GEMV_MAX_PAIRS, MOE_SCAN_MAX_TOKENS
 from ocr_app.quant.ops import fused_launch_ok, wq_linear_concat, wq_gate_up
 torch.manual_seed(0)
 worst = 0.0
@@ -180,8 +180,9 @@ for bits in (4, 8):
         worst = max(worst, rel(wq_linear(x, ql.qw, ql.bias, ql.input_scale_inv, backend="triton"),
                                wq_linear(x, ql.qw, ql.bias, ql.input_scale_inv, backend="torch")))
         worst = max(worst, rel(wq_linear(x, ql.qw, backend="triton"), wq_linear(x, ql.qw, backend="torch")))
-    # decode (GEMV, pairs <= GEMV_MAX_ROWS; expert scan up to MOE_SCAN_MAX_TOKENS tokens) and prefill (sorted
+    # decode (GEMV, pairs <= DECODE_GEMV_MAX_PAIRS; expert scan up to MOE_SCAN_MAX_TOKENS tokens) and prefill (sorted
     # grouped GEMM) paths, unused experts included
+    assert 5 * 3 <= DECODE_GEMV_MAX_PAIRS < 12 * 6  # the cases below reach every path
     cases = ((1, 8, 64, 32, 2), (5, 4, 128, 64, 3), (12, 8, 64, 32, 6), (MOE_SCAN_MAX_TOKENS, 8, 64, 32, 2),
              (MOE_SCAN_MAX_TOKENS + 6, 8, 64, 32, 2))
     for t, e, h, i, topk in cases:

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ocr_app.quant.options import ENV_BACKEND, GEMV_MAX_ROWS, Backend, KernelOptions, resolve  # noqa: F401
+from ocr_app.quant.options import ENV_BACKEND, Backend, KernelOptions, resolve  # noqa: F401
 
 if TYPE_CHECKING:
     import torch

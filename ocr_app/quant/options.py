@@ -26,11 +26,11 @@ Backend = Literal["auto", "torch", "triton"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
 ENV_BACKEND = "OCR_APP_QUANT_BACKEND"
 ENV_FAST_LAUNCH = "OCR_APP_TRITON_FAST_LAUNCH"
-# Decode: up to this many rows (tokens, or token-expert pairs) go through the GEMV kernel, which reads
-# the routing directly; more rows are sorted by expert and go through the tensor-core GEMM.
-GEMV_MAX_ROWS = 64
-DENSE_GEMV_MAX_ROWS = 4
-DECODE_GEMV_MAX_PAIRS = 32  # H200: from 8 tokens (48 pairs) on, the expert scan beats the GEMV
+# Decode row bounds (measured on an H200, docs/PERFORMANCE.md "W4 kernels for decode batches"): the GEMV
+# kernel reads the routing directly but re-reads a weight tile once per row; the tensor-core kernels
+# dequantise it once per 16 rows; the expert scan needs no sort; the sorted GEMM is for prefill sizes.
+DENSE_GEMV_MAX_ROWS = 2  # H200: GEMV at 1–2 rows, tensor cores from 4 (1,982 -> 2,826 tok/s at 4 pages)
+DECODE_GEMV_MAX_PAIRS = 16  # H200: from 3 tokens (18 pairs) on, the expert scan beats the GEMV
 MOE_SCAN_MAX_TOKENS = 64
 
 
