@@ -222,7 +222,7 @@ def _runs_fused(layer: Any, x: torch.Tensor) -> bool:
     transformers' layer."""
     import torch
 
-    if not (x.is_cuda or layer.__dict__.get(_FORCE)):
+    if not (x.is_cuda or layer.__dict__.get(_FORCE)) or x.numel() == 0:  # no views: nothing to launch
         return False
     return not (torch.is_grad_enabled() and (x.requires_grad or layer.layer_norm1.weight.requires_grad))
 
