@@ -366,3 +366,26 @@ def test_kernels_compile_for_sm90_without_register_spills():
     assert len(lines) == 7, res.stdout
     for line in lines:
         assert "STACK:0 " in line and "LOCAL:0 " in line, line
+
+
+@pytest.mark.parametrize(("window", "hw"), [(14, (18, 18)), (0, (9, 9))])
+def test_fused_layer_with_a_width_that_is_not_a_power_of_two(window, hw, launches):
+    """The full model's width (768) is not a power of two: rows are masked to C inside a 1024-wide block.
+    Same here at 48 (3 heads of 16) in a 64-wide block."""
+    from transformers.models.deepseek_ocr2.configuration_deepseek_ocr2 import DeepseekOcr2SamVisionConfig
+    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2SamVisionLayer
+
+    cfg = DeepseekOcr2SamVisionConfig(hidden_size=48, num_attention_heads=3, mlp_dim=96)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    layer = DeepseekOcr2SamVisionLayer(cfg, window_size=window).eval()
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.normal_(0, 0.5)
+    x = torch.randn(1, *hw, 48, generator=torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        ref = type(layer).forward(layer, x)
+        layer.__dict__[sk._FORCE] = True
+        out = sk._fused_layer_forward(layer, x)
+    assert launches["add_ln"] == 1
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
