@@ -274,7 +274,8 @@ def fuse_sam_layers(model: Any, enabled: bool = True, *, any_device: bool = Fals
         if not enabled:
             continue
         on_cuda = layer.layer_norm1.weight.is_cuda
-        if not (on_cuda or any_device):
+        head_dim = layer.layer_norm1.normalized_shape[0] // layer.attn.num_attention_heads
+        if not (on_cuda or any_device) or head_dim & (head_dim - 1):  # the kernels tile a head: 2^k
             continue
         if not available():
             logger.warning("Triton is not importable: the SAM layers stay unfused")
