@@ -240,10 +240,17 @@ def test_loader_fuses_per_setting_and_only_cuda_models(tiny_checkpoint, monkeypa
         )
         assert not sk.is_fused(model)  # a CPU model keeps transformers' layer even with the setting on
     assert seen == [True, False]
+    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
     from ocr_app.settings import Settings
 
     assert Settings().vision_fused is True
-    assert Settings(_env_file=None, vision_fused="0").vision_fused is False
+    settings = Settings(
+        _env_file=None, model=str(tiny_checkpoint), device="cpu", dtype="fp32", vision_fused="0"
+    )
+    engine = DeepSeekOcr2Engine(settings)  # the setting reaches the loader through the engine
+    engine.load()
+    engine.unload()
+    assert seen == [True, False, False]
 
 
 def _trunc_bf16(x: torch.Tensor) -> torch.Tensor:
