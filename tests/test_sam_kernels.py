@@ -407,3 +407,10 @@ def test_fused_layer_with_a_width_that_is_not_a_power_of_two(window, hw, launche
         out = sk._fused_layer_forward(layer, x)
     assert launches["add_ln"] == 1
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_without_triton_the_layers_stay_unfused(sam, monkeypatch, caplog):
+    monkeypatch.setattr(sk, "available", lambda: False)
+    with caplog.at_level("WARNING", logger=sk.logger.name):
+        assert sk.fuse_sam_layers(sam, any_device=True) == 0
+    assert not sk.is_fused(sam) and "Triton is not importable" in caplog.text
