@@ -229,10 +229,10 @@ def measure(model, px: dict, args, pages: list[int], variants: list[str], device
     res: dict = {"variants": {}, "diff": {}}
     feats_by: dict = {}
     for variant in variants:
-        set_variant(model, variant, args.tiny)
         timer = TowerTimer(tower, cuda)
         r: dict = {"pages": {}}
         try:
+            set_variant(model, variant, args.tiny)
             inp1 = batch(px, pages[0], device, dtype)
             r["first_call_s"] = round(one_pass(model, inp1, cuda)[0], 3)  # Triton compiles (or reads) here
             for n in pages:

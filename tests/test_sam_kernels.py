@@ -210,6 +210,10 @@ def test_fuse_sam_layers_runs_the_encoder_and_restores(sam, launches):
     }  # 1 windowed + 1 global
     sk.fuse_sam_layers(model, any_device=True)
     try:
+        # an empty batch of views goes to transformers' layer (and its error), not to zero-size launches
+        with torch.inference_mode(), pytest.raises(RuntimeError, match="0 elements"):
+            sam.layers[0](torch.zeros(0, 18, 18, 32))
+        assert launches["ln_partition"] == 1
         with torch.enable_grad():
             x = torch.randn(1, 18, 18, 32, requires_grad=True)
             layer = sam.layers[0]
@@ -236,10 +240,17 @@ def test_loader_fuses_per_setting_and_only_cuda_models(tiny_checkpoint, monkeypa
         )
         assert not sk.is_fused(model)  # a CPU model keeps transformers' layer even with the setting on
     assert seen == [True, False]
+    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
     from ocr_app.settings import Settings
 
     assert Settings().vision_fused is True
-    assert Settings(_env_file=None, vision_fused="0").vision_fused is False
+    settings = Settings(
+        _env_file=None, model=str(tiny_checkpoint), device="cpu", dtype="fp32", vision_fused="0"
+    )
+    engine = DeepSeekOcr2Engine(settings)  # the setting reaches the loader through the engine
+    engine.load()
+    engine.unload()
+    assert seen == [True, False, False]
 
 
 def _trunc_bf16(x: torch.Tensor) -> torch.Tensor:
@@ -309,32 +320,39 @@ from ocr_app.engines.deepseek import sam_kernels as sk, sam_triton as st
 
 tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 bf = "*bf16"
-launch = {"num_warps"}
 
 
-def build(fn, types, consts):
-    opts = {k: v for k, v in consts.items() if k in launch}
-    consts = {k: v for k, v in consts.items() if k not in launch}
+def build(fn, types, consts, ones=(), num_warps=4):
+    # as the production launch specialises: unit channel strides are constants, pointers 16-byte
+    # aligned, the other strides multiples of 16; sizes (do_not_specialize) stay plain integers
+    plain = {fn.arg_names[x] if isinstance(x, int) else x for x in fn.do_not_specialize}
+    consts = {**consts, **{n: 1 for n in ones if n not in plain}}
     sig = {n: ("constexpr" if n in consts else types.get(n, "i32")) for n in fn.arg_names}
-    kernel = triton.compile(ASTSource(fn, sig, constexprs=consts), target=GPUTarget("cuda", 90, 32), options=opts)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(fn.arg_names)
+             if n not in consts and n not in plain and (sig[n].startswith("*") or n.startswith("s"))}
+    src = ASTSource(fn, sig, constexprs=consts, attrs=attrs)
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
     path = tempfile.mktemp(suffix=".cubin")
     with open(path, "wb") as f:
         f.write(kernel.asm["cubin"])
     usage = subprocess.run([tool, "--dump-resource-usage", path], capture_output=True, text=True).stdout
-    print("USAGE", fn.__name__, consts, usage.strip().splitlines()[-1])
+    ptx = kernel.asm["ptx"]
+    vec = f"v4ld={ptx.count('ld.global.v4')} v4st={ptx.count('st.global.v4')}"
+    print("USAGE", fn.__name__, vec, usage.strip().splitlines()[-1])
 
 
 # the full model's shapes: C 768, 12 heads of 64, windows of 14, global views of 64 and 48 tokens a side
 rows = sk._rows_per_program(1024)
 build(st.ln_partition, {"x_ptr": bf, "w_ptr": bf, "b_ptr": bf, "out_ptr": bf, "eps": "fp32"},
-      {"C": 768, "WS": 14, "ROWS": rows, "BLOCK_C": 1024})
+      {"C": 768, "WS": 14, "ROWS": rows, "BLOCK_C": 1024}, ones=("sxc",))
 for ws in (14, 0):
     build(st.add_ln, {"a_ptr": bf, "r_ptr": bf, "w_ptr": bf, "b_ptr": bf, "h_ptr": bf, "o_ptr": bf, "eps": "fp32"},
-          {"C": 768, "WS": ws, "ROWS": rows, "BLOCK_C": 1024})
+          {"C": 768, "WS": ws, "ROWS": rows, "BLOCK_C": 1024}, ones=("src_c",))
 for side in (14, 48, 64):
+    cfg = sk.augment_config(side, side)
+    warps = cfg.pop("num_warps")
     build(st.augment_qkv, {"qkv_ptr": bf, "th_ptr": bf, "tw_ptr": bf, "q_ptr": bf, "k_ptr": bf, "v_ptr": bf,
-                           "scale": "fp32", "s_qb": "i64", "s_ob": "i64", "s_vb": "i64"},
-          {"C": 768, "HD": 64, "PREC": "tf32", **sk.augment_config(side, side)})
+                           "scale": "fp32"}, {"C": 768, "HD": 64, "PREC": "tf32", **cfg}, num_warps=warps)
 build(st.merge_heads, {"o_ptr": bf, "m_ptr": bf}, {"C": 768, "HD": 64, "BT": sk.MERGE_TOKENS})
 """
 
@@ -342,7 +360,8 @@ build(st.merge_heads, {"o_ptr": bf, "m_ptr": bf}, {"C": 768, "HD": 64, "BT": sk.
 def test_kernels_compile_for_sm90_without_register_spills():
     """The interpreter checks the arithmetic, not what the GPU compiler accepts: compile every kernel at
     the full model's shapes for sm_90 (H100/H200) through Triton's own toolchain (no GPU needed), and
-    check ptxas kept every tile in registers (no stack, no local memory)."""
+    check ptxas kept every tile in registers (no stack, no local memory) and rows move in 16-byte
+    loads and stores (these kernels are memory-bound)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -362,3 +381,36 @@ def test_kernels_compile_for_sm90_without_register_spills():
     assert len(lines) == 7, res.stdout
     for line in lines:
         assert "STACK:0 " in line and "LOCAL:0 " in line, line
+        assert "v4ld=0 " not in line, line  # rows read with 16-byte loads (aligned, contiguous)
+        if "augment_qkv" not in line:  # its one-hot/rel columns start at H: not 16-byte aligned
+            assert "v4st=0 " not in line, line
+
+
+@pytest.mark.parametrize(("window", "hw"), [(14, (18, 18)), (0, (9, 9))])
+def test_fused_layer_with_a_width_that_is_not_a_power_of_two(window, hw, launches):
+    """The full model's width (768) is not a power of two: rows are masked to C inside a 1024-wide block.
+    Same here at 48 (3 heads of 16) in a 64-wide block."""
+    from transformers.models.deepseek_ocr2.configuration_deepseek_ocr2 import DeepseekOcr2SamVisionConfig
+    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2SamVisionLayer
+
+    cfg = DeepseekOcr2SamVisionConfig(hidden_size=48, num_attention_heads=3, mlp_dim=96)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    layer = DeepseekOcr2SamVisionLayer(cfg, window_size=window).eval()
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.normal_(0, 0.5)
+    x = torch.randn(1, *hw, 48, generator=torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        ref = type(layer).forward(layer, x)
+        layer.__dict__[sk._FORCE] = True
+        out = sk._fused_layer_forward(layer, x)
+    assert launches["add_ln"] == 1
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_without_triton_the_layers_stay_unfused(sam, monkeypatch, caplog):
+    monkeypatch.setattr(sk, "available", lambda: False)
+    with caplog.at_level("WARNING", logger=sk.logger.name):
+        assert sk.fuse_sam_layers(sam, any_device=True) == 0
+    assert not sk.is_fused(sam) and "Triton is not importable" in caplog.text

@@ -1,9 +1,10 @@
 """Triton kernels of the fused SAM layer (imported only when a kernel runs, through ``sam_kernels``).
 
 Module-level because Triton resolves the helpers a kernel calls through the module's globals.
-See ``sam_kernels`` for what each kernel replaces and why. Integer sizes are not specialised
-(``do_not_specialize``): the vision pass sees a few sizes per layer kind, and each specialisation is one
-more compile at cold start.
+See ``sam_kernels`` for what each kernel replaces and why. Sizes are not specialised
+(``do_not_specialize``): the vision pass sees a few per layer kind, and each specialisation is one more
+compile at cold start. Strides are (Triton's default: equal to 1, or a multiple of 16), which is what
+lets the compiler prove rows contiguous and aligned and use 16-byte loads and stores.
 """
 
 import triton
@@ -24,7 +25,7 @@ def _layer_norm_rows(v, cmask, w_ptr, b_ptr, cols, eps, C: tl.constexpr):
     return d * rstd[:, None] * w[None, :] + b[None, :]
 
 
-@triton.jit(do_not_specialize=["n_rows", "H", "W", "n_wh", "n_ww", "sxb", "sxh", "sxw", "sxc"])
+@triton.jit(do_not_specialize=["n_rows", "H", "W", "n_wh", "n_ww"])
 def ln_partition(
     x_ptr, w_ptr, b_ptr, out_ptr, n_rows, H, W, n_wh, n_ww, sxb, sxh, sxw, sxc, eps,
     C: tl.constexpr, WS: tl.constexpr, ROWS: tl.constexpr, BLOCK_C: tl.constexpr,
@@ -49,7 +50,7 @@ def ln_partition(
     tl.store(dst, out.to(out_ptr.dtype.element_ty), mask=live[:, None] & cmask[None, :])
 
 
-@triton.jit(do_not_specialize=["n_rows", "H", "W", "n_wh", "n_ww", "srb", "srh", "srw", "src_c"])
+@triton.jit(do_not_specialize=["n_rows", "H", "W", "n_wh", "n_ww"])
 def add_ln(
     a_ptr, r_ptr, w_ptr, b_ptr, h_ptr, o_ptr, n_rows, H, W, n_wh, n_ww, srb, srh, srw, src_c, eps,
     C: tl.constexpr, WS: tl.constexpr, ROWS: tl.constexpr, BLOCK_C: tl.constexpr,
@@ -78,10 +79,7 @@ def add_ln(
     tl.store(o_ptr + rows[:, None] * C + cols[None, :], out.to(o_ptr.dtype.element_ty), mask=m2)
 
 
-@triton.jit(
-    do_not_specialize=["H", "W", "DP", "VW", "s_qb", "s_qt", "s_h0", "s_h1", "s_w0", "s_w1",
-                       "s_ob", "s_oh", "s_ot", "s_vb", "s_vh", "s_vt"]
-)  # fmt: skip
+@triton.jit(do_not_specialize=["H", "W", "DP", "VW"])
 def augment_qkv(
     qkv_ptr, th_ptr, tw_ptr, q_ptr, k_ptr, v_ptr, H, W, DP, VW, scale,
     s_qb, s_qt, s_h0, s_h1, s_w0, s_w1, s_ob, s_oh, s_ot, s_vb, s_vh, s_vt,
@@ -158,7 +156,7 @@ def augment_qkv(
             tl.store(dst, rel_w.to(dt), mask=m & (kw < W)[None, :])
 
 
-@triton.jit(do_not_specialize=["T", "heads", "s_b", "s_h", "s_t"])
+@triton.jit(do_not_specialize=["T", "heads"])
 def merge_heads(
     o_ptr, m_ptr, T, heads, s_b, s_h, s_t, C: tl.constexpr, HD: tl.constexpr, BT: tl.constexpr
 ):  # fmt: skip
