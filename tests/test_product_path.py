@@ -119,8 +119,11 @@ def test_decoder_is_built_once_and_kept_across_requests(tiny_checkpoint):
 
 
 def test_document_pages_are_pulled_as_slots_free_up(tiny_checkpoint, tmp_path):
-    """One slot, eight pages: the converter renders a page only when the engine takes it, and the
-    engine takes the next page as soon as one finishes, all through one decoder (no waves)."""
+    """One slot, twice the vision batch in pages: the converter renders a page only when the engine
+    takes it, and the engine takes the next page as soon as one finishes, all through one decoder."""
+    from ocr_app.engines.deepseek.decoding.adapter import VISION_BATCH
+
+    n = 2 * VISION_BATCH
     settings = load_settings(
         model=str(tiny_checkpoint),
         device="cpu",
@@ -131,7 +134,7 @@ def test_document_pages_are_pulled_as_slots_free_up(tiny_checkpoint, tmp_path):
         cache_enabled=False,
     )
     engines = build_engines(settings)
-    pdf = make_pdf(tmp_path / "doc.pdf", [f"page {i}" for i in range(8)])
+    pdf = make_pdf(tmp_path / "doc.pdf", [f"page {i}" for i in range(n)])
     events = []
     opts = ConvertOptions(mode="small", max_new_tokens=4, formats=frozenset({"md", "json"}))
     try:
@@ -143,12 +146,12 @@ def test_document_pages_are_pulled_as_slots_free_up(tiny_checkpoint, tmp_path):
         assert sched.capacities == [1]
     finally:
         engines.unload_all()
-    assert len(doc.pages) == 8 and all(p.status != "error" for p in doc.pages)
+    assert len(doc.pages) == n and all(p.status != "error" for p in doc.pages)
     stages = [(e.stage, e.page) for e in events if e.stage in ("render", "page_done")]
     first_done = stages.index(("page_done", next(p for s, p in stages if s == "page_done")))
     rendered_before = [p for s, p in stages[:first_done] if s == "render"]
-    assert 1 <= len(rendered_before) < 8  # not the whole document up front
-    assert ("render", 8) in stages[first_done:]
+    assert 1 <= len(rendered_before) < n  # not the whole document up front
+    assert ("render", n) in stages[first_done:]
 
 
 class GpuDouble:
