@@ -83,7 +83,7 @@ class Settings(BaseSettings):
         description="auto: graph decoder (slot KV cache, CUDA graphs, continuous batching) on CUDA and "
         "transformers generate elsewhere; graph: always the graph decoder (eager on CPU); generate.",
     )
-    decode_max_slots: int = Field(32, ge=1, description="Most pages the graph decoder runs at once.")
+    decode_max_slots: int = Field(64, ge=1, description="Most pages the graph decoder runs at once.")
     vision_attn_mb: int = Field(
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )
