@@ -88,6 +88,43 @@ def _gemv_step(
 
 
 @triton.jit
+def _segment(
+    col,
+    w_ptr,
+    s_ptr,
+    m_ptr,
+    w1_ptr,
+    s1_ptr,
+    m1_ptr,
+    w2_ptr,
+    s2_ptr,
+    m2_ptr,
+    N0,
+    N1,
+    N_OUT,
+    SEGS: tl.constexpr,
+):
+    """The weight that output column ``col`` belongs to when up to three weights form one output (w, w1,
+    w2 with N0, N1 and N_OUT − N0 − N1 columns): its pointers, first column and width. A uniform branch
+    per program: segment boundaries fall on column-block boundaries."""
+    seg_start = N0 * 0
+    seg_n = N_OUT
+    if SEGS >= 2:
+        if col >= N0:
+            if SEGS == 3 and col >= N0 + N1:
+                w_ptr, s_ptr, m_ptr = w2_ptr, s2_ptr, m2_ptr
+                seg_start = N0 + N1
+                seg_n = N_OUT - N0 - N1
+            else:
+                w_ptr, s_ptr, m_ptr = w1_ptr, s1_ptr, m1_ptr
+                seg_start = N0
+                seg_n = N1
+        else:
+            seg_n = N0
+    return w_ptr, s_ptr, m_ptr, seg_start, seg_n
+
+
+@triton.jit
 def wq_gemv_kernel(
     x_ptr,
     stride_xm,
@@ -137,20 +174,9 @@ def wq_gemv_kernel(
     p = tl.program_id(0)
     pid_n = tl.program_id(1)
     col = pid_n * BLOCK_N
-    seg_start = N0 * 0
-    seg_n = N_OUT
-    if SEGS >= 2:  # which weight this column block belongs to (a uniform branch per program)
-        if col >= N0:
-            if SEGS == 3 and col >= N0 + N1:
-                w_ptr, s_ptr, m_ptr = w2_ptr, s2_ptr, m2_ptr
-                seg_start = N0 + N1
-                seg_n = N_OUT - N0 - N1
-            else:
-                w_ptr, s_ptr, m_ptr = w1_ptr, s1_ptr, m1_ptr
-                seg_start = N0
-                seg_n = N1
-        else:
-            seg_n = N0
+    w_ptr, s_ptr, m_ptr, seg_start, seg_n = _segment(
+        col, w_ptr, s_ptr, m_ptr, w1_ptr, s1_ptr, m1_ptr, w2_ptr, s2_ptr, m2_ptr, N0, N1, N_OUT, SEGS
+    )
     if HAS_IDX:  # noqa: SIM108 - constexpr branch in a Triton kernel
         e = tl.load(idx_ptr + p).to(tl.int64)
     else:
@@ -271,20 +297,9 @@ def wq_gemm_kernel(
     HALF = K // 2
     G = K // GROUP
     col = pid_n * BLOCK_N
-    seg_start = N0 * 0
-    seg_n = N_OUT
-    if SEGS >= 2:  # which weight this column block belongs to (a uniform branch per program)
-        if col >= N0:
-            if SEGS == 3 and col >= N0 + N1:
-                w_ptr, s_ptr, m_ptr = w2_ptr, s2_ptr, m2_ptr
-                seg_start = N0 + N1
-                seg_n = N_OUT - N0 - N1
-            else:
-                w_ptr, s_ptr, m_ptr = w1_ptr, s1_ptr, m1_ptr
-                seg_start = N0
-                seg_n = N1
-        else:
-            seg_n = N0
+    w_ptr, s_ptr, m_ptr, seg_start, seg_n = _segment(
+        col, w_ptr, s_ptr, m_ptr, w1_ptr, s1_ptr, m1_ptr, w2_ptr, s2_ptr, m2_ptr, N0, N1, N_OUT, SEGS
+    )
     if HAS_IDX:
         e = tl.load(bexp_ptr + pid_m).to(tl.int64)
         rows = tl.load(rows_ptr + pid_m * BLOCK_M + arange_m).to(tl.int64)

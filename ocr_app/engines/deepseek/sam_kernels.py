@@ -28,6 +28,8 @@ import logging
 import types
 from typing import TYPE_CHECKING, Any
 
+from ocr_app.engines.deepseek.decoding.kernels import available  # the decoder's Triton check, one place
+
 if TYPE_CHECKING:
     import torch
 
@@ -39,15 +41,6 @@ _FORCE = "_ocr_app_fused_any_device"  # tests: run the kernels on CPU tensors (T
 # token-major layout (no merge copy if the backend returns that layout), which only some backends
 # take: ``bench/bench_vision.py`` measures it as the variant ``fused_narrow_v``.
 NARROW_V = False
-
-
-def available() -> bool:
-    """Whether Triton can be imported."""
-    try:
-        import triton  # noqa: F401
-    except Exception:  # pragma: no cover - depends on the install
-        return False
-    return True
 
 
 @functools.cache
