@@ -81,8 +81,9 @@ def build_model(dtype, experts="grouped_mm"):
     return model
 
 
-def page_inputs():
-    """One synthetic A4 page through the real image processor (default mode: 6 tiles)."""
+def synthetic_page_features():
+    """One synthetic A4 page of text lines through the real image processor (default mode: a global view
+    and 6 tiles); also the vision bench's page."""
     from PIL import Image, ImageDraw
     from transformers.models.deepseek_ocr2.image_processing_deepseek_ocr2 import DeepseekOcr2ImageProcessor
 
@@ -90,9 +91,14 @@ def page_inputs():
     d = ImageDraw.Draw(img)
     for i, y in enumerate(range(80, 2260, 34)):
         d.text((100, y), f"Line {i}: The quick brown fox jumps over the lazy dog 0123456789", fill="black")
-    feats = DeepseekOcr2ImageProcessor()(
+    return DeepseekOcr2ImageProcessor()(
         [img], crop_to_patches=True, min_patches=2, max_patches=6, return_tensors="pt"
     )
+
+
+def page_inputs():
+    """One synthetic A4 page (``synthetic_page_features``) as prompt ids and pixel inputs."""
+    feats = synthetic_page_features()
     n_local = [int(x) for x in feats["num_local_patches"]]
     ntok = 256 + 144 * n_local[0] + 1
     ids = [0] + [FULL["image_token_id"]] * ntok + list(range(100, 112))
@@ -315,8 +321,6 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     for r in summary["top"][:15]:
         log(f"   {r['us']:8.1f} us  {r['calls']:6.1f}x  {r['kernel']}")
     return summary
-
-
 
 
 KNOBS = {"g": "decode_gemv_max_rows", "d": "dense_gemv_max_rows", "s": "moe_scan_max_tokens"}

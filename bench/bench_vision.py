@@ -84,16 +84,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def page_pixels(tiny: bool) -> dict:
     """One synthetic A4 page through the real image processor (default mode: global view + 6 tiles)."""
     import torch.nn.functional as F
-    from PIL import Image, ImageDraw
-    from transformers.models.deepseek_ocr2.image_processing_deepseek_ocr2 import DeepseekOcr2ImageProcessor
+    from bench_decode import synthetic_page_features  # the decoder bench's page (same directory)
 
-    img = Image.new("RGB", (1654, 2339), "white")
-    d = ImageDraw.Draw(img)
-    for i, y in enumerate(range(80, 2260, 34)):
-        d.text((100, y), f"Line {i}: The quick brown fox jumps over the lazy dog 0123456789", fill="black")
-    feats = DeepseekOcr2ImageProcessor()(
-        [img], crop_to_patches=True, min_patches=2, max_patches=6, return_tensors="pt"
-    )
+    feats = synthetic_page_features()
     glob, local = feats["pixel_values"], feats.get("pixel_values_local")
     if tiny:  # 10×10 and 8×8 SAM tokens (padded windows), interpreter-sized
         glob = F.interpolate(glob, size=(160, 160), mode="bilinear", align_corners=False)
