@@ -251,3 +251,31 @@ def test_fast_launch_falls_back_to_the_public_path(monkeypatch):
     calls.clear()
     launch_mod.launch(Kernel("off", True), (1,), 6, fast=False)
     assert calls == [("off", (1,), (6,), {})] and "off" not in launch_mod._broken
+
+
+def test_decode_dispatch_follows_the_kernel_options(monkeypatch):
+    """Which kernel a decode batch reaches is set by ``KernelOptions`` (the H200-measured bounds): dense
+    rows GEMV up to ``dense_gemv_max_rows`` then the tensor-core kernel; expert pairs GEMV up to
+    ``decode_gemv_max_rows``, the expert scan up to ``moe_scan_max_tokens`` tokens, then the sorted GEMM."""
+    from ocr_app.quant import ops
+
+    calls: list[str] = []
+    for name in ("_gemv_launch", "_rows_launch", "_scan_launch", "_gemm_launch"):
+        monkeypatch.setattr(ops, name, lambda *a, _n=name, **k: calls.append(_n))
+    opts = KernelOptions(dense_gemv_max_rows=2, decode_gemv_max_rows=16, moe_scan_max_tokens=64)
+    ws = [QuantLinear.from_float(torch.randn(64, 64), None, dtype=torch.float32).qw for _ in range(3)]
+    gate = QuantLinear.from_float(torch.randn(32, 64), None, dtype=torch.float32).qw
+    for m, want in ((1, "_gemv_launch"), (2, "_gemv_launch"), (3, "_rows_launch"), (64, "_rows_launch")):
+        calls.clear()
+        assert ops.wq_linear_concat(torch.randn(m, 64), ws, opts).shape == (m, 192)
+        assert ops.wq_gate_up(torch.randn(m, 64), gate, gate, None, opts).shape == (m, 32)
+        assert calls == [want, want], (m, calls)
+    qe = QuantExperts.from_float(torch.randn(8, 64, 64) / 8, torch.randn(8, 64, 32) / 8, dtype=torch.float32)
+    for t, want in ((2, "_gemv_launch"), (3, "_scan_launch"), (64, "_scan_launch"), (65, "_gemm_launch")):
+        calls.clear()
+        idx = torch.stack([torch.randperm(8)[:6] for _ in range(t)])
+        y = ops.moe_pairs(torch.randn(t, 64), idx, torch.rand(t, 6), qe.gate_up, qe.down, options=opts)
+        assert y.shape == (t * 6, 64) and calls == [want, want], (t, calls)
+    for field in ("decode_gemv_max_rows", "dense_gemv_max_rows", "moe_scan_max_tokens"):
+        with pytest.raises(ConfigError, match=field):
+            KernelOptions(**{field: -1})
