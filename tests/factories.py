@@ -143,3 +143,9 @@ def pdf_page_request(pdf: Path, index: int = 0, dpi: int = 72, prompt: str = "<i
     image = generate.render(pdf, index, dpi)
     page = PageImage(image=image, index=index, source=pdf.name, dpi=dpi, pdf_path=pdf)
     return PageRequest(page=page, prompt=prompt)
+
+
+def assert_in_order(text: str, parts: list[str]) -> None:
+    """Every one of ``parts`` occurs in ``text``, in this order (first occurrences)."""
+    positions = [text.index(s) for s in parts]
+    assert positions == sorted(positions), text

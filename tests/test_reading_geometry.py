@@ -13,7 +13,7 @@ import pytest
 from ocr_app.engines.layout import blocks_to_markdown
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.ingest.pdf import import_pymupdf
-from tests.factories import pdf_page_request
+from tests.factories import assert_in_order, pdf_page_request
 
 # As the product imports it: a plain ``import pymupdf`` also loads pymupdf.layout, which replaces
 # ``find_tables`` with another table finder.
@@ -70,8 +70,7 @@ def test_unequal_columns_are_read_column_by_column(tmp_path, engine):
         "side note 0",
         "side note 5",
     ]
-    positions = [md.index(s) for s in order]
-    assert positions == sorted(positions), md
+    assert_in_order(md, order)
 
 
 def test_diagram_labels_stay_out_of_columns_and_tables(tmp_path, engine):
@@ -106,8 +105,7 @@ def test_diagram_labels_stay_out_of_columns_and_tables(tmp_path, engine):
         "Stage 10 node",
         "Stage 20 node",
     ]
-    positions = [md.index(s) for s in order]
-    assert positions == sorted(positions), md
+    assert_in_order(md, order)
 
 
 def test_words_set_without_space_glyphs_get_their_spaces(tmp_path, engine):
@@ -471,8 +469,7 @@ def test_short_paragraph_after_two_columns_stays_after_both():
         "Deliver engine",
         "Library weekly",
     ]
-    positions = [md.index(s) for s in order]
-    assert positions == sorted(positions), md
+    assert_in_order(md, order)
 
 
 def test_font_family_and_the_body_typeface_of_the_profile(tmp_path):
@@ -503,7 +500,6 @@ if sys.argv[2] == "layout":
     assert "pymupdf.layout" in sys.modules
 from ocr_app.engines.textlayer import TextLayerEngine, extract_lines, ruled_tables
 from ocr_app.ingest.pdf import import_pymupdf
-from tests.factories import pdf_page_request
 from tests.factories import pdf_page_request
 doc = import_pymupdf().open(sys.argv[1])
 tables, forms, _ = ruled_tables(doc[0], extract_lines(doc[0], 1.0), 1.0)

@@ -13,7 +13,7 @@ from ocr_app.engines.table_html import table_html
 from ocr_app.engines.textlayer import TextLayerEngine, has_usable_text, inspect_report
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import PageImage, PageRequest
-from tests.factories import make_image, make_pdf, pdf_page_request
+from tests.factories import assert_in_order, make_image, make_pdf, pdf_page_request
 
 DPI = 144
 
@@ -79,8 +79,7 @@ def test_two_column_reading_order(tmp_path, engine):
         "right column line 7",
         "A closing full width",
     ]
-    positions = [md.index(s) for s in order]
-    assert positions == sorted(positions)
+    assert_in_order(md, order)
 
 
 def test_boxes_are_in_rendered_page_pixels(tmp_path, engine):
