@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ocr_app.engines.deepseek.configs import config_dict, random_model
+from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model
 
 logger = logging.getLogger("bench_decode")
 
@@ -73,7 +73,7 @@ def peak_gib():
 
 
 def build_model(dtype, experts="grouped_mm"):
-    from ocr_app.engines.deepseek.sam_attention import bound_sam_attention
+    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
 
     model = random_model(CONFIG, DEV, dtype, experts=experts)
     bound_sam_attention(model)  # as the product's loader does
@@ -153,8 +153,8 @@ def run_generate(model, ids, px, pages, new, dtype, guard=None):
 
 
 def decoder_options(graphs="auto", guard=True, prefill_batch=4, kernels="auto"):
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
-    from ocr_app.engines.deepseek.decoding.interface import DecoderOptions
+    from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec
+    from ocr_app.models.deepseek_ocr2.decoding.interface import DecoderOptions
 
     return DecoderOptions(
         guard=GuardSpec(30, 90, EXEMPT) if guard else GuardSpec(0, 0),
@@ -168,14 +168,14 @@ def decoder_options(graphs="auto", guard=True, prefill_batch=4, kernels="auto"):
 
 def make_scheduler(model, pages, max_len, **options):
     """The product's decode path (the scheduler the engine feeds), ``pages`` slots of ``max_len`` tokens."""
-    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
 
     return DecodeScheduler(model, decoder_options(**options), max_slots=pages, context=max_len)
 
 
 def make_decoder(model, pages, max_len, **options):
     """A bare decoder, for the one-step profile (graph replay vs the eager step)."""
-    from ocr_app.engines.deepseek.decoding.decoder import PageDecoder
+    from ocr_app.models.deepseek_ocr2.decoding.decoder import PageDecoder
 
     return PageDecoder(model, capacity=pages, max_len=max_len, options=decoder_options(**options))
 
@@ -184,7 +184,7 @@ def ours_once(sched, ids, px, pages, new, dtype):
     """Submit ``pages`` copies of the page to the scheduler and wait for all; (prefill s, decode s,
     results). All pages are queued at once, so the scheduler admits them together before its first step:
     prefill = submit → the last page's first token, decode = from there to the end."""
-    from ocr_app.engines.deepseek.decoding.interface import DecodeRequest
+    from ocr_app.models.deepseek_ocr2.decoding.interface import DecodeRequest
 
     reqs = [DecodeRequest(ids, to_dev(px, 1, dtype), new, key=i) for i in range(pages)]
     sync()
@@ -234,7 +234,7 @@ def first_diff(a, b):
 
 def check_tokens(model, ids, px, n, dtype, label):
     """Ours (graph and eager) vs generate with the same guard, ``n`` tokens, one page."""
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, NoRepeatNGramGuard
+    from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, NoRepeatNGramGuard
 
     ref = run_generate(
         model,
@@ -272,7 +272,7 @@ def profile_steps(model, ids, px, pages, dtype, steps=8, kernels="auto"):
     max_len = -(-(len(ids) + 64) // 256) * 256
     dec = make_decoder(model, pages, max_len, kernels=kernels)
     with torch.inference_mode():
-        from ocr_app.engines.deepseek.decoding.decoder import DecodeRequest, length_bucket
+        from ocr_app.models.deepseek_ocr2.decoding.decoder import DecodeRequest, length_bucket
 
         dec.admit([DecodeRequest(ids, to_dev(px, 1, dtype), 60, key=i) for i in range(pages)])
         lb = length_bucket(len(ids) + 20, 256, dec.max_len)

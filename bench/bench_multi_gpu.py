@@ -38,8 +38,8 @@ def build_full_checkpoint(out: Path) -> Path:
     import torch
     from transformers import AutoConfig
 
-    from ocr_app.engines.deepseek.configs import config_dict, random_model
-    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
+    from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model
+    from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint
 
     out.mkdir(parents=True, exist_ok=True)
     tiny = build_tiny_checkpoint(out.parent / "tiny-for-tokenizer")
@@ -164,7 +164,7 @@ def main() -> None:
         if args.checkpoint is not None:
             model_dir = args.checkpoint
         elif args.tiny:
-            from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
+            from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint
 
             model_dir = build_tiny_checkpoint(work / "tiny")
         else:

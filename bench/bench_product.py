@@ -81,7 +81,7 @@ def phase_prepare(args: argparse.Namespace) -> dict:
     """Checkpoints (tiny or full bf16 + mixed) and the PDFs."""
     import torch
 
-    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
+    from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def phase_prepare(args: argparse.Namespace) -> dict:
     else:
         from transformers import AutoConfig
 
-        from ocr_app.engines.deepseek.configs import config_dict, random_model
+        from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model
 
         full = work / "full"
         if not (full / "config.json").exists():

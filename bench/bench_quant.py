@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from ocr_app.engines.deepseek.configs import config_dict, random_model
+from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model
 
 FULL = config_dict("full", image_token_id=128815)  # the real <image> id (SOURCES table)
 TINY = config_dict("tiny", text={"vocab_size": 512, "max_position_embeddings": 4096}, image_token_id=511)
@@ -317,7 +317,7 @@ def launch_check(dev):
 
 
 def main():
-    from ocr_app.engines.deepseek.sam_attention import bound_sam_attention
+    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.calibration import collect_activations
     from ocr_app.quant.checkpoint import load_quantized, save_quantized

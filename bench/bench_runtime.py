@@ -26,10 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from ocr_app.engines.base import Engine
-from ocr_app.engines.deepseek.configs import config_dict, random_model
-from ocr_app.engines.deepseek.estimate import estimate_page_bytes
-from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, attn_slice_bytes, bound_sam_attention
+from ocr_app.engine_api import Engine
+from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model
+from ocr_app.models.deepseek_ocr2.estimate import estimate_page_bytes
+from ocr_app.models.deepseek_ocr2.sam_attention import (
+    DEFAULT_BUDGET_MB,
+    attn_slice_bytes,
+    bound_sam_attention,
+)
 from ocr_app.runtime.manager import IDLE_UNLOADED, ModelManager
 from ocr_app.runtime.vision_cache import VisionFeatureCache, content_key
 from ocr_app.runtime.vram import snapshot

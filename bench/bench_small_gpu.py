@@ -19,7 +19,7 @@ writes JSON to ``$OUT`` (or --out).
 
 The checkpoint: the full config (GUIDE §1) with random N(0, 0.02) weights, written by ``save_pretrained``
 (so in the hub's key layout: per-expert tensors, ``sam_model.*``, ``qwen2_model.*``), with the real
-tokenizer (``engines/deepseek/realtok.py``). Calibration pages are rendered with
+tokenizer (``models/deepseek_ocr2/realtok.py``). Calibration pages are rendered with
 PyMuPDF as in production; where PyMuPDF is missing (the GPU image) the same kind of page is drawn with PIL.
 
     python bench/bench_small_gpu.py                       # H200: budgets 4, 6, 8 GiB (< 9 min)
@@ -59,9 +59,9 @@ def write_checkpoint(out: Path, tiny: bool, device: str) -> Path:
     """bf16 (the tiny fp32 one with --tiny) hub-format random checkpoint + real tokenizer + processor."""
     import torch
 
-    from ocr_app.engines.deepseek.configs import config_dict, random_model
-    from ocr_app.engines.deepseek.realtok import load_tokenizer
-    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint, save_checkpoint, special_ids
+    from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model
+    from ocr_app.models.deepseek_ocr2.realtok import load_tokenizer
+    from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint, save_checkpoint, special_ids
 
     t0 = time.perf_counter()
     if tiny:
@@ -143,7 +143,7 @@ def run_budget(args) -> dict:
     import torch
 
     from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.engines.deepseek.budget import choose_preset
+    from ocr_app.models.deepseek_ocr2.budget import choose_preset
     from ocr_app.quant.checkpoint import load_quantized
     from ocr_app.settings import Settings
     from ocr_app.stack import build_engines
@@ -169,7 +169,7 @@ def run_budget(args) -> dict:
                         gpu_memory_gib=args.budget if cuda else None, cache_dir=cache, idle_unload_s=0,
                         result_cache_mb=0, cache_enabled=False, max_new_tokens=args.new)  # fmt: skip
     if args.tiny:  # CPU smoke run: one calibration page instead of the backend's four
-        from ocr_app.engines.deepseek.loading import quant_backend
+        from ocr_app.models.deepseek_ocr2.loading import quant_backend
 
         quant_backend("mixed").calib_pages = 1
     engines = build_engines(settings)

@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ocr_app.engines.deepseek.configs import config_dict, random_model  # noqa: E402
+from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model  # noqa: E402
 
 GIB = 1024**3
 VARIANTS = ("unfused", "fused", "fused_narrow_v", "transformers")
@@ -105,9 +105,9 @@ def batch(px: dict, pages: int, device: str, dtype) -> dict:
 
 
 def set_variant(model, variant: str, tiny: bool) -> None:
-    from ocr_app.engines.deepseek import sam_kernels
-    from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
-    from ocr_app.engines.deepseek.sam_kernels import fuse_sam_layers, is_fused
+    from ocr_app.models.deepseek_ocr2 import sam_kernels
+    from ocr_app.models.deepseek_ocr2.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
+    from ocr_app.models.deepseek_ocr2.sam_kernels import fuse_sam_layers, is_fused
 
     sam_kernels.NARROW_V = variant == "fused_narrow_v"
     fused = variant.startswith("fused")
@@ -286,8 +286,8 @@ def kernels_first_call(tiny: bool) -> dict:
     from transformers.models.deepseek_ocr2.configuration_deepseek_ocr2 import DeepseekOcr2SamVisionConfig
     from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2SamVisionEncoder
 
-    from ocr_app.engines.deepseek.sam_attention import bound_sam_attention
-    from ocr_app.engines.deepseek.sam_kernels import fuse_sam_layers
+    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
+    from ocr_app.models.deepseek_ocr2.sam_kernels import fuse_sam_layers
 
     cuda = not tiny
     device, dtype = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float32)

@@ -1,6 +1,6 @@
 """Quantisation fidelity on TRAINED weights: does each precision preset still read the sample pages exactly?
 
-The trained tiny DeepSeek-OCR-2 (``ocr_app.engines.deepseek.tiny_train``) reproduces the grounded
+The trained tiny DeepSeek-OCR-2 (``ocr_app.models.deepseek_ocr2.tiny_train``) reproduces the grounded
 transcripts of eight sample pages token for token in fp32. Here every preset reads the same pages through
 the engine (greedy, n-gram guard on) and is scored against those transcripts:
 
@@ -28,8 +28,8 @@ RTN = "mixed-rtn"
 
 
 def _requests():
-    from ocr_app.engines.deepseek.prompts import resolve_prompt
-    from ocr_app.engines.deepseek.tiny_pages import PAGES, PROMPT, render_pages
+    from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
+    from ocr_app.models.deepseek_ocr2.tiny_pages import PAGES, PROMPT, render_pages
     from ocr_app.schema import PageImage, PageRequest
 
     return [
@@ -45,7 +45,7 @@ def _requests():
 
 
 def _engine(model_dir: Path, preset: str, device: str):
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.settings import load_settings
 
     dtype = "bf16" if preset == RTN else preset
@@ -62,7 +62,7 @@ def _engine(model_dir: Path, preset: str, device: str):
 
 
 def score(preset: str, model_dir: Path, device: str) -> dict:
-    from ocr_app.engines.deepseek.tiny_pages import PAGES
+    from ocr_app.models.deepseek_ocr2.tiny_pages import PAGES
 
     engine = _engine(model_dir, preset, device)
     try:
@@ -121,7 +121,7 @@ def main() -> None:
     if args.checkpoint:
         model_dir = Path(args.checkpoint)
     else:
-        from ocr_app.engines.deepseek.tiny_train import build_trained_checkpoint
+        from ocr_app.models.deepseek_ocr2.tiny_train import build_trained_checkpoint
 
         model_dir = build_trained_checkpoint()
     rows = []

@@ -1,6 +1,6 @@
 """The DeepSeek engine end to end on a GPU: graph decoder (scheduler, slot cache, CUDA graphs) vs generate.
 
-Loads the TRAINED tiny checkpoint (``ocr_app.engines.deepseek.tiny_train``: real tokenizer, reads its
+Loads the TRAINED tiny checkpoint (``ocr_app.models.deepseek_ocr2.tiny_train``: real tokenizer, reads its
 eight sample pages exactly) through the real loader (``DeepSeekOcr2Engine.load``) on CUDA for each
 precision preset, runs those pages (global and default mode, batched) through ``decoder=generate`` and
 ``decoder=graph``, and reports whether each page's text is the known transcript (``exact``), whether the
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _requests(n: int):
-    from ocr_app.engines.deepseek.prompts import resolve_prompt
-    from ocr_app.engines.deepseek.tiny_pages import PAGES, PROMPT, render_pages
+    from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
+    from ocr_app.models.deepseek_ocr2.tiny_pages import PAGES, PROMPT, render_pages
     from ocr_app.schema import PageImage, PageRequest
 
     reqs, truth = [], []
@@ -44,7 +44,7 @@ def _requests(n: int):
 
 
 def check(preset: str, model_dir: Path, pages: int, device: str = "cuda") -> dict:
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.settings import load_settings
 
     reqs, truth = _requests(pages)
@@ -91,7 +91,7 @@ def main() -> None:
     if all(p in dirs for p in args.presets.split(",")):
         model_dir = None
     else:
-        from ocr_app.engines.deepseek.tiny_train import build_trained_checkpoint
+        from ocr_app.models.deepseek_ocr2.tiny_train import build_trained_checkpoint
 
         model_dir = build_trained_checkpoint()
     results = []

@@ -52,9 +52,9 @@ def _wrap(owner, name: str, label: str, extra=None) -> None:
 
 def instrument() -> None:
     from ocr_app.convert import Converter
-    from ocr_app.engines.deepseek.decoding.decoder import PageDecoder
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
     from ocr_app.ingest.pdf import PdfDocument
+    from ocr_app.models.deepseek_ocr2.decoding.decoder import PageDecoder
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
 
     _wrap(PdfDocument, "_render", "render")
     _wrap(DeepSeekOcr2Engine, "preprocess", "preprocess", lambda self, r: (ENGINES.append(self), 0)[1])
@@ -108,7 +108,7 @@ def experiments() -> dict:
     the scheduler's high-priority feed stream, ``PROFILE_SWITCH_INTERVAL=S`` sets Python's GIL switch interval."""
     done = {}
     if os.environ.get("PROFILE_FEED_STREAM") == "default":
-        from ocr_app.engines.deepseek.decoding import adapter
+        from ocr_app.models.deepseek_ocr2.decoding import adapter
 
         adapter._feed_stream = lambda sched: None
         done["feed_stream"] = "default"

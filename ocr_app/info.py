@@ -43,7 +43,7 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
 
     model: dict[str, object] = {"model": settings.model}
     try:
-        from ocr_app.engines.deepseek.loading import weights_status
+        from ocr_app.models.deepseek_ocr2.loading import weights_status
 
         model["weights"] = weights_status(settings.model)
     except ImportError:
@@ -79,7 +79,7 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
 
 def mode_descriptions() -> dict[str, str]:
     """Every resolution mode ``--mode`` takes, with what it does (DeepSeek-OCR-2 and remote engines)."""
-    from ocr_app.engines.deepseek.modes import MAX_TILES, MIN_TILES, MODES
+    from ocr_app.models.deepseek_ocr2.modes import MAX_TILES, MIN_TILES, MODES
 
     modes = dict(MODES)
     modes["default:N"] = (
@@ -99,7 +99,7 @@ def _precision_info(settings: Settings) -> dict[str, object]:
     cuda = settings.device.startswith("cuda") or (settings.device == "auto" and torch.cuda.is_available())
     if not cuda:
         return {"precision": f"{dtype} on the CPU" + (" → fp32" if dtype == "auto" else "")}
-    from ocr_app.engines.deepseek.budget import choose_preset, resolve_budget
+    from ocr_app.models.deepseek_ocr2.budget import choose_preset, resolve_budget
 
     dev = "cuda" if settings.device == "auto" else settings.device
     budget = resolve_budget(settings, dev)
@@ -120,7 +120,7 @@ def _quantised_cache_line(settings: Settings) -> str:
     store = QuantStore.from_settings(settings)
     entries = store.entries()
     try:
-        from ocr_app.engines.deepseek.loading import _looks_like_path
+        from ocr_app.models.deepseek_ocr2.loading import _looks_like_path
 
         local = str(Path(settings.model).expanduser()) if _looks_like_path(settings.model) else None
     except ImportError:

@@ -52,9 +52,9 @@ class PageRequest:
 
     page: PageImage
     # A preset name, custom text or a full prompt: the engine that takes prompts resolves it (the DeepSeek
-    # wing: ``engines.deepseek.prompts.resolve_prompt``); engines without prompts ignore it.
+    # wing: ``models.deepseek_ocr2.prompts.resolve_prompt``); engines without prompts ignore it.
     prompt: str = "markdown"
-    mode: str = "default"  # resolution mode name (see engines.deepseek.modes)
+    mode: str = "default"  # resolution mode name (see models.deepseek_ocr2.modes)
     max_new_tokens: int | None = None
     use_cache: bool = True  # cross-page vision cache
     locate_text: str | None = None  # the text to find, for the "locate" preset

@@ -4,7 +4,7 @@ Why pydantic-settings: every knob can come from the environment (prefix ``DEEPSE
 ``.env`` file, or be passed explicitly, and values are validated once with clear messages.
 
 Vocabularies are ``Literal`` types declared once, beside what they name — engines in
-``engines/registry.py``, precisions in ``engines/deepseek/precision.py``, output formats in
+``engines/registry.py``, precisions in ``models/deepseek_ocr2/precision.py``, output formats in
 ``render/formats.py``, and below for the device kinds, text-layer policies and decoders — and the CLI
 and the web app build their options from them (``cli.py``), so a new value is added in one place.
 """
@@ -18,9 +18,9 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ocr_app.engines.deepseek.precision import DtypeSetting, canonical_precision
 from ocr_app.engines.registry import ENGINE_NAMES, EngineName, canonical_engine
 from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.precision import DtypeSetting, canonical_precision
 
 DEFAULT_MODEL = "deepseek-community/DeepSeek-OCR-2"
 

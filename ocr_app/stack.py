@@ -23,7 +23,7 @@ from ocr_app.engines.registry import EngineSet, canonical_engine
 from ocr_app.exceptions import EngineUnavailableError
 
 if TYPE_CHECKING:
-    from ocr_app.engines.base import Engine
+    from ocr_app.engine_api import Engine
     from ocr_app.engines.registry import EngineFactory
     from ocr_app.settings import Settings
 
@@ -104,7 +104,7 @@ def choose_ocr(settings: Settings, factories: dict[str, EngineFactory]) -> tuple
         return "remote", f"remote endpoint {settings.remote_url}"
     weights = False
     if "deepseek" in factories:
-        from ocr_app.engines.deepseek.loading import weights_available
+        from ocr_app.models.deepseek_ocr2.loading import weights_available
 
         weights = weights_available(settings.model)
     name, reason = choose_ocr_engine(settings, has_gpu=gpu_present(), weights_available=weights)
@@ -122,9 +122,9 @@ def build_deepseek(settings: Settings) -> Engine:
     recovery) → engine (with the cross-page vision cache). A result-cache hit never loads the model.
     With several devices (``--device auto`` on a multi-GPU host, or ``cuda:0,cuda:1``) there is one
     manager + engine per device behind an ``EnginePool`` that hands each page to a GPU with a free slot."""
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
-    from ocr_app.engines.deepseek.precision import budget_bytes_from_settings
     from ocr_app.engines.devices import build_device_pool, parse_devices
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.precision import budget_bytes_from_settings
     from ocr_app.runtime.manager import ModelManager
 
     vision_cache = None
@@ -136,7 +136,7 @@ def build_deepseek(settings: Settings) -> Engine:
 
     def per_device(s: Settings) -> Engine:
         # the budget the decoder plans its pages in flight within (None: free memory); the process-wide
-        # cap is applied by engines.deepseek.budget when the model loads
+        # cap is applied by models.deepseek_ocr2.budget when the model loads
         engine = DeepSeekOcr2Engine(s, vision_cache=vision_cache, budget_bytes=budget_bytes_from_settings(s))
         built.append(engine)
         return ModelManager(engine, s)
@@ -167,7 +167,7 @@ def _tiled(engine: Engine, settings: Settings) -> Engine:
 
 def predict_precision(settings: Settings) -> str:
     """The precision a DeepSeek load would resolve to now, from NVML / the driver (no torch)."""
-    from ocr_app.engines.deepseek.precision import budget_bytes_from_settings, resolve_precision
+    from ocr_app.models.deepseek_ocr2.precision import budget_bytes_from_settings, resolve_precision
     from ocr_app.runtime.vram import cuda_facts, gpu_present
 
     setting = (settings.device or "auto").strip().lower().split(",")[0]

@@ -35,7 +35,7 @@ def trained_checkpoint() -> Path:
     """The tiny DeepSeek-OCR-2 trained to read ``tiny_pages.PAGES`` exactly (real tokenizer, cached)."""
     import os
 
-    from ocr_app.engines.deepseek import tiny_train
+    from ocr_app.models.deepseek_ocr2 import tiny_train
 
     old = os.environ.get("DEEPSEEK_OCR_CACHE_DIR")
     os.environ["DEEPSEEK_OCR_CACHE_DIR"] = str(_BUILD_CACHE)
@@ -57,7 +57,7 @@ def tiny_checkpoint(trained_checkpoint: Path) -> Path:
 @pytest.fixture(scope="session")
 def random_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Random weights with the real tokenizer, for the few tests that need a model that loops."""
-    from ocr_app.engines.deepseek.tiny import build_tiny_checkpoint
+    from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-random"), cache_dir=_BUILD_CACHE / "tokenizer")
 

@@ -99,9 +99,9 @@ def loops(graph: dict[str, set[str]]) -> list[set[str]]:
 def test_the_walk_sees_real_edges():
     graph = import_graph()
     assert "ocr_app.settings" not in graph["ocr_app.convert"]  # only under TYPE_CHECKING there
-    assert "ocr_app.engines.base" in graph["ocr_app.engines.router"]
+    assert "ocr_app.engine_api" in graph["ocr_app.engines.router"]
     assert "ocr_app.runtime.manager" in graph["ocr_app.stack"]  # a lazy (in-function) import counts
-    assert "ocr_app.engines.deepseek.precision" in graph["ocr_app.engines.deepseek.loading"]
+    assert "ocr_app.models.deepseek_ocr2.precision" in graph["ocr_app.models.deepseek_ocr2.loading"]
 
 
 def test_no_import_loops():
@@ -123,5 +123,5 @@ def test_no_arrow_from_engines_up():
 
 def test_quant_package_and_the_deepseek_loader_do_not_import_each_other():
     graph = import_graph()
-    assert "ocr_app.engines.deepseek.loading" not in graph["ocr_app.quant"]
-    assert "ocr_app.quant" not in graph["ocr_app.engines.deepseek.loading"]
+    assert "ocr_app.models.deepseek_ocr2.loading" not in graph["ocr_app.quant"]
+    assert "ocr_app.quant" not in graph["ocr_app.models.deepseek_ocr2.loading"]

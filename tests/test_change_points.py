@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from ocr_app.engines.base import Capabilities, Engine
-from ocr_app.engines.deepseek import modes
+from ocr_app.engine_api import Capabilities, Engine
+from ocr_app.models.deepseek_ocr2 import modes
 from ocr_app.schema import Block, EngineOutput, StopReason
 from tests.factories import make_image, make_pdf
 
@@ -91,8 +91,8 @@ def test_a_new_mode_is_one_registration(quick_mode, tiny_checkpoint):
     choices list it and the OOM ladder knows its tile limit."""
     from PIL import Image
 
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
-    from ocr_app.engines.deepseek.prompts import resolve_prompt
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
     from ocr_app.runtime.oom import smaller_modes
     from ocr_app.schema import PageImage, PageRequest
     from ocr_app.settings import load_settings

@@ -150,7 +150,7 @@ def test_cli_info_reports_versions_and_weights(tiny_checkpoint):
 
 def test_cli_make_tiny_model_then_convert(trained_checkpoint, build_cache, tmp_path):
     """The trained model (reused from the build cache) and its sample pages; a page converts exactly."""
-    from ocr_app.engines.deepseek.tiny_pages import PAGES
+    from ocr_app.models.deepseek_ocr2.tiny_pages import PAGES
 
     env = {"DEEPSEEK_OCR_CACHE_DIR": str(build_cache)}
     proc = _cli("make-tiny-model", str(tmp_path / "tiny"), env_extra=env)

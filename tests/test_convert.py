@@ -112,7 +112,7 @@ def test_progress_messages_and_token_cap_flag(converter, tmp_path):
 
 
 def test_failing_page_becomes_error_entry_while_others_convert(settings, tmp_path):
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
 
     class BreaksOnPage2(DeepSeekOcr2Engine):
         """The real engine, except that page 2 fails inside the engine."""

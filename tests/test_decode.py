@@ -14,22 +14,22 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ocr_app.engines.deepseek.decoding.decoder import (  # noqa: E402
+from ocr_app.exceptions import ConfigError, EngineError  # noqa: E402
+from ocr_app.models.deepseek_ocr2.decoding.decoder import (  # noqa: E402
     DecodeRequest,
     DecoderOptions,
     PageDecoder,
     batch_bucket,
     length_bucket,
 )
-from ocr_app.engines.deepseek.decoding.guard import (  # noqa: E402
+from ocr_app.models.deepseek_ocr2.decoding.guard import (  # noqa: E402
     GuardSpec,
     LoopSpec,
     NoRepeatNGramGuard,
     exempt_token_ids,
     find_repetition,
 )
-from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler  # noqa: E402
-from ocr_app.exceptions import ConfigError, EngineError  # noqa: E402
+from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler  # noqa: E402
 from ocr_app.schema import StopReason  # noqa: E402
 
 NO_LOOP = LoopSpec(max_period=0)
@@ -150,7 +150,7 @@ def looping():
     (checked below), which the loop detector needs; the real-vocabulary models do not loop that fast."""
     from transformers import DeepseekOcr2Config, DeepseekOcr2ForConditionalGeneration
 
-    from ocr_app.engines.deepseek.configs import config_dict
+    from ocr_app.models.deepseek_ocr2.configs import config_dict
 
     torch.manual_seed(0)
     cfg = DeepseekOcr2Config(**config_dict("tiny", text={"vocab_size": 400}, image_token_id=399))
@@ -270,7 +270,7 @@ def test_scheduler_serves_concurrent_jobs_and_streams(tiny, exempt):
 
 
 def test_plan_capacity_rounds_to_buckets_within_max_slots(tiny):
-    from ocr_app.engines.deepseek.decoding.scheduler import plan_capacity
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import plan_capacity
 
     model, _ = tiny  # CPU: no VRAM bound, only buckets and max_slots
     assert [plan_capacity(model, 256, n, 32) for n in (1, 3, 5, 20, 40)] == [1, 4, 8, 32, 32]
@@ -281,7 +281,7 @@ def test_decoder_runs_quantized_modules_like_generate(tiny_checkpoint):
     """The quant helper's drop-in modules (QuantLinear, QuantExperts) go through the module step."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decoding.kernels import fusable_moe
+    from ocr_app.models.deepseek_ocr2.decoding.kernels import fusable_moe
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.presets import get_preset
 

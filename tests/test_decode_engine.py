@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ocr_app.engines.deepseek.decoding.adapter import wants_graph_decoder  # noqa: E402
-from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine  # noqa: E402
-from ocr_app.engines.deepseek.prompts import resolve_prompt  # noqa: E402
 from ocr_app.exceptions import ConfigError  # noqa: E402
+from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder  # noqa: E402
+from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine  # noqa: E402
+from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt  # noqa: E402
 from ocr_app.schema import PageImage, PageRequest, StopReason  # noqa: E402
 from ocr_app.settings import load_settings  # noqa: E402
 
@@ -88,7 +88,7 @@ def test_decoder_setting():
 def test_a_broken_graph_decoder_falls_back_to_generate(tiny_checkpoint, engines, monkeypatch):
     """A driver/kernel failure inside the graph decoder (simulated after the first page) must not fail
     the conversion: the remaining pages run through generate, say so, and the decoder stays off."""
-    import ocr_app.engines.deepseek.decoding.adapter as adapter
+    import ocr_app.models.deepseek_ocr2.decoding.adapter as adapter
 
     real = adapter.stream_pages
     calls = []

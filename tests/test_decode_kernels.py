@@ -16,13 +16,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from ocr_app.engines.deepseek.decoding import kernels as dk  # noqa: E402
+from ocr_app.models.deepseek_ocr2.decoding import kernels as dk  # noqa: E402
 
 
 def _decode(model, requests, options, slots):
     """Decode through the public path (the scheduler's futures); (results in input order, the decoder's
     kernel choice read before the scheduler closes)."""
-    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
 
     sched = DecodeScheduler(model, options, max_slots=slots)
     try:
@@ -108,8 +108,8 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
     """The whole fused step (kernels="triton") reproduces ``generate`` with the guard (fp32)."""
     from transformers import AutoModelForImageTextToText, LogitsProcessorList
 
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec, NoRepeatNGramGuard
-    from ocr_app.engines.deepseek.decoding.interface import DecodeRequest, DecoderOptions
+    from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec, NoRepeatNGramGuard
+    from ocr_app.models.deepseek_ocr2.decoding.interface import DecodeRequest, DecoderOptions
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(0)
@@ -135,8 +135,8 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
     through both expert paths (GEMV, and the sorted GEMM when the pairs exceed its bound)."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
-    from ocr_app.engines.deepseek.decoding.interface import DecodeRequest, DecoderOptions
+    from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec
+    from ocr_app.models.deepseek_ocr2.decoding.interface import DecodeRequest, DecoderOptions
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.options import KernelOptions, set_kernel_options
     from ocr_app.quant.presets import get_preset
@@ -206,7 +206,7 @@ def test_argmax_matches_torch_including_ties_and_banned_ids():
 
 @pytest.mark.parametrize(("n", "w"), [(3, 10), (1, 4), (5, 40)])
 def test_ngram_ban_kernel_equals_guard_processor(n, w):
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, NoRepeatNGramGuard
+    from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, NoRepeatNGramGuard
 
     g = torch.Generator().manual_seed(n + w)
     exempt, prompt, vocab = (40, 41), 5, 48
@@ -245,8 +245,8 @@ def test_layer_forward_hooks_run_in_the_module_step(tiny_checkpoint):
     step off and runs after every layer, as in the model's own forward."""
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
-    from ocr_app.engines.deepseek.decoding.interface import DecodeRequest, DecoderOptions
+    from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec
+    from ocr_app.models.deepseek_ocr2.decoding.interface import DecodeRequest, DecoderOptions
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
     calls = []

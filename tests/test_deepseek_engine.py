@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from ocr_app.engines.deepseek import loading
-from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, bounded_max_new_tokens
-from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
-from ocr_app.engines.deepseek.prompts import resolve_prompt
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
+from ocr_app.models.deepseek_ocr2 import loading
+from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine, bounded_max_new_tokens
+from ocr_app.models.deepseek_ocr2.grounding import clean_raw, parse_grounded
+from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
 from ocr_app.schema import PageImage, PageRequest, StopReason
 from ocr_app.settings import load_settings
 
@@ -357,8 +357,8 @@ def test_vision_cache_gives_identical_results_and_skips_the_encoder(engine, monk
 
 def test_cache_keys_follow_page_content(engine):
     """The vision-cache key follows the page image, the mode's processor arguments and the model."""
-    from ocr_app.engines.deepseek.engine import image_cache_key
-    from ocr_app.engines.deepseek.modes import resolve_mode
+    from ocr_app.models.deepseek_ocr2.engine import image_cache_key
+    from ocr_app.models.deepseek_ocr2.modes import resolve_mode
 
     a, b, c = (request((400, 300), n).page.image.convert("RGB") for n in (0, 0, 1))  # c: other text
     spec = resolve_mode("default", a)

@@ -94,9 +94,9 @@ def test_device_lists():
 def test_gpu_panel_shows_each_gpu_and_each_member(monkeypatch):
     """The status panel of a two-GPU pool: one memory line per GPU, one state line per device."""
     import ocr_app.runtime.vram as vram
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
     from ocr_app.engines.devices import build_device_pool
     from ocr_app.engines.registry import EngineSet
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.runtime.manager import ModelManager
     from ocr_app.runtime.vram import VramHistory, VramSnapshot
     from ocr_app.ui import status_panel
@@ -128,7 +128,7 @@ def test_concurrent_jobs_share_each_devices_slots():
 
     from PIL import Image
 
-    from ocr_app.engines.base import Engine
+    from ocr_app.engine_api import Engine
     from ocr_app.engines.pool import PoolMember
     from ocr_app.schema import EngineOutput, PageImage, PageRequest
 

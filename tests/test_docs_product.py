@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ocr_app.cli import main
-from ocr_app.engines.deepseek.modes import MODES
+from ocr_app.models.deepseek_ocr2.modes import MODES
 from ocr_app.ui.status_panel import WEIGHTS_HELP
 
 ROOT = Path(__file__).parents[1]

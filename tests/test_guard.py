@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-from ocr_app.engines.deepseek.decoding.guard import (
+from ocr_app.models.deepseek_ocr2.decoding.guard import (
     CAPPED_TAIL,
     EARLY_STOP,
     GuardSpec,

@@ -10,10 +10,10 @@ from PIL import Image
 
 from bench.accuracy import generate, metrics
 from bench.accuracy.structure import split_tables
-from ocr_app.engines.layout import blocks_to_markdown
 from ocr_app.engines.light import LightOcrEngine, _default_factory
 from ocr_app.exceptions import EngineUnavailableError
 from ocr_app.schema import PageImage, PageRequest, StopReason
+from ocr_app.structure.layout import blocks_to_markdown
 
 SEED = 4  # heading, two-column section, table and list on one page
 

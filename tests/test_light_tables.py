@@ -7,8 +7,8 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from ocr_app.engines.rulings import find_grids
 from ocr_app.schema import PageImage, PageRequest
+from ocr_app.structure.rulings import find_grids
 
 X = [30, 130, 260, 390]
 Y = [60, 85, 110, 150, 175]

@@ -10,7 +10,8 @@ import io
 
 import pytest
 
-from ocr_app.engines.deepseek.modes import (
+from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.modes import (
     AUTO_MAX_SIDE,
     MODES,
     apply_max_side,
@@ -20,7 +21,6 @@ from ocr_app.engines.deepseek.modes import (
     scaled_size,
     vision_tokens,
 )
-from ocr_app.exceptions import ConfigError
 from tests.factories import make_pdf
 
 PROMPT = "<image>\nFree OCR."

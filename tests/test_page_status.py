@@ -18,11 +18,11 @@ import pytest
 from PIL import Image
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.parse.quality import assess, ink_fraction, is_blank
 from ocr_app.render.writer import document_schema
 from ocr_app.schema import Block, EngineOutput, PageResult, StopReason, status_counts, status_headline
 from ocr_app.settings import Settings
 from ocr_app.stack import build_engines
+from ocr_app.structure.quality import assess, ink_fraction, is_blank
 from tests.factories import make_pdf
 
 TEXT = (

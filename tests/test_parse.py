@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from ocr_app.engines.deepseek.grounding import (
+from ocr_app.models.deepseek_ocr2.grounding import (
     blocks_from_output,
     clean_raw,
     grid_box_to_pixels,

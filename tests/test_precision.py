@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ocr_app.engines.deepseek import loading, precision
-from ocr_app.engines.deepseek.precision import GIB, canonical_precision, resolve_precision
 from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2 import loading, precision
+from ocr_app.models.deepseek_ocr2.precision import GIB, canonical_precision, resolve_precision
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_engine_and_cache_predictor_use_the_same_resolver(monkeypatch):
     monkeypatch.setattr(precision, "resolve_precision", spy)
     settings = Settings(device="cpu", gpu_memory_gib=3.0)
     assert predict_precision(settings) == "int8"
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
 
     assert DeepSeekOcr2Engine(settings).resolve_precision(torch.device("cpu")) == "int8"
     assert [f["budget_bytes"] for f in seen] == [3 * GIB, 3 * GIB]
@@ -74,7 +74,7 @@ def test_auto_resolving_to_bf16_then_mixed_is_not_served_from_the_other_cache(ti
     """
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.prompts import resolve_prompt
+    from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
     from ocr_app.schema import PageImage, PageRequest
     from ocr_app.settings import Settings
     from ocr_app.stack import build_engines

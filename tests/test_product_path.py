@@ -17,15 +17,15 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ocr_app.convert import Converter, ConvertOptions  # noqa: E402
-from ocr_app.engines.deepseek.decoding.scheduler import (  # noqa: E402
+from ocr_app.exceptions import GpuOutOfMemory  # noqa: E402
+from ocr_app.models.deepseek_ocr2.decoding.scheduler import (  # noqa: E402
     SlotPlan,
     available_bytes,
     plan_capacity,
     plan_slots,
 )
-from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine  # noqa: E402
-from ocr_app.engines.deepseek.prompts import resolve_prompt  # noqa: E402
-from ocr_app.exceptions import GpuOutOfMemory  # noqa: E402
+from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine  # noqa: E402
+from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt  # noqa: E402
 from ocr_app.schema import PageImage, PageRequest  # noqa: E402
 from ocr_app.settings import load_settings  # noqa: E402
 from ocr_app.stack import build_engines  # noqa: E402
@@ -121,7 +121,7 @@ def test_decoder_is_built_once_and_kept_across_requests(tiny_checkpoint):
 def test_document_pages_are_pulled_as_slots_free_up(tiny_checkpoint, tmp_path):
     """One slot, twice the vision batch in pages: the converter renders a page only when the engine
     takes it, and the engine takes the next page as soon as one finishes, all through one decoder."""
-    from ocr_app.engines.deepseek.decoding.adapter import VISION_BATCH
+    from ocr_app.models.deepseek_ocr2.decoding.adapter import VISION_BATCH
 
     n = 2 * VISION_BATCH
     settings = load_settings(
@@ -173,8 +173,8 @@ class GpuDouble:
 def test_pages_in_flight_follow_free_memory_or_the_budget(tiny_checkpoint):
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.decoding.scheduler import transient_reserve
-    from ocr_app.engines.deepseek.estimate import kv_bytes_per_token
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import transient_reserve
+    from ocr_app.models.deepseek_ocr2.estimate import kv_bytes_per_token
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32)
     gpu = GpuDouble(total=140 * GIB, allocated=7 * GIB)

@@ -35,7 +35,7 @@ def test_convert_imports_nothing_of_the_deepseek_wing():
     tree = ast.parse(Path("ocr_app/convert.py").read_text())
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-    assert names and not [m for m in names if m.startswith("ocr_app.engines.deepseek")], names
+    assert names and not [m for m in names if m.startswith("ocr_app.models.deepseek_ocr2")], names
 
 
 def test_the_request_carries_the_choice_not_a_resolved_prompt(tmp_path):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_app.engines.deepseek.prompts import PRESET_LABELS, PRESETS, is_grounded, resolve_prompt
 from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.prompts import PRESET_LABELS, PRESETS, is_grounded, resolve_prompt
 
 
 def test_official_and_v1_presets_are_the_published_prompts():

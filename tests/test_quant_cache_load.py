@@ -38,7 +38,7 @@ def hashed(monkeypatch) -> list[str]:
 
 
 def _engine(model_dir, cache):
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.settings import Settings
 
     return DeepSeekOcr2Engine(Settings(model=str(model_dir), device="cpu", dtype="int8", engine="deepseek",

@@ -66,7 +66,7 @@ def test_a_layer_kind_recipe_is_one_registration(float_attention, tiny_checkpoin
     from PIL import Image
     from transformers import AutoModelForImageTextToText
 
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.checkpoint import RECIPE_FILE
     from ocr_app.quant.store import SUBDIR, QuantStore

@@ -227,7 +227,7 @@ def test_quantised_weights_are_cached_by_content(tiny_checkpoint, tmp_path, eval
 
 
 def test_engine_reports_precision_source_and_progress(tiny_checkpoint, tmp_path):
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.settings import Settings
 
     settings = Settings(model=str(tiny_checkpoint), device="cpu", dtype="int8", engine="deepseek",
@@ -266,7 +266,7 @@ class _FakeCuda:
 
 
 def test_choose_preset_follows_the_budget():
-    from ocr_app.engines.deepseek.budget import choose_preset, need_bytes, weight_bytes
+    from ocr_app.models.deepseek_ocr2.budget import choose_preset, need_bytes, weight_bytes
 
     assert choose_preset(4 * GIB, "cuda")[0] == "mixed"
     assert choose_preset(6 * GIB, "cuda")[0] == "int8"
@@ -282,7 +282,7 @@ def test_choose_preset_follows_the_budget():
 
 
 def test_budget_from_setting_or_free_memory_and_cap(monkeypatch):
-    from ocr_app.engines.deepseek.budget import Budget, apply_cap, resolve_budget
+    from ocr_app.models.deepseek_ocr2.budget import Budget, apply_cap, resolve_budget
     from ocr_app.settings import Settings
 
     fake = _FakeCuda(monkeypatch, total=80 * GIB, free=79 * GIB)
@@ -300,7 +300,7 @@ def test_budget_from_setting_or_free_memory_and_cap(monkeypatch):
 
 
 def test_engine_auto_reads_the_budget_and_manager_caps(monkeypatch, tiny_checkpoint):
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.runtime.manager import ModelManager
     from ocr_app.settings import Settings
 

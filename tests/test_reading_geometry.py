@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ocr_app.engines.layout import blocks_to_markdown
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.ingest.pdf import import_pymupdf
+from ocr_app.structure.layout import blocks_to_markdown
 from tests.factories import assert_in_order, pdf_page_request
 
 # As the product imports it: a plain ``import pymupdf`` also loads pymupdf.layout, which replaces
@@ -420,7 +420,7 @@ def test_pieces_drawn_without_a_gap_are_one_word():
     """Pieces of one line whose glyphs touch ("1403" "/" "09", an Arabic word split where PyMuPDF
     starts a new run) join without a space; a real gap, a change of script direction at the joint,
     or pieces whose glyph extent is unknown (OCR boxes) keep the space."""
-    from ocr_app.engines.layout import TextLine, build_blocks
+    from ocr_app.structure.layout import TextLine, build_blocks
 
     def piece(text: str, x0: float, x1: float, ink: bool = True) -> TextLine:
         return TextLine(text, (x0, 100, x1, 112), 12.0, ink=(x0, x1) if ink else ())
@@ -444,7 +444,7 @@ def test_short_paragraph_after_two_columns_stays_after_both():
     """Two columns, the left one ending on a short line; then a short full-width paragraph whose
     end lies inside the gutter (ragged right), then a paragraph across the page: the short paragraph
     follows the right column, it is not read as the left column's tail."""
-    from ocr_app.engines.layout import TextLine, build_blocks
+    from ocr_app.structure.layout import TextLine, build_blocks
 
     size = 10.0
     lines = [
@@ -475,8 +475,8 @@ def test_short_paragraph_after_two_columns_stays_after_both():
 def test_font_family_and_the_body_typeface_of_the_profile(tmp_path):
     """Font names lose subset prefixes and style words; the profile's body typeface is the family
     most body-size text is set in."""
-    from ocr_app.engines.docprofile import build_profile
     from ocr_app.engines.textlayer import extract_lines, font_family
+    from ocr_app.structure.docprofile import build_profile
 
     assert font_family("ABCDEF+BNazaninBold") == font_family("BNazanin") == "bnazanin"
     assert font_family("Arial-BoldItalicMT") == "arial" and font_family("Times-Roman") == "times"

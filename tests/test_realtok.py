@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ocr_app.engines.deepseek import realtok
 from ocr_app.exceptions import ModelLoadError
+from ocr_app.models.deepseek_ocr2 import realtok
 
 PACKAGE = Path(realtok.__file__).resolve().parents[2]  # the ocr_app package folder
 

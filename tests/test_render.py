@@ -17,8 +17,8 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from ocr_app.engines.deepseek.grounding import parse_grounded
 from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.grounding import parse_grounded
 from ocr_app.render.atomic import atomic_target, atomic_write_bytes, atomic_write_text
 from ocr_app.render.layout_pdf import write_layout_pdf
 from ocr_app.render.markdown import document_markdown, page_markdown

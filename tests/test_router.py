@@ -9,13 +9,13 @@ import pymupdf
 import pytest
 
 from bench.accuracy import generate
-from ocr_app.engines.layout import blocks_to_markdown
 from ocr_app.engines.light import LightOcrEngine
 from ocr_app.engines.router import RouterEngine, choose_ocr_engine
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.settings import Settings
+from ocr_app.structure.layout import blocks_to_markdown
 
 REASON = "no GPU and no DeepSeek-OCR-2 weights"
 SCAN_WORDS = "Scanned Invoice 2041"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_app.engines.deepseek.configs import config_dict
-from ocr_app.engines.deepseek.estimate import (
+from ocr_app.models.deepseek_ocr2.configs import config_dict
+from ocr_app.models.deepseek_ocr2.estimate import (
     dtype_bytes,
     estimate_page_bytes,
     kv_bytes_per_token,

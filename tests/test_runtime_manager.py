@@ -10,8 +10,8 @@ import weakref
 
 import pytest
 
-from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
 from ocr_app.exceptions import ModelLoadError
+from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
 from ocr_app.runtime.manager import IDLE_UNLOADED, LOADING, NOT_LOADED, READY, ModelManager
 from ocr_app.schema import PageImage, PageRequest
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
 from ocr_app.exceptions import EngineError, GpuOutOfMemory
+from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
 from ocr_app.runtime.manager import READY, ModelManager
 from ocr_app.runtime.oom import OomRecovery, is_oom, smaller_modes
 from ocr_app.schema import PageImage, PageRequest

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
 from ocr_app.runtime.result_cache import CachedEngine, ResultCache, model_fingerprint, output_to_dict
 from ocr_app.schema import Block, EngineOutput, PageImage, PageRequest, StopReason
 

@@ -146,7 +146,7 @@ def test_engine_results_bit_identical_with_and_without_the_cache(tiny_checkpoint
     """The real engine: no cache vs cache filled (encoder) vs a fresh cache read from disk vs another prompt."""
     from dataclasses import replace
 
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.schema import PageRequest
     from ocr_app.settings import load_settings
 

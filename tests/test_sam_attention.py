@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ocr_app.engines.deepseek.configs import config_dict, random_model
-from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes, bound_sam_attention
+from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model
+from ocr_app.models.deepseek_ocr2.sam_attention import attn_slice_bytes, bound_sam_attention
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_rel_tables_are_built_once_per_size(tiny_model, monkeypatch):
 
 
 def test_loader_applies_the_setting(tiny_checkpoint):
-    from ocr_app.engines.deepseek.loading import load_model
+    from ocr_app.models.deepseek_ocr2.loading import load_model
 
     model, _ = load_model(str(tiny_checkpoint), torch.device("cpu"), torch.float32, vision_attn_mb=64)
     assert attn_slice_bytes(model) == 64 << 20

@@ -18,8 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from ocr_app.engines.deepseek import sam_kernels as sk  # noqa: E402
-from ocr_app.engines.deepseek.configs import config_dict, random_model  # noqa: E402
+from ocr_app.models.deepseek_ocr2 import sam_kernels as sk  # noqa: E402
+from ocr_app.models.deepseek_ocr2.configs import config_dict, random_model  # noqa: E402
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 LAUNCHERS = ("ln_partition", "augment_qkv", "merge_heads", "add_ln")
@@ -102,7 +102,7 @@ def test_add_ln_matches_unpartition_crop_add_norm(sam, hw, window):
 def test_augment_qkv_folds_transformers_rel_pos_bias_into_qk(sam, hw):
     """``q'·k'ᵀ`` is transformers' ``scale·q·kᵀ + decomposed_rel_pos``; ``v'`` is v then zeros; the
     tensors equal the torch construction of ``sam_attention._augmented_attention``."""
-    from ocr_app.engines.deepseek.sam_attention import _rel_tables
+    from ocr_app.models.deepseek_ocr2.sam_attention import _rel_tables
 
     _, layer = _layers(sam)
     attn = layer.attn
@@ -227,7 +227,7 @@ def test_fuse_sam_layers_runs_the_encoder_and_restores(sam, launches):
 
 
 def test_loader_fuses_per_setting_and_only_cuda_models(tiny_checkpoint, monkeypatch):
-    from ocr_app.engines.deepseek import loading
+    from ocr_app.models.deepseek_ocr2 import loading
 
     seen = []
     real = loading.fuse_sam_layers
@@ -240,7 +240,7 @@ def test_loader_fuses_per_setting_and_only_cuda_models(tiny_checkpoint, monkeypa
         )
         assert not sk.is_fused(model)  # a CPU model keeps transformers' layer even with the setting on
     assert seen == [True, False]
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.settings import Settings
 
     assert Settings().vision_fused is True
@@ -261,7 +261,7 @@ def _trunc_bf16(x: torch.Tensor) -> torch.Tensor:
 def test_kernels_in_bf16_store_their_fp32_results(sam):
     """bf16 (the GPU's dtype): each kernel computes in fp32 from the bf16 inputs and stores the result
     once in bf16, so its output is the fp32 kernel's output (on the same inputs) converted once."""
-    from ocr_app.engines.deepseek.sam_attention import _rel_tables
+    from ocr_app.models.deepseek_ocr2.sam_attention import _rel_tables
 
     windowed, global_ = _layers(sam)
     g = torch.Generator().manual_seed(13)
@@ -316,7 +316,7 @@ SM90_CHECK = r"""
 import os, subprocess, tempfile, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from ocr_app.engines.deepseek import sam_kernels as sk, sam_triton as st
+from ocr_app.models.deepseek_ocr2 import sam_kernels as sk, sam_triton as st
 
 tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 bf = "*bf16"

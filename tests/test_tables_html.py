@@ -8,9 +8,9 @@ import pymupdf
 import pytest
 
 from bench.accuracy.structure import split_tables
-from ocr_app.engines.table_html import Cell, header_rows, join_cell_lines, table_html
 from ocr_app.render.markdown import page_markdown
 from ocr_app.schema import PageRequest
+from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines, table_html
 from tests.factories import pdf_page_request
 
 DPI = 72

@@ -14,7 +14,7 @@ import re
 from PIL import Image, ImageDraw, ImageFont
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.engines.base import Engine
+from ocr_app.engine_api import Engine
 from ocr_app.engines.tiling import plan_tiles, stitch_text, tallest_line
 from ocr_app.settings import Settings
 from ocr_app.stack import build_engines
@@ -127,7 +127,7 @@ class RectReader(Engine):
     def predict_stream(self, requests):
         import numpy as np
 
-        from ocr_app.engines.deepseek.grounding import finish_output
+        from ocr_app.models.deepseek_ocr2.grounding import finish_output
         from ocr_app.schema import EngineOutput, StopReason
 
         for i, req in enumerate(requests):

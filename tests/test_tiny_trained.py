@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.engines.deepseek.tiny_pages import DPI, PAGES, TinyPage, write_pages
+from ocr_app.models.deepseek_ocr2.tiny_pages import DPI, PAGES, TinyPage, write_pages
 from ocr_app.settings import Settings
 from ocr_app.stack import build_engines
 
@@ -149,7 +149,7 @@ def _guard_bans(ids: list[int], n: int, window: int) -> set[int]:
 def test_guard_exempts_the_real_td_ids_on_a_table_with_empty_cells(trained_checkpoint, pages, tmp_path):
     """A 7-gram guard would ban ``</td>`` inside the row of empty cells, and nothing else on that page:
     the page still reads exactly only because the engine exempts the tokenizer's ``</td>`` id."""
-    from ocr_app.engines.deepseek.realtok import load_tokenizer
+    from ocr_app.models.deepseek_ocr2.realtok import load_tokenizer
 
     tok = load_tokenizer()
     [(spec, path)] = [g for g in by_mode(pages)["global"] if g[0].name == "rain-table"]

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from ocr_app.convert import Converter, ConvertOptions
-from ocr_app.engines.deepseek.modes import MODES
-from ocr_app.engines.deepseek.prompts import PRESETS
 from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.modes import MODES
+from ocr_app.models.deepseek_ocr2.prompts import PRESETS
 from ocr_app.runtime.vram import VramHistory, VramSnapshot
 from ocr_app.schema import DocumentResult, PageResult, StopReason
 from ocr_app.settings import Settings
@@ -52,7 +52,7 @@ def test_choices_come_from_the_engines_capabilities(converter):
     modes = form.mode_choices(caps)
     assert modes[0] == "auto" and sorted(modes) == sorted(MODES)
     # an engine set without a prompt-taking engine offers the configured default only
-    from ocr_app.engines.base import Capabilities
+    from ocr_app.engine_api import Capabilities
 
     assert form.preset_choices(Capabilities(), "free") == [("free", "free")]
     assert form.mode_choices(Capabilities(modes=("global", "auto"))) == ["auto", "global"]

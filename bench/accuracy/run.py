@@ -100,8 +100,8 @@ def score_page(score: Score, truth: generate.PageTruth, markdown: str, seconds: 
 
 
 def run_engine(engine, name: str, kind: str, corpus: Corpus, images: list) -> tuple[Score, list[str]]:
-    from ocr_app.engines.layout import blocks_to_markdown
     from ocr_app.schema import PageImage, PageRequest
+    from ocr_app.structure.layout import blocks_to_markdown
 
     engine.load()
     score = Score(name, kind)
@@ -123,7 +123,7 @@ def run_engine(engine, name: str, kind: str, corpus: Corpus, images: list) -> tu
         if out.blocks is not None:
             md = blocks_to_markdown(out.blocks)
         else:
-            from ocr_app.engines.deepseek.grounding import clean_raw, parse_grounded
+            from ocr_app.models.deepseek_ocr2.grounding import clean_raw, parse_grounded
 
             md = blocks_to_markdown(parse_grounded(clean_raw(out.raw_text), *image.size))
         outputs.append(md)
@@ -146,7 +146,7 @@ def make_engines(names: list[str]) -> tuple[dict[str, object], dict[str, str]]:
             engines[name] = LightOcrEngine()
         elif name == "deepseek":
             try:
-                from ocr_app.engines.deepseek.loading import weights_available
+                from ocr_app.models.deepseek_ocr2.loading import weights_available
                 from ocr_app.settings import load_settings
                 from ocr_app.stack import build_engines
 

@@ -98,9 +98,9 @@ def time_pages(
     from PIL import Image
 
     from bench.accuracy.structure import ned
-    from ocr_app.engines.layout import blocks_to_markdown
     from ocr_app.engines.light import LightOcrEngine
     from ocr_app.schema import PageImage, PageRequest
+    from ocr_app.structure.layout import blocks_to_markdown
 
     files = sorted(directory.glob("*.jpg"))
     if not files:

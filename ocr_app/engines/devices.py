@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ocr_app.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from ocr_app.engines.base import Engine
+    from ocr_app.engine_api import Engine
     from ocr_app.engines.pool import EnginePool
     from ocr_app.settings import Settings
 

@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import Engine
-from ocr_app.engines.layout import LayoutConfig, TextLine, body_size, build_blocks, unrotate_box
-from ocr_app.engines.rulings import grid_tables
+from ocr_app.engine_api import Engine
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
+from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, build_blocks, unrotate_box
+from ocr_app.structure.rulings import grid_tables
 
 if TYPE_CHECKING:
     from ocr_app.settings import Settings

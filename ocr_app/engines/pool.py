@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ocr_app.engines.base import Engine
+from ocr_app.engine_api import Engine
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, InputError, OcrError
 from ocr_app.schema import EngineOutput, PageRequest
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 from ocr_app.exceptions import EngineUnavailableError
 
 if TYPE_CHECKING:
-    from ocr_app.engines.base import Capabilities, Engine
+    from ocr_app.engine_api import Capabilities, Engine
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class EngineSet:
         return list(self.engines)
 
     def get(self, name: str | None) -> Engine:
-        from ocr_app.engines.base import Engine
+        from ocr_app.engine_api import Engine
 
         key = canonical_engine(name or self.default)
         if key not in self.engines:
@@ -63,7 +63,7 @@ class EngineSet:
 
     def built(self) -> list[Engine]:
         """Engines built so far (a factory never called has nothing to unload)."""
-        from ocr_app.engines.base import Engine
+        from ocr_app.engine_api import Engine
 
         with self._lock:
             return [e for e in self.engines.values() if isinstance(e, Engine)]
@@ -83,7 +83,7 @@ class EngineSet:
 
     def capabilities(self) -> Capabilities:
         """What the engines here offer together (front ends build their choices from this)."""
-        from ocr_app.engines.base import Capabilities
+        from ocr_app.engine_api import Capabilities
 
         caps = Capabilities()
         for name in list(self.engines):

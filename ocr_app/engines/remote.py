@@ -18,7 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import Engine
+from ocr_app.engine_api import Engine
 from ocr_app.exceptions import ConfigError, EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
@@ -43,7 +43,7 @@ def encode_png_data_url(image) -> str:
 
 def _prompt(req: PageRequest) -> str:
     """The request's prompt choice as DeepSeek-OCR-2 text (the wing's rule, as the local engine)."""
-    from ocr_app.engines.deepseek.prompts import resolve_prompt
+    from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
 
     return resolve_prompt(req.prompt, locate_text=req.locate_text)
 
@@ -219,7 +219,7 @@ class RemoteEngine(Engine):
 
     def capabilities(self):
         """DeepSeek-OCR-2's prompts and modes; the server decides the precision."""
-        from ocr_app.engines.deepseek.capabilities import deepseek_capabilities
+        from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
 
         return deepseek_capabilities(precisions=False)
 
@@ -247,7 +247,7 @@ class RemoteEngine(Engine):
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise EngineError(f"OCR server sent an unexpected answer for page {req.page.index + 1}") from exc
         usage = body.get("usage") or {}
-        from ocr_app.engines.deepseek.grounding import finish_output
+        from ocr_app.models.deepseek_ocr2.grounding import finish_output
 
         width, height = req.page.size
         return finish_output(

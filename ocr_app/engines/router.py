@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.engines.base import Engine, noting, split_stream
+from ocr_app.engine_api import Engine, noting, split_stream
 from ocr_app.exceptions import OcrError
 from ocr_app.schema import EngineOutput, PageRequest
 from ocr_app.settings import TEXT_LAYER_POLICIES, TextLayerPolicy

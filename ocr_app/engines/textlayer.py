@@ -28,9 +28,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.engines.base import Engine
-from ocr_app.engines.docprofile import DocumentProfile, build_profile
-from ocr_app.engines.layout import (
+from ocr_app.engine_api import Engine
+from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
+from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
+from ocr_app.structure.docprofile import DocumentProfile, build_profile
+from ocr_app.structure.layout import (
     LayoutConfig,
     TextLine,
     build_blocks,
@@ -40,9 +42,7 @@ from ocr_app.engines.layout import (
     rotate_box,
     unrotate_box,
 )
-from ocr_app.engines.table_html import Cell, header_rows, join_cell_lines
-from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
-from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
+from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 
 if TYPE_CHECKING:
     import pymupdf

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import Engine, WrappedEngine
+from ocr_app.engine_api import Engine, WrappedEngine
 from ocr_app.schema import Block, Box, EngineOutput, PageImage, PageRequest, StopReason
 
 if TYPE_CHECKING:

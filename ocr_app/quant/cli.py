@@ -31,8 +31,8 @@ def quantize_command(
 
     The float checkpoint streams in layer by layer: the GPU never holds the float model.
     """
-    from ocr_app.engines.deepseek.loading import resolve_model_dir
     from ocr_app.load_bar import LoadBar
+    from ocr_app.models.deepseek_ocr2.loading import resolve_model_dir
     from ocr_app.quant.pipeline import quantize_checkpoint
 
     try:

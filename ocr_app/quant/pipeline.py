@@ -83,7 +83,7 @@ def quantize_checkpoint(
 
 
 class PresetBackend:
-    """The ``QuantBackend`` the engine loader calls (see ``engines/deepseek/loading.py``)."""
+    """The ``QuantBackend`` the engine loader calls (see ``models/deepseek_ocr2/loading.py``)."""
 
     def __init__(self, preset_name: str, calib_pages: int = ON_THE_FLY_CALIB_PAGES) -> None:
         self.preset_name = preset_name

@@ -13,7 +13,7 @@ on GPUs without bf16).
 A preset says the formats; how each layer kind (vision, attention, dense MLP, shared experts, routed
 experts) applies them is that kind's recipe in ``recipes.py``.
 
-``auto`` is resolved by the one precision resolver, ``ocr_app.engines.deepseek.precision`` (its
+``auto`` is resolved by the one precision resolver, ``ocr_app.models.deepseek_ocr2.precision`` (its
 docstring has the rule); the alias table lives there too.
 """
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ocr_app.engines.deepseek.precision import ALIASES, canonical_precision, resolve_precision
 from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.precision import ALIASES, canonical_precision, resolve_precision
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def get_preset(name: str, bf16_supported: bool = True) -> Preset:
 
 
 def auto_preset_name(device: str, free_bytes: int | None = None, bf16_supported: bool = True) -> str:
-    """What ``auto`` resolves to (``engines.deepseek.precision.resolve_precision``)."""
+    """What ``auto`` resolves to (``models.deepseek_ocr2.precision.resolve_precision``)."""
     kind = "cuda" if device.startswith("cuda") else device.split(":")[0]
     return resolve_precision("auto", device_kind=kind, bf16_supported=bf16_supported, free_bytes=free_bytes)
 

@@ -277,7 +277,7 @@ def stream_quantize(
     import torch
     from torch import nn
 
-    from ocr_app.engines.deepseek.sam_attention import bound_sam_attention
+    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
     from ocr_app.quant.apply import RECIPE_FORMAT, RECIPE_VERSION, guard_fp16
     from ocr_app.quant.calibration import layer_activations, record_layer_inputs
     from ocr_app.quant.recipes import quantize_decoder_layer, quantize_vision_part

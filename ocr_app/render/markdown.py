@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.engines.table_html import SCRIPT_TAG
 from ocr_app.render.atomic import atomic_write_bytes
 from ocr_app.schema import Block, Box, StopReason
+from ocr_app.structure.table_html import SCRIPT_TAG
 
 if TYPE_CHECKING:
     from PIL import Image

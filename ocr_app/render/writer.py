@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import PROMPTLESS_ENGINES
+from ocr_app.engine_api import PROMPTLESS_ENGINES
 from ocr_app.exceptions import ConfigError
 from ocr_app.render.formats import (
     IMAGES_DIR,

@@ -35,7 +35,7 @@ def attach_load_progress(engines: Any, fn: LoadProgressFn | None) -> Callable[[]
     """Set ``fn`` as the load-progress callback of every engine in ``engines`` (an ``EngineSet``) that
     takes one — built ones now, the others when the set builds them; returns a function that puts the
     previous callbacks (and the plain factories) back."""
-    from ocr_app.engines.base import Engine
+    from ocr_app.engine_api import Engine
 
     restore: list[tuple[Any, Any]] = []
     wrapped: dict[str, tuple[Any, Any]] = {}

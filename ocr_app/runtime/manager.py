@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import Engine
+from ocr_app.engine_api import Engine
 from ocr_app.exceptions import ModelLoadError, OcrError
 from ocr_app.runtime.memory import MemoryRecord, is_cuda_device, request_context
 from ocr_app.runtime.oom import OomRecovery
@@ -251,7 +251,7 @@ class ModelManager(Engine):
 
     def _apply_budget(self) -> None:
         """With ``gpu_memory_gib`` set, cap this process's CUDA memory at the budget before loading, so
-        the model, its quantisation and every page plan within it (``engines/deepseek/budget.py``)."""
+        the model, its quantisation and every page plan within it (``models/deepseek_ocr2/budget.py``)."""
         if getattr(self._settings, "gpu_memory_gib", None) is None:
             return
         dev = (getattr(self._settings, "device", "auto") or "auto").lower()
@@ -261,7 +261,7 @@ class ModelManager(Engine):
             dev = "cuda" if torch.cuda.is_available() else "cpu"
         if not is_cuda_device(dev):
             return
-        from ocr_app.engines.deepseek.budget import apply_cap, resolve_budget
+        from ocr_app.models.deepseek_ocr2.budget import apply_cap, resolve_budget
 
         apply_cap(resolve_budget(self._settings, dev), dev)
 

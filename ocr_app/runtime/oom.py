@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ocr_app.engines.base import Engine, WrappedEngine
+from ocr_app.engine_api import Engine, WrappedEngine
 from ocr_app.exceptions import GpuOutOfMemory
 from ocr_app.runtime.memory import free_transient_memory
 from ocr_app.schema import EngineOutput, PageRequest
@@ -60,7 +60,7 @@ def free_gpu_memory() -> None:
 
 def smaller_modes(mode: str, image: Any = None) -> list[str]:
     """Modes to try after an OOM at ``mode``, smallest footprint last."""
-    from ocr_app.engines.deepseek.modes import MAX_TILES, resolve_mode, tile_limit
+    from ocr_app.models.deepseek_ocr2.modes import MAX_TILES, resolve_mode, tile_limit
 
     name = (mode or "default").strip().lower()
     if name == "auto" and image is not None:

@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.base import Engine, WrappedEngine, noting, split_stream
+from ocr_app.engine_api import Engine, WrappedEngine, noting, split_stream
 from ocr_app.runtime.diskstore import FileEntry, evict_to, list_entries, remove_all
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 

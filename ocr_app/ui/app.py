@@ -78,8 +78,8 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
     """Return the app's ``gr.Blocks`` (queue configured); call ``launch`` on it or use ``ui.launch``."""
     import gradio as gr
 
-    from ocr_app.engines.deepseek.loading import weights_available
     from ocr_app.ingest import SUPPORTED_EXTENSIONS
+    from ocr_app.models.deepseek_ocr2.loading import weights_available
     from ocr_app.runtime.vram import VramHistory, snapshot
 
     dirs = SessionDirs(work_dir)

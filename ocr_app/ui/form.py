@@ -15,7 +15,7 @@ from ocr_app.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from ocr_app.convert import ConvertOptions
-    from ocr_app.engines.base import Capabilities
+    from ocr_app.engine_api import Capabilities
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)

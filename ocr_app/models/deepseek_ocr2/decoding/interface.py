@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ocr_app.engines.deepseek.decoding.guard import GuardSpec, LoopSpec
+from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec
 from ocr_app.schema import StopReason
 
 

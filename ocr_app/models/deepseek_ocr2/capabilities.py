@@ -6,10 +6,10 @@ this, and the UI and CLI build their choices from it, so a new mode or preset sh
 
 from __future__ import annotations
 
-from ocr_app.engines.base import Capabilities
-from ocr_app.engines.deepseek.modes import MODES
-from ocr_app.engines.deepseek.precision import DTYPE_CHOICES
-from ocr_app.engines.deepseek.prompts import PRESET_LABELS, PRESETS
+from ocr_app.engine_api import Capabilities
+from ocr_app.models.deepseek_ocr2.modes import MODES
+from ocr_app.models.deepseek_ocr2.precision import DTYPE_CHOICES
+from ocr_app.models.deepseek_ocr2.prompts import PRESET_LABELS, PRESETS
 
 
 def deepseek_capabilities(*, precisions: bool = True) -> Capabilities:

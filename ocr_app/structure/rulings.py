@@ -15,9 +15,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ocr_app.engines.layout import TextLine, group_rows, join_lines
-from ocr_app.engines.table_html import Cell, header_rows, join_cell_lines
 from ocr_app.schema import Box
+from ocr_app.structure.layout import TextLine, group_rows, join_lines
+from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 
 logger = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ import logging
 import sys
 from typing import Any
 
-from ocr_app.engines.deepseek.decoding.guard import ban_repeated_ngrams_, tail_loops
-from ocr_app.engines.deepseek.decoding.interface import DecoderOptions
-from ocr_app.engines.deepseek.decoding.slots import SlotState
 from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.decoding.guard import ban_repeated_ngrams_, tail_loops
+from ocr_app.models.deepseek_ocr2.decoding.interface import DecoderOptions
+from ocr_app.models.deepseek_ocr2.decoding.slots import SlotState
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class DecodeStep:
 
     def _setup_kernels(self, mode: str, device: Any) -> None:
         """Pick the fused-kernel step where Triton runs and the modules are the stock ones."""
-        from ocr_app.engines.deepseek.decoding import kernels as dk
+        from ocr_app.models.deepseek_ocr2.decoding import kernels as dk
 
         if mode not in ("auto", "triton", "torch"):
             raise ConfigError(f"kernels must be auto, triton or torch, not {mode!r}")
@@ -99,7 +99,7 @@ class DecodeStep:
         guard_start = s.guard_start[rows]
         ban_repeated_ngrams_(logits, seq_rows, seq_len, guard_start, self.options.guard, s.exempt)
         if self.fused:
-            from ocr_app.engines.deepseek.decoding import kernels as dk
+            from ocr_app.models.deepseek_ocr2.decoding import kernels as dk
 
             nxt = dk.argmax(logits)
         else:
@@ -159,7 +159,7 @@ class DecodeStep:
         import torch
         import torch.nn.functional as F
 
-        from ocr_app.engines.deepseek.decoding import kernels as dk
+        from ocr_app.models.deepseek_ocr2.decoding import kernels as dk
 
         s = self.slots
         pos = s.kv_len[:b].clone()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ocr_app.engines.layout import EDGE_BAND, DocStyle, TextLine, vocabulary_of
+from ocr_app.structure.layout import EDGE_BAND, DocStyle, TextLine, vocabulary_of
 
 if TYPE_CHECKING:
     import pymupdf

@@ -41,8 +41,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ocr_app.engines.table_html import Cell, header_rows, table_html
 from ocr_app.schema import Block, Box
+from ocr_app.structure.table_html import Cell, header_rows, table_html
 
 logger = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ IMAGE_PROCESSOR_SETTINGS: dict[str, Any] = {
 
 def special_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
     """BOS, EOS, PAD and ``<image>`` ids, as the tokenizer says."""
-    from ocr_app.engines.deepseek.realtok import IMAGE
+    from ocr_app.models.deepseek_ocr2.realtok import IMAGE
 
     return {
         "bos": int(tokenizer.bos_token_id),
@@ -56,7 +56,7 @@ def tiny_config(tokenizer: PreTrainedTokenizerFast, **text: Any):
     """A ``DeepseekOcr2Config`` with the real layout and tiny widths, wired to the tokenizer's ids."""
     from transformers import DeepseekOcr2Config
 
-    from ocr_app.engines.deepseek.configs import config_dict
+    from ocr_app.models.deepseek_ocr2.configs import config_dict
 
     ids = special_ids(tokenizer)
     text = {"bos_token_id": ids["bos"], "eos_token_id": ids["eos"], "pad_token_id": ids["pad"], **text}
@@ -107,7 +107,7 @@ def save_checkpoint(model: Any, tokenizer: PreTrainedTokenizerFast, out_dir: str
 
 def build_tiny_checkpoint(out_dir: str | Path, seed: int = 0, *, cache_dir: Path | None = None) -> Path:
     """Write a loadable tiny random-weight checkpoint (model, real tokenizer, processor) into ``out_dir``."""
-    from ocr_app.engines.deepseek.realtok import load_tokenizer
+    from ocr_app.models.deepseek_ocr2.realtok import load_tokenizer
 
     tokenizer = load_tokenizer(cache_dir)
     out = save_checkpoint(new_model(tokenizer, seed), tokenizer, out_dir)

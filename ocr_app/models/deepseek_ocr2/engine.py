@@ -29,15 +29,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ocr_app.engines.base import Engine
-from ocr_app.engines.deepseek.decoding.guard import GuardSpec, page_end
+from ocr_app.engine_api import Engine
 from ocr_app.exceptions import ConfigError, EngineError, OcrError
+from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, page_end
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
     import torch
 
-    from ocr_app.engines.deepseek.modes import ModeSpec
+    from ocr_app.models.deepseek_ocr2.modes import ModeSpec
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -176,8 +176,13 @@ class DeepSeekOcr2Engine(Engine):
     def load(self) -> None:
         if self.is_loaded:
             return
-        from ocr_app.engines.deepseek.decoding.guard import exempt_token_ids
-        from ocr_app.engines.deepseek.loading import QUANT_PRESETS, load_model, resolve_device, resolve_dtype
+        from ocr_app.models.deepseek_ocr2.decoding.guard import exempt_token_ids
+        from ocr_app.models.deepseek_ocr2.loading import (
+            QUANT_PRESETS,
+            load_model,
+            resolve_device,
+            resolve_dtype,
+        )
 
         device = resolve_device(self.settings.device)
         preset, reason = self._choose_precision(device)
@@ -212,13 +217,13 @@ class DeepSeekOcr2Engine(Engine):
 
     def _choose_precision(self, device: torch.device) -> tuple[str, str]:
         """The preset to load and why ("4.0 GiB budget → mixed"); ``auto`` reads the memory budget."""
-        from ocr_app.engines.deepseek import precision
+        from ocr_app.models.deepseek_ocr2 import precision
 
         bf16, budget_bytes, source = True, precision.budget_bytes_from_settings(self.settings), device.type
         if device.type == "cuda":
             import torch
 
-            from ocr_app.engines.deepseek.budget import resolve_budget
+            from ocr_app.models.deepseek_ocr2.budget import resolve_budget
 
             bf16 = torch.cuda.is_bf16_supported()
             budget = resolve_budget(self.settings, device)
@@ -235,7 +240,7 @@ class DeepSeekOcr2Engine(Engine):
         return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
 
     def capabilities(self):
-        from ocr_app.engines.deepseek.capabilities import deepseek_capabilities
+        from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
 
         return deepseek_capabilities()
 
@@ -255,7 +260,7 @@ class DeepSeekOcr2Engine(Engine):
         if was_cuda:
             import torch
 
-            from ocr_app.engines.deepseek.decoding.decoder import release_cuda_workspaces
+            from ocr_app.models.deepseek_ocr2.decoding.decoder import release_cuda_workspaces
 
             torch.cuda.empty_cache()
             release_cuda_workspaces()
@@ -295,7 +300,7 @@ class DeepSeekOcr2Engine(Engine):
         """Yield ``(index, output)`` as pages finish, each with clean raw text and its blocks
         (``grounding.finish_output``: the wing parses its own output). ``requests`` is pulled lazily;
         only page sizes are kept until their page is yielded."""
-        from ocr_app.engines.deepseek.grounding import finish_output
+        from ocr_app.models.deepseek_ocr2.grounding import finish_output
 
         source = iter(requests)
         first = next(source, None)
@@ -327,7 +332,7 @@ class DeepSeekOcr2Engine(Engine):
             # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
             # that take the current device must not land on cuda:0)
             torch.cuda.set_device(self.device)
-        from ocr_app.engines.deepseek.decoding.adapter import stream_pages, wants_graph_decoder
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import stream_pages, wants_graph_decoder
 
         pulled: list[PageRequest] = []
         source = _recording(itertools.chain([first], it), pulled)
@@ -384,8 +389,8 @@ class DeepSeekOcr2Engine(Engine):
 
     def preprocess(self, request: PageRequest) -> PreparedPage:
         """Mode, optional downscale, image processor and tokenizer for one page."""
-        from ocr_app.engines.deepseek.modes import apply_max_side, resolve_mode, vision_tokens
-        from ocr_app.engines.deepseek.prompts import resolve_prompt
+        from ocr_app.models.deepseek_ocr2.modes import apply_max_side, resolve_mode, vision_tokens
+        from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
 
         # the request carries the user's choice (preset name or text): the wing makes it a prompt
         prompt = resolve_prompt(request.prompt, locate_text=request.locate_text)
@@ -529,7 +534,7 @@ class DeepSeekOcr2Engine(Engine):
         from transformers import GenerationConfig, LogitsProcessorList
         from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-        from ocr_app.engines.deepseek.decoding.guard import NoRepeatNGramGuard
+        from ocr_app.models.deepseek_ocr2.decoding.guard import NoRepeatNGramGuard
 
         width = prepared.input_ids.shape[1]
         guard = NoRepeatNGramGuard(prepared.guard, prompt_length=width)

@@ -18,10 +18,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ocr_app.engines.deepseek.precision import QUANT_PRESETS, TORCH_DTYPE_NAMES, canonical_precision
-from ocr_app.engines.deepseek.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
-from ocr_app.engines.deepseek.sam_kernels import fuse_sam_layers
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
+from ocr_app.models.deepseek_ocr2.precision import QUANT_PRESETS, TORCH_DTYPE_NAMES, canonical_precision
+from ocr_app.models.deepseek_ocr2.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
+from ocr_app.models.deepseek_ocr2.sam_kernels import fuse_sam_layers
 from ocr_app.settings import DEFAULT_MODEL
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ocr_app.engines.deepseek.decoding.decoder import (
+from ocr_app.exceptions import EngineError, GpuOutOfMemory
+from ocr_app.models.deepseek_ocr2.decoding.decoder import (
     BATCH_BUCKETS,
     DecodeRequest,
     DecoderOptions,
@@ -35,7 +36,6 @@ from ocr_app.engines.deepseek.decoding.decoder import (
     capture_lock,
     release_cuda_workspaces,
 )
-from ocr_app.exceptions import EngineError, GpuOutOfMemory
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +56,8 @@ def transient_reserve(model: Any, vision_batch: int, prefill_batch: int) -> int:
     """Bytes to keep free next to the decoder: the vision pass of ``vision_batch`` pages (run by the
     engine's thread while the decoder works) plus the language prefill of ``prefill_batch`` pages
     (run by the decoder's thread), both at the largest default-mode page, plus slack."""
-    from ocr_app.engines.deepseek.estimate import estimate_page_bytes
-    from ocr_app.engines.deepseek.sam_attention import attn_slice_bytes
+    from ocr_app.models.deepseek_ocr2.estimate import estimate_page_bytes
+    from ocr_app.models.deepseek_ocr2.sam_attention import attn_slice_bytes
 
     dtype = model.lm_head.weight.dtype
     sliced = attn_slice_bytes(model)
@@ -120,7 +120,7 @@ def plan_slots(
     slots as fit. ``cuda``: ``torch.cuda`` (default) or an object with the same functions (then the
     memory bound applies whatever the model's device). Raises ``GpuOutOfMemory`` if not one page fits.
     """
-    from ocr_app.engines.deepseek.estimate import kv_bytes_per_token
+    from ocr_app.models.deepseek_ocr2.estimate import kv_bytes_per_token
 
     want = min(max(1, wanted), max_slots)
     want = next((b for b in BATCH_BUCKETS if b >= want), want)

@@ -28,7 +28,7 @@ import logging
 import types
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.deepseek.decoding.kernels import available  # the decoder's Triton check, one place
+from ocr_app.models.deepseek_ocr2.decoding.kernels import available  # the decoder's Triton check, one place
 
 if TYPE_CHECKING:
     import torch
@@ -45,7 +45,7 @@ NARROW_V = False
 
 @functools.cache
 def _k() -> Any:
-    from ocr_app.engines.deepseek import sam_triton
+    from ocr_app.models.deepseek_ocr2 import sam_triton
 
     return sam_triton
 
@@ -198,7 +198,7 @@ def fused_attention(attn: Any, windows: torch.Tensor) -> torch.Tensor:
     """SAM attention (rel-pos bias folded into q·k) on ``windows`` [views, H, W, C] → [views, H, W, C]."""
     import torch.nn.functional as F
 
-    from ocr_app.engines.deepseek.sam_attention import _rel_tables
+    from ocr_app.models.deepseek_ocr2.sam_attention import _rel_tables
 
     views, h, w, c = windows.shape
     heads = attn.num_attention_heads

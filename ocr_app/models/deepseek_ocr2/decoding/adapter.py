@@ -28,18 +28,18 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engines.deepseek.decoding.decoder import (
+from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.decoding.decoder import (
     DecodeRequest,
     DecodeResult,
     DecoderOptions,
 )
-from ocr_app.engines.deepseek.decoding.guard import page_end
-from ocr_app.exceptions import ConfigError
+from ocr_app.models.deepseek_ocr2.decoding.guard import page_end
 from ocr_app.schema import EngineOutput, PageRequest
 
 if TYPE_CHECKING:
-    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
-    from ocr_app.engines.deepseek.engine import DeepSeekOcr2Engine, PreparedPage
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine, PreparedPage
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def scheduler_for(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
 
 
 def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
-    from ocr_app.engines.deepseek.decoding.scheduler import DecodeScheduler
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
 
     sched = getattr(engine, "_decoder", None)
     if sched is not None and sched.model is engine.model:

@@ -9,7 +9,7 @@ Peak transient memory (on top of the weights) is the larger of two phases:
   ``views · heads · N² · bytes`` (N = (side/16)² patches; 4096 for the 1024 px global view, 2304 for a
   768 px tile) and hold it twice (the broadcast sum and its reshape into the SDPA mask). All tiles of the
   batch go through SAM in one call, so this term grows with tiles × pages and dominates everything else.
-  With the sliced SAM attention (``engines/deepseek/sam_attention.py``, ``attn_slice_bytes``) only one
+  With the sliced SAM attention (``models/deepseek_ocr2/sam_attention.py``, ``attn_slice_bytes``) only one
   slice of the bias exists at a time (also held twice), plus the per-axis terms it is summed from.
 * language pass: KV cache ``2 · layers · kv_heads · head_dim · bytes`` per token over prompt + new
   tokens, prefill activations per prompt token, and float32 logits of the last position.
@@ -21,7 +21,7 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ocr_app.engines.deepseek.modes import GLOBAL_SIZE, PATCH_SIZE, TILE_SIZE, tokens_per_view
+from ocr_app.models.deepseek_ocr2.modes import GLOBAL_SIZE, PATCH_SIZE, TILE_SIZE, tokens_per_view
 
 logger = logging.getLogger(__name__)
 

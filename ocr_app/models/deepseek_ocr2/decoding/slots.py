@@ -15,8 +15,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ocr_app.engines.deepseek.decoding.graphs import batch_bucket
-from ocr_app.engines.deepseek.decoding.interface import DecodeResult
+from ocr_app.models.deepseek_ocr2.decoding.graphs import batch_bucket
+from ocr_app.models.deepseek_ocr2.decoding.interface import DecodeResult
 from ocr_app.schema import StopReason
 
 logger = logging.getLogger(__name__)

@@ -43,7 +43,7 @@ def available() -> bool:
 
 @functools.cache
 def _k() -> Any:
-    from ocr_app.engines.deepseek.decoding import triton_ops as decode_triton
+    from ocr_app.models.deepseek_ocr2.decoding import triton_ops as decode_triton
 
     return decode_triton
 

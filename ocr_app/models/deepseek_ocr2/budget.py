@@ -65,8 +65,8 @@ def weight_bytes(preset: str) -> int:
 
 @lru_cache(maxsize=1)
 def _page_bytes() -> int:
-    from ocr_app.engines.deepseek.configs import config_dict
-    from ocr_app.engines.deepseek.estimate import estimate_page_bytes
+    from ocr_app.models.deepseek_ocr2.configs import config_dict
+    from ocr_app.models.deepseek_ocr2.estimate import estimate_page_bytes
 
     est = estimate_page_bytes(config_dict("full"), DEFAULT_PAGE_VISION_TOKENS, DEFAULT_PAGE_PROMPT_TOKENS,
                               DEFAULT_PAGE_NEW_TOKENS, "bf16", attn_slice_bytes=SAM_SLICE_BYTES)  # fmt: skip

@@ -52,7 +52,7 @@ def _recipe_hash(recipe: Recipe) -> str:
     import torch
     import transformers
 
-    from ocr_app.engines.deepseek import configs, realtok, tiny, tiny_pages
+    from ocr_app.models.deepseek_ocr2 import configs, realtok, tiny, tiny_pages
 
     h = hashlib.sha256()
     for mod in (configs, realtok, tiny, tiny_pages):
@@ -65,7 +65,7 @@ def _recipe_hash(recipe: Recipe) -> str:
 
 def default_model_dir(recipe: Recipe = Recipe()) -> Path:
     """``<cache dir>/tiny-model/<recipe hash>``."""
-    from ocr_app.engines.deepseek.realtok import default_tokenizer_dir
+    from ocr_app.models.deepseek_ocr2.realtok import default_tokenizer_dir
 
     return default_tokenizer_dir().parent / "tiny-model" / _recipe_hash(recipe)
 
@@ -80,9 +80,9 @@ class _Sample:
 def _samples(model, tokenizer, processor) -> list[_Sample]:
     import torch
 
-    from ocr_app.engines.deepseek.modes import apply_max_side, resolve_mode
-    from ocr_app.engines.deepseek.prompts import resolve_prompt
-    from ocr_app.engines.deepseek.tiny_pages import PAGES, PROMPT, render_pages
+    from ocr_app.models.deepseek_ocr2.modes import apply_max_side, resolve_mode
+    from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
+    from ocr_app.models.deepseek_ocr2.tiny_pages import PAGES, PROMPT, render_pages
 
     prompt = resolve_prompt(PROMPT)
     out = []
@@ -107,8 +107,8 @@ def train(recipe: Recipe = Recipe(), tokenizer: Any = None) -> tuple[Any, Any, d
     """Train and return ``(model, tokenizer, stats)``; ``ModelLoadError`` if the margin is not reached."""
     import torch
 
-    from ocr_app.engines.deepseek.realtok import load_tokenizer
-    from ocr_app.engines.deepseek.tiny import make_processor, new_model, special_ids
+    from ocr_app.models.deepseek_ocr2.realtok import load_tokenizer
+    from ocr_app.models.deepseek_ocr2.tiny import make_processor, new_model, special_ids
 
     t0 = time.perf_counter()
     old_threads = torch.get_num_threads()
@@ -245,7 +245,7 @@ def _batch_loss(lm, embed, head, b: dict[str, Any]):
 
 def build_trained_checkpoint(out_dir: Path | None = None, recipe: Recipe = Recipe()) -> Path:
     """The trained tiny checkpoint: reused from ``out_dir`` (default: the cache) when complete, else trained."""
-    from ocr_app.engines.deepseek.tiny import save_checkpoint
+    from ocr_app.models.deepseek_ocr2.tiny import save_checkpoint
 
     out = Path(out_dir) if out_dir is not None else default_model_dir(recipe)
     marker = out / "tiny_model.json"

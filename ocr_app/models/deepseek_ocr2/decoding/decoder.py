@@ -20,7 +20,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ocr_app.engines.deepseek.decoding.graphs import (
+from ocr_app.exceptions import ConfigError, EngineError
+from ocr_app.models.deepseek_ocr2.decoding.graphs import (
     BATCH_BUCKETS,
     CAPTURE_LOCK,
     DecodeGraphs,
@@ -29,10 +30,9 @@ from ocr_app.engines.deepseek.decoding.graphs import (
     length_bucket,
     release_cuda_workspaces,
 )
-from ocr_app.engines.deepseek.decoding.interface import DecodeRequest, DecodeResult, DecoderOptions
-from ocr_app.engines.deepseek.decoding.slots import SlotState
-from ocr_app.engines.deepseek.decoding.step import DecodeStep, text_parts
-from ocr_app.exceptions import ConfigError, EngineError
+from ocr_app.models.deepseek_ocr2.decoding.interface import DecodeRequest, DecodeResult, DecoderOptions
+from ocr_app.models.deepseek_ocr2.decoding.slots import SlotState
+from ocr_app.models.deepseek_ocr2.decoding.step import DecodeStep, text_parts
 
 logger = logging.getLogger(__name__)
 

@@ -69,14 +69,14 @@ def resolve_precision(
     """The precision to run: ``requested`` itself, or for ``auto`` the rule in the module docstring.
 
     ``device_kind`` is "cuda", "cpu" or "mps"; ``budget_bytes`` is the process's memory budget
-    (``engines.deepseek.budget`` / ``gpu_memory_gib``) or None for "whatever is free".
+    (``models.deepseek_ocr2.budget`` / ``gpu_memory_gib``) or None for "whatever is free".
     """
     name = canonical_precision(requested)
     if name != "auto":
         return name
     if device_kind != "cuda":
         return "fp32"
-    from ocr_app.engines.deepseek.budget import choose_preset
+    from ocr_app.models.deepseek_ocr2.budget import choose_preset
 
     avail = available_bytes(free_bytes, budget_bytes)
     chosen, _why = choose_preset(avail, "cuda" if bf16_supported else "cuda-no-bf16")
