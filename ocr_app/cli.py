@@ -176,7 +176,10 @@ def convert(
     from ocr_app.convert import Converter, ConvertOptions
     from ocr_app.settings import load_settings
     from ocr_app.stack import build_engines
+    from ocr_app.stdout_guard import reserved_stdout
 
+    # --json-summary: stdout holds the JSON only; whatever a library prints meanwhile goes to stderr
+    stdout = click.get_current_context().with_resource(reserved_stdout()) if json_summary else None
     cold = ColdStart() if verbose else None
     if cold is not None:
         logging.getLogger().setLevel(logging.WARNING - 10 * min(verbose, 2))
@@ -255,8 +258,9 @@ def convert(
             engines.unload_all()
     bar.close()
     code = _exit_code(results)
-    if json_summary:
-        click.echo(json.dumps(_summary_dict(results, code), indent=2))
+    if stdout is not None:
+        click.echo(json.dumps(_summary_dict(results, code), indent=2), file=stdout)
+        stdout.flush()
     else:
         _print_summary(results)
     if ends_process:

@@ -50,7 +50,7 @@ def import_pymupdf():
     still works (``tests/test_light_path.py``).
     """
     if "pymupdf" in sys.modules:
-        return sys.modules["pymupdf"]
+        return _quiet(sys.modules["pymupdf"])
     skipped = [name for name in _SKIPPED_ADDONS if name not in sys.modules]
     for name in skipped:
         sys.modules[name] = None  # type: ignore[assignment]  # makes that import fail: pymupdf skips it
@@ -60,6 +60,23 @@ def import_pymupdf():
         for name in skipped:
             if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
+    return _quiet(pymupdf)
+
+
+_MUPDF_LOG = logging.getLogger("ocr_app.ingest.mupdf")
+
+
+def _quiet(pymupdf):
+    """Send PyMuPDF's messages to the log (``-vv`` shows them) instead of stdout, once per process.
+
+    Why: PyMuPDF writes MuPDF's errors ("MuPDF error: format error: …", one per damaged object) to
+    stdout, which broke ``--json-summary`` on a damaged PDF. What they mean reaches the user as the
+    page's "repaired" status and note; the details stay in the debug log.
+    """
+    if getattr(pymupdf, "_ocr_app_quiet", False):
+        return pymupdf
+    pymupdf.set_messages(pylogging_logger=_MUPDF_LOG, pylogging_level=logging.DEBUG)
+    pymupdf._ocr_app_quiet = True
     return pymupdf
 
 
