@@ -257,6 +257,7 @@ def convert(
         if not ends_process:
             engines.unload_all()
     bar.close()
+    _print_ignored(results, {"--prompt": prompt, "--mode": mode})
     code = _exit_code(results)
     if stdout is not None:
         click.echo(json.dumps(_summary_dict(results, code), indent=2), file=stdout)
@@ -308,9 +309,10 @@ def _settings_error(exc: Exception) -> str:
 
 
 def _check_usage(settings, mode: str | None) -> None:
-    """An unknown mode, or the remote engine without an endpoint: exit 2 before anything loads, naming
-    the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are
-    checked by their own vocabularies (click choices and the settings validators)."""
+    """An unknown mode, a CUDA device this machine lacks, or the remote engine without an endpoint: exit
+    2 before anything loads, naming the valid choices (the value may come from --mode or
+    DEEPSEEK_OCR_MODE). Dtype and engine are checked by their own vocabularies (click choices and the
+    settings validators), the device's spelling by the settings validator."""
     from ocr_app.exceptions import ConfigError
     from ocr_app.models.deepseek_ocr2.modes import check_mode
 
@@ -318,10 +320,22 @@ def _check_usage(settings, mode: str | None) -> None:
         check_mode(mode or settings.mode)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="'--mode'") from None
+    _check_device(settings.device)
     if canonical_engine(settings.engine) == "remote" and not settings.remote_url:
         raise click.UsageError(
             "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
         )
+
+
+def _check_device(device: str | None) -> None:
+    """A CUDA device this machine does not have: exit 2 before anything loads (counted without torch)."""
+    from ocr_app.engines.devices import check_cuda_devices, visible_cuda_count
+    from ocr_app.exceptions import ConfigError
+
+    try:
+        check_cuda_devices(device, visible_cuda_count())
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--device'") from None
 
 
 def _check_prompt(prompt: str, locate_text: str | None) -> None:
@@ -357,6 +371,23 @@ def _exit_code(results) -> int:
     return EXIT_OK
 
 
+def _print_ignored(results, given: dict[str, str | None]) -> None:
+    """Once per run, on stderr: options given on the command line that no page's engine took."""
+    keys = {"--prompt": "prompt", "--mode": "mode"}
+    with_ignored = [r for r in results if r.settings.get("ignored")]
+    flags = [f"{flag} {value}" for flag, value in given.items()
+             if value is not None and any(keys[flag] in r.settings["ignored"] for r in with_ignored)]  # fmt: skip
+    if flags:
+        engines = sorted({str(p.engine) for r in with_ignored for p in r.pages if p.error is None})
+        click.secho(
+            f"Note: {' and '.join(flags)} {'was' if len(flags) == 1 else 'were'} ignored: the "
+            f"{' and '.join(engines)} engine takes no prompt and no resolution mode (recorded under "
+            "settings.ignored in the JSON).",
+            fg="yellow",
+            err=True,
+        )
+
+
 def _summary_dict(results, code: int) -> dict:
     return {
         "exit_code": code,
@@ -370,6 +401,7 @@ def _summary_dict(results, code: int) -> dict:
                 "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
                 "read_by": _read_by(r),
+                "ignored": r.settings.get("ignored", {}),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -613,7 +645,10 @@ def cache_clear() -> None:
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
 def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
     """Start the web app (`python app.py` runs this same command)."""
+    from ocr_app.settings import load_settings
     from ocr_app.ui.main import serve
+
+    _check_device(load_settings(device=device).device)
 
     sys.exit(
         serve(
