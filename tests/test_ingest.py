@@ -183,9 +183,12 @@ def test_exif_orientation_is_applied(
         assert near(image.getpixel((MID, MID)), (255, 255, 255))  # the marker left the top-left corner
 
 
-def test_multi_frame_tiff_is_one_page_per_frame(tmp_path: Path) -> None:
-    path = make_image(tmp_path / "scans.tiff", text="Page", frames=3)
+@pytest.mark.parametrize(("name", "mode"), [("scans.tiff", "RGB"), ("scans.gif", "P")])
+def test_multi_frame_tiff_and_gif_are_one_page_per_frame(tmp_path: Path, name: str, mode: str) -> None:
+    path = make_image(tmp_path / name, text="Page", mode=mode, frames=3)
+    assert Image.open(path).n_frames == 3
     with open_document(path) as doc:
+        assert doc.notes == []
         assert doc.page_count == 3
         pages = list(doc.pages())
         assert [p.index for p in pages] == [0, 1, 2]
@@ -196,10 +199,13 @@ def test_multi_frame_tiff_is_one_page_per_frame(tmp_path: Path) -> None:
             doc.render(3)
 
 
-def test_animated_gif_uses_the_first_frame_only(tmp_path: Path) -> None:
-    path = make_image(tmp_path / "anim.gif", mode="P", frames=3)
+def test_animated_webp_reads_the_first_frame_and_says_so(tmp_path: Path, caplog) -> None:
+    path = make_image(tmp_path / "anim.webp", frames=3)
     assert Image.open(path).n_frames == 3
-    assert open_document(path).page_count == 1
+    with caplog.at_level("WARNING", logger="ocr_app.ingest.image"), open_document(path) as doc:
+        assert doc.page_count == 1
+        assert doc.notes == ["anim.webp is an animation of 3 frames; only the first frame was read"]
+    assert doc.notes[0] in caplog.text  # on the terminal too (warnings are shown by default)
 
 
 def test_bilevel_group4_tiff(tmp_path: Path) -> None:

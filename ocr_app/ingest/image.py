@@ -1,7 +1,9 @@
 """Image files (PNG, JPEG, WebP, BMP, TIFF, GIF) as documents.
 
-Why each TIFF frame is a page but a GIF/WebP animation is one page: multi-page TIFF is how scanners
-store documents, while extra frames of GIF/WebP/MPO are animation or camera previews, not pages.
+Why each TIFF and GIF frame is a page: multi-page TIFF is how scanners store documents, and a
+multi-frame GIF handed to a document reader is pages far more often than a cartoon (reading every
+frame loses nothing; reading one silently lost the rest). Extra frames of WebP/PNG animations and
+MPO camera previews are not pages: the first frame is read and a note says so.
 Why alpha goes on white: transparent regions of scans and screenshots are paper, and black would
 hide black text.
 """
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_PAGED_FORMATS = frozenset({"tiff"})  # formats whose frames are document pages
+_PAGED_FORMATS = frozenset({"tiff", "gif"})  # formats whose frames are document pages
 
 
 def to_rgb(image: Image.Image) -> Image.Image:
@@ -69,7 +71,7 @@ def _high_depth_to_rgb(image: Image.Image) -> Image.Image:
 
 
 class ImageDocument(SourceDocument):
-    """An image file; one page, or one page per frame for multi-page TIFF."""
+    """An image file; one page, or one page per frame for multi-frame TIFF and GIF."""
 
     kind = "image"
 
@@ -107,7 +109,7 @@ class ImageDocument(SourceDocument):
             raise
         if getattr(image, "n_frames", 1) > 1 and fmt not in _PAGED_FORMATS:
             note = f"{name} is an animation of {image.n_frames} frames; only the first frame was read"
-            logger.info(note)
+            logger.warning(note)
             self.notes.append(note)
 
     def _check_limits(self) -> None:
