@@ -266,7 +266,7 @@ def test_huge_pdf_page_renders_at_the_largest_dpi_that_fits(
     limits = IngestLimits(max_pixels_per_page=1_000_000)
     with caplog.at_level(logging.INFO, logger="ocr_app.ingest"):
         page = open_document(path, limits=limits).render(0)
-    assert page.dpi == 101  # 72 * sqrt(1e6 / (595 * 842)) = 101.7
+    assert page.dpi == 101 and page.downscaled  # 72 * sqrt(1e6 / (595 * 842)) = 101.7
     assert page.image.width * page.image.height <= 1_000_000
     assert page.size == (835, 1182)  # 595 and 842 pt at 101 DPI
     assert "rendered at 101 DPI instead of 144" in caplog.text
@@ -508,16 +508,25 @@ def test_image_pixel_limit(tmp_path: Path) -> None:
 
 
 def test_decompression_bomb_is_a_limit_error(tmp_path: Path) -> None:
+    """Over the default 300 MP limit: refused by our check, which names the numbers and the setting (it
+    was Pillow's 179 MP bound before ours could apply); far over it, Pillow's bound says the same."""
     (tmp_path / "bomb.png").write_bytes(_png_header(20000, 20000))
     with pytest.raises(LimitExceededError) as info:
         open_document(tmp_path / "bomb.png")
-    assert str(info.value).startswith(
-        "bomb.png is 400000000 pixels, too large to decode safely; the limit is 60000000 pixels per page "
-        "(set DEEPSEEK_OCR_MAX_PIXELS_PER_PAGE to change it; images over 178956970 pixels are refused"
+    assert str(info.value) == (
+        "bomb.png is 20000 x 20000 = 400000000 pixels; the limit is 300000000 pixels per page "
+        "(set DEEPSEEK_OCR_MAX_PIXELS_PER_PAGE to raise it)"
     )
-    # declared size within Pillow's hard bound but over ours: our own check names the numbers
-    with pytest.raises(LimitExceededError, match=r"10000 x 10000 = 100000000 pixels"):
-        open_document(_png_header(10000, 10000), name="big.png")
+    with pytest.raises(LimitExceededError) as info:
+        open_document(_png_header(40000, 40000), name="huge.png")
+    assert str(info.value) == (
+        "huge.png is 1600000000 pixels, too large to decode safely; the limit is 300000000 pixels per "
+        "page (set DEEPSEEK_OCR_MAX_PIXELS_PER_PAGE to change it)"
+    )
+    with pytest.raises(LimitExceededError, match=r"10000 x 10000 = 100000000 pixels; the limit is 60000000"):
+        open_document(
+            _png_header(10000, 10000), name="big.png", limits=IngestLimits(max_pixels_per_page=60_000_000)
+        )
 
 
 def test_page_count_limit(tmp_path: Path) -> None:

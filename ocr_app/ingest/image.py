@@ -90,6 +90,7 @@ class ImageDocument(SourceDocument):
         self.limits = limits
         label = _format_label(fmt)
         stream = io.BytesIO(source) if isinstance(source, bytes) else source
+        _allow_pillow_pixels(limits.max_pixels_per_page)
         try:
             with warnings.catch_warnings():  # our own pixel limit below is the one users configure
                 warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -165,17 +166,26 @@ class ImageDocument(SourceDocument):
         self._image.close()
 
 
-def _bomb_error(where: str, exc: Exception, limits: IngestLimits) -> LimitExceededError:
-    """Pillow's own hard bound fired before ours could: say so in the user's terms."""
+def _allow_pillow_pixels(limit: int) -> None:
+    """Raise Pillow's decompression-bomb bound to ours, so that ours is the one that decides.
+
+    Why: Pillow refuses images over 2 × ``Image.MAX_IMAGE_PIXELS`` (179 MP by default) before our check
+    runs, whatever the setting said: a 300 MP limit would have been 179 MP in fact. Process-wide, and
+    only ever raised: the bound then stays twice the largest limit any document was opened with.
+    """
     from PIL import Image
 
+    if Image.MAX_IMAGE_PIXELS is not None and limit > Image.MAX_IMAGE_PIXELS:
+        Image.MAX_IMAGE_PIXELS = limit
+
+
+def _bomb_error(where: str, exc: Exception, limits: IngestLimits) -> LimitExceededError:
+    """Pillow's bound (twice ours) fired before our check could: say so in the user's terms."""
     found = re.search(r"\((\d+) pixels\)", str(exc))
     size = f"{int(found.group(1))} pixels, " if found else ""
-    hard = 2 * Image.MAX_IMAGE_PIXELS if Image.MAX_IMAGE_PIXELS else None
     return LimitExceededError(
         f"{where} is {size}too large to decode safely; the limit is {limits.max_pixels_per_page} pixels "
-        f"per page (set {ENV_MAX_PIXELS} to change it"
-        + (f"; images over {hard} pixels are refused whatever the setting)" if hard else ")")
+        f"per page (set {ENV_MAX_PIXELS} to change it)"
     )
 
 
