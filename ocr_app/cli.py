@@ -697,10 +697,7 @@ def cache_clear() -> None:
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
 def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
     """Start the web app (`python app.py` runs this same command)."""
-    from ocr_app.settings import load_settings
     from ocr_app.ui.main import serve
-
-    _check_device(load_settings(device=device).device)
 
     sys.exit(
         serve(
