@@ -75,10 +75,21 @@ def _convert(tab, files: list[Path]) -> None:
     tab.wait_for_function("() => document.querySelector('#page-view img.ocr-page-image')?.complete")
 
 
+# Every change of the Cancel button's ``disabled`` (gradio may replace the node: the body is observed)
+_RECORD_CANCEL_STATES = """() => {
+  window.cancelStates = [];
+  new MutationObserver(() => {
+    const b = document.querySelector('#cancel-btn');
+    if (b && window.cancelStates.at(-1) !== b.disabled) window.cancelStates.push(b.disabled);
+  }).observe(document.body, {attributes: true, childList: true, subtree: true});
+}"""
+
+
 @pytest.fixture(scope="module")
 def tab(app, browser, docs):
     context, tab = _open(browser, app.url)
     assert tab.locator("#cancel-btn").is_disabled()  # nothing runs yet
+    tab.evaluate(_RECORD_CANCEL_STATES)
     _convert(tab, [docs["long"], docs["wide"], docs["blank"]])
     yield tab
     context.close()
@@ -109,6 +120,9 @@ def _fit_width(tab) -> None:
 
 def test_cancel_is_disabled_again_when_the_job_is_done(tab):
     tab.wait_for_function("() => document.querySelector('#cancel-btn').disabled")
+    # and it was enabled while the job ran (waiting for "disabled" alone held if it never was)
+    states = tab.evaluate("() => window.cancelStates")  # disabled/enabled changes, in order
+    assert states[-2:] == [False, True], states
 
 
 def test_hovering_a_box_highlights_its_markdown_and_scrolls_to_it(tab):
