@@ -36,6 +36,7 @@ def _norm(text: str) -> str:
     return re.sub(r"[^A-Z0-9]", "", text.upper())
 
 
+@pytest.mark.slow  # twelve 3000 px tiles through RapidOCR
 def test_an_a3_scan_at_600_dpi_is_read_as_tiles_with_page_coordinates(tmp_path):
     assert Settings().max_pixels_per_page >= A3_600DPI[0] * A3_600DPI[1] > 60_000_000
     img = Image.new("RGB", A3_600DPI, "white")
