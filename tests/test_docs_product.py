@@ -51,3 +51,25 @@ def test_readme_documents_exit_code_3_and_page_statuses():
     assert "`3` every file\nconverted but some pages need a look" in readme
     for status in ("empty", "low_confidence", "repaired"):
         assert f"| `{status}` |" in readme
+
+
+def test_ci_installs_what_the_readme_says_and_runs_its_test_command():
+    """A new user follows the README; CI follows the same steps from nothing (a fresh cache dir too)."""
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    one_command = re.search(
+        r"```bash\npip install (torch==\S+ torchvision==\S+) && pip install -e (\S+)\n", readme
+    )
+    assert one_command, "the README's one-command install"
+    assert (
+        f"pip install -q {one_command.group(1)}\n" in ci
+        and f"pip install -q -e {one_command.group(2)}\n" in ci
+    )
+    assert one_command.group(2) == '".[all,dev]"'
+    # the CPU path says what the tests need on top: the dev extra and Chromium
+    cpu = readme.split("CPU-only machine", 1)[1].split("### DeepSeek-OCR-2 weights", 1)[0]
+    assert 'pip install -e ".[all,dev]"' in cpu and "apt-get install -y chromium" in cpu
+    assert "apt-get install -y -qq chromium" in ci
+    test_command = re.search(r"## Test\n\n```bash\n(python -m pytest -q)\s", readme).group(1)
+    assert ci.rstrip().splitlines()[-1] == test_command
+    assert 'export DEEPSEEK_OCR_CACHE_DIR="$(mktemp -d)"' in ci  # the tokenizer and tiny model built afresh
