@@ -41,7 +41,10 @@ PACKAGES = (
 
 def _unpack(package: str, work: Path) -> Path:
     subprocess.run(
-        ["npm", "pack", "--silent", f"@fontsource/{package}@{VERSION}"], cwd=work, check=True, stdout=subprocess.PIPE
+        ["npm", "pack", "--silent", f"@fontsource/{package}@{VERSION}"],
+        cwd=work,
+        check=True,
+        stdout=subprocess.PIPE,
     )
     target = work / package
     with tarfile.open(work / f"fontsource-{package}-{VERSION}.tgz") as tar:
@@ -68,7 +71,9 @@ def main() -> int:
                     faces.append(
                         {"family": family, "weight": weight, "file": dst.name, "unicode_range": ranges[name]}
                     )
-            licences.append(f"== @fontsource/{package} {VERSION} ==\n\n" + (root / "LICENSE").read_text("utf-8"))
+            licences.append(
+                f"== @fontsource/{package} {VERSION} ==\n\n" + (root / "LICENSE").read_text("utf-8")
+            )
     (HERE / "OFL.txt").write_text("\n\n".join(licences), "utf-8")
     meta = {"source": f"@fontsource/* {VERSION} (npm), SIL Open Font License 1.1 (OFL.txt)", "faces": faces}
     (HERE / "fonts.json").write_text(json.dumps(meta, indent=0) + "\n", "utf-8")
