@@ -34,14 +34,27 @@ GPU_GROUP = "gpu"  # concurrency id shared by the UI's and the API's conversions
 # then results, then the GPU panel (a grid, since the panel sits in the left column when wide).
 CSS = """
 #job-status { min-height: 5em; }
+#job-status progress { width: 100%; height: 8px; accent-color: var(--color-accent, #f97316); }
+#job-status .job-error { color: #b91c1c; }
 #engine-notice { background: #fff7e6; border: 1px solid #f0c36d; border-radius: 8px; padding: 4px 12px; }
-#main-row { display: grid !important; grid-template-columns: minmax(320px, 1fr) minmax(0, 2fr);
+#main-row { display: grid !important; grid-template-columns: minmax(300px, 380px) minmax(0, 1fr);
   grid-template-areas: "inputs results" "gpu results"; align-items: start; }
 #inputs-col { grid-area: inputs; } #results-col { grid-area: results; } #gpu-col { grid-area: gpu; }
 #status-table th, #status-table th * { white-space: nowrap !important; }
 #options-note { font-size: 0.9em; opacity: 0.85; }
+/* The page picker shows once there is a page to pick (no "Go to page 0" on an empty app). */
+#results-col:not(:has(.ocr-viewer)) #page-picker { display: none !important; }
+#page-picker { align-items: end; }
 @media (max-width: 900px) {
   #main-row { grid-template-columns: minmax(0, 1fr); grid-template-areas: "inputs" "results" "gpu"; }
+}
+/* Phones: the page list gets a whole line, Go to page the next, Previous and Next share the last. */
+@media (max-width: 600px) {
+  #page-picker { flex-wrap: wrap !important; }
+  #page-picker > .form { order: 1; flex: 1 1 100% !important; flex-wrap: wrap !important; }
+  #page-picker > .form > * { flex: 1 1 100% !important; min-width: 0 !important; }
+  #page-prev { order: 2; flex: 1 1 40% !important; min-width: 0 !important; }
+  #page-next { order: 3; flex: 1 1 40% !important; min-width: 0 !important; }
 }
 """
 
@@ -132,7 +145,10 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
 
     # No telemetry or version check: documents can be private and the app must work offline.
     with gr.Blocks(
-        title="ocr-app · DeepSeek-OCR-2", delete_cache=(600, 3600), analytics_enabled=False
+        title="ocr-app · DeepSeek-OCR-2",
+        delete_cache=(600, 3600),
+        analytics_enabled=False,
+        fill_width=True,  # the page viewer needs the room; gradio's default caps the app at 1280 px
     ) as demo:
         gr.Markdown(
             "## ocr-app — documents to Markdown with DeepSeek-OCR-2\n"
@@ -251,7 +267,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 )
             with gr.Column(scale=2, elem_id="results-col"), gr.Tabs():
                 with gr.Tab("Pages"):
-                    with gr.Row():
+                    with gr.Row(elem_id="page-picker"):
                         prev_btn = gr.Button("◀ Previous", size="sm", elem_id="page-prev", scale=1)
                         page_select = gr.Dropdown(
                             [], label="Page", elem_id="page-select", scale=4, filterable=True
@@ -262,7 +278,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                         next_btn = gr.Button("Next ▶", size="sm", elem_id="page-next", scale=1)
                     page_status = gr.Markdown("", elem_id="page-status")
                     page_view = gr.HTML(
-                        "",
+                        page_html.EMPTY_VIEW,
                         elem_id="page-view",
                         js_on_load=viewer_js,
                         css_template=viewer_css,
@@ -315,7 +331,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             """(dropdown value, page number, viewer HTML, status) of one page; all change together."""
             entry = next((viewer.PageEntry(**e) for e in entries if e["key"] == key), None)
             if entry is None:
-                return None, None, "", ""
+                return None, None, page_html.EMPTY_VIEW, ""
             return entry.key, entry.page_number, entry.html(), viewer.page_status_markdown(entry)
 
         def view(documents: list[DocumentResult], message: str, *, final: bool) -> dict:
