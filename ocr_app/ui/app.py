@@ -34,7 +34,7 @@ GPU_GROUP = "gpu"  # concurrency id shared by the UI's and the API's conversions
 # then results, then the GPU panel (a grid, since the panel sits in the left column when wide).
 CSS = """
 #job-status { min-height: 5em; }
-#job-status progress { width: 100%; height: 8px; accent-color: var(--color-accent, #f97316); }
+#job-status progress { width: 100%; height: 8px; accent-color: #ea580c; }
 #job-status .job-error { color: #b91c1c; }
 #engine-notice { background: #fff7e6; border: 1px solid #f0c36d; border-radius: 8px; padding: 4px 12px; }
 #main-row { display: grid !important; grid-template-columns: minmax(300px, 380px) minmax(0, 1fr);
@@ -142,6 +142,8 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         return why is None, (f"Prompt and resolution mode are off: {why}." if why else "")
 
     honoured, options_note = options_state(default_engine)
+    # The panel opens with a real sample, not "not sampled yet" while the first tick is on its way.
+    first_panel, first_frame, first_gpu = status_panel.panel_update(history, describe, settings)
 
     # No telemetry or version check: documents can be private and the app must work offline.
     with gr.Blocks(
@@ -168,7 +170,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                     elem_id="input-files",
                 )
 
-                with gr.Accordion("PDF passwords (encrypted PDFs only)", open=False, elem_id="passwords"):
+                with gr.Accordion(form.PASSWORDS_BOX, open=False, elem_id="passwords") as passwords_box:
 
                     @gr.render(inputs=files)
                     def password_boxes(uploaded):
@@ -302,8 +304,11 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 gr.Column(scale=1, min_width=320, elem_id="gpu-col"),
                 gr.Accordion("GPU and model", open=True, elem_id="gpu-panel"),
             ):
-                panel_md = gr.Markdown("GPU: not sampled yet", elem_id="gpu-status")
+                panel_md = gr.Markdown(first_panel, elem_id="gpu-status")
                 panel_plot = gr.LinePlot(
+                    first_frame,
+                    visible=status_panel.plot_visible(first_frame, first_gpu),
+                    elem_id="gpu-plot",
                     x="seconds",
                     y="GiB",
                     color="series",
@@ -365,9 +370,9 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
             engine,
             passwords,
             request: gr.Request,
-            progress=gr.Progress(),  # noqa: B008  (gradio injects it)
         ):
             values = form.FormValues(pages, prompt, custom_prompt, locate_text, mode, dpi, use_cache, engine)
+            passwords = dict(passwords or {})
             live: dict[str, DocumentResult] = {}
             outcome = JobOutcome()
             last_view = last_status = 0.0
@@ -377,11 +382,19 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 queue_md: "",
                 cancel_btn: gr.Button(interactive=True),
             }
-            for item in run_job(values, files, request, dict(passwords or {})):
+            job = run_job(values, files, request, passwords)
+            while True:
+                try:
+                    item = next(job)
+                except StopIteration:
+                    break
+                except gr.Error as exc:  # refused before it started: said in the status line, no pill over it
+                    yield {job_status: viewer.error_markdown(str(exc.message))}
+                    return
                 if isinstance(item, JobOutcome):
                     outcome = item
                     break
-                progress(item.fraction, desc=item.message)
+                line = viewer.progress_markdown(item.message, item.fraction)
                 result = item.event.page_result
                 if result is not None:
                     doc = live.setdefault(item.event.source, DocumentResult(source=item.event.source))
@@ -391,16 +404,21 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 now = time.monotonic()
                 if result is not None and now - last_view >= LIVE_VIEW_INTERVAL_S:
                     last_view = last_status = now
-                    yield view(list(live.values()), item.message, final=False)
+                    yield view(list(live.values()), line, final=False)
                 elif now - last_status >= STATUS_INTERVAL_S:
                     last_status = now
-                    yield {job_status: item.message}
-            documents = outcome.documents
-            if not outcome.cancelled and documents and all(d.error for d in documents):
-                raise gr.Error(_failure_message(documents), title="Conversion failed")
-            for doc in outcome.failed:
-                gr.Warning(f"{doc.source}: {doc.error}", title="A file failed")
-            yield view(documents, viewer.summary_markdown(documents, outcome.cancelled), final=True)
+                    yield {job_status: line}
+            # Failures are shown in the status line (in the app's words), never raised: gradio's error pill
+            # would sit over the message. The API endpoint still raises.
+            documents = form.app_errors(outcome.documents, passwords)
+            if any(not d.error for d in documents):  # some converted: a toast for each file that did not
+                for doc in documents:
+                    if doc.error:
+                        gr.Warning(f"{doc.source}: {doc.error}", title="A file failed")
+            update = view(documents, viewer.summary_markdown(documents, outcome.cancelled), final=True)
+            if form.needs_password(documents):
+                update[passwords_box] = gr.Accordion(open=True)
+            yield update
 
         def convert_api(
             files,
@@ -487,10 +505,9 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         convert_btn.click(
             convert_ui,
             [*form_inputs, passwords_state],
-            [*view_outputs, queue_md, cancel_btn],
+            [*view_outputs, queue_md, cancel_btn, passwords_box],
             api_visibility="private",
-            show_progress="full",
-            show_progress_on=[job_status],
+            show_progress="hidden",  # the job draws its own progress line and bar (viewer.progress_markdown)
             **gpu,
         ).then(
             lambda: (gr.Button(interactive=False), ""),

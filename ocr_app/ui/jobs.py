@@ -144,7 +144,11 @@ def stream_conversion(
                         outcome.documents.append(exc.partial)
                     break
                 except OcrError as exc:  # the converter raises only when the input names nothing
-                    docs = [DocumentResult(source=names[i], error=str(exc), error_kind="input")]
+                    docs = [
+                        DocumentResult(
+                            source=names[i], error=str(exc), error_kind="input", error_type=type(exc).__name__
+                        )
+                    ]
                 except Exception as exc:  # never let one file take the job down silently
                     logger.exception("conversion of %s crashed", path)
                     docs = [
