@@ -106,9 +106,36 @@ def page(app, browser, inputs, tmp_path_factory):
     context.close()
 
 
-def test_screenshot_saved(page):
-    with Image.open(page.screenshot_path) as img:
-        assert img.width >= 1400 and img.height > 600
+def test_the_browser_paints_the_page_image(page, expected, tmp_path):
+    """The pixels on screen where the page image sits are the page's overlay, not a blank or broken image:
+    the visible part of it is compared with the same part of the overlay file."""
+    from PIL import ImageChops, ImageStat
+
+    page.wait_for_function("() => document.querySelector('#page-view img.ocr-page-image').naturalWidth > 0")
+    clip = page.evaluate(
+        """() => { const i = document.querySelector('#page-view img.ocr-page-image').getBoundingClientRect();
+        const s = document.querySelector('#page-view .ocr-scroll').getBoundingClientRect();
+        const x = Math.max(i.left, s.left), y = Math.max(i.top, s.top);
+        return {x, y, width: Math.min(i.right, s.right) - x, height: Math.min(i.bottom, s.bottom) - y,
+                left: i.left, top: i.top, scale: i.width / document.querySelector('#page-view img').naturalWidth}; }"""
+    )
+    assert clip["width"] > 200 and clip["height"] > 200, clip
+    shot = tmp_path / "page-image.png"
+    page.screenshot(path=str(shot), clip={k: clip[k] for k in ("x", "y", "width", "height")})
+    with Image.open(shot) as got, Image.open(expected[0].pages[0].overlay_path) as overlay:
+        got = got.convert("L")
+        s = clip["scale"]
+        box = ((clip["x"] - clip["left"]) / s, (clip["y"] - clip["top"]) / s)
+        want = overlay.convert("L").crop((*box, box[0] + clip["width"] / s, box[1] + clip["height"] / s))
+        want = want.resize(got.size)
+        diff = ImageStat.Stat(ImageChops.difference(got, want)).mean[0]
+        blank = ImageStat.Stat(ImageChops.difference(Image.new("L", got.size, 255), want)).mean[0]
+        shifted = ImageStat.Stat(
+            ImageChops.difference(
+                got, want.transform(want.size, Image.Transform.AFFINE, (1, 0, 0, 0, 1, 40), fillcolor=255)
+            )
+        ).mean[0]
+    assert diff < blank / 2 and diff < shifted / 2, (diff, blank, shifted)
 
 
 def test_the_page_loads_nothing_from_outside_the_machine(app, page):

@@ -117,8 +117,12 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
     viewer_js, viewer_css = page_html.assets()
 
     def run_job(
-        values: form.FormValues, files: Any, request: Any, passwords: dict[str, str] | None = None
-    ) -> Iterator[Progress | JobOutcome]:
+        values: form.FormValues,
+        files: Any,
+        request: Any,
+        passwords: dict[str, str] | None = None,
+        idle_s: float | None = None,
+    ) -> Iterator[Progress | JobOutcome | None]:
         """Validate, start the job in this session's folder, stream it; raises gr.Error on bad input."""
         paths = _file_paths(files)
         if not paths:
@@ -131,7 +135,7 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
         cancel = cancels.start(key)
         job_dir = dirs.new_job(key)
         try:
-            yield from stream_conversion(converter, paths, job_dir, options, cancel, passwords)
+            yield from stream_conversion(converter, paths, job_dir, options, cancel, passwords, idle_s)
         finally:
             cancels.finish(key, cancel)
             dirs.finished(job_dir)
@@ -382,7 +386,8 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 queue_md: "",
                 cancel_btn: gr.Button(interactive=True),
             }
-            job = run_job(values, files, request, passwords)
+            job = run_job(values, files, request, passwords, idle_s=STATUS_INTERVAL_S)
+            line = held = ""  # the progress line, and one not shown yet (events come faster than we draw)
             while True:
                 try:
                     item = next(job)
@@ -391,10 +396,15 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 except gr.Error as exc:  # refused before it started: said in the status line, no pill over it
                     yield {job_status: viewer.error_markdown(str(exc.message))}
                     return
+                if item is None:  # no event for a while: show the line held back, if any
+                    if held:
+                        last_status, held = time.monotonic(), ""
+                        yield {job_status: line}
+                    continue
                 if isinstance(item, JobOutcome):
                     outcome = item
                     break
-                line = viewer.progress_markdown(item.message, item.fraction)
+                line = held = viewer.progress_markdown(item.message, item.fraction)
                 result = item.event.page_result
                 if result is not None:
                     doc = live.setdefault(item.event.source, DocumentResult(source=item.event.source))
@@ -404,9 +414,10 @@ def build_app(converter: "Converter", settings: "Settings", *, work_dir: Path | 
                 now = time.monotonic()
                 if result is not None and now - last_view >= LIVE_VIEW_INTERVAL_S:
                     last_view = last_status = now
+                    held = ""
                     yield view(list(live.values()), line, final=False)
                 elif now - last_status >= STATUS_INTERVAL_S:
-                    last_status = now
+                    last_status, held = now, ""
                     yield {job_status: line}
             # Failures are shown in the status line (in the app's words), never raised: gradio's error pill
             # would sit over the message. The API endpoint still raises.
