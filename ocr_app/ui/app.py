@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 # then results, then the GPU panel (a grid, since the panel sits in the left column when wide).
 CSS = """
 #job-status { min-height: 5em; }
+/* The job draws its own progress and errors in this line: gradio's tracker never covers it. */
+#job-status [data-testid=status-tracker] { display: none !important; }
 #job-status progress { width: 100%; height: 8px; accent-color: #ea580c; }
 #engine-notice { background: #fff7e6; border: 1px solid #f0c36d; border-radius: 8px; padding: 4px 12px; }
 #main-row { display: grid !important; grid-template-columns: minmax(300px, 380px) minmax(0, 1fr);
