@@ -116,25 +116,26 @@ def _upload(tab, files: list[Path]) -> None:
         tab.locator("#input-files").get_by_text(p.stem, exact=True).first.wait_for()
 
 
-def _convert(tab, files: list[Path], done: str = "Done:") -> None:
+def _convert(tab, files: list[Path]) -> None:
     _upload(tab, files)
     tab.click("#convert-btn")
-    tab.locator("#job-status").get_by_text(done).wait_for()
-    if done == "Done:":
-        tab.wait_for_function(
-            "() => { const i = document.querySelector('#page-view img.ocr-page-image');"
-            " return i && i.complete && i.naturalWidth > 0; }"
-        )
+    tab.locator("#job-status").get_by_text("Done:").wait_for()
+    tab.wait_for_function(
+        "() => { const i = document.querySelector('#page-view img.ocr-page-image');"
+        " return i && i.complete && i.naturalWidth > 0; }"
+    )
 
 
-def _shoot(tab, shots: Path, name: str, *, locator: str | None = None) -> Path:
-    """A picture for the docs: the viewport scrolled to ``locator``, in few colours (small files)."""
+def _shoot(tab, shots: Path, name: str, *, locator: str | None = None, full_page: bool = False) -> Path:
+    """A picture for the docs: the viewport with ``locator`` at its top (or the whole page), in few colours
+    (small files)."""
     from PIL import Image
 
+    tab.mouse.move(1, 1)  # no hover highlight in the picture
     if locator:
-        tab.locator(locator).first.scroll_into_view_if_needed()
+        tab.locator(locator).first.evaluate("e => e.scrollIntoView({block: 'start'})")
     raw = shots / f"raw-{name}.png"
-    tab.screenshot(path=str(raw))
+    tab.screenshot(path=str(raw), full_page=full_page)
     out = shots / f"{name}.png"
     with Image.open(raw) as img:
         img.convert("RGB").quantize(colors=96, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
@@ -175,7 +176,7 @@ def test_before_any_conversion_the_app_is_in_a_sensible_empty_state(app, browser
     try:
         tab.reload()
         tab.locator("#gpu-status").wait_for()
-        tab.locator("#page-view .ocr-empty").get_by_text("No pages yet.").wait_for()
+        tab.locator("#page-view").wait_for()
         for _ in range(2):  # as first drawn, then once the load event has answered
             panel = tab.inner_text("#gpu-status")
             assert "not sampled" not in panel
@@ -197,7 +198,9 @@ def test_before_any_conversion_the_app_is_in_a_sensible_empty_state(app, browser
                 tab.wait_for_function(
                     "() => /not loaded|ready/.test(document.querySelector('#gpu-status').innerText)"
                 )
-        _shoot(tab, shots, f"ui-empty-{width}")
+        # the Pages tab says what will appear there
+        assert "No pages yet." in tab.inner_text("#page-view") and "Convert" in tab.inner_text("#page-view")
+        _shoot(tab, shots, f"ui-empty-{width}", full_page=True)
     finally:
         context.close()
 
@@ -227,11 +230,8 @@ def test_progress_is_drawn_once(app, browser, docs, shots, width):
         _upload(tab, [docs["long"]])
         tab.evaluate(RECORD_STATUS)
         tab.click("#convert-btn")
-        tab.wait_for_function(
-            "() => document.querySelector('#job-status progress') && "
-            "/\\d+ of 60/.test(document.querySelector('#job-status').innerText)"
-        )
-        _shoot(tab, shots, f"ui-progress-{width}", locator="#convert-btn")
+        tab.wait_for_function("() => /\\d+ of 60/.test(document.querySelector('#job-status').innerText)")
+        _shoot(tab, shots, f"ui-progress-{width}", locator="#input-files")
         tab.locator("#job-status").get_by_text("Done:").wait_for()
         log = tab.evaluate("() => window.__statusLog")
     finally:
@@ -249,9 +249,15 @@ def test_progress_is_drawn_once(app, browser, docs, shots, width):
 def test_an_encrypted_pdf_error_is_readable_and_points_at_the_password_box(app, browser, docs, shots, width):
     context, tab = _open(browser, app.url, width)
     try:
-        _convert(tab, [docs["locked"]], done="Nothing was converted.")
-        message = tab.locator("#job-status p", has_text="locked.pdf").first
+        _upload(tab, [docs["locked"]])
+        tab.click("#convert-btn")
+        message = tab.locator("p", has_text=re.compile(r"locked\.pdf.* encrypted")).first
+        message.wait_for()  # wherever the app says it
+        assert (
+            tab.locator("#job-status").locator("p", has_text="encrypted").count() == 1
+        )  # in the status line
         text = message.inner_text()
+        assert "Nothing was converted." in tab.inner_text("#job-status")
         assert "PDF passwords" in text and "below the file list" in text
         assert "--password" not in text and "CLI" not in text  # the app's words, not the CLI's
         # the box it points at is open and visible, right below the file list
@@ -271,7 +277,7 @@ def test_an_encrypted_pdf_error_is_readable_and_points_at_the_password_box(app, 
         )
         assert hits and all(hits), hits
         assert tab.locator("#job-status [data-testid=status-tracker]:visible", has_text="Error").count() == 0
-        _shoot(tab, shots, f"ui-error-{width}", locator="#passwords")
+        _shoot(tab, shots, f"ui-error-{width}", locator="#input-files")
     finally:
         context.close()
 
@@ -302,14 +308,14 @@ def test_the_app_words_encrypted_pdf_errors_itself_and_the_library_keeps_its_own
 # --- the page itself ------------------------------------------------------------------------------------
 def _label_sizes(tab) -> list[dict]:
     """Each block label's font size on screen (font-size × page-to-screen scale × the label's own scale)
-    and the height of its drawn text."""
+    and the height of its drawn text (the whole name, or the number alone when labels must grow a lot)."""
     return tab.evaluate(
         """() => { const svg = document.querySelector('#page-view svg.ocr-boxes');
         const s = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
         return [...svg.querySelectorAll('.ocr-label')].map(g => {
           const m = new DOMMatrix(getComputedStyle(g).transform === 'none' ? undefined
                                   : getComputedStyle(g).transform);
-          const t = g.querySelector('text');
+          const t = [...g.querySelectorAll('text')].find(e => e.getClientRects().length);
           return {font: +t.getAttribute('font-size') * s * m.a, height: t.getBoundingClientRect().height}; }); }"""
     )
 
@@ -331,6 +337,7 @@ def test_a_landscape_page_fills_the_viewer_and_its_labels_follow_the_zoom(app, b
         labels = _label_sizes(tab)
         assert len(labels) == tab.locator("#page-view .ocr-label").count() >= 4
         assert all(lab["font"] >= MIN_LABEL_PX - 0.01 and lab["height"] >= MIN_LABEL_PX for lab in labels)
+        assert tab.locator("#page-view svg.ocr-compact").count() == 0  # whole names: "1 sub_title"
         _shoot(tab, shots, f"ui-landscape-{WIDE}", locator="#page-view")
         fit = labels[0]["font"]
         _zoom(tab, "in", "125%")
@@ -351,8 +358,12 @@ def test_a_landscape_page_fills_the_viewer_and_its_labels_follow_the_zoom(app, b
         _convert(tab, [docs["wide"]])
         size = _viewer_sizes(tab)
         assert size["w"] >= size["pane"] - 2 and size["paneHeight"] <= size["h"] + 2, size
-        assert all(lab["font"] >= MIN_LABEL_PX - 0.01 for lab in _label_sizes(tab))
-        _shoot(tab, shots, f"ui-landscape-{NARROW}", locator="#page-view .ocr-image-pane")
+        labels = _label_sizes(tab)
+        assert all(lab["font"] >= MIN_LABEL_PX - 0.01 and lab["height"] >= MIN_LABEL_PX for lab in labels)
+        # grown 3x, whole names would hide the page: each label shows its number only
+        assert tab.locator("#page-view svg.ocr-compact").count() == 1
+        assert tab.locator("#page-view .ocr-label-num text:visible").first.text_content() == "1"
+        _shoot(tab, shots, f"ui-landscape-{NARROW}", locator="#results-col")
     finally:
         context.close()
 
@@ -392,7 +403,7 @@ def test_headings_use_one_font_and_a_narrow_screen_keeps_the_picker_usable(app, 
         size = _viewer_sizes(tab)
         assert size["w"] >= size["pane"] - 2
         assert size["paneHeight"] <= size["h"] + 2 or size["scrollHeight"] > size["paneHeight"], size
-        _shoot(tab, shots, f"ui-page-{width}", locator="#page-picker" if width == NARROW else None)
+        _shoot(tab, shots, f"ui-page-{width}", locator="#results-col" if width == NARROW else None)
     finally:
         context.close()
 
@@ -444,7 +455,7 @@ def test_the_markdown_pane_shows_korean_chinese_arabic_and_cyrillic(app, browser
         assert fonts and all(f["isCustomFont"] and f["familyName"].startswith("Noto Sans") for f in fonts), (
             fonts
         )
-        _shoot(tab, shots, f"ui-scripts-{width}", locator="#page-view .ocr-md-pane")
+        _shoot(tab, shots, f"ui-scripts-{width}", locator="#page-view" if width == NARROW else None)
     finally:
         context.close()
 

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 # Wide screens: inputs and the GPU panel on the left, results on the right. Narrow screens: inputs,
 # then results, then the GPU panel (a grid, since the panel sits in the left column when wide).
 CSS = """
-#job-status { min-height: 5em; }
+#job-status { min-height: 3.5em; }
 /* The job draws its own progress and errors in this line: gradio's tracker never covers it. */
 #job-status [data-testid=status-tracker] { display: none !important; }
 #job-status progress { width: 100%; height: 8px; accent-color: #ea580c; }

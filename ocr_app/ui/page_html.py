@@ -290,7 +290,9 @@ def markdown_html(markdown: str, blocks: list[Block], figure_urls: dict[str, str
 # --- the page view --------------------------------------------------------------------------------
 def _labels_svg(blocks: list[Block], width: int, height: int) -> str:
     """Each block's label, drawn over the patch the overlay image already has (``LabelPatch``), so the
-    script can keep it readable at any zoom: it scales every label about its anchor by ``--ocr-label-k``."""
+    script can keep it readable at any zoom: it scales every label about its anchor by ``--ocr-label-k``.
+    A second, number-only form ("3" for "3 text") is shown instead when the labels must grow so much that
+    whole names would hide the page (a phone at fit width)."""
     from ocr_app.render.overlay import label_patches, text_colour
 
     parts = []
@@ -298,15 +300,30 @@ def _labels_svg(blocks: list[Block], width: int, height: int) -> str:
         ax, ay = p.anchor
         fill = "rgb({},{},{})".format(*p.colour)
         ink = "rgb({},{},{})".format(*text_colour(p.colour))
+        number = p.text.split(" ", 1)[0]
+        pad = (p.width - p.text_width) / 2
+        short = p.text_width * len(number) / max(1, len(p.text)) + 2 * pad
+        short_x = p.x if ax == p.x else p.x + p.width - short  # keep the corner at the anchor
         parts.append(
             f'<g class="ocr-label" data-block="{p.block}" style="transform-origin: {ax:.1f}px {ay:.1f}px">'
-            f'<rect x="{p.x:.1f}" y="{p.y:.1f}" width="{p.width:.1f}" height="{p.height:.1f}" fill="{fill}"/>'
-            f'<text x="{p.x + p.width / 2:.1f}" y="{p.y + p.height / 2:.1f}" font-size="{p.font_size}" '
-            f'fill="{ink}" text-anchor="middle" dominant-baseline="central" '
-            f'textLength="{max(1.0, p.text_width):.1f}" '
-            f'lengthAdjust="spacingAndGlyphs">{html.escape(p.text)}</text></g>'
+            f"<title>{html.escape(p.text)}</title>"
+            f'<g class="ocr-label-full"><rect x="{p.x:.1f}" y="{p.y:.1f}" width="{p.width:.1f}" '
+            f'height="{p.height:.1f}" fill="{fill}"/>{_label_text(p.text, p.x, p.y, p.width, p.height, p, ink)}</g>'
+            f'<g class="ocr-label-num"><rect x="{short_x:.1f}" y="{p.y:.1f}" width="{short:.1f}" '
+            f'height="{p.height:.1f}" fill="{fill}"/>{_label_text(number, short_x, p.y, short, p.height, p, ink)}</g>'
+            "</g>"
         )
     return "".join(parts)
+
+
+def _label_text(text: str, x: float, y: float, w: float, h: float, patch: Any, ink: str) -> str:
+    """SVG text centred in its patch and stretched to the width the overlay's font gives it."""
+    length = patch.text_width * len(text) / max(1, len(patch.text))
+    return (
+        f'<text x="{x + w / 2:.1f}" y="{y + h / 2:.1f}" font-size="{patch.font_size}" fill="{ink}" '
+        f'text-anchor="middle" dominant-baseline="central" textLength="{max(1.0, length):.1f}" '
+        f'lengthAdjust="spacingAndGlyphs">{html.escape(text)}</text>'
+    )
 
 
 def _boxes_svg(blocks: list[Block], width: int, height: int) -> str:

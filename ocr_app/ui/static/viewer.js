@@ -5,6 +5,7 @@ const state = { zoom: 1, fit: "width" };
 const q = (sel) => element.querySelector(sel);
 const ZOOM_STEP = 1.25;
 const MIN_LABEL_PX = 11; // block labels on the page never get smaller than this on screen
+const COMPACT_K = 1.6; // labels grown more than this show their number only ("3" for "3 text")
 
 function fitZoom(fit) {
   const box = q(".ocr-scroll"), view = q(".ocr-viewer");
@@ -23,6 +24,7 @@ function scaleLabels() {
   const size = +svg.dataset.labelSize || 10;
   const k = s > 0 ? Math.max(1, MIN_LABEL_PX / (size * s)) : 1;
   svg.style.setProperty("--ocr-label-k", k.toFixed(4));
+  svg.classList.toggle("ocr-compact", k > COMPACT_K); // grown this much, whole names would hide the page
 }
 
 function applyZoom() {
