@@ -296,10 +296,17 @@ def phase_firstdoc(args: argparse.Namespace) -> dict:
     if cuda:
         cuda.synchronize()
     res["load_s"] = round(time.perf_counter() - t0, 2)
+    at_load = triton_kernels()
     res["first"] = _convert(conv, settings, pdfs[str(n)], args.new, work / "first")
+    after_first = triton_kernels()
     res["steady"] = [
         _convert(conv, settings, pdfs[str(n)], args.new, work / f"s{i}") for i in range(args.steady_runs)
     ]
+    res["triton_compiled"] = {
+        "at_load": sum(at_load.values()),
+        "first_document": _diff(after_first, at_load),
+        "steady": _diff(triton_kernels(), after_first),
+    }
     best = min(r["wall_s"] for r in res["steady"])
     res["first_over_steady"] = round(res["first"]["wall_s"] / best, 3)
     res["describe"] = engines.describe()["engines"]["deepseek"].get("load_breakdown")
@@ -310,6 +317,20 @@ def phase_firstdoc(args: argparse.Namespace) -> dict:
     )
     engines.unload_all()
     return res
+
+
+def triton_kernels() -> dict[str, int]:
+    """Compiled specialisations per kernel name in ``TRITON_CACHE_DIR`` (one ``<name>.json`` each)."""
+    root = os.environ.get("TRITON_CACHE_DIR")
+    counts: dict[str, int] = {}
+    for meta in Path(root).glob("*/*.json") if root else ():
+        if not meta.name.startswith("__grp__"):
+            counts[meta.stem] = counts.get(meta.stem, 0) + 1
+    return counts
+
+
+def _diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in sorted(after.items()) if v > before.get(k, 0)}
 
 
 def _mib(n: int | None) -> int | None:
@@ -420,6 +441,8 @@ def orchestrate(args: argparse.Namespace) -> dict:
                 for label, fmt in (("md_json", "md,json"), ("default", None))
             }
             log(variant, f"{args.doc_pages}-page document by format", json.dumps(r["doc_formats"]))
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=2))
         if args.cold_only:
             continue
         r["warm"] = run_phase(args, "warm", ["--variant", variant, "--model", model, "--pdfs", pdfs])
@@ -431,6 +454,8 @@ def orchestrate(args: argparse.Namespace) -> dict:
                 ["--variant", variant, "--model", model, "--pdfs", pdfs, "--budget-gib", str(budget)],
             )
         results["variants"][variant] = r
+        if args.out:  # what is measured so far survives a run cut short by a time limit
+            Path(args.out).write_text(json.dumps(results, indent=2))
     results["total_s"] = round(time.perf_counter() - t_start, 1)
     return results
 
@@ -455,7 +480,7 @@ def table(results: dict) -> str:
         for v in vs:
             try:
                 cells.append(get(results["variants"][v]))
-            except (KeyError, TypeError, IndexError, ZeroDivisionError):
+            except (KeyError, TypeError, IndexError, ZeroDivisionError, ValueError):
                 cells.append("—")
         rows.append((name, cells))
 
