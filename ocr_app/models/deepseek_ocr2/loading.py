@@ -352,17 +352,12 @@ def _from_prefetch(directory: Path, early: Any, dtype: torch.dtype, device: torc
 
 
 def warm_libraries(device: torch.device) -> None:
-    """First-call costs of the first page, paid on the reading thread while the main thread still
-    imports: Triton's hash of its own installation (once per process, ~0.4 s on an H200 host, before
-    the first kernel can be looked up in its cache), cuBLAS and cuDNN start-up, SDPA dispatch."""
+    """First-call costs of the first page that run in C++ (few Python calls), paid on the reading thread
+    while the main thread still imports: cuBLAS and cuDNN start-up, SDPA dispatch. (Triton's hash of its
+    own installation, ~0.4 s, stays with the first kernel: it is Python work, and in this thread it
+    slowed the import by as much as it saved.)"""
     import torch
 
-    try:
-        from triton.runtime.cache import triton_key
-
-        triton_key()
-    except Exception as exc:  # another Triton layout: the first kernel pays it, as before
-        logger.debug("triton key not precomputed: %s", exc)
     with torch.cuda.device(device):
         x = torch.randn(2, 4, 64, 64, device=device, dtype=torch.bfloat16)
         torch.nn.functional.scaled_dot_product_attention(x, x, x)

@@ -7,7 +7,7 @@ the bytes needs only torch, not transformers, and almost no Python: ``os.preadv`
 buffer (the GIL is released for the copy out of the page cache), and a non-blocking copy moves it to
 the GPU on a side stream while the next chunk is read. So the engine starts :class:`WeightPrefetch`
 before it imports transformers, and the weights are on the GPU by the time the model skeleton exists.
-A few whole-buffer reads per 64 MiB, rather than one call per tensor, keep the reader from waiting for
+A few calls per 128 MiB chunk, rather than one call per tensor, keep the reader from waiting for
 the GIL behind the importing thread.
 
 :func:`assemble` then turns the file's tensors into the model's state dict with transformers' own
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CHUNK_BYTES = 64 * 1024**2  # one pinned staging buffer
+CHUNK_BYTES = 128 * 1024**2  # one pinned staging buffer
 BUFFERS = 3  # staging buffers in flight: read one while the others cross the bus
 _DTYPES = {
     "BF16": "bfloat16", "F16": "float16", "F32": "float32", "F64": "float64", "I8": "int8", "U8": "uint8",
@@ -96,17 +96,29 @@ def _read_into(fd: int, view: memoryview, offset: int) -> None:
 class WeightPrefetch:
     """Every tensor of ``files`` read onto ``device`` by a daemon thread started at construction.
 
+    The destination tensors are allocated here, on the calling thread, before the reader starts: done
+    in the reader, each of the ~2,600 allocations had to win the GIL back from the importing thread
+    (up to one switch interval each), which made the read 3.7 s and the import slower (H200 host,
+    docs/PERFORMANCE.md). The reader's own Python work is a few calls per 128 MiB chunk, and the GIL
+    switch interval is 1 ms while it runs.
+
     ``after``: called in that thread once the weights are in place (the engine warms libraries there).
     ``result()`` waits and returns ``{name: tensor}`` in the files' dtypes; a failure in the thread is
     raised there. ``seconds`` says how long the read took.
     """
 
     def __init__(self, files: list[Path], device: Any, *, after: Callable[[], None] | None = None) -> None:
+        import torch
+
         self.files = [Path(f) for f in files]
-        self.device = device
+        self.device = torch.device(device)
         self.after = after
         self.entries = {f: read_header(f) for f in self.files}
-        self.tensors: dict[str, torch.Tensor] = {}
+        self.tensors: dict[str, torch.Tensor] = {
+            t.name: _empty(t, self.device) for es in self.entries.values() for t in es
+        }
+        # byte views of the destinations, also made here (each is two torch calls)
+        self._flat = {k: _bytes_of(x) for k, x in self.tensors.items() if x.numel()}
         self.seconds: float | None = None
         self.nbytes = sum(t.end - t.start for es in self.entries.values() for t in es)
         self._error: BaseException | None = None
@@ -120,26 +132,27 @@ class WeightPrefetch:
         return self.tensors
 
     def _run(self) -> None:
-        t0 = time.perf_counter()
-        try:
-            import torch
+        import sys
 
-            device = torch.device(self.device)
+        t0 = time.perf_counter()
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, 0.001))
+        try:
             for f, entries in self.entries.items():
-                dst = {t.name: _empty(t, device) for t in entries}
-                if device.type == "cuda":
-                    _read_staged(f, entries, dst, device)
+                if self.device.type == "cuda":
+                    _read_staged(f, entries, self._flat, self.device)
                 else:
-                    _read_direct(f, entries, dst)
-                self.tensors.update(dst)
+                    _read_direct(f, entries, self.tensors)
             self.seconds = time.perf_counter() - t0
             logger.info(
-                "read %.2f GiB of weights to %s in %.2f s", self.nbytes / 1024**3, device, self.seconds
+                "read %.2f GiB of weights to %s in %.2f s", self.nbytes / 1024**3, self.device, self.seconds
             )
             if self.after is not None:
                 self.after()
         except BaseException as exc:  # handed to result(): the loading thread reports it
             self._error = exc
+        finally:
+            sys.setswitchinterval(interval)
 
 
 def _empty(t: TensorEntry, device: torch.device) -> torch.Tensor:
@@ -199,11 +212,13 @@ def chunk_pieces(entries: list[TensorEntry], size: int):
 
 
 def _read_staged(
-    path: Path, entries: list[TensorEntry], dst: dict[str, torch.Tensor], device, size: int = CHUNK_BYTES
+    path: Path, entries: list[TensorEntry], flat: dict[str, torch.Tensor], device, size: int = CHUNK_BYTES
 ) -> None:
     """The file's data region through ``BUFFERS`` staging buffers (pinned on CUDA), each chunk's pieces
     copied to their tensors with one call (non-blocking, on a side stream, on CUDA) while the next
-    chunk is read. On the CPU the same path runs with plain buffers (tests check it there)."""
+    chunk is read. ``flat``: each tensor's bytes (``_bytes_of``). On the CPU the same path runs with
+    plain buffers (tests check it there). The side stream is synchronised before this returns, so the
+    tensors are complete for any stream."""
     import torch
 
     cuda = torch.device(device).type == "cuda"
@@ -213,7 +228,6 @@ def _read_staged(
     views = [memoryview(b.numpy()) for b in bufs]
     done = [torch.cuda.Event() if cuda else None for _ in bufs]
     stream = torch.cuda.Stream(device) if cuda else None
-    flat = {name: _bytes_of(x) for name, x in dst.items() if x.numel()}
     fd = os.open(path, os.O_RDONLY)
     try:
         for i, (a, b, pieces) in enumerate(chunk_pieces(entries, size)):
@@ -233,9 +247,6 @@ def _read_staged(
             stream.synchronize()
     finally:
         os.close(fd)
-    if cuda:
-        for x in dst.values():  # allocated by this thread, used on other streams from now on
-            x.record_stream(stream)
 
 
 def checkpoint_files(directory: str | Path) -> list[Path]:
