@@ -93,9 +93,10 @@ class Settings(BaseSettings):
         "attention inputs (same output up to rounding); false = transformers' layer.",
     )
     weight_prefetch: bool = Field(
-        True,
+        False,
         description="Read the checkpoint's files onto the device in a background thread while transformers "
-        "is imported, then assign them to an empty model (false = transformers' from_pretrained).",
+        "is imported, then assign them to an empty model (false = transformers' from_pretrained; off by "
+        "default: no cold-start gain measured on an H200 host, docs/PERFORMANCE.md).",
     )
     preprocess_on_gpu: bool = Field(
         True,

@@ -262,7 +262,7 @@ def load_model(
     vision_attn_mb: int = DEFAULT_BUDGET_MB,
     vision_fused: bool = True,
     quant_options: dict[str, Any] | None = None,
-    prefetch: bool = True,
+    prefetch: bool = False,
 ) -> tuple[Any, Any]:
     """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend).
 
