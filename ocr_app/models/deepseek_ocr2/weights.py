@@ -1,17 +1,18 @@
-"""Read a checkpoint's safetensors files straight onto the device in a background thread.
+"""Read a checkpoint's safetensors files straight onto the device in a background thread (opt-in).
 
-Why: a cold ``ocr-app convert`` spent ~5 s in ``from_pretrained`` on an H200 host (docs/PERFORMANCE.md,
-"Cold start"): ~2.5 s importing transformers' model and processor machinery, ~1.9 s reading 6.3 GiB
-of weights through transformers' loader, ~0.5 s building the processor, one after the other. Reading
-the bytes needs only torch, not transformers, and almost no Python: ``os.preadv`` fills a pinned host
-buffer (the GIL is released for the copy out of the page cache), and a non-blocking copy moves it to
-the GPU on a side stream while the next chunk is read. So the engine starts :class:`WeightPrefetch`
-before it imports transformers, and the weights are on the GPU by the time the model skeleton exists.
-A few calls per 128 MiB chunk, rather than one call per tensor, keep the reader from waiting for
-the GIL behind the importing thread.
+Why it was built: a cold ``ocr-app convert`` spent ~5 s in the load on an H200 host: ~2.7 s importing
+transformers' model and processor machinery, 1.84 s in ``from_pretrained``, ~0.5 s building the
+processor, one after the other. Reading the bytes needs only torch, not transformers, and almost no
+Python: ``os.preadv`` fills a pinned host buffer (the GIL is released for the copy out of the page
+cache), and a non-blocking copy moves it to the GPU on a side stream while the next chunk is read. So
+the engine can start :class:`WeightPrefetch` before it imports transformers.
 
-:func:`assemble` then turns the file's tensors into the model's state dict with transformers' own
-conversion table (hub names → module names, per-expert tensors → fused experts), on the device, and
+Why it is off by default (``DEEPSEEK_OCR_WEIGHT_PREFETCH``): measured on H200 hosts, the cold start did
+not move — the importing thread slowed by about what the read saved (docs/PERFORMANCE.md, "The first
+page"). The path is kept, tested against ``from_pretrained``, for hosts where the read is the larger part.
+
+:func:`assemble` turns the file's tensors into the model's state dict with transformers' own conversion
+table (hub names → module names, per-expert tensors → fused experts), on the device, and
 :func:`load_prefetched` assigns it to a skeleton built without weight initialisation. The result
 matches ``from_pretrained`` (names, dtypes — the router stays float32 — and values; tested).
 
