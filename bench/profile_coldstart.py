@@ -71,12 +71,11 @@ class StackSampler(threading.Thread):
         super().__init__(daemon=True, name="stack-sampler")
         self.interval = interval
         self.folded: dict[tuple[str, str], float] = defaultdict(float)
-        self.t0 = time.perf_counter()
+        self.stop = threading.Event()
 
     def run(self) -> None:
         last = time.perf_counter()
-        while True:
-            time.sleep(self.interval)
+        while not self.stop.wait(self.interval):
             now = time.perf_counter()
             dt, last = now - last, now
             names = {t.ident: t.name for t in threading.enumerate()}
@@ -91,6 +90,10 @@ class StackSampler(threading.Thread):
                 self.folded[(names.get(ident, str(ident)), ";".join(reversed(parts)))] += dt
 
     def dump(self, path: str) -> None:
+        """Stop sampling (the dict must not change while it is written), then write folded stacks."""
+        self.stop.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join()
         with open(path, "w") as f:
             for (thread, stack), secs in self.folded.items():
                 f.write(f"{thread};{stack} {secs:.6f}\n")
