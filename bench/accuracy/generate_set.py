@@ -61,19 +61,11 @@ class Doc:
 
     def table(self, header: list[list[tuple[str, int]]], rows: list[list[str]]) -> None:
         """``header``: rows of (text, colspan); body rows of plain cells. No rules anywhere."""
-        head_html = "".join(
-            "<tr>" + "".join(_th(t, span) for t, span in hr) + "</tr>" for hr in header
-        )
-        body_html = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows
-        )
+        head_html = "".join("<tr>" + "".join(_th(t, span) for t, span in hr) + "</tr>" for hr in header)
+        body_html = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
         self.html.append(f"<table>{head_html}{body_html}</table>")
-        md_head = "".join(
-            "<tr>" + "".join(_th(t, span) for t, span in hr) + "</tr>" for hr in header
-        )
-        md_body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows
-        )
+        md_head = "".join("<tr>" + "".join(_th(t, span) for t, span in hr) + "</tr>" for hr in header)
+        md_body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
         self.md.append(f"<table>{md_head}{md_body}</table>")
 
 
@@ -227,7 +219,7 @@ def _story_pdf(path: Path, d: Doc, family: str, size: float) -> None:
 
     css = _css(family, size)
     page = pymupdf.paper_rect("a4")
-    frame = page + (56, 56, -56, -56)
+    frame = pymupdf.Rect(56, 56, page.width - 56, page.height - 56)
     writer = pymupdf.DocumentWriter(str(path))
     story = pymupdf.Story(html="".join(d.html), user_css=css)
     more = 1

@@ -64,7 +64,9 @@ def _f(v: float | None) -> str:
 
 def _fmt_doc(d: DocScore) -> str:
     err = f" ERROR {d.error}" if d.error else ""
-    return f"NID {_f(d.nid)} TEDS {_f(d.teds)} MHS {_f(d.mhs)} CPU {d.cpu_s / max(d.pages, 1):.3f} s/page{err}"
+    return (
+        f"NID {_f(d.nid)} TEDS {_f(d.teds)} MHS {_f(d.mhs)} CPU {d.cpu_s / max(d.pages, 1):.3f} s/page{err}"
+    )
 
 
 def summary_table(rows: dict[str, dict], set_name: str) -> str:

@@ -341,7 +341,8 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-    flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+    # Ligature glyphs ("ﬁ", "ﬂ") come out as their letters: a reader searches "figure", not "ﬁgure".
+    flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
     lines: list[TextLine] = []
     data = page.get_text("rawdict", flags=flags)
     for block in data["blocks"]:

@@ -42,7 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ocr_app.schema import Block, Box
-from ocr_app.structure.table_html import Cell, header_rows, table_html
+from ocr_app.structure.borderless import find_grids
+from ocr_app.structure.table_html import Cell, table_html
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ class LayoutConfig:
     max_line_gap_ratio: float = 0.8  # the typical gap is at most this × body size (see _group_section)
     indent_ratio: float = 1.0  # first-line indent ≥ this × size → new paragraph
     max_isolated_heading_words: int = 12  # a bold line standing alone is a heading up to this length
+    max_lead_in_words: int = 10  # a bold line ending in ":" on its own is a heading up to this length
     isolation_gap_ratio: float = 1.0  # a line is alone with a gap ≥ this × its size above and below
     chapter_number_ratio: float = 2.0  # with a document style: a bare number this large is a heading
 
@@ -291,40 +293,16 @@ def _size_close(a: float, b: float) -> bool:
 def detect_tables(
     lines: Sequence[TextLine], page_width: float, config: LayoutConfig, body: float
 ) -> tuple[list[_Table], list[TextLine]]:
-    """Find aligned multi-cell rows; return the tables and the lines that are not in one."""
+    """Tables of contents, then tables without rules (``borderless``); the tables and the lines that
+    are not in one."""
     rows = group_rows(lines)
-    min_gap = config.min_cell_gap_ratio * body
     tables, rows = _contents_tables(rows)
-
-    def is_candidate(row: _Row) -> bool:
-        cells = sorted(row.items, key=lambda i: i.box[0])
-        if len(cells) < 2 or any(c.in_figure for c in cells):  # diagram labels are not a table
-            return False
-        if _is_marker(cells[0].text):  # "•  text" or "1.  text": a list item, not a table row
-            return False
-        gaps = [b.box[0] - a.box[2] for a, b in itertools.pairwise(cells)]
-        if min(gaps) < min_gap:
-            return False
-        if len(cells) >= 3:
-            return True
-        # Two cells: only when both are short, else it is probably two text columns.
-        return all(c.box[2] - c.box[0] < 0.3 * page_width for c in cells)
-
-    used: set[int] = set(id(it) for t in tables for it in t.items)
-    i = 0
-    while i < len(rows):
-        if not is_candidate(rows[i]):
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(rows) and is_candidate(rows[j + 1]) and _close_rows(rows[j], rows[j + 1]):
-            j += 1
-        run = rows[i : j + 1]
-        table = _build_table(run) if len(run) >= 2 else None
-        if table is not None:
-            tables.append(table)
-            used.update(id(it) for r in run for it in r.items)
-        i = j + 1
+    for grid in find_grids([r.items for r in rows], body, page_width):
+        size = statistics.median(it.size for it in grid.pieces)
+        tables.append(
+            _Table(box=grid.box, rows=grid.rows, size=size, items=grid.pieces, header_rows=grid.header_rows)
+        )
+    used = {id(it) for t in tables for it in t.items}
     rest = [ln for ln in lines if id(ln) not in used]
     return tables, rest
 
@@ -361,70 +339,6 @@ def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
             rest.append(row)
     close()
     return tables, rest
-
-
-def _is_marker(text: str) -> bool:
-    t = text.strip()
-    return (len(t) == 1 and t in BULLETS) or bool(re.fullmatch(r"(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]", t))
-
-
-def _close_rows(a: _Row, b: _Row) -> bool:
-    gap = b.box[1] - a.box[3]
-    return gap <= 2.5 * max(_height(a.box), _height(b.box))
-
-
-def _looks_like_text_columns(run: list[_Row], cols: list[list[float]]) -> bool:
-    """Rows of three text columns also look like table rows. Text columns hold long lines that
-    fill their column (≥ 4 words on average, most lines ≥ 80 % of the column's width); table cells
-    are short and ragged."""
-    for x1, x2 in cols:
-        cells = [it for r in run for it in r.items if x1 <= (it.box[0] + it.box[2]) / 2 <= x2]
-        if not cells:
-            return False
-        words = sum(len(c.text.split()) for c in cells) / len(cells)
-        full = sum(1 for c in cells if c.box[2] - c.box[0] >= 0.8 * (x2 - x1)) / len(cells)
-        if words < 4 or full < 0.6:
-            return False
-    return True
-
-
-def _build_table(run: list[_Row]) -> _Table | None:
-    """Columns = merged x-intervals of all cells; each row's cells are placed into them."""
-    intervals = sorted((it.box[0], it.box[2]) for r in run for it in r.items)
-    cols: list[list[float]] = []
-    for x1, x2 in intervals:
-        if cols and x1 <= cols[-1][1]:
-            cols[-1][1] = max(cols[-1][1], x2)
-        else:
-            cols.append([x1, x2])
-    if len(cols) < 2:
-        return None
-    max_cells = max(len(r.items) for r in run)
-    if len(cols) > max_cells + 1:  # cells do not line up: not a table
-        return None
-    if _looks_like_text_columns(run, cols):
-        return None
-    filled = sum(1 for r in run for _ in r.items)
-    if filled < 0.45 * len(cols) * len(run):  # mostly empty: a form or scattered labels, not a table
-        return None
-    rows: list[list[str]] = []
-    for r in run:
-        cells = [""] * len(cols)
-        for it in sorted(r.items, key=lambda i: i.box[0]):
-            cx = (it.box[0] + it.box[2]) / 2
-            k = min(
-                range(len(cols)),
-                key=lambda c: (
-                    0 if cols[c][0] <= cx <= cols[c][1] else 1 + abs((cols[c][0] + cols[c][1]) / 2 - cx)
-                ),
-            )
-            cells[k] = (cells[k] + " " + it.text).strip()
-        rows.append(cells)
-    box = _union([r.box for r in run])
-    items = [it for r in run for it in r.items]
-    heavy = [all(it.bold or it.weight >= 600 for it in r.items) for r in run]
-    size = statistics.median(r.size for r in run)
-    return _Table(box=box, rows=rows, size=size, items=items, header_rows=header_rows(heavy, []))
 
 
 # --- 2. reading order --------------------------------------------------------------------------
@@ -769,11 +683,14 @@ def _styled_heading_level(
         # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
         return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
+    heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     if text.endswith(":") and ratio < config.heading_ratio:
-        return 0  # a lead-in set a little larger ("For more information:"): what follows is the content
+        # A bold lead-in standing on its own line ("Steps for Using the Microscope:") heads what
+        # follows; one only set a little larger ("For more information:") is part of the text.
+        lead_in = heavier and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
+        return bold_level if lead_in and ratio >= 0.75 else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
-    heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
         return bold_level
     other_face = bool(style.body_font) and all(i.font and i.font != style.body_font for i in row.items)
