@@ -177,7 +177,7 @@ def _chart(d: Doc, t: Text) -> None:
     d.heading(2, f"{t.title(1, 3)} by {t.title(1, 1)}")
     d.para(t.paragraph(2, 3))
     d.chart = True
-    d.html.append('<p style="height:220pt"> </p>')  # room for the chart drawn after typesetting
+    d.html.append("<p>&#160;</p>" * 16)  # room for the chart drawn after typesetting (blank lines)
     caption = f"Figure 1: {t.sentence(5, 9)}"
     d.para(caption)
     d.para(t.paragraph(2, 3))
@@ -284,7 +284,16 @@ def _libreoffice_pdf(path: Path, d: Doc, family: str, size: float) -> None:
         src = Path(tmp) / f"{path.stem}.html"
         src.write_text(page, encoding="utf-8")
         subprocess.run(
-            [soffice, "--headless", "--convert-to", "pdf:writer_web_pdf_Export", "--outdir", tmp, str(src)],
+            [
+                soffice,
+                "--headless",
+                "--infilter=HTML (StarWriter)",  # import into Writer: the web filter drops the text
+                "--convert-to",
+                "pdf:writer_pdf_Export",
+                "--outdir",
+                tmp,
+                str(src),
+            ],
             check=True,
             capture_output=True,
             timeout=180,

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 Box = tuple[float, float, float, float]
 _MARKER = re.compile(r"^(?:[-•●○◦▪▫■□–—*·‣⁃]|(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
+_SECTION = re.compile(r"^\d{1,2}(?:[.\-]\d{1,2}){0,4}\.?\s+\S")
+MAX_PAIR_WORDS = 8  # a longer line beside a short one is prose beside a side box, not a key and value
 _NUMERIC = re.compile(r"^[\s$€£¥(+\-−–]*[\d.,]+%?[)\s%]*$|^(?:n/?a|-|—|–)$", re.I)
 
 
@@ -88,8 +90,10 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
         return True
     # Two pieces: a key and its value (together well under the page's width, or one a number), not
     # two columns of prose (each nearly half the page).
+    if any(_NUMERIC.match(p.text.strip()) for p in pieces):
+        return True
     widths = [p.box[2] - p.box[0] for p in pieces]
-    return sum(widths) <= 0.6 * page_width or any(_NUMERIC.match(p.text.strip()) for p in pieces)
+    return sum(widths) <= 0.6 * page_width and all(len(p.text.split()) <= MAX_PAIR_WORDS for p in pieces)
 
 
 def _intervals(rows: Sequence[Sequence[Piece]]) -> list[list[float]]:
@@ -128,7 +132,7 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
             if is_multi(nxt, body, page_width):
                 multis.append(nxt)
                 singles = 0
-            elif singles < 2 and not nxt[0].in_figure and _fits_one_column(nxt, _intervals(multis), body):
+            elif singles < 2 and _wrapped_line(nxt, rows[j], _intervals(multis), body):
                 singles += 1
             else:
                 break
@@ -139,6 +143,17 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
         runs.append((i, j))
         i = j + 1
     return runs
+
+
+def _wrapped_line(row: Sequence[Piece], prev: Sequence[Piece], cols: list[list[float]], body: float) -> bool:
+    """A single piece inside one column that can be a cell's wrapped line: not a figure label, not
+    a bold line under plain ones (a heading between two tables), not a numbered section title."""
+    piece = row[0]
+    if len(row) != 1 or piece.in_figure or not _fits_one_column(row, cols, body):
+        return False
+    if _heavy(piece) and not all(_heavy(p) for p in prev):
+        return False
+    return not _SECTION.match(piece.text.strip())
 
 
 def _trailing_wraps(rows: Sequence[Sequence[Piece]], first: int, last: int, body: float) -> int:

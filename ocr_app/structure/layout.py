@@ -685,10 +685,10 @@ def _styled_heading_level(
         return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     if text.endswith(":") and ratio < config.heading_ratio:
-        # A bold lead-in standing on its own line ("Steps for Using the Microscope:") heads what
-        # follows; one only set a little larger ("For more information:") is part of the text.
+        # A bold lead-in at body size on its own line ("Steps for Using the Microscope:") heads what
+        # follows; one set a little larger ("For more information:" over an address) is a label.
         lead_in = heavier and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
-        return bold_level if lead_in and ratio >= 0.75 else 0
+        return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
