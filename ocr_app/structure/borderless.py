@@ -107,8 +107,11 @@ def _intervals(rows: Sequence[Sequence[Piece]]) -> list[list[float]]:
 
 
 def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float) -> bool:
+    """Whether the row lies in one column's slot: from the column's left edge to the next column's
+    (a wrapped line may be wider than the column's other lines, never wider than its slot)."""
     x0, _, x1, _ = _union([p.box for p in row])
-    return any(x0 >= c0 - 0.5 * body and x1 <= c1 + 0.5 * body for c0, c1 in cols)
+    ends = [c[0] for c in cols[1:]] + [cols[-1][1] + 0.5 * body]
+    return any(x0 >= c[0] - 0.5 * body and x1 <= end for c, end in zip(cols, ends, strict=True))
 
 
 def _close(a: Sequence[Piece], b: Sequence[Piece]) -> bool:
