@@ -189,3 +189,40 @@ def test_numbered_sections_and_two_columns_are_not_interleaved(tmp_path, engine)
     ]
     assert_in_order(md, [*left, *right])
     assert "<table" not in md
+
+
+def test_line_break_hyphens_are_removed_on_a_two_column_page(tmp_path, engine):
+    left = [
+        "The committee studied the environ-",
+        "mental effects of the new regu-",
+        "lation on the harbour and its",
+    ]
+    left += [
+        "surroundings over several years",
+        "and wrote a report on its find-",
+        "ings for the council members.",
+    ]
+    right = [
+        "A second team measured the tem-",
+        "perature of the water every morn-",
+        "ing and compared the readings",
+    ]
+    right += [
+        "with the records kept by the",
+        "museum since the previous cen-",
+        "tury in a long table of values.",
+    ]
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((56, 70), "Harbour Study", fontsize=20, fontname="hebo")
+    for k, (a, b) in enumerate(zip(left, right, strict=True)):
+        page.insert_text((56, 120 + 13 * k), a, fontsize=10)
+        page.insert_text((310, 120 + 13 * k), b, fontsize=10)
+    pdf = tmp_path / "hyphens.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    for word in ("environmental", "regulation", "findings", "temperature", "morning", "century"):
+        assert word in md, md
+    assert_in_order(
+        md, ["The committee studied", "for the council members.", "A second team", "long table of values."]
+    )
