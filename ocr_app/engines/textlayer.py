@@ -35,13 +35,13 @@ from ocr_app.structure.docprofile import DocumentProfile, build_profile
 from ocr_app.structure.layout import (
     LayoutConfig,
     TextLine,
-    build_blocks,
     group_rows,
     is_rtl,
     join_lines,
     rotate_box,
     unrotate_box,
 )
+from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 
 if TYPE_CHECKING:

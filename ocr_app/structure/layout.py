@@ -1097,57 +1097,6 @@ def _cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
     return replace(style, cover_min_size=0.97 * max(titled))
 
 
-def build_blocks(
-    lines: Sequence[TextLine],
-    *,
-    page_width: float,
-    config: LayoutConfig | None = None,
-    tables: Sequence[tuple[Box, list[list[str]]] | tuple[Box, list[list[Cell]], int]] = (),
-    style: DocStyle | None = None,
-    forms: Sequence[tuple[Box, list[list[str]]]] = (),
-    page_height: float = 0.0,
-) -> list[Block]:
-    """Lines of one page → Markdown-ready blocks in reading order.
-
-    ``tables`` are tables an engine already found (box, cell rows of text or ``Cell``s with spans, and
-    optionally the number of header rows); lines inside their boxes must already be removed by the
-    caller. ``style`` (the whole document's body size, heading sizes,
-    outline and vocabulary) replaces the page-level guesses when the engine has it. ``page_height``
-    (0: unknown) tells what lies in the margin bands, where a large bare number is no chapter number.
-    """
-    config = config or LayoutConfig()
-    clean = [ln for ln in lines if ln.text.strip()]
-    if not clean and not tables and not forms:
-        return []
-    body = body_size(clean) if clean else 1.0
-    vocabulary = frozenset(vocabulary_of([ln.text for ln in clean]))
-    if style is not None:
-        vocabulary |= style.vocabulary
-        page_chars = sum(len(ln.text) for ln in clean)
-        cover = _cover_style(clean, style)
-        if cover.cover_min_size:
-            style = cover
-        elif page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
-            # This page's body text is set in another size than the document's (a sidebar in small
-            # print, a sampler of sizes): the document's heading scale, relative to this page's body.
-            k = body / style.body_size
-            style = replace(style, body_size=body, heading_sizes=tuple(h * k for h in style.heading_sizes))
-    figures, clean_rest, panel = _figure_items(clean)
-    found, rest = detect_tables(clean_rest, page_width, config, body)
-    found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
-    found += found_more
-    found += [_Table(box=t[0], rows=t[1], header_rows=t[2] if len(t) > 2 else 0) for t in tables if t[1]]
-    found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
-    found += figures
-    items: list[Item] = [*rest, *found]
-    blocks: list[Block] = []
-    rtl = is_rtl(" ".join(ln.text for ln in clean))
-    for section in order_sections(items, config, body, rtl):
-        blocks.extend(_group_section(section, body, config, style, vocabulary, page_height, panel))
-    logger.debug("layout: %d lines → %d blocks (%d tables)", len(clean), len(blocks), len(found))
-    return blocks
-
-
 def blocks_to_markdown(blocks: Sequence[Block]) -> str:
     """The page's Markdown: blocks separated by a blank line."""
     return "\n\n".join(b.text for b in blocks if b.text and b.label not in ("page_header", "page_footer"))
