@@ -106,11 +106,12 @@ def _intervals(rows: Sequence[Sequence[Piece]]) -> list[list[float]]:
     return cols
 
 
-def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float) -> bool:
-    """Whether the row lies in one column's slot: from the column's left edge to the next column's
-    (a wrapped line may be wider than the column's other lines, never wider than its slot)."""
+def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> bool:
+    """Whether the row lies in one column's slot: from the column's left edge to the next column's,
+    the last column's to ``right`` (a wrapped line may be wider than the column's other lines —
+    a last cell centred on its row's middle line comes first and widest — never wider than its slot)."""
     x0, _, x1, _ = _union([p.box for p in row])
-    ends = [c[0] for c in cols[1:]] + [cols[-1][1] + 0.5 * body]
+    ends = [c[0] for c in cols[1:]] + [right]
     return any(x0 >= c[0] - 0.5 * body and x1 <= end for c, end in zip(cols, ends, strict=True))
 
 
@@ -135,38 +136,40 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
             if is_multi(nxt, body, page_width):
                 multis.append(nxt)
                 singles = 0
-            elif singles < 2 and _wrapped_line(nxt, rows[j], _intervals(multis), body):
+            elif singles < 2 and _wrapped_line(nxt, rows[j], _intervals(multis), body, page_width):
                 singles += 1
             else:
                 break
             j += 1
         while j > i and not is_multi(rows[j], body, page_width):
             j -= 1
-        j = _trailing_wraps(rows, i, j, body)
+        j = _trailing_wraps(rows, i, j, body, page_width)
         runs.append((i, j))
         i = j + 1
     return runs
 
 
-def _wrapped_line(row: Sequence[Piece], prev: Sequence[Piece], cols: list[list[float]], body: float) -> bool:
+def _wrapped_line(
+    row: Sequence[Piece], prev: Sequence[Piece], cols: list[list[float]], body: float, right: float
+) -> bool:
     """A single piece inside one column that can be a cell's wrapped line: not a figure label, not
     a bold line under plain ones (a heading between two tables), not a numbered section title."""
     piece = row[0]
-    if len(row) != 1 or piece.in_figure or not _fits_one_column(row, cols, body):
+    if len(row) != 1 or piece.in_figure or not _fits_one_column(row, cols, body, right):
         return False
     if _heavy(piece) and not all(_heavy(p) for p in prev):
         return False
     return not _SECTION.match(piece.text.strip())
 
 
-def _trailing_wraps(rows: Sequence[Sequence[Piece]], first: int, last: int, body: float) -> int:
+def _trailing_wraps(rows: Sequence[Sequence[Piece]], first: int, last: int, body: float, right: float) -> int:
     """The last row of a run, with up to two wrapped lines of the last row's later cells after it
     (single pieces right of the first column, inside one column, in the rhythm)."""
     cols = _intervals([r for r in rows[first : last + 1] if len(r) >= 2])
     k = last
     while k + 1 < len(rows) and k - last < 2 and len(rows[k + 1]) == 1 and _close(rows[k], rows[k + 1]):
         nxt = rows[k + 1]
-        if nxt[0].in_figure or nxt[0].box[0] <= cols[0][1] or not _fits_one_column(nxt, cols, body):
+        if nxt[0].in_figure or nxt[0].box[0] <= cols[0][1] or not _fits_one_column(nxt, cols, body, right):
             break
         k += 1
     return k
@@ -201,6 +204,27 @@ def _place(rows: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[lis
             cells[_column_of(p, cols)].append(p)
         grid.append(cells)
     return grid
+
+
+def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
+    """Lines of the run grouped into table rows by the row rhythm: where the gaps between lines
+    come in two sizes (line spacing inside a cell, padding between rows), the small ones join lines
+    into one row — wrapped cells, and cells centred on a taller row's middle line."""
+    boxes = [_union([p.box for p in r]) for r in run]
+    gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
+    line = min(b[3] - b[1] for b in boxes)
+    if len(gaps) < 2 or max(gaps) - min(gaps) < 0.3 * line:
+        return [list(r) for r in run]
+    cut = (max(gaps) + min(gaps)) / 2
+    if sum(1 for g in gaps if g > cut) < 1:
+        return [list(r) for r in run]
+    bands: list[list[Piece]] = [list(run[0])]
+    for r, g in zip(run[1:], gaps, strict=True):
+        if g > cut:
+            bands.append(list(r))
+        else:
+            bands[-1].extend(r)
+    return bands
 
 
 def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
@@ -270,7 +294,10 @@ def build_grid(
 ) -> Grid | None:
     """One run of rows → a table, or None when the rows do not make one."""
     multis = [r for r in run if len(r) >= 2]
-    cols = _intervals(multis)
+    # Columns from the body rows where there are enough: a header cell wider than its column (or
+    # two header cells set so close that they read as one piece) must not merge two columns.
+    plain = [r for r in multis if not all(_heavy(p) for p in r)]
+    cols = _intervals(plain if len(plain) >= 2 else multis)
     if len(cols) < 2 or len(multis) < 2:
         return None
     if len(cols) > max(len(r) for r in run) + 1 or _text_columns(multis, cols):
@@ -278,7 +305,7 @@ def build_grid(
     filled = sum(len({_column_of(p, cols) for p in r}) for r in multis)
     if filled < 0.45 * len(cols) * len(multis):
         return None
-    grid = _merge_wrapped(_place(run, cols))
+    grid = _merge_wrapped(_place(_row_bands(run), cols))
     if len(grid) < 2:
         return None
     texts = [[_text(c) for c in r] for r in grid]
