@@ -108,9 +108,12 @@ def _intervals(rows: Sequence[Sequence[Piece]]) -> list[list[float]]:
 
 def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> bool:
     """Whether the row lies in one column's slot: from the column's left edge to the next column's,
-    the last column's to ``right`` (a wrapped line may be wider than the column's other lines —
-    a last cell centred on its row's middle line comes first and widest — never wider than its slot)."""
+    the last column's to ``right`` where there are three or more (a wrapped line may be wider than
+    the column's other lines — a last cell centred on its row's middle line comes first and
+    widest — never wider than its slot)."""
     x0, _, x1, _ = _union([p.box for p in row])
+    if len(cols) < 3:  # two "columns" may be two columns of prose: no room beyond the last one
+        right = cols[-1][1] + 0.5 * body
     ends = [c[0] for c in cols[1:]] + [right]
     return any(x0 >= c[0] - 0.5 * body and x1 <= end for c, end in zip(cols, ends, strict=True))
 
