@@ -2,11 +2,13 @@
 
 Why: "library first" (issue 25) — before writing more table detection by hand, measure what the
 maintained libraries find on the same pages: PyMuPDF's ``find_tables(strategy="text")`` (already a
-dependency), pdfplumber's text strategy, and ocr-app's own text layer. Only tables are compared
+dependency), pdfplumber's text strategy, camelot's stream mode (``pip install camelot-py``; not a
+dependency of ocr-app) and ocr-app's own text layer. img2table was not measured: its wheel pulls
+opencv-contrib-python, which clashes with the opencv-python-headless the light engine uses. Only tables are compared
 (TEDS over all of a document's tables; documents without a ground-truth table are skipped), and
 *false tables* counts tables found in documents whose ground truth has none (a chart's labels).
 
-    python -m bench.accuracy.table_finders --set DIR [--finders ocr-app,pymupdf-text,pdfplumber-text]
+    python -m bench.accuracy.table_finders --set DIR [--finders ocr-app,pymupdf-text,pdfplumber-text,camelot-stream]
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ def _pdfplumber_text(pdf: Path) -> list[list[list[str]]]:
     return out
 
 
+def _camelot_stream(pdf: Path) -> list[list[list[str]]]:
+    import camelot
+
+    tables = camelot.read_pdf(str(pdf), pages="all", flavor="stream")
+    return [[[str(c) for c in row] for row in t.df.values.tolist()] for t in tables]
+
+
 def _ocr_app(pdf: Path) -> str:
     from bench.accuracy.peers import make_tool
 
@@ -66,6 +75,7 @@ FINDERS: dict[str, Callable[[Path], str]] = {
     "ocr-app": _ocr_app,
     "pymupdf-text": lambda p: _html(_pymupdf_text(p)),
     "pdfplumber-text": lambda p: _html(_pdfplumber_text(p)),
+    "camelot-stream": lambda p: _html(_camelot_stream(p)),
 }
 
 
