@@ -226,3 +226,25 @@ def test_line_break_hyphens_are_removed_on_a_two_column_page(tmp_path, engine):
     assert_in_order(
         md, ["The committee studied", "for the council members.", "A second team", "long table of values."]
     )
+
+
+def test_numbers_set_one_space_apart_are_cells_of_their_own(tmp_path, engine):
+    """A tight table (no cell padding, as LibreOffice sets HTML tables): each row's numbers come from
+    PyMuPDF as one piece; they are cut into their columns."""
+    rows = [["Revenue", "1,204.5", "1,330.1", "1,415.9"], ["Costs", "(804.2)", "(850.0)", "(901.3)"]]
+    rows += [["Taxes", "(100.0)", "(120.5)", "(130.7)"], ["Net income", "300.3", "359.6", "383.9"]]
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    words = PROSE.split()
+    page.insert_text((60, 80), " ".join(words[:12]), fontsize=10)
+    page.insert_text((60, 94), " ".join(words[12:]), fontsize=10)
+    for k, (label, *numbers) in enumerate(rows):
+        y = 130 + 14 * k
+        page.insert_text((60, y), label, fontsize=10)
+        for c, number in enumerate(numbers):  # each cell at its column, a space's width after the last
+            page.insert_text((160 + 38 * c, y), number, fontsize=10)
+    pdf = tmp_path / "tight.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == rows, md

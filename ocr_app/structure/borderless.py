@@ -292,10 +292,52 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     ]
 
 
+@dataclass
+class _Part:
+    """A word or words cut out of a piece whose cells were set one space apart; its box is
+    estimated from the piece's box in proportion to the characters before it."""
+
+    text: str
+    box: Box
+    bold: bool
+    weight: int
+    in_figure: bool = False
+
+
+def _split_numbers(row: Sequence[Piece], most: int) -> list:
+    """The row with trailing runs of numbers cut out of its pieces ("Net income 400.3 480.1" →
+    "Net income", "400.3", "480.1"): cells set one space apart come as one piece. A single trailing
+    number is cut only when the row has fewer pieces than the run's fullest row."""
+    out: list = []
+    for p in row:
+        tokens = list(re.finditer(r"\S+", p.text))
+        k = len(tokens)
+        while k > 0 and _NUMERIC.match(tokens[k - 1].group()):
+            k -= 1
+        numbers = len(tokens) - k
+        if numbers == 0 or len(tokens) < 2 or (numbers == 1 and len(row) >= most):
+            out.append(p)
+            continue
+        if k:
+            out.append(_part(p, p.text[: tokens[k - 1].end()], 0, tokens[k - 1].end()))
+        out.extend(_part(p, t.group(), t.start(), t.end()) for t in tokens[k:])
+    return out
+
+
+def _part(p: Piece, text: str, a: int, b: int) -> _Part:
+    """Characters ``a:b`` of the piece, with a box in proportion to the characters before them."""
+    x0, width, n = p.box[0], p.box[2] - p.box[0], max(len(p.text), 1)
+    box = (x0 + width * a / n, p.box[1], x0 + width * b / n, p.box[3])
+    return _Part(text, box, p.bold, p.weight, p.in_figure)
+
+
 def build_grid(
     run: Sequence[Sequence[Piece]], body: float, above: Sequence[Piece] | None = None
 ) -> Grid | None:
     """One run of rows → a table, or None when the rows do not make one."""
+    originals = [p for r in run for p in r]
+    most = max(len(r) for r in run)
+    run = [_split_numbers(r, most) for r in run]
     multis = [r for r in run if len(r) >= 2]
     # Columns from the body rows where there are enough: a header cell wider than its column (or
     # two header cells set so close that they read as one piece) must not merge two columns.
@@ -315,7 +357,7 @@ def build_grid(
     heavy = [all(_heavy(p) for c in r for p in c) if any(r) else None for r in grid]
     head = header_rows(heavy, []) or _numeric_body_header(texts)
     rows = [[Cell(t) for t in r] for r in texts]
-    pieces = [p for r in run for p in r]
+    pieces = originals
     group = _group_header(above, cols, body) if head or any(heavy[:1]) else None
     if group is not None:
         rows.insert(0, group)
