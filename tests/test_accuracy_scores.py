@@ -91,3 +91,27 @@ def test_set_score_means_skip_undefined_metrics():
     assert summary["mhs"] == 0.0 and summary["mhs_docs"] == 1
     assert summary["cpu_s_per_page"] == pytest.approx(0.2)
     assert summary["mean"] == pytest.approx((summary["nid"] + 1.0 + 0.0) / 3)
+
+
+def test_scorer_on_a_generated_set_prints_per_document_and_mean_scores(tmp_path, capsys):
+    """The whole scorer: a generated set (a 22-row parameter table, a worksheet with a colon lead-in)
+    read by the text layer, scored against its exact ground truth."""
+    from bench.accuracy import generate_set, score
+
+    names = generate_set.write_set(tmp_path, [3, 1])
+    assert names == ["parameters-0003", "worksheet-0001"]
+    truth = (tmp_path / "gt" / "parameters-0003.md").read_text()
+    assert truth.count("<tr>") == 23 and truth.startswith("## ")
+    assert (
+        score.main(
+            ["--set", str(tmp_path), "--tools", "textlayer", "--per-doc", "--out", str(tmp_path / "o")]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| textlayer |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "2"  # documents
+    assert float(cells[3].split()[0]) >= 0.8 and float(cells[4].split()[0]) >= 0.9, row  # TEDS, MHS
+    assert "| parameters-0003 |" in out and "| worksheet-0001 |" in out
+    assert (tmp_path / "o" / "textlayer" / "worksheet-0001.md").exists()
