@@ -216,7 +216,7 @@ def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
     boxes = [_union([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
-    if len(gaps) < 2 or max(gaps) - min(gaps) < 0.3 * line:
+    if len(gaps) < 2 or max(gaps) - min(gaps) < 0.2 * line:
         return [list(r) for r in run]
     cut = (max(gaps) + min(gaps)) / 2
     if sum(1 for g in gaps if g > cut) < 1:
