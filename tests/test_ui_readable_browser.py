@@ -282,29 +282,6 @@ def test_an_encrypted_pdf_error_is_readable_and_points_at_the_password_box(app, 
         context.close()
 
 
-def test_the_app_words_encrypted_pdf_errors_itself_and_the_library_keeps_its_own():
-    from ocr_app.exceptions import EncryptedDocumentError
-    from ocr_app.schema import DocumentResult
-    from ocr_app.ui.form import PASSWORDS_BOX, app_errors, needs_password
-
-    library = "a.pdf is encrypted; pass its password (--password in the CLI)"
-    docs = [
-        DocumentResult(
-            "a.pdf", error=library, error_kind="input", error_type=EncryptedDocumentError.__name__
-        ),
-        DocumentResult(
-            "b.pdf", error="the password given for b.pdf is wrong", error_type="EncryptedDocumentError"
-        ),
-        DocumentResult("c.pdf", error="c.pdf: cannot be read as a PDF", error_type="CorruptFileError"),
-    ]
-    a, b, c = app_errors(docs, {"b.pdf": "typo"})
-    assert a.error.startswith("a.pdf is encrypted: type its password") and PASSWORDS_BOX in a.error
-    assert b.error.startswith("the password typed for b.pdf is wrong") and PASSWORDS_BOX in b.error
-    assert c.error == docs[2].error  # other errors stay the library's
-    assert docs[0].error == library  # the library's result is not rewritten in place
-    assert needs_password(docs) and not needs_password([docs[2]])
-
-
 # --- the page itself ------------------------------------------------------------------------------------
 def _label_sizes(tab) -> list[dict]:
     """Each block label's font size on screen (font-size × page-to-screen scale × the label's own scale)
