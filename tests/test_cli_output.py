@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,3 +198,17 @@ def test_ctrl_c_is_exit_130_and_keeps_the_pages_finished(tmp_path):
     done = [p["page_number"] for p in data["pages"]]
     assert done and len(done) < 400 and done == list(range(1, len(done) + 1))
     assert "Body of page 1." in (tmp_path / "o" / "long" / "long.md").read_text()
+
+
+def test_make_tiny_model_builds_from_the_pinned_weights_and_shows_no_warnings(build_cache, tmp_path):
+    """It trained for 9 min 50 s and printed a FutureWarning and a requires_grad UserWarning; now the
+    pinned decoder is installed (no training: the seconds it takes are the model's build and save)."""
+    cache = tmp_path / "cache"
+    shutil.copytree(build_cache / "tokenizer", cache / "tokenizer")  # the rest is built from nothing
+    proc = _cli("make-tiny-model", str(tmp_path / "tiny"), DEEPSEEK_OCR_CACHE_DIR=str(cache))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # no framework warning, no progress bar
+    assert proc.stdout.startswith(f"Wrote a tiny trained checkpoint to {tmp_path / 'tiny'}.")
+    info = json.loads((tmp_path / "tiny" / "tiny_model.json").read_text())
+    assert info["stats"]["source"] == "pinned" and "steps" not in info["stats"]
+    assert len(list((tmp_path / "tiny" / "sample-pages").glob("*.png"))) == 8
