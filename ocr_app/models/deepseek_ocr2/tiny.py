@@ -119,9 +119,17 @@ def fill_weights(model: Any, seed: int, std: float = 0.02) -> None:
 
 def save_checkpoint(model: Any, tokenizer: PreTrainedTokenizerFast, out_dir: str | Path) -> Path:
     """Write model, tokenizer and processor so that ``from_pretrained`` loads them back."""
+    from transformers.utils import logging as hf_logging
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # "Writing model shards" for one 68 MB file is noise
+    try:
+        model.save_pretrained(out)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     make_processor(tokenizer).save_pretrained(out)
     return out
 

@@ -160,6 +160,11 @@ def _setup(recipe: Recipe, tokenizer: Any = None) -> _Setup:
 
 def train(recipe: Recipe = Recipe(), tokenizer: Any = None) -> tuple[Any, Any, dict[str, float]]:
     """Train and return ``(model, tokenizer, stats)``; ``ModelLoadError`` if the margin is not reached."""
+    setup, stats = _trained(recipe, tokenizer)
+    return setup.model, setup.tokenizer, stats
+
+
+def _trained(recipe: Recipe, tokenizer: Any = None) -> tuple[_Setup, dict[str, float]]:
     import torch
 
     t0 = time.perf_counter()
@@ -172,7 +177,8 @@ def train(recipe: Recipe = Recipe(), tokenizer: Any = None) -> tuple[Any, Any, d
         torch.set_num_threads(old_threads)
     stats["seconds"] = time.perf_counter() - t0
     logger.info("trained tiny model: %s", stats)
-    return setup.model.eval(), setup.tokenizer, stats
+    setup.model.eval()
+    return setup, stats
 
 
 def _train_decoder(setup: _Setup, recipe: Recipe) -> dict[str, float]:
@@ -182,8 +188,8 @@ def _train_decoder(setup: _Setup, recipe: Recipe) -> dict[str, float]:
     model, used = setup.model, setup.used
     lm = model.model.language_model
     embed = torch.nn.Parameter(lm.embed_tokens.weight.detach()[used].clone())
-    torch.manual_seed(recipe.seed)
-    head = torch.nn.Parameter(torch.zeros(len(used), embed.shape[1]).normal_(0, 0.02))
+    rng = torch.Generator().manual_seed(recipe.seed)
+    head = torch.nn.Parameter(torch.zeros(len(used), embed.shape[1]).normal_(0, 0.02, generator=rng))
     for p in model.parameters():
         p.requires_grad_(False)
     body = [p for n, p in lm.named_parameters() if not n.startswith("embed_tokens")]
@@ -259,11 +265,12 @@ def pin(path: Path = PINNED, recipe: Recipe = Recipe()) -> dict[str, float]:
     Stored: the decoder without its embedding, the embedding and ``lm_head`` rows of the used ids, and
     those ids — 0.85 MB; the frozen rest is ``tiny.new_model``'s, the same bytes on every machine.
     """
+    import torch
     from safetensors.torch import save_file
 
-    model, _, stats = train(recipe)
+    setup, stats = _trained(recipe)
+    model, idx = setup.model, torch.tensor(setup.used)
     lm = model.model.language_model
-    idx = (model.lm_head.weight.abs().sum(1) > 0).nonzero()[:, 0]
     tensors = {
         f"body.{n}": p.detach().contiguous()
         for n, p in lm.named_parameters()
@@ -406,8 +413,6 @@ def _cache_name(lm) -> str:
 def build_trained_checkpoint(out_dir: Path | None = None, recipe: Recipe = Recipe()) -> Path:
     """The trained tiny checkpoint: reused from ``out_dir`` (default: the cache) when complete, else built
     (from the pinned weights, or trained here when they no longer fit)."""
-    from transformers.utils import logging as hf_logging
-
     from ocr_app.models.deepseek_ocr2.tiny import save_checkpoint
 
     out = Path(out_dir) if out_dir is not None else default_model_dir(recipe)
@@ -417,13 +422,7 @@ def build_trained_checkpoint(out_dir: Path | None = None, recipe: Recipe = Recip
     model, tokenizer, stats = trained_model(recipe)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # "Writing model shards" for one 68 MB file is noise
-    try:
-        save_checkpoint(model, tokenizer, tmp)
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
+    save_checkpoint(model, tokenizer, tmp)
     (tmp / "tiny_model.json").write_text(json.dumps({"recipe": recipe.__dict__, "stats": stats}, indent=2))
     out.parent.mkdir(parents=True, exist_ok=True)
     if marker.is_file():  # another process finished first: keep its copy
