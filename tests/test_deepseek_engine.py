@@ -209,7 +209,7 @@ def test_batch_of_two_sizes_equals_one_by_one(engine):
     assert [o.num_tokens for o in batched] == [MAX_NEW, MAX_NEW]
     assert batched[0].raw_text != batched[1].raw_text
     for o in batched:
-        assert o.engine == "deepseek-ocr2"
+        assert o.engine == "deepseek"
         assert set(o.timings) == {"preprocess", "vision", "prefill", "decode", "total"}
         assert all(v >= 0 for v in o.timings.values())
         assert o.timings["total"] >= o.timings["prefill"] + o.timings["decode"]

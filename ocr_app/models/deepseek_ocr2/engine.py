@@ -137,7 +137,7 @@ class _FirstStepTimer:
 class DeepSeekOcr2Engine(Engine):
     """DeepSeek-OCR-2 through transformers: greedy decoding with the no-repeat guard, left-padded batches."""
 
-    name = "deepseek-ocr2"
+    name = "deepseek"  # the engine kind (``ocr_app.choices``); "deepseek-ocr2" is an alias
 
     def __init__(
         self,
@@ -242,7 +242,7 @@ class DeepSeekOcr2Engine(Engine):
     def capabilities(self):
         from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
 
-        return deepseek_capabilities()
+        return deepseek_capabilities(self.name)
 
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
@@ -588,6 +588,7 @@ class DeepSeekOcr2Engine(Engine):
             timings=dict(timings),
             notes=notes,
             used_prompt=page.prompt or None,
+            used_mode=page.spec.name,  # what ran: ``auto`` resolved, or the OOM ladder's smaller mode
         )
 
 
