@@ -57,7 +57,7 @@ def decode_ids(engine, req):
     """Token ids the engine's own decoder produces for one request (the plug-in path others replace)."""
     with torch.inference_mode():
         pages = [engine.preprocess(req)]
-        engine._attach_features(pages)
+        engine.attach_features(pages)
         return engine._decode(engine.collate(pages))[0]
 
 

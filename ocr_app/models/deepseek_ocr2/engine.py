@@ -24,6 +24,7 @@ import gc
 import hashlib
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from ocr_app.schema import EngineOutput, PageRequest, StopReason
 if TYPE_CHECKING:
     import torch
 
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
     from ocr_app.models.deepseek_ocr2.modes import ModeSpec
     from ocr_app.settings import Settings
 
@@ -158,7 +160,8 @@ class DeepSeekOcr2Engine(Engine):
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
         self._exempt_ids: list[int] = []
-        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decoding.adapter), built on use
+        self._decoder: Any = None  # DecodeScheduler of the graph decoder (``scheduler()``), built on use
+        self._decoder_lock = threading.Lock()  # two jobs starting at once share one scheduler
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
         # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
         # ("cache", "quantised now", …) and the seconds quantisation took
@@ -339,7 +342,7 @@ class DeepSeekOcr2Engine(Engine):
         done: set[int] = set()
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             try:
-                for i, out in stream_pages(self, source):  # pages stream out as each one finishes
+                for i, out in stream_pages(self, self.scheduler(), source):  # pages stream out as they finish
                     done.add(i)
                     pulled[i] = None  # type: ignore[call-overload]  # its page image is not kept
                     yield i, out
@@ -358,6 +361,20 @@ class DeepSeekOcr2Engine(Engine):
                     out.notes.append(f"decoder: generate (graph decoder off: {self._graph_broken})")
                 yield i, out
 
+    def scheduler(self) -> DecodeScheduler:
+        """The graph decoder's scheduler for the loaded model, built on first use and kept between
+        requests (its slots are sized once); ``unload`` closes it."""
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import build_scheduler
+
+        with self._decoder_lock:
+            if self._decoder is None or self._decoder.model is not self.model:
+                self._decoder = build_scheduler(
+                    self,
+                    max_slots=int(getattr(self.settings, "decode_max_slots", 32)),
+                    budget_bytes=self.budget_bytes,
+                )
+            return self._decoder
+
     def _disable_graph_decoder(self, exc: BaseException) -> None:
         """A graph-decoder failure (a driver or kernel problem on this GPU) must not fail conversions:
         log it once, switch to ``generate`` (same tokens, slower) for the rest of this engine's life."""
@@ -371,7 +388,7 @@ class DeepSeekOcr2Engine(Engine):
         t0 = time.perf_counter()
         pages = [self.preprocess(r) for r in requests]
         t1 = time.perf_counter()
-        self._attach_features(pages)
+        self.attach_features(pages)
         t2 = time.perf_counter()
         prepared = self.collate(pages)
         results = self._decode(prepared)
@@ -384,7 +401,8 @@ class DeepSeekOcr2Engine(Engine):
             "total": total,
         }
         return [
-            self._output(page, ids, stop, timings) for page, (ids, stop) in zip(pages, results, strict=True)
+            self.page_output(page, ids, stop, timings)
+            for page, (ids, stop) in zip(pages, results, strict=True)
         ]
 
     def preprocess(self, request: PageRequest) -> PreparedPage:
@@ -451,7 +469,7 @@ class DeepSeekOcr2Engine(Engine):
             return {}
         return {"device": self.device}
 
-    def _attach_features(self, pages: list[PreparedPage]) -> None:
+    def attach_features(self, pages: list[PreparedPage]) -> None:
         """Fill ``page.features`` from the cache, encoding the misses grouped by global-view size."""
         import torch
 
@@ -513,7 +531,7 @@ class DeepSeekOcr2Engine(Engine):
             image_features=[p.features for p in pages],
             max_new_tokens=[p.max_new_tokens for p in pages],
             prompt_lengths=[len(p.input_ids) for p in pages],
-            eos_token_ids=self._eos_ids(),
+            eos_token_ids=self.eos_ids(),
             pad_token_id=int(pad),
             guard=self.guard_spec(),
         )
@@ -522,7 +540,8 @@ class DeepSeekOcr2Engine(Engine):
         """The no-repeat rule from the settings, with this tokenizer's exempt ids (both decode paths)."""
         return GuardSpec.from_settings(self.settings, self._exempt_ids)
 
-    def _eos_ids(self) -> list[int]:
+    def eos_ids(self) -> list[int]:
+        """Token ids that end a page (the generation config's, else the tokenizer's)."""
         eos = self.model.generation_config.eos_token_id
         if eos is None:
             eos = self.processor.tokenizer.eos_token_id
@@ -569,7 +588,10 @@ class DeepSeekOcr2Engine(Engine):
             results.append(page_end(row[:cap], eos))
         return results
 
-    def _output(self, page: PreparedPage, ids: list[int], stop: StopReason, timings: dict) -> EngineOutput:
+    def page_output(
+        self, page: PreparedPage, ids: list[int], stop: StopReason, timings: dict
+    ) -> EngineOutput:
+        """The output of one decoded page (either decode path): text with its tags, stop reason, notes."""
         tok = self.processor.tokenizer
         text = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         for marker in {tok.eos_token, tok.pad_token} - {None}:
