@@ -41,6 +41,7 @@ __all__ = [
     "TORCH_DTYPE_NAMES",
     "DtypeSetting",
     "Precision",
+    "auto_preset_name",
     "available_bytes",
     "budget_bytes_from_settings",
     "canonical_precision",
@@ -82,6 +83,12 @@ def resolve_precision(
     chosen, _why = choose_preset(avail, "cuda" if bf16_supported else "cuda-no-bf16")
     logger.debug("dtype auto → %s (%s, %s bytes available)", chosen, device_kind, avail)
     return chosen
+
+
+def auto_preset_name(device: str, free_bytes: int | None = None, bf16_supported: bool = True) -> str:
+    """What ``auto`` resolves to on ``device`` ("cpu", "cuda", "cuda:1") with ``free_bytes`` free."""
+    kind = "cuda" if device.startswith("cuda") else device.split(":")[0]
+    return resolve_precision("auto", device_kind=kind, bf16_supported=bf16_supported, free_bytes=free_bytes)
 
 
 def budget_bytes_from_settings(settings: object) -> int | None:
