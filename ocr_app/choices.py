@@ -166,6 +166,10 @@ register_engine(
 register_engine(Capabilities(name="textlayer", label="PDF text layer only"))
 register_engine(
     Capabilities(
-        name="remote", label="remote vLLM/SGLang server", prompted=True, keeps_table_html=True, reads_scans=True
+        name="remote",
+        label="remote vLLM/SGLang server",
+        prompted=True,
+        keeps_table_html=True,
+        reads_scans=True,
     )
 )

@@ -693,7 +693,7 @@ def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log
 
 def _add_plugin_commands() -> None:
     """Commands that live beside their subsystem (light to import: no torch at import time)."""
-    from ocr_app.quant.cli import quantize_command
+    from ocr_app.models.deepseek_ocr2.quantize_command import quantize_command
 
     main.add_command(quantize_command)
 

@@ -98,6 +98,17 @@ class Engine(abc.ABC):
         """Short facts for ``ocr-app info`` and the UI status panel."""
         return {"name": self.name, "loaded": self.is_loaded}
 
+    # --- hooks the runtime uses (it knows engines only through these) ------------------------------
+    def smaller_footprints(self, request: PageRequest) -> list[PageRequest]:
+        """The same page asked with less device memory, smallest footprint last: the steps the OOM
+        ladder (``runtime.oom``) tries for a page that ran out of memory alone. None by default."""
+        return []
+
+    def cap_memory(self) -> None:
+        """Hold this process to the engine's memory budget before it loads (the model manager calls it
+        right before ``load``). Nothing by default."""
+        return None
+
     def capabilities(self) -> Capabilities:
         """What this engine is and offers (built-in engines: their kind in ``ocr_app.choices``, plus
         their prompts, modes and precisions). The default is a name and nothing to choose."""
@@ -142,6 +153,12 @@ class WrappedEngine(Engine):
 
     def capabilities(self) -> Capabilities:
         return self._engine.capabilities()
+
+    def smaller_footprints(self, request: PageRequest) -> list[PageRequest]:
+        return self._engine.smaller_footprints(request)
+
+    def cap_memory(self) -> None:
+        self._engine.cap_memory()
 
 
 def split_stream(

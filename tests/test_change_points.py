@@ -146,8 +146,8 @@ def test_a_new_mode_is_one_registration(quick_mode, tiny_checkpoint):
     from PIL import Image
 
     from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.modes import smaller_modes
     from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
-    from ocr_app.runtime.oom import smaller_modes
     from ocr_app.schema import PageImage, PageRequest
     from ocr_app.settings import load_settings
     from ocr_app.ui import form

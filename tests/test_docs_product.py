@@ -40,7 +40,11 @@ def test_readme_cpu_install_tables_and_one_mixed_peak():
         assert f"| {engine}" in readme
     # every user-facing statement of the mixed peak uses the same figure
     runtime = (ROOT / "docs" / "RUNTIME.md").read_text()
-    for name, text in (("README.md", readme), ("RUNTIME.md", runtime), ("status panel", engine_kind("deepseek").capabilities.help)):
+    for name, text in (
+        ("README.md", readme),
+        ("RUNTIME.md", runtime),
+        ("status panel", engine_kind("deepseek").capabilities.help),
+    ):
         claims = re.findall(r"[≤~]?\s*\d\.\d(?:–\d\.\d)? GiB(?: peak| for a dense page|\))", text)
         mixed_claims = [c for c in claims if "2.35" not in c]
         assert MIXED_PEAK.split(" peak")[0] in text, name

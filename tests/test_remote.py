@@ -125,7 +125,9 @@ def test_the_recorded_mode_is_what_the_server_was_sent_none(server, tmp_path):
     settings = Settings(remote_url=server, engine="remote", cache_enabled=False)
     engines = build_engines(settings)
     try:
-        opts = ConvertOptions.from_settings(settings, mode="global", prompt="free", formats=frozenset({"json"}))
+        opts = ConvertOptions.from_settings(
+            settings, mode="global", prompt="free", formats=frozenset({"json"})
+        )
         [doc] = Converter(engines, settings).convert([make_image(tmp_path / "p.png")], tmp_path / "out", opts)
     finally:
         engines.unload_all()

@@ -268,6 +268,30 @@ class DeepSeekOcr2Engine(Engine):
             torch.cuda.empty_cache()
             release_cuda_workspaces()
 
+    def smaller_footprints(self, request: PageRequest) -> list[PageRequest]:
+        """Fewer tiles, then the global view (``modes.smaller_modes``): the OOM ladder's steps."""
+        from dataclasses import replace
+
+        from ocr_app.models.deepseek_ocr2.modes import smaller_modes
+
+        return [replace(request, mode=m) for m in smaller_modes(request.mode, request.page.image)]
+
+    def cap_memory(self) -> None:
+        """With ``gpu_memory_gib`` set, cap this process's CUDA memory at the budget before loading, so
+        the model, its quantisation and every page plan within it (``budget.py``)."""
+        if getattr(self.settings, "gpu_memory_gib", None) is None:
+            return
+        dev = (getattr(self.settings, "device", "auto") or "auto").strip().lower()
+        if dev == "auto":
+            import torch
+
+            dev = "cuda" if torch.cuda.is_available() else "cpu"
+        if not dev.startswith("cuda"):
+            return
+        from ocr_app.models.deepseek_ocr2.budget import apply_cap, resolve_budget
+
+        apply_cap(resolve_budget(self.settings, dev), dev)
+
     def resident_bytes(self) -> int:
         """Device memory kept on purpose between requests beyond the weights (the decoder's slots):
         the memory log does not count it as a leak."""
