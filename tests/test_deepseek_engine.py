@@ -393,6 +393,31 @@ def test_unload_frees_the_model_and_reload_works(random_checkpoint):
     eng.unload()
 
 
+def test_one_engines_unload_leaves_the_other_engines_objects_frozen(random_checkpoint):
+    """Two engines in one process (one per GPU in production): the gc freeze is shared and counted, so
+    the first unload frees its own model (cycles included) and keeps the other's objects frozen."""
+    from ocr_app import gc_freeze
+
+    base = gc_freeze.holders()  # the module's engine fixture may hold one
+    first, second = (DeepSeekOcr2Engine(settings_for(random_checkpoint)) for _ in range(2))
+    first.load()
+    second.load()
+    try:
+        assert gc_freeze.holders() == base + 2
+        gone = weakref.ref(first.model)
+        first.unload()
+        first.unload()  # idempotent: releases its share once
+        assert gc_freeze.holders() == base + 1 and gone() is None
+        assert gc.get_freeze_count() > 0
+        kept = second.model
+        assert not any(o is kept for o in gc.get_objects())  # still out of the collector's sight
+    finally:
+        second.unload()
+    assert gc_freeze.holders() == base
+    if base == 0:
+        assert gc.get_freeze_count() == 0
+
+
 def test_preprocessing_moves_to_the_gpu_only_where_asked(engine):
     """On a CUDA model the image processor gets ``device=`` (GPU preprocessing); never on the CPU, and
     not when the setting is off."""

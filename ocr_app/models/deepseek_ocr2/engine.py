@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ocr_app import gc_freeze
 from ocr_app.engine_api import Engine
 from ocr_app.exceptions import ConfigError, EngineError, OcrError
 from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, page_end
@@ -162,6 +163,7 @@ class DeepSeekOcr2Engine(Engine):
         self._exempt_ids: list[int] = []
         self._decoder: Any = None  # DecodeScheduler of the graph decoder (``scheduler()``), built on use
         self._decoder_lock = threading.Lock()  # two jobs starting at once share one scheduler
+        self._holds_freeze = False  # this engine's share of the process-wide gc freeze (``gc_freeze``)
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
         # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
         # ("cache", "quantised now", …) and the seconds quantisation took
@@ -204,11 +206,12 @@ class DeepSeekOcr2Engine(Engine):
         self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
         self.load_breakdown = getattr(model, "ocr_load_breakdown", None)
-        # The model, torch and transformers are millions of long-lived objects: every later gc.collect
-        # (the memory context, unload) walked them all, ~0.25 s each on an H200 host. Freezing moves
-        # them out of the collector's sight; ``unload`` unfreezes before it collects, so the model's
-        # own reference cycles are still freed then.
-        gc.freeze()
+        # The model, torch and transformers are millions of long-lived objects: frozen out of every
+        # later collection's sight, process-wide and shared with the other engines (``gc_freeze``);
+        # ``unload`` releases it, so the model's own reference cycles are still freed then.
+        if not self._holds_freeze:
+            gc_freeze.hold()
+            self._holds_freeze = True
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
@@ -258,8 +261,11 @@ class DeepSeekOcr2Engine(Engine):
         self.model = None
         self.processor = None
         self.precision = {}  # the next load resolves again (free memory may have changed)
-        gc.unfreeze()  # see ``load``: the model's cycles must be visible to this collection
-        gc.collect()
+        if self._holds_freeze:  # see ``load``: the model's cycles must be visible to this collection
+            self._holds_freeze = False
+            gc_freeze.release()
+        else:
+            gc.collect()
         if was_cuda:
             import torch
 
