@@ -174,3 +174,17 @@ def load_settings(**overrides: object) -> Settings:
     """Settings from env/.env with explicit overrides (None values are ignored)."""
     clean = {k: v for k, v in overrides.items() if v is not None}
     return Settings(**clean)
+
+
+class KernelSettings(BaseSettings):
+    """Knobs of the quantised matmuls for benchmarks and debugging (``OCR_APP_<FIELD>``; docs/RUNTIME.md,
+    "OCR_APP_* kernel variables"), not product settings. Read here like every other setting;
+    ``quant.options.KernelOptions.from_settings`` turns them into the kernels' options object, which
+    checks the values (its errors name the variables)."""
+
+    model_config = SettingsConfigDict(env_prefix="OCR_APP_", env_file=".env", extra="ignore")
+
+    quant_backend: str = Field("auto", description="auto, torch or triton.")
+    triton_fast_launch: bool = Field(
+        True, description="Launch compiled Triton kernels without pointer checks."
+    )
