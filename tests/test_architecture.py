@@ -125,3 +125,40 @@ def test_quant_package_and_the_deepseek_loader_do_not_import_each_other():
     graph = import_graph()
     assert "ocr_app.models.deepseek_ocr2.loading" not in graph["ocr_app.quant"]
     assert "ocr_app.quant" not in graph["ocr_app.models.deepseek_ocr2.loading"]
+
+
+# --- no god functions ---------------------------------------------------------------------------------
+MAX_FUNCTION_LINES = 120
+# Known, owned elsewhere: issue 25 splits structure/layout.py into an ordered list of small passes.
+LONG_ALLOWED = {("ocr_app/structure/layout.py", "_group_section")}
+
+
+def _is_triton_kernel(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``@triton.jit`` (or ``@jit``, autotuned or not): a kernel is one unrolled body by design."""
+    return any("jit" in ast.unparse(d) for d in node.decorator_list)
+
+
+def long_functions(source: str, path: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, str, int]]:
+    """(path, function, lines) of every function or method longer than ``limit`` lines, kernels aside."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not _is_triton_kernel(node):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > limit:
+                found.append((path, node.name, lines))
+    return found
+
+
+def test_no_function_over_120_lines_outside_triton_kernels():
+    repo = ROOT.parent
+    found = []
+    for f in sorted([*ROOT.rglob("*.py"), *(repo / "bench").rglob("*.py"), repo / "app.py"]):
+        rel = f.relative_to(repo).as_posix()
+        found += [x for x in long_functions(f.read_text(), rel) if (x[0], x[1]) not in LONG_ALLOWED]
+    assert found == []
+
+
+def test_the_length_rule_sees_a_long_function_and_spares_a_kernel():
+    body = "\n".join(f"    x{i} = {i}" for i in range(125))
+    source = f"def god():\n{body}\n\n@triton.jit\ndef kernel():\n{body}\n\ndef small():\n    return 1\n"
+    assert long_functions(source, "planted.py") == [("planted.py", "god", 126)]
