@@ -15,14 +15,13 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ocr_app.engine_api import Capabilities
 from ocr_app.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from ocr_app.engine_api import Engine
-    from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +53,7 @@ def canonical_precision(name: str) -> str:
 
 
 # --- engine kinds ---------------------------------------------------------------------------------
-EngineFactory = Callable[["Settings"], "Engine"]
+EngineFactory = Callable[[Any], "Engine"]  # called with the ``Settings`` (which import this module)
 
 
 @dataclass(frozen=True)
