@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.exceptions import ModelLoadError, WeightsNotFoundError
-from ocr_app.models.deepseek_ocr2.conversion import plan_targets
+from ocr_app.quant.conversion import plan_targets
 
 if TYPE_CHECKING:
     import torch
@@ -109,10 +109,10 @@ class StreamReport:
 
 
 def build_skeleton(model_dir: str | Path, dtype: torch.dtype):
-    """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device (no memory)."""
+    """The checkpoint's model (``conversion.empty_model``) with every weight on the meta device (no memory)."""
     from transformers import AutoConfig
 
-    from ocr_app.models.deepseek_ocr2.conversion import empty_model
+    from ocr_app.quant.conversion import empty_model
 
     return empty_model(AutoConfig.from_pretrained(model_dir)).to(dtype)  # meta: only their dtype changes
 

@@ -29,6 +29,7 @@ from ocr_app.schema import EngineOutput, PageRequest
 
 logger = logging.getLogger(__name__)
 
+
 def is_oom(exc: BaseException) -> bool:
     """True for ``torch.OutOfMemoryError`` (also when an engine wrapped it as the cause)."""
     torch = sys.modules.get("torch")
