@@ -235,3 +235,25 @@ def test_a_new_output_format_is_one_class(plain_text_format, tmp_path):
     assert "txt" not in again.outputs and not txt.exists() and again.outputs["md"].exists()
     bad = CliRunner().invoke(main, ["convert", str(pdf), "-o", str(out), "--format", "docx"])
     assert bad.exit_code == 2 and "choose from md, mmd, json, overlay, layout_pdf, zip, txt" in bad.output
+
+
+def test_every_change_point_names_a_test_that_exists():
+    """docs/ARCHITECTURE.md's "where to change one thing" tables: every test named in a row's last
+    column exists (the file, and the function when one is named)."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).parents[1]
+    text = (repo / "docs" / "ARCHITECTURE.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`tests/" in line]
+    named = [
+        ref for row in rows for ref in re.findall(r"`(tests/[\w/]+\.py(?:::\w+)?)`", row.rsplit("|", 2)[-2])
+    ]
+    assert len(named) >= 10
+    missing = []
+    for ref in named:
+        path, _, func = ref.partition("::")
+        source = repo / path
+        if not source.exists() or (func and not re.search(rf"^def {func}\(", source.read_text(), re.M)):
+            missing.append(ref)
+    assert missing == []
