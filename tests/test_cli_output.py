@@ -128,7 +128,7 @@ def test_an_ignored_prompt_and_mode_are_said_once_and_recorded_as_ignored(tmp_pa
     args = ["convert", *map(str, pdfs), "-o", str(out), "-q", "--engine", "textlayer", "--json-summary"]
     proc = _cli(*args, "--prompt", "free", "--mode", "global")
     assert proc.returncode == 0, proc.stderr
-    note = "--prompt free and --mode global were ignored: the textlayer engine takes no prompt and no"
+    note = "--prompt free and --mode global were ignored: the textlayer engine took no prompt and no resolution mode"
     assert proc.stderr.count(note) == 1  # once for the run, not once per file or page
     summary = json.loads(proc.stdout)
     assert [f["ignored"] for f in summary["files"]] == [{"prompt": "free", "mode": "global"}] * 2
