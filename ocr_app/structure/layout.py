@@ -72,6 +72,9 @@ class TextLine:
     ink: tuple[float, float] = ()  # x-range of the glyphs without surrounding spaces, when known
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
     mono: bool = False  # set in a monospaced font all through (a line of code)
+    # The page's layout model's word on this line (scans, ``structure.scan_regions``): "title" (a
+    # heading), "prose" (a line of a paragraph: never a table cell), "figure"; "" = no model.
+    role: str = ""
 
 
 @dataclass
@@ -299,6 +302,8 @@ def detect_tables(
     def is_candidate(row: _Row) -> bool:
         cells = sorted(row.items, key=lambda i: i.box[0])
         if len(cells) < 2 or any(c.in_figure for c in cells):  # diagram labels are not a table
+            return False
+        if any(c.role in ("prose", "title") for c in cells):  # the layout model saw paragraphs, titles
             return False
         if _is_marker(cells[0].text):  # "•  text" or "1.  text": a list item, not a table row
             return False
@@ -726,9 +731,9 @@ def _heading_level(
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
-    if ratio >= config.heading_ratio:
+    if ratio >= config.heading_ratio or all(i.role == "title" for i in row.items):
         return 2
-    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80:
+    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80 and not text.endswith("."):
         return 3
     return 0
 

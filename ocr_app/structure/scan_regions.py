@@ -1,0 +1,138 @@
+"""The layout model's regions applied to a scan's OCR lines: which lines are titles, prose or figure text.
+
+Why a pass of its own: the geometric layout (``structure.layout``) only sees boxes and sizes, and on a
+scan it has no fonts. The region model adds what geometry cannot tell: a bold section title at body
+size is a ``title`` region, the short last lines of two paragraphs side by side are ``text`` regions
+(prose, not the cells of a table), and a chart's axis labels lie in a ``figure`` region.
+
+Each decision also needs the page's own evidence, because the model (CDLA, trained on Chinese
+documents) is not always right: a ``figure`` counts only when it holds ink that is not text (bars,
+curves, a photo), since the model also calls borderless tables figures; a ``text`` region makes its
+lines prose only when they fill the region's width, as a paragraph's lines do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ocr_app.schema import Block, Box
+from ocr_app.structure.layout import TextLine, group_rows
+from ocr_app.structure.regions import Region, overlap
+
+logger = logging.getLogger(__name__)
+
+INSIDE = 0.5  # a line belongs to a region when this share of its box lies inside it
+TITLE_SCORE = 0.5  # title regions below this score are not trusted
+FIGURE_SCORE = 0.45
+GRAPHIC_INK = 0.01  # a figure holds non-text ink over at least this share of its area
+PROSE_ROWS = 3  # a text region is prose when it has this many rows...
+PROSE_FILL = 0.6  # ...and this share of them reach 75 % of its width
+INK_LEVEL = 128
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure region confirmed by its graphic ink; ``index`` is what its lines carry as ``figure``."""
+
+    box: Box
+    index: int
+    score: float
+
+
+def graphic_ink(grey: Any, box: Box, text_boxes: Sequence[Box]) -> float:
+    """Share of ``box`` covered by ink that lies in no text box (bars, curves, a photo's pixels)."""
+    import numpy as np
+
+    x0, y0 = max(int(box[0]), 0), max(int(box[1]), 0)
+    x1, y1 = min(int(np.ceil(box[2])), grey.shape[1]), min(int(np.ceil(box[3])), grey.shape[0])
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    ink = grey[y0:y1, x0:x1] < INK_LEVEL
+    for b in text_boxes:
+        bx0, by0 = max(int(b[0]) - 2 - x0, 0), max(int(b[1]) - 2 - y0, 0)
+        bx1, by1 = min(int(np.ceil(b[2])) + 2 - x0, x1 - x0), min(int(np.ceil(b[3])) + 2 - y0, y1 - y0)
+        if bx1 > bx0 and by1 > by0:
+            ink[by0:by1, bx0:bx1] = False
+    return float(ink.mean())
+
+
+def confirmed_figures(grey: Any, regions: Sequence[Region], lines: Sequence[TextLine]) -> list[Figure]:
+    """Figure regions that hold a picture, not only text (numbered from 1, best score first)."""
+    boxes = [ln.box for ln in lines]
+    figures: list[Figure] = []
+    for r in regions:
+        if r.label != "figure" or r.score < FIGURE_SCORE:
+            continue
+        if any(overlap(r.box, f.box) > 0.5 or overlap(f.box, r.box) > 0.5 for f in figures):
+            continue  # a second, overlapping box for the same figure
+        share = graphic_ink(grey, r.box, boxes)
+        if share >= GRAPHIC_INK:
+            figures.append(Figure(r.box, len(figures) + 1, r.score))
+        else:
+            logger.debug("figure region %s has %.3f graphic ink: text only, not a figure", r.box, share)
+    return figures
+
+
+def _prose_regions(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[Region]:
+    """Text regions whose rows fill their width, as a paragraph's lines do (table cells do not)."""
+    prose = []
+    for r in regions:
+        if r.label != "text":
+            continue
+        inside = [ln for ln in lines if overlap(ln.box, r.box) >= INSIDE]
+        rows = group_rows(inside)
+        if len(rows) < PROSE_ROWS:
+            continue
+        width = max(r.box[2] - r.box[0], 1.0)
+        # One line filling the width: a row of cells a gap apart is no paragraph line.
+        full = sum(1 for row in rows if max(i.box[2] - i.box[0] for i in row.items) >= 0.75 * width)
+        if full >= PROSE_FILL * len(rows):
+            prose.append(r)
+    return prose
+
+
+def annotate(
+    lines: Sequence[TextLine], regions: Sequence[Region], grey: Any
+) -> tuple[list[TextLine], list[Figure]]:
+    """The lines with their ``role`` (and ``in_figure``/``figure``) set from the regions, and the
+    confirmed figures."""
+    figures = confirmed_figures(grey, regions, lines)
+    titles = [r for r in regions if r.label == "title" and r.score >= TITLE_SCORE]
+    prose = _prose_regions(regions, lines)
+    out: list[TextLine] = []
+    for ln in lines:
+        figure = next((f for f in figures if overlap(ln.box, f.box) >= INSIDE), None)
+        if figure is not None:
+            out.append(replace(ln, in_figure=True, figure=figure.index, role="figure"))
+        elif any(overlap(ln.box, r.box) >= INSIDE for r in titles):
+            out.append(replace(ln, role="title"))
+        elif any(overlap(ln.box, r.box) >= INSIDE for r in prose):
+            out.append(replace(ln, role="prose"))
+        else:
+            out.append(ln)
+    return out, figures
+
+
+def place_figures(blocks: list[Block], figures: Sequence[Figure]) -> list[Block]:
+    """Each figure as one ``image`` block (the Markdown crops it, as DeepSeek-OCR-2's figures are),
+    where its labels were read, holding their text; a figure without text goes before the first block
+    below its top edge."""
+    out = list(blocks)
+    for fig in figures:
+        members = [k for k, b in enumerate(out) if b.box is not None and overlap(b.box, fig.box) >= 0.9]
+        members = [k for k in members if out[k].label in ("text", "title", "sub_title", "list")]
+        text = "\n".join(out[k].text for k in members if out[k].text)
+        block = Block("image", text, [fig.box])
+        if members:
+            first = members[0]
+            out = [b for k, b in enumerate(out) if k not in members[1:]]
+            out[first] = block
+        else:
+            at = next(
+                (k for k, b in enumerate(out) if b.box is not None and b.box[1] >= fig.box[1]), len(out)
+            )
+            out.insert(at, block)
+    return out
