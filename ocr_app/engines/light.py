@@ -563,10 +563,8 @@ class LightOcrEngine(Engine):
         except Exception as exc:  # only used to name a script: never fails the page
             logger.debug("detection-only pass failed: %s", exc)
             return []
-        return [
-            np.asarray(q, dtype=np.float64)
-            for q in (getattr(result, "boxes", None) if result else None) or []
-        ]
+        boxes = getattr(result, "boxes", None)
+        return [] if boxes is None else [np.asarray(q, dtype=np.float64) for q in boxes]
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "loaded": self.is_loaded, "device": "cpu", "backend": "rapidocr"}

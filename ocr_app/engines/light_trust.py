@@ -5,7 +5,7 @@ scores near 0.9 (a jittery letter is often close to some printed one), so a lett
 came out as half-garbage marked ``ok``; on a script outside its models (Arabic) it detects lines but
 recognises nothing, and the page came out ``empty`` as if blank. The page image tells both apart:
 handwritten letters wander off their baseline (``structure.ink.baseline_wander``), and a script that
-joins its letters on one strong baseline puts much of its ink in one band of rows.
+joins its letters draws long strokes along its baseline.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ LOW_CONFIDENCE = 0.75  # mean recognition score below this: the page is flagged 
 INKED_PAGE = 0.005  # fraction of dark pixels above which a page is not blank
 HANDWRITING_WANDER = 0.035  # print measures ≤ 0.02 of the line height, handwriting 0.04-0.1
 WANDER_PENALTY = 8.0  # handwriting: confidence ≤ 1 - this × wander (0.035 → 0.72, 0.06 → 0.52)
-JOINED_SCRIPT = 0.27  # share of a line's ink in its densest band: Arabic 0.27-0.34, Latin ≤ 0.25
+JOINED_SCRIPT = 0.4  # longest baseline stroke / line height: Arabic 0.45-0.55, Latin 0.15-0.31
 
 
 @dataclass
@@ -89,12 +89,14 @@ def joined_script(grey: Any, quads: Sequence[Any]) -> str | None:
     """Names "Arabic script (or Persian, Urdu)" when the lines join their letters on one baseline, else None."""
     import statistics
 
-    shares = [ink.joined_baseline(ink.line_crop(grey, q)) for q in quads]
-    shares = [s for s in shares if s > 0]
-    if len(shares) < 2:
+    strokes = [ink.joining_stroke(ink.line_crop(grey, q)) for q in quads]
+    strokes = [s for s in strokes if s > 0]
+    if len(strokes) < 2:
         return None
-    share = statistics.median(shares)
-    logger.debug("unread lines: %.2f of their ink in the densest band", share)
+    stroke = statistics.median(strokes)
+    logger.debug("unread lines: baseline strokes %.2f × the line height", stroke)
     return (
-        "Arabic script (or Persian, Urdu: letters joined on one baseline)" if share >= JOINED_SCRIPT else None
+        "Arabic script (or Persian, Urdu: letters joined on one baseline)"
+        if stroke >= JOINED_SCRIPT
+        else None
     )

@@ -18,7 +18,7 @@ from ocr_app.schema import Box
 
 logger = logging.getLogger(__name__)
 
-MIN_LINES = 6  # a gutter shows over at least this many wide lines
+MIN_LINES = 4  # a gutter shows over at least this many wide lines
 BLANK_SHARE = 0.8  # ... and is blank in at least this share of the wide lines that reach over it
 MIN_WIDTH = 0.3  # ... over at least this × the line height (a word space in justified text moves)
 INK_LEVEL = 128

@@ -57,6 +57,9 @@ def assess(
     if not has_content(blocks):
         if image is not None and is_blank(image):
             return "empty", "no text found; the page image is blank"
+        if output.suspect and output.engine != "textlayer":
+            # The engine saw text it could not read (a script outside its models): not an empty page.
+            return "low_confidence", output.suspect
         if output.engine == "textlayer":
             return "empty", "no text found: the page has no usable text layer (a scan?); use an OCR engine"
         return "empty", f"no text found: the {output.engine or 'OCR'} engine read nothing on this page"
