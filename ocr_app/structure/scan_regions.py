@@ -16,11 +16,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ocr_app.schema import Block, Box
 from ocr_app.structure.layout import TextLine, group_rows
-from ocr_app.structure.regions import Region, overlap
+from ocr_app.structure.regions import Region, detect_regions, overlap
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from ocr_app.structure.regions import LayoutModel
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +97,34 @@ def _prose_regions(regions: Sequence[Region], lines: Sequence[TextLine]) -> list
         if full >= PROSE_FILL * len(rows):
             prose.append(r)
     return prose
+
+
+def figure_regions(
+    image: Image.Image, lines: Sequence[TextLine], *, model: LayoutModel | None = None
+) -> list[Figure]:
+    """A second opinion for born-digital pages: the figures (charts, diagrams, photos) on the rendered
+    page, so the text layer can mark their labels (``mark_figures``) and never build a table of a
+    chart's axis labels. ``lines`` are the page's text lines in the image's pixels; runs the layout
+    model once (0.3-0.5 CPU s at 144 DPI)."""
+    import numpy as np
+
+    grey = np.asarray(image.convert("L"))
+    return confirmed_figures(grey, detect_regions(image, model=model), lines)
+
+
+def mark_figures(lines: Sequence[TextLine], figures: Sequence[Figure]) -> list[TextLine]:
+    """The lines inside a figure marked as its labels (``in_figure``, ``figure``): ``layout`` reads
+    them as one item, never as a table or a heading. Lines already marked keep their marks."""
+    first = max((ln.figure for ln in lines), default=0)  # numbers after the engine's own figures
+    out: list[TextLine] = []
+    for ln in lines:
+        inside = (f for f in figures if overlap(ln.box, f.box) >= INSIDE)
+        figure = None if ln.in_figure else next(inside, None)
+        if figure is None:
+            out.append(ln)
+        else:
+            out.append(replace(ln, in_figure=True, figure=first + figure.index, role="figure"))
+    return out
 
 
 def annotate(
