@@ -87,6 +87,7 @@ class LayoutModel:
         if self._session is None:
             import time
 
+            _quiet_rapid_layout()
             from rapid_layout import RapidLayout
 
             start = time.perf_counter()
@@ -96,7 +97,6 @@ class LayoutModel:
                 conf_thresh=self._min_score,
                 engine_cfg={"intra_op_num_threads": self._threads, "inter_op_num_threads": 1},
             )
-            _quiet_rapid_layout()
             self._session = session
             logger.info(
                 "layout model loaded in %.2f s (%d threads)", time.perf_counter() - start, self._threads
@@ -125,11 +125,35 @@ class LayoutModel:
             self._session = None
 
 
+_RAPID_LAYOUT_LOGGERS = (
+    "RapidLayout",
+    "rapid_layout.inference_engine.base",
+    "rapid_layout.inference_engine.onnxruntime.main",
+    "rapid_layout.inference_engine.onnxruntime.provider_config",
+    "rapid_layout.model_handler.main",
+    "rapid_layout.model_handler.utils",
+    "rapid_layout.utils.typings",
+)
+
+
+class _Warnings(logging.Handler):
+    """Passes rapid-layout's warnings and errors on to this module's logger; drops its INFO chatter."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            logger.handle(record)
+
+
 def _quiet_rapid_layout() -> None:
-    """rapid-layout logs every load at INFO on its own handler; keep only its warnings."""
-    for name in list(logging.root.manager.loggerDict):
-        if name.startswith(("rapid_layout", "RapidLayout")):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    """rapid-layout gives each of its loggers its own console handler at INFO (one line per load),
+    unless the logger already has a handler: ours goes first, so only its warnings reach our logs."""
+    for name in _RAPID_LAYOUT_LOGGERS:
+        named = logging.getLogger(name)
+        if not any(isinstance(h, _Warnings) for h in named.handlers):
+            for handler in list(named.handlers):
+                named.removeHandler(handler)
+            named.addHandler(_Warnings())
+        named.propagate = False
 
 
 _default: LayoutModel | None = None
