@@ -111,9 +111,13 @@ def test_headings_are_found_on_a_scan(engine: LightOcrEngine) -> None:
     assert len(headings) == 4, text  # no body line promoted
 
 
-def table_page() -> pymupdf.Document:
+def table_page(rules: bool = False) -> pymupdf.Document:
+    """A table without vertical rulings; ``rules``: with a booktabs table's three horizontal rules."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
+    if rules:
+        for y in (106, 125, 180):
+            page.draw_line((55, y), (540, y), width=0.8)
     page.insert_text((60, 80), "Rainfall by station", fontsize=14, fontname="hebo")
     header = ["Station", "January", "April", "July"]
     rows = [["Northgate", "84", "61", "40"], ["Eastwick", "92", "58", "35"], ["Southmoor", "77", "66", "44"]]
@@ -125,8 +129,12 @@ def table_page() -> pymupdf.Document:
     return doc
 
 
-def test_a_borderless_table_on_a_scan_is_an_html_table_with_its_header(engine: LightOcrEngine) -> None:
-    out = read(engine, scan(table_page()))
+@pytest.mark.parametrize("rules", [False, True], ids=["borderless", "booktabs-rules"])
+def test_a_borderless_table_on_a_scan_is_an_html_table_with_its_header(
+    engine: LightOcrEngine, rules: bool
+) -> None:
+    out = read(engine, scan(table_page(rules)))
+    assert "image" not in [b.label for b in out.blocks]  # rules are no picture
     tables = [b.text for b in out.blocks if b.label == "table"]
     assert len(tables) == 1, blocks_to_markdown(out.blocks)
     html = tables[0]

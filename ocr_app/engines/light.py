@@ -29,6 +29,7 @@ from ocr_app.schema import EngineOutput, PageRequest, StopReason
 from ocr_app.structure import ink
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, build_blocks, unrotate_box
+from ocr_app.structure.regions import overlap
 from ocr_app.structure.rulings import grid_tables
 from ocr_app.structure.scan_regions import annotate, place_figures
 
@@ -479,6 +480,7 @@ class LightOcrEngine(Engine):
         # Ruled tables from the page's drawn lines (cells that wrap, merged header cells); tables
         # without rulings are found from text alignment inside build_blocks.
         tables, lines = grid_tables(grey, lines, line_px=1.5 * body_size(lines)) if lines else ([], lines)
+        figures = [f for f in figures if not any(overlap(f.box, t[0]) >= 0.5 for t in tables)]
         blocks = place_figures(build_blocks(lines, page_width=w, config=self._layout, tables=tables), figures)
         if matrix is not None:
             inverse = cv2.invertAffineTransform(matrix)

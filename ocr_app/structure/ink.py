@@ -38,9 +38,15 @@ def stroke_width(crop: Any) -> float:
     Why this measure: a stroke of width w and length L covers w·L pixels and has an outline of ≈ 2·L
     pixels, whatever the letters; bold type has wider strokes at the same size. 0 without ink.
     """
+    import cv2
     import numpy as np
 
     ink = crop < INK_LEVEL
+    # A rule the box caught (a table's rule under a header row) is no letter: runs of ink longer
+    # than 1.5 × the line's height are dropped before measuring.
+    run = max(round(1.5 * crop.shape[0]), 3)
+    rules = cv2.morphologyEx(ink.astype(np.uint8), cv2.MORPH_OPEN, np.ones((1, run), np.uint8)) > 0
+    ink &= ~rules
     area = int(ink.sum())
     if area == 0:
         return 0.0

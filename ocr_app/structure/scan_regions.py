@@ -36,6 +36,7 @@ GRAPHIC_INK = 0.01  # a figure holds non-text ink over at least this share of it
 PROSE_ROWS = 3  # a text region is prose when it has this many rows...
 PROSE_FILL = 0.6  # ...and this share of them reach 75 % of its width
 INK_LEVEL = 128
+RULE_PX = 6  # a straight run of ink thinner than this is a rule, not part of a picture
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,10 @@ class Figure:
 
 
 def graphic_ink(grey: Any, box: Box, text_boxes: Sequence[Box]) -> float:
-    """Share of ``box`` covered by ink that lies in no text box (bars, curves, a photo's pixels)."""
+    """Share of ``box`` covered by ink that lies in no text box and is no thin straight rule (bars,
+    curves, a photo's pixels). Why the rules go: a table's rules (a booktabs table's three, a ruled
+    grid) would otherwise make every table the model calls a figure a figure."""
+    import cv2
     import numpy as np
 
     x0, y0 = max(int(box[0]), 0), max(int(box[1]), 0)
@@ -61,7 +65,12 @@ def graphic_ink(grey: Any, box: Box, text_boxes: Sequence[Box]) -> float:
         bx1, by1 = min(int(np.ceil(b[2])) + 2 - x0, x1 - x0), min(int(np.ceil(b[3])) + 2 - y0, y1 - y0)
         if bx1 > bx0 and by1 > by0:
             ink[by0:by1, bx0:bx1] = False
-    return float(ink.mean())
+    mask = ink.astype(np.uint8)
+    for long, thick in (((25, 1), (1, RULE_PX)), ((1, 25), (RULE_PX, 1))):
+        lines = cv2.morphologyEx(mask, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, long))
+        solid = cv2.morphologyEx(lines, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, thick))
+        mask[(lines > 0) & (solid == 0)] = 0  # long and thin: a rule (thick runs are bars: kept)
+    return float(mask.mean())
 
 
 def confirmed_figures(grey: Any, regions: Sequence[Region], lines: Sequence[TextLine]) -> list[Figure]:
