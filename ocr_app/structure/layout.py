@@ -731,9 +731,15 @@ def _heading_level(
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
-    if ratio >= config.heading_ratio or all(i.role == "title" for i in row.items):
+    if ratio >= config.heading_ratio:
         return 2
-    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80 and not text.endswith("."):
+    # At body size, a line that ends a sentence (or a contents entry's leader dots) is no heading; a
+    # bold lead-in ending in a colon ("Steps for using the microscope:") is one.
+    if text.rstrip().endswith((".", ",", ";")):
+        return 0
+    if all(i.role == "title" for i in row.items):
+        return 2
+    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80:
         return 3
     return 0
 
