@@ -12,7 +12,7 @@ the PDF itself holds. Until the NID/TEDS/MHS scorer lands, the measures are:
 - tables: table blocks in the reference / in the light output;
 - CPU s/page (``process_time`` of the engine call, all threads).
 
-    python -m bench.accuracy.scans PDF... [--pages 12] [--out results.json]
+    python -m bench.accuracy.scans PDF... [--first 1] [--pages 12] [--out results.json]
 """
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ def heading_match(reference: list[str], found: list[str]) -> tuple[int, int]:
     return hits, true
 
 
-def run(pdfs: list[Path], pages: int, variants: dict[str, dict[str, object]]) -> dict[str, object]:
+def run(
+    pdfs: list[Path], first: int, pages: int, variants: dict[str, dict[str, object]]
+) -> dict[str, object]:
     from ocr_app.engines.light import LightOcrEngine
     from ocr_app.engines.textlayer import TextLayerEngine
     from ocr_app.ingest.pdf import import_pymupdf
@@ -62,7 +64,7 @@ def run(pdfs: list[Path], pages: int, variants: dict[str, dict[str, object]]) ->
     rows = []
     for pdf in pdfs:
         doc = pymupdf.open(pdf)
-        for index in range(min(pages, doc.page_count)):
+        for index in range(first - 1, min(first - 1 + pages, doc.page_count)):
             pix = doc[index].get_pixmap(dpi=144, colorspace=pymupdf.csGRAY)
             from PIL import Image
 
@@ -119,7 +121,8 @@ def run(pdfs: list[Path], pages: int, variants: dict[str, dict[str, object]]) ->
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pdfs", type=Path, nargs="+")
-    ap.add_argument("--pages", type=int, default=12, help="first pages of each PDF")
+    ap.add_argument("--first", type=int, default=1, help="first page read (1-based)")
+    ap.add_argument("--pages", type=int, default=12, help="pages read of each PDF")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument(
         "--variants",
@@ -128,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         help="name → LightOcrEngine options, e.g. '{\"light\": {}}' (for an older checkout)",
     )
     args = ap.parse_args(argv)
-    result = run(args.pdfs, args.pages, args.variants)
+    result = run(args.pdfs, args.first, args.pages, args.variants)
     print(json.dumps(result["summary"], indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
