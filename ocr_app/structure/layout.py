@@ -737,8 +737,8 @@ def _heading_level(
     # bold lead-in ending in a colon ("Steps for using the microscope:") is one.
     if text.rstrip().endswith((".", ",", ";")):
         return 0
-    if all(i.role == "title" for i in row.items):
-        return 2
+    if all(i.role == "title" for i in row.items) and (row.bold or not text.rstrip().endswith(":")):
+        return 2  # a plain lead-in ending in a colon ("Consider this definition:") introduces text
     if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80:
         return 3
     return 0

@@ -136,20 +136,39 @@ def mark_figures(lines: Sequence[TextLine], figures: Sequence[Figure]) -> list[T
     return out
 
 
+def _title_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> set[int]:
+    """ids of the lines that title regions hold: a title's first row, and the rows after it set in
+    the same weight and size (a title broken over lines). A title region that reaches into the text
+    below (the model's box is loose) gives the title role to the title only."""
+    titled: set[int] = set()
+    for r in regions:
+        if r.label != "title" or r.score < TITLE_SCORE:
+            continue
+        rows = group_rows([ln for ln in lines if overlap(ln.box, r.box) >= INSIDE])
+        if not rows:
+            continue
+        first = rows[0]
+        for row in rows:
+            if row is not first and (row.bold != first.bold or not 0.85 <= row.size / first.size <= 1.18):
+                break
+            titled.update(id(i) for i in row.items)
+    return titled
+
+
 def annotate(
     lines: Sequence[TextLine], regions: Sequence[Region], grey: Any
 ) -> tuple[list[TextLine], list[Figure]]:
     """The lines with their ``role`` (and ``in_figure``/``figure``) set from the regions, and the
     confirmed figures."""
     figures = confirmed_figures(grey, regions, lines)
-    titles = [r for r in regions if r.label == "title" and r.score >= TITLE_SCORE]
+    titled = _title_lines(regions, lines)
     prose = _prose_regions(regions, lines)
     out: list[TextLine] = []
     for ln in lines:
         figure = next((f for f in figures if overlap(ln.box, f.box) >= INSIDE), None)
         if figure is not None:
             out.append(replace(ln, in_figure=True, figure=figure.index, role="figure"))
-        elif any(overlap(ln.box, r.box) >= INSIDE for r in titles):
+        elif id(ln) in titled:
             out.append(replace(ln, role="title"))
         elif any(overlap(ln.box, r.box) >= INSIDE for r in prose):
             out.append(replace(ln, role="prose"))
