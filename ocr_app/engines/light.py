@@ -3,12 +3,15 @@
 Why: many users have no GPU or no DeepSeek-OCR-2 weights yet. RapidOCR's wheel ships its detection
 and recognition models, so this works offline on any CPU: 1–2 s per 144-DPI page on 2 cores, sparse
 to dense (docs/ACCURACY.md).
-RapidOCR gives text lines with boxes; ``engines.layout`` turns them into headings, paragraphs, lists,
-columns and tables, the same blocks the DeepSeek engine produces.
+RapidOCR gives text lines with boxes; ``structure.layout`` turns them into headings, paragraphs, lists,
+columns and tables, the same blocks the DeepSeek engine produces. What a scan's lines do not carry
+comes from the page image: the layout model's regions (titles, prose, figures: ``structure.regions``,
+``structure.scan_regions``), bold from stroke width (``structure.ink``), gutters the detector read
+across (``structure.gutters``), and handwriting or an unread script (``engines.light_trust``).
 
 Choices: the text-angle classifier is off (documents are upright; on clean pages it flipped whole
 lines upside down and garbled them); tables come from geometry — the cell grid of a ruled table from
-its drawn lines (``engines.rulings``), otherwise aligned cells over several rows — written as the HTML
+its drawn lines (``structure.rulings``), otherwise aligned cells over several rows — written as the HTML
 tables the DeepSeek engine writes, because ``rapid-table`` downloads its models at run time and cannot
 work offline.
 """
