@@ -22,8 +22,9 @@ The pipeline, in order:
 3. ``_group_section``: inside one column, items on one baseline are joined into rows; rows become
    paragraphs (break on a larger vertical gap, a size change, a first-line indent), list items
    (``-``, ``•``, ``1.``, ``a)`` markers; bullets become ``- ``), or headings (size ≥
-   ``heading_ratio`` × the page's body size: ≥ ``h1_ratio`` → ``#``, else ``##``; bold lines a bit
-   larger than body → ``###``). With a document style (the text layer) headings come from the whole
+   ``heading_ratio`` × the page's body size: ≥ ``h1_ratio`` → ``#``, else ``##``; on scans a line the
+   layout model puts in a title region → ``##``; bold lines a bit larger than body → ``###``; at body
+   size never a line that ends a sentence). With a document style (the text layer) headings come from the whole
    document instead (``_styled_heading_level``): the outline, sizes and weights against the body's,
    section numbers ("2.1", "3 -"), typefaces and bold lines standing alone where the body itself is
    bold, a chapter number alone in display type (``_chapter_number``) and, in a text panel over a
