@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 INSIDE = 0.5  # a line belongs to a region when this share of its box lies inside it
-TITLE_SCORE = 0.5  # title regions below this score are not trusted
+TITLE_SCORE = 0.6  # title regions below this score are not trusted (a code line scored 0.58)
 FIGURE_SCORE = 0.45
 GRAPHIC_INK = 0.01  # a figure holds non-text ink over at least this share of its area
 PROSE_ROWS = 3  # a text region is prose when it has this many rows...
