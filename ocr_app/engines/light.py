@@ -31,7 +31,8 @@ from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 from ocr_app.structure import ink
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
-from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, build_blocks, unrotate_box
+from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
+from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
 from ocr_app.structure.rulings import grid_tables
 from ocr_app.structure.scan_regions import annotate, place_figures
