@@ -32,10 +32,9 @@ from ocr_app.schema import EngineOutput, PageRequest, StopReason
 from ocr_app.structure import ink
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
-from ocr_app.structure.pipeline import build_blocks
-from ocr_app.structure.regions import overlap
+from ocr_app.structure.pipeline import DEFAULT_PASSES, build_blocks
 from ocr_app.structure.rulings import grid_tables
-from ocr_app.structure.scan_regions import annotate, place_figures
+from ocr_app.structure.scan_regions import region_passes
 
 if TYPE_CHECKING:
     from ocr_app.settings import Settings
@@ -480,12 +479,12 @@ class LightOcrEngine(Engine):
             regions = [replace(r, box=_bbox(_affine(matrix, _corners(r.box)))) for r in regions]
         lines = [TextLine(t, _bbox(q), s, b) for q, t, s, b in zip(quads, texts, sizes, bold, strict=True)]
         lines = recover_bullets(grey, lines) if lines else lines
-        lines, figures = annotate(lines, regions, grey) if regions else (lines, [])
         # Ruled tables from the page's drawn lines (cells that wrap, merged header cells); tables
-        # without rulings are found from text alignment inside build_blocks.
+        # without rulings are found from text alignment inside build_blocks, whose passes take the
+        # layout model's regions (titles, prose, figures) when there are any.
         tables, lines = grid_tables(grey, lines, line_px=1.5 * body_size(lines)) if lines else ([], lines)
-        figures = [f for f in figures if not any(overlap(f.box, t[0]) >= 0.5 for t in tables)]
-        blocks = place_figures(build_blocks(lines, page_width=w, config=self._layout, tables=tables), figures)
+        passes = region_passes(regions, grey) if regions else DEFAULT_PASSES
+        blocks = build_blocks(lines, page_width=w, config=self._layout, tables=tables, passes=passes)
         if matrix is not None:
             inverse = cv2.invertAffineTransform(matrix)
             for block in blocks:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ocr_app.schema import Block, Box
 from ocr_app.structure.layout import TextLine, group_rows
+from ocr_app.structure.pipeline import DEFAULT_PASSES, PageLayout, PagePass, insert_pass
 from ocr_app.structure.regions import Region, detect_regions, overlap
 
 if TYPE_CHECKING:
@@ -197,3 +198,25 @@ def place_figures(blocks: list[Block], figures: Sequence[Figure]) -> list[Block]
             )
             out.insert(at, block)
     return out
+
+
+def region_passes(
+    regions: Sequence[Region], grey: Any, passes: Sequence[tuple[str, PagePass]] = DEFAULT_PASSES
+) -> tuple[tuple[str, PagePass], ...]:
+    """The page pipeline with the layout model's opinion plugged in: ``regions`` (roles and figure
+    labels, ``annotate``) right before ``figures``, and ``figure_blocks`` (``place_figures``) last.
+
+    A figure over a table the engine found from its rulings (``given_tables``) is that table: the
+    model also calls ruled tables figures, and their rules are graphic ink."""
+    figures: list[Figure] = []
+
+    def mark(page: PageLayout) -> None:
+        page.regions = [(r.label, r.box) for r in regions]
+        page.lines, found = annotate(page.lines, regions, grey)
+        ruled = [t[0] for t in page.given_tables]
+        figures[:] = [f for f in found if not any(overlap(f.box, b) >= 0.5 for b in ruled)]
+
+    def place(page: PageLayout) -> None:
+        page.blocks = place_figures(page.blocks, figures)
+
+    return (*insert_pass(passes, "regions", mark, before="figures"), ("figure_blocks", place))
