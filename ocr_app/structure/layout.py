@@ -618,6 +618,7 @@ class _RowContext:
     page_height: float = 0.0  # 0: unknown
     isolated: bool = False  # a blank line above and below it, nothing beside it
     leads_text: bool = False  # inside a text panel over a picture, right above a lighter paragraph
+    aligned: bool = True  # starts at its section's left edge or is centred in it (not over a column)
 
 
 def _heading_level(
@@ -652,8 +653,8 @@ def _heading_level(
         return 0
     if all(i.role == "title" for i in row.items) and (row.bold or not text.rstrip().endswith(":")):
         return 2  # a plain lead-in ending in a colon ("Consider this definition:") introduces text
-    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80:
-        return 3
+    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80 and where.aligned:
+        return 3  # (a bold line over a table's columns, "Year Ended", is its header, not a heading)
     return 0
 
 
@@ -895,7 +896,11 @@ class _SectionBlocks:
         if list_continues:
             return 0
         short_line = row.box[2] - row.box[0] < 0.7 * ctx.width
-        where = _RowContext(short_line, ctx.page_height, id(row) in ctx.isolated, id(row) in ctx.leads)
+        centre = (row.box[0] + row.box[2]) / 2 - (ctx.left + ctx.width / 2)
+        aligned = row.box[0] - ctx.left <= 2 * row.size or abs(centre) <= 1.5 * row.size
+        where = _RowContext(
+            short_line, ctx.page_height, id(row) in ctx.isolated, id(row) in ctx.leads, aligned
+        )
         level = _heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
             return level

@@ -36,6 +36,7 @@ FIGURE_SCORE = 0.45
 GRAPHIC_INK = 0.01  # a figure holds non-text ink over at least this share of its area
 PROSE_ROWS = 3  # a text region is prose when it has this many rows...
 PROSE_FILL = 0.6  # ...and this share of them reach 75 % of its width
+PROSE_WORDS = 5  # ...and its rows hold this many words on average (a paragraph's lines, not labels)
 INK_LEVEL = 128
 RULE_PX = 6  # a straight run of ink thinner than this is a rule, not part of a picture
 
@@ -102,9 +103,11 @@ def _prose_regions(regions: Sequence[Region], lines: Sequence[TextLine]) -> list
         if len(rows) < PROSE_ROWS:
             continue
         width = max(r.box[2] - r.box[0], 1.0)
-        # One line filling the width: a row of cells a gap apart is no paragraph line.
+        # One line filling the width: a row of cells a gap apart is no paragraph line. And sentences:
+        # a table's column of labels ("Annual Library", "Science") fills a narrow region too.
         full = sum(1 for row in rows if max(i.box[2] - i.box[0] for i in row.items) >= 0.75 * width)
-        if full >= PROSE_FILL * len(rows):
+        words = sum(len(row.text.split()) for row in rows) / len(rows)
+        if full >= PROSE_FILL * len(rows) and words >= PROSE_WORDS:
             prose.append(r)
     return prose
 
