@@ -653,7 +653,14 @@ def _heading_level(
         return 0
     if all(i.role == "title" for i in row.items) and (row.bold or not text.rstrip().endswith(":")):
         return 2  # a plain lead-in ending in a colon ("Consider this definition:") introduces text
-    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80 and where.aligned:
+    if (
+        row.bold
+        and ratio >= config.bold_heading_ratio
+        and len(row.text) <= 80
+        and where.aligned
+        and not _cells_apart(row, config.min_cell_gap_ratio * body)
+        and not text[:1].islower()  # "package", "popcon": a table's column names, not a title
+    ):
         return 3  # (a bold line over a table's columns, "Year Ended", is its header, not a heading)
     return 0
 
