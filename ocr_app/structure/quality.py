@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ocr_app.choices import engine_kind
 from ocr_app.schema import Block, EngineOutput
 
 if TYPE_CHECKING:
@@ -57,10 +58,11 @@ def assess(
     if not has_content(blocks):
         if image is not None and is_blank(image):
             return "empty", "no text found; the page image is blank"
-        if output.suspect and output.engine != "textlayer":
+        reads_scans = engine_kind(output.engine).capabilities.reads_scans
+        if output.suspect and reads_scans:
             # The engine saw text it could not read (a script outside its models): not an empty page.
             return "low_confidence", output.suspect
-        if output.engine == "textlayer":
+        if not reads_scans:  # the text layer
             return "empty", "no text found: the page has no usable text layer (a scan?); use an OCR engine"
         return "empty", f"no text found: the {output.engine or 'OCR'} engine read nothing on this page"
     if output.suspect:
