@@ -12,6 +12,12 @@ thread decodes, this thread preprocesses and vision-encodes the next pages (``VI
 fewer where the decoder's memory plan shrank it, one before the plan exists), so a
 finished page's slot is refilled at once from the rest of the document, never in waves.
 
+Several documents at once (app users, API calls, a CLI batch): each ``stream_pages`` call is one
+request group of the engine's one scheduler. Pages waiting for a slot hold their preprocessed pixels, so
+the waiting pages of all groups together stay near two vision batches, split evenly between the groups
+with pages in flight (at least one page each, so a newcomer is never shut out by a long job's queue);
+the scheduler then gives free slots to the group holding the fewest.
+
 Stop reasons are the ``generate`` path's, from the same function (``guard.page_end``): END at EOS (EOS
 not included in the ids), LENGTH at the cap, REPETITION when the capped tail loops or when the decoder
 stopped a page early because it was looping (``LoopSpec``).
@@ -115,6 +121,7 @@ def stream_pages(
     ``slots + vision batch`` pages are in flight; the next ones are encoded while those decode."""
 
     sched = scheduler_for(engine)
+    group = object()  # this document's pages: one request in the scheduler's fair admission
     eos = set(engine._eos_ids())
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
     source = iter(requests)
@@ -132,7 +139,7 @@ def stream_pages(
             yield index, engine._output(page, ids, stop, t)
 
     try:
-        yield from _feed(engine, sched, source, waiting, ready)
+        yield from _feed(engine, sched, source, waiting, ready, group)
     finally:  # the caller stopped early (cancel, error): pages still queued or decoding are not wanted
         for f in waiting:
             f.cancel()
@@ -143,15 +150,22 @@ def _feed_stream(sched: DecodeScheduler) -> Any:
     return sched.feed_stream()
 
 
-def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
+def backlog_share(batch: int, groups: int) -> int:
+    """Pages one request may keep waiting for a slot: two vision batches split between the requests
+    with pages in flight, at least one (so nobody is shut out by another request's queue)."""
+    return max(1, (2 * batch) // max(1, groups))
+
+
+def _feed(engine, sched, source, waiting, ready, group) -> Iterator[tuple[int, EngineOutput]]:
     import torch
 
     exhausted = False
     while True:
         batch = sched.encode_batch()
-        # pages in flight up to the slots plus one batch, and at most two batches waiting for a slot
+        # pages in flight up to the slots plus one batch, and this request's share of the pages
+        # waiting for a slot (``backlog_share``)
         slot_room = sched.slots() + batch - len(waiting)
-        room = min(slot_room, 2 * batch - sched.backlog())
+        room = min(slot_room, backlog_share(batch, sched.groups()) - sched.backlog(group))
         chunk = [] if exhausted else list(itertools.islice(source, min(batch, max(0, room))))
         if room > 0 and not exhausted and len(chunk) < min(batch, room):
             exhausted = True
@@ -168,14 +182,18 @@ def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOu
                 DecodeRequest(p.input_ids, {}, p.max_new_tokens, key=i, payload=p)
                 for (i, _), p in zip(chunk, pages, strict=True)
             ]
-            for (i, _), page, f in zip(chunk, pages, sched.submit_many(reqs), strict=True):
+            for (i, _), page, f in zip(chunk, pages, sched.submit_many(reqs, group=group), strict=True):
                 waiting[f] = (i, page, timings, t0)
             yield from ready(0)
             continue
         if not waiting:
-            return
-        # slots are free but the backlog is full: look again as soon as the decoder admits pages
+            if exhausted:
+                return
+            # nothing in flight yet no room: counts of a page that just failed are being updated
+            time.sleep(BACKLOG_POLL_S)
+            continue
+        # slots are free but this request's backlog is full: look again soon (the decoder admits pages)
         yield from ready(BACKLOG_POLL_S if slot_room > 0 and not exhausted else None)
 
 
-__all__ = ["DECODERS", "scheduler_for", "stream_pages", "wants_graph_decoder"]
+__all__ = ["DECODERS", "backlog_share", "scheduler_for", "stream_pages", "wants_graph_decoder"]
