@@ -444,24 +444,38 @@ def _span(numbers: list[int]) -> str:
 
 
 class _ProgressBar:
-    """tqdm bar over pages, reset per file; silent when disabled."""
+    """tqdm bar over pages; silent when disabled. One file: a bar named after it. Several files (they may
+    convert side by side): one bar over the pages of every file opened so far, "N/M files" done."""
 
     def __init__(self, disabled: bool) -> None:
         self.disabled = disabled
         self._bar = None
+        self._files: dict[int, tuple[int, int]] = {}  # file index -> (pages done, pages selected)
+        self._finished: set[int] = set()
 
     def __call__(self, event) -> None:
         if self.disabled:
             return
         from tqdm import tqdm
 
-        if event.stage == "open" or self._bar is None:
-            self.close()
-            self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
-        if event.total and self._bar.total != event.total:
-            self._bar.total = event.total
+        if event.file_count <= 1:
+            if event.stage == "open" or self._bar is None:
+                self.close()
+                self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
+            total, done = event.total, event.done
+        else:
+            if self._bar is None:
+                self._bar = tqdm(total=None, unit="page", file=sys.stderr, leave=True)
+            self._files[event.file_index] = (event.done, event.total)
+            if event.stage in ("done", "file_error"):
+                self._finished.add(event.file_index)
+            self._bar.set_description_str(f"{len(self._finished)}/{event.file_count} files")
+            total = sum(t for _, t in self._files.values())
+            done = sum(d for d, _ in self._files.values())
+        if total and self._bar.total != total:
+            self._bar.total = total
         self._bar.set_postfix_str(event.message[:60])
-        self._bar.n = event.done
+        self._bar.n = done
         self._bar.refresh()
 
     def close(self) -> None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engine_api import Engine
+from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, build_blocks, unrotate_box
@@ -500,6 +500,11 @@ class LightOcrEngine(Engine):
             notes=notes,
             confidence=confidence,
         )
+
+    def capabilities(self) -> Capabilities:
+        """No prompt or mode; as many conversions at once as the cores hold once each page has its own
+        share of them (normally one: a page already uses every core)."""
+        return Capabilities(max_concurrent_jobs=max(1, default_workers() // max(1, self._workers)))
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "loaded": self.is_loaded, "device": "cpu", "backend": "rapidocr"}

@@ -218,10 +218,11 @@ class RemoteEngine(Engine):
         }
 
     def capabilities(self):
-        """DeepSeek-OCR-2's prompts and modes; the server decides the precision."""
-        from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
+        """DeepSeek-OCR-2's prompts and modes; the server decides the precision and batches the pages of
+        concurrent conversions."""
+        from ocr_app.models.deepseek_ocr2.capabilities import BATCHED_JOBS, deepseek_capabilities
 
-        return deepseek_capabilities(precisions=False)
+        return deepseek_capabilities(precisions=False, concurrent_jobs=BATCHED_JOBS)
 
     def _one(self, req: PageRequest) -> EngineOutput:
         t0 = time.perf_counter()

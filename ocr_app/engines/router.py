@@ -152,9 +152,14 @@ class RouterEngine(Engine):
         }
 
     def capabilities(self):
-        """The OCR engine's choices (the text layer has none of its own)."""
+        """The OCR engine's choices (the text layer has none of its own); as many conversions at once
+        as the OCR engine takes, since any of them may need it."""
+        from dataclasses import replace
+
         caps = self.ocr.capabilities()
-        return caps if self.textlayer is None else caps.merge(self.textlayer.capabilities())
+        if self.textlayer is None:
+            return caps
+        return replace(caps.merge(self.textlayer.capabilities()), max_concurrent_jobs=caps.max_concurrent_jobs)
 
     # --- routing --------------------------------------------------------------------------------
     def route(self, request: PageRequest) -> tuple[Engine, str]:

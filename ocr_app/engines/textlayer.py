@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.engine_api import Engine
+from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
@@ -899,6 +899,15 @@ class TextLayerEngine(Engine):
             if turns
             else [],
         )
+
+    def capabilities(self) -> Capabilities:
+        """No prompt or mode; one conversion per core at once (reading a text layer is short CPU work,
+        so several jobs side by side keep a short one from waiting behind a long one)."""
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return Capabilities(max_concurrent_jobs=max(1, cores))
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "loaded": self.is_loaded, "device": "cpu"}

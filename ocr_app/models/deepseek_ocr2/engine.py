@@ -240,9 +240,26 @@ class DeepSeekOcr2Engine(Engine):
         return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
 
     def capabilities(self):
-        from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
+        """With the graph decoder, concurrent conversions share its batches (``BATCHED_JOBS`` at
+        once); ``generate`` runs one conversion's pages at a time. Known without loading the model."""
+        from ocr_app.models.deepseek_ocr2.capabilities import BATCHED_JOBS, deepseek_capabilities
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder
 
-        return deepseek_capabilities()
+        jobs = 1
+        if wants_graph_decoder(self.settings.decoder, self._expected_device_kind()):
+            jobs = min(BATCHED_JOBS, max(1, int(getattr(self.settings, "decode_max_slots", 1))))
+        return deepseek_capabilities(concurrent_jobs=jobs)
+
+    def _expected_device_kind(self) -> str:
+        """The device kind the model runs (or would run) on, without importing torch."""
+        if self.device is not None:
+            return self.device.type
+        setting = (self.settings.device or "auto").strip().lower().split(",")[0]
+        if setting == "auto":
+            from ocr_app.runtime.vram import gpu_present
+
+            return "cuda" if gpu_present() else "cpu"
+        return setting.split(":")[0]
 
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
