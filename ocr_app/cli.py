@@ -366,6 +366,7 @@ def _summary_dict(results, code: int) -> dict:
                 "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
                 "read_by": _read_by(r),
+                "hedged": _hedged(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -411,6 +412,11 @@ def _print_summary(results) -> None:
             click.echo(
                 f"    {label}: {len(numbers)} page{'' if len(numbers) == 1 else 's'} ({_span(numbers)})"
             )
+        if hedged := _hedged(r):
+            click.echo(
+                f"    hedged: {len(hedged)} page{'' if len(hedged) == 1 else 's'} re-sent because an endpoint "
+                f"was slow, the first answer kept ({_span(hedged)})"
+            )
 
 
 _MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines
@@ -422,6 +428,13 @@ def _read_by(result) -> dict[int, str]:
 
     found = {p.index + 1: read_by(p.notes) for p in result.pages}
     return {n: label for n, label in found.items() if label}
+
+
+def _hedged(result) -> list[int]:
+    """Page numbers re-sent to another endpoint because theirs was slow (``pool.hedged``)."""
+    from ocr_app.engines.pool import hedged
+
+    return [p.index + 1 for p in result.pages if hedged(p.notes)]
 
 
 def _pages_per_member(result) -> dict[str, list[int]]:

@@ -65,6 +65,13 @@ class Settings(BaseSettings):
     remote_backoff_s: float = Field(
         2.0, gt=0, description="First backoff of a failing endpoint; doubles per failure (max 300 s)."
     )
+    remote_hedge_factor: float = Field(
+        1.5,
+        ge=0,
+        description="With several endpoints, a page not answered after this × the fleet's recent p95 page "
+        "time is re-sent to another endpoint; the first answer wins. 0 = never.",
+    )
+    remote_hedge_min_s: float = Field(1.0, ge=0, description="Never re-send a page younger than this (s).")
 
     # ingest
     dpi: int = Field(144, ge=36, le=600)

@@ -355,8 +355,9 @@ def _parse_toml(path) -> list[Endpoint]:
 
 def build_remote_engine(settings: Settings) -> RemoteEngine | EnginePool:
     """One endpoint: a ``RemoteEngine``. Several: an ``EnginePool`` of them (least pages in flight
-    per weight, failing endpoints backed off and probed through /health, pages retried elsewhere)."""
-    from ocr_app.engines.pool import EnginePool, PoolMember
+    per weight, failing endpoints backed off and probed through /health, pages retried elsewhere, pages
+    of a slow endpoint re-sent to an idle one: ``remote_hedge_factor``)."""
+    from ocr_app.engines.pool import EnginePool, Hedging, PoolMember
 
     endpoints = parse_endpoints(settings.remote_url or "")
     if len(endpoints) == 1:
@@ -379,4 +380,9 @@ def build_remote_engine(settings: Settings) -> RemoteEngine | EnginePool:
         chunk=1,
         backoff_s=settings.remote_backoff_s,
         max_backoff_s=max(settings.remote_backoff_s, 300.0),
+        hedging=(
+            Hedging(factor=settings.remote_hedge_factor, min_s=settings.remote_hedge_min_s)
+            if settings.remote_hedge_factor > 0
+            else None
+        ),
     )
