@@ -684,8 +684,29 @@ def cache_clear() -> None:
 @model_options
 @gpu_memory_option
 @click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
+@click.option(
+    "--auth",
+    "auth",
+    multiple=True,
+    metavar="USER:PASSWORD",
+    help="Require sign-in; repeat for more users (also DEEPSEEK_OCR_AUTH).",
+)
+@click.option(
+    "--auth-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Require sign-in for the user:password lines of this file (also DEEPSEEK_OCR_AUTH_FILE).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Conversions at once [default: what the engine serves at once].",
+)
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
-def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
+def ui(
+    host, port, share, model, device, dtype, engine, gpu_memory, preload, auth, auth_file, concurrency, log_level
+) -> None:
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve
 
@@ -701,6 +722,9 @@ def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log
             engine=engine,
             gpu_memory_gib=gpu_memory,
             preload=preload,
+            auth="\n".join(auth) if auth else None,  # newline-separated: a password may hold a comma
+            auth_file=auth_file,
+            concurrency_limit=concurrency,
         )
     )
 

@@ -353,6 +353,7 @@ class Converter:
                 mode=options.mode,
                 max_new_tokens=options.max_new_tokens,
                 use_cache=options.use_cache,
+                cancel=job.cancel,  # a batching engine drops the page at once when the job is cancelled
             )
 
     def _recognize(self, engine: Engine, requests: Iterable[PageRequest], job: _Job, writer) -> None:
@@ -372,6 +373,7 @@ class Converter:
                 self._finish_page(job, writer, request, output)
                 finished.add(i)
                 job.check_cancel()
+            job.check_cancel()  # an engine may end its stream early for a cancelled job
             for k, req in enumerate(pulled):  # an engine must answer every page it took
                 if k not in finished:
                     err = EngineError(f"the {engine.name} engine returned no output for this page")

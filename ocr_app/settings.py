@@ -142,7 +142,21 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(7860, ge=0, le=65535)
     share: bool = False
-    concurrency_limit: int = Field(1, ge=1)
+    concurrency_limit: int | None = Field(
+        None,
+        ge=1,
+        description="Conversions the app runs at once; None = what each engine serves at once "
+        "(its Capabilities: several for the graph decoder and a server fleet, the cores for CPU engines).",
+    )
+    auth: str | None = Field(
+        None,
+        repr=False,
+        description="Sign-in pairs user:password, separated by commas (or newlines); gradio's own auth.",
+    )
+    auth_file: Path | None = Field(None, description="A file of user:password lines (# comments).")
+    api_result_ttl_s: float = Field(
+        300.0, gt=0, description="API results are deleted once fetched, or this many seconds after the call."
+    )
 
     @field_validator("device", mode="before")
     @classmethod

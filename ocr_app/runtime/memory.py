@@ -165,7 +165,11 @@ def _timed(record: MemoryRecord, t0: float) -> Iterator[None]:
 
 
 def _measure_and_free(
-    cuda: Any, index: int | None, record: MemoryRecord, tolerance_mb: float, resident: Callable[[], int] | None
+    cuda: Any,
+    index: int | None,
+    record: MemoryRecord,
+    tolerance_mb: float,
+    resident: Callable[[], int] | None,
 ) -> None:
     """The end of a request that ran alone: its peak, freeing what it left, the leak check."""
     with contextlib.suppress(Exception):

@@ -67,6 +67,7 @@ class JobOutcome:
 
     documents: list[DocumentResult] = field(default_factory=list)
     cancelled: bool = False
+    folder: Path | None = None  # where the job wrote its outputs
 
     @property
     def failed(self) -> list[DocumentResult]:
@@ -75,6 +76,15 @@ class JobOutcome:
     @property
     def succeeded(self) -> list[DocumentResult]:
         return [d for d in self.documents if not d.error]
+
+
+@dataclass
+class Waiting:
+    """The job waits for a slot of its engine: where it stands, for the person waiting."""
+
+    message: str  # "waiting: 2 jobs ahead (deepseek), about 40 s"
+    ahead: int
+    seconds: float | None  # expected wait; None until a finished job gives a pace
 
 
 @dataclass

@@ -53,6 +53,7 @@ DECODERS = ("auto", "generate", "graph")
 VISION_BATCH = 8  # pages encoded at once next to the running decoder (reserved in its memory plan; H200,
 # fused SAM layers: 27.6 ms/page at 4 pages, 20.6 at 8 — bench_vision)
 BACKLOG_POLL_S = 0.005  # how often a feeder whose backlog is full looks whether the decoder took pages
+CANCEL_POLL_S = 0.1  # how often a stream waiting for its pages looks whether its job was cancelled
 _BUILD_LOCK = threading.Lock()  # two jobs starting at once must share one scheduler, not build two
 
 
@@ -124,12 +125,27 @@ def stream_pages(
     group = object()  # this document's pages: one request in the scheduler's fair admission
     eos = set(engine._eos_ids())
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
-    source = iter(requests)
+    cancels: list[Any] = []  # the cancel events of the jobs whose pages these are (``PageRequest.cancel``)
+
+    def noted(pairs: Iterable[tuple[int, PageRequest]]) -> Iterator[tuple[int, PageRequest]]:
+        for i, r in pairs:
+            if r.cancel is not None and all(c is not r.cancel for c in cancels):
+                cancels.append(r.cancel)
+            yield i, r
+
+    source = noted(requests)
 
     def ready(timeout: float | None) -> Iterator[tuple[int, EngineOutput]]:
         if not waiting:
             return
-        done, _ = wait(list(waiting), timeout=timeout, return_when=FIRST_COMPLETED)
+        end = None if timeout is None else time.perf_counter() + timeout
+        while True:  # wait in short slices: a cancelled job stops waiting at once
+            left = CANCEL_POLL_S if end is None else max(0.0, min(CANCEL_POLL_S, end - time.perf_counter()))
+            done, _ = wait(list(waiting), timeout=left, return_when=FIRST_COMPLETED)
+            if done or (end is not None and time.perf_counter() >= end):
+                break
+            if any(c.is_set() for c in cancels):
+                raise _Cancelled
         for f in sorted(done, key=lambda f: waiting[f][0]):
             index, page, timings, t0 = waiting.pop(f)
             res: DecodeResult = f.result()  # raises the page's error (EngineError, OOM) to the caller
@@ -140,9 +156,15 @@ def stream_pages(
 
     try:
         yield from _feed(engine, sched, source, waiting, ready, group)
+    except _Cancelled:  # the job was cancelled: its pages leave the queue and their slots now
+        logger.info("a cancelled conversion dropped %d page(s) in flight", len(waiting))
     finally:  # the caller stopped early (cancel, error): pages still queued or decoding are not wanted
         for f in waiting:
             f.cancel()
+
+
+class _Cancelled(Exception):
+    """The job these pages belong to was cancelled while they were in flight."""
 
 
 def _feed_stream(sched: DecodeScheduler) -> Any:

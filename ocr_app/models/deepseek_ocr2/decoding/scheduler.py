@@ -255,7 +255,9 @@ class DecodeScheduler:
     def submit(self, request: DecodeRequest) -> Future:
         return self.submit_many([request])[0]
 
-    def submit_many(self, requests: Sequence[DecodeRequest], expect: int = 0, group: Any = None) -> list[Future]:
+    def submit_many(
+        self, requests: Sequence[DecodeRequest], expect: int = 0, group: Any = None
+    ) -> list[Future]:
         """Queue pages atomically; one future per page.
 
         ``expect``: pages the caller will submit in all; sizes a decoder where slots are not planned
@@ -477,9 +479,7 @@ class DecodeScheduler:
         # admit what fits into free slots, fairly between requests (``FairQueue``); pages needing a
         # longer context wait for the decoder to drain
         held = self._held_by_group(owners)
-        taken = pending.take(
-            len(dec.free_slots), lambda r: len(r.input_ids) + 1 <= dec.max_len, held
-        )
+        taken = pending.take(len(dec.free_slots), lambda r: len(r.input_ids) + 1 <= dec.max_len, held)
         with self._cond:
             self._backlog = pending.waiting()
         if taken:
