@@ -705,7 +705,19 @@ def cache_clear() -> None:
 )
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
 def ui(
-    host, port, share, model, device, dtype, engine, gpu_memory, preload, auth, auth_file, concurrency, log_level
+    host,
+    port,
+    share,
+    model,
+    device,
+    dtype,
+    engine,
+    gpu_memory,
+    preload,
+    auth,
+    auth_file,
+    concurrency,
+    log_level,
 ) -> None:
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve

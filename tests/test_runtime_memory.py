@@ -182,7 +182,10 @@ def test_a_request_that_ends_while_another_still_runs_is_not_called_a_leak(caplo
     cuda = CudaDouble()
     running = {"n": 1}
     busy = lambda: running["n"] > 1  # noqa: E731
-    with caplog.at_level(logging.WARNING), request_context("cuda", 64, "first", cuda=cuda, others=busy) as first:
+    with (
+        caplog.at_level(logging.WARNING),
+        request_context("cuda", 64, "first", cuda=cuda, others=busy) as first,
+    ):
         running["n"] = 2  # a second user starts and is still decoding when the first ends
         cuda.alloc(500 * MIB)
     assert first.shared and not first.leaked and cuda.empty_calls == 0

@@ -159,7 +159,9 @@ class RouterEngine(Engine):
         caps = self.ocr.capabilities()
         if self.textlayer is None:
             return caps
-        return replace(caps.merge(self.textlayer.capabilities()), max_concurrent_jobs=caps.max_concurrent_jobs)
+        return replace(
+            caps.merge(self.textlayer.capabilities()), max_concurrent_jobs=caps.max_concurrent_jobs
+        )
 
     # --- routing --------------------------------------------------------------------------------
     def route(self, request: PageRequest) -> tuple[Engine, str]:
