@@ -74,16 +74,16 @@ def launch(
 
 
 def _app_kwargs(demo: gr.Blocks) -> dict:
-    """The private-results middleware of the app built by ``OcrApp`` (none for other Blocks)."""
+    """FastAPI's own schema route off (it answers without sign-in; gradio has a guarded one under
+    /gradio_api), and the private-results middleware of an app built by ``OcrApp``."""
+    kwargs: dict = {"openapi_url": None}
     app = getattr(demo, "ocr_app", None)
     if app is None:
-        return {}
+        return kwargs
     from starlette.middleware import Middleware
 
     from ocr_app.ui.privacy import PrivacyMiddleware
 
-    return {
-        "middleware": [
-            Middleware(PrivacyMiddleware, owners=app.owners, on_delivered=app.api_results.delivered)
-        ]
-    }
+    delivered = app.api_results.delivered
+    kwargs["middleware"] = [Middleware(PrivacyMiddleware, owners=app.owners, on_delivered=delivered)]
+    return kwargs

@@ -43,6 +43,7 @@ class _Engine:
     waiting: deque[Ticket] = field(default_factory=deque)
     running: list[Ticket] = field(default_factory=list)
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_JOBS))
+    peak: int = 0  # most jobs that ran at once
 
 
 class JobSlots:
@@ -56,6 +57,11 @@ class JobSlots:
 
     def limit(self, engine: str) -> int:
         return self._get(engine).limit
+
+    def peak(self, engine: str) -> int:
+        """The most jobs of ``engine`` that ran at once so far."""
+        with self._cond:
+            return self._get(engine).peak
 
     def total(self) -> int:
         """Jobs that may run at once over every engine (gradio's queue admits that many)."""
@@ -105,6 +111,7 @@ class JobSlots:
             ticket = state.waiting.popleft()
             ticket.admitted, ticket.started = True, self._clock()
             state.running.append(ticket)
+            state.peak = max(state.peak, len(state.running))
             self._cond.notify_all()
 
     # --- what a waiting job is told -------------------------------------------------------------------
