@@ -200,3 +200,52 @@ def test_a_short_document_streams_through_the_engine_while_a_long_one_decodes(ti
     assert sorted(i for name, i in finished if name == "long") == list(range(12))
     before = finished[: finished.index(("short", 0))]
     assert len(before) <= 3, finished  # pages 0-1, perhaps the page admitted beside it; FIFO: 8
+
+
+def test_a_cancelled_job_stops_waiting_and_its_pages_leave_the_decoder(tiny_checkpoint):
+    """A job is cancelled while its long pages decode: the engine's stream ends without waiting for
+    them (``PageRequest.cancel``), the decoder drops them at its next chunk, and the next request runs."""
+    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
+    from ocr_app.schema import PageImage, PageRequest
+    from ocr_app.settings import load_settings
+
+    settings = load_settings(
+        model=str(tiny_checkpoint), device="cpu", max_new_tokens=400, decoder="graph", decode_max_slots=2
+    )
+    engine = DeepSeekOcr2Engine(settings)
+    engine.load()
+    cancel, admitted = threading.Event(), threading.Event()
+
+    def request(index: int, **kw) -> PageRequest:
+        from PIL import Image
+
+        page = PageImage(image=Image.new("RGB", (320, 400), "white"), index=index, source="t.png")
+        return PageRequest(page=page, prompt="markdown", mode="small", **kw)
+
+    try:
+        engine.predict_batch([request(0, max_new_tokens=2)])  # the decoder exists before the gate
+        sched = engine._decoder
+        attach = engine._attach_features
+
+        def gate(pages):  # lets the test cancel once the job's pages are in the decoder
+            out = attach(pages)
+            admitted.set()
+            return out
+
+        engine._attach_features = gate
+        got = []
+        job = threading.Thread(
+            target=lambda: got.extend(engine.predict_stream([request(i, cancel=cancel) for i in range(3)]))
+        )
+        job.start()
+        assert admitted.wait(timeout=300)
+        cancel.set()
+        job.join(timeout=300)
+        assert not job.is_alive() and got == []  # ended without the pages it no longer wants
+        engine._attach_features = attach
+        after = engine.predict_batch([request(9, max_new_tokens=3)])[0]
+        dec = sched.decoder
+        assert after.num_tokens == 3 and dec.busy_slots == [] and sched.backlog(every=True) == 0
+        assert dec.steps < 400  # the cancelled pages stopped long before their 400 tokens
+    finally:
+        engine.unload()
