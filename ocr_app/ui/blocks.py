@@ -28,7 +28,7 @@ from ocr_app.schema import DocumentResult
 from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
 from ocr_app.ui.access import resolve_access
 from ocr_app.ui.api_results import ApiResults
-from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, Waiting, stream_conversion
+from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, Waiting, stream_conversion, wait_turn
 from ocr_app.ui.privacy import Owners, client_of
 from ocr_app.ui.session import SessionDirs
 from ocr_app.ui.slots import JobSlots
@@ -201,17 +201,16 @@ class OcrApp:
         key = _session_key(request)
         cancel = self.cancels.start(key)
         engine = options.engine or self.choices.default_engine
-        ticket = self.slots.enter(engine)
         try:
-            while not self.slots.wait(ticket, WAIT_REPORT_S):
-                if cancel.is_set():  # cancelled while waiting: its place goes at once
-                    yield JobOutcome(cancelled=True)
-                    return
-                ahead, seconds = self.slots.place(ticket)
-                yield Waiting(queue_words.queue_words(ahead, seconds, engine), ahead, seconds)
-            yield from self._run_admitted(paths, options, passwords, key, cancel, client, ticket, api)
+            ticket = yield from wait_turn(self.slots, engine, cancel, WAIT_REPORT_S)
+            if ticket is None:  # cancelled while waiting: its place went at once
+                yield JobOutcome(cancelled=True)
+                return
+            try:
+                yield from self._run_admitted(paths, options, passwords, key, cancel, client, ticket, api)
+            finally:
+                self.slots.leave(ticket)
         finally:
-            self.slots.leave(ticket)
             self.cancels.finish(key, cancel)
 
     def _run_admitted(self, paths, options, passwords, key, cancel, client, ticket, api: bool):

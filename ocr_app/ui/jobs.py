@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ from ocr_app.schema import DocumentResult
 
 if TYPE_CHECKING:
     from ocr_app.convert import Converter, ConvertOptions, ProgressEvent
+    from ocr_app.ui.slots import JobSlots, Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,28 @@ class Progress:
 
 
 _DONE = object()
+
+
+def wait_turn(
+    slots: JobSlots, engine: str, cancel: threading.Event, every_s: float = 1.0
+) -> Generator[Waiting, None, Ticket | None]:
+    """Take a place in ``engine``'s queue; yield ``Waiting`` every ``every_s`` until a slot is free, then
+    return the ticket (the caller ``leave``s it when the job ends), or None when ``cancel`` was set while
+    waiting (the place is given up at once). Use as ``ticket = yield from wait_turn(...)``."""
+    from ocr_app.ui.queue_words import queue_words
+
+    ticket = slots.enter(engine)
+    try:
+        while not slots.wait(ticket, every_s):
+            if cancel.is_set():
+                slots.leave(ticket)
+                return None
+            ahead, seconds = slots.place(ticket)
+            yield Waiting(queue_words(ahead, seconds, engine), ahead, seconds)
+    except BaseException:  # the consumer went away while waiting (generator closed)
+        slots.leave(ticket)
+        raise
+    return ticket
 
 
 def stream_conversion(
