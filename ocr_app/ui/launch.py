@@ -40,6 +40,7 @@ def launch(
     sign-in, an app reachable from other machines says so on stderr (and in its page, ``OcrApp``)."""
     from ocr_app.ui.access import resolve_access
     from ocr_app.ui.app import CSS
+    from ocr_app.ui.fonts import font_css, font_dir
 
     share = settings.share if share is None else share
     dirs = getattr(demo, "ocr_app_dirs", None)
@@ -53,9 +54,9 @@ def launch(
         share=share,
         prevent_thread_lock=True,
         quiet=quiet,
-        allowed_paths=[str(dirs.root)] if dirs is not None else None,
+        allowed_paths=[str(font_dir())] + ([str(dirs.root)] if dirs is not None else []),
         max_file_size=int(settings.max_file_mb * 2**20),  # refuse oversize uploads before they hit disk
-        css=CSS,
+        css=font_css() + "\n" + CSS,
         auth=access.gradio_auth,
         auth_message="Sign in to use this ocr-app server." if access.users else None,
         app_kwargs=_app_kwargs(demo),
