@@ -37,6 +37,7 @@ class Server:
     ) -> None:
         self.delay_s, self.die_after, self.fail_first, self.hang = delay_s, die_after, fail_first, hang
         self.released = threading.Event()
+        self.took = threading.Event()  # a page request has arrived
         self.answered: list[str] = []  # "WxH" of each page answered
         self.requests = 0
         self.dead = False
@@ -71,6 +72,7 @@ class Server:
                 with outer._lock:
                     outer.requests += 1
                     n = outer.requests
+                outer.took.set()
                 if outer.dead or (outer.die_after is not None and n > outer.die_after):
                     outer.die()
                     self.close_connection = True
@@ -306,3 +308,28 @@ def test_a_hung_endpoint_is_hedged_around_in_about_the_healthy_time(servers, cap
         f"hedged: 4 pages re-sent because an endpoint was slow, the first answer kept (pages {first[0]}"
         in printed
     )
+
+
+def test_a_cancelled_job_stops_waiting_for_a_fleet_that_does_not_answer(servers):
+    """Both endpoints take pages and never answer (timeout 60 s): once the job is cancelled, the pool's
+    stream ends within its polling interval, without the pages, and the pages not yet sent stay unsent."""
+    a, b = servers(hang=True), servers(hang=True)
+    pool = build_remote_engine(
+        Settings(remote_url=f"{a.url},{b.url}", remote_concurrency=1, remote_timeout_s=60)
+    )
+    cancel = threading.Event()
+    reqs = [_req(i) for i in range(6)]
+    for r in reqs:
+        r.cancel = cancel
+    got: list = []
+    done = threading.Event()
+
+    def run() -> None:
+        got.extend(pool.predict_stream(reqs))
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert a.took.wait(30) and b.took.wait(30)  # one page in flight on each endpoint (their only slot)
+    cancel.set()
+    assert done.wait(30)  # far from the 60 s timeout
+    assert got == [] and a.requests + b.requests == 2

@@ -300,6 +300,8 @@ class EnginePool(Engine):
             self.load()
         inbox: queue.Queue = queue.Queue()
         while todo or running:
+            if any(pulled[i] is not None and pulled[i].cancelled for i in (*todo, *running)):
+                return  # the job was cancelled: queued pages are not sent, answers on their way dropped
             self._dispatch(pulled, todo, tried, errors, inbox, running)
             if self.hedging is not None:
                 self._hedge(pulled, tried, inbox, running)

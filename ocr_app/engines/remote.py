@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 _FINISH = {"stop": StopReason.END, "length": StopReason.LENGTH}
 _EXEMPT_TOKENS = ("<td>", "</td>")
+_CANCEL_POLL_S = 0.1  # how often a stream waiting for answers looks whether its job was cancelled
 
 
 def encode_png_data_url(image) -> str:
@@ -168,28 +169,30 @@ class RemoteEngine(Engine):
         return outputs  # type: ignore[return-value]
 
     def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-        """``remote_concurrency`` pages in flight, pulled lazily from ``requests``."""
+        """``remote_concurrency`` pages in flight, pulled lazily from ``requests``. A cancelled job
+        (``PageRequest.cancel``) stops waiting at once: answers still on their way are dropped."""
         self.load()
         source = iter(enumerate(requests))
         workers = self.concurrency
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocr-remote") as pool:
-            futures: dict[Future, int] = {}
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocr-remote")
+        futures: dict[Future, tuple[int, PageRequest]] = {}
 
-            def top_up() -> None:
-                for i, r in itertools.islice(source, max(0, workers - len(futures))):
-                    futures[pool.submit(self._one, r)] = i
+        def top_up() -> None:
+            for i, r in itertools.islice(source, max(0, workers - len(futures))):
+                futures[pool.submit(self._one, r)] = (i, r)
 
-            top_up()
-            try:
-                while futures:
-                    done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        i = futures.pop(fut)
-                        yield i, fut.result()
-                    top_up()
-            finally:
-                for fut in futures:
-                    fut.cancel()
+        top_up()
+        try:
+            while futures:
+                done, _ = wait(list(futures), timeout=_CANCEL_POLL_S, return_when=FIRST_COMPLETED)
+                if not done and any(r.cancelled for _, r in futures.values()):
+                    return
+                for fut in done:
+                    i, _ = futures.pop(fut)
+                    yield i, fut.result()
+                top_up()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # pages not sent yet are not sent
 
     def _payload(self, req: PageRequest) -> dict[str, Any]:
         text = _prompt(req).removeprefix("<image>").lstrip("\n")  # the server's chat template adds it
