@@ -238,3 +238,39 @@ def test_a_slot_freed_by_one_thread_admits_a_waiting_one():
     slots.leave(first)
     waiter.join(timeout=60)
     assert got == [True] and second.admitted
+
+
+def test_the_ui_command_refuses_a_malformed_sign_in_before_it_starts(tmp_path):
+    from click.testing import CliRunner
+
+    from ocr_app.cli import main
+
+    bad = CliRunner().invoke(main, ["ui", "--engine", "textlayer", "--auth", "alice"])
+    assert bad.exit_code == 2 and "expected user:password" in bad.output
+    missing = CliRunner().invoke(main, ["ui", "--engine", "textlayer", "--auth-file", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+def test_the_owner_registry_checks_folders_and_files_and_forgets_deleted_ones(tmp_path):
+    from ocr_app.ui.privacy import Owners, file_route_path
+
+    root = tmp_path / "gradio"
+    job, upload, stray = root / "s" / "job-1", root / "abc" / "in.pdf", root / "x" / "other.pdf"
+    for f in (job / "doc" / "doc.zip", upload, stray):
+        f.parent.mkdir(parents=True)
+        f.write_bytes(b"x")
+    owners = Owners([root])
+    owners.claim(job, "a")
+    owners.claim(upload, "a")
+    owners.claim(upload, "b")  # gradio stores equal uploads once: both uploaders own it
+    assert owners.allows(job / "doc" / "doc.zip", "a") and not owners.allows(job / "doc" / "doc.zip", "b")
+    assert owners.allows(upload, "b") and not owners.allows(upload, None)
+    assert not owners.allows(stray, "a")  # under the guarded folder, claimed by nobody
+    assert not owners.allows(root / "s" / "job-1" / ".." / ".." / "x" / "other.pdf", "a")  # no way around
+    assert owners.allows(tmp_path / "elsewhere.css", None)  # outside: gradio's own rules apply
+    assert file_route_path("/gradio_api/file=/tmp/a%20b.zip") == "/tmp/a b.zip"
+    assert file_route_path("/gradio_api/info") is None
+    upload.unlink()
+    for n in range(Owners.PRUNE_EVERY):  # claims go on; deleted files are forgotten as they do
+        owners.claim(root / "s" / f"job-{n + 2}", "a")
+    assert upload.resolve() not in {p for p in owners._owners}

@@ -55,10 +55,13 @@ def _resolve(path: str | Path) -> Path:
 class Owners:
     """Which clients own which folders and files under the guarded roots. Thread-safe."""
 
+    PRUNE_EVERY = 256  # claims between drops of entries whose file is gone (gradio's hourly sweep)
+
     def __init__(self, roots: Iterable[str | Path]) -> None:
         self.roots = [_resolve(r) for r in roots]
         self._owners: dict[Path, set[str]] = {}
         self._lock = threading.Lock()
+        self._claims = 0
 
     def claim(self, path: str | Path, client: str | None) -> None:
         """``client`` owns ``path`` (a folder: everything under it) from now on, beside earlier owners."""
@@ -66,6 +69,14 @@ class Owners:
             return
         with self._lock:
             self._owners.setdefault(_resolve(path), set()).add(client)
+            self._claims += 1
+            if self._claims % self.PRUNE_EVERY == 0:  # a server up for weeks: forget deleted files
+                for gone in [p for p in self._owners if not p.exists()]:
+                    del self._owners[gone]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._owners)
 
     def forget(self, path: str | Path) -> None:
         """Drop ``path`` and everything registered under it (it was deleted)."""
