@@ -91,6 +91,13 @@ class Settings(BaseSettings):
         "transformers generate elsewhere; graph: always the graph decoder (eager on CPU); generate.",
     )
     decode_max_slots: int = Field(64, ge=1, description="Most pages the graph decoder runs at once.")
+    decode_small_request_batch: int = Field(
+        16,
+        ge=0,
+        description="While a request of at most 4 pages decodes beside larger ones, the larger ones get no "
+        "new decode slots beyond this batch size, so the small one decodes at a small batch's step time "
+        "(0 = every free slot is used).",
+    )
     vision_attn_mb: int = Field(
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )

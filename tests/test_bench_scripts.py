@@ -145,7 +145,9 @@ def test_bench_concurrency_smoke_on_cpu(tmp_path, path):
     assert (m["single_pages"]["clients"], m["single_pages"]["pages"]) == (4, 4)
     for r in (m["one_doc"], m["clients_x_pages"], m["single_pages"]):
         assert r["page_errors"] == 0 and r["client_errors"] == []
-    late = m["late"]
-    assert late["short"] == {"pages": 1, "tokens": 6, "errors": 0} and late["long"]["pages"] == 6
-    assert late["ratio_vs_idle"] == round(late["short_latency_s"] / m["idle_1p"]["wall_s"], 3)
-    assert f"path: {path}" in res.stdout and "1 page into a 6-page job" in res.stdout
+    for key, cap in (("late", 16), ("late_uncapped", 0)):  # the shipped small-request batch, then off
+        late = m[key]
+        assert late["small_request_batch"] == cap
+        assert late["short"] == {"pages": 1, "tokens": 6, "errors": 0} and late["long"]["pages"] == 6
+        assert late["ratio_vs_idle"] == round(late["short_latency_s"] / m["idle_1p"]["wall_s"], 3)
+    assert f"path: {path}" in res.stdout and "1 page into a 6-page job (small-request batch 16)" in res.stdout

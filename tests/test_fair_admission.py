@@ -249,3 +249,40 @@ def test_a_cancelled_job_stops_waiting_and_its_pages_leave_the_decoder(tiny_chec
         assert dec.steps < 400  # the cancelled pages stopped long before their 400 tokens
     finally:
         engine.unload()
+
+
+def test_while_a_small_request_decodes_larger_ones_are_not_refilled_beyond_the_cap(model):
+    """4 slots, a cap of 2: when the long job's first four pages end, the small request and one more
+    long page are admitted together and the other two slots stay free until they end (the small one
+    decodes in a batch of 2); with no cap the long job takes those slots at once."""
+
+    def admissions(cap: int) -> list[tuple[str, int, int]]:
+        gate = Gate()
+        sched = DecodeScheduler(
+            model, OPTS, max_slots=4, vision_batch=1, encoder=gate, small_request_batch=cap
+        )
+        steps: list[int] = []
+        encode = gate.__call__
+
+        def stepped(payloads):  # the decoder's step count when each page is admitted
+            steps.extend([sched.decoder.steps if sched.decoder else 0] * len(payloads))
+            return encode(payloads)
+
+        sched.encoder = stepped
+        try:
+            long = sched.submit_many(_pages("long", 9, 8), expect=4, group="long")
+            assert gate.started.wait(timeout=120)
+            short = sched.submit_many(_pages("short", 1, 8), group="short")
+            gate.go.set()
+            for f in long + short:
+                f.result(timeout=300)
+        finally:
+            sched.close()
+        return [(name, i, s) for (name, i), s in zip(gate.order, steps, strict=True)]
+
+    capped, free = admissions(2), admissions(0)
+    at = {(n, i): s for n, i, s in capped}
+    assert at[("short", 0)] == at[("long", 4)] < at[("long", 5)]  # slots 3 and 4 wait for the cap to lift
+    at = {(n, i): s for n, i, s in free}
+    assert at[("short", 0)] == at[("long", 4)] == at[("long", 5)] == at[("long", 6)]  # all four at once
+    assert [p for p in capped if p[0] == "long"] and len(capped) == len(free) == 10  # nothing lost

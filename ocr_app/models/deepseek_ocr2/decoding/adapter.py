@@ -93,6 +93,7 @@ def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
         budget_bytes=engine.budget_bytes,
         vision_batch=VISION_BATCH,
         encoder=lambda pages: encode_pages(engine, pages),
+        small_request_batch=int(getattr(s, "decode_small_request_batch", 0)),
     )
     engine._decoder = sched
     return sched

@@ -7,6 +7,12 @@ its own queue, and a free slot goes to the group that holds the fewest slots (ti
 least recently), so a newcomer's page is admitted at the next free slot and the long job keeps the
 slots nobody else asks for (work-conserving max-min fairness over slots, the way a fair-share CPU
 scheduler splits cores). Within a group pages keep their order.
+
+A small request still decodes at the step time of the whole batch: beside 63 pages of a long job, a
+step costs about twice a lone page's. So while a small request (at most ``SMALL_REQUEST_PAGES`` pages
+waiting or decoding) is in the decoder, larger requests get no new slots beyond ``batch_cap`` pages in
+the batch (``take(..., batch_cap=, busy=)``): the long job's pages finish and are refilled only up to
+that size, the small request's step gets faster, and the long job keeps decoding the pages it has.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from concurrent.futures import Future
 from typing import Any
 
 logger = logging.getLogger(__name__)
+
+SMALL_REQUEST_PAGES = 4  # a request with at most this many pages waiting or decoding is small
 
 
 class FairQueue:
@@ -56,20 +64,31 @@ class FairQueue:
         return items
 
     def take(
-        self, n: int, fits: Callable[[Any], bool], held: dict[Any, int]
+        self,
+        n: int,
+        fits: Callable[[Any], bool],
+        held: dict[Any, int],
+        *,
+        batch_cap: int = 0,
+        busy: int = 0,
     ) -> list[tuple[Any, Any, Future]]:
         """Up to ``n`` pages for free slots as ``(group, request, future)``, in admission order.
 
         Each pick goes to the group holding the fewest slots (``held`` plus what this call already gave
         it), ties to the group admitted least recently. A page that does not ``fit`` (it needs longer
         slots than the decoder has) stays and the group's next page may pass it; cancelled pages are
-        dropped here."""
+        dropped here. ``batch_cap`` (0: none): while a small request is in the decoder, pages of larger
+        requests are taken only while the batch (``busy`` slots plus what is taken) stays below it."""
         self._drop_cancelled()
         taken: list[tuple[Any, Any, Future]] = []
         load = dict(held)
         blocked: set[Any] = set()
+        small = self._small(held) if batch_cap > 0 else set()
         while len(taken) < n:
-            candidates = [g for g, q in self._groups.items() if q and g not in blocked]
+            capped = bool(small) and busy + len(taken) >= batch_cap
+            candidates = [
+                g for g, q in self._groups.items() if q and g not in blocked and (not capped or g in small)
+            ]
             if not candidates:
                 break
             group = min(candidates, key=lambda g: (load.get(g, 0), self._last_turn.get(g, -1)))
@@ -86,6 +105,11 @@ class FairQueue:
         self._forget_idle(load)
         return taken
 
+    def _small(self, held: dict[Any, int]) -> set[Any]:
+        """Groups with at most ``SMALL_REQUEST_PAGES`` pages waiting or decoding."""
+        groups = set(self._groups) | {g for g, n in held.items() if n}
+        return {g for g in groups if held.get(g, 0) + len(self._groups.get(g, ())) <= SMALL_REQUEST_PAGES}
+
     def _drop_cancelled(self) -> None:
         for g, q in self._groups.items():
             if any(f.cancelled() for _, f in q):
@@ -99,4 +123,4 @@ class FairQueue:
             del self._last_turn[g]
 
 
-__all__ = ["FairQueue"]
+__all__ = ["SMALL_REQUEST_PAGES", "FairQueue"]

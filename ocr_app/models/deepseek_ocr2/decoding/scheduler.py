@@ -215,11 +215,13 @@ class DecodeScheduler:
         budget_bytes: int | None = None,
         vision_batch: int = 1,
         encoder: Callable[[list[Any]], list[dict[str, Any]]] | None = None,
+        small_request_batch: int = 0,
     ) -> None:
         """``budget_bytes``: GPU memory this process may use (None: the free memory); ``vision_batch``:
         pages encoded at once (reserved beside the slots); ``encoder``: turns the ``payload`` of
         requests submitted without ``model_inputs`` into them, ``vision_batch`` pages per call, on the
-        decoding thread between decode chunks.
+        decoding thread between decode chunks; ``small_request_batch`` (0: off): while a small request
+        decodes, larger ones get no new slots beyond this batch size (``admission.FairQueue.take``).
 
         Why the vision pass runs on this thread: launched from the engine's thread next to running
         decode graphs, it did not progress until the decoder idled (measured on an H200: 0.74 s instead
@@ -235,6 +237,7 @@ class DecodeScheduler:
         self.budget_bytes = budget_bytes
         self.vision_batch = max(1, int(vision_batch))
         self.encoder = encoder
+        self.small_request_batch = max(0, int(small_request_batch))  # read every cycle
         # per group, the futures of pages waiting in the worker and of pages in slots (a snapshot the
         # worker publishes; readers skip futures cancelled since, so a cancel frees room at once)
         self._backlog: dict[Any, list[Future]] = {}
@@ -479,7 +482,13 @@ class DecodeScheduler:
         # admit what fits into free slots, fairly between requests (``FairQueue``); pages needing a
         # longer context wait for the decoder to drain
         held = self._held_by_group(owners)
-        taken = pending.take(len(dec.free_slots), lambda r: len(r.input_ids) + 1 <= dec.max_len, held)
+        taken = pending.take(
+            len(dec.free_slots),
+            lambda r: len(r.input_ids) + 1 <= dec.max_len,
+            held,
+            batch_cap=self.small_request_batch,
+            busy=len(owners),
+        )
         with self._cond:
             self._backlog = pending.waiting()
         if taken:
