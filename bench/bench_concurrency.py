@@ -366,14 +366,21 @@ def common_argv(args: argparse.Namespace) -> list[str]:
     return out + (["--tiny"] if args.tiny else [])
 
 
-def orchestrate(args: argparse.Namespace) -> dict:
-    Path(args.work).mkdir(parents=True, exist_ok=True)
+def phase_prepare(args: argparse.Namespace) -> dict:
+    """The checkpoints and PDFs, built by ``bench_product``'s own step (in its own process)."""
     sizes = sorted({1, 4, args.doc, args.doc // args.clients, args.long})
     prep = argparse.Namespace(
         tiny=args.tiny, work=args.work, variants=["mixed"] if args.budget_gib else [], pages=sizes,
         first_pages=[], doc_pages=0,
     )  # fmt: skip
-    prepared = bp.phase_prepare(prep)
+    return bp.phase_prepare(prep)
+
+
+def orchestrate(args: argparse.Namespace) -> dict:
+    Path(args.work).mkdir(parents=True, exist_ok=True)
+    prepared = run_phase(args, "prepare", ["--budget-gib", str(args.budget_gib)])
+    if "error" in prepared:
+        raise SystemExit(f"prepare failed: {prepared['error']}")
     pdfs = json.dumps(prepared["pdfs"])
     ckpts = prepared["checkpoints"]
     main_variant = "fp32" if args.tiny else "bf16"
@@ -479,7 +486,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.phase:
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-        fn = {"main": phase_main, "budget": phase_budget}[args.phase]
+        fn = {"prepare": phase_prepare, "main": phase_main, "budget": phase_budget}[args.phase]
         Path(args.result).write_text(json.dumps(fn(args)))
         return
     results = orchestrate(args)
