@@ -158,13 +158,20 @@ class OcrApp:
         limits = {}
         for name in sorted(names):
             if fixed is not None:
-                limits[name] = fixed
+                limits[self._slot_name(name)] = fixed
                 continue
             try:
-                limits[name] = self.converter.engines.get(name).capabilities().max_concurrent_jobs
+                limit = self.converter.engines.get(name).capabilities().max_concurrent_jobs
             except OcrError:
-                limits[name] = 1
+                limit = 1
+            limits[self._slot_name(name)] = limit
         return limits
+
+    def _slot_name(self, engine: str) -> str:
+        """Jobs for ``auto`` take the slots of the OCR engine behind it: the same engine object reads
+        their scans, so they count against its limit (the light engine must not run two at once)."""
+        info = (self.describe.get("engines") or {}).get(engine) or {}
+        return str(info.get("ocr") or engine)
 
     def jobs_at_once(self) -> int:
         """Conversions gradio admits at once; each then waits for its own engine's slot."""
@@ -203,7 +210,7 @@ class OcrApp:
             raise gr.Error(str(exc)) from exc
         key = _session_key(request)
         cancel = self.cancels.start(key)
-        engine = options.engine or self.choices.default_engine
+        engine = self._slot_name(options.engine or self.choices.default_engine)
         try:
             ticket = yield from wait_turn(self.slots, engine, cancel, WAIT_REPORT_S)
             if ticket is None:  # cancelled while waiting: its place went at once
@@ -432,7 +439,7 @@ class OcrApp:
         ahead = queue_words.jobs_ahead(self.demo, getattr(request, "session_hash", None), GPU_GROUP)
         if ahead is None:
             return queue_words.queue_words(None)
-        engine = self.choices.default_engine
+        engine = self._slot_name(self.choices.default_engine)
         queued = max(0, ahead - self.jobs_at_once())
         return queue_words.queue_words(ahead, self.slots.estimate_after(engine, queued))
 
