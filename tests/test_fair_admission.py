@@ -163,7 +163,7 @@ def test_a_short_document_streams_through_the_engine_while_a_long_one_decodes(ti
         sched = engine._decoder
         groups: list[object] = []
         long_in, short_in = threading.Event(), threading.Event()
-        submit, attach = sched.submit_many, engine._attach_features
+        submit, attach = sched.submit_many, engine.attach_features
 
         def spy_submit(requests, expect=0, group=None):  # instrumentation only: the real method runs
             futures = submit(requests, expect, group)
@@ -176,7 +176,7 @@ def test_a_short_document_streams_through_the_engine_while_a_long_one_decodes(ti
             assert short_in.wait(timeout=300)
             return attach(pages)
 
-        sched.submit_many, engine._attach_features = spy_submit, held_encoder
+        sched.submit_many, engine.attach_features = spy_submit, held_encoder
         finished: list[tuple[str, int]] = []
         outputs: dict[str, list] = {"long": [], "short": []}
         lock = threading.Lock()
@@ -225,14 +225,14 @@ def test_a_cancelled_job_stops_waiting_and_its_pages_leave_the_decoder(tiny_chec
     try:
         engine.predict_batch([request(0, max_new_tokens=2)])  # the decoder exists before the gate
         sched = engine._decoder
-        attach = engine._attach_features
+        attach = engine.attach_features
 
         def gate(pages):  # lets the test cancel once the job's pages are in the decoder
             out = attach(pages)
             admitted.set()
             return out
 
-        engine._attach_features = gate
+        engine.attach_features = gate
         got = []
         job = threading.Thread(
             target=lambda: got.extend(engine.predict_stream([request(i, cancel=cancel) for i in range(3)]))
@@ -242,7 +242,7 @@ def test_a_cancelled_job_stops_waiting_and_its_pages_leave_the_decoder(tiny_chec
         cancel.set()
         job.join(timeout=300)
         assert not job.is_alive() and got == []  # ended without the pages it no longer wants
-        engine._attach_features = attach
+        engine.attach_features = attach
         after = engine.predict_batch([request(9, max_new_tokens=3)])[0]
         dec = sched.decoder
         assert after.num_tokens == 3 and dec.busy_slots == [] and sched.backlog(every=True) == 0

@@ -19,8 +19,10 @@ import logging
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
@@ -355,6 +357,13 @@ class LightOcrEngine(Engine):
     def is_loaded(self) -> bool:
         return self._ocr is not None
 
+    def capabilities(self) -> Capabilities:
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision; as many
+        conversions at once as the cores hold once each page has its share of them (normally one: a
+        page already uses every core)."""
+        jobs = max(1, default_workers() // max(1, self._workers))
+        return replace(engine_kind(self.name).capabilities, max_concurrent_jobs=jobs)
+
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         self.load()
         return [self._predict(r) for r in requests]
@@ -501,11 +510,6 @@ class LightOcrEngine(Engine):
             notes=notes,
             confidence=confidence,
         )
-
-    def capabilities(self) -> Capabilities:
-        """No prompt or mode; as many conversions at once as the cores hold once each page has its own
-        share of them (normally one: a page already uses every core)."""
-        return Capabilities(max_concurrent_jobs=max(1, default_workers() // max(1, self._workers)))
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "loaded": self.is_loaded, "device": "cpu", "backend": "rapidocr"}

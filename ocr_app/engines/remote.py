@@ -221,11 +221,12 @@ class RemoteEngine(Engine):
         }
 
     def capabilities(self):
-        """DeepSeek-OCR-2's prompts and modes; the server decides the precision and batches the pages of
-        concurrent conversions."""
+        """DeepSeek-OCR-2's prompts; the server decides the precision and how pages are tiled (the
+        OpenAI chat API carries no resolution mode), so neither is offered. The server batches the
+        pages of concurrent conversions: several run at once."""
         from ocr_app.models.deepseek_ocr2.capabilities import BATCHED_JOBS, deepseek_capabilities
 
-        return deepseek_capabilities(precisions=False, concurrent_jobs=BATCHED_JOBS)
+        return deepseek_capabilities(self.name, precisions=False, modes=False, concurrent_jobs=BATCHED_JOBS)
 
     def _one(self, req: PageRequest) -> EngineOutput:
         t0 = time.perf_counter()
@@ -254,6 +255,9 @@ class RemoteEngine(Engine):
         from ocr_app.models.deepseek_ocr2.grounding import finish_output
 
         width, height = req.page.size
+        notes = [f"remote: {self.base_url} ({self._model})"]
+        if req.mode and req.mode != "default":
+            notes.append(f"resolution mode '{req.mode}' not applied: the server tiles pages its own way")
         return finish_output(
             EngineOutput(
                 engine=self.name,
@@ -261,8 +265,9 @@ class RemoteEngine(Engine):
                 stop_reason=_FINISH.get(choice.get("finish_reason"), StopReason.END),
                 num_tokens=int(usage.get("completion_tokens", 0)),
                 timings={"total": round(time.perf_counter() - t0, 4)},
-                notes=[f"remote: {self.base_url} ({self._model})"],
+                notes=notes,
                 used_prompt=_prompt(req),
+                used_mode=None,  # the chat API takes no resolution mode: the server's own, unknown here
             ),
             width,
             height,

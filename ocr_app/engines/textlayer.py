@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
@@ -820,6 +821,16 @@ class TextLayerEngine(Engine):
     def is_loaded(self) -> bool:
         return self._loaded
 
+    def capabilities(self) -> Capabilities:
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision; one
+        conversion per core at once (reading a text layer is short CPU work, so several jobs side by
+        side keep a short one from waiting behind a long one)."""
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return replace(engine_kind(self.name).capabilities, max_concurrent_jobs=max(1, cores))
+
     def report(self, pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
         """``inspect_report`` through this engine's open document (the router asks once per page)."""
         from ocr_app.ingest.pdf import MUPDF_LOCK
@@ -900,15 +911,6 @@ class TextLayerEngine(Engine):
             if turns
             else [],
         )
-
-    def capabilities(self) -> Capabilities:
-        """No prompt or mode; one conversion per core at once (reading a text layer is short CPU work,
-        so several jobs side by side keep a short one from waiting behind a long one)."""
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            cores = os.cpu_count() or 1
-        return Capabilities(max_concurrent_jobs=max(1, cores))
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "loaded": self.is_loaded, "device": "cpu"}

@@ -1,10 +1,12 @@
-"""Plugs the graph decoder into ``DeepSeekOcr2Engine`` (setting ``decoder``: auto | generate | graph).
+"""Plugs the graph decoder into an engine (setting ``decoder``: auto | generate | graph).
 
 Why a separate module: ``stream_pages`` is the decoding package's one entry point; the engine's
 ``predict_stream`` calls it when the graph decoder is on (``predict_batch`` goes through
 ``predict_stream``), so the engine keeps only the ``generate`` path itself. Pages are handed to the
-engine's ``DecodeScheduler`` (continuous batching, shared by concurrent jobs of the same engine) while
-the next ones go through the vision encoder, and each page is yielded the moment it finishes.
+engine's ``DecodeScheduler`` (continuous batching, shared by concurrent jobs of the same engine; the
+engine builds it with ``build_scheduler`` and owns it) while the next ones go through the vision
+encoder, and each page is yielded the moment it finishes. The engine is seen only through the public
+``interface.PageSource`` protocol: this module never imports it.
 
 Whole-document feeding: ``stream_pages`` pulls page requests lazily from any iterable (the converter
 renders pages as they are pulled) and keeps ``slots + vision batch`` pages submitted: while the decoder
@@ -16,7 +18,8 @@ Several documents at once (app users, API calls, a CLI batch): each ``stream_pag
 request group of the engine's one scheduler. Pages waiting for a slot hold their preprocessed pixels, so
 the waiting pages of all groups together stay near two vision batches, split evenly between the groups
 with pages in flight (at least one page each, so a newcomer is never shut out by a long job's queue);
-the scheduler then gives free slots to the group holding the fewest.
+the scheduler then gives free slots to the group holding the fewest. A job cancelled meanwhile
+(``PageRequest.cancel``) stops waiting at once: its pages leave the queue and their slots.
 
 Stop reasons are the ``generate`` path's, from the same function (``guard.page_end``): END at EOS (EOS
 not included in the ids), LENGTH at the cap, REPETITION when the capped tail loops or when the decoder
@@ -27,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -44,8 +46,8 @@ from ocr_app.models.deepseek_ocr2.decoding.guard import page_end
 from ocr_app.schema import EngineOutput, PageRequest
 
 if TYPE_CHECKING:
+    from ocr_app.models.deepseek_ocr2.decoding.interface import PageSource
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
-    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine, PreparedPage
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +56,6 @@ VISION_BATCH = 8  # pages encoded at once next to the running decoder (reserved 
 # fused SAM layers: 27.6 ms/page at 4 pages, 20.6 at 8 — bench_vision)
 BACKLOG_POLL_S = 0.005  # how often a feeder whose backlog is full looks whether the decoder took pages
 CANCEL_POLL_S = 0.1  # how often a stream waiting for its pages looks whether its job was cancelled
-_BUILD_LOCK = threading.Lock()  # two jobs starting at once must share one scheduler, not build two
 
 
 def wants_graph_decoder(setting: str, device: Any) -> bool:
@@ -68,44 +69,32 @@ def wants_graph_decoder(setting: str, device: Any) -> bool:
     return choice == "graph"
 
 
-def scheduler_for(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
-    """The engine's scheduler, built on first use from its settings (guard, EOS ids, slots)."""
-    with _BUILD_LOCK:
-        return _scheduler_locked(engine)
-
-
-def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
+def build_scheduler(
+    source: PageSource, *, max_slots: int, budget_bytes: int | None, small_request_batch: int = 0
+) -> DecodeScheduler:
+    """A scheduler for ``source``'s loaded model (guard, EOS ids, slots); the engine keeps it between
+    requests and closes it on unload. ``small_request_batch``: see ``DecodeScheduler``."""
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
 
-    sched = getattr(engine, "_decoder", None)
-    if sched is not None and sched.model is engine.model:
-        return sched
-    s = engine.settings
-    opts = DecoderOptions(
-        guard=engine.guard_spec(),
-        eos_ids=tuple(engine._eos_ids()),
-        graphs="auto",
-    )
-    sched = DecodeScheduler(
-        engine.model,
+    opts = DecoderOptions(guard=source.guard_spec(), eos_ids=tuple(source.eos_ids()), graphs="auto")
+    return DecodeScheduler(
+        source.model,
         opts,
-        max_slots=int(getattr(s, "decode_max_slots", 32)),
-        budget_bytes=engine.budget_bytes,
+        max_slots=max_slots,
+        budget_bytes=budget_bytes,
         vision_batch=VISION_BATCH,
-        encoder=lambda pages: encode_pages(engine, pages),
-        small_request_batch=int(getattr(s, "decode_small_request_batch", 0)),
+        encoder=lambda pages: encode_pages(source, pages),
+        small_request_batch=small_request_batch,
     )
-    engine._decoder = sched
-    return sched
 
 
-def encode_pages(engine: DeepSeekOcr2Engine, pages: list[PreparedPage]) -> list[dict[str, Any]]:
+def encode_pages(source: PageSource, pages: list[Any]) -> list[dict[str, Any]]:
     """The scheduler's encoder: vision features of preprocessed pages (the engine's cache first), as
     each page's prefill inputs. Runs on the decoding thread; notes each page's vision seconds."""
     from transformers.modeling_outputs import BaseModelOutputWithPooling
 
     t0 = time.perf_counter()
-    engine._attach_features(pages)
+    source.attach_features(pages)
     out = []
     for page in pages:
         page.vision_s = (time.perf_counter() - t0) / len(pages)
@@ -117,14 +106,12 @@ def encode_pages(engine: DeepSeekOcr2Engine, pages: list[PreparedPage]) -> list[
 
 
 def stream_pages(
-    engine: DeepSeekOcr2Engine, requests: Iterable[tuple[int, PageRequest]]
+    source: PageSource, sched: DecodeScheduler, requests: Iterable[tuple[int, PageRequest]]
 ) -> Iterator[tuple[int, EngineOutput]]:
     """Yield ``(index, output)`` as pages finish, for ``(index, request)`` pairs pulled lazily: up to
     ``slots + vision batch`` pages are in flight; the next ones are encoded while those decode."""
-
-    sched = scheduler_for(engine)
     group = object()  # this document's pages: one request in the scheduler's fair admission
-    eos = set(engine._eos_ids())
+    eos = set(source.eos_ids())
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
     cancels: list[Any] = []  # the cancel events of the jobs whose pages these are (``PageRequest.cancel``)
 
@@ -133,8 +120,6 @@ def stream_pages(
             if r.cancel is not None and all(c is not r.cancel for c in cancels):
                 cancels.append(r.cancel)
             yield i, r
-
-    source = noted(requests)
 
     def ready(timeout: float | None) -> Iterator[tuple[int, EngineOutput]]:
         if not waiting:
@@ -153,10 +138,10 @@ def stream_pages(
             ids, stop = page_end(res.tokens, eos, res.stop)
             t = dict(timings, vision=page.vision_s, prefill=res.first_token_s, decode=res.decode_s)
             t["total"] = time.perf_counter() - t0
-            yield index, engine._output(page, ids, stop, t)
+            yield index, source.page_output(page, ids, stop, t)
 
     try:
-        yield from _feed(engine, sched, source, waiting, ready, group)
+        yield from _feed(source, sched, noted(requests), waiting, ready, group)
     except _Cancelled:  # the job was cancelled: its pages leave the queue and their slots now
         logger.info("a cancelled conversion dropped %d page(s) in flight", len(waiting))
     finally:  # the caller stopped early (cancel, error): pages still queued or decoding are not wanted
@@ -179,7 +164,7 @@ def backlog_share(batch: int, groups: int) -> int:
     return max(1, (2 * batch) // max(1, groups))
 
 
-def _feed(engine, sched, source, waiting, ready, group) -> Iterator[tuple[int, EngineOutput]]:
+def _feed(source: PageSource, sched, requests, waiting, ready, group) -> Iterator[tuple[int, EngineOutput]]:
     import torch
 
     exhausted = False
@@ -189,14 +174,14 @@ def _feed(engine, sched, source, waiting, ready, group) -> Iterator[tuple[int, E
         # waiting for a slot (``backlog_share``)
         slot_room = sched.slots() + batch - len(waiting)
         room = min(slot_room, backlog_share(batch, sched.groups()) - sched.backlog(group))
-        chunk = [] if exhausted else list(itertools.islice(source, min(batch, max(0, room))))
+        chunk = [] if exhausted else list(itertools.islice(requests, min(batch, max(0, room))))
         if room > 0 and not exhausted and len(chunk) < min(batch, room):
             exhausted = True
         if chunk:
             t0 = time.perf_counter()
             stream = _feed_stream(sched)
             with torch.inference_mode(), torch.cuda.stream(stream) if stream is not None else nullcontext():
-                pages = [engine.preprocess(r) for _, r in chunk]
+                pages = [source.preprocess(r) for _, r in chunk]
                 if stream is not None:  # the decoder reads the pixels on its own stream: complete them
                     stream.synchronize()
             timings = {"preprocess": time.perf_counter() - t0}
@@ -219,4 +204,4 @@ def _feed(engine, sched, source, waiting, ready, group) -> Iterator[tuple[int, E
         yield from ready(BACKLOG_POLL_S if slot_room > 0 and not exhausted else None)
 
 
-__all__ = ["DECODERS", "backlog_share", "scheduler_for", "stream_pages", "wants_graph_decoder"]
+__all__ = ["DECODERS", "backlog_share", "build_scheduler", "stream_pages", "wants_graph_decoder"]
