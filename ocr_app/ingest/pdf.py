@@ -42,6 +42,8 @@ MUPDF_LOCK = threading.RLock()
 # PyMuPDF 2): the ONNX layout analyser (~1.2 s) and pymupdf4llm (~0.15 s, onnxruntime). ocr-app calls
 # neither (no ``Page.get_layout``, no ``pymupdf`` Markdown shortcuts).
 _SKIPPED_ADDONS = ("pymupdf.layout", "pymupdf4llm")
+_IMPORT_LOCK = threading.Lock()
+_IMPORTED = threading.Event()  # pymupdf finished loading (through here or any other import)
 
 
 def import_pymupdf():
@@ -51,35 +53,37 @@ def import_pymupdf():
     ``pymupdf`` itself loads: an explicit ``import pymupdf.layout`` or ``import pymupdf4llm`` later
     still works (``tests/test_light_path.py``).
     """
-    if "pymupdf" in sys.modules:
-        return _quiet(sys.modules["pymupdf"])
-    skipped = [name for name in _SKIPPED_ADDONS if name not in sys.modules]
-    for name in skipped:
-        sys.modules[name] = None  # type: ignore[assignment]  # makes that import fail: pymupdf skips it
-    try:
-        import pymupdf
-    finally:
-        for name in skipped:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
-    return _quiet(pymupdf)
+    if _IMPORTED.is_set():
+        return sys.modules["pymupdf"]
+    # Files converted side by side open their PDFs from several threads: one import, the others wait
+    # for it (``sys.modules`` holds the module half-initialised while it loads).
+    with _IMPORT_LOCK:
+        if not _IMPORTED.is_set():
+            skipped = [name for name in _SKIPPED_ADDONS if name not in sys.modules]
+            for name in skipped:
+                sys.modules[name] = None  # type: ignore[assignment]  # makes that import fail: pymupdf skips it
+            try:
+                import pymupdf  # noqa: F401
+            finally:
+                for name in skipped:
+                    if name in sys.modules and sys.modules[name] is None:
+                        del sys.modules[name]
+            _quiet(sys.modules["pymupdf"])
+            _IMPORTED.set()
+    return sys.modules["pymupdf"]
 
 
 _MUPDF_LOG = logging.getLogger("ocr_app.ingest.mupdf")
 
 
-def _quiet(pymupdf):
-    """Send PyMuPDF's messages to the log (``-vv`` shows them) instead of stdout, once per process.
+def _quiet(pymupdf) -> None:
+    """Send PyMuPDF's messages to the log (``-vv`` shows them) instead of stdout (once, at import).
 
     Why: PyMuPDF writes MuPDF's errors ("MuPDF error: format error: …", one per damaged object) to
     stdout, which broke ``--json-summary`` on a damaged PDF. What they mean reaches the user as the
     page's "repaired" status and note; the details stay in the debug log.
     """
-    if getattr(pymupdf, "_ocr_app_quiet", False):
-        return pymupdf
     pymupdf.set_messages(pylogging_logger=_MUPDF_LOG, pylogging_level=logging.DEBUG)
-    pymupdf._ocr_app_quiet = True
-    return pymupdf
 
 
 def fit_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> int:
