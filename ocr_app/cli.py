@@ -173,13 +173,19 @@ def main(verbose: int) -> None:
 @click.option("-v", "--verbose", count=True, help="More log output; print the cold-start breakdown.")
 def convert(**params) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
+    from ocr_app.stdout_guard import reserved_stdout
+
     args = ConvertArgs(**params)
+    # --json-summary: stdout holds the JSON only; whatever a library prints meanwhile goes to stderr
+    stdout = click.get_current_context().with_resource(reserved_stdout()) if args.json_summary else None
     cold = _cold_start(args.verbose)
     settings, options, engines = _prepare(args)
     results = _run(args, settings, options, engines, cold)
+    _print_ignored(results, {"--prompt": args.prompt, "--mode": args.mode})
     code = _exit_code(results)
-    if args.json_summary:
-        click.echo(json.dumps(_summary_dict(results, code), indent=2))
+    if stdout is not None:
+        click.echo(json.dumps(_summary_dict(results, code), indent=2), file=stdout)
+        stdout.flush()
     else:
         _print_summary(results)
     if _process_ends_here():
@@ -368,9 +374,10 @@ def _settings_error(exc: Exception) -> str:
 
 
 def _check_usage(settings, mode: str | None) -> None:
-    """An unknown mode, or the remote engine without an endpoint: exit 2 before anything loads, naming
-    the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are
-    checked by their own vocabularies (click choices and the settings validators)."""
+    """An unknown mode, a CUDA device this machine lacks, or the remote engine without an endpoint: exit
+    2 before anything loads, naming the valid choices (the value may come from --mode or
+    DEEPSEEK_OCR_MODE). Dtype and engine are checked by their own vocabularies (click choices and the
+    settings validators), the device's spelling by the settings validator."""
     from ocr_app.exceptions import ConfigError
     from ocr_app.models.deepseek_ocr2.modes import check_mode
 
@@ -378,10 +385,22 @@ def _check_usage(settings, mode: str | None) -> None:
         check_mode(mode or settings.mode)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="'--mode'") from None
+    _check_device(settings.device)
     if canonical_engine(settings.engine) == "remote" and not settings.remote_url:
         raise click.UsageError(
             "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
         )
+
+
+def _check_device(device: str | None) -> None:
+    """A CUDA device this machine does not have: exit 2 before anything loads (counted without torch)."""
+    from ocr_app.engines.devices import check_cuda_devices, visible_cuda_count
+    from ocr_app.exceptions import ConfigError
+
+    try:
+        check_cuda_devices(device, visible_cuda_count())
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--device'") from None
 
 
 def _check_prompt(prompt: str, locate_text: str | None) -> None:
@@ -417,6 +436,23 @@ def _exit_code(results) -> int:
     return EXIT_OK
 
 
+def _print_ignored(results, given: dict[str, str | None]) -> None:
+    """Once per run, on stderr: options given on the command line that no page's engine took."""
+    keys = {"--prompt": ("prompt", "prompt"), "--mode": ("mode", "resolution mode")}
+    with_ignored = [r for r in results if r.settings.get("ignored")]
+    flags = {flag: value for flag, value in given.items()
+             if value is not None and any(keys[flag][0] in r.settings["ignored"] for r in with_ignored)}  # fmt: skip
+    if flags:
+        engines = sorted({str(p.engine) for r in with_ignored for p in r.pages if p.error is None})
+        click.secho(
+            f"Note: {' and '.join(f'{k} {v}' for k, v in flags.items())} "
+            f"{'was' if len(flags) == 1 else 'were'} ignored: the {' and '.join(engines)} engine took no "
+            f"{' and no '.join(keys[k][1] for k in flags)} (recorded under settings.ignored in the JSON).",
+            fg="yellow",
+            err=True,
+        )
+
+
 def _summary_dict(results, code: int) -> dict:
     return {
         "exit_code": code,
@@ -430,6 +466,7 @@ def _summary_dict(results, code: int) -> dict:
                 "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
                 "read_by": _read_by(r),
+                "ignored": r.settings.get("ignored", {}),
                 "hedged": _hedged(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }

@@ -132,6 +132,26 @@ class _Job:
             raise ConversionCancelled(f"Cancelled while converting {self.name}.")
 
 
+def _record_ignored(doc: DocumentResult) -> None:
+    """Prompt and mode that no page's engine honoured move from the settings to ``settings["ignored"]``.
+
+    Why: the light engine and the text layer take neither; listing them as settings made the JSON claim
+    they shaped the result. Pages read by an engine that does take them (``auto`` on a mixed PDF) keep
+    them as used; each page's ``used_prompt``/``used_mode`` says which.
+    """
+    read = [p for p in doc.pages if p.error is None]
+    if not read:
+        return
+    ignored = {
+        key: doc.settings.get(key)
+        for key, used in (("prompt", "used_prompt"), ("mode", "used_mode"))
+        if doc.settings.get(key) is not None and all(getattr(p, used) is None for p in read)
+    }
+    if ignored:
+        doc.settings.update(dict.fromkeys(ignored))
+        doc.settings["ignored"] = ignored
+
+
 def _serialized(progress: ProgressFn | None) -> ProgressFn | None:
     """``progress`` called from one thread at a time (files converting side by side all report)."""
     if progress is None:
@@ -328,6 +348,7 @@ class Converter:
         finally:
             # Whatever happened (cancel included), write what was converted so nothing is lost.
             doc.pages = [job.results[i] for i in indices if i in job.results]
+            _record_ignored(doc)
             if doc.pages:
                 job.emit("write", f"Writing outputs for {src.name}")
                 writer.finish(doc)

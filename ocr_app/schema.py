@@ -36,6 +36,7 @@ class PageImage:
     index: int  # 0-based page index inside its source document
     source: str  # display name of the source file
     dpi: int | None = None  # render DPI for PDF pages, None for images
+    downscaled: bool = False  # a PDF page rendered below the DPI asked for (too large for the budget)
     pdf_path: Path | None = None  # set for PDF pages, so the text-layer engine can read them
     page_count: int = 1  # pages in the source document (for "page 3 of 12")
     # Unlocks an encrypted ``pdf_path`` for engines that re-open it; kept out of repr so it is never logged.

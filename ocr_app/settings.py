@@ -74,7 +74,14 @@ class Settings(BaseSettings):
 
     # ingest
     dpi: int = Field(144, ge=36, le=600)
-    max_pixels_per_page: int = Field(60_000_000, ge=1)
+    max_pixels_per_page: int = Field(
+        300_000_000, ge=1, description="Larger pages are refused; up to it huge scans are read as tiles."
+    )
+    pdf_render_pixels: int = Field(
+        60_000_000,
+        ge=1,
+        description="A PDF page larger than this at the chosen DPI is rendered at a lower DPI.",
+    )
     max_pages: int = Field(2000, ge=1)
     max_file_mb: float = Field(500.0, gt=0)
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each benchmark script end to end on the CPU: minutes
+
 ROOT = Path(__file__).parents[1]
 
 

@@ -24,7 +24,8 @@ from ocr_app.settings import TEXT_LAYER_POLICIES, TextLayerPolicy
 logger = logging.getLogger(__name__)
 
 Policy = TextLayerPolicy
-# (pdf_path, page index, password=...) -> (usable, reason); the password unlocks encrypted PDFs.
+# (pdf_path, page index, password=..., downscaled=...) -> (usable, reason); the password unlocks encrypted
+# PDFs; downscaled: the page was rendered below the DPI asked for (too large for the render budget).
 TextCheck = Callable[..., tuple[bool, str]]
 OcrChoice = Callable[[], tuple[Engine, str]]
 
@@ -36,10 +37,12 @@ def _default_check(policy: Policy, engine: Engine | None = None) -> TextCheck:
 
     inspect = engine.report if isinstance(engine, textlayer.TextLayerEngine) else textlayer.inspect_report
 
-    def check(path: Path, index: int, *, password: str | None = None) -> tuple[bool, str]:
+    def check(
+        path: Path, index: int, *, password: str | None = None, downscaled: bool = False
+    ) -> tuple[bool, str]:
         report = inspect(path, index, password=password)
         if policy != "always":
-            return textlayer.judge(report)
+            return textlayer.judge(report, downscaled=downscaled)
         if report.chars == 0:
             return False, "no embedded text"
         return True, f"{report.chars:,} chars of embedded text (text_layer=always)"
@@ -146,7 +149,9 @@ class RouterEngine(Engine):
                 why = f"{why}; text layer disabled (text_layer=never)"
             return self.ocr, why
         try:
-            usable, why = self._check(Path(page.pdf_path), page.index, password=page.password)
+            usable, why = self._check(
+                Path(page.pdf_path), page.index, password=page.password, downscaled=page.downscaled
+            )
         except OcrError as exc:
             usable, why = False, f"text layer unreadable ({exc})"
         if usable:

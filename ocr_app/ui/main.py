@@ -23,6 +23,7 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
     install_user_error_filter()  # user errors: one log line each, no traceback
 
     from ocr_app.convert import Converter
+    from ocr_app.engines.devices import check_cuda_devices, visible_cuda_count
     from ocr_app.exceptions import OcrError
     from ocr_app.settings import load_settings
     from ocr_app.stack import build_engines
@@ -32,6 +33,7 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
 
     try:
         settings = load_settings(**overrides)
+        check_cuda_devices(settings.device, visible_cuda_count())  # before anything loads: exit 2
         resolve_access(settings)  # a bad --auth entry or auth file stops here, before anything loads
         engines = build_engines(settings)
         if settings.preload:
