@@ -165,8 +165,11 @@ class DeepSeekOcr2Engine(Engine):
         self.precision: dict[str, Any] = {}
         # seconds of each step of the last load (processor, weights, key, read, to-device …)
         self.load_breakdown: dict[str, float] | None = None
-        # (done, total, label) during a first-time quantisation; the CLI/UI set it (tqdm, gr.Progress)
+        # (done, total, label) during a first-time quantisation and the kernel warm-up; the CLI/UI set
+        # it (tqdm, gr.Progress)
         self.load_progress: Callable[[int, int, str], None] | None = None
+        # what the last load's kernel warm-up did (``kernel_warmup.warm_up``: seconds, binaries, skip reason)
+        self.kernel_warmup: dict[str, Any] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -208,9 +211,28 @@ class DeepSeekOcr2Engine(Engine):
         # own reference cycles are still freed then.
         gc.freeze()
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
+        self.kernel_warmup = self._warm_kernels()
+        if self.load_breakdown is not None and "seconds" in self.kernel_warmup:
+            self.load_breakdown = {**self.load_breakdown, "kernel_warmup_s": self.kernel_warmup["seconds"]}
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
         )
+
+    def _warm_kernels(self) -> dict[str, Any]:
+        """Compile every Triton kernel this model can launch now, before it is reported ready, not in
+        the middle of the first document (``kernel_warmup``; a no-op off CUDA). A failure costs only
+        that: the kernels then compile on first use, as they did before."""
+        from ocr_app.models.deepseek_ocr2.kernel_warmup import warm_up
+
+        try:
+            return warm_up(self, self.load_progress)
+        except Exception as exc:
+            if type(exc).__name__ == "OutOfMemoryError":
+                import torch
+
+                torch.cuda.empty_cache()
+            logger.warning("kernel warm-up failed; kernels compile on first use", exc_info=exc)
+            return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
     def resolve_precision(self, device: torch.device) -> str:
         """The precision this load runs in: the one resolver (``precision.py``) with torch's facts."""
@@ -286,6 +308,7 @@ class DeepSeekOcr2Engine(Engine):
             "quant_source": self.precision.get("source"),
             "quantize_seconds": self.precision.get("quantize_seconds"),
             "load_breakdown": self.load_breakdown,
+            "kernel_warmup": self.kernel_warmup or None,
             "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
             "decoder": self._decoder.describe() if self._decoder is not None else None,
         }

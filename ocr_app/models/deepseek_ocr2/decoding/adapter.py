@@ -68,27 +68,28 @@ def scheduler_for(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
 
 
 def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
-    from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
-
     sched = getattr(engine, "_decoder", None)
     if sched is not None and sched.model is engine.model:
         return sched
-    s = engine.settings
-    opts = DecoderOptions(
-        guard=engine.guard_spec(),
-        eos_ids=tuple(engine._eos_ids()),
-        graphs="auto",
-    )
-    sched = DecodeScheduler(
+    sched = new_scheduler(engine)
+    engine._decoder = sched
+    return sched
+
+
+def new_scheduler(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
+    """A scheduler for the engine's model from its settings (guard, EOS ids, slots, budget), not yet
+    the engine's: ``scheduler_for`` keeps one; the kernel warm-up asks one what it would build."""
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
+
+    opts = DecoderOptions(guard=engine.guard_spec(), eos_ids=tuple(engine._eos_ids()), graphs="auto")
+    return DecodeScheduler(
         engine.model,
         opts,
-        max_slots=int(getattr(s, "decode_max_slots", 32)),
+        max_slots=int(getattr(engine.settings, "decode_max_slots", 32)),
         budget_bytes=engine.budget_bytes,
         vision_batch=VISION_BATCH,
         encoder=lambda pages: encode_pages(engine, pages),
     )
-    engine._decoder = sched
-    return sched
 
 
 def encode_pages(engine: DeepSeekOcr2Engine, pages: list[PreparedPage]) -> list[dict[str, Any]]:
@@ -178,4 +179,4 @@ def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOu
         yield from ready(BACKLOG_POLL_S if slot_room > 0 and not exhausted else None)
 
 
-__all__ = ["DECODERS", "scheduler_for", "stream_pages", "wants_graph_decoder"]
+__all__ = ["DECODERS", "new_scheduler", "scheduler_for", "stream_pages", "wants_graph_decoder"]
