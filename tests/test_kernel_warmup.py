@@ -294,7 +294,7 @@ def _real_decode(eng, options, slots: int) -> tuple[set, set]:
 
     dec.graphs.run = run_steps
     done = 0
-    with collecting(run), torch.inference_mode():
+    with collecting(run, runs=True), torch.inference_mode():
         while done < 5:
             free = len(dec.free_slots)
             if pending and free:
@@ -310,6 +310,15 @@ def _real_decode(eng, options, slots: int) -> tuple[set, set]:
 @pytest.mark.parametrize("preset", ["bf16", "mixed"])
 def test_dry_run_covers_every_binary_the_real_decoder_launches(preset):
     eng = _tiny(preset)
+    if (
+        preset == "mixed"
+    ):  # every expert route in the decode step: GEMV at 1 page, scan at 2, sorted GEMM at 4
+        from ocr_app.quant.options import KernelOptions, set_kernel_options
+
+        eng = _engine("mixed")
+        set_kernel_options(
+            eng.model, KernelOptions(backend="triton", decode_gemv_max_rows=2, moe_scan_max_tokens=2)
+        )
     options = _decode_options(eng)
     plan = replace(kw.plan_warmup(eng, min_tokens=1), views=())  # text-only pages: prompts from 7 tokens
     planned = _planned(eng, plan, options)
@@ -319,7 +328,8 @@ def test_dry_run_covers_every_binary_the_real_decoder_launches(preset):
     if preset == "bf16":
         assert {"moe_up", "moe_down", "finish_token", "ngram_ban", "rope_kv", "add_rmsnorm"} <= names
     else:
-        assert {"wq_gemv_kernel", "wq_gemm_kernel", "finish_token"} <= names and "moe_up" not in names
+        assert {"wq_gemv_kernel", "wq_gemm_kernel", "wq_moe_scan_kernel", "finish_token"} <= names
+        assert "moe_up" not in names
     assert real - planned == set()
     # and each binary is planned once: no two planned keys differ only by a row count
     assert len(planned) == len({(n, k) for n, k in planned})

@@ -33,26 +33,33 @@ logger = logging.getLogger(__name__)
 _broken: set[str] = set()
 # (kernel, grid, args, kwargs) -> None; set while a dry run collects launches (this thread/context only)
 LaunchSink = Callable[[Any, tuple, tuple, dict], None]
-_SINK: ContextVar[LaunchSink | None] = ContextVar("ocr_app_launch_sink", default=None)
+_SINK: ContextVar[tuple[LaunchSink, bool] | None] = ContextVar("ocr_app_launch_sink", default=None)
 
 
 @contextmanager
-def collecting(sink: LaunchSink) -> Iterator[None]:
+def collecting(sink: LaunchSink, *, runs: bool = False) -> Iterator[None]:
     """While active (in this thread), ``launch`` hands each launch to ``sink`` and runs nothing: the
-    kernels' outputs stay unwritten, so only a dry run whose results are thrown away may use it."""
-    token = _SINK.set(sink)
+    kernels' outputs stay unwritten, so only a dry run whose results are thrown away may use it.
+    ``runs``: the sink runs each launch itself (a recording of a real run, for tests)."""
+    token = _SINK.set((sink, runs))
     try:
         yield
     finally:
         _SINK.reset(token)
 
 
+def collecting_now() -> bool:
+    """Whether launches in this thread are collected without running (kernel outputs stay unwritten)."""
+    active = _SINK.get()
+    return active is not None and not active[1]
+
+
 def launch(kernel: Any, grid: tuple[int, ...], *args: Any, fast: bool | None = None, **kwargs: Any) -> None:
     """Launch ``kernel[grid](*args, **kwargs)``; fast path once the specialisation is compiled, unless
     ``fast`` is False (None: the process default, ``KernelOptions.fast_launch``)."""
-    sink = _SINK.get()
-    if sink is not None:
-        sink(kernel, tuple(grid), args, kwargs)
+    active = _SINK.get()
+    if active is not None:
+        active[0](kernel, tuple(grid), args, kwargs)
         return
     if fast is None:
         fast = default_kernel_options().fast_launch

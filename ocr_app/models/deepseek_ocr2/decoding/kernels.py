@@ -49,6 +49,12 @@ def _launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> None:
     launch(kernel, grid, *args, fast=False, **kwargs)
 
 
+def _collecting() -> bool:
+    from ocr_app.quant.launch import collecting_now
+
+    return collecting_now()
+
+
 @functools.cache
 def _k() -> Any:
     from ocr_app.models.deepseek_ocr2.decoding import triton_ops as decode_triton
@@ -110,6 +116,9 @@ def route(x: torch.Tensor, weight: torch.Tensor, top_k: int, scale: float):
     idx = torch.empty((t, top_k), dtype=torch.long, device=x.device)
     wt = torch.empty((t, top_k), dtype=torch.float32, device=x.device)
     _launch(kk.route_topk, (t,), logits, idx, wt, float(scale), e, TOPK=top_k, EP=kk.next_pow2(e))
+    if _collecting():  # a dry run: later ops may index with the routing (the sorted expert GEMM does)
+        idx.zero_()
+        wt.zero_()
     return idx, wt
 
 
