@@ -242,12 +242,16 @@ def test_plan_per_preset_and_decoder():
     assert kw.plan_warmup(_engine(fused_sam=False)).views == ()  # transformers' SAM layer: no kernels
 
 
-def test_token_classes_cover_every_route_once():
+@pytest.mark.parametrize(("low", "top_k", "experts"), [(1, 6, 64), (1, 2, 8), (145, 6, 64), (7, 1, 1)])
+def test_token_classes_cover_every_route_once(low, top_k, experts):
+    """Against every count one by one: each route's first count, nothing else (the sampled search must
+    not step over a route)."""
     from ocr_app.quant.ops import dense_route, moe_route, token_classes
 
-    reps = token_classes(1, 3000, 6, 64)
-    routes = {(dense_route(n), moe_route(n, 6, 64)) for n in range(1, 3001)}
-    assert {(dense_route(n), moe_route(n, 6, 64)) for n in reps} == routes and len(reps) == len(routes)
+    first: dict = {}
+    for n in range(low, 3001):
+        first.setdefault((dense_route(n), moe_route(n, top_k, experts)), n)
+    assert token_classes(low, 3000, top_k, experts) == sorted(first.values())
 
 
 # --- the dry run finds what the real decoder launches -------------------------------------------------

@@ -8,6 +8,7 @@ the host (fixed launch shapes, routing read on the device), so decode steps can 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass
@@ -418,11 +419,31 @@ def token_classes(
     low: int, high: int, top_k: int, experts: int, options: KernelOptions | None = None
 ) -> list[int]:
     """The first token count in ``[low, high]`` of each distinct (dense, experts) route: one forward
-    at each of them launches every binary a forward of any count in the range launches."""
-    seen: dict[tuple, int] = {}
-    for rows in range(max(1, low), high + 1):
-        seen.setdefault((dense_route(rows, options), moe_route(rows, top_k, experts, options)), rows)
-    return sorted(seen.values())
+    at each of them launches every binary a forward of any count in the range launches.
+
+    Each route holds over one contiguous range of counts (thresholds and block sizes grow with the
+    count), so the range is sampled every 64 counts and bisected where the route changes: a few hundred
+    route evaluations instead of one per count (this runs at every load)."""
+    opts = resolve(options)
+
+    def key(rows: int) -> tuple:
+        return dense_route(rows, opts), moe_route(rows, top_k, experts, opts)
+
+    low = max(1, low)
+    if high < low:
+        return []
+    points = sorted({*range(low, high + 1, 64), high})
+    firsts = [low]
+    for a, b in itertools.pairwise(points):
+        ka = key(a)
+        while ka != key(b):  # the first count after ``a`` whose route differs, then on from there
+            lo, hi = a, b
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if key(mid) == ka else (lo, mid)
+            firsts.append(hi)
+            a, ka = hi, key(hi)
+    return firsts
 
 
 def _next_pow2(n: int) -> int:
