@@ -453,3 +453,58 @@ def test_off_cuda_the_warm_up_is_a_no_op_and_the_cold_start_line_shows_it_on_gpu
     assert "kernel warm-up" not in format_summary(
         ColdStart().summary({"engines": {"d": {"load_seconds": 1}}})
     )
+
+
+def test_warm_up_on_a_gpu_compiles_once_reports_and_marks(tmp_path, monkeypatch):
+    """``warm_up``'s GPU flow with the GPU parts stood in for (device name, synchronise, Triton's async
+    compile: a pool that 'writes' one cache entry per distinct sm_90 key): Triton's cache goes under the
+    project's cache dir, progress counts the distinct binaries, the report says what was compiled, and
+    the next load finds the marker and skips the dry run."""
+    from contextlib import contextmanager
+
+    import triton
+    from triton.runtime import cache as tcache
+
+    eng = _tiny("bf16")
+    eng.settings = eng.settings.model_copy(update={"cache_dir": tmp_path})
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.setattr(kw, "_no_triton", lambda engine: None)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(tcache, "triton_key", functools.lru_cache(lambda: "3.x-key"))
+    compiled: list = []
+
+    @contextmanager
+    def fake_async_compile(workers):
+        futures: dict = {}
+
+        def build(key):
+            name, spec = key
+            entry = Path(os.environ["TRITON_CACHE_DIR"]) / f"{abs(hash(spec))}"
+            entry.mkdir(parents=True, exist_ok=True)
+            (entry / f"{name}.json").write_text("{}")
+            compiled.append(name)
+
+        with ThreadPoolExecutor(workers) as pool:
+
+            def submit(kernel, grid, args, kwargs):
+                key = sm90_key(kernel, args, kwargs)
+                if key not in futures:
+                    futures[key] = pool.submit(build, key)
+                return futures[key]
+
+            yield submit
+
+    monkeypatch.setattr(kw, "triton_async_compile", fake_async_compile)
+    seen: list = []
+    report = kw.warm_up(eng, lambda done, total, label: seen.append(label))
+    cache = tmp_path / "triton" / kw.cache_key("NVIDIA H200", triton.__version__)
+    assert report["cache_dir"] == str(cache) == os.environ["TRITON_CACHE_DIR"]
+    # the tiny bf16 model on the CPU launches only the SAM kernels (the module decode step here):
+    # ln_partition 1, add_ln 2 (windowed, global), augment_qkv 2 (window, global view), merge_heads 1
+    assert report["variants"] == report["compiled"] == len(compiled) == 6
+    assert report["launches"] > report["variants"] and report["failed"] == 0
+    assert seen[0] == "compiling GPU kernels (0/6)" and seen[-1] == "compiling GPU kernels (6/6)"
+    assert kw.cached_binaries(cache) == 6 and list((cache / kw.MARKER_DIR).glob("*.done"))
+    again = kw.warm_up(eng, lambda *a: seen.append(a))
+    assert again["skipped"].startswith("compiled by an earlier process") and len(compiled) == 6

@@ -370,7 +370,8 @@ def warm_up(engine: DeepSeekOcr2Engine, progress: Progress | None = None) -> dic
     sched = new_scheduler(engine)
     plan = plan_warmup(engine, sched)
     report["plan"] = asdict(plan)
-    marker = cache_dir / MARKER_DIR / f"{_plan_hash(engine, plan, sched.options)}.json"
+    # not ``*.json``: Triton's entries are ``<hash>/<kernel>.json``, and the bench counts those
+    marker = cache_dir / MARKER_DIR / f"{_plan_hash(engine, plan, sched.options)}.done"
     if marker.is_file():
         report["skipped"] = "compiled by an earlier process (marker in the Triton cache)"
         report["seconds"] = round(time.perf_counter() - t0, 3)
