@@ -192,6 +192,7 @@ class DeepSeekOcr2Engine(Engine):
         dtype = resolve_dtype(preset, device)
         quant = preset if preset in QUANT_PRESETS else None
         t0 = time.perf_counter()
+        triton_setup = self._prepare_triton(device)
         model, processor = load_model(
             self.settings.model,
             device,
@@ -211,21 +212,34 @@ class DeepSeekOcr2Engine(Engine):
         # own reference cycles are still freed then.
         gc.freeze()
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
-        self.kernel_warmup = self._warm_kernels()
+        self.kernel_warmup = self._warm_kernels(triton_setup)
         if self.load_breakdown is not None and "seconds" in self.kernel_warmup:
             self.load_breakdown = {**self.load_breakdown, "kernel_warmup_s": self.kernel_warmup["seconds"]}
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
         )
 
-    def _warm_kernels(self) -> dict[str, Any]:
+    def _prepare_triton(self, device: torch.device) -> dict[str, Any] | None:
+        """Triton's on-disk cache in the project's cache dir and its stored installation hash, before
+        anything compiles (``kernel_warmup.prepare_triton``); None if that failed (Triton's defaults)."""
+        from ocr_app.models.deepseek_ocr2.kernel_warmup import prepare_triton
+
+        try:
+            return prepare_triton(self.settings, device)
+        except Exception as exc:  # an unwritable cache dir: Triton keeps its own default
+            logger.warning("Triton cache setup failed (%s); using Triton's defaults", exc)
+            return None
+
+    def _warm_kernels(self, prepared: dict[str, Any] | None) -> dict[str, Any]:
         """Compile every Triton kernel this model can launch now, before it is reported ready, not in
         the middle of the first document (``kernel_warmup``; a no-op off CUDA). A failure costs only
         that: the kernels then compile on first use, as they did before."""
         from ocr_app.models.deepseek_ocr2.kernel_warmup import warm_up
 
+        if prepared is None:
+            return {"skipped": "Triton cache setup failed"}
         try:
-            return warm_up(self, self.load_progress)
+            return warm_up(self, self.load_progress, prepared)
         except Exception as exc:
             if type(exc).__name__ == "OutOfMemoryError":
                 import torch

@@ -344,28 +344,44 @@ def cached_binaries(cache_dir: Path | None) -> int:
 
 
 # --- the entry point ---------------------------------------------------------------------------------
-def warm_up(engine: DeepSeekOcr2Engine, progress: Progress | None = None) -> dict[str, Any]:
+def prepare_triton(settings: Any, device: Any) -> dict[str, Any]:
+    """Before the model loads (a first-time quantisation already launches kernels): Triton's on-disk
+    cache under ``<cache dir>/triton/<key>`` and its stored installation hash. Returns what was set up
+    (``{"skipped": why}`` where no Triton kernel runs); idempotent."""
+    t0 = time.perf_counter()
+    skip = _no_triton(device)
+    if skip:
+        return {"skipped": skip}
+    import torch
+
+    cache_root = Path(settings.cache_dir)
+    cache_dir = use_project_triton_cache(cache_root, torch.cuda.get_device_name(device))
+    reused = reuse_triton_key(cache_root / "triton")
+    return {"cache_dir": str(cache_dir), "triton_key_reused": reused, "seconds": time.perf_counter() - t0}
+
+
+def warm_up(
+    engine: DeepSeekOcr2Engine, progress: Progress | None = None, prepared: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Compile the loaded model's kernel set (CUDA with Triton; otherwise a no-op); returns what it did
     for ``describe()`` and the cold-start breakdown: seconds, launches collected, distinct binaries
     submitted, binaries new on disk, failures, or why it was skipped (no ``seconds`` where no Triton
-    kernel runs at all)."""
+    kernel runs at all). ``prepared``: ``prepare_triton``'s result when the load called it first."""
+    if prepared is None:
+        prepared = prepare_triton(engine.settings, engine.device)
+    if "skipped" in prepared:
+        return dict(prepared)
     t0 = time.perf_counter()
-    skip = _no_triton(engine)
-    if skip:
-        return {"skipped": skip}
-    report: dict[str, Any] = {"seconds": 0.0}
     import torch
 
     from ocr_app.models.deepseek_ocr2.decoding.adapter import new_scheduler
 
     device = engine.device
-    cache_root = Path(engine.settings.cache_dir)
-    cache_dir = use_project_triton_cache(cache_root, torch.cuda.get_device_name(device))
-    report["cache_dir"] = str(cache_dir)
-    report["triton_key_reused"] = reuse_triton_key(cache_root / "triton")
+    cache_dir = Path(prepared["cache_dir"])
+    report: dict[str, Any] = {**prepared, "seconds": prepared["seconds"]}
     if not getattr(engine.settings, "kernel_warmup", True):
         report["skipped"] = "off (kernel_warmup = false): kernels compile on first use"
-        report["seconds"] = round(time.perf_counter() - t0, 3)
+        report["seconds"] = round(report["seconds"] + time.perf_counter() - t0, 3)
         return report
     sched = new_scheduler(engine)
     plan = plan_warmup(engine, sched)
@@ -374,7 +390,7 @@ def warm_up(engine: DeepSeekOcr2Engine, progress: Progress | None = None) -> dic
     marker = cache_dir / MARKER_DIR / f"{_plan_hash(engine, plan, sched.options)}.done"
     if marker.is_file():
         report["skipped"] = "compiled by an earlier process (marker in the Triton cache)"
-        report["seconds"] = round(time.perf_counter() - t0, 3)
+        report["seconds"] = round(report["seconds"] + time.perf_counter() - t0, 3)
         return report
     before = cached_binaries(cache_dir)
     with triton_async_compile(compile_workers()) as submit:
@@ -387,7 +403,7 @@ def warm_up(engine: DeepSeekOcr2Engine, progress: Progress | None = None) -> dic
         variants=compiler.variants,
         compiled=cached_binaries(cache_dir) - before,
         failed=compiler.failed,
-        seconds=round(time.perf_counter() - t0, 3),
+        seconds=round(report["seconds"] + time.perf_counter() - t0, 3),
     )
     if not compiler.failed:
         try:
@@ -402,9 +418,9 @@ def warm_up(engine: DeepSeekOcr2Engine, progress: Progress | None = None) -> dic
     return report
 
 
-def _no_triton(engine: DeepSeekOcr2Engine) -> str | None:
-    """Why no Triton kernel compiles here (None: they do)."""
-    if engine.device is None or engine.device.type != "cuda":
+def _no_triton(device: Any) -> str | None:
+    """Why no Triton kernel compiles on ``device`` (None: they do)."""
+    if device is None or getattr(device, "type", None) != "cuda":
         return "not a CUDA device (no Triton kernels run)"
     if os.environ.get("TRITON_INTERPRET") == "1":
         return "Triton interpreter"
@@ -443,6 +459,7 @@ __all__ = [
     "cached_binaries",
     "dry_run",
     "plan_warmup",
+    "prepare_triton",
     "reuse_triton_key",
     "triton_async_compile",
     "use_project_triton_cache",
