@@ -391,6 +391,24 @@ def test_parallel_compile_reports_each_distinct_binary_once():
     assert seen[-1][2] == "compiling GPU kernels (4/4)" and compiler.failed == 1
 
 
+def test_without_async_compile_binaries_compile_in_turn_and_count_once():
+    """Triton before 3.4 (no ``AsyncCompileMode``): each launch compiles at once, still at load."""
+
+    class Kernel:
+        compiled: dict = {}
+
+        def warmup(self, *args, grid, **kwargs):
+            return self.compiled.setdefault(kwargs["key"], object())
+
+    compiler = kw.ParallelCompile(functools.partial(kw._serial_submit, {}))
+    for key in ("a", "b", "a", "c", "b"):
+        compiler(Kernel(), (1,), (), {"key": key})
+    seen: list = []
+    compiler.wait(lambda done, total, label: seen.append(label))
+    assert (compiler.launches, compiler.variants, compiler.failed) == (5, 3, 0)
+    assert seen[-1] == "compiling GPU kernels (3/3)"
+
+
 def test_load_bar_and_ui_line_name_the_kernel_step(capsys):
     from ocr_app.load_bar import LoadBar, compiling_label
     from ocr_app.runtime.load_progress import describe_load_step

@@ -27,6 +27,7 @@ skip the dry run (their first launch of a kernel reads its binary from disk). Of
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -225,6 +226,9 @@ def triton_async_compile(workers: int) -> Iterator[Submit]:
     Triton's in-memory cache."""
     import triton
 
+    if not hasattr(triton, "AsyncCompileMode"):  # Triton < 3.4: one after another, still at load
+        yield functools.partial(_serial_submit, {})
+        return
     with ThreadPoolExecutor(max(1, workers), thread_name_prefix="triton-compile") as pool:
         try:
             mode = triton.AsyncCompileMode(pool, ignore_errors=True)
@@ -232,6 +236,16 @@ def triton_async_compile(workers: int) -> Iterator[Submit]:
             mode = triton.AsyncCompileMode(pool)
         with mode:
             yield lambda kernel, grid, args, kwargs: kernel.warmup(*args, grid=grid, **kwargs)
+
+
+def _serial_submit(seen: dict[int, Future], kernel: Any, grid: tuple, args: tuple, kwargs: dict) -> Future:
+    """Compile now (in this thread); a finished future per binary (the same one for a repeat)."""
+    compiled = kernel.warmup(*args, grid=grid, **kwargs)
+    done = seen.get(id(compiled))
+    if done is None:
+        done = seen[id(compiled)] = Future()
+        done.set_result(compiled)  # the future keeps ``compiled`` alive: its id is not reused meanwhile
+    return done
 
 
 def compile_workers() -> int:
@@ -425,11 +439,9 @@ def _no_triton(device: Any) -> str | None:
     if os.environ.get("TRITON_INTERPRET") == "1":
         return "Triton interpreter"
     try:
-        import triton
+        import triton  # noqa: F401
     except ImportError:
         return "Triton is not installed"
-    if not hasattr(triton, "AsyncCompileMode"):
-        return f"Triton {triton.__version__} has no AsyncCompileMode (3.4+): kernels compile on first use"
     return None
 
 
