@@ -394,11 +394,11 @@ def test_parallel_compile_reports_each_distinct_binary_once():
 def test_without_async_compile_binaries_compile_in_turn_and_count_once():
     """Triton before 3.4 (no ``AsyncCompileMode``): each launch compiles at once, still at load."""
 
-    class Kernel:
-        compiled: dict = {}
+    compiled: dict = {}
 
+    class Kernel:
         def warmup(self, *args, grid, **kwargs):
-            return self.compiled.setdefault(kwargs["key"], object())
+            return compiled.setdefault(kwargs["key"], object())
 
     compiler = kw.ParallelCompile(functools.partial(kw._serial_submit, {}))
     for key in ("a", "b", "a", "c", "b"):
