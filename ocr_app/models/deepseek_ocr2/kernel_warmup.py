@@ -232,7 +232,7 @@ def triton_async_compile(workers: int) -> Iterator[Submit]:
     with ThreadPoolExecutor(max(1, workers), thread_name_prefix="triton-compile") as pool:
         try:
             mode = triton.AsyncCompileMode(pool, ignore_errors=True)
-        except TypeError:  # Triton 3.4–3.5: no ignore_errors (a failed compile raises when leaving)
+        except TypeError:  # an older AsyncCompileMode: no ignore_errors (a failed compile raises on leaving)
             mode = triton.AsyncCompileMode(pool)
         with mode:
             yield lambda kernel, grid, args, kwargs: kernel.warmup(*args, grid=grid, **kwargs)
