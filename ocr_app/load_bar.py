@@ -1,8 +1,9 @@
 """The progress bar of a model load's long steps, shared by ``ocr-app convert`` and ``ocr-app quantize``:
 a first-time quantisation (units: layers) and the kernel warm-up of a fresh machine (units: kernels).
 
-A module of its own so ``quant/cli.py`` need not import ``cli.py`` (which imports it: a loop). It also
-holds the warm-up's label, so the engine that reports it and the front ends that show it share one.
+A module of its own, low in the house, so the wing's ``quantize_command`` need not import ``cli.py``
+(which imports the command: a loop). It also holds the warm-up's label, so the engine that reports it
+and the front ends that show it share one.
 """
 
 from __future__ import annotations

@@ -256,10 +256,9 @@ def test_token_classes_cover_every_route_once(low, top_k, experts):
 
 # --- the dry run finds what the real decoder launches -------------------------------------------------
 def _decode_options(eng):
-    from ocr_app.models.deepseek_ocr2.decoding.adapter import new_scheduler
     from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec
 
-    opts = new_scheduler(eng).options
+    opts = eng.new_scheduler().options
     return replace(opts, guard=GuardSpec(2, 6, (400, 401)), loop=LoopSpec(0), kernels="triton", check_every=2)
 
 

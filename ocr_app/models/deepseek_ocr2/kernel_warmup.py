@@ -40,16 +40,36 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_app.load_bar import compiling_label
 
 if TYPE_CHECKING:
+    import torch
+
     from ocr_app.models.deepseek_ocr2.decoding.interface import DecoderOptions
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
-    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
 
 logger = logging.getLogger(__name__)
+
+
+class WarmupSource(Protocol):
+    """What the warm-up takes from the engine whose kernels it compiles (``DeepSeekOcr2Engine`` has
+    these public members; the engine calls in here, never the other way round)."""
+
+    model: Any
+    settings: Any
+    device: torch.device | None
+    dtype: torch.dtype | None
+    precision: dict[str, Any]
+    batch_size: int
+
+    def encode_images(self, batch_inputs: dict[str, Any]) -> list[Any]:
+        """Vision features of a batch of pixel inputs (the real vision pass)."""
+
+    def new_scheduler(self) -> DecodeScheduler:
+        """A scheduler for the loaded model from the settings, not kept."""
+
 
 KERNEL_MODULES = (
     "ocr_app.models.deepseek_ocr2.sam_triton",
@@ -73,14 +93,14 @@ class WarmupPlan:
 
 # --- the plan ----------------------------------------------------------------------------------------
 def plan_warmup(
-    engine: DeepSeekOcr2Engine, scheduler: DecodeScheduler | None = None, *, min_tokens: int | None = None
+    engine: WarmupSource, scheduler: DecodeScheduler | None = None, *, min_tokens: int | None = None
 ) -> WarmupPlan:
     """The dry run for the engine's loaded model: vision geometries (fused SAM layers only), prefill
     token counts (quantised language models only; from ``min_tokens``, default the smallest page's
     vision tokens, or 1 on the ``generate`` path whose decode steps run the same matmuls) and decode
     shapes (graph decoder only). ``scheduler``: the one whose decoders to plan for (default: a new one
     from the engine's settings)."""
-    from ocr_app.models.deepseek_ocr2.decoding.adapter import new_scheduler, wants_graph_decoder
+    from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder
     from ocr_app.models.deepseek_ocr2.decoding.graphs import batch_buckets
     from ocr_app.models.deepseek_ocr2.modes import tokens_per_view, view_geometries
     from ocr_app.models.deepseek_ocr2.sam_kernels import is_fused
@@ -89,7 +109,7 @@ def plan_warmup(
     geometries = view_geometries()
     views = tuple(geometries) if is_fused(model) else ()
     graph = wants_graph_decoder(engine.settings.decoder, engine.device)
-    sched = scheduler or new_scheduler(engine)
+    sched = scheduler or engine.new_scheduler()
     decoders = tuple((c, tuple(batch_buckets(c))) for c in sched.reachable_capacities()) if graph else ()
     prefill: tuple[int, ...] = ()
     options = _quant_options(model)
@@ -118,7 +138,7 @@ def _quant_options(model: Any) -> Any:
 
 # --- the dry run -------------------------------------------------------------------------------------
 def dry_run(
-    engine: DeepSeekOcr2Engine,
+    engine: WarmupSource,
     plan: WarmupPlan,
     sink: Callable[[Any, tuple, tuple, dict], None],
     options: DecoderOptions | None = None,
@@ -138,14 +158,12 @@ def dry_run(
             _prefill(engine.model, tokens)
         if plan.decoders:
             if options is None:
-                from ocr_app.models.deepseek_ocr2.decoding.adapter import new_scheduler
-
-                options = new_scheduler(engine).options
+                options = engine.new_scheduler().options
             for slots, batches in plan.decoders:
                 _decode(engine.model, options, slots, batches)
 
 
-def _vision(engine: DeepSeekOcr2Engine, side: int, tile: int) -> None:
+def _vision(engine: WarmupSource, side: int, tile: int) -> None:
     import torch
 
     from ocr_app.models.deepseek_ocr2.modes import MIN_TILES
@@ -375,7 +393,7 @@ def prepare_triton(settings: Any, device: Any) -> dict[str, Any]:
 
 
 def warm_up(
-    engine: DeepSeekOcr2Engine, progress: Progress | None = None, prepared: dict[str, Any] | None = None
+    engine: WarmupSource, progress: Progress | None = None, prepared: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Compile the loaded model's kernel set (CUDA with Triton; otherwise a no-op); returns what it did
     for ``describe()`` and the cold-start breakdown: seconds, launches collected, distinct binaries
@@ -388,8 +406,6 @@ def warm_up(
     t0 = time.perf_counter()
     import torch
 
-    from ocr_app.models.deepseek_ocr2.decoding.adapter import new_scheduler
-
     device = engine.device
     cache_dir = Path(prepared["cache_dir"])
     report: dict[str, Any] = {**prepared, "seconds": prepared["seconds"]}
@@ -397,7 +413,7 @@ def warm_up(
         report["skipped"] = "off (kernel_warmup = false): kernels compile on first use"
         report["seconds"] = round(report["seconds"] + time.perf_counter() - t0, 3)
         return report
-    sched = new_scheduler(engine)
+    sched = engine.new_scheduler()
     plan = plan_warmup(engine, sched)
     report["plan"] = asdict(plan)
     # not ``*.json``: Triton's entries are ``<hash>/<kernel>.json``, and the bench counts those
@@ -445,7 +461,7 @@ def _no_triton(device: Any) -> str | None:
     return None
 
 
-def _plan_hash(engine: DeepSeekOcr2Engine, plan: WarmupPlan, options: DecoderOptions) -> str:
+def _plan_hash(engine: WarmupSource, plan: WarmupPlan, options: DecoderOptions) -> str:
     """What decides the launches besides the kernel sources, Triton and the GPU (the cache directory's
     key): the plan, the model's configuration and precision, the decoder and kernel options."""
     from ocr_app.quant.options import default_kernel_options
