@@ -112,6 +112,12 @@ class Settings(BaseSettings):
         description="On CUDA, SAM's layers run fused Triton kernels for their norms, window partition and "
         "attention inputs (same output up to rounding); false = transformers' layer.",
     )
+    kernel_warmup: bool = Field(
+        True,
+        description="On CUDA, compile every Triton kernel the loaded model can launch before it is "
+        "reported ready (in parallel, kept in Triton's cache under cache_dir/triton), so no document "
+        "waits for a compile; false = compile each on first use.",
+    )
     weight_prefetch: bool = Field(
         False,
         description="Read the checkpoint's files onto the device in a background thread while transformers "

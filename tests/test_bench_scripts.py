@@ -59,6 +59,8 @@ def test_bench_product_smoke_on_cpu(tmp_path):
     assert [s["tokens"] for s in first["steady"]] == [16]
     assert first["first_over_steady"] == round(first["first"]["wall_s"] / first["steady"][0]["wall_s"], 3)
     assert set(first["triton_compiled"]) == {"at_load", "first_document", "steady"}
+    assert first["kernel_warmup"] == {"skipped": "not a CUDA device (no Triton kernels run)"}  # a no-op here
+    assert "Triton binaries compiled at load / in the first document" in res.stdout
     # the CLI document with md,json and with every format: both ran, the faster of the repeats kept
     docs = r["doc_formats"]
     assert docs["md_json"]["exit"] == 0 and docs["default"]["exit"] == 0

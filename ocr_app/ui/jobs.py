@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import ConversionCancelled, OcrError
-from ocr_app.runtime.load_progress import attach_load_progress, describe_quantisation
+from ocr_app.runtime.load_progress import attach_load_progress, describe_load_step
 from ocr_app.schema import DocumentResult
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def stream_conversion(
 
         i = current[0]
         events.put((i, ProgressEvent("quantize", names[i], i, len(names), None, done, total,
-                                     describe_quantisation(done, total, label))))  # fmt: skip
+                                     describe_load_step(done, total, label))))  # fmt: skip
 
     def work() -> None:
         detach = attach_load_progress(converter.engines, quantising)

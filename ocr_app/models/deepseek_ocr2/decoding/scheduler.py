@@ -308,6 +308,26 @@ class DecodeScheduler:
         dec = self.decoder
         return dec.capacity if dec is not None else self.max_slots
 
+    def reachable_capacities(self) -> list[int]:
+        """Slot counts a decoder of this scheduler can be built with (the kernel warm-up compiles the
+        decode step for each, at load). On a GPU: the memory plan's slots for each slot length that fits
+        (planned from the memory free now: at load, what the first request will find); elsewhere, where
+        the slots follow the pages submitted: every batch bucket up to ``max_slots``."""
+        if self.model.lm_head.weight.device.type != "cuda":
+            return sorted({b for b in BATCH_BUCKETS if b < self.max_slots} | {self.max_slots})
+        caps = set()
+        for length in sorted({min(n, self.context) for n in SLOT_LENGTHS} | {self.context}):
+            try:
+                plan = plan_slots(
+                    self.model, length, self.max_slots, self.max_slots,
+                    prefill_batch=self.options.prefill_batch, vision_batch=self.vision_batch,
+                    budget_bytes=self.budget_bytes,
+                )  # fmt: skip
+            except GpuOutOfMemory:
+                continue
+            caps.add(plan.slots)
+        return sorted(caps)
+
     def encode_batch(self) -> int:
         """Pages the caller should vision-encode at once: what the memory plan reserved room for;
         on a GPU one page until a decoder (and so a plan) exists, as a small budget may allow no more."""
