@@ -73,6 +73,9 @@ class DocumentProfile:
         return edge if (edge, running_key(line.text)) in self.running else None
 
 
+SAMPLE_MAX_CONTENT = 16 * 2**20  # inflated content bytes of a page the profile reads
+
+
 def _sample(count: int, limit: int = MAX_PAGES) -> list[int]:
     if count <= limit:
         return list(range(count))
@@ -92,9 +95,13 @@ def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
     seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
+    from ocr_app.ingest.pdf_guard import content_bytes
+
     indices = _sample(doc.page_count)
     for index in indices:
         page = doc[index]
+        if content_bytes(page, SAMPLE_MAX_CONTENT) > SAMPLE_MAX_CONTENT:
+            continue  # a heavy (or hostile) page costs seconds to read; the sample does without it
         lines = extract(page, 1.0)
         height = page.rect.height
         page_sizes: collections.Counter[float] = collections.Counter()
