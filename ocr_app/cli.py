@@ -21,7 +21,9 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -33,6 +35,13 @@ from ocr_app.models.deepseek_ocr2.precision import DTYPE_CHOICES, canonical_prec
 from ocr_app.models.deepseek_ocr2.prompts import PRESETS
 from ocr_app.render.formats import OUTPUT_FORMATS, format_names
 from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
+
+if TYPE_CHECKING:
+    from ocr_app.coldstart import ColdStart
+    from ocr_app.convert import ConvertOptions
+    from ocr_app.engines.registry import EngineSet
+    from ocr_app.schema import DocumentResult
+    from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -156,69 +165,111 @@ def main(verbose: int) -> None:
 @click.option("--json-summary", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("-v", "--verbose", count=True, help="More log output; print the cold-start breakdown.")
-def convert(
-    inputs,
-    out_dir,
-    pages,
-    mode,
-    prompt,
-    locate_text,
-    dpi,
-    model,
-    device,
-    dtype,
-    engine,
-    gpu_memory,
-    text_layer,
-    password,
-    formats,
-    max_new_tokens,
-    cache,
-    json_summary,
-    quiet,
-    verbose,
-) -> None:
+def convert(**params) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
-    from ocr_app.coldstart import ColdStart, format_summary, import_heavy
-    from ocr_app.convert import CancelEvent, Converter, ConvertOptions
-    from ocr_app.settings import load_settings
+    args = ConvertArgs(**params)
+    cold = _cold_start(args.verbose)
+    settings, options, engines = _prepare(args)
+    results = _run(args, settings, options, engines, cold)
+    code = _exit_code(results)
+    if args.json_summary:
+        click.echo(json.dumps(_summary_dict(results, code), indent=2))
+    else:
+        _print_summary(results)
+    if _process_ends_here():
+        _exit_now(code)
+    sys.exit(code)
+
+
+@dataclass(frozen=True)
+class ConvertArgs:
+    """The ``convert`` command's options as click parsed them, typed; ``None`` = not given.
+
+    Why an object: the command's 21 options travel together into settings (``settings()``), the
+    library's ``ConvertOptions`` (``options()``) and the output choices, instead of as 21 parameters.
+    Constructed from click's keywords, so a misspelt field is a ``TypeError``, not a new attribute.
+    """
+
+    inputs: tuple[Path, ...]
+    out_dir: Path = Path("outputs")
+    pages: str | None = None
+    mode: str | None = None
+    prompt: str | None = None
+    locate_text: str | None = None
+    dpi: int | None = None
+    model: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    engine: str | None = None
+    gpu_memory: float | None = None
+    text_layer: str | None = None
+    password: str | None = field(default=None, repr=False)
+    formats: str = "all"
+    max_new_tokens: int | None = None
+    cache: bool | None = None
+    json_summary: bool = False
+    quiet: bool = False
+    verbose: int = 0
+
+    def settings(self) -> Settings:
+        """Settings from the environment with this run's overrides (a batch run never idles)."""
+        from ocr_app.settings import load_settings
+
+        return load_settings(
+            model=self.model,
+            device=self.device,
+            dtype=self.dtype,
+            engine=self.engine,
+            text_layer=self.text_layer,
+            idle_unload_s=0,  # the process ends when the work does: no use for idle unload
+            gpu_memory_gib=self.gpu_memory,
+        )
+
+    def options(self, settings: Settings) -> ConvertOptions:
+        """The library's per-job options; what is not given falls back to ``settings``."""
+        from ocr_app.convert import ConvertOptions
+
+        return ConvertOptions.from_settings(
+            settings,
+            pages=self.pages,
+            mode=self.mode,
+            prompt=self.prompt,
+            locate_text=self.locate_text,
+            dpi=self.dpi,
+            password=self.password,
+            formats=_parse_formats(self.formats),
+            max_new_tokens=self.max_new_tokens,
+            use_cache=self.cache,
+        )
+
+
+def _cold_start(verbose: int) -> ColdStart | None:
+    """With -v: the cold-start breakdown, heavy imports timed first."""
+    if not verbose:
+        return None
+    from ocr_app.coldstart import ColdStart, import_heavy
+
+    cold = ColdStart()
+    logging.getLogger().setLevel(logging.WARNING - 10 * min(verbose, 2))
+    import_heavy()
+    cold.mark("imports")
+    return cold
+
+
+def _prepare(args: ConvertArgs) -> tuple[Settings, ConvertOptions, EngineSet]:
+    """Settings, options and engines, every usage error found before anything loads (exit 2)."""
     from ocr_app.stack import build_engines
 
-    cold = ColdStart() if verbose else None
-    if cold is not None:
-        logging.getLogger().setLevel(logging.WARNING - 10 * min(verbose, 2))
-        import_heavy()
-        cold.mark("imports")
     try:
-        # A batch run has no use for idle unload: the process ends when the work does.
-        settings = load_settings(
-            model=model,
-            device=device,
-            dtype=dtype,
-            engine=engine,
-            text_layer=text_layer,
-            idle_unload_s=0,
-            gpu_memory_gib=gpu_memory,
-        )
-        _check_usage(settings, mode)
-        _check_prompt(prompt or settings.prompt, locate_text)
-        if out_dir.exists() and not out_dir.is_dir():
+        settings = args.settings()
+        _check_usage(settings, args.mode)
+        _check_prompt(args.prompt or settings.prompt, args.locate_text)
+        if args.out_dir.exists() and not args.out_dir.is_dir():
             raise click.BadParameter(
-                f"{out_dir} is an existing file, not a folder.", param_hint="'-o' / '--out'"
+                f"{args.out_dir} is an existing file, not a folder.", param_hint="'-o' / '--out'"
             )
-        options = ConvertOptions.from_settings(
-            settings,
-            pages=pages,
-            mode=mode,
-            prompt=prompt,
-            locate_text=locate_text,
-            dpi=dpi,
-            password=password,
-            formats=_parse_formats(formats),
-            max_new_tokens=max_new_tokens,
-            use_cache=cache,
-        )
-        engines = build_engines(settings)
+        options = args.options(settings)
+        return settings, options, build_engines(settings)
     except click.UsageError:
         raise
     except OcrError as exc:
@@ -228,20 +279,28 @@ def convert(
         click.echo(f"Error: invalid settings: {_settings_error(exc)}", err=True)
         sys.exit(EXIT_INPUT)
 
-    ends_process = _process_ends_here()  # then nothing is freed at the end: the process exit does it
-    bar = _ProgressBar(disabled=quiet or json_summary)
-    load_bar = LoadBar(disabled=quiet or json_summary)
-    progress = bar if cold is None else _both(bar, cold.on_progress)
-    cancel = CancelEvent()
+
+def _run(
+    args: ConvertArgs, settings: Settings, options: ConvertOptions, engines: EngineSet, cold: ColdStart | None
+) -> list[DocumentResult]:
+    """Convert with a progress bar; Ctrl-C and engine failures become their exit codes."""
+    from ocr_app.convert import CancelEvent, Converter
     from ocr_app.runtime.load_progress import attach_load_progress
 
+    ends_process = _process_ends_here()  # then nothing is freed at the end: the process exit does it
+    bar = _ProgressBar(disabled=args.quiet or args.json_summary)
+    load_bar = LoadBar(disabled=args.quiet or args.json_summary)
+    progress = bar if cold is None else _both(bar, cold.on_progress)
+    cancel = CancelEvent()
     stops = _StopSignals(cancel)
     detach = attach_load_progress(engines, load_bar)
     try:
         results = Converter(engines, settings).convert(
-            inputs, out_dir, options, progress=progress, cancel=cancel
+            args.inputs, args.out_dir, options, progress=progress, cancel=cancel
         )
         if cold is not None:
+            from ocr_app.coldstart import format_summary
+
             bar.close()
             click.echo(format_summary(cold.summary(engines.describe())), err=True)
     except ConversionCancelled as exc:
@@ -249,7 +308,7 @@ def convert(
         _print_summary(exc.documents)
         click.echo(
             f"{cancel.reason.capitalize()}: the document in progress was written with the pages done, "
-            f"marked incomplete, to {out_dir}.",
+            f"marked incomplete, to {args.out_dir}.",
             err=True,
         )
         sys.exit(stops.exit_code)
@@ -257,7 +316,7 @@ def convert(
         bar.close()
         click.echo(
             f"\nStopped at once ({stops.name}). The document in progress was not written; files "
-            f"finished before it are in {out_dir}.",
+            f"finished before it are in {args.out_dir}.",
             err=True,
         )
         sys.exit(stops.exit_code)
@@ -272,14 +331,7 @@ def convert(
         if not ends_process:
             engines.unload_all()
     bar.close()
-    code = _exit_code(results)
-    if json_summary:
-        click.echo(json.dumps(_summary_dict(results, code), indent=2))
-    else:
-        _print_summary(results)
-    if ends_process:
-        _exit_now(code)
-    sys.exit(code)
+    return results
 
 
 class _StopSignals:

@@ -12,7 +12,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,14 @@ class ConvertOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ConvertOptions:
+        """The settings' defaults with ``overrides`` on top (``None`` = keep the default).
+
+        An unknown keyword (``page=`` for ``pages=``) raises ``TypeError`` like the constructor does,
+        even when its value is ``None``, instead of becoming an attribute nothing reads.
+        """
+        unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
+        if unknown:
+            raise TypeError(f"ConvertOptions has no option {', '.join(map(repr, unknown))}")
         base = cls(
             prompt=settings.prompt,
             mode=settings.mode,
@@ -60,10 +68,7 @@ class ConvertOptions:
             use_cache=settings.cache_enabled,
             max_new_tokens=settings.max_new_tokens,
         )
-        for key, value in overrides.items():
-            if value is not None:
-                setattr(base, key, value)
-        return base
+        return replace(base, **{key: value for key, value in overrides.items() if value is not None})
 
 
 @dataclass

@@ -200,3 +200,24 @@ def test_cli_log_has_no_traceback_for_a_bad_file(tmp_path):
     assert proc.returncode == 2
     assert "broken.pdf" in proc.stderr and "Traceback" not in proc.stderr
     assert (tmp_path / "out" / "good" / "good.md").exists()
+
+
+def test_convert_builds_one_typed_object_from_exactly_its_options(tmp_path):
+    """Every ``convert`` option is a field of ``ConvertArgs`` and back, and the object builds the
+    library's options: a new flag cannot be parsed and then dropped on the way."""
+    from dataclasses import fields
+
+    from ocr_app.cli import ConvertArgs, convert
+    from ocr_app.settings import Settings
+
+    assert {p.name for p in convert.params} == {f.name for f in fields(ConvertArgs)}
+    args = ConvertArgs(inputs=(tmp_path / "a.pdf",), pages="2", formats="md,json", cache=False, dpi=None)
+    options = args.options(Settings(dpi=150, cache_dir=tmp_path))
+    assert (options.pages, options.formats, options.use_cache, options.dpi) == (
+        "2",
+        frozenset({"md", "json"}),
+        False,
+        150,
+    )
+    with pytest.raises(TypeError):
+        ConvertArgs(inputs=(), page="2")  # a misspelt option is an error, not an attribute

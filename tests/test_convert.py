@@ -191,3 +191,14 @@ def test_preload_through_the_router_loads_the_ocr_engine(settings):
         assert deepseek.describe()["state"] == "ready"
     finally:
         engines.unload_all()
+
+
+def test_options_from_settings_take_known_keywords_and_reject_typos(tmp_path):
+    settings = Settings(dpi=200, mode="global", cache_dir=tmp_path)
+    opts = ConvertOptions.from_settings(settings, pages="2-3", dpi=None, use_cache=False)
+    assert (opts.pages, opts.dpi, opts.mode, opts.use_cache) == ("2-3", 200, "global", False)
+    # A misspelt keyword is an error, with or without a value; it never becomes a silent attribute.
+    for typo, name in (({"page": "2"}, "'page'"), ({"page": None}, "'page'"), ({"promt": "x"}, "'promt'")):
+        with pytest.raises(TypeError, match=name):
+            ConvertOptions.from_settings(settings, dpi=150, **typo)
+    assert not hasattr(ConvertOptions.from_settings(settings), "page")
