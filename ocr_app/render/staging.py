@@ -189,8 +189,14 @@ def carry_over(old: Path, new: Path, owned: set[Path]) -> None:
         if entry in owned or (entry.name.startswith(".") and entry.name.endswith(".tmp")):
             continue
         target = new / entry.name
-        if entry.is_dir() and not entry.is_symlink() and target.is_dir():
-            carry_over(entry, target, owned)
+        if entry.is_dir() and not entry.is_symlink():
+            if target.exists() and not target.is_dir():
+                continue
+            made = not target.exists()
+            target.mkdir(exist_ok=True)
+            carry_over(entry, target, owned)  # a folder of ours (overlays/) may hold a file of the user's
+            if made and not any(target.iterdir()):
+                target.rmdir()
         elif not target.exists() and not target.is_symlink():
             os.replace(entry, target)
 
