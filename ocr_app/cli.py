@@ -726,20 +726,21 @@ def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve
 
-    sys.exit(
-        serve(
-            log_level=log_level,
-            host=host,
-            port=port,
-            share=share,
-            model=model,
-            device=device,
-            dtype=dtype,
-            engine=engine,
-            gpu_memory_gib=gpu_memory,
-            preload=preload,
-        )
+    code = serve(
+        log_level=log_level,
+        host=host,
+        port=port,
+        share=share,
+        model=model,
+        device=device,
+        dtype=dtype,
+        engine=engine,
+        gpu_memory_gib=gpu_memory,
+        preload=preload,
     )
+    if _process_ends_here():  # the server, jobs and temp folder are gone: no 3 s interpreter teardown
+        _exit_now(code)
+    sys.exit(code)
 
 
 def _add_plugin_commands() -> None:

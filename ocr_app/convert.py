@@ -129,13 +129,17 @@ class _Job:
 
 
 class CancelEvent(threading.Event):
-    """A cancel flag that says why (``"cancelled (SIGTERM)"``): an interrupted document records it."""
+    """A cancel flag that says why (``"cancelled by SIGTERM"``): an interrupted document records it.
+
+    ``keep=False`` (a server that stops) drops the interrupted document instead of publishing its
+    finished pages: nobody is left to read them."""
 
     reason = "cancelled"
+    keep = True
 
-    def cancel(self, reason: str) -> None:
+    def cancel(self, reason: str, *, keep: bool = True) -> None:
         if not self.is_set():
-            self.reason = reason
+            self.reason, self.keep = reason, keep
         self.set()
 
 
@@ -310,7 +314,7 @@ class Converter:
             doc.incomplete_reason = reason or _cancel_reason(job.cancel)
             failure = exc
         doc.pages = [job.results[i] for i in indices if i in job.results]
-        if not doc.pages or not writer.usable:
+        if not doc.pages or not writer.usable or not getattr(job.cancel, "keep", True):
             writer.abort()
         else:
             job.emit("write", f"Writing outputs for {src.name}")

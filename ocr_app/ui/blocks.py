@@ -25,6 +25,7 @@ from ocr_app.exceptions import OcrError
 from ocr_app.schema import DocumentResult
 from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
 from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, stream_conversion
+from ocr_app.ui.offline import offline_markdown
 from ocr_app.ui.session import SessionDirs
 
 if TYPE_CHECKING:
@@ -277,7 +278,8 @@ class OcrApp:
         }
         if final:  # the whole document is rendered once, not on every live update of a long job
             update[w.downloads] = viewer.download_paths(documents)
-            update[w.doc_md] = update[w.doc_source] = viewer.document_markdown(documents)
+            update[w.doc_source] = viewer.document_markdown(documents)
+            update[w.doc_md] = offline_markdown(update[w.doc_source])  # remote images as links
         return update
 
     def show_page(self, key, entries):
@@ -332,7 +334,9 @@ class OcrApp:
     def build(self) -> gr.Blocks:
         """Return the app's ``gr.Blocks`` (queue configured); call ``launch`` on it or use ``ui.launch``."""
         # No telemetry or version check: documents can be private and the app must work offline.
-        with gr.Blocks(
+        from ocr_app.ui.refusals import blocks_class
+
+        with blocks_class()(  # gr.Blocks whose refusals of API files reach the client with their reason
             title="ocr-app · DeepSeek-OCR-2", delete_cache=(600, 3600), analytics_enabled=False
         ) as demo:
             self.demo = demo
@@ -360,6 +364,7 @@ class OcrApp:
             self._wire_panel()
         demo.queue(default_concurrency_limit=self.settings.concurrency_limit)
         demo.ocr_app_dirs = self.dirs  # type: ignore[attr-defined]  # so launchers/tests can remove the outputs
+        demo.ocr_app_jobs = self.cancels  # type: ignore[attr-defined]  # so a shutdown cancels running jobs
         return demo
 
     def _inputs(self) -> None:
