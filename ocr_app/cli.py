@@ -304,6 +304,7 @@ def _run(
             bar.close()
             click.echo(format_summary(cold.summary(engines.describe())), err=True)
     except ConversionCancelled as exc:
+        stops.done = True
         bar.close()
         _print_summary(exc.documents)
         click.echo(
@@ -313,6 +314,7 @@ def _run(
         )
         sys.exit(stops.exit_code)
     except KeyboardInterrupt:
+        stops.done = True
         bar.close()
         click.echo(
             f"\nStopped at once ({stops.name}). The document in progress was not written; files "
@@ -344,6 +346,7 @@ class _StopSignals:
     def __init__(self, cancel) -> None:
         self.cancel = cancel
         self.signum: int | None = None
+        self.done = False
         self._old: dict[int, object] = {}
         if threading.current_thread() is threading.main_thread():
             for signum in self.SIGNALS:
@@ -352,6 +355,8 @@ class _StopSignals:
     def _on_signal(self, signum: int, frame: object) -> None:
         first = self.signum is None
         self.signum = self.signum or signum
+        if self.done:  # converting is over (the summary is being printed): nothing left to stop
+            return
         if not first:
             raise KeyboardInterrupt
         name = signal.Signals(signum).name
@@ -371,6 +376,7 @@ class _StopSignals:
         return 128 + self.signum if self.signum else EXIT_CANCELLED
 
     def restore(self) -> None:
+        self.done = True
         for signum, handler in self._old.items():
             signal.signal(signum, handler)
         self._old.clear()

@@ -261,7 +261,7 @@ class Converter:
                 exc.partial = doc
             raise
         except OutputError as exc:  # disk full, permission denied: nothing of this file was published
-            doc.error = f"{path.name}: {exc}"
+            doc.error = str(exc)
             doc.error_kind = "internal"
             doc.outputs = {}
             job.emit("file_error", doc.error)

@@ -192,8 +192,8 @@ class DocumentWriter:
         if isinstance(exc, OutputError):
             return exc
         if isinstance(exc, OSError):
-            return OutputError(f"cannot write the outputs to {self.out_dir}: {describe_os_error(exc)}")
-        return OutputError(f"writing the outputs failed: {type(exc).__name__}: {exc}")
+            return OutputError(f"Cannot write the outputs to {self.out_dir}: {describe_os_error(exc)}")
+        return OutputError(f"Writing the outputs failed: {type(exc).__name__}: {exc}")
 
     def _check(self) -> None:
         if self._error is not None:
