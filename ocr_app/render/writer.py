@@ -238,7 +238,7 @@ class DocumentWriter:
                 self._fail(exc)
                 self._check()
             self.target.page_files.extend(page.figures)
-            page.timings["render"] = round(time.perf_counter() - start, 4)
+            page.timings["render"] = time.perf_counter() - start  # the workers add theirs (_work)
         if self._workers == 0:
             self._slots.acquire()
             self._work(page, image)
@@ -254,12 +254,17 @@ class DocumentWriter:
         try:
             kept = None
             if self._error is None:
+                start = time.perf_counter()
                 overlay = None
                 if not page.error and image is not None and self._wants("uses_overlay"):
                     from ocr_app.render.overlay import draw_overlay
 
                     overlay = draw_overlay(image, page.blocks)
                 kept = [w.arrive(page, overlay) for w in self._writers]
+                if not page.error:  # seconds of output work for this page, on both threads
+                    page.timings["render"] = round(
+                        page.timings.get("render", 0.0) + time.perf_counter() - start, 6
+                    )
         except BaseException as exc:
             self._fail(exc)
         finally:
