@@ -269,6 +269,7 @@ class Converter:
         except OcrError as exc:
             doc.error = str(exc)
             doc.error_kind = "input" if isinstance(exc, InputError) else "internal"
+            doc.error_type = type(exc).__name__
             job.emit("file_error", f"{path.name}: {exc}")
             return doc
         except Exception as exc:  # never let one file take the batch (or the server) down

@@ -6,7 +6,8 @@ chosen so each rule — columns, headings, lists, tables, paragraphs — has one
 
 from __future__ import annotations
 
-from ocr_app.structure.layout import LayoutConfig, TextLine, blocks_to_markdown, body_size, build_blocks
+from ocr_app.structure.layout import LayoutConfig, TextLine, blocks_to_markdown, body_size
+from ocr_app.structure.pipeline import build_blocks
 
 W = 1000.0  # page width in px
 BODY = 20.0  # body font size in px; line boxes are BODY high, leading 1.3 × BODY
@@ -113,8 +114,9 @@ def test_aligned_cells_become_an_html_table_in_reading_order():
     blocks = build_blocks(lines, page_width=W)
     assert [b.label for b in blocks] == ["text", "table", "text"]
     assert blocks[1].text == (
-        "<table><tr><td>Name</td><td>Qty</td><td>Price</td></tr><tr><td>Apple</td><td>3</td><td>1.20</td></tr>"
-        "<tr><td>Pear</td><td>10</td><td>0.80</td></tr></table>"
+        # A first row of words over columns of numbers is the header (issue 25).
+        "<table><thead><tr><th>Name</th><th>Qty</th><th>Price</th></tr></thead><tbody>"
+        "<tr><td>Apple</td><td>3</td><td>1.20</td></tr><tr><td>Pear</td><td>10</td><td>0.80</td></tr></tbody></table>"
     )
     assert blocks[1].boxes == [(100, 120, 100 + 250 * 2 + 20 * 5, 200 + BODY)]
 

@@ -420,7 +420,8 @@ def test_pieces_drawn_without_a_gap_are_one_word():
     """Pieces of one line whose glyphs touch ("1403" "/" "09", an Arabic word split where PyMuPDF
     starts a new run) join without a space; a real gap, a change of script direction at the joint,
     or pieces whose glyph extent is unknown (OCR boxes) keep the space."""
-    from ocr_app.structure.layout import TextLine, build_blocks
+    from ocr_app.structure.layout import TextLine
+    from ocr_app.structure.pipeline import build_blocks
 
     def piece(text: str, x0: float, x1: float, ink: bool = True) -> TextLine:
         return TextLine(text, (x0, 100, x1, 112), 12.0, ink=(x0, x1) if ink else ())
@@ -444,7 +445,8 @@ def test_short_paragraph_after_two_columns_stays_after_both():
     """Two columns, the left one ending on a short line; then a short full-width paragraph whose
     end lies inside the gutter (ragged right), then a paragraph across the page: the short paragraph
     follows the right column, it is not read as the left column's tail."""
-    from ocr_app.structure.layout import TextLine, build_blocks
+    from ocr_app.structure.layout import TextLine
+    from ocr_app.structure.pipeline import build_blocks
 
     size = 10.0
     lines = [

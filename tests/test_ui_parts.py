@@ -542,3 +542,41 @@ def test_engine_list_leaves_out_deepseek_without_weights_and_warns_without_gpu()
     assert any(n.startswith("deepseek: no model weights") for n in notes) and "remote: no URL" in notes
     choices, _ = status_panel.engine_choices(names, describe, deepseek_weights=True, has_gpu=False)
     assert dict((v, k) for k, v in choices)["deepseek"].endswith("no GPU: slow on the CPU")
+
+
+# --- the app's wording of encrypted-PDF errors (issue 22, item 7) -------------------------------------
+def test_the_app_words_encrypted_pdf_errors_itself_and_the_library_keeps_its_own():
+    from ocr_app.exceptions import EncryptedDocumentError
+    from ocr_app.schema import DocumentResult
+    from ocr_app.ui.form import PASSWORDS_BOX, app_errors, needs_password
+
+    library = "a.pdf is encrypted; pass its password (--password in the CLI)"
+    docs = [
+        DocumentResult(
+            "a.pdf", error=library, error_kind="input", error_type=EncryptedDocumentError.__name__
+        ),
+        DocumentResult(
+            "b.pdf", error="the password given for b.pdf is wrong", error_type="EncryptedDocumentError"
+        ),
+        DocumentResult("c.pdf", error="c.pdf: cannot be read as a PDF", error_type="CorruptFileError"),
+    ]
+    a, b, c = app_errors(docs, {"b.pdf": "typo"})
+    assert a.error.startswith("a.pdf is encrypted: type its password") and PASSWORDS_BOX in a.error
+    assert b.error.startswith("the password typed for b.pdf is wrong") and PASSWORDS_BOX in b.error
+    assert c.error == docs[2].error  # other errors stay the library's
+    assert docs[0].error == library  # the library's result is not rewritten in place
+    assert needs_password(docs) and not needs_password([docs[2]])
+
+
+def test_the_converter_records_which_error_a_file_failed_with(tmp_path):
+    """``DocumentResult.error_type``: what ``form.app_errors`` words its advice from (no string matching)."""
+    settings = Settings(engine="textlayer", device="cpu", dpi=36, result_cache_mb=0, cache_dir=tmp_path / "c")
+    locked = make_pdf(tmp_path / "locked.pdf", ["# Locked"], password="pw")
+    converter = Converter(build_engines(settings), settings)
+    (doc,) = converter.convert([locked], tmp_path / "out", ConvertOptions.from_settings(settings))
+    assert doc.error and doc.error_type == "EncryptedDocumentError" and doc.error_kind == "input"
+    assert "--password" in doc.error  # the library's words (the CLI's) stay as they were
+    (ok,) = converter.convert(
+        [locked], tmp_path / "out2", ConvertOptions.from_settings(settings, password="pw")
+    )
+    assert ok.error is None and ok.error_type is None

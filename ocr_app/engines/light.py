@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from ocr_app.engine_api import Engine
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
-from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, build_blocks, unrotate_box
+from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
+from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.rulings import grid_tables
 
 if TYPE_CHECKING:

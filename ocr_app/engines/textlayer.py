@@ -35,13 +35,13 @@ from ocr_app.structure.docprofile import DocumentProfile, build_profile
 from ocr_app.structure.layout import (
     LayoutConfig,
     TextLine,
-    build_blocks,
     group_rows,
     is_rtl,
     join_lines,
     rotate_box,
     unrotate_box,
 )
+from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 
 if TYPE_CHECKING:
@@ -341,7 +341,8 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-    flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+    # Ligature glyphs ("ﬁ", "ﬂ") come out as their letters: a reader searches "figure", not "ﬁgure".
+    flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
     lines: list[TextLine] = []
     data = page.get_text("rawdict", flags=flags)
     for block in data["blocks"]:

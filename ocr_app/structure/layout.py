@@ -42,7 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ocr_app.schema import Block, Box
-from ocr_app.structure.table_html import Cell, header_rows, table_html
+from ocr_app.structure.borderless import find_grids
+from ocr_app.structure.table_html import Cell, table_html
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ class LayoutConfig:
     max_line_gap_ratio: float = 0.8  # the typical gap is at most this × body size (see _group_section)
     indent_ratio: float = 1.0  # first-line indent ≥ this × size → new paragraph
     max_isolated_heading_words: int = 12  # a bold line standing alone is a heading up to this length
+    max_lead_in_words: int = 10  # a bold line ending in ":" on its own is a heading up to this length
     isolation_gap_ratio: float = 1.0  # a line is alone with a gap ≥ this × its size above and below
     chapter_number_ratio: float = 2.0  # with a document style: a bare number this large is a heading
 
@@ -291,40 +293,16 @@ def _size_close(a: float, b: float) -> bool:
 def detect_tables(
     lines: Sequence[TextLine], page_width: float, config: LayoutConfig, body: float
 ) -> tuple[list[_Table], list[TextLine]]:
-    """Find aligned multi-cell rows; return the tables and the lines that are not in one."""
+    """Tables of contents, then tables without rules (``borderless``); the tables and the lines that
+    are not in one."""
     rows = group_rows(lines)
-    min_gap = config.min_cell_gap_ratio * body
     tables, rows = _contents_tables(rows)
-
-    def is_candidate(row: _Row) -> bool:
-        cells = sorted(row.items, key=lambda i: i.box[0])
-        if len(cells) < 2 or any(c.in_figure for c in cells):  # diagram labels are not a table
-            return False
-        if _is_marker(cells[0].text):  # "•  text" or "1.  text": a list item, not a table row
-            return False
-        gaps = [b.box[0] - a.box[2] for a, b in itertools.pairwise(cells)]
-        if min(gaps) < min_gap:
-            return False
-        if len(cells) >= 3:
-            return True
-        # Two cells: only when both are short, else it is probably two text columns.
-        return all(c.box[2] - c.box[0] < 0.3 * page_width for c in cells)
-
-    used: set[int] = set(id(it) for t in tables for it in t.items)
-    i = 0
-    while i < len(rows):
-        if not is_candidate(rows[i]):
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(rows) and is_candidate(rows[j + 1]) and _close_rows(rows[j], rows[j + 1]):
-            j += 1
-        run = rows[i : j + 1]
-        table = _build_table(run) if len(run) >= 2 else None
-        if table is not None:
-            tables.append(table)
-            used.update(id(it) for r in run for it in r.items)
-        i = j + 1
+    for grid in find_grids([r.items for r in rows], body, page_width):
+        size = statistics.median(it.size for it in grid.pieces)
+        tables.append(
+            _Table(box=grid.box, rows=grid.rows, size=size, items=grid.pieces, header_rows=grid.header_rows)
+        )
+    used = {id(it) for t in tables for it in t.items}
     rest = [ln for ln in lines if id(ln) not in used]
     return tables, rest
 
@@ -361,70 +339,6 @@ def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
             rest.append(row)
     close()
     return tables, rest
-
-
-def _is_marker(text: str) -> bool:
-    t = text.strip()
-    return (len(t) == 1 and t in BULLETS) or bool(re.fullmatch(r"(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]", t))
-
-
-def _close_rows(a: _Row, b: _Row) -> bool:
-    gap = b.box[1] - a.box[3]
-    return gap <= 2.5 * max(_height(a.box), _height(b.box))
-
-
-def _looks_like_text_columns(run: list[_Row], cols: list[list[float]]) -> bool:
-    """Rows of three text columns also look like table rows. Text columns hold long lines that
-    fill their column (≥ 4 words on average, most lines ≥ 80 % of the column's width); table cells
-    are short and ragged."""
-    for x1, x2 in cols:
-        cells = [it for r in run for it in r.items if x1 <= (it.box[0] + it.box[2]) / 2 <= x2]
-        if not cells:
-            return False
-        words = sum(len(c.text.split()) for c in cells) / len(cells)
-        full = sum(1 for c in cells if c.box[2] - c.box[0] >= 0.8 * (x2 - x1)) / len(cells)
-        if words < 4 or full < 0.6:
-            return False
-    return True
-
-
-def _build_table(run: list[_Row]) -> _Table | None:
-    """Columns = merged x-intervals of all cells; each row's cells are placed into them."""
-    intervals = sorted((it.box[0], it.box[2]) for r in run for it in r.items)
-    cols: list[list[float]] = []
-    for x1, x2 in intervals:
-        if cols and x1 <= cols[-1][1]:
-            cols[-1][1] = max(cols[-1][1], x2)
-        else:
-            cols.append([x1, x2])
-    if len(cols) < 2:
-        return None
-    max_cells = max(len(r.items) for r in run)
-    if len(cols) > max_cells + 1:  # cells do not line up: not a table
-        return None
-    if _looks_like_text_columns(run, cols):
-        return None
-    filled = sum(1 for r in run for _ in r.items)
-    if filled < 0.45 * len(cols) * len(run):  # mostly empty: a form or scattered labels, not a table
-        return None
-    rows: list[list[str]] = []
-    for r in run:
-        cells = [""] * len(cols)
-        for it in sorted(r.items, key=lambda i: i.box[0]):
-            cx = (it.box[0] + it.box[2]) / 2
-            k = min(
-                range(len(cols)),
-                key=lambda c: (
-                    0 if cols[c][0] <= cx <= cols[c][1] else 1 + abs((cols[c][0] + cols[c][1]) / 2 - cx)
-                ),
-            )
-            cells[k] = (cells[k] + " " + it.text).strip()
-        rows.append(cells)
-    box = _union([r.box for r in run])
-    items = [it for r in run for it in r.items]
-    heavy = [all(it.bold or it.weight >= 600 for it in r.items) for r in run]
-    size = statistics.median(r.size for r in run)
-    return _Table(box=box, rows=rows, size=size, items=items, header_rows=header_rows(heavy, []))
 
 
 # --- 2. reading order --------------------------------------------------------------------------
@@ -769,11 +683,14 @@ def _styled_heading_level(
         # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
         return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
+    heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     if text.endswith(":") and ratio < config.heading_ratio:
-        return 0  # a lead-in set a little larger ("For more information:"): what follows is the content
+        # A bold lead-in at body size on its own line ("Steps for Using the Microscope:") heads what
+        # follows; one set a little larger ("For more information:" over an address) is a label.
+        lead_in = heavier and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
+        return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
-    heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
         return bold_level
     other_face = bool(style.body_font) and all(i.font and i.font != style.body_font for i in row.items)
@@ -875,16 +792,27 @@ def code_block(lines: Sequence[str], boxes: Sequence[Box]) -> str:
     return f"{fence}\n" + "\n".join(body) + f"\n{fence}"
 
 
-def _group_section(
-    section: list[Item],
-    body: float,
-    config: LayoutConfig,
-    style: DocStyle | None = None,
-    vocabulary: frozenset[str] = frozenset(),
-    page_height: float = 0.0,
-    panel: frozenset[int] = frozenset(),
-) -> list[Block]:
-    blocks: list[Block] = []
+@dataclass
+class _SectionContext:
+    """What the block rules know about one single-column section besides the row at hand."""
+
+    body: float
+    config: LayoutConfig
+    style: DocStyle | None
+    vocabulary: frozenset[str]
+    page_height: float
+    typical_gap: float = 0.0
+    isolated: set[int] = field(default_factory=set)
+    leads: set[int] = field(default_factory=set)
+    left: float = 0.0
+    width: float = 0.0
+
+
+def _section_units(
+    section: list[Item], body: float, config: LayoutConfig, style: DocStyle | None, panel: frozenset[int]
+) -> tuple[list[_Row | _Table], float, set[int], set[int]]:
+    """The section's rows and tables top to bottom, its typical line gap, the rows that stand alone
+    and the rows that lead a text panel over a picture."""
     texts = [i for i in section if isinstance(i, TextLine)]
     units: list[_Row | _Table] = [*group_rows(texts), *(i for i in section if isinstance(i, _Table))]
     units.sort(key=lambda u: (u.box[1] + u.box[3]) / 2)
@@ -899,56 +827,155 @@ def _group_section(
     typical_gap = min(statistics.median(gaps), config.max_line_gap_ratio * body) if gaps else 0.0
     isolated = _isolated_rows(units, config) if style is not None else set()
     leads = _panel_leads(units, panel) if style is not None and panel else set()
-    section_left = min((u.box[0] for u in units), default=0.0)
-    section_width = max((u.box[2] for u in units), default=0.0) - section_left
-    cur: _Pending | None = None
+    return units, typical_gap, isolated, leads
 
-    def flush() -> None:
-        nonlocal cur
+
+class _SectionBlocks:
+    """Rows of one section → blocks: paragraphs (lines joined, line-end hyphens mended), headings,
+    list items (nested by indentation), code blocks and tables, one open block at a time."""
+
+    def __init__(self, ctx: _SectionContext) -> None:
+        self.ctx = ctx
+        self.blocks: list[Block] = []
+        self.cur: _Pending | None = None
+
+    def flush(self) -> None:
+        cur, self.cur = self.cur, None
         if cur is None or not cur.parts:
-            cur = None
             return
         if cur.kind == "heading":
-            blocks.append(
-                Block(
-                    "title" if cur.level == 1 else "sub_title",
-                    "#" * cur.level + " " + cur.parts[0],
-                    [_union(cur.boxes)],
-                )
-            )
+            label = "title" if cur.level == 1 else "sub_title"
+            self.blocks.append(Block(label, "#" * cur.level + " " + cur.parts[0], [_union(cur.boxes)]))
         elif cur.kind == "list":
-            blocks.append(Block("list", "\n".join(cur.parts), list(cur.boxes)))
+            self.blocks.append(Block("list", "\n".join(cur.parts), list(cur.boxes)))
         elif cur.kind == "code":
-            blocks.append(Block("code", code_block(cur.parts, cur.boxes), [_union(cur.boxes)]))
+            self.blocks.append(Block("code", code_block(cur.parts, cur.boxes), [_union(cur.boxes)]))
         else:
-            blocks.append(Block("text", cur.parts[0], [_union(cur.boxes)]))
-        cur = None
+            self.blocks.append(Block("text", cur.parts[0], [_union(cur.boxes)]))
 
-    for unit in units:
-        if isinstance(unit, _Table):
-            flush()
-            if unit.form:
-                blocks.extend(Block("text", row[0], [unit.box]) for row in unit.rows if row and row[0])
-            else:
-                blocks.append(Block("table", unit.html, [unit.box]))
-            continue
-        row = unit
+    def add_table(self, table: _Table) -> None:
+        self.flush()
+        if table.form:
+            self.blocks.extend(Block("text", row[0], [table.box]) for row in table.rows if row and row[0])
+        else:
+            self.blocks.append(Block("table", table.html, [table.box]))
+
+    def _extend(self, row: _Row, text: str) -> None:
+        """The open paragraph or heading goes on with this row."""
+        cur = self.cur
+        assert cur is not None
+        cur.parts[0] = _join(cur.parts[0], text, self.ctx.vocabulary)
+        cur.boxes.append(row.box)
+        cur.last = row
+
+    def add_code(self, row: _Row, gap: float) -> None:
+        """A line of code: kept as it is, in a fenced block."""
+        text = " ".join(i.text for i in sorted(row.items, key=lambda i: i.box[0]))
+        cur = self.cur
+        if cur is not None and cur.kind == "code" and gap <= CODE_GAP_LINES * row.size:
+            cur.parts.append(text)
+            cur.boxes.append(row.box)
+            cur.last = row
+            return
+        self.flush()
+        self.cur = _Pending("code", 0, [text], [row.box], row, row.box[0], row.size)
+
+    def heading_level(self, row: _Row, text: str, big_gap: bool, list_continues: bool) -> int:
+        ctx, cur = self.ctx, self.cur
+        if list_continues:
+            return 0
+        short_line = row.box[2] - row.box[0] < 0.7 * ctx.width
+        where = _RowContext(short_line, ctx.page_height, id(row) in ctx.isolated, id(row) in ctx.leads)
+        level = _heading_level(row, ctx.body, ctx.config, ctx.style, where)
+        if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
+            return level
+        # The second line of a row of cells (a wrapped column header) is not a heading either.
+        after_cells = abs(row.size - cur.last.size) <= 0.1 * cur.last.size and _cells_apart(
+            cur.last, ctx.config.min_cell_gap_ratio * ctx.style.body_size
+        )
+        # A lighter, smaller line set right under a heading is its subtitle or byline ("Expert help
+        # to achieve ...", the authors under a title): text, not a heading of its own.
+        subtitle = (
+            cur.kind == "heading"
+            and row.weight < cur.last.weight
+            and row.size < 0.9 * cur.last.size
+            and ctx.style.outline.get(_normal_title(text)) is None
+        )
+        return 0 if after_cells or subtitle else level
+
+    def add_heading(self, row: _Row, text: str, level: int, gap: float, big_gap: bool) -> None:
+        cur = self.cur
+        continues = cur is not None and cur.level == level and not big_gap
+        if cur is not None and cur.kind == "heading" and cur.last is not None and self.ctx.style is not None:
+            # A title broken over lines keeps one weight; a line in another weight starts
+            # something else, a line a little smaller (33 pt over 30 pt) still continues it.
+            # A numbered line or another typeface starts a heading of its own.
+            same_weight = row.weight == cur.last.weight
+            same_face = {i.font for i in row.items} == {i.font for i in cur.last.items}
+            near = 0.88 * cur.last.size <= row.size <= cur.last.size and gap <= 0.6 * row.size
+            fresh = bool(_SECTION_NUMBER.match(text) or _NUMBERED_HEADING.match(text))
+            continues = (
+                same_weight and same_face and not fresh and not big_gap and (cur.level == level or near)
+            )
+        if continues and cur is not None and cur.kind in ("heading", "text"):
+            self._extend(row, text)
+            too_long = len(cur.parts[0]) > self.ctx.config.max_merged_heading_chars
+            if cur.kind == "heading" and self.ctx.style is not None and too_long:
+                cur.kind = "text"  # a bold paragraph, not a heading (still joined as one)
+            return
+        self.flush()
+        self.cur = _Pending("heading", level, [text], [row.box], row, row.box[0], row.size)
+
+    def add_list_item(self, row: _Row, marker: tuple[str, str], gap: float) -> None:
+        mk, body_text = marker
+        item = f"{mk} {body_text}" if mk == "-" or mk[:-1].isdigit() else f"- {mk} {body_text}"
+        x = row.box[0]
+        cur = self.cur
+        if cur and cur.kind == "list" and not (gap > self.ctx.typical_gap + 2.0 * row.size):
+            # Nesting from indentation: a marker further right than the open item's is a child.
+            while len(cur.indents) > 1 and x < cur.indents[-1] - 0.5 * row.size:
+                cur.indents.pop()
+            if x > cur.indents[-1] + 0.8 * row.size:
+                cur.indents.append(x)
+            cur.parts.append("    " * (len(cur.indents) - 1) + item)
+            cur.boxes.append(row.box)
+        else:
+            self.flush()
+            cur = self.cur = _Pending("list", 0, [item], [row.box], row, row.box[0], row.size, [x])
+        cur.last = row
+        # Continuation lines start where the item's text starts (roughly), right of the marker.
+        cur.left = row.box[0] + 0.5 * row.size
+
+    def add_text(self, row: _Row, text: str, big_gap: bool) -> None:
+        cur, ctx = self.cur, self.ctx
+        if cur and cur.kind == "list" and not big_gap and row.box[0] >= cur.left - 0.25 * row.size:
+            cur.parts[-1] = _join(cur.parts[-1], text, ctx.vocabulary)
+            cur.boxes[-1] = _union([cur.boxes[-1], row.box])
+            cur.last = row
+            return
+        indented = (
+            cur is not None
+            and cur.kind == "text"
+            and row.box[0] - ctx.left >= ctx.config.indent_ratio * row.size
+            and cur.last is not None
+            and cur.last.box[0] - ctx.left < 0.5 * row.size
+        )
+        if cur and cur.kind == "text" and not big_gap and not indented and _size_close(cur.size, row.size):
+            self._extend(row, text)
+            return
+        self.flush()
+        self.cur = _Pending("text", 0, [text], [row.box], row, row.box[0], row.size)
+
+    def add_row(self, row: _Row) -> None:
         text = row.text.strip()
         if not text:
-            continue
-        short_line = row.box[2] - row.box[0] < 0.7 * section_width
+            return
+        cur, ctx = self.cur, self.ctx
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
-        if all(i.mono for i in row.items):  # a line of code: kept as it is, in a fenced block
-            text = " ".join(i.text for i in sorted(row.items, key=lambda i: i.box[0]))
-            if cur is not None and cur.kind == "code" and gap <= CODE_GAP_LINES * row.size:
-                cur.parts.append(text)
-                cur.boxes.append(row.box)
-                cur.last = row
-                continue
-            flush()
-            cur = _Pending("code", 0, [text], [row.box], row, row.box[0], row.size)
-            continue
-        big_gap = cur is not None and gap > typical_gap + config.paragraph_gap_ratio * min(
+        if all(i.mono for i in row.items):
+            self.add_code(row, gap)
+            return
+        big_gap = cur is not None and gap > ctx.typical_gap + ctx.config.paragraph_gap_ratio * min(
             row.size, cur.size or row.size
         )
         list_continues = (
@@ -959,111 +986,39 @@ def _group_section(
             and row.size <= 1.1 * cur.size
             and not _list_marker(text)
         )
-        level = (
-            0
-            if list_continues
-            else _heading_level(
-                row,
-                body,
-                config,
-                style,
-                _RowContext(short_line, page_height, id(row) in isolated, id(row) in leads),
-            )
-        )
-        # The second line of a row of cells (a wrapped column header) is not a heading either.
-        after_cells = (
-            style is not None
-            and cur is not None
-            and cur.last is not None
-            and not big_gap
-            and abs(row.size - cur.last.size) <= 0.1 * cur.last.size
-            and _cells_apart(cur.last, config.min_cell_gap_ratio * style.body_size)
-        )
-        # A lighter, smaller line set right under a heading is its subtitle or byline ("Expert help
-        # to achieve ...", the authors under a title): text, not a heading of its own.
-        subtitle = (
-            style is not None
-            and cur is not None
-            and cur.kind == "heading"
-            and cur.last is not None
-            and not big_gap
-            and row.weight < cur.last.weight
-            and row.size < 0.9 * cur.last.size
-            and style.outline.get(_normal_title(text)) is None
-        )
-        if level and (after_cells or subtitle):
-            level = 0
+        level = self.heading_level(row, text, big_gap, list_continues)
         if level:
-            continues = cur is not None and cur.level == level and not big_gap
-            if cur is not None and cur.kind == "heading" and cur.last is not None and style is not None:
-                # A title broken over lines keeps one weight; a line in another weight starts
-                # something else, a line a little smaller (33 pt over 30 pt) still continues it.
-                # A numbered line or another typeface starts a heading of its own.
-                same_weight = row.weight == cur.last.weight
-                same_face = {i.font for i in row.items} == {i.font for i in cur.last.items}
-                near = 0.88 * cur.last.size <= row.size <= cur.last.size and gap <= 0.6 * row.size
-                fresh = bool(_SECTION_NUMBER.match(text) or _NUMBERED_HEADING.match(text))
-                continues = (
-                    same_weight and same_face and not fresh and not big_gap and (cur.level == level or near)
-                )
-                level = cur.level if continues else level
-            if continues and cur.kind == "heading":
-                joined = _join(cur.parts[0], text, vocabulary)
-                if style is not None and len(joined) > config.max_merged_heading_chars:
-                    cur.kind = "text"  # a bold paragraph, not a heading (still joined as one)
-                cur.parts[0] = joined
-                cur.boxes.append(row.box)
-                cur.last = row
-                continue
-            if continues and cur.kind == "text":
-                cur.parts[0] = _join(cur.parts[0], text, vocabulary)
-                cur.boxes.append(row.box)
-                cur.last = row
-                continue
-            flush()
-            cur = _Pending("heading", level, [text], [row.box], row, row.box[0], row.size)
-            continue
-        marker = _list_marker(text)
-        if marker:
-            mk, body_text = marker
-            item = f"{mk} {body_text}" if mk == "-" or mk[:-1].isdigit() else f"- {mk} {body_text}"
-            x = row.box[0]
-            if cur and cur.kind == "list" and not (gap > typical_gap + 2.0 * row.size):
-                # Nesting from indentation: a marker further right than the open item's is a child.
-                while len(cur.indents) > 1 and x < cur.indents[-1] - 0.5 * row.size:
-                    cur.indents.pop()
-                if x > cur.indents[-1] + 0.8 * row.size:
-                    cur.indents.append(x)
-                cur.parts.append("    " * (len(cur.indents) - 1) + item)
-                cur.boxes.append(row.box)
-            else:
-                flush()
-                cur = _Pending("list", 0, [item], [row.box], row, row.box[0], row.size, [x])
-            cur.last = row
-            # Continuation lines start where the item's text starts (roughly), right of the marker.
-            cur.left = row.box[0] + 0.5 * row.size
-            continue
-        if cur and cur.kind == "list" and not big_gap and row.box[0] >= cur.left - 0.25 * row.size:
-            cur.parts[-1] = _join(cur.parts[-1], text, vocabulary)
-            cur.boxes[-1] = _union([cur.boxes[-1], row.box])
-            cur.last = row
-            continue
-        indented = (
-            cur is not None
-            and cur.kind == "text"
-            and row.box[0] - section_left >= config.indent_ratio * row.size
-            and cur.last is not None
-            and cur.last.box[0] - section_left < 0.5 * row.size
-        )
-        if cur and cur.kind == "text" and not big_gap and not indented and _size_close(cur.size, row.size):
-            cur.parts[0] = _join(cur.parts[0], text, vocabulary)
-            cur.boxes.append(row.box)
-            cur.last = row
-            continue
-        flush()
-        cur = _Pending("text", 0, [text], [row.box], row, row.box[0], row.size)
-    flush()
-    return blocks
+            self.add_heading(row, text, level, gap, big_gap)
+        elif marker := _list_marker(text):
+            self.add_list_item(row, marker, gap)
+        else:
+            self.add_text(row, text, big_gap)
+
+
+def _group_section(
+    section: list[Item],
+    body: float,
+    config: LayoutConfig,
+    style: DocStyle | None = None,
+    vocabulary: frozenset[str] = frozenset(),
+    page_height: float = 0.0,
+    panel: frozenset[int] = frozenset(),
+) -> list[Block]:
+    """One single-column section (its lines and tables) → blocks in reading order."""
+    units, typical_gap, isolated, leads = _section_units(section, body, config, style, panel)
+    left = min((u.box[0] for u in units), default=0.0)
+    width = max((u.box[2] for u in units), default=0.0) - left
+    ctx = _SectionContext(
+        body, config, style, vocabulary, page_height, typical_gap, isolated, leads, left, width
+    )
+    grouper = _SectionBlocks(ctx)
+    for unit in units:
+        if isinstance(unit, _Table):
+            grouper.add_table(unit)
+        else:
+            grouper.add_row(unit)
+    grouper.flush()
+    return grouper.blocks
 
 
 def _tables_beside_a_gutter(
@@ -1140,57 +1095,6 @@ def _cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
     if not titled:
         return style
     return replace(style, cover_min_size=0.97 * max(titled))
-
-
-def build_blocks(
-    lines: Sequence[TextLine],
-    *,
-    page_width: float,
-    config: LayoutConfig | None = None,
-    tables: Sequence[tuple[Box, list[list[str]]] | tuple[Box, list[list[Cell]], int]] = (),
-    style: DocStyle | None = None,
-    forms: Sequence[tuple[Box, list[list[str]]]] = (),
-    page_height: float = 0.0,
-) -> list[Block]:
-    """Lines of one page → Markdown-ready blocks in reading order.
-
-    ``tables`` are tables an engine already found (box, cell rows of text or ``Cell``s with spans, and
-    optionally the number of header rows); lines inside their boxes must already be removed by the
-    caller. ``style`` (the whole document's body size, heading sizes,
-    outline and vocabulary) replaces the page-level guesses when the engine has it. ``page_height``
-    (0: unknown) tells what lies in the margin bands, where a large bare number is no chapter number.
-    """
-    config = config or LayoutConfig()
-    clean = [ln for ln in lines if ln.text.strip()]
-    if not clean and not tables and not forms:
-        return []
-    body = body_size(clean) if clean else 1.0
-    vocabulary = frozenset(vocabulary_of([ln.text for ln in clean]))
-    if style is not None:
-        vocabulary |= style.vocabulary
-        page_chars = sum(len(ln.text) for ln in clean)
-        cover = _cover_style(clean, style)
-        if cover.cover_min_size:
-            style = cover
-        elif page_chars >= 200 and not 0.88 <= body / style.body_size <= 1.12:
-            # This page's body text is set in another size than the document's (a sidebar in small
-            # print, a sampler of sizes): the document's heading scale, relative to this page's body.
-            k = body / style.body_size
-            style = replace(style, body_size=body, heading_sizes=tuple(h * k for h in style.heading_sizes))
-    figures, clean_rest, panel = _figure_items(clean)
-    found, rest = detect_tables(clean_rest, page_width, config, body)
-    found_more, rest = _tables_beside_a_gutter(rest, page_width, config, body)
-    found += found_more
-    found += [_Table(box=t[0], rows=t[1], header_rows=t[2] if len(t) > 2 else 0) for t in tables if t[1]]
-    found += [_Table(box=b, rows=r, form=True) for b, r in forms if r]
-    found += figures
-    items: list[Item] = [*rest, *found]
-    blocks: list[Block] = []
-    rtl = is_rtl(" ".join(ln.text for ln in clean))
-    for section in order_sections(items, config, body, rtl):
-        blocks.extend(_group_section(section, body, config, style, vocabulary, page_height, panel))
-    logger.debug("layout: %d lines → %d blocks (%d tables)", len(clean), len(blocks), len(found))
-    return blocks
 
 
 def blocks_to_markdown(blocks: Sequence[Block]) -> str:

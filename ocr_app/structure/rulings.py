@@ -213,7 +213,7 @@ def grid_tables(
     """Ruled tables on the page image filled with the OCR lines whose centre lies in each cell.
 
     Returns the tables (box, rows of cells with their spans, header rows from shading) as
-    ``layout.build_blocks`` takes them, and the lines that are in no table.
+    ``pipeline.build_blocks`` takes them, and the lines that are in no table.
     """
     tables: list[tuple[Box, list[list[Cell]], int]] = []
     used: set[int] = set()

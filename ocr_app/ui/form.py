@@ -16,6 +16,7 @@ from ocr_app.exceptions import ConfigError
 if TYPE_CHECKING:
     from ocr_app.convert import ConvertOptions
     from ocr_app.engine_api import Capabilities
+    from ocr_app.schema import DocumentResult
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -131,3 +132,36 @@ def parse_passwords(text: str | dict[str, str] | None) -> tuple[str | None, dict
         if isinstance(data, dict):
             return None, {str(k): str(v) for k, v in data.items() if v}
     return value, {}
+
+
+PASSWORDS_BOX = "PDF passwords (encrypted PDFs only)"  # the accordion under the file list
+
+
+def app_errors(documents: list[DocumentResult], passwords: dict[str, str]) -> list[DocumentResult]:
+    """The documents as the app shows them: an encrypted PDF's error says where to type its password.
+
+    Why here and not in the library: the library's message speaks to every front end (the CLI names its
+    ``--password`` option); the app knows its own password box and whether one was typed for the file.
+    """
+    from dataclasses import replace
+
+    from ocr_app.exceptions import EncryptedDocumentError
+
+    shown = []
+    for doc in documents:
+        if doc.error and doc.error_type == EncryptedDocumentError.__name__:
+            where = f"its box under “{PASSWORDS_BOX}”, just below the file list, then press Convert again"
+            if passwords.get(doc.source):
+                doc = replace(
+                    doc, error=f"the password typed for {doc.source} is wrong: correct it in {where}."
+                )
+            else:
+                doc = replace(doc, error=f"{doc.source} is encrypted: type its password in {where}.")
+        shown.append(doc)
+    return shown
+
+
+def needs_password(documents: list[DocumentResult]) -> bool:
+    from ocr_app.exceptions import EncryptedDocumentError
+
+    return any(d.error_type == EncryptedDocumentError.__name__ for d in documents)

@@ -1,5 +1,5 @@
-"""The viewer loads nothing from outside the app: a Content-Security-Policy, a local theme, and remote
-images in a document's Markdown shown as links.
+"""The viewer loads nothing from outside the app: a Content-Security-Policy, and remote images in a
+document's Markdown shown as links.
 
 Why: a document's text is the author's, not the viewer's. ``![x](https://example.com/track.gif)`` in a
 PDF's text layer made the browser fetch that URL when the page was shown, telling whoever wrote the
@@ -7,7 +7,7 @@ document who opened it, when and from where. Three layers stop that:
 
 - the Markdown the app shows turns a remote image into a link (``remote image: x``) that loads nothing
   until it is clicked (``offline_markdown`` for the Document tab; ``page_html`` drops remote ``src``);
-- the theme names system fonts, so Gradio links no web fonts;
+- the fonts are the app's own (``ui/fonts.py``; Gradio 6's theme fonts are bundled too);
 - every response carries a Content-Security-Policy that lets the page load images, fonts, styles and
   scripts only from the app itself (plus ``data:`` and ``blob:`` URLs, which Gradio uses), whatever
   slips past the first layer.
@@ -41,8 +41,6 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "form-action 'self'",
     ]
 )
-SYSTEM_FONTS = ["ui-sans-serif", "system-ui", "Segoe UI", "Roboto", "Helvetica", "Arial", "sans-serif"]
-MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "Liberation Mono", "monospace"]
 
 _REMOTE = re.compile(r"^\s*(?:[a-z][a-z0-9+.\-]*:|//|\\\\)", re.IGNORECASE)  # a scheme, or protocol-relative
 _MD_IMAGE = re.compile(r"!\[((?:[^\]\\]|\\.)*)\]\(\s*(<[^>]*>|[^)\s]+)((?:\s+(?:\"[^\"]*\"|'[^']*'))?)\s*\)")
@@ -101,12 +99,10 @@ class ContentSecurityPolicy:
 
 
 def launch_kwargs() -> dict[str, Any]:
-    """What ``Blocks.launch`` needs for all of the above: the middleware and a theme of local fonts."""
-    import gradio as gr
+    """What ``Blocks.launch`` needs for the policy: the middleware, in the FastAPI app's arguments."""
     from starlette.middleware import Middleware
 
-    theme = gr.themes.Default(font=SYSTEM_FONTS, font_mono=MONO_FONTS)
-    return {"app_kwargs": {"middleware": [Middleware(ContentSecurityPolicy)]}, "theme": theme}
+    return {"app_kwargs": {"middleware": [Middleware(ContentSecurityPolicy)]}}
 
 
 __all__ = [

@@ -206,6 +206,11 @@ def panel_update(
     return text, history_frame(history), snap.available
 
 
+def plot_visible(frame: pd.DataFrame, has_gpu: bool) -> bool:
+    """The VRAM chart shows once it has a line to draw (two samples); never without a GPU."""
+    return has_gpu and frame["seconds"].nunique() >= 2
+
+
 def engine_choices(
     engine_names: list[str], describe: dict[str, Any], deepseek_weights: bool, has_gpu: bool
 ) -> tuple[list[tuple[str, str]], list[str]]:

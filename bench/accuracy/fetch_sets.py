@@ -1,0 +1,255 @@
+"""A public measure-only set: sections of the Debian Reference (real headings, tables, lists, code),
+typeset by LibreOffice, with a ground truth taken from the HTML's own structure.
+
+Why: this machine reaches package registries only, and no package ships PDFs with a Markdown ground
+truth of the layouts issue 25 is about. Debian's ``debian-reference-en`` package (GPL-2+, pinned
+version below) ships the Debian Reference as DocBook HTML: real prose, numbered section titles, many
+tables and lists, written by people who never saw this project. Each section becomes one short
+document; LibreOffice Writer (not our typesetter) turns its HTML into a PDF, half of the documents
+with ruled tables and half without. Nothing here is tuned on: it is measured only.
+
+    python -m bench.accuracy.fetch_sets debian-reference OUT [--docs 24]
+
+needs ``apt-get download`` (Debian's archive) and ``soffice`` (``apt-get install
+libreoffice-writer-nogui``); writes ``OUT/pdf/NAME.pdf`` and ``OUT/gt/NAME.md``. The package is not
+committed here: it is fetched by name and version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+PACKAGE = "debian-reference-en=2.100"
+# Navigation, tables of contents, and admonitions (laid out as one-cell tables in DocBook).
+SKIP_CLASSES = (
+    "navheader",
+    "navfooter",
+    "toc",
+    "list-of-tables",
+    "footnotes",
+    "note",
+    "tip",
+    "warning",
+    "caution",
+    "important",
+)
+MAX_CHARS = 3500  # about one to two pages per document
+
+
+@dataclass
+class Block:
+    kind: str  # h, p, li, oli, table, pre
+    text: str = ""
+    level: int = 0
+    rows: list[list[tuple[str, str, int]]] = field(default_factory=list)  # (th|td, text, colspan)
+
+
+class DocBookBlocks(HTMLParser):
+    """DocBook HTML → flat blocks in document order (navigation, tables of contents skipped)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[Block] = []
+        self._skip = 0  # depth inside a skipped div
+        self._divs: list[bool] = []  # per open div: whether it started a skip
+        self._buf: list[str] | None = None
+        self._kind = ""
+        self._level = 0
+        self._lists: list[str] = []
+        self._table: list[list[tuple[str, str, int]]] | None = None
+        self._cell: tuple[str, int] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        cls = a.get("class") or ""
+        if tag == "div":
+            skip = any(c in cls.split() for c in SKIP_CLASSES)
+            self._divs.append(skip)
+            self._skip += skip
+        if self._skip:
+            return
+        if re.fullmatch(r"h[1-6]", tag):
+            self._open("h", int(tag[1]))
+        elif tag in ("ul", "ol"):
+            self._lists.append(tag)
+        elif tag == "li":
+            self._open("oli" if self._lists and self._lists[-1] == "ol" else "li")
+        elif tag == "p" and self._buf is None and self._table is None:
+            self._open("p")
+        elif tag == "pre":
+            self._open("pre")
+        elif tag == "table":
+            self._table = []
+        elif tag == "tr" and self._table is not None:
+            self._table.append([])
+        elif tag in ("td", "th") and self._table is not None:
+            self._cell = (tag, int(a.get("colspan") or 1))
+            self._buf = []
+
+    def _open(self, kind: str, level: int = 0) -> None:
+        self._close()
+        self._kind, self._level, self._buf = kind, level, []
+
+    def _close(self) -> None:
+        if self._buf is None or self._table is not None:
+            return
+        raw = "".join(self._buf)
+        text = raw.strip("\n") if self._kind == "pre" else " ".join(raw.split())
+        if text:
+            self.blocks.append(Block(self._kind, text, self._level))
+        self._buf = None
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "div" and self._divs:
+            self._skip -= self._divs.pop()
+            return
+        if self._skip:
+            return
+        if tag in ("td", "th") and self._cell is not None and self._table is not None:
+            if self._table:
+                self._table[-1].append(
+                    (self._cell[0], " ".join("".join(self._buf or []).split()), self._cell[1])
+                )
+            self._cell, self._buf = None, None
+        elif tag == "table" and self._table is not None:
+            rows = [r for r in self._table if r]
+            self._table = None
+            if rows:
+                self.blocks.append(Block("table", rows=rows))
+        elif tag in ("ul", "ol") and self._lists:
+            self._lists.pop()
+        elif re.fullmatch(r"h[1-6]|p|li|pre", tag):
+            self._close()
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip and self._buf is not None:
+            self._buf.append(data)
+
+
+def sections(blocks: list[Block]) -> list[list[Block]]:
+    """Runs of blocks from one section title (h2/h3) to the next, short enough for a document."""
+    out: list[list[Block]] = []
+    cur: list[Block] = []
+    for b in blocks:
+        if b.kind == "h" and b.level in (2, 3) and cur:
+            out.append(cur)
+            cur = []
+        cur.append(b)
+    if cur:
+        out.append(cur)
+    size = [sum(len(b.text) + sum(len(c[1]) for r in b.rows for c in r) for b in s) for s in out]
+    return [s for s, n in zip(out, size, strict=True) if s[0].kind == "h" and 400 <= n <= MAX_CHARS]
+
+
+def _table_html(rows: list[list[tuple[str, str, int]]], border: bool) -> str:
+    attr = ' border="1" cellpadding="3"' if border else ' cellpadding="3"'
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<{t}{f' colspan={chr(34)}{cs}{chr(34)}' if cs > 1 else ''}>{html.escape(x)}</{t}>"
+            for t, x, cs in r
+        )
+        + "</tr>"
+        for r in rows
+    )
+    return f"<table{attr}>{body}</table>"
+
+
+def render(section: list[Block], border: bool) -> tuple[str, str]:
+    """A section → (HTML for the typesetter, ground-truth Markdown). Heading levels are relative:
+    the section's title is ``#``."""
+    top = section[0].level
+    page: list[str] = []
+    md: list[str] = []
+    items: list[str] = []
+    for k, b in enumerate(section):
+        if b.kind in ("li", "oli"):
+            page.append(f"<li>{html.escape(b.text)}</li>")
+            n = sum(1 for x in items if x) + 1
+            items.append(f"{n}. {b.text}" if b.kind == "oli" else f"- {b.text}")
+            nxt = section[k + 1].kind if k + 1 < len(section) else ""
+            if nxt != b.kind:
+                tag = "ol" if b.kind == "oli" else "ul"
+                start = len(page) - len(items)
+                page[start:] = [f"<{tag}>" + "".join(page[start:]) + f"</{tag}>"]
+                md.append("\n".join(items))
+                items = []
+            continue
+        if b.kind == "h":
+            level = min(6, b.level - top + 1)
+            page.append(f"<h{level}>{html.escape(b.text)}</h{level}>")
+            md.append(f"{'#' * level} {b.text}")
+        elif b.kind == "p":
+            page.append(f"<p>{html.escape(b.text)}</p>")
+            md.append(b.text)
+        elif b.kind == "pre":
+            page.append(f"<pre>{html.escape(b.text)}</pre>")
+            md.append(f"```\n{b.text}\n```")
+        elif b.kind == "table":
+            page.append(_table_html(b.rows, border))
+            md.append(_table_html(b.rows, False).replace(' cellpadding="3"', ""))
+    css = "body {font-family: serif; font-size: 10pt} pre {font-family: monospace; font-size: 9pt}"
+    doc = f"<html><head><meta charset='utf-8'><style>{css}</style></head><body>{''.join(page)}</body></html>"
+    return doc, "\n\n".join(md) + "\n"
+
+
+def _soffice_pdf(html_text: str, pdf: Path) -> None:
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if soffice is None:
+        raise SystemExit("needs soffice: apt-get install libreoffice-writer-nogui")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / f"{pdf.stem}.html"
+        src.write_text(html_text, encoding="utf-8")
+        cmd = [soffice, "--headless", "--infilter=HTML (StarWriter)", "--convert-to", "pdf:writer_pdf_Export"]
+        subprocess.run([*cmd, "--outdir", tmp, str(src)], check=True, capture_output=True, timeout=180)
+        shutil.move(Path(tmp) / f"{pdf.stem}.pdf", pdf)
+
+
+def debian_reference(out: Path, docs: int) -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["apt-get", "download", PACKAGE], cwd=tmp, check=True, capture_output=True)
+        (deb,) = Path(tmp).glob("*.deb")
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(Path(tmp) / "x")], check=True)
+        chapters = sorted((Path(tmp) / "x").rglob("ch*.en.html"))
+        found: list[tuple[str, list[Block]]] = []
+        for ch in chapters:
+            parser = DocBookBlocks()
+            parser.feed(ch.read_text(encoding="utf-8", errors="replace"))
+            found += [(f"{ch.name.split('.')[0]}-{k:02d}", s) for k, s in enumerate(sections(parser.blocks))]
+    # Round robin over the chapters (sections of every chapter, not the first chapter's only), then
+    # documents with a table first (what TEDS needs), then the others.
+    rank = {name: int(name.rsplit("-", 1)[1]) for name, _ in found}
+    found.sort(key=lambda f: (rank[f[0]], f[0]))
+    with_table = [f for f in found if any(b.kind == "table" for b in f[1])]
+    without = [f for f in found if not any(b.kind == "table" for b in f[1])]
+    chosen = with_table[: docs * 2 // 3] + without[: docs - min(len(with_table), docs * 2 // 3)]
+    (out / "pdf").mkdir(parents=True, exist_ok=True)
+    (out / "gt").mkdir(parents=True, exist_ok=True)
+    for k, (name, section) in enumerate(chosen):
+        page, md = render(section, border=k % 2 == 1)
+        _soffice_pdf(page, out / "pdf" / f"{name}.pdf")
+        (out / "gt" / f"{name}.md").write_text(md, encoding="utf-8")
+    return [n for n, _ in chosen]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("set", choices=("debian-reference",))
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--docs", type=int, default=24)
+    args = ap.parse_args(argv)
+    names = debian_reference(args.out, args.docs)
+    print(f"{len(names)} documents in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,114 @@
+"""One page's structure as an ordered list of small passes over one page object (issue 25).
+
+Why passes: each job — page facts, figure labels, tables, columns and reading order, blocks (headings,
+lists, code, paragraphs with line-end hyphens mended) — is a function of its own over ``PageLayout``,
+so an engine can run the same pipeline (the text layer and the light engine do) and a new opinion
+(a layout model's regions) plugs in between two passes with ``insert_pass`` instead of being
+threaded through one long function. The order matters: figure labels are taken out before tables
+are looked for, tables become single items before columns are found, and blocks are built per
+column section.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ocr_app.schema import Block, Box
+from ocr_app.structure.layout import DocStyle, Item, LayoutConfig, TextLine, _Table
+from ocr_app.structure.passes import blocks, columns, figures, prepare, tables
+from ocr_app.structure.table_html import Cell
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PageLayout:
+    """Everything the passes know about one page; each pass reads some fields and fills others."""
+
+    lines: list[TextLine]  # the page's text lines not yet claimed by a table or a figure
+    page_width: float
+    page_height: float = 0.0  # 0: unknown
+    config: LayoutConfig = field(default_factory=LayoutConfig)
+    style: DocStyle | None = None  # the whole document's style, when the engine has it
+    given_tables: Sequence[tuple] = ()  # tables the engine found itself (ruled grids)
+    given_forms: Sequence[tuple[Box, list[list[str]]]] = ()
+    body: float = 1.0  # the page's body text size (``prepare``)
+    vocabulary: frozenset[str] = frozenset()  # words the page and document have unbroken
+    rtl: bool = False
+    panel: frozenset[int] = frozenset()  # ids of the lines of a text panel over a picture
+    found: list[_Table] = field(default_factory=list)  # tables and figure-label groups, as items
+    sections: list[list[Item]] = field(default_factory=list)  # single-column runs in reading order
+    blocks: list[Block] = field(default_factory=list)
+    regions: list[tuple[str, Box]] = field(default_factory=list)  # a layout model's (label, box), if any
+    done: bool = False  # set by ``prepare`` on an empty page: nothing left to do
+
+    @property
+    def items(self) -> list[Item]:
+        return [*self.lines, *self.found]
+
+
+PagePass = Callable[[PageLayout], None]
+
+# name → pass, in order
+DEFAULT_PASSES: tuple[tuple[str, PagePass], ...] = (
+    ("prepare", prepare.run),
+    ("figures", figures.run),
+    ("tables", tables.run),
+    ("columns", columns.run),
+    ("blocks", blocks.run),
+)
+
+
+def insert_pass(
+    passes: Sequence[tuple[str, PagePass]], name: str, new: PagePass, *, before: str
+) -> tuple[tuple[str, PagePass], ...]:
+    """``passes`` with ``new`` (called ``name``) run right before the pass called ``before``."""
+    names = [n for n, _ in passes]
+    if before not in names:
+        raise ValueError(f"no pass called {before!r} (passes: {', '.join(names)})")
+    k = names.index(before)
+    return (*passes[:k], (name, new), *passes[k:])
+
+
+def run_passes(page: PageLayout, passes: Sequence[tuple[str, PagePass]] = DEFAULT_PASSES) -> list[Block]:
+    for name, run in passes:
+        if page.done:
+            break
+        run(page)
+        logger.debug(
+            "pass %s: %d lines, %d found, %d blocks", name, len(page.lines), len(page.found), len(page.blocks)
+        )
+    return page.blocks
+
+
+def build_blocks(
+    lines: Sequence[TextLine],
+    *,
+    page_width: float,
+    config: LayoutConfig | None = None,
+    tables: Sequence[tuple[Box, list[list[str]]] | tuple[Box, list[list[Cell]], int]] = (),
+    style: DocStyle | None = None,
+    forms: Sequence[tuple[Box, list[list[str]]]] = (),
+    page_height: float = 0.0,
+    passes: Sequence[tuple[str, PagePass]] = DEFAULT_PASSES,
+) -> list[Block]:
+    """Lines of one page → Markdown-ready blocks in reading order.
+
+    ``tables`` are tables an engine already found (box, cell rows of text or ``Cell``s with spans, and
+    optionally the number of header rows); lines inside their boxes must already be removed by the
+    caller. ``style`` (the whole document's body size, heading sizes, outline and vocabulary)
+    replaces the page-level guesses when the engine has it. ``page_height`` (0: unknown) tells what
+    lies in the margin bands, where a large bare number is no chapter number.
+    """
+    page = PageLayout(
+        lines=list(lines),
+        page_width=page_width,
+        page_height=page_height,
+        config=config or LayoutConfig(),
+        style=style,
+        given_tables=tables,
+        given_forms=forms,
+    )
+    return run_passes(page, passes)

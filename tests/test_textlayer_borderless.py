@@ -1,0 +1,250 @@
+"""Tables without rules, headings and columns on the text layer: the typical misses of issue 25, each
+on a PDF typeset here by PyMuPDF's Story from HTML (a real layout engine places the words)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ocr_app.engines.textlayer import TextLayerEngine
+from ocr_app.ingest.pdf import import_pymupdf
+from ocr_app.structure.layout import blocks_to_markdown
+from tests.factories import assert_in_order, pdf_page_request
+
+pymupdf = import_pymupdf()
+
+CSS = (
+    "body {font-family: sans-serif; font-size: 10pt} table {border-collapse: collapse} "
+    "td, th {padding: 2pt 12pt 2pt 0; text-align: left; vertical-align: top}"
+)
+PROSE = "This paragraph is ordinary prose that runs over more than one line of the page to give it a body."
+
+
+@pytest.fixture(scope="module")
+def engine(textlayer_engine):
+    return textlayer_engine
+
+
+def _story_pdf(path: Path, html: str, columns: str = "") -> Path:
+    page = pymupdf.paper_rect("a4")
+    frame = pymupdf.Rect(56, 56, page.width - 56, page.height - 56)
+    writer = pymupdf.DocumentWriter(str(path))
+    story = pymupdf.Story(html=html, user_css=CSS)
+    dev = writer.begin_page(page)
+    _, filled = story.place(frame)
+    story.draw(dev)
+    if columns:
+        top = pymupdf.Rect(filled).y1 + 10
+        half = (frame.width - 24) / 2
+        col = pymupdf.Story(html=columns, user_css=CSS)
+        for r in (
+            pymupdf.Rect(frame.x0, top, frame.x0 + half, frame.y1),
+            pymupdf.Rect(frame.x1 - half, top, frame.x1, frame.y1),
+        ):
+            more, _ = col.place(r)
+            col.draw(dev)
+            if not more:
+                break
+    writer.end_page()
+    writer.close()
+    return path
+
+
+def _markdown(engine: TextLayerEngine, pdf: Path) -> str:
+    return blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, 0, 72, prompt="")])[0].blocks)
+
+
+def _tables(md: str) -> list[str]:
+    return re.findall(r"<table>.*?</table>", md, re.S)
+
+
+def _rows(table: str) -> list[list[str]]:
+    return [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r) for r in re.findall(r"<tr>(.*?)</tr>", table)]
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{th}</tr>{body}</table>"
+
+
+def test_five_column_table_without_rules_keeps_header_rows_and_long_cells(tmp_path, engine):
+    long_cell = "Permitted under the national rules since the last revision of the agreement text"
+    rows = [["Canada", "Y", "Y", "N", long_cell], ["Mexico", "N", "Y", "Y", "Pending"]]
+    rows += [["Norway", "Y", "N", "N", "Permitted with a licence from the ministry of trade"]]
+    html = f"<h1>Trade Rules</h1><p>{PROSE}</p>" + _table(
+        ["Country", "Import", "Export", "Transit", "Notes"], rows
+    )
+    md = _markdown(engine, _story_pdf(tmp_path / "five.pdf", html + f"<p>{PROSE}</p>"))
+    assert [h for h in md.splitlines() if h.startswith("#")] == ["# Trade Rules"], md
+    (table,) = _tables(md)
+    assert (
+        "<thead><tr><th>Country</th><th>Import</th><th>Export</th><th>Transit</th><th>Notes</th></tr></thead>"
+        in table
+    )
+    got = _rows(table)
+    assert got[1] == rows[0] and got[3] == rows[2], got  # the wrapped long cell stays one cell
+    assert "Canada Y Y" not in md
+
+
+def test_three_column_worksheet_table_has_no_heading_inside(tmp_path, engine):
+    rows = [["Lens", "Clean it with the paper", ""], ["Stage", "Centre the slide", "gently"]]
+    rows += [["Light", "Switch on before focusing", ""], ["Focus", "Coarse knob first, then fine", "slowly"]]
+    html = f"<h1>Microscope Worksheet</h1><p>{PROSE}</p>" + _table(["Part", "What to do", "Notes"], rows)
+    md = _markdown(engine, _story_pdf(tmp_path / "worksheet.pdf", html))
+    assert [h for h in md.splitlines() if h.startswith("#")] == ["# Microscope Worksheet"], md
+    (table,) = _tables(md)
+    assert _rows(table)[1:] == rows
+
+
+def test_four_column_table_is_read_row_by_row_not_column_by_column(tmp_path, engine):
+    rows = [[f"Region {k}", f"{k * 11}.5", f"{k * 7}.25", f"{k * 3}.0"] for k in range(1, 6)]
+    html = f"<p>{PROSE}</p>" + _table(["Region", "North", "South", "East"], rows)
+    md = _markdown(engine, _story_pdf(tmp_path / "four.pdf", html))
+    (table,) = _tables(md)
+    assert _rows(table) == [["Region", "North", "South", "East"], *rows]
+    assert "<thead>" in table  # words over columns of numbers: the first row is the header
+
+
+def test_year_ended_group_header_is_a_spanning_header_cell_not_a_heading(tmp_path, engine):
+    rows = [["Revenue", "1,204.5", "1,330.1", "1,415.9"], ["Costs", "(804.2)", "(850.0)", "(901.3)"]]
+    rows += [["Net income", "400.3", "480.1", "514.6"]]
+    table = (
+        '<table><tr><th></th><th colspan="3">Year Ended</th></tr>'
+        "<tr><th>(in millions)</th><th>2022</th><th>2023</th><th>2024</th></tr>"
+        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+        + "</table>"
+    )
+    md = _markdown(
+        engine, _story_pdf(tmp_path / "year.pdf", f"<h2>Income Statement</h2><p>{PROSE}</p>{table}")
+    )
+    assert "## Year Ended" not in md and "# Year Ended" not in md
+    (got,) = _tables(md)
+    assert '<th colspan="3">Year Ended</th>' in got
+    assert _rows(got)[1] == ["(in millions)", "2022", "2023", "2024"]
+    assert got.count("</th>") == 6 and "</thead>" in got
+
+
+def test_twenty_two_row_parameter_table_stays_one_table(tmp_path, engine):
+    names = ["FIXED_INV_INC_FACTOR", "VAR_RATE", "BASE_COST_PER_UNIT_ANNUAL_ADJUSTMENT", "TAX"]
+    rows = [[f"{names[k % 4]}_{k}", f"{(k * 37 % 900) / 100 + 0.5:.2f}%"] for k in range(22)]
+    rows[0] = ["FIXED_INV_INC_FACTOR", "8.39%"]
+    md = _markdown(
+        engine, _story_pdf(tmp_path / "params.pdf", f"<p>{PROSE}</p>" + _table(["Parameter", "Value"], rows))
+    )
+    (table,) = _tables(md)
+    got = _rows(table)
+    assert len(got) == 23 and got[1] == ["FIXED_INV_INC_FACTOR", "8.39%"] and got[1:] == rows
+
+
+def test_chart_axis_labels_are_not_a_table(tmp_path, engine):
+    pdf = _story_pdf(tmp_path / "chart.pdf", f"<h2>Sales by Region</h2><p>{PROSE}</p>" + "<p>&#160;</p>" * 16)
+    doc = pymupdf.open(pdf)
+    page = doc[0]
+    x0, y1, h = 110.0, 330.0, 170.0
+    shape = page.new_shape()
+    shape.draw_line((x0, y1), (x0 + 330, y1))
+    shape.draw_line((x0, y1), (x0, y1 - h))
+    shape.finish(color=(0, 0, 0), width=0.8)
+    for k, v in enumerate((0.4, 0.8, 0.6, 0.9, 0.3)):
+        bx = x0 + 20 + k * 62
+        shape.draw_rect(pymupdf.Rect(bx, y1 - v * h, bx + 36, y1))
+        shape.finish(fill=(0.3, 0.45, 0.7), color=None)
+        page.insert_text((bx + 4, y1 + 11), ["north", "south", "east", "west", "centre"][k], fontsize=7)
+    shape.commit()
+    for k in range(5):
+        page.insert_text((x0 - 18, y1 - k * h / 4 + 2), str(k * 25), fontsize=7)
+    doc.saveIncr()
+    doc.close()
+    md = _markdown(engine, pdf)
+    assert "<table" not in md and "|" not in md, md
+    assert "## Sales by Region" in md
+
+
+def test_bold_colon_lead_in_is_a_heading_and_its_list_follows(tmp_path, engine):
+    html = (
+        f"<h1>Using the Microscope</h1><p>{PROSE}</p><p><b>Steps for Using the Microscope:</b></p>"
+        "<ol><li>Place the slide on the stage.</li><li>Turn on the light.</li></ol>"
+        f"<p>{PROSE}</p>"
+    )
+    md = _markdown(engine, _story_pdf(tmp_path / "lead.pdf", html))
+    heads = [h for h in md.splitlines() if h.startswith("#")]
+    assert heads[0] == "# Using the Microscope"
+    assert re.fullmatch(r"#{2,6} Steps for Using the Microscope:", heads[1]), md
+    assert "1. Place the slide on the stage." in md
+
+
+def test_numbered_sections_and_two_columns_are_not_interleaved(tmp_path, engine):
+    left = [f"Left column sentence number {k} about the first topic of the article." for k in range(12)]
+    right = [f"Right column sentence number {k} about the second topic here." for k in range(12)]
+    columns = "<h2>1 Method</h2>" + "".join(f"<p>{s}</p>" for s in left)
+    columns += "<h2>2 Results</h2>" + "".join(f"<p>{s}</p>" for s in right)
+    md = _markdown(engine, _story_pdf(tmp_path / "cols.pdf", f"<h1>An Article</h1><p>{PROSE}</p>", columns))
+    assert [h for h in md.splitlines() if h.startswith("#")] == [
+        "# An Article",
+        "## 1 Method",
+        "## 2 Results",
+    ]
+    assert_in_order(md, [*left, *right])
+    assert "<table" not in md
+
+
+def test_line_break_hyphens_are_removed_on_a_two_column_page(tmp_path, engine):
+    left = [
+        "The committee studied the environ-",
+        "mental effects of the new regu-",
+        "lation on the harbour and its",
+    ]
+    left += [
+        "surroundings over several years",
+        "and wrote a report on its find-",
+        "ings for the council members.",
+    ]
+    right = [
+        "A second team measured the tem-",
+        "perature of the water every morn-",
+        "ing and compared the readings",
+    ]
+    right += [
+        "with the records kept by the",
+        "museum since the previous cen-",
+        "tury in a long table of values.",
+    ]
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((56, 70), "Harbour Study", fontsize=20, fontname="hebo")
+    for k, (a, b) in enumerate(zip(left, right, strict=True)):
+        page.insert_text((56, 120 + 13 * k), a, fontsize=10)
+        page.insert_text((310, 120 + 13 * k), b, fontsize=10)
+    pdf = tmp_path / "hyphens.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    for word in ("environmental", "regulation", "findings", "temperature", "morning", "century"):
+        assert word in md, md
+    assert_in_order(
+        md, ["The committee studied", "for the council members.", "A second team", "long table of values."]
+    )
+
+
+def test_numbers_set_one_space_apart_are_cells_of_their_own(tmp_path, engine):
+    """A tight table (no cell padding, as LibreOffice sets HTML tables): each row's numbers come from
+    PyMuPDF as one piece; they are cut into their columns."""
+    rows = [["Revenue", "1,204.5", "1,330.1", "1,415.9"], ["Costs", "(804.2)", "(850.0)", "(901.3)"]]
+    rows += [["Taxes", "(100.0)", "(120.5)", "(130.7)"], ["Net income", "300.3", "359.6", "383.9"]]
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    words = PROSE.split()
+    page.insert_text((60, 80), " ".join(words[:12]), fontsize=10)
+    page.insert_text((60, 94), " ".join(words[12:]), fontsize=10)
+    for k, (label, *numbers) in enumerate(rows):
+        y = 130 + 14 * k
+        page.insert_text((60, y), label, fontsize=10)
+        for c, number in enumerate(numbers):  # each cell at its column, a space's width after the last
+            page.insert_text((160 + 38 * c, y), number, fontsize=10)
+    pdf = tmp_path / "tight.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == rows, md
