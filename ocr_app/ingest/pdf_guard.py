@@ -69,10 +69,16 @@ def content_bytes(page: pymupdf.Page, cap: int) -> int:
     """Inflated bytes of the page's content streams and the form XObjects it uses, counted up to just
     past ``cap`` (call with ``MUPDF_LOCK`` held)."""
     doc = page.parent
-    xrefs = list(page.get_contents()) + [x[0] for x in page.get_xobjects()]
+    try:
+        xrefs = list(page.get_contents()) + [x[0] for x in page.get_xobjects()]
+    except (RuntimeError, ValueError):  # a damaged page: MuPDF renders what it can, as before
+        return 0
     total = 0
     for xref in dict.fromkeys(x for x in xrefs if x > 0):
-        total += decoded_size(doc, xref, cap - total)
+        try:
+            total += decoded_size(doc, xref, cap - total)
+        except (RuntimeError, ValueError) as exc:  # a stream MuPDF cannot read inflates to nothing
+            logger.debug("page %d: stream %d not counted: %s", page.number + 1, xref, exc)
         if total > cap:
             break
     return total
