@@ -390,6 +390,38 @@ def test_a_full_disk_is_exit_1_with_one_line_per_file(tmp_path):
     assert "Traceback" not in proc.stderr and "AttributeError" not in proc.stderr
 
 
+def test_a_read_only_output_folder_is_exit_1_naming_the_cause(tmp_path):
+    """Row 4/5's other causes: a folder that cannot be written (a read-only mount; root ignores file
+    permissions, a read-only file system stops it too) → one line with the cause, exit 1."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"]).returncode != 0:
+        pytest.skip("user namespaces (unshare -rm) are not available here")
+    pdf = _long_pdf(tmp_path / "doc.pdf", 2)
+    out = tmp_path / "ro"
+    out.mkdir()
+    cli = " ".join(_cli_cmd("convert", str(pdf), "-o", str(out), "--engine", "textlayer", "-q"))
+    script = f"mount -t tmpfs -o ro tmpfs {out} && {cli}; echo rc=$?"
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True,
+                          env=_env(), timeout=600)  # fmt: skip
+    assert proc.stdout.strip().splitlines()[-1] == "rc=1", proc.stdout + proc.stderr
+    assert f"✗ doc.pdf: Cannot write the outputs to {out}: Read-only file system" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_app_summary_names_an_incomplete_document():
+    """Row 4 in the app: a cancelled job's document says it is incomplete in the summary line."""
+    from ocr_app.schema import DocumentResult, PageResult
+    from ocr_app.ui.viewer import summary_markdown
+
+    pages = [PageResult(index=i, source="long.pdf", width=10, height=10) for i in range(7)]
+    doc = DocumentResult(source="long.pdf", pages=pages, page_count=40, pages_selected=40,
+                         incomplete_reason="cancelled")  # fmt: skip
+    assert doc.to_dict()["complete"] is False and doc.to_dict()["pages_done"] == 7
+    text = summary_markdown([doc], cancelled=True)
+    assert "**long.pdf** — INCOMPLETE: 7 of 40 pages converted (cancelled)" in text
+    done = DocumentResult(source="long.pdf", pages=pages, page_count=40, pages_selected=7)
+    assert "INCOMPLETE" not in summary_markdown([done], cancelled=False) and done.complete
+
+
 def test_a_name_of_251_characters_converts(tmp_path):
     """Row 6: a 255-character file name is legal; its outputs get a shortened name that fits."""
     name = "r" * 251
