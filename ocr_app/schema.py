@@ -81,7 +81,7 @@ class Block:
 class EngineOutput:
     """What an engine returns for one page request."""
 
-    engine: str  # "deepseek-ocr2", "light", "textlayer", "remote", ...
+    engine: str  # the engine kind: "deepseek", "light", "textlayer", "remote", ... (ocr_app.choices)
     raw_text: str = ""  # model text with grounding tags kept (empty for engines that give blocks)
     blocks: list[Block] | None = None  # engines that produce blocks directly fill this
     stop_reason: StopReason = StopReason.NONE

@@ -303,9 +303,7 @@ def test_panel_text_says_no_gpu_and_shows_engine_states(converter, settings):
     assert "**deepseek** (default): " in text
     state = converter.describe()["engines"]["deepseek"]["state"]
     assert f"(default): {state}" in text
-    assert (
-        status_panel.engine_label("auto", converter.describe()) == "auto: PDF text layer, else deepseek-ocr2"
-    )
+    assert status_panel.engine_label("auto", converter.describe()) == "auto: PDF text layer, else deepseek"
     assert status_panel.engine_label("light", {}) == "light: light CPU OCR (rapidocr)"
     assert status_panel.engine_state({"loaded": True}) == "ready"
     assert status_panel.engine_state({"loaded": False}) == "not loaded"
@@ -320,7 +318,12 @@ def test_notice_explains_how_to_get_deepseek_when_it_is_not_used(tiny_checkpoint
     light = build_engines(Settings(engine="light", **base)).describe()
     notice = status_panel.notice_markdown(light)
     assert "**light** engine" in notice and "--model /path/to/DeepSeek-OCR-2" in notice
-    missing = {"default": "textlayer", "engines": {"textlayer": {}}, "unavailable": {"deepseek": "no torch"}}
+    missing = {
+        "default": "textlayer",
+        "preferred": "deepseek",
+        "engines": {"textlayer": {}},
+        "unavailable": {"deepseek": "no torch"},
+    }
     notice = status_panel.notice_markdown(missing)
     assert "DeepSeek-OCR-2 cannot run here:** no torch" in notice and "ocr-app[light]" in notice
 
@@ -502,9 +505,13 @@ def test_sweep_removes_only_folders_whose_owner_is_gone(tmp_path):
 # --- small parts of the form and the queue line --------------------------------------------------
 def test_prompt_and_mode_are_off_for_engines_that_ignore_them():
     describe = {"default": "auto", "engines": {"auto": {"ocr": "light"}}}
-    assert "light" in form.ignored_options_reason("auto", describe)
-    assert "DeepSeek-OCR-2 only" in form.ignored_options_reason("textlayer", describe)
-    assert "light engine" in form.ignored_options_reason("light", describe)
+    assert "light engine, which takes no prompt" in form.ignored_options_reason("auto", describe)
+    assert form.ignored_options_reason("textlayer", describe) == (
+        "textlayer (PDF text layer only) takes no prompt or resolution mode"
+    )
+    assert "light (light CPU OCR (rapidocr)) takes no prompt" in form.ignored_options_reason(
+        "light", describe
+    )
     assert form.ignored_options_reason("deepseek", describe) is None
     assert form.ignored_options_reason("remote", describe) is None
     assert form.ignored_options_reason("auto", {"engines": {"auto": {"ocr": "deepseek-ocr2"}}}) is None
@@ -537,10 +544,11 @@ def test_queue_position_in_words():
 def test_engine_list_leaves_out_deepseek_without_weights_and_warns_without_gpu():
     describe = {"default": "auto", "engines": {"auto": {"ocr": "light"}}, "unavailable": {"remote": "no URL"}}
     names = ["deepseek", "light", "textlayer", "auto"]
-    choices, notes = status_panel.engine_choices(names, describe, deepseek_weights=False, has_gpu=False)
+    no_weights = {"deepseek": "no model weights on this machine"}
+    choices, notes = status_panel.engine_choices(names, describe, missing=no_weights, has_gpu=False)
     assert [v for _, v in choices] == ["light", "textlayer", "auto"]
     assert any(n.startswith("deepseek: no model weights") for n in notes) and "remote: no URL" in notes
-    choices, _ = status_panel.engine_choices(names, describe, deepseek_weights=True, has_gpu=False)
+    choices, _ = status_panel.engine_choices(names, describe, missing={}, has_gpu=False)
     assert dict((v, k) for k, v in choices)["deepseek"].endswith("no GPU: slow on the CPU")
 
 

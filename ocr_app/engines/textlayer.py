@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.engine_api import Engine
+from ocr_app.choices import engine_kind
+from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
@@ -93,6 +94,17 @@ def _is_garbage(ch: str) -> bool:
     cat = unicodedata.category(ch)
     # Cc/Cf/Cs/Co/Cn: control, format, surrogate, private use, unassigned — unmapped glyphs land here.
     return cat.startswith("C")
+
+
+PROFILE_MAX_CONTENT = 16 * 2**20  # inflated content bytes of a page the document profile reads
+
+
+def _heavy(page: pymupdf.Page) -> bool:
+    """A page whose content inflates past ``PROFILE_MAX_CONTENT`` (reading its text takes seconds; a
+    decompression bomb takes minutes): the document profile samples the other pages."""
+    from ocr_app.ingest.pdf_guard import content_bytes
+
+    return content_bytes(page, PROFILE_MAX_CONTENT) > PROFILE_MAX_CONTENT
 
 
 def _open(pdf_path: Path | str, password: str | None = None) -> pymupdf.Document:
@@ -773,7 +785,7 @@ class TextLayerEngine(Engine):
             if key in self._profiles:
                 self._profiles.move_to_end(key)
                 return self._profiles[key]
-        profile = build_profile(doc, extract_lines)
+        profile = build_profile(doc, extract_lines, skip=_heavy)
         with self._profiles_lock:
             self._profiles[key] = profile
             while len(self._profiles) > PROFILE_CACHE:
@@ -819,6 +831,10 @@ class TextLayerEngine(Engine):
     @property
     def is_loaded(self) -> bool:
         return self._loaded
+
+    def capabilities(self) -> Capabilities:
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision."""
+        return engine_kind(self.name).capabilities
 
     def report(self, pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
         """``inspect_report`` through this engine's open document (the router asks once per page)."""

@@ -73,9 +73,6 @@ class DocumentProfile:
         return edge if (edge, running_key(line.text)) in self.running else None
 
 
-SAMPLE_MAX_CONTENT = 16 * 2**20  # inflated content bytes of a page the profile reads
-
-
 def _sample(count: int, limit: int = MAX_PAGES) -> list[int]:
     if count <= limit:
         return list(range(count))
@@ -87,20 +84,21 @@ def _weighted_mode(values: collections.Counter) -> float:
     return values.most_common(1)[0][0] if values else 0.0
 
 
-def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
-    """Read a sample of the document's pages once and derive its style and running lines."""
+def build_profile(
+    doc: pymupdf.Document, extract: Extract, skip: Callable[[pymupdf.Page], bool] | None = None
+) -> DocumentProfile:
+    """Read a sample of the document's pages once and derive its style and running lines (``skip``:
+    pages the sample leaves out, e.g. ones whose content is too heavy to read quickly)."""
     sizes: collections.Counter[float] = collections.Counter()
     weights: collections.Counter[int] = collections.Counter()
     fonts: collections.Counter[str] = collections.Counter()
     seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
-    from ocr_app.ingest.pdf_guard import content_bytes
-
     indices = _sample(doc.page_count)
     for index in indices:
         page = doc[index]
-        if content_bytes(page, SAMPLE_MAX_CONTENT) > SAMPLE_MAX_CONTENT:
+        if skip is not None and skip(page):
             continue  # a heavy (or hostile) page costs seconds to read; the sample does without it
         lines = extract(page, 1.0)
         height = page.rect.height

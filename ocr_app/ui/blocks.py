@@ -84,7 +84,6 @@ class Choices:
 
     @classmethod
     def of(cls, converter: Converter, settings: Settings) -> Choices:
-        from ocr_app.models.deepseek_ocr2.loading import weights_available
         from ocr_app.runtime.vram import snapshot
 
         describe = converter.describe()
@@ -93,7 +92,7 @@ class Choices:
         engines, notes = status_panel.engine_choices(
             names,
             describe,
-            deepseek_weights="deepseek" in names and weights_available(settings.model),
+            missing=converter.engines.missing(),
             has_gpu=snapshot(settings.device).available,
         )
         caps = converter.capabilities()
