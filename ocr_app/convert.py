@@ -51,6 +51,9 @@ class ConvertOptions:
     # ``pages`` over several files: True = each file converts the selected pages it has (pages past its
     # end are left out, with a note); False = strict; None = True when one call converts several files.
     clip_pages: bool | None = None
+    # Files converted at once when one call converts several: None = as many as the engine serves at
+    # once (``Capabilities.max_concurrent_jobs``: 1 unless it batches concurrent conversions).
+    files_at_once: int | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ConvertOptions:
@@ -148,6 +151,19 @@ def _cancel_reason(cancel: threading.Event | None) -> str:
     return getattr(cancel, "reason", None) or "cancelled"
 
 
+def _serialized(progress: ProgressFn | None) -> ProgressFn | None:
+    """``progress`` called from one thread at a time (files converting side by side all report)."""
+    if progress is None:
+        return None
+    lock = threading.Lock()
+
+    def report(event: ProgressEvent) -> None:
+        with lock:
+            progress(event)
+
+    return report
+
+
 def _unique_stem(name: str, taken: set[str]) -> str:
     from ocr_app.render.staging import fit_name
 
@@ -216,14 +232,80 @@ class Converter:
         if not files and not missing:
             raise InputError("No input files: give PDF or image files, or folders that contain them.")
         taken: set[str] = set()
-        results = list(missing)
+        stems = [_unique_stem(path.name, taken) for path in files]  # by input order, not finishing order
+        at_once = self._files_at_once(options, len(files))
+        try:
+            if at_once <= 1:
+                done = self._convert_serial(files, stems, out, options, progress, cancel)
+            else:
+                done = self._convert_overlapped(files, stems, out, options, at_once, progress, cancel)
+        except ConversionCancelled as exc:  # the files done before it: the caller reports them too
+            exc.documents = [*missing, *exc.documents]
+            raise
+        return [*missing, *done]
+
+    def _convert_serial(self, files, stems, out, options, progress, cancel) -> list[DocumentResult]:
+        done: list[DocumentResult] = []
         for i, path in enumerate(files):
             try:
-                results.append(self._convert_file(path, out, options, i, len(files), progress, cancel, taken))
-            except ConversionCancelled as exc:  # the files before it are done: the caller reports them
-                exc.documents = results + ([exc.partial] if exc.partial is not None else [])
+                done.append(self._convert_file(path, out, options, i, len(files), progress, cancel, stems[i]))
+            except ConversionCancelled as exc:
+                exc.documents = [*done, *([exc.partial] if exc.partial is not None else [])]
                 raise
-        return results
+        return done
+
+    def _files_at_once(self, options: ConvertOptions, n_files: int) -> int:
+        """``options.files_at_once``, else what the engine serves at once; never more than the files."""
+        if n_files <= 1:
+            return 1
+        if options.files_at_once is not None:
+            return max(1, min(int(options.files_at_once), n_files))
+        try:
+            jobs = self.engines.get(options.engine).capabilities().max_concurrent_jobs
+        except OcrError:
+            return 1  # the engine is missing: each file reports it, one after another
+        return max(1, min(int(jobs), n_files))
+
+    def _convert_overlapped(
+        self,
+        files: list[Path],
+        stems: list[str],
+        out: Path,
+        options: ConvertOptions,
+        at_once: int,
+        progress: ProgressFn | None,
+        cancel: threading.Event | None,
+    ) -> list[DocumentResult]:
+        """Convert ``at_once`` files at a time on worker threads, so an engine that batches (the graph
+        decoder, a fleet) decodes pages of several files together instead of one small file after
+        another. Each file's outputs are written when it finishes; results come back in input order.
+        A cancel (or Ctrl-C in the calling thread) stops every file at its next page; the first
+        cancelled file's ``ConversionCancelled`` is raised once every worker has stopped."""
+        from concurrent.futures import ThreadPoolExecutor, wait
+
+        stop = cancel if cancel is not None else threading.Event()
+        report = _serialized(progress)
+        with ThreadPoolExecutor(at_once, thread_name_prefix="ocr-file") as pool:
+            futures = [
+                pool.submit(self._convert_file, path, out, options, i, len(files), report, stop, stems[i])
+                for i, path in enumerate(files)
+            ]
+            try:
+                wait(futures)
+            except BaseException:  # KeyboardInterrupt in the caller's thread: stop the workers too
+                stop.set()
+                wait(futures)
+                raise
+        cancelled = [f.exception() for f in futures if isinstance(f.exception(), ConversionCancelled)]
+        if cancelled:
+            first = cancelled[0]
+            first.documents = [
+                f.result() if f.exception() is None else f.exception().partial
+                for f in futures
+                if f.exception() is None or getattr(f.exception(), "partial", None) is not None
+            ]
+            raise first
+        return [f.result() for f in futures]
 
     def _convert_file(
         self,
@@ -234,7 +316,7 @@ class Converter:
         file_count: int,
         progress: ProgressFn | None,
         cancel: threading.Event | None,
-        taken: set[str],
+        stem: str,
     ) -> DocumentResult:
         from ocr_app.ingest import IngestLimits, clip_page_range, open_document, parse_page_range
 
@@ -256,7 +338,7 @@ class Converter:
                 job.total = doc.pages_selected = len(indices)
                 doc.page_count = src.page_count
                 engine = self.engines.get(options.engine)
-                self._run_pages(src, indices, engine, options, job, out, doc, taken)
+                self._run_pages(src, indices, engine, options, job, out, doc, stem)
         except ConversionCancelled as exc:
             if doc.pages:  # finished pages were published by _run_pages (complete: false)
                 exc.partial = doc
@@ -283,7 +365,7 @@ class Converter:
         job.emit("done", f"Finished {path.name}: {n} page{'' if n == 1 else 's'}")
         return doc
 
-    def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, taken) -> None:
+    def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, stem: str) -> None:
         """The whole document is one lazy stream of page requests: the engine pulls pages as it has
         room for them (a GPU engine keeps its decoder's slots full across the document), so pages are
         rendered only as fast as they are recognised and host memory stays bounded by the engine's
@@ -294,7 +376,6 @@ class Converter:
         one whose outputs cannot be written is not published at all."""
         from ocr_app.render.writer import DocumentWriter
 
-        stem = _unique_stem(src.name, taken)
         writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices).open()
         if writer.renamed:
             note = f"another run was writing {stem}/ in {out}: this one wrote {writer.stem}/ instead"
@@ -351,6 +432,7 @@ class Converter:
                 mode=options.mode,
                 max_new_tokens=options.max_new_tokens,
                 use_cache=options.use_cache,
+                cancel=job.cancel,  # a batching engine drops the page at once when the job is cancelled
             )
 
     def _recognize(self, engine: Engine, requests: Iterable[PageRequest], job: _Job, writer) -> None:
@@ -371,6 +453,7 @@ class Converter:
                 finished.add(i)
                 self._finish_page_or_fail(job, writer, request, output)
                 job.check_cancel()
+            job.check_cancel()  # an engine may end its stream early for a cancelled job
             for k, req in enumerate(pulled):  # an engine must answer every page it took
                 if k not in finished and req is not None:
                     err = EngineError(f"the {engine.name} engine returned no output for this page")

@@ -45,6 +45,12 @@ def _cli_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "ocr_app.cli", *args]
 
 
+def _one_core() -> None:
+    """In the child before exec: one CPU, so the text layer converts one file at a time (it takes as
+    many files at once as it has cores) and "the file in progress" is one file."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(_cli_cmd(*args), capture_output=True, text=True, env=_env(**env), timeout=600)
 
@@ -275,7 +281,7 @@ def test_a_signal_publishes_the_document_in_progress_marked_incomplete(four_file
     out = tmp_path / "out"
     proc = subprocess.Popen(
         _cli_cmd("convert", *map(str, four_files), "-o", str(out), "--engine", "textlayer", "-q"),
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_one_core,
     )  # fmt: skip
     _wait_for("file 2's overlays", _overlays_written(out, "f2", 3), proc=proc)
     proc.send_signal(signum)
@@ -305,7 +311,7 @@ def test_a_second_signal_stops_at_once_and_publishes_nothing_of_that_document(fo
     out = tmp_path / "out"
     proc = subprocess.Popen(
         _cli_cmd("convert", *map(str, four_files), "-o", str(out), "--engine", "textlayer", "-q"),
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_one_core,
     )  # fmt: skip
     _wait_for("file 2's overlays", _overlays_written(out, "f2", 3), proc=proc)
     os.kill(proc.pid, signal.SIGSTOP)

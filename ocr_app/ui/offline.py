@@ -98,18 +98,10 @@ class ContentSecurityPolicy:
         await self.app(scope, receive, send_with_policy)
 
 
-def launch_kwargs() -> dict[str, Any]:
-    """What ``Blocks.launch`` needs for the policy: the middleware, in the FastAPI app's arguments."""
-    from starlette.middleware import Middleware
-
-    return {"app_kwargs": {"middleware": [Middleware(ContentSecurityPolicy)]}}
-
-
 __all__ = [
     "CONTENT_SECURITY_POLICY",
     "ContentSecurityPolicy",
     "is_remote",
-    "launch_kwargs",
     "offline_markdown",
     "remote_image_link",
 ]
