@@ -96,6 +96,17 @@ def _is_garbage(ch: str) -> bool:
     return cat.startswith("C")
 
 
+PROFILE_MAX_CONTENT = 16 * 2**20  # inflated content bytes of a page the document profile reads
+
+
+def _heavy(page: pymupdf.Page) -> bool:
+    """A page whose content inflates past ``PROFILE_MAX_CONTENT`` (reading its text takes seconds; a
+    decompression bomb takes minutes): the document profile samples the other pages."""
+    from ocr_app.ingest.pdf_guard import content_bytes
+
+    return content_bytes(page, PROFILE_MAX_CONTENT) > PROFILE_MAX_CONTENT
+
+
 def _open(pdf_path: Path | str, password: str | None = None) -> pymupdf.Document:
     """Open a PDF for reading its text; ``password`` unlocks an encrypted one (never logged)."""
     from ocr_app.ingest.pdf import import_pymupdf
@@ -788,7 +799,7 @@ class TextLayerEngine(Engine):
             if key in self._profiles:
                 self._profiles.move_to_end(key)
                 return self._profiles[key]
-        profile = build_profile(doc, extract_lines)
+        profile = build_profile(doc, extract_lines, skip=_heavy)
         with self._profiles_lock:
             self._profiles[key] = profile
             while len(self._profiles) > PROFILE_CACHE:

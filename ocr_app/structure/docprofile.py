@@ -84,8 +84,11 @@ def _weighted_mode(values: collections.Counter) -> float:
     return values.most_common(1)[0][0] if values else 0.0
 
 
-def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
-    """Read a sample of the document's pages once and derive its style and running lines."""
+def build_profile(
+    doc: pymupdf.Document, extract: Extract, skip: Callable[[pymupdf.Page], bool] | None = None
+) -> DocumentProfile:
+    """Read a sample of the document's pages once and derive its style and running lines (``skip``:
+    pages the sample leaves out, e.g. ones whose content is too heavy to read quickly)."""
     sizes: collections.Counter[float] = collections.Counter()
     weights: collections.Counter[int] = collections.Counter()
     fonts: collections.Counter[str] = collections.Counter()
@@ -95,6 +98,8 @@ def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
     indices = _sample(doc.page_count)
     for index in indices:
         page = doc[index]
+        if skip is not None and skip(page):
+            continue  # a heavy (or hostile) page costs seconds to read; the sample does without it
         lines = extract(page, 1.0)
         height = page.rect.height
         page_sizes: collections.Counter[float] = collections.Counter()
