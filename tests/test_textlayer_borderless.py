@@ -248,3 +248,65 @@ def test_numbers_set_one_space_apart_are_cells_of_their_own(tmp_path, engine):
     md = _markdown(engine, pdf)
     (table,) = _tables(md)
     assert _rows(table) == rows, md
+
+
+def _tight_pdf(path: Path, html: str, valign: str = "top") -> Path:
+    """A table typeset with one space between cells (no cell padding), as LibreOffice sets HTML tables:
+    PyMuPDF returns cells of one row that sit that close as one piece ("Toronto Yes")."""
+    css = (
+        "body {font-family: sans-serif; font-size: 10pt} table {border-collapse: collapse} "
+        f"td, th {{padding: 0 3pt 0 0; text-align: left; vertical-align: {valign}}}"
+    )
+    writer = pymupdf.DocumentWriter(str(path))
+    page = pymupdf.paper_rect("a4")
+    story = pymupdf.Story(html=html, user_css=css)
+    dev = writer.begin_page(page)
+    story.place(pymupdf.Rect(56, 56, page.width - 56, page.height - 56))
+    story.draw(dev)
+    writer.end_page()
+    writer.close()
+    return path
+
+
+def _one_line(pdf: Path, text: str) -> bool:
+    return any(ln.strip() == text for ln in pymupdf.open(pdf)[0].get_text().splitlines())
+
+
+def test_text_cells_set_one_space_apart_are_cut_at_the_other_rows_columns(tmp_path, engine):
+    head = ["City", "Import", "Export", "Notes"]
+    rows = [["Nairobi", "n/a", "Y", "storage museum"], ["Berlin", "Yes", "Yes", "cold storage"]]
+    rows += [["Toronto", "Yes", "n/a", "culture daily"], ["Toronto", "n/a", "Yes", "eastern growth"]]
+    pdf = _tight_pdf(tmp_path / "cities.pdf", f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>")
+    assert _one_line(pdf, "Toronto Yes") and _one_line(pdf, "Import Export Notes")  # one piece each
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+
+
+def test_a_row_whose_every_cell_is_one_space_from_the_next_stays_in_its_table(tmp_path, engine):
+    head = ["Country", "Capital", "Language"]
+    rows = [["France", "Paris", "French"], ["United Kingdom", "Westminster", "English"]]
+    rows += [["Spain", "Madrid", "Spanish"], ["Italy", "Rome", "Italian"]]
+    pdf = _tight_pdf(tmp_path / "countries.pdf", f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>")
+    assert _one_line(pdf, "United Kingdom Westminster English")
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+
+
+def test_cells_centred_on_rows_without_padding_keep_their_rows(tmp_path, engine):
+    """Cells centred on their row's middle line, rows without padding: the lines of neighbouring
+    cells interleave, a key cell wraps onto a line of its own, and a long cell runs into the next
+    column's cell one space away."""
+    head = ["Part", "What to do", "Notes"]
+    rows = [["Lens", "Clean the lens with the soft paper from the box before each use of the microscope", "x"]]
+    rows += [["Coarse Focus Knob", "Turn slowly", "gently"]]
+    rows += [["Stage", "Centre the slide under the clips and hold it with two fingers while you move it", "firm"]]
+    rows += [["Light", "Switch on", "first"]]
+    html = f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>"
+    pdf = _tight_pdf(tmp_path / "centred.pdf", html, valign="middle")
+    assert _one_line(pdf, "Knob")  # the wrapped key's second line stands alone
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+    assert md.index(PROSE) < md.index("<table>") < md.rindex(PROSE)

@@ -48,6 +48,7 @@ class Piece(Protocol):
     bold: bool
     weight: int
     in_figure: bool
+    words: tuple[tuple[float, float], ...]  # x-ranges of the words of ``text``; () when unknown
 
 
 @dataclass
@@ -78,22 +79,36 @@ def _height(row: Sequence[Piece]) -> float:
     return box[3] - box[1]
 
 
+def _stacks(row: Sequence[Piece]) -> list[list[Piece]]:
+    """The row's pieces left to right, those that overlap in x stacked together (the lines of one
+    cell centred beside a taller cell share the row)."""
+    stacks: list[list[Piece]] = []
+    for p in sorted(row, key=lambda q: q.box[0]):
+        if stacks and p.box[0] < max(q.box[2] for q in stacks[-1]):
+            stacks[-1].append(p)
+        else:
+            stacks.append([p])
+    return stacks
+
+
 def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
     """≥ 2 pieces a clear gap apart, not figure labels, not a list item's marker and its text."""
-    pieces = sorted(row, key=lambda p: p.box[0])
-    if len(pieces) < 2 or any(p.in_figure for p in pieces) or _MARKER.match(pieces[0].text.strip()):
+    stacks = _stacks(row)
+    if len(stacks) < 2 or any(p.in_figure for p in row) or _MARKER.match(stacks[0][0].text.strip()):
         return False
-    gaps = [b.box[0] - a.box[2] for a, b in itertools.pairwise(pieces)]
+    boxes = [_union([p.box for p in st]) for st in stacks]
+    gaps = [b[0] - a[2] for a, b in itertools.pairwise(boxes)]
     if min(gaps) < 0.5 * body:
         return False
-    if len(pieces) >= 3:
+    if len(stacks) >= 3:
         return True
     # Two pieces: a key and its value (together well under the page's width, or one a number), not
     # two columns of prose (each nearly half the page).
-    if any(_NUMERIC.match(p.text.strip()) for p in pieces):
+    if any(len(st) == 1 and _NUMERIC.match(st[0].text.strip()) for st in stacks):
         return True
-    widths = [p.box[2] - p.box[0] for p in pieces]
-    return sum(widths) <= 0.6 * page_width and all(len(p.text.split()) <= MAX_PAIR_WORDS for p in pieces)
+    widths = [b[2] - b[0] for b in boxes]
+    words = [sum(len(p.text.split()) for p in st) for st in stacks]
+    return sum(widths) <= 0.6 * page_width and all(w <= MAX_PAIR_WORDS for w in words)
 
 
 def _intervals(rows: Sequence[Sequence[Piece]]) -> list[list[float]]:
@@ -106,16 +121,119 @@ def _intervals(rows: Sequence[Sequence[Piece]]) -> list[list[float]]:
     return cols
 
 
-def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> bool:
-    """Whether the row lies in one column's slot: from the column's left edge to the next column's,
+Word = tuple[str, float, float]  # text, x0, x1
+MIN_SEPARATOR = 0.2  # × body size: the narrowest white strip between two columns (about one space)
+
+
+def _words(p: Piece) -> list[Word]:
+    """The piece's words with their x-ranges: the glyphs' own where the engine gave them, else
+    estimated in proportion to the characters before them (OCR lines)."""
+    tokens = list(re.finditer(r"\S+", p.text))
+    known = getattr(p, "words", ())
+    if known and len(known) == len(tokens):
+        return [(t.group(), a, b) for t, (a, b) in zip(tokens, known, strict=True)]
+    x0, width, n = p.box[0], p.box[2] - p.box[0], max(len(p.text), 1)
+    return [(t.group(), x0 + width * t.start() / n, x0 + width * t.end() / n) for t in tokens]
+
+
+def separators(rows: Sequence[Sequence[Piece]], body: float) -> list[tuple[float, float]]:
+    """White vertical strips between columns: x-ranges no word of any row touches, at least
+    ``MIN_SEPARATOR`` × body wide. A strip no piece crosses parts two columns (as the pieces' own
+    gaps do); a strip that falls between two words of a piece ("Toronto Yes": cells set one space
+    apart come as one piece) parts columns only where the other rows' pieces line up on its edges
+    (≥ 2 start at its right edge or end at its left one), so word spaces that happen to line up in
+    a column of text, right of shorter cells, cut nothing."""
+    pieces = [(p, _words(p)) for r in rows for p in r]
+    spans = sorted((a, b) for _, words in pieces for _, a, b in words)
+    if not spans:
+        return []
+    free: list[tuple[float, float]] = []
+    end = spans[0][1]
+    for a, b in spans[1:]:
+        if a - end >= MIN_SEPARATOR * body:
+            free.append((end, a))
+        end = max(end, b)
+    tol = 0.25 * body
+    seps = []
+    for s0, s1 in free:
+        crossing = [w for _, w in pieces if w and w[0][1] < s0 and w[-1][2] > s1]
+        if crossing:
+            # Edges on the strip: of pieces that stop at it, and of the crossing pieces' words.
+            edges = sum(
+                1
+                for _, w in pieces
+                if w
+                and not (w[0][1] < s0 and w[-1][2] > s1)
+                and (abs(w[0][1] - s1) <= tol or abs(w[-1][2] - s0) <= tol)
+            )
+            inner = sum(
+                1
+                for w in crossing
+                if any(abs(a - s1) <= tol for _, a, _ in w) or any(abs(b - s0) <= tol for *_, b in w)
+            )
+            if edges < 1 or edges + inner < 2:
+                continue
+        seps.append((s0, s1))
+    return seps
+
+
+def _columns_between(rows: Sequence[Sequence[Piece]], seps: list[tuple[float, float]]) -> list[list[float]]:
+    """The x-ranges of the rows' words between consecutive separators: the table's columns."""
+    cols: list[list[float]] = [[] for _ in range(len(seps) + 1)]
+    for r in rows:
+        for p in r:
+            for _, a, b in _words(p):
+                k = sum(1 for s in seps if s[1] <= (a + b) / 2)
+                cols[k].extend((a, b))
+    return [[min(c), max(c)] for c in cols if c]
+
+
+def grid_columns(rows: Sequence[Sequence[Piece]], body: float) -> list[list[float]]:
+    """The column x-ranges of a run's rows: split at the separators (``separators``)."""
+    return _columns_between(rows, separators(rows, body)) if rows else []
+
+
+def _opens(a: Word, b: Word, sep: tuple[float, float], body: float) -> bool:
+    """Whether the space between two words, at least a narrow space wide, opens onto the separator."""
+    return a[2] < sep[1] and b[1] > sep[0] and b[1] - a[2] >= MIN_SEPARATOR * body
+
+
+def _cut(row: Sequence[Piece], seps: list[tuple[float, float]], body: float) -> list:
+    """The row with each piece cut where a separator crosses it: at the space between two of its
+    words that overlaps the separator most."""
+    out: list = []
+    for p in row:
+        words = _words(p)
+        cuts: set[int] = set()
+        for s in seps:
+            opening = [k for k in range(1, len(words)) if _opens(words[k - 1], words[k], s, body)]
+            if opening:
+                cuts.add(max(opening, key=lambda k: min(words[k][1], s[1]) - max(words[k - 1][2], s[0])))
+        if not cuts:
+            out.append(p)
+            continue
+        for a, b in itertools.pairwise([0, *sorted(cuts), len(words)]):
+            out.append(_part(p, words[a:b]))
+    return out
+
+
+def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> int | None:
+    """The column whose slot the row lies in — from the column's left edge to the next column's,
     the last column's to ``right`` where there are three or more (a wrapped line may be wider than
     the column's other lines — a last cell centred on its row's middle line comes first and
-    widest — never wider than its slot)."""
+    widest — never wider than its slot) — or None."""
     x0, _, x1, _ = _union([p.box for p in row])
     if len(cols) < 3:  # two "columns" may be two columns of prose: no room beyond the last one
         right = cols[-1][1] + 0.5 * body
     ends = [c[0] for c in cols[1:]] + [right]
-    return any(x0 >= c[0] - 0.5 * body and x1 <= end for c, end in zip(cols, ends, strict=True))
+    for k, (c, end) in enumerate(zip(cols, ends, strict=True)):
+        if x0 >= c[0] - 0.5 * body and x1 <= end:
+            return k
+    return None
+
+
+def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> bool:
+    return _slot(row, cols, body, right) is not None
 
 
 def _close(a: Sequence[Piece], b: Sequence[Piece]) -> bool:
@@ -124,51 +242,101 @@ def _close(a: Sequence[Piece], b: Sequence[Piece]) -> bool:
 
 
 def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[tuple[int, int]]:
-    """``(first, last)`` row indexes of candidate runs: multi rows, with wrapped single-piece rows
-    between them, in one rhythm. Rows are top to bottom."""
+    """``(first, last)`` row indexes of candidate runs: multi rows (and single pieces that the
+    run's columns cut into cells), with wrapped single-piece rows between them, in one rhythm.
+    Rows are top to bottom."""
     runs: list[tuple[int, int]] = []
     i, n = 0, len(rows)
     while i < n:
         if not is_multi(rows[i], body, page_width):
             i += 1
             continue
-        j, singles = i, 0
+        j = last = i
         multis = [rows[i]]
+        stretch: list[int] = []  # the columns of the single lines since the last multi row
         while j + 1 < n and _close(rows[j], rows[j + 1]):
             nxt = rows[j + 1]
-            if is_multi(nxt, body, page_width):
+            if is_multi(nxt, body, page_width) or _on_grid(nxt, multis, body):
                 multis.append(nxt)
-                singles = 0
-            elif singles < 2 and _wrapped_line(nxt, rows[j], _intervals(multis), body, page_width):
-                singles += 1
+                last, stretch = j + 1, []
             else:
-                break
+                col = _wrapped_line(nxt, rows[j], grid_columns(multis, body), body, page_width)
+                if col is None or not _may_wrap([*stretch, col], len(grid_columns(multis, body))):
+                    break
+                stretch.append(col)
             j += 1
-        while j > i and not is_multi(rows[j], body, page_width):
-            j -= 1
-        j = _trailing_wraps(rows, i, j, body, page_width)
+        j = _trailing_wraps(rows, i, last, body, page_width)
         runs.append((i, j))
         i = j + 1
     return runs
 
 
+def _may_wrap(stretch: list[int], columns: int) -> bool:
+    """Whether a stretch of single lines (their columns) between multi rows can be wrapped cells:
+    up to two lines, or — cells centred on their row's middle line, rows without padding, so the
+    rows' lines interleave — lines of at least two columns, up to two a column."""
+    return len(stretch) <= 2 or (len(set(stretch)) >= 2 and len(stretch) <= 2 * columns)
+
+
+def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: float) -> bool:
+    """Whether a row that is no multi row is cells of the run's columns, some set one space apart
+    ("Quarter Request Western 1,640.8 1,042.5 6,688.5"): every column gap of the run that it
+    reaches over falls between two of its words, at least one of them inside a piece, and every
+    cell lines up (left, right or centre) with a cell of its column in the run, as cells of one
+    table do. Two pieces of prose side by side, each in its column, are not cut: no table."""
+    most = max(len(r) for r in multis)
+    split = _split_numbers(row, most + 1)
+    cells = [_split_numbers(r, most) for r in multis]
+    seps = separators(cells, body)
+    words = sorted((w for p in split for w in _words(p)), key=lambda w: w[1])
+    if not seps or not words or any(p.in_figure for p in row):
+        return False
+    x0, x1 = words[0][1], words[-1][2]
+    inside = [s for s in seps if x0 < s[0] and s[1] < x1]
+    if not all(any(_opens(a, b, s, body) for a, b in itertools.pairwise(words)) for s in inside):
+        return False  # a word reaches over a column gap: a line of text, not cells
+    parts = _cut(split, inside, body)
+    cols = _columns_between(cells, seps)
+    if len(parts) < 2 or len(parts) == len(row) or not (cols[0][0] - body <= x0 and x1 <= cols[-1][1] + body):
+        return False
+    known = [p for r in cells for p in r]
+    tol = 0.25 * body
+
+    def lined_up(part: Piece) -> bool:
+        c = _column_of(part, cols)
+        mates = [q for q in known if _column_of(q, cols) == c]
+        return any(
+            min(abs(q.box[0] - part.box[0]), abs(q.box[2] - part.box[2]), abs(_mid(q) - _mid(part))) <= tol
+            for q in mates
+        )
+
+    return all(lined_up(p) for p in parts)
+
+
+def _mid(p: Piece) -> float:
+    return (p.box[0] + p.box[2]) / 2
+
+
 def _wrapped_line(
     row: Sequence[Piece], prev: Sequence[Piece], cols: list[list[float]], body: float, right: float
-) -> bool:
-    """A single piece inside one column that can be a cell's wrapped line: not a figure label, not
-    a bold line under plain ones (a heading between two tables), not a numbered section title."""
+) -> int | None:
+    """The column of a single piece inside one column that can be a cell's wrapped line (not a
+    figure label, not a bold line under plain ones — a heading between two tables —, not a
+    numbered section title), or None."""
     piece = row[0]
-    if len(row) != 1 or piece.in_figure or not _fits_one_column(row, cols, body, right):
-        return False
+    if len(row) != 1 or piece.in_figure or not cols:
+        return None
     if _heavy(piece) and not all(_heavy(p) for p in prev):
-        return False
-    return not _SECTION.match(piece.text.strip())
+        return None
+    if _SECTION.match(piece.text.strip()):
+        return None
+    return _slot(row, cols, body, right)
 
 
 def _trailing_wraps(rows: Sequence[Sequence[Piece]], first: int, last: int, body: float, right: float) -> int:
     """The last row of a run, with up to two wrapped lines of the last row's later cells after it
     (single pieces right of the first column, inside one column, in the rhythm)."""
-    cols = _intervals([r for r in rows[first : last + 1] if len(r) >= 2])
+    cols = grid_columns([r for r in rows[first : last + 1] if len(r) >= 2], body)
     k = last
     while k + 1 < len(rows) and k - last < 2 and len(rows[k + 1]) == 1 and _close(rows[k], rows[k + 1]):
         nxt = rows[k + 1]
@@ -294,14 +462,14 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
 
 @dataclass
 class _Part:
-    """A word or words cut out of a piece whose cells were set one space apart; its box is
-    estimated from the piece's box in proportion to the characters before it."""
+    """A word or words cut out of a piece whose cells were set one space apart."""
 
     text: str
     box: Box
     bold: bool
     weight: int
     in_figure: bool = False
+    words: tuple[tuple[float, float], ...] = ()
 
 
 def _split_numbers(row: Sequence[Piece], most: int) -> list:
@@ -310,25 +478,26 @@ def _split_numbers(row: Sequence[Piece], most: int) -> list:
     number is cut only when the row has fewer pieces than the run's fullest row."""
     out: list = []
     for p in row:
-        tokens = list(re.finditer(r"\S+", p.text))
-        k = len(tokens)
-        while k > 0 and _NUMERIC.match(tokens[k - 1].group()):
+        words = _words(p)
+        k = len(words)
+        while k > 0 and _NUMERIC.match(words[k - 1][0]):
             k -= 1
-        numbers = len(tokens) - k
-        if numbers == 0 or len(tokens) < 2 or (numbers == 1 and len(row) >= most):
+        numbers = len(words) - k
+        if numbers == 0 or len(words) < 2 or (numbers == 1 and len(row) >= most):
             out.append(p)
             continue
         if k:
-            out.append(_part(p, p.text[: tokens[k - 1].end()], 0, tokens[k - 1].end()))
-        out.extend(_part(p, t.group(), t.start(), t.end()) for t in tokens[k:])
+            out.append(_part(p, words[:k]))
+        out.extend(_part(p, [w]) for w in words[k:])
     return out
 
 
-def _part(p: Piece, text: str, a: int, b: int) -> _Part:
-    """Characters ``a:b`` of the piece, with a box in proportion to the characters before them."""
-    x0, width, n = p.box[0], p.box[2] - p.box[0], max(len(p.text), 1)
-    box = (x0 + width * a / n, p.box[1], x0 + width * b / n, p.box[3])
-    return _Part(text, box, p.bold, p.weight, p.in_figure)
+def _part(p: Piece, words: Sequence[Word]) -> _Part:
+    """The piece's ``words`` as a piece of their own."""
+    box = (words[0][1], p.box[1], words[-1][2], p.box[3])
+    return _Part(
+        " ".join(w[0] for w in words), box, p.bold, p.weight, p.in_figure, tuple((a, b) for _, a, b in words)
+    )
 
 
 def build_grid(
@@ -338,11 +507,14 @@ def build_grid(
     originals = [p for r in run for p in r]
     most = max(len(r) for r in run)
     run = [_split_numbers(r, most) for r in run]
+    # Columns from the body rows where there are enough: a header cell wider than its column must
+    # not merge two columns.
+    plain = [r for r in run if not all(_heavy(p) for p in r)]
+    basis = plain if sum(1 for r in plain if len(r) >= 2) >= 2 else run
+    seps = separators(basis, body)
+    run = [_cut(r, seps, body) for r in run]
     multis = [r for r in run if len(r) >= 2]
-    # Columns from the body rows where there are enough: a header cell wider than its column (or
-    # two header cells set so close that they read as one piece) must not merge two columns.
-    plain = [r for r in multis if not all(_heavy(p) for p in r)]
-    cols = _intervals(plain if len(plain) >= 2 else multis)
+    cols = _columns_between(basis, seps)
     if len(cols) < 2 or len(multis) < 2:
         return None
     if len(cols) > max(len(r) for r in run) + 1 or _text_columns(multis, cols):
