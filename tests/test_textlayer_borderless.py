@@ -299,10 +299,10 @@ def test_cells_centred_on_rows_without_padding_keep_their_rows(tmp_path, engine)
     cells interleave, a key cell wraps onto a line of its own, and a long cell runs into the next
     column's cell one space away."""
     head = ["Part", "What to do", "Notes"]
-    rows = [["Lens", "Clean the lens with the soft paper from the box before each use of the microscope", "x"]]
-    rows += [["Coarse Focus Knob", "Turn slowly", "gently"]]
-    rows += [["Stage", "Centre the slide under the clips and hold it with two fingers while you move it", "firm"]]
-    rows += [["Light", "Switch on", "first"]]
+    clean = "Clean the lens with the soft paper from the box before each use of the microscope"
+    centre = "Centre the slide under the clips and hold it with two fingers while you move it"
+    rows = [["Lens", clean, "x"], ["Coarse Focus Knob", "Turn slowly", "gently"]]
+    rows += [["Stage", centre, "firm"], ["Light", "Switch on", "first"]]
     html = f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>"
     pdf = _tight_pdf(tmp_path / "centred.pdf", html, valign="middle")
     assert _one_line(pdf, "Knob")  # the wrapped key's second line stands alone
