@@ -310,3 +310,22 @@ def test_cells_centred_on_rows_without_padding_keep_their_rows(tmp_path, engine)
     (table,) = _tables(md)
     assert _rows(table) == [head, *rows], md
     assert md.index(PROSE) < md.index("<table>") < md.rindex(PROSE)
+
+
+def test_wrapped_key_cells_of_a_centred_table_join_their_rows_and_a_lead_in_after_it_stays_out(
+    tmp_path, engine
+):
+    """LibreOffice's worksheet layout: cells centred on their rows with little padding, so a key
+    cell's two lines ("Report" / "Forest") sit above and below the other cells' middle line, and a
+    bold lead-in right under the table is a heading, not a last row."""
+    head = ["Item", "Description", "Notes"]
+    rows = [["Market Energy", "daily summer improve school spring national measure", ""]]
+    rows += [["Deliver", "evening theater compare document modern daily water collect", "language lesson"]]
+    rows += [["Garden", "narrow memory water paper", ""]]
+    rows += [["Report Forest", "quiet mountain machine client support storage", "memory student"]]
+    html = _table(head, rows) + "<p><b>Steps for Using the Microscope:</b></p>" + f"<p>{PROSE}</p>"
+    css_pdf = _tight_pdf(tmp_path / "worksheet.pdf", f"<p>{PROSE}</p>" + html, valign="middle")
+    md = _markdown(engine, css_pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+    assert re.search(r"^#{2,6} Steps for Using the Microscope:$", md, re.M), md

@@ -140,9 +140,10 @@ def separators(rows: Sequence[Sequence[Piece]], body: float) -> list[tuple[float
     """White vertical strips between columns: x-ranges no word of any row touches, at least
     ``MIN_SEPARATOR`` × body wide. A strip no piece crosses parts two columns (as the pieces' own
     gaps do); a strip that falls between two words of a piece ("Toronto Yes": cells set one space
-    apart come as one piece) parts columns only where the other rows' pieces line up on its edges
-    (≥ 2 start at its right edge or end at its left one), so word spaces that happen to line up in
-    a column of text, right of shorter cells, cut nothing."""
+    apart come as one piece) parts columns only where other cells line up on it — at least one
+    piece starts at its right edge (a number may end at its left one), and with the crossing
+    pieces' own words there, two edges in all — so word spaces that happen to line up in a column
+    of text, right of shorter cells, cut nothing."""
     pieces = [(p, _words(p)) for r in rows for p in r]
     spans = sorted((a, b) for _, words in pieces for _, a, b in words)
     if not spans:
@@ -158,13 +159,16 @@ def separators(rows: Sequence[Sequence[Piece]], body: float) -> list[tuple[float
     for s0, s1 in free:
         crossing = [w for _, w in pieces if w and w[0][1] < s0 and w[-1][2] > s1]
         if crossing:
-            # Edges on the strip: of pieces that stop at it, and of the crossing pieces' words.
+            # Edges on the strip: cells that start at its right edge (or numbers that end at its
+            # left one, right-aligned), and the crossing pieces' words that do.
             edges = sum(
                 1
-                for _, w in pieces
+                for p, w in pieces
                 if w
                 and not (w[0][1] < s0 and w[-1][2] > s1)
-                and (abs(w[0][1] - s1) <= tol or abs(w[-1][2] - s0) <= tol)
+                and (
+                    abs(w[0][1] - s1) <= tol or (abs(w[-1][2] - s0) <= tol and _NUMERIC.match(p.text.strip()))
+                )
             )
             inner = sum(
                 1
@@ -199,21 +203,26 @@ def _opens(a: Word, b: Word, sep: tuple[float, float], body: float) -> bool:
 
 
 def _cut(row: Sequence[Piece], seps: list[tuple[float, float]], body: float) -> list:
-    """The row with each piece cut where a separator crosses it: at the space between two of its
-    words that overlaps the separator most."""
+    """The row with its pieces cut where a separator crosses them: for each separator, at the space
+    between two words of the row that overlaps it most, when that space lies inside a piece."""
+    words = sorted(((w, k) for k, p in enumerate(row) for w in _words(p)), key=lambda t: t[0][1])
+    cuts: dict[int, set[int]] = {}  # piece → indexes of its words that start a new part
+    for s in seps:
+        opening = [j for j in range(1, len(words)) if _opens(words[j - 1][0], words[j][0], s, body)]
+        if not opening:
+            continue
+        j = max(opening, key=lambda j: min(words[j][0][1], s[1]) - max(words[j - 1][0][2], s[0]))
+        (_, k), (w, k2) = words[j - 1], words[j]
+        if k == k2:
+            cuts.setdefault(k, set()).add([x[1] for x in _words(row[k])].index(w[1]))
     out: list = []
-    for p in row:
-        words = _words(p)
-        cuts: set[int] = set()
-        for s in seps:
-            opening = [k for k in range(1, len(words)) if _opens(words[k - 1], words[k], s, body)]
-            if opening:
-                cuts.add(max(opening, key=lambda k: min(words[k][1], s[1]) - max(words[k - 1][2], s[0])))
-        if not cuts:
+    for k, p in enumerate(row):
+        if k not in cuts:
             out.append(p)
             continue
-        for a, b in itertools.pairwise([0, *sorted(cuts), len(words)]):
-            out.append(_part(p, words[a:b]))
+        own = _words(p)
+        for a, b in itertools.pairwise([0, *sorted(cuts[k]), len(own)]):
+            out.append(_part(p, own[a:b]))
     return out
 
 
@@ -256,7 +265,9 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
         stretch: list[int] = []  # the columns of the single lines since the last multi row
         while j + 1 < n and _close(rows[j], rows[j + 1]):
             nxt = rows[j + 1]
-            if is_multi(nxt, body, page_width) or _on_grid(nxt, multis, body):
+            if is_multi(nxt, body, page_width) or (
+                not _heading_under(nxt, rows[j]) and _on_grid(nxt, multis, body)
+            ):
                 multis.append(nxt)
                 last, stretch = j + 1, []
             else:
@@ -283,7 +294,7 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
     ("Quarter Request Western 1,640.8 1,042.5 6,688.5"): every column gap of the run that it
     reaches over falls between two of its words, at least one of them inside a piece, and every
     cell lines up (left, right or centre) with a cell of its column in the run, as cells of one
-    table do. Two pieces of prose side by side, each in its column, are not cut: no table."""
+    table do."""
     most = max(len(r) for r in multis)
     split = _split_numbers(row, most + 1)
     cells = [_split_numbers(r, most) for r in multis]
@@ -297,8 +308,12 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
         return False  # a word reaches over a column gap: a line of text, not cells
     parts = _cut(split, inside, body)
     cols = _columns_between(cells, seps)
-    if len(parts) < 2 or len(parts) == len(row) or not (cols[0][0] - body <= x0 and x1 <= cols[-1][1] + body):
+    # The last column's slot reaches the page's edge where there are three or more (as in ``_slot``).
+    right = cols[-1][1] + body if len(cols) < 3 else float("inf")
+    if len(parts) < 2 or not (cols[0][0] - body <= x0 and x1 <= right):
         return False
+    if len(parts) == len(row) and len(cols) < 3:
+        return False  # two pieces of prose side by side, each in its "column": no table
     known = [p for r in cells for p in r]
     tol = 0.25 * body
 
@@ -317,18 +332,20 @@ def _mid(p: Piece) -> float:
     return (p.box[0] + p.box[2]) / 2
 
 
+def _heading_under(row: Sequence[Piece], prev: Sequence[Piece]) -> bool:
+    """A bold line under plain ones (a heading, a lead-in after a table), or a numbered section title."""
+    if all(_heavy(p) for p in row) and not all(_heavy(p) for p in prev):
+        return True
+    return len(row) == 1 and bool(_SECTION.match(row[0].text.strip()))
+
+
 def _wrapped_line(
     row: Sequence[Piece], prev: Sequence[Piece], cols: list[list[float]], body: float, right: float
 ) -> int | None:
     """The column of a single piece inside one column that can be a cell's wrapped line (not a
     figure label, not a bold line under plain ones — a heading between two tables —, not a
     numbered section title), or None."""
-    piece = row[0]
-    if len(row) != 1 or piece.in_figure or not cols:
-        return None
-    if _heavy(piece) and not all(_heavy(p) for p in prev):
-        return None
-    if _SECTION.match(piece.text.strip()):
+    if len(row) != 1 or row[0].in_figure or not cols or _heading_under(row, prev):
         return None
     return _slot(row, cols, body, right)
 
@@ -384,9 +401,15 @@ def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
     boxes = [_union([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
-    if len(gaps) < 2 or max(gaps) - min(gaps) < 0.2 * line:
+    # Lines that overlap belong to one row (cells centred beside a taller one); the sizes of the
+    # other gaps tell line spacing from row padding.
+    apart = [g for g in gaps if g >= 0]
+    if len(apart) >= 2 and max(apart) - min(apart) >= 0.2 * line:
+        cut = (max(apart) + min(apart)) / 2
+    elif len(apart) < len(gaps):
+        cut = 0.0
+    else:
         return [list(r) for r in run]
-    cut = (max(gaps) + min(gaps)) / 2
     if sum(1 for g in gaps if g > cut) < 1:
         return [list(r) for r in run]
     bands: list[list[Piece]] = [list(run[0])]
