@@ -329,3 +329,31 @@ def test_wrapped_key_cells_of_a_centred_table_join_their_rows_and_a_lead_in_afte
     (table,) = _tables(md)
     assert _rows(table) == [head, *rows], md
     assert re.search(r"^#{2,6} Steps for Using the Microscope:$", md, re.M), md
+
+
+def test_paragraph_ends_and_section_titles_side_by_side_in_two_columns_are_no_table(tmp_path, engine):
+    """Two text columns whose paragraphs end on the same line, with the next section titles beside
+    each other: short pieces a gutter apart, two rows in rhythm — and still two columns of text."""
+    left = [f"left column prose line {k} with several words" for k in range(8)] + ["ends here."]
+    right = [f"right column prose line {k} with several words" for k in range(8)] + ["stops too."]
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((56, 70), "Two Column Article", fontsize=20, fontname="hebo")
+    y = 110
+    for a, b in zip(left, right, strict=True):
+        page.insert_text((56, y), a, fontsize=10)
+        page.insert_text((316, y), b, fontsize=10)
+        y += 13
+    y += 10
+    page.insert_text((56, y), "2 Mountain Support", fontsize=14, fontname="hebo")
+    page.insert_text((316, y), "4 Scanner", fontsize=14, fontname="hebo")
+    for k in range(6):
+        page.insert_text((56, y + 20 + 13 * k), f"more left prose in line {k} of the section", fontsize=10)
+        page.insert_text((316, y + 20 + 13 * k), f"more right prose in line {k} of the section", fontsize=10)
+    pdf = tmp_path / "twocol.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    assert "<table" not in md, md
+    assert_in_order(
+        md, ["left column prose line 0", "ends here.", "## 2 Mountain Support", "right column prose"]
+    )

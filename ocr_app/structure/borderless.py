@@ -59,6 +59,7 @@ class Grid:
     header_rows: int
     pieces: list = field(default_factory=list)
     box: Box = (0.0, 0.0, 0.0, 0.0)
+    columns: list[list[float]] = field(default_factory=list)  # x-ranges of the columns
 
 
 def _union(boxes: Sequence[Box]) -> Box:
@@ -558,7 +559,27 @@ def build_grid(
         rows.insert(0, group)
         head = max(head, 1) + 1
         pieces += list(above or ())
-    return Grid(rows=rows, header_rows=head, pieces=pieces, box=_union([p.box for p in pieces]))
+    return Grid(rows=rows, header_rows=head, pieces=pieces, box=_union([p.box for p in pieces]), columns=cols)
+
+
+PROSE_WORDS = 4  # a line of at least this many words, 0.3 of the page wide, is prose
+
+
+def _text_columns_of_page(
+    grid: Grid, others: Sequence[Sequence[Piece]], body: float, page_width: float
+) -> bool:
+    """A two-column grid whose columns both start where lines of prose start elsewhere on the page
+    (≥ 3 each): side-by-side ends of two text columns (a paragraph's last line beside a section
+    title), not a table."""
+    if len(grid.columns) != 2:
+        return False
+    prose = [
+        p
+        for r in others
+        for p in r
+        if len(p.text.split()) >= PROSE_WORDS and p.box[2] - p.box[0] >= 0.3 * page_width
+    ]
+    return all(sum(1 for p in prose if abs(p.box[0] - c[0]) <= body) >= 3 for c in grid.columns)
 
 
 def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[Grid]:
@@ -570,7 +591,9 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
         if above is not None and not (len(above) == 1 and _close(above, rows[first])):
             above = None
         grid = build_grid(rows[first : last + 1], body, above)
-        if grid is not None:
+        if grid is not None and not _text_columns_of_page(
+            grid, [*rows[:first], *rows[last + 1 :]], body, page_width
+        ):
             grids.append(grid)
             taken = last
     logger.debug("borderless: %d runs → %d tables", len(grids), len(grids))
