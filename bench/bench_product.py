@@ -13,7 +13,15 @@ precision variant (``bf16`` and the pre-quantised ``mixed``):
 * under a memory budget (``--budget``, e.g. mixed at 4 GiB, bf16 at 8 GiB): a fresh process capped with
   ``torch.cuda.set_per_process_memory_fraction`` and ``DEEPSEEK_OCR_GPU_MEMORY_GIB`` set, converting the
   16-page PDF: wall, OOM events, pages read at a lower resolution;
-* transformers ``generate`` at 1 page (``decoder=generate``), for the ratio.
+* transformers ``generate`` at 1 page (``decoder=generate``), for the ratio;
+* the first document on a fresh machine (``--first-pages``): a process with empty Triton and project
+  caches, the load timed alone, then the document and the same document again, with the Triton
+  specialisations compiled in each;
+* a ``--doc-pages`` CLI document (256 pages × ``--doc-new`` tokens) with ``--format md,json`` and with every
+  format, interleaved ``--doc-runs`` times (the faster of each counts).
+
+The cold start's first run finds empty Triton and project caches (as on a fresh machine); the table shows
+the runs after it as min / median / max.
 
 Random weights rarely emit EOS, and a page that stopped early would make variants incomparable, so the
 checkpoint's ``generation_config.eos_token_id`` is set to ``vocab_size`` (an id no logit can pick):
@@ -133,7 +141,7 @@ def phase_prepare(args: argparse.Namespace) -> dict:
                 unreachable_eos(mixed)
             out["checkpoints"]["mixed"] = str(mixed)
             out["quantize_s"] = round(time.perf_counter() - t1, 1)
-    sizes = sorted({1, 16, *args.pages})
+    sizes = sorted({1, 16, *args.pages, *args.first_pages, *([args.doc_pages] if args.doc_pages else [])})
     out["pdfs"] = {str(n): str(make_pdf(work / f"doc{n}.pdf", n)) for n in sizes}
     return out
 
@@ -278,6 +286,61 @@ def phase_budget(args: argparse.Namespace) -> dict:
     return res
 
 
+def phase_firstdoc(args: argparse.Namespace) -> dict:
+    """A fresh machine's first document (``--first-pages`` pages), then the same document again.
+
+    The orchestrator gives this process empty Triton and project caches (``TRITON_CACHE_DIR``,
+    ``DEEPSEEK_OCR_CACHE_DIR``), as on a machine that never ran the program. The load is timed on its
+    own (what it compiles or captures up front belongs to the cold start); the first document is then
+    compared with the steady state of the same process (min of ``--steady-runs`` repeats)."""
+    pdfs = json.loads(args.pdfs)
+    n = args.first_pages[-1]  # this process's page count (the last --first-pages given)
+    conv, engines, settings = _stack(args, args.model, args.variant)
+    work = Path(args.work) / f"first_{args.variant}_{n}"
+    res: dict = {"variant": args.variant, "pages": n}
+    t0 = time.perf_counter()
+    engines.get("deepseek").load()
+    cuda = _cuda()
+    if cuda:
+        cuda.synchronize()
+    res["load_s"] = round(time.perf_counter() - t0, 2)
+    at_load = triton_kernels()
+    res["first"] = _convert(conv, settings, pdfs[str(n)], args.new, work / "first")
+    after_first = triton_kernels()
+    res["steady"] = [
+        _convert(conv, settings, pdfs[str(n)], args.new, work / f"s{i}") for i in range(args.steady_runs)
+    ]
+    res["triton_compiled"] = {
+        "at_load": sum(at_load.values()),
+        "first_document": _diff(after_first, at_load),
+        "steady": _diff(triton_kernels(), after_first),
+    }
+    best = min(r["wall_s"] for r in res["steady"])
+    res["first_over_steady"] = round(res["first"]["wall_s"] / best, 3)
+    res["describe"] = engines.describe()["engines"]["deepseek"].get("load_breakdown")
+    log(
+        args.variant,
+        f"first {n}-page document",
+        json.dumps({k: res[k] for k in ("load_s", "first_over_steady")}),
+    )
+    engines.unload_all()
+    return res
+
+
+def triton_kernels() -> dict[str, int]:
+    """Compiled specialisations per kernel name in ``TRITON_CACHE_DIR`` (one ``<name>.json`` each)."""
+    root = os.environ.get("TRITON_CACHE_DIR")
+    counts: dict[str, int] = {}
+    for meta in Path(root).glob("*/*.json") if root else ():
+        if not meta.name.startswith("__grp__"):
+            counts[meta.stem] = counts.get(meta.stem, 0) + 1
+    return counts
+
+
+def _diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in sorted(after.items()) if v > before.get(k, 0)}
+
+
 def _mib(n: int | None) -> int | None:
     return None if n is None else round(n / MIB)
 
@@ -305,13 +368,20 @@ def run_phase(args: argparse.Namespace, phase: str, extra: list[str], env: dict 
     return json.loads(result.read_text())
 
 
-def cold_start(args: argparse.Namespace, model: str, dtype: str, pdf: str) -> dict:
-    """``ocr-app convert -v`` of one page in a fresh process; wall clock includes Python start-up."""
-    out = Path(args.work) / f"cold_{dtype}"
+def cold_start(
+    args: argparse.Namespace, model: str, dtype: str, pdf: str, *, new: int | None = None,
+    formats: str | None = None, env: dict | None = None, tag: str = "",
+) -> dict:  # fmt: skip
+    """``ocr-app convert -v`` of ``pdf`` in a fresh process; wall clock includes Python start-up.
+    ``formats``: the ``--format`` value (None: the CLI's default, every format)."""
+    out = Path(args.work) / f"cold_{dtype}{tag}"
+    shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "ocr_app.cli", "convert", pdf, "-o", str(out), "--model", model,
            "--device", args.device, "--dtype", dtype, "--engine", "deepseek", "--mode", args.mode,
-           "--max-new-tokens", str(args.soak_new), "--no-cache", "-q", "-v"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": _pythonpath(), "DEEPSEEK_OCR_DECODER": "graph"}
+           "--max-new-tokens", str(new or args.soak_new), "--no-cache", "-q", "-v"]  # fmt: skip
+    if formats:
+        cmd += ["--format", formats]
+    env = {**os.environ, "PYTHONPATH": _pythonpath(), "DEEPSEEK_OCR_DECODER": "graph", **(env or {})}
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     wall = time.perf_counter() - t0
@@ -329,7 +399,9 @@ def cold_start(args: argparse.Namespace, model: str, dtype: str, pdf: str) -> di
 def common_argv(args: argparse.Namespace) -> list[str]:
     out = ["--work", args.work, "--device", args.device, "--mode", args.mode, "--new", str(args.new), "--soak", str(args.soak),
            "--soak-new", str(args.soak_new), "--generate-new", str(args.generate_new),
-           "--pages", ",".join(map(str, args.pages)), "--variants", ",".join(args.variants)]  # fmt: skip
+           "--pages", ",".join(map(str, args.pages)), "--variants", ",".join(args.variants),
+           "--first-pages", ",".join(map(str, args.first_pages)), "--doc-pages", str(args.doc_pages),
+           "--steady-runs", str(args.steady_runs)]  # fmt: skip
     return out + (["--tiny"] if args.tiny else [])
 
 
@@ -345,10 +417,47 @@ def orchestrate(args: argparse.Namespace) -> dict:
         model = prep["checkpoints"][variant]
         # the first process on a machine also fills Triton's and Python's on-disk caches (once per
         # install); the ones after it are what a user waits for on every later run
-        runs = [cold_start(args, model, variant, prep["pdfs"]["1"]) for _ in range(max(1, args.cold_runs))]
-        r: dict = {"cold": runs[-1], "cold_first": runs[0]}
+        # the first run finds empty Triton and project caches (this variant's own, as on a fresh machine);
+        # the runs after it reuse what it compiled, as every later run on that machine does
+        fresh = Path(args.work) / f"fresh_cold_{variant}"
+        shutil.rmtree(fresh, ignore_errors=True)
+        cache_env = {
+            "TRITON_CACHE_DIR": str(fresh / "triton"),
+            "DEEPSEEK_OCR_CACHE_DIR": str(fresh / "cache"),
+        }
+        runs = [
+            cold_start(args, model, variant, prep["pdfs"]["1"], env=cache_env)
+            for _ in range(max(1, args.cold_runs))
+        ]
+        later = runs[1:] or runs
+        r: dict = {"cold": sorted(later, key=lambda c: c["wall_s"])[len(later) // 2], "cold_first": runs[0],
+                   "cold_runs": later, "cold_spread": spread([c["wall_s"] for c in later])}  # fmt: skip
         log(variant, "cold start", json.dumps(runs))
         results["variants"][variant] = r
+        for n in args.first_pages:
+            fresh = Path(args.work) / f"fresh_{variant}_{n}"
+            shutil.rmtree(fresh, ignore_errors=True)
+            env = {"TRITON_CACHE_DIR": str(fresh / "triton"), "DEEPSEEK_OCR_CACHE_DIR": str(fresh / "cache")}
+            extra = ["--variant", variant, "--model", model, "--pdfs", pdfs, "--first-pages", str(n)]
+            r[f"first_{n}p"] = run_phase(args, "firstdoc", extra, env=env)
+        if args.doc_pages and variant in args.doc_variants:
+            pdf = prep["pdfs"][str(args.doc_pages)]
+            # interleaved repeats, the faster of each counts: the first CLI run of a process tree may
+            # still compile kernels the shapes of this document need (it did on the H200: 7.2 s of
+            # "graph capture" in the first of two runs, 2.2 s in the second)
+            runs: dict[str, list[dict]] = {"md_json": [], "default": []}
+            for _ in range(max(1, args.doc_runs)):
+                for label, fmt in (("md_json", "md,json"), ("default", None)):
+                    runs[label].append(
+                        cold_start(
+                            args, model, variant, pdf, new=args.doc_new, formats=fmt, tag=f"_doc_{label}"
+                        )
+                    )
+            r["doc_formats"] = {label: min(rs, key=lambda c: c["wall_s"]) for label, rs in runs.items()}
+            r["doc_formats_runs"] = runs
+            log(variant, f"{args.doc_pages}-page document by format", json.dumps(r["doc_formats"]))
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=2))
         if args.cold_only:
             continue
         r["warm"] = run_phase(args, "warm", ["--variant", variant, "--model", model, "--pdfs", pdfs])
@@ -360,8 +469,16 @@ def orchestrate(args: argparse.Namespace) -> dict:
                 ["--variant", variant, "--model", model, "--pdfs", pdfs, "--budget-gib", str(budget)],
             )
         results["variants"][variant] = r
+        if args.out:  # what is measured so far survives a run cut short by a time limit
+            Path(args.out).write_text(json.dumps(results, indent=2))
     results["total_s"] = round(time.perf_counter() - t_start, 1)
     return results
+
+
+def spread(xs: list[float]) -> dict:
+    """min / median / max of ``xs`` (the spread over runs the docs show)."""
+    ys = sorted(xs)
+    return {"min": ys[0], "median": ys[len(ys) // 2], "max": ys[-1], "n": len(ys)} if ys else {}
 
 
 def _f(x, fmt: str = "{:.2f}") -> str:
@@ -378,11 +495,13 @@ def table(results: dict) -> str:
         for v in vs:
             try:
                 cells.append(get(results["variants"][v]))
-            except (KeyError, TypeError, IndexError, ZeroDivisionError):
+            except (KeyError, TypeError, IndexError, ZeroDivisionError, ValueError):
                 cells.append("—")
         rows.append((name, cells))
 
-    row("cold start: `ocr-app convert` 1 page, wall s", lambda r: _f(r["cold"]["wall_s"]))
+    row("cold start: `ocr-app convert` 1 page, wall s (median)", lambda r: _f(r["cold"]["wall_s"]))
+    row("  min / median / max over the runs after the first (n)",
+        lambda r: "{} / {} / {} ({})".format(*(_f(r["cold_spread"][k]) for k in ("min", "median", "max")), r["cold_spread"]["n"]))  # fmt: skip
     row(
         "  the machine's first process (empty on-disk caches), wall s",
         lambda r: _f(r["cold_first"]["wall_s"]),
@@ -394,6 +513,15 @@ def table(results: dict) -> str:
             for k in ("imports", "weight load", "graph capture", "first page done (since process start)")
         ),
     )
+    for n in results["args"]["first_pages"]:
+        row(f"fresh machine: load s / first {n}-page document s / steady s / first ÷ steady",
+            lambda r, n=n: "{} / {} / {} / {}".format(_f(r[f"first_{n}p"]["load_s"]), _f(r[f"first_{n}p"]["first"]["wall_s"]),
+                _f(min(x["wall_s"] for x in r[f"first_{n}p"]["steady"])), _f(r[f"first_{n}p"]["first_over_steady"], "{:.2f}×")))  # fmt: skip
+    if results["args"]["doc_pages"]:
+        d = results["args"]["doc_pages"]
+        row(f"CLI {d} pages × {results['args']['doc_new']} tokens: wall s md,json / default formats / ratio",
+            lambda r: "{} / {} / {}".format(_f(r["doc_formats"]["md_json"]["wall_s"]), _f(r["doc_formats"]["default"]["wall_s"]),
+                _f(r["doc_formats"]["default"]["wall_s"] / r["doc_formats"]["md_json"]["wall_s"], "{:.2f}×")))  # fmt: skip
     pages = results["args"]["pages"]
     for n in pages:
         row(f"warm {n} page(s) × {results['args']['new']} tokens: s (s/page)",
@@ -454,6 +582,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="write all results as JSON here")
     p.add_argument("--cold-runs", type=int, default=2, help="cold starts per variant (first: empty caches)")
     p.add_argument("--cold-only", action="store_true", help="measure the cold start only")
+    p.add_argument(
+        "--first-pages",
+        default=None,
+        help="first-document phase: page counts, each in a process with empty caches [16,64]; empty: skip",
+    )
+    p.add_argument("--steady-runs", type=int, default=2, help="repeats after the first document")
+    p.add_argument(
+        "--doc-pages",
+        type=int,
+        default=None,
+        help="pages of the CLI document converted with --format md,json and with the default formats [256; 0: skip]",
+    )
+    p.add_argument("--doc-new", type=int, default=256, help="tokens per page of that document")
+    p.add_argument("--doc-runs", type=int, default=2, help="interleaved runs per format (the faster counts)")
+    p.add_argument("--doc-variants", default="bf16", help="variants that convert that document")
     # internal: one phase in this process
     p.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     p.add_argument("--result", default=None, help=argparse.SUPPRESS)
@@ -475,6 +618,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         v.strip() for v in (a.variants or ("fp32" if tiny else "bf16,mixed")).split(",") if v.strip()
     ]
     a.budgets = {k: float(v) for k, v in (kv.split("=") for kv in a.budget.split(",") if "=" in kv)}
+    fp = a.first_pages if a.first_pages is not None else ("2" if tiny else "16,64")
+    a.first_pages = [int(x) for x in fp.split(",") if x.strip()]
+    a.doc_pages = a.doc_pages if a.doc_pages is not None else (3 if tiny else 256)
+    a.doc_new = min(a.doc_new, 4) if tiny else a.doc_new
+    a.doc_variants = [v.strip() for v in a.doc_variants.split(",") if v.strip()]
+    if tiny and a.doc_variants == ["bf16"]:
+        a.doc_variants = ["fp32"]
     return a
 
 
@@ -482,7 +632,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.phase:
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-        fn = {"prepare": phase_prepare, "warm": phase_warm, "budget": phase_budget}[args.phase]
+        fn = {
+            "prepare": phase_prepare,
+            "warm": phase_warm,
+            "budget": phase_budget,
+            "firstdoc": phase_firstdoc,
+        }[args.phase]
         Path(args.result).write_text(json.dumps(fn(args)))
         return
     results = orchestrate(args)

@@ -83,8 +83,10 @@ def format_summary(parts: dict[str, float | None]) -> str:
 
 
 def import_heavy() -> None:
-    """Import the model stack now (when it is installed), so its cost is its own line."""
-    for name in ("torch", "transformers"):
+    """Import torch now (when it is installed), so its cost is its own line. Not transformers: the
+    DeepSeek load imports it while the weights are read in the background (``weights.py``), and that
+    overlap is the point."""
+    for name in ("torch",):
         if name not in sys.modules:
             try:
                 __import__(name)

@@ -92,6 +92,12 @@ class Settings(BaseSettings):
         description="On CUDA, SAM's layers run fused Triton kernels for their norms, window partition and "
         "attention inputs (same output up to rounding); false = transformers' layer.",
     )
+    weight_prefetch: bool = Field(
+        False,
+        description="Read the checkpoint's files onto the device in a background thread while transformers "
+        "is imported, then assign them to an empty model (false = transformers' from_pretrained; off by "
+        "default: no cold-start gain measured on an H200 host, docs/PERFORMANCE.md).",
+    )
     preprocess_on_gpu: bool = Field(
         True,
         description="Resize, tile and normalise page images on the model's GPU (CUDA only): the CPU work "

@@ -34,7 +34,7 @@ def test_bench_product_smoke_on_cpu(tmp_path):
     and Converter, pages decode their full token budget (EOS unreachable), and the table is printed."""
     out = tmp_path / "product.json"
     cmd = [sys.executable, "bench/bench_product.py", "--tiny", "--work", str(tmp_path / "w"), "--soak", "3",
-           "--cold-runs", "1", "--out", str(out)]  # fmt: skip
+           "--cold-runs", "1", "--steady-runs", "1", "--doc-runs", "1", "--out", str(out)]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -48,6 +48,19 @@ def test_bench_product_smoke_on_cpu(tmp_path):
     assert len(warm["soak"]["allocated_mib"]) == 3 and warm["soak"]["warnings"] == 0
     assert warm["decoder"]["slots"] >= 1 and warm["decoder"]["held_mib"] > 0
     assert "| what | fp32 |" in res.stdout and "warm 2 page(s)" in res.stdout
+    # the fresh-machine first document (its own process, empty caches) against the same document again
+    first = r["first_2p"]
+    assert "error" not in first, first
+    assert first["first"]["pages"] == 2 and first["first"]["tokens"] == 16
+    assert [s["tokens"] for s in first["steady"]] == [16]
+    assert first["first_over_steady"] == round(first["first"]["wall_s"] / first["steady"][0]["wall_s"], 3)
+    assert set(first["triton_compiled"]) == {"at_load", "first_document", "steady"}
+    # the CLI document with md,json and with every format: both ran, the faster of the repeats kept
+    docs = r["doc_formats"]
+    assert docs["md_json"]["exit"] == 0 and docs["default"]["exit"] == 0
+    assert all(len(v) == 1 for v in r["doc_formats_runs"].values())
+    assert r["cold_spread"]["n"] == 1 and r["cold_spread"]["min"] == r["cold"]["wall_s"]
+    assert "first 2-page document" in res.stdout and "md,json / default formats" in res.stdout
 
 
 def test_bench_decode_smoke_on_cpu(tmp_path):
@@ -85,3 +98,25 @@ def test_profile_product_smoke_on_cpu(tmp_path):
     assert threads["MainThread"]["render"]["n"] == 2 and threads["MainThread"]["preprocess"]["n"] == 2
     assert threads["ocr-decode"]["vision"]["items"] == 2 and threads["ocr-decode"]["decode_chunk"]["n"] >= 1
     assert "ocr-decode" in run["samples"]
+
+
+def test_profile_coldstart_smoke_on_cpu(tmp_path, tiny_checkpoint):
+    """The cold-start profiler runs the real CLI twice: an import tree that has torch in it, and stack
+    samples whose main thread spent its time inside ``cli.convert``."""
+    from factories import make_pdf
+
+    pdf = make_pdf(tmp_path / "one.pdf", ["# Cold start\nOne page of text for the profiler."])
+    out = tmp_path / "prof"
+    cmd = [sys.executable, "bench/profile_coldstart.py", "--model", str(tiny_checkpoint), "--pdf", str(pdf),
+           "--device", "cpu", "--dtype", "fp32", "--mode", "global", "--new", "4", "--out", str(out),
+           "--work", str(tmp_path / "w"), "--interval", "0.01"]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    r = json.loads((out / "coldprof_fp32.json").read_text())
+    assert r["importtime_run"]["exit"] == 0 and r["sampled_run"]["exit"] == 0
+    assert "torch" in r["importtime_run"]["tree"]["top_level_by_package_s"]
+    assert r["importtime_run"]["cold"].startswith("cold start:")
+    top = dict((f, s) for s, f in r["sampled_run"]["main_inclusive"])
+    assert top["cli.py:convert"] > 0.5 * r["sampled_run"]["threads_s"]["MainThread"]
+    assert (out / "stacks_fp32.folded").stat().st_size > 0

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.exceptions import ModelLoadError, WeightsNotFoundError
+from ocr_app.models.deepseek_ocr2.conversion import empty_model
 
 if TYPE_CHECKING:
     import torch
@@ -30,7 +30,6 @@ logger = logging.getLogger(__name__)
 RECIPE_FILE = "quant_recipe.json"
 WEIGHTS_FILE = "model.safetensors"
 _SKIP_COPY = {WEIGHTS_FILE, RECIPE_FILE, "model.safetensors.index.json"}
-_SKELETON_LOCK = threading.Lock()
 
 
 def is_quantized_checkpoint(path: str | Path) -> bool:
@@ -93,33 +92,18 @@ def _empty_module(entry: dict[str, Any], dtype: torch.dtype) -> nn.Module:
     raise ModelLoadError(f"unknown quantised module kind {kind!r} in the recipe")
 
 
-def empty_model(config):
-    """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device, for a load that
-    assigns all of them. transformers' weight initialisation is skipped: on meta tensors it does no
-    work but costs about 0.5 s of Python for the full-size model, on every load. Buffers (rotary
-    tables) are still built by the modules themselves, on the CPU, in their own dtype. Both contexts
-    patch torch/transformers globally while they are open, so builds are serialised: two engines loading
-    at once (one per GPU) must not save each other's patched functions as the originals."""
-    from accelerate import init_empty_weights
-    from transformers import DeepseekOcr2ForConditionalGeneration
-
-    try:
-        from transformers.initialization import no_init_weights
-    except ImportError:  # pragma: no cover - older transformers: initialise the meta weights (slower)
-        from contextlib import nullcontext as no_init_weights
-
-    with _SKELETON_LOCK, init_empty_weights(include_buffers=False), no_init_weights():
-        return DeepseekOcr2ForConditionalGeneration(config)
-
-
 def load_quantized(
     path: str | Path,
     device: str | torch.device = "cpu",
     dtype: torch.dtype | None = None,
     *,
     timings: dict[str, float] | None = None,
+    prefetch: Any = None,
 ):
     """Load a pre-quantised checkpoint onto ``device``. Returns ``(model, recipe)``.
+
+    ``prefetch``: a ``models.deepseek_ocr2.weights.WeightPrefetch`` of this checkpoint on ``device``,
+    started before transformers was imported; its tensors are used instead of reading the file here.
 
     ``dtype`` overrides the float dtype the checkpoint was written with (e.g. fp16 on GPUs without bf16).
     ``timings`` (updated) gets the seconds of each step: ``skeleton_s`` (config, empty model, quantised
@@ -152,16 +136,24 @@ def load_quantized(
     # a cast happens after the copy (on the device) so a wider dtype never crosses the bus.
     state: dict[str, torch.Tensor] = {}
     read = copy = 0.0
-    with safe_open(str(path / WEIGHTS_FILE), framework="pt", device="cpu") as f:
-        for k in f.keys():  # noqa: SIM118 - safe_open handles are not iterable
-            a = time.perf_counter()
-            v = f.get_tensor(k)
-            b = time.perf_counter()
-            v = v.to(device)
-            if v.is_floating_point() and v.dtype != dtype and not k.endswith(("wscale", "gate.weight")):
-                v = v.to(dtype)
-            state[k] = v
-            read, copy = read + b - a, copy + time.perf_counter() - b
+
+    def cast(k: str, v: torch.Tensor) -> torch.Tensor:
+        if v.is_floating_point() and v.dtype != dtype and not k.endswith(("wscale", "gate.weight")):
+            return v.to(dtype)
+        return v
+
+    if prefetch is not None:  # read in the background: here only what is left of it is waited for
+        a = time.perf_counter()
+        state = {k: cast(k, v) for k, v in prefetch.result().items()}
+        read, copy = prefetch.seconds or 0.0, time.perf_counter() - a
+    else:
+        with safe_open(str(path / WEIGHTS_FILE), framework="pt", device="cpu") as f:
+            for k in f.keys():  # noqa: SIM118 - safe_open handles are not iterable
+                a = time.perf_counter()
+                v = f.get_tensor(k)
+                b = time.perf_counter()
+                state[k] = cast(k, v.to(device))
+                read, copy = read + b - a, copy + time.perf_counter() - b
     if device.type == "cuda":
         a = time.perf_counter()
         torch.cuda.synchronize(device)

@@ -107,8 +107,10 @@ class PresetBackend:
         *,
         cache_dir: str | Path | None = None,
         progress: ProgressFn | None = None,
+        prefetch: Any = None,
     ):
-        """A pre-quantised directory loads directly; a float checkpoint is quantised while it streams in
+        """A pre-quantised directory loads directly (from ``prefetch``, its file already being read onto
+        ``device``, when given); a float checkpoint is quantised while it streams in
         (``stream.py``), or read from the quantised-weights cache under ``cache_dir`` when it was before.
 
         The returned model carries ``ocr_quant_info`` (preset, where the weights came from, seconds, and
@@ -124,7 +126,7 @@ class PresetBackend:
                 logger.warning("asked for preset %s but %s holds a %s checkpoint: loading it", self.preset_name,
                                model_dir, found)  # fmt: skip
             steps: dict[str, float] = {}
-            model, _ = load_quantized(model_dir, device, dtype, timings=steps)
+            model, _ = load_quantized(model_dir, device, dtype, timings=steps, prefetch=prefetch)
             info.update(preset=found, source="pre-quantised checkpoint", load_breakdown=steps)
         else:
             model = self._load_streamed(Path(model_dir), device, dtype, cache_dir, progress, info)

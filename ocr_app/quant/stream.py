@@ -19,15 +19,15 @@ module names, per-expert tensors → fused experts); its operations run on the f
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.exceptions import ModelLoadError, WeightsNotFoundError
+from ocr_app.models.deepseek_ocr2.conversion import plan_targets
 
 if TYPE_CHECKING:
     import torch
@@ -51,30 +51,6 @@ class _Caught(Exception):
     """Raised by the hook on decoder layer 0 once it has seen its inputs."""
 
 
-def _natural_key(s: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
-
-
-@dataclass
-class _Target:
-    sources: dict[str, list[str]] = field(default_factory=dict)  # converter pattern ("" = plain) → keys
-    converter: Any = None
-
-
-def _conversions(model) -> tuple[list, list, Callable | None]:
-    """transformers' renamings and converters for this model, and its key-renaming function."""
-    try:
-        from transformers.conversion_mapping import get_model_conversion_mapping
-        from transformers.core_model_loading import WeightConverter, WeightRenaming, rename_source_key
-    except ImportError:  # an older transformers: checkpoint keys must already be module names
-        logger.warning("transformers has no weight conversion table: reading checkpoint keys as they are")
-        return [], [], None
-    transforms = get_model_conversion_mapping(model)
-    renamings = [t for t in transforms if isinstance(t, WeightRenaming)]
-    converters = [t for t in transforms if isinstance(t, WeightConverter)]
-    return renamings, converters, rename_source_key
-
-
 class CheckpointReader:
     """The tensors of a safetensors checkpoint under the model's own names, read one target at a time.
 
@@ -92,23 +68,8 @@ class CheckpointReader:
             with safe_open(str(f), framework="pt", device="cpu") as h:
                 self._file_of.update(dict.fromkeys(h.keys(), f))
         self._handles: dict[Path, Any] = {}
-        self.targets = self._plan(model)
+        self.targets = plan_targets(model, list(self._file_of))
         self.reads: list[str] = []
-
-    def _plan(self, model) -> dict[str, _Target]:
-        renamings, converters, rename = _conversions(model)
-        meta = model.state_dict()
-        targets: dict[str, _Target] = {}
-        for key in self._file_of:
-            if rename is None:
-                name, pattern = key, None
-            else:
-                name, pattern = rename(key, renamings, converters, model.base_model_prefix, meta)
-            target = targets.setdefault(name, _Target())
-            if pattern is not None:
-                target.converter = next(c for c in converters if pattern in c.source_patterns)
-            target.sources.setdefault(pattern or "", []).append(key)
-        return targets
 
     def tensor(self, name: str, device, dtype) -> torch.Tensor:
         """Target ``name`` on ``device``; floating tensors in ``dtype``."""
@@ -116,20 +77,7 @@ class CheckpointReader:
         if target is None:
             raise ModelLoadError(f"the checkpoint has no tensor for {name}")
         self.reads.append(name)
-        if target.converter is None:
-            [key] = target.sources[""]
-            x = self._read(key)
-        else:
-            conv = target.converter
-            data: dict[str, Any] = {
-                p: [self._read(k) for k in sorted(keys, key=_natural_key)]
-                for p, keys in target.sources.items()
-            }
-            for op in conv.operations:
-                data = op.convert(data, conv.source_patterns, conv.target_patterns)
-            if len(data) != 1:
-                raise ModelLoadError(f"converting the checkpoint tensors of {name} gave {len(data)} tensors")
-            [x] = data.values()
+        x = target.build(self._read)
         return x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype)
 
     def _read(self, key: str) -> torch.Tensor:
@@ -165,7 +113,7 @@ def build_skeleton(model_dir: str | Path, dtype: torch.dtype):
     """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device (no memory)."""
     from transformers import AutoConfig
 
-    from ocr_app.quant.checkpoint import empty_model
+    from ocr_app.models.deepseek_ocr2.conversion import empty_model
 
     return empty_model(AutoConfig.from_pretrained(model_dir)).to(dtype)  # meta: only their dtype changes
 

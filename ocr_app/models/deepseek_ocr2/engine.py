@@ -197,6 +197,7 @@ class DeepSeekOcr2Engine(Engine):
             vision_attn_mb=self.settings.vision_attn_mb,
             vision_fused=self.settings.vision_fused,
             quant_options={"cache_dir": self._quant_cache_dir(), "progress": self.load_progress},
+            prefetch=getattr(self.settings, "weight_prefetch", False),
         )
         self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype

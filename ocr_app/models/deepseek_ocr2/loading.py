@@ -262,29 +262,37 @@ def load_model(
     vision_attn_mb: int = DEFAULT_BUDGET_MB,
     vision_fused: bool = True,
     quant_options: dict[str, Any] | None = None,
+    prefetch: bool = False,
 ) -> tuple[Any, Any]:
     """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend).
 
     Every precision gets the memory-bounded SAM attention (``sam_attention.py``, ``vision_attn_mb``);
     CUDA models also the fused SAM layers (``sam_kernels.py``, ``vision_fused``).
     ``quant_options`` go to the quantization backend's ``load_model`` where it accepts them.
-    The model carries ``ocr_load_breakdown``: seconds for the processor, the weights and, from a
+    ``prefetch``: read the safetensors files onto ``device`` in a background thread *before* transformers
+    is imported (``weights.py``), so the import, the processor and the read overlap; a float checkpoint
+    is then assigned to an empty model instead of going through ``from_pretrained`` (a quantised one is
+    handed to its backend). Checkpoints that need more (a float checkpoint quantised at load) load as
+    before. The model carries ``ocr_load_breakdown``: seconds for the processor, the weights and, from a
     quantization backend, each step of reading quantised weights (``key_s``, ``read_s``, …).
     """
     import time
 
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
     directory = resolve_model_dir(model_id)
+    t0 = time.perf_counter()
+    early = _start_prefetch(directory, device, quant) if prefetch else None
     try:
-        t0 = time.perf_counter()
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        t_import = time.perf_counter()
         processor = AutoProcessor.from_pretrained(directory)
         t1 = time.perf_counter()
         if quant:
             backend = quant_backend(quant)
-            model = backend.load_model(
-                directory, device, dtype, **_accepted(backend.load_model, quant_options)
-            )
+            options = {**(quant_options or {}), **({"prefetch": early} if early is not None else {})}
+            model = backend.load_model(directory, device, dtype, **_accepted(backend.load_model, options))
+        elif early is not None:
+            model = _from_prefetch(directory, early, dtype, device)
         else:
             model = AutoModelForImageTextToText.from_pretrained(
                 directory, dtype=dtype, device_map=str(device)
@@ -303,10 +311,58 @@ def load_model(
     bound_sam_attention(model, vision_attn_mb)
     fuse_sam_layers(model, vision_fused)
     steps = (getattr(model, "ocr_quant_info", None) or {}).get("load_breakdown") or {}
-    model.ocr_load_breakdown = {"processor_s": t1 - t0, "weights_s": t2 - t1, **steps,
-                                "total_s": time.perf_counter() - t0}  # fmt: skip
+    model.ocr_load_breakdown = {
+        "import_s": t_import - t0,
+        "processor_s": t1 - t_import,
+        "weights_s": t2 - t1,
+        **({"read_s": early.seconds, "prefetch_gib": round(early.nbytes / 1024**3, 3)} if early else {}),
+        **steps,
+        "total_s": time.perf_counter() - t0,
+    }
     logger.info("loaded %s on %s as %s", directory, device, dtype)
     return model, processor
+
+
+def _start_prefetch(directory: Path, device: torch.device, quant: str | None) -> Any:
+    """A ``WeightPrefetch`` of the checkpoint's files, or None where the load reads other files (a float
+    checkpoint quantised at load, or its cached quantised weights)."""
+    from ocr_app.models.deepseek_ocr2.weights import WeightPrefetch, checkpoint_files
+
+    if quant and not (directory / "quant_recipe.json").is_file():
+        return None
+    files = checkpoint_files(directory)
+    if not files:
+        return None
+    after = (lambda: warm_libraries(device)) if device.type == "cuda" else None
+    return WeightPrefetch(files, device, after=after)
+
+
+def _from_prefetch(directory: Path, early: Any, dtype: torch.dtype, device: torch.device) -> Any:
+    """The float model from prefetched tensors: empty skeleton, transformers' names, assignment."""
+    from transformers import AutoConfig, GenerationConfig
+
+    from ocr_app.models.deepseek_ocr2.weights import load_prefetched
+
+    model = load_prefetched(AutoConfig.from_pretrained(directory), early, dtype, device)
+    try:
+        model.generation_config = GenerationConfig.from_pretrained(directory)
+    except OSError:
+        logger.debug("no generation_config.json in %s", directory)
+    return model
+
+
+def warm_libraries(device: torch.device) -> None:
+    """First-call costs of the first page that run in C++ (few Python calls), paid on the reading thread
+    while the main thread still imports: cuBLAS and cuDNN start-up, SDPA dispatch. (Triton's hash of its
+    own installation, ~0.4 s, stays with the first kernel: it is Python work, and in this thread it
+    slowed the import by as much as it saved.)"""
+    import torch
+
+    with torch.cuda.device(device):
+        x = torch.randn(2, 4, 64, 64, device=device, dtype=torch.bfloat16)
+        torch.nn.functional.scaled_dot_product_attention(x, x, x)
+        torch.nn.functional.conv2d(x, torch.randn(4, 4, 3, 3, device=device, dtype=torch.bfloat16))
+        (x[0, 0] @ x[0, 1]).sum().item()
 
 
 def _accepted(fn: Any, options: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,0 +1,317 @@
+"""Read a checkpoint's safetensors files straight onto the device in a background thread (opt-in).
+
+Why it was built: a cold ``ocr-app convert`` spent ~5 s in the load on an H200 host: ~2.7 s importing
+transformers' model and processor machinery, 1.84 s in ``from_pretrained``, ~0.5 s building the
+processor, one after the other. Reading the bytes needs only torch, not transformers, and almost no
+Python: ``os.preadv`` fills a pinned host buffer (the GIL is released for the copy out of the page
+cache), and a non-blocking copy moves it to the GPU on a side stream while the next chunk is read. So
+the engine can start :class:`WeightPrefetch` before it imports transformers.
+
+Why it is off by default (``DEEPSEEK_OCR_WEIGHT_PREFETCH``): measured on H200 hosts, the cold start did
+not move — the importing thread slowed by about what the read saved (docs/PERFORMANCE.md, "The first
+page"). The path is kept, tested against ``from_pretrained``, for hosts where the read is the larger part.
+
+:func:`assemble` turns the file's tensors into the model's state dict with transformers' own conversion
+table (hub names → module names, per-expert tensors → fused experts), on the device, and
+:func:`load_prefetched` assigns it to a skeleton built without weight initialisation. The result
+matches ``from_pretrained`` (names, dtypes — the router stays float32 — and values; tested).
+
+Format: safetensors (an 8-byte little-endian header length, a JSON header of name → dtype, shape,
+byte offsets into the data that follows).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ocr_app.exceptions import ModelLoadError
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+CHUNK_BYTES = 128 * 1024**2  # one pinned staging buffer
+BUFFERS = 3  # staging buffers in flight: read one while the others cross the bus
+_DTYPES = {
+    "BF16": "bfloat16", "F16": "float16", "F32": "float32", "F64": "float64", "I8": "int8", "U8": "uint8",
+    "I16": "int16", "I32": "int32", "I64": "int64", "BOOL": "bool", "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2", "U16": "uint16", "U32": "uint32", "U64": "uint64",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """One tensor of a safetensors file: where its bytes are (absolute file offsets) and what they are."""
+
+    name: str
+    dtype: str  # safetensors' name (BF16, F32, ...)
+    shape: tuple[int, ...]
+    start: int
+    end: int
+
+
+def read_header(path: str | Path) -> list[TensorEntry]:
+    """The tensors of one safetensors file, in file order."""
+    with open(path, "rb") as f:
+        raw = f.read(8)
+        if len(raw) != 8:
+            raise ModelLoadError(f"{path} is not a safetensors file (too short)")
+        (n,) = struct.unpack("<Q", raw)
+        try:
+            header = json.loads(f.read(n))
+        except ValueError as exc:
+            raise ModelLoadError(f"{path} has an unreadable safetensors header: {exc}") from exc
+    base = 8 + n
+    out = []
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        if meta["dtype"] not in _DTYPES:
+            raise ModelLoadError(f"{path}: tensor {name} has dtype {meta['dtype']}, which torch cannot hold")
+        b, e = meta["data_offsets"]
+        out.append(TensorEntry(name, meta["dtype"], tuple(meta["shape"]), base + b, base + e))
+    return sorted(out, key=lambda t: t.start)
+
+
+def _read_into(fd: int, view: memoryview, offset: int) -> None:
+    """Fill ``view`` from ``fd`` at ``offset`` (short reads retried; the GIL is released meanwhile)."""
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], offset + done)
+        if n <= 0:
+            raise ModelLoadError(f"unexpected end of file at byte {offset + done}")
+        done += n
+
+
+class WeightPrefetch:
+    """Every tensor of ``files`` read onto ``device`` by a daemon thread started at construction.
+
+    The destination tensors are allocated here, on the calling thread, before the reader starts: done
+    in the reader, each of the ~2,600 allocations had to win the GIL back from the importing thread
+    (up to one switch interval each), which made the read 3.7 s and the import slower (H200 host,
+    docs/PERFORMANCE.md). The reader's own Python work is a few calls per 128 MiB chunk, and the GIL
+    switch interval is 1 ms while it runs.
+
+    ``after``: called in that thread once the weights are in place (the engine warms libraries there).
+    ``result()`` waits and returns ``{name: tensor}`` in the files' dtypes; a failure in the thread is
+    raised there. ``seconds`` says how long the read took.
+    """
+
+    def __init__(self, files: list[Path], device: Any, *, after: Callable[[], None] | None = None) -> None:
+        import torch
+
+        self.files = [Path(f) for f in files]
+        self.device = torch.device(device)
+        self.after = after
+        self.entries = {f: read_header(f) for f in self.files}
+        self.tensors: dict[str, torch.Tensor] = {
+            t.name: _empty(t, self.device) for es in self.entries.values() for t in es
+        }
+        # byte views of the destinations, also made here (each is two torch calls)
+        self._flat = {k: _bytes_of(x) for k, x in self.tensors.items() if x.numel()}
+        self.seconds: float | None = None
+        self.nbytes = sum(t.end - t.start for es in self.entries.values() for t in es)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="ocr-weights", daemon=True)
+        self._thread.start()
+
+    def result(self) -> dict[str, torch.Tensor]:
+        self._thread.join()
+        if self._error is not None:
+            raise ModelLoadError(f"reading the weights failed: {self._error}") from self._error
+        return self.tensors
+
+    def _run(self) -> None:
+        import sys
+
+        t0 = time.perf_counter()
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, 0.001))
+        try:
+            for f, entries in self.entries.items():
+                if self.device.type == "cuda":
+                    _read_staged(f, entries, self._flat, self.device)
+                else:
+                    _read_direct(f, entries, self.tensors)
+            self.seconds = time.perf_counter() - t0
+            logger.info(
+                "read %.2f GiB of weights to %s in %.2f s", self.nbytes / 1024**3, self.device, self.seconds
+            )
+            if self.after is not None:
+                self.after()
+        except BaseException as exc:  # handed to result(): the loading thread reports it
+            self._error = exc
+        finally:
+            sys.setswitchinterval(interval)
+
+
+def _empty(t: TensorEntry, device: torch.device) -> torch.Tensor:
+    import torch
+
+    return torch.empty(t.shape, dtype=getattr(torch, _DTYPES[t.dtype]), device=device)
+
+
+def _bytes_of(x: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    return x.reshape(-1).view(torch.uint8)
+
+
+def _read_direct(path: Path, entries: list[TensorEntry], dst: dict[str, torch.Tensor]) -> None:
+    """CPU: each tensor read straight into its own memory."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for t in entries:
+            if t.end > t.start:
+                _read_into(fd, memoryview(_bytes_of(dst[t.name]).numpy()), t.start)
+    finally:
+        os.close(fd)
+
+
+def _copy_all(outs: list[torch.Tensor], ins: list[torch.Tensor]) -> None:
+    """``out.copy_(in_, non_blocking=True)`` for every pair, in one call where torch allows it."""
+    import torch
+
+    try:
+        torch._foreach_copy_(outs, ins, non_blocking=True)
+    except (RuntimeError, NotImplementedError, AttributeError):  # pragma: no cover - older torch
+        for o, i in zip(outs, ins, strict=True):
+            o.copy_(i, non_blocking=True)
+
+
+def chunk_pieces(entries: list[TensorEntry], size: int):
+    """The data region of a file in ``size``-byte chunks: ``(start, end, pieces)`` per chunk, each piece
+    ``(name, tensor byte offset, chunk byte offset, length)`` (a tensor larger than a chunk spans several)."""
+    live = [t for t in entries if t.end > t.start]
+    if not live:
+        return
+    start, end = live[0].start, max(t.end for t in live)
+    first = 0  # the first tensor that may overlap the current chunk
+    for a in range(start, end, size):
+        b = min(a + size, end)
+        while first < len(live) and live[first].end <= a:
+            first += 1
+        pieces = []
+        j = first
+        while j < len(live) and live[j].start < b:
+            t = live[j]
+            lo, hi = max(t.start, a), min(t.end, b)
+            pieces.append((t.name, lo - t.start, lo - a, hi - lo))
+            j += 1
+        yield a, b, pieces
+
+
+def _read_staged(
+    path: Path, entries: list[TensorEntry], flat: dict[str, torch.Tensor], device, size: int = CHUNK_BYTES
+) -> None:
+    """The file's data region through ``BUFFERS`` staging buffers (pinned on CUDA), each chunk's pieces
+    copied to their tensors with one call (non-blocking, on a side stream, on CUDA) while the next
+    chunk is read. ``flat``: each tensor's bytes (``_bytes_of``). On the CPU the same path runs with
+    plain buffers (tests check it there). The side stream is synchronised before this returns, so the
+    tensors are complete for any stream."""
+    import torch
+
+    cuda = torch.device(device).type == "cuda"
+    span = max((t.end for t in entries), default=0) - min((t.start for t in entries), default=0)
+    size = max(1, min(size, span))
+    bufs = [torch.empty(size, dtype=torch.uint8, pin_memory=cuda) for _ in range(BUFFERS)]
+    views = [memoryview(b.numpy()) for b in bufs]
+    done = [torch.cuda.Event() if cuda else None for _ in bufs]
+    stream = torch.cuda.Stream(device) if cuda else None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for i, (a, b, pieces) in enumerate(chunk_pieces(entries, size)):
+            k = i % BUFFERS
+            if cuda:
+                done[k].synchronize()  # its previous chunk has left for the GPU
+            _read_into(fd, views[k][: b - a], a)
+            outs = [flat[name][at : at + n] for name, at, _, n in pieces]
+            ins = [bufs[k][off : off + n] for _, _, off, n in pieces]
+            if cuda:
+                with torch.cuda.stream(stream):
+                    _copy_all(outs, ins)
+                    done[k].record(stream)
+            else:
+                torch._foreach_copy_(outs, ins)
+        if cuda:
+            stream.synchronize()
+    finally:
+        os.close(fd)
+
+
+def checkpoint_files(directory: str | Path) -> list[Path]:
+    return sorted(Path(directory).glob("*.safetensors"))
+
+
+# --- into the model ---------------------------------------------------------------------------------
+def _fp32_names(model: Any, dtype: torch.dtype) -> re.Pattern | None:
+    """Parameters transformers keeps in float32 at this dtype (the MoE router: ``gate.weight``)."""
+    plan_fn = getattr(model, "_get_dtype_plan", None)
+    plan = plan_fn(dtype) if callable(plan_fn) else {}
+    keep = [k for k in plan if str(plan[k]).endswith("float32")]
+    return re.compile("|".join(re.escape(k) for k in keep)) if keep else None
+
+
+def assemble(model: Any, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """The model's state dict from the checkpoint's tensors: names through transformers' conversion
+    table (renamings, per-expert tensors merged by its converters, on the tensors' device), floating
+    tensors cast to ``dtype`` except those transformers keeps in float32."""
+    from ocr_app.models.deepseek_ocr2.conversion import plan_targets
+
+    keep32 = _fp32_names(model, dtype)
+    state: dict[str, torch.Tensor] = {}
+    for name, target in plan_targets(model, list(tensors)).items():
+        x = target.build(tensors)
+        if x.is_floating_point():
+            want = dtype
+            if keep32 is not None and keep32.search(name):
+                import torch
+
+                want = torch.float32
+            x = x.to(want)
+        state[name] = x
+    return state
+
+
+def load_prefetched(config: Any, prefetch: WeightPrefetch, dtype: torch.dtype, device: Any) -> Any:
+    """``DeepseekOcr2ForConditionalGeneration`` on ``device`` from a finished (or running) prefetch.
+
+    The skeleton is built while the read may still run; tied weights are tied after the assignment."""
+    from ocr_app.models.deepseek_ocr2.conversion import empty_model
+
+    config.dtype = dtype
+    model = empty_model(config)
+    state = assemble(model, prefetch.result(), dtype)
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    if unexpected:
+        raise ModelLoadError(f"the checkpoint has tensors the model does not: {sorted(unexpected)[:5]}")
+    tied = set(getattr(model, "_tied_weights_keys", None) or {})
+    if missing:
+        model.tie_weights()
+        still = [k for k in missing if k not in tied or getattr(model.get_parameter(k), "is_meta", False)]
+        if still:
+            raise ModelLoadError(f"the checkpoint lacks tensors of the model: {sorted(still)[:5]}")
+    model.to(device)  # non-persistent buffers (rotary tables) were built on the CPU
+    return model
+
+
+__all__ = [
+    "TensorEntry",
+    "WeightPrefetch",
+    "assemble",
+    "checkpoint_files",
+    "chunk_pieces",
+    "load_prefetched",
+    "read_header",
+]
