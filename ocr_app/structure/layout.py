@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 
 from ocr_app.schema import Block, Box
 from ocr_app.structure.borderless import find_grids
+from ocr_app.structure.numbering import numbered_level
 from ocr_app.structure.table_html import Cell, table_html
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,9 @@ class DocStyle:
     first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
     cover_min_size: float = 0.0  # set per page on a cover page: smaller lines are not headings
     body_font: str = ""  # the font family of the body text, when known
+    # level → the smallest numbering depth set at it, where headings of several depths share a
+    # level by size and weight ("2.1" and "2.1.3" both bold at body size): ``numbering``.
+    depth_bases: dict[int, int] = field(default_factory=dict)
 
     def level_for_size(self, size: float) -> int:
         """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
@@ -639,7 +643,10 @@ def _heading_level(
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
-        return _styled_heading_level(row, text, config, style, where.short_line, where.isolated)
+        level = _styled_heading_level(row, text, config, style, where.short_line, where.isolated)
+        if level and style.depth_bases and style.outline.get(_normal_title(text)) is None:
+            level = numbered_level(level, text, style.depth_bases)
+        return level
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
