@@ -357,3 +357,19 @@ def test_paragraph_ends_and_section_titles_side_by_side_in_two_columns_are_no_ta
     assert_in_order(
         md, ["left column prose line 0", "ends here.", "## 2 Mountain Support", "right column prose"]
     )
+
+
+def test_key_value_table_without_header_keeps_long_values_and_wrapped_keys(tmp_path, engine):
+    """A form-like table of labels and values: values longer than the first row's run further
+    right, labels wrap onto a second line; the paragraph after it stays text."""
+    rows = [["Strong Report Language:", "growth quarter winter bridge council teacher history"]]
+    rows += [["Library Winter Announce:", "river ancient chapter paper national garden summer engine"]]
+    rows += [["Increase Western Spring Library Observe:", "budget improve customer forest observe network"]]
+    rows += [["Modern Museum Village:", "service museum server client report village product river"]]
+    rows += [["River Storage Public Simple:", "painting"]]
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    html = f"<p>{PROSE}</p><table>{body}</table><p>{PROSE} {PROSE}</p>"
+    md = _markdown(engine, _story_pdf(tmp_path / "form.pdf", html))
+    (table,) = _tables(md)
+    assert _rows(table) == rows, md
+    assert md.count(PROSE) == 3

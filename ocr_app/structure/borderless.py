@@ -229,11 +229,14 @@ def _cut(row: Sequence[Piece], seps: list[tuple[float, float]], body: float) -> 
 
 def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> int | None:
     """The column whose slot the row lies in — from the column's left edge to the next column's,
-    the last column's to ``right`` where there are three or more (a wrapped line may be wider than
+    the last column's to ``right`` where there are three or more or the row starts at its edge (a
+    wrapped line may be wider than
     the column's other lines — a last cell centred on its row's middle line comes first and
     widest — never wider than its slot) — or None."""
     x0, _, x1, _ = _union([p.box for p in row])
-    if len(cols) < 3:  # two "columns" may be two columns of prose: no room beyond the last one
+    if len(cols) < 3 and abs(x0 - cols[-1][0]) > 0.25 * body:
+        # Two "columns" may be two columns of prose: no room beyond the last one, unless the line
+        # starts right where the last column does (a value wrapped in a key/value table).
         right = cols[-1][1] + 0.5 * body
     ends = [c[0] for c in cols[1:]] + [right]
     for k, (c, end) in enumerate(zip(cols, ends, strict=True)):
@@ -278,9 +281,29 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
                 stretch.append(col)
             j += 1
         j = _trailing_wraps(rows, i, last, body, page_width)
-        runs.append((i, j))
+        runs.append((_leading_lines(rows, i, multis, body, page_width, runs[-1][1] if runs else -1), j))
         i = j + 1
     return runs
+
+
+def _leading_lines(
+    rows: Sequence[Sequence[Piece]], first: int, multis: list, body: float, right: float, floor: int
+) -> int:
+    """The first row of a run, moved up over single lines that interleave with it (each overlaps the
+    next in height) inside the run's columns: the lines of a first row whose cells are centred on
+    its middle line, above the line where two of its cells first stand side by side."""
+    cols = grid_columns(multis, body)
+    k = first
+    while k - 1 > floor and len(rows[k - 1]) == 1 and not rows[k - 1][0].in_figure:
+        above, below = _union([p.box for p in rows[k - 1]]), _union([p.box for p in rows[k]])
+        if (
+            below[1] >= above[3]
+            or _heading_under(rows[k - 1], rows[k])
+            or _slot(rows[k - 1], cols, body, right) is None
+        ):
+            break
+        k -= 1
+    return k
 
 
 def _may_wrap(stretch: list[int], columns: int) -> bool:
@@ -309,24 +332,50 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
         return False  # a word reaches over a column gap: a line of text, not cells
     parts = _cut(split, inside, body)
     cols = _columns_between(cells, seps)
-    # The last column's slot reaches the page's edge where there are three or more (as in ``_slot``).
-    right = cols[-1][1] + body if len(cols) < 3 else float("inf")
+    # The last column's slot reaches the page's edge where there are three or more, or where the
+    # row's last cell starts at the column's edge (as in ``_slot``).
+    aligned = abs(max(p.box[0] for p in parts) - cols[-1][0]) <= 0.25 * body
+    right = cols[-1][1] + body if len(cols) < 3 and not aligned else float("inf")
     if len(parts) < 2 or not (cols[0][0] - body <= x0 and x1 <= right):
         return False
-    if len(parts) == len(row) and len(cols) < 3:
+    if len(parts) == len(row) and len(cols) < 3 and not _label(min(parts, key=lambda p: p.box[0])):
         return False  # two pieces of prose side by side, each in its "column": no table
     known = [p for r in cells for p in r]
     tol = 0.25 * body
 
     def lined_up(part: Piece) -> bool:
+        # Right edges count for numbers only: text that ends where others end may just reach the
+        # text frame's right margin, as every line of prose does.
+        # Centres count for cells no wider than the column's widest (a line of prose cut in two
+        # may have its middle where a long cell has).
         c = _column_of(part, cols)
         mates = [q for q in known if _column_of(q, cols) == c]
+        if not mates:
+            return False
+        number = bool(_NUMERIC.match(part.text.strip()))
+        narrow = part.box[2] - part.box[0] <= max(q.box[2] - q.box[0] for q in mates) + 2 * tol
         return any(
-            min(abs(q.box[0] - part.box[0]), abs(q.box[2] - part.box[2]), abs(_mid(q) - _mid(part))) <= tol
+            min(
+                abs(q.box[0] - part.box[0]),
+                abs(q.box[2] - part.box[2]) if number else tol + 1,
+                abs(_mid(q) - _mid(part)) if narrow else tol + 1,
+            )
+            <= tol
             for q in mates
         )
 
     return all(lined_up(p) for p in parts)
+
+
+MAX_LABEL_WORDS = 5
+
+
+def _label(p: Piece) -> bool:
+    """A key's cell: a few words, or words ending in a colon — not a line of prose."""
+    text = p.text.strip()
+    return len(text.split()) <= MAX_LABEL_WORDS or (
+        text.endswith(":") and len(text.split()) <= MAX_PAIR_WORDS
+    )
 
 
 def _mid(p: Piece) -> float:
@@ -524,6 +573,15 @@ def _part(p: Piece, words: Sequence[Word]) -> _Part:
     )
 
 
+def _prose_pairs(texts: list[list[str]]) -> bool:
+    """Two "columns" whose first holds mostly long runs of words (no keys, no labels) beside text
+    that is not numbers: two columns of prose whose lines interleave, not a key/value table."""
+    firsts = [r[0] for r in texts if r[0]]
+    long = sum(1 for t in firsts if len(t.split()) > MAX_PAIR_WORDS)
+    numbers = sum(1 for r in texts if r[1] and _NUMERIC.match(r[1]))
+    return bool(firsts) and long >= 0.5 * len(firsts) and numbers < 0.5 * len(texts)
+
+
 def build_grid(
     run: Sequence[Sequence[Piece]], body: float, above: Sequence[Piece] | None = None
 ) -> Grid | None:
@@ -550,6 +608,8 @@ def build_grid(
     if len(grid) < 2:
         return None
     texts = [[_text(c) for c in r] for r in grid]
+    if len(cols) == 2 and _prose_pairs(texts):
+        return None
     heavy = [all(_heavy(p) for c in r for p in c) if any(r) else None for r in grid]
     head = header_rows(heavy, []) or _numeric_body_header(texts)
     rows = [[Cell(t) for t in r] for r in texts]
