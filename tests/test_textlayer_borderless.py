@@ -373,3 +373,22 @@ def test_key_value_table_without_header_keeps_long_values_and_wrapped_keys(tmp_p
     (table,) = _tables(md)
     assert _rows(table) == rows, md
     assert md.count(PROSE) == 3
+
+
+def test_centred_key_value_rows_whose_cells_never_share_a_line_stay_one_table(tmp_path, engine):
+    """LibreOffice's form layout: labels and values centred on rows without padding, so in most
+    rows — the first and the last included — no line of the label stands beside a line of the value."""
+    rows = [["Rapid:", "science service annual quarter music daily client product energy eastern"]]
+    rows += [["Ancient:", "printer mountain result forest"]]
+    rows += [["Customer Forecast Engine Bridge Value:", "school network gentle revenue"]]
+    rows += [["Result:", "private measure"]]
+    rows += [["Quiet Report River Revenue Water:", "engine winter"]]
+    rows += [
+        ["Language History:", "analysis growth mountain library private garden sample journal paper weekly"]
+    ]
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    html = f"<p>{PROSE}</p><table style='width: 80%'>{body}</table><p>{PROSE}</p>"
+    md = _markdown(engine, _tight_pdf(tmp_path / "centred-form.pdf", html, valign="middle"))
+    (table,) = _tables(md)
+    assert _rows(table) == rows, md
+    assert md.count(PROSE) == 2

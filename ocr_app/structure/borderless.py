@@ -270,7 +270,7 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
         while j + 1 < n and _close(rows[j], rows[j + 1]):
             nxt = rows[j + 1]
             if is_multi(nxt, body, page_width) or (
-                not _heading_under(nxt, rows[j]) and _on_grid(nxt, multis, body)
+                not _heading_under(nxt, rows[j]) and _on_grid(nxt, multis, body, page_width)
             ):
                 multis.append(nxt)
                 last, stretch = j + 1, []
@@ -280,40 +280,80 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
                     break
                 stretch.append(col)
             j += 1
+        last = _interleaved_tail(rows, last, stretch)
         j = _trailing_wraps(rows, i, last, body, page_width)
         runs.append((_leading_lines(rows, i, multis, body, page_width, runs[-1][1] if runs else -1), j))
         i = j + 1
     return runs
 
 
-def _leading_lines(
-    rows: Sequence[Sequence[Piece]], first: int, multis: list, body: float, right: float, floor: int
-) -> int:
-    """The first row of a run, moved up over single lines that interleave with it (each overlaps the
-    next in height) inside the run's columns: the lines of a first row whose cells are centred on
-    its middle line, above the line where two of its cells first stand side by side."""
-    cols = grid_columns(multis, body)
-    k = first
-    while k - 1 > floor and len(rows[k - 1]) == 1 and not rows[k - 1][0].in_figure:
-        above, below = _union([p.box for p in rows[k - 1]]), _union([p.box for p in rows[k]])
-        if (
-            below[1] >= above[3]
-            or _heading_under(rows[k - 1], rows[k])
-            or _slot(rows[k - 1], cols, body, right) is None
-        ):
-            break
+def _interleaved_tail(rows: Sequence[Sequence[Piece]], last: int, stretch: list[int]) -> int:
+    """The run's last row, moved down over the single lines after its last row of cells when they
+    are the lines of rows whose cells are all centred (lines of two or more columns); a line of the
+    first column that does not interleave with the line above it (a note under the table) ends it."""
+    if len(set(stretch)) < 2:
+        return last
+    k = last + len(stretch)
+    while k > last and stretch[k - last - 1] == 0 and not _overlap(rows[k - 1], rows[k]):
         k -= 1
     return k
 
 
+def _leading_lines(
+    rows: Sequence[Sequence[Piece]], first: int, multis: list, body: float, right: float, floor: int
+) -> int:
+    """The first row of a run, moved up as ``find_runs`` moves down: over rows of cells that line up
+    with its columns (which the multi-row test alone turned away) with wrapped lines between them,
+    then over single lines that interleave with the row below them (each overlaps the next in
+    height): the lines of a first row whose cells are centred on its middle line."""
+    cols = grid_columns(multis, body)
+    top = k = first
+    stretch: list[int] = []
+    while k - 1 > floor and not any(p.in_figure for p in rows[k - 1]) and _close(rows[k - 1], rows[k]):
+        row = rows[k - 1]
+        if _heading_under(row, rows[k]):
+            break  # a heading above the table
+        if len(row) >= 2 and _on_grid(row, multis, body, right):
+            top, stretch = k - 1, []
+        else:
+            col = _slot(row, cols, body, right) if len(row) == 1 else None
+            if col is None or not _may_wrap([*stretch, col], len(cols)):
+                break
+            stretch.append(col)
+        k -= 1
+    # Single lines right above that interleave — with the row below them, or with each other in two
+    # or more columns (a first row whose cells are all centred on its middle line).
+    block: list[int] = []
+    k = top
+    while k - 1 > floor and len(rows[k - 1]) == 1 and not rows[k - 1][0].in_figure:
+        row = rows[k - 1]
+        col = _slot(row, cols, body, right)
+        if col is None or _heading_under(row, rows[k]) or not _close(row, rows[k]):
+            break
+        if not _overlap(row, rows[k]) and (k != top or block):
+            break
+        block.append(col)
+        k -= 1
+    if k < top and (_overlap(rows[top - 1], rows[top]) or len(set(block)) >= 2):
+        return k
+    return top
+
+
+def _overlap(above: Sequence[Piece], below: Sequence[Piece]) -> bool:
+    return _union([p.box for p in below])[1] < _union([p.box for p in above])[3]
+
+
 def _may_wrap(stretch: list[int], columns: int) -> bool:
-    """Whether a stretch of single lines (their columns) between multi rows can be wrapped cells:
+    """Whether a stretch of single lines (their columns) between rows of cells can be wrapped cells:
     up to two lines, or — cells centred on their row's middle line, rows without padding, so the
-    rows' lines interleave — lines of at least two columns, up to two a column."""
-    return len(stretch) <= 2 or (len(set(stretch)) >= 2 and len(stretch) <= 2 * columns)
+    rows' lines interleave — lines of at least two columns, never three in a row in one column."""
+    if len(stretch) <= 2:
+        return True
+    same = any(a == b == c for a, b, c in zip(stretch, stretch[1:], stretch[2:], strict=False))
+    return len(set(stretch)) >= 2 and not same and len(stretch) <= 6 * columns
 
 
-def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: float) -> bool:
+def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: float, page_width: float) -> bool:
     """Whether a row that is no multi row is cells of the run's columns, some set one space apart
     ("Quarter Request Western 1,640.8 1,042.5 6,688.5"): every column gap of the run that it
     reaches over falls between two of its words, at least one of them inside a piece, and every
@@ -338,7 +378,11 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
     right = cols[-1][1] + body if len(cols) < 3 and not aligned else float("inf")
     if len(parts) < 2 or not (cols[0][0] - body <= x0 and x1 <= right):
         return False
-    if len(parts) == len(row) and len(cols) < 3 and not _label(min(parts, key=lambda p: p.box[0])):
+    if (
+        len(parts) == len(row)
+        and len(cols) < 3
+        and not _label(min(parts, key=lambda p: p.box[0]), page_width)
+    ):
         return False  # two pieces of prose side by side, each in its "column": no table
     known = [p for r in cells for p in r]
     tol = 0.25 * body
@@ -370,9 +414,12 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
 MAX_LABEL_WORDS = 5
 
 
-def _label(p: Piece) -> bool:
-    """A key's cell: a few words, or words ending in a colon — not a line of prose."""
+def _label(p: Piece, page_width: float) -> bool:
+    """A key's cell: a few words, or words ending in a colon, in a narrow piece — not a line of a
+    text column (which fills a good part of the page's width)."""
     text = p.text.strip()
+    if p.box[2] - p.box[0] > 0.35 * page_width:
+        return False
     return len(text.split()) <= MAX_LABEL_WORDS or (
         text.endswith(":") and len(text.split()) <= MAX_PAIR_WORDS
     )
