@@ -57,7 +57,9 @@ PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few fil
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
 _MONO_FLAG = 8
-_MONO_FONTS = re.compile(r"mono|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I)
+_MONO_FONTS = re.compile(
+    r"mono|nimbusmon|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I
+)
 MAX_CODE_SHARE = 0.6  # a page with more monospaced text than this is typewritten, not code
 SCRIPT_SIZE = 0.85  # a superscript/subscript is set at most this × the line's main size
 SCRIPT_SHIFT = 0.12  # ... with its baseline at least this × the main size above/below the main one

@@ -126,6 +126,11 @@ Word = tuple[str, float, float]  # text, x0, x1
 MIN_SEPARATOR = 0.2  # × body size: the narrowest white strip between two columns (about one space)
 
 
+def _mono(p: Piece) -> bool:
+    """Set in a monospaced font: its spaces are content (code, a hex dump), never a cell gap."""
+    return bool(getattr(p, "mono", False))
+
+
 def _words(p: Piece) -> list[Word]:
     """The piece's words with their x-ranges: the glyphs' own where the engine gave them, else
     estimated in proportion to the characters before them (OCR lines)."""
@@ -159,6 +164,8 @@ def separators(rows: Sequence[Sequence[Piece]], body: float) -> list[tuple[float
     seps = []
     for s0, s1 in free:
         crossing = [w for _, w in pieces if w and w[0][1] < s0 and w[-1][2] > s1]
+        if any(_mono(p) and w[0][1] < s0 and w[-1][2] > s1 for p, w in pieces if w):
+            continue
         if crossing:
             # Edges on the strip: cells that start at its right edge (or numbers that end at its
             # left one, right-aligned), and the crossing pieces' words that do.
@@ -218,7 +225,7 @@ def _cut(row: Sequence[Piece], seps: list[tuple[float, float]], body: float) -> 
             cuts.setdefault(k, set()).add([x[1] for x in _words(row[k])].index(w[1]))
     out: list = []
     for k, p in enumerate(row):
-        if k not in cuts:
+        if k not in cuts or _mono(p):
             out.append(p)
             continue
         own = _words(p)
@@ -384,6 +391,8 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
         and not _label(min(parts, key=lambda p: p.box[0]), page_width)
     ):
         return False  # two pieces of prose side by side, each in its "column": no table
+    if len(parts) > len(split) and len(multis) < 2:
+        return False  # one row of cells is too little to cut a line by
     known = [p for r in cells for p in r]
     tol = 0.25 * body
 
@@ -603,7 +612,7 @@ def _split_numbers(row: Sequence[Piece], most: int) -> list:
         while k > 0 and _NUMERIC.match(words[k - 1][0]):
             k -= 1
         numbers = len(words) - k
-        if numbers == 0 or len(words) < 2 or (numbers == 1 and len(row) >= most):
+        if numbers == 0 or len(words) < 2 or (numbers == 1 and len(row) >= most) or _mono(p):
             out.append(p)
             continue
         if k:
@@ -640,7 +649,14 @@ def build_grid(
     # not merge two columns.
     plain = [r for r in run if not all(_heavy(p) for p in r)]
     basis = plain if sum(1 for r in plain if len(r) >= 2) >= 2 else run
-    seps = separators(basis, body)
+    # Single lines (wrapped cells) must leave a column gap white, but only rows of two or more
+    # cells make one: a line set further right than every cell is a cell's continuation.
+    spread = [w for r in basis if len(r) >= 2 for p in r for w in _words(p)]
+    seps = [
+        s
+        for s in separators(basis, body)
+        if any(w[2] <= s[0] + 0.05 * body for w in spread) and any(w[1] >= s[1] - 0.05 * body for w in spread)
+    ]
     run = [_cut(r, seps, body) for r in run]
     multis = [r for r in run if len(r) >= 2]
     cols = _columns_between(basis, seps)
