@@ -391,8 +391,8 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
         and not _label(min(parts, key=lambda p: p.box[0]), page_width)
     ):
         return False  # two pieces of prose side by side, each in its "column": no table
-    if len(parts) > len(split) and len(multis) < 2:
-        return False  # one row of cells is too little to cut a line by
+    if len(parts) > len(split) and len(multis) < 2 and len(cols) < 3:
+        return False  # one row of two cells is too little to cut a line by
     known = [p for r in cells for p in r]
     tol = 0.25 * body
 
