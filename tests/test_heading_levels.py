@@ -91,3 +91,33 @@ def test_sections_and_subsections_in_one_style_get_levels_from_their_numbers(tmp
         "#### 3.2.1 Subsection 3.2.1",
     ]
     assert [h for h in heads if "Chapter Title" in h] == [f"## {c} Chapter Title {c}" for c in (1, 2, 3)]
+
+
+def test_side_heads_in_the_margin_head_their_own_paragraphs(tmp_path, engine):
+    """A manual's layout with headings in the left margin, level with the first line of their text:
+    a table-like layout whose left "column" must not be read before all the text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((56, 70), "Product Manual", fontsize=20, fontname="hebo")
+    y = 110
+    heads = ["Installation", "Safety Notes", "Cleaning"]
+    for k, head in enumerate(heads):
+        page.insert_text((56, y), head, fontsize=10, fontname="hebo")
+        for j in range(4):
+            page.insert_text(
+                (180, y + 13 * j),
+                f"Part {k} line {j} tells what to do with the device in words.",
+                fontsize=10,
+            )
+        y += 13 * 4 + 20
+    pdf = tmp_path / "side.pdf"
+    doc.save(pdf)
+    md = blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, 0, 72, prompt="")])[0].blocks)
+    order = [
+        md.index(f"# {heads[0]}"),
+        md.index("Part 0 line 0"),
+        md.index(f"# {heads[1]}"),
+        md.index("Part 1 line 0"),
+    ]
+    assert order == sorted(order), md
+    assert md.index(f"# {heads[2]}") < md.index("Part 2 line 0") and "<table" not in md
