@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pymupdf
 
-from bench.accuracy.fetch_sets import _cut_pdf, _outline_at, _texinfo_blocks, render, texinfo_units
+from bench.accuracy.fetch_sets import _cut_pdf, _outline_at, _texinfo_blocks, render, section_units
 
 HTML = (
     '<div class="header"><p>Next: <a href="#x">Next</a></p></div>'
@@ -19,7 +19,7 @@ HTML = (
 
 
 def test_texinfo_sections_become_units_without_navigation_or_menus():
-    units = texinfo_units(_texinfo_blocks(HTML))
+    units = section_units(_texinfo_blocks(HTML))
     assert [u[0] for u in units] == [0, 1, 2]  # 1.1 (with 1.1.1 inside), 1.1.1, 1.2
     _, md = render(units[0][1], border=False)
     assert md.strip().split("\n\n") == [
