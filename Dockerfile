@@ -22,28 +22,40 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PATH=/opt/venv/bin:$PATH
 
 # Python 3.12 from Ubuntu; libgl1 + libglib2.0-0 are what OpenCV (used by rapidocr) loads at import.
+# (apt versions follow the base image's release: pinning them would break with every base update.)
+# hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv libgl1 libglib2.0-0 \
  && rm -rf /var/lib/apt/lists/* \
- && python3 -m venv "$VIRTUAL_ENV"
+ && python3 -m venv "$VIRTUAL_ENV" \
+ && useradd --create-home --uid 10001 app
 
-# torch first, from the index that matches the base image's CUDA; then the package with every extra
-# (model, light, ui). Copying only what the install needs keeps this layer cached across code edits.
-RUN pip install "torch>=2.6,<2.15" "torchvision>=0.21,<0.30" --index-url "$TORCH_INDEX_URL"
+# Layers from the least to the most often changed, so a code edit re-runs only the last few:
+# 1. torch, from the index that matches the base image's CUDA (the version CI tests, constraints.txt's pair).
+RUN pip install "torch==2.14.1" "torchvision==0.29.1" --index-url "$TORCH_INDEX_URL"
 WORKDIR /app
-COPY pyproject.toml README.md ./
+# 2. every other dependency, at the exact versions CI passed with (constraints.txt), resolved from the
+#    project metadata alone: an empty stand-in package takes the code's place, so this layer stays cached
+#    until pyproject.toml or constraints.txt change.
+COPY pyproject.toml constraints.txt README.md ./
+RUN mkdir ocr_app && touch ocr_app/__init__.py \
+ && pip install -c constraints.txt ".[all,gpu]" \
+ && pip uninstall -y ocr-app && rm -rf ocr_app build
+# 3. the code itself (its dependencies are in place: nothing is resolved again).
 COPY ocr_app ./ocr_app
-RUN pip install ".[all]"
 COPY app.py ./
+RUN pip install --no-deps .
 
-# Run as an unprivileged user; its home holds the model and result caches (mount volumes there).
-# (Ubuntu 24.04 images already use uid 1000 for "ubuntu", so the uid is left to useradd.)
-RUN useradd --create-home app
-USER app
+# Run as the unprivileged user made above (uid 10001: Ubuntu 24.04 images already use 1000 for "ubuntu");
+# its home holds the model and result caches (mount volumes there).
+USER 10001
 ENV HF_HOME=/home/app/.cache/huggingface \
     DEEPSEEK_OCR_HOST=0.0.0.0 \
     DEEPSEEK_OCR_PORT=7860 \
     GRADIO_ANALYTICS_ENABLED=False
 
 EXPOSE 7860
+# Healthy = the web app answers "/" on its port (python -m ocr_app.ui.health: no curl in the image). The
+# start period covers startup only: the model loads on the first page, not before serving.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 CMD ["python", "-m", "ocr_app.ui.health"]
 CMD ["python", "app.py"]

@@ -317,22 +317,28 @@ def launch_check(dev):
 
 
 def main():
-    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
-    from ocr_app.quant.apply import quantize_model
-    from ocr_app.quant.calibration import collect_activations
-    from ocr_app.quant.checkpoint import load_quantized, save_quantized
-    from ocr_app.quant.fidelity import layer_kind_errors, logit_agreement
-    from ocr_app.quant.presets import get_preset
+    cfg, dev, dtype, images, inp, t0 = _setup()
+    if ARGS.quick:  # prefill paths only: bf16 vs mixed (RTN, in place), W8A16/W8A8 vision, both launches
+        _quick(cfg, dev, dtype, inp)
+        table()
+        return
+    toks, ref_logits, qdir = _reference_and_checkpoint(cfg, dev, dtype, inp, images)
+    _mixed_from_checkpoint(qdir, dev, dtype, inp, toks, ref_logits)
+    _variants(cfg, dev, dtype, inp, toks, ref_logits, t0)
+    save()
+    table()
 
+
+def _setup():
+    """Config, device, the measured page's inputs; the kernel and launch checks on a GPU."""
     cfg = TINY if ARGS.tiny else FULL
     dev = torch.device("cuda" if torch.cuda.is_available() and not ARGS.tiny else "cpu")
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    n_new = ARGS.new
     R["env"] = {
         "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu",
         "commit": os.environ.get("GIT_COMMIT", ""),
-        "new_tokens": n_new,
+        "new_tokens": ARGS.new,
         "calib_pages": ARGS.calib,
     }
     images = page_images(ARGS.calib + 1)
@@ -350,37 +356,49 @@ def main():
             log("launch check failed", R["launch_check"])
         gc.collect()
         torch.cuda.empty_cache()
+    return cfg, dev, dtype, images, inp, t0
 
-    if ARGS.quick:  # prefill paths only: bf16 vs mixed (RTN, in place), W8A16/W8A8 vision, both launches
-        from ocr_app.quant.modules import Int8Linear
-        from ocr_app.quant.options import default_kernel_options, set_kernel_options
-        from ocr_app.quant.presets import get_preset as _gp
 
-        model = build(cfg, dev, dtype)
-        bound_sam_attention(model, 0)
-        measure("bf16_stock_attn", model, inp, n_new, dev)
-        bound_sam_attention(model, ARGS.attn_mb)
-        measure("bf16", model, inp, n_new, dev)
-        quantize_model(model, _gp("mixed"), None)
-        gc.collect()
-        for flag in ("0", "1"):
-            set_kernel_options(model, default_kernel_options().replace(fast_launch=flag == "1"))
-            measure(f"mixed_rtn_fast{flag}", model, inp, n_new, dev)
-        for m in model.modules():
-            if isinstance(m, Int8Linear):
-                m.act_bits = 8
-        measure("mixed_rtn_w8a8_fast1", model, inp, n_new, dev)
-        bound_sam_attention(model, 0)
-        measure("mixed_rtn_w8a8_fast1_stock_attn", model, inp, n_new, dev)
-        table()
-        return
+def _quick(cfg, dev, dtype, inp) -> None:
+    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
+    from ocr_app.quant.apply import quantize_model
+    from ocr_app.quant.modules import Int8Linear
+    from ocr_app.quant.options import default_kernel_options, set_kernel_options
+    from ocr_app.quant.presets import get_preset
 
-    # ---- bf16 --------------------------------------------------------------------------------------
+    n_new = ARGS.new
     model = build(cfg, dev, dtype)
     bound_sam_attention(model, 0)
     measure("bf16_stock_attn", model, inp, n_new, dev)
     bound_sam_attention(model, ARGS.attn_mb)
-    toks = measure("bf16", model, inp, n_new, dev)
+    measure("bf16", model, inp, n_new, dev)
+    quantize_model(model, get_preset("mixed"), None)
+    gc.collect()
+    for flag in ("0", "1"):
+        set_kernel_options(model, default_kernel_options().replace(fast_launch=flag == "1"))
+        measure(f"mixed_rtn_fast{flag}", model, inp, n_new, dev)
+    for m in model.modules():
+        if isinstance(m, Int8Linear):
+            m.act_bits = 8
+    measure("mixed_rtn_w8a8_fast1", model, inp, n_new, dev)
+    bound_sam_attention(model, 0)
+    measure("mixed_rtn_w8a8_fast1_stock_attn", model, inp, n_new, dev)
+
+
+def _reference_and_checkpoint(cfg, dev, dtype, inp, images):
+    """bf16 speed and reference logits, AWQ calibration, the mixed checkpoint written to a temp dir."""
+    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
+    from ocr_app.quant.apply import quantize_model
+    from ocr_app.quant.calibration import collect_activations
+    from ocr_app.quant.checkpoint import save_quantized
+    from ocr_app.quant.fidelity import layer_kind_errors
+    from ocr_app.quant.presets import get_preset
+
+    model = build(cfg, dev, dtype)
+    bound_sam_attention(model, 0)
+    measure("bf16_stock_attn", model, inp, ARGS.new, dev)
+    bound_sam_attention(model, ARGS.attn_mb)
+    toks = measure("bf16", model, inp, ARGS.new, dev)
     ref_logits = teacher_forced_logits(model, inp, toks)
     top2 = ref_logits.topk(2, -1).values
     R["reference"] = {
@@ -395,7 +413,7 @@ def main():
     calib = collect_activations(model, batches)
     R["calibration"] = {"pages": calib.pages, "tokens": calib.tokens}
     R["awq_vs_rtn_outliers"] = layer_kind_errors(model, calib)
-    del batches, images
+    del batches
     log("awq_vs_rtn", json.dumps(R["awq_vs_rtn_outliers"]))
     tq = time.perf_counter()
     recipe = quantize_model(model, get_preset("mixed"), calib)
@@ -406,12 +424,19 @@ def main():
     log("quantized + saved in", round(time.perf_counter() - tq, 1), "s;", R["checkpoint_gib"], "GiB")
     del model, calib
     gc.collect()
+    return toks, ref_logits, qdir
+
+
+def _mixed_from_checkpoint(qdir, dev, dtype, inp, toks, ref_logits) -> None:
+    """mixed, loaded from the pre-quantised checkpoint: load time and peak, speed, fidelity."""
+    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
+    from ocr_app.quant.checkpoint import load_quantized
+    from ocr_app.quant.fidelity import logit_agreement
+
     if dev.type == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-
-    # ---- mixed, loaded from the pre-quantised checkpoint ---------------------------------------------
     tl = time.perf_counter()
     model, _ = load_quantized(qdir, dev, dtype)
     R["load_s"] = time.perf_counter() - tl
@@ -419,9 +444,9 @@ def main():
         R["load_peak_gib"] = (torch.cuda.max_memory_allocated() - base) / GIB
         R["load_allocated_gib"] = (torch.cuda.memory_allocated() - base) / GIB
     bound_sam_attention(model, ARGS.attn_mb)
-    measure("mixed", model, inp, n_new, dev)
+    measure("mixed", model, inp, ARGS.new, dev)
     bound_sam_attention(model, 0)
-    measure("mixed_stock_attn", model, inp, n_new, dev)
+    measure("mixed_stock_attn", model, inp, ARGS.new, dev)
     bound_sam_attention(model, ARGS.attn_mb)
     R["fidelity_mixed"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))
     log("fidelity mixed", R["fidelity_mixed"])
@@ -429,11 +454,16 @@ def main():
     del model
     gc.collect()
 
-    # ---- variants quantised on the fly: RTN 4-bit (AWQ off), weight-only 8-bit vision, int8 -------------
+
+def _variants(cfg, dev, dtype, inp, toks, ref_logits, t0) -> None:
+    """Variants quantised on the fly: RTN 4-bit (AWQ off), weight-only 8-bit vision, int8."""
+    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
+    from ocr_app.quant.apply import quantize_model
+    from ocr_app.quant.fidelity import logit_agreement
+    from ocr_app.quant.presets import Preset, get_preset
+
     if dev.type == "cuda":
         torch.cuda.empty_cache()
-    from ocr_app.quant.presets import Preset
-
     if not ARGS.skip_rtn:
         model = build(cfg, dev, dtype)
         quantize_model(model, Preset("mixed_rtn", "bfloat16", vision="int8", decoder_bits=4), None)
@@ -447,7 +477,7 @@ def main():
         model = build(cfg, dev, dtype)
         quantize_model(model, Preset("mixed_w8vision", "bfloat16", vision="w8", decoder_bits=4), None)
         bound_sam_attention(model, ARGS.attn_mb)
-        measure("mixed_w8vision_rtn", model, inp, n_new, dev)
+        measure("mixed_w8vision_rtn", model, inp, ARGS.new, dev)
         del model
         gc.collect()
     if dev.type == "cuda":
@@ -456,12 +486,10 @@ def main():
         model = build(cfg, dev, dtype)
         quantize_model(model, get_preset("int8"), None)
         bound_sam_attention(model, ARGS.attn_mb)
-        measure("int8", model, inp, n_new, dev)
+        measure("int8", model, inp, ARGS.new, dev)
         R["fidelity_int8"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))
         log("fidelity int8", R["fidelity_int8"])
         del model
-    save()
-    table()
 
 
 def table():

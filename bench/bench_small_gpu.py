@@ -140,128 +140,165 @@ class OomCounter(logging.Handler):
 
 
 def run_budget(args) -> dict:
-    import torch
-
-    from ocr_app.convert import Converter, ConvertOptions
-    from ocr_app.models.deepseek_ocr2.budget import choose_preset
-    from ocr_app.quant.checkpoint import load_quantized
-    from ocr_app.settings import Settings
-    from ocr_app.stack import build_engines
-
+    """One budget: first load (quantise + store), cached loads, the pre-quantised reference, then a
+    1-page and a 16-page conversion; a failure is recorded in the row, not raised."""
+    run = BudgetRun(args)
     try:
-        import pymupdf  # noqa: F401
-    except ImportError:  # the GPU image: draw the calibration pages with PIL instead
-        import ocr_app.quant.calibration as calibration
+        run.loads()
+        run.prequant_reference()
+        run.conversions()
+    except Exception as exc:  # a failed budget is a result, not a crash of the whole run
+        run.row["error"] = f"{type(exc).__name__}: {exc}"[:500]
+        run.row["oom_error"] = "out of memory" in str(exc).lower()
+        log(f"[{args.budget} GiB] FAILED: {run.row['error']}")
+    finally:
+        run.engines.unload_all()
+    run.row["oom_events"] = run.oom.count
+    return run.row
 
-        calibration.render_calibration_pages = pil_calibration_pages
-        log("PyMuPDF missing: calibration pages drawn with PIL")
-    cuda = args.device == "cuda"
-    dev = torch.device(args.device)
-    oom = OomCounter()
-    logging.getLogger("ocr_app").addHandler(oom)
-    logging.getLogger("ocr_app").setLevel(logging.INFO)
-    ckpt, cache = Path(args.checkpoint), Path(args.cache_dir)
-    ck_bytes = sum(f.stat().st_size for f in ckpt.glob("*.safetensors"))
-    # On the GPU: the real auto rule under the real cap. On the CPU (--tiny) there is no budget, so the
-    # preset auto would pick on a GPU of this budget is asked for by name: the same streaming code runs.
-    dtype = "auto" if cuda else choose_preset(int(args.budget * GIB), "cuda")[0]
-    settings = Settings(model=str(ckpt), device=args.device, dtype=dtype, engine="deepseek",
-                        gpu_memory_gib=args.budget if cuda else None, cache_dir=cache, idle_unload_s=0,
-                        result_cache_mb=0, cache_enabled=False, max_new_tokens=args.new)  # fmt: skip
-    if args.tiny:  # CPU smoke run: one calibration page instead of the backend's four
-        from ocr_app.models.deepseek_ocr2.loading import quant_backend
 
-        quant_backend("mixed").calib_pages = 1
-    engines = build_engines(settings)
-    top = engines.get("deepseek")
-    row: dict = {"budget_gib": args.budget, "checkpoint_gib": ck_bytes / GIB, "device": args.device}
+class BudgetRun:
+    """The engines of one budget and the row of figures measured on them."""
 
-    def peak_reset():
-        if cuda:
+    def __init__(self, args) -> None:
+        import torch
+
+        from ocr_app.models.deepseek_ocr2.budget import choose_preset
+        from ocr_app.settings import Settings
+        from ocr_app.stack import build_engines
+
+        try:
+            import pymupdf  # noqa: F401
+        except ImportError:  # the GPU image: draw the calibration pages with PIL instead
+            import ocr_app.quant.calibration as calibration
+
+            calibration.render_calibration_pages = pil_calibration_pages
+            log("PyMuPDF missing: calibration pages drawn with PIL")
+        self.args = args
+        self.cuda = args.device == "cuda"
+        self.dev = torch.device(args.device)
+        self.oom = OomCounter()
+        logging.getLogger("ocr_app").addHandler(self.oom)
+        logging.getLogger("ocr_app").setLevel(logging.INFO)
+        ckpt, self.cache = Path(args.checkpoint), Path(args.cache_dir)
+        ck_bytes = sum(f.stat().st_size for f in ckpt.glob("*.safetensors"))
+        # On the GPU: the real auto rule under the real cap. On the CPU (--tiny) there is no budget, so the
+        # preset auto would pick on a GPU of this budget is asked for by name: the same streaming code runs.
+        dtype = "auto" if self.cuda else choose_preset(int(args.budget * GIB), "cuda")[0]
+        self.settings = Settings(model=str(ckpt), device=args.device, dtype=dtype, engine="deepseek",
+                                 gpu_memory_gib=args.budget if self.cuda else None, cache_dir=self.cache,
+                                 idle_unload_s=0, result_cache_mb=0, cache_enabled=False,
+                                 max_new_tokens=args.new)  # fmt: skip
+        if args.tiny:  # CPU smoke run: one calibration page instead of the backend's four
+            from ocr_app.models.deepseek_ocr2.loading import quant_backend
+
+            quant_backend("mixed").calib_pages = 1
+        self.engines = build_engines(self.settings)
+        self.top = self.engines.get("deepseek")
+        self.row: dict = {"budget_gib": args.budget, "checkpoint_gib": ck_bytes / GIB, "device": args.device}
+
+    def peak_reset(self) -> None:
+        if self.cuda:
+            import torch
+
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
 
-    def mem(prefix: str, t0: float) -> None:
-        row[f"{prefix}_s"] = time.perf_counter() - t0
-        if cuda:
-            torch.cuda.synchronize()
-            row[f"{prefix}_peak_gib"] = torch.cuda.max_memory_allocated() / GIB
-            row[f"{prefix}_alloc_gib"] = torch.cuda.memory_allocated() / GIB
-        row[f"{prefix}_rss_gib"] = rss_peak_bytes() / GIB
+    def mem(self, prefix: str, t0: float) -> None:
+        self.row[f"{prefix}_s"] = time.perf_counter() - t0
+        if self.cuda:
+            import torch
 
-    def engine_info(eng=None) -> dict:
-        info = (eng or top).describe()
+            torch.cuda.synchronize()
+            self.row[f"{prefix}_peak_gib"] = torch.cuda.max_memory_allocated() / GIB
+            self.row[f"{prefix}_alloc_gib"] = torch.cuda.memory_allocated() / GIB
+        self.row[f"{prefix}_rss_gib"] = rss_peak_bytes() / GIB
+
+    def engine_info(self, eng=None) -> dict:
+        info = (eng or self.top).describe()
         return {k: info.get(k) for k in INFO_KEYS}
 
-    def timed_loads(eng, prefix: str, times: int = 2) -> None:
+    def timed_loads(self, eng, prefix: str, times: int = 2) -> None:
         """Load ``eng`` ``times`` times (unloading between); the fastest counts, all are kept."""
-        runs = []
+        row, runs = self.row, []
         for i in range(times):
             if i:
                 eng.unload()
-            peak_reset()
+            self.peak_reset()
             t0 = time.perf_counter()
             eng.load()
-            mem(prefix, t0)
-            runs.append((row[f"{prefix}_s"], engine_info(eng)))
+            self.mem(prefix, t0)
+            runs.append((row[f"{prefix}_s"], self.engine_info(eng)))
         best_s, best = min(runs, key=lambda r: r[0])
         row[f"{prefix}_s"], row[f"{prefix}_runs_s"] = best_s, [r[0] for r in runs]
         row[f"{prefix}_info"] = best
-        log(f"[{args.budget} GiB] {prefix}: {row[f'{prefix}_runs_s']} s; {best.get('load_breakdown')}")
+        log(f"[{self.args.budget} GiB] {prefix}: {row[f'{prefix}_runs_s']} s; {best.get('load_breakdown')}")
 
-    try:
-        base = torch.cuda.memory_allocated() if cuda else 0
-        peak_reset()
+    def loads(self) -> None:
+        """The first load (quantises and stores), then the fastest of two cached loads."""
+        import torch
+
+        row = self.row
+        base = torch.cuda.memory_allocated() if self.cuda else 0
+        self.peak_reset()
         t0 = time.perf_counter()
-        top.load()
-        mem("load1", t0)
-        row["first_load"] = engine_info()
-        row["weights_gib"] = (torch.cuda.memory_allocated() - base) / GIB if cuda else None
-        log(f"[{args.budget} GiB] first load: {row['first_load']} {row['load1_s']:.1f} s")
-        top.unload()
-        timed_loads(top, "load2")
+        self.top.load()
+        self.mem("load1", t0)
+        row["first_load"] = self.engine_info()
+        row["weights_gib"] = (torch.cuda.memory_allocated() - base) / GIB if self.cuda else None
+        log(f"[{self.args.budget} GiB] first load: {row['first_load']} {row['load1_s']:.1f} s")
+        self.top.unload()
+        self.timed_loads(self.top, "load2")
         row["second_load"] = row.pop("load2_info")
-        entries = [p for p in (cache / "quantized").iterdir() if p.is_dir() and not p.name.startswith(".")] \
-            if (cache / "quantized").is_dir() else []  # fmt: skip
-        if entries:  # the bar's reference: the same entry loaded as a pre-quantised checkpoint
-            top.unload()
-            pre = build_engines(settings.model_copy(update={"model": str(entries[0])})).get("deepseek")
-            try:
-                timed_loads(pre, "prequant_engine")
-            finally:
-                pre.unload()
-            peak_reset()
-            steps: dict = {}
-            t0 = time.perf_counter()
-            model, _ = load_quantized(entries[0], dev, getattr(torch, "bfloat16" if cuda else "float32"),
-                                      timings=steps)  # fmt: skip
-            mem("prequant", t0)
-            row["prequant_breakdown"] = steps
-            del model
-            if cuda:
-                torch.cuda.empty_cache()
-            top.load()
-        conv = Converter(engines, settings)
+
+    def prequant_reference(self) -> None:
+        """The bar's reference: the stored entry loaded as a pre-quantised checkpoint (engine and bare)."""
+        import torch
+
+        from ocr_app.quant.checkpoint import load_quantized
+        from ocr_app.stack import build_engines
+
+        store = self.cache / "quantized"
+        entries = [p for p in store.iterdir() if p.is_dir() and not p.name.startswith(".")] \
+            if store.is_dir() else []  # fmt: skip
+        if not entries:
+            return
+        self.top.unload()
+        pre = build_engines(self.settings.model_copy(update={"model": str(entries[0])})).get("deepseek")
+        try:
+            self.timed_loads(pre, "prequant_engine")
+        finally:
+            pre.unload()
+        self.peak_reset()
+        steps: dict = {}
+        t0 = time.perf_counter()
+        model, _ = load_quantized(entries[0], self.dev, getattr(torch, "bfloat16" if self.cuda else "float32"),
+                                  timings=steps)  # fmt: skip
+        self.mem("prequant", t0)
+        self.row["prequant_breakdown"] = steps
+        del model
+        if self.cuda:
+            torch.cuda.empty_cache()
+        self.top.load()
+
+    def conversions(self) -> None:
+        """A 1-page and a 16-page TIFF through the converter under the budget."""
+        from ocr_app.convert import Converter, ConvertOptions
+
+        args, row = self.args, self.row
+        conv = Converter(self.engines, self.settings)
         for label, n in ((1, 1), (16, args.tiny_pages if args.tiny else 16)):
             doc = make_tiff(Path(args.work) / f"doc{n}.tiff", n)
             opts = ConvertOptions(mode=args.mode, max_new_tokens=args.new, formats=frozenset({"md", "json"}),
                                   use_cache=False)  # fmt: skip
-            peak_reset()
+            self.peak_reset()
             t0 = time.perf_counter()
             [res] = conv.convert([doc], Path(args.work) / f"out{n}", opts)
-            mem(f"conv{label}", t0)
+            self.mem(f"conv{label}", t0)
             row[f"conv{label}_pages"] = len(res.pages)
             errors = [p.error for p in res.pages if p.error] + ([res.error] if res.error else [])
             row[f"conv{label}_errors"] = errors
             row[f"conv{label}_oom_notes"] = sum("out of memory" in " ".join(p.notes or []) for p in res.pages)
-    except Exception as exc:  # a failed budget is a result, not a crash of the whole run
-        row["error"] = f"{type(exc).__name__}: {exc}"[:500]
-        row["oom_error"] = "out of memory" in str(exc).lower()
-        log(f"[{args.budget} GiB] FAILED: {row['error']}")
-    finally:
-        engines.unload_all()
-    row["oom_events"] = oom.count
-    return row
 
 
 # --- report ------------------------------------------------------------------------------------------

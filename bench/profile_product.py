@@ -58,7 +58,7 @@ def instrument() -> None:
 
     _wrap(PdfDocument, "_render", "render")
     _wrap(DeepSeekOcr2Engine, "preprocess", "preprocess", lambda self, r: (ENGINES.append(self), 0)[1])
-    _wrap(DeepSeekOcr2Engine, "_attach_features", "vision", lambda self, pages: len(pages))
+    _wrap(DeepSeekOcr2Engine, "attach_features", "vision", lambda self, pages: len(pages))
     _wrap(Converter, "_finish_page", "finish_page")
     _wrap(PageDecoder, "admit", "prefill", lambda self, reqs: len(reqs))
     _wrap(PageDecoder, "run_chunk", "decode_chunk", lambda self, *a, **k: len(self.busy_slots))
@@ -212,7 +212,7 @@ def vision_alone(engine, pdf: str, mode: str) -> dict:
         pages = [engine.preprocess(r) for r in reqs[:n]]
         torch.cuda.synchronize()
         t1 = time.perf_counter()
-        engine._attach_features(pages)
+        engine.attach_features(pages)
         torch.cuda.synchronize()
         return t1 - t0, time.perf_counter() - t1
 

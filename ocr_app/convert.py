@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ocr_app.choices import engine_kind
 from ocr_app.engine_api import noting
 from ocr_app.exceptions import ConversionCancelled, EngineError, InputError, OcrError
 from ocr_app.render.formats import format_names
@@ -230,6 +231,7 @@ class Converter:
         except OcrError as exc:
             doc.error = str(exc)
             doc.error_kind = "input" if isinstance(exc, InputError) else "internal"
+            doc.error_type = type(exc).__name__
             job.emit("file_error", f"{path.name}: {exc}")
             return doc
         except Exception as exc:  # never let one file take the batch (or the server) down
@@ -353,7 +355,7 @@ class Converter:
             source_repaired=job.repaired,
             tiling=output.tiling,
         )
-        self._record_used(result, output, request)
+        self._record_used(result, output)
         writer.add_page(result, page.image)  # sets timings["render"]
         job.results[page.index] = result
         flag = {StopReason.LENGTH: " (token cap hit)", StopReason.REPETITION: " (repetition)"}
@@ -361,17 +363,13 @@ class Converter:
         job.emit("page_done", msg + flag.get(result.stop_reason, ""), page.index + 1, result)
 
     @staticmethod
-    def _record_used(result: PageResult, output: EngineOutput, request: PageRequest) -> None:
-        """What the engine honoured, not what was asked: engines without prompts/modes record None."""
-        from ocr_app.engine_api import PROMPTLESS_ENGINES
-
-        if output.engine in PROMPTLESS_ENGINES:
-            result.used_prompt = output.used_prompt
-            result.used_mode = output.used_mode
+    def _record_used(result: PageResult, output: EngineOutput) -> None:
+        """What the engine reports it used, not what was asked (None where it used none or cannot
+        tell: a remote server's resolution mode); engines that take neither say so in a note."""
+        result.used_prompt = output.used_prompt
+        result.used_mode = output.used_mode
+        if not engine_kind(output.engine).capabilities.prompted:
             result.notes.append(f"{output.engine}: takes no prompt and no resolution mode; both were ignored")
-        else:
-            result.used_prompt = output.used_prompt or request.prompt
-            result.used_mode = output.used_mode or request.mode
 
     def _fail_page(self, job: _Job, writer, index: int, source: str, exc: BaseException) -> None:
         if isinstance(exc, OcrError):

@@ -10,23 +10,29 @@ from __future__ import annotations
 import abc
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ocr_app.schema import EngineOutput, PageRequest
-
-# Engines (by ``EngineOutput.engine``) that take neither a prompt nor a resolution mode: the JSON records
-# None for both on their pages, and the UI disables the two options for them.
-PROMPTLESS_ENGINES = frozenset({"light", "textlayer"})
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What an engine offers front ends: the UI fills its dropdowns and the CLI its help from these,
-    so a new engine (or a new mode of one) needs no change above the engine.
+    """What an engine is and offers front ends: the UI fills its dropdowns, labels and notes and the CLI
+    its help from these, and the writer and converter read an engine's facts through them, so a new
+    engine (or a new mode of one) needs no change above the engine.
 
-    Empty tuples mean "this engine has no such choice" (the text layer ignores prompts and modes).
+    The identity (``name`` … ``help``) is registered once per engine kind in ``ocr_app.choices``;
+    an engine's ``capabilities()`` adds what it offers now. Empty tuples mean "this engine has no such
+    choice" (the text layer ignores prompts and modes).
     """
 
+    name: str = ""  # the registry key, the ``--engine`` value and ``EngineOutput.engine``
+    label: str = ""  # what it is, for people: "DeepSeek-OCR-2"
+    prompted: bool = False  # takes a prompt and a resolution mode (others record None for both)
+    keeps_table_html: bool = False  # its tables are HTML to keep; others' "<table>" text is escaped
+    reads_scans: bool = False  # reads page images (an OCR engine), not only embedded text
+    wants_gpu: bool = False  # runs on the CPU too, but slowly: front ends warn without a GPU
+    help: str = ""  # how to get it working where it cannot run (the web app's banner)
     prompts: tuple[tuple[str, str], ...] = ()  # (preset name, label for people)
     custom_prompt: bool = False  # accepts free prompt text besides the presets
     modes: tuple[str, ...] = ()  # resolution modes, the engine's own default first
@@ -34,17 +40,22 @@ class Capabilities:
     output: str = "blocks"  # what ``EngineOutput`` carries: every engine returns blocks
 
     def merge(self, other: Capabilities) -> Capabilities:
-        """The union (order kept, ``self`` first): what a router over both engines offers."""
+        """The union (order kept, ``self`` first, ``self``'s name and label): what a router over both
+        engines offers."""
 
         def union(a: tuple, b: tuple) -> tuple:
             return tuple(dict.fromkeys((*a, *b)))
 
-        return Capabilities(
+        return replace(
+            self,
+            prompted=self.prompted or other.prompted,
+            keeps_table_html=self.keeps_table_html or other.keeps_table_html,
+            reads_scans=self.reads_scans or other.reads_scans,
+            wants_gpu=self.wants_gpu or other.wants_gpu,
             prompts=union(self.prompts, other.prompts),
             custom_prompt=self.custom_prompt or other.custom_prompt,
             modes=union(self.modes, other.modes),
             precisions=union(self.precisions, other.precisions),
-            output=self.output,
         )
 
 
@@ -87,9 +98,21 @@ class Engine(abc.ABC):
         """Short facts for ``ocr-app info`` and the UI status panel."""
         return {"name": self.name, "loaded": self.is_loaded}
 
+    # --- hooks the runtime uses (it knows engines only through these) ------------------------------
+    def smaller_footprints(self, request: PageRequest) -> list[PageRequest]:
+        """The same page asked with less device memory, smallest footprint last: the steps the OOM
+        ladder (``runtime.oom``) tries for a page that ran out of memory alone. None by default."""
+        return []
+
+    def cap_memory(self) -> None:
+        """Hold this process to the engine's memory budget before it loads (the model manager calls it
+        right before ``load``). Nothing by default."""
+        return None
+
     def capabilities(self) -> Capabilities:
-        """Prompts, modes and precisions this engine offers (none by default)."""
-        return Capabilities()
+        """What this engine is and offers (built-in engines: their kind in ``ocr_app.choices``, plus
+        their prompts, modes and precisions). The default is a name and nothing to choose."""
+        return Capabilities(name=self.name, label=self.name)
 
 
 class WrappedEngine(Engine):
@@ -130,6 +153,12 @@ class WrappedEngine(Engine):
 
     def capabilities(self) -> Capabilities:
         return self._engine.capabilities()
+
+    def smaller_footprints(self, request: PageRequest) -> list[PageRequest]:
+        return self._engine.smaller_footprints(request)
+
+    def cap_memory(self) -> None:
+        self._engine.cap_memory()
 
 
 def split_stream(

@@ -1,6 +1,7 @@
 """The progress bar of a first-time quantisation, shared by ``ocr-app convert`` and ``ocr-app quantize``.
 
-A module of its own so ``quant/cli.py`` need not import ``cli.py`` (which imports it: a loop).
+A module of its own, low in the house, so the wing's ``quantize_command`` need not import ``cli.py``
+(which imports the command: a loop).
 """
 
 from __future__ import annotations

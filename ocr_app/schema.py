@@ -81,7 +81,7 @@ class Block:
 class EngineOutput:
     """What an engine returns for one page request."""
 
-    engine: str  # "deepseek-ocr2", "light", "textlayer", "remote", ...
+    engine: str  # the engine kind: "deepseek", "light", "textlayer", "remote", ... (ocr_app.choices)
     raw_text: str = ""  # model text with grounding tags kept (empty for engines that give blocks)
     blocks: list[Block] | None = None  # engines that produce blocks directly fill this
     stop_reason: StopReason = StopReason.NONE
@@ -202,6 +202,9 @@ class DocumentResult:
     pages: list[PageResult] = field(default_factory=list)
     error: str | None = None  # the whole file failed (bad input); pages is then empty
     error_kind: str | None = None  # "input" or "internal"
+    # the OcrError subclass behind ``error`` ("EncryptedDocumentError"...): front ends word their own advice
+    # from it (the app points at its password box); not written to the JSON
+    error_type: str | None = None
     notes: list[str] = field(default_factory=list)  # e.g. "file is a PNG named .pdf", "PDF was repaired"
     outputs: dict[str, Path] = field(default_factory=dict)  # "md", "mmd", "json", "zip", "layout_pdf"
     settings: dict[str, Any] = field(default_factory=dict)

@@ -3,10 +3,10 @@
 Why pydantic-settings: every knob can come from the environment (prefix ``DEEPSEEK_OCR_``), from a
 ``.env`` file, or be passed explicitly, and values are validated once with clear messages.
 
-Vocabularies are ``Literal`` types declared once, beside what they name — engines in
-``engines/registry.py``, precisions in ``models/deepseek_ocr2/precision.py``, output formats in
-``render/formats.py``, and below for the device kinds, text-layer policies and decoders — and the CLI
-and the web app build their options from them (``cli.py``), so a new value is added in one place.
+Vocabularies are declared once — engine kinds (a registry) and precisions in ``choices.py``, output
+formats in ``render/formats.py``, and below for the device kinds, text-layer policies and decoders —
+and the CLI and the web app build their options from them (``cli.py``), so a new value is added in one
+place. This module imports neither an engine nor the DeepSeek-OCR-2 wing.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ocr_app.engines.registry import ENGINE_NAMES, EngineName, canonical_engine
+from ocr_app.choices import DtypeSetting, canonical_precision, check_engine, engine_names
 from ocr_app.exceptions import ConfigError
-from ocr_app.models.deepseek_ocr2.precision import DtypeSetting, canonical_precision
 
 DEFAULT_MODEL = "deepseek-community/DeepSeek-OCR-2"
 
@@ -52,7 +51,7 @@ class Settings(BaseSettings):
         description=f"{', '.join(DEVICE_KINDS)}, cuda:N, or several (cuda:0,cuda:1); auto = every GPU.",
     )
     dtype: DtypeSetting = Field("auto", description="Precision; auto picks one by device and free memory.")
-    engine: EngineName = Field("auto", description=f"One of {', '.join(ENGINE_NAMES)}.")
+    engine: str = Field("auto", description=f"One of {', '.join(engine_names())} (or a registered plug-in).")
     remote_url: str | None = Field(
         None,
         description="OpenAI-compatible vLLM/SGLang endpoint; several comma-separated, or a TOML file "
@@ -169,10 +168,29 @@ class Settings(BaseSettings):
     @field_validator("engine", mode="before")
     @classmethod
     def _engine(cls, value: object) -> object:  # aliases (rapidocr, deepseek-ocr2) → the canonical name
-        return canonical_engine(value.strip()) if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        try:
+            return check_engine(value)
+        except ConfigError as exc:  # pydantic reports ValueErrors with the field name
+            raise ValueError(str(exc)) from None
 
 
 def load_settings(**overrides: object) -> Settings:
     """Settings from env/.env with explicit overrides (None values are ignored)."""
     clean = {k: v for k, v in overrides.items() if v is not None}
     return Settings(**clean)
+
+
+class KernelSettings(BaseSettings):
+    """Knobs of the quantised matmuls for benchmarks and debugging (``OCR_APP_<FIELD>``; docs/RUNTIME.md,
+    "OCR_APP_* kernel variables"), not product settings. Read here like every other setting;
+    ``quant.options.KernelOptions.from_settings`` turns them into the kernels' options object, which
+    checks the values (its errors name the variables)."""
+
+    model_config = SettingsConfigDict(env_prefix="OCR_APP_", env_file=".env", extra="ignore")
+
+    quant_backend: str = Field("auto", description="auto, torch or triton.")
+    triton_fast_launch: bool = Field(
+        True, description="Launch compiled Triton kernels without pointer checks."
+    )

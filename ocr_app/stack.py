@@ -19,7 +19,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ocr_app.engines.registry import EngineSet, canonical_engine
+from ocr_app.choices import canonical_engine, registered_engines
+from ocr_app.engines.registry import EngineSet
 from ocr_app.exceptions import EngineUnavailableError
 
 if TYPE_CHECKING:
@@ -42,12 +43,14 @@ def build_engines(
 ) -> EngineSet:
     """Declare (not build, not load) every engine that can run here, and pick the default.
 
-    ``extra`` adds engines by name (a plug-in, or a test's own engine) exactly like the built-in ones:
-    a factory called with the settings on first use.
+    Engine kinds registered with a factory (``choices.register_engine``: a plug-in, or a test's own
+    engine) and ``extra`` (name → factory) are offered exactly like the built-in ones: a factory called
+    with the settings on first use.
     """
     factories: dict[str, EngineFactory] = {}
     unavailable: dict[str, str] = {}
-    for name, make in (extra or {}).items():
+    plugins = {kind.name: kind.factory for kind in registered_engines() if kind.factory is not None}
+    for name, make in {**plugins, **(extra or {})}.items():
         factories[name] = functools.partial(make, settings)
 
     if _has("torch") and _has("transformers"):
@@ -71,7 +74,13 @@ def build_engines(
     else:
         unavailable["remote"] = "no endpoint configured (set DEEPSEEK_OCR_REMOTE_URL)"
 
-    engines = EngineSet(engines=factories, default="", unavailable=unavailable)
+    engines = EngineSet(
+        engines=factories,
+        default="",
+        unavailable=unavailable,
+        preferred=OCR_FALLBACKS[0],
+        checks=_checks(settings),
+    )
     # "auto" exists when an OCR engine can back it. With light or remote present it always can, so the
     # choice (a GPU probe and a weights look-up) waits until "auto" is used; otherwise decide now.
     ocr_for_sure = "light" in factories or "remote" in factories
@@ -95,9 +104,21 @@ def build_engines(
     return engines
 
 
+def _checks(settings: Settings) -> dict[str, Callable[[], str | None]]:
+    """What a declared engine still lacks to read a page here, asked by front ends (not at startup)."""
+
+    def deepseek_weights() -> str | None:
+        from ocr_app.models.deepseek_ocr2.loading import weights_available
+
+        if weights_available(settings.model):
+            return None
+        return "no model weights on this machine (see the banner for how to get them)"
+
+    return {"deepseek": deepseek_weights}
+
+
 def choose_ocr(settings: Settings, factories: dict[str, EngineFactory]) -> tuple[str | None, str]:
-    """The OCR engine behind ``auto`` and a reason a user can act on (rule: ``router.choose_ocr_engine``)."""
-    from ocr_app.engines.router import choose_ocr_engine
+    """The OCR engine behind ``auto`` and a reason a user can act on (rule: ``choose_ocr_engine``)."""
     from ocr_app.runtime.vram import gpu_present
 
     if "remote" in factories:
@@ -114,6 +135,28 @@ def choose_ocr(settings: Settings, factories: dict[str, EngineFactory]) -> tuple
         if fallback in factories and (fallback != "deepseek" or weights):
             return fallback, f"{reason}; {name} is not installed"
     return None, "no OCR engine available"
+
+
+def choose_ocr_engine(settings: Settings, *, has_gpu: bool, weights_available: bool) -> tuple[str, str]:
+    """Which OCR engine ``auto`` uses here, and a reason a user can act on.
+
+    DeepSeek-OCR-2 when its weights are available and a GPU is present (or the user forced
+    ``device=cpu``, accepting minutes per page); otherwise the light CPU engine.
+    """
+    device = (settings.device or "auto").lower()
+    if {d.strip() for d in device.split(",")} == {"cpu"}:  # "cpu,cpu": engines placed on the CPU
+        device = "cpu"
+    if weights_available and device == "cpu":
+        return "deepseek", "DeepSeek-OCR-2 on the CPU (device=cpu was set)"
+    if weights_available and has_gpu:
+        return "deepseek", "DeepSeek-OCR-2 on the GPU (weights found)"
+    if not weights_available and not has_gpu:
+        return "light", "no GPU and no DeepSeek-OCR-2 weights"
+    if not weights_available:
+        return "light", f"DeepSeek-OCR-2 weights not found ({settings.model})"
+    if device.startswith("cuda"):
+        return "light", f"device={settings.device} was set but no GPU is available"
+    return "light", "no GPU (set device=cpu to run DeepSeek-OCR-2 on the CPU)"
 
 
 # --- one factory per engine ---------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_json_records_the_prompt_and_mode_actually_used(tmp_path, tiny_checkpoin
     finally:
         engines.unload_all()
     page = json.loads(doc.outputs["json"].read_text())["pages"][0]
-    assert page["engine"] == "deepseek-ocr2", page["error"]
+    assert page["engine"] == "deepseek", page["error"]
     assert (page["prompt"], page["mode"]) == ("<image>\nFree OCR.", "global")
 
 

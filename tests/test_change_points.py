@@ -5,6 +5,7 @@ changes. (The layer-kind quantisation recipe: ``tests/test_quant_recipes.py``.)"
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -15,9 +16,11 @@ from tests.factories import make_image, make_pdf
 
 
 class EchoEngine(Engine):
-    """A third-party engine: one block per page saying its size, wired in through ``build_engines``."""
+    """A third-party engine: one block per page saying its size (as an HTML table, which its kind says
+    to keep), added by the one registration line in ``echo_kind``."""
 
     name = "echo"
+    KIND = Capabilities(name="echo", label="echo of page sizes", keeps_table_html=True, reads_scans=True)
 
     def __init__(self, settings) -> None:
         self.settings = settings
@@ -34,36 +37,87 @@ class EchoEngine(Engine):
         return self._loaded
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(modes=("echo-mode",))
+        return replace(self.KIND, modes=("echo-mode",))
 
     def predict_batch(self, requests):
         return [
             EngineOutput(
                 engine=self.name,
                 raw_text=f"{r.page.size[0]}x{r.page.size[1]}",
-                blocks=[Block(label="text", text=f"echo {r.page.size[0]}x{r.page.size[1]}")],
+                blocks=[
+                    Block(
+                        label="text",
+                        text=f"<table><tr><td>echo {r.page.size[0]}x{r.page.size[1]}</td></tr></table>",
+                    )
+                ],
                 stop_reason=StopReason.END,
+                used_mode=r.mode,
             )
             for r in requests
         ]
 
 
-def test_a_new_engine_is_one_factory(tmp_path):
+@pytest.fixture
+def echo_kind():
+    from ocr_app.choices import register_engine, unregister_engine
+
+    register_engine(EchoEngine.KIND, factory=EchoEngine)  # the one registration line
+    yield "echo"
+    unregister_engine("echo")
+
+
+def test_a_new_engine_is_one_registration(echo_kind, tmp_path):
+    """Settings and the CLI take its name, the web app offers it with its label and lists it in the
+    GPU panel, the converter runs it, and the writer keeps its table HTML because its kind says so."""
+    from click.testing import CliRunner
+
+    from ocr_app.cli import main
     from ocr_app.convert import Converter, ConvertOptions
     from ocr_app.settings import Settings
     from ocr_app.stack import build_engines
+    from ocr_app.ui import form, status_panel
+    from ocr_app.ui.blocks import Choices
 
-    settings = Settings(engine="textlayer")
-    engines = build_engines(settings, extra={"echo": EchoEngine})
-    converter = Converter(engines, settings)
+    settings = Settings(engine="echo", cache_enabled=False)
+    converter = Converter(build_engines(settings), settings)
     assert "echo" in converter.engine_names()
     assert "echo-mode" in converter.capabilities().modes  # the UI's mode dropdown lists it
+    choices = Choices.of(converter, settings)
+    assert ("echo: echo of page sizes", "echo") in choices.engines and choices.default_engine == "echo"
+    assert "- **echo** (default): not loaded" in status_panel.engines_markdown(converter.describe())
+    assert form.ignored_options_reason("echo", converter.describe()) is not None  # not prompted
+
     image = make_image(tmp_path / "scan.png", size=(320, 200))
-    opts = ConvertOptions(engine="echo", formats=frozenset({"md", "json"}))
+    opts = ConvertOptions(engine="echo", mode="echo-mode", formats=frozenset({"md", "json"}))
     [doc] = converter.convert([image], tmp_path / "out", opts)
     assert doc.error is None and doc.pages[0].engine == "echo"
-    assert "echo 320x200" in doc.outputs["md"].read_text()
-    assert json.loads(doc.outputs["json"].read_text())["pages"][0]["blocks"][0]["text"] == "echo 320x200"
+    assert "<td>echo 320x200</td>" in doc.outputs["md"].read_text()  # kept: keeps_table_html
+    page = json.loads(doc.outputs["json"].read_text())["pages"][0]
+    assert (
+        page["blocks"][0]["text"].endswith("echo 320x200</td></tr></table>") and page["mode"] == "echo-mode"
+    )
+
+    engine_option = next(p for p in main.commands["convert"].params if p.name == "engine")
+    assert "echo" in engine_option.type.choices
+    run = CliRunner().invoke(
+        main, ["convert", str(image), "-o", str(tmp_path / "cli"), "--engine", "ECHO", "-q"]
+    )
+    assert run.exit_code == 0, run.output
+    assert "<td>echo 320x200</td>" in (tmp_path / "cli" / "scan" / "scan.md").read_text()
+
+
+def test_an_unknown_engine_name_is_refused_and_its_html_escaped(tmp_path):
+    from ocr_app.choices import engine_kind
+    from ocr_app.render.markdown import page_markdown
+    from ocr_app.settings import Settings
+
+    with pytest.raises(ValueError, match="Unknown engine 'echo'"):
+        Settings(engine="echo")  # not registered here
+    kind = engine_kind("echo").capabilities
+    assert not kind.keeps_table_html and not kind.prompted
+    text, _ = page_markdown([Block(label="text", text="<table><tr><td>x</td></tr></table>")], None, 0, None,
+                            keep_table_html=kind.keeps_table_html)  # fmt: skip
+    assert "<table>" not in text and "&lt;table>" in text
 
 
 @pytest.fixture
@@ -92,8 +146,8 @@ def test_a_new_mode_is_one_registration(quick_mode, tiny_checkpoint):
     from PIL import Image
 
     from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
+    from ocr_app.models.deepseek_ocr2.modes import smaller_modes
     from ocr_app.models.deepseek_ocr2.prompts import resolve_prompt
-    from ocr_app.runtime.oom import smaller_modes
     from ocr_app.schema import PageImage, PageRequest
     from ocr_app.settings import load_settings
     from ocr_app.ui import form
@@ -181,3 +235,25 @@ def test_a_new_output_format_is_one_class(plain_text_format, tmp_path):
     assert "txt" not in again.outputs and not txt.exists() and again.outputs["md"].exists()
     bad = CliRunner().invoke(main, ["convert", str(pdf), "-o", str(out), "--format", "docx"])
     assert bad.exit_code == 2 and "choose from md, mmd, json, overlay, layout_pdf, zip, txt" in bad.output
+
+
+def test_every_change_point_names_a_test_that_exists():
+    """docs/ARCHITECTURE.md's "where to change one thing" tables: every test named in a row's last
+    column exists (the file, and the function when one is named)."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).parents[1]
+    text = (repo / "docs" / "ARCHITECTURE.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`tests/" in line]
+    named = [
+        ref for row in rows for ref in re.findall(r"`(tests/[\w/]+\.py(?:::\w+)?)`", row.rsplit("|", 2)[-2])
+    ]
+    assert len(named) >= 10
+    missing = []
+    for ref in named:
+        path, _, func = ref.partition("::")
+        source = repo / path
+        if not source.exists() or (func and not re.search(rf"^def {func}\(", source.read_text(), re.M)):
+            missing.append(ref)
+    assert missing == []

@@ -82,7 +82,7 @@ def test_cli_convert_writes_every_output(converted):
     )
     jsonschema.validate(data, schema)
     assert [p["page_number"] for p in data["pages"]] == [1, 2, 3]
-    assert all(p["engine"] == "deepseek-ocr2" for p in data["pages"])
+    assert all(p["engine"] == "deepseek" for p in data["pages"])
     assert all(p["stop_reason"] in ("end", "length", "repetition") for p in data["pages"])
 
     with fitz.open(pdf) as doc:

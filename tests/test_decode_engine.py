@@ -93,9 +93,9 @@ def test_a_broken_graph_decoder_falls_back_to_generate(tiny_checkpoint, engines,
     real = adapter.stream_pages
     calls = []
 
-    def breaks_after_one_page(engine, requests):
+    def breaks_after_one_page(engine, sched, requests):
         calls.append(engine)
-        stream = real(engine, requests)
+        stream = real(engine, sched, requests)
         yield next(stream)
         raise RuntimeError("CUDA error: graph capture failed")
 

@@ -57,7 +57,7 @@ def decode_ids(engine, req):
     """Token ids the engine's own decoder produces for one request (the plug-in path others replace)."""
     with torch.inference_mode():
         pages = [engine.preprocess(req)]
-        engine._attach_features(pages)
+        engine.attach_features(pages)
         return engine._decode(engine.collate(pages))[0]
 
 
@@ -209,7 +209,7 @@ def test_batch_of_two_sizes_equals_one_by_one(engine):
     assert [o.num_tokens for o in batched] == [MAX_NEW, MAX_NEW]
     assert batched[0].raw_text != batched[1].raw_text
     for o in batched:
-        assert o.engine == "deepseek-ocr2"
+        assert o.engine == "deepseek"
         assert set(o.timings) == {"preprocess", "vision", "prefill", "decode", "total"}
         assert all(v >= 0 for v in o.timings.values())
         assert o.timings["total"] >= o.timings["prefill"] + o.timings["decode"]
@@ -391,6 +391,31 @@ def test_unload_frees_the_model_and_reload_works(random_checkpoint):
     eng.unload()  # idempotent
     assert eng.predict_batch([request((300, 200))])[0].num_tokens == 2
     eng.unload()
+
+
+def test_one_engines_unload_leaves_the_other_engines_objects_frozen(random_checkpoint):
+    """Two engines in one process (one per GPU in production): the gc freeze is shared and counted, so
+    the first unload frees its own model (cycles included) and keeps the other's objects frozen."""
+    from ocr_app import gc_freeze
+
+    base = gc_freeze.holders()  # the module's engine fixture may hold one
+    first, second = (DeepSeekOcr2Engine(settings_for(random_checkpoint)) for _ in range(2))
+    first.load()
+    second.load()
+    try:
+        assert gc_freeze.holders() == base + 2
+        gone = weakref.ref(first.model)
+        first.unload()
+        first.unload()  # idempotent: releases its share once
+        assert gc_freeze.holders() == base + 1 and gone() is None
+        assert gc.get_freeze_count() > 0
+        kept = second.model
+        assert not any(o is kept for o in gc.get_objects())  # still out of the collector's sight
+    finally:
+        second.unload()
+    assert gc_freeze.holders() == base
+    if base == 0:
+        assert gc.get_freeze_count() == 0
 
 
 def test_preprocessing_moves_to_the_gpu_only_where_asked(engine):

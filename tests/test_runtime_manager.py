@@ -189,7 +189,7 @@ def test_describe_status_and_batches_stay_whole(settings):
     engine = BatchRecorder(settings)
     mgr = ModelManager(engine, settings)
     info = mgr.describe()
-    assert info["state"] == NOT_LOADED and info["loaded"] is False and info["name"] == "deepseek-ocr2"
+    assert info["state"] == NOT_LOADED and info["loaded"] is False and info["name"] == "deepseek"
     assert info["idle_unload_s"] == settings.idle_unload_s
     outs = mgr.predict_batch([_req(_page("status")), _req(_page("two", index=1))])
     assert engine.batches == [2] and len(outs) == 2  # the OOM guard passes the batch through whole

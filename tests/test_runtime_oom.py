@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
+from ocr_app.engine_api import Engine
 from ocr_app.exceptions import EngineError, GpuOutOfMemory
 from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
+from ocr_app.models.deepseek_ocr2.modes import smaller_modes
 from ocr_app.runtime.manager import READY, ModelManager
-from ocr_app.runtime.oom import OomRecovery, is_oom, smaller_modes
-from ocr_app.schema import PageImage, PageRequest
+from ocr_app.runtime.oom import OomRecovery, is_oom
+from ocr_app.schema import EngineOutput, PageImage, PageRequest
 
 
 class OomWhen(DeepSeekOcr2Engine):
@@ -155,3 +159,47 @@ def test_a_page_that_ran_out_of_memory_next_to_others_keeps_its_resolution(setti
     ]  # alone, same mode
     direct = engine.predict_batch([_req(pages[1] if survivor is got[1] else pages[0], "default")])[0]
     assert survivor.vision_tokens == direct.vision_tokens and survivor.raw_text == direct.raw_text
+
+
+class Squeezed(Engine):
+    """Not DeepSeek: an engine whose pages fit only at its own smallest footprint ("thumb"), which it
+    offers through the interface's hooks. The runtime must use them without knowing any mode."""
+
+    name = "squeezed"
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def load(self) -> None:
+        self.events.append("load")
+
+    def unload(self) -> None:
+        self.events.append("unload")
+
+    @property
+    def is_loaded(self) -> bool:
+        return "load" in self.events
+
+    def cap_memory(self) -> None:
+        self.events.append("cap")
+
+    def smaller_footprints(self, request: PageRequest) -> list[PageRequest]:
+        return [replace(request, mode="half"), replace(request, mode="thumb")]
+
+    def predict_batch(self, requests):
+        self.events.extend(f"try {r.mode}" for r in requests)
+        if any(r.mode != "thumb" for r in requests):
+            raise RuntimeError("CUDA out of memory (forced by the test)")
+        return [EngineOutput(engine=self.name, raw_text="ok", used_mode=r.mode) for r in requests]
+
+
+def test_the_runtime_knows_an_engine_only_through_its_hooks():
+    engine = Squeezed()
+    mgr = ModelManager(engine, idle_unload_s=0)
+    try:
+        [out] = mgr.predict_batch([_req(_page("tight", 0), "full")])
+    finally:
+        mgr.unload()
+    assert engine.events[:2] == ["cap", "load"]  # the budget holds before anything loads
+    assert engine.events[2:5] == ["try full", "try half", "try thumb"]
+    assert out.used_mode == "thumb" and "ran at mode thumb" in out.notes[-1]

@@ -224,3 +224,24 @@ def test_an_unsupported_file_in_a_batch_fails_alone(app, client, docs, tmp_path)
     assert got["report.pdf"]["error"] is None and len(got["report.pdf"]["pages"]) == 2
     assert got["photo.heic"]["error"] and "photo.heic" in got["photo.heic"]["error"]
     assert [Path(f).name for f in files] == ["report.md", "report.json", "report.zip"]
+
+
+def test_the_container_health_check_answers_for_the_app_and_fails_without_it(app):
+    """``python -m ocr_app.ui.health`` (the Dockerfile's HEALTHCHECK) with the app's host and port from
+    the environment, as in the image (host 0.0.0.0 = ask the loopback interface)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from urllib.parse import urlparse
+
+    repo = Path(__file__).parents[1]
+    env = {**os.environ, "DEEPSEEK_OCR_HOST": "0.0.0.0", "DEEPSEEK_OCR_PORT": str(urlparse(app.url).port)}
+    cmd = [sys.executable, "-m", "ocr_app.ui.health"]
+    ok = subprocess.run(cmd, env=env, cwd=repo, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    with socket.socket() as sock:  # a port nobody listens on once this socket closes
+        sock.bind(("127.0.0.1", 0))
+        env["DEEPSEEK_OCR_PORT"] = str(sock.getsockname()[1])
+    down = subprocess.run(cmd, env=env, cwd=repo, capture_output=True, text=True, timeout=60)
+    assert down.returncode == 1 and "does not answer" in down.stderr

@@ -91,10 +91,16 @@ def page(app, browser, inputs, tmp_path_factory):
     """A browser tab after one click on Convert with the default options."""
     context, tab = _open(browser, app.url)
     _upload(tab, list(inputs))
+    tab.evaluate(  # every text the status line shows during the job (a MutationObserver: nothing is missed)
+        """() => { window.__statusTexts = []; new MutationObserver(() => {
+          const el = document.querySelector('#job-status'); if (el) window.__statusTexts.push(el.innerText); })
+        .observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
+    )
     tab.click("#convert-btn")
-    # Per-page progress from the library shows while the job runs (model load + two pages: seconds).
-    tab.locator("#job-status").get_by_text(re.compile(r"Recognizing pages? 1")).first.wait_for()
     tab.locator("#job-status").get_by_text("Done:").wait_for()
+    # Per-page progress from the library showed while the job ran (model load + two pages: seconds).
+    texts = tab.evaluate("() => window.__statusTexts")
+    assert any(re.search(r"Recogni[sz](ing|ed) page 1\b", t) for t in texts), texts[-5:]
     # The polled panel catches up with the model state within a tick or two.
     tab.locator("#gpu-status").get_by_text(re.compile(r"deepseek \(default\): ready")).first.wait_for()
     shot = tmp_path_factory.mktemp("ui-browser-shots") / "after-convert.png"
@@ -106,9 +112,42 @@ def page(app, browser, inputs, tmp_path_factory):
     context.close()
 
 
-def test_screenshot_saved(page):
-    with Image.open(page.screenshot_path) as img:
-        assert img.width >= 1400 and img.height > 600
+def test_the_browser_paints_the_page_image(page, expected, tmp_path):
+    """The pixels on screen where the page image sits are the page's overlay, not a blank or broken image:
+    the visible part of it matches the same part of the overlay file (blurred, so that resampling does not
+    count), and matches it clearly better than the overlay moved by 40 px."""
+    import numpy as np
+
+    page.wait_for_function("() => document.querySelector('#page-view img.ocr-page-image').naturalWidth > 0")
+    clip = page.evaluate(
+        """() => { const img = document.querySelector('#page-view img.ocr-page-image');
+        const i = img.getBoundingClientRect();
+        const s = document.querySelector('#page-view .ocr-scroll').getBoundingClientRect();
+        const x = Math.max(i.left, s.left), y = Math.max(i.top, s.top);
+        return {x, y, width: Math.min(i.right, s.right) - x, height: Math.min(i.bottom, s.bottom) - y,
+                left: i.left, top: i.top, scale: i.width / img.naturalWidth}; }"""
+    )
+    assert clip["width"] > 200 and clip["height"] > 200, clip
+    shot = tmp_path / "page-image.png"
+    page.screenshot(path=str(shot), clip={k: clip[k] for k in ("x", "y", "width", "height")})
+
+    def blurred(img: Image.Image) -> np.ndarray:
+        return np.asarray(
+            img.resize((img.width // 16, img.height // 16), Image.Resampling.BOX), dtype=float
+        ).ravel()
+
+    with Image.open(shot) as got_img, Image.open(expected[0].pages[0].overlay_path) as overlay:
+        s = clip["scale"]
+        x0, y0 = (clip["x"] - clip["left"]) / s, (clip["y"] - clip["top"]) / s
+        crop = (x0, y0, x0 + clip["width"] / s, y0 + clip["height"] / s)
+        got = blurred(got_img.convert("L"))
+        want = blurred(overlay.convert("L").crop(crop).resize(got_img.size))
+        moved = blurred(
+            overlay.convert("L").crop((crop[0], crop[1] + 40, crop[2], crop[3] + 40)).resize(got_img.size)
+        )
+    assert want.std() > 1 and got.std() > 1  # there is something on the page to compare
+    match, wrong = np.corrcoef(got, want)[0, 1], np.corrcoef(got, moved)[0, 1]
+    assert match > 0.7 and match > wrong + 0.4, (match, wrong)
 
 
 def test_the_page_loads_nothing_from_outside_the_machine(app, page):

@@ -303,9 +303,7 @@ def test_panel_text_says_no_gpu_and_shows_engine_states(converter, settings):
     assert "**deepseek** (default): " in text
     state = converter.describe()["engines"]["deepseek"]["state"]
     assert f"(default): {state}" in text
-    assert (
-        status_panel.engine_label("auto", converter.describe()) == "auto: PDF text layer, else deepseek-ocr2"
-    )
+    assert status_panel.engine_label("auto", converter.describe()) == "auto: PDF text layer, else deepseek"
     assert status_panel.engine_label("light", {}) == "light: light CPU OCR (rapidocr)"
     assert status_panel.engine_state({"loaded": True}) == "ready"
     assert status_panel.engine_state({"loaded": False}) == "not loaded"
@@ -320,7 +318,12 @@ def test_notice_explains_how_to_get_deepseek_when_it_is_not_used(tiny_checkpoint
     light = build_engines(Settings(engine="light", **base)).describe()
     notice = status_panel.notice_markdown(light)
     assert "**light** engine" in notice and "--model /path/to/DeepSeek-OCR-2" in notice
-    missing = {"default": "textlayer", "engines": {"textlayer": {}}, "unavailable": {"deepseek": "no torch"}}
+    missing = {
+        "default": "textlayer",
+        "preferred": "deepseek",
+        "engines": {"textlayer": {}},
+        "unavailable": {"deepseek": "no torch"},
+    }
     notice = status_panel.notice_markdown(missing)
     assert "DeepSeek-OCR-2 cannot run here:** no torch" in notice and "ocr-app[light]" in notice
 
@@ -502,9 +505,13 @@ def test_sweep_removes_only_folders_whose_owner_is_gone(tmp_path):
 # --- small parts of the form and the queue line --------------------------------------------------
 def test_prompt_and_mode_are_off_for_engines_that_ignore_them():
     describe = {"default": "auto", "engines": {"auto": {"ocr": "light"}}}
-    assert "light" in form.ignored_options_reason("auto", describe)
-    assert "DeepSeek-OCR-2 only" in form.ignored_options_reason("textlayer", describe)
-    assert "light engine" in form.ignored_options_reason("light", describe)
+    assert "light engine, which takes no prompt" in form.ignored_options_reason("auto", describe)
+    assert form.ignored_options_reason("textlayer", describe) == (
+        "textlayer (PDF text layer only) takes no prompt or resolution mode"
+    )
+    assert "light (light CPU OCR (rapidocr)) takes no prompt" in form.ignored_options_reason(
+        "light", describe
+    )
     assert form.ignored_options_reason("deepseek", describe) is None
     assert form.ignored_options_reason("remote", describe) is None
     assert form.ignored_options_reason("auto", {"engines": {"auto": {"ocr": "deepseek-ocr2"}}}) is None
@@ -537,8 +544,47 @@ def test_queue_position_in_words():
 def test_engine_list_leaves_out_deepseek_without_weights_and_warns_without_gpu():
     describe = {"default": "auto", "engines": {"auto": {"ocr": "light"}}, "unavailable": {"remote": "no URL"}}
     names = ["deepseek", "light", "textlayer", "auto"]
-    choices, notes = status_panel.engine_choices(names, describe, deepseek_weights=False, has_gpu=False)
+    no_weights = {"deepseek": "no model weights on this machine"}
+    choices, notes = status_panel.engine_choices(names, describe, missing=no_weights, has_gpu=False)
     assert [v for _, v in choices] == ["light", "textlayer", "auto"]
     assert any(n.startswith("deepseek: no model weights") for n in notes) and "remote: no URL" in notes
-    choices, _ = status_panel.engine_choices(names, describe, deepseek_weights=True, has_gpu=False)
+    choices, _ = status_panel.engine_choices(names, describe, missing={}, has_gpu=False)
     assert dict((v, k) for k, v in choices)["deepseek"].endswith("no GPU: slow on the CPU")
+
+
+# --- the app's wording of encrypted-PDF errors (issue 22, item 7) -------------------------------------
+def test_the_app_words_encrypted_pdf_errors_itself_and_the_library_keeps_its_own():
+    from ocr_app.exceptions import EncryptedDocumentError
+    from ocr_app.schema import DocumentResult
+    from ocr_app.ui.form import PASSWORDS_BOX, app_errors, needs_password
+
+    library = "a.pdf is encrypted; pass its password (--password in the CLI)"
+    docs = [
+        DocumentResult(
+            "a.pdf", error=library, error_kind="input", error_type=EncryptedDocumentError.__name__
+        ),
+        DocumentResult(
+            "b.pdf", error="the password given for b.pdf is wrong", error_type="EncryptedDocumentError"
+        ),
+        DocumentResult("c.pdf", error="c.pdf: cannot be read as a PDF", error_type="CorruptFileError"),
+    ]
+    a, b, c = app_errors(docs, {"b.pdf": "typo"})
+    assert a.error.startswith("a.pdf is encrypted: type its password") and PASSWORDS_BOX in a.error
+    assert b.error.startswith("the password typed for b.pdf is wrong") and PASSWORDS_BOX in b.error
+    assert c.error == docs[2].error  # other errors stay the library's
+    assert docs[0].error == library  # the library's result is not rewritten in place
+    assert needs_password(docs) and not needs_password([docs[2]])
+
+
+def test_the_converter_records_which_error_a_file_failed_with(tmp_path):
+    """``DocumentResult.error_type``: what ``form.app_errors`` words its advice from (no string matching)."""
+    settings = Settings(engine="textlayer", device="cpu", dpi=36, result_cache_mb=0, cache_dir=tmp_path / "c")
+    locked = make_pdf(tmp_path / "locked.pdf", ["# Locked"], password="pw")
+    converter = Converter(build_engines(settings), settings)
+    (doc,) = converter.convert([locked], tmp_path / "out", ConvertOptions.from_settings(settings))
+    assert doc.error and doc.error_type == "EncryptedDocumentError" and doc.error_kind == "input"
+    assert "--password" in doc.error  # the library's words (the CLI's) stay as they were
+    (ok,) = converter.convert(
+        [locked], tmp_path / "out2", ConvertOptions.from_settings(settings, password="pw")
+    )
+    assert ok.error is None and ok.error_type is None

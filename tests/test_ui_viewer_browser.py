@@ -79,6 +79,12 @@ def _convert(tab, files: list[Path]) -> None:
 def tab(app, browser, docs):
     context, tab = _open(browser, app.url)
     assert tab.locator("#cancel-btn").is_disabled()  # nothing runs yet
+    tab.evaluate(  # every change of Cancel's state while the job runs (a MutationObserver, no polling)
+        """() => { window.__cancelStates = [document.querySelector('#cancel-btn').disabled];
+        new MutationObserver(() => { const b = document.querySelector('#cancel-btn');
+          const s = window.__cancelStates; if (b && s[s.length - 1] !== b.disabled) s.push(b.disabled); })
+        .observe(document.body, {subtree: true, attributes: true, childList: true}); }"""
+    )
     _convert(tab, [docs["long"], docs["wide"], docs["blank"]])
     yield tab
     context.close()
@@ -107,8 +113,10 @@ def _fit_width(tab) -> None:
     tab.locator("#page-view .ocr-zoom-label").get_by_text("100%").wait_for()
 
 
-def test_cancel_is_disabled_again_when_the_job_is_done(tab):
+def test_cancel_is_enabled_while_the_job_runs_and_disabled_again_when_it_is_done(tab):
     tab.wait_for_function("() => document.querySelector('#cancel-btn').disabled")
+    states = tab.evaluate("() => window.__cancelStates")
+    assert states[0] is True and False in states and states[-1] is True, states  # off → on → off
 
 
 def test_hovering_a_box_highlights_its_markdown_and_scrolls_to_it(tab):
@@ -325,8 +333,8 @@ SAMPLE = [
 
 
 def test_screenshots_for_the_docs(app, browser, tmp_path):
-    """The pictures in docs/UI.md (a page at the default 144 DPI). Set OCR_APP_UI_SHOTS=docs/img to
-    refresh them."""
+    """The pictures in docs/UI.md (a page at the default 144 DPI). OCR_APP_UPDATE_SCREENSHOTS=1 writes them
+    to docs/img."""
     import os
     import shutil
 
@@ -359,8 +367,8 @@ def test_screenshots_for_the_docs(app, browser, tmp_path):
         with Image.open(path) as img:
             assert img.width >= 600 and img.height >= 150
         assert path.stat().st_size < 400_000, (path.name, path.stat().st_size)
-    target = os.environ.get("OCR_APP_UI_SHOTS")
-    if target:
+    target = Path(__file__).resolve().parents[1] / "docs" / "img"
+    if os.environ.get("OCR_APP_UPDATE_SCREENSHOTS") == "1":
         Path(target).mkdir(parents=True, exist_ok=True)
         for path in saved:
             shutil.copy(path, Path(target) / path.name)

@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engine_api import Engine
+from ocr_app.choices import engine_kind
+from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
 from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
@@ -354,6 +355,10 @@ class LightOcrEngine(Engine):
     @property
     def is_loaded(self) -> bool:
         return self._ocr is not None
+
+    def capabilities(self) -> Capabilities:
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision."""
+        return engine_kind(self.name).capabilities
 
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         self.load()

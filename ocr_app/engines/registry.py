@@ -12,8 +12,9 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING
 
+from ocr_app.choices import canonical_engine
 from ocr_app.exceptions import EngineUnavailableError
 
 if TYPE_CHECKING:
@@ -21,16 +22,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-EngineName = Literal["auto", "deepseek", "light", "textlayer", "remote"]
-ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
-ENGINE_ALIASES = {"deepseek-ocr2": "deepseek", "deepseek-ocr-2": "deepseek", "rapidocr": "light"}
-
-EngineFactory = Callable[[], "Engine"]
-
-
-def canonical_engine(name: str) -> str:
-    """The engine name an alias stands for (case-insensitive)."""
-    return ENGINE_ALIASES.get(name.lower(), name.lower())
+EngineFactory = Callable[[], "Engine"]  # a registered kind's factory with the settings bound
 
 
 @dataclass
@@ -42,6 +34,10 @@ class EngineSet:
     default: str
     unavailable: dict[str, str] = field(default_factory=dict)  # name -> why it cannot run here
     default_reason: str = ""
+    # The engine the product is built around: front ends say how to get it when another reads the pages.
+    preferred: str = ""
+    # name -> why a declared engine cannot read a page yet (weights missing), or None; asked on demand
+    checks: dict[str, Callable[[], str | None]] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def names(self) -> list[str]:
@@ -77,9 +73,15 @@ class EngineSet:
         return {
             "default": self.default,
             "default_reason": reason,
+            "preferred": self.preferred,
             "engines": engines,
             "unavailable": dict(self.unavailable),
         }
+
+    def missing(self) -> dict[str, str]:
+        """Declared engines that cannot read a page yet, and why (the web app does not offer them)."""
+        found = {name: check() for name, check in self.checks.items() if name in self.engines}
+        return {name: why for name, why in found.items() if why}
 
     def capabilities(self) -> Capabilities:
         """What the engines here offer together (front ends build their choices from this)."""

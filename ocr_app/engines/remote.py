@@ -218,10 +218,11 @@ class RemoteEngine(Engine):
         }
 
     def capabilities(self):
-        """DeepSeek-OCR-2's prompts and modes; the server decides the precision."""
+        """DeepSeek-OCR-2's prompts; the server decides the precision and how pages are tiled (the
+        OpenAI chat API carries no resolution mode), so neither is offered."""
         from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
 
-        return deepseek_capabilities(precisions=False)
+        return deepseek_capabilities(self.name, precisions=False, modes=False)
 
     def _one(self, req: PageRequest) -> EngineOutput:
         t0 = time.perf_counter()
@@ -250,6 +251,9 @@ class RemoteEngine(Engine):
         from ocr_app.models.deepseek_ocr2.grounding import finish_output
 
         width, height = req.page.size
+        notes = [f"remote: {self.base_url} ({self._model})"]
+        if req.mode and req.mode != "default":
+            notes.append(f"resolution mode '{req.mode}' not applied: the server tiles pages its own way")
         return finish_output(
             EngineOutput(
                 engine=self.name,
@@ -257,8 +261,9 @@ class RemoteEngine(Engine):
                 stop_reason=_FINISH.get(choice.get("finish_reason"), StopReason.END),
                 num_tokens=int(usage.get("completion_tokens", 0)),
                 timings={"total": round(time.perf_counter() - t0, 4)},
-                notes=[f"remote: {self.base_url} ({self._model})"],
+                notes=notes,
                 used_prompt=_prompt(req),
+                used_mode=None,  # the chat API takes no resolution mode: the server's own, unknown here
             ),
             width,
             height,

@@ -13,15 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ocr_app.engine_api import Engine, noting, split_stream
+from ocr_app.choices import engine_kind
+from ocr_app.engine_api import Capabilities, Engine, noting, split_stream
 from ocr_app.exceptions import OcrError
 from ocr_app.schema import EngineOutput, PageRequest
 from ocr_app.settings import TEXT_LAYER_POLICIES, TextLayerPolicy
-
-if TYPE_CHECKING:
-    from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -47,28 +44,6 @@ def _default_check(policy: Policy, engine: Engine | None = None) -> TextCheck:
         return True, f"{report.chars:,} chars of embedded text (text_layer=always)"
 
     return check
-
-
-def choose_ocr_engine(settings: Settings, *, has_gpu: bool, weights_available: bool) -> tuple[str, str]:
-    """Which OCR engine ``auto`` uses here, and a reason a user can act on.
-
-    DeepSeek-OCR-2 when its weights are available and a GPU is present (or the user forced
-    ``device=cpu``, accepting minutes per page); otherwise the light CPU engine.
-    """
-    device = (settings.device or "auto").lower()
-    if {d.strip() for d in device.split(",")} == {"cpu"}:  # "cpu,cpu": engines placed on the CPU
-        device = "cpu"
-    if weights_available and device == "cpu":
-        return "deepseek", "DeepSeek-OCR-2 on the CPU (device=cpu was set)"
-    if weights_available and has_gpu:
-        return "deepseek", "DeepSeek-OCR-2 on the GPU (weights found)"
-    if not weights_available and not has_gpu:
-        return "light", "no GPU and no DeepSeek-OCR-2 weights"
-    if not weights_available:
-        return "light", f"DeepSeek-OCR-2 weights not found ({settings.model})"
-    if device.startswith("cuda"):
-        return "light", f"device={settings.device} was set but no GPU is available"
-    return "light", "no GPU (set device=cpu to run DeepSeek-OCR-2 on the CPU)"
 
 
 class RouterEngine(Engine):
@@ -151,9 +126,9 @@ class RouterEngine(Engine):
             "text_layer": self.policy,
         }
 
-    def capabilities(self):
-        """The OCR engine's choices (the text layer has none of its own)."""
-        caps = self.ocr.capabilities()
+    def capabilities(self) -> Capabilities:
+        """``auto``'s kind with the OCR engine's choices (the text layer has none of its own)."""
+        caps = engine_kind(self.name).capabilities.merge(self.ocr.capabilities())
         return caps if self.textlayer is None else caps.merge(self.textlayer.capabilities())
 
     # --- routing --------------------------------------------------------------------------------

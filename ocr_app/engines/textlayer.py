@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.engine_api import Engine
+from ocr_app.choices import engine_kind
+from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
@@ -852,6 +853,10 @@ class TextLayerEngine(Engine):
     @property
     def is_loaded(self) -> bool:
         return self._loaded
+
+    def capabilities(self) -> Capabilities:
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision."""
+        return engine_kind(self.name).capabilities
 
     def report(self, pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
         """``inspect_report`` through this engine's open document (the router asks once per page)."""

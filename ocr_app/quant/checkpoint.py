@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.exceptions import ModelLoadError, WeightsNotFoundError
-from ocr_app.models.deepseek_ocr2.conversion import empty_model
+from ocr_app.quant.conversion import empty_model
 
 if TYPE_CHECKING:
     import torch

@@ -4,8 +4,8 @@ Why an object and not module globals: a benchmark that compares two kernel varia
 ``ops`` globals for the whole process; now it builds a ``KernelOptions`` and hands it to the model's
 quantised modules (``set_kernel_options``) or to an op call. Production code never changes them.
 
-The environment is read once, on first use (``default_kernel_options``); docs/RUNTIME.md lists the
-variables (section "OCR_APP_* kernel variables").
+The variables are read once, on first use (``default_kernel_options``), through
+``settings.KernelSettings``; docs/RUNTIME.md lists them (section "OCR_APP_* kernel variables").
 """
 
 from __future__ import annotations
@@ -13,19 +13,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ocr_app.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from ocr_app.settings import KernelSettings
 
 logger = logging.getLogger(__name__)
 
 Backend = Literal["auto", "torch", "triton"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
-ENV_BACKEND = "OCR_APP_QUANT_BACKEND"
-ENV_FAST_LAUNCH = "OCR_APP_TRITON_FAST_LAUNCH"
+ENV_BACKEND = "OCR_APP_QUANT_BACKEND"  # settings.KernelSettings.quant_backend
+ENV_FAST_LAUNCH = "OCR_APP_TRITON_FAST_LAUNCH"  # settings.KernelSettings.triton_fast_launch
 # Decode row bounds (measured on an H200, docs/PERFORMANCE.md "W4 kernels for decode batches"): the GEMV
 # kernel reads the routing directly but re-reads a weight tile once per row; the tensor-core kernels
 # dequantise it once per 16 rows; the expert scan needs no sort; the sorted GEMM is for prefill sizes.
@@ -59,12 +60,16 @@ class KernelOptions:
                 raise ConfigError(f"{name} must be ≥ 0")
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> KernelOptions:
-        """Options from ``OCR_APP_QUANT_BACKEND`` and ``OCR_APP_TRITON_FAST_LAUNCH`` (others default)."""
-        env = os.environ if environ is None else environ
+    def from_settings(cls, settings: KernelSettings | None = None) -> KernelOptions:
+        """Options from ``OCR_APP_QUANT_BACKEND`` and ``OCR_APP_TRITON_FAST_LAUNCH`` (``KernelSettings``,
+        read from the environment when not given; the other fields keep their defaults)."""
+        if settings is None:
+            from ocr_app.settings import KernelSettings
+
+            settings = KernelSettings()
         return cls(
-            backend=env.get(ENV_BACKEND, "auto").strip().lower() or "auto",  # type: ignore[arg-type]
-            fast_launch=env.get(ENV_FAST_LAUNCH, "1").strip() != "0",
+            backend=settings.quant_backend.strip().lower() or "auto",  # type: ignore[arg-type]
+            fast_launch=settings.triton_fast_launch,
         )
 
     def replace(self, **changes: Any) -> KernelOptions:
@@ -74,7 +79,7 @@ class KernelOptions:
 @functools.lru_cache(maxsize=1)
 def default_kernel_options() -> KernelOptions:
     """The process default: the environment as it was at first use."""
-    options = KernelOptions.from_env()
+    options = KernelOptions.from_settings()
     if options != KernelOptions():
         logger.info("quantised kernels: %s", options)
     return options

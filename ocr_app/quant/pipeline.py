@@ -16,7 +16,7 @@ from ocr_app.quant.presets import Preset, get_preset
 if TYPE_CHECKING:
     import torch
 
-    from ocr_app.quant.stream import ProgressFn
+    from ocr_app.quant.stream import ModelHook, ProgressFn
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +63,11 @@ def quantize_checkpoint(
     calib_pages: int = DEFAULT_CALIB_PAGES,
     device: str | None = None,
     progress: ProgressFn | None = None,
+    prepare: ModelHook | None = None,
 ) -> Path:
     """``ocr-app quantize``: stream the float checkpoint ``src`` through the quantiser (the same path and
-    peak as a streaming load), write a loadable directory."""
+    peak as a streaming load), write a loadable directory. ``prepare``: the model's hook on the skeleton
+    (``stream.stream_quantize``)."""
     import torch
 
     from ocr_app.quant.checkpoint import save_quantized
@@ -78,16 +80,24 @@ def quantize_checkpoint(
         raise ConfigError(f"preset {preset_name!r} is not a quantised preset; use int8 or mixed")
     dev = torch.device(device) if device else _default_device()
     dtype = PresetBackend(preset.name).compute_dtype(dev)
-    model, recipe, _ = stream_quantize(src, preset, dev, dtype, calib_pages=calib_pages, progress=progress)
+    model, recipe, _ = stream_quantize(
+        src, preset, dev, dtype, calib_pages=calib_pages, progress=progress, prepare=prepare
+    )
     return save_quantized(model, recipe, out, src)
 
 
 class PresetBackend:
-    """The ``QuantBackend`` the engine loader calls (see ``models/deepseek_ocr2/loading.py``)."""
+    """The ``QuantBackend`` the engine loader calls (see ``models/deepseek_ocr2/loading.py``).
 
-    def __init__(self, preset_name: str, calib_pages: int = ON_THE_FLY_CALIB_PAGES) -> None:
+    ``prepare`` is the model's own hook on a streamed skeleton before calibration (the loader passes
+    it; this package knows no model)."""
+
+    def __init__(
+        self, preset_name: str, calib_pages: int = ON_THE_FLY_CALIB_PAGES, prepare: ModelHook | None = None
+    ) -> None:
         self.preset_name = preset_name
         self.calib_pages = calib_pages
+        self.prepare = prepare
 
     def compute_dtype(self, device: torch.device) -> torch.dtype:
         """bf16 on GPUs with bf16, fp16 on older GPUs, fp32 on the CPU (where bf16 matmuls are slow)."""
@@ -155,7 +165,13 @@ class PresetBackend:
             return model
         preset = get_preset(self.preset_name, bf16_supported=dtype != _fp16())
         model, recipe, report = stream_quantize(
-            model_dir, preset, device, dtype, calib_pages=self.calib_pages, progress=progress
+            model_dir,
+            preset,
+            device,
+            dtype,
+            calib_pages=self.calib_pages,
+            progress=progress,
+            prepare=self.prepare,
         )
         info.update(source="quantised now", quantize_seconds=report.seconds, peak_bytes=report.peak_bytes)
         if store is not None:

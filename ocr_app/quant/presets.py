@@ -14,7 +14,8 @@ A preset says the formats; how each layer kind (vision, attention, dense MLP, sh
 experts) applies them is that kind's recipe in ``recipes.py``.
 
 ``auto`` is resolved by the one precision resolver, ``ocr_app.models.deepseek_ocr2.precision`` (its
-docstring has the rule); the alias table lives there too.
+docstring has the rule; it needs the model's memory estimate, so this package does not call it); the
+names and aliases are ``ocr_app.choices``'.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ocr_app.choices import PRECISION_ALIASES as ALIASES
+from ocr_app.choices import canonical_precision
 from ocr_app.exceptions import ConfigError
-from ocr_app.models.deepseek_ocr2.precision import ALIASES, canonical_precision, resolve_precision
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ PRESETS: dict[str, Preset] = {
     "int8": Preset("int8", "bfloat16", vision="int8", decoder_bits=8),
     "mixed": Preset("mixed", "bfloat16", vision="int8", decoder_bits=4, awq=True),
 }
-__all__ = ["ALIASES", "PRESETS", "Preset", "auto_preset_name", "get_preset", "resolve_preset"]
+__all__ = ["ALIASES", "PRESETS", "Preset", "get_preset"]
 
 
 def get_preset(name: str, bf16_supported: bool = True) -> Preset:
@@ -68,25 +70,3 @@ def get_preset(name: str, bf16_supported: bool = True) -> Preset:
             preset.name, "float16", preset.vision, preset.decoder_bits, preset.awq, fp16_guard=True
         )
     return preset
-
-
-def auto_preset_name(device: str, free_bytes: int | None = None, bf16_supported: bool = True) -> str:
-    """What ``auto`` resolves to (``models.deepseek_ocr2.precision.resolve_precision``)."""
-    kind = "cuda" if device.startswith("cuda") else device.split(":")[0]
-    return resolve_precision("auto", device_kind=kind, bf16_supported=bf16_supported, free_bytes=free_bytes)
-
-
-def resolve_preset(name: str, device: str = "cpu") -> Preset:
-    """Resolve ``name`` (``auto`` included) for ``device``, querying the GPU for ``auto``."""
-    import torch
-
-    bf16 = True
-    free = None
-    if device.startswith("cuda") and torch.cuda.is_available():
-        dev = torch.device(device)
-        bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
-        free, _ = torch.cuda.mem_get_info(dev)
-    if name.lower() == "auto":
-        name = auto_preset_name(device, free, bf16)
-        logger.info("dtype auto → %s (device %s, free %s)", name, device, free)
-    return get_preset(name, bf16)

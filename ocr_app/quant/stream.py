@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.exceptions import ModelLoadError, WeightsNotFoundError
-from ocr_app.models.deepseek_ocr2.conversion import plan_targets
+from ocr_app.quant.conversion import plan_targets
 
 if TYPE_CHECKING:
     import torch
@@ -43,7 +43,6 @@ ProgressFn = Callable[[int, int, str], None]
 ObserverFn = Callable[[str, Any], None]
 
 VISION = "model.vision_tower"
-CALIB_SAM_ATTN_MB = 64
 DECODER = "model.language_model.layers"
 
 
@@ -110,10 +109,10 @@ class StreamReport:
 
 
 def build_skeleton(model_dir: str | Path, dtype: torch.dtype):
-    """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device (no memory)."""
+    """The checkpoint's model (``conversion.empty_model``) with every weight on the meta device (no memory)."""
     from transformers import AutoConfig
 
-    from ocr_app.models.deepseek_ocr2.conversion import empty_model
+    from ocr_app.quant.conversion import empty_model
 
     return empty_model(AutoConfig.from_pretrained(model_dir)).to(dtype)  # meta: only their dtype changes
 
@@ -202,6 +201,9 @@ def _calibration_batches(model_dir: Path, pages: int, processor=None, seed: int 
     return calibration_batches(processor, render_calibration_pages(pages, seed=seed))
 
 
+ModelHook = Callable[[Any], None]  # a model's own preparation of the skeleton (see ``stream_quantize``)
+
+
 def stream_quantize(
     model_dir: str | Path,
     preset: Preset,
@@ -213,6 +215,7 @@ def stream_quantize(
     progress: ProgressFn | None = None,
     observer: ObserverFn | None = None,
     offload_experts: bool | None = None,
+    prepare: ModelHook | None = None,
 ) -> tuple[Any, dict[str, Any], StreamReport]:
     """Build the ``preset`` model from the float checkpoint ``model_dir`` on ``device`` without ever
     holding the float model there. Returns ``(model, recipe, report)``; the recipe is the one
@@ -221,139 +224,184 @@ def stream_quantize(
     ``calib_batches`` (processor outputs) replace the ``calib_pages`` rendered pages, e.g. in tests.
     ``offload_experts`` (default: on CUDA) keeps a sparse layer's float routed experts on the CPU; they
     visit the device for the calibration forward and are quantised from there a few at a time.
+    ``prepare`` is the model's own hook on the skeleton before any forward (DeepSeek-OCR-2's loader
+    bounds SAM's attention memory with it): this package knows no model.
     """
     import torch
-    from torch import nn
 
-    from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
-    from ocr_app.quant.apply import RECIPE_FORMAT, RECIPE_VERSION, guard_fp16
-    from ocr_app.quant.calibration import layer_activations, record_layer_inputs
-    from ocr_app.quant.recipes import quantize_decoder_layer, quantize_vision_part
-
-    model_dir = Path(model_dir)
     t0 = time.perf_counter()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    model = build_skeleton(model_dir, dtype)
-    reader = CheckpointReader(model_dir, model)
-    names = list(model.state_dict().keys())
-    missing = [n for n in names if n not in reader.targets]
-    if missing:
-        raise ModelLoadError(
-            f"{model_dir} is not a complete DeepSeek-OCR-2 checkpoint: no tensor for {', '.join(missing[:5])}"
-            + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        )
-    # calibration pages go through SAM with a small bias slice: the vision pass stays well below a layer
-    bound_sam_attention(model, CALIB_SAM_ATTN_MB)
-    for mod in model.modules():  # non-persistent buffers (rotary tables) were built on the CPU
-        for key, buf in list(mod._buffers.items()):
-            if buf is not None and not buf.is_meta:
-                mod._buffers[key] = buf.to(device)
-    units = units_of(model)
-    offload = device.type == "cuda" if offload_experts is None else offload_experts
+    job = _StreamJob(Path(model_dir), preset, device, dtype, progress, observer)
+    if prepare is not None:
+        prepare(job.model)
+    job.move_buffers()
     calibrate = bool(preset.awq and (calib_pages > 0 or calib_batches))
-    recipe: dict[str, Any] = {
-        "format": RECIPE_FORMAT,
-        "version": RECIPE_VERSION,
-        "preset": preset.name,
-        "float_dtype": preset.float_dtype,
-        "awq": calibrate,
-        "streamed": True,
-        "calibration": None,
-        "modules": {},
-        "layer_stats": {},
-    }
-    total = len(units) + 1
-    done = 0
-
-    def step(label: str) -> None:
-        nonlocal done
-        done += 1
-        reader.release()
-        if observer is not None:
-            observer(label, model)
-        if progress is not None:
-            progress(done, total, label)
-
-    def under(prefix: str) -> list[str]:
-        return [n for n in names if n.startswith(prefix + ".")]
-
-    def materialise(prefix: str, experts_device=None) -> None:
-        for n in under(prefix):
-            dev = experts_device if (experts_device is not None and _is_expert(n)) else device
-            _set_tensor(model, n, reader.tensor(n, dev, dtype))
-
-    in_units = {n for u in units for n in under(u)}
+    job.recipe["awq"] = calibrate
     with torch.no_grad():
-        for n in names:  # embeddings, lm_head, norms, projector, SAM neck, queries: they stay float
-            if n not in in_units:
-                _set_tensor(model, n, reader.tensor(n, device, dtype))
-        step("float parts")
-        caught: list[tuple[Any, dict]] | None = None
-        cpu = torch.device("cpu")
-        for unit in units:
-            if unit.startswith(VISION):
-                materialise(unit)
-                quantize_vision_part(model, unit, preset, recipe)
-                step(unit)
-                continue
-            if caught is None and calibrate:
-                quantize_vision_part(model, VISION, preset, recipe)  # tower linears outside the blocks
-                batches = calib_batches or _calibration_batches(model_dir, calib_pages)
-                caught = _catch_layer0_inputs(model, batches, device, dtype)
-                recipe["calibration"] = {
-                    "pages": len(batches),
-                    "tokens": int(sum(h.shape[0] * h.shape[1] for h, _ in caught)),
-                }
-            i = int(unit.rsplit(".", 1)[1])
-            layer = model.get_submodule(unit)
-            materialise(unit, experts_device=cpu if offload else None)
-            acts = None
-            if caught:
-                rec: dict = {}
-                handles = record_layer_inputs(layer, i, rec)
-                try:
-                    with _experts_on(layer, device, offload):
-                        for hidden, kw in caught:
-                            layer(hidden, **kw)
-                finally:
-                    for h in handles:
-                        h.remove()
-                acts = layer_activations(rec, i)
-            stats = quantize_decoder_layer(model, i, preset, acts, recipe)  # each kind by its recipe
-            if stats or preset.decoder_bits:
-                recipe["layer_stats"][str(i)] = stats
-            del acts
-            if caught:  # the next layer's inputs come from this (quantised) layer
-                with _experts_on(layer, device, offload):
-                    caught = [(_out(layer(hidden, **kw)), kw) for hidden, kw in caught]
-            step(unit)
-        quantize_vision_part(model, VISION, preset, recipe)
-    left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
-    if left:
-        raise ModelLoadError(f"streaming load left {len(left)} tensors unread, e.g. {left[:3]}")
-    model.to(device)  # anything a module built on the CPU by itself joins the rest (no copy otherwise)
-    model.eval()
-    for p in model.parameters():
-        if isinstance(p, nn.Parameter):
-            p.requires_grad_(False)
-    try:
-        from transformers import GenerationConfig
-
-        model.generation_config = GenerationConfig.from_pretrained(model_dir)
-    except OSError:
-        logger.debug("no generation_config.json in %s", model_dir)
-    if dtype == torch.float16:
-        guard_fp16(model)
+        job.read_float_parts()
+        offload = device.type == "cuda" if offload_experts is None else offload_experts
+        batches = (
+            (lambda: calib_batches or _calibration_batches(job.model_dir, calib_pages)) if calibrate else None
+        )
+        job.quantise_units(batches, offload)
+    job.finish()
     peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
-    cal = recipe["calibration"] or {}
+    cal = job.recipe["calibration"] or {}
     report = StreamReport(
         seconds=time.perf_counter() - t0,
-        units=len(units),
+        units=len(job.units),
         device=str(device),
         calib_pages=int(cal.get("pages", 0)),
         calib_tokens=int(cal.get("tokens", 0)),
         peak_bytes=peak,
     )
     logger.info("streamed %s into %s on %s in %.1f s", model_dir, preset.name, device, report.seconds)
-    return model, recipe, report
+    return job.model, job.recipe, report
+
+
+class _StreamJob:
+    """One streaming load: the meta skeleton, the checkpoint reader, the recipe being written and the
+    progress count; ``stream_quantize`` runs its steps in order."""
+
+    def __init__(self, model_dir: Path, preset: Preset, device, dtype, progress, observer) -> None:
+        from ocr_app.quant.apply import RECIPE_FORMAT, RECIPE_VERSION
+
+        self.model_dir, self.preset, self.device, self.dtype = model_dir, preset, device, dtype
+        self.progress, self.observer = progress, observer
+        self.model = build_skeleton(model_dir, dtype)
+        self.reader = CheckpointReader(model_dir, self.model)
+        self.names = list(self.model.state_dict().keys())
+        missing = [n for n in self.names if n not in self.reader.targets]
+        if missing:
+            raise ModelLoadError(
+                f"{model_dir} is not a complete DeepSeek-OCR-2 checkpoint: no tensor for {', '.join(missing[:5])}"
+                + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            )
+        self.units = units_of(self.model)
+        self.recipe: dict[str, Any] = {
+            "format": RECIPE_FORMAT,
+            "version": RECIPE_VERSION,
+            "preset": preset.name,
+            "float_dtype": preset.float_dtype,
+            "awq": False,
+            "streamed": True,
+            "calibration": None,
+            "modules": {},
+            "layer_stats": {},
+        }
+        self.total = len(self.units) + 1
+        self.done = 0
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        self.reader.release()
+        if self.observer is not None:
+            self.observer(label, self.model)
+        if self.progress is not None:
+            self.progress(self.done, self.total, label)
+
+    def under(self, prefix: str) -> list[str]:
+        return [n for n in self.names if n.startswith(prefix + ".")]
+
+    def materialise(self, prefix: str, experts_device=None) -> None:
+        for n in self.under(prefix):
+            dev = experts_device if (experts_device is not None and _is_expert(n)) else self.device
+            _set_tensor(self.model, n, self.reader.tensor(n, dev, self.dtype))
+
+    def move_buffers(self) -> None:
+        """Non-persistent buffers (rotary tables) were built on the CPU: they join the work device."""
+        for mod in self.model.modules():
+            for key, buf in list(mod._buffers.items()):
+                if buf is not None and not buf.is_meta:
+                    mod._buffers[key] = buf.to(self.device)
+
+    def read_float_parts(self) -> None:
+        """Embeddings, lm_head, norms, projector, SAM neck, queries: read once, they stay float."""
+        in_units = {n for u in self.units for n in self.under(u)}
+        for n in self.names:
+            if n not in in_units:
+                _set_tensor(self.model, n, self.reader.tensor(n, self.device, self.dtype))
+        self.step("float parts")
+
+    def quantise_units(self, batches: Callable[[], list[dict]] | None, offload: bool) -> None:
+        """Every vision block, then every decoder layer (calibrated when ``batches`` gives pages)."""
+        import torch
+
+        from ocr_app.quant.recipes import quantize_vision_part
+
+        caught: list[tuple[Any, dict]] | None = None
+        for unit in self.units:
+            if unit.startswith(VISION):
+                self.materialise(unit)
+                quantize_vision_part(self.model, unit, self.preset, self.recipe)
+                self.step(unit)
+                continue
+            if caught is None and batches is not None:
+                quantize_vision_part(self.model, VISION, self.preset, self.recipe)  # linears outside blocks
+                pages = batches()
+                caught = _catch_layer0_inputs(self.model, pages, self.device, self.dtype)
+                self.recipe["calibration"] = {
+                    "pages": len(pages),
+                    "tokens": int(sum(h.shape[0] * h.shape[1] for h, _ in caught)),
+                }
+            caught = self.quantise_layer(unit, caught, torch.device("cpu") if offload else None)
+            self.step(unit)
+        quantize_vision_part(self.model, VISION, self.preset, self.recipe)
+
+    def quantise_layer(self, unit: str, caught, experts_device) -> list[tuple[Any, dict]] | None:
+        """Read, calibrate and quantise one decoder layer; returns the next layer's calibration inputs."""
+        from ocr_app.quant.calibration import layer_activations, record_layer_inputs
+        from ocr_app.quant.recipes import quantize_decoder_layer
+
+        i = int(unit.rsplit(".", 1)[1])
+        layer = self.model.get_submodule(unit)
+        offload = experts_device is not None
+        self.materialise(unit, experts_device=experts_device)
+        acts = None
+        if caught:
+            rec: dict = {}
+            handles = record_layer_inputs(layer, i, rec)
+            try:
+                with _experts_on(layer, self.device, offload):
+                    for hidden, kw in caught:
+                        layer(hidden, **kw)
+            finally:
+                for h in handles:
+                    h.remove()
+            acts = layer_activations(rec, i)
+        stats = quantize_decoder_layer(self.model, i, self.preset, acts, self.recipe)  # each kind's recipe
+        if stats or self.preset.decoder_bits:
+            self.recipe["layer_stats"][str(i)] = stats
+        del acts
+        if caught:  # the next layer's inputs come from this (quantised) layer
+            with _experts_on(layer, self.device, offload):
+                caught = [(_out(layer(hidden, **kw)), kw) for hidden, kw in caught]
+        return caught
+
+    def finish(self) -> None:
+        """Nothing left unread; eval mode, no grads, the generation config, fp16 clamps."""
+        import torch
+        from torch import nn
+
+        from ocr_app.quant.apply import guard_fp16
+
+        model = self.model
+        left = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
+        if left:
+            raise ModelLoadError(f"streaming load left {len(left)} tensors unread, e.g. {left[:3]}")
+        model.to(
+            self.device
+        )  # anything a module built on the CPU by itself joins the rest (no copy otherwise)
+        model.eval()
+        for p in model.parameters():
+            if isinstance(p, nn.Parameter):
+                p.requires_grad_(False)
+        try:
+            from transformers import GenerationConfig
+
+            model.generation_config = GenerationConfig.from_pretrained(self.model_dir)
+        except OSError:
+            logger.debug("no generation_config.json in %s", self.model_dir)
+        if self.dtype == torch.float16:
+            guard_fp16(model)

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -48,7 +49,7 @@ def label_colour(label: str) -> Colour:
     return (round(r * 255), round(g * 255), round(b * 255))
 
 
-def _text_colour(bg: Colour) -> Colour:
+def text_colour(bg: Colour) -> Colour:
     luminance = 0.299 * bg[0] + 0.587 * bg[1] + 0.114 * bg[2]
     return (0, 0, 0) if luminance > 150 else (255, 255, 255)
 
@@ -66,34 +67,81 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
         return ImageFont.load_default()
 
 
-def draw_overlay(image: Image.Image, blocks: Sequence[Block], fill_alpha: int = FILL_ALPHA) -> Image.Image:
-    """Return an RGB copy of the page, the same size, with every block's boxes drawn and labelled.
+@dataclass(frozen=True)
+class LabelPatch:
+    """Where a block's label sits on the page (page pixels): a solid patch with the text inside.
 
-    The label (reading-order number and name) sits above the box's top-left corner on a solid patch of
-    the label's colour, or inside the box when the box touches the top of the page.
+    ``anchor`` is the corner that touches the block's box (bottom-left above the box, top-left inside it;
+    the right-hand corner when the patch was pushed left to stay on the page). The web viewer draws its own
+    label over this patch and grows it from ``anchor``, so the drawn one is always covered.
     """
+
+    block: int  # index into the blocks
+    text: str
+    colour: Colour
+    x: float
+    y: float
+    width: float
+    height: float
+    text_x: float  # where the text's top-left goes (PIL's text origin)
+    text_y: float
+    text_width: float
+    font_size: int
+    anchor: tuple[float, float]
+
+
+def label_font_size(size: tuple[int, int]) -> int:
+    return max(10, round(min(size) / 70))
+
+
+def _line_width(size: tuple[int, int]) -> int:
+    return max(2, round(min(size) / 500))
+
+
+def label_patches(size: tuple[int, int], blocks: Sequence[Block]) -> list[LabelPatch]:
+    """The label of every block with a box: reading-order number and name, above the box's top-left
+    corner, or inside the box when the box touches the top of the page."""
+    width = size[0]
+    font_size = label_font_size(size)
+    font = _font(font_size)
+    pad = max(2, _line_width(size))
+    measure = ImageDraw.Draw(Image.new("L", (1, 1)))
+    patches = []
+    for number, block in enumerate(blocks, start=1):
+        if not block.boxes:
+            continue
+        x, y, _, _ = block.boxes[0]
+        text = f"{number} {block.label}"
+        left, top, right, bottom = measure.textbbox((0, 0), text, font=font)
+        w, h = right - left + 2 * pad, bottom - top + 2 * pad
+        above = y - h >= 0
+        ty = y - h if above else y
+        tx = min(max(0, x), max(0, width - w))
+        ax = tx + w if tx < max(0, x) else tx  # pushed left to stay on the page: grow from the right
+        patches.append(
+            LabelPatch(
+                number - 1, text, label_colour(block.label), tx, ty, w, h, tx + pad - left, ty + pad - top,
+                right - left, font_size, (ax, ty + h if above else ty),
+            )
+        )  # fmt: skip
+    return patches
+
+
+def draw_overlay(image: Image.Image, blocks: Sequence[Block], fill_alpha: int = FILL_ALPHA) -> Image.Image:
+    """Return an RGB copy of the page, the same size, with every block's boxes drawn and labelled
+    (``label_patches`` says where the labels go)."""
     base = image.convert("RGBA")
     layer = Image.new("RGBA", base.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(layer)
-    short_side = min(base.size)
-    line = max(2, round(short_side / 500))
-    font = _font(max(10, round(short_side / 70)))
-    labels: list[tuple[tuple[float, float], str, Colour]] = []
-    for number, block in enumerate(blocks, start=1):
+    line = _line_width(base.size)
+    for block in blocks:
         colour = label_colour(block.label)
         for box in block.boxes:
             x1, y1, x2, y2 = box
             draw.rectangle((x1, y1, x2, y2), fill=(*colour, fill_alpha), outline=(*colour, 255), width=line)
-        if block.boxes:
-            x1, y1, _, _ = block.boxes[0]
-            labels.append(((x1, y1), f"{number} {block.label}", colour))
     # Labels after all boxes, so a later box never paints over an earlier label.
-    for (x, y), text, colour in labels:
-        left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
-        pad = max(2, line)
-        w, h = right - left + 2 * pad, bottom - top + 2 * pad
-        ty = y - h if y - h >= 0 else y
-        tx = min(max(0, x), max(0, base.size[0] - w))
-        draw.rectangle((tx, ty, tx + w, ty + h), fill=(*colour, 255))
-        draw.text((tx + pad - left, ty + pad - top), text, font=font, fill=(*_text_colour(colour), 255))
+    font = _font(label_font_size(base.size))
+    for p in label_patches(base.size, blocks):
+        draw.rectangle((p.x, p.y, p.x + p.width, p.y + p.height), fill=(*p.colour, 255))
+        draw.text((p.text_x, p.text_y), p.text, font=font, fill=(*text_colour(p.colour), 255))
     return Image.alpha_composite(base, layer).convert("RGB")

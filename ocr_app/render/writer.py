@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ocr_app.engine_api import PROMPTLESS_ENGINES
+from ocr_app.choices import engine_kind
 from ocr_app.exceptions import ConfigError
 from ocr_app.render.formats import (
     IMAGES_DIR,
@@ -142,7 +142,7 @@ class DocumentWriter:
                 page.index,
                 images_dir,
                 IMAGES_DIR,
-                keep_table_html=page.engine not in PROMPTLESS_ENGINES,
+                keep_table_html=engine_kind(page.engine).capabilities.keeps_table_html,
             )
             self.target.page_files.extend(page.figures)
             if image is not None and self._wants("uses_overlay"):

@@ -225,7 +225,7 @@ class ModelManager(Engine):
                 break
         t0 = self._clock()
         try:
-            self._apply_budget()
+            self._engine.cap_memory()  # the engine's budget (gpu_memory_gib) holds before anything loads
             self._engine.load()
         except BaseException as exc:
             msg = str(exc) or type(exc).__name__
@@ -248,22 +248,6 @@ class ModelManager(Engine):
             self._cond.notify_all()
             self._start_watcher()
         logger.info("%s loaded in %.2f s", self.name, seconds)
-
-    def _apply_budget(self) -> None:
-        """With ``gpu_memory_gib`` set, cap this process's CUDA memory at the budget before loading, so
-        the model, its quantisation and every page plan within it (``models/deepseek_ocr2/budget.py``)."""
-        if getattr(self._settings, "gpu_memory_gib", None) is None:
-            return
-        dev = (getattr(self._settings, "device", "auto") or "auto").lower()
-        if dev == "auto":
-            import torch
-
-            dev = "cuda" if torch.cuda.is_available() else "cpu"
-        if not is_cuda_device(dev):
-            return
-        from ocr_app.models.deepseek_ocr2.budget import apply_cap, resolve_budget
-
-        apply_cap(resolve_budget(self._settings, dev), dev)
 
     def _release(self, served: int) -> None:
         with self._cond:

@@ -5,8 +5,9 @@ process or the document. The ladder, cheapest loss of quality last:
 
 1. a batch of several pages → split in halves, down to single pages, each retried ALONE at its own
    mode (a page that failed while sharing the GPU is never read at a lower resolution for that);
-2. a single page that fails alone, in a tiled mode → fewer tiles (``default:4``, then ``default:2``);
-3. → a lower mode (``global``: one 1024 px view).
+2. a single page that fails alone → the smaller footprints its engine offers
+   (``Engine.smaller_footprints``; DeepSeek-OCR-2: fewer tiles, ``default:4`` then ``default:2``, then
+   ``global``, one 1024 px view). The runtime knows no engine's modes.
 
 A stream (``predict_stream``) may be a lazy iterable: after an OOM, the pages already pulled and not
 finished take the ladder above, then the rest of the stream continues in a fresh call.
@@ -20,8 +21,6 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
-from typing import Any
 
 from ocr_app.engine_api import Engine, WrappedEngine
 from ocr_app.exceptions import GpuOutOfMemory
@@ -29,8 +28,6 @@ from ocr_app.runtime.memory import free_transient_memory
 from ocr_app.schema import EngineOutput, PageRequest
 
 logger = logging.getLogger(__name__)
-
-TILE_STEPS = (4, 2)  # tile limits tried before dropping to the global view
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -56,19 +53,6 @@ def free_gpu_memory() -> None:
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         cuda = torch.cuda
     free_transient_memory(cuda)
-
-
-def smaller_modes(mode: str, image: Any = None) -> list[str]:
-    """Modes to try after an OOM at ``mode``, smallest footprint last."""
-    from ocr_app.models.deepseek_ocr2.modes import MAX_TILES, resolve_mode, tile_limit
-
-    name = (mode or "default").strip().lower()
-    if name == "auto" and image is not None:
-        name = resolve_mode("auto", image).name
-    tiles = MAX_TILES if name == "auto" else tile_limit(name)
-    if tiles is None:
-        return []  # global / small: nothing smaller worth its quality loss
-    return [f"default:{n}" for n in TILE_STEPS if n < tiles] + ["global"]
 
 
 def _pull(source: Iterator[tuple[int, PageRequest]], pulled: list[tuple[int, PageRequest]]):
@@ -197,10 +181,11 @@ class OomRecovery(WrappedEngine):
     ) -> Iterator[tuple[int, EngineOutput]]:
         page = f"page {req.page.index + 1} of {req.page.source}"
         tried = [req.mode]
-        for mode in smaller_modes(req.mode, req.page.image):
+        for smaller in self._engine.smaller_footprints(req):
+            mode = smaller.mode
             logger.warning("%s: GPU out of memory at mode %s; retrying at mode %s", page, tried[-1], mode)
             try:
-                out = self._engine.predict_batch([replace(req, mode=mode)])[0]
+                out = self._engine.predict_batch([smaller])[0]
             except Exception as exc:
                 if not is_oom(exc):
                     raise

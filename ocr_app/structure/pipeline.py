@@ -13,40 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from ocr_app.schema import Block, Box
-from ocr_app.structure.layout import DocStyle, Item, LayoutConfig, TextLine, _Table
+from ocr_app.structure.layout import DocStyle, LayoutConfig, TextLine
+from ocr_app.structure.page import PageLayout
 from ocr_app.structure.passes import blocks, columns, figures, prepare, tables
 from ocr_app.structure.table_html import Cell
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class PageLayout:
-    """Everything the passes know about one page; each pass reads some fields and fills others."""
-
-    lines: list[TextLine]  # the page's text lines not yet claimed by a table or a figure
-    page_width: float
-    page_height: float = 0.0  # 0: unknown
-    config: LayoutConfig = field(default_factory=LayoutConfig)
-    style: DocStyle | None = None  # the whole document's style, when the engine has it
-    given_tables: Sequence[tuple] = ()  # tables the engine found itself (ruled grids)
-    given_forms: Sequence[tuple[Box, list[list[str]]]] = ()
-    body: float = 1.0  # the page's body text size (``prepare``)
-    vocabulary: frozenset[str] = frozenset()  # words the page and document have unbroken
-    rtl: bool = False
-    panel: frozenset[int] = frozenset()  # ids of the lines of a text panel over a picture
-    found: list[_Table] = field(default_factory=list)  # tables and figure-label groups, as items
-    sections: list[list[Item]] = field(default_factory=list)  # single-column runs in reading order
-    blocks: list[Block] = field(default_factory=list)
-    regions: list[tuple[str, Box]] = field(default_factory=list)  # a layout model's (label, box), if any
-    done: bool = False  # set by ``prepare`` on an empty page: nothing left to do
-
-    @property
-    def items(self) -> list[Item]:
-        return [*self.lines, *self.found]
 
 
 PagePass = Callable[[PageLayout], None]

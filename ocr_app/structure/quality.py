@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ocr_app.choices import engine_kind
 from ocr_app.schema import Block, EngineOutput
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def assess(
     if not has_content(blocks):
         if image is not None and is_blank(image):
             return "empty", "no text found; the page image is blank"
-        if output.engine == "textlayer":
+        if not engine_kind(output.engine).capabilities.reads_scans:  # the text layer
             return "empty", "no text found: the page has no usable text layer (a scan?); use an OCR engine"
         return "empty", f"no text found: the {output.engine or 'OCR'} engine read nothing on this page"
     if output.suspect:

@@ -4,8 +4,8 @@ Why a class: the layout, the event handlers and the job runner share the widgets
 as methods they are small and named (the previous single builder was one 467-line function of
 closures). One job runner (``OcrApp.run_job``) serves both the page's Convert button and the
 ``/convert`` API endpoint, so the two front doors validate, cancel and clean up the same way.
-Importing this module imports gradio (handlers are annotated with ``gr.Request`` and take
-``gr.Progress``, which gradio reads from their signatures); ``ocr_app.ui.app.build_app`` imports it
+Importing this module imports gradio (handlers are annotated with ``gr.Request``, which gradio
+reads from their signatures); ``ocr_app.ui.app.build_app`` imports it
 only when an app is built.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -83,7 +83,6 @@ class Choices:
 
     @classmethod
     def of(cls, converter: Converter, settings: Settings) -> Choices:
-        from ocr_app.models.deepseek_ocr2.loading import weights_available
         from ocr_app.runtime.vram import snapshot
 
         describe = converter.describe()
@@ -92,7 +91,7 @@ class Choices:
         engines, notes = status_panel.engine_choices(
             names,
             describe,
-            deepseek_weights="deepseek" in names and weights_available(settings.model),
+            missing=converter.engines.missing(),
             has_gpu=snapshot(settings.device).available,
         )
         caps = converter.capabilities()
@@ -131,12 +130,18 @@ class OcrApp:
 
     # --- the one job runner --------------------------------------------------------------------
     def run_job(
-        self, files: Any, values: form.FormValues, request: Any, passwords: dict[str, str] | None = None
-    ) -> Iterator[Progress | JobOutcome]:
+        self,
+        files: Any,
+        values: form.FormValues,
+        request: Any,
+        passwords: dict[str, str] | None = None,
+        idle_s: float | None = None,
+    ) -> Iterator[Progress | JobOutcome | None]:
         """Validate, start the job in this session's folder, stream it; raises gr.Error on bad input.
 
         Both front doors call this: the Convert button draws each ``Progress``, the API waits for the
         ``JobOutcome``. A second job of the same session replaces the first's cancel flag and folder.
+        ``idle_s``: also yield None after that long without an event (``stream_conversion``).
         """
         paths = _file_paths(files)
         if not paths:
@@ -149,7 +154,7 @@ class OcrApp:
         cancel = self.cancels.start(key)
         job_dir = self.dirs.new_job(key)
         try:
-            yield from stream_conversion(self.converter, paths, job_dir, options, cancel, passwords)
+            yield from stream_conversion(self.converter, paths, job_dir, options, cancel, passwords, idle_s)
         finally:
             self.cancels.finish(key, cancel)
             self.dirs.finished(job_dir)
@@ -163,46 +168,67 @@ class OcrApp:
         return documents
 
     # --- the two front doors -------------------------------------------------------------------
-    def convert_ui(
-        self,
-        data: dict,
-        request: gr.Request,
-        progress: gr.Progress = gr.Progress(),  # noqa: B008  (gradio injects it)
-    ) -> Iterator[dict]:
-        """The Convert button: live page views while the job runs, the whole result at the end."""
+    def convert_ui(self, data: dict, request: gr.Request) -> Iterator[dict]:
+        """The Convert button: one progress line and live page views while the job runs, the whole result
+        at the end. Failures are said in the status line in the app's words, never raised: gradio's error
+        pill would sit over the message (the API endpoint raises)."""
         w = self.w
         files, values = self._form_values(data)
-        live: dict[str, DocumentResult] = {}
-        outcome = JobOutcome()
-        last_view = last_status = 0.0
+        passwords = dict(data[w.passwords_state] or {})
         yield {
             w.job_status: "Starting…",
             w.downloads: None,
             w.queue_md: "",
             w.cancel_btn: gr.Button(interactive=True),
         }
-        for item in self.run_job(files, values, request, dict(data[w.passwords_state] or {})):
+        try:
+            job = self.run_job(files, values, request, passwords, idle_s=STATUS_INTERVAL_S)
+            outcome = yield from self._follow(job)
+        except gr.Error as exc:  # refused before it started (no file, bad page range...)
+            yield {w.job_status: viewer.error_markdown(str(exc.message))}
+            return
+        documents = form.app_errors(outcome.documents, passwords)
+        if any(not d.error for d in documents):  # some converted: a toast for each file that did not
+            for doc in documents:
+                if doc.error:
+                    gr.Warning(f"{doc.source}: {doc.error}", title="A file failed")
+        update = self._view(documents, viewer.summary_markdown(documents, outcome.cancelled), final=True)
+        if form.needs_password(documents):  # open the box the message points at
+            update[w.passwords_box] = gr.Accordion(open=True)
+        yield update
+
+    def _follow(self, job: Iterator[Progress | JobOutcome | None]) -> Generator[dict, None, JobOutcome]:
+        """Draw a running job and return its outcome. The progress line (drawn by the app, once: gradio's
+        overlay drew it again over a faded copy) at most every STATUS_INTERVAL_S, a line held back being
+        drawn when no event follows; the page viewer, which resends every page so far, at most every
+        LIVE_VIEW_INTERVAL_S, so a long document does not flood the browser."""
+        w = self.w
+        live: dict[str, DocumentResult] = {}
+        last_view = last_status = 0.0
+        line = held = ""
+        for item in job:
             if isinstance(item, JobOutcome):
-                outcome = item
-                break
-            progress(item.fraction, desc=item.message)
+                return item
+            if item is None:  # no event for a while
+                if held:
+                    last_status, held = time.monotonic(), ""
+                    yield {w.job_status: line}
+                continue
+            line = held = viewer.progress_markdown(item.message, item.fraction)
             result = item.event.page_result
             if result is not None:
-                doc = live.setdefault(item.event.source, DocumentResult(source=item.event.source))
-                doc.pages.append(result)
-            # The full view resends every page so far: at most once per interval, so a long document
-            # does not flood the browser; the progress line updates on every event.
+                live.setdefault(item.event.source, DocumentResult(source=item.event.source)).pages.append(
+                    result
+                )
             now = time.monotonic()
             if result is not None and now - last_view >= LIVE_VIEW_INTERVAL_S:
                 last_view = last_status = now
-                yield self._view(list(live.values()), item.message, final=False)
+                held = ""
+                yield self._view(list(live.values()), line, final=False)
             elif now - last_status >= STATUS_INTERVAL_S:
-                last_status = now
-                yield {w.job_status: item.message}
-        documents = self._check_outcome(outcome)
-        for doc in outcome.failed:
-            gr.Warning(f"{doc.source}: {doc.error}", title="A file failed")
-        yield self._view(documents, viewer.summary_markdown(documents, outcome.cancelled), final=True)
+                last_status, held = now, ""
+                yield {w.job_status: line}
+        return JobOutcome()
 
     def convert_api(
         self,
@@ -257,7 +283,7 @@ class OcrApp:
         """(dropdown value, page number, viewer HTML, status) of one page; all change together."""
         entry = next((viewer.PageEntry(**e) for e in entries if e["key"] == key), None)
         if entry is None:
-            return None, None, "", ""
+            return None, None, page_html.EMPTY_VIEW, ""
         return entry.key, entry.page_number, entry.html(), viewer.page_status_markdown(entry)
 
     def _view(self, documents: list[DocumentResult], message: str, *, final: bool) -> dict:
@@ -317,7 +343,7 @@ class OcrApp:
         text, frame, has_gpu = status_panel.panel_update(
             self.history, self.converter.describe(), self.settings
         )
-        return text, gr.LinePlot(frame, visible=has_gpu)
+        return text, gr.LinePlot(frame, visible=status_panel.plot_visible(frame, has_gpu))
 
     def queue_tick(self, request: gr.Request):
         ahead = queue_words.jobs_ahead(self.demo, getattr(request, "session_hash", None), GPU_GROUP)
@@ -333,7 +359,10 @@ class OcrApp:
         """Return the app's ``gr.Blocks`` (queue configured); call ``launch`` on it or use ``ui.launch``."""
         # No telemetry or version check: documents can be private and the app must work offline.
         with gr.Blocks(
-            title="ocr-app · DeepSeek-OCR-2", delete_cache=(600, 3600), analytics_enabled=False
+            title="ocr-app · DeepSeek-OCR-2",
+            delete_cache=(600, 3600),
+            analytics_enabled=False,
+            fill_width=True,  # the page viewer needs the room; gradio's default caps the app at 1280 px
         ) as demo:
             self.demo = demo
             gr.Markdown(
@@ -372,7 +401,7 @@ class OcrApp:
             file_types=sorted(SUPPORTED_EXTENSIONS),
             elem_id="input-files",
         )
-        with gr.Accordion("PDF passwords (encrypted PDFs only)", open=False, elem_id="passwords"):
+        with gr.Accordion(form.PASSWORDS_BOX, open=False, elem_id="passwords") as w.passwords_box:
             gr.render(inputs=w.files)(self._password_boxes)
         with gr.Row():
             w.convert_btn = gr.Button("Convert", variant="primary", elem_id="convert-btn")
@@ -465,7 +494,7 @@ class OcrApp:
     def _results(self) -> None:
         w = self.w
         with gr.Tab("Pages"):
-            with gr.Row():
+            with gr.Row(elem_id="page-picker"):
                 w.prev_btn = gr.Button("◀ Previous", size="sm", elem_id="page-prev", scale=1)
                 w.page_select = gr.Dropdown([], label="Page", elem_id="page-select", scale=4, filterable=True)
                 w.page_number = gr.Number(
@@ -475,7 +504,7 @@ class OcrApp:
             w.page_status = gr.Markdown("", elem_id="page-status")
             viewer_js, viewer_css = page_html.assets()
             w.page_view = gr.HTML(
-                "",
+                page_html.EMPTY_VIEW,
                 elem_id="page-view",
                 js_on_load=viewer_js,
                 css_template=viewer_css,
@@ -497,8 +526,13 @@ class OcrApp:
             )
 
     def _gpu_panel(self) -> None:
-        self.w.panel_md = gr.Markdown("GPU: not sampled yet", elem_id="gpu-status")
+        # It opens with a real sample, not "not sampled yet" while the first tick is on its way.
+        text, frame, has_gpu = status_panel.panel_update(self.history, self.describe, self.settings)
+        self.w.panel_md = gr.Markdown(text, elem_id="gpu-status")
         self.w.panel_plot = gr.LinePlot(
+            frame,
+            visible=status_panel.plot_visible(frame, has_gpu),
+            elem_id="gpu-plot",
             x="seconds",
             y="GiB",
             color="series",
@@ -531,10 +565,9 @@ class OcrApp:
         w.convert_btn.click(
             self.convert_ui,
             {w.files, *options, w.passwords_state},
-            [*view_outputs, *page_outputs, w.queue_md, w.cancel_btn],
+            [*view_outputs, *page_outputs, w.queue_md, w.cancel_btn, w.passwords_box],
             api_visibility="private",
-            show_progress="full",
-            show_progress_on=[w.job_status],
+            show_progress="hidden",  # the job draws its own progress line and bar (viewer.progress_markdown)
             **gpu,
         ).then(
             lambda: (gr.Button(interactive=False), ""),

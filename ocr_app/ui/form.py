@@ -11,11 +11,13 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ocr_app.choices import engine_kind
 from ocr_app.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from ocr_app.convert import ConvertOptions
     from ocr_app.engine_api import Capabilities
+    from ocr_app.schema import DocumentResult
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -23,6 +25,7 @@ logger = logging.getLogger(__name__)
 CUSTOM = "custom"  # dropdown value that enables the custom prompt box
 LOCATE = "locate"  # preset that needs the text to locate
 AUTO_MODE = "auto"
+DPI_MIN, DPI_MAX = 36, 600  # the CLI's --dpi range and Settings.dpi's bounds
 
 
 def preset_choices(caps: Capabilities, default: str = "markdown") -> list[tuple[str, str]]:
@@ -85,29 +88,26 @@ def build_options(values: FormValues, settings: Settings) -> ConvertOptions:
     )
 
 
-DPI_MIN, DPI_MAX = 36, 600  # the CLI's --dpi range and Settings.dpi's bounds
-PROMPT_ENGINES = frozenset({"deepseek", "deepseek-ocr2", "remote"})  # engines that read the prompt and mode
-
-
 def ignored_options_reason(engine: str | None, describe: dict[str, Any]) -> str | None:
     """Why the prompt and resolution mode do nothing with ``engine``; None when they are honoured.
 
-    Only DeepSeek-OCR-2 (local or remote) is prompted; the light engine and the text layer read text
-    as it is. ``auto`` honours them when it sends scans to DeepSeek-OCR-2.
+    An engine kind says whether it is prompted (``Capabilities.prompted``: DeepSeek-OCR-2, local or
+    remote); the light engine and the text layer read text as it is. A router (``auto``) honours them
+    when it sends scans to a prompted engine.
     """
     name = (engine or str(describe.get("default") or "")).strip()
-    if name == "auto":
-        ocr = str(((describe.get("engines") or {}).get("auto") or {}).get("ocr") or "")
-        if ocr in PROMPT_ENGINES:
+    ocr = str(((describe.get("engines") or {}).get(name) or {}).get("ocr") or "")
+    if ocr:
+        if engine_kind(ocr).capabilities.prompted:
             return None
-        return f"auto reads PDF text layers and sends scans to the {ocr or 'light'} engine, which takes no prompt or mode"
-    if name in PROMPT_ENGINES:
+        return (
+            f"{name} reads PDF text layers and sends scans to the {ocr} engine, which takes no prompt or mode"
+        )
+    kind = engine_kind(name).capabilities
+    if kind.prompted:
         return None
-    what = {
-        "light": "the light engine (rapidocr) reads text lines",
-        "textlayer": "the text layer is read as it is",
-    }
-    return f"{what.get(name, name)}: prompt and resolution mode apply to DeepSeek-OCR-2 only"
+    what = f"{name} ({kind.label})" if kind.label and kind.label != name else name
+    return f"{what} takes no prompt or resolution mode"
 
 
 def parse_passwords(text: str | dict[str, str] | None) -> tuple[str | None, dict[str, str]]:
@@ -131,3 +131,36 @@ def parse_passwords(text: str | dict[str, str] | None) -> tuple[str | None, dict
         if isinstance(data, dict):
             return None, {str(k): str(v) for k, v in data.items() if v}
     return value, {}
+
+
+PASSWORDS_BOX = "PDF passwords (encrypted PDFs only)"  # the accordion under the file list
+
+
+def app_errors(documents: list[DocumentResult], passwords: dict[str, str]) -> list[DocumentResult]:
+    """The documents as the app shows them: an encrypted PDF's error says where to type its password.
+
+    Why here and not in the library: the library's message speaks to every front end (the CLI names its
+    ``--password`` option); the app knows its own password box and whether one was typed for the file.
+    """
+    from dataclasses import replace
+
+    from ocr_app.exceptions import EncryptedDocumentError
+
+    shown = []
+    for doc in documents:
+        if doc.error and doc.error_type == EncryptedDocumentError.__name__:
+            where = f"its box under “{PASSWORDS_BOX}”, just below the file list, then press Convert again"
+            if passwords.get(doc.source):
+                doc = replace(
+                    doc, error=f"the password typed for {doc.source} is wrong: correct it in {where}."
+                )
+            else:
+                doc = replace(doc, error=f"{doc.source} is encrypted: type its password in {where}.")
+        shown.append(doc)
+    return shown
+
+
+def needs_password(documents: list[DocumentResult]) -> bool:
+    from ocr_app.exceptions import EncryptedDocumentError
+
+    return any(d.error_type == EncryptedDocumentError.__name__ for d in documents)

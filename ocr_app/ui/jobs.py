@@ -96,8 +96,13 @@ def stream_conversion(
     options: ConvertOptions,
     cancel: threading.Event,
     passwords: dict[str, str] | None = None,
-) -> Iterator[Progress | JobOutcome]:
+    idle_s: float | None = None,
+) -> Iterator[Progress | JobOutcome | None]:
     """Yield ``Progress`` while the worker converts, then one ``JobOutcome``.
+
+    With ``idle_s``, also yield None after each ``idle_s`` without an event, so that a caller that shows
+    progress at most every so often can still show the last event it held back (a page that takes long
+    after its "Recognizing page 3" event).
 
     ``passwords`` maps a file name to its PDF password (it overrides ``options.password`` for that file);
     they live only in memory, like the options.
@@ -144,7 +149,11 @@ def stream_conversion(
                         outcome.documents.append(exc.partial)
                     break
                 except OcrError as exc:  # the converter raises only when the input names nothing
-                    docs = [DocumentResult(source=names[i], error=str(exc), error_kind="input")]
+                    docs = [
+                        DocumentResult(
+                            source=names[i], error=str(exc), error_kind="input", error_type=type(exc).__name__
+                        )
+                    ]
                 except Exception as exc:  # never let one file take the job down silently
                     logger.exception("conversion of %s crashed", path)
                     docs = [
@@ -163,7 +172,11 @@ def stream_conversion(
     worker.start()
     try:
         while True:
-            item = events.get()  # the worker always ends with _DONE (finally), so this cannot hang
+            try:  # the worker always ends with _DONE (finally), so this cannot hang
+                item = events.get(timeout=idle_s)
+            except queue.Empty:
+                yield None
+                continue
             if item is _DONE:
                 break
             file_index, event = item

@@ -36,6 +36,7 @@ def launch(
 ) -> Launched:
     """Start the server. A share link that cannot be created (offline) is reported, not fatal."""
     from ocr_app.ui.app import CSS
+    from ocr_app.ui.fonts import font_css, font_dir
 
     share = settings.share if share is None else share
     dirs = getattr(demo, "ocr_app_dirs", None)
@@ -45,9 +46,9 @@ def launch(
         share=share,
         prevent_thread_lock=True,
         quiet=quiet,
-        allowed_paths=[str(dirs.root)] if dirs is not None else None,
+        allowed_paths=[str(font_dir())] + ([str(dirs.root)] if dirs is not None else []),
         max_file_size=int(settings.max_file_mb * 2**20),  # refuse oversize uploads before they hit disk
-        css=CSS,
+        css=font_css() + "\n" + CSS,
     )
     info = Launched(local_url=local_url, share_url=share_url)
     if share and not share_url:

@@ -35,6 +35,12 @@ logger = logging.getLogger(__name__)
 
 FILE_ROUTE = "gradio_api/file="  # relative, so the app also works behind a proxy under a sub-path
 BLANK_PAGE = "blank page"
+# What the Pages tab shows before the first page arrives (instead of an empty frame).
+EMPTY_VIEW = (
+    '<div class="ocr-empty"><p><b>No pages yet.</b></p><p>Upload PDFs or images and press <b>Convert</b>: '
+    "each page appears here as soon as it is read, its image with a box around every block beside its "
+    "text.</p></div>"
+)
 MATHML_TAGS = frozenset(
     [
         "math",
@@ -282,7 +288,47 @@ def markdown_html(markdown: str, blocks: list[Block], figure_urls: dict[str, str
 
 
 # --- the page view --------------------------------------------------------------------------------
+def _labels_svg(blocks: list[Block], width: int, height: int) -> str:
+    """Each block's label, drawn over the patch the overlay image already has (``LabelPatch``), so the
+    script can keep it readable at any zoom: it scales every label about its anchor by ``--ocr-label-k``.
+    A second, number-only form ("3" for "3 text") is shown instead when the labels must grow so much that
+    whole names would hide the page (a phone at fit width)."""
+    from ocr_app.render.overlay import label_patches, text_colour
+
+    parts = []
+    for p in label_patches((width, height), blocks):
+        ax, ay = p.anchor
+        fill = "rgb({},{},{})".format(*p.colour)
+        ink = "rgb({},{},{})".format(*text_colour(p.colour))
+        number = p.text.split(" ", 1)[0]
+        pad = (p.width - p.text_width) / 2
+        short = p.text_width * len(number) / max(1, len(p.text)) + 2 * pad
+        short_x = p.x if ax == p.x else p.x + p.width - short  # keep the corner at the anchor
+        parts.append(
+            f'<g class="ocr-label" data-block="{p.block}" style="transform-origin: {ax:.1f}px {ay:.1f}px">'
+            f"<title>{html.escape(p.text)}</title>"
+            f'<g class="ocr-label-full"><rect x="{p.x:.1f}" y="{p.y:.1f}" width="{p.width:.1f}" '
+            f'height="{p.height:.1f}" fill="{fill}"/>{_label_text(p.text, p.x, p.y, p.width, p.height, p, ink)}</g>'
+            f'<g class="ocr-label-num"><rect x="{short_x:.1f}" y="{p.y:.1f}" width="{short:.1f}" '
+            f'height="{p.height:.1f}" fill="{fill}"/>{_label_text(number, short_x, p.y, short, p.height, p, ink)}</g>'
+            "</g>"
+        )
+    return "".join(parts)
+
+
+def _label_text(text: str, x: float, y: float, w: float, h: float, patch: Any, ink: str) -> str:
+    """SVG text centred in its patch and stretched to the width the overlay's font gives it."""
+    length = patch.text_width * len(text) / max(1, len(patch.text))
+    return (
+        f'<text x="{x + w / 2:.1f}" y="{y + h / 2:.1f}" font-size="{patch.font_size}" fill="{ink}" '
+        f'text-anchor="middle" dominant-baseline="central" textLength="{max(1.0, length):.1f}" '
+        f'lengthAdjust="spacingAndGlyphs">{html.escape(text)}</text>'
+    )
+
+
 def _boxes_svg(blocks: list[Block], width: int, height: int) -> str:
+    from ocr_app.render.overlay import label_font_size
+
     rects = []
     for i, block in enumerate(blocks):
         label = html.escape(block.label, quote=True)
@@ -293,7 +339,8 @@ def _boxes_svg(blocks: list[Block], width: int, height: int) -> str:
             )
     return (
         f'<svg class="ocr-boxes" viewBox="0 0 {width} {height}" preserveAspectRatio="none" '
-        f'xmlns="http://www.w3.org/2000/svg">{"".join(rects)}</svg>'
+        f'data-label-size="{label_font_size((width, height))}" '
+        f'xmlns="http://www.w3.org/2000/svg">{"".join(rects)}{_labels_svg(blocks, width, height)}</svg>'
     )
 
 
@@ -336,8 +383,10 @@ def page_html(
         '<button type="button" data-zoom="page" title="Show the whole page">Fit page</button>'
         '<span class="ocr-zoom-label">100%</span></div>'
     )
+    # A landscape page gets the viewer's whole width, its text below it; a portrait one sits beside its text.
+    shape = " ocr-landscape" if width > height else ""
     return (
-        f'<div class="ocr-viewer" data-page="{html.escape(key, quote=True)}" '
+        f'<div class="ocr-viewer{shape}" data-page="{html.escape(key, quote=True)}" '
         f'data-width="{width}" data-height="{height}">'
         f'<div class="ocr-pane ocr-image-pane">{toolbar}<div class="ocr-scroll">{image}</div></div>'
         f'<div class="ocr-pane ocr-md-pane"><div class="ocr-md">{body}</div></div></div>'

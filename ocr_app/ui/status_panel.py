@@ -11,6 +11,8 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from ocr_app.choices import canonical_engine, engine_kind
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -20,28 +22,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 NO_GPU = "No GPU on this machine"
-WEIGHTS_HELP = (
-    "To use DeepSeek-OCR-2 (best quality; any GPU with 4 GB or more — the `mixed` precision preset "
-    "peaks at 3.2 GiB for a dense page), download the transformers-format checkpoint once on a machine "
-    "with internet (`hf download deepseek-community/DeepSeek-OCR-2 --local-dir DeepSeek-OCR-2`) and "
-    "start the app with `--model /path/to/DeepSeek-OCR-2` (or `DEEPSEEK_OCR_MODEL=...`)."
-)
-
-
-ENGINE_LABELS = {
-    "deepseek": "DeepSeek-OCR-2",
-    "light": "light CPU OCR (rapidocr)",
-    "textlayer": "PDF text layer only",
-    "remote": "remote vLLM/SGLang server",
-}
 
 
 def engine_label(name: str, describe: dict[str, Any]) -> str:
-    """Dropdown label: what the engine is, and for ``auto`` which OCR engine it routes scans to."""
-    if name == "auto":
-        ocr = ((describe.get("engines") or {}).get("auto") or {}).get("ocr")
-        return f"auto: PDF text layer, else {ocr}" if ocr else "auto"
-    return f"{name}: {ENGINE_LABELS[name]}" if name in ENGINE_LABELS else name
+    """Dropdown label: what the engine is (its kind's label), and for a router which OCR engine it
+    routes scans to."""
+    ocr = ((describe.get("engines") or {}).get(name) or {}).get("ocr")
+    if ocr:
+        return f"{name}: PDF text layer, else {ocr}"
+    label = engine_kind(name).capabilities.label
+    return f"{name}: {label}" if label and label != name else name
 
 
 def engine_state(info: dict[str, Any]) -> str:
@@ -136,21 +126,24 @@ def ocr_engine(describe: dict[str, Any]) -> str:
 
 
 def notice_markdown(describe: dict[str, Any]) -> str:
-    """A banner when DeepSeek-OCR-2 is not what reads the pages: what is missing and how to get it."""
+    """A banner when the preferred engine (DeepSeek-OCR-2) is not what reads the pages: what is
+    missing and how to get it (the engine kind's ``help``)."""
+    preferred = str(describe.get("preferred") or "")
     ocr = ocr_engine(describe)
-    if "deepseek" in ocr.lower():
+    if not preferred or canonical_engine(ocr) == preferred:
         return ""
+    best = engine_kind(preferred).capabilities
     default = str(describe.get("default") or "")
     info = (describe.get("engines") or {}).get(default) or {}
     reason = str(info.get("ocr_reason") or describe.get("default_reason") or "")
     unavailable = describe.get("unavailable") or {}
     lines = []
-    if "deepseek" in unavailable:
-        lines.append(f"**DeepSeek-OCR-2 cannot run here:** {unavailable['deepseek']}.")
+    if preferred in unavailable:
+        lines.append(f"**{best.label} cannot run here:** {unavailable[preferred]}.")
     lines.append(f"Pages are read by the **{ocr}** engine" + (f" ({reason})." if reason else "."))
-    if "deepseek" not in unavailable:
-        lines.append(WEIGHTS_HELP)
-    if ocr == "textlayer":
+    if preferred not in unavailable and best.help:
+        lines.append(best.help)
+    if not engine_kind(ocr).capabilities.reads_scans:
         lines.append(
             "Only PDFs with embedded text can be read. Install an OCR engine: "
             '`pip install "ocr-app[light]"` (CPU) or `pip install "ocr-app[model]"` (DeepSeek-OCR-2).'
@@ -206,23 +199,29 @@ def panel_update(
     return text, history_frame(history), snap.available
 
 
+def plot_visible(frame: pd.DataFrame, has_gpu: bool) -> bool:
+    """The VRAM chart shows once it has a line to draw (two samples); never without a GPU."""
+    return has_gpu and frame["seconds"].nunique() >= 2
+
+
 def engine_choices(
-    engine_names: list[str], describe: dict[str, Any], deepseek_weights: bool, has_gpu: bool
+    engine_names: list[str], describe: dict[str, Any], missing: dict[str, str], has_gpu: bool
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """(dropdown choices, one line per engine that cannot run here and why).
 
-    DeepSeek-OCR-2 without weights is listed as unavailable instead of offered (it would fail on the
-    first page); without a GPU it is offered with a warning, since it does run on the CPU, slowly.
+    An engine that still lacks something (``missing``: DeepSeek-OCR-2 without weights) is listed as
+    unavailable instead of offered (it would fail on the first page), unless it is the default; one
+    that wants a GPU is offered with a warning where there is none, since it does run on the CPU, slowly.
     """
     unavailable = dict(describe.get("unavailable") or {})
     default = str(describe.get("default") or "")
     choices = []
     for name in engine_names:
-        if name == "deepseek" and not deepseek_weights and name != default:
-            unavailable[name] = "no model weights on this machine (see the banner for how to get them)"
+        if name in missing and name != default:
+            unavailable[name] = missing[name]
             continue
         label = engine_label(name, describe)
-        if name == "deepseek" and not has_gpu:
+        if engine_kind(name).capabilities.wants_gpu and not has_gpu:
             label += " — no GPU: slow on the CPU"
         choices.append((label, name))
     notes = [f"{name}: {why}" for name, why in sorted(unavailable.items())]

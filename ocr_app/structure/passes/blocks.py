@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ocr_app.structure.layout import _group_section
 
 if TYPE_CHECKING:
-    from ocr_app.structure.pipeline import PageLayout
+    from ocr_app.structure.page import PageLayout
 
 logger = logging.getLogger(__name__)
 

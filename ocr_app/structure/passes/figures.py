@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ocr_app.structure.layout import _figure_items
 
 if TYPE_CHECKING:
-    from ocr_app.structure.pipeline import PageLayout
+    from ocr_app.structure.page import PageLayout
 
 
 def run(page: PageLayout) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ocr_app.structure.layout import _cover_style, body_size, is_rtl, vocabulary_of
 
 if TYPE_CHECKING:
-    from ocr_app.structure.pipeline import PageLayout
+    from ocr_app.structure.page import PageLayout
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ocr_app.structure.layout import _Table, _tables_beside_a_gutter, detect_tables
 
 if TYPE_CHECKING:
-    from ocr_app.structure.pipeline import PageLayout
+    from ocr_app.structure.page import PageLayout
 
 
 def run(page: PageLayout) -> None:

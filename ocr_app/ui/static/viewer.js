@@ -4,12 +4,27 @@
 const state = { zoom: 1, fit: "width" };
 const q = (sel) => element.querySelector(sel);
 const ZOOM_STEP = 1.25;
+const MIN_LABEL_PX = 11; // block labels on the page never get smaller than this on screen
+const COMPACT_K = 1.6; // labels grown more than this show their number only ("3" for "3 text")
 
 function fitZoom(fit) {
   const box = q(".ocr-scroll"), view = q(".ocr-viewer");
   if (!box || !view || fit !== "page") return 1;
   const w = +view.dataset.width, h = +view.dataset.height;
-  return w && h ? Math.min(1, (box.clientHeight * w) / (h * box.clientWidth)) : 1;
+  // the pane grows with the page up to its max-height: fit the page into that
+  const room = parseFloat(getComputedStyle(box).maxHeight) || box.clientHeight;
+  return w && h ? Math.min(1, (room * w) / (h * box.clientWidth)) : 1;
+}
+
+function scaleLabels() {
+  // page pixels -> screen pixels; labels grow about their anchor until their text is MIN_LABEL_PX tall
+  const stage = q(".ocr-stage"), svg = q(".ocr-boxes"), view = q(".ocr-viewer");
+  if (!stage || !svg || !view) return;
+  const s = stage.getBoundingClientRect().width / (+view.dataset.width || 1);
+  const size = +svg.dataset.labelSize || 10;
+  const k = s > 0 ? Math.max(1, MIN_LABEL_PX / (size * s)) : 1;
+  svg.style.setProperty("--ocr-label-k", k.toFixed(4));
+  svg.classList.toggle("ocr-compact", k > COMPACT_K); // grown this much, whole names would hide the page
 }
 
 function applyZoom() {
@@ -20,6 +35,7 @@ function applyZoom() {
   const label = q(".ocr-zoom-label");
   if (label) label.textContent = Math.round(state.zoom * 100) + "%";
   element.dataset.zoomLevel = state.zoom.toFixed(3);
+  scaleLabels();
 }
 
 function zoomBy(factor) {
@@ -116,6 +132,7 @@ element.addEventListener(
   { passive: false },
 );
 
-window.addEventListener("resize", () => state.fit && applyZoom());
+// The pane changes width with the window and when its tab is shown again: refit and rescale the labels.
+new ResizeObserver(() => (state.fit ? applyZoom() : scaleLabels())).observe(element);
 if (typeof watch === "function") watch("value", applyZoom);
 applyZoom();

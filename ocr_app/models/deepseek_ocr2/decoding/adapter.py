@@ -1,10 +1,12 @@
-"""Plugs the graph decoder into ``DeepSeekOcr2Engine`` (setting ``decoder``: auto | generate | graph).
+"""Plugs the graph decoder into an engine (setting ``decoder``: auto | generate | graph).
 
 Why a separate module: ``stream_pages`` is the decoding package's one entry point; the engine's
 ``predict_stream`` calls it when the graph decoder is on (``predict_batch`` goes through
 ``predict_stream``), so the engine keeps only the ``generate`` path itself. Pages are handed to the
-engine's ``DecodeScheduler`` (continuous batching, shared by concurrent jobs of the same engine) while
-the next ones go through the vision encoder, and each page is yielded the moment it finishes.
+engine's ``DecodeScheduler`` (continuous batching, shared by concurrent jobs of the same engine; the
+engine builds it with ``build_scheduler`` and owns it) while the next ones go through the vision
+encoder, and each page is yielded the moment it finishes. The engine is seen only through the public
+``interface.PageSource`` protocol: this module never imports it.
 
 Whole-document feeding: ``stream_pages`` pulls page requests lazily from any iterable (the converter
 renders pages as they are pulled) and keeps ``slots + vision batch`` pages submitted: while the decoder
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -38,8 +39,8 @@ from ocr_app.models.deepseek_ocr2.decoding.guard import page_end
 from ocr_app.schema import EngineOutput, PageRequest
 
 if TYPE_CHECKING:
+    from ocr_app.models.deepseek_ocr2.decoding.interface import PageSource
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
-    from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine, PreparedPage
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,6 @@ DECODERS = ("auto", "generate", "graph")
 VISION_BATCH = 8  # pages encoded at once next to the running decoder (reserved in its memory plan; H200,
 # fused SAM layers: 27.6 ms/page at 4 pages, 20.6 at 8 — bench_vision)
 BACKLOG_POLL_S = 0.005  # how often a feeder whose backlog is full looks whether the decoder took pages
-_BUILD_LOCK = threading.Lock()  # two jobs starting at once must share one scheduler, not build two
 
 
 def wants_graph_decoder(setting: str, device: Any) -> bool:
@@ -61,43 +61,29 @@ def wants_graph_decoder(setting: str, device: Any) -> bool:
     return choice == "graph"
 
 
-def scheduler_for(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
-    """The engine's scheduler, built on first use from its settings (guard, EOS ids, slots)."""
-    with _BUILD_LOCK:
-        return _scheduler_locked(engine)
-
-
-def _scheduler_locked(engine: DeepSeekOcr2Engine) -> DecodeScheduler:
+def build_scheduler(source: PageSource, *, max_slots: int, budget_bytes: int | None) -> DecodeScheduler:
+    """A scheduler for ``source``'s loaded model (guard, EOS ids, slots); the engine keeps it between
+    requests and closes it on unload."""
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
 
-    sched = getattr(engine, "_decoder", None)
-    if sched is not None and sched.model is engine.model:
-        return sched
-    s = engine.settings
-    opts = DecoderOptions(
-        guard=engine.guard_spec(),
-        eos_ids=tuple(engine._eos_ids()),
-        graphs="auto",
-    )
-    sched = DecodeScheduler(
-        engine.model,
+    opts = DecoderOptions(guard=source.guard_spec(), eos_ids=tuple(source.eos_ids()), graphs="auto")
+    return DecodeScheduler(
+        source.model,
         opts,
-        max_slots=int(getattr(s, "decode_max_slots", 32)),
-        budget_bytes=engine.budget_bytes,
+        max_slots=max_slots,
+        budget_bytes=budget_bytes,
         vision_batch=VISION_BATCH,
-        encoder=lambda pages: encode_pages(engine, pages),
+        encoder=lambda pages: encode_pages(source, pages),
     )
-    engine._decoder = sched
-    return sched
 
 
-def encode_pages(engine: DeepSeekOcr2Engine, pages: list[PreparedPage]) -> list[dict[str, Any]]:
+def encode_pages(source: PageSource, pages: list[Any]) -> list[dict[str, Any]]:
     """The scheduler's encoder: vision features of preprocessed pages (the engine's cache first), as
     each page's prefill inputs. Runs on the decoding thread; notes each page's vision seconds."""
     from transformers.modeling_outputs import BaseModelOutputWithPooling
 
     t0 = time.perf_counter()
-    engine._attach_features(pages)
+    source.attach_features(pages)
     out = []
     for page in pages:
         page.vision_s = (time.perf_counter() - t0) / len(pages)
@@ -109,15 +95,12 @@ def encode_pages(engine: DeepSeekOcr2Engine, pages: list[PreparedPage]) -> list[
 
 
 def stream_pages(
-    engine: DeepSeekOcr2Engine, requests: Iterable[tuple[int, PageRequest]]
+    source: PageSource, sched: DecodeScheduler, requests: Iterable[tuple[int, PageRequest]]
 ) -> Iterator[tuple[int, EngineOutput]]:
     """Yield ``(index, output)`` as pages finish, for ``(index, request)`` pairs pulled lazily: up to
     ``slots + vision batch`` pages are in flight; the next ones are encoded while those decode."""
-
-    sched = scheduler_for(engine)
-    eos = set(engine._eos_ids())
+    eos = set(source.eos_ids())
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
-    source = iter(requests)
 
     def ready(timeout: float | None) -> Iterator[tuple[int, EngineOutput]]:
         if not waiting:
@@ -129,10 +112,10 @@ def stream_pages(
             ids, stop = page_end(res.tokens, eos, res.stop)
             t = dict(timings, vision=page.vision_s, prefill=res.first_token_s, decode=res.decode_s)
             t["total"] = time.perf_counter() - t0
-            yield index, engine._output(page, ids, stop, t)
+            yield index, source.page_output(page, ids, stop, t)
 
     try:
-        yield from _feed(engine, sched, source, waiting, ready)
+        yield from _feed(source, sched, iter(requests), waiting, ready)
     finally:  # the caller stopped early (cancel, error): pages still queued or decoding are not wanted
         for f in waiting:
             f.cancel()
@@ -143,7 +126,7 @@ def _feed_stream(sched: DecodeScheduler) -> Any:
     return sched.feed_stream()
 
 
-def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
+def _feed(source: PageSource, sched, requests, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
     import torch
 
     exhausted = False
@@ -152,14 +135,14 @@ def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOu
         # pages in flight up to the slots plus one batch, and at most two batches waiting for a slot
         slot_room = sched.slots() + batch - len(waiting)
         room = min(slot_room, 2 * batch - sched.backlog())
-        chunk = [] if exhausted else list(itertools.islice(source, min(batch, max(0, room))))
+        chunk = [] if exhausted else list(itertools.islice(requests, min(batch, max(0, room))))
         if room > 0 and not exhausted and len(chunk) < min(batch, room):
             exhausted = True
         if chunk:
             t0 = time.perf_counter()
             stream = _feed_stream(sched)
             with torch.inference_mode(), torch.cuda.stream(stream) if stream is not None else nullcontext():
-                pages = [engine.preprocess(r) for _, r in chunk]
+                pages = [source.preprocess(r) for _, r in chunk]
                 if stream is not None:  # the decoder reads the pixels on its own stream: complete them
                     stream.synchronize()
             timings = {"preprocess": time.perf_counter() - t0}
@@ -178,4 +161,4 @@ def _feed(engine, sched, source, waiting, ready) -> Iterator[tuple[int, EngineOu
         yield from ready(BACKLOG_POLL_S if slot_room > 0 and not exhausted else None)
 
 
-__all__ = ["DECODERS", "scheduler_for", "stream_pages", "wants_graph_decoder"]
+__all__ = ["DECODERS", "build_scheduler", "stream_pages", "wants_graph_decoder"]

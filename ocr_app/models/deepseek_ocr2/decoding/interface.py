@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec
-from ocr_app.schema import StopReason
+from ocr_app.schema import EngineOutput, PageRequest, StopReason
 
 
 @dataclass
@@ -56,4 +56,31 @@ class DecoderOptions:
     prefill_batch: int = 4  # pages of equal prompt length prefilled in one forward
 
 
-__all__ = ["DecodeRequest", "DecodeResult", "DecoderOptions"]
+class PageSource(Protocol):
+    """What the graph decoder takes from the engine it decodes for (``adapter.stream_pages``).
+
+    Why a protocol: the engine calls into the decoding package, never the other way round; the
+    package sees the engine only through these public members (``DeepSeekOcr2Engine`` has them).
+    A prepared page is opaque here except for ``input_ids``, ``max_new_tokens``, ``features`` and
+    ``vision_s``.
+    """
+
+    model: Any
+
+    def preprocess(self, request: PageRequest) -> Any:
+        """Mode, image processor and tokenizer for one page: the prepared page."""
+
+    def attach_features(self, pages: list[Any]) -> None:
+        """Fill each prepared page's ``features`` (vision cache first, then the encoder)."""
+
+    def eos_ids(self) -> list[int]:
+        """Token ids that end a page."""
+
+    def guard_spec(self) -> GuardSpec:
+        """The no-repeat rule both decode paths apply."""
+
+    def page_output(self, page: Any, ids: list[int], stop: StopReason, timings: dict) -> EngineOutput:
+        """The engine's output for one decoded page."""
+
+
+__all__ = ["DecodeRequest", "DecodeResult", "DecoderOptions", "PageSource"]

@@ -1,4 +1,8 @@
-"""``ocr-app quantize``: write a pre-quantised checkpoint once, load it fast afterwards."""
+"""``ocr-app quantize``: write a pre-quantised DeepSeek-OCR-2 checkpoint once, load it fast afterwards.
+
+Why in the wing: the command knows the model (where its checkpoints come from, the calibration hook on
+its SAM layers); ``ocr_app.quant`` does the quantising and knows no model.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from ocr_app.choices import QUANT_PRESETS
 from ocr_app.exceptions import InputError, OcrError
 
 logger = logging.getLogger(__name__)
@@ -20,7 +25,7 @@ logger = logging.getLogger(__name__)
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Output directory.")
 @click.option("--calib", default=8, show_default=True, type=click.IntRange(0, 512),
               help="Calibration pages rendered for AWQ (0 = round-to-nearest).")  # fmt: skip
-@click.option("--preset", default="mixed", show_default=True, type=click.Choice(["mixed", "int8"]),
+@click.option("--preset", default="mixed", show_default=True, type=click.Choice(QUANT_PRESETS[::-1]),
               help="mixed: INT8 vision + AWQ 4-bit decoder; int8: INT8 vision + 8-bit decoder.")  # fmt: skip
 @click.option("--device", default=None, help="Where to quantise (default: the GPU when there is one).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -32,7 +37,7 @@ def quantize_command(
     The float checkpoint streams in layer by layer: the GPU never holds the float model.
     """
     from ocr_app.load_bar import LoadBar
-    from ocr_app.models.deepseek_ocr2.loading import resolve_model_dir
+    from ocr_app.models.deepseek_ocr2.loading import prepare_for_calibration, resolve_model_dir
     from ocr_app.quant.pipeline import quantize_checkpoint
 
     try:
@@ -41,7 +46,9 @@ def quantize_command(
         model_dir = resolve_model_dir(src)
         bar = LoadBar(disabled=quiet)
         try:
-            path = quantize_checkpoint(model_dir, out_dir, preset, calib, device, progress=bar)
+            path = quantize_checkpoint(
+                model_dir, out_dir, preset, calib, device, progress=bar, prepare=prepare_for_calibration
+            )
         finally:
             bar.close()
     except InputError as exc:

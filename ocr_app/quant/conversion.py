@@ -1,8 +1,10 @@
 """Checkpoint names → the model's names, and the empty model they are assigned to.
 
-Why one module: three loads read safetensors tensors without ``from_pretrained`` — the bf16/fp16 fast
-load (``weights.py``), the quantised checkpoint (``quant/checkpoint.py``) and streaming quantisation
-(``quant/stream.py``) — and all must name and merge tensors exactly as transformers does. The rules
+Why one module: three loads read safetensors tensors without ``from_pretrained`` — the wing's bf16/fp16
+fast load (``models/deepseek_ocr2/weights.py``), the quantised checkpoint (``checkpoint.py``) and
+streaming quantisation (``stream.py``) — and all must name and merge tensors exactly as transformers
+does. It names no model: the class comes from the checkpoint's config (transformers' image-text-to-text
+auto mapping), so it sits in this package, below the wing that uses it. The rules
 are transformers' own conversion table for the model type (hub names → module names, per-expert
 tensors → fused experts); this module only groups a checkpoint's keys by the target they build.
 """
@@ -87,14 +89,17 @@ def plan_targets(model, keys: list[str]) -> dict[str, Target]:
 
 
 def empty_model(config):
-    """``DeepseekOcr2ForConditionalGeneration`` with every weight on the meta device, for a load that
+    """The config's model (``DeepseekOcr2ForConditionalGeneration`` for DeepSeek-OCR-2, through
+    transformers' image-text-to-text auto mapping) with every weight on the meta device, for a load that
     assigns all of them. transformers' weight initialisation is skipped: on meta tensors it does no
     work but costs about 0.5 s of Python for the full-size model, on every load. Buffers (rotary
     tables) are still built by the modules themselves, on the CPU, in their own dtype. Both contexts
     patch torch/transformers globally while they are open, so builds are serialised: two engines loading
     at once (one per GPU) must not save each other's patched functions as the originals."""
     from accelerate import init_empty_weights
-    from transformers import DeepseekOcr2ForConditionalGeneration
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
+
+    model_class = MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING[type(config)]
 
     try:
         from transformers.initialization import no_init_weights
@@ -102,7 +107,7 @@ def empty_model(config):
         from contextlib import nullcontext as no_init_weights
 
     with _SKELETON_LOCK, init_empty_weights(include_buffers=False), no_init_weights():
-        return DeepseekOcr2ForConditionalGeneration(config)
+        return model_class(config)
 
 
 __all__ = ["Target", "empty_model", "natural_key", "plan_targets"]
