@@ -12,6 +12,7 @@ HTML = (
     '<h3 class="section">1.1 Scope</h3><p>Body one.</p>'
     '<ul class="section-toc"><li><a href="#d">Deeper</a></li></ul>'
     "<blockquote><table><tr><td><code>a</code></td><td>first</td></tr></table></blockquote>"
+    '<table summary="" class="cartouche" border="1"><tr><td><pre class="example">x &lt;- 1</pre></td></tr></table>'
     '<dl compact="compact"><dt><code>--vanilla</code></dt><dd><p>No profile.</p></dd></dl>'
     '<h4 class="subsection">1.1.1 Deeper</h4><p>Body two.</p>'
     '<h3 class="section">1.2 Next</h3><p>Other.</p>'
@@ -26,6 +27,7 @@ def test_texinfo_sections_become_units_without_navigation_or_menus():
         "# 1.1 Scope",
         "Body one.",
         "<table><tr><td>a</td><td>first</td></tr></table>",
+        "```\nx <- 1\n```",  # a framed box's example: no one-cell table
         "--vanilla",
         "No profile.",
         "## 1.1.1 Deeper",

@@ -270,6 +270,11 @@ class TexinfoBlocks(DocBookBlocks):
 
 def _texinfo_blocks(html_text: str) -> list[Block]:
     html_text = re.sub(r'<ul class="section-toc">.*?</ul>', "", html_text, flags=re.S)  # menus
+    # A framed box (@cartouche) is a one-cell bordered table in the HTML, not a table: its content
+    # (an example, a formula) is read as it stands.
+    html_text = re.sub(
+        r'<table[^>]*class="cartouche"[^>]*><tr><td>(.*?)</td></tr></table>', r"\1", html_text, flags=re.S
+    )
     html_text = re.sub(r'<table[^>]*class="index-\w+".*?</table>', "", html_text, flags=re.S)
     html_text = re.sub(r"<table[^>]*><tr><th[^>]*>Jump to:.*?</table>", "", html_text, flags=re.S)
     parser = TexinfoBlocks()
