@@ -57,3 +57,19 @@ def test_a_section_is_cut_where_its_outline_entry_and_the_next_one_point(tmp_pat
     assert _cut_pdf(src, start, end, out)
     text = " ".join(p.get_text() for p in pymupdf.open(out)).split()
     assert text == ["inside", "0", "after", "0", "before", "1", "inside", "1"]
+
+
+def test_second_round_kinds_write_numbered_manuals_product_sheets_and_forms(tmp_path):
+    from bench.accuracy.generate_set import EXTRA_KINDS, write_set
+
+    names = write_set(tmp_path, [0, 1, 2], kinds=EXTRA_KINDS)
+    assert [n.split("-")[0] for n in names] == ["handbook", "specs", "keyvalue"]
+    manual = (tmp_path / "gt" / f"{names[0]}.md").read_text()
+    assert any(
+        line.startswith("### ") and line[4:5].isalnum() and "." in line.split()[1]
+        for line in manual.splitlines()
+    )
+    for name in names[1:]:
+        assert "<table>" in (tmp_path / "gt" / f"{name}.md").read_text()
+    assert "<th>" not in (tmp_path / "gt" / f"{names[2]}.md").read_text()  # a form: no header row
+    assert all((tmp_path / "pdf" / f"{n}.pdf").stat().st_size > 1000 for n in names)
