@@ -250,12 +250,12 @@ def test_numbers_set_one_space_apart_are_cells_of_their_own(tmp_path, engine):
     assert _rows(table) == rows, md
 
 
-def _tight_pdf(path: Path, html: str, valign: str = "top") -> Path:
+def _tight_pdf(path: Path, html: str, valign: str = "top", extra: str = "") -> Path:
     """A table typeset with one space between cells (no cell padding), as LibreOffice sets HTML tables:
     PyMuPDF returns cells of one row that sit that close as one piece ("Toronto Yes")."""
     css = (
         "body {font-family: sans-serif; font-size: 10pt} table {border-collapse: collapse} "
-        f"td, th {{padding: 0 3pt 0 0; text-align: left; vertical-align: {valign}}}"
+        f"td, th {{padding: 0 3pt 0 0; text-align: left; vertical-align: {valign}}} {extra}"
     )
     writer = pymupdf.DocumentWriter(str(path))
     page = pymupdf.paper_rect("a4")
@@ -392,3 +392,27 @@ def test_centred_key_value_rows_whose_cells_never_share_a_line_stay_one_table(tm
     (table,) = _tables(md)
     assert _rows(table) == rows, md
     assert md.count(PROSE) == 2
+
+
+def test_product_sheet_text_first_column_beside_short_centred_values(tmp_path, engine):
+    """A product sheet as LibreOffice sets it: feature names (one wrapping over several lines) beside
+    short values centred in their columns, cells centred on rows without padding."""
+    head = ["Feature", "Model A", "Model B", "Model C"]
+    battery = (
+        "Battery life in everyday use with the screen on at half brightness and the radio on all day long"
+    )
+    rows = [[battery, "12 h", "9 h", "n/a"], ["Weight", "1.2 kg", "980 g", "1.4 kg"]]
+    rows += [["Waterproof", "IP67", "—", "IP54"], ["Charging port", "USB-C", "USB-C", "Micro USB"]]
+    rows += [["Memory", "16 GB", "8 GB", "4"]]
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="c">{c}</td>' if k else f"<td>{c}</td>" for k, c in enumerate(r))
+        + "</tr>"
+        for r in rows
+    )
+    head_html = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+    html = f"<p>{PROSE}</p><table>{head_html}{body}</table><p>{PROSE}</p>"
+    extra = "td, th {padding: 0 8pt 0 0} td.c {text-align: center}"
+    md = _markdown(engine, _tight_pdf(tmp_path / "sheet.pdf", html, valign="middle", extra=extra))
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
