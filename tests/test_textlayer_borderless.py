@@ -416,3 +416,19 @@ def test_product_sheet_text_first_column_beside_short_centred_values(tmp_path, e
     md = _markdown(engine, _tight_pdf(tmp_path / "sheet.pdf", html, valign="middle", extra=extra))
     (table,) = _tables(md)
     assert _rows(table) == [head, *rows], md
+
+
+def test_key_cell_wrapping_onto_its_own_line_in_a_tight_top_aligned_table(tmp_path, engine):
+    """Rows without padding, cells at the top: a long key's second line stands alone under its row
+    (no other cell beside it), tightly leaded line boxes overlap a little, and the paragraph after
+    the table — one of its words happening to start at a column's edge — stays text."""
+    head = ["Part", "What to do", "Notes"]
+    clean = "Clean the lens with the soft paper from the box before each use of the microscope and after it"
+    rows = [["Lens", clean, "x"], ["Coarse Focus Knob of the Microscope Stand", "Turn slowly", "gently"]]
+    rows += [["Stage", "Centre the slide", "firm"], ["Light", "Switch on", "first"]]
+    pdf = _tight_pdf(tmp_path / "tight-top.pdf", f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>")
+    assert _one_line(pdf, "Microscope Stand")
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+    assert md.count(PROSE) == 2

@@ -277,7 +277,9 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
         while j + 1 < n and _close(rows[j], rows[j + 1]):
             nxt = rows[j + 1]
             if is_multi(nxt, body, page_width) or (
-                not _heading_under(nxt, rows[j]) and _on_grid(nxt, multis, body, page_width)
+                not _heading_under(nxt, rows[j])
+                and _in_rhythm(rows, i, j + 1)
+                and _on_grid(nxt, multis, body, page_width)
             ):
                 multis.append(nxt)
                 last, stretch = j + 1, []
@@ -292,6 +294,16 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
         runs.append((_leading_lines(rows, i, multis, body, page_width, runs[-1][1] if runs else -1), j))
         i = j + 1
     return runs
+
+
+def _in_rhythm(rows: Sequence[Sequence[Piece]], first: int, k: int) -> bool:
+    """Whether row ``k`` follows the rows ``first .. k-1`` no further than their widest gap (plus a
+    third of a line): a paragraph after a table, a line apart, does not."""
+    boxes = [_union([p.box for p in r]) for r in rows[first : k + 1]]
+    gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
+    if len(gaps) < 2:
+        return True
+    return gaps[-1] <= max(gaps[:-1]) + 0.3 * (boxes[-1][3] - boxes[-1][1])
 
 
 def _interleaved_tail(rows: Sequence[Sequence[Piece]], last: int, stretch: list[int]) -> int:
@@ -346,8 +358,12 @@ def _leading_lines(
     return top
 
 
+OVERLAP = 0.25  # lines overlapping by this part of their height interleave (cells centred on a row)
+
+
 def _overlap(above: Sequence[Piece], below: Sequence[Piece]) -> bool:
-    return _union([p.box for p in below])[1] < _union([p.box for p in above])[3]
+    a, b = _union([p.box for p in above]), _union([p.box for p in below])
+    return b[1] < a[3] - OVERLAP * min(a[3] - a[1], b[3] - b[1])
 
 
 def _may_wrap(stretch: list[int], columns: int) -> bool:
@@ -507,13 +523,15 @@ def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
     boxes = [_union([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
-    # Lines that overlap belong to one row (cells centred beside a taller one); the sizes of the
-    # other gaps tell line spacing from row padding.
-    apart = [g for g in gaps if g >= 0]
+    # Lines that overlap by a good part of their height belong to one row (cells centred beside a
+    # taller one; line boxes of tightly leaded text overlap a little); the sizes of the other gaps
+    # tell line spacing from row padding.
+    deep = -OVERLAP * line
+    apart = [g for g in gaps if g >= deep]
     if len(apart) >= 2 and max(apart) - min(apart) >= 0.2 * line:
         cut = (max(apart) + min(apart)) / 2
     elif len(apart) < len(gaps):
-        cut = 0.0
+        cut = deep
     else:
         return [list(r) for r in run]
     if sum(1 for g in gaps if g > cut) < 1:
@@ -538,12 +556,27 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
+        if out and keyed and _key_wrap(out[-1], row, len(full) >= 0.8 * sum(1 for r in grid if r[0])):
+            out[-1][0].extend(row[0])
+            continue
         if k == 1 and out and _wrapped_header(out[0], row):
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
         out.append([list(c) for c in row])
     return out
+
+
+def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool) -> bool:
+    """A row with only its key, right under a full row, in a table whose rows are mostly full: the
+    key cell's wrapped line where rows have no padding (not a bold group label, not a new key after
+    a key that ended with a colon or a full stop)."""
+    if not mostly_full or any(row[1:]) or sum(1 for c in prev if c) < 2 or not row[0] or not prev[0]:
+        return False
+    if any(_heavy(p) for p in row[0]) or prev[0][-1].text.rstrip().endswith((":", ".")):
+        return False
+    a, b = _union([p.box for p in prev[0]]), _union([p.box for p in row[0]])
+    return b[1] - a[3] <= 0.3 * (b[3] - b[1]) and abs(b[0] - a[0]) <= 0.5 * (b[3] - b[1])
 
 
 def _wrapped_header(first: list[list[Piece]], row: list[list[Piece]]) -> bool:
