@@ -430,6 +430,7 @@ def _summary_dict(results, code: int) -> dict:
                 "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
                 "read_by": _read_by(r),
+                "hedged": _hedged(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -475,6 +476,11 @@ def _print_summary(results) -> None:
             click.echo(
                 f"    {label}: {len(numbers)} page{'' if len(numbers) == 1 else 's'} ({_span(numbers)})"
             )
+        if hedged := _hedged(r):
+            click.echo(
+                f"    hedged: {len(hedged)} page{'' if len(hedged) == 1 else 's'} re-sent because an endpoint "
+                f"was slow, the first answer kept ({_span(hedged)})"
+            )
 
 
 _MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines
@@ -486,6 +492,13 @@ def _read_by(result) -> dict[int, str]:
 
     found = {p.index + 1: read_by(p.notes) for p in result.pages}
     return {n: label for n, label in found.items() if label}
+
+
+def _hedged(result) -> list[int]:
+    """Page numbers re-sent to another endpoint because theirs was slow (``pool.hedged``)."""
+    from ocr_app.engines.pool import hedged
+
+    return [p.index + 1 for p in result.pages if hedged(p.notes)]
 
 
 def _pages_per_member(result) -> dict[str, list[int]]:
@@ -508,24 +521,38 @@ def _span(numbers: list[int]) -> str:
 
 
 class _ProgressBar:
-    """tqdm bar over pages, reset per file; silent when disabled."""
+    """tqdm bar over pages; silent when disabled. One file: a bar named after it. Several files (they may
+    convert side by side): one bar over the pages of every file opened so far, "N/M files" done."""
 
     def __init__(self, disabled: bool) -> None:
         self.disabled = disabled
         self._bar = None
+        self._files: dict[int, tuple[int, int]] = {}  # file index -> (pages done, pages selected)
+        self._finished: set[int] = set()
 
     def __call__(self, event) -> None:
         if self.disabled:
             return
         from tqdm import tqdm
 
-        if event.stage == "open" or self._bar is None:
-            self.close()
-            self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
-        if event.total and self._bar.total != event.total:
-            self._bar.total = event.total
+        if event.file_count <= 1:
+            if event.stage == "open" or self._bar is None:
+                self.close()
+                self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
+            total, done = event.total, event.done
+        else:
+            if self._bar is None:
+                self._bar = tqdm(total=None, unit="page", file=sys.stderr, leave=True)
+            self._files[event.file_index] = (event.done, event.total)
+            if event.stage in ("done", "file_error"):
+                self._finished.add(event.file_index)
+            self._bar.set_description_str(f"{len(self._finished)}/{event.file_count} files")
+            total = sum(t for _, t in self._files.values())
+            done = sum(d for d, _ in self._files.values())
+        if total and self._bar.total != total:
+            self._bar.total = total
         self._bar.set_postfix_str(event.message[:60])
-        self._bar.n = event.done
+        self._bar.n = done
         self._bar.refresh()
 
     def close(self) -> None:
@@ -670,8 +697,41 @@ def cache_clear() -> None:
 @model_options
 @gpu_memory_option
 @click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
+@click.option(
+    "--auth",
+    "auth",
+    multiple=True,
+    metavar="USER:PASSWORD",
+    help="Require sign-in; repeat for more users (also DEEPSEEK_OCR_AUTH).",
+)
+@click.option(
+    "--auth-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Require sign-in for the user:password lines of this file (also DEEPSEEK_OCR_AUTH_FILE).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Conversions at once [default: what the engine serves at once].",
+)
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
-def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
+def ui(
+    host,
+    port,
+    share,
+    model,
+    device,
+    dtype,
+    engine,
+    gpu_memory,
+    preload,
+    auth,
+    auth_file,
+    concurrency,
+    log_level,
+) -> None:
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve
 
@@ -687,6 +747,9 @@ def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log
             engine=engine,
             gpu_memory_gib=gpu_memory,
             preload=preload,
+            auth="\n".join(auth) if auth else None,  # newline-separated: a password may hold a comma
+            auth_file=auth_file,
+            concurrency_limit=concurrency,
         )
     )
 

@@ -58,6 +58,13 @@ class PageRequest:
     max_new_tokens: int | None = None
     use_cache: bool = True  # cross-page vision cache
     locate_text: str | None = None  # the text to find, for the "locate" preset
+    # A ``threading.Event`` set when the conversion that asked for the page no longer wants it (a
+    # cancelled job): an engine that waits on a shared batch stops waiting and drops the page.
+    cancel: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
 
 @dataclass

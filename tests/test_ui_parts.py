@@ -471,10 +471,14 @@ def test_app_removes_its_temp_folder_on_sigterm_and_orphans_at_start(tmp_path):
         (mine,) = [p for p in base.glob(f"proc-{proc.pid}-*")]
         pdf = make_pdf(tmp_path / "doc.pdf", ["# Uploaded\nText."])
         client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=str(tmp_path / "dl"))
-        _, result, _ = client.predict(files=[handle_file(str(pdf))], api_name="/convert")
-        assert result["documents"][0]["error"] is None
-        kept = [p.relative_to(mine).parts[0] for p in mine.rglob("*") if p.is_file()]
-        assert "gradio" in kept and "work" in kept  # uploads and outputs both live in the process folder
+        _, result, files = client.predict(files=[handle_file(str(pdf))], api_name="/convert")
+        assert result["documents"][0]["error"] is None and {Path(f).suffix for f in files} >= {".md", ".zip"}
+        kept = [p.relative_to(mine) for p in mine.rglob("*") if p.is_file()]
+        # the upload lives in the process folder; the outputs were served from it in place (its sessions
+        # folder) and went once the client had fetched them (ui.api_results)
+        assert {k.parts[0] for k in kept} == {"owner.json", "gradio"}
+        assert not any("sessions" in k.parts for k in kept)
+        assert any(k.name == "doc.pdf" for k in kept)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
     finally:

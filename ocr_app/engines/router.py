@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ocr_app.choices import engine_kind
@@ -127,9 +128,13 @@ class RouterEngine(Engine):
         }
 
     def capabilities(self) -> Capabilities:
-        """``auto``'s kind with the OCR engine's choices (the text layer has none of its own)."""
-        caps = engine_kind(self.name).capabilities.merge(self.ocr.capabilities())
-        return caps if self.textlayer is None else caps.merge(self.textlayer.capabilities())
+        """``auto``'s kind with the OCR engine's choices (the text layer has none of its own); as many
+        conversions at once as the OCR engine takes, since any of them may need it."""
+        ocr = self.ocr.capabilities()
+        caps = engine_kind(self.name).capabilities.merge(ocr)
+        if self.textlayer is not None:
+            caps = caps.merge(self.textlayer.capabilities())
+        return replace(caps, max_concurrent_jobs=ocr.max_concurrent_jobs)
 
     # --- routing --------------------------------------------------------------------------------
     def route(self, request: PageRequest) -> tuple[Engine, str]:

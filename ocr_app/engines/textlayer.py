@@ -855,8 +855,14 @@ class TextLayerEngine(Engine):
         return self._loaded
 
     def capabilities(self) -> Capabilities:
-        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision."""
-        return engine_kind(self.name).capabilities
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision; one
+        conversion per core at once (reading a text layer is short CPU work, so several jobs side by
+        side keep a short one from waiting behind a long one)."""
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return replace(engine_kind(self.name).capabilities, max_concurrent_jobs=max(1, cores))
 
     def report(self, pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
         """``inspect_report`` through this engine's open document (the router asks once per page)."""

@@ -40,6 +40,8 @@ MUPDF_LOCK = threading.RLock()
 # PyMuPDF 2): the ONNX layout analyser (~1.2 s) and pymupdf4llm (~0.15 s, onnxruntime). ocr-app calls
 # neither (no ``Page.get_layout``, no ``pymupdf`` Markdown shortcuts).
 _SKIPPED_ADDONS = ("pymupdf.layout", "pymupdf4llm")
+_IMPORT_LOCK = threading.Lock()
+_IMPORTED = threading.Event()  # pymupdf finished loading (through here or any other import)
 
 
 def import_pymupdf():
@@ -49,18 +51,23 @@ def import_pymupdf():
     ``pymupdf`` itself loads: an explicit ``import pymupdf.layout`` or ``import pymupdf4llm`` later
     still works (``tests/test_light_path.py``).
     """
-    if "pymupdf" in sys.modules:
+    if _IMPORTED.is_set():
         return sys.modules["pymupdf"]
-    skipped = [name for name in _SKIPPED_ADDONS if name not in sys.modules]
-    for name in skipped:
-        sys.modules[name] = None  # type: ignore[assignment]  # makes that import fail: pymupdf skips it
-    try:
-        import pymupdf
-    finally:
-        for name in skipped:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
-    return pymupdf
+    # Files converted side by side open their PDFs from several threads: one import, the others wait
+    # for it (``sys.modules`` holds the module half-initialised while it loads).
+    with _IMPORT_LOCK:
+        if not _IMPORTED.is_set():
+            skipped = [name for name in _SKIPPED_ADDONS if name not in sys.modules]
+            for name in skipped:
+                sys.modules[name] = None  # type: ignore[assignment]  # makes that import fail: pymupdf skips it
+            try:
+                import pymupdf  # noqa: F401
+            finally:
+                for name in skipped:
+                    if name in sys.modules and sys.modules[name] is None:
+                        del sys.modules[name]
+            _IMPORTED.set()
+    return sys.modules["pymupdf"]
 
 
 def fit_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> int:

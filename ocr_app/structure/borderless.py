@@ -97,6 +97,8 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
     stacks = _stacks(row)
     if len(stacks) < 2 or any(p.in_figure for p in row) or _MARKER.match(stacks[0][0].text.strip()):
         return False
+    if any(getattr(p, "role", "") == "prose" for p in row):
+        return False  # on scans, the layout model saw a paragraph's line (structure.scan_regions)
     boxes = [_union([p.box for p in st]) for st in stacks]
     gaps = [b[0] - a[2] for a, b in itertools.pairwise(boxes)]
     if min(gaps) < 0.5 * body:

@@ -24,6 +24,7 @@ import gc
 import hashlib
 import itertools
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -149,10 +150,13 @@ class DeepSeekOcr2Engine(Engine):
         vision_cache: VisionCache | None = None,
         batch_size: int = 8,
         budget_bytes: int | None = None,
+        gpu_probe: Callable[[], bool] | None = None,
     ):
         """``batch_size``: pages per ``generate`` call (the graph decoder plans its own pages in flight);
-        ``budget_bytes``: GPU memory this process may use (None: the device's free memory)."""
+        ``budget_bytes``: GPU memory this process may use (None: the device's free memory);
+        ``gpu_probe``: whether a GPU is present, answered without torch (``capabilities`` before a load)."""
         self.settings = settings
+        self.gpu_probe = gpu_probe
         self.vision_cache = vision_cache
         self.batch_size = max(1, int(batch_size))
         self.budget_bytes = budget_bytes
@@ -247,9 +251,28 @@ class DeepSeekOcr2Engine(Engine):
         return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
 
     def capabilities(self):
-        from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
+        """With the graph decoder, concurrent conversions share its batches (``BATCHED_JOBS`` at
+        once); ``generate`` runs one conversion's pages at a time. Known without loading the model."""
+        from ocr_app.models.deepseek_ocr2.capabilities import BATCHED_JOBS, deepseek_capabilities
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder
 
-        return deepseek_capabilities(self.name)
+        jobs = 1
+        if wants_graph_decoder(self.settings.decoder, self._expected_device_kind()):
+            jobs = min(BATCHED_JOBS, max(1, int(getattr(self.settings, "decode_max_slots", 1))))
+        return deepseek_capabilities(self.name, concurrent_jobs=jobs)
+
+    def _expected_device_kind(self) -> str:
+        """The device kind the model runs (or would run) on, without importing torch: ``auto`` asks the
+        ``gpu_probe`` the composition root passed in (NVML / the driver), else torch if loaded."""
+        if self.device is not None:
+            return self.device.type
+        setting = (self.settings.device or "auto").strip().lower().split(",")[0]
+        if setting != "auto":
+            return setting.split(":")[0]
+        if self.gpu_probe is not None:
+            return "cuda" if self.gpu_probe() else "cpu"
+        torch = sys.modules.get("torch")
+        return "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
 
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
@@ -403,6 +426,7 @@ class DeepSeekOcr2Engine(Engine):
                     self,
                     max_slots=int(getattr(self.settings, "decode_max_slots", 32)),
                     budget_bytes=self.budget_bytes,
+                    small_request_batch=int(getattr(self.settings, "decode_small_request_batch", 0)),
                 )
             return self._decoder
 
