@@ -6,19 +6,22 @@ stream mode and img2table need OpenCV/Ghostscript stacks for the same word-align
 works on the positioned lines every engine gives (text layer and OCR alike):
 
 1. **Rows**: lines sharing a baseline band. A *multi* row has ≥ 2 pieces a clear gap apart; a run
-   is consecutive rows in the page's rhythm (no blank line), multi rows with at most two single-piece
-   rows between them whose text fits inside one column (a wrapped cell).
-2. **Columns**: merged x-ranges of the multi rows' pieces (left-, right- and centre-aligned columns
-   alike); a run whose pieces do not line up, whose "columns" are full lines of prose, or whose grid
-   is mostly empty is no table.
-3. **Cells**: each piece goes to the column its centre falls in; a row whose first column is empty
-   while the table's first column is a key column continues the row above (a wrapped cell); a short
-   bold line right above the run that starts right of the first column is a spanning group header
-   ("Year Ended") whose cell reaches to the table's right edge.
+   is consecutive rows in the page's rhythm (no blank line): multi rows, rows the run's columns cut
+   into cells that line up with theirs (``_on_grid``: cells set one space apart), and single lines
+   between them that fit one column (wrapped cells; more of them where they interleave in two or
+   more columns: cells centred on rows without padding), also above the first and below the last.
+2. **Columns**: the white strips between the run's words (``word_columns``); a run whose pieces do
+   not line up, whose "columns" are prose (full lines, long runs of words, or two columns that start
+   where the page's prose does), or whose grid is mostly empty is no table.
+3. **Cells**: each piece goes to the column its centre falls in; lines that overlap in height, or
+   that the row rhythm (two sizes of gaps) joins, make one row; a row whose first column is empty
+   while the table's first column is a key column continues the row above, as does a lone key line
+   right under a full row; a short bold line right above the run that starts right of the first
+   column is a spanning group header ("Year Ended") whose cell reaches to the table's right edge.
 4. **Header**: leading rows set heavier than the body, else a first row of words over columns of
    numbers.
 
-Duck-typed over lines with ``text``, ``box``, ``bold``, ``weight``, ``in_figure`` (``layout.TextLine``),
+Duck-typed over lines with ``text``, ``box``, ``bold``, ``weight``, ``in_figure``, ``words`` (``layout.TextLine``),
 so it imports nothing from ``layout``.
 """
 
@@ -29,26 +32,27 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from ocr_app.structure.table_html import Cell, header_rows
+from ocr_app.structure.word_columns import (
+    NUMERIC,
+    Box,
+    Piece,
+    columns_between,
+    cut,
+    grid_columns,
+    opens,
+    separators,
+    split_numbers,
+    union,
+    words_of,
+)
 
 logger = logging.getLogger(__name__)
 
-Box = tuple[float, float, float, float]
 _MARKER = re.compile(r"^(?:[-•●○◦▪▫■□–—*·‣⁃]|(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
 _SECTION = re.compile(r"^\d{1,2}(?:[.\-]\d{1,2}){0,4}\.?\s+\S")
 MAX_PAIR_WORDS = 8  # a longer line beside a short one is prose beside a side box, not a key and value
-_NUMERIC = re.compile(r"^[\s$€£¥(+\-−–]*[\d.,]+%?[)\s%]*$|^(?:n/?a|-|—|–)$", re.I)
-
-
-class Piece(Protocol):
-    text: str
-    box: Box
-    bold: bool
-    weight: int
-    in_figure: bool
-    words: tuple[tuple[float, float], ...]  # x-ranges of the words of ``text``; () when unknown
 
 
 @dataclass
@@ -62,21 +66,12 @@ class Grid:
     columns: list[list[float]] = field(default_factory=list)  # x-ranges of the columns
 
 
-def _union(boxes: Sequence[Box]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
-
-
 def _heavy(p: Piece) -> bool:
     return bool(p.bold or p.weight >= 600)
 
 
 def _height(row: Sequence[Piece]) -> float:
-    box = _union([p.box for p in row])
+    box = union([p.box for p in row])
     return box[3] - box[1]
 
 
@@ -99,7 +94,7 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
         return False
     if any(getattr(p, "role", "") == "prose" for p in row):
         return False  # on scans, the layout model saw a paragraph's line (structure.scan_regions)
-    boxes = [_union([p.box for p in st]) for st in stacks]
+    boxes = [union([p.box for p in st]) for st in stacks]
     gaps = [b[0] - a[2] for a, b in itertools.pairwise(boxes)]
     if min(gaps) < 0.5 * body:
         return False
@@ -107,133 +102,11 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
         return True
     # Two pieces: a key and its value (together well under the page's width, or one a number), not
     # two columns of prose (each nearly half the page).
-    if any(len(st) == 1 and _NUMERIC.match(st[0].text.strip()) for st in stacks):
+    if any(len(st) == 1 and NUMERIC.match(st[0].text.strip()) for st in stacks):
         return True
     widths = [b[2] - b[0] for b in boxes]
     words = [sum(len(p.text.split()) for p in st) for st in stacks]
     return sum(widths) <= 0.6 * page_width and all(w <= MAX_PAIR_WORDS for w in words)
-
-
-def _intervals(rows: Sequence[Sequence[Piece]]) -> list[list[float]]:
-    cols: list[list[float]] = []
-    for x0, x1 in sorted((p.box[0], p.box[2]) for r in rows for p in r):
-        if cols and x0 <= cols[-1][1]:
-            cols[-1][1] = max(cols[-1][1], x1)
-        else:
-            cols.append([x0, x1])
-    return cols
-
-
-Word = tuple[str, float, float]  # text, x0, x1
-MIN_SEPARATOR = 0.2  # × body size: the narrowest white strip between two columns (about one space)
-
-
-def _mono(p: Piece) -> bool:
-    """Set in a monospaced font: its spaces are content (code, a hex dump), never a cell gap."""
-    return bool(getattr(p, "mono", False))
-
-
-def _words(p: Piece) -> list[Word]:
-    """The piece's words with their x-ranges: the glyphs' own where the engine gave them, else
-    estimated in proportion to the characters before them (OCR lines)."""
-    tokens = list(re.finditer(r"\S+", p.text))
-    known = getattr(p, "words", ())
-    if known and len(known) == len(tokens):
-        return [(t.group(), a, b) for t, (a, b) in zip(tokens, known, strict=True)]
-    x0, width, n = p.box[0], p.box[2] - p.box[0], max(len(p.text), 1)
-    return [(t.group(), x0 + width * t.start() / n, x0 + width * t.end() / n) for t in tokens]
-
-
-def separators(rows: Sequence[Sequence[Piece]], body: float) -> list[tuple[float, float]]:
-    """White vertical strips between columns: x-ranges no word of any row touches, at least
-    ``MIN_SEPARATOR`` × body wide. A strip no piece crosses parts two columns (as the pieces' own
-    gaps do); a strip that falls between two words of a piece ("Toronto Yes": cells set one space
-    apart come as one piece) parts columns only where other cells line up on it — at least one
-    piece starts at its right edge (a number may end at its left one), and with the crossing
-    pieces' own words there, two edges in all — so word spaces that happen to line up in a column
-    of text, right of shorter cells, cut nothing."""
-    pieces = [(p, _words(p)) for r in rows for p in r]
-    spans = sorted((a, b) for _, words in pieces for _, a, b in words)
-    if not spans:
-        return []
-    free: list[tuple[float, float]] = []
-    end = spans[0][1]
-    for a, b in spans[1:]:
-        if a - end >= MIN_SEPARATOR * body:
-            free.append((end, a))
-        end = max(end, b)
-    tol = 0.25 * body
-    seps = []
-    for s0, s1 in free:
-        crossing = [w for _, w in pieces if w and w[0][1] < s0 and w[-1][2] > s1]
-        if any(_mono(p) and w[0][1] < s0 and w[-1][2] > s1 for p, w in pieces if w):
-            continue
-        if crossing:
-            # Edges on the strip: cells that start at its right edge (or numbers that end at its
-            # left one, right-aligned), and the crossing pieces' words that do.
-            edges = sum(
-                1
-                for p, w in pieces
-                if w
-                and not (w[0][1] < s0 and w[-1][2] > s1)
-                and (
-                    abs(w[0][1] - s1) <= tol or (abs(w[-1][2] - s0) <= tol and _NUMERIC.match(p.text.strip()))
-                )
-            )
-            inner = sum(
-                1
-                for w in crossing
-                if any(abs(a - s1) <= tol for _, a, _ in w) or any(abs(b - s0) <= tol for *_, b in w)
-            )
-            if edges < 1 or edges + inner < 2:
-                continue
-        seps.append((s0, s1))
-    return seps
-
-
-def _columns_between(rows: Sequence[Sequence[Piece]], seps: list[tuple[float, float]]) -> list[list[float]]:
-    """The x-ranges of the rows' words between consecutive separators: the table's columns."""
-    cols: list[list[float]] = [[] for _ in range(len(seps) + 1)]
-    for r in rows:
-        for p in r:
-            for _, a, b in _words(p):
-                k = sum(1 for s in seps if s[1] <= (a + b) / 2)
-                cols[k].extend((a, b))
-    return [[min(c), max(c)] for c in cols if c]
-
-
-def grid_columns(rows: Sequence[Sequence[Piece]], body: float) -> list[list[float]]:
-    """The column x-ranges of a run's rows: split at the separators (``separators``)."""
-    return _columns_between(rows, separators(rows, body)) if rows else []
-
-
-def _opens(a: Word, b: Word, sep: tuple[float, float], body: float) -> bool:
-    """Whether the space between two words, at least a narrow space wide, opens onto the separator."""
-    return a[2] < sep[1] and b[1] > sep[0] and b[1] - a[2] >= MIN_SEPARATOR * body
-
-
-def _cut(row: Sequence[Piece], seps: list[tuple[float, float]], body: float) -> list:
-    """The row with its pieces cut where a separator crosses them: for each separator, at the space
-    between two words of the row that overlaps it most, when that space lies inside a piece."""
-    words = sorted(((w, k) for k, p in enumerate(row) for w in _words(p)), key=lambda t: t[0][1])
-    cuts: dict[int, set[int]] = {}  # piece → indexes of its words that start a new part
-    for s in seps:
-        opening = [j for j in range(1, len(words)) if _opens(words[j - 1][0], words[j][0], s, body)]
-        if not opening:
-            continue
-        j = max(opening, key=lambda j: min(words[j][0][1], s[1]) - max(words[j - 1][0][2], s[0]))
-        (_, k), (w, k2) = words[j - 1], words[j]
-        if k == k2:
-            cuts.setdefault(k, set()).add([x[1] for x in _words(row[k])].index(w[1]))
-    out: list = []
-    for k, p in enumerate(row):
-        if k not in cuts or _mono(p):
-            out.append(p)
-            continue
-        own = _words(p)
-        for a, b in itertools.pairwise([0, *sorted(cuts[k]), len(own)]):
-            out.append(_part(p, own[a:b]))
-    return out
 
 
 def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> int | None:
@@ -242,7 +115,7 @@ def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: flo
     wrapped line may be wider than
     the column's other lines — a last cell centred on its row's middle line comes first and
     widest — never wider than its slot) — or None."""
-    x0, _, x1, _ = _union([p.box for p in row])
+    x0, _, x1, _ = union([p.box for p in row])
     if len(cols) < 3 and abs(x0 - cols[-1][0]) > 0.25 * body:
         # Two "columns" may be two columns of prose: no room beyond the last one, unless the line
         # starts right where the last column does (a value wrapped in a key/value table).
@@ -259,7 +132,7 @@ def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float,
 
 
 def _close(a: Sequence[Piece], b: Sequence[Piece]) -> bool:
-    gap = _union([p.box for p in b])[1] - _union([p.box for p in a])[3]
+    gap = union([p.box for p in b])[1] - union([p.box for p in a])[3]
     return gap <= 1.2 * max(_height(a), _height(b))
 
 
@@ -301,7 +174,7 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
 def _in_rhythm(rows: Sequence[Sequence[Piece]], first: int, k: int) -> bool:
     """Whether row ``k`` follows the rows ``first .. k-1`` no further than their widest gap (plus a
     third of a line): a paragraph after a table, a line apart, does not."""
-    boxes = [_union([p.box for p in r]) for r in rows[first : k + 1]]
+    boxes = [union([p.box for p in r]) for r in rows[first : k + 1]]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     if len(gaps) < 2:
         return True
@@ -364,7 +237,7 @@ OVERLAP = 0.25  # lines overlapping by this part of their height interleave (cel
 
 
 def _overlap(above: Sequence[Piece], below: Sequence[Piece]) -> bool:
-    a, b = _union([p.box for p in above]), _union([p.box for p in below])
+    a, b = union([p.box for p in above]), union([p.box for p in below])
     return b[1] < a[3] - OVERLAP * min(a[3] - a[1], b[3] - b[1])
 
 
@@ -385,18 +258,18 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
     cell lines up (left, right or centre) with a cell of its column in the run, as cells of one
     table do."""
     most = max(len(r) for r in multis)
-    split = _split_numbers(row, most + 1)
-    cells = [_split_numbers(r, most) for r in multis]
+    split = split_numbers(row, most + 1)
+    cells = [split_numbers(r, most) for r in multis]
     seps = separators(cells, body)
-    words = sorted((w for p in split for w in _words(p)), key=lambda w: w[1])
+    words = sorted((w for p in split for w in words_of(p)), key=lambda w: w[1])
     if not seps or not words or any(p.in_figure for p in row):
         return False
     x0, x1 = words[0][1], words[-1][2]
     inside = [s for s in seps if x0 < s[0] and s[1] < x1]
-    if not all(any(_opens(a, b, s, body) for a, b in itertools.pairwise(words)) for s in inside):
+    if not all(any(opens(a, b, s, body) for a, b in itertools.pairwise(words)) for s in inside):
         return False  # a word reaches over a column gap: a line of text, not cells
-    parts = _cut(split, inside, body)
-    cols = _columns_between(cells, seps)
+    parts = cut(split, inside, body)
+    cols = columns_between(cells, seps)
     # The last column's slot reaches the page's edge where there are three or more, or where the
     # row's last cell starts at the column's edge (as in ``_slot``).
     aligned = abs(max(p.box[0] for p in parts) - cols[-1][0]) <= 0.25 * body
@@ -423,7 +296,7 @@ def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: floa
         mates = [q for q in known if _column_of(q, cols) == c]
         if not mates:
             return False
-        number = bool(_NUMERIC.match(part.text.strip()))
+        number = bool(NUMERIC.match(part.text.strip()))
         narrow = part.box[2] - part.box[0] <= max(q.box[2] - q.box[0] for q in mates) + 2 * tol
         return any(
             min(
@@ -522,7 +395,7 @@ def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
     """Lines of the run grouped into table rows by the row rhythm: where the gaps between lines
     come in two sizes (line spacing inside a cell, padding between rows), the small ones join lines
     into one row — wrapped cells, and cells centred on a taller row's middle line."""
-    boxes = [_union([p.box for p in r]) for r in run]
+    boxes = [union([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
     # Lines that overlap by a good part of their height belong to one row (cells centred beside a
@@ -577,7 +450,7 @@ def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool
         return False
     if any(_heavy(p) for p in row[0]) or prev[0][-1].text.rstrip().endswith((":", ".")):
         return False
-    a, b = _union([p.box for p in prev[0]]), _union([p.box for p in row[0]])
+    a, b = union([p.box for p in prev[0]]), union([p.box for p in row[0]])
     return b[1] - a[3] <= 0.3 * (b[3] - b[1]) and abs(b[0] - a[0]) <= 0.5 * (b[3] - b[1])
 
 
@@ -598,12 +471,12 @@ def _text(pieces: list[Piece]) -> str:
 
 def _numeric_body_header(texts: list[list[str]]) -> int:
     """1 when the first row is words over columns that are numbers in the rows below, else 0."""
-    if len(texts) < 3 or not all(texts[0]) or any(_NUMERIC.match(t) for t in texts[0] if t):
+    if len(texts) < 3 or not all(texts[0]) or any(NUMERIC.match(t) for t in texts[0] if t):
         return 0
     numeric_cols = [
         c
         for c in range(len(texts[0]))
-        if sum(1 for r in texts[1:] if r[c] and _NUMERIC.match(r[c])) >= 0.6 * (len(texts) - 1)
+        if sum(1 for r in texts[1:] if r[c] and NUMERIC.match(r[c])) >= 0.6 * (len(texts) - 1)
     ]
     return 1 if numeric_cols else 0
 
@@ -613,7 +486,7 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     columns from the one it starts in to the table's right edge."""
     if not above or not all(_heavy(p) for p in above) or len(" ".join(p.text for p in above).split()) > 6:
         return None
-    box = _union([p.box for p in above])
+    box = union([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
         return None
     start = _column_of(min(above, key=lambda p: p.box[0]), cols)
@@ -624,52 +497,12 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     ]
 
 
-@dataclass
-class _Part:
-    """A word or words cut out of a piece whose cells were set one space apart."""
-
-    text: str
-    box: Box
-    bold: bool
-    weight: int
-    in_figure: bool = False
-    words: tuple[tuple[float, float], ...] = ()
-
-
-def _split_numbers(row: Sequence[Piece], most: int) -> list:
-    """The row with trailing runs of numbers cut out of its pieces ("Net income 400.3 480.1" →
-    "Net income", "400.3", "480.1"): cells set one space apart come as one piece. A single trailing
-    number is cut only when the row has fewer pieces than the run's fullest row."""
-    out: list = []
-    for p in row:
-        words = _words(p)
-        k = len(words)
-        while k > 0 and _NUMERIC.match(words[k - 1][0]):
-            k -= 1
-        numbers = len(words) - k
-        if numbers == 0 or len(words) < 2 or (numbers == 1 and len(row) >= most) or _mono(p):
-            out.append(p)
-            continue
-        if k:
-            out.append(_part(p, words[:k]))
-        out.extend(_part(p, [w]) for w in words[k:])
-    return out
-
-
-def _part(p: Piece, words: Sequence[Word]) -> _Part:
-    """The piece's ``words`` as a piece of their own."""
-    box = (words[0][1], p.box[1], words[-1][2], p.box[3])
-    return _Part(
-        " ".join(w[0] for w in words), box, p.bold, p.weight, p.in_figure, tuple((a, b) for _, a, b in words)
-    )
-
-
 def _prose_pairs(texts: list[list[str]]) -> bool:
     """Two "columns" whose first holds mostly long runs of words (no keys, no labels) beside text
     that is not numbers: two columns of prose whose lines interleave, not a key/value table."""
     firsts = [r[0] for r in texts if r[0]]
     long = sum(1 for t in firsts if len(t.split()) > MAX_PAIR_WORDS)
-    numbers = sum(1 for r in texts if r[1] and _NUMERIC.match(r[1]))
+    numbers = sum(1 for r in texts if r[1] and NUMERIC.match(r[1]))
     return bool(firsts) and long >= 0.5 * len(firsts) and numbers < 0.5 * len(texts)
 
 
@@ -679,22 +512,22 @@ def build_grid(
     """One run of rows → a table, or None when the rows do not make one."""
     originals = [p for r in run for p in r]
     most = max(len(r) for r in run)
-    run = [_split_numbers(r, most) for r in run]
+    run = [split_numbers(r, most) for r in run]
     # Columns from the body rows where there are enough: a header cell wider than its column must
     # not merge two columns.
     plain = [r for r in run if not all(_heavy(p) for p in r)]
     basis = plain if sum(1 for r in plain if len(r) >= 2) >= 2 else run
     # Single lines (wrapped cells) must leave a column gap white, but only rows of two or more
     # cells make one: a line set further right than every cell is a cell's continuation.
-    spread = [w for r in basis if len(r) >= 2 for p in r for w in _words(p)]
+    spread = [w for r in basis if len(r) >= 2 for p in r for w in words_of(p)]
     seps = [
         s
         for s in separators(basis, body)
         if any(w[2] <= s[0] + 0.05 * body for w in spread) and any(w[1] >= s[1] - 0.05 * body for w in spread)
     ]
-    run = [_cut(r, seps, body) for r in run]
+    run = [cut(r, seps, body) for r in run]
     multis = [r for r in run if len(r) >= 2]
-    cols = _columns_between(basis, seps)
+    cols = columns_between(basis, seps)
     if len(cols) < 2 or len(multis) < 2:
         return None
     if len(cols) > max(len(r) for r in run) + 1 or _text_columns(multis, cols):
@@ -717,7 +550,7 @@ def build_grid(
         rows.insert(0, group)
         head = max(head, 1) + 1
         pieces += list(above or ())
-    return Grid(rows=rows, header_rows=head, pieces=pieces, box=_union([p.box for p in pieces]), columns=cols)
+    return Grid(rows=rows, header_rows=head, pieces=pieces, box=union([p.box for p in pieces]), columns=cols)
 
 
 PROSE_WORDS = 4  # a line of at least this many words, 0.3 of the page wide, is prose
