@@ -32,6 +32,9 @@ def engine(textlayer_engine):
         ("B.2 Codes", 2),
         ("IV. Discussion", 1),
         ("a. first item", 0),
+        ("A Survey of Methods", 0),
+        ("I Introduction", 0),
+        ("A. Appendix", 1),
         ("Introduction", 0),
     ],
 )

@@ -17,9 +17,12 @@ from collections.abc import Iterable
 
 logger = logging.getLogger(__name__)
 
+# A letter or a Roman numeral counts only with a dot after it ("A.", "B.2", "IV.") or after a chapter
+# word ("Appendix B"): "A Survey of ..." is no section number.
 _NUMBERED = re.compile(
-    r"^(?:(?:chapter|section|part|appendix|annex)\s+)?"
-    r"(?P<first>\d{1,2}|[A-Z]|[IVX]{1,4})(?P<rest>(?:\.\d{1,2}){0,5})\.?(?:\s+|\s*[-\u2013:]\s*)(?=\w)",
+    r"^(?:(?:chapter|section|part|appendix|annex)\s+(?P<named>\d{1,2}|[A-Z]|[IVX]{1,4})"
+    r"|(?P<first>\d{1,2}|[A-Z](?=\.)|[IVX]{1,4}(?=\.)))"
+    r"(?P<rest>(?:\.\d{1,2}){0,5})\.?(?:\s+|\s*[-\u2013:]\s*)(?=\w)",
     re.I,
 )
 MAX_TITLE_CHARS = 100
@@ -31,7 +34,7 @@ def numbering_depth(text: str) -> int:
     m = _NUMBERED.match(text.strip())
     if m is None or len(text) > MAX_TITLE_CHARS:
         return 0
-    first = m.group("first")
+    first = m.group("first") or m.group("named")
     if first.isalpha() and not first.isupper():
         return 0  # "a. item": a list marker, not a section number
     return 1 + m.group("rest").count(".")
