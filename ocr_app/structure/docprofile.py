@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ocr_app.structure.layout import EDGE_BAND, DocStyle, TextLine, vocabulary_of
+from ocr_app.structure.numbering import depth_bases
 
 if TYPE_CHECKING:
     import pymupdf
@@ -82,6 +83,22 @@ def _sample(count: int, limit: int = MAX_PAGES) -> list[int]:
 
 def _weighted_mode(values: collections.Counter) -> float:
     return values.most_common(1)[0][0] if values else 0.0
+
+
+def _heading_candidates(pages: list[tuple[float, list[TextLine]]], style: DocStyle):
+    """(level, text) of the sampled lines that the style marks as headings by size or weight alone
+    (the levels the page rules give them), for the numbering depths of each level."""
+    bold_level = min(len(style.heading_sizes) + style.first_level, 6)
+    for _, lines in pages:
+        for ln in lines:
+            text = ln.text.strip()
+            if len(text) > 100 or text.endswith((".", ",", ";")) or sum(c.isalpha() for c in text) < 2:
+                continue
+            ratio = ln.size / style.body_size
+            if ratio >= MIN_HEADING_RATIO:
+                yield min(style.level_for_size(ln.size), 6), text
+            elif (ln.weight or (700 if ln.bold else 400)) >= style.body_weight + 150 and ratio >= 0.75:
+                yield bold_level, text
 
 
 def build_profile(
@@ -158,6 +175,7 @@ def build_profile(
         first_level=1 if heading_sizes and heading_sizes[0] >= TITLE_RATIO * body else 2,
         body_font=fonts.most_common(1)[0][0] if fonts else "",
     )
+    style = replace(style, depth_bases=depth_bases(_heading_candidates(pages, style)))
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",
         body,
