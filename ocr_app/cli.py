@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ocr_app.choices import DTYPE_CHOICES, canonical_engine, canonical_precision, engine_names
+from ocr_app.choices import (
+    DTYPE_CHOICES,
+    canonical_engine,
+    canonical_precision,
+    engine_names,
+    unmet_requirement,
+)
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
 from ocr_app.load_bar import LoadBar
 from ocr_app.models.deepseek_ocr2.modes import MODES
@@ -368,9 +374,10 @@ def _settings_error(exc: Exception) -> str:
 
 
 def _check_usage(settings, mode: str | None) -> None:
-    """An unknown mode, or the remote engine without an endpoint: exit 2 before anything loads, naming
-    the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are
-    checked by their own vocabularies (click choices and the settings validators)."""
+    """An unknown mode, or an engine without a setting its kind requires (``Capabilities.requires``: the
+    remote engine's endpoint): exit 2 before anything loads, naming the valid choices (the value may
+    come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are checked by their own
+    vocabularies (click choices and the settings validators)."""
     from ocr_app.exceptions import ConfigError
     from ocr_app.models.deepseek_ocr2.modes import check_mode
 
@@ -378,10 +385,9 @@ def _check_usage(settings, mode: str | None) -> None:
         check_mode(mode or settings.mode)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="'--mode'") from None
-    if canonical_engine(settings.engine) == "remote" and not settings.remote_url:
-        raise click.UsageError(
-            "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
-        )
+    unmet = unmet_requirement(settings.engine, settings)
+    if unmet:
+        raise click.UsageError(unmet)
 
 
 def _check_prompt(prompt: str, locate_text: str | None) -> None:
