@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from ocr_app.quant.adapter import QuantAdapter
+
 logger = logging.getLogger(__name__)
 
 RECIPE_FILE = "quant_recipe.json"
@@ -99,11 +101,14 @@ def load_quantized(
     *,
     timings: dict[str, float] | None = None,
     prefetch: Any = None,
+    adapter: QuantAdapter | None = None,
 ):
     """Load a pre-quantised checkpoint onto ``device``. Returns ``(model, recipe)``.
 
-    ``prefetch``: a ``models.deepseek_ocr2.weights.WeightPrefetch`` of this checkpoint on ``device``,
-    started before transformers was imported; its tensors are used instead of reading the file here.
+    ``prefetch``: the loader's background read of this checkpoint onto ``device`` (``result()`` → the
+    tensors, ``seconds``), started before transformers was imported; its tensors are used instead of
+    reading the file here. ``adapter``: the model's, for a recipe written before recipes listed their
+    units (the fp16 guard needs them).
 
     ``dtype`` overrides the float dtype the checkpoint was written with (e.g. fp16 on GPUs without bf16).
     ``timings`` (updated) gets the seconds of each step: ``skeleton_s`` (config, empty model, quantised
@@ -172,7 +177,10 @@ def load_quantized(
     except OSError:
         logger.debug("no generation_config.json in %s", path)
     if dtype == torch.float16:
-        guard_fp16(model)
+        units = recipe.get("units") or ([u.prefix for u in adapter.units(model)] if adapter else None)
+        if units is None:
+            raise ModelLoadError(f"{path}: an fp16 load needs the model's units, and its recipe lists none")
+        guard_fp16(model, units)
     t["assign_s"] = time.perf_counter() - t2
     logger.info("loaded quantised checkpoint %s (%s) on %s in %.2f s", path, recipe["preset"], device,
                 time.perf_counter() - t0)  # fmt: skip
