@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ocr_app.schema import Box, union_box
 from ocr_app.structure.table_html import Cell, header_rows
 
 logger = logging.getLogger(__name__)
 
-Box = tuple[float, float, float, float]
 _MARKER = re.compile(r"^(?:[-•●○◦▪▫■□–—*·‣⁃]|(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
 _SECTION = re.compile(r"^\d{1,2}(?:[.\-]\d{1,2}){0,4}\.?\s+\S")
 MAX_PAIR_WORDS = 8  # a longer line beside a short one is prose beside a side box, not a key and value
@@ -60,21 +60,12 @@ class Grid:
     box: Box = (0.0, 0.0, 0.0, 0.0)
 
 
-def _union(boxes: Sequence[Box]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
-
-
 def _heavy(p: Piece) -> bool:
     return bool(p.bold or p.weight >= 600)
 
 
 def _height(row: Sequence[Piece]) -> float:
-    box = _union([p.box for p in row])
+    box = union_box([p.box for p in row])
     return box[3] - box[1]
 
 
@@ -111,7 +102,7 @@ def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float,
     the last column's to ``right`` where there are three or more (a wrapped line may be wider than
     the column's other lines — a last cell centred on its row's middle line comes first and
     widest — never wider than its slot)."""
-    x0, _, x1, _ = _union([p.box for p in row])
+    x0, _, x1, _ = union_box([p.box for p in row])
     if len(cols) < 3:  # two "columns" may be two columns of prose: no room beyond the last one
         right = cols[-1][1] + 0.5 * body
     ends = [c[0] for c in cols[1:]] + [right]
@@ -119,7 +110,7 @@ def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float,
 
 
 def _close(a: Sequence[Piece], b: Sequence[Piece]) -> bool:
-    gap = _union([p.box for p in b])[1] - _union([p.box for p in a])[3]
+    gap = union_box([p.box for p in b])[1] - union_box([p.box for p in a])[3]
     return gap <= 1.2 * max(_height(a), _height(b))
 
 
@@ -213,7 +204,7 @@ def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
     """Lines of the run grouped into table rows by the row rhythm: where the gaps between lines
     come in two sizes (line spacing inside a cell, padding between rows), the small ones join lines
     into one row — wrapped cells, and cells centred on a taller row's middle line."""
-    boxes = [_union([p.box for p in r]) for r in run]
+    boxes = [union_box([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
     if len(gaps) < 2 or max(gaps) - min(gaps) < 0.2 * line:
@@ -281,7 +272,7 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     columns from the one it starts in to the table's right edge."""
     if not above or not all(_heavy(p) for p in above) or len(" ".join(p.text for p in above).split()) > 6:
         return None
-    box = _union([p.box for p in above])
+    box = union_box([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
         return None
     start = _column_of(min(above, key=lambda p: p.box[0]), cols)
@@ -363,7 +354,7 @@ def build_grid(
         rows.insert(0, group)
         head = max(head, 1) + 1
         pieces += list(above or ())
-    return Grid(rows=rows, header_rows=head, pieces=pieces, box=_union([p.box for p in pieces]))
+    return Grid(rows=rows, header_rows=head, pieces=pieces, box=union_box([p.box for p in pieces]))
 
 
 def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[Grid]:
