@@ -138,9 +138,8 @@ def phase_prepare(args: argparse.Namespace) -> dict:
                 from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
                 from ocr_app.quant.pipeline import quantize_checkpoint
 
-                quantize_checkpoint(
-                    full, mixed, "mixed", 0, "cuda", adapter=ADAPTER
-                )  # round-to-nearest: random weights
+                # round-to-nearest: random weights
+                quantize_checkpoint(full, mixed, "mixed", 0, "cuda", adapter=ADAPTER)
                 unreachable_eos(mixed)
             out["checkpoints"]["mixed"] = str(mixed)
             out["quantize_s"] = round(time.perf_counter() - t1, 1)
