@@ -179,13 +179,19 @@ def main(verbose: int) -> None:
 @click.option("-v", "--verbose", count=True, help="More log output; print the cold-start breakdown.")
 def convert(**params) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
+    from ocr_app.stdout_guard import reserved_stdout
+
     args = ConvertArgs(**params)
+    # --json-summary: stdout holds the JSON only; whatever a library prints meanwhile goes to stderr
+    stdout = click.get_current_context().with_resource(reserved_stdout()) if args.json_summary else None
     cold = _cold_start(args.verbose)
     settings, options, engines = _prepare(args)
     results = _run(args, settings, options, engines, cold)
+    _print_ignored(results, {"--prompt": args.prompt, "--mode": args.mode})
     code = _exit_code(results)
-    if args.json_summary:
-        click.echo(json.dumps(_summary_dict(results, code), indent=2))
+    if stdout is not None:
+        click.echo(json.dumps(_summary_dict(results, code), indent=2), file=stdout)
+        stdout.flush()
     else:
         _print_summary(results)
     if _process_ends_here():
@@ -374,10 +380,11 @@ def _settings_error(exc: Exception) -> str:
 
 
 def _check_usage(settings, mode: str | None) -> None:
-    """An unknown mode, or an engine without a setting its kind requires (``Capabilities.requires``: the
-    remote engine's endpoint): exit 2 before anything loads, naming the valid choices (the value may
-    come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are checked by their own
-    vocabularies (click choices and the settings validators)."""
+    """An unknown mode, a CUDA device this machine lacks, or an engine without a setting its kind
+    requires (``Capabilities.requires``: the remote engine's endpoint): exit 2 before anything loads,
+    naming the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Dtype and engine are
+    checked by their own vocabularies (click choices and the settings validators), the device's spelling
+    by the settings validator."""
     from ocr_app.exceptions import ConfigError
     from ocr_app.models.deepseek_ocr2.modes import check_mode
 
@@ -385,9 +392,21 @@ def _check_usage(settings, mode: str | None) -> None:
         check_mode(mode or settings.mode)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="'--mode'") from None
+    _check_device(settings.device)
     unmet = unmet_requirement(settings.engine, settings)
     if unmet:
         raise click.UsageError(unmet)
+
+
+def _check_device(device: str | None) -> None:
+    """A CUDA device this machine does not have: exit 2 before anything loads (counted without torch)."""
+    from ocr_app.engines.devices import check_cuda_devices, visible_cuda_count
+    from ocr_app.exceptions import ConfigError
+
+    try:
+        check_cuda_devices(device, visible_cuda_count())
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--device'") from None
 
 
 def _check_prompt(prompt: str, locate_text: str | None) -> None:
@@ -423,6 +442,23 @@ def _exit_code(results) -> int:
     return EXIT_OK
 
 
+def _print_ignored(results, given: dict[str, str | None]) -> None:
+    """Once per run, on stderr: options given on the command line that no page's engine took."""
+    keys = {"--prompt": ("prompt", "prompt"), "--mode": ("mode", "resolution mode")}
+    with_ignored = [r for r in results if r.settings.get("ignored")]
+    flags = {flag: value for flag, value in given.items()
+             if value is not None and any(keys[flag][0] in r.settings["ignored"] for r in with_ignored)}  # fmt: skip
+    if flags:
+        engines = sorted({str(p.engine) for r in with_ignored for p in r.pages if p.error is None})
+        click.secho(
+            f"Note: {' and '.join(f'{k} {v}' for k, v in flags.items())} "
+            f"{'was' if len(flags) == 1 else 'were'} ignored: the {' and '.join(engines)} engine took no "
+            f"{' and no '.join(keys[k][1] for k in flags)} (recorded under settings.ignored in the JSON).",
+            fg="yellow",
+            err=True,
+        )
+
+
 def _summary_dict(results, code: int) -> dict:
     return {
         "exit_code": code,
@@ -436,6 +472,8 @@ def _summary_dict(results, code: int) -> dict:
                 "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
                 "read_by": _read_by(r),
+                "ignored": r.settings.get("ignored", {}),
+                "hedged": _hedged(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -481,6 +519,11 @@ def _print_summary(results) -> None:
             click.echo(
                 f"    {label}: {len(numbers)} page{'' if len(numbers) == 1 else 's'} ({_span(numbers)})"
             )
+        if hedged := _hedged(r):
+            click.echo(
+                f"    hedged: {len(hedged)} page{'' if len(hedged) == 1 else 's'} re-sent because an endpoint "
+                f"was slow, the first answer kept ({_span(hedged)})"
+            )
 
 
 _MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines
@@ -492,6 +535,13 @@ def _read_by(result) -> dict[int, str]:
 
     found = {p.index + 1: read_by(p.notes) for p in result.pages}
     return {n: label for n, label in found.items() if label}
+
+
+def _hedged(result) -> list[int]:
+    """Page numbers re-sent to another endpoint because theirs was slow (``pool.hedged``)."""
+    from ocr_app.engines.pool import hedged
+
+    return [p.index + 1 for p in result.pages if hedged(p.notes)]
 
 
 def _pages_per_member(result) -> dict[str, list[int]]:
@@ -514,24 +564,38 @@ def _span(numbers: list[int]) -> str:
 
 
 class _ProgressBar:
-    """tqdm bar over pages, reset per file; silent when disabled."""
+    """tqdm bar over pages; silent when disabled. One file: a bar named after it. Several files (they may
+    convert side by side): one bar over the pages of every file opened so far, "N/M files" done."""
 
     def __init__(self, disabled: bool) -> None:
         self.disabled = disabled
         self._bar = None
+        self._files: dict[int, tuple[int, int]] = {}  # file index -> (pages done, pages selected)
+        self._finished: set[int] = set()
 
     def __call__(self, event) -> None:
         if self.disabled:
             return
         from tqdm import tqdm
 
-        if event.stage == "open" or self._bar is None:
-            self.close()
-            self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
-        if event.total and self._bar.total != event.total:
-            self._bar.total = event.total
+        if event.file_count <= 1:
+            if event.stage == "open" or self._bar is None:
+                self.close()
+                self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
+            total, done = event.total, event.done
+        else:
+            if self._bar is None:
+                self._bar = tqdm(total=None, unit="page", file=sys.stderr, leave=True)
+            self._files[event.file_index] = (event.done, event.total)
+            if event.stage in ("done", "file_error"):
+                self._finished.add(event.file_index)
+            self._bar.set_description_str(f"{len(self._finished)}/{event.file_count} files")
+            total = sum(t for _, t in self._files.values())
+            done = sum(d for d, _ in self._files.values())
+        if total and self._bar.total != total:
+            self._bar.total = total
         self._bar.set_postfix_str(event.message[:60])
-        self._bar.n = event.done
+        self._bar.n = done
         self._bar.refresh()
 
     def close(self) -> None:
@@ -676,8 +740,41 @@ def cache_clear() -> None:
 @model_options
 @gpu_memory_option
 @click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
+@click.option(
+    "--auth",
+    "auth",
+    multiple=True,
+    metavar="USER:PASSWORD",
+    help="Require sign-in; repeat for more users (also DEEPSEEK_OCR_AUTH).",
+)
+@click.option(
+    "--auth-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Require sign-in for the user:password lines of this file (also DEEPSEEK_OCR_AUTH_FILE).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Conversions at once [default: what the engine serves at once].",
+)
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
-def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
+def ui(
+    host,
+    port,
+    share,
+    model,
+    device,
+    dtype,
+    engine,
+    gpu_memory,
+    preload,
+    auth,
+    auth_file,
+    concurrency,
+    log_level,
+) -> None:
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve
 
@@ -693,6 +790,9 @@ def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log
             engine=engine,
             gpu_memory_gib=gpu_memory,
             preload=preload,
+            auth="\n".join(auth) if auth else None,  # newline-separated: a password may hold a comma
+            auth_file=auth_file,
+            concurrency_limit=concurrency,
         )
     )
 

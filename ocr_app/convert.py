@@ -51,6 +51,9 @@ class ConvertOptions:
     # ``pages`` over several files: True = each file converts the selected pages it has (pages past its
     # end are left out, with a note); False = strict; None = True when one call converts several files.
     clip_pages: bool | None = None
+    # Files converted at once when one call converts several: None = as many as the engine serves at
+    # once (``Capabilities.max_concurrent_jobs``: 1 unless it batches concurrent conversions).
+    files_at_once: int | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ConvertOptions:
@@ -129,6 +132,39 @@ class _Job:
             raise ConversionCancelled(f"Cancelled while converting {self.name}.")
 
 
+def _record_ignored(doc: DocumentResult) -> None:
+    """Prompt and mode that no page's engine honoured move from the settings to ``settings["ignored"]``.
+
+    Why: the light engine and the text layer take neither; listing them as settings made the JSON claim
+    they shaped the result. Pages read by an engine that does take them (``auto`` on a mixed PDF) keep
+    them as used; each page's ``used_prompt``/``used_mode`` says which.
+    """
+    read = [p for p in doc.pages if p.error is None]
+    if not read:
+        return
+    ignored = {
+        key: doc.settings.get(key)
+        for key, used in (("prompt", "used_prompt"), ("mode", "used_mode"))
+        if doc.settings.get(key) is not None and all(getattr(p, used) is None for p in read)
+    }
+    if ignored:
+        doc.settings.update(dict.fromkeys(ignored))
+        doc.settings["ignored"] = ignored
+
+
+def _serialized(progress: ProgressFn | None) -> ProgressFn | None:
+    """``progress`` called from one thread at a time (files converting side by side all report)."""
+    if progress is None:
+        return None
+    lock = threading.Lock()
+
+    def report(event: ProgressEvent) -> None:
+        with lock:
+            progress(event)
+
+    return report
+
+
 def _unique_stem(name: str, taken: set[str]) -> str:
     # leading dots would make a hidden folder, or "." / ".." for a file named "..pdf"
     stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip().lstrip(".").strip() or "document"
@@ -188,10 +224,63 @@ class Converter:
         if not files and not missing:
             raise InputError("No input files: give PDF or image files, or folders that contain them.")
         taken: set[str] = set()
-        results = list(missing)
-        for i, path in enumerate(files):
-            results.append(self._convert_file(path, out, options, i, len(files), progress, cancel, taken))
-        return results
+        stems = [_unique_stem(path.name, taken) for path in files]  # by input order, not finishing order
+        at_once = self._files_at_once(options, len(files))
+        if at_once <= 1:
+            done = [
+                self._convert_file(path, out, options, i, len(files), progress, cancel, stems[i])
+                for i, path in enumerate(files)
+            ]
+        else:
+            done = self._convert_overlapped(files, stems, out, options, at_once, progress, cancel)
+        return [*missing, *done]
+
+    def _files_at_once(self, options: ConvertOptions, n_files: int) -> int:
+        """``options.files_at_once``, else what the engine serves at once; never more than the files."""
+        if n_files <= 1:
+            return 1
+        if options.files_at_once is not None:
+            return max(1, min(int(options.files_at_once), n_files))
+        try:
+            jobs = self.engines.get(options.engine).capabilities().max_concurrent_jobs
+        except OcrError:
+            return 1  # the engine is missing: each file reports it, one after another
+        return max(1, min(int(jobs), n_files))
+
+    def _convert_overlapped(
+        self,
+        files: list[Path],
+        stems: list[str],
+        out: Path,
+        options: ConvertOptions,
+        at_once: int,
+        progress: ProgressFn | None,
+        cancel: threading.Event | None,
+    ) -> list[DocumentResult]:
+        """Convert ``at_once`` files at a time on worker threads, so an engine that batches (the graph
+        decoder, a fleet) decodes pages of several files together instead of one small file after
+        another. Each file's outputs are written when it finishes; results come back in input order.
+        A cancel (or Ctrl-C in the calling thread) stops every file at its next page; the first
+        cancelled file's ``ConversionCancelled`` is raised once every worker has stopped."""
+        from concurrent.futures import ThreadPoolExecutor, wait
+
+        stop = cancel if cancel is not None else threading.Event()
+        report = _serialized(progress)
+        with ThreadPoolExecutor(at_once, thread_name_prefix="ocr-file") as pool:
+            futures = [
+                pool.submit(self._convert_file, path, out, options, i, len(files), report, stop, stems[i])
+                for i, path in enumerate(files)
+            ]
+            try:
+                wait(futures)
+            except BaseException:  # KeyboardInterrupt in the caller's thread: stop the workers too
+                stop.set()
+                wait(futures)
+                raise
+        cancelled = [f.exception() for f in futures if isinstance(f.exception(), ConversionCancelled)]
+        if cancelled:
+            raise cancelled[0]
+        return [f.result() for f in futures]
 
     def _convert_file(
         self,
@@ -202,7 +291,7 @@ class Converter:
         file_count: int,
         progress: ProgressFn | None,
         cancel: threading.Event | None,
-        taken: set[str],
+        stem: str,
     ) -> DocumentResult:
         from ocr_app.ingest import IngestLimits, clip_page_range, open_document, parse_page_range
 
@@ -223,7 +312,7 @@ class Converter:
                     indices = parse_page_range(options.pages, src.page_count)
                 job.total = len(indices)
                 engine = self.engines.get(options.engine)
-                self._run_pages(src, indices, engine, options, job, out, doc, taken)
+                self._run_pages(src, indices, engine, options, job, out, doc, stem)
         except ConversionCancelled as exc:
             if doc.pages:  # finished pages were written by _run_pages; hand them to the caller
                 exc.partial = doc
@@ -244,14 +333,13 @@ class Converter:
         job.emit("done", f"Finished {path.name}: {n} page{'' if n == 1 else 's'}")
         return doc
 
-    def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, taken) -> None:
+    def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, stem: str) -> None:
         """The whole document is one lazy stream of page requests: the engine pulls pages as it has
         room for them (a GPU engine keeps its decoder's slots full across the document), so pages are
         rendered only as fast as they are recognised and host memory stays bounded by the engine's
         pages in flight."""
         from ocr_app.render.writer import DocumentWriter
 
-        stem = _unique_stem(src.name, taken)
         writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices)
         try:
             job.check_cancel()
@@ -260,6 +348,7 @@ class Converter:
         finally:
             # Whatever happened (cancel included), write what was converted so nothing is lost.
             doc.pages = [job.results[i] for i in indices if i in job.results]
+            _record_ignored(doc)
             if doc.pages:
                 job.emit("write", f"Writing outputs for {src.name}")
                 writer.finish(doc)
@@ -287,6 +376,7 @@ class Converter:
                 mode=options.mode,
                 max_new_tokens=options.max_new_tokens,
                 use_cache=options.use_cache,
+                cancel=job.cancel,  # a batching engine drops the page at once when the job is cancelled
             )
 
     def _recognize(self, engine: Engine, requests: Iterable[PageRequest], job: _Job, writer) -> None:
@@ -306,6 +396,7 @@ class Converter:
                 self._finish_page(job, writer, request, output)
                 finished.add(i)
                 job.check_cancel()
+            job.check_cancel()  # an engine may end its stream early for a cancelled job
             for k, req in enumerate(pulled):  # an engine must answer every page it took
                 if k not in finished:
                     err = EngineError(f"the {engine.name} engine returned no output for this page")

@@ -46,6 +46,7 @@ class PageImage:
     index: int  # 0-based page index inside its source document
     source: str  # display name of the source file
     dpi: int | None = None  # render DPI for PDF pages, None for images
+    downscaled: bool = False  # a PDF page rendered below the DPI asked for (too large for the budget)
     pdf_path: Path | None = None  # set for PDF pages, so the text-layer engine can read them
     page_count: int = 1  # pages in the source document (for "page 3 of 12")
     # Unlocks an encrypted ``pdf_path`` for engines that re-open it; kept out of repr so it is never logged.
@@ -68,6 +69,13 @@ class PageRequest:
     max_new_tokens: int | None = None
     use_cache: bool = True  # cross-page vision cache
     locate_text: str | None = None  # the text to find, for the "locate" preset
+    # A ``threading.Event`` set when the conversion that asked for the page no longer wants it (a
+    # cancelled job): an engine that waits on a shared batch stops waiting and drops the page.
+    cancel: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
 
 @dataclass

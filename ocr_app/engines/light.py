@@ -3,12 +3,15 @@
 Why: many users have no GPU or no DeepSeek-OCR-2 weights yet. RapidOCR's wheel ships its detection
 and recognition models, so this works offline on any CPU: 1–2 s per 144-DPI page on 2 cores, sparse
 to dense (docs/ACCURACY.md).
-RapidOCR gives text lines with boxes; ``engines.layout`` turns them into headings, paragraphs, lists,
-columns and tables, the same blocks the DeepSeek engine produces.
+RapidOCR gives text lines with boxes; ``structure.layout`` turns them into headings, paragraphs, lists,
+columns and tables, the same blocks the DeepSeek engine produces. What a scan's lines do not carry
+comes from the page image: the layout model's regions (titles, prose, figures: ``structure.regions``,
+``structure.scan_regions``), bold from stroke width (``structure.ink``), gutters the detector read
+across (``structure.gutters``), and handwriting or an unread script (``engines.light_trust``).
 
 Choices: the text-angle classifier is off (documents are upright; on clean pages it flipped whole
 lines upside down and garbled them); tables come from geometry — the cell grid of a ruled table from
-its drawn lines (``engines.rulings``), otherwise aligned cells over several rows — written as the HTML
+its drawn lines (``structure.rulings``), otherwise aligned cells over several rows — written as the HTML
 tables the DeepSeek engine writes, because ``rapid-table`` downloads its models at run time and cannot
 work offline.
 """
@@ -19,18 +22,24 @@ import logging
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
+from ocr_app.engines.light_trust import judge, page_confidence
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, PageRequest, StopReason
+from ocr_app.structure import ink
+from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
-from ocr_app.structure.pipeline import build_blocks
+from ocr_app.structure.pipeline import DEFAULT_PASSES, build_blocks
 from ocr_app.structure.rulings import grid_tables
+from ocr_app.structure.scan_regions import region_passes
 
 if TYPE_CHECKING:
     from ocr_app.settings import Settings
+    from ocr_app.structure.regions import LayoutModel, Region
 
 logger = logging.getLogger(__name__)
 
@@ -125,10 +134,8 @@ def _merge_recognitions(parts: Sequence[Any], shares: Sequence[Sequence[int]], c
     )
 
 
-LOW_CONFIDENCE = 0.75  # mean recognition score below this: the page is flagged "low confidence"
 ORIENTATION_SAMPLES = 6  # line crops read in each candidate orientation
-CONFIDENT = 0.9
-INKED_PAGE = 0.005  # fraction of dark pixels above which a page is not blank  # a first pass this sure is upright: no orientation test
+CONFIDENT = 0.9  # a first pass this sure is upright: no orientation test
 X_HEIGHT_EM = 0.5  # x-height / font size of common text fonts (Helvetica 0.52, Times 0.45)
 CAP_HEIGHT_EM = 0.72  # cap height / font size
 
@@ -177,18 +184,6 @@ def estimate_skew(quads: Sequence[Any]) -> float:
         return 0.0
     angle = statistics.median(angles)
     return angle if abs(angle) <= 10 else 0.0
-
-
-def page_confidence(texts: Sequence[str], scores: Sequence[float] | None) -> float | None:
-    """RapidOCR's line scores averaged by line length: one number for "can this page's text be trusted".
-
-    Why length-weighted: a page read upside down gives many short garbage lines with middling scores; a
-    clean page a few long lines scoring 0.99. None when there are no scores (nothing read).
-    """
-    if not scores or not texts:
-        return None
-    weights = [max(len(t), 1) for t in texts]
-    return float(sum(float(s) * w for s, w in zip(scores, weights, strict=False)) / sum(weights))
 
 
 def _bbox(q: Any) -> tuple[float, float, float, float]:
@@ -302,6 +297,8 @@ class LightOcrEngine(Engine):
         rec_min_width: int = 320,
         layout: LayoutConfig | None = None,
         ocr_factory: Callable[[dict[str, Any]], Any] = _default_factory,
+        regions: bool = True,
+        layout_model: LayoutModel | None = None,
     ) -> None:
         # ``threads``: the cores to use (default: all this process may run on). Recognition gives
         # each core one share of the line crops (``split_recognition``) and onnxruntime runs every
@@ -330,9 +327,18 @@ class LightOcrEngine(Engine):
         # Measured sizes (ink × box, see blend_sizes) are compressed and spread: a 2.2× title
         # measures ≈ 2.3×, a 1.5× heading ≈ 1.4×, body lines up to ≈ 1.1×; so headings from 1.3×,
         # "#" from 2.0×.
-        self._layout = layout or LayoutConfig(heading_ratio=1.3, h1_ratio=2.0)
+        # Bold lines (stroke width, ``structure.ink``) at body size are headings: section titles on
+        # scans are mostly set bold, not larger. Gutters down to half the body size: a narrow gutter
+        # the detector read across is cut (``structure.gutters``) and must then order the columns.
+        self._layout = layout or LayoutConfig(
+            heading_ratio=1.3, h1_ratio=2.0, bold_heading_ratio=0.95, min_gutter_ratio=0.5
+        )
         self._factory = ocr_factory
         self._ocr: Any = None
+        # The layout model (``structure.regions``): titles, prose, figures. ``regions=False`` reads
+        # pages without it (0.3-0.5 CPU s a page less, docs/CPU_ENGINES.md).
+        self._regions = regions
+        self._layout_model = layout_model
 
     def load(self) -> None:
         if self._ocr is None:
@@ -357,8 +363,11 @@ class LightOcrEngine(Engine):
         return self._ocr is not None
 
     def capabilities(self) -> Capabilities:
-        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision."""
-        return engine_kind(self.name).capabilities
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision; as many
+        conversions at once as the cores hold once each page has its share of them (normally one: a
+        page already uses every core)."""
+        jobs = max(1, default_workers() // max(1, self._workers))
+        return replace(engine_kind(self.name).capabilities, max_concurrent_jobs=jobs)
 
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         self.load()
@@ -461,8 +470,12 @@ class LightOcrEngine(Engine):
             notes.append(
                 f"page read turned {90 * turns}° counter-clockwise (its text ran sideways or upside down)"
             )
+        quads, texts, scores = self._cut_gutters(rgb, grey, quads, texts, scores)
         ocr_s = time.perf_counter() - start
+        trust = judge(grey, quads, texts, scores, self._unread_lines(rgb) if not texts else [])
         sizes = _sizes(grey, quads, texts)
+        bold = ink.bold_flags([ink.stroke_width(ink.line_crop(grey, q)) for q in quads], texts)
+        regions = self._page_regions(rgb) if quads else []
         # Lay out in a deskewed frame: on a rotated scan the axis-aligned boxes of long lines are
         # tall and overlap their neighbours, which scrambles rows. Boxes are rotated back at the end.
         angle = estimate_skew(quads)
@@ -471,12 +484,15 @@ class LightOcrEngine(Engine):
         if matrix is not None:
             quads = [_affine(matrix, q) for q in quads]
             grey = cv2.warpAffine(grey, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=255)
-        lines = [TextLine(t, _bbox(q), s) for q, t, s in zip(quads, texts, sizes, strict=True)]
+            regions = [replace(r, box=_bbox(_affine(matrix, _corners(r.box)))) for r in regions]
+        lines = [TextLine(t, _bbox(q), s, b) for q, t, s, b in zip(quads, texts, sizes, bold, strict=True)]
         lines = recover_bullets(grey, lines) if lines else lines
         # Ruled tables from the page's drawn lines (cells that wrap, merged header cells); tables
-        # without rulings are found from text alignment inside build_blocks.
+        # without rulings are found from text alignment inside build_blocks, whose passes take the
+        # layout model's regions (titles, prose, figures) when there are any.
         tables, lines = grid_tables(grey, lines, line_px=1.5 * body_size(lines)) if lines else ([], lines)
-        blocks = build_blocks(lines, page_width=w, config=self._layout, tables=tables)
+        passes = region_passes(regions, grey) if regions else DEFAULT_PASSES
+        blocks = build_blocks(lines, page_width=w, config=self._layout, tables=tables, passes=passes)
         if matrix is not None:
             inverse = cv2.invertAffineTransform(matrix)
             for block in blocks:
@@ -485,27 +501,83 @@ class LightOcrEngine(Engine):
         if turns:
             for block in blocks:
                 block.boxes = [unrotate_box(b, turns, disp_w, disp_h) for b in block.boxes]
-        confidence = page_confidence(texts, scores)
-        if confidence is None and float((grey < 128).mean()) >= INKED_PAGE:
-            confidence = 0.0
-            notes.append(
-                "low confidence: no text recognised although the page is not blank (a script outside "
-                "the light engine's models, such as Arabic or Korean, or only pictures)"
-            )
-        elif confidence is not None and confidence < LOW_CONFIDENCE:
-            notes.append(
-                f"low confidence: mean recognition score {confidence:.2f}; the page's script may be "
-                "outside the light engine's models (Latin letters and Chinese), or the scan is poor"
-            )
         total = time.perf_counter() - start
         return EngineOutput(
             engine=self.name,
             blocks=blocks,
             stop_reason=StopReason.NONE,
             timings={"ocr": ocr_s, "layout": total - ocr_s, "total": total},
-            notes=notes,
-            confidence=confidence,
+            notes=notes + trust.notes,
+            confidence=trust.confidence,
+            suspect=trust.suspect,
         )
+
+    def _page_regions(self, rgb: Any) -> list[Region]:
+        """The layout model's regions of the (upright) page; none when it is off or not installed."""
+        if not self._regions:
+            return []
+        from ocr_app.structure.regions import default_model
+
+        if self._layout_model is None:
+            self._layout_model = default_model(threads=self._workers)
+        try:
+            return self._layout_model.detect(rgb)
+        except EngineUnavailableError as exc:
+            logger.warning("light: reading without the layout model: %s", exc)
+            self._regions = False
+            return []
+
+    def _cut_gutters(
+        self, rgb: Any, grey: Any, quads: list[Any], texts: list[str], scores: list[float]
+    ) -> tuple[list[Any], list[str], list[float]]:
+        """Lines the detector read across a narrow column gutter, cut there and each piece read again
+        (``structure.gutters``); other lines unchanged."""
+        import numpy as np
+
+        gutters = find_gutters(grey, [_bbox(q) for q in quads])
+        if not gutters:
+            return quads, texts, scores
+        image = np.asarray(rgb)
+        out_q: list[Any] = []
+        out_t: list[str] = []
+        out_s: list[float] = []
+        for q, t, s in zip(quads, texts, scores, strict=True):
+            pieces = cut_at_gutters(grey, _bbox(q), gutters)
+            if len(pieces) == 1:
+                out_q.append(q)
+                out_t.append(t)
+                out_s.append(s)
+                continue
+            for b in pieces:
+                crop = np.ascontiguousarray(image[int(b[1]) : int(b[3]) + 1, int(b[0]) : int(b[2]) + 1])
+                text, score = self._read_text(crop)
+                if text:
+                    out_q.append(_corners(b))
+                    out_t.append(text)
+                    out_s.append(score)
+        return out_q, out_t, out_s
+
+    def _read_text(self, crop: Any) -> tuple[str, float]:
+        """Text and score of one line crop (recognition only)."""
+        try:
+            result = self._ocr(crop, use_det=False, use_cls=False, use_rec=True)
+        except Exception as exc:  # an odd crop must not fail the page: it reads as nothing
+            logger.debug("line crop unreadable: %s", exc)
+            return "", 0.0
+        txts, scores = list(getattr(result, "txts", None) or []), list(getattr(result, "scores", None) or [])
+        return (str(txts[0]).strip(), float(scores[0])) if txts and scores else ("", 0.0)
+
+    def _unread_lines(self, rgb: Any) -> list[Any]:
+        """Text lines the detector finds (detection only): asked when recognition read nothing."""
+        import numpy as np
+
+        try:
+            result = self._ocr(rgb, use_det=True, use_cls=False, use_rec=False)
+        except Exception as exc:  # only used to name a script: never fails the page
+            logger.debug("detection-only pass failed: %s", exc)
+            return []
+        boxes = getattr(result, "boxes", None)
+        return [] if boxes is None else [np.asarray(q, dtype=np.float64) for q in boxes]
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "loaded": self.is_loaded, "device": "cpu", "backend": "rapidocr"}

@@ -145,11 +145,19 @@ def inspect_page(page: pymupdf.Page) -> TextLayerReport:
     return report
 
 
-def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool, str]:
-    """The usability decision for one page's report, with a reason for the UI/JSON."""
+def judge(
+    report: TextLayerReport, *, min_chars: int = MIN_CHARS, downscaled: bool = False
+) -> tuple[bool, str]:
+    """The usability decision for one page's report, with a reason for the UI/JSON.
+
+    ``downscaled``: the page was rendered below the DPI asked for, because it is too large for the
+    render budget (a 14,400 pt poster fits 60 MP at 38 DPI, where 11 pt text is 6 px high). OCR cannot
+    read it there, so any real text layer beats it — a short one, or an invisible OCR layer.
+    """
     if report.chars == 0:
         return False, "no embedded text"
-    if report.chars < min_chars:
+    low_chars = report.chars < min_chars
+    if low_chars and not downscaled:
         return False, f"only {report.chars} characters of embedded text"
     if report.garbage_ratio > MAX_GARBAGE_RATIO:
         return False, f"embedded text is garbage ({report.garbage_ratio:.0%} unmapped characters)"
@@ -158,8 +166,14 @@ def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool,
             False,
             f"embedded text is mostly symbols ({report.alnum_chars} of {report.chars} are letters/digits)",
         )
-    if report.invisible_ratio > 0.5 and report.image_coverage > 0.5:
+    scanned = report.invisible_ratio > 0.5 and report.image_coverage > 0.5
+    if scanned and not downscaled:
         return False, "only an invisible OCR layer over a scanned image"
+    if downscaled and (low_chars or scanned):
+        return (
+            True,
+            f"{report.chars:,} chars of embedded text; the page is too large to OCR at the DPI asked for",
+        )
     return True, f"{report.chars:,} chars of embedded text"
 
 
@@ -822,8 +836,14 @@ class TextLayerEngine(Engine):
         return self._loaded
 
     def capabilities(self) -> Capabilities:
-        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision."""
-        return engine_kind(self.name).capabilities
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision; one
+        conversion per core at once (reading a text layer is short CPU work, so several jobs side by
+        side keep a short one from waiting behind a long one)."""
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return replace(engine_kind(self.name).capabilities, max_concurrent_jobs=max(1, cores))
 
     def report(self, pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
         """``inspect_report`` through this engine's open document (the router asks once per page)."""

@@ -161,10 +161,19 @@ class PresetBackend:
                 "quantised weights for %s (%s) from the cache at %s", model_dir, self.preset_name, hit
             )
             # the very loader of a pre-quantised checkpoint: a cache hit costs the key on top, nothing else
-            model, _ = load_quantized(hit, device, dtype, timings=steps, adapter=self.adapter)
-            info.update(source="cache", cache_path=str(hit), quantize_seconds=_entry_seconds(hit),
-                        load_breakdown=steps)  # fmt: skip
-            return model
+            try:
+                model, _ = load_quantized(hit, device, dtype, timings=steps, adapter=self.adapter)
+            except Exception as exc:  # a damaged entry (cut short, overwritten) costs a re-quantisation
+                if "out of memory" in str(exc).lower():
+                    raise
+                logger.warning("the quantised-weights cache entry %s is damaged (%s: %s); quantising again",
+                               hit, type(exc).__name__, exc)  # fmt: skip
+                store.discard(key)
+                info["cache_damaged"] = str(hit)
+            else:
+                info.update(source="cache", cache_path=str(hit), quantize_seconds=_entry_seconds(hit),
+                            load_breakdown=steps)  # fmt: skip
+                return model
         preset = get_preset(self.preset_name, bf16_supported=dtype != _fp16())
         model, recipe, report = stream_quantize(
             model_dir,

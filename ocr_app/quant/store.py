@@ -189,6 +189,10 @@ class QuantStore:
         logger.info("stored quantised weights (%s) in %s", recipe["preset"], final)
         return final
 
+    def discard(self, key: str) -> None:
+        """Remove entry ``key`` (found damaged on reading), so that it is written afresh."""
+        shutil.rmtree(self.root / key, ignore_errors=True)
+
     def entries(self) -> list[dict[str, Any]]:
         """Complete entries, newest first: key, source, preset, bytes, created, quantise seconds, path."""
         out = []

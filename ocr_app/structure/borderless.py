@@ -74,6 +74,8 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
     pieces = sorted(row, key=lambda p: p.box[0])
     if len(pieces) < 2 or any(p.in_figure for p in pieces) or _MARKER.match(pieces[0].text.strip()):
         return False
+    if any(getattr(p, "role", "") == "prose" for p in pieces):
+        return False  # on scans, the layout model saw a paragraph's line (structure.scan_regions)
     gaps = [b.box[0] - a.box[2] for a, b in itertools.pairwise(pieces)]
     if min(gaps) < 0.5 * body:
         return False

@@ -22,8 +22,9 @@ The pipeline, in order:
 3. ``_group_section``: inside one column, items on one baseline are joined into rows; rows become
    paragraphs (break on a larger vertical gap, a size change, a first-line indent), list items
    (``-``, ``•``, ``1.``, ``a)`` markers; bullets become ``- ``), or headings (size ≥
-   ``heading_ratio`` × the page's body size: ≥ ``h1_ratio`` → ``#``, else ``##``; bold lines a bit
-   larger than body → ``###``). With a document style (the text layer) headings come from the whole
+   ``heading_ratio`` × the page's body size: ≥ ``h1_ratio`` → ``#``, else ``##``; on scans a line the
+   layout model puts in a title region → ``##``; bold lines a bit larger than body → ``###``; at body
+   size never a line that ends a sentence). With a document style (the text layer) headings come from the whole
    document instead (``_styled_heading_level``): the outline, sizes and weights against the body's,
    section numbers ("2.1", "3 -"), typefaces and bold lines standing alone where the body itself is
    bold, a chapter number alone in display type (``_chapter_number``) and, in a text panel over a
@@ -73,6 +74,9 @@ class TextLine:
     ink: tuple[float, float] = ()  # x-range of the glyphs without surrounding spaces, when known
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
     mono: bool = False  # set in a monospaced font all through (a line of code)
+    # The page's layout model's word on this line (scans, ``structure.scan_regions``): "title" (a
+    # heading), "prose" (a line of a paragraph: never a table cell), "figure"; "" = no model.
+    role: str = ""
 
 
 @dataclass
@@ -605,6 +609,7 @@ class _RowContext:
     page_height: float = 0.0  # 0: unknown
     isolated: bool = False  # a blank line above and below it, nothing beside it
     leads_text: bool = False  # inside a text panel over a picture, right above a lighter paragraph
+    aligned: bool = True  # starts at its section's left edge or is centred in it (not over a column)
 
 
 def _heading_level(
@@ -633,8 +638,21 @@ def _heading_level(
         return 1
     if ratio >= config.heading_ratio:
         return 2
-    if row.bold and ratio >= config.bold_heading_ratio and len(row.text) <= 80:
-        return 3
+    # At body size, a line that ends a sentence (or a contents entry's leader dots) is no heading; a
+    # bold lead-in ending in a colon ("Steps for using the microscope:") is one.
+    if text.rstrip().endswith((".", ",", ";")):
+        return 0
+    if all(i.role == "title" for i in row.items) and (row.bold or not text.rstrip().endswith(":")):
+        return 2  # a plain lead-in ending in a colon ("Consider this definition:") introduces text
+    if (
+        row.bold
+        and ratio >= config.bold_heading_ratio
+        and len(row.text) <= 80
+        and where.aligned
+        and not _cells_apart(row, config.min_cell_gap_ratio * body)
+        and not text[:1].islower()  # "package", "popcon": a table's column names, not a title
+    ):
+        return 3  # (a bold line over a table's columns, "Year Ended", is its header, not a heading)
     return 0
 
 
@@ -876,7 +894,11 @@ class _SectionBlocks:
         if list_continues:
             return 0
         short_line = row.box[2] - row.box[0] < 0.7 * ctx.width
-        where = _RowContext(short_line, ctx.page_height, id(row) in ctx.isolated, id(row) in ctx.leads)
+        centre = (row.box[0] + row.box[2]) / 2 - (ctx.left + ctx.width / 2)
+        aligned = row.box[0] - ctx.left <= 2 * row.size or abs(centre) <= 1.5 * row.size
+        where = _RowContext(
+            short_line, ctx.page_height, id(row) in ctx.isolated, id(row) in ctx.leads, aligned
+        )
         level = _heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
             return level

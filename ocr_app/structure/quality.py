@@ -58,7 +58,11 @@ def assess(
     if not has_content(blocks):
         if image is not None and is_blank(image):
             return "empty", "no text found; the page image is blank"
-        if not engine_kind(output.engine).capabilities.reads_scans:  # the text layer
+        reads_scans = engine_kind(output.engine).capabilities.reads_scans
+        if output.suspect and reads_scans:
+            # The engine saw text it could not read (a script outside its models): not an empty page.
+            return "low_confidence", output.suspect
+        if not reads_scans:  # the text layer
             return "empty", "no text found: the page has no usable text layer (a scan?); use an OCR engine"
         return "empty", f"no text found: the {output.engine or 'OCR'} engine read nothing on this page"
     if output.suspect:

@@ -10,17 +10,18 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import ConversionCancelled, OcrError
-from ocr_app.runtime.load_progress import attach_load_progress, describe_quantisation
+from ocr_app.runtime.load_progress import attach_load_progress, describe_load_step
 from ocr_app.schema import DocumentResult
 
 if TYPE_CHECKING:
     from ocr_app.convert import Converter, ConvertOptions, ProgressEvent
+    from ocr_app.ui.slots import JobSlots, Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class JobOutcome:
 
     documents: list[DocumentResult] = field(default_factory=list)
     cancelled: bool = False
+    folder: Path | None = None  # where the job wrote its outputs
 
     @property
     def failed(self) -> list[DocumentResult]:
@@ -75,6 +77,15 @@ class JobOutcome:
     @property
     def succeeded(self) -> list[DocumentResult]:
         return [d for d in self.documents if not d.error]
+
+
+@dataclass
+class Waiting:
+    """The job waits for a slot of its engine: where it stands, for the person waiting."""
+
+    message: str  # "waiting: 2 jobs ahead (deepseek), about 40 s"
+    ahead: int
+    seconds: float | None  # expected wait; None until a finished job gives a pace
 
 
 @dataclass
@@ -87,6 +98,28 @@ class Progress:
 
 
 _DONE = object()
+
+
+def wait_turn(
+    slots: JobSlots, engine: str, cancel: threading.Event, every_s: float = 1.0
+) -> Generator[Waiting, None, Ticket | None]:
+    """Take a place in ``engine``'s queue; yield ``Waiting`` every ``every_s`` until a slot is free, then
+    return the ticket (the caller ``leave``s it when the job ends), or None when ``cancel`` was set while
+    waiting (the place is given up at once). Use as ``ticket = yield from wait_turn(...)``."""
+    from ocr_app.ui.queue_words import queue_words
+
+    ticket = slots.enter(engine)
+    try:
+        while not slots.wait(ticket, every_s):
+            if cancel.is_set():
+                slots.leave(ticket)
+                return None
+            ahead, seconds = slots.place(ticket)
+            yield Waiting(queue_words(ahead, seconds, engine), ahead, seconds)
+    except BaseException:  # the consumer went away while waiting (generator closed)
+        slots.leave(ticket)
+        raise
+    return ticket
 
 
 def stream_conversion(
@@ -121,7 +154,7 @@ def stream_conversion(
 
         i = current[0]
         events.put((i, ProgressEvent("quantize", names[i], i, len(names), None, done, total,
-                                     describe_quantisation(done, total, label))))  # fmt: skip
+                                     describe_load_step(done, total, label))))  # fmt: skip
 
     def work() -> None:
         detach = attach_load_progress(converter.engines, quantising)

