@@ -1,9 +1,14 @@
 """The ``ocr-app`` command: a peer of the web app over the same library.
 
 Exit codes (documented in the README): 0 every page converted (pages that hit the token cap are kept and
-flagged, still 0); 1 an internal failure (engine, runtime, a bug); 2 bad input (a file or page range was
-rejected — the other files still converted) or bad usage; 3 every file converted but some pages need a
-look: ``empty``, ``low_confidence`` or ``repaired`` (the summary counts them); 130 cancelled with Ctrl-C.
+flagged, still 0); 1 an internal failure (engine, runtime, a bug) or outputs that could not be written
+(disk full, permission denied); 2 bad input (a file or page range was rejected — the other files still
+converted) or bad usage; 3 every file converted but some pages need a look: ``empty``, ``low_confidence``
+or ``repaired`` (the summary counts them); 130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM.
+
+Signals: the first SIGINT or SIGTERM lets the page in progress finish, publishes the document it belongs
+to with the pages done (``complete: false``) and exits; a second one stops at once and publishes nothing
+of that document. Either way no temp file is left behind.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -302,17 +309,19 @@ def _run(
     args: ConvertArgs, settings: Settings, options: ConvertOptions, engines: EngineSet, cold: ColdStart | None
 ) -> list[DocumentResult]:
     """Convert with a progress bar; Ctrl-C and engine failures become their exit codes."""
-    from ocr_app.convert import Converter
+    from ocr_app.convert import CancelEvent, Converter
     from ocr_app.runtime.load_progress import attach_load_progress
 
     ends_process = _process_ends_here()  # then nothing is freed at the end: the process exit does it
     bar = _ProgressBar(disabled=args.quiet or args.json_summary)
     load_bar = LoadBar(disabled=args.quiet or args.json_summary)
     progress = bar if cold is None else _both(bar, cold.on_progress)
+    cancel = CancelEvent()
+    stops = _StopSignals(cancel)
     detach = attach_load_progress(engines, load_bar)
     try:
         results = Converter(engines, settings).convert(
-            args.inputs, args.out_dir, options, progress=progress, cancel=threading.Event()
+            args.inputs, args.out_dir, options, progress=progress, cancel=cancel
         )
         if cold is not None:
             from ocr_app.coldstart import format_summary
@@ -320,24 +329,82 @@ def _run(
             bar.close()
             click.echo(format_summary(cold.summary(engines.describe())), err=True)
     except ConversionCancelled as exc:
+        stops.done = True
         bar.close()
-        click.echo(f"\n{exc} Pages finished so far were written to {args.out_dir}.", err=True)
-        sys.exit(EXIT_CANCELLED)
+        _print_summary(exc.documents)
+        click.echo(
+            f"{cancel.reason.capitalize()}: the document in progress was written with the pages done, "
+            f"marked incomplete, to {args.out_dir}.",
+            err=True,
+        )
+        sys.exit(stops.exit_code)
     except KeyboardInterrupt:
+        stops.done = True
         bar.close()
-        click.echo(f"\nCancelled. Pages finished so far were written to {args.out_dir}.", err=True)
-        sys.exit(EXIT_CANCELLED)
+        click.echo(
+            f"\nStopped at once ({stops.name}). The document in progress was not written; files "
+            f"finished before it are in {args.out_dir}.",
+            err=True,
+        )
+        sys.exit(stops.exit_code)
     except OcrError as exc:
         bar.close()
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL)
     finally:
+        stops.restore()
         detach()
         load_bar.close()
         if not ends_process:
             engines.unload_all()
     bar.close()
     return results
+
+
+class _StopSignals:
+    """SIGINT and SIGTERM while converting: the first asks the converter to stop after the page in
+    progress (``cancel``), a second stops at once (``KeyboardInterrupt``). Installed only on the main
+    thread (a test's CliRunner in a worker thread keeps the process's handlers)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, cancel) -> None:
+        self.cancel = cancel
+        self.signum: int | None = None
+        self.done = False
+        self._old: dict[int, object] = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._old[signum] = signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        first = self.signum is None
+        self.signum = self.signum or signum
+        if self.done:  # converting is over (the summary is being printed): nothing left to stop
+            return
+        if not first:
+            raise KeyboardInterrupt
+        name = signal.Signals(signum).name
+        self.cancel.cancel(f"cancelled by {name}")
+        # os.write: a handler must not re-enter the buffered stream it may have interrupted
+        os.write(
+            2, f"\n{name}: stopping after the page in progress (send it again to stop at once)\n".encode()
+        )
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else "SIGINT"
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports it: 130 for SIGINT, 143 for SIGTERM."""
+        return 128 + self.signum if self.signum else EXIT_CANCELLED
+
+    def restore(self) -> None:
+        self.done = True
+        for signum, handler in self._old.items():
+            signal.signal(signum, handler)
+        self._old.clear()
 
 
 def _process_ends_here() -> bool:
@@ -466,6 +533,9 @@ def _summary_dict(results, code: int) -> dict:
             {
                 "source": r.source,
                 "error": r.error,
+                "complete": r.complete,
+                "incomplete_reason": None if r.complete else r.incomplete_reason,
+                "page_count": r.page_count,
                 "pages": len(r.pages),
                 "headline": r.headline(),
                 "status_counts": r.status_counts(),
@@ -507,8 +577,8 @@ def _print_summary(results) -> None:
             click.secho(f"✗ {r.source}: {r.error}", fg="red", err=True)
             continue
         groups = _page_groups(r.pages)
-        where = r.outputs.get("dir") or r.outputs.get("md", "")
-        mark, colour = ("✓", "green") if not groups else ("!", "yellow")
+        where = r.outputs.get("dir") or r.outputs.get("md", "") or "(not written)"
+        mark, colour = ("✓", "green") if not groups and r.complete else ("!", "yellow")
         click.secho(f"{mark} {r.source}: {r.headline()} → {where}", fg=colour)
         for span, status, why in groups[:_MAX_FLAGGED_LINES]:
             click.secho(f"    {span}: {status}: {why}", fg="yellow", err=True)
@@ -778,23 +848,24 @@ def ui(
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve
 
-    sys.exit(
-        serve(
-            log_level=log_level,
-            host=host,
-            port=port,
-            share=share,
-            model=model,
-            device=device,
-            dtype=dtype,
-            engine=engine,
-            gpu_memory_gib=gpu_memory,
-            preload=preload,
-            auth="\n".join(auth) if auth else None,  # newline-separated: a password may hold a comma
-            auth_file=auth_file,
-            concurrency_limit=concurrency,
-        )
+    code = serve(
+        log_level=log_level,
+        host=host,
+        port=port,
+        share=share,
+        model=model,
+        device=device,
+        dtype=dtype,
+        engine=engine,
+        gpu_memory_gib=gpu_memory,
+        preload=preload,
+        auth="\n".join(auth) if auth else None,  # newline-separated: a password may hold a comma
+        auth_file=auth_file,
+        concurrency_limit=concurrency,
     )
+    if _process_ends_here():  # the server, jobs and temp folder are gone: no 3 s interpreter teardown
+        _exit_now(code)
+    sys.exit(code)
 
 
 def _add_plugin_commands() -> None:

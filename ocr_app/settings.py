@@ -85,6 +85,18 @@ class Settings(BaseSettings):
     )
     max_pages: int = Field(2000, ge=1)
     max_file_mb: float = Field(500.0, gt=0)
+    max_page_stream_mb: float = Field(
+        256.0, gt=0, description="A PDF page whose content inflates to more is refused (decompression bombs)."
+    )
+    max_render_s: float = Field(
+        60.0, gt=0, description="Seconds a heavy PDF page may take to render before it is stopped."
+    )
+    render_isolation_mb: float = Field(
+        32.0,
+        ge=0,
+        description="PDF pages whose content inflates past this render in a child process, killed after "
+        "max_render_s (0: every page).",
+    )
 
     # generation
     mode: str = "default"

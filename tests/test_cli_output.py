@@ -193,8 +193,9 @@ def test_ctrl_c_is_exit_130_and_keeps_the_pages_finished(tmp_path):
             proc.kill()
     stderr = (seen + rest).decode(errors="replace")
     assert proc.returncode == 130, stderr
-    assert f"Pages finished so far were written to {tmp_path / 'o'}" in stderr
+    assert f"marked incomplete, to {tmp_path / 'o'}." in stderr
     data = json.loads((tmp_path / "o" / "long" / "long.json").read_text())
+    assert data["complete"] is False and data["page_count"] == 400
     done = [p["page_number"] for p in data["pages"]]
     assert done and len(done) < 400 and done == list(range(1, len(done) + 1))
     assert "Body of page 1." in (tmp_path / "o" / "long" / "long.md").read_text()

@@ -474,11 +474,11 @@ def test_a_damaged_quantised_weights_cache_entry_is_detected_and_recomputed(
     weights = entry / WEIGHTS_FILE
     data = weights.read_bytes()
     weights.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"\0" * 64 + data[64:])
-    caplog.set_level("WARNING", logger="ocr_app.quant.pipeline")
+    caplog.set_level("WARNING", logger="ocr_app.quant.store")
     second = backend.load_model(tiny_checkpoint, torch.device("cpu"), torch.float32, cache_dir=cache)
     assert second.ocr_quant_info["source"] == "quantised now"  # not an error, not the damaged weights
     assert second.ocr_quant_info["cache_damaged"] == str(entry)
-    assert f"the quantised-weights cache entry {entry} is damaged" in caplog.text
+    assert f"quantised-weights cache: damaged entry {entry.name}" in caplog.text
     assert torch.equal(_logits(first, eval_batches), _logits(second, eval_batches))
     third = backend.load_model(tiny_checkpoint, torch.device("cpu"), torch.float32, cache_dir=cache)
     assert third.ocr_quant_info["source"] == "cache"  # written afresh

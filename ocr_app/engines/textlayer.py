@@ -58,7 +58,9 @@ PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few fil
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
 _MONO_FLAG = 8
-_MONO_FONTS = re.compile(r"mono|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I)
+_MONO_FONTS = re.compile(
+    r"mono|nimbusmon|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I
+)
 MAX_CODE_SHARE = 0.6  # a page with more monospaced text than this is typewritten, not code
 SCRIPT_SIZE = 0.85  # a superscript/subscript is set at most this × the line's main size
 SCRIPT_SHIFT = 0.12  # ... with its baseline at least this × the main size above/below the main one
@@ -94,6 +96,17 @@ def _is_garbage(ch: str) -> bool:
     cat = unicodedata.category(ch)
     # Cc/Cf/Cs/Co/Cn: control, format, surrogate, private use, unassigned — unmapped glyphs land here.
     return cat.startswith("C")
+
+
+PROFILE_MAX_CONTENT = 16 * 2**20  # inflated content bytes of a page the document profile reads
+
+
+def _heavy(page: pymupdf.Page) -> bool:
+    """A page whose content inflates past ``PROFILE_MAX_CONTENT`` (reading its text takes seconds; a
+    decompression bomb takes minutes): the document profile samples the other pages."""
+    from ocr_app.ingest.pdf_guard import content_bytes
+
+    return content_bytes(page, PROFILE_MAX_CONTENT) > PROFILE_MAX_CONTENT
 
 
 def _open(pdf_path: Path | str, password: str | None = None) -> pymupdf.Document:
@@ -395,14 +408,16 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                 for c in sp.get("chars", ())
                 if not c["c"].isspace()
             ]
+            upright = page.rotation == 0 and turns == 0
             ink = (
                 (
                     min(g[0] for g in glyphs) * matrix.a + matrix.e,
                     max(g[2] for g in glyphs) * matrix.a + matrix.e,
                 )
-                if glyphs and page.rotation == 0
+                if glyphs and upright
                 else ()
             )
+            boxes = _word_ranges(text, glyphs, matrix) if upright else ()
             lines.append(
                 TextLine(
                     text,
@@ -415,9 +430,38 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                     font=font_family(main["font"]),
                     ink=ink,
                     mono=mono,
+                    words=boxes,
                 )
             )
     return _typewritten(lines)
+
+
+_TAGS = re.compile(r"</?su[pb]>")
+
+
+def _word_ranges(
+    text: str, glyphs: list[tuple[float, float, float, float]], matrix: pymupdf.Matrix
+) -> tuple[tuple[float, float], ...]:
+    """Display x-ranges of the words of ``text``, glyph by glyph (glyphs in reading order, a list
+    marker's excluded); () when the glyphs and the text's characters do not pair up one to one
+    (a dropped symbol glyph, a resolved control character)."""
+    tokens = text.split()
+    if tokens[:1] == [BULLET]:
+        tokens = tokens[1:]
+    counts = [len(_TAGS.sub("", t)) for t in tokens]
+    if not tokens or sum(counts) != len(glyphs) or not all(counts):
+        return ()
+    out: list[tuple[float, float]] = []
+    k = 0
+    for n in counts:
+        run = glyphs[k : k + n]
+        k += n
+        out.append(
+            (min(g[0] for g in run) * matrix.a + matrix.e, max(g[2] for g in run) * matrix.a + matrix.e)
+        )
+    if text.split()[:1] == [BULLET]:
+        out.insert(0, (out[0][0], out[0][0]))  # the marker: no glyph of its own here
+    return tuple(out)
 
 
 def _typewritten(lines: list[TextLine]) -> list[TextLine]:
@@ -788,7 +832,7 @@ class TextLayerEngine(Engine):
             if key in self._profiles:
                 self._profiles.move_to_end(key)
                 return self._profiles[key]
-        profile = build_profile(doc, extract_lines)
+        profile = build_profile(doc, extract_lines, skip=_heavy)
         with self._profiles_lock:
             self._profiles[key] = profile
             while len(self._profiles) > PROFILE_CACHE:

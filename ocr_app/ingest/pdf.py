@@ -24,7 +24,15 @@ from ocr_app.exceptions import (
     LimitExceededError,
 )
 from ocr_app.ingest.base import SourceDocument
-from ocr_app.ingest.limits import ENV_MAX_PAGES, ENV_MAX_PIXELS, ENV_RENDER_PIXELS, IngestLimits
+from ocr_app.ingest.limits import (
+    ENV_MAX_PAGE_STREAM,
+    ENV_MAX_PAGES,
+    ENV_MAX_PIXELS,
+    ENV_MAX_RENDER_S,
+    ENV_RENDER_PIXELS,
+    IngestLimits,
+)
+from ocr_app.ingest.pdf_guard import check_content, render_isolated
 from ocr_app.schema import PageImage
 
 if TYPE_CHECKING:
@@ -197,16 +205,30 @@ class PdfDocument(SourceDocument):
                         budget, env,
                     )  # fmt: skip
                 zoom = dpi / 72
-                pix = page.get_pixmap(
-                    matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False
+                size = check_content(
+                    page, self.name, index, self.limits.max_page_stream_bytes, ENV_MAX_PAGE_STREAM
                 )
-                image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples, "raw", "RGB", pix.stride)
+                image = None
+                if size <= self.limits.isolate_render_bytes:
+                    pix = page.get_pixmap(
+                        matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False
+                    )
+                    image = Image.frombytes(
+                        "RGB", (pix.width, pix.height), pix.samples, "raw", "RGB", pix.stride
+                    )
             except (CorruptFileError, LimitExceededError):
                 raise
             except (RuntimeError, ValueError) as exc:
                 raise CorruptFileError(
                     f"{self.name}: page {index + 1} is damaged and cannot be rendered"
                 ) from exc
+        if image is None:  # heavy content: a child process renders it, stopped after max_render_s
+            logger.info("%s: page %d has %.0f MiB of content; rendering it in a child process",
+                        self.name, index + 1, size / 2**20)  # fmt: skip
+            image = render_isolated(
+                self.pdf_path, index, zoom, self._password, self.limits.max_render_s, self.name,
+                ENV_MAX_RENDER_S,
+            )  # fmt: skip
         return PageImage(
             image=image,
             index=index,

@@ -29,6 +29,7 @@ from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
 from ocr_app.ui.access import resolve_access
 from ocr_app.ui.api_results import ApiResults
 from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, Waiting, stream_conversion, wait_turn
+from ocr_app.ui.offline import offline_markdown
 from ocr_app.ui.privacy import Owners, client_of
 from ocr_app.ui.session import SessionDirs
 from ocr_app.ui.slots import JobSlots
@@ -390,7 +391,8 @@ class OcrApp:
         }
         if final:  # the whole document is rendered once, not on every live update of a long job
             update[w.downloads] = viewer.download_paths(documents)
-            update[w.doc_md] = update[w.doc_source] = viewer.document_markdown(documents)
+            update[w.doc_source] = viewer.document_markdown(documents)
+            update[w.doc_md] = offline_markdown(update[w.doc_source])  # remote images as links
         return update
 
     def show_page(self, key, entries):
@@ -452,7 +454,9 @@ class OcrApp:
     def build(self) -> gr.Blocks:
         """Return the app's ``gr.Blocks`` (queue configured); call ``launch`` on it or use ``ui.launch``."""
         # No telemetry or version check: documents can be private and the app must work offline.
-        with gr.Blocks(
+        from ocr_app.ui.refusals import blocks_class
+
+        with blocks_class()(  # gr.Blocks whose refusals of API files reach the client with their reason
             title="ocr-app · DeepSeek-OCR-2",
             delete_cache=(600, 3600),
             analytics_enabled=False,
@@ -489,6 +493,7 @@ class OcrApp:
             self._wire_panel()
         demo.queue(default_concurrency_limit=self.jobs_at_once())
         demo.ocr_app_dirs = self.dirs  # type: ignore[attr-defined]  # so launchers/tests can remove the outputs
+        demo.ocr_app_jobs = self.cancels  # type: ignore[attr-defined]  # so a shutdown cancels running jobs
         demo.ocr_app = self  # type: ignore[attr-defined]  # the launcher reads access and privacy from it
         return demo
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,7 +39,9 @@ class CancelRegistry:
         self._lock = threading.Lock()
 
     def start(self, key: str) -> threading.Event:
-        event = threading.Event()
+        from ocr_app.convert import CancelEvent
+
+        event = CancelEvent()
         with self._lock:
             self._events[key] = event
         return event
@@ -60,6 +63,25 @@ class CancelRegistry:
     def running(self, key: str) -> bool:
         with self._lock:
             return key in self._events
+
+    def cancel_all(self, reason: str) -> int:
+        """Cancel every running job and drop what it wrote (the server is stopping); return how many."""
+        with self._lock:
+            events = [e for e in self._events.values() if not e.is_set()]
+        for event in events:
+            if hasattr(event, "cancel"):
+                event.cancel(reason, keep=False)
+            else:
+                event.set()
+        return len(events)
+
+
+def wait_for_jobs(timeout_s: float) -> int:
+    """Wait up to ``timeout_s`` for job worker threads to end; return how many still run."""
+    deadline = time.monotonic() + timeout_s
+    for thread in [t for t in threading.enumerate() if t.name == JOB_THREAD]:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return sum(1 for t in threading.enumerate() if t.name == JOB_THREAD and t.is_alive())
 
 
 @dataclass
@@ -98,6 +120,7 @@ class Progress:
 
 
 _DONE = object()
+JOB_THREAD = "ocr-app-ui-job"  # the worker threads' name (``wait_for_jobs`` finds them by it)
 
 
 def wait_turn(
@@ -188,7 +211,10 @@ def stream_conversion(
                         )
                     ]
                 except Exception as exc:  # never let one file take the job down silently
-                    logger.exception("conversion of %s crashed", path)
+                    if cancel.is_set():  # e.g. the server stopping removed the folder under it
+                        logger.info("conversion of %s ended after its cancel: %s", path, exc)
+                    else:
+                        logger.exception("conversion of %s crashed", path)
                     docs = [
                         DocumentResult(
                             source=names[i],
@@ -201,7 +227,7 @@ def stream_conversion(
             detach()
             events.put(_DONE)
 
-    worker = threading.Thread(target=work, name="ocr-app-ui-job", daemon=True)
+    worker = threading.Thread(target=work, name=JOB_THREAD, daemon=True)
     worker.start()
     try:
         while True:

@@ -76,15 +76,19 @@ def launch(
 
 def _app_kwargs(demo: gr.Blocks) -> dict:
     """FastAPI's own schema route off (it answers without sign-in; gradio has a guarded one under
-    /gradio_api), and the private-results middleware of an app built by ``OcrApp``."""
-    kwargs: dict = {"openapi_url": None}
+    /gradio_api), the Content-Security-Policy, and the private-results middleware of an app built by
+    ``OcrApp``."""
+    from starlette.middleware import Middleware
+
+    from ocr_app.ui.offline import ContentSecurityPolicy
+
+    # every page carries the Content-Security-Policy: it loads nothing from elsewhere (ui/offline.py)
+    kwargs: dict = {"openapi_url": None, "middleware": [Middleware(ContentSecurityPolicy)]}
     app = getattr(demo, "ocr_app", None)
     if app is None:
         return kwargs
-    from starlette.middleware import Middleware
-
     from ocr_app.ui.privacy import PrivacyMiddleware
 
     delivered = app.api_results.delivered
-    kwargs["middleware"] = [Middleware(PrivacyMiddleware, owners=app.owners, on_delivered=delivered)]
+    kwargs["middleware"].append(Middleware(PrivacyMiddleware, owners=app.owners, on_delivered=delivered))
     return kwargs

@@ -79,7 +79,7 @@ class ProcessTemp:
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
-        logger.info("removed the app's temp folder %s", self.path)
+        logger.debug("removed the app's temp folder %s", self.path)
 
 
 def sweep_orphans(base: Path | None = None) -> list[Path]:
