@@ -184,7 +184,7 @@ def load_quantized(
     import time
 
     import torch
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
     from transformers import AutoConfig, GenerationConfig
 
     from ocr_app.quant.apply import guard_fp16, set_module
@@ -230,17 +230,20 @@ def load_quantized(
         state = {k: cast(k, v) for k, v in fetched.items()}
         read, copy = prefetch.seconds or 0.0, time.perf_counter() - a - verify
     else:
-        with safe_open(str(path / WEIGHTS_FILE), framework="pt", device="cpu") as f:
-            for k in sorted(f.keys()):
-                a = time.perf_counter()
-                v = f.get_tensor(k)
-                if digest is not None:  # hashed on the CPU copy the read makes anyway
-                    c = time.perf_counter()
-                    digest.update(k, v)
-                    verify += time.perf_counter() - c
-                b = time.perf_counter()
-                state[k] = cast(k, v.to(device))
-                read, copy = read + b - a, copy + time.perf_counter() - b
+        try:
+            with safe_open(str(path / WEIGHTS_FILE), framework="pt", device="cpu") as f:
+                for k in sorted(f.keys()):
+                    a = time.perf_counter()
+                    v = f.get_tensor(k)
+                    if digest is not None:  # hashed on the CPU copy the read makes anyway
+                        c = time.perf_counter()
+                        digest.update(k, v)
+                        verify += time.perf_counter() - c
+                    b = time.perf_counter()
+                    state[k] = cast(k, v.to(device))
+                    read, copy = read + b - a, copy + time.perf_counter() - b
+        except SafetensorError as exc:  # cut short or a garbled header: not a safetensors file any more
+            raise DamagedCheckpointError(f"{path / WEIGHTS_FILE} cannot be read: {exc}") from exc
     if device.type == "cuda":
         a = time.perf_counter()
         torch.cuda.synchronize(device)
