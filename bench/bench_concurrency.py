@@ -30,8 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import subprocess
 import sys
 import threading
 import time
@@ -349,14 +347,7 @@ def phase_budget(args: argparse.Namespace) -> dict:
 
 # --- orchestration ------------------------------------------------------------------------------------
 def run_phase(args: argparse.Namespace, phase: str, extra: list[str]) -> dict:
-    result = Path(args.work) / f"result_{phase}.json"
-    cmd = [sys.executable, __file__, "--phase", phase, "--result", str(result), *common_argv(args), *extra]
-    log("$", " ".join(cmd[1:]))
-    env = {**os.environ, "PYTHONPATH": bp._pythonpath()}
-    proc = subprocess.run(cmd, env=env, timeout=args.timeout)
-    if proc.returncode != 0:
-        return {"error": f"phase {phase} exited with {proc.returncode}"}
-    return json.loads(result.read_text())
+    return bp.run_phase(args, phase, extra, script=__file__, common=common_argv)
 
 
 def common_argv(args: argparse.Namespace) -> list[str]:

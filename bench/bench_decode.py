@@ -341,6 +341,7 @@ def apply_preset(model, name):
         return model
     base = name.split("@")[0]
     if base in ("mixed", "mixed1d"):
+        from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
         from ocr_app.quant.apply import quantize_model
         from ocr_app.quant.options import default_kernel_options, set_kernel_options
         from ocr_app.quant.presets import get_preset
@@ -349,7 +350,7 @@ def apply_preset(model, name):
             gemv_acc2d=base == "mixed",  # mixed1d: one reduction per K-tile (the earlier kernel)
         )
         options = options.replace(**kernel_knobs(name.split("@")[1] if "@" in name else ""))
-        quantize_model(model, get_preset("mixed"))
+        quantize_model(model, get_preset("mixed"), adapter=ADAPTER)
         set_kernel_options(model, options)
         return model
     raise SystemExit(f"unknown preset {name}")

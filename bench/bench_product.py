@@ -46,6 +46,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,9 +137,11 @@ def phase_prepare(args: argparse.Namespace) -> dict:
             mixed = work / "mixed"
             t1 = time.perf_counter()
             if not (mixed / "config.json").exists():
+                from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
                 from ocr_app.quant.pipeline import quantize_checkpoint
 
-                quantize_checkpoint(full, mixed, "mixed", 0, "cuda")  # round-to-nearest: random weights
+                # round-to-nearest: random weights
+                quantize_checkpoint(full, mixed, "mixed", 0, "cuda", adapter=ADAPTER)
                 unreachable_eos(mixed)
             out["checkpoints"]["mixed"] = str(mixed)
             out["quantize_s"] = round(time.perf_counter() - t1, 1)
@@ -354,10 +357,21 @@ def _pythonpath() -> str:
     return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 
 
-def run_phase(args: argparse.Namespace, phase: str, extra: list[str], env: dict | None = None) -> dict:
+def run_phase(
+    args: argparse.Namespace,
+    phase: str,
+    extra: list[str],
+    env: dict | None = None,
+    *,
+    script: str = __file__,
+    common: Callable[[argparse.Namespace], list[str]] | None = None,
+) -> dict:
+    """Run ``phase`` of ``script`` (this bench, or another built on its phases) in a fresh process with
+    ``common(args)`` (default: this bench's ``common_argv``) and ``extra``; its JSON result, or an error."""
     tag = "_".join(x.lstrip("-") for x in extra[:2]) or "all"
     result = Path(args.work) / f"result_{phase}_{tag}.json"
-    cmd = [sys.executable, __file__, "--phase", phase, "--result", str(result), *common_argv(args), *extra]
+    argv = (common or common_argv)(args)
+    cmd = [sys.executable, script, "--phase", phase, "--result", str(result), *argv, *extra]
     log("$", " ".join(cmd[1:]))
     t0 = time.perf_counter()
     proc = subprocess.run(

@@ -360,6 +360,7 @@ def _setup():
 
 
 def _quick(cfg, dev, dtype, inp) -> None:
+    from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
     from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.modules import Int8Linear
@@ -372,7 +373,7 @@ def _quick(cfg, dev, dtype, inp) -> None:
     measure("bf16_stock_attn", model, inp, n_new, dev)
     bound_sam_attention(model, ARGS.attn_mb)
     measure("bf16", model, inp, n_new, dev)
-    quantize_model(model, get_preset("mixed"), None)
+    quantize_model(model, get_preset("mixed"), None, adapter=ADAPTER)
     gc.collect()
     for flag in ("0", "1"):
         set_kernel_options(model, default_kernel_options().replace(fast_launch=flag == "1"))
@@ -387,11 +388,12 @@ def _quick(cfg, dev, dtype, inp) -> None:
 
 def _reference_and_checkpoint(cfg, dev, dtype, inp, images):
     """bf16 speed and reference logits, AWQ calibration, the mixed checkpoint written to a temp dir."""
+    from ocr_app.models.deepseek_ocr2.quant_fidelity import layer_kind_errors
+    from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
     from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.calibration import collect_activations
     from ocr_app.quant.checkpoint import save_quantized
-    from ocr_app.quant.fidelity import layer_kind_errors
     from ocr_app.quant.presets import get_preset
 
     model = build(cfg, dev, dtype)
@@ -410,13 +412,13 @@ def _reference_and_checkpoint(cfg, dev, dtype, inp, images):
     batches = [
         page_inputs(cfg, img, dev, dtype, n_text=256, seed=i + 1)[0] for i, img in enumerate(images[1:])
     ]
-    calib = collect_activations(model, batches)
+    calib = collect_activations(model, batches, ADAPTER)
     R["calibration"] = {"pages": calib.pages, "tokens": calib.tokens}
     R["awq_vs_rtn_outliers"] = layer_kind_errors(model, calib)
     del batches
     log("awq_vs_rtn", json.dumps(R["awq_vs_rtn_outliers"]))
     tq = time.perf_counter()
-    recipe = quantize_model(model, get_preset("mixed"), calib)
+    recipe = quantize_model(model, get_preset("mixed"), calib, adapter=ADAPTER)
     R["quantize_s"] = time.perf_counter() - tq
     qdir = Path(tempfile.mkdtemp(prefix="qckpt-"))
     save_quantized(model, recipe, qdir, None)
@@ -457,6 +459,7 @@ def _mixed_from_checkpoint(qdir, dev, dtype, inp, toks, ref_logits) -> None:
 
 def _variants(cfg, dev, dtype, inp, toks, ref_logits, t0) -> None:
     """Variants quantised on the fly: RTN 4-bit (AWQ off), weight-only 8-bit vision, int8."""
+    from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
     from ocr_app.models.deepseek_ocr2.sam_attention import bound_sam_attention
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.fidelity import logit_agreement
@@ -466,7 +469,9 @@ def _variants(cfg, dev, dtype, inp, toks, ref_logits, t0) -> None:
         torch.cuda.empty_cache()
     if not ARGS.skip_rtn:
         model = build(cfg, dev, dtype)
-        quantize_model(model, Preset("mixed_rtn", "bfloat16", vision="int8", decoder_bits=4), None)
+        quantize_model(
+            model, Preset("mixed_rtn", "bfloat16", vision="int8", decoder_bits=4), None, adapter=ADAPTER
+        )
         R["fidelity_mixed_rtn"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))
         log("fidelity mixed RTN", R["fidelity_mixed_rtn"])
         del model
@@ -475,7 +480,9 @@ def _variants(cfg, dev, dtype, inp, toks, ref_logits, t0) -> None:
         torch.cuda.empty_cache()
     if ARGS.w8vision:
         model = build(cfg, dev, dtype)
-        quantize_model(model, Preset("mixed_w8vision", "bfloat16", vision="w8", decoder_bits=4), None)
+        quantize_model(
+            model, Preset("mixed_w8vision", "bfloat16", vision="w8", decoder_bits=4), None, adapter=ADAPTER
+        )
         bound_sam_attention(model, ARGS.attn_mb)
         measure("mixed_w8vision_rtn", model, inp, ARGS.new, dev)
         del model
@@ -484,7 +491,7 @@ def _variants(cfg, dev, dtype, inp, toks, ref_logits, t0) -> None:
         torch.cuda.empty_cache()
     if time.perf_counter() - t0 < ARGS.budget_s:
         model = build(cfg, dev, dtype)
-        quantize_model(model, get_preset("int8"), None)
+        quantize_model(model, get_preset("int8"), None, adapter=ADAPTER)
         bound_sam_attention(model, ARGS.attn_mb)
         measure("int8", model, inp, ARGS.new, dev)
         R["fidelity_int8"] = logit_agreement(ref_logits, teacher_forced_logits(model, inp, toks))

@@ -54,10 +54,12 @@ def _engine(model_dir: Path, preset: str, device: str):
     if preset == RTN:  # the mixed recipe without AWQ: round-to-nearest 4-bit decoder, INT8 vision
         from dataclasses import replace
 
+        from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
         from ocr_app.quant.pipeline import quantize_loaded
         from ocr_app.quant.presets import get_preset
 
-        quantize_loaded(engine.model, engine.processor, replace(get_preset("mixed"), name=RTN, awq=False))
+        rtn = replace(get_preset("mixed"), name=RTN, awq=False)
+        quantize_loaded(engine.model, engine.processor, rtn, adapter=ADAPTER)
     return engine
 
 

@@ -131,6 +131,17 @@ def check_engine(name: str) -> str:
     return key
 
 
+def unmet_requirement(name: str, settings: Any) -> str | None:
+    """What engine ``name`` needs and ``settings`` lack (its ``Capabilities.requires``), as a sentence
+    naming the environment variable to set; None when nothing is missing."""
+    caps = engine_kind(name).capabilities
+    prefix = getattr(settings, "model_config", {}).get("env_prefix", "")
+    for field, what in caps.requires:
+        if not getattr(settings, field, None):
+            return f"--engine {caps.name} needs {what}: set {prefix}{field.upper()}."
+    return None
+
+
 # Built-in kinds, in the order front ends list them.
 register_engine(
     Capabilities(
@@ -170,5 +181,6 @@ register_engine(
         prompted=True,
         keeps_table_html=True,
         reads_scans=True,
+        requires=(("remote_url", "an endpoint"),),
     )
 )

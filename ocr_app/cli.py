@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ocr_app.choices import DTYPE_CHOICES, canonical_engine, canonical_precision, engine_names
+from ocr_app.choices import (
+    DTYPE_CHOICES,
+    canonical_engine,
+    canonical_precision,
+    engine_names,
+    unmet_requirement,
+)
 from ocr_app.exceptions import ConversionCancelled, InputError, OcrError
 from ocr_app.load_bar import LoadBar
 from ocr_app.models.deepseek_ocr2.modes import MODES
@@ -441,10 +447,11 @@ def _settings_error(exc: Exception) -> str:
 
 
 def _check_usage(settings, mode: str | None) -> None:
-    """An unknown mode, a CUDA device this machine lacks, or the remote engine without an endpoint: exit
-    2 before anything loads, naming the valid choices (the value may come from --mode or
-    DEEPSEEK_OCR_MODE). Dtype and engine are checked by their own vocabularies (click choices and the
-    settings validators), the device's spelling by the settings validator."""
+    """An unknown mode, a CUDA device this machine lacks, or an engine without a setting its kind
+    requires (``Capabilities.requires``: the remote engine's endpoint): exit 2 before anything loads,
+    naming the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Dtype and engine are
+    checked by their own vocabularies (click choices and the settings validators), the device's spelling
+    by the settings validator."""
     from ocr_app.exceptions import ConfigError
     from ocr_app.models.deepseek_ocr2.modes import check_mode
 
@@ -453,10 +460,9 @@ def _check_usage(settings, mode: str | None) -> None:
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="'--mode'") from None
     _check_device(settings.device)
-    if canonical_engine(settings.engine) == "remote" and not settings.remote_url:
-        raise click.UsageError(
-            "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
-        )
+    unmet = unmet_requirement(settings.engine, settings)
+    if unmet:
+        raise click.UsageError(unmet)
 
 
 def _check_device(device: str | None) -> None:

@@ -33,6 +33,9 @@ class Capabilities:
     reads_scans: bool = False  # reads page images (an OCR engine), not only embedded text
     wants_gpu: bool = False  # runs on the CPU too, but slowly: front ends warn without a GPU
     help: str = ""  # how to get it working where it cannot run (the web app's banner)
+    # settings it cannot run without: (``Settings`` field, what it is for people), e.g. the remote
+    # engine's ("remote_url", "an endpoint"); the CLI refuses to start without them (exit 2)
+    requires: tuple[tuple[str, str], ...] = ()
     prompts: tuple[tuple[str, str], ...] = ()  # (preset name, label for people)
     custom_prompt: bool = False  # accepts free prompt text besides the presets
     modes: tuple[str, ...] = ()  # resolution modes, the engine's own default first

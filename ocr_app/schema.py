@@ -18,6 +18,16 @@ if TYPE_CHECKING:
 Box = tuple[float, float, float, float]
 
 
+def union_box(boxes: Sequence[Box]) -> Box:
+    """The smallest box holding every one of ``boxes`` (at least one)."""
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+
+
 class StopReason(str, enum.Enum):
     """Why decoding of a page stopped."""
 

@@ -12,6 +12,7 @@ place. This module imports neither an engine nor the DeepSeek-OCR-2 wing.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -211,22 +212,23 @@ class Settings(BaseSettings):
     @field_validator("dtype", mode="before")
     @classmethod
     def _dtype(cls, value: object) -> object:  # aliases (bfloat16, half, …) → the canonical name
-        if not isinstance(value, str):
-            return value
-        try:
-            return canonical_precision(value)
-        except ConfigError as exc:  # pydantic reports ValueErrors with the field name
-            raise ValueError(str(exc)) from None
+        return _in_vocabulary(canonical_precision, value)
 
     @field_validator("engine", mode="before")
     @classmethod
     def _engine(cls, value: object) -> object:  # aliases (rapidocr, deepseek-ocr2) → the canonical name
-        if not isinstance(value, str):
-            return value
-        try:
-            return check_engine(value)
-        except ConfigError as exc:  # pydantic reports ValueErrors with the field name
-            raise ValueError(str(exc)) from None
+        return _in_vocabulary(check_engine, value)
+
+
+def _in_vocabulary(canonical: Callable[[str], str], value: object) -> object:
+    """A text setting made canonical by its vocabulary's ``canonical`` (which raises ``ConfigError`` on an
+    unknown name), as a ``ValueError``: pydantic reports those with the field name."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return canonical(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def load_settings(**overrides: object) -> Settings:

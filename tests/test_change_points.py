@@ -106,6 +106,27 @@ def test_a_new_engine_is_one_registration(echo_kind, tmp_path):
     assert "<td>echo 320x200</td>" in (tmp_path / "cli" / "scan" / "scan.md").read_text()
 
 
+def test_a_setting_an_engine_kind_requires_is_checked_by_the_cli_from_its_capabilities(tmp_path):
+    """The CLI knows no engine by name: a kind that declares ``requires`` is refused (exit 2, naming the
+    variable to set) until the setting is there — as the built-in remote engine without its endpoint."""
+    from click.testing import CliRunner
+
+    from ocr_app.choices import register_engine, unregister_engine
+    from ocr_app.cli import main
+
+    register_engine(replace(EchoEngine.KIND, name="keyed", requires=(("remote_api_key", "a key"),)),
+                    factory=EchoEngine)  # fmt: skip
+    image = make_image(tmp_path / "scan.png", size=(320, 200))
+    args = ["convert", str(image), "-o", str(tmp_path / "cli"), "--engine", "keyed", "-q"]
+    try:
+        refused = CliRunner().invoke(main, args, env={"DEEPSEEK_OCR_REMOTE_API_KEY": ""})
+        runs = CliRunner().invoke(main, args, env={"DEEPSEEK_OCR_REMOTE_API_KEY": "k"})
+    finally:
+        unregister_engine("keyed")
+    assert refused.exit_code == 2 and "--engine keyed needs a key: set DEEPSEEK_OCR_REMOTE_API_KEY." in refused.output
+    assert runs.exit_code == 0, runs.output
+
+
 def test_an_unknown_engine_name_is_refused_and_its_html_escaped(tmp_path):
     from ocr_app.choices import engine_kind
     from ocr_app.render.markdown import page_markdown

@@ -282,11 +282,12 @@ def test_decoder_runs_quantized_modules_like_generate(tiny_checkpoint):
     from transformers import AutoModelForImageTextToText
 
     from ocr_app.models.deepseek_ocr2.decoding.kernels import fusable_moe
+    from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.presets import get_preset
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
-    quantize_model(model, get_preset("mixed"))
+    quantize_model(model, get_preset("mixed"), adapter=ADAPTER)
     assert not fusable_moe(model.model.language_model.layers[1].mlp)
     prompts = _prompts(6, (7, 12))
     want = [_generate(model, p, 12) for p in prompts]

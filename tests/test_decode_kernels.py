@@ -139,12 +139,13 @@ def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, m
 
     from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec
     from ocr_app.models.deepseek_ocr2.decoding.interface import DecodeRequest, DecoderOptions
+    from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
     from ocr_app.quant.apply import quantize_model
     from ocr_app.quant.options import KernelOptions, set_kernel_options
     from ocr_app.quant.presets import get_preset
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
-    quantize_model(model, get_preset("mixed"))
+    quantize_model(model, get_preset("mixed"), adapter=ADAPTER)
     g = torch.Generator().manual_seed(3)
     prompts = [[0, *torch.randint(5, 390, (n,), generator=g).tolist()] for n in (7, 12, 9)]
     n_new = 6

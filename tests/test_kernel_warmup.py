@@ -202,11 +202,12 @@ def _engine(preset: str = "bf16", *, slots: int = 4, decoder: str = "graph", fus
     if fused_sam:
         fuse_sam_layers(model, any_device=True)
     if preset != "bf16":
+        from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
         from ocr_app.quant.apply import quantize_model
         from ocr_app.quant.options import KernelOptions, set_kernel_options
         from ocr_app.quant.presets import get_preset
 
-        quantize_model(model, get_preset(preset))
+        quantize_model(model, get_preset(preset), adapter=ADAPTER)
         set_kernel_options(model, KernelOptions(backend="triton"))  # the kernels, under the interpreter
     eng = DeepSeekOcr2Engine(load_settings(device="cpu", decoder=decoder, decode_max_slots=slots))
     eng.model, eng.device, eng.dtype = model, torch.device("cpu"), torch.float32

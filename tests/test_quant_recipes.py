@@ -1,6 +1,8 @@
 """docs/ARCHITECTURE.md's claim for quantisation, proved: one layer kind's recipe is changed in one place —
 here, registered from the test — and the load-then-quantise path, the streaming load behind the engine,
-the pre-quantised checkpoint written to the cache and the cache key all follow."""
+the pre-quantised checkpoint written to the cache and the cache key all follow. The kinds are the
+DeepSeek-OCR-2 wing's (``models/deepseek_ocr2/quant_recipes.py``); ``ocr_app.quant`` holds the registry
+and names no model."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER, LAYER_KINDS
 from ocr_app.quant import recipes
 from ocr_app.quant.modules import Int8Linear, QuantExperts, QuantLinear
 from ocr_app.quant.presets import get_preset
@@ -54,9 +57,9 @@ def test_the_kinds_and_their_builtin_recipes(tiny_checkpoint):
     from ocr_app.quant.apply import quantize_model
 
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
-    recipe = quantize_model(model, get_preset("int8"))
+    recipe = quantize_model(model, get_preset("int8"), adapter=ADAPTER)
     assert _kinds(model) == BUILTIN_INT8
-    assert set(recipes.recipe_signature()) == set(recipes.LAYER_KINDS)
+    assert set(recipes.recipe_signature(ADAPTER.kinds)) == set(LAYER_KINDS) == set(BUILTIN_INT8)
     with pytest.raises(Exception, match="Unknown layer kind"):
         recipes.register_recipe("lm_head", attention_in_float)
     assert any(".self_attn.q_proj" in name for name in recipe["modules"])
@@ -76,14 +79,14 @@ def test_a_layer_kind_recipe_is_one_registration(float_attention, tiny_checkpoin
     expected = {**BUILTIN_INT8, "attention": torch.nn.Linear}
     # load, then quantise
     model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
-    recipe = quantize_model(model, get_preset("int8"))
+    recipe = quantize_model(model, get_preset("int8"), adapter=ADAPTER)
     assert _kinds(model) == expected
     assert not [n for n in recipe["modules"] if n.startswith(DECODER) and ".self_attn." in n]
     assert recipe["modules"]["model.language_model.layers.1.mlp.experts"]["bits"] == 8  # others untouched
 
     # the engine: streamed at load, stored in the quantised-weights cache, then read back from it
     store = QuantStore(tmp_path / "c" / SUBDIR)
-    key = store.key(tiny_checkpoint, "int8", 0)
+    key = store.key(tiny_checkpoint, "int8", 0, ADAPTER)
     settings = Settings(model=str(tiny_checkpoint), device="cpu", dtype="int8", engine="deepseek",
                         idle_unload_s=0, cache_dir=tmp_path / "c", max_new_tokens=3)  # fmt: skip
     page = PageImage(image=Image.new("RGB", (640, 480), "white"), index=0, source="p.png")
@@ -103,4 +106,4 @@ def test_a_layer_kind_recipe_is_one_registration(float_attention, tiny_checkpoin
     ]
     # the cache key names the recipe: weights quantised by the built-in one are never served for it
     recipes.restore_builtin("attention")
-    assert store.key(tiny_checkpoint, "int8", 0) != key
+    assert store.key(tiny_checkpoint, "int8", 0, ADAPTER) != key

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER, DECODER
 from ocr_app.quant.modules import Int8Linear, QuantExperts, QuantLinear
 from ocr_app.quant.presets import get_preset
 
@@ -37,18 +38,18 @@ def processor(tiny_checkpoint):
 
 @pytest.fixture(scope="module")
 def calib_batches(processor):
-    from ocr_app.quant.calibration import calibration_batches, render_calibration_pages
+    from ocr_app.quant.calibration import render_calibration_pages
 
-    return calibration_batches(
+    return ADAPTER.calibration_batches(
         processor, render_calibration_pages(1, seed=0), max_text_tokens=96, max_patches=2
     )
 
 
 @pytest.fixture(scope="module")
 def eval_batches(processor):
-    from ocr_app.quant.calibration import calibration_batches, render_calibration_pages
+    from ocr_app.quant.calibration import render_calibration_pages
 
-    return calibration_batches(
+    return ADAPTER.calibration_batches(
         processor, render_calibration_pages(1, seed=7), max_text_tokens=48, max_patches=2
     )
 
@@ -72,7 +73,7 @@ def streamed(tiny_checkpoint, calib_batches):
         })  # fmt: skip
 
     model, recipe, report = stream_quantize(
-        tiny_checkpoint, get_preset("mixed"), torch.device("cpu"), torch.float32,
+        tiny_checkpoint, get_preset("mixed"), torch.device("cpu"), torch.float32, adapter=ADAPTER,
         calib_batches=calib_batches, progress=lambda *a: progress.append(a), observer=observe,
         offload_experts=True,  # as on a GPU: routed experts stay on the CPU, visit the device in turn
     )  # fmt: skip
@@ -96,8 +97,6 @@ def test_reader_maps_hub_keys_to_module_names(tiny_checkpoint):
 
 
 def test_layers_stream_one_at_a_time(streamed):
-    from ocr_app.quant.stream import DECODER
-
     model, recipe, report, steps, progress = streamed
     layers = len(model.model.language_model.layers)
     assert [p[0] for p in progress] == list(range(1, len(progress) + 1))
@@ -127,7 +126,7 @@ def test_layers_stream_one_at_a_time(streamed):
 
 
 def test_streamed_reads_each_unit_before_the_next(tiny_checkpoint):
-    from ocr_app.quant.stream import CheckpointReader, stream_quantize, units_of
+    from ocr_app.quant.stream import CheckpointReader, stream_quantize
 
     order: list[str] = []
     real = CheckpointReader.tensor
@@ -139,10 +138,12 @@ def test_streamed_reads_each_unit_before_the_next(tiny_checkpoint):
     mp = pytest.MonkeyPatch()
     mp.setattr(CheckpointReader, "tensor", spy)
     try:
-        model, _, _ = stream_quantize(tiny_checkpoint, get_preset("int8"), torch.device("cpu"), torch.float32)
+        model, _, _ = stream_quantize(
+            tiny_checkpoint, get_preset("int8"), torch.device("cpu"), torch.float32, adapter=ADAPTER
+        )
     finally:
         mp.undo()
-    units = units_of(model)
+    units = [u.prefix for u in ADAPTER.units(model)]
     unit_of = [next((i for i, u in enumerate(units) if n.startswith(u + ".")), -1) for n in order]
     assert unit_of == sorted(unit_of)  # float parts (-1) first, then unit 0, 1, 2 … never interleaved
     assert sorted(set(unit_of)) == list(range(-1, len(units)))
@@ -200,7 +201,9 @@ def test_streamed_awq_is_at_least_as_faithful_as_load_then_quantise(
 
     ref, target = _transcript_logits(_load_float(tiny_checkpoint), transcript_batches)
     today = _load_float(tiny_checkpoint)
-    quantize_model(today, get_preset("mixed"), collect_activations(today, calib_batches))
+    quantize_model(
+        today, get_preset("mixed"), collect_activations(today, calib_batches, ADAPTER), adapter=ADAPTER
+    )
     old, _ = _transcript_logits(today, transcript_batches)
     new, _ = _transcript_logits(streamed[0], transcript_batches)
     right = {
@@ -225,7 +228,7 @@ def test_incomplete_checkpoint_is_a_clear_error(tiny_checkpoint, tmp_path):
     del state["model.layers.2.self_attn.q_proj.weight"]
     save_file(state, str(broken / "model.safetensors"), metadata={"format": "pt"})
     with pytest.raises(ModelLoadError, match=r"not a complete .*layers\.2\.self_attn\.q_proj\.weight"):
-        stream_quantize(broken, get_preset("int8"), torch.device("cpu"), torch.float32)
+        stream_quantize(broken, get_preset("int8"), torch.device("cpu"), torch.float32, adapter=ADAPTER)
 
 
 def test_quantised_weights_are_cached_by_content(tiny_checkpoint, tmp_path, eval_batches):
@@ -236,7 +239,7 @@ def test_quantised_weights_are_cached_by_content(tiny_checkpoint, tmp_path, eval
     from ocr_app.quant.store import HASHES_FILE, QuantStore
 
     cache = tmp_path / "cache"
-    backend = PresetBackend("int8")
+    backend = PresetBackend("int8", ADAPTER)
     first = backend.load_model(tiny_checkpoint, torch.device("cpu"), torch.float32, cache_dir=cache)
     assert first.ocr_quant_info["source"] == "quantised now" and first.ocr_quant_info["quantize_seconds"] > 0
     second = backend.load_model(tiny_checkpoint, torch.device("cpu"), torch.float32, cache_dir=cache)
@@ -254,14 +257,14 @@ def test_quantised_weights_are_cached_by_content(tiny_checkpoint, tmp_path, eval
     # the key follows the content: same bytes elsewhere → same key; one changed weight → another key
     copy = tmp_path / "copy"
     shutil.copytree(tiny_checkpoint, copy)
-    assert store.key(copy, "int8", 4) == store.key(tiny_checkpoint, "int8", 4)
-    assert store.key(copy, "mixed", 4) != store.key(copy, "int8", 4)
+    assert store.key(copy, "int8", 4, ADAPTER) == store.key(tiny_checkpoint, "int8", 4, ADAPTER)
+    assert store.key(copy, "mixed", 4, ADAPTER) != store.key(copy, "int8", 4, ADAPTER)
     from safetensors.torch import load_file, save_file
 
     state = load_file(str(copy / "model.safetensors"))
     state["model.norm.weight"] = state["model.norm.weight"] + 1
     save_file(state, str(copy / "model.safetensors"), metadata={"format": "pt"})
-    assert store.key(copy, "int8", 4) != store.key(tiny_checkpoint, "int8", 4)
+    assert store.key(copy, "int8", 4, ADAPTER) != store.key(tiny_checkpoint, "int8", 4, ADAPTER)
     # ocr-app cache info lists it, cache clear removes it
     env = {"DEEPSEEK_OCR_CACHE_DIR": str(cache)}
     out = CliRunner().invoke(main, ["cache", "info"], env=env).output
@@ -465,7 +468,7 @@ def test_a_damaged_quantised_weights_cache_entry_is_detected_and_recomputed(
     from ocr_app.quant.checkpoint import WEIGHTS_FILE
     from ocr_app.quant.pipeline import PresetBackend
 
-    cache, backend = tmp_path / "cache", PresetBackend("int8")
+    cache, backend = tmp_path / "cache", PresetBackend("int8", ADAPTER)
     first = backend.load_model(tiny_checkpoint, torch.device("cpu"), torch.float32, cache_dir=cache)
     entry = Path(first.ocr_quant_info["cache_path"])
     weights = entry / WEIGHTS_FILE

@@ -1,10 +1,11 @@
-"""Calibration data for AWQ: document pages rendered with PyMuPDF at run time, and the decoder
-activations they produce (recorded with forward hooks).
+"""Calibration data for AWQ: document pages rendered with PyMuPDF at run time, and the activations
+they produce in the chained units (recorded with forward hooks the model's adapter places).
 
 Why rendered pages: AWQ's scales follow the activation statistics, which for an OCR model are set by
-page images (≈1,100 vision tokens per page) and by Markdown text. Each page is rendered from text we
-generate, so its Markdown is known and the calibration sequence is ``image + prompt + page Markdown``:
-the decoder sees vision tokens and realistic output tokens, as in use. No download, nothing shipped.
+page images and by Markdown text. Each page is rendered from text we generate, so its Markdown is known;
+the model's adapter turns (page, Markdown) into its own input (``QuantAdapter.calibration_batches``:
+image + prompt + page Markdown), so the decoder sees image tokens and realistic output tokens, as in use.
+No download, nothing shipped.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ if TYPE_CHECKING:
     import torch
     from PIL import Image
 
+    from ocr_app.quant.adapter import QuantAdapter
+
 logger = logging.getLogger(__name__)
 
-CALIB_PROMPT = "<image>\n<|grounding|>Convert the document to markdown."
 _WORDS = [
     "the",
     "model",
@@ -127,99 +129,83 @@ def render_calibration_pages(n: int, seed: int = 0, dpi: int = 144) -> list[tupl
     return pages
 
 
-def calibration_batches(
-    processor, pages: list[tuple[Image.Image, str]], max_text_tokens: int = 384, **images_kwargs
-) -> list[dict]:
-    """Processor outputs (one page per batch) for ``image + prompt + Markdown`` sequences.
-
-    ``images_kwargs`` go to the image processor (e.g. ``max_patches=2`` for fewer tiles in tests).
-    """
-    tok = processor.tokenizer
-    batches = []
-    for img, md in pages:
-        ids = tok(md, add_special_tokens=False)["input_ids"][:max_text_tokens]
-        text = CALIB_PROMPT + tok.decode(ids)
-        batches.append(dict(processor(images=img, text=text, return_tensors="pt", **images_kwargs)))
-    return batches
-
-
 @dataclass
 class LayerActivations:
-    """Inputs recorded for one decoder layer, rows = tokens: attention input (after the input norm),
-    ``o_proj`` input, MLP input (after the post-attention norm), and routed expert ids (sparse)."""
+    """The inputs recorded for one chained unit, rows = tokens, by the name the adapter gave each tap
+    (its recipes read them by those names: ``acts["attn_in"]``)."""
 
-    attn_in: torch.Tensor
-    o_in: torch.Tensor
-    mlp_in: torch.Tensor
-    topk: torch.Tensor | None
+    tensors: dict[str, torch.Tensor]
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self.tensors[name]
+
+    def get(self, name: str) -> torch.Tensor | None:
+        return self.tensors.get(name)
+
+    @property
+    def rows(self) -> int:
+        return next(iter(self.tensors.values())).shape[0] if self.tensors else 0
 
 
 @dataclass
 class Calibration:
-    layers: list[LayerActivations]
+    layers: list[LayerActivations]  # one per chained unit, in order
     pages: int
     tokens: int
 
 
-def record_layer_inputs(layer, i: int, rec: dict[tuple[int, str], list[torch.Tensor]]) -> list:
-    """Hooks on decoder layer ``layer`` (index ``i``) that append its AWQ inputs to ``rec``; returns the
-    handles (remove them when done). Shared by the whole-model and the streaming (layer-by-layer) paths."""
-
-    def keep(key):
-        def pre_hook(_mod, args, kwargs=None):
-            x = args[0] if args else next(iter(kwargs.values()))
-            rec.setdefault(key, []).append(x.detach().reshape(-1, x.shape[-1]))
-
-        return pre_hook
-
-    def keep_topk(key):
-        def hook(_mod, _args, out):
-            rec.setdefault(key, []).append(out[2].detach().reshape(-1, out[2].shape[-1]))
-
-        return hook
-
-    handles = [
-        layer.self_attn.q_proj.register_forward_pre_hook(keep((i, "attn_in"))),
-        layer.self_attn.o_proj.register_forward_pre_hook(keep((i, "o_in"))),
-        layer.mlp.register_forward_pre_hook(keep((i, "mlp_in")), with_kwargs=True),
-    ]
-    if hasattr(layer.mlp, "gate"):
-        handles.append(layer.mlp.gate.register_forward_hook(keep_topk((i, "topk"))))
-    return handles
+Recorded = dict[str, list["torch.Tensor"]]
 
 
-def layer_activations(rec: dict[tuple[int, str], list[torch.Tensor]], i: int) -> LayerActivations:
-    """The recorded inputs of layer ``i``, concatenated over the calibration pages."""
+def tap_input(module, rec: Recorded, key: str):
+    """A hook appending ``module``'s input (first positional or keyword argument, rows = tokens) to
+    ``rec[key]``; returns its handle."""
+
+    def pre_hook(_mod, args, kwargs):
+        x = args[0] if args else next(iter(kwargs.values()))
+        rec.setdefault(key, []).append(x.detach().reshape(-1, x.shape[-1]))
+
+    return module.register_forward_pre_hook(pre_hook, with_kwargs=True)
+
+
+def tap_output(module, rec: Recorded, key: str, pick=lambda out: out):
+    """A hook appending ``pick(output)`` of ``module`` (rows = tokens) to ``rec[key]``; returns its handle."""
+
+    def hook(_mod, _args, out):
+        x = pick(out)
+        rec.setdefault(key, []).append(x.detach().reshape(-1, x.shape[-1]))
+
+    return module.register_forward_hook(hook)
+
+
+def layer_activations(rec: Recorded) -> LayerActivations:
+    """One unit's recorded inputs, concatenated over the calibration pages."""
     import torch
 
-    topk = rec.get((i, "topk"))
-    return LayerActivations(
-        attn_in=torch.cat(rec[(i, "attn_in")]),
-        o_in=torch.cat(rec[(i, "o_in")]),
-        mlp_in=torch.cat(rec[(i, "mlp_in")]),
-        topk=torch.cat(topk) if topk else None,
-    )
+    return LayerActivations({key: torch.cat(parts) for key, parts in rec.items()})
 
 
 def model_inputs(batch: dict, device, dtype) -> dict:
-    """A processor batch on ``device``, pixels in the model's float dtype."""
+    """A processor batch on ``device``, its floating tensors (the pixels) in the model's float dtype."""
     inputs = {k: (v.to(device) if hasattr(v, "to") else v) for k, v in batch.items()}
-    for name in ("pixel_values", "pixel_values_local"):
-        if inputs.get(name) is not None:
-            inputs[name] = inputs[name].to(dtype)
+    for name, v in inputs.items():
+        if hasattr(v, "is_floating_point") and v.is_floating_point():
+            inputs[name] = v.to(dtype)
     return inputs
 
 
-def collect_activations(model, batches: Iterable[dict]) -> Calibration:
-    """Run the (float) model over ``batches`` and record each decoder layer's inputs with hooks."""
+def collect_activations(model, batches: Iterable[dict], adapter: QuantAdapter) -> Calibration:
+    """Run the (float) model over ``batches`` and record each chained unit's inputs with the adapter's hooks."""
     import torch
 
-    lm = model.model.language_model
+    from ocr_app.quant.adapter import chained_units
+
+    units = chained_units(adapter, model)
     device = next(model.parameters()).device
-    rec: dict[tuple[int, str], list[torch.Tensor]] = {}
+    recs: list[Recorded] = [{} for _ in units]
     handles = []
-    for i, layer in enumerate(lm.layers):
-        handles += record_layer_inputs(layer, i, rec)
+    for unit, rec in zip(units, recs, strict=True):
+        handles += adapter.record_inputs(model.get_submodule(unit.prefix), rec)
     pages = 0
     try:
         with torch.inference_mode():
@@ -229,7 +215,7 @@ def collect_activations(model, batches: Iterable[dict]) -> Calibration:
     finally:
         for h in handles:
             h.remove()
-    layers = [layer_activations(rec, i) for i in range(len(lm.layers))]
-    tokens = layers[0].attn_in.shape[0] if layers else 0
+    layers = [layer_activations(rec) for rec in recs]
+    tokens = layers[0].rows if layers else 0
     logger.info("calibration: %d pages, %d tokens per layer", pages, tokens)
     return Calibration(layers=layers, pages=pages, tokens=tokens)

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from ocr_app.quant.adapter import QuantAdapter
+
 logger = logging.getLogger(__name__)
 
 RECIPE_FILE = "quant_recipe.json"
@@ -160,12 +162,15 @@ def load_quantized(
     *,
     timings: dict[str, float] | None = None,
     prefetch: Any = None,
+    adapter: QuantAdapter | None = None,
     checksum: str | None = None,
 ):
     """Load a pre-quantised checkpoint onto ``device``. Returns ``(model, recipe)``.
 
-    ``prefetch``: a ``models.deepseek_ocr2.weights.WeightPrefetch`` of this checkpoint on ``device``,
-    started before transformers was imported; its tensors are used instead of reading the file here.
+    ``prefetch``: the loader's background read of this checkpoint onto ``device`` (``result()`` → the
+    tensors, ``seconds``), started before transformers was imported; its tensors are used instead of
+    reading the file here. ``adapter``: the model's, for a recipe written before recipes listed their
+    units (the fp16 guard needs them).
 
     ``checksum`` (the quantised-weights cache's ``weights_checksum``) is checked over the tensors as they
     are read (``verify_s``); a mismatch raises ``DamagedCheckpointError``.
@@ -179,7 +184,7 @@ def load_quantized(
     import time
 
     import torch
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
     from transformers import AutoConfig, GenerationConfig
 
     from ocr_app.quant.apply import guard_fp16, set_module
@@ -225,17 +230,20 @@ def load_quantized(
         state = {k: cast(k, v) for k, v in fetched.items()}
         read, copy = prefetch.seconds or 0.0, time.perf_counter() - a - verify
     else:
-        with safe_open(str(path / WEIGHTS_FILE), framework="pt", device="cpu") as f:
-            for k in sorted(f.keys()):
-                a = time.perf_counter()
-                v = f.get_tensor(k)
-                if digest is not None:  # hashed on the CPU copy the read makes anyway
-                    c = time.perf_counter()
-                    digest.update(k, v)
-                    verify += time.perf_counter() - c
-                b = time.perf_counter()
-                state[k] = cast(k, v.to(device))
-                read, copy = read + b - a, copy + time.perf_counter() - b
+        try:
+            with safe_open(str(path / WEIGHTS_FILE), framework="pt", device="cpu") as f:
+                for k in sorted(f.keys()):
+                    a = time.perf_counter()
+                    v = f.get_tensor(k)
+                    if digest is not None:  # hashed on the CPU copy the read makes anyway
+                        c = time.perf_counter()
+                        digest.update(k, v)
+                        verify += time.perf_counter() - c
+                    b = time.perf_counter()
+                    state[k] = cast(k, v.to(device))
+                    read, copy = read + b - a, copy + time.perf_counter() - b
+        except SafetensorError as exc:  # cut short or a garbled header: not a safetensors file any more
+            raise DamagedCheckpointError(f"{path / WEIGHTS_FILE} cannot be read: {exc}") from exc
     if device.type == "cuda":
         a = time.perf_counter()
         torch.cuda.synchronize(device)
@@ -258,7 +266,10 @@ def load_quantized(
     except OSError:
         logger.debug("no generation_config.json in %s", path)
     if dtype == torch.float16:
-        guard_fp16(model)
+        units = recipe.get("units") or ([u.prefix for u in adapter.units(model)] if adapter else None)
+        if units is None:
+            raise ModelLoadError(f"{path}: an fp16 load needs the model's units, and its recipe lists none")
+        guard_fp16(model, units)
     t["assign_s"] = time.perf_counter() - t2
     logger.info("loaded quantised checkpoint %s (%s) on %s in %.2f s", path, recipe["preset"], device,
                 time.perf_counter() - t0)  # fmt: skip

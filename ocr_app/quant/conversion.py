@@ -1,10 +1,10 @@
 """Checkpoint names → the model's names, and the empty model they are assigned to.
 
-Why one module: three loads read safetensors tensors without ``from_pretrained`` — the wing's bf16/fp16
-fast load (``models/deepseek_ocr2/weights.py``), the quantised checkpoint (``checkpoint.py``) and
-streaming quantisation (``stream.py``) — and all must name and merge tensors exactly as transformers
-does. It names no model: the class comes from the checkpoint's config (transformers' image-text-to-text
-auto mapping), so it sits in this package, below the wing that uses it. The rules
+Why one module: three loads read safetensors tensors without ``from_pretrained`` — a model wing's
+bf16/fp16 fast load, the quantised checkpoint (``checkpoint.py``) and streaming quantisation
+(``stream.py``) — and all must name and merge tensors exactly as transformers does. It names no model:
+the class comes from the checkpoint's config (transformers' image-text-to-text auto mapping), so it sits
+in this package, below the wings that use it. The rules
 are transformers' own conversion table for the model type (hub names → module names, per-expert
 tensors → fused experts); this module only groups a checkpoint's keys by the target they build.
 """
@@ -89,8 +89,8 @@ def plan_targets(model, keys: list[str]) -> dict[str, Target]:
 
 
 def empty_model(config):
-    """The config's model (``DeepseekOcr2ForConditionalGeneration`` for DeepSeek-OCR-2, through
-    transformers' image-text-to-text auto mapping) with every weight on the meta device, for a load that
+    """The config's model class (through transformers' image-text-to-text auto mapping) with every
+    weight on the meta device, for a load that
     assigns all of them. transformers' weight initialisation is skipped: on meta tensors it does no
     work but costs about 0.5 s of Python for the full-size model, on every load. Buffers (rotary
     tables) are still built by the modules themselves, on the CPU, in their own dtype. Both contexts

@@ -25,8 +25,8 @@ MAX_GROUP = 128
 def group_size_for(in_features: int, max_group: int = MAX_GROUP) -> int:
     """Group size rule: the largest power of two ≤ ``max_group`` that divides ``in_features``.
 
-    Why: 128 is the default (AWQ g128), but tiny test models (64, 32 wide) and odd widths such as
-    DeepSeek's dense ``intermediate_size`` 6848 = 64·107 need a smaller group so every group is full.
+    Why: 128 is the default (AWQ g128), but tiny test models (64, 32 wide) and odd widths such as an
+    ``intermediate_size`` of 6848 = 64·107 need a smaller group so every group is full.
     A width must be a multiple of 16 (two 8-channel halves, tensor-core tiles).
     """
     if in_features % 16:

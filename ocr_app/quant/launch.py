@@ -11,11 +11,11 @@ the normal path. On by default (H200, Triton 3.6: outputs bitwise equal to the p
 ``mixed`` prefill 0.121 → 0.107 s, docs/PERFORMANCE.md); callers pass ``fast`` from their
 ``KernelOptions`` (``OCR_APP_TRITON_FAST_LAUNCH=0`` turns it off by default).
 
-Every Triton launch of the project goes through ``launch`` (the decode and SAM kernels with
-``fast=False``: they keep Triton's own path). That makes it the one place where ``collecting`` can take
-the launches of a dry run of the real code instead of running them: the kernel warm-up
-(``models/deepseek_ocr2/kernel_warmup.py``) compiles exactly what the vision pass, the prefill and the
-decode step would launch, before the model is reported ready.
+Every Triton launch of the project goes through ``launch`` (a model wing's decode and vision kernels
+with ``fast=False``: they keep Triton's own path). That makes it the one place where ``collecting`` can
+take the launches of a dry run of the real code instead of running them: a wing's kernel warm-up
+compiles exactly what the vision pass, the prefill and the decode step would launch, before the model
+is reported ready.
 """
 
 from __future__ import annotations

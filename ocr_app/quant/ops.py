@@ -383,8 +383,8 @@ def _wq_linear_triton(
 
 
 # ------------------------------------------------------------------------------------- launch routes
-# Which kernel and tile sizes a row count gets. The launchers branch on these, and the kernel warm-up
-# (models/deepseek_ocr2/kernel_warmup.py) asks them which token counts launch different binaries: row
+# Which kernel and tile sizes a row count gets. The launchers branch on these, and a model wing's kernel
+# warm-up asks them which token counts launch different binaries: row
 # counts themselves are not specialised (triton_kernels), so tokens with one route share every binary.
 def dense_route(rows: int, options: KernelOptions | None = None) -> tuple:
     """How a quantised linear runs ``rows`` tokens: ``("gemv", rows)`` (its column block follows the

@@ -1,7 +1,8 @@
 """End-to-end quantisation flows: quantise a checkpoint once to a directory (``ocr-app quantize``), or
-while loading (streamed, then kept in the quantised-weights cache), and the backend the DeepSeek engine's
-loader calls for ``int8`` / ``mixed``. Both flows use ``stream.py``: the float model never sits whole on
-the GPU. ``quantize_loaded`` quantises a model already in memory (tests, benchmarks).
+while loading (streamed, then kept in the quantised-weights cache), and the backend a model's loader
+calls for ``int8`` / ``mixed``. Both flows use ``stream.py``: the float model never sits whole on the
+GPU. ``quantize_loaded`` quantises a model already in memory (tests, benchmarks). Every flow is handed
+the model's ``QuantAdapter``: this package knows no model.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ocr_app.quant.presets import Preset, get_preset
 if TYPE_CHECKING:
     import torch
 
-    from ocr_app.quant.stream import ModelHook, ProgressFn
+    from ocr_app.quant.adapter import QuantAdapter
+    from ocr_app.quant.stream import ProgressFn
 
 logger = logging.getLogger(__name__)
 
@@ -30,22 +32,23 @@ def _float_dtype(preset: Preset) -> torch.dtype:
     return getattr(torch, preset.float_dtype)
 
 
-def calibrate(model, processor, pages: int, seed: int = 0):
-    """Render ``pages`` calibration pages and record the decoder activations they produce."""
-    from ocr_app.quant.calibration import calibration_batches, collect_activations, render_calibration_pages
+def calibrate(model, processor, pages: int, adapter: QuantAdapter, seed: int = 0):
+    """Render ``pages`` calibration pages and record the activations they produce in the chained units."""
+    from ocr_app.quant.calibration import collect_activations, render_calibration_pages
 
-    batches = calibration_batches(processor, render_calibration_pages(pages, seed=seed))
-    return collect_activations(model, batches)
+    batches = adapter.calibration_batches(processor, render_calibration_pages(pages, seed=seed))
+    return collect_activations(model, batches, adapter)
 
 
 def quantize_loaded(
-    model, processor, preset: Preset, calib_pages: int = DEFAULT_CALIB_PAGES
+    model, processor, preset: Preset, calib_pages: int = DEFAULT_CALIB_PAGES, *, adapter: QuantAdapter
 ) -> dict[str, Any]:
     """Quantise an already loaded float model in place (AWQ calibration first when the preset asks)."""
     from ocr_app.quant.apply import quantize_model
 
-    calibration = calibrate(model, processor, calib_pages) if (preset.awq and calib_pages > 0) else None
-    recipe = quantize_model(model, preset, calibration)
+    calibrate_now = preset.awq and calib_pages > 0
+    calibration = calibrate(model, processor, calib_pages, adapter) if calibrate_now else None
+    recipe = quantize_model(model, preset, calibration, adapter=adapter)
     del calibration
     return recipe
 
@@ -63,11 +66,11 @@ def quantize_checkpoint(
     calib_pages: int = DEFAULT_CALIB_PAGES,
     device: str | None = None,
     progress: ProgressFn | None = None,
-    prepare: ModelHook | None = None,
+    *,
+    adapter: QuantAdapter,
 ) -> Path:
     """``ocr-app quantize``: stream the float checkpoint ``src`` through the quantiser (the same path and
-    peak as a streaming load), write a loadable directory. ``prepare``: the model's hook on the skeleton
-    (``stream.stream_quantize``)."""
+    peak as a streaming load), write a loadable directory."""
     import torch
 
     from ocr_app.quant.checkpoint import save_quantized
@@ -79,25 +82,23 @@ def quantize_checkpoint(
 
         raise ConfigError(f"preset {preset_name!r} is not a quantised preset; use int8 or mixed")
     dev = torch.device(device) if device else _default_device()
-    dtype = PresetBackend(preset.name).compute_dtype(dev)
+    dtype = PresetBackend(preset.name, adapter).compute_dtype(dev)
     model, recipe, _ = stream_quantize(
-        src, preset, dev, dtype, calib_pages=calib_pages, progress=progress, prepare=prepare
+        src, preset, dev, dtype, adapter=adapter, calib_pages=calib_pages, progress=progress
     )
     return save_quantized(model, recipe, out, src)
 
 
 class PresetBackend:
-    """The ``QuantBackend`` the engine loader calls (see ``models/deepseek_ocr2/loading.py``).
-
-    ``prepare`` is the model's own hook on a streamed skeleton before calibration (the loader passes
-    it; this package knows no model)."""
+    """The quantisation backend a model's loader calls for a quantised preset, with the model's
+    ``adapter`` (the loader passes it; this package knows no model)."""
 
     def __init__(
-        self, preset_name: str, calib_pages: int = ON_THE_FLY_CALIB_PAGES, prepare: ModelHook | None = None
+        self, preset_name: str, adapter: QuantAdapter, calib_pages: int = ON_THE_FLY_CALIB_PAGES
     ) -> None:
         self.preset_name = preset_name
+        self.adapter = adapter
         self.calib_pages = calib_pages
-        self.prepare = prepare
 
     def compute_dtype(self, device: torch.device) -> torch.dtype:
         """bf16 on GPUs with bf16, fp16 on older GPUs, fp32 on the CPU (where bf16 matmuls are slow)."""
@@ -136,7 +137,8 @@ class PresetBackend:
                 logger.warning("asked for preset %s but %s holds a %s checkpoint: loading it", self.preset_name,
                                model_dir, found)  # fmt: skip
             steps: dict[str, float] = {}
-            model, _ = load_quantized(model_dir, device, dtype, timings=steps, prefetch=prefetch)
+            model, _ = load_quantized(model_dir, device, dtype, timings=steps, prefetch=prefetch,
+                                      adapter=self.adapter)  # fmt: skip
             info.update(preset=found, source="pre-quantised checkpoint", load_breakdown=steps)
         else:
             model = self._load_streamed(Path(model_dir), device, dtype, cache_dir, progress, info)
@@ -152,7 +154,7 @@ class PresetBackend:
 
         t0 = time.perf_counter()
         store = QuantStore(Path(cache_dir) / SUBDIR) if cache_dir is not None else None
-        key = store.key(model_dir, self.preset_name, self.calib_pages) if store else None
+        key = store.key(model_dir, self.preset_name, self.calib_pages, self.adapter) if store else None
         hit = store.lookup(key) if store else None
         steps = {"key_s": time.perf_counter() - t0}
         if hit is not None:
@@ -164,7 +166,9 @@ class PresetBackend:
             # overwritten, bytes flipped) costs a re-quantisation
             try:
                 checksum = store.entry(hit)["weights_checksum"]
-                model, _ = load_quantized(hit, device, dtype, timings=steps, checksum=checksum)
+                model, _ = load_quantized(
+                    hit, device, dtype, timings=steps, adapter=self.adapter, checksum=checksum
+                )
             except (DamagedCheckpointError, ModelLoadError, OSError, KeyError, ValueError) as exc:
                 store.remove_damaged(hit, f"{type(exc).__name__}: {exc}")
                 info["cache_damaged"] = str(hit)
@@ -178,9 +182,9 @@ class PresetBackend:
             preset,
             device,
             dtype,
+            adapter=self.adapter,
             calib_pages=self.calib_pages,
             progress=progress,
-            prepare=self.prepare,
         )
         info.update(source="quantised now", quantize_seconds=report.seconds, peak_bytes=report.peak_bytes)
         if store is not None:

@@ -1,21 +1,21 @@
-"""Precision presets and the ``auto`` rule.
+"""Precision presets: what each quantised precision does to each part of a model.
 
-| preset | vision linears | decoder linears + 64 routed experts | the rest |
+| preset | vision linears | decoder linears + routed experts | the rest |
 |---|---|---|---|
 | ``bf16`` / ``fp16`` / ``fp32`` | float | float | float |
 | ``int8`` | INT8 per-channel weights (W8A16) | 8-bit weights, group 128, RTN | float |
 | ``mixed`` | INT8 per-channel weights (W8A16) | 4-bit weights, group 128, AWQ | float |
 
-"The rest" = embeddings, lm_head, projector, router, norms, learned queries, view separator: they decide
-tokens and box coordinates and are 10 % of the weights, so they stay in the float dtype (bf16, or fp16
-on GPUs without bf16).
+"The rest" = every tensor under no unit of the model's adapter (embeddings, output head, projector,
+router, norms): they decide tokens and box coordinates and are about 10 % of an OCR model's weights, so
+they stay in the float dtype (bf16, or fp16 on GPUs without bf16).
 
-A preset says the formats; how each layer kind (vision, attention, dense MLP, shared experts, routed
-experts) applies them is that kind's recipe in ``recipes.py``.
+A preset says the formats; how each of a model's layer kinds (for an OCR model: vision, attention,
+dense MLP, shared experts, routed experts) applies them is that kind's recipe, registered by the model's
+wing in ``recipes.py``'s registry.
 
-``auto`` is resolved by the one precision resolver, ``ocr_app.models.deepseek_ocr2.precision`` (its
-docstring has the rule; it needs the model's memory estimate, so this package does not call it); the
-names and aliases are ``ocr_app.choices``'.
+``auto`` is resolved by the model wing's precision resolver (it needs the model's memory estimate, so
+this package does not call it); the names and aliases are ``ocr_app.choices``'.
 """
 
 from __future__ import annotations

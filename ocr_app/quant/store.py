@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ocr_app.quant.adapter import QuantAdapter
     from ocr_app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -136,9 +137,10 @@ class QuantStore:
             self._save_memo(memo)
         return digests
 
-    def key(self, model_dir: str | Path, preset: str, calib_pages: int) -> str:
-        """The entry key of (checkpoint content, preset, calibration pages, recipe version, and which
-        recipe quantises each layer kind — a changed recipe never reads another's weights)."""
+    def key(self, model_dir: str | Path, preset: str, calib_pages: int, adapter: QuantAdapter) -> str:
+        """The entry key of (checkpoint content, preset, calibration pages, recipe version, the model's
+        adapter, and which recipe quantises each of its layer kinds — a changed recipe never reads
+        another's weights)."""
         from ocr_app.quant.apply import RECIPE_VERSION
         from ocr_app.quant.recipes import recipe_signature
 
@@ -147,7 +149,8 @@ class QuantStore:
             "preset": preset,
             "calib_pages": calib_pages,
             "recipe": [RECIPE_VERSION, STREAM_RECIPE_VERSION],
-            "layer_recipes": recipe_signature(),
+            "adapter": adapter.name,
+            "layer_recipes": recipe_signature(adapter.kinds),
         }
         return hashlib.blake2b(json.dumps(ident, sort_keys=True).encode(), digest_size=16).hexdigest()
 

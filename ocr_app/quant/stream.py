@@ -2,15 +2,17 @@
 
 Why: loading the bf16 checkpoint first and quantising afterwards puts the whole float model (6.3 GiB)
 on the GPU, more than the cards ``mixed`` is made for. Here the model skeleton lives on the meta device,
-tensors are read one at a time from the memory-mapped safetensors files, and each vision block and
-decoder layer is materialised on the work device, quantised, and only then is the next one read. The GPU
-holds the quantised model so far, one layer's float weights (a sparse layer's routed experts stay on the
-CPU and reach the GPU a few experts at a time) and the calibration activations.
+tensors are read one at a time from the memory-mapped safetensors files, and each unit the model's
+adapter lists (a vision block, a decoder layer) is materialised on the work device, quantised, and only
+then is the next one read. The GPU holds the quantised model so far, one unit's float weights (tensors
+the adapter calls offloadable — a sparse layer's routed experts — stay on the CPU and reach the GPU a
+few experts at a time) and the calibration activations.
 
-AWQ calibration runs on the same path, layer by layer: the rendered calibration pages go through the
-(already quantised) vision tower and the embeddings, layer 0's inputs are caught, and the inputs of
-layer k are the outputs of the quantised layers before it. Statistics, scale search and packing are
-those of the load-then-quantise path (``calibration`` / ``apply``), so both give the same formats.
+AWQ calibration runs on the same path, unit by unit: the rendered calibration pages go through the
+(already quantised) unchained units and the embeddings, the first chained unit's inputs are caught, and
+the inputs of chained unit k are the outputs of the quantised ones before it. Statistics, scale search
+and packing are those of the load-then-quantise path (``calibration`` / ``apply``), so both give the
+same formats.
 
 Checkpoint key names come from transformers' own conversion table for the model type (hub names →
 module names, per-expert tensors → fused experts); its operations run on the few tensors of one target.
@@ -32,22 +34,19 @@ from ocr_app.quant.conversion import plan_targets
 if TYPE_CHECKING:
     import torch
 
+    from ocr_app.quant.adapter import QuantAdapter, Unit
     from ocr_app.quant.presets import Preset
 
 logger = logging.getLogger(__name__)
 
-# (done, total, label): called after each quantised unit (the float parts first, then every vision
-# block and decoder layer).
+# (done, total, label): called after each quantised unit (the float parts first, then every unit).
 ProgressFn = Callable[[int, int, str], None]
 # (unit prefix, model): called after each unit; tests use it to check what exists at that moment.
 ObserverFn = Callable[[str, Any], None]
 
-VISION = "model.vision_tower"
-DECODER = "model.language_model.layers"
-
 
 class _Caught(Exception):
-    """Raised by the hook on decoder layer 0 once it has seen its inputs."""
+    """Raised by the hook on the first chained unit once it has seen its inputs."""
 
 
 class CheckpointReader:
@@ -128,45 +127,35 @@ def _set_tensor(model, name: str, value) -> None:
         mod._buffers[leaf] = value
 
 
-def units_of(model) -> list[str]:
-    """Module prefixes quantised one at a time: SAM blocks, vision-encoder layers, decoder layers."""
-    tower = model.model.vision_tower
-    units = [f"{VISION}.sam_encoder.layers.{i}" for i in range(len(tower.sam_encoder.layers))]
-    units += [f"{VISION}.vision_encoder.layers.{i}" for i in range(len(tower.vision_encoder.layers))]
-    units += [f"{DECODER}.{i}" for i in range(len(model.model.language_model.layers))]
-    return units
-
-
-def _is_expert(name: str) -> bool:
-    return name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj"))
-
-
 @contextmanager
-def _experts_on(layer, device, offloaded: bool):
-    """Offloaded float routed experts on ``device`` for the length of a calibration forward, then back
-    (the CPU copy is kept, so nothing is copied back)."""
-    ex = getattr(layer.mlp, "experts", None)
-    if not offloaded or ex is None or not hasattr(ex, "gate_up_proj"):
-        yield
-        return
+def _visiting(model, names: list[str], device):
+    """The offloaded float tensors ``names`` on ``device`` for the length of a calibration forward, then
+    back (the CPU copy is kept, so nothing is copied back). Names a recipe has since replaced are skipped."""
     from torch import nn
 
-    kept = (ex._parameters["gate_up_proj"], ex._parameters["down_proj"])
-    for name, p in zip(("gate_up_proj", "down_proj"), kept, strict=True):
-        ex._parameters[name] = nn.Parameter(p.data.to(device, copy=True), requires_grad=False)
+    kept = []
+    for name in names:
+        parent, _, leaf = name.rpartition(".")
+        mod = model.get_submodule(parent)
+        p = mod._parameters.get(leaf)
+        if p is not None:
+            kept.append((mod, leaf, p))
+            mod._parameters[leaf] = nn.Parameter(p.data.to(device, copy=True), requires_grad=False)
     try:
         yield
     finally:
-        ex._parameters["gate_up_proj"], ex._parameters["down_proj"] = kept
+        for mod, leaf, p in kept:
+            mod._parameters[leaf] = p
 
 
 def _out(x):
     return x[0] if isinstance(x, tuple) else x
 
 
-def _catch_layer0_inputs(model, batches: list[dict], device, dtype) -> list[tuple[Any, dict]]:
-    """Run the calibration pages up to decoder layer 0 (vision tower, projector, embeddings, mask and
-    rotary tables as the model builds them) and keep layer 0's hidden states and keyword arguments."""
+def _catch_first_inputs(model, first: str, batches: list[dict], device, dtype) -> list[tuple[Any, dict]]:
+    """Run the calibration pages up to the first chained unit ``first`` (vision tower, projector,
+    embeddings, mask and rotary tables as the model builds them) and keep its hidden states and keyword
+    arguments."""
     from ocr_app.quant.calibration import model_inputs
 
     caught: list[tuple[Any, dict]] = []
@@ -179,29 +168,26 @@ def _catch_layer0_inputs(model, batches: list[dict], device, dtype) -> list[tupl
         caught.append((hidden, kw))
         raise _Caught
 
-    handle = model.model.language_model.layers[0].register_forward_pre_hook(hook, with_kwargs=True)
+    handle = model.get_submodule(first).register_forward_pre_hook(hook, with_kwargs=True)
     try:
         for batch in batches:
             try:
                 model(**model_inputs(batch, device, dtype), use_cache=False, logits_to_keep=1)
             except _Caught:
                 continue
-            raise ModelLoadError("calibration forward never reached decoder layer 0")
+            raise ModelLoadError(f"calibration forward never reached {first}")
     finally:
         handle.remove()
     return caught
 
 
-def _calibration_batches(model_dir: Path, pages: int, processor=None, seed: int = 0) -> list[dict]:
+def _calibration_batches(adapter: QuantAdapter, model_dir: Path, pages: int, seed: int = 0) -> list[dict]:
     from transformers import AutoProcessor
 
-    from ocr_app.quant.calibration import calibration_batches, render_calibration_pages
+    from ocr_app.quant.calibration import render_calibration_pages
 
-    processor = processor or AutoProcessor.from_pretrained(model_dir)
-    return calibration_batches(processor, render_calibration_pages(pages, seed=seed))
-
-
-ModelHook = Callable[[Any], None]  # a model's own preparation of the skeleton (see ``stream_quantize``)
+    processor = AutoProcessor.from_pretrained(model_dir)
+    return adapter.calibration_batches(processor, render_calibration_pages(pages, seed=seed))
 
 
 def stream_quantize(
@@ -210,31 +196,30 @@ def stream_quantize(
     device: torch.device,
     dtype: torch.dtype,
     *,
+    adapter: QuantAdapter,
     calib_pages: int = 4,
     calib_batches: list[dict] | None = None,
     progress: ProgressFn | None = None,
     observer: ObserverFn | None = None,
     offload_experts: bool | None = None,
-    prepare: ModelHook | None = None,
 ) -> tuple[Any, dict[str, Any], StreamReport]:
     """Build the ``preset`` model from the float checkpoint ``model_dir`` on ``device`` without ever
     holding the float model there. Returns ``(model, recipe, report)``; the recipe is the one
     ``apply.quantize_model`` writes (plus ``"streamed": true``), so ``checkpoint.save_quantized`` stores it.
 
     ``calib_batches`` (processor outputs) replace the ``calib_pages`` rendered pages, e.g. in tests.
-    ``offload_experts`` (default: on CUDA) keeps a sparse layer's float routed experts on the CPU; they
-    visit the device for the calibration forward and are quantised from there a few at a time.
-    ``prepare`` is the model's own hook on the skeleton before any forward (DeepSeek-OCR-2's loader
-    bounds SAM's attention memory with it): this package knows no model.
+    ``offload_experts`` (default: on CUDA) keeps the tensors the adapter calls offloadable (a sparse
+    layer's float routed experts) on the CPU; they visit the device for the calibration forward and are
+    quantised from there a few at a time. ``adapter`` is the model as this package sees it (its units,
+    calibration inputs and ``prepare`` hook on the skeleton): this package knows no model.
     """
     import torch
 
     t0 = time.perf_counter()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    job = _StreamJob(Path(model_dir), preset, device, dtype, progress, observer)
-    if prepare is not None:
-        prepare(job.model)
+    job = _StreamJob(Path(model_dir), preset, adapter, device, dtype, progress, observer)
+    adapter.prepare(job.model)
     job.move_buffers()
     calibrate = bool(preset.awq and (calib_pages > 0 or calib_batches))
     job.recipe["awq"] = calibrate
@@ -242,7 +227,9 @@ def stream_quantize(
         job.read_float_parts()
         offload = device.type == "cuda" if offload_experts is None else offload_experts
         batches = (
-            (lambda: calib_batches or _calibration_batches(job.model_dir, calib_pages)) if calibrate else None
+            (lambda: calib_batches or _calibration_batches(adapter, job.model_dir, calib_pages))
+            if calibrate
+            else None
         )
         job.quantise_units(batches, offload)
     job.finish()
@@ -264,10 +251,12 @@ class _StreamJob:
     """One streaming load: the meta skeleton, the checkpoint reader, the recipe being written and the
     progress count; ``stream_quantize`` runs its steps in order."""
 
-    def __init__(self, model_dir: Path, preset: Preset, device, dtype, progress, observer) -> None:
-        from ocr_app.quant.apply import RECIPE_FORMAT, RECIPE_VERSION
+    def __init__(self, model_dir: Path, preset: Preset, adapter: QuantAdapter, device, dtype, progress,
+                 observer) -> None:  # fmt: skip
+        from ocr_app.quant.apply import new_recipe
 
-        self.model_dir, self.preset, self.device, self.dtype = model_dir, preset, device, dtype
+        self.model_dir, self.preset, self.adapter = model_dir, preset, adapter
+        self.device, self.dtype = device, dtype
         self.progress, self.observer = progress, observer
         self.model = build_skeleton(model_dir, dtype)
         self.reader = CheckpointReader(model_dir, self.model)
@@ -275,21 +264,11 @@ class _StreamJob:
         missing = [n for n in self.names if n not in self.reader.targets]
         if missing:
             raise ModelLoadError(
-                f"{model_dir} is not a complete DeepSeek-OCR-2 checkpoint: no tensor for {', '.join(missing[:5])}"
+                f"{model_dir} is not a complete {adapter.name} checkpoint: no tensor for {', '.join(missing[:5])}"
                 + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             )
-        self.units = units_of(self.model)
-        self.recipe: dict[str, Any] = {
-            "format": RECIPE_FORMAT,
-            "version": RECIPE_VERSION,
-            "preset": preset.name,
-            "float_dtype": preset.float_dtype,
-            "awq": False,
-            "streamed": True,
-            "calibration": None,
-            "modules": {},
-            "layer_stats": {},
-        }
+        self.units = adapter.units(self.model)
+        self.recipe = new_recipe(preset, [u.prefix for u in self.units], streamed=True)
         self.total = len(self.units) + 1
         self.done = 0
 
@@ -304,10 +283,18 @@ class _StreamJob:
     def under(self, prefix: str) -> list[str]:
         return [n for n in self.names if n.startswith(prefix + ".")]
 
-    def materialise(self, prefix: str, experts_device=None) -> None:
+    def materialise(self, prefix: str, offload_device=None) -> list[str]:
+        """Read the tensors under ``prefix``; those the adapter calls offloadable onto ``offload_device``
+        when given. Returns the names so offloaded."""
+        offloaded = []
         for n in self.under(prefix):
-            dev = experts_device if (experts_device is not None and _is_expert(n)) else self.device
-            _set_tensor(self.model, n, self.reader.tensor(n, dev, self.dtype))
+            off = offload_device is not None and self.adapter.offloadable(n)
+            _set_tensor(
+                self.model, n, self.reader.tensor(n, offload_device if off else self.device, self.dtype)
+            )
+            if off:
+                offloaded.append(n)
+        return offloaded
 
     def move_buffers(self) -> None:
         """Non-persistent buffers (rotary tables) were built on the CPU: they join the work device."""
@@ -317,65 +304,63 @@ class _StreamJob:
                     mod._buffers[key] = buf.to(self.device)
 
     def read_float_parts(self) -> None:
-        """Embeddings, lm_head, norms, projector, SAM neck, queries: read once, they stay float."""
-        in_units = {n for u in self.units for n in self.under(u)}
+        """Every tensor under no unit (embeddings, output head, norms, projector…): read once, stays float."""
+        in_units = {n for u in self.units for n in self.under(u.prefix)}
         for n in self.names:
             if n not in in_units:
                 _set_tensor(self.model, n, self.reader.tensor(n, self.device, self.dtype))
         self.step("float parts")
 
     def quantise_units(self, batches: Callable[[], list[dict]] | None, offload: bool) -> None:
-        """Every vision block, then every decoder layer (calibrated when ``batches`` gives pages)."""
+        """Every unit in the adapter's order; the chained ones calibrated when ``batches`` gives pages."""
         import torch
 
-        from ocr_app.quant.recipes import quantize_vision_part
+        from ocr_app.quant.recipes import quantize_unit
 
         caught: list[tuple[Any, dict]] | None = None
+        i = 0  # the chained unit's index: the key of its AWQ statistics
         for unit in self.units:
-            if unit.startswith(VISION):
-                self.materialise(unit)
-                quantize_vision_part(self.model, unit, self.preset, self.recipe)
-                self.step(unit)
+            if not unit.chained:
+                self.materialise(unit.prefix)
+                quantize_unit(self.model, unit, self.preset, self.recipe)
+                self.step(unit.prefix)
                 continue
             if caught is None and batches is not None:
-                quantize_vision_part(self.model, VISION, self.preset, self.recipe)  # linears outside blocks
                 pages = batches()
-                caught = _catch_layer0_inputs(self.model, pages, self.device, self.dtype)
+                caught = _catch_first_inputs(self.model, unit.prefix, pages, self.device, self.dtype)
                 self.recipe["calibration"] = {
                     "pages": len(pages),
                     "tokens": int(sum(h.shape[0] * h.shape[1] for h, _ in caught)),
                 }
-            caught = self.quantise_layer(unit, caught, torch.device("cpu") if offload else None)
-            self.step(unit)
-        quantize_vision_part(self.model, VISION, self.preset, self.recipe)
+            caught = self.quantise_chained(unit, i, caught, torch.device("cpu") if offload else None)
+            self.step(unit.prefix)
+            i += 1
 
-    def quantise_layer(self, unit: str, caught, experts_device) -> list[tuple[Any, dict]] | None:
-        """Read, calibrate and quantise one decoder layer; returns the next layer's calibration inputs."""
-        from ocr_app.quant.calibration import layer_activations, record_layer_inputs
-        from ocr_app.quant.recipes import quantize_decoder_layer
+    def quantise_chained(self, unit: Unit, i: int, caught, offload_device) -> list[tuple[Any, dict]] | None:
+        """Read, calibrate and quantise one chained unit; returns the next one's calibration inputs."""
+        from ocr_app.quant.calibration import layer_activations
+        from ocr_app.quant.recipes import quantize_unit
 
-        i = int(unit.rsplit(".", 1)[1])
-        layer = self.model.get_submodule(unit)
-        offload = experts_device is not None
-        self.materialise(unit, experts_device=experts_device)
+        layer = self.model.get_submodule(unit.prefix)
+        offloaded = self.materialise(unit.prefix, offload_device=offload_device)
         acts = None
         if caught:
             rec: dict = {}
-            handles = record_layer_inputs(layer, i, rec)
+            handles = self.adapter.record_inputs(layer, rec)
             try:
-                with _experts_on(layer, self.device, offload):
+                with _visiting(self.model, offloaded, self.device):
                     for hidden, kw in caught:
                         layer(hidden, **kw)
             finally:
                 for h in handles:
                     h.remove()
-            acts = layer_activations(rec, i)
-        stats = quantize_decoder_layer(self.model, i, self.preset, acts, self.recipe)  # each kind's recipe
+            acts = layer_activations(rec)
+        stats = quantize_unit(self.model, unit, self.preset, self.recipe, acts)  # each kind's recipe
         if stats or self.preset.decoder_bits:
             self.recipe["layer_stats"][str(i)] = stats
         del acts
-        if caught:  # the next layer's inputs come from this (quantised) layer
-            with _experts_on(layer, self.device, offload):
+        if caught:  # the next unit's inputs come from this (quantised) one
+            with _visiting(self.model, offloaded, self.device):
                 caught = [(_out(layer(hidden, **kw)), kw) for hidden, kw in caught]
         return caught
 
@@ -404,4 +389,4 @@ class _StreamJob:
         except OSError:
             logger.debug("no generation_config.json in %s", self.model_dir)
         if self.dtype == torch.float16:
-            guard_fp16(model)
+            guard_fp16(model, [u.prefix for u in self.units])

@@ -10,7 +10,7 @@ synchronisation, so a decode step that calls these can be captured in a CUDA gra
 
 Row counts (``M``, ``T``: tokens of a prefill, pages of a decode batch) are not specialised
 (``do_not_specialize``): one binary per launch configuration serves every batch, so the set of binaries
-is closed and compiled at load (``models/deepseek_ocr2/kernel_warmup.py``). Weight sizes and strides
+is closed and compiled at load (a model wing's kernel warm-up). Weight sizes and strides
 stay specialised (alignment proofs for wide loads).
 """
 

@@ -33,10 +33,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ocr_app.schema import Box, union_box
 from ocr_app.structure.table_html import Cell, header_rows
 from ocr_app.structure.word_columns import (
     NUMERIC,
-    Box,
     Piece,
     columns_between,
     cut,
@@ -44,7 +44,6 @@ from ocr_app.structure.word_columns import (
     opens,
     separators,
     split_numbers,
-    union,
     words_of,
 )
 
@@ -71,7 +70,7 @@ def _heavy(p: Piece) -> bool:
 
 
 def _height(row: Sequence[Piece]) -> float:
-    box = union([p.box for p in row])
+    box = union_box([p.box for p in row])
     return box[3] - box[1]
 
 
@@ -94,7 +93,7 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
         return False
     if any(getattr(p, "role", "") == "prose" for p in row):
         return False  # on scans, the layout model saw a paragraph's line (structure.scan_regions)
-    boxes = [union([p.box for p in st]) for st in stacks]
+    boxes = [union_box([p.box for p in st]) for st in stacks]
     gaps = [b[0] - a[2] for a, b in itertools.pairwise(boxes)]
     if min(gaps) < 0.5 * body:
         return False
@@ -115,7 +114,7 @@ def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: flo
     wrapped line may be wider than
     the column's other lines — a last cell centred on its row's middle line comes first and
     widest — never wider than its slot) — or None."""
-    x0, _, x1, _ = union([p.box for p in row])
+    x0, _, x1, _ = union_box([p.box for p in row])
     if len(cols) < 3 and abs(x0 - cols[-1][0]) > 0.25 * body:
         # Two "columns" may be two columns of prose: no room beyond the last one, unless the line
         # starts right where the last column does (a value wrapped in a key/value table).
@@ -132,7 +131,7 @@ def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float,
 
 
 def _close(a: Sequence[Piece], b: Sequence[Piece]) -> bool:
-    gap = union([p.box for p in b])[1] - union([p.box for p in a])[3]
+    gap = union_box([p.box for p in b])[1] - union_box([p.box for p in a])[3]
     return gap <= 1.2 * max(_height(a), _height(b))
 
 
@@ -174,7 +173,7 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
 def _in_rhythm(rows: Sequence[Sequence[Piece]], first: int, k: int) -> bool:
     """Whether row ``k`` follows the rows ``first .. k-1`` no further than their widest gap (plus a
     third of a line): a paragraph after a table, a line apart, does not."""
-    boxes = [union([p.box for p in r]) for r in rows[first : k + 1]]
+    boxes = [union_box([p.box for p in r]) for r in rows[first : k + 1]]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     if len(gaps) < 2:
         return True
@@ -237,7 +236,7 @@ OVERLAP = 0.25  # lines overlapping by this part of their height interleave (cel
 
 
 def _overlap(above: Sequence[Piece], below: Sequence[Piece]) -> bool:
-    a, b = union([p.box for p in above]), union([p.box for p in below])
+    a, b = union_box([p.box for p in above]), union_box([p.box for p in below])
     return b[1] < a[3] - OVERLAP * min(a[3] - a[1], b[3] - b[1])
 
 
@@ -395,7 +394,7 @@ def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
     """Lines of the run grouped into table rows by the row rhythm: where the gaps between lines
     come in two sizes (line spacing inside a cell, padding between rows), the small ones join lines
     into one row — wrapped cells, and cells centred on a taller row's middle line."""
-    boxes = [union([p.box for p in r]) for r in run]
+    boxes = [union_box([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
     # Lines that overlap by a good part of their height belong to one row (cells centred beside a
@@ -450,7 +449,7 @@ def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool
         return False
     if any(_heavy(p) for p in row[0]) or prev[0][-1].text.rstrip().endswith((":", ".")):
         return False
-    a, b = union([p.box for p in prev[0]]), union([p.box for p in row[0]])
+    a, b = union_box([p.box for p in prev[0]]), union_box([p.box for p in row[0]])
     return b[1] - a[3] <= 0.3 * (b[3] - b[1]) and abs(b[0] - a[0]) <= 0.5 * (b[3] - b[1])
 
 
@@ -486,7 +485,7 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     columns from the one it starts in to the table's right edge."""
     if not above or not all(_heavy(p) for p in above) or len(" ".join(p.text for p in above).split()) > 6:
         return None
-    box = union([p.box for p in above])
+    box = union_box([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
         return None
     start = _column_of(min(above, key=lambda p: p.box[0]), cols)
@@ -550,7 +549,7 @@ def build_grid(
         rows.insert(0, group)
         head = max(head, 1) + 1
         pieces += list(above or ())
-    return Grid(rows=rows, header_rows=head, pieces=pieces, box=union([p.box for p in pieces]), columns=cols)
+    return Grid(rows=rows, header_rows=head, pieces=pieces, box=union_box([p.box for p in pieces]), columns=cols)
 
 
 PROSE_WORDS = 4  # a line of at least this many words, 0.3 of the page wide, is prose

@@ -42,7 +42,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ocr_app.schema import Block, Box
+from ocr_app.schema import Block, Box, union_box
 from ocr_app.structure.borderless import find_grids
 from ocr_app.structure.numbering import numbered_level
 from ocr_app.structure.table_html import Cell, table_html
@@ -154,7 +154,7 @@ class _Row:
 
     @property
     def box(self) -> Box:
-        return _union([i.box for i in self.items])
+        return union_box([i.box for i in self.items])
 
     @property
     def text(self) -> str:
@@ -219,15 +219,6 @@ def is_rtl(text: str) -> bool:
         return False
     rtl = sum(1 for c in letters if any(a <= ord(c) <= b for a, b in _RTL_RANGES))
     return rtl > len(letters) / 2
-
-
-def _union(boxes: Sequence[Box]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
 
 
 def _height(box: Box) -> float:
@@ -331,7 +322,7 @@ def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
     def close() -> None:
         if len(run) >= 3:
             table = _Table(
-                box=_union([r.box for r, _ in run]),
+                box=union_box([r.box for r, _ in run]),
                 rows=[[m.group("title").strip(), m.group("page")] for _, m in run],
                 size=statistics.median(r.size for r, _ in run),
             )
@@ -923,13 +914,13 @@ class _SectionBlocks:
             return
         if cur.kind == "heading":
             label = "title" if cur.level == 1 else "sub_title"
-            self.blocks.append(Block(label, "#" * cur.level + " " + cur.parts[0], [_union(cur.boxes)]))
+            self.blocks.append(Block(label, "#" * cur.level + " " + cur.parts[0], [union_box(cur.boxes)]))
         elif cur.kind == "list":
             self.blocks.append(Block("list", "\n".join(cur.parts), list(cur.boxes)))
         elif cur.kind == "code":
-            self.blocks.append(Block("code", code_block(cur.parts, cur.boxes), [_union(cur.boxes)]))
+            self.blocks.append(Block("code", code_block(cur.parts, cur.boxes), [union_box(cur.boxes)]))
         else:
-            self.blocks.append(Block("text", cur.parts[0], [_union(cur.boxes)]))
+            self.blocks.append(Block("text", cur.parts[0], [union_box(cur.boxes)]))
 
     def add_table(self, table: _Table) -> None:
         self.flush()
@@ -1032,7 +1023,7 @@ class _SectionBlocks:
         cur, ctx = self.cur, self.ctx
         if cur and cur.kind == "list" and not big_gap and row.box[0] >= cur.left - 0.25 * row.size:
             cur.parts[-1] = _join(cur.parts[-1], text, ctx.vocabulary)
-            cur.boxes[-1] = _union([cur.boxes[-1], row.box])
+            cur.boxes[-1] = union_box([cur.boxes[-1], row.box])
             cur.last = row
             return
         indented = (
@@ -1155,7 +1146,7 @@ def _figure_items(lines: list[TextLine]) -> tuple[list[_Table], list[TextLine], 
         rows = group_rows(members)
         figures.append(
             _Table(
-                box=_union([ln.box for ln in members]),
+                box=union_box([ln.box for ln in members]),
                 rows=[[r.text] for r in rows],
                 size=statistics.median(ln.size for ln in members),
                 items=members,

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-logger = logging.getLogger(__name__)
+from ocr_app.schema import Box
 
-Box = tuple[float, float, float, float]
+logger = logging.getLogger(__name__)
 
 
 NUMERIC = re.compile(r"^[\s$€£¥(+\-−–]*[\d.,]+%?[)\s%]*$|^(?:n/?a|-|—|–)$", re.I)
@@ -31,15 +31,6 @@ class Piece(Protocol):
     weight: int
     in_figure: bool
     words: tuple[tuple[float, float], ...]  # x-ranges of the words of ``text``; () when unknown
-
-
-def union(boxes: Sequence[Box]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
 
 
 Word = tuple[str, float, float]  # text, x0, x1

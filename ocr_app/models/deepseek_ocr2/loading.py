@@ -60,22 +60,15 @@ def register_quant_backend(name: str, backend: QuantBackend) -> None:
 
 
 def _default_quant_backend(name: str) -> QuantBackend | None:
-    """``ocr_app.quant``'s backend for ``name``, or None when that package cannot be imported here."""
+    """``ocr_app.quant``'s backend for ``name`` with this model's adapter and recipes
+    (``quant_recipes``), or None when that package cannot be imported here."""
     try:
+        from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
         from ocr_app.quant.pipeline import PresetBackend
     except ImportError as exc:
         logger.debug("no quantization package: %s", exc)
         return None
-    return PresetBackend(name, prepare=prepare_for_calibration)
-
-
-CALIB_SAM_ATTN_MB = 64  # SAM's attention bias slice while calibration pages go through a streamed model
-
-
-def prepare_for_calibration(model: Any) -> None:
-    """The wing's hook on a streamed skeleton (``quant.stream``): calibration pages go through SAM with
-    a small bias slice, so the vision pass stays well below one decoder layer's memory."""
-    bound_sam_attention(model, CALIB_SAM_ATTN_MB)
+    return PresetBackend(name, ADAPTER)
 
 
 def quant_backend(name: str) -> QuantBackend:

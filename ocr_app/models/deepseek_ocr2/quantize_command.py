@@ -1,7 +1,7 @@
 """``ocr-app quantize``: write a pre-quantised DeepSeek-OCR-2 checkpoint once, load it fast afterwards.
 
-Why in the wing: the command knows the model (where its checkpoints come from, the calibration hook on
-its SAM layers); ``ocr_app.quant`` does the quantising and knows no model.
+Why in the wing: the command knows the model (where its checkpoints come from, its quantisation adapter
+and recipes in ``quant_recipes``); ``ocr_app.quant`` does the quantising and knows no model.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def quantize_command(
     The float checkpoint streams in layer by layer: the GPU never holds the float model.
     """
     from ocr_app.load_bar import LoadBar
-    from ocr_app.models.deepseek_ocr2.loading import prepare_for_calibration, resolve_model_dir
+    from ocr_app.models.deepseek_ocr2.loading import resolve_model_dir
+    from ocr_app.models.deepseek_ocr2.quant_recipes import ADAPTER
     from ocr_app.quant.pipeline import quantize_checkpoint
 
     try:
@@ -46,9 +47,7 @@ def quantize_command(
         model_dir = resolve_model_dir(src)
         bar = LoadBar(disabled=quiet)
         try:
-            path = quantize_checkpoint(
-                model_dir, out_dir, preset, calib, device, progress=bar, prepare=prepare_for_calibration
-            )
+            path = quantize_checkpoint(model_dir, out_dir, preset, calib, device, progress=bar, adapter=ADAPTER)
         finally:
             bar.close()
     except InputError as exc:
