@@ -627,10 +627,10 @@ def test_a_decompression_bomb_page_is_refused_fast_and_holds_no_memory(tmp_path)
     assert result["s"] < 20, result
 
 
-def test_a_page_that_renders_too_long_is_stopped(tmp_path):
-    """Row 11's time limit: pages with more than 1 MiB of content render in a child process; one of 4
-    million tiny rectangles (63 MiB, under the size limit, ≈ 9 s to render) is stopped after 4 s and
-    says so, while a page of 3 MiB of plain content renders in its child in time; the others convert."""
+def _slow_pdf(tmp_path: Path) -> Path:
+    """Four pages: page 2 says "Page 2 text" and then fills the page 4 million times (68 MiB of content,
+    under the size limit; hours to render, so no machine renders it within the time limit), page 3 holds
+    3 MiB of plain content (spaces after one word), pages 1 and 4 a line of text each."""
     import zlib
 
     import pymupdf
@@ -638,14 +638,52 @@ def test_a_page_that_renders_too_long_is_stopped(tmp_path):
     doc = pymupdf.open()
     for i in range(4):
         doc.new_page(width=A4[0], height=A4[1]).insert_text((72, 90), f"Page {i + 1} text", fontsize=16)
-    rects = b"".join(b"%d %d 1 1 re f\n" % (i % 590, (i // 590) % 840) for i in range(400_000)) * 10
-    for index, content in ((1, rects), (2, b"BT /F1 12 Tf 72 72 Td (light) Tj ET\n" + b" " * (3 << 20))):
+    fills = b"BT /helv 16 Tf 72 752 Td (Page 2 text) Tj ET\n1 g\n" + b"0 0 595 842 re f\n" * 4_000_000
+    light = b"BT /helv 12 Tf 72 72 Td (light) Tj ET\n" + b" " * (3 << 20)
+    for index, content in ((1, fills), (2, light)):
         xref = doc[index].get_contents()[0]
         doc.update_stream(xref, zlib.compress(content, 1), compress=False)
         doc.xref_set_key(xref, "Filter", "/FlateDecode")
     pdf = tmp_path / "slow.pdf"
     doc.save(pdf)
     doc.close()
+    return pdf
+
+
+def test_the_text_layer_reads_a_page_of_millions_of_paths_without_walking_them(tmp_path):
+    """The text layer looked for figures and ruled tables by asking PyMuPDF for every path as a Python
+    dict: on a page of 4 million paths that held the process for minutes and gigabytes (the suite hung
+    here, on a machine fast enough to render the page in time). Past 4 MiB of content it reads the text
+    only and says so; lighter pages keep the full analysis."""
+    from PIL import Image
+
+    from ocr_app.engines.textlayer import TextLayerEngine
+    from ocr_app.schema import PageImage, PageRequest
+
+    pdf = _slow_pdf(tmp_path)
+    engine = TextLayerEngine(Settings(engine="textlayer"))
+
+    def request(index: int) -> PageRequest:
+        page = PageImage(
+            image=Image.new("RGB", (595, 842), "white"), index=index, source="slow.pdf", pdf_path=pdf
+        )
+        return PageRequest(page=page, prompt="")
+
+    heavy, light = engine.predict_batch([request(1), request(2)])
+    assert [b.text for b in heavy.blocks] == ["Page 2 text"]
+    assert heavy.notes == [
+        "page 2 draws more than 4 MiB of vector content: its text was read, figures and ruled tables were "
+        "not looked for"
+    ]
+    assert heavy.timings["total"] < 30, heavy.timings
+    assert light.notes == [] and "light" in " ".join(b.text for b in light.blocks)
+
+
+def test_a_page_that_renders_too_long_is_stopped(tmp_path):
+    """Row 11's time limit: pages with more than 1 MiB of content render in a child process; one of 4
+    million full-page fills (68 MiB, under the size limit) is stopped after 4 s and says so, while a page
+    of 3 MiB of plain content renders in its child in time; the others convert."""
+    pdf = _slow_pdf(tmp_path)
     settings = Settings(engine="textlayer", result_cache_mb=0, render_isolation_mb=1, max_render_s=4)
     options = ConvertOptions(formats=frozenset({"json"}))
     [result] = Converter(build_engines(settings), settings).convert([pdf], tmp_path / "out", options)

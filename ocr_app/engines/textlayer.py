@@ -56,6 +56,11 @@ MIN_CHARS = 20
 MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a table
 PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
+# Vector content beyond which figures and ruled tables are not looked for: PyMuPDF hands every path to
+# Python as a dict (≈ 1 µs and ≈ 1 KB each), so a page of 4 million tiny rectangles (63 MiB of content,
+# rendered in a child process under a time limit) held the text layer for minutes and gigabytes, while its
+# text reads in 1.5 s. Real pages, tables and charts included, draw well under 1 MiB.
+_VECTOR_SCAN_BYTES = 4 * 2**20
 _BOLD_FLAG = 16
 _MONO_FLAG = 8
 _MONO_FONTS = re.compile(
@@ -907,8 +912,10 @@ class TextLayerEngine(Engine):
 
     def _predict(self, request: PageRequest) -> EngineOutput:
         from ocr_app.ingest.pdf import MUPDF_LOCK
+        from ocr_app.ingest.pdf_guard import content_bytes
 
         page_img = request.page
+        notes: list[str] = []
         if page_img.pdf_path is None:
             raise InputError(f"{page_img.source}: the text-layer engine reads PDF pages only")
         start = time.perf_counter()
@@ -920,9 +927,18 @@ class TextLayerEngine(Engine):
             profile = self.profile(page_img.pdf_path, doc)
             lines = extract_lines(page, scale)
             running, lines = split_running(lines, profile, page.rect.height * scale)
-            mark_figure_text(page, lines, scale, profile.style.body_size)
+            vectors = content_bytes(page, _VECTOR_SCAN_BYTES) <= _VECTOR_SCAN_BYTES
+            if vectors:
+                mark_figure_text(page, lines, scale, profile.style.body_size)
+            else:
+                notes.append(
+                    f"page {page_img.index + 1} draws more than {_VECTOR_SCAN_BYTES >> 20} MiB of vector "
+                    "content: its text was read, figures and ruled tables were not looked for"
+                )
             turns = page_turns(lines)
-            tables, forms, lines = ruled_tables(page, lines, scale) if turns == 0 else ([], [], lines)
+            tables, forms, lines = (
+                ruled_tables(page, lines, scale) if turns == 0 and vectors else ([], [], lines)
+            )
             disp_w, disp_h = page.rect.width * scale, page.rect.height * scale
             suspect = _suspect(page, lines) if lines else None
             if doc is not self._open_doc:
@@ -965,9 +981,8 @@ class TextLayerEngine(Engine):
             stop_reason=StopReason.NONE,
             timings={"total": total},
             suspect=suspect,
-            notes=[f"text runs turned: read after turning it {90 * turns}° counter-clockwise"]
-            if turns
-            else [],
+            notes=notes
+            + ([f"text runs turned: read after turning it {90 * turns}° counter-clockwise"] if turns else []),
         )
 
     def describe(self) -> dict[str, object]:
