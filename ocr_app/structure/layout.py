@@ -74,6 +74,9 @@ class TextLine:
     ink: tuple[float, float] = ()  # x-range of the glyphs without surrounding spaces, when known
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
     mono: bool = False  # set in a monospaced font all through (a line of code)
+    # x-ranges of the words of ``text`` (one per ``text.split()`` token), when the engine knows where
+    # each glyph stands: table cells set one space apart come as one line and are cut on them.
+    words: tuple[tuple[float, float], ...] = ()
     # The page's layout model's word on this line (scans, ``structure.scan_regions``): "title" (a
     # heading), "prose" (a line of a paragraph: never a table cell), "figure"; "" = no model.
     role: str = ""
@@ -642,6 +645,8 @@ def _heading_level(
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
         return _styled_heading_level(row, text, config, style, where.short_line, where.isolated)
+    if any(i.role == "prose" for i in row.items):
+        return 0  # the layout model saw a paragraph's line (a scan: ``structure.scan_regions``)
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
@@ -651,8 +656,14 @@ def _heading_level(
     # bold lead-in ending in a colon ("Steps for using the microscope:") is one.
     if text.rstrip().endswith((".", ",", ";")):
         return 0
-    if all(i.role == "title" for i in row.items) and (row.bold or not text.rstrip().endswith(":")):
-        return 2  # a plain lead-in ending in a colon ("Consider this definition:") introduces text
+    if (
+        all(i.role == "title" for i in row.items)
+        and (row.bold or not text.rstrip().endswith(":"))
+        and (row.bold or ratio >= 1.1 or len(text.split()) <= 8)
+    ):
+        # A plain lead-in ending in a colon ("Consider this definition:") introduces text; a long
+        # line at body size in plain type is a paragraph the model's title box reached into.
+        return 2
     if (
         row.bold
         and ratio >= config.bold_heading_ratio
@@ -928,6 +939,11 @@ class _SectionBlocks:
     def add_heading(self, row: _Row, text: str, level: int, gap: float, big_gap: bool) -> None:
         cur = self.cur
         continues = cur is not None and cur.level == level and not big_gap
+        if cur is not None and cur.kind == "heading" and cur.last is not None and self.ctx.style is None:
+            # Without a document style (a scan), a title's next line continues it only in its weight
+            # and size: a plain body-size line right under a heading is its section's text.
+            ratio = row.size / max(cur.last.size, 1e-6)
+            continues = continues and row.bold == cur.last.bold and 0.85 <= ratio <= 1.18
         if cur is not None and cur.kind == "heading" and cur.last is not None and self.ctx.style is not None:
             # A title broken over lines keeps one weight; a line in another weight starts
             # something else, a line a little smaller (33 pt over 30 pt) still continues it.
