@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +33,16 @@ from ocr_app.schema import EngineOutput, PageRequest, StopReason
 from ocr_app.structure import ink
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
+from ocr_app.structure.page import PageLayout
 from ocr_app.structure.pipeline import DEFAULT_PASSES, build_blocks
 from ocr_app.structure.rulings import grid_tables
+from ocr_app.structure.scan_levels import (
+    DocumentLevels,
+    HeadingRecord,
+    document_levels,
+    heading_records,
+    relevel,
+)
 from ocr_app.structure.scan_regions import region_passes
 
 if TYPE_CHECKING:
@@ -134,6 +142,19 @@ def _merge_recognitions(parts: Sequence[Any], shares: Sequence[Sequence[int]], c
     )
 
 
+LOOKAHEAD = 12  # pages read before the first is handed on: their headings set the document's levels
+
+
+def _released(
+    waiting: list[tuple[int, EngineOutput, list[HeadingRecord | None]]], levels: DocumentLevels
+) -> Iterator[tuple[int, EngineOutput]]:
+    """The waiting pages with their headings set to the document's levels, in order; empties the list."""
+    for i, out, heads in waiting:
+        relevel(out.blocks, heads, levels)
+        yield i, out
+    waiting.clear()
+
+
 ORIENTATION_SAMPLES = 6  # line crops read in each candidate orientation
 CONFIDENT = 0.9  # a first pass this sure is upright: no orientation test
 X_HEIGHT_EM = 0.5  # x-height / font size of common text fonts (Helvetica 0.52, Times 0.45)
@@ -153,10 +174,10 @@ def text_size(crop: Any, text: str) -> float:
     """
     import numpy as np
 
-    lower = any(c.islower() for c in text)
-    letters = ink.letter_height(crop, lower_case=lower)
+    letters, x_height = ink.letter_height(crop, text)
     if letters > 0:
-        return letters / (X_HEIGHT_EM if lower else CAP_HEIGHT_EM)
+        return letters / (X_HEIGHT_EM if x_height else CAP_HEIGHT_EM)
+    lower = any(c.islower() for c in text)
     h = crop.shape[0]
     rows = (crop < 128).sum(axis=1).astype(np.float64)
     peak = float(rows.max())
@@ -377,8 +398,37 @@ class LightOcrEngine(Engine):
         return engine_kind(self.name).capabilities
 
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
+        """Pages laid out with the heading levels of the batch's own hierarchy (``scan_levels``)."""
         self.load()
-        return [self._predict(r) for r in requests]
+        read = [self._lay_out(self._scan(r)) for r in requests]
+        levels = document_levels([h for _, heads in read for h in heads], self._layout)
+        for out, heads in read:
+            relevel(out.blocks, heads, levels)
+        return [out for out, _ in read]
+
+    def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
+        """Pages as they finish, with heading levels from the document's hierarchy: the first
+        ``LOOKAHEAD`` pages are read before any is handed on, their headings ranked together
+        (``scan_levels.document_levels``), and later pages take those levels. Why wait: a page alone
+        cannot tell a section title from a chapter title; the first pages of a document show its
+        title and section levels. A page's image is not kept while it waits: only its blocks."""
+        self.load()
+        waiting: list[tuple[int, EngineOutput, list[HeadingRecord | None]]] = []
+        levels: DocumentLevels | None = None
+        for i, request in enumerate(requests):
+            out, heads = self._lay_out(self._scan(request))
+            if levels is not None:
+                relevel(out.blocks, heads, levels)
+                yield i, out
+                continue
+            waiting.append((i, out, heads))
+            if len(waiting) >= LOOKAHEAD:
+                levels = document_levels([h for *_, hs in waiting for h in hs], self._layout)
+                yield from _released(waiting, levels)
+        if levels is None and waiting:
+            yield from _released(
+                waiting, document_levels([h for *_, hs in waiting for h in hs], self._layout)
+            )
 
     def recognize_lines(self, image: Any) -> list[TextLine]:
         """Run RapidOCR on a PIL image; return its text lines in page pixels."""
@@ -457,9 +507,6 @@ class LightOcrEngine(Engine):
                 best, best_score = turns, mean
         return best
 
-    def _predict(self, request: PageRequest) -> EngineOutput:
-        return self._lay_out(self._scan(request))
-
     def _scan(self, request: PageRequest) -> ScannedPage:
         """Read one page: its text lines with their sizes, weights and words' places (in a deskewed
         frame), its layout-model regions and ruled tables — everything but the layout."""
@@ -510,13 +557,21 @@ class LightOcrEngine(Engine):
             lines, tables, regions, grey, matrix, angle, turns, disp, notes, trust, start, ocr_s
         )
 
-    def _lay_out(self, page: ScannedPage) -> EngineOutput:
-        """The page's blocks in reading order from what ``_scan`` read; boxes back in page pixels."""
+    def _lay_out(self, page: ScannedPage) -> tuple[EngineOutput, list[HeadingRecord | None]]:
+        """The page's blocks in reading order from what ``_scan`` read (boxes back in page pixels),
+        and a record of each heading for the document's levels (``scan_levels``)."""
         import cv2
 
         h, w = page.grey.shape[:2]
-        # The layout model's regions (titles, prose, figures) plug into the passes when there are any.
+        # The layout model's regions (titles, prose, figures) plug into the passes when there are any;
+        # the headings' sizes and weights are recorded last, in the layout's frame.
+        heads: list[HeadingRecord | None] = []
+
+        def record(layout: PageLayout) -> None:
+            heads.extend(heading_records(layout.blocks, layout.lines, layout.body))
+
         passes = region_passes(page.regions, page.grey) if page.regions else DEFAULT_PASSES
+        passes = (*passes, ("heading_records", record))
         blocks = build_blocks(
             page.lines, page_width=w, config=self._layout, tables=page.tables, passes=passes
         )
@@ -530,7 +585,7 @@ class LightOcrEngine(Engine):
             for block in blocks:
                 block.boxes = [unrotate_box(b, page.turns, *page.display) for b in block.boxes]
         total = time.perf_counter() - page.start
-        return EngineOutput(
+        out = EngineOutput(
             engine=self.name,
             blocks=blocks,
             stop_reason=StopReason.NONE,
@@ -539,6 +594,7 @@ class LightOcrEngine(Engine):
             confidence=page.trust.confidence,
             suspect=page.trust.suspect,
         )
+        return out, heads
 
     def _page_regions(self, rgb: Any) -> list[Region]:
         """The layout model's regions of the (upright) page; none when it is off or not installed."""

@@ -33,21 +33,23 @@ def line_crop(grey: Any, quad: Any) -> Any:
     return cv2.warpPerspective(grey, cv2.getPerspectiveTransform(q, target), (w, h), borderValue=255)
 
 
-X_HEIGHT_PERCENTILE = 30  # most letters of a line are x-height letters (a c e m n o r s u ...)
+_SHORT = frozenset("acemnorsuvwxz")  # lower-case letters without ascender or descender
 
 
-def letter_height(crop: Any, lower_case: bool = True) -> float:
-    """Height in pixels of the line's typical letter: the x-height, or the cap height when
-    ``lower_case`` is False (a line of capitals or digits). 0 when too few letters stand apart.
+def letter_height(crop: Any, text: str) -> tuple[float, bool]:
+    """Height in pixels of the line's typical letter, and whether it is the x-height (True) or, for a
+    line without short lower-case letters (capitals, digits), the cap height. 0 when too few letters
+    stand apart.
 
     Why letters and not the row profile: a line's rows of dense ink depend on its letters — a line
     of "called debconf(7) to help" has ascender rows as dense as its x-height band and a serif font's
     baseline row outweighs both, so a band measured from the profile varied 1.8× between body lines
-    of one page (12 to 21 px at 144 DPI), while the median x-height letter stays within ±1 px. The
-    letters are the ink's connected components that are tall enough to be letters (not dots, commas,
+    of one page (12 to 21 px at 144 DPI), while the x-height letters stay within ±1 px. The letters
+    are the ink's connected components that are tall enough to be letters (not dots, commas,
     hyphens), not long runs (a rule, joined words) and not cut by the crop's edge (a neighbour line's
-    descenders). The x-height is the 30th percentile of their heights, refined to a sub-pixel mean
-    of the heights near it; capitals and ascenders are taller, so they do not move it.
+    descenders). Short letters (a, c, e, m, n, o, …) are the lowest of them: the x-height is the
+    middle of that lowest share of the heights (the share the text's short letters make of its
+    characters), refined to a sub-pixel mean of the heights near it.
     """
     import cv2
     import numpy as np
@@ -56,19 +58,22 @@ def letter_height(crop: Any, lower_case: bool = True) -> float:
     h = crop.shape[0]
     count, _labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
     if count <= 1:
-        return 0.0
-    top, height, width = (
-        stats[1:, cv2.CC_STAT_TOP],
-        stats[1:, cv2.CC_STAT_HEIGHT],
-        stats[1:, cv2.CC_STAT_WIDTH],
-    )
+        return 0.0, True
+    top, height = stats[1:, cv2.CC_STAT_TOP], stats[1:, cv2.CC_STAT_HEIGHT]
+    width = stats[1:, cv2.CC_STAT_WIDTH]
     keep = (height >= 0.2 * h) & (width <= 3 * height) & (top > 0) & (top + height < h)
     heights = height[keep].astype(np.float64)
     if len(heights) < 3:
-        return 0.0
-    mark = float(np.percentile(heights, X_HEIGHT_PERCENTILE if lower_case else 50))
+        return 0.0, True
+    chars = [c for c in text if c.isalnum()]
+    short = sum(1 for c in chars if c in _SHORT) / max(len(chars), 1)
+    if short == 0:
+        mark = float(np.median(heights))  # capitals and digits: one height
+    else:
+        mark = float(np.percentile(heights, min(max(50 * short, 5), 50)))
     near = heights[np.abs(heights - mark) <= max(1.0, 0.1 * mark)]
-    return float(near.mean())
+    # An interpolated percentile can fall between two far-apart heights: then none lies near it.
+    return (float(near.mean()) if len(near) else mark), short > 0
 
 
 def _letters_mask(crop: Any) -> Any:
