@@ -53,7 +53,10 @@ def build_full_checkpoint(out: Path) -> Path:
         setattr(model.generation_config, key, value)
     model.save_pretrained(out)
     for f in Path(tiny).iterdir():  # tokenizer and processor
-        skip = f.name.endswith((".safetensors", ".bin")) or f.name in ("config.json", "generation_config.json")
+        skip = f.name.endswith((".safetensors", ".bin")) or f.name in (
+            "config.json",
+            "generation_config.json",
+        )
         if f.is_file() and not skip:
             shutil.copy(f, out / f.name)
     params = sum(p.numel() for p in model.parameters())

@@ -6,7 +6,8 @@ Everything goes through ``Converter`` → router → result cache (off) → ``Mo
 precision variant (``bf16`` and the pre-quantised ``mixed``):
 
 * cold start: ``python -m ocr_app.cli convert`` of a 1-page PDF in a fresh process (wall clock, and the
-  ``-v`` breakdown: start-up, imports, weight load, graph capture, first page);
+  ``-v`` breakdown: start-up, imports, weight load and the kernel warm-up inside it, graph capture,
+  first page), for the machine's first process (empty caches) and the ones after it;
 * warm: s/page and tok/s for 1, 16 and 64-page PDFs (one process, after one warm-up request);
 * memory: allocated after each of ``--soak`` sequential requests (mostly 1 page, every 10th 16 pages),
   the memory-context warnings they raised, and allocated after unload against before the first load;
@@ -15,8 +16,8 @@ precision variant (``bf16`` and the pre-quantised ``mixed``):
   16-page PDF: wall, OOM events, pages read at a lower resolution;
 * transformers ``generate`` at 1 page (``decoder=generate``), for the ratio;
 * the first document on a fresh machine (``--first-pages``): a process with empty Triton and project
-  caches, the load timed alone, then the document and the same document again, with the Triton
-  specialisations compiled in each;
+  caches, the load timed alone (it includes the kernel warm-up), then the document and the same
+  document again, with the Triton binaries compiled at load, in the first document and after it;
 * a ``--doc-pages`` CLI document (256 pages × ``--doc-new`` tokens) with ``--format md,json`` and with every
   format, interleaved ``--doc-runs`` times (the faster of each counts).
 
@@ -317,7 +318,9 @@ def phase_firstdoc(args: argparse.Namespace) -> dict:
     }
     best = min(r["wall_s"] for r in res["steady"])
     res["first_over_steady"] = round(res["first"]["wall_s"] / best, 3)
-    res["describe"] = engines.describe()["engines"]["deepseek"].get("load_breakdown")
+    info = engines.describe()["engines"]["deepseek"]
+    res["describe"] = info.get("load_breakdown")
+    res["kernel_warmup"] = info.get("kernel_warmup")  # seconds, launches, binaries compiled at load
     log(
         args.variant,
         f"first {n}-page document",
@@ -506,17 +509,28 @@ def table(results: dict) -> str:
         "  the machine's first process (empty on-disk caches), wall s",
         lambda r: _f(r["cold_first"]["wall_s"]),
     )
+    parts = ("imports", "weight load", "kernel warm-up (in the load)", "graph capture",
+             "first page done (since process start)")  # fmt: skip
     row(
-        "  breakdown (import / load / capture / first page) s",
-        lambda r: " / ".join(
-            _f(r["cold"]["breakdown"].get(k))
-            for k in ("imports", "weight load", "graph capture", "first page done (since process start)")
-        ),
+        "  breakdown (import / load / of it kernel warm-up / capture / first page) s",
+        lambda r: " / ".join(_f(r["cold"]["breakdown"].get(k)) for k in parts),
+    )
+    row(
+        "  the same for the machine's first process",
+        lambda r: " / ".join(_f(r["cold_first"]["breakdown"].get(k)) for k in parts),
     )
     for n in results["args"]["first_pages"]:
         row(f"fresh machine: load s / first {n}-page document s / steady s / first ÷ steady",
             lambda r, n=n: "{} / {} / {} / {}".format(_f(r[f"first_{n}p"]["load_s"]), _f(r[f"first_{n}p"]["first"]["wall_s"]),
                 _f(min(x["wall_s"] for x in r[f"first_{n}p"]["steady"])), _f(r[f"first_{n}p"]["first_over_steady"], "{:.2f}×")))  # fmt: skip
+    for n in results["args"]["first_pages"]:
+        row(f"  first {n}-page run: Triton binaries compiled at load / in the first document / after it",
+            lambda r, n=n: "{} / {} / {}".format(r[f"first_{n}p"]["triton_compiled"]["at_load"],
+                sum(r[f"first_{n}p"]["triton_compiled"]["first_document"].values()),
+                sum(r[f"first_{n}p"]["triton_compiled"]["steady"].values())))  # fmt: skip
+        row(f"  first {n}-page run: kernel warm-up s / launches / binaries / failed",
+            lambda r, n=n: "{} / {} / {} / {}".format(*(r[f"first_{n}p"]["kernel_warmup"].get(k, "—")
+                for k in ("seconds", "launches", "variants", "failed"))))  # fmt: skip
     if results["args"]["doc_pages"]:
         d = results["args"]["doc_pages"]
         row(f"CLI {d} pages × {results['args']['doc_new']} tokens: wall s md,json / default formats / ratio",

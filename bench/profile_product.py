@@ -260,6 +260,7 @@ def main(argv: list[str] | None = None) -> None:
     # what phase_prepare reads
     args.soak = 0
     args.soak_new = args.generate_new = 8
+    args.first_pages, args.doc_pages = [], 0  # no first-document or long-document PDFs here
     if args.phase == "profile":
         Path(args.result).write_text(json.dumps(phase_profile(args)))
         return

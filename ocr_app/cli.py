@@ -1,9 +1,14 @@
 """The ``ocr-app`` command: a peer of the web app over the same library.
 
 Exit codes (documented in the README): 0 every page converted (pages that hit the token cap are kept and
-flagged, still 0); 1 an internal failure (engine, runtime, a bug); 2 bad input (a file or page range was
-rejected — the other files still converted) or bad usage; 3 every file converted but some pages need a
-look: ``empty``, ``low_confidence`` or ``repaired`` (the summary counts them); 130 cancelled with Ctrl-C.
+flagged, still 0); 1 an internal failure (engine, runtime, a bug) or outputs that could not be written
+(disk full, permission denied); 2 bad input (a file or page range was rejected — the other files still
+converted) or bad usage; 3 every file converted but some pages need a look: ``empty``, ``low_confidence``
+or ``repaired`` (the summary counts them); 130 stopped by Ctrl-C (SIGINT), 143 by SIGTERM.
+
+Signals: the first SIGINT or SIGTERM lets the page in progress finish, publishes the document it belongs
+to with the pages done (``complete: false``) and exits; a second one stops at once and publishes nothing
+of that document. Either way no temp file is left behind.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -173,13 +180,19 @@ def main(verbose: int) -> None:
 @click.option("-v", "--verbose", count=True, help="More log output; print the cold-start breakdown.")
 def convert(**params) -> None:
     """Convert INPUT files and folders (PDF, PNG, JPEG, WebP, BMP, TIFF)."""
+    from ocr_app.stdout_guard import reserved_stdout
+
     args = ConvertArgs(**params)
+    # --json-summary: stdout holds the JSON only; whatever a library prints meanwhile goes to stderr
+    stdout = click.get_current_context().with_resource(reserved_stdout()) if args.json_summary else None
     cold = _cold_start(args.verbose)
     settings, options, engines = _prepare(args)
     results = _run(args, settings, options, engines, cold)
+    _print_ignored(results, {"--prompt": args.prompt, "--mode": args.mode})
     code = _exit_code(results)
-    if args.json_summary:
-        click.echo(json.dumps(_summary_dict(results, code), indent=2))
+    if stdout is not None:
+        click.echo(json.dumps(_summary_dict(results, code), indent=2), file=stdout)
+        stdout.flush()
     else:
         _print_summary(results)
     if _process_ends_here():
@@ -290,17 +303,19 @@ def _run(
     args: ConvertArgs, settings: Settings, options: ConvertOptions, engines: EngineSet, cold: ColdStart | None
 ) -> list[DocumentResult]:
     """Convert with a progress bar; Ctrl-C and engine failures become their exit codes."""
-    from ocr_app.convert import Converter
+    from ocr_app.convert import CancelEvent, Converter
     from ocr_app.runtime.load_progress import attach_load_progress
 
     ends_process = _process_ends_here()  # then nothing is freed at the end: the process exit does it
     bar = _ProgressBar(disabled=args.quiet or args.json_summary)
     load_bar = LoadBar(disabled=args.quiet or args.json_summary)
     progress = bar if cold is None else _both(bar, cold.on_progress)
+    cancel = CancelEvent()
+    stops = _StopSignals(cancel)
     detach = attach_load_progress(engines, load_bar)
     try:
         results = Converter(engines, settings).convert(
-            args.inputs, args.out_dir, options, progress=progress, cancel=threading.Event()
+            args.inputs, args.out_dir, options, progress=progress, cancel=cancel
         )
         if cold is not None:
             from ocr_app.coldstart import format_summary
@@ -308,24 +323,82 @@ def _run(
             bar.close()
             click.echo(format_summary(cold.summary(engines.describe())), err=True)
     except ConversionCancelled as exc:
+        stops.done = True
         bar.close()
-        click.echo(f"\n{exc} Pages finished so far were written to {args.out_dir}.", err=True)
-        sys.exit(EXIT_CANCELLED)
+        _print_summary(exc.documents)
+        click.echo(
+            f"{cancel.reason.capitalize()}: the document in progress was written with the pages done, "
+            f"marked incomplete, to {args.out_dir}.",
+            err=True,
+        )
+        sys.exit(stops.exit_code)
     except KeyboardInterrupt:
+        stops.done = True
         bar.close()
-        click.echo(f"\nCancelled. Pages finished so far were written to {args.out_dir}.", err=True)
-        sys.exit(EXIT_CANCELLED)
+        click.echo(
+            f"\nStopped at once ({stops.name}). The document in progress was not written; files "
+            f"finished before it are in {args.out_dir}.",
+            err=True,
+        )
+        sys.exit(stops.exit_code)
     except OcrError as exc:
         bar.close()
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_INPUT if isinstance(exc, InputError) else EXIT_INTERNAL)
     finally:
+        stops.restore()
         detach()
         load_bar.close()
         if not ends_process:
             engines.unload_all()
     bar.close()
     return results
+
+
+class _StopSignals:
+    """SIGINT and SIGTERM while converting: the first asks the converter to stop after the page in
+    progress (``cancel``), a second stops at once (``KeyboardInterrupt``). Installed only on the main
+    thread (a test's CliRunner in a worker thread keeps the process's handlers)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, cancel) -> None:
+        self.cancel = cancel
+        self.signum: int | None = None
+        self.done = False
+        self._old: dict[int, object] = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._old[signum] = signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        first = self.signum is None
+        self.signum = self.signum or signum
+        if self.done:  # converting is over (the summary is being printed): nothing left to stop
+            return
+        if not first:
+            raise KeyboardInterrupt
+        name = signal.Signals(signum).name
+        self.cancel.cancel(f"cancelled by {name}")
+        # os.write: a handler must not re-enter the buffered stream it may have interrupted
+        os.write(
+            2, f"\n{name}: stopping after the page in progress (send it again to stop at once)\n".encode()
+        )
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else "SIGINT"
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports it: 130 for SIGINT, 143 for SIGTERM."""
+        return 128 + self.signum if self.signum else EXIT_CANCELLED
+
+    def restore(self) -> None:
+        self.done = True
+        for signum, handler in self._old.items():
+            signal.signal(signum, handler)
+        self._old.clear()
 
 
 def _process_ends_here() -> bool:
@@ -368,9 +441,10 @@ def _settings_error(exc: Exception) -> str:
 
 
 def _check_usage(settings, mode: str | None) -> None:
-    """An unknown mode, or the remote engine without an endpoint: exit 2 before anything loads, naming
-    the valid choices (the value may come from --mode or DEEPSEEK_OCR_MODE). Device, dtype and engine are
-    checked by their own vocabularies (click choices and the settings validators)."""
+    """An unknown mode, a CUDA device this machine lacks, or the remote engine without an endpoint: exit
+    2 before anything loads, naming the valid choices (the value may come from --mode or
+    DEEPSEEK_OCR_MODE). Dtype and engine are checked by their own vocabularies (click choices and the
+    settings validators), the device's spelling by the settings validator."""
     from ocr_app.exceptions import ConfigError
     from ocr_app.models.deepseek_ocr2.modes import check_mode
 
@@ -378,10 +452,22 @@ def _check_usage(settings, mode: str | None) -> None:
         check_mode(mode or settings.mode)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="'--mode'") from None
+    _check_device(settings.device)
     if canonical_engine(settings.engine) == "remote" and not settings.remote_url:
         raise click.UsageError(
             "--engine remote needs an endpoint: set DEEPSEEK_OCR_REMOTE_URL (an OpenAI-compatible server)."
         )
+
+
+def _check_device(device: str | None) -> None:
+    """A CUDA device this machine does not have: exit 2 before anything loads (counted without torch)."""
+    from ocr_app.engines.devices import check_cuda_devices, visible_cuda_count
+    from ocr_app.exceptions import ConfigError
+
+    try:
+        check_cuda_devices(device, visible_cuda_count())
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--device'") from None
 
 
 def _check_prompt(prompt: str, locate_text: str | None) -> None:
@@ -417,6 +503,23 @@ def _exit_code(results) -> int:
     return EXIT_OK
 
 
+def _print_ignored(results, given: dict[str, str | None]) -> None:
+    """Once per run, on stderr: options given on the command line that no page's engine took."""
+    keys = {"--prompt": ("prompt", "prompt"), "--mode": ("mode", "resolution mode")}
+    with_ignored = [r for r in results if r.settings.get("ignored")]
+    flags = {flag: value for flag, value in given.items()
+             if value is not None and any(keys[flag][0] in r.settings["ignored"] for r in with_ignored)}  # fmt: skip
+    if flags:
+        engines = sorted({str(p.engine) for r in with_ignored for p in r.pages if p.error is None})
+        click.secho(
+            f"Note: {' and '.join(f'{k} {v}' for k, v in flags.items())} "
+            f"{'was' if len(flags) == 1 else 'were'} ignored: the {' and '.join(engines)} engine took no "
+            f"{' and no '.join(keys[k][1] for k in flags)} (recorded under settings.ignored in the JSON).",
+            fg="yellow",
+            err=True,
+        )
+
+
 def _summary_dict(results, code: int) -> dict:
     return {
         "exit_code": code,
@@ -424,12 +527,17 @@ def _summary_dict(results, code: int) -> dict:
             {
                 "source": r.source,
                 "error": r.error,
+                "complete": r.complete,
+                "incomplete_reason": None if r.complete else r.incomplete_reason,
+                "page_count": r.page_count,
                 "pages": len(r.pages),
                 "headline": r.headline(),
                 "status_counts": r.status_counts(),
                 "source_repaired": r.source_repaired,
                 "status": {p.index + 1: p.status for p in r.pages},
                 "read_by": _read_by(r),
+                "ignored": r.settings.get("ignored", {}),
+                "hedged": _hedged(r),
                 "outputs": {k: str(v) for k, v in r.outputs.items()},
             }
             for r in results
@@ -463,8 +571,8 @@ def _print_summary(results) -> None:
             click.secho(f"✗ {r.source}: {r.error}", fg="red", err=True)
             continue
         groups = _page_groups(r.pages)
-        where = r.outputs.get("dir") or r.outputs.get("md", "")
-        mark, colour = ("✓", "green") if not groups else ("!", "yellow")
+        where = r.outputs.get("dir") or r.outputs.get("md", "") or "(not written)"
+        mark, colour = ("✓", "green") if not groups and r.complete else ("!", "yellow")
         click.secho(f"{mark} {r.source}: {r.headline()} → {where}", fg=colour)
         for span, status, why in groups[:_MAX_FLAGGED_LINES]:
             click.secho(f"    {span}: {status}: {why}", fg="yellow", err=True)
@@ -474,6 +582,11 @@ def _print_summary(results) -> None:
         for label, numbers in _pages_per_member(r).items():
             click.echo(
                 f"    {label}: {len(numbers)} page{'' if len(numbers) == 1 else 's'} ({_span(numbers)})"
+            )
+        if hedged := _hedged(r):
+            click.echo(
+                f"    hedged: {len(hedged)} page{'' if len(hedged) == 1 else 's'} re-sent because an endpoint "
+                f"was slow, the first answer kept ({_span(hedged)})"
             )
 
 
@@ -486,6 +599,13 @@ def _read_by(result) -> dict[int, str]:
 
     found = {p.index + 1: read_by(p.notes) for p in result.pages}
     return {n: label for n, label in found.items() if label}
+
+
+def _hedged(result) -> list[int]:
+    """Page numbers re-sent to another endpoint because theirs was slow (``pool.hedged``)."""
+    from ocr_app.engines.pool import hedged
+
+    return [p.index + 1 for p in result.pages if hedged(p.notes)]
 
 
 def _pages_per_member(result) -> dict[str, list[int]]:
@@ -508,24 +628,38 @@ def _span(numbers: list[int]) -> str:
 
 
 class _ProgressBar:
-    """tqdm bar over pages, reset per file; silent when disabled."""
+    """tqdm bar over pages; silent when disabled. One file: a bar named after it. Several files (they may
+    convert side by side): one bar over the pages of every file opened so far, "N/M files" done."""
 
     def __init__(self, disabled: bool) -> None:
         self.disabled = disabled
         self._bar = None
+        self._files: dict[int, tuple[int, int]] = {}  # file index -> (pages done, pages selected)
+        self._finished: set[int] = set()
 
     def __call__(self, event) -> None:
         if self.disabled:
             return
         from tqdm import tqdm
 
-        if event.stage == "open" or self._bar is None:
-            self.close()
-            self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
-        if event.total and self._bar.total != event.total:
-            self._bar.total = event.total
+        if event.file_count <= 1:
+            if event.stage == "open" or self._bar is None:
+                self.close()
+                self._bar = tqdm(total=None, unit="page", desc=event.source, file=sys.stderr, leave=True)
+            total, done = event.total, event.done
+        else:
+            if self._bar is None:
+                self._bar = tqdm(total=None, unit="page", file=sys.stderr, leave=True)
+            self._files[event.file_index] = (event.done, event.total)
+            if event.stage in ("done", "file_error"):
+                self._finished.add(event.file_index)
+            self._bar.set_description_str(f"{len(self._finished)}/{event.file_count} files")
+            total = sum(t for _, t in self._files.values())
+            done = sum(d for d, _ in self._files.values())
+        if total and self._bar.total != total:
+            self._bar.total = total
         self._bar.set_postfix_str(event.message[:60])
-        self._bar.n = event.done
+        self._bar.n = done
         self._bar.refresh()
 
     def close(self) -> None:
@@ -670,25 +804,62 @@ def cache_clear() -> None:
 @model_options
 @gpu_memory_option
 @click.option("--preload", is_flag=True, default=None, help="Load the model before serving.")
+@click.option(
+    "--auth",
+    "auth",
+    multiple=True,
+    metavar="USER:PASSWORD",
+    help="Require sign-in; repeat for more users (also DEEPSEEK_OCR_AUTH).",
+)
+@click.option(
+    "--auth-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Require sign-in for the user:password lines of this file (also DEEPSEEK_OCR_AUTH_FILE).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Conversions at once [default: what the engine serves at once].",
+)
 @click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
-def ui(host, port, share, model, device, dtype, engine, gpu_memory, preload, log_level) -> None:
+def ui(
+    host,
+    port,
+    share,
+    model,
+    device,
+    dtype,
+    engine,
+    gpu_memory,
+    preload,
+    auth,
+    auth_file,
+    concurrency,
+    log_level,
+) -> None:
     """Start the web app (`python app.py` runs this same command)."""
     from ocr_app.ui.main import serve
 
-    sys.exit(
-        serve(
-            log_level=log_level,
-            host=host,
-            port=port,
-            share=share,
-            model=model,
-            device=device,
-            dtype=dtype,
-            engine=engine,
-            gpu_memory_gib=gpu_memory,
-            preload=preload,
-        )
+    code = serve(
+        log_level=log_level,
+        host=host,
+        port=port,
+        share=share,
+        model=model,
+        device=device,
+        dtype=dtype,
+        engine=engine,
+        gpu_memory_gib=gpu_memory,
+        preload=preload,
+        auth="\n".join(auth) if auth else None,  # newline-separated: a password may hold a comma
+        auth_file=auth_file,
+        concurrency_limit=concurrency,
     )
+    if _process_ends_here():  # the server, jobs and temp folder are gone: no 3 s interpreter teardown
+        _exit_now(code)
+    sys.exit(code)
 
 
 def _add_plugin_commands() -> None:

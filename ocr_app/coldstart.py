@@ -46,18 +46,23 @@ class ColdStart:
             self.mark("first_page")
 
     def summary(self, engines_info: dict[str, Any]) -> dict[str, float | None]:
-        """Seconds per part. ``engines_info``: ``EngineSet.describe()`` (load and capture times)."""
-        load = capture = None
+        """Seconds per part. ``engines_info``: ``EngineSet.describe()`` (load, kernel warm-up and capture
+        times; the warm-up is part of the load)."""
+        load = capture = kernels = None
         for info in (engines_info.get("engines") or {}).values():
             if isinstance(info, dict) and info.get("load_seconds") is not None:
                 load = (load or 0.0) + float(info["load_seconds"])
                 dec = info.get("decoder") or {}
                 if dec.get("capture_s") is not None:
                     capture = (capture or 0.0) + float(dec["capture_s"])
+                warm = info.get("kernel_warmup") or {}
+                if warm.get("seconds") is not None:
+                    kernels = (kernels or 0.0) + float(warm["seconds"])
         return {
             "startup": self.started_before,
             "imports": self.marks.get("imports"),
             "load": load,
+            "kernels": kernels,
             "capture": capture,
             "first_page": _since_start(self.marks.get("first_page"), self.started_before),
             "total": time.perf_counter() - self.t0 + (self.started_before or 0.0),
@@ -74,6 +79,7 @@ def format_summary(parts: dict[str, float | None]) -> str:
         "startup": "python start-up",
         "imports": "imports",
         "load": "weight load",
+        "kernels": "kernel warm-up (in the load)",
         "capture": "graph capture",
         "first_page": "first page done (since process start)",
         "total": "total wall",

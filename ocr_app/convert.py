@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import noting
-from ocr_app.exceptions import ConversionCancelled, EngineError, InputError, OcrError
+from ocr_app.exceptions import ConversionCancelled, EngineError, InputError, OcrError, OutputError
 from ocr_app.render.formats import format_names
 from ocr_app.schema import DocumentResult, EngineOutput, PageRequest, PageResult, StopReason
 
@@ -51,6 +51,9 @@ class ConvertOptions:
     # ``pages`` over several files: True = each file converts the selected pages it has (pages past its
     # end are left out, with a note); False = strict; None = True when one call converts several files.
     clip_pages: bool | None = None
+    # Files converted at once when one call converts several: None = as many as the engine serves at
+    # once (``Capabilities.max_concurrent_jobs``: 1 unless it batches concurrent conversions).
+    files_at_once: int | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> ConvertOptions:
@@ -129,9 +132,63 @@ class _Job:
             raise ConversionCancelled(f"Cancelled while converting {self.name}.")
 
 
+def _record_ignored(doc: DocumentResult) -> None:
+    """Prompt and mode that no page's engine honoured move from the settings to ``settings["ignored"]``.
+
+    Why: the light engine and the text layer take neither; listing them as settings made the JSON claim
+    they shaped the result. Pages read by an engine that does take them (``auto`` on a mixed PDF) keep
+    them as used; each page's ``used_prompt``/``used_mode`` says which.
+    """
+    read = [p for p in doc.pages if p.error is None]
+    if not read:
+        return
+    ignored = {
+        key: doc.settings.get(key)
+        for key, used in (("prompt", "used_prompt"), ("mode", "used_mode"))
+        if doc.settings.get(key) is not None and all(getattr(p, used) is None for p in read)
+    }
+    if ignored:
+        doc.settings.update(dict.fromkeys(ignored))
+        doc.settings["ignored"] = ignored
+class CancelEvent(threading.Event):
+    """A cancel flag that says why (``"cancelled by SIGTERM"``): an interrupted document records it.
+
+    ``keep=False`` (a server that stops) drops the interrupted document instead of publishing its
+    finished pages: nobody is left to read them."""
+
+    reason = "cancelled"
+    keep = True
+
+    def cancel(self, reason: str, *, keep: bool = True) -> None:
+        if not self.is_set():
+            self.reason, self.keep = reason, keep
+        self.set()
+
+
+def _cancel_reason(cancel: threading.Event | None) -> str:
+    return getattr(cancel, "reason", None) or "cancelled"
+
+
+def _serialized(progress: ProgressFn | None) -> ProgressFn | None:
+    """``progress`` called from one thread at a time (files converting side by side all report)."""
+    if progress is None:
+        return None
+    lock = threading.Lock()
+
+    def report(event: ProgressEvent) -> None:
+        with lock:
+            progress(event)
+
+    return report
+
+
 def _unique_stem(name: str, taken: set[str]) -> str:
-    # leading dots would make a hidden folder, or "." / ".." for a file named "..pdf"
+    from ocr_app.render.staging import fit_name
+
+    # leading dots would make a hidden folder, or "." / ".." for a file named "..pdf"; a name of 251
+    # characters is legal, but not with "_layout.pdf" after it
     stem = re.sub(r"[^\w.\- ]+", "_", Path(name).stem).strip().lstrip(".").strip() or "document"
+    stem = fit_name(stem)
     candidate, n = stem, 2
     while candidate.lower() in taken:
         candidate, n = f"{stem}-{n}", n + 1
@@ -177,7 +234,12 @@ class Converter:
         out = Path(out_dir)
         if out.exists() and not out.is_dir():
             raise InputError(f"The output folder {out} is an existing file; give a folder (-o).")
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            from ocr_app.render.writer import describe_os_error
+
+            raise OutputError(f"Cannot create the output folder {out}: {describe_os_error(exc)}") from exc
         files: list[Path] = []
         missing: list[DocumentResult] = []
         for item in inputs:
@@ -188,10 +250,80 @@ class Converter:
         if not files and not missing:
             raise InputError("No input files: give PDF or image files, or folders that contain them.")
         taken: set[str] = set()
-        results = list(missing)
+        stems = [_unique_stem(path.name, taken) for path in files]  # by input order, not finishing order
+        at_once = self._files_at_once(options, len(files))
+        try:
+            if at_once <= 1:
+                done = self._convert_serial(files, stems, out, options, progress, cancel)
+            else:
+                done = self._convert_overlapped(files, stems, out, options, at_once, progress, cancel)
+        except ConversionCancelled as exc:  # the files done before it: the caller reports them too
+            exc.documents = [*missing, *exc.documents]
+            raise
+        return [*missing, *done]
+
+    def _convert_serial(self, files, stems, out, options, progress, cancel) -> list[DocumentResult]:
+        done: list[DocumentResult] = []
         for i, path in enumerate(files):
-            results.append(self._convert_file(path, out, options, i, len(files), progress, cancel, taken))
-        return results
+            try:
+                done.append(self._convert_file(path, out, options, i, len(files), progress, cancel, stems[i]))
+            except ConversionCancelled as exc:
+                exc.documents = [*done, *([exc.partial] if exc.partial is not None else [])]
+                raise
+        return done
+
+    def _files_at_once(self, options: ConvertOptions, n_files: int) -> int:
+        """``options.files_at_once``, else what the engine serves at once; never more than the files."""
+        if n_files <= 1:
+            return 1
+        if options.files_at_once is not None:
+            return max(1, min(int(options.files_at_once), n_files))
+        try:
+            jobs = self.engines.get(options.engine).capabilities().max_concurrent_jobs
+        except OcrError:
+            return 1  # the engine is missing: each file reports it, one after another
+        return max(1, min(int(jobs), n_files))
+
+    def _convert_overlapped(
+        self,
+        files: list[Path],
+        stems: list[str],
+        out: Path,
+        options: ConvertOptions,
+        at_once: int,
+        progress: ProgressFn | None,
+        cancel: threading.Event | None,
+    ) -> list[DocumentResult]:
+        """Convert ``at_once`` files at a time on worker threads, so an engine that batches (the graph
+        decoder, a fleet) decodes pages of several files together instead of one small file after
+        another. Each file's outputs are written when it finishes; results come back in input order.
+        A cancel (or Ctrl-C in the calling thread) stops every file at its next page; the first
+        cancelled file's ``ConversionCancelled`` is raised once every worker has stopped."""
+        from concurrent.futures import ThreadPoolExecutor, wait
+
+        stop = cancel if cancel is not None else threading.Event()
+        report = _serialized(progress)
+        with ThreadPoolExecutor(at_once, thread_name_prefix="ocr-file") as pool:
+            futures = [
+                pool.submit(self._convert_file, path, out, options, i, len(files), report, stop, stems[i])
+                for i, path in enumerate(files)
+            ]
+            try:
+                wait(futures)
+            except BaseException:  # KeyboardInterrupt in the caller's thread: stop the workers too
+                stop.set()
+                wait(futures)
+                raise
+        cancelled = [f.exception() for f in futures if isinstance(f.exception(), ConversionCancelled)]
+        if cancelled:
+            first = cancelled[0]
+            first.documents = [
+                f.result() if f.exception() is None else f.exception().partial
+                for f in futures
+                if f.exception() is None or getattr(f.exception(), "partial", None) is not None
+            ]
+            raise first
+        return [f.result() for f in futures]
 
     def _convert_file(
         self,
@@ -202,7 +334,7 @@ class Converter:
         file_count: int,
         progress: ProgressFn | None,
         cancel: threading.Event | None,
-        taken: set[str],
+        stem: str,
     ) -> DocumentResult:
         from ocr_app.ingest import IngestLimits, clip_page_range, open_document, parse_page_range
 
@@ -221,13 +353,20 @@ class Converter:
                     doc.notes.extend([note] if note else [])
                 else:  # one file: a page past the end is a typo to report, not to skip
                     indices = parse_page_range(options.pages, src.page_count)
-                job.total = len(indices)
+                job.total = doc.pages_selected = len(indices)
+                doc.page_count = src.page_count
                 engine = self.engines.get(options.engine)
-                self._run_pages(src, indices, engine, options, job, out, doc, taken)
+                self._run_pages(src, indices, engine, options, job, out, doc, stem)
         except ConversionCancelled as exc:
-            if doc.pages:  # finished pages were written by _run_pages; hand them to the caller
+            if doc.pages:  # finished pages were published by _run_pages (complete: false)
                 exc.partial = doc
             raise
+        except OutputError as exc:  # disk full, permission denied: nothing of this file was published
+            doc.error = str(exc)
+            doc.error_kind = "internal"
+            doc.outputs = {}
+            job.emit("file_error", doc.error)
+            return doc
         except OcrError as exc:
             doc.error = str(exc)
             doc.error_kind = "input" if isinstance(exc, InputError) else "internal"
@@ -244,27 +383,52 @@ class Converter:
         job.emit("done", f"Finished {path.name}: {n} page{'' if n == 1 else 's'}")
         return doc
 
-    def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, taken) -> None:
+    def _run_pages(self, src, indices, engine: Engine, options, job: _Job, out: Path, doc, stem: str) -> None:
         """The whole document is one lazy stream of page requests: the engine pulls pages as it has
         room for them (a GPU engine keeps its decoder's slots full across the document), so pages are
         rendered only as fast as they are recognised and host memory stays bounded by the engine's
-        pages in flight."""
+        pages in flight.
+
+        The outputs are published whole when the document ends (``DocumentWriter.finish``); a document
+        cut short by a cancel or a failure is published with the pages it has and ``complete: false``,
+        one whose outputs cannot be written is not published at all."""
         from ocr_app.render.writer import DocumentWriter
 
-        stem = _unique_stem(src.name, taken)
-        writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices)
+        writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices).open()
+        if writer.renamed:
+            note = f"another run was writing {stem}/ in {out}: this one wrote {writer.stem}/ instead"
+            doc.notes.append(note)
+            job.emit("open", note)
+        failure: BaseException | None = None
         try:
             job.check_cancel()
             self._recognize(engine, self._requests(src, indices, options, job, writer), job, writer)
             job.check_cancel()
-        finally:
-            # Whatever happened (cancel included), write what was converted so nothing is lost.
-            doc.pages = [job.results[i] for i in indices if i in job.results]
-            if doc.pages:
-                job.emit("write", f"Writing outputs for {src.name}")
-                writer.finish(doc)
-            else:
-                writer.abort()
+        except OutputError:
+            writer.abort()
+            raise
+        except (KeyboardInterrupt, SystemExit):  # a second Ctrl-C: stop now, publish nothing
+            writer.abort()
+            raise
+        except BaseException as exc:  # a cancel or a failure: publish what is done, marked incomplete
+            reason = "" if isinstance(exc, ConversionCancelled) else f"stopped by {type(exc).__name__}: {exc}"
+            doc.incomplete_reason = reason or _cancel_reason(job.cancel)
+            failure = exc
+        doc.pages = [job.results[i] for i in indices if i in job.results]
+        _record_ignored(doc)
+        if not doc.pages or not writer.usable or not getattr(job.cancel, "keep", True):
+            writer.abort()
+        else:
+            job.emit("write", f"Writing outputs for {src.name}")
+            try:
+                writer.finish(doc)  # one rename; a full disk raises OutputError and publishes nothing
+            except OutputError as exc:
+                if failure is None:
+                    raise
+                doc.notes.append(f"the pages done before the stop could not be written: {exc}")
+                logger.warning("%s: %s", src.name, doc.notes[-1])
+        if failure is not None:
+            raise failure
 
     def _requests(self, src, indices, options, job: _Job, writer) -> Iterator[PageRequest]:
         """Render and yield page requests one by one as the engine pulls them. A page that fails to
@@ -287,11 +451,13 @@ class Converter:
                 mode=options.mode,
                 max_new_tokens=options.max_new_tokens,
                 use_cache=options.use_cache,
+                cancel=job.cancel,  # a batching engine drops the page at once when the job is cancelled
             )
 
     def _recognize(self, engine: Engine, requests: Iterable[PageRequest], job: _Job, writer) -> None:
         """Stream outputs; if the stream breaks, retry its unfinished pages one by one to isolate the
-        bad one, then go on with the rest of the document."""
+        bad one, then go on with the rest of the document. A failed write (``OutputError``) or a cancel
+        stops the document: neither is the page's fault."""
         source = iter(requests)
         first = next(source, None)
         if first is None:
@@ -303,27 +469,40 @@ class Converter:
         try:
             for i, output in engine.predict_stream(noting(itertools.chain([first], source), pulled)):
                 request, pulled[i] = pulled[i], None
-                self._finish_page(job, writer, request, output)
                 finished.add(i)
+                self._finish_page_or_fail(job, writer, request, output)
                 job.check_cancel()
+            job.check_cancel()  # an engine may end its stream early for a cancelled job
             for k, req in enumerate(pulled):  # an engine must answer every page it took
-                if k not in finished:
+                if k not in finished and req is not None:
                     err = EngineError(f"the {engine.name} engine returned no output for this page")
                     self._fail_page(job, writer, req.page.index, req.page.source, err)
-        except ConversionCancelled:
+        except (ConversionCancelled, OutputError):
             raise
         except Exception as exc:
-            left = [r for k, r in enumerate(pulled) if k not in finished] or [first]
-            if len(pulled) <= 1:
+            left = [r for k, r in enumerate(pulled) if k not in finished and r is not None]
+            if not pulled:
+                left = [first]
+            if len(left) == 1:
                 self._fail_page(job, writer, left[0].page.index, left[0].page.source, exc)
-            else:
-                logger.warning(
-                    "a stream of %d pages failed (%s); retrying pages one by one", len(pulled), exc
-                )
+            elif left:
+                logger.warning("a stream of %d pages failed (%s); retrying pages one by one", len(left), exc)
                 for req in left:
                     job.check_cancel()
                     self._recognize(engine, [req], job, writer)
             self._recognize(engine, source, job, writer)  # the rest of the document
+
+    def _finish_page_or_fail(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
+        """A page whose result cannot be parsed or rendered fails alone (the engine is not retried)."""
+        try:
+            self._finish_page(job, writer, request, output)
+        except (ConversionCancelled, OutputError):
+            raise
+        except Exception as exc:
+            if request.page.index in job.results:  # recorded already: only the report after it failed
+                logger.exception("after page %d of %s", request.page.index + 1, request.page.source)
+                return
+            self._fail_page(job, writer, request.page.index, request.page.source, exc)
 
     def _finish_page(self, job: _Job, writer, request: PageRequest, output: EngineOutput) -> None:
         from ocr_app.structure.quality import assess

@@ -38,6 +38,15 @@ class Capabilities:
     modes: tuple[str, ...] = ()  # resolution modes, the engine's own default first
     precisions: tuple[str, ...] = ()  # dtype choices (``auto`` included where it applies)
     output: str = "blocks"  # what ``EngineOutput`` carries: every engine returns blocks
+    # Conversions worth running at once. Above 1 when the engine batches the pages of concurrent
+    # conversions (the graph decoder, a fleet of servers): the app admits that many jobs and a CLI batch
+    # overlaps that many files. A CPU engine gives what its cores run side by side.
+    max_concurrent_jobs: int = 1
+
+    @property
+    def batches(self) -> bool:
+        """Whether concurrent conversions share the engine's batches (and so gain from overlapping)."""
+        return self.max_concurrent_jobs > 1
 
     def merge(self, other: Capabilities) -> Capabilities:
         """The union (order kept, ``self`` first, ``self``'s name and label): what a router over both
@@ -56,6 +65,7 @@ class Capabilities:
             custom_prompt=self.custom_prompt or other.custom_prompt,
             modes=union(self.modes, other.modes),
             precisions=union(self.precisions, other.precisions),
+            max_concurrent_jobs=max(self.max_concurrent_jobs, other.max_concurrent_jobs),
         )
 
 

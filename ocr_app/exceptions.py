@@ -67,16 +67,23 @@ class GpuOutOfMemory(EngineError):
     """The GPU ran out of memory and every smaller retry failed too."""
 
 
+class OutputError(OcrError):
+    """The outputs could not be written (disk full, permission denied, a name too long). Exit code 1.
+
+    The message names the real cause in one line; nothing half-written is published."""
+
+
 class ConversionCancelled(OcrError):
     """The user cancelled a running conversion; pages finished before that are kept.
 
-    ``partial`` is the interrupted file's result (its finished pages, outputs already written), or None
-    when no page of it had finished.
+    ``partial`` is the interrupted file's result (its finished pages, published with ``complete: false``),
+    or None when no page of it had finished; ``documents`` every file's result up to and including it.
     """
 
     def __init__(self, message: str, partial: object | None = None) -> None:
         super().__init__(message)
         self.partial = partial
+        self.documents: list[object] = []
 
 
 # --- logging -----------------------------------------------------------------------------------

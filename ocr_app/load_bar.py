@@ -1,30 +1,46 @@
-"""The progress bar of a first-time quantisation, shared by ``ocr-app convert`` and ``ocr-app quantize``.
+"""The progress bar of a model load's long steps, shared by ``ocr-app convert`` and ``ocr-app quantize``:
+a first-time quantisation (units: layers) and the kernel warm-up of a fresh machine (units: kernels).
 
 A module of its own, low in the house, so the wing's ``quantize_command`` need not import ``cli.py``
-(which imports the command: a loop).
+(which imports the command: a loop). It also holds the warm-up's label, so the engine that reports it
+and the front ends that show it share one.
 """
 
 from __future__ import annotations
 
 import sys
 
+COMPILING = "compiling GPU kernels"
+
+
+def compiling_label(done: int, total: int) -> str:
+    """The load-progress label of the kernel warm-up: ``compiling GPU kernels (n/N)``."""
+    return f"{COMPILING} ({done}/{total})"
+
 
 class LoadBar:
-    """tqdm bar over the units of a first-time quantisation (``(done, total, label)`` callback)."""
+    """tqdm bar over the units of a load step (``(done, total, label)`` callback): layers quantised, or
+    kernels compiled (labels from ``compiling_label``), one bar per step."""
 
     def __init__(self, disabled: bool = False, desc: str = "quantising") -> None:
         self.disabled = disabled
         self.desc = desc
         self._bar = None
+        self._step = desc
 
     def __call__(self, done: int, total: int, label: str) -> None:
         if self.disabled:
             return
         from tqdm import tqdm
 
+        step = COMPILING if label.startswith(COMPILING) else self.desc
+        if self._bar is not None and step != self._step:
+            self.close()
         if self._bar is None:
-            self._bar = tqdm(total=total, unit="layer", desc=self.desc, file=sys.stderr, leave=True)
-        self._bar.set_postfix_str(label[-40:])
+            unit = "kernel" if step == COMPILING else "layer"
+            self._bar = tqdm(total=total, unit=unit, desc=step, file=sys.stderr, leave=True)
+            self._step = step
+        self._bar.set_postfix_str("" if step == COMPILING else label[-40:])
         self._bar.n = done
         self._bar.refresh()
         if done >= total:

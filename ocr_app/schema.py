@@ -36,6 +36,7 @@ class PageImage:
     index: int  # 0-based page index inside its source document
     source: str  # display name of the source file
     dpi: int | None = None  # render DPI for PDF pages, None for images
+    downscaled: bool = False  # a PDF page rendered below the DPI asked for (too large for the budget)
     pdf_path: Path | None = None  # set for PDF pages, so the text-layer engine can read them
     page_count: int = 1  # pages in the source document (for "page 3 of 12")
     # Unlocks an encrypted ``pdf_path`` for engines that re-open it; kept out of repr so it is never logged.
@@ -58,6 +59,13 @@ class PageRequest:
     max_new_tokens: int | None = None
     use_cache: bool = True  # cross-page vision cache
     locate_text: str | None = None  # the text to find, for the "locate" preset
+    # A ``threading.Event`` set when the conversion that asked for the page no longer wants it (a
+    # cancelled job): an engine that waits on a shared batch stops waiting and drops the page.
+    cancel: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
 
 @dataclass
@@ -209,18 +217,40 @@ class DocumentResult:
     outputs: dict[str, Path] = field(default_factory=dict)  # "md", "mmd", "json", "zip", "layout_pdf"
     settings: dict[str, Any] = field(default_factory=dict)
     source_repaired: bool = False  # the file was damaged and repaired on opening (pages may be lost)
+    page_count: int = 0  # pages in the source document (0: not known, e.g. the file could not be opened)
+    pages_selected: int = 0  # pages the run was asked for (a page range selects fewer); 0: not known
+    # Why the run stopped before every selected page had a result ("cancelled (SIGTERM)", a write error,
+    # an engine failure), or None. A document cut short is published with ``complete: false``.
+    incomplete_reason: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None and all(p.ok for p in self.pages)
+
+    @property
+    def complete(self) -> bool:
+        """Every selected page has a result (an error page counts: it says what went wrong)."""
+        if self.pages_selected:
+            return len(self.pages) >= self.pages_selected
+        return self.incomplete_reason is None
+
+    def incomplete_line(self) -> str | None:
+        """One line for people when the document is incomplete (Markdown header, CLI and UI summary)."""
+        if self.complete:
+            return None
+        selected = self.pages_selected or len(self.pages)
+        why = f" ({self.incomplete_reason})" if self.incomplete_reason else ""
+        return f"INCOMPLETE: {len(self.pages)} of {selected} pages converted{why}"
 
     def status_counts(self) -> dict[str, int]:
         """Pages per status, in ``PAGE_STATUSES`` order, statuses with no page left out."""
         return status_counts(self.pages)
 
     def headline(self) -> str:
-        """``18 pages: 1 repaired, 17 empty (repaired source)``."""
-        return status_headline(self.pages, repaired_source=self.source_repaired)
+        """``18 pages: 1 repaired, 17 empty (repaired source)``; an incomplete document says so first."""
+        line = status_headline(self.pages, repaired_source=self.source_repaired)
+        missing = self.incomplete_line()
+        return f"{missing} · {line}" if missing else line
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -231,7 +261,11 @@ class DocumentResult:
             "notes": list(self.notes),
             "source_repaired": self.source_repaired,
             "status_counts": self.status_counts(),
-            "page_count": len(self.pages),
+            "complete": self.complete,
+            "incomplete_reason": None if self.complete else (self.incomplete_reason or "pages missing"),
+            "page_count": self.page_count or len(self.pages),
+            "pages_selected": self.pages_selected or len(self.pages),
+            "pages_done": len(self.pages),
             "pages": [p.to_dict() for p in self.pages],
         }
 

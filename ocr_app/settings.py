@@ -64,12 +64,38 @@ class Settings(BaseSettings):
     remote_backoff_s: float = Field(
         2.0, gt=0, description="First backoff of a failing endpoint; doubles per failure (max 300 s)."
     )
+    remote_hedge_factor: float = Field(
+        1.5,
+        ge=0,
+        description="With several endpoints, a page not answered after this × the fleet's recent p95 page "
+        "time is re-sent to another endpoint; the first answer wins. 0 = never.",
+    )
+    remote_hedge_min_s: float = Field(1.0, ge=0, description="Never re-send a page younger than this (s).")
 
     # ingest
     dpi: int = Field(144, ge=36, le=600)
-    max_pixels_per_page: int = Field(60_000_000, ge=1)
+    max_pixels_per_page: int = Field(
+        300_000_000, ge=1, description="Larger pages are refused; up to it huge scans are read as tiles."
+    )
+    pdf_render_pixels: int = Field(
+        60_000_000,
+        ge=1,
+        description="A PDF page larger than this at the chosen DPI is rendered at a lower DPI.",
+    )
     max_pages: int = Field(2000, ge=1)
     max_file_mb: float = Field(500.0, gt=0)
+    max_page_stream_mb: float = Field(
+        256.0, gt=0, description="A PDF page whose content inflates to more is refused (decompression bombs)."
+    )
+    max_render_s: float = Field(
+        60.0, gt=0, description="Seconds a heavy PDF page may take to render before it is stopped."
+    )
+    render_isolation_mb: float = Field(
+        32.0,
+        ge=0,
+        description="PDF pages whose content inflates past this render in a child process, killed after "
+        "max_render_s (0: every page).",
+    )
 
     # generation
     mode: str = "default"
@@ -83,6 +109,13 @@ class Settings(BaseSettings):
         "transformers generate elsewhere; graph: always the graph decoder (eager on CPU); generate.",
     )
     decode_max_slots: int = Field(64, ge=1, description="Most pages the graph decoder runs at once.")
+    decode_small_request_batch: int = Field(
+        16,
+        ge=0,
+        description="While a request of at most 4 pages decodes beside larger ones, the larger ones get no "
+        "new decode slots beyond this batch size, so the small one decodes at a small batch's step time "
+        "(0 = every free slot is used).",
+    )
     vision_attn_mb: int = Field(
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )
@@ -90,6 +123,12 @@ class Settings(BaseSettings):
         True,
         description="On CUDA, SAM's layers run fused Triton kernels for their norms, window partition and "
         "attention inputs (same output up to rounding); false = transformers' layer.",
+    )
+    kernel_warmup: bool = Field(
+        True,
+        description="On CUDA, compile every Triton kernel the loaded model can launch before it is "
+        "reported ready (in parallel, kept in Triton's cache under cache_dir/triton), so no document "
+        "waits for a compile; false = compile each on first use.",
     )
     weight_prefetch: bool = Field(
         False,
@@ -140,7 +179,21 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(7860, ge=0, le=65535)
     share: bool = False
-    concurrency_limit: int = Field(1, ge=1)
+    concurrency_limit: int | None = Field(
+        None,
+        ge=1,
+        description="Conversions the app runs at once; None = what each engine serves at once "
+        "(its Capabilities: several for the graph decoder and a server fleet, the cores for CPU engines).",
+    )
+    auth: str | None = Field(
+        None,
+        repr=False,
+        description="Sign-in pairs user:password, separated by commas (or newlines); gradio's own auth.",
+    )
+    auth_file: Path | None = Field(None, description="A file of user:password lines (# comments).")
+    api_result_ttl_s: float = Field(
+        300.0, gt=0, description="API results are deleted once fetched, or this many seconds after the call."
+    )
 
     @field_validator("device", mode="before")
     @classmethod

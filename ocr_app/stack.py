@@ -169,6 +169,7 @@ def build_deepseek(settings: Settings) -> Engine:
     from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
     from ocr_app.models.deepseek_ocr2.precision import budget_bytes_from_settings
     from ocr_app.runtime.manager import ModelManager
+    from ocr_app.runtime.vram import gpu_present
 
     vision_cache = None
     if settings.cache_enabled:
@@ -180,7 +181,9 @@ def build_deepseek(settings: Settings) -> Engine:
     def per_device(s: Settings) -> Engine:
         # the budget the decoder plans its pages in flight within (None: free memory); the process-wide
         # cap is applied by models.deepseek_ocr2.budget when the model loads
-        engine = DeepSeekOcr2Engine(s, vision_cache=vision_cache, budget_bytes=budget_bytes_from_settings(s))
+        engine = DeepSeekOcr2Engine(
+            s, vision_cache=vision_cache, budget_bytes=budget_bytes_from_settings(s), gpu_probe=gpu_present
+        )
         built.append(engine)
         return ModelManager(engine, s)
 

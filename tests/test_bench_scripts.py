@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each benchmark script end to end on the CPU: minutes
+
 ROOT = Path(__file__).parents[1]
 
 
@@ -55,6 +59,8 @@ def test_bench_product_smoke_on_cpu(tmp_path):
     assert [s["tokens"] for s in first["steady"]] == [16]
     assert first["first_over_steady"] == round(first["first"]["wall_s"] / first["steady"][0]["wall_s"], 3)
     assert set(first["triton_compiled"]) == {"at_load", "first_document", "steady"}
+    assert first["kernel_warmup"] == {"skipped": "not a CUDA device (no Triton kernels run)"}  # a no-op here
+    assert "Triton binaries compiled at load / in the first document" in res.stdout
     # the CLI document with md,json and with every format: both ran, the faster of the repeats kept
     docs = r["doc_formats"]
     assert docs["md_json"]["exit"] == 0 and docs["default"]["exit"] == 0
@@ -120,3 +126,32 @@ def test_profile_coldstart_smoke_on_cpu(tmp_path, tiny_checkpoint):
     top = dict((f, s) for s, f in r["sampled_run"]["main_inclusive"])
     assert top["cli.py:convert"] > 0.5 * r["sampled_run"]["threads_s"]["MainThread"]
     assert (out / "stacks_fp32.folded").stat().st_size > 0
+
+
+@pytest.mark.parametrize("path", ["runner", "api"])
+def test_bench_concurrency_smoke_on_cpu(tmp_path, path):
+    """The concurrency benchmark end to end on the tiny checkpoint, through the gradio-free job runner
+    (what runs on the GPU image) and through the app's API: every scenario runs, every page decodes its
+    full budget, the long job's pages all come back, the table says which path was used."""
+    if path == "api":
+        pytest.importorskip("gradio_client")
+    out = tmp_path / "conc.json"
+    cmd = [sys.executable, "bench/bench_concurrency.py", "--tiny", "--work", str(tmp_path / "w"), "--long", "6",
+           "--late-after", "0.2", "--path", path, "--out", str(out)]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    m = json.loads(out.read_text())["main"]
+    assert "error" not in m, m
+    assert m["path"] == path and m["jobs_at_once"] == 16  # the graph decoder serves several jobs
+    assert (m["one_doc"]["pages"], m["one_doc"]["tokens"]) == (4, 24)  # 6 tokens per page, EOS unreachable
+    assert (m["clients_x_pages"]["clients"], m["clients_x_pages"]["pages"]) == (2, 4)
+    assert (m["single_pages"]["clients"], m["single_pages"]["pages"]) == (4, 4)
+    for r in (m["one_doc"], m["clients_x_pages"], m["single_pages"]):
+        assert r["page_errors"] == 0 and r["client_errors"] == []
+    for key, cap in (("late", 16), ("late_uncapped", 0)):  # the shipped small-request batch, then off
+        late = m[key]
+        assert late["small_request_batch"] == cap
+        assert late["short"] == {"pages": 1, "tokens": 6, "errors": 0} and late["long"]["pages"] == 6
+        assert late["ratio_vs_idle"] == round(late["short_latency_s"] / m["idle_1p"]["wall_s"], 3)
+    assert f"path: {path}" in res.stdout and "1 page into a 6-page job (small-request batch 16)" in res.stdout

@@ -203,9 +203,27 @@ def test_cli_cache_reuses_results_and_clear_empties_it(tiny_checkpoint, tmp_path
 
 
 def test_cli_ui_command_shares_the_app_entry_point():
-    proc = _cli("ui", "--engine", "no-such-engine")
-    assert proc.returncode == 2
-    assert "no-such-engine" in proc.stderr
+    """``ocr-app ui`` and ``python app.py`` parse with one click command and reach one ``serve``: a bad
+    flag is click's usage error in both; a flag click accepts but the machine cannot honour (a CUDA
+    device it lacks) and a bad setting are ``serve``'s own errors in both, before anything loads."""
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    for cmd in ([sys.executable, "-m", "ocr_app.cli", "ui"], [sys.executable, "app.py"]):
+
+        def run(*args, cmd=cmd, **extra):
+            return subprocess.run([*cmd, *args], capture_output=True, text=True, cwd=root,
+                                  env={**env, **extra}, timeout=300)  # fmt: skip
+
+        flag = run("--engine", "no-such-engine")
+        assert flag.returncode == 2 and "Invalid value for '--engine': 'no-such-engine'" in flag.stderr
+        device = run("--engine", "textlayer", "--device", "cuda:64")
+        assert device.returncode == 2
+        assert "error: Device 'cuda:64' does not exist: this machine has" in device.stderr
+        setting = run("--engine", "textlayer", DEEPSEEK_OCR_MAX_PAGES="0")
+        assert setting.returncode == 2 and "error: invalid settings" in setting.stderr
+        assert "max_pages" in setting.stderr
 
 
 def test_the_cli_process_ends_at_once_and_loses_nothing(tmp_path):

@@ -104,6 +104,7 @@ def test_moe_experts_match_loop_reference_including_idle_experts(tokens):
     torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # a whole decode through Triton's interpreter
 def test_fused_decoder_equals_generate(tiny_checkpoint):
     """The whole fused step (kernels="triton") reproduces ``generate`` with the guard (fp32)."""
     from transformers import AutoModelForImageTextToText, LogitsProcessorList
@@ -130,6 +131,7 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
     assert [r.tokens for r in got] == want
 
 
+@pytest.mark.slow  # a whole decode through Triton's interpreter, both expert paths
 def test_fused_decoder_with_quantized_experts_equals_generate(tiny_checkpoint, monkeypatch):
     """``mixed`` in the fused step: routing and combine fused around the W4 expert kernels (``pairs``),
     through both expert paths (GEMV, and the sorted GEMM when the pairs exceed its bound)."""

@@ -19,9 +19,8 @@ MIXED_PEAK = "3.2 GiB peak for a dense page"
 def test_convert_help_lists_every_mode():
     out = CliRunner().invoke(main, ["convert", "--help"]).output
     help_text = " ".join(out.split())  # click wraps lines
-    for mode in [*MODES, "default:N"]:
-        assert mode in help_text, mode
-    assert "small" in MODES
+    listed = re.search(r"Resolution mode: (.+?), default:N \(N = most tiles", help_text)
+    assert listed and listed.group(1).split(", ") == list(MODES)  # the registry's modes, in its order
 
 
 def test_info_lists_every_mode_with_what_it_does():
@@ -56,3 +55,24 @@ def test_readme_documents_exit_code_3_and_page_statuses():
     assert "`3` every file\nconverted but some pages need a look" in readme
     for status in ("empty", "low_confidence", "repaired"):
         assert f"| `{status}` |" in readme
+
+
+def test_ci_installs_what_the_readme_says_and_runs_its_test_command():
+    """A new user follows the README; CI follows the same steps from nothing (a fresh cache dir too)."""
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    one_command = re.search(
+        r"```bash\npip install (torch==\S+ torchvision==\S+) && pip install (.+)\n", readme
+    )
+    assert one_command, "the README's one-command install"
+    assert (
+        f"pip install -q {one_command.group(1)}\n" in ci and f"pip install -q {one_command.group(2)}\n" in ci
+    )
+    assert ".[all,dev" in one_command.group(2)
+    # the CPU path says what the tests need on top: the dev extra and Chromium
+    cpu = readme.split("CPU-only machine", 1)[1].split("### DeepSeek-OCR-2 weights", 1)[0]
+    assert 'pip install -c constraints.txt -e ".[all,dev]"' in cpu and "apt-get install -y chromium" in cpu
+    assert "apt-get install -y -qq chromium" in ci
+    test_command = re.search(r"## Test\n\n```bash\n(python -m pytest -q)\s", readme).group(1)
+    assert ci.rstrip().splitlines()[-1] == test_command
+    assert 'export DEEPSEEK_OCR_CACHE_DIR="$(mktemp -d)"' in ci  # the tokenizer and tiny model built afresh

@@ -49,20 +49,23 @@ def test_engine_and_cache_predictor_use_the_same_resolver(monkeypatch):
     from ocr_app.settings import Settings
     from ocr_app.stack import predict_precision
 
-    seen = []
+    real, seen = precision.resolve_precision, []
 
     def spy(requested, **facts):
-        seen.append(facts)
-        return "int8"
+        answer = real(requested, **facts)
+        seen.append((requested, facts, answer))
+        return answer
 
     monkeypatch.setattr(precision, "resolve_precision", spy)
-    settings = Settings(device="cpu", gpu_memory_gib=3.0)
-    assert predict_precision(settings) == "int8"
+    settings = Settings(device="cpu", dtype="auto", gpu_memory_gib=3.0)
+    predicted = predict_precision(settings)
     from ocr_app.models.deepseek_ocr2.engine import DeepSeekOcr2Engine
 
-    assert DeepSeekOcr2Engine(settings).resolve_precision(torch.device("cpu")) == "int8"
-    assert [f["budget_bytes"] for f in seen] == [3 * GIB, 3 * GIB]
-    assert [f["device_kind"] for f in seen] == ["cpu", "cpu"]
+    loaded = DeepSeekOcr2Engine(settings).resolve_precision(torch.device("cpu"))
+    assert [answer for *_, answer in seen] == [predicted, loaded]  # each one is the resolver's answer
+    assert [(r, f["device_kind"], f["budget_bytes"]) for r, f, _ in seen] == [("auto", "cpu", 3 * GIB)] * 2
+    alone = real("auto", device_kind="cpu", bf16_supported=True, free_bytes=None, budget_bytes=3 * GIB)
+    assert predicted == loaded == alone
 
 
 def test_auto_resolving_to_bf16_then_mixed_is_not_served_from_the_other_cache(tiny_checkpoint, monkeypatch):

@@ -80,14 +80,16 @@ def test_result_cache_keys_on_the_locate_text():
 
     from ocr_app.runtime.result_cache import ResultCache
 
-    page = PageImage(image=Image.new("RGB", (8, 8), "white"), index=0, source="p.png")
-
-    def key(text):
+    def key(text, index=0, source="p.png"):
+        page = PageImage(image=Image.new("RGB", (8, 8), "white"), index=index, source=source)
         return ResultCache.make_key(
             PageRequest(page=page, prompt="locate", locate_text=text), engine="e", fingerprint={}
         )
 
-    assert key("Total") != key("Subtotal") and key("Total") == key("Total")
+    assert key("Total") != key("Subtotal")
+    assert key("Total") != key(None)  # "locate" without its text is another request
+    # the same pixels and text in another file or page is the same request: a hit, not a new entry
+    assert key("Total") == key("Total", index=4, source="other.png")
 
 
 def test_cli_locate_without_text_is_a_usage_error(tmp_path):

@@ -138,3 +138,56 @@ def test_the_recorded_mode_is_what_the_server_was_sent_none(server, tmp_path):
     assert page["mode"] is None and page["prompt"] == "<image>\nFree OCR."
     assert any("resolution mode 'global' not applied" in n for n in page["notes"])
     assert engines.get("remote").capabilities().modes == ()  # the form offers no mode for it
+
+
+class HangingVllm(FakeVllm):
+    """Never answers a page 333 px wide (the connection stays open, as a stuck server's does)."""
+
+    release = threading.Event()
+
+    def do_POST(self):
+        if self.path.endswith("/chat/completions"):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            url = body["messages"][0]["content"][0]["image_url"]["url"]
+            image = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+            if image.size[0] == 333:
+                HangingVllm.release.wait(120)
+                return
+            self.rfile = io.BytesIO(json.dumps(body).encode())  # the parent reads the body again
+            self.headers.replace_header("Content-Length", str(len(self.rfile.getvalue())))
+        super().do_POST()
+
+
+@pytest.fixture
+def hanging():
+    HangingVllm.release.clear()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), HangingVllm)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    HangingVllm.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_server_that_never_answers_times_out_and_the_other_pages_convert(hanging, tmp_path):
+    """A hung request ends at ``remote_timeout_s`` with a page error that says so; the other file converts."""
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.stack import build_engines
+
+    Image.new("RGB", (333, 200), "white").save(tmp_path / "stuck.png")
+    Image.new("RGB", (640, 480), "white").save(tmp_path / "fine.png")
+    settings = Settings(engine="remote", remote_url=hanging, remote_timeout_s=1.0, cache_enabled=False)
+    engines = build_engines(settings)
+    try:
+        opts = ConvertOptions(formats=frozenset({"json"}))
+        stuck, fine = Converter(engines, settings).convert(
+            [tmp_path / "stuck.png", tmp_path / "fine.png"], tmp_path / "out", opts
+        )
+    finally:
+        engines.unload_all()
+    [page] = stuck.pages
+    assert page.status == "error" and "ReadTimeout" in page.error, page.error
+    assert not HangingVllm.release.is_set()  # it ended by the timeout, not because the server let go
+    [ok] = fine.pages
+    assert ok.error is None and ok.raw_text.endswith("image 640x480")

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from PIL import Image
 
 from ocr_app.cli import main
-from ocr_app.engines.pool import EnginePool, read_by
+from ocr_app.engines.pool import EnginePool, hedged, read_by
 from ocr_app.engines.remote import Endpoint, RemoteEngine, build_remote_engine, parse_endpoints
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import PageImage, PageRequest
@@ -29,10 +29,15 @@ from ocr_app.settings import Settings
 
 
 class Server:
-    """One fake vLLM. ``die_after``: answer that many pages, drop the next request, stop listening."""
+    """One fake vLLM. ``die_after``: answer that many pages, drop the next request, stop listening.
+    ``hang``: take every page and never answer (until the test ends: a wedged server)."""
 
-    def __init__(self, delay_s: float = 0.0, die_after: int | None = None, fail_first: int = 0) -> None:
-        self.delay_s, self.die_after, self.fail_first = delay_s, die_after, fail_first
+    def __init__(
+        self, delay_s: float = 0.0, die_after: int | None = None, fail_first: int = 0, hang: bool = False
+    ) -> None:
+        self.delay_s, self.die_after, self.fail_first, self.hang = delay_s, die_after, fail_first, hang
+        self.released = threading.Event()
+        self.took = threading.Event()  # a page request has arrived
         self.answered: list[str] = []  # "WxH" of each page answered
         self.requests = 0
         self.dead = False
@@ -67,12 +72,17 @@ class Server:
                 with outer._lock:
                     outer.requests += 1
                     n = outer.requests
+                outer.took.set()
                 if outer.dead or (outer.die_after is not None and n > outer.die_after):
                     outer.die()
                     self.close_connection = True
                     return  # no answer at all: the client sees the server disconnect
                 if n <= outer.fail_first:
                     self._send(503, {"error": "warming up"})
+                    return
+                if outer.hang:
+                    outer.released.wait(120)  # the client's timeout or the test's end, whichever first
+                    self.close_connection = True
                     return
                 time.sleep(outer.delay_s)
                 url = body["messages"][0]["content"][0]["image_url"]["url"]
@@ -88,6 +98,7 @@ class Server:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def die(self) -> None:
+        self.released.set()
         if not self.dead:
             self.dead = True
             threading.Thread(target=self._stop, daemon=True).start()
@@ -243,3 +254,82 @@ def test_bad_endpoint_list_leaves_the_other_engines_running():
     assert "remote" not in engines.engines and "not an http" in engines.unavailable["remote"]
     with pytest.raises(EngineUnavailableError, match="not an http"):
         build_engines(Settings(remote_url="http://a:8000,ftp://b", engine="remote"))
+
+
+def test_a_hung_endpoint_is_hedged_around_in_about_the_healthy_time(servers, capsys):
+    """One endpoint takes pages and never answers (timeout 60 s). Its pages are re-sent to the healthy
+    one once they are overdue against the fleet's p95, so 12 pages take at most twice what they take on
+    a healthy fleet, every page is the healthy endpoint's answer, and the summary says which were hedged."""
+    healthy_a, healthy_b = servers(delay_s=0.4), servers(delay_s=0.4)
+    good, hung = servers(delay_s=0.4), servers(hang=True)
+
+    def fleet(a, b) -> EnginePool:
+        settings = Settings(
+            remote_url=f"{a.url},{b.url}",
+            remote_concurrency=4,
+            remote_timeout_s=60,
+            remote_hedge_factor=1.5,
+            remote_hedge_min_s=0.1,
+        )
+        pool = build_remote_engine(settings)
+        assert isinstance(pool, EnginePool) and pool.hedging is not None
+        return pool
+
+    t0 = time.perf_counter()
+    fleet(healthy_a, healthy_b).predict_batch([_req(i) for i in range(12)])
+    healthy_s = time.perf_counter() - t0
+    pool = fleet(good, hung)
+    t0 = time.perf_counter()
+    outs = pool.predict_batch([_req(i) for i in range(12)])
+    hedged_s = time.perf_counter() - t0
+    assert hedged_s <= 2 * healthy_s, (hedged_s, healthy_s)  # far from the 60 s timeout
+    assert [o.raw_text.rsplit(" ", 1)[1] for o in outs] == [f"{100 + i}x50" for i in range(12)]
+    assert {read_by(o.notes) for o in outs} == {good.url}
+    assert hung.requests == 4 and not hung.answered  # it took its first pages only, then got none
+    notes = [hedged(o.notes) for o in outs]
+    assert sum(n is not None for n in notes) == 4
+    assert all(f"{hung.url} had not answered" in n and f"re-sent to {good.url}" in n for n in notes if n)
+    member = pool.describe()["pool"]["members"][1]
+    assert member["label"] == hung.url and member["pages_hedged_away"] == 4
+
+    from ocr_app.cli import _print_summary
+    from ocr_app.schema import DocumentResult, PageResult
+
+    pages = [
+        PageResult(index=i, source="d.pdf", width=1, height=1, notes=list(o.notes))
+        for i, o in enumerate(outs)
+    ]
+    capsys.readouterr()
+    _print_summary([DocumentResult(source="d.pdf", pages=pages)])
+    printed = capsys.readouterr().out
+    first = [i + 1 for i, n in enumerate(notes) if n]
+    assert f"{good.url}: 12 pages (pages 1-12)" in printed, printed
+    assert (
+        f"hedged: 4 pages re-sent because an endpoint was slow, the first answer kept (pages {first[0]}"
+        in printed
+    )
+
+
+def test_a_cancelled_job_stops_waiting_for_a_fleet_that_does_not_answer(servers):
+    """Both endpoints take pages and never answer (timeout 60 s): once the job is cancelled, the pool's
+    stream ends within its polling interval, without the pages, and the pages not yet sent stay unsent."""
+    a, b = servers(hang=True), servers(hang=True)
+    pool = build_remote_engine(
+        Settings(remote_url=f"{a.url},{b.url}", remote_concurrency=1, remote_timeout_s=60)
+    )
+    cancel = threading.Event()
+    reqs = [_req(i) for i in range(6)]
+    for r in reqs:
+        r.cancel = cancel
+    got: list = []
+    done = threading.Event()
+
+    def run() -> None:
+        got.extend(pool.predict_stream(reqs))
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert a.took.wait(30) and b.took.wait(30)  # one page in flight on each endpoint (their only slot)
+    cancel.set()
+    assert done.wait(30)  # far from the 60 s timeout
+    assert got == [] and a.requests + b.requests == 2

@@ -314,7 +314,8 @@ def test_writer_json_validates_against_schema(tmp_path: Path) -> None:
     data = json.loads(outputs["json"].read_text(encoding="utf-8"))
     schema = document_schema()
     jsonschema.validate(data, schema)
-    assert data["version"] == "1.0" and data["page_count"] == 3
+    assert data["version"] == "2.0" and data["page_count"] == 3 and data["pages_done"] == 3
+    assert data["complete"] is True and data["incomplete_reason"] is None
     p0, p1, p2 = data["pages"]
     assert (p0["status"], p1["status"], p2["status"]) == ("ok", "error", "length")
     assert p0["overlay"] == "overlays/page_0001.png" and p1["overlay"] is None

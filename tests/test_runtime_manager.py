@@ -4,6 +4,7 @@ idle unload that drops the model, reload, status, load errors."""
 from __future__ import annotations
 
 import gc
+import queue
 import threading
 import time
 import weakref
@@ -54,6 +55,34 @@ def settings(tiny_checkpoint):
     return load_settings(model=str(tiny_checkpoint), device="cpu", dtype="fp32", max_new_tokens=4)
 
 
+class WatchedCondition(threading.Condition):
+    """The manager's condition, telling the test who waits on it, with which timeout and how many
+    requests were in flight: tests wait for the state they need instead of sleeping past it."""
+
+    def __init__(self, mgr: ModelManager) -> None:
+        super().__init__()
+        self._mgr = mgr
+        self.waits: queue.Queue[tuple[str, float | None, int, str]] = queue.Queue()
+
+    def wait(self, timeout=None):
+        mgr = self._mgr
+        self.waits.put((threading.current_thread().name, timeout, mgr._in_flight, mgr._state))
+        return super().wait(timeout)
+
+    def until(self, pred, timeout: float = 30.0) -> tuple[str, float | None, int, str]:
+        """The first wait that ``pred`` accepts (it happened, or ``queue.Empty`` after ``timeout``)."""
+        end = time.monotonic() + timeout
+        while True:
+            entry = self.waits.get(timeout=max(0.0, end - time.monotonic()))
+            if pred(*entry):
+                return entry
+
+
+def _watched(mgr: ModelManager) -> WatchedCondition:
+    mgr._cond = WatchedCondition(mgr)
+    return mgr._cond
+
+
 def _wait_for(pred, timeout=10.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -67,6 +96,7 @@ def test_two_requests_during_load_cause_one_load(settings):
     engine = GatedEngine(settings)
     engine.gate.clear()
     mgr = ModelManager(engine, idle_unload_s=0)
+    cond = _watched(mgr)
     pages = [_page("first page"), _page("second page", size=(700, 500))]
     results: dict[int, str] = {}
     errors: list[BaseException] = []
@@ -77,13 +107,12 @@ def test_two_requests_during_load_cause_one_load(settings):
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    threads = [threading.Thread(target=run, args=(i,), name=f"request-{i}") for i in range(2)]
     threads[0].start()
     assert engine.entered.wait(10)
     threads[1].start()
-    assert _wait_for(lambda: mgr.status().state == LOADING)
-    time.sleep(0.2)  # the second request is now waiting on the manager, not loading
-    assert engine.load_calls == 1
+    cond.until(lambda who, timeout, busy, state: who == "request-1" and state == LOADING)
+    assert engine.load_calls == 1  # the second request waits on the manager, it did not load
     engine.gate.set()
     for th in threads:
         th.join(60)
@@ -121,7 +150,8 @@ def test_idle_unload_frees_the_model_and_next_request_reloads(settings):
 
 def test_no_idle_unload_while_a_request_runs(settings):
     engine = GatedEngine(settings)
-    mgr = ModelManager(engine, idle_unload_s=0.05)
+    mgr = ModelManager(engine, idle_unload_s=0)
+    cond = _watched(mgr)
     mgr.preload()
     assert mgr.status().state == READY
     started, release = threading.Event(), threading.Event()
@@ -136,7 +166,12 @@ def test_no_idle_unload_while_a_request_runs(settings):
     th = threading.Thread(target=lambda: list(mgr.predict_stream([_req(_page("busy"))])))
     th.start()
     assert started.wait(10)
-    time.sleep(0.3)  # well past the idle timeout
+    mgr.set_idle_unload(0.05)  # the idle watcher starts now, with the request in flight
+    # it saw the request and parked itself with no timeout: it cannot unload until the request ends,
+    # however long that takes (this was: sleep 0.3 s and hope the watcher had looked meanwhile)
+    cond.until(
+        lambda who, timeout, busy, state: who.startswith("idle-unload") and timeout is None and busy == 1
+    )
     assert mgr.status().state == READY and mgr.status().in_flight == 1
     release.set()
     th.join(60)
@@ -150,6 +185,7 @@ def test_failed_load_is_reported_once_and_retried_on_the_next_request(tmp_path, 
     engine = GatedEngine(bad)
     engine.gate.clear()
     mgr = ModelManager(engine, idle_unload_s=0)
+    cond = _watched(mgr)
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -158,11 +194,11 @@ def test_failed_load_is_reported_once_and_retried_on_the_next_request(tmp_path, 
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=run) for _ in range(2)]
+    threads = [threading.Thread(target=run, name=f"request-{i}") for i in range(2)]
     threads[0].start()
     assert engine.entered.wait(10)
     threads[1].start()
-    time.sleep(0.2)
+    cond.until(lambda who, timeout, busy, state: who == "request-1" and state == LOADING)
     engine.gate.set()
     for th in threads:
         th.join(30)

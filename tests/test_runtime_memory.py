@@ -147,3 +147,46 @@ def test_memory_the_engine_keeps_on_purpose_is_not_a_leak(caplog):
     assert rec2.leaked and rec2.kept_unplanned == 200 * MIB
     msgs = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(msgs) == 1 and "second kept 200.0 MiB" in msgs[0]
+
+
+def test_overlapping_requests_neither_spoil_each_others_numbers_nor_free_under_them(caplog):
+    """Two users' requests overlap on one GPU: the one that starts beside the other records no numbers
+    and neither resets the peak nor frees while the other runs; the first, ending alone, measures and
+    frees. The second user's pages in flight are not reported as the first one's leak while they run."""
+    cuda = CudaDouble()
+    running = {"n": 0}
+
+    def others() -> bool:
+        return running["n"] > 1
+
+    with caplog.at_level(logging.WARNING):
+        running["n"] = 1
+        with request_context("cuda", 64, "first", cuda=cuda, others=others) as first:
+            cuda.alloc(400 * MIB)
+            running["n"] = 2
+            with request_context("cuda", 64, "second", cuda=cuda, others=others) as second:
+                cuda.alloc(300 * MIB)  # the second request's pages
+                peak = cuda.peak
+                empties = cuda.empty_calls
+                cuda.free(300 * MIB)
+            assert cuda.peak == peak and cuda.empty_calls == empties  # nothing reset or freed under "first"
+            running["n"] = 1
+            cuda.free(400 * MIB)
+        running["n"] = 0
+    assert second.shared and second.allocated_before is None and not second.leaked
+    assert not first.shared and first.peak_delta == 700 * MIB and first.delta_allocated == 0
+    assert cuda.cached == 0 and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_request_that_ends_while_another_still_runs_is_not_called_a_leak(caplog):
+    cuda = CudaDouble()
+    running = {"n": 1}
+    busy = lambda: running["n"] > 1  # noqa: E731
+    with (
+        caplog.at_level(logging.WARNING),
+        request_context("cuda", 64, "first", cuda=cuda, others=busy) as first,
+    ):
+        running["n"] = 2  # a second user starts and is still decoding when the first ends
+        cuda.alloc(500 * MIB)
+    assert first.shared and not first.leaked and cuda.empty_calls == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import threading
@@ -148,18 +149,28 @@ def test_history_caps_points_and_skips_no_gpu_points():
 
 
 def test_history_sample_and_threads():
-    hist = VramHistory(window_s=1e9, max_points=10_000, clock=lambda: 0.0)
+    """While one ``add`` is inside the history (here: in its clock call), another thread's ``add`` waits:
+    the check-then-pop of pruning and the append never interleave. (Counting appends from four threads
+    proved nothing: under the GIL the count is right without the lock.)"""
+    inside, second_done, overlapped = threading.Event(), threading.Event(), []
+    calls = itertools.count()
 
-    def worker():
-        for _ in range(200):
-            hist.sample(lambda: _snap(0.0))
+    def clock() -> float:
+        if next(calls) == 0:  # the first add holds the history until the second had its chance
+            inside.set()
+            overlapped.append(second_done.wait(timeout=1.0))
+        return 0.0
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert len(hist) == 800
+    hist = VramHistory(window_s=1e9, max_points=10, clock=clock)
+    first = threading.Thread(target=hist.sample, args=(lambda: _snap(1.0),))
+    first.start()
+    assert inside.wait(timeout=60)
+    second = threading.Thread(target=lambda: (hist.add(_snap(2.0)), second_done.set()))
+    second.start()
+    first.join()
+    second.join()
+    assert overlapped == [False]  # the second add did not finish while the first was inside
+    assert [s.timestamp for s in hist.snapshots()] == [1.0, 2.0]
 
 
 def test_history_rejects_bad_sizes():

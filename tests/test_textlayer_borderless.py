@@ -248,3 +248,187 @@ def test_numbers_set_one_space_apart_are_cells_of_their_own(tmp_path, engine):
     md = _markdown(engine, pdf)
     (table,) = _tables(md)
     assert _rows(table) == rows, md
+
+
+def _tight_pdf(path: Path, html: str, valign: str = "top", extra: str = "") -> Path:
+    """A table typeset with one space between cells (no cell padding), as LibreOffice sets HTML tables:
+    PyMuPDF returns cells of one row that sit that close as one piece ("Toronto Yes")."""
+    css = (
+        "body {font-family: sans-serif; font-size: 10pt} table {border-collapse: collapse} "
+        f"td, th {{padding: 0 3pt 0 0; text-align: left; vertical-align: {valign}}} {extra}"
+    )
+    writer = pymupdf.DocumentWriter(str(path))
+    page = pymupdf.paper_rect("a4")
+    story = pymupdf.Story(html=html, user_css=css)
+    dev = writer.begin_page(page)
+    story.place(pymupdf.Rect(56, 56, page.width - 56, page.height - 56))
+    story.draw(dev)
+    writer.end_page()
+    writer.close()
+    return path
+
+
+def _one_line(pdf: Path, text: str) -> bool:
+    return any(ln.strip() == text for ln in pymupdf.open(pdf)[0].get_text().splitlines())
+
+
+def test_text_cells_set_one_space_apart_are_cut_at_the_other_rows_columns(tmp_path, engine):
+    head = ["City", "Import", "Export", "Notes"]
+    rows = [["Nairobi", "n/a", "Y", "storage museum"], ["Berlin", "Yes", "Yes", "cold storage"]]
+    rows += [["Toronto", "Yes", "n/a", "culture daily"], ["Toronto", "n/a", "Yes", "eastern growth"]]
+    pdf = _tight_pdf(tmp_path / "cities.pdf", f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>")
+    assert _one_line(pdf, "Toronto Yes") and _one_line(pdf, "Import Export Notes")  # one piece each
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+
+
+def test_a_row_whose_every_cell_is_one_space_from_the_next_stays_in_its_table(tmp_path, engine):
+    head = ["Country", "Capital", "Language"]
+    rows = [["France", "Paris", "French"], ["United Kingdom", "Westminster", "English"]]
+    rows += [["Spain", "Madrid", "Spanish"], ["Italy", "Rome", "Italian"]]
+    pdf = _tight_pdf(tmp_path / "countries.pdf", f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>")
+    assert _one_line(pdf, "United Kingdom Westminster English")
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+
+
+def test_cells_centred_on_rows_without_padding_keep_their_rows(tmp_path, engine):
+    """Cells centred on their row's middle line, rows without padding: the lines of neighbouring
+    cells interleave, a key cell wraps onto a line of its own, and a long cell runs into the next
+    column's cell one space away."""
+    head = ["Part", "What to do", "Notes"]
+    clean = "Clean the lens with the soft paper from the box before each use of the microscope"
+    centre = "Centre the slide under the clips and hold it with two fingers while you move it"
+    rows = [["Lens", clean, "x"], ["Coarse Focus Knob", "Turn slowly", "gently"]]
+    rows += [["Stage", centre, "firm"], ["Light", "Switch on", "first"]]
+    html = f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>"
+    pdf = _tight_pdf(tmp_path / "centred.pdf", html, valign="middle")
+    assert _one_line(pdf, "Knob")  # the wrapped key's second line stands alone
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+    assert md.index(PROSE) < md.index("<table>") < md.rindex(PROSE)
+
+
+def test_wrapped_key_cells_of_a_centred_table_join_their_rows_and_a_lead_in_after_it_stays_out(
+    tmp_path, engine
+):
+    """LibreOffice's worksheet layout: cells centred on their rows with little padding, so a key
+    cell's two lines ("Report" / "Forest") sit above and below the other cells' middle line, and a
+    bold lead-in right under the table is a heading, not a last row."""
+    head = ["Item", "Description", "Notes"]
+    rows = [["Market Energy", "daily summer improve school spring national measure", ""]]
+    rows += [["Deliver", "evening theater compare document modern daily water collect", "language lesson"]]
+    rows += [["Garden", "narrow memory water paper", ""]]
+    rows += [["Report Forest", "quiet mountain machine client support storage", "memory student"]]
+    html = _table(head, rows) + "<p><b>Steps for Using the Microscope:</b></p>" + f"<p>{PROSE}</p>"
+    css_pdf = _tight_pdf(tmp_path / "worksheet.pdf", f"<p>{PROSE}</p>" + html, valign="middle")
+    md = _markdown(engine, css_pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+    assert re.search(r"^#{2,6} Steps for Using the Microscope:$", md, re.M), md
+
+
+def test_paragraph_ends_and_section_titles_side_by_side_in_two_columns_are_no_table(tmp_path, engine):
+    """Two text columns whose paragraphs end on the same line, with the next section titles beside
+    each other: short pieces a gutter apart, two rows in rhythm — and still two columns of text."""
+    left = [f"left column prose line {k} with several words" for k in range(8)] + ["ends here."]
+    right = [f"right column prose line {k} with several words" for k in range(8)] + ["stops too."]
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((56, 70), "Two Column Article", fontsize=20, fontname="hebo")
+    y = 110
+    for a, b in zip(left, right, strict=True):
+        page.insert_text((56, y), a, fontsize=10)
+        page.insert_text((316, y), b, fontsize=10)
+        y += 13
+    y += 10
+    page.insert_text((56, y), "2 Mountain Support", fontsize=14, fontname="hebo")
+    page.insert_text((316, y), "4 Scanner", fontsize=14, fontname="hebo")
+    for k in range(6):
+        page.insert_text((56, y + 20 + 13 * k), f"more left prose in line {k} of the section", fontsize=10)
+        page.insert_text((316, y + 20 + 13 * k), f"more right prose in line {k} of the section", fontsize=10)
+    pdf = tmp_path / "twocol.pdf"
+    doc.save(pdf)
+    md = _markdown(engine, pdf)
+    assert "<table" not in md, md
+    assert_in_order(
+        md, ["left column prose line 0", "ends here.", "## 2 Mountain Support", "right column prose"]
+    )
+
+
+def test_key_value_table_without_header_keeps_long_values_and_wrapped_keys(tmp_path, engine):
+    """A form-like table of labels and values: values longer than the first row's run further
+    right, labels wrap onto a second line; the paragraph after it stays text."""
+    rows = [["Strong Report Language:", "growth quarter winter bridge council teacher history"]]
+    rows += [["Library Winter Announce:", "river ancient chapter paper national garden summer engine"]]
+    rows += [["Increase Western Spring Library Observe:", "budget improve customer forest observe network"]]
+    rows += [["Modern Museum Village:", "service museum server client report village product river"]]
+    rows += [["River Storage Public Simple:", "painting"]]
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    html = f"<p>{PROSE}</p><table>{body}</table><p>{PROSE} {PROSE}</p>"
+    md = _markdown(engine, _story_pdf(tmp_path / "form.pdf", html))
+    (table,) = _tables(md)
+    assert _rows(table) == rows, md
+    assert md.count(PROSE) == 3
+
+
+def test_centred_key_value_rows_whose_cells_never_share_a_line_stay_one_table(tmp_path, engine):
+    """LibreOffice's form layout: labels and values centred on rows without padding, so in most
+    rows — the first and the last included — no line of the label stands beside a line of the value."""
+    rows = [["Rapid:", "science service annual quarter music daily client product energy eastern"]]
+    rows += [["Ancient:", "printer mountain result forest"]]
+    rows += [["Customer Forecast Engine Bridge Value:", "school network gentle revenue"]]
+    rows += [["Result:", "private measure"]]
+    rows += [["Quiet Report River Revenue Water:", "engine winter"]]
+    rows += [
+        ["Language History:", "analysis growth mountain library private garden sample journal paper weekly"]
+    ]
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    html = f"<p>{PROSE}</p><table style='width: 80%'>{body}</table><p>{PROSE}</p>"
+    md = _markdown(engine, _tight_pdf(tmp_path / "centred-form.pdf", html, valign="middle"))
+    (table,) = _tables(md)
+    assert _rows(table) == rows, md
+    assert md.count(PROSE) == 2
+
+
+def test_product_sheet_text_first_column_beside_short_centred_values(tmp_path, engine):
+    """A product sheet as LibreOffice sets it: feature names (one wrapping over several lines) beside
+    short values centred in their columns, cells centred on rows without padding."""
+    head = ["Feature", "Model A", "Model B", "Model C"]
+    battery = (
+        "Battery life in everyday use with the screen on at half brightness and the radio on all day long"
+    )
+    rows = [[battery, "12 h", "9 h", "n/a"], ["Weight", "1.2 kg", "980 g", "1.4 kg"]]
+    rows += [["Waterproof", "IP67", "—", "IP54"], ["Charging port", "USB-C", "USB-C", "Micro USB"]]
+    rows += [["Memory", "16 GB", "8 GB", "4"]]
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="c">{c}</td>' if k else f"<td>{c}</td>" for k, c in enumerate(r))
+        + "</tr>"
+        for r in rows
+    )
+    head_html = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+    html = f"<p>{PROSE}</p><table>{head_html}{body}</table><p>{PROSE}</p>"
+    extra = "td, th {padding: 0 8pt 0 0} td.c {text-align: center}"
+    md = _markdown(engine, _tight_pdf(tmp_path / "sheet.pdf", html, valign="middle", extra=extra))
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+
+
+def test_key_cell_wrapping_onto_its_own_line_in_a_tight_top_aligned_table(tmp_path, engine):
+    """Rows without padding, cells at the top: a long key's second line stands alone under its row
+    (no other cell beside it), tightly leaded line boxes overlap a little, and the paragraph after
+    the table — one of its words happening to start at a column's edge — stays text."""
+    head = ["Part", "What to do", "Notes"]
+    clean = "Clean the lens with the soft paper from the box before each use of the microscope and after it"
+    rows = [["Lens", clean, "x"], ["Coarse Focus Knob of the Microscope Stand", "Turn slowly", "gently"]]
+    rows += [["Stage", "Centre the slide", "firm"], ["Light", "Switch on", "first"]]
+    pdf = _tight_pdf(tmp_path / "tight-top.pdf", f"<p>{PROSE}</p>" + _table(head, rows) + f"<p>{PROSE}</p>")
+    assert _one_line(pdf, "Microscope Stand")
+    md = _markdown(engine, pdf)
+    (table,) = _tables(md)
+    assert _rows(table) == [head, *rows], md
+    assert md.count(PROSE) == 2

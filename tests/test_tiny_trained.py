@@ -18,6 +18,8 @@ from ocr_app.models.deepseek_ocr2.tiny_pages import DPI, PAGES, TinyPage, write_
 from ocr_app.settings import Settings
 from ocr_app.stack import build_engines
 
+pytestmark = pytest.mark.slow  # every page through the converter in five precisions: minutes
+
 FORMATS = frozenset({"md", "json"})
 
 

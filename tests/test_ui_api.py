@@ -161,14 +161,25 @@ def test_cancel_endpoint_stops_the_sessions_running_job(client, tmp_path):
     assert "<!-- page 1 -->" in md and "<!-- page 6 -->" not in md
 
 
-def test_outputs_live_in_one_folder_per_session_and_a_new_job_replaces_the_old(app, client, docs):
+def test_api_results_go_once_fetched_and_unfetched_ones_after_the_ttl(app, client, docs):
+    """Each call writes into its own folder in the session's; a client that fetched every returned file
+    leaves nothing behind, and a client that fetched nothing leaves its folder until the TTL passes."""
+    results = app.demo.ocr_app.api_results
     _call(client, [docs["report"]], pages="1")
     sessions = [p for p in app.work_root.iterdir() if p.is_dir()]
-    assert len(sessions) == 1
-    first = sorted(p.name for p in sessions[0].iterdir())
-    _call(client, [docs["report"]], pages="1")
-    second = sorted(p.name for p in sessions[0].iterdir())
-    assert len(first) == len(second) == 1 and first != second
+    assert len(sessions) == 1 and list(sessions[0].iterdir()) == []  # fetched: removed at once
+
+    lazy = gradio_client.Client(app.url, verbose=False, download_files=False)
+    _call(lazy, [docs["report"]], pages="1")
+    kept = [p for s in app.work_root.iterdir() for p in s.iterdir()]
+    assert len(kept) == 1 and [z.name for z in kept[0].rglob("*.zip")] == ["report.zip"]
+    clock = results.clock
+    results.clock = lambda: clock() + results.ttl_s  # the TTL has passed
+    try:
+        assert kept[0] in results.sweep()
+    finally:
+        results.clock = clock
+    assert not kept[0].exists()
 
 
 # --- encrypted PDFs: a password per file, never logged, never written -------------------------------

@@ -471,10 +471,14 @@ def test_app_removes_its_temp_folder_on_sigterm_and_orphans_at_start(tmp_path):
         (mine,) = [p for p in base.glob(f"proc-{proc.pid}-*")]
         pdf = make_pdf(tmp_path / "doc.pdf", ["# Uploaded\nText."])
         client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=str(tmp_path / "dl"))
-        _, result, _ = client.predict(files=[handle_file(str(pdf))], api_name="/convert")
-        assert result["documents"][0]["error"] is None
-        kept = [p.relative_to(mine).parts[0] for p in mine.rglob("*") if p.is_file()]
-        assert "gradio" in kept and "work" in kept  # uploads and outputs both live in the process folder
+        _, result, files = client.predict(files=[handle_file(str(pdf))], api_name="/convert")
+        assert result["documents"][0]["error"] is None and {Path(f).suffix for f in files} >= {".md", ".zip"}
+        kept = [p.relative_to(mine) for p in mine.rglob("*") if p.is_file()]
+        # the upload lives in the process folder; the outputs were served from it in place (its sessions
+        # folder) and went once the client had fetched them (ui.api_results)
+        assert {k.parts[0] for k in kept} == {"owner.json", "gradio"}
+        assert not any("sessions" in k.parts for k in kept)
+        assert any(k.name == "doc.pdf" for k in kept)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -527,14 +531,23 @@ def test_passwords_parse_as_one_for_all_or_per_file():
 
 
 def test_queue_position_in_words():
-    from types import SimpleNamespace
+    """Against gradio's own queue objects (a hand-made copy of their shape would pass after gradio
+    renamed them): one job running in the "gpu" group, two sessions queued behind it."""
+    import gradio as gr
+    from gradio.queueing import Event
 
     from ocr_app.ui.queue_words import jobs_ahead, queue_words
 
-    group = SimpleNamespace(
-        queue=[SimpleNamespace(session_hash="a"), SimpleNamespace(session_hash="b")], current_concurrency=1
-    )
-    blocks = SimpleNamespace(_queue=SimpleNamespace(event_queue_per_concurrency_id={"gpu": group}))
+    with gr.Blocks() as blocks:
+        box = gr.Textbox()
+        gr.Button().click(lambda t: t, box, box, concurrency_id="gpu", concurrency_limit=1)
+    blocks.queue()
+    [fn] = blocks.fns.values()
+    blocks._queue.create_event_queue_for_fn(fn)  # what gradio does when the first job is pushed
+    group = blocks._queue.event_queue_per_concurrency_id["gpu"]
+    assert group.queue == [] and group.current_concurrency == 0
+    group.queue.extend(Event(session, fn, None, None) for session in ("a", "b"))
+    group.current_concurrency = 1  # as gradio counts the job it is running
     assert jobs_ahead(blocks, "a", "gpu") == 1 and jobs_ahead(blocks, "b", "gpu") == 2
     assert jobs_ahead(blocks, "c", "gpu") is None and jobs_ahead(blocks, "a", "other") is None
     assert queue_words(1) == "waiting: 1 job ahead" and queue_words(3) == "waiting: 3 jobs ahead"

@@ -30,6 +30,9 @@ from pathlib import Path
 from bench.accuracy.generate import _NAMES, _WORDS
 
 KINDS = ("report", "worksheet", "financial", "parameters", "columns", "chart")
+# Kinds of the second round (``--kinds``): a numbered heading hierarchy over pages, a product sheet
+# (a text first column beside short values), a form-like key/value table with wrapped keys.
+EXTRA_KINDS = ("handbook", "specs", "keyvalue")
 FONTS = (("sans-serif", "Helvetica"), ("serif", "Times"))
 
 
@@ -41,6 +44,7 @@ class Doc:
     md: list[str] = field(default_factory=list)
     columns: list[list[str]] = field(default_factory=list)  # two-column body, when set (HTML parts)
     chart: bool = False
+    css: str = ""  # the document's own style rules, after the common ones
 
     def heading(self, level: int, text: str) -> None:
         self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
@@ -59,10 +63,14 @@ class Doc:
         self.html.append("<ol>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ol>")
         self.md.append("\n".join(f"{k}. {i}" for k, i in enumerate(items, 1)))
 
-    def table(self, header: list[list[tuple[str, int]]], rows: list[list[str]]) -> None:
-        """``header``: rows of (text, colspan); body rows of plain cells. No rules anywhere."""
+    def table(self, header: list[list[tuple[str, int]]], rows: list[list[str]], centre: bool = False) -> None:
+        """``header``: rows of (text, colspan); body rows of plain cells. No rules anywhere.
+        ``centre``: the columns after the first are centred (a product sheet)."""
         head_html = "".join("<tr>" + "".join(_th(t, span) for t, span in hr) + "</tr>" for hr in header)
-        body_html = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+        td = ['<td class="c">' if centre and k else "<td>" for k in range(max(len(r) for r in rows))]
+        body_html = "".join(
+            "<tr>" + "".join(f"{td[k]}{html.escape(c)}</td>" for k, c in enumerate(r)) + "</tr>" for r in rows
+        )
         self.html.append(f"<table>{head_html}{body_html}</table>")
         md_head = "".join("<tr>" + "".join(_th(t, span) for t, span in hr) + "</tr>" for hr in header)
         md_body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
@@ -183,6 +191,61 @@ def _chart(d: Doc, t: Text) -> None:
     d.para(t.paragraph(2, 3))
 
 
+_ROMAN = ("I", "II", "III", "IV")
+_VALUES = ("Yes", "No", "—", "12 V", "2.4 GHz", "n/a", "Optional", "4", "16 GB", "IP67", "1.2 kg", "USB-C")
+
+
+def _handbook(d: Doc, t: Text) -> None:
+    """A manual over two or three pages whose headings nest by their numbers: chapters ("1", "Chapter
+    1", "I.", "A."), sections ("1.1"), subsections ("1.1.1"). Half the documents set sections and
+    subsections in one size and weight, so only the numbering tells their levels apart."""
+    scheme = t.rng.choice(("decimal", "chapter", "roman", "letter"))
+    d.heading(1, t.title(3, 5))
+    d.para(t.paragraph(2, 3))
+    for c in range(1, t.rng.randint(3, 4)):
+        top = {
+            "decimal": f"{c}",
+            "chapter": f"Chapter {c}",
+            "roman": f"{_ROMAN[c - 1]}.",
+            "letter": f"{'ABCD'[c - 1]}.",
+        }
+        d.heading(2, f"{top[scheme]} {t.title(1, 3)}")
+        d.para(t.paragraph(2, 4))
+        prefix = f"{'ABCD'[c - 1]}" if scheme == "letter" else f"{c}"
+        for k in range(1, t.rng.randint(2, 3) + 1):
+            d.heading(3, f"{prefix}.{k} {t.title(1, 3)}")
+            d.para(t.paragraph(2, 4))
+            for m in range(1, t.rng.randint(0, 2) + 1):
+                d.heading(4, f"{prefix}.{k}.{m} {t.title(1, 3)}")
+                d.para(t.paragraph(1, 3))
+    if t.rng.random() < 0.5:
+        d.css = "h3 {font-size: 1em; font-weight: bold} h4 {font-size: 1em; font-weight: bold}"
+    else:
+        d.css = "h4 {font-size: 1em; font-weight: bold}"
+
+
+def _specs(d: Doc, t: Text) -> None:
+    """A product sheet: feature names (text, some long enough to wrap) beside short centred values."""
+    d.heading(2, f"{t.title(1, 2)} Specifications")
+    d.para(t.paragraph(1, 2))
+    models = [f"Model {c}" for c in "ABCDE"[: t.rng.randint(2, 4)]]
+    rows = []
+    for _ in range(t.rng.randint(6, 10)):
+        name = t.title(1, 3) if t.rng.random() < 0.7 else t.sentence(6, 10).rstrip(".")
+        rows.append([name] + [t.rng.choice(_VALUES) for _ in models])
+    d.table([[("Feature", 1)] + [(m, 1) for m in models]], rows, centre=True)
+    d.para(t.paragraph(1, 3))
+
+
+def _keyvalue(d: Doc, t: Text) -> None:
+    """A form-like table of two columns, no header: labels (some wrapping) and their values."""
+    d.heading(2, f"{t.title(1, 3)} Details")
+    d.para(t.paragraph(1, 2))
+    rows = [[t.title(1, 5) + ":", t.words(t.rng.randint(1, 9))] for _ in range(t.rng.randint(5, 9))]
+    d.table([], rows)
+    d.para(t.paragraph(2, 3))
+
+
 BUILDERS = {
     "report": _report,
     "worksheet": _worksheet,
@@ -190,13 +253,16 @@ BUILDERS = {
     "parameters": _parameters,
     "columns": _columns,
     "chart": _chart,
+    "handbook": _handbook,
+    "specs": _specs,
+    "keyvalue": _keyvalue,
 }
 
 
-def build(seed: int) -> tuple[str, Doc, str, float]:
+def build(seed: int, kinds: tuple[str, ...] = KINDS) -> tuple[str, Doc, str, float]:
     """Seed → (name, document, font family, body size)."""
     rng = random.Random(seed)
-    kind = KINDS[seed % len(KINDS)]
+    kind = kinds[seed % len(kinds)]
     d = Doc()
     BUILDERS[kind](d, Text(rng))
     family = FONTS[rng.randrange(len(FONTS))][0]
@@ -210,14 +276,14 @@ def _css(family: str, size: float) -> str:
         f"h3 {{font-size: {size * 1.2:.1f}pt}} "
         "table {border-collapse: collapse; margin: 6pt 0} "
         f"td, th {{padding: 2pt {size * 1.2:.1f}pt 2pt 0; text-align: left; vertical-align: top}} "
-        "th {font-weight: bold}"
+        "th {font-weight: bold} td.c {text-align: center}"
     )
 
 
 def _story_pdf(path: Path, d: Doc, family: str, size: float) -> None:
     import pymupdf
 
-    css = _css(family, size)
+    css = _css(family, size) + " " + d.css
     page = pymupdf.paper_rect("a4")
     frame = pymupdf.Rect(56, 56, page.width - 56, page.height - 56)
     writer = pymupdf.DocumentWriter(str(path))
@@ -279,7 +345,8 @@ def _libreoffice_pdf(path: Path, d: Doc, family: str, size: float) -> None:
     body = "".join(d.html)
     if d.columns:
         body += '<div style="column-count: 2">' + "".join(d.columns[0]) + "</div>"
-    page = f"<html><head><meta charset='utf-8'><style>{_css(family, size)}</style></head><body>{body}</body></html>"
+    style = _css(family, size) + " " + d.css
+    page = f"<html><head><meta charset='utf-8'><style>{style}</style></head><body>{body}</body></html>"
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / f"{path.stem}.html"
         src.write_text(page, encoding="utf-8")
@@ -303,12 +370,14 @@ def _libreoffice_pdf(path: Path, d: Doc, family: str, size: float) -> None:
         _draw_chart(path, size)
 
 
-def write_set(out: Path, seeds: list[int], typesetter: str = "story") -> list[str]:
+def write_set(
+    out: Path, seeds: list[int], typesetter: str = "story", kinds: tuple[str, ...] = KINDS
+) -> list[str]:
     (out / "pdf").mkdir(parents=True, exist_ok=True)
     (out / "gt").mkdir(parents=True, exist_ok=True)
     names = []
     for seed in seeds:
-        name, d, family, size = build(seed)
+        name, d, family, size = build(seed, kinds)
         pdf = out / "pdf" / f"{name}.pdf"
         (_story_pdf if typesetter == "story" else _libreoffice_pdf)(pdf, d, family, size)
         (out / "gt" / f"{name}.md").write_text("\n\n".join(d.md) + "\n", encoding="utf-8")
@@ -329,8 +398,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--seeds", default="0-23")
     ap.add_argument("--typesetter", choices=("story", "libreoffice"), default="story")
+    ap.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"kinds, cycled by seed (also: {', '.join(EXTRA_KINDS)})"
+    )
     args = ap.parse_args(argv)
-    names = write_set(args.out, _seeds(args.seeds), args.typesetter)
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    unknown = set(kinds) - set(BUILDERS)
+    if unknown:
+        raise SystemExit(f"unknown kinds: {', '.join(sorted(unknown))}")
+    names = write_set(args.out, _seeds(args.seeds), args.typesetter, kinds)
     print(f"{len(names)} documents in {args.out}")
     return 0
 

@@ -28,18 +28,37 @@ logger = logging.getLogger(__name__)
 
 
 def cuda_device_count() -> int:
-    """Visible CUDA devices; 0 without torch or CUDA.
+    """Visible CUDA devices; 0 without torch or CUDA (``visible_cuda_count``, else torch's answer)."""
+    import importlib.util
+
+    count = visible_cuda_count()
+    if count is not None:
+        return count
+    if importlib.util.find_spec("torch") is None:
+        return 0
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def visible_cuda_count() -> int | None:
+    """Visible CUDA devices without importing torch; None when only torch could tell.
 
     Why not always ``torch.cuda.device_count()``: importing torch costs seconds, and a process that
-    only talks to remote endpoints never needs it. NVML (``nvidia-ml-py``, the GPU panel's library)
-    answers in milliseconds; ``CUDA_VISIBLE_DEVICES`` narrows what it sees, as it does for torch.
+    only talks to remote endpoints or reads a text layer never needs it. Torch's answer when something
+    already imported it; else NVML (``nvidia-ml-py``, the GPU panel's library) in milliseconds, with
+    ``CUDA_VISIBLE_DEVICES`` narrowing what it sees as it does for torch; else, on Linux, no NVIDIA
+    driver entry means no GPU.
     """
     import importlib.util
     import os
     import sys
 
     torch = sys.modules.get("torch")
-    if torch is None and importlib.util.find_spec("pynvml") is not None:
+    if torch is not None:
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if importlib.util.find_spec("pynvml") is not None:
         try:
             import pynvml
 
@@ -50,18 +69,32 @@ def cuda_device_count() -> int:
                 pynvml.nvmlShutdown()
         except Exception:  # no driver, no GPU: NVML cannot start
             return 0
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         if visible is not None:
             entries = [v for v in visible.split(",") if v.strip()]
             # an invalid entry hides it and every later one, as in CUDA
             valid = next((i for i, v in enumerate(entries) if v.strip().startswith("-")), len(entries))
             count = min(count, valid)
         return count
-    if torch is None:
-        if importlib.util.find_spec("torch") is None:
-            return 0
-        import torch
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if visible is not None and visible.strip() in ("", "-1"):
+        return 0
+    if sys.platform.startswith("linux") and not os.path.isdir("/proc/driver/nvidia/gpus"):
+        return 0
+    return None
+
+
+def check_cuda_devices(setting: str | None, count: int | None) -> None:
+    """``ConfigError`` for a CUDA device the machine does not have (``count`` None: not known, no check).
+
+    Why before anything loads: ``--device cuda:7`` on a machine without it was never looked at when
+    the text layer read the document, and exited 0 as if the option had applied.
+    """
+    if count is None:
+        return
+    have = "no CUDA device" if count == 0 else f"{count} CUDA device(s): cuda:0 to cuda:{count - 1}"
+    for device in (setting or "auto").strip().lower().split(","):
+        kind, _, index = device.strip().partition(":")
+        if kind == "cuda" and (count == 0 or (index.isdigit() and int(index) >= count)):
+            raise ConfigError(f"Device '{device.strip()}' does not exist: this machine has {have}.")
 
 
 def parse_devices(setting: str | None, cuda_count: int | None = None) -> list[str]:

@@ -394,8 +394,11 @@ class LightOcrEngine(Engine):
         return self._ocr is not None
 
     def capabilities(self) -> Capabilities:
-        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision."""
-        return engine_kind(self.name).capabilities
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision; as many
+        conversions at once as the cores hold once each page has its share of them (normally one: a
+        page already uses every core)."""
+        jobs = max(1, default_workers() // max(1, self._workers))
+        return replace(engine_kind(self.name).capabilities, max_concurrent_jobs=jobs)
 
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         """Pages laid out with the heading levels of the batch's own hierarchy (``scan_levels``)."""

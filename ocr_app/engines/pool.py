@@ -12,6 +12,12 @@ backoff has passed it is probed (``probe``) before it gets pages again. The page
 go back to the queue for the other members. A page is never sent twice to the same member, and is
 only given up when every member has failed on it or every member it has not tried stays down.
 
+Hedging (the server fleet): a page whose member has not answered after the fleet's recent p95 page
+time × ``Hedging.factor`` is re-sent to another healthy member with a free slot; the first answer wins
+and the other is dropped (a hung endpoint would otherwise hold its pages for the whole timeout while the
+others idle). Until it answers again, a member with such an overdue page gets no new pages while
+another member can take them. The winning page carries a note ``"hedged: …"`` (``hedged``).
+
 Each page's output carries the note ``"read by <kind> <label>"`` (``read_by`` parses it), so the
 JSON, the CLI summary and the UI can say which endpoint or GPU read it.
 """
@@ -34,7 +40,8 @@ from ocr_app.schema import EngineOutput, PageRequest
 logger = logging.getLogger(__name__)
 
 READ_BY = "read by "
-_POLL_S = 0.05  # how often a waiting call re-checks slots freed by other calls and expired backoffs
+HEDGED = "hedged: "
+_POLL_S = 0.05  # how often a waiting call re-checks slots freed by other calls, expired backoffs, hedges
 
 
 def read_by(notes: Sequence[str]) -> str | None:
@@ -44,6 +51,27 @@ def read_by(notes: Sequence[str]) -> str | None:
             parts = note[len(READ_BY) :].split(" ", 1)
             return parts[1] if len(parts) == 2 else parts[0]
     return None
+
+
+def hedged(notes: Sequence[str]) -> str | None:
+    """The hedging note of a page (``"hedged: http://b had not answered …"``), or None."""
+    return next((n for n in notes if n.startswith(HEDGED)), None)
+
+
+@dataclass(frozen=True)
+class Hedging:
+    """When a slow member's page is re-sent: after ``factor`` × the p95 of the fleet's last ``window``
+    page times (once ``min_samples`` pages have answered), and never before ``min_s`` seconds."""
+
+    factor: float = 1.5
+    min_s: float = 1.0
+    min_samples: int = 4
+    window: int = 64
+
+
+def _p95(samples: Sequence[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 def _member_fault(exc: BaseException) -> bool:
@@ -68,6 +96,8 @@ class PoolMember:
     down_until: float = 0.0  # monotonic time; 0 = up
     last_error: str | None = None
     probing: bool = field(default=False, repr=False)
+    hedged_from: int = 0  # pages re-sent elsewhere because this member was slow
+    slow: bool = field(default=False, repr=False)  # a page of it is overdue: no new pages while others can
 
     def is_up(self, now: float) -> bool:
         """Up, or (without a probe) its backoff has passed: then the next pages are the probe."""
@@ -82,6 +112,7 @@ class PoolMember:
             "slots": self.slots,
             "in_flight": self.in_flight,
             "pages_read": self.served,
+            "pages_hedged_away": self.hedged_from,
             "last_error": self.last_error,
             "engine": self.engine.describe(),
         }
@@ -101,7 +132,9 @@ class EnginePool(Engine):
         give_up_failures: int = 3,
         member_fault: Callable[[BaseException], bool] = _member_fault,
         clock: Callable[[], float] = time.monotonic,
+        hedging: Hedging | None = None,
     ) -> None:
+        """``hedging``: re-send pages of slow members (one page per task, ``chunk`` 1); None: never."""
         if not members:
             raise ConfigError("an engine pool needs at least one member")
         labels = [m.label for m in members]
@@ -120,6 +153,8 @@ class EnginePool(Engine):
         self._clock = clock
         self._lock = threading.Lock()
         self._loaded = False
+        self.hedging = hedging
+        self._times: deque[float] = deque(maxlen=hedging.window if hedging else 1)  # recent page seconds
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -190,6 +225,7 @@ class EnginePool(Engine):
                 logger.info("%s %s is back", self.kind, m.label)
             m.failures = 0
             m.down_until = 0.0
+            m.slow = False
 
     def _probe_due(self, now: float) -> list[PoolMember]:
         """Down members whose backoff has passed; they are probed before they get pages again."""
@@ -219,10 +255,14 @@ class EnginePool(Engine):
         return [results[i] for i in range(len(requests))]
 
     def _pick(self, page_tried: set[str], now: float) -> PoolMember | None:
-        """The up member with a free slot and the fewest pages in flight per weight (lock held)."""
+        """The up member with a free slot and the fewest pages in flight per weight (lock held); a slow
+        member (a page of it is overdue) only when no other member that could take the page is up."""
         best, best_score = None, 0.0
+        others_up = any(m.is_up(now) and not m.slow and m.label not in page_tried for m in self.members)
         for m in self.members:
             if m.label in page_tried or m.in_flight >= m.slots or not m.is_up(now):
+                continue
+            if m.slow and others_up:
                 continue
             score = (m.in_flight + 1) / m.weight
             if best is None or score < best_score:
@@ -241,6 +281,7 @@ class EnginePool(Engine):
         todo: deque[int] = deque()
         tried: dict[int, set[str]] = {}
         errors: dict[int, BaseException] = {}
+        running: dict[int, dict[str, float]] = {}  # page -> member label -> when that attempt started
         answered = 0
 
         def top_up() -> None:
@@ -258,32 +299,41 @@ class EnginePool(Engine):
         if not self._loaded:
             self.load()
         inbox: queue.Queue = queue.Queue()
-        tasks = 0
-        while todo or tasks:
-            tasks += self._dispatch(pulled, todo, tried, errors, inbox)
+        while todo or running:
+            if any(pulled[i] is not None and pulled[i].cancelled for i in (*todo, *running)):
+                return  # the job was cancelled: queued pages are not sent, answers on their way dropped
+            self._dispatch(pulled, todo, tried, errors, inbox, running)
+            if self.hedging is not None:
+                self._hedge(pulled, tried, inbox, running)
             for m in self._probe_due(self._clock()):
                 threading.Thread(target=self._run_probe, args=(m,), daemon=True).start()
             try:
                 msg = inbox.get(timeout=_POLL_S)
             except queue.Empty:
                 continue
-            kind = msg[0]
-            if kind == "page":
-                _, i, out = msg
+            if msg[0] == "page":
+                _, i, out, member = msg
+                attempts = running.pop(i, None)
+                if attempts is None:
+                    continue  # the other attempt of a hedged page answered first: this one is dropped
+                self._answered(i, out, member, attempts)
                 answered += 1
                 pulled[i] = None  # type: ignore[call-overload]  # answered: its page image is not kept
                 yield i, out
-            elif kind == "failed":
+            else:  # "failed"
                 _, member, indices, exc = msg
-                if self._member_fault(exc):
-                    self._mark_down(member, exc)
                 for i in indices:
+                    attempts = running.get(i)
+                    if attempts is None:
+                        continue  # answered by another member meanwhile
+                    attempts.pop(member.label, None)
+                    if attempts:
+                        continue  # a hedged copy of the page still runs elsewhere
+                    del running[i]
                     if self._member_fault(exc) and not self._hopeless(tried[i]):
                         todo.appendleft(i)  # keep reading order: retried pages go first
                     else:
                         errors[i] = exc
-            else:  # "end" of a task
-                tasks -= 1
             top_up()
         if errors:
             first = min(errors)
@@ -293,7 +343,73 @@ class EnginePool(Engine):
                 raise exc
             raise EngineUnavailableError(f"no {self.kind} could read the page: {exc}") from exc
 
-    def _dispatch(self, requests, todo: deque[int], tried, errors, inbox: queue.Queue) -> int:
+    def _answered(self, i: int, out: EngineOutput, member: PoolMember, attempts: dict[str, float]) -> None:
+        """Record the page time (hedging's p95) and, for a hedged page, say so in its notes."""
+        now = self._clock()
+        started = attempts.get(member.label, now)
+        with self._lock:
+            if self.hedging is not None and len(attempts) == 1:
+                self._times.append(now - started)  # a plain answer (a hedged one would skew the p95)
+            member.slow = False
+        if len(attempts) > 1:
+            first = min(attempts, key=attempts.get)
+            if first == member.label:
+                note = (
+                    f"{HEDGED}re-sent after {now - started:.1f} s; the first {self.kind}'s answer came first"
+                )
+            else:
+                note = (
+                    f"{HEDGED}{first} had not answered after {now - attempts[first]:.1f} s; re-sent to "
+                    f"{member.label}, whose answer was kept"
+                )
+            out.notes.append(note)
+
+    def hedge_after(self) -> float | None:
+        """Seconds after which a page is re-sent (None: hedging off, or too few page times yet)."""
+        h = self.hedging
+        if h is None:
+            return None
+        with self._lock:
+            samples = list(self._times)
+        if len(samples) < h.min_samples:
+            return None
+        return max(h.min_s, _p95(samples) * h.factor)
+
+    def _hedge(self, requests, tried, inbox: queue.Queue, running: dict[int, dict[str, float]]) -> None:
+        """Re-send each overdue page (one attempt only, older than ``hedge_after``) to another member
+        with a free slot; its slow member gets no new pages until it answers again."""
+        limit = self.hedge_after()
+        if limit is None:
+            return
+        now = self._clock()
+        for i, attempts in sorted(running.items()):
+            if len(attempts) != 1:
+                continue
+            ((label, started),) = attempts.items()
+            if now - started < limit:
+                continue
+            with self._lock:
+                slow = next(m for m in self.members if m.label == label)
+                slow.slow = True
+                member = self._pick(tried[i] | {label}, now)
+                if member is None:
+                    return  # no free slot anywhere: look again on the next round
+                tried[i].add(member.label)
+                member.in_flight += 1
+                slow.hedged_from += 1
+            attempts[member.label] = now
+            logger.info(
+                "%s %s has not answered page %d after %.1f s (hedge after %.1f s): re-sent to %s",
+                self.kind, label, requests[i].page.index + 1, now - started, limit, member.label,
+            )  # fmt: skip
+            self._start(member, [i], requests, inbox)
+
+    def _start(self, member: PoolMember, indices: list[int], requests, inbox: queue.Queue) -> None:
+        threading.Thread(
+            target=self._task, args=(member, indices, requests, inbox), name=f"pool-{self.kind}", daemon=True
+        ).start()
+
+    def _dispatch(self, requests, todo: deque[int], tried, errors, inbox: queue.Queue, running) -> int:
         """Hand queued pages to members with free slots; return the number of tasks started."""
         started = 0
         now = self._clock()
@@ -316,13 +432,9 @@ class EnginePool(Engine):
                     take.append(todo.popleft())
                 for j in take:
                     tried[j].add(member.label)
+                    running[j] = {member.label: now}
                 member.in_flight += len(take)
-            threading.Thread(
-                target=self._task,
-                args=(member, take, requests, inbox),
-                name=f"pool-{self.kind}",
-                daemon=True,
-            ).start()
+            self._start(member, take, requests, inbox)
             started += 1
         return started
 
@@ -331,7 +443,8 @@ class EnginePool(Engine):
         return f"every {self.kind} failed on this page or is down: " + ("; ".join(downs) or "all tried")
 
     def _task(self, member: PoolMember, indices: list[int], requests, inbox: queue.Queue) -> None:
-        """Run one member on some pages; tag and forward each page as it finishes."""
+        """Run one member on some pages; tag and forward each page as it finishes. A failure marks the
+        member down here, not in the call: the call may have finished meanwhile (a hedged page)."""
         left = list(indices)
         try:
             sub = [requests[i] for i in indices]
@@ -342,16 +455,16 @@ class EnginePool(Engine):
                     member.in_flight -= 1
                     member.served += 1
                     left.remove(i)
-                inbox.put(("page", i, out))
+                inbox.put(("page", i, out, member))
             if member.failures:
                 self._mark_up(member)
         except BaseException as exc:
             logger.warning("%s %s failed on %d page(s): %s", self.kind, member.label, len(left), exc)
             with self._lock:
                 member.in_flight -= len(left)
+            if self._member_fault(exc):
+                self._mark_down(member, exc)
             inbox.put(("failed", member, list(left), exc))
-        finally:
-            inbox.put(("end",))
 
 
-__all__ = ["READ_BY", "EnginePool", "PoolMember", "read_by"]
+__all__ = ["HEDGED", "READ_BY", "EnginePool", "Hedging", "PoolMember", "hedged", "read_by"]

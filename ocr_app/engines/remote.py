@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 _FINISH = {"stop": StopReason.END, "length": StopReason.LENGTH}
 _EXEMPT_TOKENS = ("<td>", "</td>")
+_CANCEL_POLL_S = 0.1  # how often a stream waiting for answers looks whether its job was cancelled
 
 
 def encode_png_data_url(image) -> str:
@@ -168,28 +169,30 @@ class RemoteEngine(Engine):
         return outputs  # type: ignore[return-value]
 
     def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
-        """``remote_concurrency`` pages in flight, pulled lazily from ``requests``."""
+        """``remote_concurrency`` pages in flight, pulled lazily from ``requests``. A cancelled job
+        (``PageRequest.cancel``) stops waiting at once: answers still on their way are dropped."""
         self.load()
         source = iter(enumerate(requests))
         workers = self.concurrency
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocr-remote") as pool:
-            futures: dict[Future, int] = {}
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocr-remote")
+        futures: dict[Future, tuple[int, PageRequest]] = {}
 
-            def top_up() -> None:
-                for i, r in itertools.islice(source, max(0, workers - len(futures))):
-                    futures[pool.submit(self._one, r)] = i
+        def top_up() -> None:
+            for i, r in itertools.islice(source, max(0, workers - len(futures))):
+                futures[pool.submit(self._one, r)] = (i, r)
 
-            top_up()
-            try:
-                while futures:
-                    done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        i = futures.pop(fut)
-                        yield i, fut.result()
-                    top_up()
-            finally:
-                for fut in futures:
-                    fut.cancel()
+        top_up()
+        try:
+            while futures:
+                done, _ = wait(list(futures), timeout=_CANCEL_POLL_S, return_when=FIRST_COMPLETED)
+                if not done and any(r.cancelled for _, r in futures.values()):
+                    return
+                for fut in done:
+                    i, _ = futures.pop(fut)
+                    yield i, fut.result()
+                top_up()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # pages not sent yet are not sent
 
     def _payload(self, req: PageRequest) -> dict[str, Any]:
         text = _prompt(req).removeprefix("<image>").lstrip("\n")  # the server's chat template adds it
@@ -219,10 +222,11 @@ class RemoteEngine(Engine):
 
     def capabilities(self):
         """DeepSeek-OCR-2's prompts; the server decides the precision and how pages are tiled (the
-        OpenAI chat API carries no resolution mode), so neither is offered."""
-        from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
+        OpenAI chat API carries no resolution mode), so neither is offered. The server batches the
+        pages of concurrent conversions: several run at once."""
+        from ocr_app.models.deepseek_ocr2.capabilities import BATCHED_JOBS, deepseek_capabilities
 
-        return deepseek_capabilities(self.name, precisions=False, modes=False)
+        return deepseek_capabilities(self.name, precisions=False, modes=False, concurrent_jobs=BATCHED_JOBS)
 
     def _one(self, req: PageRequest) -> EngineOutput:
         t0 = time.perf_counter()
@@ -359,8 +363,9 @@ def _parse_toml(path) -> list[Endpoint]:
 
 def build_remote_engine(settings: Settings) -> RemoteEngine | EnginePool:
     """One endpoint: a ``RemoteEngine``. Several: an ``EnginePool`` of them (least pages in flight
-    per weight, failing endpoints backed off and probed through /health, pages retried elsewhere)."""
-    from ocr_app.engines.pool import EnginePool, PoolMember
+    per weight, failing endpoints backed off and probed through /health, pages retried elsewhere, pages
+    of a slow endpoint re-sent to an idle one: ``remote_hedge_factor``)."""
+    from ocr_app.engines.pool import EnginePool, Hedging, PoolMember
 
     endpoints = parse_endpoints(settings.remote_url or "")
     if len(endpoints) == 1:
@@ -383,4 +388,9 @@ def build_remote_engine(settings: Settings) -> RemoteEngine | EnginePool:
         chunk=1,
         backoff_s=settings.remote_backoff_s,
         max_backoff_s=max(settings.remote_backoff_s, 300.0),
+        hedging=(
+            Hedging(factor=settings.remote_hedge_factor, min_s=settings.remote_hedge_min_s)
+            if settings.remote_hedge_factor > 0
+            else None
+        ),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ocr_app.choices import engine_kind
@@ -23,7 +24,8 @@ from ocr_app.settings import TEXT_LAYER_POLICIES, TextLayerPolicy
 logger = logging.getLogger(__name__)
 
 Policy = TextLayerPolicy
-# (pdf_path, page index, password=...) -> (usable, reason); the password unlocks encrypted PDFs.
+# (pdf_path, page index, password=..., downscaled=...) -> (usable, reason); the password unlocks encrypted
+# PDFs; downscaled: the page was rendered below the DPI asked for (too large for the render budget).
 TextCheck = Callable[..., tuple[bool, str]]
 OcrChoice = Callable[[], tuple[Engine, str]]
 
@@ -35,10 +37,12 @@ def _default_check(policy: Policy, engine: Engine | None = None) -> TextCheck:
 
     inspect = engine.report if isinstance(engine, textlayer.TextLayerEngine) else textlayer.inspect_report
 
-    def check(path: Path, index: int, *, password: str | None = None) -> tuple[bool, str]:
+    def check(
+        path: Path, index: int, *, password: str | None = None, downscaled: bool = False
+    ) -> tuple[bool, str]:
         report = inspect(path, index, password=password)
         if policy != "always":
-            return textlayer.judge(report)
+            return textlayer.judge(report, downscaled=downscaled)
         if report.chars == 0:
             return False, "no embedded text"
         return True, f"{report.chars:,} chars of embedded text (text_layer=always)"
@@ -127,9 +131,13 @@ class RouterEngine(Engine):
         }
 
     def capabilities(self) -> Capabilities:
-        """``auto``'s kind with the OCR engine's choices (the text layer has none of its own)."""
-        caps = engine_kind(self.name).capabilities.merge(self.ocr.capabilities())
-        return caps if self.textlayer is None else caps.merge(self.textlayer.capabilities())
+        """``auto``'s kind with the OCR engine's choices (the text layer has none of its own); as many
+        conversions at once as the OCR engine takes, since any of them may need it."""
+        ocr = self.ocr.capabilities()
+        caps = engine_kind(self.name).capabilities.merge(ocr)
+        if self.textlayer is not None:
+            caps = caps.merge(self.textlayer.capabilities())
+        return replace(caps, max_concurrent_jobs=ocr.max_concurrent_jobs)
 
     # --- routing --------------------------------------------------------------------------------
     def route(self, request: PageRequest) -> tuple[Engine, str]:
@@ -141,7 +149,9 @@ class RouterEngine(Engine):
                 why = f"{why}; text layer disabled (text_layer=never)"
             return self.ocr, why
         try:
-            usable, why = self._check(Path(page.pdf_path), page.index, password=page.password)
+            usable, why = self._check(
+                Path(page.pdf_path), page.index, password=page.password, downscaled=page.downscaled
+            )
         except OcrError as exc:
             usable, why = False, f"text layer unreadable ({exc})"
         if usable:

@@ -58,7 +58,9 @@ PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few fil
 MAX_GARBAGE_RATIO = 0.1
 _BOLD_FLAG = 16
 _MONO_FLAG = 8
-_MONO_FONTS = re.compile(r"mono|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I)
+_MONO_FONTS = re.compile(
+    r"mono|nimbusmon|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I
+)
 MAX_CODE_SHARE = 0.6  # a page with more monospaced text than this is typewritten, not code
 SCRIPT_SIZE = 0.85  # a superscript/subscript is set at most this × the line's main size
 SCRIPT_SHIFT = 0.12  # ... with its baseline at least this × the main size above/below the main one
@@ -94,6 +96,17 @@ def _is_garbage(ch: str) -> bool:
     cat = unicodedata.category(ch)
     # Cc/Cf/Cs/Co/Cn: control, format, surrogate, private use, unassigned — unmapped glyphs land here.
     return cat.startswith("C")
+
+
+PROFILE_MAX_CONTENT = 16 * 2**20  # inflated content bytes of a page the document profile reads
+
+
+def _heavy(page: pymupdf.Page) -> bool:
+    """A page whose content inflates past ``PROFILE_MAX_CONTENT`` (reading its text takes seconds; a
+    decompression bomb takes minutes): the document profile samples the other pages."""
+    from ocr_app.ingest.pdf_guard import content_bytes
+
+    return content_bytes(page, PROFILE_MAX_CONTENT) > PROFILE_MAX_CONTENT
 
 
 def _open(pdf_path: Path | str, password: str | None = None) -> pymupdf.Document:
@@ -145,11 +158,19 @@ def inspect_page(page: pymupdf.Page) -> TextLayerReport:
     return report
 
 
-def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool, str]:
-    """The usability decision for one page's report, with a reason for the UI/JSON."""
+def judge(
+    report: TextLayerReport, *, min_chars: int = MIN_CHARS, downscaled: bool = False
+) -> tuple[bool, str]:
+    """The usability decision for one page's report, with a reason for the UI/JSON.
+
+    ``downscaled``: the page was rendered below the DPI asked for, because it is too large for the
+    render budget (a 14,400 pt poster fits 60 MP at 38 DPI, where 11 pt text is 6 px high). OCR cannot
+    read it there, so any real text layer beats it — a short one, or an invisible OCR layer.
+    """
     if report.chars == 0:
         return False, "no embedded text"
-    if report.chars < min_chars:
+    low_chars = report.chars < min_chars
+    if low_chars and not downscaled:
         return False, f"only {report.chars} characters of embedded text"
     if report.garbage_ratio > MAX_GARBAGE_RATIO:
         return False, f"embedded text is garbage ({report.garbage_ratio:.0%} unmapped characters)"
@@ -158,8 +179,14 @@ def judge(report: TextLayerReport, *, min_chars: int = MIN_CHARS) -> tuple[bool,
             False,
             f"embedded text is mostly symbols ({report.alnum_chars} of {report.chars} are letters/digits)",
         )
-    if report.invisible_ratio > 0.5 and report.image_coverage > 0.5:
+    scanned = report.invisible_ratio > 0.5 and report.image_coverage > 0.5
+    if scanned and not downscaled:
         return False, "only an invisible OCR layer over a scanned image"
+    if downscaled and (low_chars or scanned):
+        return (
+            True,
+            f"{report.chars:,} chars of embedded text; the page is too large to OCR at the DPI asked for",
+        )
     return True, f"{report.chars:,} chars of embedded text"
 
 
@@ -381,14 +408,16 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                 for c in sp.get("chars", ())
                 if not c["c"].isspace()
             ]
+            upright = page.rotation == 0 and turns == 0
             ink = (
                 (
                     min(g[0] for g in glyphs) * matrix.a + matrix.e,
                     max(g[2] for g in glyphs) * matrix.a + matrix.e,
                 )
-                if glyphs and page.rotation == 0
+                if glyphs and upright
                 else ()
             )
+            boxes = _word_ranges(text, glyphs, matrix) if upright else ()
             lines.append(
                 TextLine(
                     text,
@@ -401,9 +430,38 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                     font=font_family(main["font"]),
                     ink=ink,
                     mono=mono,
+                    words=boxes,
                 )
             )
     return _typewritten(lines)
+
+
+_TAGS = re.compile(r"</?su[pb]>")
+
+
+def _word_ranges(
+    text: str, glyphs: list[tuple[float, float, float, float]], matrix: pymupdf.Matrix
+) -> tuple[tuple[float, float], ...]:
+    """Display x-ranges of the words of ``text``, glyph by glyph (glyphs in reading order, a list
+    marker's excluded); () when the glyphs and the text's characters do not pair up one to one
+    (a dropped symbol glyph, a resolved control character)."""
+    tokens = text.split()
+    if tokens[:1] == [BULLET]:
+        tokens = tokens[1:]
+    counts = [len(_TAGS.sub("", t)) for t in tokens]
+    if not tokens or sum(counts) != len(glyphs) or not all(counts):
+        return ()
+    out: list[tuple[float, float]] = []
+    k = 0
+    for n in counts:
+        run = glyphs[k : k + n]
+        k += n
+        out.append(
+            (min(g[0] for g in run) * matrix.a + matrix.e, max(g[2] for g in run) * matrix.a + matrix.e)
+        )
+    if text.split()[:1] == [BULLET]:
+        out.insert(0, (out[0][0], out[0][0]))  # the marker: no glyph of its own here
+    return tuple(out)
 
 
 def _typewritten(lines: list[TextLine]) -> list[TextLine]:
@@ -774,7 +832,7 @@ class TextLayerEngine(Engine):
             if key in self._profiles:
                 self._profiles.move_to_end(key)
                 return self._profiles[key]
-        profile = build_profile(doc, extract_lines)
+        profile = build_profile(doc, extract_lines, skip=_heavy)
         with self._profiles_lock:
             self._profiles[key] = profile
             while len(self._profiles) > PROFILE_CACHE:
@@ -822,8 +880,14 @@ class TextLayerEngine(Engine):
         return self._loaded
 
     def capabilities(self) -> Capabilities:
-        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision."""
-        return engine_kind(self.name).capabilities
+        """The engine kind's facts (``ocr_app.choices``): no prompt, no mode, no precision; one
+        conversion per core at once (reading a text layer is short CPU work, so several jobs side by
+        side keep a short one from waiting behind a long one)."""
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return replace(engine_kind(self.name).capabilities, max_concurrent_jobs=max(1, cores))
 
     def report(self, pdf_path: Path | str, index: int, *, password: str | None = None) -> TextLayerReport:
         """``inspect_report`` through this engine's open document (the router asks once per page)."""

@@ -41,7 +41,7 @@ def open_document(
 
     ``name`` is the display name (default: the file name, or "document" for bytes); its extension is
     only used to warn about mislabelled files. ``password`` opens encrypted PDFs. PDF pages render at
-    ``dpi`` (lowered per page when needed to stay within ``limits.max_pixels_per_page``).
+    ``dpi`` (lowered per page when needed to stay within ``limits.render_pixels``).
     """
     if not MIN_DPI <= dpi <= MAX_DPI:
         raise ConfigError(f"dpi must be between {MIN_DPI} and {MAX_DPI}, got {dpi}")

@@ -1,7 +1,9 @@
 """Image files (PNG, JPEG, WebP, BMP, TIFF, GIF) as documents.
 
-Why each TIFF frame is a page but a GIF/WebP animation is one page: multi-page TIFF is how scanners
-store documents, while extra frames of GIF/WebP/MPO are animation or camera previews, not pages.
+Why each TIFF and GIF frame is a page: multi-page TIFF is how scanners store documents, and a
+multi-frame GIF handed to a document reader is pages far more often than a cartoon (reading every
+frame loses nothing; reading one silently lost the rest). Extra frames of WebP/PNG animations and
+MPO camera previews are not pages: the first frame is read and a note says so.
 Why alpha goes on white: transparent regions of scans and screenshots are paper, and black would
 hide black text.
 """
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_PAGED_FORMATS = frozenset({"tiff"})  # formats whose frames are document pages
+_PAGED_FORMATS = frozenset({"tiff", "gif"})  # formats whose frames are document pages
 
 
 def to_rgb(image: Image.Image) -> Image.Image:
@@ -69,7 +71,7 @@ def _high_depth_to_rgb(image: Image.Image) -> Image.Image:
 
 
 class ImageDocument(SourceDocument):
-    """An image file; one page, or one page per frame for multi-page TIFF."""
+    """An image file; one page, or one page per frame for multi-frame TIFF and GIF."""
 
     kind = "image"
 
@@ -88,6 +90,7 @@ class ImageDocument(SourceDocument):
         self.limits = limits
         label = _format_label(fmt)
         stream = io.BytesIO(source) if isinstance(source, bytes) else source
+        _allow_pillow_pixels(limits.max_pixels_per_page)
         try:
             with warnings.catch_warnings():  # our own pixel limit below is the one users configure
                 warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -107,7 +110,7 @@ class ImageDocument(SourceDocument):
             raise
         if getattr(image, "n_frames", 1) > 1 and fmt not in _PAGED_FORMATS:
             note = f"{name} is an animation of {image.n_frames} frames; only the first frame was read"
-            logger.info(note)
+            logger.warning(note)
             self.notes.append(note)
 
     def _check_limits(self) -> None:
@@ -163,17 +166,26 @@ class ImageDocument(SourceDocument):
         self._image.close()
 
 
-def _bomb_error(where: str, exc: Exception, limits: IngestLimits) -> LimitExceededError:
-    """Pillow's own hard bound fired before ours could: say so in the user's terms."""
+def _allow_pillow_pixels(limit: int) -> None:
+    """Raise Pillow's decompression-bomb bound to ours, so that ours is the one that decides.
+
+    Why: Pillow refuses images over 2 × ``Image.MAX_IMAGE_PIXELS`` (179 MP by default) before our check
+    runs, whatever the setting said: a 300 MP limit would have been 179 MP in fact. Process-wide, and
+    only ever raised: the bound then stays twice the largest limit any document was opened with.
+    """
     from PIL import Image
 
+    if Image.MAX_IMAGE_PIXELS is not None and limit > Image.MAX_IMAGE_PIXELS:
+        Image.MAX_IMAGE_PIXELS = limit
+
+
+def _bomb_error(where: str, exc: Exception, limits: IngestLimits) -> LimitExceededError:
+    """Pillow's bound (twice ours) fired before our check could: say so in the user's terms."""
     found = re.search(r"\((\d+) pixels\)", str(exc))
     size = f"{int(found.group(1))} pixels, " if found else ""
-    hard = 2 * Image.MAX_IMAGE_PIXELS if Image.MAX_IMAGE_PIXELS else None
     return LimitExceededError(
         f"{where} is {size}too large to decode safely; the limit is {limits.max_pixels_per_page} pixels "
-        f"per page (set {ENV_MAX_PIXELS} to change it"
-        + (f"; images over {hard} pixels are refused whatever the setting)" if hard else ")")
+        f"per page (set {ENV_MAX_PIXELS} to change it)"
     )
 
 

@@ -2,7 +2,9 @@
 
 Why cap pixels by lowering the DPI instead of failing: a poster or engineering drawing page at 144 DPI
 can be hundreds of megapixels, yet its text is large, so rendering it at the largest DPI that fits
-``max_pixels_per_page`` still reads well. The DPI actually used is recorded on every page.
+``render_pixels`` (``IngestLimits``) still reads well. The DPI actually used is recorded on every page,
+and a page rendered below the DPI asked for is marked ``downscaled``: where it has a text layer, that
+is read instead of OCR at the lower resolution (``engines/router.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ from ocr_app.exceptions import (
     LimitExceededError,
 )
 from ocr_app.ingest.base import SourceDocument
-from ocr_app.ingest.limits import ENV_MAX_PAGES, ENV_MAX_PIXELS, IngestLimits
+from ocr_app.ingest.limits import (
+    ENV_MAX_PAGE_STREAM,
+    ENV_MAX_PAGES,
+    ENV_MAX_PIXELS,
+    ENV_MAX_RENDER_S,
+    ENV_RENDER_PIXELS,
+    IngestLimits,
+)
+from ocr_app.ingest.pdf_guard import check_content, render_isolated
 from ocr_app.schema import PageImage
 
 if TYPE_CHECKING:
@@ -40,6 +50,8 @@ MUPDF_LOCK = threading.RLock()
 # PyMuPDF 2): the ONNX layout analyser (~1.2 s) and pymupdf4llm (~0.15 s, onnxruntime). ocr-app calls
 # neither (no ``Page.get_layout``, no ``pymupdf`` Markdown shortcuts).
 _SKIPPED_ADDONS = ("pymupdf.layout", "pymupdf4llm")
+_IMPORT_LOCK = threading.Lock()
+_IMPORTED = threading.Event()  # pymupdf finished loading (through here or any other import)
 
 
 def import_pymupdf():
@@ -49,18 +61,37 @@ def import_pymupdf():
     ``pymupdf`` itself loads: an explicit ``import pymupdf.layout`` or ``import pymupdf4llm`` later
     still works (``tests/test_light_path.py``).
     """
-    if "pymupdf" in sys.modules:
+    if _IMPORTED.is_set():
         return sys.modules["pymupdf"]
-    skipped = [name for name in _SKIPPED_ADDONS if name not in sys.modules]
-    for name in skipped:
-        sys.modules[name] = None  # type: ignore[assignment]  # makes that import fail: pymupdf skips it
-    try:
-        import pymupdf
-    finally:
-        for name in skipped:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
-    return pymupdf
+    # Files converted side by side open their PDFs from several threads: one import, the others wait
+    # for it (``sys.modules`` holds the module half-initialised while it loads).
+    with _IMPORT_LOCK:
+        if not _IMPORTED.is_set():
+            skipped = [name for name in _SKIPPED_ADDONS if name not in sys.modules]
+            for name in skipped:
+                sys.modules[name] = None  # type: ignore[assignment]  # makes that import fail: pymupdf skips it
+            try:
+                import pymupdf  # noqa: F401
+            finally:
+                for name in skipped:
+                    if name in sys.modules and sys.modules[name] is None:
+                        del sys.modules[name]
+            _quiet(sys.modules["pymupdf"])
+            _IMPORTED.set()
+    return sys.modules["pymupdf"]
+
+
+_MUPDF_LOG = logging.getLogger("ocr_app.ingest.mupdf")
+
+
+def _quiet(pymupdf) -> None:
+    """Send PyMuPDF's messages to the log (``-vv`` shows them) instead of stdout (once, at import).
+
+    Why: PyMuPDF writes MuPDF's errors ("MuPDF error: format error: …", one per damaged object) to
+    stdout, which broke ``--json-summary`` on a damaged PDF. What they mean reaches the user as the
+    page's "repaired" status and note; the details stay in the debug log.
+    """
+    pymupdf.set_messages(pylogging_logger=_MUPDF_LOG, pylogging_level=logging.DEBUG)
 
 
 def fit_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> int:
@@ -158,36 +189,52 @@ class PdfDocument(SourceDocument):
                     raise CorruptFileError(
                         f"{self.name}: page {index + 1} has no area and cannot be rendered"
                     )
-                dpi = fit_dpi(rect.width, rect.height, self.dpi, self.limits.max_pixels_per_page)
+                budget = self.limits.pdf_pixels
+                env = ENV_RENDER_PIXELS if budget == self.limits.render_pixels else ENV_MAX_PIXELS
+                dpi = fit_dpi(rect.width, rect.height, self.dpi, budget)
                 if dpi < 1:
                     raise LimitExceededError(
                         f"{self.name}: page {index + 1} ({rect.width:.0f} x {rect.height:.0f} pt) does not "
-                        f"fit in {self.limits.max_pixels_per_page} pixels even at 1 DPI "
-                        f"(set {ENV_MAX_PIXELS} to raise it)"
+                        f"fit in {budget} pixels even at 1 DPI (set {env} to raise it)"
                     )
                 if dpi < self.dpi:
                     logger.info(
                         "%s: page %d is %.0f x %.0f pt; rendered at %d DPI instead of %d to stay within "
                         "%d pixels (%s)",
                         self.name, index + 1, rect.width, rect.height, dpi, self.dpi,
-                        self.limits.max_pixels_per_page, ENV_MAX_PIXELS,
+                        budget, env,
                     )  # fmt: skip
                 zoom = dpi / 72
-                pix = page.get_pixmap(
-                    matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False
+                size = check_content(
+                    page, self.name, index, self.limits.max_page_stream_bytes, ENV_MAX_PAGE_STREAM
                 )
-                image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples, "raw", "RGB", pix.stride)
+                image = None
+                if size <= self.limits.isolate_render_bytes:
+                    pix = page.get_pixmap(
+                        matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False
+                    )
+                    image = Image.frombytes(
+                        "RGB", (pix.width, pix.height), pix.samples, "raw", "RGB", pix.stride
+                    )
             except (CorruptFileError, LimitExceededError):
                 raise
             except (RuntimeError, ValueError) as exc:
                 raise CorruptFileError(
                     f"{self.name}: page {index + 1} is damaged and cannot be rendered"
                 ) from exc
+        if image is None:  # heavy content: a child process renders it, stopped after max_render_s
+            logger.info("%s: page %d has %.0f MiB of content; rendering it in a child process",
+                        self.name, index + 1, size / 2**20)  # fmt: skip
+            image = render_isolated(
+                self.pdf_path, index, zoom, self._password, self.limits.max_render_s, self.name,
+                ENV_MAX_RENDER_S,
+            )  # fmt: skip
         return PageImage(
             image=image,
             index=index,
             source=self.name,
             dpi=dpi,
+            downscaled=dpi < self.dpi,
             pdf_path=self.pdf_path,
             page_count=self.page_count,
             password=self._password,

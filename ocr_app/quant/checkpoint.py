@@ -12,6 +12,7 @@ quantised parts never exist anywhere, so GPU memory never holds more than the qu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
@@ -30,6 +31,66 @@ logger = logging.getLogger(__name__)
 RECIPE_FILE = "quant_recipe.json"
 WEIGHTS_FILE = "model.safetensors"
 _SKIP_COPY = {WEIGHTS_FILE, RECIPE_FILE, "model.safetensors.index.json"}
+
+
+class DamagedCheckpointError(ModelLoadError):
+    """A cached quantised checkpoint whose weights do not match their recorded checksum."""
+
+
+class TensorDigest:
+    """A running checksum over named tensors, in the order they are given (sort the names).
+
+    xxh3-128 when ``xxhash`` is installed (≈ 20 GB/s: checking a 6 GB checkpoint as it loads costs a
+    fraction of reading it), blake2b otherwise; the digest names its algorithm, and a digest made with an
+    algorithm not available here never matches (the entry is then rebuilt)."""
+
+    def __init__(self, algorithm: str | None = None) -> None:
+        self.algorithm = algorithm or _default_algorithm()
+        if self.algorithm == "xxh3_128":
+            import xxhash
+
+            self._h = xxhash.xxh3_128()
+        else:
+            self._h = hashlib.blake2b(digest_size=16)
+
+    def update(self, name: str, tensor) -> None:
+        import torch
+
+        flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+        self._h.update(f"{name}|{flat.dtype}|{tuple(tensor.shape)}|".encode())
+        self._h.update(memoryview(flat.view(torch.uint8).numpy()))
+
+    def hexdigest(self) -> str:
+        return f"{self.algorithm}:{self._h.hexdigest()}"
+
+
+def _default_algorithm() -> str:
+    try:
+        import xxhash  # noqa: F401
+    except ImportError:
+        return "blake2b"
+    return "xxh3_128"
+
+
+def digest_for(expected: str | None) -> TensorDigest | None:
+    """A digest to check ``expected`` (``"algo:hex"``) with, or None when it cannot be checked here."""
+    algorithm = (expected or "").partition(":")[0]
+    if algorithm not in ("xxh3_128", "blake2b") or (
+        algorithm == "xxh3_128" and _default_algorithm() != algorithm
+    ):
+        return None
+    return TensorDigest(algorithm)
+
+
+def weights_checksum(path: Path) -> str:
+    """The checksum of a safetensors file's tensors, in name order (what a checked load computes)."""
+    from safetensors import safe_open
+
+    digest = TensorDigest()
+    with safe_open(str(path), framework="pt", device="cpu") as f:
+        for name in sorted(f.keys()):
+            digest.update(name, f.get_tensor(name))
+    return digest.hexdigest()
 
 
 def is_quantized_checkpoint(path: str | Path) -> bool:
@@ -99,11 +160,15 @@ def load_quantized(
     *,
     timings: dict[str, float] | None = None,
     prefetch: Any = None,
+    checksum: str | None = None,
 ):
     """Load a pre-quantised checkpoint onto ``device``. Returns ``(model, recipe)``.
 
     ``prefetch``: a ``models.deepseek_ocr2.weights.WeightPrefetch`` of this checkpoint on ``device``,
     started before transformers was imported; its tensors are used instead of reading the file here.
+
+    ``checksum`` (the quantised-weights cache's ``weights_checksum``) is checked over the tensors as they
+    are read (``verify_s``); a mismatch raises ``DamagedCheckpointError``.
 
     ``dtype`` overrides the float dtype the checkpoint was written with (e.g. fp16 on GPUs without bf16).
     ``timings`` (updated) gets the seconds of each step: ``skeleton_s`` (config, empty model, quantised
@@ -135,7 +200,14 @@ def load_quantized(
     # Tensor by tensor, as safetensors' load_file does it, with the read and the copy timed apart;
     # a cast happens after the copy (on the device) so a wider dtype never crosses the bus.
     state: dict[str, torch.Tensor] = {}
-    read = copy = 0.0
+    read = copy = verify = 0.0
+    digest = None
+    if checksum is not None:
+        digest = digest_for(checksum)
+        if digest is None:
+            raise DamagedCheckpointError(
+                f"{path}: its checksum {checksum.partition(':')[0]} cannot be checked here"
+            )
 
     def cast(k: str, v: torch.Tensor) -> torch.Tensor:
         if v.is_floating_point() and v.dtype != dtype and not k.endswith(("wscale", "gate.weight")):
@@ -144,13 +216,23 @@ def load_quantized(
 
     if prefetch is not None:  # read in the background: here only what is left of it is waited for
         a = time.perf_counter()
-        state = {k: cast(k, v) for k, v in prefetch.result().items()}
-        read, copy = prefetch.seconds or 0.0, time.perf_counter() - a
+        fetched = prefetch.result()
+        if digest is not None:  # the opt-in prefetch path pays a copy back to check its tensors
+            c = time.perf_counter()
+            for k in sorted(fetched):
+                digest.update(k, fetched[k])
+            verify += time.perf_counter() - c
+        state = {k: cast(k, v) for k, v in fetched.items()}
+        read, copy = prefetch.seconds or 0.0, time.perf_counter() - a - verify
     else:
         with safe_open(str(path / WEIGHTS_FILE), framework="pt", device="cpu") as f:
-            for k in f.keys():  # noqa: SIM118 - safe_open handles are not iterable
+            for k in sorted(f.keys()):
                 a = time.perf_counter()
                 v = f.get_tensor(k)
+                if digest is not None:  # hashed on the CPU copy the read makes anyway
+                    c = time.perf_counter()
+                    digest.update(k, v)
+                    verify += time.perf_counter() - c
                 b = time.perf_counter()
                 state[k] = cast(k, v.to(device))
                 read, copy = read + b - a, copy + time.perf_counter() - b
@@ -158,7 +240,11 @@ def load_quantized(
         a = time.perf_counter()
         torch.cuda.synchronize(device)
         copy += time.perf_counter() - a
-    t["read_s"], t["to_device_s"] = read, copy
+    t["read_s"], t["to_device_s"] = (read - verify if prefetch is None else read), copy
+    if digest is not None:
+        t["verify_s"] = verify
+        if digest.hexdigest() != checksum:
+            raise DamagedCheckpointError(f"{path}: its weights do not match the checksum recorded for them")
     t2 = time.perf_counter()
     try:
         model.load_state_dict(state, strict=True, assign=True)

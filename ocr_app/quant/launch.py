@@ -10,11 +10,20 @@ Triton (it compiles); anything unexpected (a hook set, an async compile, an inte
 the normal path. On by default (H200, Triton 3.6: outputs bitwise equal to the public path, one page's
 ``mixed`` prefill 0.121 → 0.107 s, docs/PERFORMANCE.md); callers pass ``fast`` from their
 ``KernelOptions`` (``OCR_APP_TRITON_FAST_LAUNCH=0`` turns it off by default).
+
+Every Triton launch of the project goes through ``launch`` (the decode and SAM kernels with
+``fast=False``: they keep Triton's own path). That makes it the one place where ``collecting`` can take
+the launches of a dry run of the real code instead of running them: the kernel warm-up
+(``models/deepseek_ocr2/kernel_warmup.py``) compiles exactly what the vision pass, the prefill and the
+decode step would launch, before the model is reported ready.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ocr_app.quant.options import default_kernel_options
@@ -22,11 +31,36 @@ from ocr_app.quant.options import default_kernel_options
 logger = logging.getLogger(__name__)
 
 _broken: set[str] = set()
+# (kernel, grid, args, kwargs) -> None; set while a dry run collects launches (this thread/context only)
+LaunchSink = Callable[[Any, tuple, tuple, dict], None]
+_SINK: ContextVar[tuple[LaunchSink, bool] | None] = ContextVar("ocr_app_launch_sink", default=None)
+
+
+@contextmanager
+def collecting(sink: LaunchSink, *, runs: bool = False) -> Iterator[None]:
+    """While active (in this thread), ``launch`` hands each launch to ``sink`` and runs nothing: the
+    kernels' outputs stay unwritten, so only a dry run whose results are thrown away may use it.
+    ``runs``: the sink runs each launch itself (a recording of a real run, for tests)."""
+    token = _SINK.set((sink, runs))
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
+
+
+def collecting_now() -> bool:
+    """Whether launches in this thread are collected without running (kernel outputs stay unwritten)."""
+    active = _SINK.get()
+    return active is not None and not active[1]
 
 
 def launch(kernel: Any, grid: tuple[int, ...], *args: Any, fast: bool | None = None, **kwargs: Any) -> None:
     """Launch ``kernel[grid](*args, **kwargs)``; fast path once the specialisation is compiled, unless
     ``fast`` is False (None: the process default, ``KernelOptions.fast_launch``)."""
+    active = _SINK.get()
+    if active is not None:
+        active[0](kernel, tuple(grid), args, kwargs)
+        return
     if fast is None:
         fast = default_kernel_options().fast_launch
     if not fast or not hasattr(kernel, "device_caches") or kernel.fn.__name__ in _broken:

@@ -8,6 +8,7 @@ the host (fixed launch shapes, routing read on the device), so decode steps can 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass
@@ -256,8 +257,8 @@ def _rows_launch(
     bm = _block_m(m)
     meta = dict(meta or {})
     # tuned on an H200 at 8–32 rows (docs/PERFORMANCE.md): 128-channel K-tiles, 32 columns up to 16
-    # rows and 16 above, four pipeline stages
-    block_n = meta.pop("BLOCK_N", 32 if m <= 16 else 16)
+    # rows and 16 above (``_rows_block_n``), four pipeline stages
+    block_n = meta.pop("BLOCK_N", _rows_block_n(m))
     meta = {"BLOCK_K": kernel_block_k(w.in_features, w.group, cap=128), "num_stages": 4, **meta}
     w1 = more[0] if more else None
     w2 = more[1] if len(more) > 1 else None
@@ -366,18 +367,92 @@ def _wq_linear_triton(
     out = torch.empty(m, w.out_features, device=x2.device, dtype=x2.dtype)
     if m == 0:
         return out
-    if m <= opts.dense_gemv_max_rows:
+    route = dense_route(m, opts)
+    if route[0] == "gemv":
         _gemv_launch(opts, x2, w, out, w.out_features, None, isc, None, 1, False, bias)
-    elif m <= GEMV_MIN_PROGRAMS:  # decode batches: narrow column blocks to fill the GPU
+    elif route[0] == "rows":  # decode batches: narrow column blocks to fill the GPU
         _rows_launch(opts, x2, w, out, w.out_features, isc, bias, False)
     else:
         import triton
 
-        bm = _block_m(m)
+        bm = route[1]
         _gemm_launch(
             opts, x2, w, out, m, w.out_features, None, None, triton.cdiv(m, bm), bm, isc, None, 1, False, bias
         )
     return out
+
+
+# ------------------------------------------------------------------------------------- launch routes
+# Which kernel and tile sizes a row count gets. The launchers branch on these, and the kernel warm-up
+# (models/deepseek_ocr2/kernel_warmup.py) asks them which token counts launch different binaries: row
+# counts themselves are not specialised (triton_kernels), so tokens with one route share every binary.
+def dense_route(rows: int, options: KernelOptions | None = None) -> tuple:
+    """How a quantised linear runs ``rows`` tokens: ``("gemv", rows)`` (its column block follows the
+    rows), ``("rows", block_m, block_n)`` (decode batches) or ``("gemm", block_m)`` (prefill)."""
+    opts = resolve(options)
+    if rows <= opts.dense_gemv_max_rows:
+        return ("gemv", rows)
+    if rows <= GEMV_MIN_PROGRAMS:
+        return ("rows", _block_m(rows), _rows_block_n(rows))
+    return ("gemm", _block_m(rows))
+
+
+def moe_route(
+    tokens: int,
+    top_k: int,
+    experts: int,
+    options: KernelOptions | None = None,
+    gemv_max_rows: int | None = None,
+) -> tuple:
+    """How routed quantised experts run ``tokens`` tokens: ``("gemv", pairs)``, ``("scan", pairs
+    block)`` (decode batches) or ``("gemm", block_m)`` (prefill, pairs sorted by expert)."""
+    opts = resolve(options)
+    pairs = tokens * top_k
+    if pairs <= (opts.decode_gemv_max_rows if gemv_max_rows is None else gemv_max_rows):
+        return ("gemv", pairs)
+    if tokens <= opts.moe_scan_max_tokens:
+        return ("scan", _next_pow2(pairs))
+    return ("gemm", _block_m(pairs / experts))
+
+
+def token_classes(
+    low: int, high: int, top_k: int, experts: int, options: KernelOptions | None = None
+) -> list[int]:
+    """The first token count in ``[low, high]`` of each distinct (dense, experts) route: one forward
+    at each of them launches every binary a forward of any count in the range launches.
+
+    Each route holds over one contiguous range of counts (thresholds and block sizes grow with the
+    count), so the range is sampled every 64 counts and bisected where the route changes: a few hundred
+    route evaluations instead of one per count (this runs at every load)."""
+    opts = resolve(options)
+
+    def key(rows: int) -> tuple:
+        return dense_route(rows, opts), moe_route(rows, top_k, experts, opts)
+
+    low = max(1, low)
+    if high < low:
+        return []
+    points = sorted({*range(low, high + 1, 64), high})
+    firsts = [low]
+    for a, b in itertools.pairwise(points):
+        ka = key(a)
+        while ka != key(b):  # the first count after ``a`` whose route differs, then on from there
+            lo, hi = a, b
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if key(mid) == ka else (lo, mid)
+            firsts.append(hi)
+            a, ka = hi, key(hi)
+    return firsts
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _rows_block_n(rows: int) -> int:
+    # tuned on an H200 at 8–32 rows (docs/PERFORMANCE.md): 32 columns up to 16 rows and 16 above
+    return 32 if rows <= 16 else 16
 
 
 # ------------------------------------------------------------------------------------------------ MoE
@@ -490,14 +565,15 @@ def moe_pairs(
     if p == 0:
         return y
     opts = resolve(options)
-    if p <= (opts.decode_gemv_max_rows if gemv_max_rows is None else gemv_max_rows):
+    route = moe_route(t, topk, num_experts, opts, gemv_max_rows)
+    if route[0] == "gemv":
         _gemv_launch(opts, x, gate_up, h, inter, idx, isc, None, topk, True)
         _gemv_launch(opts, h, down, y, hidden, idx, None, rw, 1, False)
-    elif t <= opts.moe_scan_max_tokens:
+    elif route[0] == "scan":
         _scan_launch(opts, x, gate_up, h, inter, idx, isc, None, t, topk, True)
         _scan_launch(opts, h, down, y, hidden, idx, None, rw, t, topk, False)
     else:
-        bm = _block_m(p / num_experts)
+        bm = route[1]
         rows, bexp, nblocks = align_pairs(top_k_index, num_experts, bm)
         _gemm_launch(opts, x, gate_up, h, p, inter, rows, bexp, nblocks, bm, isc, None, topk, True)
         _gemm_launch(opts, h, down, y, p, hidden, rows, bexp, nblocks, bm, None, rw, 1, False)

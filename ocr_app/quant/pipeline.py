@@ -145,7 +145,8 @@ class PresetBackend:
         return model
 
     def _load_streamed(self, model_dir, device, dtype, cache_dir, progress, info):
-        from ocr_app.quant.checkpoint import load_quantized
+        from ocr_app.exceptions import ModelLoadError
+        from ocr_app.quant.checkpoint import DamagedCheckpointError, load_quantized
         from ocr_app.quant.store import SUBDIR, QuantStore
         from ocr_app.quant.stream import stream_quantize
 
@@ -158,11 +159,19 @@ class PresetBackend:
             logger.info(
                 "quantised weights for %s (%s) from the cache at %s", model_dir, self.preset_name, hit
             )
-            # the very loader of a pre-quantised checkpoint: a cache hit costs the key on top, nothing else
-            model, _ = load_quantized(hit, device, dtype, timings=steps)
-            info.update(source="cache", cache_path=str(hit), quantize_seconds=_entry_seconds(hit),
-                        load_breakdown=steps)  # fmt: skip
-            return model
+            # the very loader of a pre-quantised checkpoint, checking the weights as it reads them: a cache
+            # hit costs the key and the checksum on top, nothing else; a damaged entry (cut short,
+            # overwritten, bytes flipped) costs a re-quantisation
+            try:
+                checksum = store.entry(hit)["weights_checksum"]
+                model, _ = load_quantized(hit, device, dtype, timings=steps, checksum=checksum)
+            except (DamagedCheckpointError, ModelLoadError, OSError, KeyError, ValueError) as exc:
+                store.remove_damaged(hit, f"{type(exc).__name__}: {exc}")
+                info["cache_damaged"] = str(hit)
+            else:
+                info.update(source="cache", cache_path=str(hit), quantize_seconds=_entry_seconds(hit),
+                            load_breakdown=steps)  # fmt: skip
+                return model
         preset = get_preset(self.preset_name, bf16_supported=dtype != _fp16())
         model, recipe, report = stream_quantize(
             model_dir,

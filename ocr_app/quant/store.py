@@ -8,8 +8,11 @@ blob named by its SHA-256; in an ``hf download --local-dir`` folder the download
 and later loads pay one ``stat`` per file. ``config.json`` is hashed too.
 
 Entries live in ``<cache_dir>/quantized/<key>/`` in the pre-quantised checkpoint layout
-(``checkpoint.save_quantized``) plus ``entry.json`` (source, preset, size, quantisation time). An entry is
-written into a temporary directory and renamed into place, so a crash never leaves a half entry.
+(``checkpoint.save_quantized``) plus ``entry.json`` (its key, a checksum of its weights, source, preset,
+size, quantisation time). An entry is written into a temporary directory and renamed into place, so a
+crash never leaves a half entry. A hit is checked while it loads (``checkpoint.weights_checksum``: xxh3-128 over
+every tensor's name, dtype, shape and bytes, hashed as the loader reads them, so it costs no second pass
+over gigabytes): an entry whose key or checksum does not match is logged, removed and quantised again.
 """
 
 from __future__ import annotations
@@ -150,17 +153,37 @@ class QuantStore:
 
     # --- entries ------------------------------------------------------------------------------
     def lookup(self, key: str) -> Path | None:
-        """The entry directory for ``key`` when it is complete, else None."""
+        """The entry directory for ``key`` when it is complete and records ``key``, else None (an entry
+        that records another key or no checksum is removed: it cannot be trusted)."""
         from ocr_app.quant.checkpoint import WEIGHTS_FILE, is_quantized_checkpoint
 
         path = self.root / key
-        if (
+        if not (
             (path / ENTRY_FILE).is_file()
             and is_quantized_checkpoint(path)
             and (path / WEIGHTS_FILE).is_file()
         ):
-            return path
-        return None
+            return None
+        entry = self.entry(path)
+        if entry.get("key") != key or not entry.get("weights_checksum"):
+            self.remove_damaged(path, "its entry.json does not record this key and a weights checksum")
+            return None
+        return path
+
+    @staticmethod
+    def entry(path: Path) -> dict[str, Any]:
+        try:
+            data = json.loads((Path(path) / ENTRY_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def remove_damaged(self, path: Path, why: str) -> None:
+        """Log once and delete an entry that cannot be trusted; the next load quantises again."""
+        logger.warning(
+            "quantised-weights cache: damaged entry %s (%s); removed, quantising again", path.name, why
+        )
+        shutil.rmtree(path, ignore_errors=True)
 
     def save(
         self, key: str, model, recipe: dict[str, Any], model_dir: str | Path, info: dict[str, Any]
@@ -171,9 +194,12 @@ class QuantStore:
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.root))
         try:
+            from ocr_app.quant.checkpoint import WEIGHTS_FILE, weights_checksum
+
             save_quantized(model, recipe, tmp, model_dir)
             size = sum(f.stat().st_size for f in tmp.glob("*.safetensors"))
-            entry = {"key": key, "source": str(model_dir), "preset": recipe["preset"], "bytes": size,
+            entry = {"key": key, "weights_checksum": weights_checksum(tmp / WEIGHTS_FILE),
+                     "source": str(model_dir), "preset": recipe["preset"], "bytes": size,
                      "created": time.time(), **info}  # fmt: skip
             (tmp / ENTRY_FILE).write_text(json.dumps(entry, indent=1, default=str))
             final = self.root / key

@@ -7,6 +7,11 @@ Weights: ``w`` [E, N, K/2] uint8 (4-bit, split-half layout) or [E, N, K] uint8 (
 ``wmin`` [E, N, K/GROUP] in the activation dtype; dequantised ``w = q * scale + wmin``.
 Every launch has shapes fixed by the input shapes and reads the routing from device memory: no host
 synchronisation, so a decode step that calls these can be captured in a CUDA graph.
+
+Row counts (``M``, ``T``: tokens of a prefill, pages of a decode batch) are not specialised
+(``do_not_specialize``): one binary per launch configuration serves every batch, so the set of binaries
+is closed and compiled at load (``models/deepseek_ocr2/kernel_warmup.py``). Weight sizes and strides
+stay specialised (alignment proofs for wide loads).
 """
 
 from __future__ import annotations
@@ -243,7 +248,7 @@ def _dequant_tile_t(w_base, s_base, m_base, offs_n, offs_k, n_mask, k0, HALF, G,
     return tl.trans(w_lo), tl.trans(w_hi)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["M"])
 def wq_gemm_kernel(
     x_ptr,
     stride_xm,
@@ -371,7 +376,7 @@ def slot_of(idx_ptr, rows, rmask, e, TOPK: tl.constexpr, KP: tl.constexpr):
     return has, j
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T"])
 def wq_moe_scan_kernel(
     x_ptr,
     stride_xm,
@@ -478,7 +483,7 @@ def int8_rowquant_kernel(x_ptr, stride_xm, q_ptr, scale_ptr, K, BLOCK_K: tl.cons
     tl.store(scale_ptr + row, scale)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["M"])
 def int8_epilogue_kernel(
     acc_ptr,
     xs_ptr,

@@ -18,6 +18,7 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 _UMASK_LOCK = threading.Lock()
+TEMP_NAME_CHARS = 48  # of the target's name in a temp file's name
 
 
 def current_umask() -> int:
@@ -32,7 +33,8 @@ def temp_beside(path: Path) -> Path:
     """A new empty temp file in ``path``'s folder (created there so ``os.replace`` is atomic)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the prefix is cut short: ``.{name}.XXXXXXXX.tmp`` must fit in a file name (255 bytes) for any name
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:TEMP_NAME_CHARS]}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     return Path(tmp_name)
 

@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 OutputFormat = Literal["md", "mmd", "json", "overlay", "layout_pdf", "zip"]
 OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
 
-JSON_FORMAT_VERSION = "1.0"
+JSON_FORMAT_VERSION = "2.0"  # 2.0: page_count = the source's pages; complete, pages_done (docs: schema)
 IMAGES_DIR = "images"
 OVERLAYS_DIR = "overlays"
 PNG_LEVEL = 1  # overlay PNGs: zlib level 1 is ~2x faster than the default 6 for ~5 % more bytes
@@ -166,10 +166,28 @@ class PagedTextFormat(DocumentFormat):
         )
         self._spool.parts += 1
 
+    def header(self, doc: DocumentResult) -> str:
+        """Text before the first page, known only when the document is done (e.g. "incomplete")."""
+        return ""
+
     def finish(self, doc: DocumentResult, outputs: dict[str, Path]) -> dict[str, Path]:
         spool = self._spool or TextSpool(self.target.path(self.suffix))
         spool.write("\n" if spool.parts else "")
-        return {self.name: spool.close()}
+        head = self.header(doc)
+        if not head:
+            return {self.name: spool.close()}
+        out = TextSpool(self.target.path(self.suffix))  # the header first, then the streamed pages
+        try:
+            out.write(head)
+            spool.close_file()
+            with open(spool.tmp, encoding="utf-8") as fh:
+                shutil.copyfileobj(fh, out.file, 1 << 20)
+        except BaseException:
+            out.abort()
+            raise
+        finally:
+            spool.abort()
+        return {self.name: out.close()}
 
     def abort(self) -> None:
         if self._spool is not None:
@@ -186,6 +204,17 @@ class MarkdownFormat(PagedTextFormat):
 
     def page_text(self, page: PageResult) -> str:
         return document_page_markdown(page)
+
+    def header(self, doc: DocumentResult) -> str:
+        """A document cut short says so before its first page (a comment for tools, a line for people)."""
+        line = doc.incomplete_line()
+        if line is None:
+            return ""
+        done, selected = len(doc.pages), doc.pages_selected or len(doc.pages)
+        return (
+            f"<!-- ocr-app: complete=false pages_done={done} pages_selected={selected} "
+            f"page_count={doc.page_count or selected} -->\n> **{line}.**\n\n"
+        )
 
 
 @register_format
@@ -353,7 +382,7 @@ class ZipFormat(DocumentFormat):
 
     def finish(self, doc: DocumentResult, outputs: dict[str, Path]) -> dict[str, Path]:
         files = [p for p in outputs.values() if p.is_file()]
-        files += [f for f in self.target.page_files if f.exists()]
+        files += sorted(f for f in self.target.page_files if f.exists())
         path = self.target.path(".zip")
         with atomic_target(path) as tmp, zipfile.ZipFile(tmp, "w") as zf:
             for f in files:

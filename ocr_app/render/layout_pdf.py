@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ocr_app.ingest.pdf import MUPDF_LOCK
 from ocr_app.render.atomic import publish, temp_beside
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class LayoutPdfBuilder:
     when the whole PDF was built at the end. Here every ``flush_every`` pages are appended to a temp
     file beside the target (a full save the first time, an incremental save after) and the document is
     re-opened, which drops the pages already written. ``close`` moves the file into place atomically.
+    Every MuPDF call holds ``MUPDF_LOCK``: the background writer builds this PDF while the converter
+    renders pages with MuPDF on another thread.
     """
 
     def __init__(self, out_path: Path, dpi: int = 144, flush_every: int = 32) -> None:
@@ -47,12 +50,14 @@ class LayoutPdfBuilder:
         self._unsaved = 0
         self._tmp = temp_beside(self.out_path)
         self._tmp.unlink()  # reserved a unique name; the first save makes it a PDF
-        self._doc: pymupdf.Document = pymupdf.open()
+        with MUPDF_LOCK:
+            self._doc: pymupdf.Document = pymupdf.open()
 
     def add_image(self, data: bytes, size: tuple[int, int]) -> None:
         """One page showing an encoded image (JPEG or PNG bytes) of ``size`` pixels."""
-        page = self._doc.new_page(width=size[0] * self.scale, height=size[1] * self.scale)
-        page.insert_image(page.rect, stream=data)
+        with MUPDF_LOCK:
+            page = self._doc.new_page(width=size[0] * self.scale, height=size[1] * self.scale)
+            page.insert_image(page.rect, stream=data)
         self._added()
 
     def add_file(self, path: Path) -> None:
@@ -60,13 +65,15 @@ class LayoutPdfBuilder:
 
         with PILImage.open(path) as im:
             size = im.size
-        page = self._doc.new_page(width=size[0] * self.scale, height=size[1] * self.scale)
-        page.insert_image(page.rect, filename=str(path))
+        with MUPDF_LOCK:
+            page = self._doc.new_page(width=size[0] * self.scale, height=size[1] * self.scale)
+            page.insert_image(page.rect, filename=str(path))
         self._added()
 
     def add_note(self, text: str) -> None:
         """A text page (a failed page keeps its place, so PDF page N stays document page N)."""
-        _add_note_page(self._doc, text)
+        with MUPDF_LOCK:
+            _add_note_page(self._doc, text)
         self._added()
 
     def _added(self) -> None:
@@ -80,12 +87,13 @@ class LayoutPdfBuilder:
 
         if self._unsaved == 0:
             return
-        if self._tmp.exists():
-            self._doc.saveIncr()
-        else:
-            self._doc.save(str(self._tmp))
-        self._doc.close()
-        self._doc = pymupdf.open(str(self._tmp))
+        with MUPDF_LOCK:
+            if self._tmp.exists():
+                self._doc.saveIncr()
+            else:
+                self._doc.save(str(self._tmp))
+            self._doc.close()
+            self._doc = pymupdf.open(str(self._tmp))
         self._unsaved = 0
 
     def close(self) -> Path:
@@ -94,7 +102,8 @@ class LayoutPdfBuilder:
             if self.page_count == 0:
                 self.add_note("No pages.")
             self._flush()
-            self._doc.close()
+            with MUPDF_LOCK:
+                self._doc.close()
         except BaseException:
             self.abort()
             raise
@@ -104,8 +113,9 @@ class LayoutPdfBuilder:
 
     def abort(self) -> None:
         """Drop the temp file (the old layout PDF, if any, stays)."""
-        if not self._doc.is_closed:
-            self._doc.close()
+        with MUPDF_LOCK:
+            if not self._doc.is_closed:
+                self._doc.close()
         self._tmp.unlink(missing_ok=True)
 
 

@@ -14,12 +14,37 @@ also keeps ``ocr-app cache info/clear`` trivial and needs no SQLite on the cache
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 FileEntry = tuple[float, int, Path]  # (mtime, size, path)
+STALE_TEMP_S = 3600.0  # a write takes milliseconds: an older temp file is a killed writer's leftover
+
+
+def checksum(data: bytes) -> str:
+    """The checksum an entry records of its payload (blake2b, 128 bits), verified on every read."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def remove_stale_temps(directory: Path, older_than_s: float = STALE_TEMP_S) -> int:
+    """Delete temp files of writers that were killed mid-write (``*/.*.tmp`` older than
+    ``older_than_s``); return how many. Younger ones may belong to a writer that is still running."""
+    n = 0
+    cutoff = time.time() - older_than_s
+    for f in directory.glob("*/*.tmp"):
+        try:
+            if f.stat().st_mtime < cutoff:
+                f.unlink()
+                n += 1
+        except FileNotFoundError:
+            continue
+    if n:
+        logger.info("removed %d temp file(s) of interrupted cache writes under %s", n, directory)
+    return n
 
 
 def list_entries(directory: Path, suffix: str) -> list[FileEntry]:

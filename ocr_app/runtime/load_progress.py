@@ -1,5 +1,5 @@
-"""Progress of a model load (first-time quantisation) for whoever is watching: tqdm in the CLI,
-gr.Progress in the app.
+"""Progress of a model load (first-time quantisation, the kernel warm-up of a fresh machine) for whoever
+is watching: tqdm in the CLI, gr.Progress in the app.
 
 Why a walk over wrappers: the DeepSeek engine sits inside the model manager, a device pool and the result
 cache, which know nothing about quantisation, and the engine set builds engines on first use; engines that
@@ -74,3 +74,13 @@ def attach_load_progress(engines: Any, fn: LoadProgressFn | None) -> Callable[[]
 def describe_quantisation(done: int, total: int, label: str) -> str:
     """The line shown while a float checkpoint is quantised at load."""
     return f"Quantising the model (first load of this checkpoint and preset): {done}/{total} — {label}"
+
+
+def describe_load_step(done: int, total: int, label: str) -> str:
+    """The line shown for a load-progress report: the kernel warm-up of a fresh machine (its label,
+    ``compiling GPU kernels (n/N)``), otherwise a first-time quantisation."""
+    from ocr_app.load_bar import COMPILING
+
+    if label.startswith(COMPILING):
+        return f"Preparing the GPU (first run on this machine): {label}"
+    return describe_quantisation(done, total, label)

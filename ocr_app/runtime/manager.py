@@ -259,7 +259,14 @@ class ModelManager(Engine):
 
     def _request_memory(self, label: str):
         resident = getattr(self._engine, "resident_bytes", None)  # kept on purpose: not a leak
-        return request_context(self._resolved_memory_device(), self._tolerance_mb, label, resident=resident)
+        return request_context(
+            self._resolved_memory_device(), self._tolerance_mb, label, resident=resident, others=self._others
+        )
+
+    def _others(self) -> bool:
+        """Whether other requests are in flight beside the asking one (several users share the model)."""
+        with self._cond:
+            return self._in_flight > 1
 
     def _resolved_memory_device(self) -> str:
         dev = (self._memory_device or "cpu").lower()

@@ -37,6 +37,7 @@ class MemoryRecord:
     seconds: float = 0.0
     leaked: bool = False  # allocated did not come back within the tolerance
     error: str | None = None  # exception type name when the body raised
+    shared: bool = False  # other requests ran at the same time: nothing measured or freed for this one
 
     @property
     def delta_allocated(self) -> int | None:
@@ -95,6 +96,7 @@ def request_context(
     *,
     cuda: Any | None = None,
     resident: Callable[[], int] | None = None,
+    others: Callable[[], bool] | None = None,
 ) -> Iterator[MemoryRecord]:
     """Run a request; on exit (normal or exception) free transient memory and fill the yielded record.
 
@@ -107,18 +109,27 @@ def request_context(
 
     ``resident`` returns the bytes the engine keeps between requests on purpose (a decoder's slots,
     sized once): a change in it is reported in the record but is not a leak.
+
+    ``others`` says whether other requests are in flight on the device (several users share one
+    decoder). Allocated memory is process-wide, so while they run this request's numbers would count
+    theirs: resetting the peak would spoil theirs, freeing the allocator cache and collecting garbage
+    would stall them, and their pages in flight would read as this request's leak. So a request that
+    starts or ends beside others is recorded as ``shared`` without numbers; the last one to finish
+    alone measures and frees for all.
     """
     on_cuda = is_cuda_device(device)
     record = MemoryRecord(label=label, device=str(device), cuda=on_cuda)
     t0 = time.perf_counter()
-    if not on_cuda:
-        try:
+    if on_cuda and others is not None and others():
+        record.shared = True
+        with _timed(record, t0):
             yield record
-        except BaseException as exc:
-            record.error = type(exc).__name__
-            raise
-        finally:
-            record.seconds = time.perf_counter() - t0
+        if not others():  # the last of the requests that overlapped: hand the allocator cache back
+            (cuda if cuda is not None else _cuda_module()).empty_cache()
+        return
+    if not on_cuda:
+        with _timed(record, t0):
+            yield record
         return
 
     cuda = cuda if cuda is not None else _cuda_module()
@@ -133,40 +144,74 @@ def request_context(
         record.error = type(exc).__name__
         raise
     finally:
-        with contextlib.suppress(Exception):
-            cuda.synchronize(index)
-        record.peak_allocated = int(cuda.max_memory_allocated(index))
-        # gc.collect costs up to a second in a big process: run it when an exception's traceback may
-        # hold tensors, or when returning the allocator cache alone did not bring memory back.
-        if record.error is not None:
-            free_transient_memory(cuda)
+        if others is not None and others():  # a request that started beside this one still runs
+            record.shared = True
         else:
-            cuda.empty_cache()
-            kept = int(cuda.memory_allocated(index)) - record.allocated_before
-            if kept - _resident(resident) + record.resident_before > tolerance_mb * MIB:
-                free_transient_memory(cuda)
-        record.allocated_after = int(cuda.memory_allocated(index))
-        record.reserved_after = int(cuda.memory_reserved(index))
-        record.resident_after = _resident(resident)
+            _measure_and_free(cuda, index, record, tolerance_mb, resident)
         record.seconds = time.perf_counter() - t0
-        delta = record.kept_unplanned or 0
-        record.leaked = delta > tolerance_mb * MIB
-        if record.leaked:
-            logger.warning(
-                "%s kept %.1f MiB of GPU memory (tolerance %.0f MiB): allocated %.1f → %.1f MiB, "
-                "reserved %.1f → %.1f MiB",
-                label,
-                delta / MIB,
-                tolerance_mb,
-                record.allocated_before / MIB,
-                record.allocated_after / MIB,
-                record.reserved_before / MIB,
-                record.reserved_after / MIB,
-            )
-        else:
-            logger.debug(
-                "%s: peak +%.1f MiB, kept %+.1f MiB", label, (record.peak_delta or 0) / MIB, delta / MIB
-            )
+        _log(record, tolerance_mb)
+
+
+@contextlib.contextmanager
+def _timed(record: MemoryRecord, t0: float) -> Iterator[None]:
+    """A record without numbers: the error type and the seconds only."""
+    try:
+        yield
+    except BaseException as exc:
+        record.error = type(exc).__name__
+        raise
+    finally:
+        record.seconds = time.perf_counter() - t0
+
+
+def _measure_and_free(
+    cuda: Any,
+    index: int | None,
+    record: MemoryRecord,
+    tolerance_mb: float,
+    resident: Callable[[], int] | None,
+) -> None:
+    """The end of a request that ran alone: its peak, freeing what it left, the leak check."""
+    with contextlib.suppress(Exception):
+        cuda.synchronize(index)
+    record.peak_allocated = int(cuda.max_memory_allocated(index))
+    # gc.collect costs up to a second in a big process: run it when an exception's traceback may
+    # hold tensors, or when returning the allocator cache alone did not bring memory back.
+    if record.error is not None:
+        free_transient_memory(cuda)
+    else:
+        cuda.empty_cache()
+        kept = int(cuda.memory_allocated(index)) - (record.allocated_before or 0)
+        if kept - _resident(resident) + (record.resident_before or 0) > tolerance_mb * MIB:
+            free_transient_memory(cuda)
+    record.allocated_after = int(cuda.memory_allocated(index))
+    record.reserved_after = int(cuda.memory_reserved(index))
+    record.resident_after = _resident(resident)
+    record.leaked = (record.kept_unplanned or 0) > tolerance_mb * MIB
+
+
+def _log(record: MemoryRecord, tolerance_mb: float) -> None:
+    if record.shared:
+        logger.debug("%s ran beside other requests: not measured on its own", record.label)
+    elif record.leaked:
+        logger.warning(
+            "%s kept %.1f MiB of GPU memory (tolerance %.0f MiB): allocated %.1f → %.1f MiB, "
+            "reserved %.1f → %.1f MiB",
+            record.label,
+            (record.kept_unplanned or 0) / MIB,
+            tolerance_mb,
+            (record.allocated_before or 0) / MIB,
+            (record.allocated_after or 0) / MIB,
+            (record.reserved_before or 0) / MIB,
+            (record.reserved_after or 0) / MIB,
+        )
+    else:
+        logger.debug(
+            "%s: peak +%.1f MiB, kept %+.1f MiB",
+            record.label,
+            (record.peak_delta or 0) / MIB,
+            (record.kept_unplanned or 0) / MIB,
+        )
 
 
 def _resident(resident: Callable[[], int] | None) -> int:

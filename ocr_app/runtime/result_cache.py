@@ -5,6 +5,10 @@ same PDF uploaded twice) must not cost GPU minutes, and the cache must survive r
 blake2b digest of the page pixels, the request (prompt, mode, token cap), the settings that change
 output, the model identity (id plus a local revision fingerprint) and the engine name.
 
+Integrity: every entry records its own key and a blake2b checksum of its output, checked on every read:
+an entry that was edited (even into valid JSON), truncated or stored under another key is logged once,
+removed and recomputed, never served.
+
 Concurrency: every write goes to a private temporary file that is ``os.replace``d into place, so
 readers see either no entry or a whole one, and two writers of the same key both leave a valid file.
 Eviction removes least-recently-used files (hits refresh mtime) until the byte bound holds; removing a
@@ -27,7 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engine_api import Engine, WrappedEngine, noting, split_stream
-from ocr_app.runtime.diskstore import FileEntry, evict_to, list_entries, remove_all
+from ocr_app.runtime.diskstore import (
+    FileEntry,
+    checksum,
+    evict_to,
+    list_entries,
+    remove_all,
+    remove_stale_temps,
+)
 from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
 
 if TYPE_CHECKING:
@@ -38,8 +49,9 @@ logger = logging.getLogger(__name__)
 MIB = 1024**2
 _SUFFIX = ".json"
 # 2: DeepSeek outputs carry their parsed blocks; 3: keys hold the prompt as asked (preset name or text)
-# plus the locate text, outputs the prompt and mode the engine used
-FORMAT_VERSION = 3
+# plus the locate text, outputs the prompt and mode the engine used; 4: entries record their key and a
+# checksum of the output
+FORMAT_VERSION = 4
 # Settings that change what an engine returns for a page (the request carries prompt, mode, cap).
 OUTPUT_SETTINGS = ("model", "device", "dtype", "max_new_tokens", "no_repeat_ngram_size", "no_repeat_window")
 
@@ -66,6 +78,16 @@ def output_from_dict(d: Mapping[str, Any]) -> EngineOutput:
         used_prompt=d.get("used_prompt"),
         used_mode=d.get("used_mode"),
     )
+
+
+def _output_checksum(output: Mapping[str, Any]) -> str:
+    """Checksum of an output dict in one canonical JSON form (the same after a read as at the write)."""
+    text = json.dumps(output, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return checksum(text.encode("utf-8"))
+
+
+class DamagedEntry(ValueError):
+    """A cache entry whose recorded key or checksum does not match what it holds."""
 
 
 def model_fingerprint(model: str) -> str:
@@ -120,7 +142,8 @@ class ResultCache:
         self.max_bytes = int(max_bytes)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self.hits = self.misses = self.writes = 0
+        self.hits = self.misses = self.writes = self.damaged = 0
+        remove_stale_temps(self.directory)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ResultCache:
@@ -150,14 +173,21 @@ class ResultCache:
         path = self._path(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("key") != key:
+                raise DamagedEntry(f"it records key {str(data.get('key'))[:12]}…")
+            if data.get("checksum") != _output_checksum(data["output"]):
+                raise DamagedEntry("its checksum does not match its output")
             out = output_from_dict(data["output"])
         except FileNotFoundError:
             self.misses += 1
             return None
-        except (ValueError, KeyError, TypeError) as exc:  # torn by a crash or from another version
-            logger.warning("result cache: unreadable entry %s (%s); removing it", path.name, exc)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # edited, torn, another version
+            logger.warning(
+                "result cache: damaged entry %s (%s); removed, the page is recomputed", path.name, exc
+            )
             path.unlink(missing_ok=True)
             self.misses += 1
+            self.damaged += 1
             return None
         with contextlib.suppress(FileNotFoundError):
             os.utime(path)  # recency for eviction
@@ -169,7 +199,9 @@ class ResultCache:
             return
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"v": FORMAT_VERSION, "created": time.time(), "output": output_to_dict(output)})
+        data = output_to_dict(output)
+        entry = {"v": FORMAT_VERSION, "key": key, "created": time.time(), "checksum": _output_checksum(data)}
+        payload = json.dumps({**entry, "output": data})
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -205,6 +237,7 @@ class ResultCache:
             "hits": self.hits,
             "misses": self.misses,
             "writes": self.writes,
+            "damaged": self.damaged,
             "entries": len(files),
             "bytes": sum(size for _, size, _ in files),
             "max_bytes": self.max_bytes,

@@ -8,7 +8,9 @@ served to another, including from the on-disk store.
 Values are lists of tensors (one per page, as ``get_image_features(...).pooler_output``). They are kept
 as CPU copies: a long-running app on a shared GPU should not pin cache entries in VRAM, and the model
 moves features to its device itself. The in-memory LRU is bounded by bytes; the optional disk store
-(safetensors, one file per key, atomic writes) is bounded by bytes too, oldest file first.
+(safetensors, one file per key, atomic writes) is bounded by bytes too, oldest file first. Every disk
+entry records its key and a blake2b checksum of its tensors (safetensors metadata), checked on every read:
+flipped bytes, a truncated file or a file under another key is logged once, removed and recomputed.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocr_app.runtime.diskstore import FileEntry, evict_to, list_entries, remove_all
+from ocr_app.runtime.diskstore import FileEntry, evict_to, list_entries, remove_all, remove_stale_temps
 
 if TYPE_CHECKING:
     import torch
@@ -69,6 +71,7 @@ class CacheStats:
     hits: int = 0  # memory hits
     disk_hits: int = 0
     misses: int = 0
+    damaged: int = 0  # disk entries found damaged (removed, recomputed)
     puts: int = 0
     evictions: int = 0
     entries: int = 0
@@ -107,6 +110,7 @@ class VisionFeatureCache:
         self._stats = CacheStats(max_bytes=self.max_bytes)
         if self.disk_dir is not None:
             self.disk_dir.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(self.disk_dir)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VisionFeatureCache:
@@ -210,14 +214,23 @@ class VisionFeatureCache:
         path = self._path(full)
         if not path.exists():
             return None
-        from safetensors.torch import load_file
+        from safetensors import safe_open
 
         try:
-            data = load_file(str(path), device="cpu")
-            value = [data[str(i)] for i in range(len(data))]
-        except Exception as exc:  # a torn or foreign file is a miss, and is removed
-            logger.warning("vision cache: unreadable %s (%s); removing it", path.name, exc)
+            with safe_open(str(path), framework="pt", device="cpu") as f:
+                meta = f.metadata() or {}
+                value = [f.get_tensor(str(i)) for i in range(len(f.keys()))]
+            if meta.get("key") != full:
+                raise ValueError("it records another key")
+            if meta.get("checksum") != content_key(*value):
+                raise ValueError("its checksum does not match its tensors")
+        except Exception as exc:  # damaged, torn or foreign: a miss, removed, recomputed
+            logger.warning(
+                "vision cache: damaged entry %s (%s); removed, the page is recomputed", path.name, exc
+            )
             path.unlink(missing_ok=True)
+            with self._lock:
+                self._stats.damaged += 1
             return None
         os.utime(path)  # recency for disk eviction
         return value
@@ -232,7 +245,8 @@ class VisionFeatureCache:
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         os.close(fd)
         try:
-            save_file({str(i): t for i, t in enumerate(value)}, tmp)
+            meta = {"key": full, "checksum": content_key(*value)}
+            save_file({str(i): t for i, t in enumerate(value)}, tmp, metadata=meta)
             os.replace(tmp, path)  # atomic: readers see the old file or the whole new one
         except Exception as exc:
             logger.warning("vision cache: could not write %s: %s", path, exc)

@@ -6,19 +6,22 @@ stream mode and img2table need OpenCV/Ghostscript stacks for the same word-align
 works on the positioned lines every engine gives (text layer and OCR alike):
 
 1. **Rows**: lines sharing a baseline band. A *multi* row has ≥ 2 pieces a clear gap apart; a run
-   is consecutive rows in the page's rhythm (no blank line), multi rows with at most two single-piece
-   rows between them whose text fits inside one column (a wrapped cell).
-2. **Columns**: merged x-ranges of the multi rows' pieces (left-, right- and centre-aligned columns
-   alike); a run whose pieces do not line up, whose "columns" are full lines of prose, or whose grid
-   is mostly empty is no table.
-3. **Cells**: each piece goes to the column its centre falls in; a row whose first column is empty
-   while the table's first column is a key column continues the row above (a wrapped cell); a short
-   bold line right above the run that starts right of the first column is a spanning group header
-   ("Year Ended") whose cell reaches to the table's right edge.
+   is consecutive rows in the page's rhythm (no blank line): multi rows, rows the run's columns cut
+   into cells that line up with theirs (``_on_grid``: cells set one space apart), and single lines
+   between them that fit one column (wrapped cells; more of them where they interleave in two or
+   more columns: cells centred on rows without padding), also above the first and below the last.
+2. **Columns**: the white strips between the run's words (``word_columns``); a run whose pieces do
+   not line up, whose "columns" are prose (full lines, long runs of words, or two columns that start
+   where the page's prose does), or whose grid is mostly empty is no table.
+3. **Cells**: each piece goes to the column its centre falls in; lines that overlap in height, or
+   that the row rhythm (two sizes of gaps) joins, make one row; a row whose first column is empty
+   while the table's first column is a key column continues the row above, as does a lone key line
+   right under a full row; a short bold line right above the run that starts right of the first
+   column is a spanning group header ("Year Ended") whose cell reaches to the table's right edge.
 4. **Header**: leading rows set heavier than the body, else a first row of words over columns of
    numbers.
 
-Duck-typed over lines with ``text``, ``box``, ``bold``, ``weight``, ``in_figure`` (``layout.TextLine``),
+Duck-typed over lines with ``text``, ``box``, ``bold``, ``weight``, ``in_figure``, ``words`` (``layout.TextLine``),
 so it imports nothing from ``layout``.
 """
 
@@ -29,25 +32,27 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from ocr_app.structure.table_html import Cell, header_rows
+from ocr_app.structure.word_columns import (
+    NUMERIC,
+    Box,
+    Piece,
+    columns_between,
+    cut,
+    grid_columns,
+    opens,
+    separators,
+    split_numbers,
+    union,
+    words_of,
+)
 
 logger = logging.getLogger(__name__)
 
-Box = tuple[float, float, float, float]
 _MARKER = re.compile(r"^(?:[-•●○◦▪▫■□–—*·‣⁃]|(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
 _SECTION = re.compile(r"^\d{1,2}(?:[.\-]\d{1,2}){0,4}\.?\s+\S")
 MAX_PAIR_WORDS = 8  # a longer line beside a short one is prose beside a side box, not a key and value
-_NUMERIC = re.compile(r"^[\s$€£¥(+\-−–]*[\d.,]+%?[)\s%]*$|^(?:n/?a|-|—|–)$", re.I)
-
-
-class Piece(Protocol):
-    text: str
-    box: Box
-    bold: bool
-    weight: int
-    in_figure: bool
 
 
 @dataclass
@@ -58,15 +63,7 @@ class Grid:
     header_rows: int
     pieces: list = field(default_factory=list)
     box: Box = (0.0, 0.0, 0.0, 0.0)
-
-
-def _union(boxes: Sequence[Box]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
+    columns: list[list[float]] = field(default_factory=list)  # x-ranges of the columns
 
 
 def _heavy(p: Piece) -> bool:
@@ -74,103 +71,286 @@ def _heavy(p: Piece) -> bool:
 
 
 def _height(row: Sequence[Piece]) -> float:
-    box = _union([p.box for p in row])
+    box = union([p.box for p in row])
     return box[3] - box[1]
+
+
+def _stacks(row: Sequence[Piece]) -> list[list[Piece]]:
+    """The row's pieces left to right, those that overlap in x stacked together (the lines of one
+    cell centred beside a taller cell share the row)."""
+    stacks: list[list[Piece]] = []
+    for p in sorted(row, key=lambda q: q.box[0]):
+        if stacks and p.box[0] < max(q.box[2] for q in stacks[-1]):
+            stacks[-1].append(p)
+        else:
+            stacks.append([p])
+    return stacks
 
 
 def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
     """≥ 2 pieces a clear gap apart, not figure labels, not a list item's marker and its text."""
-    pieces = sorted(row, key=lambda p: p.box[0])
-    if len(pieces) < 2 or any(p.in_figure for p in pieces) or _MARKER.match(pieces[0].text.strip()):
+    stacks = _stacks(row)
+    if len(stacks) < 2 or any(p.in_figure for p in row) or _MARKER.match(stacks[0][0].text.strip()):
         return False
-    if any(getattr(p, "role", "") == "prose" for p in pieces):
+    if any(getattr(p, "role", "") == "prose" for p in row):
         return False  # on scans, the layout model saw a paragraph's line (structure.scan_regions)
-    gaps = [b.box[0] - a.box[2] for a, b in itertools.pairwise(pieces)]
+    boxes = [union([p.box for p in st]) for st in stacks]
+    gaps = [b[0] - a[2] for a, b in itertools.pairwise(boxes)]
     if min(gaps) < 0.5 * body:
         return False
-    if len(pieces) >= 3:
+    if len(stacks) >= 3:
         return True
     # Two pieces: a key and its value (together well under the page's width, or one a number), not
     # two columns of prose (each nearly half the page).
-    if any(_NUMERIC.match(p.text.strip()) for p in pieces):
+    if any(len(st) == 1 and NUMERIC.match(st[0].text.strip()) for st in stacks):
         return True
-    widths = [p.box[2] - p.box[0] for p in pieces]
-    return sum(widths) <= 0.6 * page_width and all(len(p.text.split()) <= MAX_PAIR_WORDS for p in pieces)
+    widths = [b[2] - b[0] for b in boxes]
+    words = [sum(len(p.text.split()) for p in st) for st in stacks]
+    return sum(widths) <= 0.6 * page_width and all(w <= MAX_PAIR_WORDS for w in words)
 
 
-def _intervals(rows: Sequence[Sequence[Piece]]) -> list[list[float]]:
-    cols: list[list[float]] = []
-    for x0, x1 in sorted((p.box[0], p.box[2]) for r in rows for p in r):
-        if cols and x0 <= cols[-1][1]:
-            cols[-1][1] = max(cols[-1][1], x1)
-        else:
-            cols.append([x0, x1])
-    return cols
+def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> int | None:
+    """The column whose slot the row lies in — from the column's left edge to the next column's,
+    the last column's to ``right`` where there are three or more or the row starts at its edge (a
+    wrapped line may be wider than
+    the column's other lines — a last cell centred on its row's middle line comes first and
+    widest — never wider than its slot) — or None."""
+    x0, _, x1, _ = union([p.box for p in row])
+    if len(cols) < 3 and abs(x0 - cols[-1][0]) > 0.25 * body:
+        # Two "columns" may be two columns of prose: no room beyond the last one, unless the line
+        # starts right where the last column does (a value wrapped in a key/value table).
+        right = cols[-1][1] + 0.5 * body
+    ends = [c[0] for c in cols[1:]] + [right]
+    for k, (c, end) in enumerate(zip(cols, ends, strict=True)):
+        if x0 >= c[0] - 0.5 * body and x1 <= end:
+            return k
+    return None
 
 
 def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> bool:
-    """Whether the row lies in one column's slot: from the column's left edge to the next column's,
-    the last column's to ``right`` where there are three or more (a wrapped line may be wider than
-    the column's other lines — a last cell centred on its row's middle line comes first and
-    widest — never wider than its slot)."""
-    x0, _, x1, _ = _union([p.box for p in row])
-    if len(cols) < 3:  # two "columns" may be two columns of prose: no room beyond the last one
-        right = cols[-1][1] + 0.5 * body
-    ends = [c[0] for c in cols[1:]] + [right]
-    return any(x0 >= c[0] - 0.5 * body and x1 <= end for c, end in zip(cols, ends, strict=True))
+    return _slot(row, cols, body, right) is not None
 
 
 def _close(a: Sequence[Piece], b: Sequence[Piece]) -> bool:
-    gap = _union([p.box for p in b])[1] - _union([p.box for p in a])[3]
+    gap = union([p.box for p in b])[1] - union([p.box for p in a])[3]
     return gap <= 1.2 * max(_height(a), _height(b))
 
 
 def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[tuple[int, int]]:
-    """``(first, last)`` row indexes of candidate runs: multi rows, with wrapped single-piece rows
-    between them, in one rhythm. Rows are top to bottom."""
+    """``(first, last)`` row indexes of candidate runs: multi rows (and single pieces that the
+    run's columns cut into cells), with wrapped single-piece rows between them, in one rhythm.
+    Rows are top to bottom."""
     runs: list[tuple[int, int]] = []
     i, n = 0, len(rows)
     while i < n:
         if not is_multi(rows[i], body, page_width):
             i += 1
             continue
-        j, singles = i, 0
+        j = last = i
         multis = [rows[i]]
+        stretch: list[int] = []  # the columns of the single lines since the last multi row
         while j + 1 < n and _close(rows[j], rows[j + 1]):
             nxt = rows[j + 1]
-            if is_multi(nxt, body, page_width):
+            if is_multi(nxt, body, page_width) or (
+                not _heading_under(nxt, rows[j])
+                and _in_rhythm(rows, i, j + 1)
+                and _on_grid(nxt, multis, body, page_width)
+            ):
                 multis.append(nxt)
-                singles = 0
-            elif singles < 2 and _wrapped_line(nxt, rows[j], _intervals(multis), body, page_width):
-                singles += 1
+                last, stretch = j + 1, []
             else:
-                break
+                col = _wrapped_line(nxt, rows[j], grid_columns(multis, body), body, page_width)
+                if col is None or not _may_wrap([*stretch, col], len(grid_columns(multis, body))):
+                    break
+                stretch.append(col)
             j += 1
-        while j > i and not is_multi(rows[j], body, page_width):
-            j -= 1
-        j = _trailing_wraps(rows, i, j, body, page_width)
-        runs.append((i, j))
+        last = _interleaved_tail(rows, last, stretch)
+        j = _trailing_wraps(rows, i, last, body, page_width)
+        runs.append((_leading_lines(rows, i, multis, body, page_width, runs[-1][1] if runs else -1), j))
         i = j + 1
     return runs
 
 
+def _in_rhythm(rows: Sequence[Sequence[Piece]], first: int, k: int) -> bool:
+    """Whether row ``k`` follows the rows ``first .. k-1`` no further than their widest gap (plus a
+    third of a line): a paragraph after a table, a line apart, does not."""
+    boxes = [union([p.box for p in r]) for r in rows[first : k + 1]]
+    gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
+    if len(gaps) < 2:
+        return True
+    return gaps[-1] <= max(gaps[:-1]) + 0.3 * (boxes[-1][3] - boxes[-1][1])
+
+
+def _interleaved_tail(rows: Sequence[Sequence[Piece]], last: int, stretch: list[int]) -> int:
+    """The run's last row, moved down over the single lines after its last row of cells when they
+    are the lines of rows whose cells are all centred (lines of two or more columns); a line of the
+    first column that does not interleave with the line above it (a note under the table) ends it."""
+    if len(set(stretch)) < 2:
+        return last
+    k = last + len(stretch)
+    while k > last and stretch[k - last - 1] == 0 and not _overlap(rows[k - 1], rows[k]):
+        k -= 1
+    return k
+
+
+def _leading_lines(
+    rows: Sequence[Sequence[Piece]], first: int, multis: list, body: float, right: float, floor: int
+) -> int:
+    """The first row of a run, moved up as ``find_runs`` moves down: over rows of cells that line up
+    with its columns (which the multi-row test alone turned away) with wrapped lines between them,
+    then over single lines that interleave with the row below them (each overlaps the next in
+    height): the lines of a first row whose cells are centred on its middle line."""
+    cols = grid_columns(multis, body)
+    top = k = first
+    stretch: list[int] = []
+    while k - 1 > floor and not any(p.in_figure for p in rows[k - 1]) and _close(rows[k - 1], rows[k]):
+        row = rows[k - 1]
+        if _heading_under(row, rows[k]):
+            break  # a heading above the table
+        if len(row) >= 2 and _on_grid(row, multis, body, right):
+            top, stretch = k - 1, []
+        else:
+            col = _slot(row, cols, body, right) if len(row) == 1 else None
+            if col is None or not _may_wrap([*stretch, col], len(cols)):
+                break
+            stretch.append(col)
+        k -= 1
+    # Single lines right above that interleave — with the row below them, or with each other in two
+    # or more columns (a first row whose cells are all centred on its middle line).
+    block: list[int] = []
+    k = top
+    while k - 1 > floor and len(rows[k - 1]) == 1 and not rows[k - 1][0].in_figure:
+        row = rows[k - 1]
+        col = _slot(row, cols, body, right)
+        if col is None or _heading_under(row, rows[k]) or not _close(row, rows[k]):
+            break
+        if not _overlap(row, rows[k]) and (k != top or block):
+            break
+        block.append(col)
+        k -= 1
+    if k < top and (_overlap(rows[top - 1], rows[top]) or len(set(block)) >= 2):
+        return k
+    return top
+
+
+OVERLAP = 0.25  # lines overlapping by this part of their height interleave (cells centred on a row)
+
+
+def _overlap(above: Sequence[Piece], below: Sequence[Piece]) -> bool:
+    a, b = union([p.box for p in above]), union([p.box for p in below])
+    return b[1] < a[3] - OVERLAP * min(a[3] - a[1], b[3] - b[1])
+
+
+def _may_wrap(stretch: list[int], columns: int) -> bool:
+    """Whether a stretch of single lines (their columns) between rows of cells can be wrapped cells:
+    up to two lines, or — cells centred on their row's middle line, rows without padding, so the
+    rows' lines interleave — lines of at least two columns, never three in a row in one column."""
+    if len(stretch) <= 2:
+        return True
+    same = any(a == b == c for a, b, c in zip(stretch, stretch[1:], stretch[2:], strict=False))
+    return len(set(stretch)) >= 2 and not same and len(stretch) <= 6 * columns
+
+
+def _on_grid(row: Sequence[Piece], multis: Sequence[Sequence[Piece]], body: float, page_width: float) -> bool:
+    """Whether a row that is no multi row is cells of the run's columns, some set one space apart
+    ("Quarter Request Western 1,640.8 1,042.5 6,688.5"): every column gap of the run that it
+    reaches over falls between two of its words, at least one of them inside a piece, and every
+    cell lines up (left, right or centre) with a cell of its column in the run, as cells of one
+    table do."""
+    most = max(len(r) for r in multis)
+    split = split_numbers(row, most + 1)
+    cells = [split_numbers(r, most) for r in multis]
+    seps = separators(cells, body)
+    words = sorted((w for p in split for w in words_of(p)), key=lambda w: w[1])
+    if not seps or not words or any(p.in_figure for p in row):
+        return False
+    x0, x1 = words[0][1], words[-1][2]
+    inside = [s for s in seps if x0 < s[0] and s[1] < x1]
+    if not all(any(opens(a, b, s, body) for a, b in itertools.pairwise(words)) for s in inside):
+        return False  # a word reaches over a column gap: a line of text, not cells
+    parts = cut(split, inside, body)
+    cols = columns_between(cells, seps)
+    # The last column's slot reaches the page's edge where there are three or more, or where the
+    # row's last cell starts at the column's edge (as in ``_slot``).
+    aligned = abs(max(p.box[0] for p in parts) - cols[-1][0]) <= 0.25 * body
+    right = cols[-1][1] + body if len(cols) < 3 and not aligned else float("inf")
+    if len(parts) < 2 or not (cols[0][0] - body <= x0 and x1 <= right):
+        return False
+    if (
+        len(parts) == len(row)
+        and len(cols) < 3
+        and not _label(min(parts, key=lambda p: p.box[0]), page_width)
+    ):
+        return False  # two pieces of prose side by side, each in its "column": no table
+    if len(parts) > len(split) and len(multis) < 2 and len(cols) < 3:
+        return False  # one row of two cells is too little to cut a line by
+    known = [p for r in cells for p in r]
+    tol = 0.25 * body
+
+    def lined_up(part: Piece) -> bool:
+        # Right edges count for numbers only: text that ends where others end may just reach the
+        # text frame's right margin, as every line of prose does.
+        # Centres count for cells no wider than the column's widest (a line of prose cut in two
+        # may have its middle where a long cell has).
+        c = _column_of(part, cols)
+        mates = [q for q in known if _column_of(q, cols) == c]
+        if not mates:
+            return False
+        number = bool(NUMERIC.match(part.text.strip()))
+        narrow = part.box[2] - part.box[0] <= max(q.box[2] - q.box[0] for q in mates) + 2 * tol
+        return any(
+            min(
+                abs(q.box[0] - part.box[0]),
+                abs(q.box[2] - part.box[2]) if number else tol + 1,
+                abs(_mid(q) - _mid(part)) if narrow else tol + 1,
+            )
+            <= tol
+            for q in mates
+        )
+
+    return all(lined_up(p) for p in parts)
+
+
+MAX_LABEL_WORDS = 5
+
+
+def _label(p: Piece, page_width: float) -> bool:
+    """A key's cell: a few words, or words ending in a colon, in a narrow piece — not a line of a
+    text column (which fills a good part of the page's width)."""
+    text = p.text.strip()
+    if p.box[2] - p.box[0] > 0.35 * page_width:
+        return False
+    return len(text.split()) <= MAX_LABEL_WORDS or (
+        text.endswith(":") and len(text.split()) <= MAX_PAIR_WORDS
+    )
+
+
+def _mid(p: Piece) -> float:
+    return (p.box[0] + p.box[2]) / 2
+
+
+def _heading_under(row: Sequence[Piece], prev: Sequence[Piece]) -> bool:
+    """A bold line under plain ones (a heading, a lead-in after a table), or a numbered section title."""
+    if all(_heavy(p) for p in row) and not all(_heavy(p) for p in prev):
+        return True
+    return len(row) == 1 and bool(_SECTION.match(row[0].text.strip()))
+
+
 def _wrapped_line(
     row: Sequence[Piece], prev: Sequence[Piece], cols: list[list[float]], body: float, right: float
-) -> bool:
-    """A single piece inside one column that can be a cell's wrapped line: not a figure label, not
-    a bold line under plain ones (a heading between two tables), not a numbered section title."""
-    piece = row[0]
-    if len(row) != 1 or piece.in_figure or not _fits_one_column(row, cols, body, right):
-        return False
-    if _heavy(piece) and not all(_heavy(p) for p in prev):
-        return False
-    return not _SECTION.match(piece.text.strip())
+) -> int | None:
+    """The column of a single piece inside one column that can be a cell's wrapped line (not a
+    figure label, not a bold line under plain ones — a heading between two tables —, not a
+    numbered section title), or None."""
+    if len(row) != 1 or row[0].in_figure or not cols or _heading_under(row, prev):
+        return None
+    return _slot(row, cols, body, right)
 
 
 def _trailing_wraps(rows: Sequence[Sequence[Piece]], first: int, last: int, body: float, right: float) -> int:
     """The last row of a run, with up to two wrapped lines of the last row's later cells after it
     (single pieces right of the first column, inside one column, in the rhythm)."""
-    cols = _intervals([r for r in rows[first : last + 1] if len(r) >= 2])
+    cols = grid_columns([r for r in rows[first : last + 1] if len(r) >= 2], body)
     k = last
     while k + 1 < len(rows) and k - last < 2 and len(rows[k + 1]) == 1 and _close(rows[k], rows[k + 1]):
         nxt = rows[k + 1]
@@ -215,12 +395,20 @@ def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
     """Lines of the run grouped into table rows by the row rhythm: where the gaps between lines
     come in two sizes (line spacing inside a cell, padding between rows), the small ones join lines
     into one row — wrapped cells, and cells centred on a taller row's middle line."""
-    boxes = [_union([p.box for p in r]) for r in run]
+    boxes = [union([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
-    if len(gaps) < 2 or max(gaps) - min(gaps) < 0.2 * line:
+    # Lines that overlap by a good part of their height belong to one row (cells centred beside a
+    # taller one; line boxes of tightly leaded text overlap a little); the sizes of the other gaps
+    # tell line spacing from row padding.
+    deep = -OVERLAP * line
+    apart = [g for g in gaps if g >= deep]
+    if len(apart) >= 2 and max(apart) - min(apart) >= 0.2 * line:
+        cut = (max(apart) + min(apart)) / 2
+    elif len(apart) < len(gaps):
+        cut = deep
+    else:
         return [list(r) for r in run]
-    cut = (max(gaps) + min(gaps)) / 2
     if sum(1 for g in gaps if g > cut) < 1:
         return [list(r) for r in run]
     bands: list[list[Piece]] = [list(run[0])]
@@ -243,12 +431,27 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
+        if out and keyed and _key_wrap(out[-1], row, len(full) >= 0.8 * sum(1 for r in grid if r[0])):
+            out[-1][0].extend(row[0])
+            continue
         if k == 1 and out and _wrapped_header(out[0], row):
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
         out.append([list(c) for c in row])
     return out
+
+
+def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool) -> bool:
+    """A row with only its key, right under a full row, in a table whose rows are mostly full: the
+    key cell's wrapped line where rows have no padding (not a bold group label, not a new key after
+    a key that ended with a colon or a full stop)."""
+    if not mostly_full or any(row[1:]) or sum(1 for c in prev if c) < 2 or not row[0] or not prev[0]:
+        return False
+    if any(_heavy(p) for p in row[0]) or prev[0][-1].text.rstrip().endswith((":", ".")):
+        return False
+    a, b = union([p.box for p in prev[0]]), union([p.box for p in row[0]])
+    return b[1] - a[3] <= 0.3 * (b[3] - b[1]) and abs(b[0] - a[0]) <= 0.5 * (b[3] - b[1])
 
 
 def _wrapped_header(first: list[list[Piece]], row: list[list[Piece]]) -> bool:
@@ -268,12 +471,12 @@ def _text(pieces: list[Piece]) -> str:
 
 def _numeric_body_header(texts: list[list[str]]) -> int:
     """1 when the first row is words over columns that are numbers in the rows below, else 0."""
-    if len(texts) < 3 or not all(texts[0]) or any(_NUMERIC.match(t) for t in texts[0] if t):
+    if len(texts) < 3 or not all(texts[0]) or any(NUMERIC.match(t) for t in texts[0] if t):
         return 0
     numeric_cols = [
         c
         for c in range(len(texts[0]))
-        if sum(1 for r in texts[1:] if r[c] and _NUMERIC.match(r[c])) >= 0.6 * (len(texts) - 1)
+        if sum(1 for r in texts[1:] if r[c] and NUMERIC.match(r[c])) >= 0.6 * (len(texts) - 1)
     ]
     return 1 if numeric_cols else 0
 
@@ -283,7 +486,7 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     columns from the one it starts in to the table's right edge."""
     if not above or not all(_heavy(p) for p in above) or len(" ".join(p.text for p in above).split()) > 6:
         return None
-    box = _union([p.box for p in above])
+    box = union([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
         return None
     start = _column_of(min(above, key=lambda p: p.box[0]), cols)
@@ -294,43 +497,13 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     ]
 
 
-@dataclass
-class _Part:
-    """A word or words cut out of a piece whose cells were set one space apart; its box is
-    estimated from the piece's box in proportion to the characters before it."""
-
-    text: str
-    box: Box
-    bold: bool
-    weight: int
-    in_figure: bool = False
-
-
-def _split_numbers(row: Sequence[Piece], most: int) -> list:
-    """The row with trailing runs of numbers cut out of its pieces ("Net income 400.3 480.1" →
-    "Net income", "400.3", "480.1"): cells set one space apart come as one piece. A single trailing
-    number is cut only when the row has fewer pieces than the run's fullest row."""
-    out: list = []
-    for p in row:
-        tokens = list(re.finditer(r"\S+", p.text))
-        k = len(tokens)
-        while k > 0 and _NUMERIC.match(tokens[k - 1].group()):
-            k -= 1
-        numbers = len(tokens) - k
-        if numbers == 0 or len(tokens) < 2 or (numbers == 1 and len(row) >= most):
-            out.append(p)
-            continue
-        if k:
-            out.append(_part(p, p.text[: tokens[k - 1].end()], 0, tokens[k - 1].end()))
-        out.extend(_part(p, t.group(), t.start(), t.end()) for t in tokens[k:])
-    return out
-
-
-def _part(p: Piece, text: str, a: int, b: int) -> _Part:
-    """Characters ``a:b`` of the piece, with a box in proportion to the characters before them."""
-    x0, width, n = p.box[0], p.box[2] - p.box[0], max(len(p.text), 1)
-    box = (x0 + width * a / n, p.box[1], x0 + width * b / n, p.box[3])
-    return _Part(text, box, p.bold, p.weight, p.in_figure)
+def _prose_pairs(texts: list[list[str]]) -> bool:
+    """Two "columns" whose first holds mostly long runs of words (no keys, no labels) beside text
+    that is not numbers: two columns of prose whose lines interleave, not a key/value table."""
+    firsts = [r[0] for r in texts if r[0]]
+    long = sum(1 for t in firsts if len(t.split()) > MAX_PAIR_WORDS)
+    numbers = sum(1 for r in texts if r[1] and NUMERIC.match(r[1]))
+    return bool(firsts) and long >= 0.5 * len(firsts) and numbers < 0.5 * len(texts)
 
 
 def build_grid(
@@ -339,12 +512,22 @@ def build_grid(
     """One run of rows → a table, or None when the rows do not make one."""
     originals = [p for r in run for p in r]
     most = max(len(r) for r in run)
-    run = [_split_numbers(r, most) for r in run]
+    run = [split_numbers(r, most) for r in run]
+    # Columns from the body rows where there are enough: a header cell wider than its column must
+    # not merge two columns.
+    plain = [r for r in run if not all(_heavy(p) for p in r)]
+    basis = plain if sum(1 for r in plain if len(r) >= 2) >= 2 else run
+    # Single lines (wrapped cells) must leave a column gap white, but only rows of two or more
+    # cells make one: a line set further right than every cell is a cell's continuation.
+    spread = [w for r in basis if len(r) >= 2 for p in r for w in words_of(p)]
+    seps = [
+        s
+        for s in separators(basis, body)
+        if any(w[2] <= s[0] + 0.05 * body for w in spread) and any(w[1] >= s[1] - 0.05 * body for w in spread)
+    ]
+    run = [cut(r, seps, body) for r in run]
     multis = [r for r in run if len(r) >= 2]
-    # Columns from the body rows where there are enough: a header cell wider than its column (or
-    # two header cells set so close that they read as one piece) must not merge two columns.
-    plain = [r for r in multis if not all(_heavy(p) for p in r)]
-    cols = _intervals(plain if len(plain) >= 2 else multis)
+    cols = columns_between(basis, seps)
     if len(cols) < 2 or len(multis) < 2:
         return None
     if len(cols) > max(len(r) for r in run) + 1 or _text_columns(multis, cols):
@@ -356,6 +539,8 @@ def build_grid(
     if len(grid) < 2:
         return None
     texts = [[_text(c) for c in r] for r in grid]
+    if len(cols) == 2 and _prose_pairs(texts):
+        return None
     heavy = [all(_heavy(p) for c in r for p in c) if any(r) else None for r in grid]
     head = header_rows(heavy, []) or _numeric_body_header(texts)
     rows = [[Cell(t) for t in r] for r in texts]
@@ -365,7 +550,27 @@ def build_grid(
         rows.insert(0, group)
         head = max(head, 1) + 1
         pieces += list(above or ())
-    return Grid(rows=rows, header_rows=head, pieces=pieces, box=_union([p.box for p in pieces]))
+    return Grid(rows=rows, header_rows=head, pieces=pieces, box=union([p.box for p in pieces]), columns=cols)
+
+
+PROSE_WORDS = 4  # a line of at least this many words, 0.3 of the page wide, is prose
+
+
+def _text_columns_of_page(
+    grid: Grid, others: Sequence[Sequence[Piece]], body: float, page_width: float
+) -> bool:
+    """A two-column grid whose columns both start where lines of prose start elsewhere on the page
+    (≥ 3 each): side-by-side ends of two text columns (a paragraph's last line beside a section
+    title), not a table."""
+    if len(grid.columns) != 2:
+        return False
+    prose = [
+        p
+        for r in others
+        for p in r
+        if len(p.text.split()) >= PROSE_WORDS and p.box[2] - p.box[0] >= 0.3 * page_width
+    ]
+    return all(sum(1 for p in prose if abs(p.box[0] - c[0]) <= body) >= 3 for c in grid.columns)
 
 
 def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[Grid]:
@@ -377,7 +582,9 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
         if above is not None and not (len(above) == 1 and _close(above, rows[first])):
             above = None
         grid = build_grid(rows[first : last + 1], body, above)
-        if grid is not None:
+        if grid is not None and not _text_columns_of_page(
+            grid, [*rows[:first], *rows[last + 1 :]], body, page_width
+        ):
             grids.append(grid)
             taken = last
     logger.debug("borderless: %d runs → %d tables", len(grids), len(grids))

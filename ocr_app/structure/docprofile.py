@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ocr_app.structure.layout import EDGE_BAND, DocStyle, TextLine, vocabulary_of
+from ocr_app.structure.numbering import depth_bases
 
 if TYPE_CHECKING:
     import pymupdf
@@ -84,8 +85,27 @@ def _weighted_mode(values: collections.Counter) -> float:
     return values.most_common(1)[0][0] if values else 0.0
 
 
-def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
-    """Read a sample of the document's pages once and derive its style and running lines."""
+def _heading_candidates(pages: list[tuple[float, list[TextLine]]], style: DocStyle):
+    """(level, text) of the sampled lines that the style marks as headings by size or weight alone
+    (the levels the page rules give them), for the numbering depths of each level."""
+    bold_level = min(len(style.heading_sizes) + style.first_level, 6)
+    for _, lines in pages:
+        for ln in lines:
+            text = ln.text.strip()
+            if len(text) > 100 or text.endswith((".", ",", ";")) or sum(c.isalpha() for c in text) < 2:
+                continue
+            ratio = ln.size / style.body_size
+            if ratio >= MIN_HEADING_RATIO:
+                yield min(style.level_for_size(ln.size), 6), text
+            elif (ln.weight or (700 if ln.bold else 400)) >= style.body_weight + 150 and ratio >= 0.75:
+                yield bold_level, text
+
+
+def build_profile(
+    doc: pymupdf.Document, extract: Extract, skip: Callable[[pymupdf.Page], bool] | None = None
+) -> DocumentProfile:
+    """Read a sample of the document's pages once and derive its style and running lines (``skip``:
+    pages the sample leaves out, e.g. ones whose content is too heavy to read quickly)."""
     sizes: collections.Counter[float] = collections.Counter()
     weights: collections.Counter[int] = collections.Counter()
     fonts: collections.Counter[str] = collections.Counter()
@@ -95,6 +115,8 @@ def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
     indices = _sample(doc.page_count)
     for index in indices:
         page = doc[index]
+        if skip is not None and skip(page):
+            continue  # a heavy (or hostile) page costs seconds to read; the sample does without it
         lines = extract(page, 1.0)
         height = page.rect.height
         page_sizes: collections.Counter[float] = collections.Counter()
@@ -153,6 +175,7 @@ def build_profile(doc: pymupdf.Document, extract: Extract) -> DocumentProfile:
         first_level=1 if heading_sizes and heading_sizes[0] >= TITLE_RATIO * body else 2,
         body_font=fonts.most_common(1)[0][0] if fonts else "",
     )
+    style = replace(style, depth_bases=depth_bases(_heading_candidates(pages, style)))
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",
         body,

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 
 from ocr_app.schema import Block, Box
 from ocr_app.structure.borderless import find_grids
+from ocr_app.structure.numbering import numbered_level
 from ocr_app.structure.table_html import Cell, table_html
 
 logger = logging.getLogger(__name__)
@@ -98,6 +99,9 @@ class DocStyle:
     first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
     cover_min_size: float = 0.0  # set per page on a cover page: smaller lines are not headings
     body_font: str = ""  # the font family of the body text, when known
+    # level → the smallest numbering depth set at it, where headings of several depths share a
+    # level by size and weight ("2.1" and "2.1.3" both bold at body size): ``numbering``.
+    depth_bases: dict[int, int] = field(default_factory=dict)
 
     def level_for_size(self, size: float) -> int:
         """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
@@ -375,6 +379,9 @@ def order_sections(
             cross.append(it)
     if not left or not right:
         return [sorted(items, key=lambda i: (i.box[1], i.box[0]))]
+    heads = _side_heads(left, right, body)
+    if heads is not None:
+        return _side_head_sections(items, heads)
     # Crossing items cut the page into horizontal bands. A band with text on both sides of the
     # gutter is a column band (left column first); a band with text on one side only (a short last
     # line, a list marker) is single-column content and stays in line with the crossing items.
@@ -417,6 +424,53 @@ def order_sections(
     if single:
         sections.append(by_position(single))
     return sections
+
+
+MAX_SIDE_HEAD_WORDS = 6
+
+
+def _side_heads(left: list[Item], right: list[Item], body: float) -> list[TextLine] | None:
+    """The left "column" when it holds only side heads — short bold or larger lines, each level with
+    the first line of a paragraph of the right column (a manual's headings in the margin) — else
+    None. Read as a column, the headings would all come before all the text."""
+    top = min(it.box[1] for it in right)
+    beside = [it for it in left if it.box[3] > top]  # a title above the text is no side head
+    if not beside or any(not isinstance(it, TextLine) for it in beside):
+        return None
+    starts = _paragraph_starts([it for it in right if isinstance(it, TextLine)], body)
+    for it in beside:
+        heading_like = (it.bold or it.weight >= 600 or it.size >= 1.15 * body) and not it.in_figure
+        short = len(it.text.split()) <= MAX_SIDE_HEAD_WORDS and not it.text.rstrip().endswith((".", ","))
+        level = any(abs(s.box[1] - it.box[1]) <= 0.5 * body for s in starts)
+        if not (heading_like and short and level):
+            return None
+    return beside  # type: ignore[return-value]
+
+
+def _paragraph_starts(lines: list[TextLine], body: float) -> list[TextLine]:
+    """Lines with a blank line (or nothing) above them in their column."""
+    ordered = sorted(lines, key=lambda ln: ln.box[1])
+    out = ordered[:1]
+    for a, b in itertools.pairwise(ordered):
+        if b.box[1] - a.box[3] >= 0.8 * body:
+            out.append(b)
+    return out
+
+
+def _side_head_sections(items: Sequence[Item], heads: list[TextLine]) -> list[list[Item]]:
+    """Each side head as a section of its own, right before the text that starts level with it."""
+    ids = {id(h) for h in heads}
+    rest = sorted((it for it in items if id(it) not in ids), key=lambda i: (i.box[1], i.box[0]))
+    sections: list[list[Item]] = [[]]
+    marks = sorted(heads, key=lambda h: h.box[1])
+    k = 0
+    for it in rest:
+        while k < len(marks) and marks[k].box[1] <= it.box[1] + 0.5 * marks[k].size:
+            sections += [[marks[k]], []]
+            k += 1
+        sections[-1].append(it)
+    sections += [[m] for m in marks[k:]]
+    return [s for s in sections if s]
 
 
 def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int, Item]]:
@@ -644,7 +698,10 @@ def _heading_level(
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
-        return _styled_heading_level(row, text, config, style, where.short_line, where.isolated)
+        level = _styled_heading_level(row, text, config, style, where.short_line, where.isolated)
+        if level and style.depth_bases and style.outline.get(_normal_title(text)) is None:
+            level = numbered_level(level, text, style.depth_bases)
+        return level
     if any(i.role == "prose" for i in row.items):
         return 0  # the layout model saw a paragraph's line (a scan: ``structure.scan_regions``)
     ratio = row.size / body

@@ -12,8 +12,10 @@ only when an app is built.
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 from collections.abc import Generator, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,8 +26,13 @@ import gradio as gr
 from ocr_app.exceptions import OcrError
 from ocr_app.schema import DocumentResult
 from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
-from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, stream_conversion
+from ocr_app.ui.access import resolve_access
+from ocr_app.ui.api_results import ApiResults
+from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, Waiting, stream_conversion, wait_turn
+from ocr_app.ui.offline import offline_markdown
+from ocr_app.ui.privacy import Owners, client_of
 from ocr_app.ui.session import SessionDirs
+from ocr_app.ui.slots import JobSlots
 
 if TYPE_CHECKING:
     from ocr_app.convert import Converter
@@ -39,6 +46,8 @@ LIVE_VIEW_INTERVAL_S = 1.0  # while a job runs, refresh the page viewer at most 
 STATUS_INTERVAL_S = 0.25  # and the progress line at most this often (fast engines report ~100 events/s)
 GPU_GROUP = "gpu"  # concurrency id shared by the UI's and the API's conversions
 PRIVATE = {"api_visibility": "private", "show_progress": "hidden"}  # UI-only events, no spinner
+WAIT_REPORT_S = 1.0  # how often a job waiting for its engine's slot tells its place
+MAX_JOBS_AT_ONCE = 64  # gradio admits at most this many conversions, whatever the engines serve
 
 
 def _session_key(request: Any) -> str:
@@ -116,17 +125,58 @@ class OcrApp:
     """
 
     def __init__(self, converter: Converter, settings: Settings, *, work_dir: Path | None = None) -> None:
+        """``work_dir``: where jobs write their outputs; default a new folder inside gradio's temp folder,
+        so gradio serves outputs in place (no copy outside the owner check, ``ui.privacy``)."""
+        from gradio.utils import get_upload_folder
+
         from ocr_app.runtime.vram import VramHistory
 
         self.converter = converter
         self.settings = settings
+        self.access = resolve_access(settings)
+        uploads = Path(get_upload_folder())
+        if work_dir is None:
+            uploads.mkdir(parents=True, exist_ok=True)
+            work_dir = Path(tempfile.mkdtemp(prefix="ocr-app-sessions-", dir=uploads))
         self.dirs = SessionDirs(work_dir)
+        self.owners = Owners([self.dirs.root, uploads])  # every file under them is served to its owners only
+        self.api_results = ApiResults(settings.api_result_ttl_s, on_removed=self.owners.forget)
         self.cancels = CancelRegistry()
         self.history = VramHistory(window_s=600.0)
         self.describe = converter.describe()
         self.choices = Choices.of(converter, settings)
+        self.slots = JobSlots(self._engine_limits())
         self.w = SimpleNamespace()  # the components, by name, filled in by build()
         self.demo: gr.Blocks | None = None
+
+    def _engine_limits(self) -> dict[str, int]:
+        """Jobs each offered engine runs at once: ``DEEPSEEK_OCR_CONCURRENCY_LIMIT`` when set, else what
+        the engine serves at once (several when it batches, e.g. the graph decoder; 1 for the light
+        engine, whose page already uses every core)."""
+        names = {name for _, name in self.choices.engines} | {self.choices.default_engine} - {""}
+        fixed = self.settings.concurrency_limit
+        limits = {}
+        for name in sorted(names):
+            if fixed is not None:
+                limits[self._slot_name(name)] = fixed
+                continue
+            try:
+                limit = self.converter.engines.get(name).capabilities().max_concurrent_jobs
+            except OcrError:
+                limit = 1
+            limits[self._slot_name(name)] = limit
+        return limits
+
+    def _slot_name(self, engine: str) -> str:
+        """Jobs for ``auto`` take the slots of the OCR engine behind it: the same engine object reads
+        their scans, so they count against its limit (the light engine must not run two at once)."""
+        info = (self.describe.get("engines") or {}).get(engine) or {}
+        return str(info.get("ocr") or engine)
+
+    def jobs_at_once(self) -> int:
+        """Conversions gradio admits at once; each then waits for its own engine's slot."""
+        fixed = self.settings.concurrency_limit
+        return fixed if fixed is not None else max(1, min(MAX_JOBS_AT_ONCE, self.slots.total()))
 
     # --- the one job runner --------------------------------------------------------------------
     def run_job(
@@ -136,27 +186,59 @@ class OcrApp:
         request: Any,
         passwords: dict[str, str] | None = None,
         idle_s: float | None = None,
-    ) -> Iterator[Progress | JobOutcome | None]:
-        """Validate, start the job in this session's folder, stream it; raises gr.Error on bad input.
+        *,
+        api: bool = False,
+    ) -> Iterator[Progress | Waiting | JobOutcome | None]:
+        """Validate, wait for a slot of the job's engine, start the job in this session's folder, stream
+        it; raises gr.Error on bad input.
 
-        Both front doors call this: the Convert button draws each ``Progress``, the API waits for the
-        ``JobOutcome``. A second job of the same session replaces the first's cancel flag and folder.
+        Both front doors call this: the Convert button draws each ``Waiting`` and ``Progress``, the API
+        waits for the ``JobOutcome``. A second job of the same session replaces the first's cancel flag
+        and (in the page, not for ``api`` calls) its folder. The job's folder belongs to the requesting
+        client: only it is served the outputs; inputs must be the client's own uploads.
         ``idle_s``: also yield None after that long without an event (``stream_conversion``).
         """
         paths = _file_paths(files)
         if not paths:
             raise gr.Error("Upload at least one PDF or image first.")
+        client = client_of(request)
+        if any(not self.owners.allows(p, client) for p in paths):
+            raise gr.Error("A file of this request was not uploaded by this session; upload it again.")
         try:
             options = form.build_options(values, self.settings)
         except OcrError as exc:
             raise gr.Error(str(exc)) from exc
         key = _session_key(request)
         cancel = self.cancels.start(key)
-        job_dir = self.dirs.new_job(key)
+        engine = self._slot_name(options.engine or self.choices.default_engine)
         try:
-            yield from stream_conversion(self.converter, paths, job_dir, options, cancel, passwords, idle_s)
+            ticket = yield from wait_turn(self.slots, engine, cancel, WAIT_REPORT_S)
+            if ticket is None:  # cancelled while waiting: its place went at once
+                yield JobOutcome(cancelled=True)
+                return
+            try:
+                yield from self._run_admitted(
+                    paths, options, passwords, key, cancel, client, ticket, api, idle_s
+                )
+            finally:
+                self.slots.leave(ticket)
         finally:
             self.cancels.finish(key, cancel)
+
+    def _run_admitted(self, paths, options, passwords, key, cancel, client, ticket, api: bool, idle_s):
+        """The job once its engine has a slot: in its own folder, owned by ``client``."""
+        job_dir = self.dirs.new_job(key, replace=not api)
+        self.owners.claim(job_dir, client)
+        stream = stream_conversion(self.converter, paths, job_dir, options, cancel, passwords, idle_s)
+        try:
+            with self.api_results.reading(paths) if api else nullcontext():
+                for item in stream:
+                    if isinstance(item, JobOutcome):
+                        item.folder = job_dir
+                    elif isinstance(item, Progress):
+                        self.slots.progress(ticket, item.fraction)
+                    yield item
+        finally:
             self.dirs.finished(job_dir)
 
     @staticmethod
@@ -209,6 +291,9 @@ class OcrApp:
         for item in job:
             if isinstance(item, JobOutcome):
                 return item
+            if isinstance(item, Waiting):  # its engine's slots are taken: say where it stands
+                yield {w.queue_md: item.message, w.job_status: item.message}
+                continue
             if item is None:  # no event for a while
                 if held:
                     last_status, held = time.monotonic(), ""
@@ -254,12 +339,15 @@ class OcrApp:
         passwords = {name: shared for name in _pdf_names(files)} if shared else {}
         passwords.update(per_file)
         outcome = JobOutcome()
-        for item in self.run_job(files, values, request, passwords):
+        for item in self.run_job(files, values, request, passwords, api=True):
             if isinstance(item, JobOutcome):
-                outcome = item
+                outcome = item  # (Progress and Waiting: an API call only waits for the result)
+        downloads = viewer.download_paths(outcome.documents)
+        if outcome.folder is not None:  # removed once the client fetched them, or after the TTL
+            self.api_results.add(outcome.folder, downloads, inputs=_file_paths(files))
         documents = self._check_outcome(outcome)
         result = {"cancelled": outcome.cancelled, "documents": [d.to_dict() for d in documents]}
-        return viewer.document_markdown(documents), result, viewer.download_paths(documents)
+        return viewer.document_markdown(documents), result, downloads
 
     def cancel_job(self, request: gr.Request) -> str:
         """Toast for the tab, the same words for API clients."""
@@ -303,7 +391,8 @@ class OcrApp:
         }
         if final:  # the whole document is rendered once, not on every live update of a long job
             update[w.downloads] = viewer.download_paths(documents)
-            update[w.doc_md] = update[w.doc_source] = viewer.document_markdown(documents)
+            update[w.doc_source] = viewer.document_markdown(documents)
+            update[w.doc_md] = offline_markdown(update[w.doc_source])  # remote images as links
         return update
 
     def show_page(self, key, entries):
@@ -346,19 +435,28 @@ class OcrApp:
         return text, gr.LinePlot(frame, visible=status_panel.plot_visible(frame, has_gpu))
 
     def queue_tick(self, request: gr.Request):
+        """A tab whose job waits in gradio's queue (every slot of every engine taken): its place and
+        an estimate over the default engine's slots."""
         ahead = queue_words.jobs_ahead(self.demo, getattr(request, "session_hash", None), GPU_GROUP)
-        return queue_words.queue_words(ahead)
+        if ahead is None:
+            return queue_words.queue_words(None)
+        engine = self._slot_name(self.choices.default_engine)
+        queued = max(0, ahead - self.jobs_at_once())
+        return queue_words.queue_words(ahead, self.slots.estimate_after(engine, queued))
 
     def on_unload(self, request: gr.Request):
         key = _session_key(request)
         self.cancels.cancel(key)
         self.dirs.cleanup(key)
+        self.owners.forget(self.dirs.session_dir(key))
 
     # --- layout ----------------------------------------------------------------------------------
     def build(self) -> gr.Blocks:
         """Return the app's ``gr.Blocks`` (queue configured); call ``launch`` on it or use ``ui.launch``."""
         # No telemetry or version check: documents can be private and the app must work offline.
-        with gr.Blocks(
+        from ocr_app.ui.refusals import blocks_class
+
+        with blocks_class()(  # gr.Blocks whose refusals of API files reach the client with their reason
             title="ocr-app · DeepSeek-OCR-2",
             delete_cache=(600, 3600),
             analytics_enabled=False,
@@ -371,6 +469,12 @@ class OcrApp:
             )
             notice = status_panel.notice_markdown(self.describe)
             gr.Markdown(notice, visible=bool(notice), elem_id="engine-notice")
+            warning = self.access.warning
+            gr.Markdown(
+                f"**Open to others:** {warning}" if warning else "",
+                visible=bool(warning),
+                elem_id="open-warning",
+            )
             self.w.pages_state = gr.State([])
             self.w.passwords_state = gr.State({})  # file name -> PDF password; memory only, never logged
             with gr.Row(elem_id="main-row"):
@@ -387,8 +491,10 @@ class OcrApp:
             self._wire_jobs()
             self._wire_pages()
             self._wire_panel()
-        demo.queue(default_concurrency_limit=self.settings.concurrency_limit)
+        demo.queue(default_concurrency_limit=self.jobs_at_once())
         demo.ocr_app_dirs = self.dirs  # type: ignore[attr-defined]  # so launchers/tests can remove the outputs
+        demo.ocr_app_jobs = self.cancels  # type: ignore[attr-defined]  # so a shutdown cancels running jobs
+        demo.ocr_app = self  # type: ignore[attr-defined]  # the launcher reads access and privacy from it
         return demo
 
     def _inputs(self) -> None:
@@ -561,7 +667,7 @@ class OcrApp:
         options = [w.pages, w.preset, w.custom, w.locate, w.mode, w.dpi, w.use_cache, w.engine]
         page_outputs = [w.page_select, w.page_number, w.page_view, w.page_status]
         view_outputs = [w.job_status, w.doc_md, w.doc_source, w.status_table, w.downloads, w.pages_state]
-        gpu = {"concurrency_limit": self.settings.concurrency_limit, "concurrency_id": GPU_GROUP}
+        gpu = {"concurrency_limit": self.jobs_at_once(), "concurrency_id": GPU_GROUP}
         w.convert_btn.click(
             self.convert_ui,
             {w.files, *options, w.passwords_state},

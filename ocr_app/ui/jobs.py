@@ -10,17 +10,19 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import ConversionCancelled, OcrError
-from ocr_app.runtime.load_progress import attach_load_progress, describe_quantisation
+from ocr_app.runtime.load_progress import attach_load_progress, describe_load_step
 from ocr_app.schema import DocumentResult
 
 if TYPE_CHECKING:
     from ocr_app.convert import Converter, ConvertOptions, ProgressEvent
+    from ocr_app.ui.slots import JobSlots, Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +39,9 @@ class CancelRegistry:
         self._lock = threading.Lock()
 
     def start(self, key: str) -> threading.Event:
-        event = threading.Event()
+        from ocr_app.convert import CancelEvent
+
+        event = CancelEvent()
         with self._lock:
             self._events[key] = event
         return event
@@ -60,6 +64,25 @@ class CancelRegistry:
         with self._lock:
             return key in self._events
 
+    def cancel_all(self, reason: str) -> int:
+        """Cancel every running job and drop what it wrote (the server is stopping); return how many."""
+        with self._lock:
+            events = [e for e in self._events.values() if not e.is_set()]
+        for event in events:
+            if hasattr(event, "cancel"):
+                event.cancel(reason, keep=False)
+            else:
+                event.set()
+        return len(events)
+
+
+def wait_for_jobs(timeout_s: float) -> int:
+    """Wait up to ``timeout_s`` for job worker threads to end; return how many still run."""
+    deadline = time.monotonic() + timeout_s
+    for thread in [t for t in threading.enumerate() if t.name == JOB_THREAD]:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return sum(1 for t in threading.enumerate() if t.name == JOB_THREAD and t.is_alive())
+
 
 @dataclass
 class JobOutcome:
@@ -67,6 +90,7 @@ class JobOutcome:
 
     documents: list[DocumentResult] = field(default_factory=list)
     cancelled: bool = False
+    folder: Path | None = None  # where the job wrote its outputs
 
     @property
     def failed(self) -> list[DocumentResult]:
@@ -75,6 +99,15 @@ class JobOutcome:
     @property
     def succeeded(self) -> list[DocumentResult]:
         return [d for d in self.documents if not d.error]
+
+
+@dataclass
+class Waiting:
+    """The job waits for a slot of its engine: where it stands, for the person waiting."""
+
+    message: str  # "waiting: 2 jobs ahead (deepseek), about 40 s"
+    ahead: int
+    seconds: float | None  # expected wait; None until a finished job gives a pace
 
 
 @dataclass
@@ -87,6 +120,29 @@ class Progress:
 
 
 _DONE = object()
+JOB_THREAD = "ocr-app-ui-job"  # the worker threads' name (``wait_for_jobs`` finds them by it)
+
+
+def wait_turn(
+    slots: JobSlots, engine: str, cancel: threading.Event, every_s: float = 1.0
+) -> Generator[Waiting, None, Ticket | None]:
+    """Take a place in ``engine``'s queue; yield ``Waiting`` every ``every_s`` until a slot is free, then
+    return the ticket (the caller ``leave``s it when the job ends), or None when ``cancel`` was set while
+    waiting (the place is given up at once). Use as ``ticket = yield from wait_turn(...)``."""
+    from ocr_app.ui.queue_words import queue_words
+
+    ticket = slots.enter(engine)
+    try:
+        while not slots.wait(ticket, every_s):
+            if cancel.is_set():
+                slots.leave(ticket)
+                return None
+            ahead, seconds = slots.place(ticket)
+            yield Waiting(queue_words(ahead, seconds, engine), ahead, seconds)
+    except BaseException:  # the consumer went away while waiting (generator closed)
+        slots.leave(ticket)
+        raise
+    return ticket
 
 
 def stream_conversion(
@@ -121,7 +177,7 @@ def stream_conversion(
 
         i = current[0]
         events.put((i, ProgressEvent("quantize", names[i], i, len(names), None, done, total,
-                                     describe_quantisation(done, total, label))))  # fmt: skip
+                                     describe_load_step(done, total, label))))  # fmt: skip
 
     def work() -> None:
         detach = attach_load_progress(converter.engines, quantising)
@@ -155,7 +211,10 @@ def stream_conversion(
                         )
                     ]
                 except Exception as exc:  # never let one file take the job down silently
-                    logger.exception("conversion of %s crashed", path)
+                    if cancel.is_set():  # e.g. the server stopping removed the folder under it
+                        logger.info("conversion of %s ended after its cancel: %s", path, exc)
+                    else:
+                        logger.exception("conversion of %s crashed", path)
                     docs = [
                         DocumentResult(
                             source=names[i],
@@ -168,7 +227,7 @@ def stream_conversion(
             detach()
             events.put(_DONE)
 
-    worker = threading.Thread(target=work, name="ocr-app-ui-job", daemon=True)
+    worker = threading.Thread(target=work, name=JOB_THREAD, daemon=True)
     worker.start()
     try:
         while True:

@@ -1,4 +1,5 @@
-"""Launch a built app: host, port, share link (opt-in, fails soft), allowed output folder.
+"""Launch a built app: host, port, share link (opt-in, fails soft), allowed output folder, sign-in
+(gradio's own ``auth``), the open-instance warning and the private-results middleware (``ui.privacy``).
 
 Why separate from ``app.py`` at the repo root: the tests launch exactly what the launcher launches.
 """
@@ -6,6 +7,7 @@ Why separate from ``app.py`` at the repo root: the tests launch exactly what the
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,12 +36,18 @@ def launch(
     prevent_thread_lock: bool = False,
     quiet: bool = False,
 ) -> Launched:
-    """Start the server. A share link that cannot be created (offline) is reported, not fatal."""
+    """Start the server. A share link that cannot be created (offline) is reported, not fatal. Without
+    sign-in, an app reachable from other machines says so on stderr (and in its page, ``OcrApp``)."""
+    from ocr_app.ui.access import resolve_access
     from ocr_app.ui.app import CSS
     from ocr_app.ui.fonts import font_css, font_dir
 
     share = settings.share if share is None else share
     dirs = getattr(demo, "ocr_app_dirs", None)
+    access = resolve_access(settings, share=share)
+    if access.warning:
+        logger.warning(access.warning)
+        print(f"WARNING: {access.warning}", file=sys.stderr, flush=True)
     _, local_url, share_url = demo.launch(
         server_name=settings.host,
         server_port=settings.port or None,
@@ -49,6 +57,9 @@ def launch(
         allowed_paths=[str(font_dir())] + ([str(dirs.root)] if dirs is not None else []),
         max_file_size=int(settings.max_file_mb * 2**20),  # refuse oversize uploads before they hit disk
         css=font_css() + "\n" + CSS,
+        auth=access.gradio_auth,
+        auth_message="Sign in to use this ocr-app server." if access.users else None,
+        app_kwargs=_app_kwargs(demo),
     )
     info = Launched(local_url=local_url, share_url=share_url)
     if share and not share_url:
@@ -61,3 +72,23 @@ def launch(
     if not prevent_thread_lock:
         demo.block_thread()
     return info
+
+
+def _app_kwargs(demo: gr.Blocks) -> dict:
+    """FastAPI's own schema route off (it answers without sign-in; gradio has a guarded one under
+    /gradio_api), the Content-Security-Policy, and the private-results middleware of an app built by
+    ``OcrApp``."""
+    from starlette.middleware import Middleware
+
+    from ocr_app.ui.offline import ContentSecurityPolicy
+
+    # every page carries the Content-Security-Policy: it loads nothing from elsewhere (ui/offline.py)
+    kwargs: dict = {"openapi_url": None, "middleware": [Middleware(ContentSecurityPolicy)]}
+    app = getattr(demo, "ocr_app", None)
+    if app is None:
+        return kwargs
+    from ocr_app.ui.privacy import PrivacyMiddleware
+
+    delivered = app.api_results.delivered
+    kwargs["middleware"].append(Middleware(PrivacyMiddleware, owners=app.owners, on_delivered=delivered))
+    return kwargs

@@ -248,7 +248,18 @@ def sanitize(markup: str) -> str:
     attributes.setdefault("img", set()).update({"src", "alt", "width", "height"})
     for tag in MATHML_TAGS:
         attributes.setdefault(tag, set()).update(MATHML_ATTRS)
-    return nh3.clean(markup, tags=tags, attributes=attributes, strip_comments=True)
+    return nh3.clean(
+        markup, tags=tags, attributes=attributes, strip_comments=True, attribute_filter=_local_sources
+    )
+
+
+def _local_sources(element: str, attribute: str, value: str) -> str | None:
+    """Drop an ``<img>`` source outside the app (``ui/offline.py``): showing a page loads nothing remote."""
+    from ocr_app.ui.offline import is_remote
+
+    if element == "img" and attribute in ("src", "srcset") and is_remote(value):
+        return None
+    return value
 
 
 def markdown_html(markdown: str, blocks: list[Block], figure_urls: dict[str, str] | None = None) -> str:
@@ -256,15 +267,26 @@ def markdown_html(markdown: str, blocks: list[Block], figure_urls: dict[str, str
 
     ``figure_urls`` maps the Markdown's figure links (``images/0_0.jpg``) to URLs the browser can load.
     """
+    from ocr_app.ui.offline import is_remote
+
     md = _markdown_it()
     env: dict[str, Any] = {}
     tokens = md.parse(markdown, env)
     for token in tokens:
         for child in token.children or []:
-            if child.type == "image" and figure_urls:
-                src = str(child.attrGet("src") or "")
-                if src in figure_urls:
-                    child.attrSet("src", figure_urls[src])
+            if child.type != "image":
+                continue
+            src = str(child.attrGet("src") or "")
+            if figure_urls and src in figure_urls:
+                child.attrSet("src", figure_urls[src])
+            elif is_remote(src):  # a link to it instead: showing the page loads nothing remote
+                alt = "".join(c.content for c in child.children or []) or child.content
+                child.type, child.tag, child.nesting, child.children = "html_inline", "", 0, None
+                label = html.escape(f"remote image: {alt.strip() or 'image'}")
+                child.content = (
+                    f'<a class="ocr-remote-image" href="{html.escape(src, quote=True)}" '
+                    f'rel="noopener noreferrer nofollow" target="_blank">{label}</a>'
+                )
     spans = block_line_spans(markdown, blocks)
     lines = markdown.split("\n")
     parts: list[str] = []

@@ -26,9 +26,16 @@ def jobs_ahead(blocks: Any, session_hash: str | None, concurrency_id: str) -> in
     return None
 
 
-def queue_words(ahead: int | None) -> str:
+def queue_words(ahead: int | None, seconds: float | None = None, engine: str | None = None) -> str:
+    """ "waiting: 2 jobs ahead (deepseek), about 40 s"; "" when the job waits for nothing."""
     if ahead is None:
         return ""
-    if ahead <= 0:
-        return "waiting: next in line"
-    return f"waiting: {ahead} job{'' if ahead == 1 else 's'} ahead"
+    where = f" ({engine})" if engine else ""
+    place = "next in line" if ahead <= 0 else f"{ahead} job{'' if ahead == 1 else 's'} ahead{where}"
+    if seconds is None:
+        return f"waiting: {place}"
+    if seconds < 1.5:
+        return f"waiting: {place}, starting in a moment"
+    if seconds < 90:
+        return f"waiting: {place}, about {round(seconds)} s"
+    return f"waiting: {place}, about {round(seconds / 60)} min"

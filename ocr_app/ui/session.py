@@ -28,18 +28,22 @@ class SessionDirs:
         self._closed: set[Path] = set()  # sessions whose tab closed while a job still wrote into them
         self._lock = threading.Lock()
 
+    def session_dir(self, session: str) -> Path:
+        return self._session_dir(session)
+
     def _session_dir(self, session: str) -> Path:
         safe = re.sub(r"[^A-Za-z0-9_-]", "_", session or "anonymous")[:64]
         return self.root / safe
 
-    def new_job(self, session: str) -> Path:
-        """A fresh folder for the session's next job; the session's finished jobs are deleted."""
+    def new_job(self, session: str, *, replace: bool = True) -> Path:
+        """A fresh folder for the session's next job; the session's finished jobs are deleted unless
+        ``replace`` is False (API calls: their results go once fetched, ``ui.api_results``)."""
         base = self._session_dir(session)
         with self._lock:
             self._counter += 1
             job = base / f"job-{self._counter}"
             self._closed.discard(base)
-            old = [p for p in base.iterdir() if p not in self._active] if base.exists() else []
+            old = [p for p in base.iterdir() if p not in self._active] if base.exists() and replace else []
             self._active.add(job)
         for path in old:
             shutil.rmtree(path, ignore_errors=True)

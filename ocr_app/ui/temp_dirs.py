@@ -74,11 +74,12 @@ class ProcessTemp:
 
     @property
     def work_dir(self) -> Path:
-        return self.path / "work"
+        """The app's outputs: inside gradio's folder, so gradio serves them in place (``ui.privacy``)."""
+        return self.gradio_dir / "sessions"
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
-        logger.info("removed the app's temp folder %s", self.path)
+        logger.debug("removed the app's temp folder %s", self.path)
 
 
 def sweep_orphans(base: Path | None = None) -> list[Path]:

@@ -204,7 +204,8 @@ def status_counts(documents: list[DocumentResult]) -> str:
 
 
 def summary_markdown(documents: list[DocumentResult], cancelled: bool) -> str:
-    """The line above the results: pages per status, what failed, what was cancelled."""
+    """The line above the results: pages per status, what failed, what was cancelled, which document
+    is incomplete (cut short by a cancel: its finished pages only)."""
     pages = sum(len(d.pages) for d in documents)
     flagged = sum(1 for d in documents for p in d.pages if p.status != "ok")
     counts = status_counts(documents)
@@ -216,6 +217,9 @@ def summary_markdown(documents: list[DocumentResult], cancelled: bool) -> str:
         lines[0] = "**Nothing was converted.**"
     if flagged:
         lines.append(f"{flagged} page(s) need attention (see Status).")
+    lines.extend(
+        f"**{d.source}** — {d.incomplete_line()}" for d in documents if not d.error and not d.complete
+    )
     lines.extend(f"**Failed: {d.source}** — {d.error}" for d in documents if d.error)
     return "\n\n".join(lines)
 

@@ -15,14 +15,23 @@ from ocr_app.engine_api import Capabilities
 from ocr_app.models.deepseek_ocr2.modes import MODES
 from ocr_app.models.deepseek_ocr2.prompts import PRESET_LABELS, PRESETS
 
+# Conversions an engine that batches serves at once. The graph decoder: each conversion keeps at least
+# one preprocessed page (on the GPU) waiting for a slot, and its memory plan leaves room for two vision
+# batches of them (``decoding.adapter.backlog_share``); a server fleet: enough to keep it fed.
+BATCHED_JOBS = 16
 
-def deepseek_capabilities(name: str, *, precisions: bool = True, modes: bool = True) -> Capabilities:
+
+def deepseek_capabilities(
+    name: str, *, precisions: bool = True, modes: bool = True, concurrent_jobs: int = 1
+) -> Capabilities:
     """The engine kind ``name``'s facts with DeepSeek-OCR-2's choices. Local engine: everything;
-    remote endpoints: no precisions and no modes (the server decides both)."""
+    remote endpoints: no precisions and no modes (the server decides both). ``concurrent_jobs``:
+    conversions that share the engine's batches (1: each runs alone)."""
     return replace(
         engine_kind(name).capabilities,
         prompts=tuple((preset, str(PRESET_LABELS.get(preset, preset))) for preset in PRESETS),
         custom_prompt=True,
         modes=tuple(MODES) if modes else (),
         precisions=DTYPE_CHOICES if precisions else (),
+        max_concurrent_jobs=max(1, int(concurrent_jobs)),
     )

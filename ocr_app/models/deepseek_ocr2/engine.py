@@ -24,6 +24,7 @@ import gc
 import hashlib
 import itertools
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -149,10 +150,13 @@ class DeepSeekOcr2Engine(Engine):
         vision_cache: VisionCache | None = None,
         batch_size: int = 8,
         budget_bytes: int | None = None,
+        gpu_probe: Callable[[], bool] | None = None,
     ):
         """``batch_size``: pages per ``generate`` call (the graph decoder plans its own pages in flight);
-        ``budget_bytes``: GPU memory this process may use (None: the device's free memory)."""
+        ``budget_bytes``: GPU memory this process may use (None: the device's free memory);
+        ``gpu_probe``: whether a GPU is present, answered without torch (``capabilities`` before a load)."""
         self.settings = settings
+        self.gpu_probe = gpu_probe
         self.vision_cache = vision_cache
         self.batch_size = max(1, int(batch_size))
         self.budget_bytes = budget_bytes
@@ -170,8 +174,11 @@ class DeepSeekOcr2Engine(Engine):
         self.precision: dict[str, Any] = {}
         # seconds of each step of the last load (processor, weights, key, read, to-device …)
         self.load_breakdown: dict[str, float] | None = None
-        # (done, total, label) during a first-time quantisation; the CLI/UI set it (tqdm, gr.Progress)
+        # (done, total, label) during a first-time quantisation and the kernel warm-up; the CLI/UI set
+        # it (tqdm, gr.Progress)
         self.load_progress: Callable[[int, int, str], None] | None = None
+        # what the last load's kernel warm-up did (``kernel_warmup.warm_up``: seconds, binaries, skip reason)
+        self.kernel_warmup: dict[str, Any] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -194,6 +201,7 @@ class DeepSeekOcr2Engine(Engine):
         dtype = resolve_dtype(preset, device)
         quant = preset if preset in QUANT_PRESETS else None
         t0 = time.perf_counter()
+        triton_setup = self._prepare_triton(device)
         model, processor = load_model(
             self.settings.model,
             device,
@@ -214,9 +222,41 @@ class DeepSeekOcr2Engine(Engine):
             gc_freeze.hold()
             self._holds_freeze = True
         self._exempt_ids = exempt_token_ids(processor.tokenizer)
+        self.kernel_warmup = self._warm_kernels(triton_setup)
+        if self.load_breakdown is not None and "seconds" in self.kernel_warmup:
+            self.load_breakdown = {**self.load_breakdown, "kernel_warmup_s": self.kernel_warmup["seconds"]}
         logger.info(
             "%s ready in %.1f s (exempt ids %s)", self.name, time.perf_counter() - t0, self._exempt_ids
         )
+
+    def _prepare_triton(self, device: torch.device) -> dict[str, Any] | None:
+        """Triton's on-disk cache in the project's cache dir and its stored installation hash, before
+        anything compiles (``kernel_warmup.prepare_triton``); None if that failed (Triton's defaults)."""
+        from ocr_app.models.deepseek_ocr2.kernel_warmup import prepare_triton
+
+        try:
+            return prepare_triton(self.settings, device)
+        except Exception as exc:  # an unwritable cache dir: Triton keeps its own default
+            logger.warning("Triton cache setup failed (%s); using Triton's defaults", exc)
+            return None
+
+    def _warm_kernels(self, prepared: dict[str, Any] | None) -> dict[str, Any]:
+        """Compile every Triton kernel this model can launch now, before it is reported ready, not in
+        the middle of the first document (``kernel_warmup``; a no-op off CUDA). A failure costs only
+        that: the kernels then compile on first use, as they did before."""
+        from ocr_app.models.deepseek_ocr2.kernel_warmup import warm_up
+
+        if prepared is None:
+            return {"skipped": "Triton cache setup failed"}
+        try:
+            return warm_up(self, self.load_progress, prepared)
+        except Exception as exc:
+            if type(exc).__name__ == "OutOfMemoryError":
+                import torch
+
+                torch.cuda.empty_cache()
+            logger.warning("kernel warm-up failed; kernels compile on first use", exc_info=exc)
+            return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
     def resolve_precision(self, device: torch.device) -> str:
         """The precision this load runs in: the one resolver (``precision.py``) with torch's facts."""
@@ -247,9 +287,28 @@ class DeepSeekOcr2Engine(Engine):
         return self.settings.cache_dir if getattr(self.settings, "quant_cache", True) else None
 
     def capabilities(self):
-        from ocr_app.models.deepseek_ocr2.capabilities import deepseek_capabilities
+        """With the graph decoder, concurrent conversions share its batches (``BATCHED_JOBS`` at
+        once); ``generate`` runs one conversion's pages at a time. Known without loading the model."""
+        from ocr_app.models.deepseek_ocr2.capabilities import BATCHED_JOBS, deepseek_capabilities
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder
 
-        return deepseek_capabilities(self.name)
+        jobs = 1
+        if wants_graph_decoder(self.settings.decoder, self._expected_device_kind()):
+            jobs = min(BATCHED_JOBS, max(1, int(getattr(self.settings, "decode_max_slots", 1))))
+        return deepseek_capabilities(self.name, concurrent_jobs=jobs)
+
+    def _expected_device_kind(self) -> str:
+        """The device kind the model runs (or would run) on, without importing torch: ``auto`` asks the
+        ``gpu_probe`` the composition root passed in (NVML / the driver), else torch if loaded."""
+        if self.device is not None:
+            return self.device.type
+        setting = (self.settings.device or "auto").strip().lower().split(",")[0]
+        if setting != "auto":
+            return setting.split(":")[0]
+        if self.gpu_probe is not None:
+            return "cuda" if self.gpu_probe() else "cpu"
+        torch = sys.modules.get("torch")
+        return "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
 
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
@@ -319,6 +378,7 @@ class DeepSeekOcr2Engine(Engine):
             "quant_source": self.precision.get("source"),
             "quantize_seconds": self.precision.get("quantize_seconds"),
             "load_breakdown": self.load_breakdown,
+            "kernel_warmup": self.kernel_warmup or None,
             "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
             "decoder": self._decoder.describe() if self._decoder is not None else None,
         }
@@ -395,16 +455,22 @@ class DeepSeekOcr2Engine(Engine):
     def scheduler(self) -> DecodeScheduler:
         """The graph decoder's scheduler for the loaded model, built on first use and kept between
         requests (its slots are sized once); ``unload`` closes it."""
-        from ocr_app.models.deepseek_ocr2.decoding.adapter import build_scheduler
-
         with self._decoder_lock:
             if self._decoder is None or self._decoder.model is not self.model:
-                self._decoder = build_scheduler(
-                    self,
-                    max_slots=int(getattr(self.settings, "decode_max_slots", 32)),
-                    budget_bytes=self.budget_bytes,
-                )
+                self._decoder = self.new_scheduler()
             return self._decoder
+
+    def new_scheduler(self) -> DecodeScheduler:
+        """A scheduler for the loaded model from the settings, not kept (``scheduler()`` keeps the
+        engine's own; the kernel warm-up asks one what decoders it would build)."""
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import build_scheduler
+
+        return build_scheduler(
+            self,
+            max_slots=int(getattr(self.settings, "decode_max_slots", 32)),
+            budget_bytes=self.budget_bytes,
+            small_request_batch=int(getattr(self.settings, "decode_small_request_batch", 0)),
+        )
 
     def _disable_graph_decoder(self, exc: BaseException) -> None:
         """A graph-decoder failure (a driver or kernel problem on this GPU) must not fail conversions:

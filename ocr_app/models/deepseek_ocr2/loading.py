@@ -291,6 +291,7 @@ def load_model(
     t0 = time.perf_counter()
     early = _start_prefetch(directory, device, quant) if prefetch else None
     try:
+        import_model_machinery()
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         t_import = time.perf_counter()
@@ -330,6 +331,29 @@ def load_model(
     }
     logger.info("loaded %s on %s as %s", directory, device, dtype)
     return model, processor
+
+
+def import_model_machinery() -> None:
+    """Import transformers' model machinery (``transformers.modeling_utils``) without ``scipy.optimize``.
+
+    Why: ``modeling_utils`` imports every loss module, and the DETR-family object-detection losses
+    import ``scipy.optimize`` for their Hungarian matcher when scipy is installed: 0.32 s of a cold start
+    on an H200 host, 10 % of the import's own time on the dev machine (``python -X importtime``), for
+    training code no OCR path runs (nothing in this project uses scipy). transformers' scipy check
+    answers "no" while those modules load and is put back at once; their matcher (training only) then
+    cannot run in this process. No-op when the machinery or scipy is already loaded."""
+    import sys
+
+    if "transformers.modeling_utils" in sys.modules or "scipy.optimize" in sys.modules:
+        return
+    import transformers.utils as tf_utils
+
+    real = tf_utils.is_scipy_available
+    tf_utils.is_scipy_available = lambda: False
+    try:
+        import transformers.modeling_utils  # noqa: F401
+    finally:
+        tf_utils.is_scipy_available = real
 
 
 def _start_prefetch(directory: Path, device: torch.device, quant: str | None) -> Any:
@@ -390,6 +414,7 @@ __all__ = [
     "QUANT_PRESETS",
     "QuantBackend",
     "download_instructions",
+    "import_model_machinery",
     "load_model",
     "quant_backend",
     "register_quant_backend",

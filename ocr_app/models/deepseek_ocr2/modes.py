@@ -199,6 +199,15 @@ def apply_max_side(spec: ModeSpec, image: Image.Image) -> Image.Image:
     return image.resize(target, PILImage.Resampling.LANCZOS)
 
 
+def view_geometries() -> list[tuple[int, int]]:
+    """``(global view side, tile side or 0)`` of every fixed mode (``auto`` and ``default:N`` pick
+    among these): the view shapes the vision encoder can be given, for its kernel warm-up."""
+    out = set()
+    for kw in _FIXED.values():
+        out.add((int(kw["size"]["height"]), int(kw["tile_size"]) if kw.get("crop_to_patches") else 0))
+    return sorted(out)
+
+
 def tokens_per_view(side: int) -> int:
     q = math.ceil(side / PATCH_SIZE / DOWNSAMPLE)
     return q * q
@@ -238,6 +247,7 @@ __all__ = [
     "scaled_size",
     "tile_limit",
     "tokens_per_view",
+    "view_geometries",
     "vision_tokens",
 ]
 

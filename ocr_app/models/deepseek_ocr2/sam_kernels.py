@@ -50,6 +50,14 @@ def _k() -> Any:
     return sam_triton
 
 
+def _launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> None:
+    """Triton's own launch path, through the project's one launch point (``quant.launch``: the kernel
+    warm-up collects launches there)."""
+    from ocr_app.quant.launch import launch
+
+    launch(kernel, grid, *args, fast=False, **kwargs)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -74,7 +82,8 @@ def ln_partition(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps:
     n_rows = out.numel() // c
     block_c = k.next_pow2(c)
     rows = _rows_per_program(block_c)
-    k.ln_partition[(_cdiv(n_rows, rows),)](
+    _launch(
+        k.ln_partition, (_cdiv(n_rows, rows),),
         x, weight, bias, out, n_rows, h, w, n_wh, n_ww, *x.stride(), float(eps),
         C=c, WS=window, ROWS=rows, BLOCK_C=block_c,
     )  # fmt: skip
@@ -103,7 +112,8 @@ def add_ln(
     n_rows = b * h * w
     block_c = k.next_pow2(c)
     rows = _rows_per_program(block_c)
-    k.add_ln[(_cdiv(n_rows, rows),)](
+    _launch(
+        k.add_ln, (_cdiv(n_rows, rows),),
         attn_out, residual, weight, bias, hidden, normed, n_rows, h, w, n_wh, n_ww, *residual.stride(),
         float(eps), C=c, WS=window, ROWS=rows, BLOCK_C=block_c,
     )  # fmt: skip
@@ -165,8 +175,8 @@ def augment_qkv(
 
     q, kk, v = alloc(dp), alloc(dp), alloc(vw)
     prec = "ieee" if qkv.dtype == torch.float32 else "tf32"  # 16-bit inputs are exact in TF32
-    k.augment_qkv[(views, heads, max(h, w))](
-        qkv, table_h, table_w, q, kk, v, h, w, dp, vw, float(scale),
+    _launch(
+        k.augment_qkv, (views, heads, max(h, w)), qkv, table_h, table_w, q, kk, v, h, w, dp, vw, float(scale),
         qkv.stride(0), qkv.stride(1), table_h.stride(0), table_h.stride(1), table_w.stride(0), table_w.stride(1),
         *q.stride()[:3], *v.stride()[:3],
         C=c, HD=hd, PREC=prec, **augment_config(h, w),
@@ -187,9 +197,10 @@ def merge_heads(out: torch.Tensor, head_dim: int) -> torch.Tensor:
     if out.stride(-1) != 1:
         out = out.contiguous()
     merged = torch.empty(views, t, c, dtype=out.dtype, device=out.device)
-    k.merge_heads[(views, heads, _cdiv(t, MERGE_TOKENS))](
-        out, merged, t, heads, out.stride(0), out.stride(1), out.stride(2), C=c, HD=head_dim, BT=MERGE_TOKENS
-    )
+    _launch(
+        k.merge_heads, (views, heads, _cdiv(t, MERGE_TOKENS)),
+        out, merged, t, heads, out.stride(0), out.stride(1), out.stride(2), C=c, HD=head_dim, BT=MERGE_TOKENS,
+    )  # fmt: skip
     return merged
 
 

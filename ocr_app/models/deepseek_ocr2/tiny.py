@@ -75,20 +75,16 @@ def make_processor(tokenizer: PreTrainedTokenizerFast):
 
 
 def new_model(tokenizer: PreTrainedTokenizerFast, seed: int = 0):
-    """A random-weight tiny model whose generation config carries the tokenizer's BOS/EOS/PAD."""
-    import torch
+    """A random-weight tiny model whose generation config carries the tokenizer's BOS/EOS/PAD.
+
+    The weights are the same bytes on every machine (``fill_weights``), so a decoder trained on this
+    model's vision features elsewhere (``tiny_train``'s pinned weights) fits it here.
+    """
     from transformers import DeepseekOcr2ForConditionalGeneration
 
     config = tiny_config(tokenizer)
-    torch.manual_seed(seed)
     model = DeepseekOcr2ForConditionalGeneration(config).eval()
-    # The default init leaves SAM's patch embedding near zero, which makes every page's vision features
-    # the same; N(0, 0.02) on the vision side gives features that differ from page to page.
-    with torch.no_grad():
-        for module in (model.model.vision_tower, model.model.multi_modal_projector):
-            for p in module.parameters():
-                if p.dim() >= 2:
-                    p.normal_(0, 0.02)
+    fill_weights(model, seed)
     ids = special_ids(tokenizer)
     model.generation_config.bos_token_id = ids["bos"]
     model.generation_config.eos_token_id = ids["eos"]
@@ -96,11 +92,44 @@ def new_model(tokenizer: PreTrainedTokenizerFast, seed: int = 0):
     return model
 
 
+def fill_weights(model: Any, seed: int, std: float = 0.02) -> None:
+    """Redraw every randomly initialised parameter from NumPy's PCG64, seeded by ``seed`` and its name.
+
+    Why not ``torch.manual_seed``: torch's CPU ``normal_`` takes another code path with AVX2 than
+    without (measured: other bytes under ``ATEN_CPU_CAPABILITY=default``), so the same seed gave other
+    weights on another machine. NumPy's generator is plain integer arithmetic. Matrices get
+    N(0, ``std``) — on the vision side too: the default init leaves SAM's patch embedding near zero,
+    which makes every page's features the same. Vectors that transformers draws at random (the view
+    separator) get N(0, 1/√n); constant vectors (norm weights, biases) keep their value.
+    """
+    import zlib
+
+    import numpy as np
+    import torch
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() < 2 and bool((p == p.flatten()[0]).all()):
+                continue  # a constant: ones or zeros by construction
+            scale = std if p.dim() >= 2 else p.shape[-1] ** -0.5
+            rng = np.random.Generator(np.random.PCG64([seed, zlib.crc32(name.encode())]))
+            values = rng.standard_normal(tuple(p.shape), dtype=np.float32) * np.float32(scale)
+            p.copy_(torch.from_numpy(values))
+
+
 def save_checkpoint(model: Any, tokenizer: PreTrainedTokenizerFast, out_dir: str | Path) -> Path:
     """Write model, tokenizer and processor so that ``from_pretrained`` loads them back."""
+    from transformers.utils import logging as hf_logging
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # "Writing model shards" for one 68 MB file is noise
+    try:
+        model.save_pretrained(out)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     make_processor(tokenizer).save_pretrained(out)
     return out
 

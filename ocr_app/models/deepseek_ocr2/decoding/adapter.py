@@ -14,6 +14,13 @@ thread decodes, this thread preprocesses and vision-encodes the next pages (``VI
 fewer where the decoder's memory plan shrank it, one before the plan exists), so a
 finished page's slot is refilled at once from the rest of the document, never in waves.
 
+Several documents at once (app users, API calls, a CLI batch): each ``stream_pages`` call is one
+request group of the engine's one scheduler. Pages waiting for a slot hold their preprocessed pixels, so
+the waiting pages of all groups together stay near two vision batches, split evenly between the groups
+with pages in flight (at least one page each, so a newcomer is never shut out by a long job's queue);
+the scheduler then gives free slots to the group holding the fewest. A job cancelled meanwhile
+(``PageRequest.cancel``) stops waiting at once: its pages leave the queue and their slots.
+
 Stop reasons are the ``generate`` path's, from the same function (``guard.page_end``): END at EOS (EOS
 not included in the ids), LENGTH at the cap, REPETITION when the capped tail loops or when the decoder
 stopped a page early because it was looping (``LoopSpec``).
@@ -48,6 +55,7 @@ DECODERS = ("auto", "generate", "graph")
 VISION_BATCH = 8  # pages encoded at once next to the running decoder (reserved in its memory plan; H200,
 # fused SAM layers: 27.6 ms/page at 4 pages, 20.6 at 8 — bench_vision)
 BACKLOG_POLL_S = 0.005  # how often a feeder whose backlog is full looks whether the decoder took pages
+CANCEL_POLL_S = 0.1  # how often a stream waiting for its pages looks whether its job was cancelled
 
 
 def wants_graph_decoder(setting: str, device: Any) -> bool:
@@ -61,9 +69,11 @@ def wants_graph_decoder(setting: str, device: Any) -> bool:
     return choice == "graph"
 
 
-def build_scheduler(source: PageSource, *, max_slots: int, budget_bytes: int | None) -> DecodeScheduler:
+def build_scheduler(
+    source: PageSource, *, max_slots: int, budget_bytes: int | None, small_request_batch: int = 0
+) -> DecodeScheduler:
     """A scheduler for ``source``'s loaded model (guard, EOS ids, slots); the engine keeps it between
-    requests and closes it on unload."""
+    requests and closes it on unload. ``small_request_batch``: see ``DecodeScheduler``."""
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
 
     opts = DecoderOptions(guard=source.guard_spec(), eos_ids=tuple(source.eos_ids()), graphs="auto")
@@ -74,6 +84,7 @@ def build_scheduler(source: PageSource, *, max_slots: int, budget_bytes: int | N
         budget_bytes=budget_bytes,
         vision_batch=VISION_BATCH,
         encoder=lambda pages: encode_pages(source, pages),
+        small_request_batch=small_request_batch,
     )
 
 
@@ -99,13 +110,28 @@ def stream_pages(
 ) -> Iterator[tuple[int, EngineOutput]]:
     """Yield ``(index, output)`` as pages finish, for ``(index, request)`` pairs pulled lazily: up to
     ``slots + vision batch`` pages are in flight; the next ones are encoded while those decode."""
+    group = object()  # this document's pages: one request in the scheduler's fair admission
     eos = set(source.eos_ids())
     waiting: dict[Future, tuple[int, Any, dict[str, float], float]] = {}
+    cancels: list[Any] = []  # the cancel events of the jobs whose pages these are (``PageRequest.cancel``)
+
+    def noted(pairs: Iterable[tuple[int, PageRequest]]) -> Iterator[tuple[int, PageRequest]]:
+        for i, r in pairs:
+            if r.cancel is not None and all(c is not r.cancel for c in cancels):
+                cancels.append(r.cancel)
+            yield i, r
 
     def ready(timeout: float | None) -> Iterator[tuple[int, EngineOutput]]:
         if not waiting:
             return
-        done, _ = wait(list(waiting), timeout=timeout, return_when=FIRST_COMPLETED)
+        end = None if timeout is None else time.perf_counter() + timeout
+        while True:  # wait in short slices: a cancelled job stops waiting at once
+            left = CANCEL_POLL_S if end is None else max(0.0, min(CANCEL_POLL_S, end - time.perf_counter()))
+            done, _ = wait(list(waiting), timeout=left, return_when=FIRST_COMPLETED)
+            if done or (end is not None and time.perf_counter() >= end):
+                break
+            if any(c.is_set() for c in cancels):
+                raise _Cancelled
         for f in sorted(done, key=lambda f: waiting[f][0]):
             index, page, timings, t0 = waiting.pop(f)
             res: DecodeResult = f.result()  # raises the page's error (EngineError, OOM) to the caller
@@ -115,10 +141,16 @@ def stream_pages(
             yield index, source.page_output(page, ids, stop, t)
 
     try:
-        yield from _feed(source, sched, iter(requests), waiting, ready)
+        yield from _feed(source, sched, noted(requests), waiting, ready, group)
+    except _Cancelled:  # the job was cancelled: its pages leave the queue and their slots now
+        logger.info("a cancelled conversion dropped %d page(s) in flight", len(waiting))
     finally:  # the caller stopped early (cancel, error): pages still queued or decoding are not wanted
         for f in waiting:
             f.cancel()
+
+
+class _Cancelled(Exception):
+    """The job these pages belong to was cancelled while they were in flight."""
 
 
 def _feed_stream(sched: DecodeScheduler) -> Any:
@@ -126,15 +158,22 @@ def _feed_stream(sched: DecodeScheduler) -> Any:
     return sched.feed_stream()
 
 
-def _feed(source: PageSource, sched, requests, waiting, ready) -> Iterator[tuple[int, EngineOutput]]:
+def backlog_share(batch: int, groups: int) -> int:
+    """Pages one request may keep waiting for a slot: two vision batches split between the requests
+    with pages in flight, at least one (so nobody is shut out by another request's queue)."""
+    return max(1, (2 * batch) // max(1, groups))
+
+
+def _feed(source: PageSource, sched, requests, waiting, ready, group) -> Iterator[tuple[int, EngineOutput]]:
     import torch
 
     exhausted = False
     while True:
         batch = sched.encode_batch()
-        # pages in flight up to the slots plus one batch, and at most two batches waiting for a slot
+        # pages in flight up to the slots plus one batch, and this request's share of the pages
+        # waiting for a slot (``backlog_share``)
         slot_room = sched.slots() + batch - len(waiting)
-        room = min(slot_room, 2 * batch - sched.backlog())
+        room = min(slot_room, backlog_share(batch, sched.groups()) - sched.backlog(group))
         chunk = [] if exhausted else list(itertools.islice(requests, min(batch, max(0, room))))
         if room > 0 and not exhausted and len(chunk) < min(batch, room):
             exhausted = True
@@ -151,14 +190,18 @@ def _feed(source: PageSource, sched, requests, waiting, ready) -> Iterator[tuple
                 DecodeRequest(p.input_ids, {}, p.max_new_tokens, key=i, payload=p)
                 for (i, _), p in zip(chunk, pages, strict=True)
             ]
-            for (i, _), page, f in zip(chunk, pages, sched.submit_many(reqs), strict=True):
+            for (i, _), page, f in zip(chunk, pages, sched.submit_many(reqs, group=group), strict=True):
                 waiting[f] = (i, page, timings, t0)
             yield from ready(0)
             continue
         if not waiting:
-            return
-        # slots are free but the backlog is full: look again as soon as the decoder admits pages
+            if exhausted:
+                return
+            # nothing in flight yet no room: counts of a page that just failed are being updated
+            time.sleep(BACKLOG_POLL_S)
+            continue
+        # slots are free but this request's backlog is full: look again soon (the decoder admits pages)
         yield from ready(BACKLOG_POLL_S if slot_room > 0 and not exhausted else None)
 
 
-__all__ = ["DECODERS", "build_scheduler", "stream_pages", "wants_graph_decoder"]
+__all__ = ["DECODERS", "backlog_share", "build_scheduler", "stream_pages", "wants_graph_decoder"]

@@ -71,6 +71,11 @@ def batch_bucket(n: int, capacity: int) -> int:
     return capacity
 
 
+def batch_buckets(capacity: int) -> list[int]:
+    """Every batch size ``batch_bucket`` gives a decoder of ``capacity`` slots."""
+    return sorted({batch_bucket(n, capacity) for n in range(1, capacity + 1)})
+
+
 def length_bucket(n: int, step: int, max_len: int) -> int:
     """Attention length for ``n`` positions: a multiple of ``step`` growing ~25 % per bucket."""
     b = step
@@ -185,6 +190,7 @@ __all__ = [
     "CAPTURE_LOCK",
     "DecodeGraphs",
     "batch_bucket",
+    "batch_buckets",
     "capture_lock",
     "length_bucket",
     "release_cuda_workspaces",

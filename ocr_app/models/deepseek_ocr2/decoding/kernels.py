@@ -41,6 +41,20 @@ def available() -> bool:
     return True
 
 
+def _launch(kernel: Any, grid: tuple, *args: Any, **kwargs: Any) -> None:
+    """Triton's own launch path (these run inside CUDA graphs), through the project's one launch point
+    (``quant.launch``: the kernel warm-up collects launches there)."""
+    from ocr_app.quant.launch import launch
+
+    launch(kernel, grid, *args, fast=False, **kwargs)
+
+
+def _collecting() -> bool:
+    from ocr_app.quant.launch import collecting_now
+
+    return collecting_now()
+
+
 @functools.cache
 def _k() -> Any:
     from ocr_app.models.deepseek_ocr2.decoding import triton_ops as decode_triton
@@ -59,9 +73,10 @@ def add_rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: tor
     out = torch.empty_like(x2)
     res = torch.empty_like(x2) if residual is not None else x2
     r2 = residual.reshape(-1, n) if residual is not None else x2
-    k.add_rmsnorm[(x2.shape[0],)](
-        x2, r2, weight, out, res, n, float(eps), HAS_RES=residual is not None, BLOCK=k.next_pow2(n)
-    )
+    _launch(
+        k.add_rmsnorm, (x2.shape[0],), x2, r2, weight, out, res, n, float(eps),
+        HAS_RES=residual is not None, BLOCK=k.next_pow2(n),
+    )  # fmt: skip
     return out.view(x.shape), res.view(x.shape)
 
 
@@ -75,7 +90,8 @@ def rope_kv(q, k, v, cos, sin, pos, k_cache, v_cache, heads: int, kv_heads: int,
     kk = _k()
     b = q.shape[0]
     qo = torch.empty((b, heads, 1, head_dim), dtype=q.dtype, device=q.device)
-    kk.rope_kv[(b, heads)](
+    _launch(
+        kk.rope_kv, (b, heads),
         q, k, v, cos, sin, pos, qo, k_cache, v_cache,
         q.stride(0), k.stride(0), v.stride(0),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
@@ -99,7 +115,10 @@ def route(x: torch.Tensor, weight: torch.Tensor, top_k: int, scale: float):
     logits = F.linear(x.to(torch.float32), weight.to(torch.float32))
     idx = torch.empty((t, top_k), dtype=torch.long, device=x.device)
     wt = torch.empty((t, top_k), dtype=torch.float32, device=x.device)
-    kk.route_topk[(t,)](logits, idx, wt, float(scale), e, TOPK=top_k, EP=kk.next_pow2(e))
+    _launch(kk.route_topk, (t,), logits, idx, wt, float(scale), e, TOPK=top_k, EP=kk.next_pow2(e))
+    if _collecting():  # a dry run: later ops may index with the routing (the sorted expert GEMM does)
+        idx.zero_()
+        wt.zero_()
     return idx, wt
 
 
@@ -127,13 +146,15 @@ def moe_experts(
     kp, tkp = kk.next_pow2(top_k), kk.next_pow2(t * top_k)
     h = torch.empty((t, top_k, inter), dtype=x.dtype, device=x.device)
     bn = 32
-    kk.moe_up[(e, -(-inter // bn))](
-        x, gate_up, idx, h, t, hidden, inter, TOPK=top_k, KP=kp, TKP=tkp, BM=bm, BN=bn, BK=128, IEEE=ieee
-    )
+    _launch(
+        kk.moe_up, (e, -(-inter // bn)),
+        x, gate_up, idx, h, t, hidden, inter, TOPK=top_k, KP=kp, TKP=tkp, BM=bm, BN=bn, BK=128, IEEE=ieee,
+    )  # fmt: skip
     y = torch.empty((t, top_k, hidden), dtype=torch.float32, device=x.device)
-    kk.moe_down[(e, -(-hidden // bn))](
-        h, down, idx, wt, y, t, inter, hidden, TOPK=top_k, KP=kp, TKP=tkp, BM=bm, BN=bn, BK=128, IEEE=ieee
-    )
+    _launch(
+        kk.moe_down, (e, -(-hidden // bn)),
+        h, down, idx, wt, y, t, inter, hidden, TOPK=top_k, KP=kp, TKP=tkp, BM=bm, BN=bn, BK=128, IEEE=ieee,
+    )  # fmt: skip
     if shared is None:
         return y.sum(dim=1).to(x.dtype)
     return combine(y, shared)
@@ -146,9 +167,10 @@ def combine(y: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
     kk = _k()
     t, top_k, hidden = y.shape
     out = torch.empty_like(shared).reshape(t, hidden)
-    kk.moe_combine[(t, -(-hidden // 256))](
-        y.contiguous(), shared.reshape(t, hidden).contiguous(), out, hidden, TOPK=top_k, BLOCK=256
-    )
+    _launch(
+        kk.moe_combine, (t, -(-hidden // 256)),
+        y.contiguous(), shared.reshape(t, hidden).contiguous(), out, hidden, TOPK=top_k, BLOCK=256,
+    )  # fmt: skip
     return out
 
 
@@ -172,9 +194,9 @@ def argmax(logits: torch.Tensor) -> torch.Tensor:
     nb = -(-vocab // block)
     vals = torch.empty((rows, nb), dtype=logits.dtype, device=logits.device)
     idx = torch.empty((rows, nb), dtype=torch.int32, device=logits.device)
-    kk.argmax_partial[(rows, nb)](logits, vals, idx, vocab, nb, BLOCK=block)
+    _launch(kk.argmax_partial, (rows, nb), logits, vals, idx, vocab, nb, BLOCK=block)
     out = torch.empty(rows, dtype=torch.long, device=logits.device)
-    kk.argmax_final[(rows,)](vals, idx, out, nb, vocab, NBP=kk.next_pow2(nb))
+    _launch(kk.argmax_final, (rows,), vals, idx, out, nb, vocab, NBP=kk.next_pow2(nb))
     return out
 
 
@@ -189,18 +211,22 @@ def ngram_ban_(logits, seq, kv_len, guard_start, spec: Any, exempt) -> None:
     b, vocab = logits.shape
     n, w = spec.ngram_size, spec.window
     ex = exempt if exempt is not None else torch.full((1,), -1, dtype=torch.long, device=logits.device)
-    kk.ngram_ban[(b,)](
+    _launch(
+        kk.ngram_ban, (b,),
         logits, seq, kv_len, guard_start, ex, vocab, seq.shape[1], ex.numel(),
         N=n, W=w, JP=kk.next_pow2(w - n + 1), CP=kk.next_pow2(max(1, n - 1)), EXP=kk.next_pow2(ex.numel()),
     )  # fmt: skip
 
 
 def finish_token(nxt, seq, kv_len, gen_count, max_new, stop_code, done, active, eos, rows: int) -> None:
-    """``step.DecodeStep.take_token``'s bookkeeping for rows [0, rows) in one launch."""
+    """``step.DecodeStep.take_token``'s bookkeeping for rows [0, rows) in one launch. The block covers
+    every slot (``seq``'s rows), not ``rows``: one binary for every batch bucket (a single program of
+    at most 64 masked lanes either way)."""
     kk = _k()
-    kk.finish_token[(1,)](
+    _launch(
+        kk.finish_token, (1,),
         nxt, seq, kv_len, gen_count, max_new, stop_code, done, active, eos, eos.numel(), seq.shape[1], rows,
-        BLOCK=kk.next_pow2(rows), EP=kk.next_pow2(eos.numel()),
+        BLOCK=kk.next_pow2(seq.shape[0]), EP=kk.next_pow2(eos.numel()),
     )  # fmt: skip
 
 

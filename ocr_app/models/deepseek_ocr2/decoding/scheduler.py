@@ -4,7 +4,9 @@ Why a worker thread: pages of one document and of concurrent jobs (two UI users,
 decode together, and a long page must not hold short ones back. Callers ``submit`` pages (thread-safe)
 and get a ``Future`` per page; one worker owns the GPU state, prefills new pages into free slots between
 decode chunks, frees a slot the moment its page finishes and resolves that page's future right away,
-so results stream out in finishing order (``adapter.stream_pages`` waits on the futures).
+so results stream out in finishing order (``adapter.stream_pages`` waits on the futures). Pages are
+submitted with a ``group`` (one request: a document's page stream); a free slot goes to the group that
+holds the fewest (``admission.FairQueue``), so a short request is not stuck behind a long job's queue.
 
 Why the decoder is kept between requests: rebuilding it per request re-allocated the K/V slots and
 re-captured every graph (seconds per request), and a release racing with the end of a request showed up
@@ -28,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ocr_app.exceptions import EngineError, GpuOutOfMemory
+from ocr_app.models.deepseek_ocr2.decoding.admission import FairQueue
 from ocr_app.models.deepseek_ocr2.decoding.decoder import (
     BATCH_BUCKETS,
     DecodeRequest,
@@ -182,10 +185,12 @@ def _settle(future: Future, result: Any = None, error: Exception | None = None) 
 
 @dataclass
 class _Owner:
-    """A page inside the decoder: its future and the caller's key (never stored on the Future)."""
+    """A page inside the decoder: its future, the caller's key (never stored on the Future) and the
+    request group it belongs to (fair admission counts the slots each group holds)."""
 
     future: Future
     key: Any
+    group: Any = None
 
 
 def _page_error(exc: Exception) -> Exception:
@@ -210,11 +215,13 @@ class DecodeScheduler:
         budget_bytes: int | None = None,
         vision_batch: int = 1,
         encoder: Callable[[list[Any]], list[dict[str, Any]]] | None = None,
+        small_request_batch: int = 0,
     ) -> None:
         """``budget_bytes``: GPU memory this process may use (None: the free memory); ``vision_batch``:
         pages encoded at once (reserved beside the slots); ``encoder``: turns the ``payload`` of
         requests submitted without ``model_inputs`` into them, ``vision_batch`` pages per call, on the
-        decoding thread between decode chunks.
+        decoding thread between decode chunks; ``small_request_batch`` (0: off): while a small request
+        decodes, larger ones get no new slots beyond this batch size (``admission.FairQueue.take``).
 
         Why the vision pass runs on this thread: launched from the engine's thread next to running
         decode graphs, it did not progress until the decoder idled (measured on an H200: 0.74 s instead
@@ -230,9 +237,13 @@ class DecodeScheduler:
         self.budget_bytes = budget_bytes
         self.vision_batch = max(1, int(vision_batch))
         self.encoder = encoder
-        self._backlog = 0  # pages submitted and not yet admitted (read by feeders, see ``backlog``)
+        self.small_request_batch = max(0, int(small_request_batch))  # read every cycle
+        # per group, the futures of pages waiting in the worker and of pages in slots (a snapshot the
+        # worker publishes; readers skip futures cancelled since, so a cancel frees room at once)
+        self._backlog: dict[Any, list[Future]] = {}
+        self._held: dict[Any, list[Future]] = {}
         self._cond = threading.Condition()
-        self._queue: deque[tuple[DecodeRequest, Future]] = deque()
+        self._queue: deque[tuple[Any, DecodeRequest, Future]] = deque()
         self._thread: threading.Thread | None = None
         self._closed = False
         self.decoder: PageDecoder | None = None
@@ -247,11 +258,15 @@ class DecodeScheduler:
     def submit(self, request: DecodeRequest) -> Future:
         return self.submit_many([request])[0]
 
-    def submit_many(self, requests: Sequence[DecodeRequest], expect: int = 0) -> list[Future]:
+    def submit_many(
+        self, requests: Sequence[DecodeRequest], expect: int = 0, group: Any = None
+    ) -> list[Future]:
         """Queue pages atomically; one future per page.
 
         ``expect``: pages the caller will submit in all; sizes a decoder where slots are not planned
-        from device memory (CPU), so it is not built for the first chunk only.
+        from device memory (CPU), so it is not built for the first chunk only. ``group``: the request
+        these pages belong to (any hashable; one per document stream); slots are shared fairly
+        between groups, pages of one group keep their order.
         """
         futures: list[Future] = []
         with self._cond:
@@ -265,22 +280,53 @@ class DecodeScheduler:
                         f"a prompt of {len(r.input_ids)} tokens does not fit the {self.context}-token context"
                     )
                 f: Future = Future()
-                self._queue.append((r, f))
+                self._queue.append((group, r, f))
                 futures.append(f)
             self._ensure_worker()
             self._cond.notify_all()
         return futures
 
-    def backlog(self) -> int:
-        """Pages submitted but not yet in a slot: a feeder keeps this small, since each holds its
-        preprocessed pixels (tens of MB on the GPU) until its vision pass."""
+    def backlog(self, group: Any = None, *, every: bool = False) -> int:
+        """Pages of ``group`` (``every``: of all groups) submitted but not yet in a slot: feeders keep
+        this small, since each holds its preprocessed pixels (tens of MB on the GPU) until its vision
+        pass. Cancelled pages do not count."""
         with self._cond:
-            return len(self._queue) + self._backlog
+            queued = [(g, f) for g, _, f in self._queue]
+            queued += [(g, f) for g, fs in self._backlog.items() for f in fs]
+        return sum(1 for g, f in queued if (every or g == group) and not f.cancelled())
+
+    def groups(self) -> int:
+        """Requests with pages waiting or decoding: feeders split the shared backlog among them."""
+        with self._cond:
+            items = [(g, f) for g, _, f in self._queue]
+            for snapshot in (self._backlog, self._held):
+                items += [(g, f) for g, fs in snapshot.items() for f in fs]
+        return len({g for g, f in items if not f.cancelled()})
 
     def slots(self) -> int:
         """Pages the decoder runs at once (its capacity once built; ``max_slots`` before)."""
         dec = self.decoder
         return dec.capacity if dec is not None else self.max_slots
+
+    def reachable_capacities(self) -> list[int]:
+        """Slot counts a decoder of this scheduler can be built with (the kernel warm-up compiles the
+        decode step for each, at load). On a GPU: the memory plan's slots for each slot length that fits
+        (planned from the memory free now: at load, what the first request will find); elsewhere, where
+        the slots follow the pages submitted: every batch bucket up to ``max_slots``."""
+        if self.model.lm_head.weight.device.type != "cuda":
+            return sorted({b for b in BATCH_BUCKETS if b < self.max_slots} | {self.max_slots})
+        caps = set()
+        for length in sorted({min(n, self.context) for n in SLOT_LENGTHS} | {self.context}):
+            try:
+                plan = plan_slots(
+                    self.model, length, self.max_slots, self.max_slots,
+                    prefill_batch=self.options.prefill_batch, vision_batch=self.vision_batch,
+                    budget_bytes=self.budget_bytes,
+                )  # fmt: skip
+            except GpuOutOfMemory:
+                continue
+            caps.add(plan.slots)
+        return sorted(caps)
 
     def encode_batch(self) -> int:
         """Pages the caller should vision-encode at once: what the memory plan reserved room for;
@@ -387,29 +433,32 @@ class DecodeScheduler:
         return stream
 
     def _loop(self, torch: Any) -> None:
-        pending: deque[tuple[DecodeRequest, Future]] = deque()
+        pending = FairQueue()
         owners: dict[int, _Owner] = {}
         while True:
             with self._cond:
                 while not self._queue and not pending and not owners and not self._closed:
                     self._cond.wait()  # idle: the decoder stays (see module doc)
+                for group, r, f in self._queue:
+                    pending.push(group, r, f)
+                self._queue.clear()
+                self._backlog = pending.waiting()  # moved, not admitted: feeders still count them
                 if self._closed:
                     self._fail_all(pending, owners, EngineError("the decode scheduler was closed"))
                     self._release()
                     return
-                pending.extend(self._queue)
-                self._queue.clear()
             try:
                 with torch.inference_mode():
                     self._cycle(pending, owners)
             except Exception as exc:  # the whole decoder state is suspect: fail its pages, rebuild
                 logger.exception("decode failed")
                 err = _page_error(exc)
-                self._fail_all(deque(), owners, err)
+                self._fail_all(FairQueue(), owners, err)
                 self._release()
+            self._publish(pending, owners)
 
-    def _build(self, pending: deque) -> None:
-        reqs = [r for r, _ in pending]
+    def _build(self, pending: FairQueue) -> None:
+        reqs = list(pending.requests())
         need = self._max_len_for(reqs)
         max_len = slot_length(need, self.context)
         on_cuda = self.model.lm_head.weight.device.type == "cuda"
@@ -440,7 +489,7 @@ class DecodeScheduler:
         self.capacities.append(cap)
         logger.info("decoder built: %d slots × %d tokens (graphs %s)", cap, max_len, self.decoder.use_graphs)
 
-    def _cycle(self, pending: deque, owners: dict[int, _Owner]) -> None:
+    def _cycle(self, pending: FairQueue, owners: dict[int, _Owner]) -> None:
         dec = self.decoder
         if dec is not None and not owners and pending and self._outgrown(dec, pending):
             self._release()  # idle and too small for what waits: rebuild below
@@ -450,21 +499,20 @@ class DecodeScheduler:
             dec = self.decoder
         if dec is None:
             return
-        # admit what fits into free slots; pages needing a longer context wait for the decoder to drain
-        batch: list[tuple[DecodeRequest, Future]] = []
-        keep: deque = deque()
-        free = len(dec.free_slots)
-        while pending:
-            r, f = pending.popleft()
-            if f.cancelled():
-                continue
-            if len(batch) < free and len(r.input_ids) + 1 <= dec.max_len:
-                batch.append((r, f))
-            else:
-                keep.append((r, f))
-        pending.extend(keep)
-        if batch:
-            self._admit(dec, batch, owners)
+        # admit what fits into free slots, fairly between requests (``FairQueue``); pages needing a
+        # longer context wait for the decoder to drain
+        held = self._held_by_group(owners)
+        taken = pending.take(
+            len(dec.free_slots),
+            lambda r: len(r.input_ids) + 1 <= dec.max_len,
+            held,
+            batch_cap=self.small_request_batch,
+            busy=len(owners),
+        )
+        with self._cond:
+            self._backlog = pending.waiting()
+        if taken:
+            self._admit(dec, [(g, r, f) for g, r, f in taken], owners)
         gone = []
         for s in dec.busy_slots:  # the caller went away (a cancelled conversion): free the slot now
             owner = owners.get(id(dec.slot_key[s]))
@@ -476,64 +524,83 @@ class DecodeScheduler:
             owner = owners.pop(id(res.key))
             res.key = owner.key
             _settle(owner.future, result=res)
-        with self._cond:
-            self._backlog = len(pending)
+        self._publish(pending, owners)
         if not pending:
             dec.compact()
         dec.run_chunk()
 
-    def _outgrown(self, dec: PageDecoder, pending: deque) -> bool:
+    @staticmethod
+    def _held_by_group(owners: dict[int, _Owner]) -> dict[Any, int]:
+        held: dict[Any, int] = {}
+        for o in owners.values():
+            held[o.group] = held.get(o.group, 0) + 1
+        return held
+
+    def _publish(self, pending: FairQueue, owners: dict[int, _Owner]) -> None:
+        """What feeders read (``backlog``, ``groups``): pages waiting and pages in slots per group."""
+        held: dict[Any, list[Future]] = {}
+        for o in owners.values():
+            held.setdefault(o.group, []).append(o.future)
+        with self._cond:
+            self._backlog, self._held = pending.waiting(), held
+
+    def _outgrown(self, dec: PageDecoder, pending: FairQueue) -> bool:
         """An idle decoder is rebuilt when a waiting page needs longer slots, or (CPU, where slots are
         not planned from memory) when more pages wait than it has slots."""
-        if any(len(r.input_ids) + 1 > dec.max_len for r, _ in pending):
+        if any(len(r.input_ids) + 1 > dec.max_len for r in pending.requests()):
             return True
         on_cuda = dec.device.type == "cuda"
         with self._cond:
             wanted = max(len(pending), self._expect)
         return not on_cuda and dec.capacity < min(wanted, self.max_slots)
 
-    def _admit(self, dec: PageDecoder, batch: list[tuple[DecodeRequest, Future]], owners: dict[int, _Owner]):
-        """Prefill ``batch`` into free slots; pages that still need their vision pass get it first, in
-        groups of the planned vision batch (what the memory plan reserved room for)."""
-        group = self.plan.vision_batch if self.plan is not None else self.vision_batch
-        for start in range(0, len(batch), max(1, group)):
-            self._admit_group(dec, batch[start : start + max(1, group)], owners)
+    def _admit(
+        self, dec: PageDecoder, batch: list[tuple[Any, DecodeRequest, Future]], owners: dict[int, _Owner]
+    ):
+        """Prefill ``batch`` (``(group, request, future)``) into free slots; pages that still need their
+        vision pass get it first, in groups of the planned vision batch (what the memory plan reserved
+        room for)."""
+        size = max(1, self.plan.vision_batch if self.plan is not None else self.vision_batch)
+        for start in range(0, len(batch), size):
+            self._admit_group(dec, batch[start : start + size], owners)
 
-    def _encode(self, batch: list[tuple[DecodeRequest, Future]]) -> list[tuple[DecodeRequest, Future]]:
-        todo = [i for i, (r, _) in enumerate(batch) if r.payload is not None and not r.model_inputs]
+    def _encode(
+        self, batch: list[tuple[Any, DecodeRequest, Future]]
+    ) -> list[tuple[Any, DecodeRequest, Future]]:
+        todo = [i for i, (_, r, _) in enumerate(batch) if r.payload is not None and not r.model_inputs]
         if not todo:
             return batch
         if self.encoder is None:
             raise EngineError("a page without model inputs was submitted to a scheduler without an encoder")
-        inputs = self.encoder([batch[i][0].payload for i in todo])
+        inputs = self.encoder([batch[i][1].payload for i in todo])
         out = list(batch)
         for i, mi in zip(todo, inputs, strict=True):
-            r, f = batch[i]
-            out[i] = (replace(r, model_inputs=mi, payload=None), f)
+            g, r, f = batch[i]
+            out[i] = (g, replace(r, model_inputs=mi, payload=None), f)
         return out
 
     def _admit_group(
-        self, dec: PageDecoder, batch: list[tuple[DecodeRequest, Future]], owners: dict[int, _Owner]
+        self, dec: PageDecoder, batch: list[tuple[Any, DecodeRequest, Future]], owners: dict[int, _Owner]
     ) -> None:
         try:
             batch = self._encode(batch)
         except Exception as exc:  # a page whose vision pass fails fails alone (with its group)
             if type(exc).__name__ == "OutOfMemoryError":
                 logger.warning("vision pass of %d page(s) ran out of memory", len(batch))
-            for _, f in batch:
+            for _, _, f in batch:
                 _settle(f, error=_page_error(exc))
             return
         reqs = []
         tokens = []
-        for r, f in batch:
+        for g, r, f in batch:
             token = object()  # unique key per page inside the decoder (kept alive in ``tokens``/``owners``)
             tokens.append(token)
-            owners[id(token)] = _Owner(f, r.key)
+            owners[id(token)] = _Owner(f, r.key, g)
             reqs.append(DecodeRequest(r.input_ids, r.model_inputs, r.max_new_tokens, key=token))
         try:
             dec.admit(reqs)
         except Exception as exc:  # a bad page (e.g. features that do not match) fails alone
-            for (_, f), q in zip(batch, reqs, strict=True):
+            for (_, _, f), q in zip(batch, reqs, strict=True):
                 owners.pop(id(q.key), None)
                 _settle(f, error=_page_error(exc))
             for s in dec.busy_slots:
@@ -541,10 +608,9 @@ class DecodeScheduler:
                     dec.slot_key[s] = None
             logger.warning("prefill of %d page(s) failed: %s", len(batch), exc)
 
-    def _fail_all(self, pending: deque, owners: dict[int, _Owner], err: Exception) -> None:
-        for _, f in pending:
+    def _fail_all(self, pending: FairQueue, owners: dict[int, _Owner], err: Exception) -> None:
+        for _, f in pending.drain():
             _settle(f, error=err)
-        pending.clear()
         for o in owners.values():
             _settle(o.future, error=err)
         owners.clear()

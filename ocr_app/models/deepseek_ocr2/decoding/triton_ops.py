@@ -2,6 +2,12 @@
 
 Module-level because Triton resolves the helpers a kernel calls through the module's globals.
 See ``kernels`` for what each kernel fuses and why.
+
+Integer arguments that change with the batch (rows ``T``/``B``) or the slot length (``L``) are not
+specialised (``do_not_specialize``): Triton would otherwise compile a binary per value class (1, a
+multiple of 16, other), so a batch composition not seen before compiled in the middle of a document
+(docs/PERFORMANCE.md, "The first page"). Sizes fixed by the model (hidden, vocabulary, experts) and
+strides stay specialised: they are what lets the compiler prove rows aligned for 16-byte accesses.
 """
 
 import triton
@@ -101,7 +107,7 @@ def moe_combine(y_ptr, shared_ptr, out_ptr, N, TOPK: tl.constexpr, BLOCK: tl.con
     tl.store(out_ptr + t * N + n, out.to(dt), mask=m)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T"])
 def moe_up(
     x_ptr, w_ptr, idx_ptr, h_ptr, T, K, INTER,
     TOPK: tl.constexpr, KP: tl.constexpr, TKP: tl.constexpr,
@@ -151,7 +157,7 @@ def moe_up(
                 tl.store(dst, out, mask=has[:, None] & nm[None, :])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T"])
 def moe_down(
     h_ptr, w_ptr, idx_ptr, wt_ptr, y_ptr, T, INTER, N,
     TOPK: tl.constexpr, KP: tl.constexpr, TKP: tl.constexpr,
@@ -217,7 +223,7 @@ def argmax_final(val_ptr, idx_ptr, out_ptr, NB, V, NBP: tl.constexpr):
     tl.store(out_ptr + r, tl.min(tl.where(v == best, i, V), axis=0).to(tl.int64))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["L"])
 def ngram_ban(
     logits_ptr, seq_ptr, kv_ptr, start_ptr, ex_ptr, V, L, NEX,
     N: tl.constexpr, W: tl.constexpr, JP: tl.constexpr, CP: tl.constexpr, EXP: tl.constexpr,
@@ -244,7 +250,7 @@ def ngram_ban(
         tl.store(logits_ptr + r.to(tl.int64) * V + banned, float("-inf"), mask=match & ~exempt)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["L", "B"])
 def finish_token(
     nxt_ptr, seq_ptr, kv_ptr, gen_ptr, maxnew_ptr, code_ptr, done_ptr, active_ptr, eos_ptr, NEOS, L, B,
     BLOCK: tl.constexpr, EP: tl.constexpr,
