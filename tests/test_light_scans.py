@@ -118,7 +118,8 @@ def test_headings_are_found_on_a_scan(engine: LightOcrEngine) -> None:
 
 def sections_document() -> pymupdf.Document:
     """Two pages: a 20 pt title, 14 pt bold sections and an 11 pt bold subsection on the first; only
-    11 pt bold subsections on the second, where the page alone makes them its top level."""
+    11 pt bold subsections (and a sub-subsection, numbered deeper in the same type) on the second,
+    where the page alone makes them its top level."""
     doc = pymupdf.open()
     body = (
         "The harbour board met in March to review the progress of the works on the eastern pier. "
@@ -131,7 +132,7 @@ def sections_document() -> pymupdf.Document:
             ("1.1 The old pier", 11),
             ("2. Progress of the works", 14),
         ],
-        [("2.1 Foundations", 11), ("2.2 Costs and funding", 11)],
+        [("2.1 Foundations", 11), ("2.1.1 Piles", 11), ("2.2 Costs and funding", 11)],
     )
     for titles in pages:
         page = doc.new_page(width=595, height=842)
@@ -153,14 +154,15 @@ def headings_of(out) -> list[str]:
 
 def test_heading_levels_on_scans_come_from_the_whole_document(engine: LightOcrEngine) -> None:
     # Read alone, the second page's subsections are its largest headings ("##"); read as one document
-    # (the stream the converter uses), they take the level of the first page's "1.1" subsection.
+    # (the stream the converter uses), they take the level of the first page's "1.1" subsection, and
+    # "2.1.1", in the same size and weight, one level below by its number.
     doc = sections_document()
     requests = [
         PageRequest(page=PageImage(image=scan_page(doc, k), index=k, source="scan.pdf", dpi=DPI), prompt="")
         for k in range(2)
     ]
     alone = headings_of(engine.predict_batch(requests[1:])[0])
-    assert alone == ["## 2.1 Foundations", "## 2.2 Costs and funding"], alone
+    assert alone == ["## 2.1 Foundations", "### 2.1.1 Piles", "## 2.2 Costs and funding"], alone
     outs = dict(engine.predict_stream(iter(requests)))
     first, second = headings_of(outs[0]), headings_of(outs[1])
     assert first == [
@@ -169,7 +171,7 @@ def test_heading_levels_on_scans_come_from_the_whole_document(engine: LightOcrEn
         "### 1.1 The old pier",
         "## 2. Progress of the works",
     ], first
-    assert second == ["### 2.1 Foundations", "### 2.2 Costs and funding"], second
+    assert second == ["### 2.1 Foundations", "#### 2.1.1 Piles", "### 2.2 Costs and funding"], second
     # The batch path ranks the batch's headings together alike.
     assert headings_of(engine.predict_batch(requests)[1]) == second
 

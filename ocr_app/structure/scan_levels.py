@@ -10,7 +10,10 @@ its page's body text and its weight (``HeadingRecord``), and ranks them once for
 - **size tiers**: the sized headings' ratios clustered (a tier spans < ``TIER_GAP``; the size measure
   spreads ±5 %), largest first → levels; the first tier is ``#`` only when it is title-sized
   (≥ the layout's ``h1_ratio``), else ``##``, as on the text layer;
-- **bold at body size** (or a title region's line at body size): the level below every size tier.
+- **bold at body size** (or a title region's line at body size): the level below every size tier;
+- **numbering depth** (``structure.numbering``, as on the text layer): where headings numbered to
+  different depths share a level ("2.1" and "2.1.3" both bold at body size), a deeper number goes
+  down a level per part.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ import logging
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ocr_app.schema import Block
 from ocr_app.structure.layout import LayoutConfig, TextLine
+from ocr_app.structure.numbering import depth_bases, numbered_level
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +50,7 @@ class DocumentLevels:
     tiers: tuple[float, ...] = ()
     first_level: int = 2
     heading_ratio: float = 1.25  # below this a heading is set at body size (bold, or a title region)
+    depth_bases: dict[int, int] = field(default_factory=dict)  # ``numbering.depth_bases``
 
     def level(self, record: HeadingRecord) -> int:
         """The level of one heading: its tier's rank, or the level below all tiers at body size."""
@@ -54,7 +59,7 @@ class DocumentLevels:
             base = nearest + self.first_level
         else:
             base = len(self.tiers) + self.first_level
-        return min(base, 6)
+        return numbered_level(min(base, 6), record.text, self.depth_bases)
 
 
 def heading_records(
@@ -96,8 +101,10 @@ def document_levels(records: Sequence[HeadingRecord | None], config: LayoutConfi
             tiers.append([ratio])
     means = tuple(statistics.median(t) for t in tiers)
     first = 1 if means and means[0] >= config.h1_ratio else 2
-    logger.debug("document heading tiers %s (first level %d)", means, first)
-    return DocumentLevels(means, first, config.heading_ratio)
+    sized_levels = DocumentLevels(means, first, config.heading_ratio)
+    bases = depth_bases((sized_levels.level(r), r.text) for r in records)
+    logger.debug("document heading tiers %s (first level %d), numbering bases %s", means, first, bases)
+    return DocumentLevels(means, first, config.heading_ratio, bases)
 
 
 def relevel(blocks: list[Block], records: Sequence[HeadingRecord | None], levels: DocumentLevels) -> None:
