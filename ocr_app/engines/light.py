@@ -414,11 +414,15 @@ class LightOcrEngine(Engine):
         ``LOOKAHEAD`` pages are read before any is handed on, their headings ranked together
         (``scan_levels.document_levels``), and later pages take those levels. Why wait: a page alone
         cannot tell a section title from a chapter title; the first pages of a document show its
-        title and section levels. A page's image is not kept while it waits: only its blocks."""
+        title and section levels. The engine keeps only a waiting page's blocks (the converter
+        holds its request, image included, until it is answered); a cancelled job ends the stream at
+        its next page."""
         self.load()
         waiting: list[tuple[int, EngineOutput, list[HeadingRecord | None]]] = []
         levels: DocumentLevels | None = None
         for i, request in enumerate(requests):
+            if request.cancelled:
+                return  # the job is cancelled: no more pages read while waiting (the converter stops)
             out, heads = self._lay_out(self._scan(request))
             if levels is not None:
                 relevel(out.blocks, heads, levels)
