@@ -37,14 +37,15 @@ def test_unsupported_heic_in_a_batch_fails_alone(tmp_path):
     assert (tmp_path / "out" / "a" / "a.md").read_text().count("The first document converts fine.") == 1
 
 
-def test_animated_gif_notes_that_only_the_first_frame_was_read(tmp_path):
-    gif = make_image(tmp_path / "anim.gif", "Frame", frames=3)
+def test_animated_webp_notes_that_only_the_first_frame_was_read(tmp_path):
+    """A WebP animation is not pages (unlike GIF/TIFF frames): its first frame is read and a note says so."""
+    gif = make_image(tmp_path / "anim.webp", "Frame", frames=3)
     settings = Settings(engine="light", idle_unload_s=0, cache_enabled=False)
     engines = build_engines(settings)
     (doc,) = Converter(engines, settings).convert(
         [gif], tmp_path / "out", ConvertOptions(formats=frozenset({"json"}))
     )
-    note = "anim.gif is an animation of 3 frames; only the first frame was read"
+    note = "anim.webp is an animation of 3 frames; only the first frame was read"
     assert note in doc.notes and len(doc.pages) == 1
     assert note in json.loads(doc.outputs["json"].read_text())["notes"]
 
