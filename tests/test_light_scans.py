@@ -176,6 +176,23 @@ def test_heading_levels_on_scans_come_from_the_whole_document(engine: LightOcrEn
     assert headings_of(engine.predict_batch(requests)[1]) == second
 
 
+def test_a_cancelled_job_ends_the_lookahead_stream(engine: LightOcrEngine) -> None:
+    # The stream holds pages back for the document's levels; a cancelled job must not read on.
+    doc = sections_document()
+    cancel = threading.Event()
+    pulled: list[int] = []
+
+    def requests():
+        for k in range(2):
+            pulled.append(k)
+            page = PageImage(image=scan_page(doc, k), index=k, source="scan.pdf", dpi=DPI)
+            yield PageRequest(page=page, prompt="", cancel=cancel)
+            cancel.set()  # the user cancels while the first page waits for the lookahead
+
+    assert list(engine.predict_stream(requests())) == []
+    assert pulled == [0, 1]
+
+
 def table_page(rules: bool = False) -> pymupdf.Document:
     """A table without vertical rulings; ``rules``: with a booktabs table's three horizontal rules."""
     doc = pymupdf.open()
