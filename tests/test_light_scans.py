@@ -46,7 +46,11 @@ def engine() -> LightOcrEngine:
 
 def scan(doc: pymupdf.Document) -> Image.Image:
     """Page 0 as a scanner would deliver it: pixels only."""
-    pix = doc[0].get_pixmap(dpi=DPI)
+    return scan_page(doc, 0)
+
+
+def scan_page(doc: pymupdf.Document, k: int) -> Image.Image:
+    pix = doc[k].get_pixmap(dpi=DPI)
     return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
 
 
@@ -110,6 +114,83 @@ def test_headings_are_found_on_a_scan(engine: LightOcrEngine) -> None:
     for title in ("1. Background", "2. Progress of the works", "Costs and funding"):
         assert any(h.lstrip("#").strip() == title for h in headings), text
     assert len(headings) == 4, text  # no body line promoted
+
+
+def sections_document() -> pymupdf.Document:
+    """Two pages: a 20 pt title, 14 pt bold sections and an 11 pt bold subsection on the first; only
+    11 pt bold subsections (and a sub-subsection, numbered deeper in the same type) on the second,
+    where the page alone makes them its top level."""
+    doc = pymupdf.open()
+    body = (
+        "The harbour board met in March to review the progress of the works on the eastern pier. "
+        "Work on the foundations is ahead of plan and the budget is holding. "
+    ) * 2
+    pages = (
+        [
+            ("Report on the Harbour Works", 20),
+            ("1. Background", 14),
+            ("1.1 The old pier", 11),
+            ("2. Progress of the works", 14),
+        ],
+        [("2.1 Foundations", 11), ("2.1.1 Piles", 11), ("2.2 Costs and funding", 11)],
+    )
+    for titles in pages:
+        page = doc.new_page(width=595, height=842)
+        y = 80.0
+        for title, size in titles:
+            page.insert_text((60, y), title, fontsize=size, fontname="hebo")
+            y += 10 if size < 20 else 30
+            if size == 20:
+                continue
+            left = page.insert_textbox(pymupdf.Rect(60, y, 535, y + 120), body, fontsize=10, fontname="helv")
+            assert left > 0
+            y += 120 - left + 22
+    return doc
+
+
+def headings_of(out) -> list[str]:
+    return [ln.strip() for ln in blocks_to_markdown(out.blocks).splitlines() if ln.startswith("#")]
+
+
+def test_heading_levels_on_scans_come_from_the_whole_document(engine: LightOcrEngine) -> None:
+    # Read alone, the second page's subsections are its largest headings ("##"); read as one document
+    # (the stream the converter uses), they take the level of the first page's "1.1" subsection, and
+    # "2.1.1", in the same size and weight, one level below by its number.
+    doc = sections_document()
+    requests = [
+        PageRequest(page=PageImage(image=scan_page(doc, k), index=k, source="scan.pdf", dpi=DPI), prompt="")
+        for k in range(2)
+    ]
+    alone = headings_of(engine.predict_batch(requests[1:])[0])
+    assert alone == ["## 2.1 Foundations", "### 2.1.1 Piles", "## 2.2 Costs and funding"], alone
+    outs = dict(engine.predict_stream(iter(requests)))
+    first, second = headings_of(outs[0]), headings_of(outs[1])
+    assert first == [
+        "# Report on the Harbour Works",
+        "## 1. Background",
+        "### 1.1 The old pier",
+        "## 2. Progress of the works",
+    ], first
+    assert second == ["### 2.1 Foundations", "#### 2.1.1 Piles", "### 2.2 Costs and funding"], second
+    # The batch path ranks the batch's headings together alike.
+    assert headings_of(engine.predict_batch(requests)[1]) == second
+
+
+def test_a_cancelled_job_ends_the_lookahead_stream(engine: LightOcrEngine) -> None:
+    # The stream holds pages back for the document's levels; a cancelled job must not read on.
+    doc = sections_document()
+    cancel = threading.Event()
+    pulled: list[int] = []
+
+    def requests():
+        for k in range(2):
+            pulled.append(k)
+            page = PageImage(image=scan_page(doc, k), index=k, source="scan.pdf", dpi=DPI)
+            yield PageRequest(page=page, prompt="", cancel=cancel)
+            cancel.set()  # the user cancels while the first page waits for the lookahead
+
+    assert list(engine.predict_stream(requests())) == []
+    assert pulled == [0, 1]
 
 
 def table_page(rules: bool = False) -> pymupdf.Document:

@@ -693,6 +693,8 @@ def _heading_level(
         if level and style.depth_bases and style.outline.get(_normal_title(text)) is None:
             level = numbered_level(level, text, style.depth_bases)
         return level
+    if any(i.role == "prose" for i in row.items):
+        return 0  # the layout model saw a paragraph's line (a scan: ``structure.scan_regions``)
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
@@ -702,8 +704,14 @@ def _heading_level(
     # bold lead-in ending in a colon ("Steps for using the microscope:") is one.
     if text.rstrip().endswith((".", ",", ";")):
         return 0
-    if all(i.role == "title" for i in row.items) and (row.bold or not text.rstrip().endswith(":")):
-        return 2  # a plain lead-in ending in a colon ("Consider this definition:") introduces text
+    if (
+        all(i.role == "title" for i in row.items)
+        and (row.bold or not text.rstrip().endswith(":"))
+        and (row.bold or ratio >= 1.1 or len(text.split()) <= 8)
+    ):
+        # A plain lead-in ending in a colon ("Consider this definition:") introduces text; a long
+        # line at body size in plain type is a paragraph the model's title box reached into.
+        return 2
     if (
         row.bold
         and ratio >= config.bold_heading_ratio
@@ -979,6 +987,11 @@ class _SectionBlocks:
     def add_heading(self, row: _Row, text: str, level: int, gap: float, big_gap: bool) -> None:
         cur = self.cur
         continues = cur is not None and cur.level == level and not big_gap
+        if cur is not None and cur.kind == "heading" and cur.last is not None and self.ctx.style is None:
+            # Without a document style (a scan), a title's next line continues it only in its weight
+            # and size: a plain body-size line right under a heading is its section's text.
+            ratio = row.size / max(cur.last.size, 1e-6)
+            continues = continues and row.bold == cur.last.bold and 0.85 <= ratio <= 1.18
         if cur is not None and cur.kind == "heading" and cur.last is not None and self.ctx.style is not None:
             # A title broken over lines keeps one weight; a line in another weight starts
             # something else, a line a little smaller (33 pt over 30 pt) still continues it.

@@ -12,7 +12,8 @@ alignment detection.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ocr_app.schema import Box
@@ -22,6 +23,8 @@ from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 logger = logging.getLogger(__name__)
 
 INK = 160  # grey level below which a pixel is ink
+FAINT = 18  # a ruling may be this much darker than the paper around it only (light grey rules)
+MAX_THICK = 0.4  # × line_px: a ruling is thinner than this (a shaded band is no ruling)
 MIN_SIDE = 40  # a table is at least this many pixels wide and high
 COVER = 0.6  # a ruling separates two slots when it covers this share of their common edge
 
@@ -63,9 +66,11 @@ def _boxes(mask: Any) -> list[tuple[int, int, int, int]]:
     return [cv2.boundingRect(c) for c in contours]
 
 
-def _segments(mask: Any, horizontal: bool) -> list[Segment]:
+def _segments(mask: Any, horizontal: bool, thick: float) -> list[Segment]:
     out: list[Segment] = []
     for x, y, w, h in _boxes(mask):
+        if (h if horizontal else w) > thick:
+            continue  # a band, not a ruling
         if horizontal:
             out.append(Segment(y + h / 2, float(x), float(x + w)))
         else:
@@ -93,19 +98,40 @@ def _covers(segments: list[Segment], pos: float, a: float, b: float, tol: float)
     return covered >= COVER * (b - a)
 
 
-def find_grids(grey: Any, *, line_px: float = 20.0) -> list[RuledGrid]:
+def rule_ink(grey: Any) -> Any:
+    """Pixels that may belong to a ruling: text-dark ink, or a thin stroke at least ``FAINT`` darker
+    than the paper or shading around it (a grey-level black-hat). Why not the text's ink level alone:
+    tables are often ruled in light grey (LibreOffice's and DocBook's defaults render at 176-229 on
+    white paper); why not a lighter global level: a shaded header band would then be one blob of
+    "ink" swallowing the rulings in it."""
+    import cv2
+    import numpy as np
+
+    arr = np.asarray(grey)
+    thin = cv2.morphologyEx(arr, cv2.MORPH_BLACKHAT, cv2.getStructuringElement(cv2.MORPH_RECT, (7, 7)))
+    return (((arr < INK) | (thin >= FAINT)) * 255).astype(np.uint8)
+
+
+def find_grids(grey: Any, *, line_px: float = 20.0, text_boxes: Sequence[Box] = ()) -> list[RuledGrid]:
     """Ruled grids (≥ 2 × 2 slots) on a grey page image; ``line_px`` is about one text line's height.
 
-    The kernels are longer than any letter (``2 × line_px``), so text never passes as a ruling.
+    The kernels are longer than any letter (``2 × line_px``), so text never passes as a ruling; the
+    cores of ``text_boxes`` (OCR lines) are blanked before horizontal rulings are looked for, since a
+    faint threshold can join a word's letters into one long run.
     """
     import cv2
     import numpy as np
 
-    ink = (np.asarray(grey) < INK).astype(np.uint8) * 255
+    ink = rule_ink(grey)
+    flat = ink.copy()
+    for x0, y0, x1, y1 in text_boxes:
+        pad = 0.25 * (y1 - y0)
+        flat[int(y0 + pad) : int(np.ceil(y1 - pad)), int(x0) : int(np.ceil(x1))] = 0
     length = max(int(2 * line_px), 15)
-    horiz = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1)))
+    horiz = cv2.morphologyEx(flat, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1)))
     vert = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, length)))
-    hsegs, vsegs = _segments(horiz, True), _segments(vert, False)
+    thick = max(MAX_THICK * line_px, 6.0)
+    hsegs, vsegs = _segments(horiz, True, thick), _segments(vert, False, thick)
     if len(hsegs) < 3 or len(vsegs) < 2:
         return []
     joined = cv2.dilate(horiz | vert, np.ones((5, 5), np.uint8))
@@ -217,8 +243,10 @@ def grid_tables(
     """
     tables: list[tuple[Box, list[list[Cell]], int]] = []
     used: set[int] = set()
-    for grid in find_grids(grey, line_px=line_px):
+    for grid in find_grids(grey, line_px=line_px, text_boxes=[ln.box for ln in lines]):
+        lines = cut_at_rulings(lines, grid)
         rows: list[list[Cell]] = [[] for _ in range(len(grid.rows) - 1)]
+        bold: list[list[bool]] = [[] for _ in range(len(grid.rows) - 1)]
         ids: set[int] = set()
         for cell in grid.cells:
             x0, y0, x1, y1 = cell.box
@@ -230,6 +258,7 @@ def grid_tables(
                 and y0 <= (ln.box[1] + ln.box[3]) / 2 <= y1
             ]
             ids.update(id(ln) for ln in inside)
+            bold[cell.row].extend(ln.bold for ln in inside)
             text = join_cell_lines([r.text for r in group_rows(inside)], join=join_lines)
             rows[cell.row].append(Cell(text, cell.colspan, cell.rowspan))
         cells = [c for row in rows for c in row]
@@ -245,5 +274,32 @@ def grid_tables(
             )
             continue
         used |= ids
-        tables.append((grid.box, rows, header_rows([None] * len(rows), row_shading(grey, grid))))
+        heavy = [all(b) if b else None for b in bold]
+        tables.append((grid.box, rows, header_rows(heavy, row_shading(grey, grid))))
     return tables, [ln for ln in lines if id(ln) not in used]
+
+
+def cut_at_rulings(lines: list[TextLine], grid: RuledGrid) -> list[TextLine]:
+    """The lines with those the OCR read across a column ruling of ``grid`` cut there, at the space
+    between the words on either side ("212471 X" over the size and type columns). Only lines whose
+    words' places are known (``TextLine.words``) can be cut; others stay whole."""
+    inner = grid.cols[1:-1]
+    out: list[TextLine] = []
+    for ln in lines:
+        x0, y0, x1, y1 = ln.box
+        cy = (y0 + y1) / 2
+        crossed = [x for x in inner if x0 < x < x1] if grid.rows[0] <= cy <= grid.rows[-1] else []
+        tokens = ln.text.split()
+        if not crossed or len(ln.words) != len(tokens):
+            out.append(ln)
+            continue
+        pieces: list[list[int]] = [[]]
+        for k, (a, b) in enumerate(ln.words):
+            while len(pieces) <= len(crossed) and (a + b) / 2 > crossed[len(pieces) - 1]:
+                pieces.append([])
+            pieces[-1].append(k)
+        for part in (p for p in pieces if p):
+            words = tuple(ln.words[k] for k in part)
+            box = (words[0][0], y0, words[-1][1], y1)
+            out.append(replace(ln, text=" ".join(tokens[k] for k in part), box=box, words=words))
+    return out

@@ -1,0 +1,122 @@
+"""Heading levels of a scanned document from the whole document's hierarchy, not page by page.
+
+Why: on a scan the page layout decides *which* lines are headings (size, weight, the layout model's
+title regions), but a page alone cannot tell *which level* one is: a page holding only "1.2" and
+"1.3" section titles makes them its largest headings, and a 1.5× heading is "##" whether the
+document also has 1.8× chapter titles or not. The light engine reads a document's first pages before
+it lays any of them out (``LightOcrEngine.predict_stream``), records every heading's size relative to
+its page's body text and its weight (``HeadingRecord``), and ranks them once for the document:
+
+- **size tiers**: the sized headings' ratios clustered (a tier spans < ``TIER_GAP``; the size measure
+  spreads ±5 %), largest first → levels; the first tier is ``#`` only when it is title-sized
+  (≥ the layout's ``h1_ratio``), else ``##``, as on the text layer;
+- **bold at body size** (or a title region's line at body size): the level below every size tier;
+- **numbering depth** (``structure.numbering``, as on the text layer): where headings numbered to
+  different depths share a level ("2.1" and "2.1.3" both bold at body size), a deeper number goes
+  down a level per part.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ocr_app.schema import Block
+from ocr_app.structure.layout import LayoutConfig, TextLine
+from ocr_app.structure.numbering import depth_bases, numbered_level
+
+logger = logging.getLogger(__name__)
+
+TIER_GAP = 1.12  # two heading sizes less than this ratio apart are one tier
+_HASHES = re.compile(r"^(#{1,6}) ")
+
+
+@dataclass(frozen=True)
+class HeadingRecord:
+    """One heading as the page layout found it: its size over its page's body size, its weight."""
+
+    ratio: float
+    bold: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class DocumentLevels:
+    """The document's heading hierarchy: size tiers (ratios, largest first) and where they start."""
+
+    tiers: tuple[float, ...] = ()
+    first_level: int = 2
+    heading_ratio: float = 1.25  # below this a heading is set at body size (bold, or a title region)
+    depth_bases: dict[int, int] = field(default_factory=dict)  # ``numbering.depth_bases``
+
+    def level(self, record: HeadingRecord) -> int:
+        """The level of one heading: its tier's rank, or the level below all tiers at body size."""
+        if record.ratio >= self.heading_ratio and self.tiers:
+            nearest = min(range(len(self.tiers)), key=lambda k: abs(record.ratio / self.tiers[k] - 1))
+            base = nearest + self.first_level
+        else:
+            base = len(self.tiers) + self.first_level
+        return numbered_level(min(base, 6), record.text, self.depth_bases)
+
+
+def heading_records(
+    blocks: Sequence[Block], lines: Sequence[TextLine], body: float
+) -> list[HeadingRecord | None]:
+    """One record per heading block of a page (None where no line lies in it), from the lines whose
+    centre lies in its box (the layout's frame: this runs as the page's last pass)."""
+    out: list[HeadingRecord | None] = []
+    for block in _headings(blocks):
+        box = block.box
+        inside = [
+            ln
+            for ln in lines
+            if box is not None
+            and box[0] <= (ln.box[0] + ln.box[2]) / 2 <= box[2]
+            and box[1] <= (ln.box[1] + ln.box[3]) / 2 <= box[3]
+        ]
+        if not inside or body <= 0:
+            out.append(None)
+            continue
+        ratio = statistics.median(ln.size for ln in inside) / body
+        out.append(HeadingRecord(ratio, all(ln.bold for ln in inside), _HASHES.sub("", block.text)))
+    return out
+
+
+def _headings(blocks: Sequence[Block]) -> list[Block]:
+    return [b for b in blocks if b.label in ("title", "sub_title") and _HASHES.match(b.text)]
+
+
+def document_levels(records: Sequence[HeadingRecord | None], config: LayoutConfig) -> DocumentLevels:
+    """The hierarchy of the headings recorded over the document's pages read so far."""
+    records = [r for r in records if r is not None]
+    sized = sorted((r.ratio for r in records if r.ratio >= config.heading_ratio), reverse=True)
+    tiers: list[list[float]] = []
+    for ratio in sized:
+        if tiers and tiers[-1][0] / ratio < TIER_GAP:
+            tiers[-1].append(ratio)
+        else:
+            tiers.append([ratio])
+    means = tuple(statistics.median(t) for t in tiers)
+    first = 1 if means and means[0] >= config.h1_ratio else 2
+    sized_levels = DocumentLevels(means, first, config.heading_ratio)
+    bases = depth_bases((sized_levels.level(r), r.text) for r in records)
+    logger.debug("document heading tiers %s (first level %d), numbering bases %s", means, first, bases)
+    return DocumentLevels(means, first, config.heading_ratio, bases)
+
+
+def relevel(blocks: list[Block], records: Sequence[HeadingRecord | None], levels: DocumentLevels) -> None:
+    """Each heading block of a page set to its level in the document (``records`` as
+    ``heading_records`` made them for these blocks)."""
+    heads = _headings(blocks)
+    if len(heads) != len(records):
+        logger.debug("page headings and records differ (%d vs %d): levels kept", len(heads), len(records))
+        return
+    for block, record in zip(heads, records, strict=True):
+        if record is None:
+            continue
+        level = levels.level(record)
+        block.text = "#" * level + " " + _HASHES.sub("", block.text)
+        block.label = "title" if level == 1 else "sub_title"
