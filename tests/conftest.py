@@ -56,10 +56,17 @@ def tiny_checkpoint(trained_checkpoint: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def random_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Random weights with the real tokenizer, for the few tests that need a model that loops."""
+    """Random weights with the real tokenizer, for the few tests that need a model that loops.
+
+    Seed 1: the engine-mechanics tests need a random model that loops when unguarded, whose guard changes
+    its output and whose output depends on the page; whether a random draw does all three is luck (seeds
+    0 and 2-6 each miss one; those tests assert the properties, so a draw without them fails loudly rather
+    than passing on a trivial comparison). The draw is the same bytes on every machine (``fill_weights``).
+    """
     from ocr_app.models.deepseek_ocr2.tiny import build_tiny_checkpoint
 
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-random"), cache_dir=_BUILD_CACHE / "tokenizer")
+    out = tmp_path_factory.mktemp("tiny-random")
+    return build_tiny_checkpoint(out, seed=1, cache_dir=_BUILD_CACHE / "tokenizer")
 
 
 @pytest.fixture(scope="session", autouse=True)
