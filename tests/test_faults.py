@@ -695,6 +695,75 @@ def test_a_page_that_renders_too_long_is_stopped(tmp_path):
     assert result.pages[2].width == round(A4[0] * 2) and result.complete
 
 
+def _forms_pdf(path: Path, chain: list[int], leaf: bytes) -> Path:
+    """Two text pages; page 1 also draws form 0, form k draws form k + 1 ``chain[k]`` times, and the
+    last form holds ``leaf`` (Flate-compressed)."""
+    import zlib
+
+    import pymupdf
+
+    doc = pymupdf.open()
+    for i in range(2):
+        doc.new_page(width=A4[0], height=A4[1]).insert_text((72, 90), f"Page {i + 1} text", fontsize=16)
+    xrefs = [doc.get_new_xref() for _ in range(len(chain) + 1)]
+    form = "<</Type/XObject/Subtype/Form/BBox[0 0 595 842]"
+    for k, times in enumerate(chain):
+        doc.update_object(xrefs[k], f"{form}/Resources<</XObject<</F{k + 1} {xrefs[k + 1]} 0 R>>>>>>")
+        doc.update_stream(xrefs[k], f"q /F{k + 1} Do Q\n".encode() * times)
+    doc.update_object(xrefs[-1], form + ">>")
+    doc.update_stream(xrefs[-1], zlib.compress(leaf, 1), compress=False)
+    doc.xref_set_key(xrefs[-1], "Filter", "/FlateDecode")
+    page = doc[0]
+    kind, resources = doc.xref_get_key(page.xref, "Resources")
+    if kind == "xref":
+        doc.xref_set_key(int(resources.split()[0]), "XObject", f"<</F0 {xrefs[0]} 0 R>>")
+    else:
+        doc.xref_set_key(page.xref, "Resources/XObject", f"<</F0 {xrefs[0]} 0 R>>")
+    content = page.get_contents()[0]
+    doc.update_stream(content, doc.xref_stream(content) + b"\nq /F0 Do Q\n")
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_bomb_inside_nested_forms_is_refused_by_the_size_limit(tmp_path):
+    """Row 11 through form XObjects: 20 MiB of whitespace two forms deep counts toward the page's limit
+    (8 MiB here), so that page is refused and names the setting; the other page converts."""
+    pdf = _forms_pdf(tmp_path / "nested.pdf", [1, 1], b" " * (20 << 20))
+    settings = Settings(engine="textlayer", result_cache_mb=0, max_page_stream_mb=8)
+    options = ConvertOptions(formats=frozenset({"json"}))
+    [result] = Converter(build_engines(settings), settings).convert([pdf], tmp_path / "out", options)
+    assert [p.status for p in result.pages] == ["error", "ok"]
+    assert result.pages[0].error == (
+        "nested.pdf: page 1's content inflates to more than 8 MiB (a decompression bomb?); it was not "
+        "rendered (set DEEPSEEK_OCR_MAX_PAGE_STREAM_MB to raise the limit)"
+    )
+
+
+def test_forms_drawing_forms_billions_of_times_render_under_the_time_limit(tmp_path):
+    """Six forms, each drawing the next 30 times, end in one page fill: 2 KB of streams that MuPDF would
+    interpret 729 million times (in-process, where nothing can stop it). Counted as drawn, the page goes to
+    the child process and is stopped after 3 s; the other page converts."""
+    from ocr_app.ingest.pdf_guard import content_cost
+
+    pdf = _forms_pdf(tmp_path / "laughs.pdf", [30] * 6, b"0 0 595 842 re f\n")
+    import pymupdf
+
+    with pymupdf.open(pdf) as doc:
+        cost = content_cost(doc[0], 256 << 20)
+    assert cost.stored < 4096 and cost.drawn > 30**6 * 17, cost
+    settings = Settings(engine="textlayer", result_cache_mb=0, max_render_s=3)
+    options = ConvertOptions(formats=frozenset({"json"}))
+    start = time.monotonic()
+    [result] = Converter(build_engines(settings), settings).convert([pdf], tmp_path / "out", options)
+    assert [p.status for p in result.pages] == ["error", "ok"]
+    assert result.pages[0].error == (
+        "laughs.pdf: page 1 took longer than 3 s to render and was stopped (set DEEPSEEK_OCR_MAX_RENDER_S to "
+        "allow longer)"
+    )
+    assert time.monotonic() - start < 30
+
+
 def test_remote_images_in_model_html_are_not_loaded_either():
     """Row 10 for engines whose output keeps raw HTML (DeepSeek): ``<img>`` of another host loses its
     source in the page viewer and becomes a link in the Document tab; the app's own figures stay."""

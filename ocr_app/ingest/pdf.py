@@ -223,8 +223,8 @@ class PdfDocument(SourceDocument):
                     f"{self.name}: page {index + 1} is damaged and cannot be rendered"
                 ) from exc
         if image is None:  # heavy content: a child process renders it, stopped after max_render_s
-            logger.info("%s: page %d has %.0f MiB of content; rendering it in a child process",
-                        self.name, index + 1, size / 2**20)  # fmt: skip
+            logger.info("%s: page %d draws %.0f MiB of content or more; rendering it in a child process",
+                        self.name, index + 1, min(size, 2**50) / 2**20)  # fmt: skip
             image = render_isolated(
                 self.pdf_path, index, zoom, self._password, self.limits.max_render_s, self.name,
                 ENV_MAX_RENDER_S,

@@ -11,8 +11,12 @@ Why a child process for heavy pages: under the size limit a page can still take 
 ``python -m ocr_app.ingest.render_child``, killed after ``max_render_s``; the operating system gets
 their memory back when the child ends. Ordinary pages (kilobytes of content) render in-process as before.
 
-Form XObjects the page uses directly are counted with its content streams; forms nested inside forms are
-not (the render time limit still covers heavy pages that the size count finds).
+Why forms are followed to any depth and multiplied: a form XObject is drawn each time a ``Do`` names
+it, so a few kilobytes of forms nested ten deep, each drawing the next thirty times, make MuPDF interpret
+billions of operators (the "billion laughs" of PDF). Each distinct stream is inflated once for the size
+limit; the cost of drawing the page counts every form as often as the ``Do`` operators above it may draw
+it (an upper bound), and a page whose drawing cost passes ``isolate_render_bytes`` renders in the child,
+under the time limit, however small its streams are.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import re
 import subprocess
 import sys
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_app.exceptions import CorruptFileError, LimitExceededError
 
@@ -37,10 +41,28 @@ logger = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
 _FILTER_NAME = re.compile(r"/(\w+)")
+_REFERENCE = re.compile(r"(\d+)\s+0\s+R")
+_MAX_FORM_DEPTH = 32  # deeper nesting (or a cycle) is treated as unbounded drawing cost
+_UNBOUNDED = 1 << 62
+
+
+class ContentCost(NamedTuple):
+    """What a page's content costs MuPDF: ``stored`` inflated bytes of its distinct streams (content
+    streams and every form XObject it reaches, each once; counted up to just past the cap) and ``drawn``,
+    the bytes interpreted to draw the page with each form counted as often as it may be drawn."""
+
+    stored: int
+    drawn: int
 
 
 def decoded_size(doc: pymupdf.Document, xref: int, budget: int) -> int:
-    """Bytes the stream ``xref`` inflates to, counted up to just past ``budget`` (then it stops).
+    """Bytes the stream ``xref`` inflates to, counted up to just past ``budget`` (then it stops)."""
+    return _inflate(doc, xref, budget)[0]
+
+
+def _inflate(doc: pymupdf.Document, xref: int, budget: int) -> tuple[int, int]:
+    """Bytes the stream ``xref`` inflates to (counted up to just past ``budget``) and how many ``Do``
+    operators (XObject draws) they hold.
 
     Flate streams (nearly all content streams) are inflated here in bounded steps; a stream without a
     filter is its own size; other filter chains (LZW, ASCII85…) are decoded by MuPDF."""
@@ -48,51 +70,100 @@ def decoded_size(doc: pymupdf.Document, xref: int, budget: int) -> int:
     names = _FILTER_NAME.findall(value) if kind in ("name", "array") else []
     raw = doc.xref_stream_raw(xref) or b""
     if not names:
-        return len(raw)
+        return len(raw), raw.count(b"Do")
     if names[0] not in ("FlateDecode", "Fl"):
-        return len(doc.xref_stream(xref) or b"")
+        data = doc.xref_stream(xref) or b""
+        return len(data), data.count(b"Do")
     inflater = zlib.decompressobj()
-    count, data = 0, raw
+    count, draws, data = 0, 0, raw
     try:
         while count <= budget:
             out = inflater.decompress(data, _CHUNK)
             if not out:
                 break
             count += len(out)
+            draws += out.count(b"Do")
             data = inflater.unconsumed_tail
     except zlib.error:  # a damaged stream: MuPDF stops where inflating stops, so does the count
         pass
-    return count
+    return count, draws
+
+
+def _forms_used(doc: pymupdf.Document, xref: int) -> list[int]:
+    """The form XObjects named in the resources of the form ``xref``."""
+    kind, value = doc.xref_get_key(xref, "Resources/XObject")
+    if kind == "xref":
+        value = doc.xref_object(int(value.split()[0]), compressed=True)
+    elif kind != "dict":
+        return []
+    return [
+        r for r in (int(m) for m in _REFERENCE.findall(value)) if doc.xref_get_key(r, "Subtype")[1] == "/Form"
+    ]
+
+
+def content_cost(page: pymupdf.Page, cap: int) -> ContentCost:
+    """``ContentCost`` of the page (call with ``MUPDF_LOCK`` held); inflating stops once ``cap`` bytes
+    of distinct streams are counted."""
+    doc = page.parent
+    try:
+        contents = [x for x in page.get_contents() if x > 0]
+        forms = [x[0] for x in page.get_xobjects() if x[0] > 0]
+    except (RuntimeError, ValueError):  # a damaged page: MuPDF renders what it can, as before
+        return ContentCost(0, 0)
+    stored = 0
+    drawing: dict[int, int] = {}  # form xref -> bytes one drawing of it costs (_UNBOUNDED while on the stack)
+
+    def measure(xref: int) -> tuple[int, int]:
+        nonlocal stored
+        if stored > cap:
+            return 0, 0
+        try:
+            size, draws = _inflate(doc, xref, cap - stored)
+        except (RuntimeError, ValueError) as exc:  # a stream MuPDF cannot read inflates to nothing
+            logger.debug("page %d: stream %d not counted: %s", page.number + 1, xref, exc)
+            return 0, 0
+        stored += size
+        return size, draws
+
+    def form_cost(xref: int, depth: int) -> int:
+        if xref in drawing:
+            return drawing[xref]
+        drawing[xref] = _UNBOUNDED  # a form that draws itself (directly or not) never ends
+        if depth > _MAX_FORM_DEPTH:
+            return _UNBOUNDED
+        size, draws = measure(xref)
+        try:
+            used = _forms_used(doc, xref)
+        except (RuntimeError, ValueError):
+            used = []
+        heaviest = max((form_cost(child, depth + 1) for child in used), default=0)
+        drawing[xref] = min(size + draws * heaviest, _UNBOUNDED)
+        return drawing[xref]
+
+    size, draws = 0, 0
+    for xref in dict.fromkeys(contents):
+        one, many = measure(xref)
+        size, draws = size + one, draws + many
+    heaviest = max((form_cost(xref, 1) for xref in dict.fromkeys(forms)), default=0)
+    return ContentCost(stored, min(size + draws * heaviest, _UNBOUNDED))
 
 
 def content_bytes(page: pymupdf.Page, cap: int) -> int:
-    """Inflated bytes of the page's content streams and the form XObjects it uses, counted up to just
-    past ``cap`` (call with ``MUPDF_LOCK`` held)."""
-    doc = page.parent
-    try:
-        xrefs = list(page.get_contents()) + [x[0] for x in page.get_xobjects()]
-    except (RuntimeError, ValueError):  # a damaged page: MuPDF renders what it can, as before
-        return 0
-    total = 0
-    for xref in dict.fromkeys(x for x in xrefs if x > 0):
-        try:
-            total += decoded_size(doc, xref, cap - total)
-        except (RuntimeError, ValueError) as exc:  # a stream MuPDF cannot read inflates to nothing
-            logger.debug("page %d: stream %d not counted: %s", page.number + 1, xref, exc)
-        if total > cap:
-            break
-    return total
+    """Bytes MuPDF interprets to draw the page (``ContentCost.drawn``), for callers that walk what the
+    page draws (call with ``MUPDF_LOCK`` held)."""
+    return content_cost(page, cap).drawn
 
 
 def check_content(page: pymupdf.Page, name: str, index: int, cap: int, env_name: str) -> int:
-    """``content_bytes`` of the page, or ``LimitExceededError`` naming the page when it passes ``cap``."""
-    size = content_bytes(page, cap)
-    if size > cap:
+    """The page's drawing cost (``ContentCost.drawn``), or ``LimitExceededError`` naming the page when
+    its distinct streams inflate past ``cap``."""
+    cost = content_cost(page, cap)
+    if cost.stored > cap:
         raise LimitExceededError(
             f"{name}: page {index + 1}'s content inflates to more than {cap / 2**20:.0f} MiB "
             f"(a decompression bomb?); it was not rendered (set {env_name} to raise the limit)"
         )
-    return size
+    return cost.drawn
 
 
 def render_isolated(
@@ -118,4 +189,4 @@ def render_isolated(
     return PILImage.frombytes("RGB", (width, height), samples, "raw", "RGB", stride)
 
 
-__all__ = ["check_content", "content_bytes", "decoded_size", "render_isolated"]
+__all__ = ["ContentCost", "check_content", "content_bytes", "content_cost", "decoded_size", "render_isolated"]
