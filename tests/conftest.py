@@ -35,12 +35,16 @@ def trained_checkpoint() -> Path:
     """The tiny DeepSeek-OCR-2 trained to read ``tiny_pages.PAGES`` exactly (real tokenizer, cached)."""
     import os
 
+    from filelock import FileLock
+
     from ocr_app.models.deepseek_ocr2 import tiny_train
 
     old = os.environ.get("DEEPSEEK_OCR_CACHE_DIR")
     os.environ["DEEPSEEK_OCR_CACHE_DIR"] = str(_BUILD_CACHE)
-    try:
-        return tiny_train.build_trained_checkpoint()
+    _BUILD_CACHE.mkdir(parents=True, exist_ok=True)
+    try:  # the suite's workers (pytest -n 2) build it once: the first holds the lock, the others reuse
+        with FileLock(str(_BUILD_CACHE / ".tiny-build.lock")):
+            return tiny_train.build_trained_checkpoint()
     finally:
         if old is None:
             os.environ.pop("DEEPSEEK_OCR_CACHE_DIR", None)
