@@ -193,6 +193,26 @@ def test_a_cancelled_job_ends_the_lookahead_stream(engine: LightOcrEngine) -> No
     assert pulled == [0, 1]
 
 
+def test_the_first_page_is_handed_on_after_the_lookahead_not_the_document(engine: LightOcrEngine) -> None:
+    # Each page held back for the levels delays the first page a user sees by a page's OCR: the first
+    # answer comes once LOOKAHEAD pages are read, with the rest of the document still unread.
+    from ocr_app.engines.light import LOOKAHEAD
+
+    doc = sections_document()
+    pulled: list[int] = []
+
+    def requests():
+        for k in range(LOOKAHEAD + 2):
+            pulled.append(k)
+            page = PageImage(image=scan_page(doc, k % doc.page_count), index=k, source="scan.pdf", dpi=DPI)
+            yield PageRequest(page=page, prompt="")
+
+    stream = engine.predict_stream(requests())
+    first, _ = next(stream)
+    assert first == 0 and len(pulled) == LOOKAHEAD <= 4
+    assert [i for i, _ in stream] == list(range(1, LOOKAHEAD + 2))
+
+
 def table_page(rules: bool = False) -> pymupdf.Document:
     """A table without vertical rulings; ``rules``: with a booktabs table's three horizontal rules."""
     doc = pymupdf.open()
