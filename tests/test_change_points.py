@@ -123,7 +123,10 @@ def test_a_setting_an_engine_kind_requires_is_checked_by_the_cli_from_its_capabi
         runs = CliRunner().invoke(main, args, env={"DEEPSEEK_OCR_REMOTE_API_KEY": "k"})
     finally:
         unregister_engine("keyed")
-    assert refused.exit_code == 2 and "--engine keyed needs a key: set DEEPSEEK_OCR_REMOTE_API_KEY." in refused.output
+    assert (
+        refused.exit_code == 2
+        and "--engine keyed needs a key: set DEEPSEEK_OCR_REMOTE_API_KEY." in refused.output
+    )
     assert runs.exit_code == 0, runs.output
 
 

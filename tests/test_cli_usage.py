@@ -159,7 +159,12 @@ def test_rerun_with_fewer_pages_leaves_no_stale_files(tmp_path):
     with zipfile.ZipFile(out / "d" / "d.zip") as zf:
         assert [n for n in zf.namelist() if n.startswith("overlays/")] == ["overlays/page_0002.png"]
     data = json.loads((out / "d" / "d.json").read_text())
-    assert (data["page_count"], data["pages_selected"], data["pages_done"], data["complete"]) == (3, 1, 1, True)
+    assert (data["page_count"], data["pages_selected"], data["pages_done"], data["complete"]) == (
+        3,
+        1,
+        1,
+        True,
+    )
     assert (out / "d" / "notes.txt").read_text() == "the user's own file"  # not ours: left alone
     # a narrower run drops outputs of formats it was not asked for (they would describe other pages)
     assert (

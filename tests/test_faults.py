@@ -536,37 +536,31 @@ def test_viewing_a_document_loads_nothing_from_outside_the_app(tmp_path):
     """Row 10: a document whose text holds ``![x](https://example.com/track.gif)``, shown in Chromium
     (Pages and Document tabs): no request leaves 127.0.0.1, the image is a link, and the page carries
     the Content-Security-Policy."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, free_port, running_app
+    from tests.ui_support import chromium, free_port, running_app
 
     pdf = make_pdf(tmp_path / "track.pdf", ["# Report\nSee ![x](https://example.com/track.gif) here."])
     settings = Settings(engine="textlayer", cache_dir=tmp_path / "cache", result_cache_mb=0, dpi=72,
                         host="127.0.0.1", port=free_port())  # fmt: skip
-    with running_app(settings) as app, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            tab = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-            tab.set_default_timeout(120_000)
-            requests: list[str] = []
-            tab.on("request", lambda r: requests.append(r.url))
-            response = tab.goto(app.url)
-            assert "img-src 'self' data: blob:" in response.headers["content-security-policy"]
-            tab.set_input_files("#input-files input[type=file]", [str(pdf)])
-            tab.locator("#input-files").get_by_text("track", exact=True).first.wait_for()
-            tab.click("#convert-btn")
-            tab.locator("#job-status").get_by_text("Done:").wait_for()
-            link = tab.locator("#page-view a.ocr-remote-image")
-            link.wait_for()
-            assert link.inner_text() == "remote image: x"
-            assert link.get_attribute("href") == "https://example.com/track.gif"
-            tab.get_by_role("tab", name="Document").click()
-            doc = tab.locator("#doc-markdown")
-            doc.get_by_text("remote image: x").wait_for()
-            assert doc.locator("img[src*='example.com']").count() == 0
-            assert doc.locator("a[href='https://example.com/track.gif']").count() == 1
-        finally:
-            browser.close()
+    with running_app(settings) as app, chromium() as browser:
+        tab = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        tab.set_default_timeout(120_000)
+        requests: list[str] = []
+        tab.on("request", lambda r: requests.append(r.url))
+        response = tab.goto(app.url)
+        assert "img-src 'self' data: blob:" in response.headers["content-security-policy"]
+        tab.set_input_files("#input-files input[type=file]", [str(pdf)])
+        tab.locator("#input-files").get_by_text("track", exact=True).first.wait_for()
+        tab.click("#convert-btn")
+        tab.locator("#job-status").get_by_text("Done:").wait_for()
+        link = tab.locator("#page-view a.ocr-remote-image")
+        link.wait_for()
+        assert link.inner_text() == "remote image: x"
+        assert link.get_attribute("href") == "https://example.com/track.gif"
+        tab.get_by_role("tab", name="Document").click()
+        doc = tab.locator("#doc-markdown")
+        doc.get_by_text("remote image: x").wait_for()
+        assert doc.locator("img[src*='example.com']").count() == 0
+        assert doc.locator("a[href='https://example.com/track.gif']").count() == 1
     outside = [u for u in requests if not u.startswith(("http://127.0.0.1", "data:", "blob:"))]
     assert requests and outside == []
 

@@ -20,7 +20,7 @@ from PIL import Image
 from ocr_app.runtime.vram import snapshot
 from ocr_app.ui import viewer
 from tests.factories import make_pdf
-from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, running_app, tiny_settings
+from tests.ui_support import chromium, running_app, tiny_settings
 
 pytestmark = pytest.mark.browser
 
@@ -62,12 +62,8 @@ def expected(app, inputs, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def _open(browser, url: str):

@@ -20,7 +20,7 @@ import pytest
 from ocr_app.runtime.vram import snapshot
 from ocr_app.settings import Settings
 from tests.factories import make_pdf
-from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, free_port, running_app
+from tests.ui_support import chromium, free_port, running_app
 
 pytestmark = pytest.mark.browser
 
@@ -87,12 +87,8 @@ def docs(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")

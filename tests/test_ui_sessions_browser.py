@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.factories import make_pdf
-from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, running_app, tiny_settings
+from tests.ui_support import chromium, running_app, tiny_settings
 
 pytestmark = pytest.mark.browser
 
@@ -38,8 +38,6 @@ def app(random_checkpoint, tmp_path_factory):
 
 
 def test_two_sessions_convert_side_by_side_and_each_sees_only_its_own(app, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     assert app.demo.ocr_app.slots.limit("deepseek") == 4  # the engine batches: several jobs at once
     docs = {
         "alpha": make_pdf(
@@ -49,46 +47,42 @@ def test_two_sessions_convert_side_by_side_and_each_sees_only_its_own(app, tmp_p
             tmp_path / "beta.pdf", [f"# Beta {i}\nSecond person's page {i}." for i in range(1, 3)]
         ),
     }
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            tabs = {}
-            for name, pdf in docs.items():
-                context = browser.new_context(viewport={"width": 1400, "height": 1000})
-                tab = context.new_page()
-                tab.set_default_timeout(TIMEOUT_MS)
-                tab.goto(app.url)
-                tab.set_input_files("#input-files input[type=file]", [str(pdf)])
-                tab.locator("#input-files").get_by_text(name, exact=True).first.wait_for()
-                tab.evaluate(RECORD_STATUS)
-                tabs[name] = (context, tab)
-            for _, tab in tabs.values():
-                tab.click("#convert-btn")
-            for _, tab in tabs.values():
-                tab.locator("#job-status").get_by_text("Done:").wait_for()
-            seen = {name: tab.evaluate("() => window.__statuses") for name, (_, tab) in tabs.items()}
-            pages, status = {}, {}
-            for name, (_, tab) in tabs.items():
-                tab.click("#page-select input")  # the page list: every page this tab can show
-                tab.get_by_role("option").first.wait_for()
-                pages[name] = tab.get_by_role("option").all_inner_texts()
-                tab.keyboard.press("Escape")
-                tab.get_by_role("tab", name="Status").click()
-                status[name] = tab.inner_text("#status-table")
-            links = {
-                name: tab.eval_on_selector_all("#downloads a", "els => els.map(a => a.href)")
-                for name, (_, tab) in tabs.items()
-            }
-            jars = {name: {c["name"]: c["value"] for c in ctx.cookies()} for name, (ctx, _) in tabs.items()}
-            fetched = {  # while the tabs are open (closing a tab removes its outputs)
-                (me, who): httpx.get(
-                    next(u for u in links[me] if u.endswith(".zip")), cookies=jars[who]
-                ).status_code
-                for me in tabs
-                for who in tabs
-            }
-        finally:
-            browser.close()
+    with chromium() as browser:
+        tabs = {}
+        for name, pdf in docs.items():
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            tab = context.new_page()
+            tab.set_default_timeout(TIMEOUT_MS)
+            tab.goto(app.url)
+            tab.set_input_files("#input-files input[type=file]", [str(pdf)])
+            tab.locator("#input-files").get_by_text(name, exact=True).first.wait_for()
+            tab.evaluate(RECORD_STATUS)
+            tabs[name] = (context, tab)
+        for _, tab in tabs.values():
+            tab.click("#convert-btn")
+        for _, tab in tabs.values():
+            tab.locator("#job-status").get_by_text("Done:").wait_for()
+        seen = {name: tab.evaluate("() => window.__statuses") for name, (_, tab) in tabs.items()}
+        pages, status = {}, {}
+        for name, (_, tab) in tabs.items():
+            tab.click("#page-select input")  # the page list: every page this tab can show
+            tab.get_by_role("option").first.wait_for()
+            pages[name] = tab.get_by_role("option").all_inner_texts()
+            tab.keyboard.press("Escape")
+            tab.get_by_role("tab", name="Status").click()
+            status[name] = tab.inner_text("#status-table")
+        links = {
+            name: tab.eval_on_selector_all("#downloads a", "els => els.map(a => a.href)")
+            for name, (_, tab) in tabs.items()
+        }
+        jars = {name: {c["name"]: c["value"] for c in ctx.cookies()} for name, (ctx, _) in tabs.items()}
+        fetched = {  # while the tabs are open (closing a tab removes its outputs)
+            (me, who): httpx.get(
+                next(u for u in links[me] if u.endswith(".zip")), cookies=jars[who]
+            ).status_code
+            for me in tabs
+            for who in tabs
+        }
     assert app.demo.ocr_app.slots.peak("deepseek") == 2  # both jobs held a slot at the same time
     for me, other in (("alpha", "beta"), ("beta", "alpha")):
         assert any(re.search(r"Recogni[sz]ing page", s) for s in seen[me]), seen[me]  # its own live progress

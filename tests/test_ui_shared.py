@@ -18,7 +18,7 @@ from ocr_app.settings import Settings
 from ocr_app.ui.access import is_loopback, resolve_access
 from ocr_app.ui.slots import JobSlots
 from tests.factories import make_pdf
-from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, free_port, running_app
+from tests.ui_support import chromium, free_port, running_app
 
 gradio_client = pytest.importorskip("gradio_client")
 
@@ -135,24 +135,19 @@ def test_without_credentials_only_the_login_page_answers(guarded, tmp_path):
 
 
 def test_the_browser_sees_the_login_form_until_signed_in(guarded):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.goto(guarded.url)
-            page.get_by_label("username").wait_for()
-            assert page.locator("#convert-btn").count() == 0
-            page.get_by_label("username").fill("alice")
-            page.get_by_label("password").fill("wrong")
-            page.get_by_role("button", name="Login").click()
-            page.get_by_text("Incorrect credentials").wait_for()
-            page.get_by_label("username").fill("alice")  # a failed attempt clears the form
-            page.get_by_label("password").fill("wonderland")
-            page.get_by_role("button", name="Login").click()
-            page.locator("#convert-btn").wait_for()
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(guarded.url)
+        page.get_by_label("username").wait_for()
+        assert page.locator("#convert-btn").count() == 0
+        page.get_by_label("username").fill("alice")
+        page.get_by_label("password").fill("wrong")
+        page.get_by_role("button", name="Login").click()
+        page.get_by_text("Incorrect credentials").wait_for()
+        page.get_by_label("username").fill("alice")  # a failed attempt clears the form
+        page.get_by_label("password").fill("wonderland")
+        page.get_by_role("button", name="Login").click()
+        page.locator("#convert-btn").wait_for()
 
 
 # --- private results -----------------------------------------------------------------------------------

@@ -30,6 +30,19 @@ CHROMIUM_ARGS = [
 ]
 
 
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian Chromium, headless, launched by Playwright for one test or module; closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
