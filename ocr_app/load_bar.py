@@ -11,11 +11,18 @@ from __future__ import annotations
 import sys
 
 COMPILING = "compiling GPU kernels"
+LOADING = "loading GPU kernels"
+KERNEL_STEPS = (COMPILING, LOADING)
 
 
 def compiling_label(done: int, total: int) -> str:
     """The load-progress label of the kernel warm-up: ``compiling GPU kernels (n/N)``."""
     return f"{COMPILING} ({done}/{total})"
+
+
+def loading_label(done: int, total: int) -> str:
+    """The label of the warm-up's second step (modules and launchers): ``loading GPU kernels (n/N)``."""
+    return f"{LOADING} ({done}/{total})"
 
 
 class LoadBar:
@@ -33,14 +40,14 @@ class LoadBar:
             return
         from tqdm import tqdm
 
-        step = COMPILING if label.startswith(COMPILING) else self.desc
+        step = next((k for k in KERNEL_STEPS if label.startswith(k)), self.desc)
         if self._bar is not None and step != self._step:
             self.close()
         if self._bar is None:
-            unit = "kernel" if step == COMPILING else "layer"
+            unit = "kernel" if step in KERNEL_STEPS else "layer"
             self._bar = tqdm(total=total, unit=unit, desc=step, file=sys.stderr, leave=True)
             self._step = step
-        self._bar.set_postfix_str("" if step == COMPILING else label[-40:])
+        self._bar.set_postfix_str("" if step in KERNEL_STEPS else label[-40:])
         self._bar.n = done
         self._bar.refresh()
         if done >= total:

@@ -78,9 +78,10 @@ def describe_quantisation(done: int, total: int, label: str) -> str:
 
 def describe_load_step(done: int, total: int, label: str) -> str:
     """The line shown for a load-progress report: the kernel warm-up of a fresh machine (its label,
-    ``compiling GPU kernels (n/N)``), otherwise a first-time quantisation."""
-    from ocr_app.load_bar import COMPILING
+    ``compiling GPU kernels (n/N)``, then ``loading GPU kernels (n/N)``), otherwise a first-time
+    quantisation."""
+    from ocr_app.load_bar import KERNEL_STEPS
 
-    if label.startswith(COMPILING):
+    if label.startswith(KERNEL_STEPS):
         return f"Preparing the GPU (first run on this machine): {label}"
     return describe_quantisation(done, total, label)

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ocr_app.load_bar import compiling_label
+from ocr_app.load_bar import compiling_label, loading_label
 
 if TYPE_CHECKING:
     import torch
@@ -223,6 +223,14 @@ class ParallelCompile:
     def variants(self) -> int:
         return len(self._futures)
 
+    def kernels(self) -> list[Any]:
+        """The compiled kernels of the finished compiles (failed ones left out)."""
+        out = []
+        for future in self._futures.values():
+            if future.done() and future.exception() is None and future.result() is not None:
+                out.append(future.result())
+        return out
+
     def wait(self, progress: Progress | None = None) -> None:
         futures = list(self._futures.values())
         total = len(futures)
@@ -264,6 +272,41 @@ def _serial_submit(seen: dict[int, Future], kernel: Any, grid: tuple, args: tupl
         done = seen[id(compiled)] = Future()
         done.set_result(compiled)  # the future keeps ``compiled`` alive: its id is not reused meanwhile
     return done
+
+
+def load_kernels(kernels: list[Any], device: Any, workers: int, progress: Progress | None = None) -> dict[str, Any]:
+    """Make each compiled kernel launchable now, on ``workers`` threads: its module loaded on the GPU
+    and its launcher built (``CompiledKernel._init_handles``, which Triton otherwise runs at the
+    kernel's first launch).
+
+    Why: Triton up to 3.6 builds a C launcher per kernel signature with the system C compiler at that
+    first launch (0.2-0.35 s each; cached on disk after). On a fresh machine the first document paid
+    15 of them one after another on the decoding thread, 4.2 of its 7.2 s (trace of the H200 run of
+    ``46add54``, docs/PERFORMANCE.md "The first document"). The compiler runs outside the GIL, so
+    here they overlap; a failure is left to the launch that would meet it (with its page)."""
+    import torch
+
+    todo = [k for k in kernels if callable(getattr(k, "_init_handles", None))]
+    t0 = time.perf_counter()
+    failed = 0
+    if todo:
+
+        def init(kernel: Any) -> None:
+            with torch.cuda.device(device):
+                kernel._init_handles()
+
+        total = len(todo)
+        with ThreadPoolExecutor(max(1, workers), thread_name_prefix="triton-load") as pool:
+            futures = [pool.submit(init, k) for k in todo]
+            for n, future in enumerate(as_completed(futures), 1):
+                exc = future.exception()
+                if exc is not None:
+                    failed += 1
+                    logger.debug("kernel warm-up: loading a kernel failed: %s", exc)
+                if progress is not None:
+                    progress(n, total, loading_label(n, total))
+    return {"kernels_loaded": len(todo) - failed, "load_failed": failed,
+            "load_s": round(time.perf_counter() - t0, 3)}  # fmt: skip
 
 
 def compile_workers() -> int:
@@ -427,8 +470,10 @@ def warm_up(
         compiler = ParallelCompile(submit)
         dry_run(engine, plan, compiler, sched.options)
         compiler.wait(progress)
+    loaded = load_kernels(compiler.kernels(), device, compile_workers(), progress)
     torch.cuda.synchronize(device)
     report.update(
+        **loaded,
         launches=compiler.launches,
         variants=compiler.variants,
         compiled=cached_binaries(cache_dir) - before,
@@ -486,6 +531,7 @@ __all__ = [
     "cache_key",
     "cached_binaries",
     "dry_run",
+    "load_kernels",
     "plan_warmup",
     "prepare_triton",
     "reuse_triton_key",
