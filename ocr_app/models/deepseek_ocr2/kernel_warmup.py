@@ -274,7 +274,9 @@ def _serial_submit(seen: dict[int, Future], kernel: Any, grid: tuple, args: tupl
     return done
 
 
-def load_kernels(kernels: list[Any], device: Any, workers: int, progress: Progress | None = None) -> dict[str, Any]:
+def load_kernels(
+    kernels: list[Any], device: Any, workers: int, progress: Progress | None = None
+) -> dict[str, Any]:
     """Make each compiled kernel launchable now, on ``workers`` threads: its module loaded on the GPU
     and its launcher built (``CompiledKernel._init_handles``, which Triton otherwise runs at the
     kernel's first launch).
