@@ -279,8 +279,14 @@ def phase_main(args: argparse.Namespace) -> dict:
         res["one_doc"] = one = together(runner, [pdfs[str(args.doc)]])
         res["clients_x_pages"] = four = together(runner, [pdfs[str(args.doc // args.clients)]] * args.clients)
         res["single_pages"] = many = together(runner, [pdfs["1"]] * args.doc)
-        for r in (four, many):
-            r["ratio_vs_one_doc"] = round(r["wall_s"] / one["wall_s"], 3)
+        if args.repeat:  # the same again: what the first run paid for batch compositions it met first
+            res["clients_x_pages_again"] = together(
+                runner, [pdfs[str(args.doc // args.clients)]] * args.clients
+            )
+            res["single_pages_again"] = together(runner, [pdfs["1"]] * args.doc)
+        for key in ("clients_x_pages", "single_pages", "clients_x_pages_again", "single_pages_again"):
+            if key in res:
+                res[key]["ratio_vs_one_doc"] = round(res[key]["wall_s"] / one["wall_s"], 3)
         res["idle_1p"] = idle = together(runner, [pdfs["1"]])
         sched = _scheduler(runner)
         for key, cap in (("late", sched.small_request_batch), ("late_uncapped", 0)):
@@ -353,7 +359,8 @@ def run_phase(args: argparse.Namespace, phase: str, extra: list[str]) -> dict:
 def common_argv(args: argparse.Namespace) -> list[str]:
     out = ["--work", args.work, "--device", args.device, "--mode", args.mode, "--new", str(args.new),
            "--doc", str(args.doc), "--clients", str(args.clients), "--long", str(args.long),
-           "--late-after", str(args.late_after), "--path", args.path]  # fmt: skip
+           "--late-after", str(args.late_after), "--path", args.path,
+           *(["--repeat"] if args.repeat else [])]  # fmt: skip
     return out + (["--tiny"] if args.tiny else [])
 
 
@@ -453,6 +460,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--long", type=int, default=None, help="pages of the long job [256] (12 with --tiny)")
     p.add_argument("--late-after", type=float, default=None, help="s into the long job [3] (0.5 --tiny)")
     p.add_argument("--budget-gib", type=float, default=4.0, help="budget of the 4-user run (0: skip)")
+    p.add_argument("--repeat", action="store_true", help="run the two concurrent scenarios twice")
     p.add_argument("--path", choices=("auto", "api", "runner"), default="auto", help="how clients send jobs")
     p.add_argument("--timeout", type=int, default=560, help="seconds per phase")
     p.add_argument("--out", default=None, help="write all results as JSON here")

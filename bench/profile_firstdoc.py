@@ -87,6 +87,56 @@ class HostSteps:
         }
 
 
+class SlowCalls:
+    """Calls of a few torch functions whose host time exceeds ``limit`` s, per phase, with their input
+    shapes: a first call that builds something per shape (a cuDNN plan, a cuBLAS heuristic, an SDPA
+    backend choice) shows here and not in the same call later."""
+
+    NAMES = ("scaled_dot_product_attention", "conv2d", "linear", "layer_norm", "embedding")
+
+    def __init__(self, steps: HostSteps, limit: float = 0.003) -> None:
+        self.steps, self.limit = steps, limit
+        self.calls: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
+        self.counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+    def install(self) -> None:
+        import torch.nn.functional as F
+
+        for name in self.NAMES:
+            fn = getattr(F, name)
+            setattr(F, name, self._wrap(name, fn))
+
+    def _wrap(self, name: str, fn):
+        slow = self
+
+        def timed(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                dt = time.perf_counter() - t0
+                phase = slow.steps.phase
+                slow.counts[phase][name] += 1
+                if dt > slow.limit:
+                    shapes = ",".join(str(tuple(x.shape)) for x in a[:3] if hasattr(x, "shape"))
+                    slow.calls[phase].append((round(dt, 4), name, shapes))
+
+        return timed
+
+    def report(self, top: int = 25) -> dict:
+        out = {}
+        for phase, calls in self.calls.items():
+            by: dict[str, list[float]] = defaultdict(list)
+            for dt, name, _ in calls:
+                by[name].append(dt)
+            out[phase] = {
+                "slow_by_op": {n: {"n": len(v), "s": round(sum(v), 3)} for n, v in by.items()},
+                "calls_by_op": dict(self.counts[phase]),
+                "top": sorted(calls, reverse=True)[:top],
+            }
+        return out
+
+
 class Sampler:
     """Every thread's stack every ``interval`` s while running; inclusive and leaf seconds per function
     of the threads whose name starts with ``prefix`` (the decoding thread: ``ocr-decode``)."""
@@ -131,6 +181,17 @@ class Sampler:
                         seen.add(key)
                     f = f.f_back
 
+    def minus(self, other: Sampler, top: int = 40) -> dict:
+        """Inclusive seconds per function of this run over ``other``'s (where this one spent more)."""
+        out = {}
+        for t, d in self.inclusive.items():
+            if not t.startswith(("ocr-decode", "MainThread")):
+                continue
+            base = other.inclusive.get(t, {})
+            diff = {k: v - base.get(k, 0.0) for k, v in d.items()}
+            out[t] = [(round(v, 3), k) for k, v in sorted(diff.items(), key=lambda kv: -kv[1])[:top]]
+        return out
+
     def report(self, top: int = 40) -> dict:
         def best(d):
             return [(round(v, 3), k) for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:top]]
@@ -146,6 +207,12 @@ def child(args: argparse.Namespace) -> None:
     """One scenario in this process: load, three documents, the host steps and the sampled stacks."""
     steps = HostSteps()
     steps.install()
+    slow = SlowCalls(steps)
+    slow.install()
+    if args.scenario.endswith("-nocudnn-sdpa"):  # experiment: SDPA without the cuDNN backend
+        import torch
+
+        torch.backends.cuda.enable_cudnn_sdp(False)
     if args.scenario == "fresh-lazy":  # 46add54's load: launchers left to each kernel's first launch
         from ocr_app.models.deepseek_ocr2 import kernel_warmup
 
@@ -161,21 +228,28 @@ def child(args: argparse.Namespace) -> None:
         cuda.synchronize()
     res["load_s"] = round(time.perf_counter() - t0, 2)
     out = Path(args.work) / f"pf_{args.variant}_{args.scenario}"
-    sampler = Sampler(args.interval)
-    for tag in ("first", "second", "third"):
+    samplers = {"first": Sampler(args.interval), "second": Sampler(args.interval)}
+    docs = [("first", args.pdf), ("second", args.pdf), ("third", args.pdf)]
+    if args.other_pdf:  # a document of another length: batch compositions the first did not meet
+        docs += [("other", args.other_pdf), ("other_again", args.other_pdf)]
+    for tag, pdf in docs:
         steps.phase = tag
-        if tag == "first":
-            sampler.start()
-        r = bp._convert(conv, settings, args.pdf, args.new, out / tag)
-        if tag == "first":
-            sampler.stop()
-        res[tag] = {k: r[k] for k in ("wall_s", "tok_s", "errors", "peak_alloc_mib")}
+        if tag in samplers:
+            samplers[tag].start()
+        r = bp._convert(conv, settings, pdf, args.new, out / tag)
+        if tag in samplers:
+            samplers[tag].stop()
+        res[tag] = {k: r[k] for k in ("pages", "wall_s", "tok_s", "errors", "peak_alloc_mib")}
     res["first_over_second"] = round(res["first"]["wall_s"] / res["second"]["wall_s"], 2)
     res["first_over_best"] = round(
         res["first"]["wall_s"] / min(res["second"]["wall_s"], res["third"]["wall_s"]), 2
     )
+    if args.other_pdf:
+        res["other_over_again"] = round(res["other"]["wall_s"] / res["other_again"]["wall_s"], 2)
     res["host_steps"] = steps.report()
-    res["stacks_first"] = sampler.report()
+    res["slow_calls"] = slow.report()
+    res["stacks_first"] = samplers["first"].report()
+    res["stacks_first_minus_second"] = samplers["first"].minus(samplers["second"])
     info = engines.describe()["engines"]["deepseek"]
     res["load_breakdown"] = info.get("load_breakdown")
     res["kernel_warmup"] = {k: v for k, v in (info.get("kernel_warmup") or {}).items() if k != "plan"}
@@ -194,7 +268,7 @@ def run_scenario(args: argparse.Namespace, variant: str, model: str, pdf: str, s
     cmd = [sys.executable, __file__, "--child", "--scenario", scenario, "--variant", variant, "--model", model,
            "--pdf", pdf, "--pages", str(args.pages), "--new", str(args.new), "--mode", args.mode,
            "--device", args.device, "--work", args.work, "--interval", str(args.interval),
-           "--result", str(result)]  # fmt: skip
+           "--result", str(result), *(["--other-pdf", args.other_pdf] if args.other_pdf else [])]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": bp._pythonpath(), "DEEPSEEK_OCR_CACHE_DIR": str(cache),
            "TRITON_CACHE_DIR": str(cache / "triton"), "PYTHONUNBUFFERED": "1"}  # fmt: skip
     bp.log("$", variant, scenario)
@@ -207,8 +281,8 @@ def run_scenario(args: argparse.Namespace, variant: str, model: str, pdf: str, s
 
 def table(results: dict) -> str:
     rows = ["| variant | scenario | load s | first s | second s | third s | first ÷ best | launcher builds in "
-            "load / first doc | their s in the first doc | init handles in first doc (n, s) |",
-            "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+            "load / first doc | their s in the first doc | init handles in first doc (n, s) | other doc ÷ again |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for variant, by in results.items():
         for scenario, r in by.items():
             if "error" in r:
@@ -220,7 +294,7 @@ def table(results: dict) -> str:
             rows.append(
                 f"| {variant} | {scenario} | {r['load_s']} | {r['first']['wall_s']} | {r['second']['wall_s']} | "
                 f"{r['third']['wall_s']} | {r['first_over_best']} | {build['load']['n']} / {build['first']['n']} | "
-                f"{build['first']['s']} | {init['n']}, {init['s']} |"
+                f"{build['first']['s']} | {init['n']}, {init['s']} | {r.get('other_over_again', '—')} |"
             )
     return "\n".join(rows)
 
@@ -234,12 +308,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--new", type=int, default=None, help="tokens per page [512] (16 with --tiny)")
     p.add_argument("--mode", default=None, help="[default] (global with --tiny)")
     p.add_argument("--device", default=None)
-    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help=f"of {SCENARIOS}; a name ending in "
+        "-nocudnn-sdpa runs that scenario with the cuDNN SDPA backend off",
+    )
+    p.add_argument("--other-pages", type=int, default=0, help="then a document of this many pages, twice")
     p.add_argument("--interval", type=float, default=0.005)
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--out", default=None, help="folder for profile_firstdoc.json")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    for name in ("--scenario", "--variant", "--model", "--pdf", "--result"):
+    for name in ("--scenario", "--variant", "--model", "--pdf", "--result", "--other-pdf"):
         p.add_argument(name, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.device = args.device or ("cpu" if args.tiny else "cuda")
@@ -249,10 +329,12 @@ def main(argv: list[str] | None = None) -> None:
         child(args)
         return
     variants = (args.variants or ("fp32" if args.tiny else "bf16,mixed")).split(",")
-    prep_ns = argparse.Namespace(work=args.work, tiny=args.tiny, variants=variants, pages=[args.pages],
+    pages = [args.pages, *([args.other_pages] if args.other_pages else [])]
+    prep_ns = argparse.Namespace(work=args.work, tiny=args.tiny, variants=variants, pages=pages,
                                  first_pages=[], doc_pages=0)  # fmt: skip
     prep = bp.phase_prepare(prep_ns)
     pdf = prep["pdfs"][str(args.pages)]
+    args.other_pdf = prep["pdfs"][str(args.other_pages)] if args.other_pages else None
     results: dict = {}
     for variant in variants:
         model = prep["checkpoints"][variant]
