@@ -276,7 +276,7 @@ def phase_main(args: argparse.Namespace) -> dict:
         runner.convert(pdfs[str(args.doc)])  # the shapes of the largest batch
         _peak_reset()
         base = _peak_mib()
-        res["one_doc"] = one = together(runner, [pdfs[str(args.doc)]])
+        res["one_doc"] = one = _sampled(args, res, "one_doc", lambda: together(runner, [pdfs[str(args.doc)]]))
         res["clients_x_pages"] = four = together(runner, [pdfs[str(args.doc // args.clients)]] * args.clients)
         res["single_pages"] = many = together(runner, [pdfs["1"]] * args.doc)
         if args.repeat:  # the same again: what the first run paid for batch compositions it met first
@@ -287,7 +287,7 @@ def phase_main(args: argparse.Namespace) -> dict:
         for key in ("clients_x_pages", "single_pages", "clients_x_pages_again", "single_pages_again"):
             if key in res:
                 res[key]["ratio_vs_one_doc"] = round(res[key]["wall_s"] / one["wall_s"], 3)
-        res["idle_1p"] = idle = together(runner, [pdfs["1"]])
+        res["idle_1p"] = idle = _sampled(args, res, "idle_1p", lambda: together(runner, [pdfs["1"]]))
         sched = _scheduler(runner)
         for key, cap in (("late", sched.small_request_batch), ("late_uncapped", 0)):
             shipped, sched.small_request_batch = sched.small_request_batch, cap
@@ -301,6 +301,22 @@ def phase_main(args: argparse.Namespace) -> dict:
     finally:
         runner.close()
     return res
+
+
+def _sampled(args: argparse.Namespace, res: dict, key: str, fn):
+    """``fn()``, with every thread's stack sampled meanwhile when ``--sample`` is given (the app's own
+    threads beside the decoder's: where a job through the app spends what ``Converter`` does not)."""
+    if not args.sample:
+        return fn()
+    from bench.profile_firstdoc import Sampler
+
+    sampler = Sampler()
+    sampler.start()
+    try:
+        return fn()
+    finally:
+        sampler.stop()
+        res.setdefault("stacks", {})[key] = sampler.report(top=30, all_threads=True)
 
 
 def _scheduler(runner: Runner):
@@ -360,7 +376,7 @@ def common_argv(args: argparse.Namespace) -> list[str]:
     out = ["--work", args.work, "--device", args.device, "--mode", args.mode, "--new", str(args.new),
            "--doc", str(args.doc), "--clients", str(args.clients), "--long", str(args.long),
            "--late-after", str(args.late_after), "--path", args.path,
-           *(["--repeat"] if args.repeat else [])]  # fmt: skip
+           *(["--repeat"] if args.repeat else []), *(["--sample"] if args.sample else [])]  # fmt: skip
     return out + (["--tiny"] if args.tiny else [])
 
 
@@ -460,6 +476,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--long", type=int, default=None, help="pages of the long job [256] (12 with --tiny)")
     p.add_argument("--late-after", type=float, default=None, help="s into the long job [3] (0.5 --tiny)")
     p.add_argument("--budget-gib", type=float, default=4.0, help="budget of the 4-user run (0: skip)")
+    p.add_argument("--sample", action="store_true", help="sample stacks of the one-document and 1-page runs")
     p.add_argument("--repeat", action="store_true", help="run the two concurrent scenarios twice")
     p.add_argument("--path", choices=("auto", "api", "runner"), default="auto", help="how clients send jobs")
     p.add_argument("--timeout", type=int, default=560, help="seconds per phase")

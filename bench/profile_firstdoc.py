@@ -192,14 +192,14 @@ class Sampler:
             out[t] = [(round(v, 3), k) for k, v in sorted(diff.items(), key=lambda kv: -kv[1])[:top]]
         return out
 
-    def report(self, top: int = 40) -> dict:
+    def report(self, top: int = 40, all_threads: bool = False) -> dict:
         def best(d):
             return [(round(v, 3), k) for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:top]]
 
         return {
             t: {"inclusive": best(self.inclusive[t]), "leaf": best(self.leaf[t])}
             for t in self.inclusive
-            if t.startswith(("ocr-decode", "MainThread", "ocr-", "Thread"))
+            if all_threads or t.startswith(("ocr-decode", "MainThread", "ocr-", "Thread"))
         }
 
 
