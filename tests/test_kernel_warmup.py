@@ -526,3 +526,52 @@ def test_warm_up_on_a_gpu_compiles_once_reports_and_marks(tmp_path, monkeypatch)
     assert kw.cached_binaries(cache) == 6 and list((cache / kw.MARKER_DIR).glob("*.done"))
     again = kw.warm_up(eng, lambda *a: seen.append(a))
     assert again["skipped"].startswith("compiled by an earlier process") and len(compiled) == 6
+
+
+def test_load_kernels_initialises_each_kernel_on_a_pool_and_reports(monkeypatch):
+    """``load_kernels`` runs each compiled kernel's ``_init_handles`` (module + launcher, what Triton
+    otherwise does at the first launch) on worker threads under the model's device, counts a failure
+    without raising it (the launch that would meet it reports it with its page), reports progress as
+    ``loading GPU kernels (n/N)`` and skips results that are not kernels (a failed compile's None)."""
+    from ocr_app.runtime.load_progress import describe_load_step
+
+    devices: list = []
+    monkeypatch.setattr(torch.cuda, "device", lambda d: devices.append(d) or _Null())
+
+    class Kernel:
+        def __init__(self, fail: bool = False) -> None:
+            self.fail, self.threads = fail, []
+
+        def _init_handles(self) -> None:
+            self.threads.append(threading.current_thread().name)
+            if self.fail:
+                raise RuntimeError("out of resources: shared memory")
+
+    kernels = [Kernel(), Kernel(), Kernel(fail=True)]
+    seen: list = []
+    report = kw.load_kernels([*kernels, None], "cuda:1", 2, lambda d, t, label: seen.append((d, t, label)))
+    assert report["kernels_loaded"] == 2 and report["load_failed"] == 1 and report["load_s"] >= 0
+    assert all(k.threads and k.threads[0].startswith("triton-load") for k in kernels)
+    assert devices == ["cuda:1"] * 3
+    assert [s[:2] for s in seen] == [(1, 3), (2, 3), (3, 3)] and seen[-1][2] == "loading GPU kernels (3/3)"
+    assert describe_load_step(*seen[-1]).startswith("Preparing the GPU")
+    assert kw.load_kernels([], "cuda:0", 4)["kernels_loaded"] == 0
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_load_bar_shows_the_loading_step_as_kernels(capsys):
+    from ocr_app.load_bar import LoadBar, compiling_label, loading_label
+
+    bar = LoadBar()
+    bar(1, 2, compiling_label(1, 2))
+    bar(2, 2, compiling_label(2, 2))
+    bar(2, 2, loading_label(2, 2))
+    err = capsys.readouterr().err
+    assert "compiling GPU kernels" in err and "loading GPU kernels" in err and "kernel" in err

@@ -602,12 +602,15 @@ class DeepSeekOcr2Engine(Engine):
 
     def encode_images(self, batch_inputs: dict[str, Any]) -> list[torch.Tensor]:
         """Vision features, one ``[tokens, hidden]`` tensor per page, in order [tiles, global, separator]."""
+        from ocr_app.models.deepseek_ocr2.attention_backends import without_cudnn_attention
+
         local = batch_inputs.get("pixel_values_local")
-        out = self.model.get_image_features(
-            pixel_values=batch_inputs["pixel_values"].to(self.device, self.dtype),
-            pixel_values_local=None if local is None else local.to(self.device, self.dtype),
-            num_local_patches=list(batch_inputs["num_local_patches"]),
-        )
+        with without_cudnn_attention(self.device):
+            out = self.model.get_image_features(
+                pixel_values=batch_inputs["pixel_values"].to(self.device, self.dtype),
+                pixel_values_local=None if local is None else local.to(self.device, self.dtype),
+                num_local_patches=list(batch_inputs["num_local_patches"]),
+            )
         return list(out.pooler_output)
 
     def collate(self, pages: list[PreparedPage]) -> PreparedBatch:

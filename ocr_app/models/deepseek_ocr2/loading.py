@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ocr_app.exceptions import ConfigError, EngineUnavailableError, ModelLoadError, WeightsNotFoundError
 from ocr_app.models.deepseek_ocr2.precision import QUANT_PRESETS, TORCH_DTYPE_NAMES, canonical_precision
 from ocr_app.models.deepseek_ocr2.sam_attention import DEFAULT_BUDGET_MB, bound_sam_attention
+from ocr_app.models.deepseek_ocr2.sam_convs import matmul_convs
 from ocr_app.models.deepseek_ocr2.sam_kernels import fuse_sam_layers
 from ocr_app.settings import DEFAULT_MODEL
 
@@ -313,6 +314,7 @@ def load_model(
         )
     bound_sam_attention(model, vision_attn_mb)
     fuse_sam_layers(model, vision_fused)
+    matmul_convs(model, vision_fused)
     steps = (getattr(model, "ocr_quant_info", None) or {}).get("load_breakdown") or {}
     model.ocr_load_breakdown = {
         "import_s": t_import - t0,

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ocr_app.exceptions import ConfigError, EngineError
+from ocr_app.models.deepseek_ocr2.attention_backends import without_cudnn_attention
 from ocr_app.models.deepseek_ocr2.decoding.graphs import (
     BATCH_BUCKETS,
     CAPTURE_LOCK,
@@ -183,11 +184,12 @@ class PageDecoder:
         if pixels is None or extra.get("mm_encoder_outputs") is not None:
             return extra
         local = extra.get("pixel_values_local")
-        feats = self.model.get_image_features(
-            pixel_values=pixels.to(self.device),
-            pixel_values_local=None if local is None else local.to(self.device),
-            num_local_patches=extra.get("num_local_patches"),
-        )
+        with without_cudnn_attention(self.device):
+            feats = self.model.get_image_features(
+                pixel_values=pixels.to(self.device),
+                pixel_values_local=None if local is None else local.to(self.device),
+                num_local_patches=extra.get("num_local_patches"),
+            )
         rest = {
             k: v
             for k, v in extra.items()
@@ -204,7 +206,8 @@ class PageDecoder:
         extra = self._vision_first(merge_model_inputs([r.model_inputs for r in reqs]))
         st = self.slots
         st.ensure_kv()
-        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **extra)
+        with without_cudnn_attention(self.device):
+            out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **extra)
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         idx = torch.tensor(slots, dtype=torch.long, device=self.device)
         for i in range(len(st.k)):
