@@ -102,10 +102,15 @@ class Engine(abc.ABC):
     def unload(self) -> None:
         """Release every resource the engine holds (GPU memory included). Idempotent."""
 
+    def park(self) -> None:
+        """Give the device back while idle, keeping what makes the next ``load`` fast (a model's weights
+        in host memory). The default unloads: ``load`` then starts from nothing."""
+        self.unload()
+
     @property
     @abc.abstractmethod
     def is_loaded(self) -> bool:
-        """Whether ``load`` has run and ``unload`` has not."""
+        """Whether ``load`` has run and neither ``unload`` nor ``park`` has since."""
 
     def describe(self) -> dict[str, object]:
         """Short facts for ``ocr-app info`` and the UI status panel."""
@@ -156,6 +161,9 @@ class WrappedEngine(Engine):
 
     def unload(self) -> None:
         self._engine.unload()
+
+    def park(self) -> None:
+        self._engine.park()
 
     @property
     def is_loaded(self) -> bool:

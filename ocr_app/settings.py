@@ -155,6 +155,12 @@ class Settings(BaseSettings):
 
     # runtime
     idle_unload_s: float = Field(300.0, ge=0, description="0 disables idle unload.")
+    idle_park: bool = Field(
+        True,
+        description="An idle unload on a GPU keeps the weights in pinned host memory (the GPU is freed all "
+        "the same) so the next request wakes them with one copy instead of a cold load; false = drop them "
+        "(host memory back too, next request loads from disk).",
+    )
     preload: bool = False
     cache_enabled: bool = True
     cache_dir: Path = Field(default_factory=default_cache_dir)

@@ -194,6 +194,12 @@ class EnginePool(Engine):
             m.engine.unload()
         self._loaded = False
 
+    def park(self) -> None:
+        """Each member parks (a GPU engine keeps its weights in host memory); ``load`` wakes them."""
+        for m in self.members:
+            m.engine.park()
+        self._loaded = False
+
     @property
     def is_loaded(self) -> bool:
         return self._loaded

@@ -289,7 +289,10 @@ class ModelManager(Engine):
                 return False
             self._state = UNLOADING
         try:
-            self._engine.unload()
+            if final_state == IDLE_UNLOADED:  # the engine may keep what makes the next load fast
+                self._engine.park()
+            else:
+                self._engine.unload()
         finally:
             _return_memory()
             with self._cond:

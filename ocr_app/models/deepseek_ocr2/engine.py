@@ -179,14 +179,19 @@ class DeepSeekOcr2Engine(Engine):
         self.load_progress: Callable[[int, int, str], None] | None = None
         # what the last load's kernel warm-up did (``kernel_warmup.warm_up``: seconds, binaries, skip reason)
         self.kernel_warmup: dict[str, Any] = {}
+        self._parked: Any = None  # ``park.Parked`` while the weights wait in host memory (idle)
+        self.last_wake: dict[str, Any] | None = None  # bytes and seconds of the last wake
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
     def is_loaded(self) -> bool:
-        return self.model is not None
+        return self.model is not None and self._parked is None
 
     def load(self) -> None:
         if self.is_loaded:
+            return
+        if self._parked is not None:
+            self._wake()
             return
         from ocr_app.models.deepseek_ocr2.decoding.guard import exempt_token_ids
         from ocr_app.models.deepseek_ocr2.loading import (
@@ -310,6 +315,42 @@ class DeepSeekOcr2Engine(Engine):
         torch = sys.modules.get("torch")
         return "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
 
+    def park(self) -> None:
+        """Idle on a GPU: free the device (the decoder's slots and graphs, the weights' device memory,
+        cached blocks and cuBLAS workspaces) but keep the weights in pinned host memory, so the next
+        ``load`` is one host-to-GPU copy (``park.py``). Off a GPU, or with ``idle_park`` off: ``unload``."""
+        if self.model is None or self._parked is not None:
+            return
+        if self.device is None or self.device.type != "cuda" or not getattr(self.settings, "idle_park", True):
+            self.unload()
+            return
+        import torch
+
+        from ocr_app.models.deepseek_ocr2.decoding.decoder import release_cuda_workspaces
+        from ocr_app.models.deepseek_ocr2.park import park
+
+        if self._decoder is not None:
+            self._decoder.close()
+            self._decoder = None
+        self._parked = park(self.model, self.device)
+        gc.collect()
+        torch.cuda.empty_cache()
+        release_cuda_workspaces()
+
+    def _wake(self) -> None:
+        """The parked weights back on the device: one copy; the decoder and its graphs are rebuilt on
+        the first request, Triton's kernels are still loaded."""
+        from ocr_app.models.deepseek_ocr2.park import wake
+
+        t0 = time.perf_counter()
+        parked, self._parked = self._parked, None
+        try:
+            self.last_wake = wake(parked)
+        except BaseException:
+            self._parked = parked  # still parked (a full GPU, say): ``unload`` drops it, or a retry wakes
+            raise
+        logger.info("%s woke in %.2f s", self.name, time.perf_counter() - t0)
+
     def unload(self) -> None:
         """Drop everything that holds device memory: the decoder (its worker, K/V slots, graphs and
         their pool, guard buffers), the model (with the SAM rel-pos tables cached on its modules) and
@@ -320,6 +361,7 @@ class DeepSeekOcr2Engine(Engine):
             self._decoder = None
         self.model = None
         self.processor = None
+        self._parked = None
         self.precision = {}  # the next load resolves again (free memory may have changed)
         if self._holds_freeze:  # see ``load``: the model's cycles must be visible to this collection
             self._holds_freeze = False
@@ -381,6 +423,9 @@ class DeepSeekOcr2Engine(Engine):
             "kernel_warmup": self.kernel_warmup or None,
             "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
             "decoder": self._decoder.describe() if self._decoder is not None else None,
+            # host memory the idle weights hold (``park``): stated in ``ocr-app info``
+            "parked_gib": None if self._parked is None else round(self._parked.bytes / 2**30, 3),
+            "last_wake": self.last_wake,
         }
 
     # --- prediction -----------------------------------------------------------------------------
