@@ -65,6 +65,10 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
         model["quantised weights"] = _quantised_cache_line(settings)
     except Exception as exc:
         model["quantised weights"] = f"unknown ({exc})"
+    try:
+        model["idle unload"] = _idle_line(settings, str(device.get("precision", "")), "gpu budget" in device)
+    except Exception as exc:
+        model["idle unload"] = f"unknown ({exc})"
 
     paths = {"cache dir": str(settings.cache_dir), "vision cache": "on" if settings.cache_enabled else "off"}
     return {
@@ -111,6 +115,52 @@ def _precision_info(settings: Settings) -> dict[str, object]:
     else:
         out["precision"] = f"{dtype} (--dtype)"
     return out
+
+
+def _idle_line(settings: Settings, precision: str, gpu: bool) -> str:
+    """What an idle unload does and the host memory it keeps (issue 32: parked weights are stated).
+    ``gpu``: the model would load on a GPU (the device section found one)."""
+    secs = settings.idle_unload_s
+    if secs <= 0:
+        return "off: the model stays loaded (idle_unload_s = 0)"
+    if not settings.idle_park or not gpu:
+        return (
+            f"after {secs:.0f} s idle the model is dropped (GPU and host memory); the next request loads it"
+        )
+    size = _parked_size(settings, precision)
+    return (
+        f"after {secs:.0f} s idle the GPU is freed and the weights wait in pinned host memory ({size}); "
+        "the next request copies them back (one copy, no load). idle_park = false frees that memory too"
+    )
+
+
+def _parked_size(settings: Settings, precision: str) -> str:
+    """The parked weights' host memory: the quantised cache entry's size for int8/mixed, else the
+    float checkpoint's bytes on disk (bf16 as stored)."""
+    quant = next((p for p in ("mixed", "int8") if f"→ {p}" in precision or precision.startswith(p)), None)
+    if quant:
+        from ocr_app.quant.store import QuantStore
+
+        sizes = [
+            e.get("bytes", 0)
+            for e in QuantStore.from_settings(settings).entries()
+            if e.get("preset") == quant
+        ]
+        if sizes:
+            return f"{max(sizes) / 2**30:.2f} GiB, {quant}"
+        return (
+            f"the {quant} weights' size, ≈ 2.4 GiB for DeepSeek-OCR-2 {quant}" if quant == "mixed" else quant
+        )
+    try:
+        from ocr_app.models.deepseek_ocr2.loading import resolve_model_dir
+        from ocr_app.models.deepseek_ocr2.weights import checkpoint_files
+
+        files = checkpoint_files(resolve_model_dir(settings.model))
+        if files:
+            return f"{sum(f.stat().st_size for f in files) / 2**30:.2f} GiB, as the checkpoint"
+    except Exception:  # no local weights yet: the size of the published checkpoint
+        pass
+    return "≈ 6.3 GiB for DeepSeek-OCR-2 in bf16"
 
 
 def _quantised_cache_line(settings: Settings) -> str:

@@ -124,3 +124,15 @@ def test_the_managers_idle_unload_parks_and_an_explicit_unload_unloads(settings)
     engine.calls.clear()
     mgr.close()
     assert engine.calls == ["unload"] and threading.active_count() >= 1
+
+
+def test_info_states_what_an_idle_unload_keeps(settings, tiny_checkpoint):
+    from ocr_app.info import _idle_line
+
+    files = sum(f.stat().st_size for f in tiny_checkpoint.glob("*.safetensors"))
+    line = _idle_line(settings, "bf16 (--dtype)", gpu=True)
+    assert "pinned host memory" in line and f"{files / 2**30:.2f} GiB, as the checkpoint" in line
+    assert "dropped from memory" in _idle_line(settings, "fp32 on the CPU", gpu=False)
+    off = settings.model_copy(update={"idle_park": False})
+    assert "GPU and host memory" in _idle_line(off, "bf16 (--dtype)", gpu=True)
+    assert _idle_line(settings.model_copy(update={"idle_unload_s": 0}), "", gpu=True).startswith("off")
