@@ -123,7 +123,9 @@ def _idle_line(settings: Settings, precision: str, gpu: bool) -> str:
     secs = settings.idle_unload_s
     if secs <= 0:
         return "off: the model stays loaded (idle_unload_s = 0)"
-    if not settings.idle_park or not gpu:
+    if not gpu:
+        return f"after {secs:.0f} s idle the model is dropped from memory; the next request loads it again"
+    if not settings.idle_park:
         return (
             f"after {secs:.0f} s idle the model is dropped (GPU and host memory); the next request loads it"
         )
