@@ -332,7 +332,12 @@ class DeepSeekOcr2Engine(Engine):
         if self._decoder is not None:
             self._decoder.close()
             self._decoder = None
-        self._parked = park(self.model, self.device)
+        parked = park(self.model, self.device)
+        if not parked.bytes:  # nothing of the model was on the device: a park would free nothing
+            logger.warning("parking %s moved no tensor off %s; unloading instead", self.name, self.device)
+            self.unload()
+            return
+        self._parked = parked
         gc.collect()
         torch.cuda.empty_cache()
         release_cuda_workspaces()

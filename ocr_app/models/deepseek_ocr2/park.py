@@ -52,11 +52,22 @@ def _holds_device_tensor(value: Any, device: torch.device) -> bool:
     return False
 
 
+def _indexed(device: torch.device) -> torch.device:
+    """``cuda`` → ``cuda:N`` (the current GPU): tensors report their index, and ``torch.device("cuda")``
+    equals no tensor's device (the H200 run parked nothing until this)."""
+    import torch
+
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 def park(model: Any, device: torch.device) -> Parked:
     """Move every tensor of ``model`` that lives on ``device`` to host memory (pinned for a GPU) and drop
     derived caches. Tensors shared between places (tied weights) get one host copy."""
     import torch
 
+    device = _indexed(device)
     t0 = time.perf_counter()
     pin = device.type == "cuda"
     parked = Parked(device)
