@@ -27,7 +27,11 @@ ATTENTION = [
     ("encoder 1024 view", (1, 7), 14, 512, 64, 64, False),
     ("encoder 768 tile", (6, 42), 14, 288, 64, 64, False),
     ("prefill", (1, 4), 10, 1131, 128, 128, True),
+    # decode steps: one query token against the slot's keys (q tokens given apart: see DECODE_Q)
+    ("decode kv 1280", (1, 16, 64), 10, 1280, 128, 128, False),
+    ("decode kv 1792", (1, 16, 64), 10, 1792, 128, 128, False),
 ]
+DECODE_Q = 1  # query tokens of the "decode" rows
 # (label, in channels, out channels, kernel, stride, side, batch sizes)
 CONV = [
     ("patch embed 1024", 3, 768, 16, 16, 1024, (1, 7)),
@@ -75,7 +79,8 @@ def attention_rows(device: str, reps: int, quick: bool) -> list[dict]:
             if device != "cuda" and name != "math":
                 continue
             for b in batches:
-                q = torch.randn(b, heads, tokens, dq, device=device, dtype=dtype)
+                q_tokens = DECODE_Q if label.startswith("decode") else tokens
+                q = torch.randn(b, heads, q_tokens, dq, device=device, dtype=dtype)
                 k = torch.randn(b, heads, tokens, dq, device=device, dtype=dtype)
                 v = torch.randn(b, heads, tokens, dv, device=device, dtype=dtype)
 
