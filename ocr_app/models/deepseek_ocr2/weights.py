@@ -106,17 +106,33 @@ class WeightPrefetch:
     ``after``: called in that thread once the weights are in place (the engine warms libraries there).
     ``result()`` waits and returns ``{name: tensor}`` in the files' dtypes; a failure in the thread is
     raised there. ``seconds`` says how long the read took.
+
+    ``destinations``: tensors to read into instead of new ones, by checkpoint name (the native loader
+    passes its parameters, or slices of its fused expert weights, so the bytes land where the model
+    reads them); each must be contiguous, on ``device``, with the file's dtype and element count. Entries
+    given here and ``entries`` (pre-read headers) save work the caller already did.
     """
 
-    def __init__(self, files: list[Path], device: Any, *, after: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        files: list[Path],
+        device: Any,
+        *,
+        after: Callable[[], None] | None = None,
+        destinations: dict[str, torch.Tensor] | None = None,
+        entries: dict[Path, list[TensorEntry]] | None = None,
+    ) -> None:
         import torch
 
         self.files = [Path(f) for f in files]
         self.device = torch.device(device)
         self.after = after
-        self.entries = {f: read_header(f) for f in self.files}
+        self.entries = entries if entries is not None else {f: read_header(f) for f in self.files}
+        given = destinations or {}
         self.tensors: dict[str, torch.Tensor] = {
-            t.name: _empty(t, self.device) for es in self.entries.values() for t in es
+            t.name: _destination(t, given[t.name], self.device) if t.name in given else _empty(t, self.device)
+            for es in self.entries.values()
+            for t in es
         }
         # byte views of the destinations, also made here (each is two torch calls)
         self._flat = {k: _bytes_of(x) for k, x in self.tensors.items() if x.numel()}
@@ -154,6 +170,28 @@ class WeightPrefetch:
             self._error = exc
         finally:
             sys.setswitchinterval(interval)
+
+
+def _destination(t: TensorEntry, x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``x`` checked to take entry ``t``'s bytes as they are (a copy would lose the read)."""
+    import torch
+
+    if (
+        x.dtype != getattr(torch, _DTYPES[t.dtype])
+        or x.numel() != _numel(t.shape)
+        or not x.is_contiguous()
+        or x.device.type != device.type
+        or (device.index is not None and x.device.index != device.index)
+    ):
+        raise ModelLoadError(f"{t.name}: its destination tensor cannot take the file's bytes as they are")
+    return x
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _empty(t: TensorEntry, device: torch.device) -> torch.Tensor:
