@@ -103,17 +103,28 @@ def build_scheduler(
 def encode_pages(source: PageSource, pages: list[Any]) -> list[dict[str, Any]]:
     """The scheduler's encoder: vision features of preprocessed pages (the engine's cache first), as
     each page's prefill inputs. Runs on the decoding thread; notes each page's vision seconds."""
-    from ocr_app.models.deepseek_ocr2.native_outputs import ImageFeatures
-
+    wrap = _feature_wrapper(source.model)
     t0 = time.perf_counter()
     source.attach_features(pages)
     out = []
     for page in pages:
         page.vision_s = (time.perf_counter() - t0) / len(pages)
-        # either model reads only ``pooler_output`` (this light wrapper needs no transformers)
-        out.append({"mm_encoder_outputs": {"image": ImageFeatures(pooler_output=[page.features])}})
+        out.append({"mm_encoder_outputs": {"image": wrap(pooler_output=[page.features])}})
         page.features = None  # the prefill inputs hold them until the prefill; the page need not
     return out
+
+
+def _feature_wrapper(model: Any) -> Any:
+    """The class that carries precomputed vision features into ``model``'s forward: transformers' own
+    output class for its model (it nests it in its outputs), the light dataclass for the native one (no
+    transformers import on that path)."""
+    if hasattr(model, "generate"):
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        return BaseModelOutputWithPooling
+    from ocr_app.models.deepseek_ocr2.native_outputs import ImageFeatures
+
+    return ImageFeatures
 
 
 def stream_pages(
