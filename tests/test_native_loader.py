@@ -316,6 +316,24 @@ def test_processor_composites_transparency_like_transformers(processors):
         assert all(torch.equal(got[k], want[k]) for k in want)
 
 
+@pytest.mark.parametrize("resample", [3, 2])
+def test_resize_takes_torchvisions_path_off_the_cpu_kernel_too(monkeypatch, resample):
+    """On a GPU torchvision resizes uint8 pages through float32 (round, clamp); the CPU run here takes
+    that path on both sides (torchvision's choice patched) and compares bytes."""
+    import torchvision.transforms.v2.functional as tvF
+    from torchvision.transforms.v2.functional import _geometry
+
+    from ocr_app.models.deepseek_ocr2.native_processor import resize
+
+    monkeypatch.setattr(_geometry, "_do_native_uint8_resize_on_cpu", lambda mode: False)
+    x = torch.randint(0, 256, (1, 3, 301, 217), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    mode = {3: tvF.InterpolationMode.BICUBIC, 2: tvF.InterpolationMode.BILINEAR}[resample]
+    for size in ((768, 512), (100, 90), (1024, 737)):
+        want = tvF.resize(x, list(size), interpolation=mode, antialias=True)
+        got = resize(x, size, resample, uint8_kernel=False)
+        assert got.dtype == torch.uint8 and torch.equal(got, want), size
+
+
 def test_tiling_rule_equals_transformers():
     from transformers.models.deepseek_ocr2.image_processing_deepseek_ocr2 import (
         get_optimal_tiled_canvas as theirs,

@@ -287,9 +287,12 @@ def _to_tensor(image: Any, device: Any) -> torch.Tensor:
     return x if device is None else x.to(device)
 
 
-def resize(x: torch.Tensor, size: tuple[int, int], resample: int = 3) -> torch.Tensor:
+def resize(
+    x: torch.Tensor, size: tuple[int, int], resample: int = 3, *, uint8_kernel: bool | None = None
+) -> torch.Tensor:
     """``[B, 3, H, W]`` uint8 resized to ``size`` = (height, width), antialiased: on the CPU torch's uint8
-    kernel, elsewhere through float32 with rounding and clamping (torchvision's two paths)."""
+    kernel, elsewhere through float32 with rounding and clamping (torchvision's two paths; ``uint8_kernel``
+    picks one, for tests)."""
     import platform
 
     import torch
@@ -308,6 +311,8 @@ def resize(x: torch.Tensor, size: tuple[int, int], resample: int = 3) -> torch.T
             or platform.machine() in ("aarch64", "arm64")
         )
     )
+    if uint8_kernel is not None:
+        native_uint8 = uint8_kernel
     if native_uint8:
         return F.interpolate(x, size=list(size), mode=mode, **kwargs)
     y = F.interpolate(x.to(torch.float32), size=list(size), mode=mode, **kwargs)
