@@ -462,3 +462,22 @@ def test_a_native_conversion_imports_neither_transformers_nor_torchvision(traine
     assert got["loader"] == "native"
     assert got["heavy"] == []
     assert got["text"] == PAGES[i].transcript()
+
+
+def test_a_cached_hub_snapshot_is_found_without_huggingface_hubs_download_code(trained_checkpoint, tmp_path):
+    """The hub id's ``main`` snapshot in the HF cache, as huggingface_hub itself finds it."""
+    from huggingface_hub import snapshot_download
+
+    from ocr_app.models.deepseek_ocr2.loading import _main_snapshot
+
+    snap = tmp_path / "models--acme--ocr" / "snapshots" / "0123abcd"
+    snap.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):
+        (snap / name).symlink_to(trained_checkpoint / name)
+    (tmp_path / "models--acme--ocr" / "refs").mkdir()
+    (tmp_path / "models--acme--ocr" / "refs" / "main").write_text("0123abcd")
+    want = Path(snapshot_download("acme/ocr", local_files_only=True, cache_dir=tmp_path))
+    assert _main_snapshot("acme/ocr", tmp_path) == want == snap
+    assert _main_snapshot("acme/other", tmp_path) is None
+    (snap / "model.safetensors").unlink()
+    assert _main_snapshot("acme/ocr", tmp_path) is None  # no weights: not a usable snapshot
