@@ -348,7 +348,8 @@ def load_model(
     fuse_sam_layers(model, vision_fused)
     steps = (getattr(model, "ocr_quant_info", None) or {}).get("load_breakdown") or {}
     model.ocr_load_breakdown = {**times, **steps, "total_s": time.perf_counter() - t0}
-    model.ocr_loader = "native" if native else "transformers"
+    # what was built (a float checkpoint quantised at load comes from transformers even on the native path)
+    model.ocr_loader = "native" if type(model).__name__ == "DeepseekOcr2Native" else "transformers"
     logger.info("loaded %s on %s as %s (%s loader)", directory, device, dtype, model.ocr_loader)
     return model, processor
 

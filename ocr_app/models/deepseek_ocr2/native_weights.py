@@ -229,6 +229,7 @@ class NativeLoad:
             for key, dest in self.cast:
                 dest.copy_(tensors[key])
         del tensors
+        self.read.tensors, self.read._flat = {}, {}  # the cast sources: device memory not kept
         self.model.to(self.device)  # the rotary tables (CPU, float32); parameters are there already
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
