@@ -430,7 +430,7 @@ class DeepSeekOcr2Engine(Engine):
             # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
             # that take the current device must not land on cuda:0)
             torch.cuda.set_device(self.device)
-        from ocr_app.models.deepseek_ocr2.decoding.adapter import stream_pages, wants_graph_decoder
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder
 
         pulled: list[PageRequest] = []
         source = _recording(itertools.chain([first], it), pulled)
@@ -440,10 +440,7 @@ class DeepSeekOcr2Engine(Engine):
         graph = wants_graph_decoder(self.settings.decoder, self.device)
         if graph and (self._graph_broken is None or not hasattr(self.model, "generate")):
             try:
-                for i, out in stream_pages(self, self.scheduler(), source):  # pages stream out as they finish
-                    done.add(i)
-                    pulled[i] = None  # type: ignore[call-overload]  # its page image is not kept
-                    yield i, out
+                yield from self._graph_stream(source, done, pulled)  # pages stream out as they finish
                 return
             except Exception as exc:
                 if isinstance(exc, (torch.OutOfMemoryError, OcrError)) or self._graph_broken is not None:
@@ -453,11 +450,7 @@ class DeepSeekOcr2Engine(Engine):
                     rest = itertools.chain(
                         ((i, pulled[i]) for i in range(len(pulled)) if i not in done), source
                     )
-                    for i, out in stream_pages(self, self.scheduler(), rest):
-                        out.notes.append(
-                            f"decoder: plain graph decoder (fused one off: {self._graph_broken})"
-                        )
-                        yield i, out
+                    yield from self._graph_stream(rest, done, pulled)
                     return
         # generate: pages pulled but not finished by the graph decoder first, then the rest
         todo = itertools.chain(((i, pulled[i]) for i in range(len(pulled)) if i not in done), source)
@@ -468,6 +461,20 @@ class DeepSeekOcr2Engine(Engine):
                 if self._graph_broken is not None:
                     out.notes.append(f"decoder: generate (graph decoder off: {self._graph_broken})")
                 yield i, out
+
+    def _graph_stream(
+        self, pairs: Iterable[tuple[int, PageRequest]], done: set[int], pulled: list[PageRequest]
+    ) -> Iterator[tuple[int, EngineOutput]]:
+        """The graph decoder over ``(index, request)`` pairs; finished pages are noted in ``done`` and their
+        requests dropped from ``pulled`` (the page image is not kept)."""
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import stream_pages
+
+        for i, out in stream_pages(self, self.scheduler(), pairs):
+            done.add(i)
+            pulled[i] = None  # type: ignore[call-overload]
+            if self._graph_broken is not None:  # a native model after a failure of the full decoder
+                out.notes.append(f"decoder: plain graph decoder (fused one off: {self._graph_broken})")
+            yield i, out
 
     def scheduler(self) -> DecodeScheduler:
         """The graph decoder's scheduler for the loaded model, built on first use and kept between
