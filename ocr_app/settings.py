@@ -30,6 +30,7 @@ TextLayerPolicy = Literal["auto", "always", "never"]
 TEXT_LAYER_POLICIES: tuple[str, ...] = get_args(TextLayerPolicy)
 DecoderName = Literal["auto", "generate", "graph"]
 DECODERS: tuple[str, ...] = get_args(DecoderName)
+LoaderName = Literal["native", "transformers"]
 _CUDA_INDEX = re.compile(r"^cuda:\d+$")
 
 
@@ -130,6 +131,14 @@ class Settings(BaseSettings):
         description="On CUDA, compile every Triton kernel the loaded model can launch before it is "
         "reported ready (in parallel, kept in Triton's cache under cache_dir/triton), so no document "
         "waits for a compile; false = compile each on first use.",
+    )
+    loader: LoaderName = Field(
+        "native",
+        description="native: where the graph decoder runs (CUDA by default, or decoder=graph), DeepSeek-OCR-2 "
+        "is built from the project's own modules and processor and its weights read straight into device "
+        "memory, without importing transformers or torchvision (the cold start's largest part); "
+        "transformers: transformers' from_pretrained and processor (the reference). The generate decoder "
+        "always loads through transformers.",
     )
     weight_prefetch: bool = Field(
         False,

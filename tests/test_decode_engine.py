@@ -85,6 +85,42 @@ def test_decoder_setting():
         load_settings(decoder="fast")
 
 
+def test_a_native_model_falls_back_to_the_plain_graph_decoder(tiny_checkpoint, engines, monkeypatch):
+    """The native model has no ``generate``: after a failure of the full graph decoder the remaining pages
+    (and later calls) run through the plain one (module step, no CUDA graphs, no fused kernels), with the
+    same tokens, and say so; a second failure there is raised, not retried."""
+    import ocr_app.models.deepseek_ocr2.decoding.adapter as adapter
+
+    real = adapter.stream_pages
+    options = []
+
+    def breaks_once(engine, sched, requests):
+        options.append(sched.options)
+        stream = real(engine, sched, requests)
+        yield next(stream)
+        if len(options) == 1:
+            raise RuntimeError("CUDA error: graph capture failed")
+        yield from stream
+
+    monkeypatch.setattr(adapter, "stream_pages", breaks_once)
+    s = load_settings(model=str(tiny_checkpoint), device="cpu", max_new_tokens=12, decoder="graph")
+    engine = DeepSeekOcr2Engine(s, batch_size=2)
+    try:
+        reqs = [_request((300, 400), 0), _request((500, 300), 1), _request((320, 320), 2)]
+        got = dict(engine.predict_stream(reqs))
+        assert engine.describe()["loader"] == "native" and not hasattr(engine.model, "generate")
+        want = engines["generate"].predict_batch(reqs)
+        assert [got[i].raw_text for i in range(3)] == [o.raw_text for o in want]
+        plain = [i for i in range(3) if any("plain graph decoder" in n for n in got[i].notes)]
+        assert len(plain) == 2
+        assert (options[0].graphs, options[0].kernels) == ("auto", "auto")
+        assert (options[1].graphs, options[1].kernels) == ("off", "torch")
+        engine.predict_batch(reqs[:1])
+        assert len(options) == 3 and options[2].kernels == "torch"  # stays plain
+    finally:
+        engine.unload()
+
+
 def test_a_broken_graph_decoder_falls_back_to_generate(tiny_checkpoint, engines, monkeypatch):
     """A driver/kernel failure inside the graph decoder (simulated after the first page) must not fail
     the conversion: the remaining pages run through generate, say so, and the decoder stays off."""
@@ -100,7 +136,9 @@ def test_a_broken_graph_decoder_falls_back_to_generate(tiny_checkpoint, engines,
         raise RuntimeError("CUDA error: graph capture failed")
 
     monkeypatch.setattr(adapter, "stream_pages", breaks_after_one_page)
-    s = load_settings(model=str(tiny_checkpoint), device="cpu", max_new_tokens=12, decoder="graph")
+    s = load_settings(
+        model=str(tiny_checkpoint), device="cpu", max_new_tokens=12, decoder="graph", loader="transformers"
+    )
     engine = DeepSeekOcr2Engine(s, batch_size=2)
     try:
         reqs = [_request((300, 400), 0), _request((500, 300), 1), _request((320, 320), 2)]

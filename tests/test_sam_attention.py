@@ -86,3 +86,27 @@ def test_bias_folded_into_the_dot_product_matches_transformers_layer(tiny_model,
             bound_sam_attention(tiny_model, 0)
     assert not torch.equal(out, torch.zeros_like(out))
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_native_tower_is_bounded_the_same_way(tiny_model):
+    """``bound_sam_attention`` finds the native SAM attention layers too (by class name) and the native
+    tower, sliced at any budget, gives transformers' features."""
+    from ocr_app.models.deepseek_ocr2.native_config import VisionConfig
+    from ocr_app.models.deepseek_ocr2.native_vision import VisionTower
+
+    tower = tiny_model.model.vision_tower
+    native = VisionTower(VisionConfig(config_dict("tiny")["vision_config"])).eval()
+    native.load_state_dict(tower.state_dict())
+    holder = torch.nn.Module()
+    holder.tower = native
+    x = torch.randn(2, 3, 768, 768, generator=torch.Generator().manual_seed(3))
+    with torch.inference_mode():
+        bound_sam_attention(tiny_model, 0)
+        ref = tower(x).last_hidden_state
+        assert bound_sam_attention(holder, 1) == 2 and attn_slice_bytes(holder) == 1 << 20
+        sliced = native(x)
+        bound_sam_attention(holder, 0)
+        assert attn_slice_bytes(holder) is None
+        plain = native(x)
+    torch.testing.assert_close(sliced, ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(plain, ref, rtol=1e-5, atol=1e-5)

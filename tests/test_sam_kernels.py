@@ -414,3 +414,26 @@ def test_without_triton_the_layers_stay_unfused(sam, monkeypatch, caplog):
     with caplog.at_level("WARNING", logger=sk.logger.name):
         assert sk.fuse_sam_layers(sam, any_device=True) == 0
     assert not sk.is_fused(sam) and "Triton is not importable" in caplog.text
+
+
+def test_native_sam_layers_fuse_and_match_transformers_encoder(sam, launches):
+    """The native SAM encoder (``native_vision``), given the same weights, is found and fused by the same
+    call (class checks go by name, no transformers import) and gives transformers' output."""
+    from ocr_app.models.deepseek_ocr2.native_config import SamConfig
+    from ocr_app.models.deepseek_ocr2.native_vision import SamEncoder
+
+    native = SamEncoder(SamConfig(config_dict("tiny")["vision_config"]["sam_config"])).eval()
+    native.load_state_dict(sam.state_dict())
+    model = torch.nn.Module()
+    model.sam = native
+    pixels = torch.randn(1, 3, 288, 288, generator=torch.Generator().manual_seed(5))
+    with torch.inference_mode():
+        ref = sam(pixels).last_hidden_state
+        torch.testing.assert_close(native(pixels), ref, **TOL)
+        assert sk.fuse_sam_layers(model, any_device=True) == 2 and sk.is_fused(model)
+        try:
+            out = native(pixels)
+        finally:
+            sk.fuse_sam_layers(model, enabled=False)
+    torch.testing.assert_close(out, ref, **TOL)
+    assert launches == {"ln_partition": 1, "augment_qkv": 2, "merge_heads": 2, "add_ln": 2}

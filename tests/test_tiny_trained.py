@@ -113,11 +113,12 @@ def _raw_texts(model, pages, out, **settings) -> dict[str, str]:
     [
         {"dtype": "bf16"},
         {"dtype": "fp16"},
-        {"dtype": "fp32", "decoder": "graph"},
+        # the graph decoder loads natively by default; transformers' classes stay covered under it too
+        {"dtype": "fp32", "decoder": "graph", "loader": "transformers"},
         {"dtype": "bf16", "decoder": "graph"},
         {"dtype": "fp32", "cache_enabled": False},
     ],
-    ids=["bf16", "fp16", "graph-fp32", "graph-bf16", "no-vision-cache"],
+    ids=["bf16", "fp16", "graph-fp32-transformers", "graph-bf16-native", "no-vision-cache"],
 )
 def test_same_text_in_every_precision_decoder_and_cache_setting(trained_checkpoint, pages, tmp_path, variant):
     texts = _raw_texts(trained_checkpoint, pages, tmp_path, **variant)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -164,8 +165,12 @@ def load_quantized(
     prefetch: Any = None,
     adapter: QuantAdapter | None = None,
     checksum: str | None = None,
+    skeleton: Callable[[Path, torch.dtype], nn.Module] | None = None,
 ):
     """Load a pre-quantised checkpoint onto ``device``. Returns ``(model, recipe)``.
+
+    ``skeleton``: builds the empty (meta) model of a checkpoint directory, generation config included
+    (a wing's own modules); default: transformers' class for the config (``conversion.empty_model``).
 
     ``prefetch``: the loader's background read of this checkpoint onto ``device`` (``result()`` → the
     tensors, ``seconds``), started before transformers was imported; its tensors are used instead of
@@ -185,9 +190,8 @@ def load_quantized(
 
     import torch
     from safetensors import SafetensorError, safe_open
-    from transformers import AutoConfig, GenerationConfig
 
-    from ocr_app.quant.apply import guard_fp16, set_module
+    from ocr_app.quant.apply import guard_fp16
 
     t = timings if timings is not None else {}
     t0 = time.perf_counter()
@@ -197,9 +201,7 @@ def load_quantized(
         raise WeightsNotFoundError(f"{path / WEIGHTS_FILE} is missing")
     dtype = dtype or getattr(torch, recipe.get("float_dtype", "bfloat16"))
     device = torch.device(device)
-    model = empty_model(AutoConfig.from_pretrained(path))
-    for name, entry in recipe["modules"].items():
-        set_module(model, name, _empty_module(entry, dtype))
+    model = _quantized_skeleton(path, recipe, dtype, skeleton)
     t1 = time.perf_counter()
     t["skeleton_s"] = t1 - t0
     # Tensor by tensor, as safetensors' load_file does it, with the read and the copy timed apart;
@@ -261,10 +263,8 @@ def load_quantized(
     del state
     model.to(device)  # non-persistent buffers (rotary tables) built on the CPU
     model.eval()
-    try:
-        model.generation_config = GenerationConfig.from_pretrained(path)
-    except OSError:
-        logger.debug("no generation_config.json in %s", path)
+    if skeleton is None:  # a skeleton brings its own generation config
+        _transformers_generation_config(model, path)
     if dtype == torch.float16:
         units = recipe.get("units") or ([u.prefix for u in adapter.units(model)] if adapter else None)
         if units is None:
@@ -274,3 +274,28 @@ def load_quantized(
     logger.info("loaded quantised checkpoint %s (%s) on %s in %.2f s", path, recipe["preset"], device,
                 time.perf_counter() - t0)  # fmt: skip
     return model, recipe
+
+
+def _quantized_skeleton(path: Path, recipe: dict[str, Any], dtype: torch.dtype, skeleton: Any) -> nn.Module:
+    """The empty model (``skeleton``'s, else transformers' class for the config) with the recipe's empty
+    quantised modules swapped in."""
+    from ocr_app.quant.apply import set_module
+
+    if skeleton is not None:
+        model = skeleton(path, dtype)
+    else:
+        from transformers import AutoConfig
+
+        model = empty_model(AutoConfig.from_pretrained(path))
+    for name, entry in recipe["modules"].items():
+        set_module(model, name, _empty_module(entry, dtype))
+    return model
+
+
+def _transformers_generation_config(model: nn.Module, path: Path) -> None:
+    from transformers import GenerationConfig
+
+    try:
+        model.generation_config = GenerationConfig.from_pretrained(path)
+    except OSError:
+        logger.debug("no generation_config.json in %s", path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -119,10 +120,13 @@ class PresetBackend:
         cache_dir: str | Path | None = None,
         progress: ProgressFn | None = None,
         prefetch: Any = None,
+        skeleton: Callable[[Path, torch.dtype], Any] | None = None,
     ):
         """A pre-quantised directory loads directly (from ``prefetch``, its file already being read onto
         ``device``, when given); a float checkpoint is quantised while it streams in
         (``stream.py``), or read from the quantised-weights cache under ``cache_dir`` when it was before.
+        ``skeleton``: the model's own builder of an empty model from a checkpoint directory (a wing's
+        native modules), used for every load of quantised weights instead of transformers' classes.
 
         The returned model carries ``ocr_quant_info`` (preset, where the weights came from, seconds, and
         ``load_breakdown``: the seconds of each step of a load that read quantised weights).
@@ -138,15 +142,15 @@ class PresetBackend:
                                model_dir, found)  # fmt: skip
             steps: dict[str, float] = {}
             model, _ = load_quantized(model_dir, device, dtype, timings=steps, prefetch=prefetch,
-                                      adapter=self.adapter)  # fmt: skip
+                                      adapter=self.adapter, skeleton=skeleton)  # fmt: skip
             info.update(preset=found, source="pre-quantised checkpoint", load_breakdown=steps)
         else:
-            model = self._load_streamed(Path(model_dir), device, dtype, cache_dir, progress, info)
+            model = self._load_streamed(Path(model_dir), device, dtype, cache_dir, progress, info, skeleton)
         info["load_seconds"] = time.perf_counter() - t0
         model.ocr_quant_info = info
         return model
 
-    def _load_streamed(self, model_dir, device, dtype, cache_dir, progress, info):
+    def _load_streamed(self, model_dir, device, dtype, cache_dir, progress, info, skeleton=None):
         from ocr_app.exceptions import ModelLoadError
         from ocr_app.quant.checkpoint import DamagedCheckpointError, load_quantized
         from ocr_app.quant.store import SUBDIR, QuantStore
@@ -167,8 +171,9 @@ class PresetBackend:
             try:
                 checksum = store.entry(hit)["weights_checksum"]
                 model, _ = load_quantized(
-                    hit, device, dtype, timings=steps, adapter=self.adapter, checksum=checksum
-                )
+                    hit, device, dtype, timings=steps, adapter=self.adapter, checksum=checksum,
+                    skeleton=skeleton,
+                )  # fmt: skip
             except (DamagedCheckpointError, ModelLoadError, OSError, KeyError, ValueError) as exc:
                 store.remove_damaged(hit, f"{type(exc).__name__}: {exc}")
                 info["cache_damaged"] = str(hit)

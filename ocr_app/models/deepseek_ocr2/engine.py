@@ -139,7 +139,8 @@ class _FirstStepTimer:
 
 
 class DeepSeekOcr2Engine(Engine):
-    """DeepSeek-OCR-2 through transformers: greedy decoding with the no-repeat guard, left-padded batches."""
+    """DeepSeek-OCR-2: greedy decoding with the no-repeat guard, through the graph decoder on the native
+    model (``loading``'s ``native`` loader) or transformers' ``generate`` on left-padded batches."""
 
     name = "deepseek"  # the engine kind (``ocr_app.choices``); "deepseek-ocr2" is an alias
 
@@ -216,6 +217,8 @@ class DeepSeekOcr2Engine(Engine):
             vision_fused=self.settings.vision_fused,
             quant_options={"cache_dir": self._quant_cache_dir(), "progress": self.load_progress},
             prefetch=getattr(self.settings, "weight_prefetch", False),
+            loader=getattr(self.settings, "loader", "native"),
+            decoder=self.settings.decoder,
         )
         self.precision = {"preset": preset, "reason": reason, **getattr(model, "ocr_quant_info", {})}
         self.model, self.processor, self.device, self.dtype = model, processor, device, dtype
@@ -425,6 +428,7 @@ class DeepSeekOcr2Engine(Engine):
             "quant_source": self.precision.get("source"),
             "quantize_seconds": self.precision.get("quantize_seconds"),
             "load_breakdown": self.load_breakdown,
+            "loader": getattr(self.model, "ocr_loader", None),
             "kernel_warmup": self.kernel_warmup or None,
             "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
             "decoder": self._decoder.describe() if self._decoder is not None else None,
@@ -476,22 +480,28 @@ class DeepSeekOcr2Engine(Engine):
             # this thread's current GPU = the model's (one engine per GPU: kernels and Triton launches
             # that take the current device must not land on cuda:0)
             torch.cuda.set_device(self.device)
-        from ocr_app.models.deepseek_ocr2.decoding.adapter import stream_pages, wants_graph_decoder
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder
 
         pulled: list[PageRequest] = []
         source = _recording(itertools.chain([first], it), pulled)
         done: set[int] = set()
-        if self._graph_broken is None and wants_graph_decoder(self.settings.decoder, self.device):
+        # a native model has no ``generate``: after a graph-decoder failure it keeps the graph decoder in
+        # its plain form (module step, no CUDA graphs, no fused kernels), the same tokens
+        graph = wants_graph_decoder(self.settings.decoder, self.device)
+        if graph and (self._graph_broken is None or not hasattr(self.model, "generate")):
             try:
-                for i, out in stream_pages(self, self.scheduler(), source):  # pages stream out as they finish
-                    done.add(i)
-                    pulled[i] = None  # type: ignore[call-overload]  # its page image is not kept
-                    yield i, out
+                yield from self._graph_stream(source, done, pulled)  # pages stream out as they finish
                 return
             except Exception as exc:
-                if isinstance(exc, (torch.OutOfMemoryError, OcrError)):
+                if isinstance(exc, (torch.OutOfMemoryError, OcrError)) or self._graph_broken is not None:
                     raise  # OOM goes to the runtime's recovery ladder; our own errors are the page's
                 self._disable_graph_decoder(exc)
+                if not hasattr(self.model, "generate"):
+                    rest = itertools.chain(
+                        ((i, pulled[i]) for i in range(len(pulled)) if i not in done), source
+                    )
+                    yield from self._graph_stream(rest, done, pulled)
+                    return
         # generate: pages pulled but not finished by the graph decoder first, then the rest
         todo = itertools.chain(((i, pulled[i]) for i in range(len(pulled)) if i not in done), source)
         while chunk := list(itertools.islice(todo, self.batch_size)):
@@ -501,6 +511,20 @@ class DeepSeekOcr2Engine(Engine):
                 if self._graph_broken is not None:
                     out.notes.append(f"decoder: generate (graph decoder off: {self._graph_broken})")
                 yield i, out
+
+    def _graph_stream(
+        self, pairs: Iterable[tuple[int, PageRequest]], done: set[int], pulled: list[PageRequest]
+    ) -> Iterator[tuple[int, EngineOutput]]:
+        """The graph decoder over ``(index, request)`` pairs; finished pages are noted in ``done`` and their
+        requests dropped from ``pulled`` (the page image is not kept)."""
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import stream_pages
+
+        for i, out in stream_pages(self, self.scheduler(), pairs):
+            done.add(i)
+            pulled[i] = None  # type: ignore[call-overload]
+            if self._graph_broken is not None:  # a native model after a failure of the full decoder
+                out.notes.append(f"decoder: plain graph decoder (fused one off: {self._graph_broken})")
+            yield i, out
 
     def scheduler(self) -> DecodeScheduler:
         """The graph decoder's scheduler for the loaded model, built on first use and kept between
@@ -520,13 +544,17 @@ class DeepSeekOcr2Engine(Engine):
             max_slots=int(getattr(self.settings, "decode_max_slots", 32)),
             budget_bytes=self.budget_bytes,
             small_request_batch=int(getattr(self.settings, "decode_small_request_batch", 0)),
+            plain=self._graph_broken is not None,
         )
 
     def _disable_graph_decoder(self, exc: BaseException) -> None:
         """A graph-decoder failure (a driver or kernel problem on this GPU) must not fail conversions:
-        log it once, switch to ``generate`` (same tokens, slower) for the rest of this engine's life."""
+        log it once, switch to ``generate`` (same tokens, slower) for the rest of this engine's life; a
+        native model (no ``generate``) switches to the plain graph decoder (no CUDA graphs, no fused
+        kernels)."""
         self._graph_broken = f"{type(exc).__name__}: {exc}"[:200]
-        logger.error("graph decoder failed; using transformers generate from now on", exc_info=exc)
+        instead = "transformers generate" if hasattr(self.model, "generate") else "the plain graph decoder"
+        logger.error("graph decoder failed; using %s from now on", instead, exc_info=exc)
         if self._decoder is not None:
             self._decoder.close()
             self._decoder = None

@@ -8,6 +8,10 @@ Quantized presets (``int8``, ``mixed``) load through a quantization backend: ``o
 ``PresetBackend`` when that package is importable (found on first use, no import-time registry), or
 one registered with ``register_quant_backend``. Without one they raise ``EngineUnavailableError``.
 Precision names, aliases and the ``auto`` rule live in ``precision.py``.
+
+Two loaders (setting ``loader``): ``native`` builds the wing's own modules and processor without importing
+transformers or torchvision (``native_weights``, ``native_processor``) wherever the graph decoder runs;
+``transformers`` (and every ``generate`` load) goes through transformers' classes, the reference.
 """
 
 from __future__ import annotations
@@ -170,8 +174,27 @@ def _has_weights(directory: Path) -> bool:
     return (directory / "config.json").is_file() and any(directory.glob("*.safetensors"))
 
 
+def _main_snapshot(model_id: str, cache_dir: Path | None = None) -> Path | None:
+    """The hub cache's snapshot of ``main`` (``models--OWNER--NAME/refs/main`` names it) when it holds the
+    weights, read without huggingface_hub's download machinery: importing that is ~0.45 s of a cold start
+    (its ``constants`` module, which resolves the cache folder from the environment, ~3 ms)."""
+    from huggingface_hub import constants
+
+    repo = Path(cache_dir or constants.HF_HUB_CACHE) / ("models--" + model_id.replace("/", "--"))
+    try:
+        commit = (repo / "refs" / "main").read_text().strip()
+    except OSError:
+        return None
+    snapshot = repo / "snapshots" / commit
+    return snapshot if commit and _has_weights(snapshot) else None
+
+
 def _cached_snapshot(model_id: str, cache_dir: Path | None = None) -> Path | None:
-    """The HF-cache snapshot directory of a hub id when its weights are there (no network)."""
+    """The HF-cache snapshot directory of a hub id when its weights are there (no network): ``main``'s
+    snapshot directly, else huggingface_hub's own lookup."""
+    fast = _main_snapshot(model_id, cache_dir)
+    if fast is not None:
+        return fast
     try:
         from huggingface_hub import snapshot_download
 
@@ -256,6 +279,20 @@ def weights_available(model_id: str, *, cache_dir: Path | None = None) -> bool:
 
 
 # --- loading ------------------------------------------------------------------------------------
+LOADERS = ("native", "transformers")
+
+
+def native_load(loader: str, decoder: str, device: torch.device) -> bool:
+    """Whether this load builds the native model: ``loader`` is ``native`` and the graph decoder will run
+    (its decode step and prefill are all the native model serves; ``generate`` needs transformers')."""
+    from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder
+
+    name = (loader or "native").strip().lower()
+    if name not in LOADERS:
+        raise ConfigError(f"loader must be one of {', '.join(LOADERS)}, not {loader!r}")
+    return name == "native" and wants_graph_decoder(decoder, device)
+
+
 def load_model(
     model_id: str,
     device: torch.device,
@@ -266,48 +303,44 @@ def load_model(
     vision_fused: bool = True,
     quant_options: dict[str, Any] | None = None,
     prefetch: bool = False,
+    loader: str = "native",
+    decoder: str = "auto",
 ) -> tuple[Any, Any]:
     """Load ``(model, processor)`` onto ``device`` in ``dtype`` (or through a quantization backend).
 
+    ``loader``/``decoder``: with ``native`` and a load the graph decoder will run (``native_load``), the
+    wing's own modules and processor, weights read straight into device memory (``native_weights``),
+    neither transformers nor torchvision imported; otherwise transformers' classes (the reference).
     Every precision gets the memory-bounded SAM attention (``sam_attention.py``, ``vision_attn_mb``);
     CUDA models also the fused SAM layers (``sam_kernels.py``, ``vision_fused``).
     ``quant_options`` go to the quantization backend's ``load_model`` where it accepts them.
-    ``prefetch``: read the safetensors files onto ``device`` in a background thread *before* transformers
-    is imported (``weights.py``), so the import, the processor and the read overlap; a float checkpoint
-    is then assigned to an empty model instead of going through ``from_pretrained`` (a quantised one is
-    handed to its backend). Checkpoints that need more (a float checkpoint quantised at load) load as
-    before. The model carries ``ocr_load_breakdown``: seconds for the processor, the weights and, from a
-    quantization backend, each step of reading quantised weights (``key_s``, ``read_s``, …).
+    ``prefetch`` (transformers loader): read the safetensors files onto ``device`` in a background thread
+    *before* transformers is imported (``weights.py``), so the import, the processor and the read overlap;
+    a float checkpoint is then assigned to an empty model instead of going through ``from_pretrained``
+    (a quantised one is handed to its backend). Checkpoints that need more (a float checkpoint quantised at
+    load) load as before. The model carries ``ocr_load_breakdown``: seconds for the imports, the
+    processor, the weights and each step under them (native: ``skeleton_s``, ``allocate_s``, ``read_s`` …;
+    from a quantization backend: ``key_s``, ``read_s``, …), and ``ocr_loader`` (``native`` or
+    ``transformers``).
     """
     import time
 
     directory = resolve_model_dir(model_id)
+    native = native_load(loader, decoder, device)
     t0 = time.perf_counter()
-    early = _start_prefetch(directory, device, quant) if prefetch else None
     try:
-        import_model_machinery()
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        t_import = time.perf_counter()
-        processor = AutoProcessor.from_pretrained(directory)
-        t1 = time.perf_counter()
-        if quant:
-            backend = quant_backend(quant)
-            options = {**(quant_options or {}), **({"prefetch": early} if early is not None else {})}
-            model = backend.load_model(directory, device, dtype, **_accepted(backend.load_model, options))
-        elif early is not None:
-            model = _from_prefetch(directory, early, dtype, device)
+        if native:
+            model, processor, times = _load_native(directory, device, dtype, quant, quant_options)
         else:
-            model = AutoModelForImageTextToText.from_pretrained(
-                directory, dtype=dtype, device_map=str(device)
+            model, processor, times = _load_transformers(
+                directory, device, dtype, quant, quant_options, prefetch
             )
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(
             f"Could not load the model from {directory}: {type(exc).__name__}: {exc}"
         ) from exc
-    t2 = time.perf_counter()
     model.eval()
-    if type(model).__name__ != "DeepseekOcr2ForConditionalGeneration":
+    if type(model).__name__ not in MODEL_CLASSES:
         raise ModelLoadError(
             f"{directory} holds a {type(model).__name__}, not DeepseekOcr2ForConditionalGeneration "
             "(use the transformers-format checkpoint deepseek-community/DeepSeek-OCR-2)."
@@ -316,16 +349,81 @@ def load_model(
     fuse_sam_layers(model, vision_fused)
     matmul_convs(model, vision_fused)
     steps = (getattr(model, "ocr_quant_info", None) or {}).get("load_breakdown") or {}
-    model.ocr_load_breakdown = {
-        "import_s": t_import - t0,
-        "processor_s": t1 - t_import,
-        "weights_s": t2 - t1,
-        **({"read_s": early.seconds, "prefetch_gib": round(early.nbytes / 1024**3, 3)} if early else {}),
-        **steps,
-        "total_s": time.perf_counter() - t0,
-    }
-    logger.info("loaded %s on %s as %s", directory, device, dtype)
+    model.ocr_load_breakdown = {**times, **steps, "total_s": time.perf_counter() - t0}
+    # what was built (a float checkpoint quantised at load comes from transformers even on the native path)
+    model.ocr_loader = "native" if type(model).__name__ == "DeepseekOcr2Native" else "transformers"
+    logger.info("loaded %s on %s as %s (%s loader)", directory, device, dtype, model.ocr_loader)
     return model, processor
+
+
+# the classes a load may return: transformers' and the native one (``native_model``), by name
+MODEL_CLASSES = frozenset({"DeepseekOcr2ForConditionalGeneration", "DeepseekOcr2Native"})
+
+
+def _load_native(
+    directory: Path, device: torch.device, dtype: torch.dtype, quant: str | None, quant_options: dict | None
+) -> tuple[Any, Any, dict[str, float]]:
+    """The native model and processor. The checkpoint's reader thread starts first; the processor is built
+    while it reads (the read releases the GIL); then the weights are waited for."""
+    import time
+
+    t0 = time.perf_counter()
+    from ocr_app.models.deepseek_ocr2.native_processor import load_processor
+    from ocr_app.models.deepseek_ocr2.native_weights import NativeLoad, native_skeleton
+
+    after = (lambda: warm_libraries(device)) if device.type == "cuda" else None
+    t_import = time.perf_counter()
+    times: dict[str, float] = {"import_s": t_import - t0}
+    if quant:
+        backend = quant_backend(quant)
+        early = _start_prefetch(directory, device, quant)  # a pre-quantised directory: read it now
+        processor = load_processor(directory)
+        t1 = time.perf_counter()
+        options = {**(quant_options or {}), "skeleton": native_skeleton, "prefetch": early}
+        model = backend.load_model(directory, device, dtype, **_accepted(backend.load_model, options))
+        if early is not None:
+            times.update(read_s=early.seconds or 0.0, prefetch_gib=round(early.nbytes / 1024**3, 3))
+    else:
+        load = NativeLoad(directory, device, dtype, after=after)
+        processor = load_processor(directory)
+        t1 = time.perf_counter()
+        model = load.result()
+        times.update(load.timings, prefetch_gib=round(load.nbytes / 1024**3, 3))
+    times.update(processor_s=t1 - t_import, weights_s=time.perf_counter() - t1)
+    return model, processor, times
+
+
+def _load_transformers(
+    directory: Path,
+    device: torch.device,
+    dtype: torch.dtype,
+    quant: str | None,
+    quant_options: dict | None,
+    prefetch: bool,
+) -> tuple[Any, Any, dict[str, float]]:
+    """transformers' model and processor (``from_pretrained``, or an empty model and prefetched tensors)."""
+    import time
+
+    t0 = time.perf_counter()
+    early = _start_prefetch(directory, device, quant) if prefetch else None
+    import_model_machinery()
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    t_import = time.perf_counter()
+    processor = AutoProcessor.from_pretrained(directory)
+    t1 = time.perf_counter()
+    if quant:
+        backend = quant_backend(quant)
+        options = {**(quant_options or {}), **({"prefetch": early} if early is not None else {})}
+        model = backend.load_model(directory, device, dtype, **_accepted(backend.load_model, options))
+    elif early is not None:
+        model = _from_prefetch(directory, early, dtype, device)
+    else:
+        model = AutoModelForImageTextToText.from_pretrained(directory, dtype=dtype, device_map=str(device))
+    times = {"import_s": t_import - t0, "processor_s": t1 - t_import, "weights_s": time.perf_counter() - t1}
+    if early is not None:
+        times.update(read_s=early.seconds or 0.0, prefetch_gib=round(early.nbytes / 1024**3, 3))
+    return model, processor, times
 
 
 def import_model_machinery() -> None:
@@ -369,7 +467,7 @@ def _from_prefetch(directory: Path, early: Any, dtype: torch.dtype, device: torc
     """The float model from prefetched tensors: empty skeleton, transformers' names, assignment."""
     from transformers import AutoConfig, GenerationConfig
 
-    from ocr_app.models.deepseek_ocr2.weights import load_prefetched
+    from ocr_app.models.deepseek_ocr2.hf_prefetch import load_prefetched
 
     model = load_prefetched(AutoConfig.from_pretrained(directory), early, dtype, device)
     try:
@@ -406,11 +504,14 @@ def _accepted(fn: Any, options: dict[str, Any] | None) -> dict[str, Any]:
 
 
 __all__ = [
+    "LOADERS",
+    "MODEL_CLASSES",
     "QUANT_PRESETS",
     "QuantBackend",
     "download_instructions",
     "import_model_machinery",
     "load_model",
+    "native_load",
     "quant_backend",
     "register_quant_backend",
     "resolve_device",

@@ -214,13 +214,13 @@ def tokens_per_view(side: int) -> int:
 
 
 def num_tiles(spec: ModeSpec, image_size: tuple[int, int]) -> int:
-    """How many 768 px tiles the image processor will cut (same rule as the library: it is called)."""
+    """How many 768 px tiles the image processor will cut (the processors' own rule: it is called)."""
     kw = spec.images_kwargs
     w, h = scaled_size(spec, image_size)
     tile = kw["tile_size"]
     if not kw.get("crop_to_patches") or max(w, h) <= tile:
         return 0
-    from transformers.models.deepseek_ocr2.image_processing_deepseek_ocr2 import get_optimal_tiled_canvas
+    from ocr_app.models.deepseek_ocr2.native_processor import get_optimal_tiled_canvas
 
     cols, rows = get_optimal_tiled_canvas((h, w), (tile, tile), kw["min_patches"], kw["max_patches"])
     return cols * rows

@@ -129,12 +129,20 @@ def _augmented_attention(
     return F.scaled_dot_product_attention(q[None], k[None], v[None], scale=1.0)[0][..., :c]
 
 
-def attn_slice_bytes(model: Any) -> int | None:
-    """The bias budget the model's SAM attention runs with (None: transformers' own layer)."""
-    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2SamVisionAttention
+# SAM attention classes by name: transformers' (its SDPA variant subclasses it) and the native one
+# (``native_vision``). By name, through the class hierarchy: no import of either model's module here.
+SAM_ATTENTION_CLASSES = frozenset({"DeepseekOcr2SamVisionAttention", "SamAttention"})
 
+
+def is_sam_attention(module: Any) -> bool:
+    """Whether ``module`` is a SAM attention layer of either DeepSeek-OCR-2 implementation."""
+    return any(c.__name__ in SAM_ATTENTION_CLASSES for c in type(module).__mro__)
+
+
+def attn_slice_bytes(model: Any) -> int | None:
+    """The bias budget the model's SAM attention runs with (None: the layer's own forward)."""
     for module in model.modules():
-        if isinstance(module, DeepseekOcr2SamVisionAttention):
+        if is_sam_attention(module):
             return module.__dict__.get("_ocr_app_budget_bytes") if "forward" in module.__dict__ else None
     return None
 
@@ -142,13 +150,11 @@ def attn_slice_bytes(model: Any) -> int | None:
 def bound_sam_attention(model: Any, budget_mb: int = DEFAULT_BUDGET_MB) -> int:
     """Make every SAM attention layer of ``model`` slice its bias to ``budget_mb`` (in place).
 
-    ``budget_mb <= 0`` restores transformers' own forward. Returns the number of layers changed.
+    ``budget_mb <= 0`` restores the layer's own forward. Returns the number of layers changed.
     """
-    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2SamVisionAttention
-
     count = 0
     for module in model.modules():
-        if not isinstance(module, DeepseekOcr2SamVisionAttention):
+        if not is_sam_attention(module):
             continue
         module.__dict__.pop("_ocr_app_rel_tables", None)
         if budget_mb <= 0:

@@ -260,10 +260,12 @@ def is_fused(model: Any) -> bool:
                for m in _sam_layers(model))  # fmt: skip
 
 
-def _sam_layers(model: Any) -> list:
-    from transformers.models.deepseek_ocr2.modeling_deepseek_ocr2 import DeepseekOcr2SamVisionLayer
+# SAM layer classes by name: transformers' and the native one (``native_vision``); no import of either.
+SAM_LAYER_CLASSES = frozenset({"DeepseekOcr2SamVisionLayer", "SamLayer"})
 
-    return [m for m in model.modules() if isinstance(m, DeepseekOcr2SamVisionLayer)]
+
+def _sam_layers(model: Any) -> list:
+    return [m for m in model.modules() if any(c.__name__ in SAM_LAYER_CLASSES for c in type(m).__mro__)]
 
 
 def fuse_sam_layers(model: Any, enabled: bool = True, *, any_device: bool = False) -> int:

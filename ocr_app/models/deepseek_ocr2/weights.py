@@ -1,4 +1,4 @@
-"""Read a checkpoint's safetensors files straight onto the device in a background thread (opt-in).
+"""Read a checkpoint's safetensors files straight onto the device in a background thread.
 
 Why it was built: a cold ``ocr-app convert`` spent ~5 s in the load on an H200 host: ~2.7 s importing
 transformers' model and processor machinery, 1.84 s in ``from_pretrained``, ~0.5 s building the
@@ -7,14 +7,12 @@ Python: ``os.preadv`` fills a pinned host buffer (the GIL is released for the co
 cache), and a non-blocking copy moves it to the GPU on a side stream while the next chunk is read. So
 the engine can start :class:`WeightPrefetch` before it imports transformers.
 
-Why it is off by default (``DEEPSEEK_OCR_WEIGHT_PREFETCH``): measured on H200 hosts, the cold start did
-not move — the importing thread slowed by about what the read saved (docs/PERFORMANCE.md, "The first
-page"). The path is kept, tested against ``from_pretrained``, for hosts where the read is the larger part.
-
-:func:`assemble` turns the file's tensors into the model's state dict with transformers' own conversion
-table (hub names → module names, per-expert tensors → fused experts), on the device, and
-:func:`load_prefetched` assigns it to a skeleton built without weight initialisation. The result
-matches ``from_pretrained`` (names, dtypes — the router stays float32 — and values; tested).
+Who uses it: the native loader (``native_weights``, the default where the graph decoder runs) reads
+every checkpoint tensor straight into the native model's parameters with it; nothing else runs on the
+loading thread then. With the ``transformers`` loader it is opt-in (``DEEPSEEK_OCR_WEIGHT_PREFETCH``,
+``hf_prefetch`` assigns its tensors to transformers' empty model): measured on H200 hosts, the cold start
+did not move there — the thread importing transformers slowed by about what the read saved
+(docs/PERFORMANCE.md, "The first page"). This module imports no transformers.
 
 Format: safetensors (an 8-byte little-endian header length, a JSON header of name → dtype, shape,
 byte offsets into the data that follows).
@@ -25,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import struct
 import threading
 import time
@@ -106,17 +103,33 @@ class WeightPrefetch:
     ``after``: called in that thread once the weights are in place (the engine warms libraries there).
     ``result()`` waits and returns ``{name: tensor}`` in the files' dtypes; a failure in the thread is
     raised there. ``seconds`` says how long the read took.
+
+    ``destinations``: tensors to read into instead of new ones, by checkpoint name (the native loader
+    passes its parameters, or slices of its fused expert weights, so the bytes land where the model
+    reads them); each must be contiguous, on ``device``, with the file's dtype and element count. Entries
+    given here and ``entries`` (pre-read headers) save work the caller already did.
     """
 
-    def __init__(self, files: list[Path], device: Any, *, after: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        files: list[Path],
+        device: Any,
+        *,
+        after: Callable[[], None] | None = None,
+        destinations: dict[str, torch.Tensor] | None = None,
+        entries: dict[Path, list[TensorEntry]] | None = None,
+    ) -> None:
         import torch
 
         self.files = [Path(f) for f in files]
         self.device = torch.device(device)
         self.after = after
-        self.entries = {f: read_header(f) for f in self.files}
+        self.entries = entries if entries is not None else {f: read_header(f) for f in self.files}
+        given = destinations or {}
         self.tensors: dict[str, torch.Tensor] = {
-            t.name: _empty(t, self.device) for es in self.entries.values() for t in es
+            t.name: _destination(t, given[t.name], self.device) if t.name in given else _empty(t, self.device)
+            for es in self.entries.values()
+            for t in es
         }
         # byte views of the destinations, also made here (each is two torch calls)
         self._flat = {k: _bytes_of(x) for k, x in self.tensors.items() if x.numel()}
@@ -154,6 +167,28 @@ class WeightPrefetch:
             self._error = exc
         finally:
             sys.setswitchinterval(interval)
+
+
+def _destination(t: TensorEntry, x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``x`` checked to take entry ``t``'s bytes as they are (a copy would lose the read)."""
+    import torch
+
+    if (
+        x.dtype != getattr(torch, _DTYPES[t.dtype])
+        or x.numel() != _numel(t.shape)
+        or not x.is_contiguous()
+        or x.device.type != device.type
+        or (device.index is not None and x.device.index != device.index)
+    ):
+        raise ModelLoadError(f"{t.name}: its destination tensor cannot take the file's bytes as they are")
+    return x
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _empty(t: TensorEntry, device: torch.device) -> torch.Tensor:
@@ -254,64 +289,10 @@ def checkpoint_files(directory: str | Path) -> list[Path]:
     return sorted(Path(directory).glob("*.safetensors"))
 
 
-# --- into the model ---------------------------------------------------------------------------------
-def _fp32_names(model: Any, dtype: torch.dtype) -> re.Pattern | None:
-    """Parameters transformers keeps in float32 at this dtype (the MoE router: ``gate.weight``)."""
-    plan_fn = getattr(model, "_get_dtype_plan", None)
-    plan = plan_fn(dtype) if callable(plan_fn) else {}
-    keep = [k for k in plan if str(plan[k]).endswith("float32")]
-    return re.compile("|".join(re.escape(k) for k in keep)) if keep else None
-
-
-def assemble(model: Any, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """The model's state dict from the checkpoint's tensors: names through transformers' conversion
-    table (renamings, per-expert tensors merged by its converters, on the tensors' device), floating
-    tensors cast to ``dtype`` except those transformers keeps in float32."""
-    from ocr_app.quant.conversion import plan_targets
-
-    keep32 = _fp32_names(model, dtype)
-    state: dict[str, torch.Tensor] = {}
-    for name, target in plan_targets(model, list(tensors)).items():
-        x = target.build(tensors)
-        if x.is_floating_point():
-            want = dtype
-            if keep32 is not None and keep32.search(name):
-                import torch
-
-                want = torch.float32
-            x = x.to(want)
-        state[name] = x
-    return state
-
-
-def load_prefetched(config: Any, prefetch: WeightPrefetch, dtype: torch.dtype, device: Any) -> Any:
-    """``DeepseekOcr2ForConditionalGeneration`` on ``device`` from a finished (or running) prefetch.
-
-    The skeleton is built while the read may still run; tied weights are tied after the assignment."""
-    from ocr_app.quant.conversion import empty_model
-
-    config.dtype = dtype
-    model = empty_model(config)
-    state = assemble(model, prefetch.result(), dtype)
-    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
-    if unexpected:
-        raise ModelLoadError(f"the checkpoint has tensors the model does not: {sorted(unexpected)[:5]}")
-    tied = set(getattr(model, "_tied_weights_keys", None) or {})
-    if missing:
-        model.tie_weights()
-        still = [k for k in missing if k not in tied or getattr(model.get_parameter(k), "is_meta", False)]
-        if still:
-            raise ModelLoadError(f"the checkpoint lacks tensors of the model: {sorted(still)[:5]}")
-    model.to(device)  # non-persistent buffers (rotary tables) were built on the CPU
-    return model
-
-
 __all__ = [
     "TensorEntry",
     "WeightPrefetch",
-    "assemble",
     "checkpoint_files",
     "chunk_pieces",
-    "load_prefetched",
     "read_header",
 ]

@@ -70,13 +70,25 @@ def wants_graph_decoder(setting: str, device: Any) -> bool:
 
 
 def build_scheduler(
-    source: PageSource, *, max_slots: int, budget_bytes: int | None, small_request_batch: int = 0
+    source: PageSource,
+    *,
+    max_slots: int,
+    budget_bytes: int | None,
+    small_request_batch: int = 0,
+    plain: bool = False,
 ) -> DecodeScheduler:
     """A scheduler for ``source``'s loaded model (guard, EOS ids, slots); the engine keeps it between
-    requests and closes it on unload. ``small_request_batch``: see ``DecodeScheduler``."""
+    requests and closes it on unload. ``small_request_batch``: see ``DecodeScheduler``. ``plain``: no
+    CUDA graphs and no fused kernels (the module step; what a model without ``generate`` falls back to
+    when the full decoder failed on this GPU)."""
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
 
-    opts = DecoderOptions(guard=source.guard_spec(), eos_ids=tuple(source.eos_ids()), graphs="auto")
+    opts = DecoderOptions(
+        guard=source.guard_spec(),
+        eos_ids=tuple(source.eos_ids()),
+        graphs="off" if plain else "auto",
+        kernels="torch" if plain else "auto",
+    )
     return DecodeScheduler(
         source.model,
         opts,
@@ -91,18 +103,28 @@ def build_scheduler(
 def encode_pages(source: PageSource, pages: list[Any]) -> list[dict[str, Any]]:
     """The scheduler's encoder: vision features of preprocessed pages (the engine's cache first), as
     each page's prefill inputs. Runs on the decoding thread; notes each page's vision seconds."""
-    from transformers.modeling_outputs import BaseModelOutputWithPooling
-
+    wrap = _feature_wrapper(source.model)
     t0 = time.perf_counter()
     source.attach_features(pages)
     out = []
     for page in pages:
         page.vision_s = (time.perf_counter() - t0) / len(pages)
-        out.append(
-            {"mm_encoder_outputs": {"image": BaseModelOutputWithPooling(pooler_output=[page.features])}}
-        )
+        out.append({"mm_encoder_outputs": {"image": wrap(pooler_output=[page.features])}})
         page.features = None  # the prefill inputs hold them until the prefill; the page need not
     return out
+
+
+def _feature_wrapper(model: Any) -> Any:
+    """The class that carries precomputed vision features into ``model``'s forward: transformers' own
+    output class for its model (it nests it in its outputs), the light dataclass for the native one (no
+    transformers import on that path)."""
+    if hasattr(model, "generate"):
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        return BaseModelOutputWithPooling
+    from ocr_app.models.deepseek_ocr2.native_outputs import ImageFeatures
+
+    return ImageFeatures
 
 
 def stream_pages(
