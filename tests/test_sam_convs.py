@@ -80,3 +80,20 @@ def test_without_cudnn_attention_scopes_the_flag_to_cuda_work():
         assert not torch.backends.cuda.cudnn_sdp_enabled()
         assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
     assert torch.backends.cuda.cudnn_sdp_enabled() == before
+
+
+def test_matmul_convs_find_the_native_models_sam_too(trained_checkpoint):
+    """The wing's own model (``native_vision``) has the same SAM layout: its five convolutions are
+    found and replaced, and its SAM output is unchanged."""
+    from ocr_app.models.deepseek_ocr2.native_weights import NativeLoad
+
+    model = NativeLoad(trained_checkpoint, "cpu", torch.float32).result().eval()
+    [sam] = sam_convs.sam_encoders(model)
+    pixels = torch.randn(1, 3, 1024, 1024, generator=torch.Generator().manual_seed(7)) * 0.5
+    with torch.inference_mode():
+        ref = sam(pixels)
+        ref = getattr(ref, "last_hidden_state", ref)
+        assert sam_convs.matmul_convs(model, any_device=True) == 5
+        out = sam(pixels)
+        out = getattr(out, "last_hidden_state", out)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
