@@ -502,14 +502,16 @@ def orchestrate(args: argparse.Namespace) -> dict:
             "TRITON_CACHE_DIR": str(fresh / "triton"),
             "DEEPSEEK_OCR_CACHE_DIR": str(fresh / "cache"),
         }
-        runs = [
-            cold_start(args, model, variant, prep["pdfs"]["1"], env=cache_env)
-            for _ in range(max(1, args.cold_runs))
-        ]
-        later = runs[1:] or runs
-        r: dict = {"cold": sorted(later, key=lambda c: c["wall_s"])[len(later) // 2], "cold_first": runs[0],
-                   "cold_runs": later, "cold_spread": spread([c["wall_s"] for c in later])}  # fmt: skip
-        log(variant, "cold start", json.dumps(runs))
+        r: dict = {}
+        if args.cold_runs > 0:  # 0: no cold start (a run of the warm phases only)
+            runs = [
+                cold_start(args, model, variant, prep["pdfs"]["1"], env=cache_env)
+                for _ in range(args.cold_runs)
+            ]
+            later = runs[1:] or runs
+            r = {"cold": sorted(later, key=lambda c: c["wall_s"])[len(later) // 2], "cold_first": runs[0],
+                 "cold_runs": later, "cold_spread": spread([c["wall_s"] for c in later])}  # fmt: skip
+            log(variant, "cold start", json.dumps(runs))
         results["variants"][variant] = r
         for n in args.first_pages:
             fresh = Path(args.work) / f"fresh_{variant}_{n}"
