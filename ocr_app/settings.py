@@ -86,7 +86,10 @@ class Settings(BaseSettings):
     max_pages: int = Field(2000, ge=1)
     max_file_mb: float = Field(500.0, gt=0)
     max_page_stream_mb: float = Field(
-        256.0, gt=0, description="A PDF page whose content inflates to more is refused (decompression bombs)."
+        256.0,
+        gt=0,
+        description="Bytes one page may decode to: PDF content streams (any filter chain) and images (as "
+        "RGB); more is refused before decoding (decompression and pixel bombs); a JPEG is decoded smaller.",
     )
     max_render_s: float = Field(
         60.0, gt=0, description="Seconds a heavy PDF page may take to render before it is stopped."

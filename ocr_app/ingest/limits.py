@@ -8,6 +8,9 @@ Why two pixel numbers: ``max_pixels_per_page`` bounds what is decoded at all (30
 600 dpi is 70 MP, and the tiling engine reads such pages at full resolution); ``render_pixels`` is
 what a PDF page is rendered within, by lowering its DPI — a PDF page's DPI is ours to choose, and
 rendering a 14,400 pt poster at 300 MP took 16 s and 1.8 GB for a page whose text layer reads it.
+``max_page_stream_bytes`` bounds the bytes one page decodes to (content streams, PDF images, an image
+file's RGB page), decided before decoding: at the default it, not the pixel bound, refuses an RGB
+image above ~89 MP that is not a JPEG (a JPEG is decoded at a smaller scale).
 """
 
 from __future__ import annotations
@@ -45,7 +48,11 @@ class IngestLimits:
         from ocr_app.exceptions import ConfigError
 
         for field_name in (
-            "max_pixels_per_page", "max_pages", "max_file_bytes", "render_pixels", "max_page_stream_bytes"
+            "max_pixels_per_page",
+            "max_pages",
+            "max_file_bytes",
+            "render_pixels",
+            "max_page_stream_bytes",
         ):
             if getattr(self, field_name) < 1:
                 raise ConfigError(f"{field_name} must be at least 1, got {getattr(self, field_name)}")

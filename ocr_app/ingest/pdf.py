@@ -32,7 +32,7 @@ from ocr_app.ingest.limits import (
     ENV_RENDER_PIXELS,
     IngestLimits,
 )
-from ocr_app.ingest.pdf_guard import check_content, render_isolated
+from ocr_app.ingest.pdf_guard import check_content, check_images, render_isolated
 from ocr_app.schema import PageImage
 
 if TYPE_CHECKING:
@@ -208,6 +208,7 @@ class PdfDocument(SourceDocument):
                 size = check_content(
                     page, self.name, index, self.limits.max_page_stream_bytes, ENV_MAX_PAGE_STREAM
                 )
+                check_images(page, self.name, index, self.limits.max_page_stream_bytes, ENV_MAX_PAGE_STREAM)
                 image = None
                 if size <= self.limits.isolate_render_bytes:
                     pix = page.get_pixmap(

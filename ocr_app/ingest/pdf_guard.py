@@ -3,8 +3,9 @@
 Why count before rendering: a content stream of 1 MB can inflate to 1 GiB of whitespace; MuPDF then
 spent 32 s and 634 MB on the page (306 MB still held after the request) and could not be stopped: its
 interpreter runs without releasing the GIL, so no Python thread or signal can abort it. Counting the
-inflated bytes with ``zlib`` in 1 MiB steps (the output is discarded) costs ≈ 1 ms per MiB and stops at
-the limit, so a bomb is refused in well under a second with no memory held.
+decoded bytes through the stream's whole filter chain in 1 MiB steps (``pdf_filters``; the output is
+discarded) costs ≈ 1 ms per MiB and stops at the limit, so a bomb is refused in well under a second
+with no memory held.
 
 Why a child process for heavy pages: under the size limit a page can still take long to interpret
 (millions of tiny paths). Pages whose content inflates beyond ``isolate_render_bytes`` are rendered by
@@ -26,10 +27,10 @@ import logging
 import re
 import subprocess
 import sys
-import zlib
 from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_app.exceptions import CorruptFileError, LimitExceededError
+from ocr_app.ingest.pdf_filters import decode_chain
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_CHUNK = 1 << 20
 _FILTER_NAME = re.compile(r"/(\w+)")
 _REFERENCE = re.compile(r"(\d+)\s+0\s+R")
 _MAX_FORM_DEPTH = 32  # deeper nesting (or a cycle) is treated as unbounded drawing cost
@@ -61,31 +61,20 @@ def decoded_size(doc: pymupdf.Document, xref: int, budget: int) -> int:
 
 
 def _inflate(doc: pymupdf.Document, xref: int, budget: int) -> tuple[int, int]:
-    """Bytes the stream ``xref`` inflates to (counted up to just past ``budget``) and how many ``Do``
+    """Bytes the stream ``xref`` decodes to (counted up to just past ``budget``) and how many ``Do``
     operators (XObject draws) they hold.
 
-    Flate streams (nearly all content streams) are inflated here in bounded steps; a stream without a
-    filter is its own size; other filter chains (LZW, ASCII85…) are decoded by MuPDF."""
+    Every filter chain is decoded here in bounded steps (``pdf_filters``), never by MuPDF: a second
+    Flate pass or an ASCII85 stage in front of one was a 1 GiB bomb the first-stage count missed."""
     kind, value = doc.xref_get_key(xref, "Filter")
     names = _FILTER_NAME.findall(value) if kind in ("name", "array") else []
     raw = doc.xref_stream_raw(xref) or b""
-    if not names:
-        return len(raw), raw.count(b"Do")
-    if names[0] not in ("FlateDecode", "Fl"):
-        data = doc.xref_stream(xref) or b""
-        return len(data), data.count(b"Do")
-    inflater = zlib.decompressobj()
-    count, draws, data = 0, 0, raw
-    try:
-        while count <= budget:
-            out = inflater.decompress(data, _CHUNK)
-            if not out:
-                break
-            count += len(out)
-            draws += out.count(b"Do")
-            data = inflater.unconsumed_tail
-    except zlib.error:  # a damaged stream: MuPDF stops where inflating stops, so does the count
-        pass
+    count, draws = 0, 0
+    for out in decode_chain(raw, names):
+        count += len(out)
+        draws += out.count(b"Do")
+        if count > budget:
+            break
     return count, draws
 
 
@@ -166,6 +155,44 @@ def check_content(page: pymupdf.Page, name: str, index: int, cap: int, env_name:
     return cost.drawn
 
 
+def check_images(page: pymupdf.Page, name: str, index: int, cap: int, env_name: str) -> None:
+    """``LimitExceededError`` when the images the page draws would decode to more than ``cap`` bytes.
+
+    Why by declared size: an image's ``/Width`` and ``/Height`` are what MuPDF allocates for it, however
+    few bytes its stream holds (a 2.5 KB PDF declared an 18,000² image: 19 s and 593 MB to render). Each
+    distinct image counts as the RGB page it becomes (3 bytes a pixel, 4 for CMYK) plus its soft mask;
+    call with ``MUPDF_LOCK`` held."""
+    doc = page.parent
+    try:
+        images = page.get_images(full=True)
+    except (RuntimeError, ValueError):  # a damaged page: rendering says what is wrong with it
+        return
+    total, largest, seen = 0, (0, 0), set()
+    for xref, smask, width, height, _bpc, colorspace, *_ in images:
+        if xref in seen or width <= 0 or height <= 0:
+            continue
+        seen.add(xref)
+        total += width * height * (4 if "CMYK" in str(colorspace) else 3)
+        if smask > 0 and smask not in seen:
+            seen.add(smask)
+            total += _declared_pixels(doc, smask)
+        largest = max(largest, (width, height), key=lambda wh: wh[0] * wh[1])
+    if total > cap:
+        raise LimitExceededError(
+            f"{name}: page {index + 1}'s images decode to {total / 2**20:.0f} MiB (the largest is "
+            f"{largest[0]} x {largest[1]} pixels); the limit is {cap / 2**20:.0f} MiB per page, so it was "
+            f"not rendered (set {env_name} to raise it)"
+        )
+
+
+def _declared_pixels(doc: pymupdf.Document, xref: int) -> int:
+    try:
+        width, height = (doc.xref_get_key(xref, key)[1] for key in ("Width", "Height"))
+        return max(int(width), 0) * max(int(height), 0)
+    except (RuntimeError, ValueError):
+        return 0
+
+
 def render_isolated(
     pdf_path: Path, index: int, zoom: float, password: str | None, timeout_s: float, name: str, env_name: str
 ) -> Image.Image:
@@ -189,4 +216,12 @@ def render_isolated(
     return PILImage.frombytes("RGB", (width, height), samples, "raw", "RGB", stride)
 
 
-__all__ = ["ContentCost", "check_content", "content_bytes", "content_cost", "decoded_size", "render_isolated"]
+__all__ = [
+    "ContentCost",
+    "check_content",
+    "check_images",
+    "content_bytes",
+    "content_cost",
+    "decoded_size",
+    "render_isolated",
+]
