@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import CorruptFileError, LimitExceededError
 from ocr_app.ingest.base import SourceDocument
-from ocr_app.ingest.limits import ENV_MAX_PAGE_STREAM, ENV_MAX_PAGES, ENV_MAX_PIXELS, IngestLimits
+from ocr_app.ingest.limits import ENV_MAX_PAGE_STREAM, ENV_MAX_PAGES, ENV_MAX_PIXELS, IngestLimits, too_thin
 from ocr_app.ingest.sniff import IMAGE_FORMATS
 from ocr_app.schema import PageImage
 
@@ -139,6 +139,10 @@ class ImageDocument(SourceDocument):
                 )
             if width < 1 or height < 1:
                 raise CorruptFileError(f"{self.name} has an empty ({width} x {height}) image")
+            thin = too_thin(width, height)
+            if thin:
+                where = f"page {index + 1} of {self.name}" if self.page_count > 1 else self.name
+                raise LimitExceededError(f"{where} is {width} x {height} pixels, {thin}")
             self._check_bytes(index, width, height)
 
     def _check_bytes(self, index: int, width: int, height: int) -> None:

@@ -29,6 +29,22 @@ ENV_MAX_PAGE_STREAM = "DEEPSEEK_OCR_MAX_PAGE_STREAM_MB"
 ENV_MAX_RENDER_S = "DEEPSEEK_OCR_MAX_RENDER_S"
 
 
+MAX_ASPECT = 1000  # a page more than this many times longer than wide holds no readable text
+
+
+def too_thin(width: float, height: float) -> str | None:
+    """Why a page of this shape cannot be read, or None. Why: OCR engines scale the long side down
+    (RapidOCR to 2,000 px), so a 100,000 x 1 image became 0 pixels high and failed with an empty
+    message (issue 31)."""
+    short, long = sorted((width, height))
+    if short > 0 and long / short > MAX_ASPECT:
+        return (
+            f"an aspect ratio of {long / short:.0f}:1; a page whose one side is more than {MAX_ASPECT} times "
+            "the other holds no readable text"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class IngestLimits:
     """Upper bounds that protect memory and time: pixels per page image, pages per document, bytes per
