@@ -145,7 +145,27 @@ def main(verbose: int) -> None:
     _setup_logging(verbose)
 
 
-@main.command()
+class _InputsCommand(click.Command):
+    """A command whose file arguments may come from a shell wildcard: without ``--``, an argument that
+    looks like an option and is also the name of a file here is refused, not taken as the option.
+
+    Why: ``ocr-app convert *`` in a folder holding a file named ``--out=DIR`` sent every output to DIR
+    (issue 31). A wildcard cannot be told from typed options once the shell has expanded it; a file of
+    exactly that name can. With ``--`` the user has said where file names start: every argument after
+    it is one, and those before it were typed."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for arg in [] if "--" in args else args:
+            if arg.startswith("-") and len(arg) > 1 and os.path.lexists(arg):
+                raise click.UsageError(
+                    f"{arg!r} is the name of a file here but looks like an option: put file names after "
+                    f"-- (ocr-app {ctx.info_name} -o OUT -- FILES...)",
+                    ctx,
+                )
+        return super().parse_args(ctx, args)
+
+
+@main.command(cls=_InputsCommand)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "-o",
