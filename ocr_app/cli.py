@@ -335,7 +335,8 @@ def _run(
     ends_process = _process_ends_here()  # then nothing is freed at the end: the process exit does it
     bar = _ProgressBar(disabled=args.quiet or args.json_summary)
     load_bar = LoadBar(disabled=args.quiet or args.json_summary)
-    progress = bar if cold is None else _both(bar, cold.on_progress)
+    published = _Published()
+    progress = _both(bar, published) if cold is None else _both(_both(bar, cold.on_progress), published)
     cancel = CancelEvent()
     stops = _StopSignals(cancel)
     detach = attach_load_progress(engines, load_bar)
@@ -352,20 +353,13 @@ def _run(
         stops.done = True
         bar.close()
         _print_summary(exc.documents)
-        click.echo(
-            f"{cancel.reason.capitalize()}: the document in progress was written with the pages done, "
-            f"marked incomplete, to {args.out_dir}.",
-            err=True,
-        )
+        click.echo(cancelled_message(cancel.reason, exc.documents, exc.partial, args.out_dir), err=True)
         sys.exit(stops.exit_code)
     except KeyboardInterrupt:
         stops.done = True
         bar.close()
-        click.echo(
-            f"\nStopped at once ({stops.name}). The document in progress was not written; files "
-            f"finished before it are in {args.out_dir}.",
-            err=True,
-        )
+        _print_summary(published.documents)
+        click.echo(stopped_message(stops.name, published.documents, args.out_dir), err=True)
         sys.exit(stops.exit_code)
     except OcrError as exc:
         bar.close()
@@ -379,6 +373,47 @@ def _run(
             engines.unload_all()
     bar.close()
     return results
+
+
+class _Published:
+    """Progress listener keeping the documents whose outputs were published, as they are."""
+
+    def __init__(self) -> None:
+        self.documents: list[DocumentResult] = []
+
+    def __call__(self, event) -> None:
+        if event.stage == "published" and event.document is not None:
+            self.documents.append(event.document)
+
+
+def cancelled_message(reason: str, documents: list, partial, out_dir: Path) -> str:
+    """What a first signal left on disk, in one line, from the results themselves (issue 31: a remote
+    run said "marked incomplete" while its JSON said ``complete: true``)."""
+    written = [d for d in documents if d.outputs and not d.error]
+    cut = [d for d in written if not d.complete]
+    head = reason[:1].upper() + reason[1:]
+    if cut:
+        what = "the document in progress was" if len(cut) == 1 else f"{len(cut)} documents in progress were"
+        return f"{head}: {what} written with the pages done, marked incomplete, to {out_dir}."
+    if partial is not None and partial.complete and partial.outputs:
+        return f"{head}: every page of the document in progress had finished; it was written complete to {out_dir}."
+    return f"{head}: no page of the document in progress had finished, so it was not written; files finished before it are in {out_dir}."
+
+
+def stopped_message(signal_name: str, published: list, out_dir: Path) -> str:
+    """What a second signal (stop at once) left on disk: the documents already published are listed
+    above it; only those still being converted were dropped."""
+    cut = [d for d in published if not d.complete]
+    if cut:
+        names = ", ".join(d.source for d in cut)
+        return (
+            f"\nStopped at once ({signal_name}). Written before the stop, marked incomplete: {names}; "
+            f"documents still in progress were not written. Outputs are in {out_dir}."
+        )
+    return (
+        f"\nStopped at once ({signal_name}). The document in progress was not written; files finished "
+        f"before it are in {out_dir}."
+    )
 
 
 class _StopSignals:
