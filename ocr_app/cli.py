@@ -142,7 +142,10 @@ def _parse_formats(value: str) -> frozenset[str]:
 @click.version_option(package_name="ocr-app")
 def main(verbose: int) -> None:
     """Convert PDFs and images to Markdown, JSON and layout overlays with DeepSeek-OCR-2."""
+    from ocr_app.runtime.onnx_import import watch_onnxruntime_import
+
     _setup_logging(verbose)
+    watch_onnxruntime_import()  # no telemetry file of onnxruntime's left in the temp folder
 
 
 class _InputsCommand(click.Command):
@@ -405,7 +408,7 @@ def stopped_message(signal_name: str, published: list, out_dir: Path) -> str:
     above it; only those still being converted were dropped."""
     cut = [d for d in published if not d.complete]
     if cut:
-        names = ", ".join(d.source for d in cut)
+        names = one_line(", ".join(d.source for d in cut))
         return (
             f"\nStopped at once ({signal_name}). Written before the stop, marked incomplete: {names}; "
             f"documents still in progress were not written. Outputs are in {out_dir}."
@@ -629,14 +632,14 @@ def _page_groups(pages) -> list[tuple[str, str, str]]:
 def _print_summary(results) -> None:
     for r in results:
         if r.error:
-            click.secho(f"✗ {r.source}: {r.error}", fg="red", err=True)
+            click.secho(one_line(f"✗ {r.source}: {r.error}"), fg="red", err=True)
             continue
         groups = _page_groups(r.pages)
         where = r.outputs.get("dir") or r.outputs.get("md", "") or "(not written)"
         mark, colour = ("✓", "green") if not groups and r.complete else ("!", "yellow")
-        click.secho(f"{mark} {r.source}: {r.headline()} → {where}", fg=colour)
+        click.secho(one_line(f"{mark} {r.source}: {r.headline()} → {where}"), fg=colour)
         for span, status, why in groups[:_MAX_FLAGGED_LINES]:
-            click.secho(f"    {span}: {status}: {why}", fg="yellow", err=True)
+            click.secho(one_line(f"    {span}: {status}: {why}"), fg="yellow", err=True)
         if len(groups) > _MAX_FLAGGED_LINES:
             more = len(groups) - _MAX_FLAGGED_LINES
             click.secho(f"    … and {more} more (see the status fields in the JSON)", fg="yellow", err=True)
@@ -649,6 +652,12 @@ def _print_summary(results) -> None:
                 f"    hedged: {len(hedged)} page{'' if len(hedged) == 1 else 's'} re-sent because an endpoint "
                 f"was slow, the first answer kept ({_span(hedged)})"
             )
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters shown escaped (``\\n``): a file named with a newline printed a
+    summary line in two pieces (issue 31)."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 _MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines

@@ -28,6 +28,7 @@ from ocr_app.schema import DocumentResult
 from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
 from ocr_app.ui.access import resolve_access
 from ocr_app.ui.api_results import ApiResults
+from ocr_app.ui.file_input import without_temp_files
 from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, Waiting, stream_conversion, wait_turn
 from ocr_app.ui.offline import offline_markdown
 from ocr_app.ui.privacy import Owners, client_of
@@ -501,11 +502,13 @@ class OcrApp:
         from ocr_app.ingest import SUPPORTED_EXTENSIONS
 
         w = self.w
-        w.files = gr.File(
-            label="PDFs and images",
-            file_count="multiple",
-            file_types=sorted(SUPPORTED_EXTENSIONS),
-            elem_id="input-files",
+        w.files = without_temp_files(
+            gr.File(
+                label="PDFs and images",
+                file_count="multiple",
+                file_types=sorted(SUPPORTED_EXTENSIONS),
+                elem_id="input-files",
+            )
         )
         with gr.Accordion(form.PASSWORDS_BOX, open=False, elem_id="passwords") as w.passwords_box:
             gr.render(inputs=w.files)(self._password_boxes)
@@ -653,7 +656,7 @@ class OcrApp:
         w.api_btn = gr.Button(visible=False)
         # The API takes any file type: an unsupported file in a batch gets its own error from the library
         # instead of gradio refusing the whole request (the upload widget filters by extension).
-        w.api_upload = gr.File(visible=False, file_count="multiple", label="files")
+        w.api_upload = without_temp_files(gr.File(visible=False, file_count="multiple", label="files"))
         w.api_password = gr.Textbox("", visible=False, label="password", type="password")
         w.api_markdown = gr.Textbox(visible=False, label="markdown")
         w.api_json = gr.JSON(visible=False, label="result")
