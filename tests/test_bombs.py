@@ -90,6 +90,22 @@ def image_bomb_pdf(path: Path, side: int) -> Path:
     return path
 
 
+def inline_bomb_pdf(path: Path, side: int) -> Path:
+    """Page 1's content draws an inline grey ``side``² image (``BI … ID … EI``) whose data holds 1000
+    rows (MuPDF pads the rest: the image is still allocated whole); page 2 is text."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    data = zlib.compress(bytes(side * 1000), 9)
+    content = (
+        b"q 612 0 0 792 0 0 cm BI /W %d /H %d /CS /G /BPC 8 /F /Fl ID " % (side, side) + data + b" EI Q\n"
+    )
+    doc.xref_set_key(page.xref, "Contents", f"{_add_stream(doc, content, [])} 0 R")
+    doc.new_page().insert_text((72, 72), "Second page", fontsize=14)
+    doc.save(path)
+    doc.close()
+    return path
+
+
 CHAINS: dict[str, tuple[list[str], object]] = {
     # name -> (the /Filter array, how the 1 GiB of zeros is wrapped, outermost last)
     "Flate Flate": (["FlateDecode", "FlateDecode"], lambda z: zlib.compress(z, 9)),
@@ -184,8 +200,11 @@ def test_an_image_declaring_17000_squared_pixels_is_refused_by_its_header(tmp_pa
     assert seconds < 60 and peak_mb < 700, (seconds, peak_mb)  # was 192 s and 5.1 GB
 
 
-def test_a_pdf_image_declaring_18000_squared_pixels_is_refused_before_rendering(tmp_path):
-    pdf = image_bomb_pdf(tmp_path / "img.pdf", 18000)
+@pytest.mark.parametrize("make", [image_bomb_pdf, inline_bomb_pdf], ids=["xobject", "inline"])
+def test_a_pdf_image_declaring_18000_squared_pixels_is_refused_before_rendering(tmp_path, make):
+    """As an image XObject (a PDF of ~300 kB) or an inline image (1.2 KB; the text layer's document
+    profile decoded it: 454 MB), refused by the declared size; the text page converts."""
+    pdf = make(tmp_path / "img.pdf", 18000)
     assert pdf.stat().st_size < 2 * 2**20
     out = _peak_rss_child(_CONVERT.format(pdf=str(pdf)), tmp_path)
     (s0, e0), (s1, e1) = out["pages"]

@@ -49,10 +49,13 @@ _UNBOUNDED = 1 << 62
 class ContentCost(NamedTuple):
     """What a page's content costs MuPDF: ``stored`` inflated bytes of its distinct streams (content
     streams and every form XObject it reaches, each once; counted up to just past the cap) and ``drawn``,
-    the bytes interpreted to draw the page with each form counted as often as it may be drawn."""
+    the bytes interpreted to draw the page with each form counted as often as it may be drawn, plus what
+    its inline images decode to (``inline_images``: readers that walk the page, such as the text
+    layer's, decode them too)."""
 
     stored: int
     drawn: int
+    inline_images: tuple[tuple[int, int, int], ...] = ()  # (width, height, decoded bytes) of each BI … ID
 
 
 def decoded_size(doc: pymupdf.Document, xref: int, budget: int) -> int:
@@ -60,22 +63,51 @@ def decoded_size(doc: pymupdf.Document, xref: int, budget: int) -> int:
     return _inflate(doc, xref, budget)[0]
 
 
-def _inflate(doc: pymupdf.Document, xref: int, budget: int) -> tuple[int, int]:
+def _inflate(
+    doc: pymupdf.Document, xref: int, budget: int, inline: list[tuple[int, int, int]] | None = None
+) -> tuple[int, int]:
     """Bytes the stream ``xref`` decodes to (counted up to just past ``budget``) and how many ``Do``
-    operators (XObject draws) they hold.
+    operators (XObject draws) they hold; the inline images it declares are added to ``inline``.
 
     Every filter chain is decoded here in bounded steps (``pdf_filters``), never by MuPDF: a second
     Flate pass or an ASCII85 stage in front of one was a 1 GiB bomb the first-stage count missed."""
     kind, value = doc.xref_get_key(xref, "Filter")
     names = _FILTER_NAME.findall(value) if kind in ("name", "array") else []
     raw = doc.xref_stream_raw(xref) or b""
-    count, draws = 0, 0
+    count, draws, tail = 0, 0, b""
     for out in decode_chain(raw, names):
         count += len(out)
         draws += out.count(b"Do")
+        if inline is not None and b"ID" in tail + out:
+            window = tail + out
+            inline.extend(_inline_images(window, after=len(tail)))
+            tail = window[-_INLINE_HEAD:]
         if count > budget:
             break
     return count, draws
+
+
+_INLINE_HEAD = 4096  # an inline image's dictionary (BI … ID) is far shorter
+_INLINE = re.compile(rb"\bBI\s(.{0,%d}?)\sID[\s]" % _INLINE_HEAD, re.S)
+_INLINE_W = re.compile(rb"/(?:W|Width)\s+(\d{1,9})\b")
+_INLINE_H = re.compile(rb"/(?:H|Height)\s+(\d{1,9})\b")
+
+
+def _inline_images(data: bytes, after: int) -> list[tuple[int, int, int]]:
+    """(width, height, RGB bytes) of each inline image whose dictionary ends past offset ``after``.
+
+    Why: ``BI /W 18000 /H 18000 … ID`` in a 1.2 KB content stream made MuPDF allocate the declared
+    image (465 MB, 6 s); its data may be a few bytes."""
+    found = []
+    for match in _INLINE.finditer(data):
+        if match.end() <= after:
+            continue
+        head = match.group(1)
+        width, height = _INLINE_W.search(head), _INLINE_H.search(head)
+        if width and height:
+            w, h = int(width.group(1)), int(height.group(1))
+            found.append((w, h, w * h * (4 if b"CMYK" in head else 3)))
+    return found
 
 
 def _forms_used(doc: pymupdf.Document, xref: int) -> list[int]:
@@ -100,6 +132,7 @@ def content_cost(page: pymupdf.Page, cap: int) -> ContentCost:
     except (RuntimeError, ValueError):  # a damaged page: MuPDF renders what it can, as before
         return ContentCost(0, 0)
     stored = 0
+    inline: list[tuple[int, int, int]] = []
     drawing: dict[int, int] = {}  # form xref -> bytes one drawing of it costs (_UNBOUNDED while on the stack)
 
     def measure(xref: int) -> tuple[int, int]:
@@ -107,7 +140,7 @@ def content_cost(page: pymupdf.Page, cap: int) -> ContentCost:
         if stored > cap:
             return 0, 0
         try:
-            size, draws = _inflate(doc, xref, cap - stored)
+            size, draws = _inflate(doc, xref, cap - stored, inline)
         except (RuntimeError, ValueError) as exc:  # a stream MuPDF cannot read inflates to nothing
             logger.debug("page %d: stream %d not counted: %s", page.number + 1, xref, exc)
             return 0, 0
@@ -134,7 +167,8 @@ def content_cost(page: pymupdf.Page, cap: int) -> ContentCost:
         one, many = measure(xref)
         size, draws = size + one, draws + many
     heaviest = max((form_cost(xref, 1) for xref in dict.fromkeys(forms)), default=0)
-    return ContentCost(stored, min(size + draws * heaviest, _UNBOUNDED))
+    pictures = sum(size for *_, size in inline)  # decoding an inline image is drawing cost too
+    return ContentCost(stored, min(size + draws * heaviest + pictures, _UNBOUNDED), tuple(inline))
 
 
 def content_bytes(page: pymupdf.Page, cap: int) -> int:
@@ -152,6 +186,7 @@ def check_content(page: pymupdf.Page, name: str, index: int, cap: int, env_name:
             f"{name}: page {index + 1}'s content inflates to more than {cap / 2**20:.0f} MiB "
             f"(a decompression bomb?); it was not rendered (set {env_name} to raise the limit)"
         )
+    _refuse_images(name, index, cap, env_name, [(w, h, b) for w, h, b in cost.inline_images])
     return cost.drawn
 
 
@@ -167,20 +202,27 @@ def check_images(page: pymupdf.Page, name: str, index: int, cap: int, env_name: 
         images = page.get_images(full=True)
     except (RuntimeError, ValueError):  # a damaged page: rendering says what is wrong with it
         return
-    total, largest, seen = 0, (0, 0), set()
+    declared, seen = [], set()
     for xref, smask, width, height, _bpc, colorspace, *_ in images:
         if xref in seen or width <= 0 or height <= 0:
             continue
         seen.add(xref)
-        total += width * height * (4 if "CMYK" in str(colorspace) else 3)
+        declared.append((width, height, width * height * (4 if "CMYK" in str(colorspace) else 3)))
         if smask > 0 and smask not in seen:
             seen.add(smask)
-            total += _declared_pixels(doc, smask)
-        largest = max(largest, (width, height), key=lambda wh: wh[0] * wh[1])
+            declared.append((0, 0, _declared_pixels(doc, smask)))
+    _refuse_images(name, index, cap, env_name, declared)
+
+
+def _refuse_images(
+    name: str, index: int, cap: int, env_name: str, images: list[tuple[int, int, int]]
+) -> None:
+    total = sum(size for *_, size in images)
     if total > cap:
+        width, height, _ = max(images, key=lambda image: image[0] * image[1])
         raise LimitExceededError(
             f"{name}: page {index + 1}'s images decode to {total / 2**20:.0f} MiB (the largest is "
-            f"{largest[0]} x {largest[1]} pixels); the limit is {cap / 2**20:.0f} MiB per page, so it was "
+            f"{width} x {height} pixels); the limit is {cap / 2**20:.0f} MiB per page, so it was "
             f"not rendered (set {env_name} to raise it)"
         )
 
