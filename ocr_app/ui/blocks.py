@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from ocr_app.exceptions import OcrError
+from ocr_app.runtime.memory import trim_host_heap
 from ocr_app.schema import DocumentResult
 from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
 from ocr_app.ui.access import resolve_access
@@ -241,6 +242,7 @@ class OcrApp:
                     yield item
         finally:
             self.dirs.finished(job_dir)
+            trim_host_heap()  # the job's memory goes back to the system, not to glibc's arenas
 
     @staticmethod
     def _check_outcome(outcome: JobOutcome) -> list[DocumentResult]:
