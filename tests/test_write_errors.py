@@ -106,3 +106,40 @@ def test_every_writer_s_failure_has_the_same_words_and_no_path():
     assert output_error(ValueError("a bug")) is None
     same = OutputError("x")
     assert output_error(same) is same
+
+
+def test_the_app_says_a_full_disk_in_one_line_without_its_folders(tmp_path, monkeypatch):
+    """Through the API: a write that fails with ENOSPC (naming a file under the server's folders), and a
+    job folder that cannot be made, are the same one line, without any server path."""
+    import errno
+
+    gradio_client = pytest.importorskip("gradio_client")
+    import ocr_app.render.atomic as atomic
+    from ocr_app.settings import Settings
+    from tests.factories import make_pdf
+    from tests.ui_support import free_port, running_app
+
+    def full_disk(self, text: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.tmp))
+
+    settings = Settings(engine="textlayer", host="127.0.0.1", port=free_port(), cache_dir=tmp_path / "cache",
+                        result_cache_mb=0, dpi=72)  # fmt: skip
+    pdf = make_pdf(tmp_path / "doc.pdf", ["# Title\nText."])
+    with running_app(settings) as app:
+        client = gradio_client.Client(app.url, verbose=False, download_files=False)
+        monkeypatch.setattr(atomic.TextSpool, "write", full_disk)
+        with pytest.raises(Exception) as failed:
+            client.predict(files=[gradio_client.handle_file(str(pdf))], api_name="/convert")
+        monkeypatch.undo()
+        dirs = app.demo.ocr_app.dirs
+
+        def no_folder(*args, **kwargs):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dirs.root / "s" / "job-9"))
+
+        monkeypatch.setattr(dirs, "new_job", no_folder)
+        with pytest.raises(Exception) as refused:
+            client.predict(files=[gradio_client.handle_file(str(pdf))], api_name="/convert")
+        roots = [str(app.work_root), str(tmp_path)]
+    for message in (str(failed.value), str(refused.value)):
+        assert "Cannot write the outputs: No space left on device" in message, message
+        assert not any(root in message for root in roots), message

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from ocr_app.exceptions import OcrError
+from ocr_app.render.write_errors import output_error
 from ocr_app.runtime.memory import trim_host_heap
 from ocr_app.schema import DocumentResult
 from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
@@ -229,7 +230,10 @@ class OcrApp:
 
     def _run_admitted(self, paths, options, passwords, key, cancel, client, ticket, api: bool, idle_s):
         """The job once its engine has a slot: in its own folder, owned by ``client``."""
-        job_dir = self.dirs.new_job(key, replace=not api)
+        try:
+            job_dir = self.dirs.new_job(key, replace=not api)
+        except OSError as exc:  # a full disk before the job starts: the same words as any failed write
+            raise gr.Error(str(output_error(exc)), title="Cannot write the outputs") from exc
         self.owners.claim(job_dir, client)
         stream = stream_conversion(self.converter, paths, job_dir, options, cancel, passwords, idle_s)
         try:
