@@ -141,21 +141,20 @@ def test_a_silent_endpoint_fails_the_page_at_the_first_byte_deadline(servers):
 
 def test_a_fleet_hedges_the_first_pages_of_a_silent_endpoint(servers):
     """No page time is known yet, so the p95 rule cannot call the silent endpoint slow: its page is
-    re-sent after half the first-byte deadline (1 s of 2 s here), before that deadline passes."""
+    re-sent after half the first-byte deadline (3 s of 6 s here), before that deadline fails it: the
+    page says it was hedged (a page failed over after the deadline would not)."""
     silent, good = servers(silent=True), servers(silent=False)
     pool = build_remote_engine(
-        Settings(remote_url=f"{silent.url},{good.url}", remote_first_byte_s=2, remote_hedge_min_s=0.1)
+        Settings(remote_url=f"{silent.url},{good.url}", remote_first_byte_s=6, remote_hedge_min_s=0.1)
     )
     assert isinstance(pool, EnginePool)
-    start = time.monotonic()
     outs = pool.predict_batch([_req(0), _req(1)])
-    took = time.monotonic() - start
-    assert silent.took.is_set() and took < 2, took  # hedged, not failed over after the deadline
+    assert silent.took.is_set()
     assert {read_by(o.notes) for o in outs} == {good.url}
-    notes = [hedged(o.notes) for o in outs]
-    assert sum(n is not None for n in notes) == 1 and f"{silent.url} had not answered" in next(
-        filter(None, notes)
-    )
+    notes = [n for n in (hedged(o.notes) for o in outs) if n]
+    assert len(notes) == 1 and f"{silent.url} had not answered" in notes[0], notes
+    waited = float(notes[0].split("had not answered after ")[1].split(" s")[0])
+    assert waited >= 3, notes  # re-sent at half the deadline (a fail-over after it carries no such note)
 
 
 def test_a_cancel_closes_the_requests_in_flight_within_2_s(servers):
