@@ -142,10 +142,33 @@ def _parse_formats(value: str) -> frozenset[str]:
 @click.version_option(package_name="ocr-app")
 def main(verbose: int) -> None:
     """Convert PDFs and images to Markdown, JSON and layout overlays with DeepSeek-OCR-2."""
+    from ocr_app.runtime.onnx_import import watch_onnxruntime_import
+
     _setup_logging(verbose)
+    watch_onnxruntime_import()  # no telemetry file of onnxruntime's left in the temp folder
 
 
-@main.command()
+class _InputsCommand(click.Command):
+    """A command whose file arguments may come from a shell wildcard: without ``--``, an argument that
+    looks like an option and is also the name of a file here is refused, not taken as the option.
+
+    Why: ``ocr-app convert *`` in a folder holding a file named ``--out=DIR`` sent every output to DIR
+    (issue 31). A wildcard cannot be told from typed options once the shell has expanded it; a file of
+    exactly that name can. With ``--`` the user has said where file names start: every argument after
+    it is one, and those before it were typed."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for arg in [] if "--" in args else args:
+            if arg.startswith("-") and len(arg) > 1 and os.path.lexists(arg):
+                raise click.UsageError(
+                    f"{arg!r} is the name of a file here but looks like an option: put file names after "
+                    f"-- (ocr-app {ctx.info_name} -o OUT -- FILES...)",
+                    ctx,
+                )
+        return super().parse_args(ctx, args)
+
+
+@main.command(cls=_InputsCommand)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "-o",
@@ -315,7 +338,8 @@ def _run(
     ends_process = _process_ends_here()  # then nothing is freed at the end: the process exit does it
     bar = _ProgressBar(disabled=args.quiet or args.json_summary)
     load_bar = LoadBar(disabled=args.quiet or args.json_summary)
-    progress = bar if cold is None else _both(bar, cold.on_progress)
+    published = _Published()
+    progress = _both(bar, published) if cold is None else _both(_both(bar, cold.on_progress), published)
     cancel = CancelEvent()
     stops = _StopSignals(cancel)
     detach = attach_load_progress(engines, load_bar)
@@ -332,20 +356,13 @@ def _run(
         stops.done = True
         bar.close()
         _print_summary(exc.documents)
-        click.echo(
-            f"{cancel.reason.capitalize()}: the document in progress was written with the pages done, "
-            f"marked incomplete, to {args.out_dir}.",
-            err=True,
-        )
+        click.echo(cancelled_message(cancel.reason, exc.documents, exc.partial, args.out_dir), err=True)
         sys.exit(stops.exit_code)
     except KeyboardInterrupt:
         stops.done = True
         bar.close()
-        click.echo(
-            f"\nStopped at once ({stops.name}). The document in progress was not written; files "
-            f"finished before it are in {args.out_dir}.",
-            err=True,
-        )
+        _print_summary(published.documents)
+        click.echo(stopped_message(stops.name, published.documents, args.out_dir), err=True)
         sys.exit(stops.exit_code)
     except OcrError as exc:
         bar.close()
@@ -359,6 +376,47 @@ def _run(
             engines.unload_all()
     bar.close()
     return results
+
+
+class _Published:
+    """Progress listener keeping the documents whose outputs were published, as they are."""
+
+    def __init__(self) -> None:
+        self.documents: list[DocumentResult] = []
+
+    def __call__(self, event) -> None:
+        if event.stage == "published" and event.document is not None:
+            self.documents.append(event.document)
+
+
+def cancelled_message(reason: str, documents: list, partial, out_dir: Path) -> str:
+    """What a first signal left on disk, in one line, from the results themselves (issue 31: a remote
+    run said "marked incomplete" while its JSON said ``complete: true``)."""
+    written = [d for d in documents if d.outputs and not d.error]
+    cut = [d for d in written if not d.complete]
+    head = reason[:1].upper() + reason[1:]
+    if cut:
+        what = "the document in progress was" if len(cut) == 1 else f"{len(cut)} documents in progress were"
+        return f"{head}: {what} written with the pages done, marked incomplete, to {out_dir}."
+    if partial is not None and partial.complete and partial.outputs:
+        return f"{head}: every page of the document in progress had finished; it was written complete to {out_dir}."
+    return f"{head}: no page of the document in progress had finished, so it was not written; files finished before it are in {out_dir}."
+
+
+def stopped_message(signal_name: str, published: list, out_dir: Path) -> str:
+    """What a second signal (stop at once) left on disk: the documents already published are listed
+    above it; only those still being converted were dropped."""
+    cut = [d for d in published if not d.complete]
+    if cut:
+        names = one_line(", ".join(d.source for d in cut))
+        return (
+            f"\nStopped at once ({signal_name}). Written before the stop, marked incomplete: {names}; "
+            f"documents still in progress were not written. Outputs are in {out_dir}."
+        )
+    return (
+        f"\nStopped at once ({signal_name}). The document in progress was not written; files finished "
+        f"before it are in {out_dir}."
+    )
 
 
 class _StopSignals:
@@ -574,14 +632,14 @@ def _page_groups(pages) -> list[tuple[str, str, str]]:
 def _print_summary(results) -> None:
     for r in results:
         if r.error:
-            click.secho(f"✗ {r.source}: {r.error}", fg="red", err=True)
+            click.secho(one_line(f"✗ {r.source}: {r.error}"), fg="red", err=True)
             continue
         groups = _page_groups(r.pages)
         where = r.outputs.get("dir") or r.outputs.get("md", "") or "(not written)"
         mark, colour = ("✓", "green") if not groups and r.complete else ("!", "yellow")
-        click.secho(f"{mark} {r.source}: {r.headline()} → {where}", fg=colour)
+        click.secho(one_line(f"{mark} {r.source}: {r.headline()} → {where}"), fg=colour)
         for span, status, why in groups[:_MAX_FLAGGED_LINES]:
-            click.secho(f"    {span}: {status}: {why}", fg="yellow", err=True)
+            click.secho(one_line(f"    {span}: {status}: {why}"), fg="yellow", err=True)
         if len(groups) > _MAX_FLAGGED_LINES:
             more = len(groups) - _MAX_FLAGGED_LINES
             click.secho(f"    … and {more} more (see the status fields in the JSON)", fg="yellow", err=True)
@@ -594,6 +652,12 @@ def _print_summary(results) -> None:
                 f"    hedged: {len(hedged)} page{'' if len(hedged) == 1 else 's'} re-sent because an endpoint "
                 f"was slow, the first answer kept ({_span(hedged)})"
             )
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters shown escaped (``\\n``): a file named with a newline printed a
+    summary line in two pieces (issue 31)."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 _MAX_FLAGGED_LINES = 20  # a long scan through the text layer must not print thousands of lines

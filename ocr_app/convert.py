@@ -88,6 +88,7 @@ class ProgressEvent:
     total: int  # pages selected in this file
     message: str
     page_result: PageResult | None = None
+    document: DocumentResult | None = None  # stage "published": the document whose outputs are in place
 
 
 ProgressFn = Callable[[ProgressEvent], None]
@@ -106,7 +107,14 @@ class _Job:
     results: dict[int, PageResult] = field(default_factory=dict)
     repaired: bool = False  # the source was damaged and repaired on opening
 
-    def emit(self, stage: str, message: str, page: int | None = None, result: PageResult | None = None):
+    def emit(
+        self,
+        stage: str,
+        message: str,
+        page: int | None = None,
+        result: PageResult | None = None,
+        document: DocumentResult | None = None,
+    ):
         if self.progress is None:
             return
         event = ProgressEvent(
@@ -119,6 +127,7 @@ class _Job:
             total=self.total,
             message=message,
             page_result=result,
+            document=document,
         )
         try:
             self.progress(event)
@@ -429,6 +438,8 @@ class Converter:
                     raise
                 doc.notes.append(f"the pages done before the stop could not be written: {exc}")
                 logger.warning("%s: %s", src.name, doc.notes[-1])
+            else:  # the CLI tells what is on disk even when a second Ctrl-C ends the run right after
+                job.emit("published", f"Wrote {src.name}", document=doc)
         if failure is not None:
             raise failure
 

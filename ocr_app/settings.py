@@ -61,7 +61,18 @@ class Settings(BaseSettings):
     )
     remote_model: str | None = Field(None, description="Model name on the remote endpoint.")
     remote_api_key: str | None = Field(None, description="Bearer token for the remote endpoint.")
-    remote_timeout_s: float = Field(300.0, gt=0)
+    remote_timeout_s: float = Field(
+        300.0, gt=0, description="Most seconds one page's answer may take in all."
+    )
+    remote_connect_timeout_s: float = Field(
+        10.0, gt=0, description="Seconds to open a connection to an endpoint."
+    )
+    remote_first_byte_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds an endpoint may stay silent: before the first byte of a page's (streamed) answer, "
+        "and between two of its parts. Past it the page goes to another endpoint or fails.",
+    )
     remote_concurrency: int = Field(8, ge=1, description="Pages in flight at once on each endpoint.")
     remote_backoff_s: float = Field(
         2.0, gt=0, description="First backoff of a failing endpoint; doubles per failure (max 300 s)."
@@ -87,7 +98,10 @@ class Settings(BaseSettings):
     max_pages: int = Field(2000, ge=1)
     max_file_mb: float = Field(500.0, gt=0)
     max_page_stream_mb: float = Field(
-        256.0, gt=0, description="A PDF page whose content inflates to more is refused (decompression bombs)."
+        256.0,
+        gt=0,
+        description="Bytes one page may decode to: PDF content streams (any filter chain) and images (as "
+        "RGB); more is refused before decoding (decompression and pixel bombs); a JPEG is decoded smaller.",
     )
     max_render_s: float = Field(
         60.0, gt=0, description="Seconds a heavy PDF page may take to render before it is stopped."

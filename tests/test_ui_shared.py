@@ -263,7 +263,8 @@ def test_the_owner_registry_checks_folders_and_files_and_forgets_deleted_ones(tm
     assert not owners.allows(stray, "a")  # under the guarded folder, claimed by nobody
     assert not owners.allows(root / "s" / "job-1" / ".." / ".." / "x" / "other.pdf", "a")  # no way around
     assert owners.allows(tmp_path / "elsewhere.css", None)  # outside: gradio's own rules apply
-    assert file_route_path("/gradio_api/file=/tmp/a%20b.zip") == "/tmp/a b.zip"
+    assert file_route_path("/gradio_api/file=/tmp/a b.zip") == "/tmp/a b.zip"  # the server decoded it once
+    assert file_route_path("/gradio_api/file=/tmp/a%20b.zip") == "/tmp/a%20b.zip"  # as gradio takes it
     assert file_route_path("/gradio_api/info") is None
     upload.unlink()
     for n in range(Owners.PRUNE_EVERY):  # claims go on; deleted files are forgotten as they do

@@ -462,7 +462,7 @@ class LightOcrEngine(Engine):
             # reads crops without detection).
             result = self._ocr(rgb, use_det=True, use_cls=self._params["Global.use_cls"], use_rec=True)
         except Exception as exc:  # onnxruntime / OpenCV failures are engine errors, not user errors
-            raise EngineError(f"light OCR failed: {exc}") from exc
+            raise EngineError(f"light OCR failed: {str(exc).strip() or type(exc).__name__}") from exc
         grey = np.asarray(rgb.convert("L"))
         if result.boxes is None or result.txts is None:
             return grey, [], [], []

@@ -61,12 +61,17 @@ def hedged(notes: Sequence[str]) -> str | None:
 @dataclass(frozen=True)
 class Hedging:
     """When a slow member's page is re-sent: after ``factor`` × the p95 of the fleet's last ``window``
-    page times (once ``min_samples`` pages have answered), and never before ``min_s`` seconds."""
+    page times (once ``min_samples`` pages have answered), and never before ``min_s`` seconds.
+
+    ``cold_s``: until then, after this many seconds (None: not at all). Why: a member that takes the
+    first pages of a run and never answers held them for the whole timeout, the fleet having no page
+    times yet to call it slow (issue 31)."""
 
     factor: float = 1.5
     min_s: float = 1.0
     min_samples: int = 4
     window: int = 64
+    cold_s: float | None = None
 
 
 def _p95(samples: Sequence[float]) -> float:
@@ -378,7 +383,7 @@ class EnginePool(Engine):
         with self._lock:
             samples = list(self._times)
         if len(samples) < h.min_samples:
-            return None
+            return None if h.cold_s is None else max(h.min_s, h.cold_s)
         return max(h.min_s, _p95(samples) * h.factor)
 
     def _hedge(self, requests, tried, inbox: queue.Queue, running: dict[int, dict[str, float]]) -> None:

@@ -4,14 +4,28 @@ Why: for scale-out the model runs on a server farm and this process only sends p
 local engine's contract: greedy decoding, special tokens kept (they carry the grounding tags), the
 no-repeat n-gram guard passed to vLLM's per-request logits processor with ``<td>``/``</td>`` exempt
 (their ids are looked up through the server's ``/tokenize`` endpoint, never hard-coded).
+
+Why streamed answers and three deadlines: a server that accepts a page and never answers held a run for
+the whole 300 s timeout, and Ctrl-C could not end it (issue 31). Answers are asked for as a stream
+(``"stream": true``; a plain JSON answer is still read), so a working server sends its first bytes once
+the page is prefilled; then connecting (``remote_connect_timeout_s``), silence before the first byte
+and between parts (``remote_first_byte_s``, 30 s) and the whole answer (``remote_timeout_s``) each have
+their own deadline, and a silent endpoint's page goes elsewhere (the fleet) long before the total.
+Why each page on its own connection, whose socket is kept: a blocked read wakes only when its socket is
+shut down (closing the client does not wake it), so a cancelled job shuts the sockets of its pages in
+flight: their threads end at once and the server sees the client go (vLLM then stops the request).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import itertools
+import json
 import logging
+import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -71,9 +85,14 @@ class RemoteEngine(Engine):
         self.base_url = endpoint.url.rstrip("/").removesuffix("/v1")
         self.api_key = endpoint.api_key or settings.remote_api_key
         self.timeout_s = endpoint.timeout_s or settings.remote_timeout_s
+        self.first_byte_s = min(settings.remote_first_byte_s, self.timeout_s)
+        self.connect_s = min(settings.remote_connect_timeout_s, self.timeout_s)
         self.concurrency = endpoint.max_in_flight or settings.remote_concurrency
         self._client = client
         self._owns_client = client is None
+        self._pages: httpx.Client | None = None  # page requests: one connection each (see the module doc)
+        self._sockets: dict[int, socket.socket | None] = {}  # id(request) -> its socket while in flight
+        self._sockets_lock = threading.Lock()
         self._model: str | None = endpoint.model or settings.remote_model
         self._exempt_ids: list[int] | None = None
         self._loaded = False
@@ -89,9 +108,13 @@ class RemoteEngine(Engine):
                 'The remote engine needs httpx: pip install "ocr-app[remote]"'
             ) from exc
 
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        timeout = httpx.Timeout(self.first_byte_s, connect=self.connect_s)
         if self._client is None:
-            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self._client = httpx.Client(timeout=self.timeout_s, headers=headers)
+            self._client = httpx.Client(timeout=timeout, headers=headers)
+        if self._pages is None:
+            no_reuse = httpx.Limits(max_keepalive_connections=0)
+            self._pages = httpx.Client(timeout=timeout, headers=headers, limits=no_reuse)
         try:
             resp = self._client.get(f"{self.base_url}/v1/models")
             resp.raise_for_status()
@@ -152,6 +175,9 @@ class RemoteEngine(Engine):
         if self._client is not None and self._owns_client:
             self._client.close()
             self._client = None
+        if self._pages is not None:
+            self._pages.close()
+            self._pages = None
         self._loaded = False
 
     @property
@@ -193,6 +219,30 @@ class RemoteEngine(Engine):
                 top_up()
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # pages not sent yet are not sent
+            self._abort([r for _, r in futures.values()])  # pages in flight: their connections end now
+
+    def _abort(self, requests: Iterable[PageRequest]) -> None:
+        """Shut the sockets of these pages' requests: their blocked reads return at once."""
+        with self._sockets_lock:
+            for req in requests:
+                sock = self._sockets.get(id(req))
+                self._sockets[id(req)] = None  # a socket opened after this is shut as it opens
+                _shut(sock)
+
+    def _tracer(self, req: PageRequest):
+        """httpx's trace hook: keep the page's socket once connected (TLS: the wrapped one)."""
+
+        def trace(event: str, info: dict) -> None:
+            if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+                stream = info.get("return_value")
+                sock = stream.get_extra_info("socket") if stream is not None else None
+                with self._sockets_lock:
+                    if id(req) in self._sockets and self._sockets[id(req)] is None and req.cancelled:
+                        _shut(sock)
+                    else:
+                        self._sockets[id(req)] = sock
+
+        return trace
 
     def _payload(self, req: PageRequest) -> dict[str, Any]:
         text = _prompt(req).removeprefix("<image>").lstrip("\n")  # the server's chat template adds it
@@ -229,29 +279,47 @@ class RemoteEngine(Engine):
         return deepseek_capabilities(self.name, precisions=False, modes=False, concurrent_jobs=BATCHED_JOBS)
 
     def _one(self, req: PageRequest) -> EngineOutput:
+        import httpx
+
         t0 = time.perf_counter()
+        page = req.page.index + 1
+        payload = {**self._payload(req), "stream": True, "stream_options": {"include_usage": True}}
+        with self._sockets_lock:
+            self._sockets.setdefault(id(req), None)
         try:
-            resp = self._client.post(f"{self.base_url}/v1/chat/completions", json=self._payload(req))
-        except Exception as exc:  # connection refused, reset, timeout: the endpoint's fault
+            with self._pages.stream(
+                "POST",
+                f"{self.base_url}/v1/chat/completions",
+                json=payload,
+                extensions={"trace": self._tracer(req)},
+            ) as resp:
+                if resp.status_code != 200:
+                    detail = resp.read()[:300].decode(errors="replace").strip()
+                    err = EngineError(f"OCR server answered {resp.status_code} for page {page}: {detail}")
+                    # 4xx other than overload/timeouts: the request itself is wrong, another endpoint would
+                    # answer the same; the fleet then fails the page instead of taking the endpoint down.
+                    err.member_fault = resp.status_code >= 500 or resp.status_code in (408, 409, 429)  # type: ignore[attr-defined]
+                    raise err
+                text, finish, usage = self._answer(resp, t0, page)
+        except EngineError:
+            raise
+        except httpx.TimeoutException as exc:
+            what = "connect" if isinstance(exc, httpx.ConnectTimeout) else "send a byte"
+            limit = self.connect_s if what == "connect" else self.first_byte_s
             raise EngineError(
-                f"OCR server {self.base_url} failed for page {req.page.index + 1}: {type(exc).__name__}: {exc}"
+                f"OCR server {self.base_url} did not {what} for page {page} within {limit:g} s "
+                f"({type(exc).__name__}; DEEPSEEK_OCR_REMOTE_"
+                f"{'CONNECT_TIMEOUT_S' if what == 'connect' else 'FIRST_BYTE_S'})"
             ) from exc
-        if resp.status_code != 200:
-            detail = resp.text[:300].strip()
-            err = EngineError(
-                f"OCR server answered {resp.status_code} for page {req.page.index + 1}: {detail}"
-            )
-            # 4xx other than overload/timeouts: the request itself is wrong, another endpoint would
-            # answer the same; the fleet then fails the page instead of taking the endpoint down.
-            err.member_fault = resp.status_code >= 500 or resp.status_code in (408, 409, 429)  # type: ignore[attr-defined]
-            raise err
-        try:
-            body = resp.json()
-            choice = body["choices"][0]
-            text = choice["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise EngineError(f"OCR server sent an unexpected answer for page {req.page.index + 1}") from exc
-        usage = body.get("usage") or {}
+        except Exception as exc:  # connection refused, reset, cancelled: the endpoint's fault
+            if req.cancelled:
+                raise EngineError(f"page {page} was cancelled while the OCR server read it") from exc
+            raise EngineError(
+                f"OCR server {self.base_url} failed for page {page}: {type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            with self._sockets_lock:
+                self._sockets.pop(id(req), None)
         from ocr_app.models.deepseek_ocr2.grounding import finish_output
 
         width, height = req.page.size
@@ -262,7 +330,7 @@ class RemoteEngine(Engine):
             EngineOutput(
                 engine=self.name,
                 raw_text=text,
-                stop_reason=_FINISH.get(choice.get("finish_reason"), StopReason.END),
+                stop_reason=_FINISH.get(finish, StopReason.END),
                 num_tokens=int(usage.get("completion_tokens", 0)),
                 timings={"total": round(time.perf_counter() - t0, 4)},
                 notes=notes,
@@ -272,6 +340,46 @@ class RemoteEngine(Engine):
             width,
             height,
         )
+
+    def _answer(self, resp, t0: float, page: int) -> tuple[str, str | None, dict]:
+        """Text, finish reason and usage of a streamed (server-sent events) or plain JSON answer; the
+        whole answer within ``timeout_s`` (each silence is bounded by the client's read timeout)."""
+        kind = resp.headers.get("content-type", "")
+        try:
+            if not kind.startswith("text/event-stream"):
+                body = json.loads(resp.read())
+                choice = body["choices"][0]
+                return (
+                    choice["message"]["content"] or "",
+                    choice.get("finish_reason"),
+                    body.get("usage") or {},
+                )
+            parts: list[str] = []
+            finish, usage = None, {}
+            for line in resp.iter_lines():
+                if time.perf_counter() - t0 > self.timeout_s:
+                    raise EngineError(
+                        f"OCR server {self.base_url} had not finished page {page} after {self.timeout_s:g} s "
+                        "(DEEPSEEK_OCR_REMOTE_TIMEOUT_S)"
+                    )
+                data = line.removeprefix("data:").strip() if line.startswith("data:") else ""
+                if not data or data == "[DONE]":
+                    continue
+                event = json.loads(data)
+                usage = event.get("usage") or usage
+                for choice in event.get("choices") or []:
+                    parts.append((choice.get("delta") or {}).get("content") or "")
+                    finish = choice.get("finish_reason") or finish
+            return "".join(parts), finish, usage
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise EngineError(f"OCR server sent an unexpected answer for page {page}") from exc
+
+
+def _shut(sock: socket.socket | None) -> None:
+    if sock is None:
+        return
+    with contextlib.suppress(OSError):  # already closed or never connected
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 # -- a fleet of endpoints --------------------------------------------------------------------------
@@ -389,7 +497,11 @@ def build_remote_engine(settings: Settings) -> RemoteEngine | EnginePool:
         backoff_s=settings.remote_backoff_s,
         max_backoff_s=max(settings.remote_backoff_s, 300.0),
         hedging=(
-            Hedging(factor=settings.remote_hedge_factor, min_s=settings.remote_hedge_min_s)
+            Hedging(
+                factor=settings.remote_hedge_factor,
+                min_s=settings.remote_hedge_min_s,
+                cold_s=settings.remote_first_byte_s / 2,  # before any page time: half the silence allowed
+            )
             if settings.remote_hedge_factor > 0
             else None
         ),

@@ -6,6 +6,11 @@ frame loses nothing; reading one silently lost the rest). Extra frames of WebP/P
 MPO camera previews are not pages: the first frame is read and a note says so.
 Why alpha goes on white: transparent regions of scans and screenshots are paper, and black would
 hide black text.
+Why pages are judged by their header before decoding: an 879 KB PNG declaring 17,000 × 17,000 pixels
+decodes to 867 MB and cost 5.1 GB and 192 s downstream. Each page's declared size as the RGB page it
+becomes must fit the per-page byte budget PDF pages already have (``max_page_stream_bytes``); a JPEG
+over it is decoded at 1/2, 1/4 or 1/8 scale by libjpeg (Pillow's ``draft``) and marked downscaled,
+any other format is refused in one line without a pixel decoded.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import CorruptFileError, LimitExceededError
 from ocr_app.ingest.base import SourceDocument
-from ocr_app.ingest.limits import ENV_MAX_PAGES, ENV_MAX_PIXELS, IngestLimits
+from ocr_app.ingest.limits import ENV_MAX_PAGE_STREAM, ENV_MAX_PAGES, ENV_MAX_PIXELS, IngestLimits, too_thin
 from ocr_app.ingest.sniff import IMAGE_FORMATS
 from ocr_app.schema import PageImage
 
@@ -29,6 +34,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _PAGED_FORMATS = frozenset({"tiff", "gif"})  # formats whose frames are document pages
+_RGB_BYTES = 3  # every page becomes 8-bit RGB (``to_rgb``)
+_DRAFT_SCALES = (2, 4, 8)  # what libjpeg can decode at directly
 
 
 def to_rgb(image: Image.Image) -> Image.Image:
@@ -100,6 +107,8 @@ class ImageDocument(SourceDocument):
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
             raise CorruptFileError(f"{name} looks like {label} but cannot be decoded: it is damaged") from exc
         self._image = image
+        self._draft: dict[int, int] = {}  # page -> the JPEG scale it is decoded at (1/n)
+        self._drafted = False  # draft() is set once, before the (single-frame) JPEG is first decoded
         try:
             frames = getattr(image, "n_frames", 1) if fmt in _PAGED_FORMATS else 1
             super().__init__(name, path, frames)
@@ -130,6 +139,28 @@ class ImageDocument(SourceDocument):
                 )
             if width < 1 or height < 1:
                 raise CorruptFileError(f"{self.name} has an empty ({width} x {height}) image")
+            thin = too_thin(width, height)
+            if thin:
+                where = f"page {index + 1} of {self.name}" if self.page_count > 1 else self.name
+                raise LimitExceededError(f"{where} is {width} x {height} pixels, {thin}")
+            self._check_bytes(index, width, height)
+
+    def _check_bytes(self, index: int, width: int, height: int) -> None:
+        """The page's RGB bytes must fit the page budget: decided on the header, before any decoding."""
+        cap = self.limits.max_page_stream_bytes
+        if width * height * _RGB_BYTES <= cap:
+            return
+        if self.format == "jpeg":
+            for scale in _DRAFT_SCALES:
+                if -(-width // scale) * -(-height // scale) * _RGB_BYTES <= cap:
+                    self._draft[index] = scale
+                    return
+        where = f"page {index + 1} of {self.name}" if self.page_count > 1 else self.name
+        raise LimitExceededError(
+            f"{where} is {width} x {height} pixels, {width * height * _RGB_BYTES / 2**20:.0f} MiB once "
+            f"decoded; the limit is {cap / 2**20:.0f} MiB per page, so it was not decoded (set "
+            f"{ENV_MAX_PAGE_STREAM} to raise it)"
+        )
 
     def _seek(self, index: int) -> None:
         if self.page_count > 1 or index:
@@ -146,6 +177,18 @@ class ImageDocument(SourceDocument):
 
     def _load(self, index: int) -> Image.Image:
         self._seek(index)
+        scale = self._draft.get(index)
+        if scale and not self._drafted:
+            self._drafted = True
+            width, height = self._image.size
+            self._image.draft("RGB", (-(-width // scale), -(-height // scale)))
+            note = (
+                f"{self.name} is {width} x {height} pixels, over the page budget: it was decoded at 1/{scale} "
+                f"scale ({self._image.size[0]} x {self._image.size[1]})"
+            )
+            if note not in self.notes:
+                logger.info(note)
+                self.notes.append(note)
         try:
             self._image.load()
         except (OSError, SyntaxError, ValueError, EOFError) as exc:
@@ -159,7 +202,12 @@ class ImageDocument(SourceDocument):
         frame = self._load(index)
         upright = ImageOps.exif_transpose(frame)
         return PageImage(
-            image=to_rgb(upright), index=index, source=self.name, dpi=None, page_count=self.page_count
+            image=to_rgb(upright),
+            index=index,
+            source=self.name,
+            dpi=None,
+            page_count=self.page_count,
+            downscaled=index in self._draft,
         )
 
     def _release(self) -> None:

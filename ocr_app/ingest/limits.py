@@ -8,6 +8,9 @@ Why two pixel numbers: ``max_pixels_per_page`` bounds what is decoded at all (30
 600 dpi is 70 MP, and the tiling engine reads such pages at full resolution); ``render_pixels`` is
 what a PDF page is rendered within, by lowering its DPI — a PDF page's DPI is ours to choose, and
 rendering a 14,400 pt poster at 300 MP took 16 s and 1.8 GB for a page whose text layer reads it.
+``max_page_stream_bytes`` bounds the bytes one page decodes to (content streams, PDF images, an image
+file's RGB page), decided before decoding: at the default it, not the pixel bound, refuses an RGB
+image above ~89 MP that is not a JPEG (a JPEG is decoded at a smaller scale).
 """
 
 from __future__ import annotations
@@ -24,6 +27,22 @@ ENV_MAX_FILE_MB = "DEEPSEEK_OCR_MAX_FILE_MB"
 ENV_RENDER_PIXELS = "DEEPSEEK_OCR_PDF_RENDER_PIXELS"
 ENV_MAX_PAGE_STREAM = "DEEPSEEK_OCR_MAX_PAGE_STREAM_MB"
 ENV_MAX_RENDER_S = "DEEPSEEK_OCR_MAX_RENDER_S"
+
+
+MAX_ASPECT = 1000  # a page more than this many times longer than wide holds no readable text
+
+
+def too_thin(width: float, height: float) -> str | None:
+    """Why a page of this shape cannot be read, or None. Why: OCR engines scale the long side down
+    (RapidOCR to 2,000 px), so a 100,000 x 1 image became 0 pixels high and failed with an empty
+    message (issue 31)."""
+    short, long = sorted((width, height))
+    if short > 0 and long / short > MAX_ASPECT:
+        return (
+            f"an aspect ratio of {long / short:.0f}:1; a page whose one side is more than {MAX_ASPECT} times "
+            "the other holds no readable text"
+        )
+    return None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ Layout of ``out_dir/stem/`` with the built-in formats::
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -59,6 +58,7 @@ from ocr_app.render.formats import (
     format_names,
 )
 from ocr_app.render.markdown import error_note, page_markdown
+from ocr_app.render.write_errors import describe_os_error, output_error
 from ocr_app.schema import DocumentResult, PageResult
 
 if TYPE_CHECKING:
@@ -84,14 +84,6 @@ def safe_stem(stem: str) -> str:
     if cleaned in ("", ".", ".."):
         raise ConfigError(f"Output name {stem!r} is not usable as a file name.")
     return staging.fit_name(cleaned)
-
-
-def describe_os_error(exc: OSError) -> str:
-    """The cause of a failed write in words (``No space left on device``), without the errno prefix."""
-    reason = exc.strerror or str(exc)
-    if exc.errno == errno.ENAMETOOLONG:
-        reason += " (a file or folder name is longer than the file system allows)"
-    return reason
 
 
 def _default_workers() -> int:
@@ -189,11 +181,7 @@ class DocumentWriter:
         return self
 
     def _output_error(self, exc: BaseException) -> OutputError:
-        if isinstance(exc, OutputError):
-            return exc
-        if isinstance(exc, OSError):
-            return OutputError(f"Cannot write the outputs to {self.out_dir}: {describe_os_error(exc)}")
-        return OutputError(f"Writing the outputs failed: {type(exc).__name__}: {exc}")
+        return output_error(exc) or OutputError(f"Writing the outputs failed: {type(exc).__name__}: {exc}")
 
     def _check(self) -> None:
         if self._error is not None:
@@ -234,7 +222,9 @@ class DocumentWriter:
                     IMAGES_DIR,
                     keep_table_html=engine_kind(page.engine).capabilities.keeps_table_html,
                 )
-            except OSError as exc:
+            except Exception as exc:
+                if output_error(exc) is None:
+                    raise
                 self._fail(exc)
                 self._check()
             self.target.page_files.extend(page.figures)
@@ -283,7 +273,7 @@ class DocumentWriter:
     def _fail(self, exc: BaseException) -> None:
         if self._error is None:
             self._error = exc
-            if not isinstance(exc, OSError):
+            if output_error(exc) is None:  # a bug, not a full disk: its traceback goes to the log
                 logger.error("the document writer failed", exc_info=exc)
 
     def _drain(self) -> None:
@@ -327,8 +317,9 @@ class DocumentWriter:
             staging.publish(self.target.dir, self.dir, self._owned)
         except BaseException as exc:
             self.abort()
-            if isinstance(exc, (OSError, OutputError)):
-                raise self._output_error(exc) from exc
+            translated = output_error(exc)
+            if translated is not None:
+                raise translated from exc
             raise
         self._release()
         outputs = {k: self._published(v) for k, v in outputs.items()}

@@ -14,7 +14,6 @@ also keeps ``ocr-app cache info/clear`` trivial and needs no SQLite on the cache
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from pathlib import Path
@@ -23,11 +22,6 @@ logger = logging.getLogger(__name__)
 
 FileEntry = tuple[float, int, Path]  # (mtime, size, path)
 STALE_TEMP_S = 3600.0  # a write takes milliseconds: an older temp file is a killed writer's leftover
-
-
-def checksum(data: bytes) -> str:
-    """The checksum an entry records of its payload (blake2b, 128 bits), verified on every read."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def remove_stale_temps(directory: Path, older_than_s: float = STALE_TEMP_S) -> int:

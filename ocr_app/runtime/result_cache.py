@@ -5,9 +5,10 @@ same PDF uploaded twice) must not cost GPU minutes, and the cache must survive r
 blake2b digest of the page pixels, the request (prompt, mode, token cap), the settings that change
 output, the model identity (id plus a local revision fingerprint) and the engine name.
 
-Integrity: every entry records its own key and a blake2b checksum of its output, checked on every read:
-an entry that was edited (even into valid JSON), truncated or stored under another key is logged once,
-removed and recomputed, never served.
+Integrity: every entry records its own key and an HMAC-SHA256 of its output under a per-installation
+secret (``cache_secret``: ``secret.key`` beside the entries, mode 0600), checked on every read: an entry
+that was edited (even into valid JSON with its checksum recomputed by someone without the key),
+truncated or stored under another key is logged once, removed and recomputed, never served.
 
 Concurrency: every write goes to a private temporary file that is ``os.replace``d into place, so
 readers see either no entry or a whole one, and two writers of the same key both leave a valid file.
@@ -31,9 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.engine_api import Engine, WrappedEngine, noting, split_stream
+from ocr_app.runtime.cache_secret import load_secret, signature, verify
 from ocr_app.runtime.diskstore import (
     FileEntry,
-    checksum,
     evict_to,
     list_entries,
     remove_all,
@@ -50,8 +51,8 @@ MIB = 1024**2
 _SUFFIX = ".json"
 # 2: DeepSeek outputs carry their parsed blocks; 3: keys hold the prompt as asked (preset name or text)
 # plus the locate text, outputs the prompt and mode the engine used; 4: entries record their key and a
-# checksum of the output
-FORMAT_VERSION = 4
+# checksum of the output; 5: the checksum is an HMAC under the installation's secret
+FORMAT_VERSION = 5
 # Settings that change what an engine returns for a page (the request carries prompt, mode, cap).
 OUTPUT_SETTINGS = ("model", "device", "dtype", "max_new_tokens", "no_repeat_ngram_size", "no_repeat_window")
 
@@ -80,10 +81,9 @@ def output_from_dict(d: Mapping[str, Any]) -> EngineOutput:
     )
 
 
-def _output_checksum(output: Mapping[str, Any]) -> str:
-    """Checksum of an output dict in one canonical JSON form (the same after a read as at the write)."""
-    text = json.dumps(output, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return checksum(text.encode("utf-8"))
+def _canonical(output: Mapping[str, Any]) -> bytes:
+    """An output dict in one canonical JSON form (the same after a read as at the write)."""
+    return json.dumps(output, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 class DamagedEntry(ValueError):
@@ -141,6 +141,7 @@ class ResultCache:
         self.directory = Path(directory)
         self.max_bytes = int(max_bytes)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._key = load_secret(self.directory)
         self._lock = threading.Lock()
         self.hits = self.misses = self.writes = self.damaged = 0
         remove_stale_temps(self.directory)
@@ -175,8 +176,8 @@ class ResultCache:
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("key") != key:
                 raise DamagedEntry(f"it records key {str(data.get('key'))[:12]}…")
-            if data.get("checksum") != _output_checksum(data["output"]):
-                raise DamagedEntry("its checksum does not match its output")
+            if not verify(self._key, _canonical(data["output"]), data.get("checksum")):
+                raise DamagedEntry("its checksum does not match its output under this installation's key")
             out = output_from_dict(data["output"])
         except FileNotFoundError:
             self.misses += 1
@@ -200,7 +201,8 @@ class ResultCache:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = output_to_dict(output)
-        entry = {"v": FORMAT_VERSION, "key": key, "created": time.time(), "checksum": _output_checksum(data)}
+        mac = signature(self._key, _canonical(data))
+        entry = {"v": FORMAT_VERSION, "key": key, "created": time.time(), "checksum": mac}
         payload = json.dumps({**entry, "output": data})
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
         try:

@@ -24,10 +24,13 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from ocr_app.exceptions import OcrError
+from ocr_app.render.write_errors import output_error
+from ocr_app.runtime.memory import trim_host_heap
 from ocr_app.schema import DocumentResult
 from ocr_app.ui import form, page_html, queue_words, status_panel, viewer
 from ocr_app.ui.access import resolve_access
 from ocr_app.ui.api_results import ApiResults
+from ocr_app.ui.file_input import without_temp_files
 from ocr_app.ui.jobs import CancelRegistry, JobOutcome, Progress, Waiting, stream_conversion, wait_turn
 from ocr_app.ui.offline import offline_markdown
 from ocr_app.ui.privacy import Owners, client_of
@@ -227,7 +230,10 @@ class OcrApp:
 
     def _run_admitted(self, paths, options, passwords, key, cancel, client, ticket, api: bool, idle_s):
         """The job once its engine has a slot: in its own folder, owned by ``client``."""
-        job_dir = self.dirs.new_job(key, replace=not api)
+        try:
+            job_dir = self.dirs.new_job(key, replace=not api)
+        except OSError as exc:  # a full disk before the job starts: the same words as any failed write
+            raise gr.Error(str(output_error(exc)), title="Cannot write the outputs") from exc
         self.owners.claim(job_dir, client)
         stream = stream_conversion(self.converter, paths, job_dir, options, cancel, passwords, idle_s)
         try:
@@ -240,6 +246,7 @@ class OcrApp:
                     yield item
         finally:
             self.dirs.finished(job_dir)
+            trim_host_heap()  # the job's memory goes back to the system, not to glibc's arenas
 
     @staticmethod
     def _check_outcome(outcome: JobOutcome) -> list[DocumentResult]:
@@ -501,11 +508,13 @@ class OcrApp:
         from ocr_app.ingest import SUPPORTED_EXTENSIONS
 
         w = self.w
-        w.files = gr.File(
-            label="PDFs and images",
-            file_count="multiple",
-            file_types=sorted(SUPPORTED_EXTENSIONS),
-            elem_id="input-files",
+        w.files = without_temp_files(
+            gr.File(
+                label="PDFs and images",
+                file_count="multiple",
+                file_types=sorted(SUPPORTED_EXTENSIONS),
+                elem_id="input-files",
+            )
         )
         with gr.Accordion(form.PASSWORDS_BOX, open=False, elem_id="passwords") as w.passwords_box:
             gr.render(inputs=w.files)(self._password_boxes)
@@ -653,7 +662,7 @@ class OcrApp:
         w.api_btn = gr.Button(visible=False)
         # The API takes any file type: an unsupported file in a batch gets its own error from the library
         # instead of gradio refusing the whole request (the upload widget filters by extension).
-        w.api_upload = gr.File(visible=False, file_count="multiple", label="files")
+        w.api_upload = without_temp_files(gr.File(visible=False, file_count="multiple", label="files"))
         w.api_password = gr.Textbox("", visible=False, label="password", type="password")
         w.api_markdown = gr.Textbox(visible=False, label="markdown")
         w.api_json = gr.JSON(visible=False, label="result")

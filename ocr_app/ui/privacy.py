@@ -10,6 +10,15 @@ job, an upload to the clients that uploaded it (gradio stores equal uploads once
 those folders is refused. Outputs are written inside gradio's temp folder, so gradio serves them in place
 instead of copying them where no owner is known.
 
+Why the owner check sees exactly the path gradio opens: the server decodes a URL's path once, and
+gradio takes the file route's parameter as it is, makes it absolute lexically (``os.path.abspath``)
+and opens that, following symlinks. A second decoding here once let ``a%252Fb/../..`` climb one folder
+less for gradio than for the check: another session's file was served (issue 31). So the check takes
+the parameter undecoded, refuses outright any path that hides a parent step, a separator, a backslash,
+a NUL or bytes that are not UTF-8 behind any number of encodings (no URL the app makes has one), and
+decides on both the lexical path and its real path: a symlink in a client's folder to another's file
+is not that client's.
+
 The middleware also reports each file it served in full (``on_delivered``): API results are deleted
 once the client has fetched them (``ApiResults``).
 """
@@ -18,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
 import threading
 from collections.abc import Callable, Iterable
@@ -31,6 +41,7 @@ CLIENT_COOKIE = "ocr_app_client"
 STATE_KEY = "ocr_app_client"  # where the middleware leaves the client id for the handlers (scope state)
 FILE_MARKERS = ("/file=", "/file/")  # gradio's file routes: /gradio_api/file=<path>, /gradio_api/file/<path>
 UPLOAD_SUFFIX = "/upload"
+_MAX_DECODINGS = 8  # a path still changing after this many decodings is refused as hostile
 
 
 def client_of(request: Any) -> str | None:
@@ -52,13 +63,49 @@ def _resolve(path: str | Path) -> Path:
         return Path("/nonexistent")
 
 
+def _lexical(path: str | Path) -> Path:
+    """The path as gradio opens it: absolute, ``..`` removed by text (before symlinks are followed)."""
+    try:
+        return Path(os.path.abspath(os.path.expanduser(str(path))))
+    except (OSError, ValueError):
+        return Path("/nonexistent")
+
+
+def hostile_path(path: str) -> str | None:
+    """Why ``path`` (a file route's parameter, decoded once by the server) is refused, or None.
+
+    Decoded until it stops changing, no form of it may hold a ``..`` step, a backslash, a NUL or an
+    invalid UTF-8 sequence (overlong encodings decode to U+FFFD), and no decoding may add a separator.
+    """
+    forms = [path]
+    while len(forms) <= _MAX_DECODINGS:
+        nxt = unquote(forms[-1], errors="replace")
+        if nxt == forms[-1]:
+            break
+        forms.append(nxt)
+    else:
+        return "encoded too many times"
+    for form in forms:
+        if "\\" in form:
+            return "a backslash"
+        if "\x00" in form or "\ufffd" in form:
+            return "a NUL or invalid UTF-8"
+        if ".." in form.split("/"):
+            return "a parent-folder step"
+        if form.count("/") != path.count("/"):
+            return "an encoded separator"
+    return None
+
+
 class Owners:
     """Which clients own which folders and files under the guarded roots. Thread-safe."""
 
     PRUNE_EVERY = 256  # claims between drops of entries whose file is gone (gradio's hourly sweep)
 
     def __init__(self, roots: Iterable[str | Path]) -> None:
-        self.roots = [_resolve(r) for r in roots]
+        given = list(roots)
+        self.roots = [_resolve(r) for r in given]
+        self._lexical_roots = list(zip([_lexical(r) for r in given], self.roots, strict=True))
         self._owners: dict[Path, set[str]] = {}
         self._lock = threading.Lock()
         self._claims = 0
@@ -89,6 +136,14 @@ class Owners:
         p = _resolve(path)
         return any(p == r or r in p.parents for r in self.roots)
 
+    def _lexically_guarded(self, path: str | Path) -> Path | None:
+        """``path`` as gradio opens it, on the resolved root it lies under by its text; None outside."""
+        p = _lexical(path)
+        for given, real in self._lexical_roots:
+            if p == given or given in p.parents:
+                return real / p.relative_to(given)
+        return None
+
     def owners_of(self, path: str | Path) -> set[str]:
         """The owners of the nearest registered folder or file at or above ``path``."""
         p = _resolve(path)
@@ -99,18 +154,28 @@ class Owners:
         return set()
 
     def allows(self, path: str | Path, client: str | None) -> bool:
-        """Whether ``client`` may fetch ``path``: paths outside the guarded roots are gradio's business."""
-        if not self.guarded(path):
+        """Whether ``client`` may fetch ``path``: paths outside the guarded roots are gradio's business.
+
+        Under them, both what the path names by its text and what it really is (symlinks followed)
+        must be the client's: a link in one's own folder to another's file, or out of the guarded
+        folders, is refused."""
+        real = _resolve(_lexical(path))
+        textual = self._lexically_guarded(path)
+        really = self.guarded(real)
+        if textual is None and not really:
             return True
-        return bool(client) and client in self.owners_of(path)
+        if not client or not really or client not in self.owners_of(real):
+            return False
+        return textual is None or client in self.owners_of(textual)
 
 
 def file_route_path(url_path: str) -> str | None:
-    """The file system path a gradio file URL asks for, or None when the URL is no file route."""
+    """The file system path a gradio file route asks for, exactly as gradio takes it, or None when the
+    URL is no file route. ``url_path`` is the ASGI ``path``: the server decoded it once already."""
     for marker in FILE_MARKERS:
         head, sep, tail = url_path.partition(marker)
         if sep and head.endswith("gradio_api"):
-            return unquote(tail)
+            return tail
     return None
 
 
@@ -137,10 +202,16 @@ class PrivacyMiddleware:
         scope.setdefault("state", {})[STATE_KEY] = client
         path = scope.get("path", "")
         wanted = file_route_path(path) if scope.get("method") in ("GET", "HEAD") else None
-        if wanted is not None and not self.owners.allows(wanted, client):
-            logger.warning("refused %s to a client that does not own it", wanted)
-            await _refuse(send)
-            return
+        if wanted is not None:
+            hostile = hostile_path(wanted)
+            if hostile is not None:
+                logger.warning("refused a file path holding %s: %r", hostile, wanted)
+                await _refuse(send, f"This file path is refused: it holds {hostile}.")
+                return
+            if not self.owners.allows(wanted, client):
+                logger.warning("refused %s to a client that does not own it", wanted)
+                await _refuse(send)
+                return
         upload = scope.get("method") == "POST" and path.rstrip("/").endswith(UPLOAD_SUFFIX)
         body: list[bytes] = []
         status = [0]
@@ -192,8 +263,8 @@ class PrivacyMiddleware:
         return f"{CLIENT_COOKIE}={client}; Path=/; HttpOnly; SameSite=Lax{secure}"
 
 
-async def _refuse(send: Callable) -> None:
-    body = b'{"detail": "This file belongs to another session."}'
+async def _refuse(send: Callable, detail: str = "This file belongs to another session.") -> None:
+    body = json.dumps({"detail": detail}).encode()
     await send(
         {
             "type": "http.response.start",
@@ -204,4 +275,4 @@ async def _refuse(send: Callable) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["CLIENT_COOKIE", "Owners", "PrivacyMiddleware", "client_of", "file_route_path"]
+__all__ = ["CLIENT_COOKIE", "Owners", "PrivacyMiddleware", "client_of", "file_route_path", "hostile_path"]

@@ -7,6 +7,12 @@ got ``{"error": null}`` ("verbose error reporting not enabled"): refused, with n
 turns that refusal into a ``gr.Error`` that says, as the CLI would, which file and why; other errors stay
 as Gradio reports them (internal messages are not sent to clients). A "file" that is a URL is refused
 too: Gradio would download it, i.e. a client could make the server fetch any address it can reach.
+
+Why refusals are logged as one line: Gradio prints the traceback of every ``gr.Error`` an event raises
+unless the error says not to (``print_exception``); every refused API call (a bad choice, a server path,
+a URL, no file) wrote one to the server log, where tracebacks should mean bugs (issue 31). ``OcrBlocks``
+logs each ``gr.Error`` as one INFO line with its reason and turns Gradio's printing off for it; any other
+exception keeps its traceback.
 """
 
 from __future__ import annotations
@@ -92,10 +98,22 @@ def blocks_class() -> type:
                     return await super().preprocess_data(*args, **kwargs)
                 except InvalidPathError as exc:
                     message = refusal_message(exc, [_name(p) for p in payloads])
-            logger.info("refused an API call: %s", message)
             raise gr.Error(message, title="File refused")
+
+        async def process_api(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().process_api(*args, **kwargs)
+            except gr.Error as exc:
+                quiet_refusal(exc)
+                raise
 
     return OcrBlocks
 
 
-__all__ = ["blocks_class", "refusal_message", "sent_files", "url_refusal"]
+def quiet_refusal(exc: BaseException) -> None:
+    """One INFO line for a refusal (``gr.Error``), and no traceback from Gradio for it."""
+    logger.info("refused a request: %s", " ".join(str(getattr(exc, "message", exc)).split()))
+    exc.print_exception = False  # type: ignore[attr-defined]
+
+
+__all__ = ["blocks_class", "quiet_refusal", "refusal_message", "sent_files", "url_refusal"]
