@@ -44,16 +44,24 @@ def test_park_moves_every_tensor_drops_caches_and_wake_puts_them_back():
     model[0].register_buffer("table", torch.arange(4.0))
     model[1].plain = torch.ones(2)  # a tensor attribute that is no parameter or buffer
     model[1].cache = {"k": torch.zeros(3)}  # a derived cache: dropped
+    model[0].strided = torch.arange(6.0).view(2, 3).t()  # a strided view: parked strided, apart
     x = torch.randn(2, 4)
     ref = model(x)
     ptrs = {n: t.data_ptr() for n, t in [*model.named_parameters(), *model.named_buffers()]}
     parked = park_mod.park(model, torch.device("cpu"))
     assert parked.caches_dropped == 1 and not hasattr(model[1], "cache")
     # three parameters (the tied weight once), the buffer and the plain attribute
-    assert len(parked.places) == 5
-    assert parked.bytes == 4 * (16 + 4 + 4 + 4 + 2)
+    assert len(parked.places) == 6
+    assert parked.bytes == 4 * (16 + 4 + 4 + 4 + 2 + 6)
+    assert model[0].strided.stride() == (1, 3) and torch.equal(
+        model[0].strided, torch.arange(6.0).view(2, 3).t()
+    )
     assert all(t.data_ptr() != ptrs[n] for n, t in [*model.named_parameters(), *model.named_buffers()])
     assert model[1].weight is model[0].weight
+    # one exact-size host block (torch's pinned allocator rounds each block up to a power of two)
+    arena = parked.arena.untyped_storage().data_ptr()
+    assert all(t.untyped_storage().data_ptr() == arena for t in [*model.parameters(), *model.buffers()])
+    assert parked.arena.numel() == 5 * park_mod.ALIGN and not parked.pinned
     report = park_mod.wake(parked)
     assert report["bytes"] == parked.bytes
     torch.testing.assert_close(model(x), ref)

@@ -369,6 +369,8 @@ class DeepSeekOcr2Engine(Engine):
             self._decoder = None
         self.model = None
         self.processor = None
+        if self._parked is not None:  # its page-locked host block goes back (unregistered) with it
+            self._parked.release()
         self._parked = None
         self.precision = {}  # the next load resolves again (free memory may have changed)
         if self._holds_freeze:  # see ``load``: the model's cycles must be visible to this collection
