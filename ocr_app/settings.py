@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     max_pages: int = Field(2000, ge=1)
     max_file_mb: float = Field(500.0, gt=0)
     max_page_stream_mb: float = Field(
-        256.0,
+        400.0,
         gt=0,
         description="Bytes one page may decode to: PDF content streams (any filter chain) and images (as "
         "RGB); more is refused before decoding (decompression and pixel bombs); a JPEG is decoded smaller.",

@@ -389,6 +389,8 @@ def _load_native(
         t1 = time.perf_counter()
         model = load.result()
         times.update(load.timings, prefetch_gib=round(load.nbytes / 1024**3, 3))
+    if getattr(model.config, "image_token_id", None) is None:  # a config.json without the id
+        model.config.image_token_id = processor.image_token_id
     times.update(processor_s=t1 - t_import, weights_s=time.perf_counter() - t1)
     return model, processor, times
 

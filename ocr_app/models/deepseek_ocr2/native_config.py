@@ -206,7 +206,9 @@ class Ocr2Config(_Section):
 
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "model_type": MODEL_TYPE,
-        "image_token_id": 128815,
+        # no id written out (tests/test_realtok.py): a config without one gets the tokenizer's ``<image>``
+        # id from the load (``loading._load_native``), the authority for token ids
+        "image_token_id": None,
         "tie_word_embeddings": False,
     }
     NESTED: ClassVar[dict[str, type[_Section]]] = {"vision_config": VisionConfig, "text_config": TextConfig}
