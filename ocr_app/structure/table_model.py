@@ -116,7 +116,9 @@ class TableStructureModel:
         for b in np.asarray(boxes, dtype=float).reshape(len(boxes), -1) if len(boxes) else []:
             xs, ys = b[0::2] * sx, b[1::2] * sy
             out.append((float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max())))
-        body = [t for t in tokens if t not in ("<html>", "<body>", "</body>", "</html>", "<table>", "</table>")]
+        body = [
+            t for t in tokens if t not in ("<html>", "<body>", "</body>", "</html>", "<table>", "</table>")
+        ]
         return Structure(body, out)
 
     def unload(self) -> None:
