@@ -128,3 +128,25 @@ def test_without_the_tables_extra_the_rules_read_tables_and_info_says_so(monkeyp
     doc.save(tmp_path / "ruled.pdf")
     md = _markdown(eng, tmp_path / "ruled.pdf")
     assert "<td>Alpha</td><td>1</td>" in md  # the rulings' grid, as before the models
+
+
+def test_a_scanned_table_without_rulings_is_read_by_the_light_engine_with_its_words(light_engine):
+    """us-012 (a US report) rendered as a 144-DPI scan: no text layer, no rulings. The layout model's
+    table region, the structure model's grid and the OCR's words make one table: spanning year groups
+    over five columns, one state a row."""
+    from PIL import Image
+
+    from ocr_app.schema import PageImage, PageRequest
+
+    with pymupdf.open(DATA / "us-012.pdf") as doc:
+        pix = doc[0].get_pixmap(dpi=144)
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    out = light_engine.predict_batch(
+        [PageRequest(page=PageImage(image=image, index=0, source="s.png"), prompt="")]
+    )
+    md = blocks_to_markdown(out[0].blocks)
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    assert '<td colspan="2">AYP Based on 2003–04 Testing</td>' in table
+    for row in ("<td>OH</td><td>Yes</td><td>Yes</td><td>Yes</td><td>Yes</td><td>~100</td>",
+                "<td>VA</td><td>Yes</td><td>Yes</td><td>Yes</td><td>Yes</td><td>53</td>"):  # fmt: skip
+        assert row in table
