@@ -980,7 +980,7 @@ class TextLayerEngine(Engine):
             tables, forms, lines = (
                 ruled_tables(page, lines, scale) if turns == 0 and vectors else ([], [], lines)
             )
-            drawn = vectors and _has_rulings(page)
+            drawn = bool(tables or forms)  # a ruled grid or form: the layout model is asked
             disp_w, disp_h = page.rect.width * scale, page.rect.height * scale
             suspect = _suspect(page, lines) if lines else None
             if doc is not self._open_doc:
