@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
-from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
+from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
 from ocr_app.structure.layout import (
     LayoutConfig,
@@ -986,8 +986,9 @@ class TextLayerEngine(Engine):
             if doc is not self._open_doc:
                 doc.close()
         style = profile.style_at(scale)
+        table_regions = None
         if turns == 0 and self._learned and every_line and page_img.image is not None:
-            tables, forms, lines = self._learned_tables(
+            tables, forms, lines, table_regions = self._learned_tables(
                 page_img.image, every_line, tables, forms, lines, drawn
             )
         if turns:
@@ -1010,6 +1011,7 @@ class TextLayerEngine(Engine):
                 tables=tables,
                 forms=forms,
                 style=style,
+                table_regions=table_regions,
             )
         blocks = [b for b in running if b.label == "page_header"] + blocks
         blocks += [b for b in running if b.label == "page_footer"]
@@ -1039,7 +1041,7 @@ class TextLayerEngine(Engine):
         forms: Grid,
         rest: list[TextLine],
         drawn: bool,
-    ) -> tuple[list[TableGrid], Grid, list[TextLine]]:
+    ) -> tuple[list[TableGrid], Grid, list[TextLine], list[Box] | None]:
         """Tables read by the structure model (``structure.learned_tables``), cells from the text
         layer's words: first in the ruled grids' boxes (certain regions), then in the layout model's
         table regions. On ICDAR 2013's true regions the model reads both kinds better than the rules
@@ -1051,14 +1053,18 @@ class TextLayerEngine(Engine):
 
         body = body_size(every_line)
         if not lt.worth_looking(every_line, body, drawn=drawn):
-            return ruled, forms, rest
+            return ruled, forms, rest, None
+        if is_rtl(" ".join(ln.text for ln in every_line)):
+            # Right-to-left pages keep the rules' tables, which read a row from its right (the
+            # structure model's cells were not checked on such pages: docling's Persian form lost its
+            # text to one).
+            return ruled, forms, rest, None
         out: list[TableGrid] = []
         try:
-            regions = [
-                r.box
-                for r in default_model().detect(image)
-                if r.label == "table" and r.score >= lt.MIN_REGION_SCORE
-            ]
+            detected = [r for r in default_model().detect(image) if r.label == "table"]
+            regions = [r.box for r in detected if r.score >= lt.MIN_REGION_SCORE]
+            # Grids of words the layout model does not call a table, even weakly, are text.
+            vetted = [r.box for r in detected if r.score >= lt.MIN_VETO_SCORE]
             # A ruled grid taken for a form (sparse, label/value pairs) that the layout model calls a
             # table is read as one: its words go back to the pool, and the model's reading decides.
             kept_forms = [f for f in forms if not any(overlap(f[0], r) > 0.7 for r in regions)]
@@ -1099,9 +1105,9 @@ class TextLayerEngine(Engine):
         except EngineUnavailableError as exc:
             logger.warning("textlayer: tables from rules only: %s", exc)
             self._learned = False
-            return ruled, forms, rest
+            return ruled, forms, rest, None
         out += [(t.box, t.rows, t.header_rows or _bold_header(t)) for t in found]
-        return out, kept_forms, pool
+        return out, kept_forms, pool, vetted
 
     def _word_grid(self, width: float, body: float):
         """The word-position finder (``layout.detect_tables``) over one region's lines: its largest

@@ -141,6 +141,7 @@ class _Table:
     items: list[TextLine] = field(default_factory=list)  # the lines it was built from
     form: bool = False  # a sparse grid (a form): rendered as one text line per row
     header_rows: int = 0  # leading rows that are the header (0: not known)
+    contents: bool = False  # a table of contents (dot leaders), found from its rows' text alone
 
     @property
     def html(self) -> str:
@@ -325,6 +326,7 @@ def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
                 box=union_box([r.box for r, _ in run]),
                 rows=[[m.group("title").strip(), m.group("page")] for _, m in run],
                 size=statistics.median(r.size for r, _ in run),
+                contents=True,
             )
             table.items = [it for r, _ in run for it in r.items]
             tables.append(table)

@@ -293,6 +293,7 @@ def _header_rows(slots: Sequence[_Slot]) -> int:
 
 
 MIN_REGION_SCORE = 0.5  # the layout model's table boxes below this are mostly a table's caption or a list
+MIN_VETO_SCORE = 0.3  # a grid of words in no table box even this weak is no table (on a page the model saw)
 MIN_LINE_SHARE = 0.5  # a line belongs to a region when this share of its box lies inside it
 
 
