@@ -150,8 +150,6 @@ def _record_ignored(doc: DocumentResult) -> None:
     if ignored:
         doc.settings.update(dict.fromkeys(ignored))
         doc.settings["ignored"] = ignored
-
-
 class CancelEvent(threading.Event):
     """A cancel flag that says why (``"cancelled by SIGTERM"``): an interrupted document records it.
 

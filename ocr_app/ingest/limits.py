@@ -45,11 +45,7 @@ class IngestLimits:
         from ocr_app.exceptions import ConfigError
 
         for field_name in (
-            "max_pixels_per_page",
-            "max_pages",
-            "max_file_bytes",
-            "render_pixels",
-            "max_page_stream_bytes",
+            "max_pixels_per_page", "max_pages", "max_file_bytes", "render_pixels", "max_page_stream_bytes"
         ):
             if getattr(self, field_name) < 1:
                 raise ConfigError(f"{field_name} must be at least 1, got {getattr(self, field_name)}")

@@ -549,9 +549,7 @@ def build_grid(
         rows.insert(0, group)
         head = max(head, 1) + 1
         pieces += list(above or ())
-    return Grid(
-        rows=rows, header_rows=head, pieces=pieces, box=union_box([p.box for p in pieces]), columns=cols
-    )
+    return Grid(rows=rows, header_rows=head, pieces=pieces, box=union_box([p.box for p in pieces]), columns=cols)
 
 
 PROSE_WORDS = 4  # a line of at least this many words, 0.3 of the page wide, is prose

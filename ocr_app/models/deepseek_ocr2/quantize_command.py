@@ -47,9 +47,7 @@ def quantize_command(
         model_dir = resolve_model_dir(src)
         bar = LoadBar(disabled=quiet)
         try:
-            path = quantize_checkpoint(
-                model_dir, out_dir, preset, calib, device, progress=bar, adapter=ADAPTER
-            )
+            path = quantize_checkpoint(model_dir, out_dir, preset, calib, device, progress=bar, adapter=ADAPTER)
         finally:
             bar.close()
     except InputError as exc:
