@@ -1065,10 +1065,11 @@ class TextLayerEngine(Engine):
             regions = [r.box for r in detected if r.score >= lt.MIN_REGION_SCORE]
             # Grids of words the layout model does not call a table, even weakly, are text.
             vetted = [r.box for r in detected if r.score >= lt.MIN_VETO_SCORE]
-            # A ruled grid taken for a form (sparse, label/value pairs) that the layout model calls a
-            # table is read as one: its words go back to the pool, and the model's reading decides.
-            kept_forms = [f for f in forms if not any(overlap(f[0], r) > 0.7 for r in regions)]
-            grids = [*ruled, *((f[0], [], 0) for f in forms if f not in kept_forms)]
+            # A ruled grid taken for a form (sparse, label/value pairs) is read by the structure model
+            # too: its words go back to the pool, and it stays a form unless the model reads a table
+            # that is no label/value pairs beside empty boxes (``_pairs``).
+            kept_forms: Grid = []
+            grids = [*ruled, *((f[0], [], 0) for f in forms)]
             free = {id(ln) for ln in rest}
             in_grid = [
                 ln for ln in every_line if id(ln) not in free and any(_centre(ln.box, t[0]) for t in grids)

@@ -12,7 +12,6 @@ the image's pixels (the page as rendered).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -256,9 +255,37 @@ def read_table(
     for slot, b in zip(slots, structure.boxes, strict=False):
         slot.box = (b[0] + int(x0), b[1] + int(y0), b[2] + int(x0), b[3] + int(y0))
     _assign(slots, inside)
+    if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
+        slots = _columns_from_strips(slots, body)
     if not is_grid(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
+
+
+def _columns_from_strips(slots: list[_Slot], body: float) -> list[_Slot]:
+    """The model's rows cut into columns at the white strips its words leave (a key column far from
+    its values, which the model reads as one column): a strip is an x-range at least a body height
+    wide that no word of any row touches."""
+    words = [w for sl in slots for w in sl.words]
+    if not words:
+        return slots
+    spans = sorted((w[0][0], w[0][2]) for w in words)
+    cuts: list[float] = []
+    reach = spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - reach >= body:
+            cuts.append((reach + x0) / 2)
+        reach = max(reach, x1)
+    if not cuts:
+        return slots
+    out: list[_Slot] = []
+    for sl in slots:
+        parts: dict[int, _Slot] = {}
+        for w in sl.words:
+            col = sum(1 for c in cuts if (w[0][0] + w[0][2]) / 2 > c)
+            parts.setdefault(col, _Slot(sl.row, col, header=sl.header, box=sl.box)).words.append(w)
+        out += [parts[c] if c in parts else _Slot(sl.row, c, header=sl.header) for c in range(len(cuts) + 1)]
+    return out
 
 
 def _covers(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -403,12 +430,24 @@ def worth_looking(lines: Sequence[TextLine], body: float, *, drawn: bool) -> boo
         return True
     rows = 0
     for row in group_rows(lines):
-        items = sorted(row.items, key=lambda i: i.box[0])
-        if len(items) < 2:
+        # The row's pieces, cut where two words of one piece stand a cell gap apart (cells that
+        # PyMuPDF returns as one line).
+        pieces: list[list[str]] = []
+        edges: list[tuple[float, float]] = []
+        for ln in sorted(row.items, key=lambda i: i.box[0]):
+            for (x0, x1), word in zip(
+                ln.words or [(ln.box[0], ln.box[2])], ln.text.split() if ln.words else [ln.text], strict=False
+            ):
+                if edges and x0 - edges[-1][1] < body:
+                    pieces[-1].append(word)
+                    edges[-1] = (edges[-1][0], x1)
+                else:
+                    pieces.append([word])
+                    edges.append((x0, x1))
+        if len(pieces) < 2:
             continue
-        gaps = [b.box[0] - a.box[2] for a, b in itertools.pairwise(items)]
-        apart = sum(1 for g in gaps if g >= body)
-        if apart >= 2 or (apart == 1 and min(len(i.text.split()) for i in items) <= 3):
+        apart = len(pieces) - 1
+        if apart >= 2 or min(len(" ".join(p).split()) for p in pieces) <= 3:
             rows += 1
             if rows >= 3:
                 return True
