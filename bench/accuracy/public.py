@@ -146,13 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(sets) - set(SETS))
     if unknown:
         raise SystemExit(f"unknown set {', '.join(unknown)} (choose from {', '.join(SETS)})")
+    measured = commit()  # the code measured is the code at the start
     table, _ = run(args.data, tools, sets, args.subset)
     print(table)
     if args.report:
         command = f"python -m bench.accuracy.public --data DATA --tools {args.tools} --sets {args.sets}"
         if args.subset:
             command += " --subset"
-        write_report(args.report, f"ocr-app at commit {commit()}\n\n{table}", command, args.marker)
+        write_report(args.report, f"ocr-app at commit {measured}\n\n{table}", command, args.marker)
     return 0
 
 

@@ -702,6 +702,14 @@ def _without(lines: list[TextLine], taken: Sequence[TextLine]) -> list[TextLine]
     return [ln for ln in lines if id(ln) not in gone]
 
 
+def _bold_labels(box: tuple[float, float, float, float], lines: list[TextLine]) -> bool:
+    """A form of bold labels left of plain answers (``_labels_and_values``): it stays lines of text."""
+    inside = [ln for ln in lines if _centre(ln.box, box)]
+    bold = [ln for ln in inside if ln.bold or ln.weight >= HEADER_WEIGHT]
+    plain = [ln for ln in inside if ln not in bold]
+    return bool(bold and plain) and max(ln.box[2] for ln in bold) <= min(ln.box[0] for ln in plain) + 1
+
+
 def _pairs(rows: list[list[Cell]]) -> bool:
     """Rows of at most two filled cells beside a column left empty: label/value pairs of a form."""
     width = max((sum(c.colspan for c in row) for row in rows), default=0)
@@ -1067,9 +1075,10 @@ class TextLayerEngine(Engine):
             vetted = [r.box for r in detected if r.score >= lt.MIN_VETO_SCORE]
             # A ruled grid taken for a form (sparse, label/value pairs) is read by the structure model
             # too: its words go back to the pool, and it stays a form unless the model reads a table
-            # that is no label/value pairs beside empty boxes (``_pairs``).
-            kept_forms: Grid = []
-            grids = [*ruled, *((f[0], [], 0) for f in forms)]
+            # that is no label/value pairs beside empty boxes (``_pairs``) and that the layout model
+            # calls a table or that has three columns or more (a form of labels and answers has two).
+            kept_forms: Grid = [f for f in forms if _bold_labels(f[0], every_line)]
+            grids = [*ruled, *((f[0], [], 0) for f in forms if f not in kept_forms)]
             free = {id(ln) for ln in rest}
             in_grid = [
                 ln for ln in every_line if id(ln) not in free and any(_centre(ln.box, t[0]) for t in grids)
@@ -1090,7 +1099,10 @@ class TextLayerEngine(Engine):
                     if snapped
                     else None
                 )
-                if not rows and (table is None or _pairs(table.rows)):
+                called = any(overlap(box, r) > 0.7 for r in regions)  # the layout model says table
+                if not rows and (
+                    table is None or _pairs(table.rows) or (not called and lt.shape(table.rows)[1] < 3)
+                ):
                     # A form the model cannot read as a table either (label/value pairs beside
                     # empty boxes): it stays a form, one line of text a row.
                     kept_forms += [f for f in forms if f[0] == box]
