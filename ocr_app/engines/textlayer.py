@@ -1075,10 +1075,9 @@ class TextLayerEngine(Engine):
             vetted = [r.box for r in detected if r.score >= lt.MIN_VETO_SCORE]
             # A ruled grid taken for a form (sparse, label/value pairs) is read by the structure model
             # too: its words go back to the pool, and it stays a form unless the model reads a table
-            # that is no label/value pairs beside empty boxes (``_pairs``) and that the layout model
-            # calls a table or that has three columns or more (a form of labels and answers has two).
-            kept_forms: Grid = [f for f in forms if _bold_labels(f[0], every_line)]
-            grids = [*ruled, *((f[0], [], 0) for f in forms if f not in kept_forms)]
+            # that is no label/value pairs beside empty boxes (``_pairs``); see below.
+            kept_forms: Grid = []
+            grids = [*ruled, *((f[0], [], 0) for f in forms)]
             free = {id(ln) for ln in rest}
             in_grid = [
                 ln for ln in every_line if id(ln) not in free and any(_centre(ln.box, t[0]) for t in grids)
@@ -1099,9 +1098,13 @@ class TextLayerEngine(Engine):
                     if snapped
                     else None
                 )
-                called = any(overlap(box, r) > 0.7 for r in regions)  # the layout model says table
+                # A form becomes a table when the model reads three columns or more, or two that the
+                # layout model calls a table and that are not bold labels beside plain answers.
+                called = any(overlap(box, r) > 0.7 for r in regions)
                 if not rows and (
-                    table is None or _pairs(table.rows) or (not called and lt.shape(table.rows)[1] < 3)
+                    table is None
+                    or _pairs(table.rows)
+                    or (lt.shape(table.rows)[1] < 3 and (not called or _bold_labels(box, every_line)))
                 ):
                     # A form the model cannot read as a table either (label/value pairs beside
                     # empty boxes): it stays a form, one line of text a row.

@@ -757,7 +757,7 @@ def _styled_heading_level(
         and row.weight >= max(style.body_weight, 600)
         and ratio >= 0.95
         and len(text) <= 80
-        and not text.endswith(_SENTENCE_END)
+        and not text.rstrip(":").endswith(_SENTENCE_END)  # "3.2 Requirements:": numbered, a heading
     ):
         # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
