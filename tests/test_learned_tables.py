@@ -150,3 +150,12 @@ def test_a_scanned_table_without_rulings_is_read_by_the_light_engine_with_its_wo
     for row in ("<td>OH</td><td>Yes</td><td>Yes</td><td>Yes</td><td>Yes</td><td>~100</td>",
                 "<td>VA</td><td>Yes</td><td>Yes</td><td>Yes</td><td>Yes</td><td>53</td>"):  # fmt: skip
         assert row in table
+
+
+def test_a_first_column_of_bullet_glyphs_is_a_list_not_a_table():
+    slots = [learned_tables._Slot(r, c) for r in range(3) for c in range(2)]
+    for s in slots:
+        s.words = [((0, 0, 1, 1), "•" if s.col == 0 else f"item {s.row}")]
+    assert learned_tables._bullets_first(slots)
+    slots[0].words = [((0, 0, 1, 1), "Region")]
+    assert not learned_tables._bullets_first(slots)

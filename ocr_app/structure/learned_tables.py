@@ -257,9 +257,18 @@ def read_table(
     _assign(slots, inside)
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
-    if not is_grid(slots):
+    if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
+
+
+_BULLET_CELL = re.compile(r"^[•●○◦▪▫■□‣⁃\-–—*·]$")
+
+
+def _bullets_first(slots: Sequence[_Slot]) -> bool:
+    """Whether the first column holds only bullet glyphs: a bulleted list, not a table."""
+    first = [" ".join(t for _, t in s.words) for s in slots if s.col == 0 and s.words]
+    return len(first) >= 2 and all(_BULLET_CELL.match(t.strip()) for t in first)
 
 
 def _columns_from_strips(slots: list[_Slot], body: float) -> list[_Slot]:
