@@ -1098,13 +1098,12 @@ class TextLayerEngine(Engine):
                     if snapped
                     else None
                 )
-                # A form becomes a table when the model reads three columns or more, or two that the
-                # layout model calls a table and that are not bold labels beside plain answers.
-                called = any(overlap(box, r) > 0.7 for r in regions)
+                # A form becomes a table when the model reads one that is no label/value pairs beside
+                # empty boxes, and not two columns of bold labels beside plain answers (issue 16).
                 if not rows and (
                     table is None
                     or _pairs(table.rows)
-                    or (lt.shape(table.rows)[1] < 3 and (not called or _bold_labels(box, every_line)))
+                    or (lt.shape(table.rows)[1] < 3 and _bold_labels(box, every_line))
                 ):
                     # A form the model cannot read as a table either (label/value pairs beside
                     # empty boxes): it stays a form, one line of text a row.
