@@ -85,6 +85,8 @@ def test_the_public_bench_runs_its_subset_with_ocr_app():
     assert "regions P / R" in table and "| docling, auto |" in table
     icdar_row = raw["icdar2013/auto"]
     assert icdar_row["tables"] == 4 and icdar_row["errors"] == 0
-    assert icdar_row["region_f1"] >= 0.35 and icdar_row["teds"] >= 0.2
+    # With the learned tables all four tables are found (regions F1 0.998, adjacency F1 0.85, TEDS
+    # 0.83 at 0e592d6); today's rules alone found one of them (F1 0.40, TEDS 0.24).
+    assert icdar_row["region_f1"] >= 0.9 and icdar_row["adj_f1"] >= 0.75 and icdar_row["teds"] >= 0.75
     docling = raw["docling/auto"]
     assert docling["docs"] == 2 and docling["nid"] >= 0.85
