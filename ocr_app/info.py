@@ -13,7 +13,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_PACKAGES = ("ocr-app", "torch", "transformers", "gradio", "rapidocr", "onnxruntime", "pymupdf", "triton")
+_PACKAGES = (
+    "ocr-app", "torch", "transformers", "gradio", "rapidocr", "rapid-layout", "rapid-table", "onnxruntime",
+    "pymupdf", "triton",
+)  # fmt: skip
 
 
 def _version(dist: str) -> str:
@@ -60,6 +63,9 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
             engines[f"{name} (unavailable)"] = why
     except Exception as exc:
         engines["error"] = str(exc)
+    from ocr_app.structure.table_model import describe as tables_line
+
+    engines["tables"] = tables_line()
 
     try:
         model["quantised weights"] = _quantised_cache_line(settings)

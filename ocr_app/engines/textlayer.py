@@ -30,12 +30,14 @@ from typing import TYPE_CHECKING
 
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
-from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
-from ocr_app.schema import Block, EngineOutput, PageRequest, StopReason
+from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
+from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
 from ocr_app.structure.layout import (
     LayoutConfig,
     TextLine,
+    body_size,
+    detect_tables,
     group_rows,
     is_rtl,
     join_lines,
@@ -43,12 +45,16 @@ from ocr_app.structure.layout import (
     unrotate_box,
 )
 from ocr_app.structure.pipeline import build_blocks
+from ocr_app.structure.regions import overlap
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
+from ocr_app.structure.table_model import available as learned_tables_available
 
 if TYPE_CHECKING:
     import pymupdf
+    from PIL import Image
 
     from ocr_app.settings import Settings
+    from ocr_app.structure.learned_tables import LearnedTable
 
 logger = logging.getLogger(__name__)
 
@@ -686,6 +692,46 @@ def ruled_tables(
     return tables, forms, [ln for ln in lines if id(ln) not in used]
 
 
+def _centre(b: tuple[float, float, float, float], region: tuple[float, float, float, float]) -> bool:
+    cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+    return region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
+
+
+def _without(lines: list[TextLine], taken: Sequence[TextLine]) -> list[TextLine]:
+    gone = {id(ln) for ln in taken}
+    return [ln for ln in lines if id(ln) not in gone]
+
+
+def _bold_labels(box: tuple[float, float, float, float], lines: list[TextLine]) -> bool:
+    """A form of bold labels left of plain answers (``_labels_and_values``): it stays lines of text."""
+    inside = [ln for ln in lines if _centre(ln.box, box)]
+    bold = [ln for ln in inside if ln.bold or ln.weight >= HEADER_WEIGHT]
+    plain = [ln for ln in inside if ln not in bold]
+    return bool(bold and plain) and max(ln.box[2] for ln in bold) <= min(ln.box[0] for ln in plain) + 1
+
+
+def _pairs(rows: list[list[Cell]]) -> bool:
+    """Rows of at most two filled cells beside a column left empty: label/value pairs of a form."""
+    width = max((sum(c.colspan for c in row) for row in rows), default=0)
+    filled_cols: set[int] = set()
+    for row in rows:
+        k = 0
+        for c in row:
+            if c.text:
+                filled_cols.update(range(k, k + c.colspan))
+            k += c.colspan
+    return len(filled_cols) < width and all(sum(1 for c in row if c.text) <= 2 for row in rows)
+
+
+def _bold_header(table: LearnedTable) -> int:
+    """Leading rows of a learned table set bold (or heavier) where the body is not: its header."""
+    heavy: list[bool | None] = []
+    for row in group_rows(table.lines):
+        heavy.append(all(ln.bold or ln.weight >= HEADER_WEIGHT for ln in row.items))
+    n = header_rows(heavy, [False] * len(heavy))
+    return n if n < len(table.rows) else 0
+
+
 def _drawing_not_table(rows: list[list[Cell]]) -> bool:
     """A ruled grid that is no table: a diagram drawn with boxes (most cells merged across the grid's
     lines) or a framed text box (a cell of prose). Its lines are then read as ordinary text."""
@@ -820,6 +866,8 @@ class TextLayerEngine(Engine):
         # Settings are accepted for a uniform constructor (registry); nothing in them applies here.
         self._layout = layout or LayoutConfig()
         self._loaded = False
+        # Tables from the layout and table-structure models, when the ``tables`` extra is installed.
+        self._learned = learned_tables_available()
         # The last PDF read stays open: re-opening it for every page cost more than reading the page
         # (MuPDF rebuilds the page tree on each open). Keyed by path and file identity, under MUPDF_LOCK.
         self._open_key: tuple[str, int, int, int] | None = None
@@ -936,14 +984,21 @@ class TextLayerEngine(Engine):
                     "content: its text was read, figures and ruled tables were not looked for"
                 )
             turns = page_turns(lines)
+            every_line = lines
             tables, forms, lines = (
                 ruled_tables(page, lines, scale) if turns == 0 and vectors else ([], [], lines)
             )
+            drawn = bool(tables or forms)  # a ruled grid or form: the layout model is asked
             disp_w, disp_h = page.rect.width * scale, page.rect.height * scale
             suspect = _suspect(page, lines) if lines else None
             if doc is not self._open_doc:
                 doc.close()
         style = profile.style_at(scale)
+        table_regions = None
+        if turns == 0 and self._learned and every_line and page_img.image is not None:
+            tables, forms, lines, table_regions = self._learned_tables(
+                page_img.image, every_line, tables, forms, lines, drawn
+            )
         if turns:
             # Text running sideways or upside down: lay it out in its own upright frame, then map
             # every box back to the page as displayed.
@@ -964,6 +1019,7 @@ class TextLayerEngine(Engine):
                 tables=tables,
                 forms=forms,
                 style=style,
+                table_regions=table_regions,
             )
         blocks = [b for b in running if b.label == "page_header"] + blocks
         blocks += [b for b in running if b.label == "page_footer"]
@@ -984,6 +1040,105 @@ class TextLayerEngine(Engine):
             notes=notes
             + ([f"text runs turned: read after turning it {90 * turns}° counter-clockwise"] if turns else []),
         )
+
+    def _learned_tables(
+        self,
+        image: Image.Image,
+        every_line: list[TextLine],
+        ruled: list[TableGrid],
+        forms: Grid,
+        rest: list[TextLine],
+        drawn: bool,
+    ) -> tuple[list[TableGrid], Grid, list[TextLine], list[Box] | None]:
+        """Tables read by the structure model (``structure.learned_tables``), cells from the text
+        layer's words: first in the ruled grids' boxes (certain regions), then in the layout model's
+        table regions. On ICDAR 2013's true regions the model reads both kinds better than the rules
+        (docs/ACCURACY.md); a ruled grid the model cannot read as a grid keeps the rules' reading.
+        Asked only on pages that may hold a table (rulings, fills, rows of pieces a cell gap apart).
+        Without the ``tables`` extra, or when the models cannot load: today's rules alone."""
+        from ocr_app.structure import learned_tables as lt
+        from ocr_app.structure.regions import default_model
+
+        body = body_size(every_line)
+        if not lt.worth_looking(every_line, body, drawn=drawn):
+            return ruled, forms, rest, None
+        if is_rtl(" ".join(ln.text for ln in every_line)):
+            # Right-to-left pages keep the rules' tables, which read a row from its right (the
+            # structure model's cells were not checked on such pages: docling's Persian form lost its
+            # text to one).
+            return ruled, forms, rest, None
+        out: list[TableGrid] = []
+        try:
+            detected = [r for r in default_model().detect(image) if r.label == "table"]
+            regions = [r.box for r in detected if r.score >= lt.MIN_REGION_SCORE]
+            # Grids of words the layout model does not call a table, even weakly, are text.
+            vetted = [r.box for r in detected if r.score >= lt.MIN_VETO_SCORE]
+            # A ruled grid taken for a form (sparse, label/value pairs) is read by the structure model
+            # too: its words go back to the pool, and it stays a form unless the model reads a table
+            # that is no label/value pairs beside empty boxes (``_pairs``); see below.
+            kept_forms: Grid = []
+            grids = [*ruled, *((f[0], [], 0) for f in forms)]
+            free = {id(ln) for ln in rest}
+            in_grid = [
+                ln for ln in every_line if id(ln) not in free and any(_centre(ln.box, t[0]) for t in grids)
+            ]
+            pool = [*rest, *in_grid]
+            for box, rows, head in grids:
+                # Tables set one under the other share their rulings, and PyMuPDF returns one grid:
+                # the layout model's tables inside it say where one ends.
+                parts = [r for r in regions if overlap(r, box) > 0.7]
+                if len(parts) >= 2:
+                    found, pool = lt.tables_in_regions(image, parts, pool, body=body, join=join_lines)
+                    if found:
+                        out += [(t.box, t.rows, t.header_rows or _bold_header(t)) for t in found]
+                        continue
+                snapped = lt.snap(box, pool)
+                table = (
+                    lt.read_table(image, snapped[0], snapped[1], body=body, join=join_lines)
+                    if snapped
+                    else None
+                )
+                # A form becomes a table when the model reads one that is no label/value pairs beside
+                # empty boxes, and not two columns of bold labels beside plain answers (issue 16).
+                if not rows and (
+                    table is None
+                    or _pairs(table.rows)
+                    or (lt.shape(table.rows)[1] < 3 and _bold_labels(box, every_line))
+                ):
+                    # A form the model cannot read as a table either (label/value pairs beside
+                    # empty boxes): it stays a form, one line of text a row.
+                    kept_forms += [f for f in forms if f[0] == box]
+                    pool = _without(pool, [ln for ln in pool if _centre(ln.box, box)])
+                    continue
+                taken = table.lines if table else [ln for ln in pool if _centre(ln.box, box)]
+                out.append((box, table.rows, table.header_rows or head) if table else (box, rows, head))
+                pool = _without(pool, taken)
+            regions = [r for r in regions if not any(overlap(r, t[0]) > 0.5 for t in [*out, *kept_forms])]
+            found, pool = lt.tables_in_regions(
+                image, regions, pool, body=body, join=join_lines, rules=self._word_grid(image.width, body)
+            )
+        except EngineUnavailableError as exc:
+            logger.warning("textlayer: tables from rules only: %s", exc)
+            self._learned = False
+            return ruled, forms, rest, None
+        out += [(t.box, t.rows, t.header_rows or _bold_header(t)) for t in found]
+        return out, kept_forms, pool, vetted
+
+    def _word_grid(self, width: float, body: float):
+        """The word-position finder (``layout.detect_tables``) over one region's lines: its largest
+        table and header rows, or None."""
+
+        def read(held: list[TextLine]) -> tuple[list[list[Cell]], int, list[TextLine]] | None:
+            found, _ = detect_tables(held, width, self._layout, body)
+            if not found:
+                return None
+            best = max(found, key=lambda t: len(t.items))
+            if len(best.items) < 0.6 * len(held):
+                return None  # a small table beside other lines: not a reading of the region
+            rows = [[c if isinstance(c, Cell) else Cell(c) for c in row] for row in best.rows]
+            return rows, best.header_rows, list(best.items)
+
+        return read
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "loaded": self.is_loaded, "device": "cpu"}

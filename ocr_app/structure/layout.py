@@ -141,6 +141,7 @@ class _Table:
     items: list[TextLine] = field(default_factory=list)  # the lines it was built from
     form: bool = False  # a sparse grid (a form): rendered as one text line per row
     header_rows: int = 0  # leading rows that are the header (0: not known)
+    contents: bool = False  # a table of contents (dot leaders), found from its rows' text alone
 
     @property
     def html(self) -> str:
@@ -325,6 +326,7 @@ def _contents_tables(rows: list[_Row]) -> tuple[list[_Table], list[_Row]]:
                 box=union_box([r.box for r, _ in run]),
                 rows=[[m.group("title").strip(), m.group("page")] for _, m in run],
                 size=statistics.median(r.size for r, _ in run),
+                contents=True,
             )
             table.items = [it for r, _ in run for it in r.items]
             tables.append(table)
@@ -755,7 +757,7 @@ def _styled_heading_level(
         and row.weight >= max(style.body_weight, 600)
         and ratio >= 0.95
         and len(text) <= 80
-        and not text.endswith(_SENTENCE_END)
+        and not text.rstrip(":").endswith(_SENTENCE_END)  # "3.2 Requirements:": numbered, a heading
     ):
         # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
@@ -1045,8 +1047,26 @@ class _SectionBlocks:
             and row.box[0] - ctx.left >= ctx.config.indent_ratio * row.size
             and cur.last is not None
             and cur.last.box[0] - ctx.left < 0.5 * row.size
+            and not _hanging(cur, ctx.left + ctx.width, row.size)
         )
-        if cur and cur.kind == "text" and not big_gap and not indented and _size_close(cur.size, row.size):
+        # Back at the left edge after a hanging indent's continuation lines: the next entry.
+        outdented = (
+            cur is not None
+            and cur.kind == "text"
+            and cur.last is not None
+            and cur.last.box[0] - ctx.left >= ctx.config.indent_ratio * row.size
+            and cur.left - ctx.left < 0.5 * row.size
+            and row.box[0] - ctx.left < 0.5 * row.size
+            and not _hanging(cur, ctx.left + ctx.width, row.size)
+        )
+        if (
+            cur
+            and cur.kind == "text"
+            and not big_gap
+            and not indented
+            and not outdented
+            and _size_close(cur.size, row.size)
+        ):
             self._extend(row, text)
             return
         self.flush()
@@ -1075,10 +1095,34 @@ class _SectionBlocks:
         level = self.heading_level(row, text, big_gap, list_continues)
         if level:
             self.add_heading(row, text, level, gap, big_gap)
+        elif _dash_continues(cur, text, big_gap):
+            self.add_text(row, text, big_gap)
         elif marker := _list_marker(text):
             self.add_list_item(row, marker, gap)
         else:
             self.add_text(row, text, big_gap)
+
+
+def _hanging(cur: _Pending, right: float, size: float) -> bool:
+    """Whether the paragraph's last line ran to the column's right edge without ending a sentence:
+    the indented line after it continues it (a hanging indent: a reference entry, a glossary item),
+    it does not start a new paragraph (issue 30)."""
+    last = cur.parts[-1].rstrip() if cur.parts else ""
+    full = cur.last is not None and cur.last.box[2] >= right - 2 * size
+    return full and bool(last) and not last.endswith((".", "!", "?", ":"))
+
+
+def _dash_continues(cur: _Pending | None, text: str, big_gap: bool) -> bool:
+    """A line starting with an en or em dash inside a running paragraph whose last line does not end
+    a sentence is that paragraph's next line ("51" / "– 99 staff"), not a bullet (issue 30)."""
+    return (
+        cur is not None
+        and cur.kind == "text"
+        and not big_gap
+        and text[:1] in "–—"
+        and bool(cur.parts)
+        and not cur.parts[-1].rstrip().endswith((".", "!", "?", ":", ";"))
+    )
 
 
 def _group_section(

@@ -35,6 +35,9 @@ class PageLayout:
     sections: list[list[Item]] = field(default_factory=list)  # single-column runs in reading order
     blocks: list[Block] = field(default_factory=list)
     regions: list[tuple[str, Box]] = field(default_factory=list)  # a layout model's (label, box), if any
+    # The layout model's table boxes when the engine asked it (None: not asked): tables found from word
+    # positions elsewhere are text (two columns of prose, footnotes, a chart's labels), issue 30.
+    table_regions: Sequence[Box] | None = None
     done: bool = False  # set by ``prepare`` on an empty page: nothing left to do
 
     @property

