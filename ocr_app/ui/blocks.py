@@ -329,7 +329,7 @@ class OcrApp:
         password,
         request: gr.Request,
     ):
-        """Convert files; returns (Markdown of all documents, result JSON, [md, json, zip files]).
+        """Convert files; returns (Markdown of all documents, result JSON, [md, json, searchable pdf, zip files]).
 
         ``password``: one password for every encrypted PDF, or a JSON object of file name → password.
         (The parameter names are the endpoint's documented API: gradio_client calls them by name.)
@@ -517,7 +517,7 @@ class OcrApp:
         with gr.Accordion("Options", open=False):
             self._options()
         w.downloads = gr.File(
-            label="Downloads (Markdown, JSON, ZIP)",
+            label="Downloads (Markdown, JSON, searchable PDF, ZIP)",
             file_count="multiple",
             interactive=False,
             elem_id="downloads",
