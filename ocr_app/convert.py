@@ -399,7 +399,7 @@ class Converter:
         pdf_path = getattr(src, "pdf_path", None) if getattr(src, "kind", "") == "pdf" else None
         writer = DocumentWriter(
             out, stem, options.formats, dpi=options.dpi, order=indices, pdf_path=pdf_path,
-            pdf_password=options.password if pdf_path is not None else None,
+            pdf_password=options.password if pdf_path is not None else None, pdf_repaired=job.repaired,
         ).open()  # fmt: skip
         if writer.renamed:
             note = f"another run was writing {stem}/ in {out}: this one wrote {writer.stem}/ instead"

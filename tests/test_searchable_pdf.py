@@ -305,3 +305,28 @@ def test_deepseek_grounding_boxes_carry_each_block_over_its_box(trained_checkpoi
                 word,
                 hit,
             )
+
+
+def test_a_damaged_pdf_keeps_every_page_as_it_was_rendered_with_its_text(tmp_path):
+    """A truncated PDF is repaired on opening and its objects may be lost: nothing is copied from it.
+    Every page is kept as it was rendered, and the text the text layer read is laid over it."""
+    full = tmp_path / "full.pdf"
+    with pymupdf.open() as doc:
+        for i in range(8):
+            doc.new_page().insert_text((72, 100), f"Page number {i + 1} says hello", fontsize=14)
+        doc.save(full)
+    cut = tmp_path / "cut.pdf"
+    cut.write_bytes(full.read_bytes()[: int(full.stat().st_size * 0.7)])
+    settings = Settings(engine="textlayer", result_cache_mb=0, cache_dir=tmp_path / "c")
+    opts = ConvertOptions.from_settings(settings, formats=frozenset({"searchable"}), dpi=72)
+    [doc] = Converter(build_engines(settings), settings).convert([cut], tmp_path / "out", opts)
+    assert doc.source_repaired and doc.error is None
+    read = [p for p in doc.pages if p.blocks]
+    assert read  # some pages survived with their text
+    with pymupdf.open(doc.outputs["searchable"]) as out:
+        assert out.page_count == len(doc.pages)
+        for page, result in zip(out, doc.pages, strict=True):
+            assert len(page.get_images()) == 1  # the page as rendered
+            if result.blocks:
+                assert f"Page number {result.index + 1} says hello" in page.get_text()
+                assert page.search_for("hello")

@@ -59,9 +59,10 @@ class DocumentTarget:
     dpi: int = 144
     page_files: list[Path] = field(default_factory=list)
     # The source PDF (None for an image file) and its password: formats that keep the source's pages
-    # (the searchable PDF) copy them from here.
+    # (the searchable PDF) copy them from here, unless it was damaged and repaired (``pdf_repaired``).
     pdf_path: Path | None = None
     pdf_password: str | None = field(default=None, repr=False)
+    pdf_repaired: bool = False
 
     def path(self, suffix: str) -> Path:
         return self.dir / f"{self.stem}{suffix}"
@@ -408,33 +409,46 @@ class SearchablePdfFormat(DocumentFormat):
         return self._builder
 
     def receive(self, page, overlay, image, source) -> Any:
-        """The page's runs, and for an image file's page its encoded image (the image is not kept)."""
+        """The page's runs, and for a page kept as an image its encoded image (the image is not kept).
+
+        A page of a sound PDF is copied from the source, so a page the text layer read needs no runs;
+        an image file's page, and every page of a damaged (repaired) PDF — whose objects may be lost:
+        the page is kept as it was rendered — carry the runs of whatever engine read them."""
         from ocr_app.render.pdf_text import page_runs
 
-        runs = [] if page.error or page.engine == "textlayer" else page_runs(page)
         size = image.size if image is not None else None
-        if self.target.pdf_path is not None or image is None:
+        if self.target.pdf_path is not None and not self.target.pdf_repaired:
+            runs = [] if page.error or page.engine == "textlayer" else page_runs(page)
             return runs, size, None, None
+        if image is None:
+            return [], None, None, None
         from ocr_app.render.searchable_pdf import encode_page_image, image_dpi
 
+        runs = [] if page.error else page_runs(page)
         return runs, size, encode_page_image(image, source), image_dpi(image, source)
 
     def emit(self, page: PageResult, kept: Any) -> None:
+        from ocr_app.render.searchable_pdf import PageCopyError
+
         runs, size, data, dpi = kept or ([], None, None, None)
         pdf = self._pdf()
-        if self.target.pdf_path is not None:
-            pdf.add_pdf_page(
-                self.target.pdf_path,
-                page.index,
-                password=self.target.pdf_password,
-                runs=runs,
-                image_size=size,
-            )
-        elif data is not None:
+        where = f"{page.source}, page {page.index + 1}"
+        if data is not None:
             pdf.add_image_page(data, size, dpi=dpi, runs=runs)
+        elif self.target.pdf_path is not None and not self.target.pdf_repaired:
+            try:
+                pdf.add_pdf_page(
+                    self.target.pdf_path,
+                    page.index,
+                    password=self.target.pdf_password,
+                    runs=runs,
+                    image_size=size,
+                )
+            except PageCopyError as exc:  # the page keeps its place; the others are copied
+                logger.warning("%s: not copied into the searchable PDF: %s", where, exc)
+                pdf.add_note(f"{where}: could not be copied from the source.\n\n{exc}")
         else:
-            why = page.error or "no page image"
-            pdf.add_note(f"{page.source}, page {page.index + 1}: could not be converted.\n\n{why}")
+            pdf.add_note(f"{where}: could not be converted.\n\n{page.error or 'no page image'}")
 
     def finish(self, doc: DocumentResult, outputs: dict[str, Path]) -> dict[str, Path]:
         return {"searchable": self._pdf().close()}

@@ -5,7 +5,10 @@ Why the source pages and not the page images: a PDF page is copied whole (``inse
 content, fonts and images untouched, nothing re-rendered), so the output looks like the input at any zoom
 and is about its size; an image file's page is the image itself (a JPEG's own bytes, others lossless).
 Pages whose text the text layer read already carry that text: they are copied as they are, nothing laid
-over them. Every other page gets its runs (``render.pdf_text``) set by ``render.invisible_text``.
+over them. Every other page gets its runs (``render.pdf_text``) set by ``render.invisible_text``. A damaged
+PDF (repaired on opening: objects may be lost) is not copied from: its pages are kept as they were
+rendered, each with the runs of whichever engine read it; a page MuPDF cannot copy from a sound PDF
+becomes a note in its place (``PageCopyError``).
 
 Memory: pages are held until the spool writes them out (``PdfSpool``): every ``FLUSH_PAGES`` pages or
 ``FLUSH_BYTES`` of image data, whichever comes first; the source PDF is re-opened after each write, so
@@ -37,6 +40,10 @@ FLUSH_BYTES = 64 << 20
 DEFAULT_IMAGE_DPI = 144  # an image file's page size when it does not say its resolution
 
 
+class PageCopyError(ValueError):
+    """A source page MuPDF could not copy (a damaged object): the caller keeps the page's place."""
+
+
 class SearchablePdfBuilder(PdfSpool):
     """Builds ``NAME_searchable.pdf`` page by page, in document order."""
 
@@ -59,14 +66,15 @@ class SearchablePdfBuilder(PdfSpool):
     ) -> int:
         """Copy page ``index`` of ``pdf_path`` and set ``runs`` (boxes in pixels of the page rendered at
         ``image_size``) over it; returns the runs set."""
-        nbytes = 0
         with MUPDF_LOCK:
             source = self._open_source(pdf_path, password)
-            # widgets=True would walk every page of the source on each call (PyMuPDF repairs radio
-            # buttons first): 120 ms a page of a 2,000-page PDF, 0.2 ms without; only forms need it.
-            # final=False keeps the graft map, so resources pages share (fonts) are copied once.
-            widgets = bool(source.is_form_pdf)
-            self.doc.insert_pdf(source, from_page=index, to_page=index, widgets=widgets, final=False)
+            before = self.doc.page_count
+            try:
+                self._copy(source, index)
+            except (RuntimeError, ValueError) as exc:  # MuPDF's errors are RuntimeErrors
+                while self.doc.page_count > before:  # nothing half copied stays
+                    self.doc.delete_page(-1)
+                raise PageCopyError(str(exc)) from exc
             page = self.doc[-1]
             nbytes = _image_bytes(source, index)
             placed = 0
@@ -74,6 +82,15 @@ class SearchablePdfBuilder(PdfSpool):
                 placed = draw_runs(page, runs, frame_of(page, image_size), self._fonts)
         self.added(nbytes)
         return placed
+
+    def _copy(self, source: Any, index: int) -> None:
+        """Page ``index`` of ``source`` appended as it is (call with MUPDF_LOCK held).
+
+        widgets=True would walk every page of the source on each call (PyMuPDF repairs radio buttons
+        first): 120 ms a page of a 2,000-page PDF, 0.2 ms without; only forms need it. final=False keeps
+        the graft map, so resources the pages share (fonts) are copied once per written batch."""
+        widgets = bool(source.is_form_pdf)
+        self.doc.insert_pdf(source, from_page=index, to_page=index, widgets=widgets, final=False)
 
     def add_image_page(
         self,
@@ -169,4 +186,4 @@ def _image_bytes(source: Any, index: int) -> int:
     return total
 
 
-__all__ = ["SearchablePdfBuilder", "encode_page_image", "image_dpi"]
+__all__ = ["PageCopyError", "SearchablePdfBuilder", "encode_page_image", "image_dpi"]

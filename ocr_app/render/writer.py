@@ -124,12 +124,13 @@ class DocumentWriter:
         max_pending: int = MAX_PENDING,
         pdf_path: Path | None = None,
         pdf_password: str | None = None,
+        pdf_repaired: bool = False,
     ) -> None:
         self.formats = check_formats(frozenset(format_names() if formats is None else formats))
         self.out_dir = Path(out_dir)
         self.stem = self.requested_stem = safe_stem(stem)
         self.dpi = dpi
-        self._pdf = (Path(pdf_path) if pdf_path is not None else None, pdf_password)
+        self._pdf = (Path(pdf_path) if pdf_path is not None else None, pdf_password, pdf_repaired)
         self.target = self._target(staging.staging_path(self.out_dir, self.stem))
         self._order = list(order) if order is not None else None
         self._next = 0  # position in ``_order`` of the next page to stream
@@ -145,7 +146,10 @@ class DocumentWriter:
         self._writers: list[DocumentFormat] = []
 
     def _target(self, folder: Path) -> DocumentTarget:
-        return DocumentTarget(folder, self.stem, self.dpi, pdf_path=self._pdf[0], pdf_password=self._pdf[1])
+        path, password, repaired = self._pdf
+        return DocumentTarget(
+            folder, self.stem, self.dpi, pdf_path=path, pdf_password=password, pdf_repaired=repaired
+        )
 
     @property
     def dir(self) -> Path:
