@@ -330,3 +330,22 @@ def test_a_damaged_pdf_keeps_every_page_as_it_was_rendered_with_its_text(tmp_pat
             if result.blocks:
                 assert f"Page number {result.index + 1} says hello" in page.get_text()
                 assert page.search_for("hello")
+
+
+def test_a_page_whose_image_cannot_be_embedded_keeps_its_place_and_the_others_are_written(tmp_path):
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"\xff\xd8\xff\xe0 not a JPEG after all")  # the file changed after it was read
+    image = Image.new("RGB", (400, 300), "white")
+    writer = DocumentWriter(tmp_path / "out", "doc", {"searchable"}, order=[0, 1], workers=0)
+    pages = []
+    for i, image_file in enumerate((bad, None)):
+        page = PageResult(
+            i, "doc", 400, 300, engine="light", blocks=[Block("text", f"Line {i}", [(10, 10, 200, 40)])]
+        )
+        writer.add_page(page, image, source=PageImage(image, i, "doc", image_file=image_file))
+        pages.append(page)
+    outputs = writer.finish(DocumentResult("doc", pages=pages))
+    with pymupdf.open(outputs["searchable"]) as doc:
+        assert doc.page_count == 2
+        assert "could not be kept as it is" in doc[0].get_text() and "jpeg" in doc[0].get_text().lower()
+        assert "Line 1" in doc[1].get_text() and len(doc[1].get_images()) == 1

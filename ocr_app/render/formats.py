@@ -433,20 +433,21 @@ class SearchablePdfFormat(DocumentFormat):
         runs, size, data, dpi = kept or ([], None, None, None)
         pdf = self._pdf()
         where = f"{page.source}, page {page.index + 1}"
-        if data is not None:
-            pdf.add_image_page(data, size, dpi=dpi, runs=runs)
-        elif self.target.pdf_path is not None and not self.target.pdf_repaired:
+        if data is not None or (self.target.pdf_path is not None and not self.target.pdf_repaired):
             try:
-                pdf.add_pdf_page(
-                    self.target.pdf_path,
-                    page.index,
-                    password=self.target.pdf_password,
-                    runs=runs,
-                    image_size=size,
-                )
-            except PageCopyError as exc:  # the page keeps its place; the others are copied
-                logger.warning("%s: not copied into the searchable PDF: %s", where, exc)
-                pdf.add_note(f"{where}: could not be copied from the source.\n\n{exc}")
+                if data is not None:
+                    pdf.add_image_page(data, size, dpi=dpi, runs=runs)
+                else:
+                    pdf.add_pdf_page(
+                        self.target.pdf_path,
+                        page.index,
+                        password=self.target.pdf_password,
+                        runs=runs,
+                        image_size=size,
+                    )
+            except PageCopyError as exc:  # the page keeps its place; the others are written
+                logger.warning("%s: not kept in the searchable PDF: %s", where, exc)
+                pdf.add_note(f"{where}: could not be kept as it is.\n\n{exc}")
         else:
             pdf.add_note(f"{where}: could not be converted.\n\n{page.error or 'no page image'}")
 

@@ -200,6 +200,8 @@ def draw_runs(page: pymupdf.Page, runs: Iterable[TextRun], frame: PageFrame, fon
     skipped with a debug line: the page keeps its other runs). Left-to-right runs go through one Shape
     per page (a Shape per ``insert_text`` cost 1.2 ms a line), committed before a right-to-left run so
     the page's text keeps the runs' order."""
+    import pymupdf
+
     set_runs = 0
     shape = None
     for run in runs:
@@ -225,7 +227,7 @@ def draw_runs(page: pymupdf.Page, runs: Iterable[TextRun], frame: PageFrame, fon
                     morph=morph,
                 )  # fmt: skip
             set_runs += 1
-        except (RuntimeError, ValueError) as exc:
+        except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:  # the others are still set
             logger.debug("page %d: run %r not set: %s", page.number + 1, text[:40], exc)
     if shape is not None:
         shape.commit()

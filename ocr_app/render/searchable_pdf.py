@@ -71,7 +71,7 @@ class SearchablePdfBuilder(PdfSpool):
             before = self.doc.page_count
             try:
                 self._copy(source, index)
-            except (RuntimeError, ValueError) as exc:  # MuPDF's errors are RuntimeErrors
+            except mupdf_errors() as exc:
                 while self.doc.page_count > before:  # nothing half copied stays
                     self.doc.delete_page(-1)
                 raise PageCopyError(str(exc)) from exc
@@ -105,7 +105,11 @@ class SearchablePdfBuilder(PdfSpool):
         scale = 72.0 / (dpi or DEFAULT_IMAGE_DPI)
         with MUPDF_LOCK:
             page = self.doc.new_page(width=image_size[0] * scale, height=image_size[1] * scale)
-            page.insert_image(page.rect, stream=data)
+            try:
+                page.insert_image(page.rect, stream=data)
+            except mupdf_errors() as exc:  # an image MuPDF cannot embed: no half page stays
+                self.doc.delete_page(-1)
+                raise PageCopyError(f"the page image cannot be embedded: {exc}") from exc
             placed = draw_runs(page, runs, frame_of(page, image_size), self._fonts) if runs else 0
         self.added(len(data))
         return placed
@@ -143,6 +147,14 @@ class SearchablePdfBuilder(PdfSpool):
         with MUPDF_LOCK:
             self._close_source()
         super().abort()
+
+
+def mupdf_errors() -> tuple[type[BaseException], ...]:
+    """What MuPDF raises on a damaged object: PyMuPDF's RuntimeError/ValueError, or MuPDF's own
+    ``FzErrorBase``, which is neither."""
+    import pymupdf
+
+    return (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase)
 
 
 def encode_page_image(image: Image.Image, source: PageImage | None) -> bytes:
