@@ -36,9 +36,8 @@ RUN pip install "torch==2.14.1" "torchvision==0.29.1" --index-url "$TORCH_INDEX_
 WORKDIR /app
 # 2. every other dependency, at the exact versions CI passed with (constraints.txt), resolved from the
 #    project metadata alone: an empty stand-in package takes the code's place, so this layer stays cached
-#    until pyproject.toml or constraints.txt change. constraints.txt is written on CI's Python (3.11) by
-#    `python .ci/constraints.py > constraints.txt`, which also checks every pin for a wheel for this
-#    image's Python 3.12 and adds a python_version-marked pin where 3.12 needs another release.
+#    until pyproject.toml or constraints.txt change. constraints.txt is written by `.ci/lock` (uv pip compile
+#    --universal): one file for CI's Python 3.11 and this image's 3.12, a marker-picked line where they differ.
 COPY pyproject.toml constraints.txt README.md ./
 RUN mkdir ocr_app && touch ocr_app/__init__.py \
  && pip install -c constraints.txt ".[all,gpu]" \

@@ -159,6 +159,7 @@ register_engine(
         keeps_table_html=True,
         reads_scans=True,
         wants_gpu=True,
+        vision_cache=True,
         help=(
             "To use DeepSeek-OCR-2 (best quality; any GPU with 4 GB or more — the `mixed` precision preset "
             "peaks at 3.2 GiB for a dense page), download the transformers-format checkpoint once on a "

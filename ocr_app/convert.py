@@ -405,7 +405,11 @@ class Converter:
         one whose outputs cannot be written is not published at all."""
         from ocr_app.render.writer import DocumentWriter
 
-        writer = DocumentWriter(out, stem, options.formats, dpi=options.dpi, order=indices).open()
+        pdf_path = getattr(src, "pdf_path", None) if getattr(src, "kind", "") == "pdf" else None
+        writer = DocumentWriter(
+            out, stem, options.formats, dpi=options.dpi, order=indices, pdf_path=pdf_path,
+            pdf_password=options.password if pdf_path is not None else None, pdf_repaired=job.repaired,
+        ).open()  # fmt: skip
         if writer.renamed:
             note = f"another run was writing {stem}/ in {out}: this one wrote {writer.stem}/ instead"
             doc.notes.append(note)
@@ -546,9 +550,10 @@ class Converter:
             confidence=output.confidence,
             source_repaired=job.repaired,
             tiling=output.tiling,
+            lines=output.lines,
         )
         self._record_used(result, output)
-        writer.add_page(result, page.image)  # sets timings["render"]
+        writer.add_page(result, page.image, source=page)  # sets timings["render"]
         job.results[page.index] = result
         flag = {StopReason.LENGTH: " (token cap hit)", StopReason.REPETITION: " (repetition)"}
         msg = f"Recognized page {page.index + 1} ({len(job.results)} of {job.total})"

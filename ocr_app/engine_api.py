@@ -32,6 +32,7 @@ class Capabilities:
     keeps_table_html: bool = False  # its tables are HTML to keep; others' "<table>" text is escaped
     reads_scans: bool = False  # reads page images (an OCR engine), not only embedded text
     wants_gpu: bool = False  # runs on the CPU too, but slowly: front ends warn without a GPU
+    vision_cache: bool = False  # reuses a page's vision features (the cross-page cache): others ignore it
     help: str = ""  # how to get it working where it cannot run (the web app's banner)
     # settings it cannot run without: (``Settings`` field, what it is for people), e.g. the remote
     # engine's ("remote_url", "an endpoint"); the CLI refuses to start without them (exit 2)

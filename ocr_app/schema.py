@@ -51,6 +51,9 @@ class PageImage:
     page_count: int = 1  # pages in the source document (for "page 3 of 12")
     # Unlocks an encrypted ``pdf_path`` for engines that re-open it; kept out of repr so it is never logged.
     password: str | None = field(default=None, repr=False)
+    # The image file whose stored bytes are exactly this page (a JPEG read upright as stored): outputs
+    # that keep the page as it is (the searchable PDF) embed those bytes instead of re-encoding pixels.
+    image_file: Path | None = None
 
     @property
     def size(self) -> tuple[int, int]:
@@ -95,6 +98,19 @@ class Block:
         return (min(xs1), min(ys1), max(xs2), max(ys2))
 
 
+@dataclass(frozen=True)
+class OcrLine:
+    """One recognised text line and where its ink lies, in page pixels.
+
+    Why apart from blocks: a block's box holds a whole paragraph; the searchable PDF lays each line's
+    text over the line itself, so a search or a selection lands on the words. ``turns``: quarter turns
+    (counter-clockwise) the page was turned to read the line upright (0 for upright text)."""
+
+    text: str
+    box: Box
+    turns: int = 0
+
+
 @dataclass
 class EngineOutput:
     """What an engine returns for one page request."""
@@ -115,6 +131,8 @@ class EngineOutput:
     used_prompt: str | None = None
     used_mode: str | None = None
     tiling: dict[str, Any] | None = None  # set when a huge page was read as tiles (engines.tiling)
+    # The recognised lines with their own boxes (the light engine); None when the engine gives blocks only.
+    lines: list[OcrLine] | None = None
 
 
 # Page status words, most severe first: a page has the first that applies. ``ok`` means none did.
@@ -150,6 +168,9 @@ class PageResult:
     used_prompt: str | None = None  # the prompt the engine honoured; None: the engine takes no prompt
     used_mode: str | None = None  # the resolution mode the engine honoured; None: it has no modes
     tiling: dict[str, Any] | None = None  # grid, tile size, overlap when the page was read as tiles
+    # The engine's recognised lines (``EngineOutput.lines``) until the writer has laid them into the
+    # searchable PDF; then dropped (not in the JSON), so a long document does not keep them all.
+    lines: list[OcrLine] | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -303,6 +324,7 @@ __all__ = [
     "Box",
     "DocumentResult",
     "EngineOutput",
+    "OcrLine",
     "PageImage",
     "PageRequest",
     "PageResult",

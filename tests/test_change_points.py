@@ -258,7 +258,10 @@ def test_a_new_output_format_is_one_class(plain_text_format, tmp_path):
     [again] = converter.convert([pdf], tmp_path / "lib", ConvertOptions(formats=frozenset({"md"})))
     assert "txt" not in again.outputs and not txt.exists() and again.outputs["md"].exists()
     bad = CliRunner().invoke(main, ["convert", str(pdf), "-o", str(out), "--format", "docx"])
-    assert bad.exit_code == 2 and "choose from md, mmd, json, overlay, layout_pdf, zip, txt" in bad.output
+    assert (
+        bad.exit_code == 2
+        and "choose from md, mmd, json, overlay, layout_pdf, searchable, zip, txt" in bad.output
+    )
 
 
 def test_every_change_point_names_a_test_that_exists():

@@ -34,7 +34,11 @@ def test_info_lists_every_mode_with_what_it_does():
 
 def test_readme_cpu_install_tables_and_one_mixed_peak():
     readme = (ROOT / "README.md").read_text()
-    assert "--index-url https://download.pytorch.org/whl/cpu" in readme
+    setup = (ROOT / "scripts" / "setup-dev").read_text()
+    assert "scripts/setup-dev --cpu" in readme  # torch's CPU wheels, from their own index
+    assert (
+        "https://download.pytorch.org/whl/cpu" in readme and "https://download.pytorch.org/whl/cpu" in setup
+    )
     for engine in ("DeepSeek-OCR-2 (and a remote", "light (RapidOCR)", "text layer"):
         assert f"| {engine}" in readme
     # every user-facing statement of the mixed peak uses the same figure
@@ -58,21 +62,20 @@ def test_readme_documents_exit_code_3_and_page_statuses():
 
 
 def test_ci_installs_what_the_readme_says_and_runs_its_test_command():
-    """A new user follows the README; CI follows the same steps from nothing (a fresh cache dir too)."""
+    """A new user follows the README; CI follows the same steps from nothing (a fresh cache dir too): the
+    README's one set-up command (scripts/setup-dev: system packages and Python packages, pinned) and its
+    one test command."""
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
-    one_command = re.search(
-        r"```bash\npip install (torch==\S+ torchvision==\S+) && pip install (.+)\n", readme
-    )
-    assert one_command, "the README's one-command install"
-    assert (
-        f"pip install -q {one_command.group(1)}\n" in ci and f"pip install -q {one_command.group(2)}\n" in ci
-    )
-    assert ".[all,dev" in one_command.group(2)
-    # the CPU path says what the tests need on top: the dev extra and Chromium
-    cpu = readme.split("CPU-only machine", 1)[1].split("### DeepSeek-OCR-2 weights", 1)[0]
-    assert 'pip install -c constraints.txt -e ".[all,dev]"' in cpu and "apt-get install -y chromium" in cpu
-    assert "apt-get install -y -qq chromium" in ci
+    setup = (ROOT / "scripts" / "setup-dev").read_text()
+    install = readme.split("## Install", 1)[1].split("### DeepSeek-OCR-2 weights", 1)[0]
+    assert re.search(r"```bash\nscripts/setup-dev\s", install), "the README's one set-up command"
+    assert re.search(r"^scripts/setup-dev$", ci, re.M)  # CI runs exactly it
+    # what it installs: the tests' system packages, then torch and every extra the tests use, pinned
+    for package in ("chromium", "fonts-dkg-handwriting", "fonts-hosny-amiri"):
+        assert package in setup and package in install.lower(), package
+    assert '-e ".[$extras]"' in setup and 'extras="all,dev,gpu"' in setup and 'extras="all,dev"' in setup
+    assert "torch==2.14.1 torchvision==0.29.1" in setup and "torch==2.14.1 torchvision==0.29.1" in install
     test_command = re.search(r"## Test\n\n```bash\n(python -m pytest -q[^#\n]*?)\s+#", readme).group(1)
     assert test_command.startswith("python -m pytest -q")
     assert ci.rstrip().splitlines()[-1] == test_command

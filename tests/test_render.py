@@ -257,6 +257,7 @@ def test_writer_produces_every_output(tmp_path: Path) -> None:
         "json": base / "report.json",
         "layout_pdf": base / "report_layout.pdf",
         "overlays": base / "overlays",
+        "searchable": base / "report_searchable.pdf",
         "zip": base / "report.zip",
         "dir": base,
     }
@@ -285,6 +286,11 @@ def test_writer_produces_every_output(tmp_path: Path) -> None:
     with pymupdf.open(outputs["layout_pdf"]) as pdf:
         assert pdf.page_count == 3
         assert "could not be converted" in pdf[1].get_text()
+    # searchable PDF: each page image with its text laid over it, the failed page as a note
+    with pymupdf.open(outputs["searchable"]) as pdf:
+        assert pdf.page_count == 3
+        assert "Quarterly Report" in pdf[0].get_text() and pdf[0].search_for("Quarterly")
+        assert "could not be converted" in pdf[1].get_text()
     # no temp files left anywhere
     assert not [p for p in base.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
 
@@ -300,6 +306,7 @@ def test_writer_zip_lists_everything(tmp_path: Path) -> None:
                 "report.mmd",
                 "report.json",
                 "report_layout.pdf",
+                "report_searchable.pdf",
                 "images/0_0.jpg",
                 "images/2_0.jpg",
                 "overlays/page_0001.png",

@@ -10,6 +10,7 @@ import json
 import zipfile
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 from ocr_app.exceptions import PageRangeError
@@ -74,9 +75,11 @@ def test_good_and_corrupt_file_match_the_library(app, client, docs, tmp_path):
     assert all(p.markdown in markdown for p in good.pages)
 
     names = [Path(f).name for f in files]
-    assert names == ["report.md", "report.json", "report.zip"]
-    md_file, json_file, zip_file = (Path(f) for f in files)
+    assert names == ["report.md", "report.json", "report_searchable.pdf", "report.zip"]
+    md_file, json_file, searchable_file, zip_file = (Path(f) for f in files)
     assert md_file.read_text(encoding="utf-8") == good.outputs["md"].read_text(encoding="utf-8")
+    with pymupdf.open(searchable_file) as got, pymupdf.open(good.outputs["searchable"]) as want:
+        assert got.page_count == want.page_count and got[0].get_text() == want[0].get_text()
     stored = json.loads(json_file.read_text(encoding="utf-8"))
     assert [p["markdown"] for p in stored["pages"]] == [p.markdown for p in good.pages]
     with zipfile.ZipFile(zip_file) as got, zipfile.ZipFile(good.outputs["zip"]) as want:
@@ -95,7 +98,12 @@ def test_page_range_and_custom_prompt_reach_the_library(app, client, docs, tmp_p
     assert doc["settings"]["pages"] == "2"
     (want,) = app.expected([docs["report"]], tmp_path / "lib", pages="2", prompt="Free OCR.")
     assert doc["pages"][0]["markdown"] == want.pages[0].markdown
-    assert [Path(f).name for f in files] == ["report.md", "report.json", "report.zip"]
+    assert [Path(f).name for f in files] == [
+        "report.md",
+        "report.json",
+        "report_searchable.pdf",
+        "report.zip",
+    ]
 
 
 def test_engine_choice_reaches_the_library(client, docs):
@@ -156,7 +164,7 @@ def test_cancel_endpoint_stops_the_sessions_running_job(client, tmp_path):
     (doc,) = result["documents"]
     assert 1 <= len(doc["pages"]) < 6 and doc["pages"][0]["page_number"] == 1
     # the pages finished before the cancel are kept and offered: md, json and zip of those pages only
-    assert sorted(Path(f).suffix for f in files) == [".json", ".md", ".zip"]
+    assert sorted(Path(f).suffix for f in files) == [".json", ".md", ".pdf", ".zip"]
     md = Path(next(f for f in files if f.endswith(".md"))).read_text()
     assert "<!-- page 1 -->" in md and "<!-- page 6 -->" not in md
 
@@ -234,7 +242,12 @@ def test_an_unsupported_file_in_a_batch_fails_alone(app, client, docs, tmp_path)
     got = {d["source"]: d for d in result["documents"]}
     assert got["report.pdf"]["error"] is None and len(got["report.pdf"]["pages"]) == 2
     assert got["photo.heic"]["error"] and "photo.heic" in got["photo.heic"]["error"]
-    assert [Path(f).name for f in files] == ["report.md", "report.json", "report.zip"]
+    assert [Path(f).name for f in files] == [
+        "report.md",
+        "report.json",
+        "report_searchable.pdf",
+        "report.zip",
+    ]
 
 
 def test_the_container_health_check_answers_for_the_app_and_fails_without_it(app):

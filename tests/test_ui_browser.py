@@ -227,7 +227,7 @@ def test_zip_download_holds_the_library_outputs(page, expected, tmp_path):
     links = downloads.locator("a[download]")
     links.first.wait_for()
     names = [links.nth(i).get_attribute("download") for i in range(links.count())]
-    assert names == ["report.md", "report.json", "report.zip"]
+    assert names == ["report.md", "report.json", "report_searchable.pdf", "report.zip"]
     with page.expect_download() as info:
         downloads.locator('a[download="report.zip"]').click()
     saved = tmp_path / "report.zip"

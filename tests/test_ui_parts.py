@@ -328,6 +328,21 @@ def test_notice_explains_how_to_get_deepseek_when_it_is_not_used(tiny_checkpoint
     assert "DeepSeek-OCR-2 cannot run here:** no torch" in notice and "ocr-app[light]" in notice
 
 
+def test_the_banner_and_the_summary_say_which_engine_reads_which_page(tmp_path):
+    """``auto`` without DeepSeek-OCR-2 weights: PDF pages with text are read by the text layer, the rest by
+    the light engine — the banner says both (it used to name the light engine alone while the text layer
+    read every PDF page), and a finished job says which engine read how many pages."""
+    settings = Settings(engine="auto", model=str(tmp_path / "no-weights"), device="cpu", cache_dir=tmp_path)
+    notice = status_panel.notice_markdown(build_engines(settings).describe())
+    assert "PDF pages with a usable text layer are read from it (the **textlayer** engine)" in notice
+    assert "by the **light** engine" in notice and "Pages are read by the" not in notice
+    forced = build_engines(Settings(engine="light", device="cpu", cache_dir=tmp_path)).describe()
+    assert "Every page is read by the **light** engine" in status_panel.notice_markdown(forced)
+    pages = [_page(0, engine="textlayer"), _page(1, engine="textlayer"), _page(2, engine="light")]
+    summary = viewer.summary_markdown([DocumentResult(source="d.pdf", pages=pages)], cancelled=False)
+    assert "Read by: textlayer 2 pages, light 1 page." in summary
+
+
 # --- wiring -------------------------------------------------------------------------------------
 def test_gpu_events_share_one_queue_limit(converter, tiny_checkpoint, tmp_path):
     from ocr_app.ui.app import build_app
@@ -393,9 +408,11 @@ def test_launcher_share_fails_soft_offline_and_env_sets_the_port(tmp_path):
             if not line:
                 break
             lines.append(line)
-            if "keeps running locally" in line:
+            if "no public link exists" in line:
                 break
         assert any("Could not create a gradio share link" in ln for ln in lines), "".join(lines)
+        printed = "".join(lines)  # nothing claims a link that was not made, nor gives gradio's own hint
+        assert "public share link" not in printed and "share=True" not in printed, printed
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
             assert resp.status == 200 and "ocr-app" in resp.read().decode()
         assert proc.poll() is None

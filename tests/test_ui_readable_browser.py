@@ -247,6 +247,8 @@ def test_an_encrypted_pdf_error_is_readable_and_points_at_the_password_box(app, 
     try:
         _upload(tab, [docs["locked"]])
         tab.click("#convert-btn")
+        # the job's end (its progress lines said "encrypted" too, for a moment, before it)
+        tab.locator("#job-status").get_by_text("Nothing was converted.").wait_for()
         message = tab.locator("p", has_text=re.compile(r"locked\.pdf.* encrypted")).first
         message.wait_for()  # wherever the app says it
         assert (

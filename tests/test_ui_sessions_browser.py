@@ -91,5 +91,5 @@ def test_two_sessions_convert_side_by_side_and_each_sees_only_its_own(app, tmp_p
         assert len(pages[me]) == (3 if me == "alpha" else 2)
         assert all(p.strip(" ✓\n").startswith(f"{me}.pdf · page") for p in pages[me]), pages
         names = sorted(link.rsplit("/", 1)[-1] for link in links[me])
-        assert names == sorted([f"{me}.md", f"{me}.json", f"{me}.zip"])
+        assert names == sorted([f"{me}.md", f"{me}.json", f"{me}_searchable.pdf", f"{me}.zip"])
         assert fetched[(me, me)] == 200 and fetched[(me, other)] == 403  # its ZIP, for it only

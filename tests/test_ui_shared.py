@@ -86,6 +86,50 @@ def test_the_open_warning_is_printed_at_start_and_shown_in_the_page(tmp_path, ca
     assert banner and banner[0]["props"]["visible"] and "no sign-in" in banner[0]["props"]["value"]
 
 
+def test_share_without_internet_claims_no_link_and_the_hint_names_the_apps_flag(tmp_path, capfd):
+    """``--share`` on a machine that cannot reach gradio.live: the start-up lines and the page say there
+    is no public link (the open warning names only what is true: the address it listens on); gradio's
+    own "set `share=True` in `launch()`" hint is never printed, the app's hint names ``--share``."""
+    from ocr_app.convert import Converter
+    from ocr_app.stack import build_engines
+    from ocr_app.ui.app import build_app
+    from ocr_app.ui.launch import launch
+
+    for share in (False, True):
+        settings = _settings(tmp_path, host="0.0.0.0", share=share)
+        engines = build_engines(settings)
+        demo = build_app(Converter(engines, settings), settings)
+        try:
+            info = launch(demo, settings, prevent_thread_lock=True)
+            out, err = capfd.readouterr()
+            page = httpx.get(f"http://127.0.0.1:{settings.port}/config", timeout=30).json()
+        finally:
+            demo.close()
+            engines.unload_all()
+            demo.ocr_app_dirs.close()
+        printed = out + err
+        assert "share=True" not in printed and "launch()" not in printed
+        assert f"Running on local URL: {info.local_url}" in printed
+        warning = next(
+            line for line in err.splitlines() if line.startswith("WARNING: This app has no sign-in")
+        )
+        banner = demo.ocr_app.open_warning_text()
+        assert "0.0.0.0" in warning and "no sign-in" in banner
+        assert "GPU" not in warning  # what anyone may do there: run conversions, not "use the GPU"
+        if not share:
+            assert "start the app with --share" in printed and info.share_error is None
+            continue
+        if info.share_url is None:  # offline, as CI is: nothing claims a link
+            assert "no public link exists" in printed and "no public link exists" in info.share_error
+            assert "share link" not in warning and "share link" not in banner
+        else:  # a machine with internet made one: then it is said
+            assert "public share link" in warning and "public share link" in banner
+        props = [
+            c["props"] for c in page["components"] if c.get("props", {}).get("elem_id") == "open-warning"
+        ]
+        assert props and "public share link" not in props[0]["value"]  # the page never claimed it early
+
+
 # --- sign-in enforced -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory):
@@ -168,7 +212,7 @@ def test_one_sessions_files_are_refused_to_another(shared, tmp_path):
     assert a.cookies.get("ocr_app_client") and a.cookies["ocr_app_client"] != b.cookies.get("ocr_app_client")
     _, _, files = _call(a, [make_pdf(tmp_path / "private.pdf", ["# Salaries\nConfidential."])])
     urls = {Path(f["path"]).name: f["url"] for f in files}
-    assert set(urls) == {"private.md", "private.json", "private.zip"}
+    assert set(urls) == {"private.md", "private.json", "private_searchable.pdf", "private.zip"}
     base = shared.url.rstrip("/")
     overlay = next(p for p in shared.work_root.rglob("*.png") if "overlay" in p.name or "page" in p.name)
     upload = next(p for p in Path(shared.demo.ocr_app.owners.roots[1]).rglob("private.pdf"))
@@ -196,7 +240,7 @@ def test_api_calls_leave_a_bounded_temp_folder(tmp_path, monkeypatch):
         before = size()
         for pdf in pdfs[1:]:
             _, result, files = _call(client, [pdf])
-            assert result["documents"][0]["error"] is None and len(files) == 3
+            assert result["documents"][0]["error"] is None and len(files) == 4
         grown = size() - before
         assert list(app.work_root.rglob("*.zip")) == []  # every output fetched, so removed
     assert grown <= 7 * 100_000, grown

@@ -30,7 +30,7 @@ from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines.light_trust import judge, page_confidence
 from ocr_app.exceptions import EngineError, EngineUnavailableError
-from ocr_app.schema import EngineOutput, PageRequest, StopReason
+from ocr_app.schema import EngineOutput, OcrLine, PageRequest, StopReason
 from ocr_app.structure import ink
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
@@ -297,6 +297,43 @@ def _word_xs(quad: Any, spans: Sequence[tuple[float, float]]) -> tuple[tuple[flo
     return tuple((left + a * (right - left), left + b * (right - left)) for a, b in spans)
 
 
+def ocr_lines(
+    quads: Sequence[Any],
+    words: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    crops: Sequence[Any],
+    turns: int,
+    display: tuple[int, int],
+) -> list[OcrLine]:
+    """The recognised lines on the page as displayed, each boxed from its ink's first column to its last
+    (a detection box is padded by a few pixels on each side): its first and last word's where the ink
+    shows the words, else the crop's inked columns."""
+    lines = []
+    for q, (text, spans), crop in zip(quads, words, crops, strict=True):
+        if not text.strip():
+            continue
+        x0, y0, x1, y1 = _bbox(q)
+        extent = (spans[0][0], spans[-1][1]) if spans else _ink_extent(crop)
+        if extent is not None:
+            xs = _word_xs(q, [extent])[0]
+            x0, x1 = max(x0, xs[0]), min(x1, xs[1])
+        box = unrotate_box((x0, y0, x1, y1), turns, *display) if turns else (x0, y0, x1, y1)
+        lines.append(OcrLine(text, box, turns))
+    return lines
+
+
+def _ink_extent(crop: Any) -> tuple[float, float] | None:
+    """The first and last inked column of a line crop, as fractions of its width (None: no ink)."""
+    import numpy as np
+
+    if crop is None or getattr(crop, "size", 0) == 0:
+        return None
+    cols = np.nonzero((crop < 128).any(axis=0))[0]
+    if len(cols) == 0:
+        return None
+    width = float(crop.shape[1])
+    return float(cols[0]) / width, float(cols[-1] + 1) / width
+
+
 @dataclass
 class ScannedPage:
     """One page read and measured, waiting for its layout: lines, ruled tables and regions in the
@@ -314,6 +351,7 @@ class ScannedPage:
     trust: Any  # ``light_trust.judge``'s verdict
     start: float  # perf_counter when reading began
     ocr_s: float
+    ocr_lines: list[OcrLine]  # the recognised lines as displayed (the searchable PDF's text)
 
 
 class LightOcrEngine(Engine):
@@ -546,6 +584,7 @@ class LightOcrEngine(Engine):
         crops = [ink.line_crop(grey, q) for q in quads]
         words = [ink.word_spans(c, t) for c, t in zip(crops, texts, strict=True)]
         texts = [t for t, _ in words]
+        read = ocr_lines(quads, words, crops, turns, disp)
         sizes = _sizes(crops, texts)
         bold = ink.bold_flags([ink.stroke_width(c) for c in crops], texts)
         regions = self._page_regions(rgb) if quads else []
@@ -569,7 +608,7 @@ class LightOcrEngine(Engine):
         if lines and regions and learned_tables_available():
             tables, lines = self._learned_tables(grey, regions, tables, lines)
         return ScannedPage(
-            lines, tables, regions, grey, matrix, angle, turns, disp, notes, trust, start, ocr_s
+            lines, tables, regions, grey, matrix, angle, turns, disp, notes, trust, start, ocr_s, read
         )
 
     def _lay_out(self, page: ScannedPage) -> tuple[EngineOutput, list[HeadingRecord | None]]:
@@ -608,6 +647,7 @@ class LightOcrEngine(Engine):
             notes=notes + page.trust.notes,
             confidence=page.trust.confidence,
             suspect=page.trust.suspect,
+            lines=page.ocr_lines,
         )
         return out, heads
 

@@ -208,7 +208,15 @@ class ImageDocument(SourceDocument):
             dpi=None,
             page_count=self.page_count,
             downscaled=index in self._draft,
+            image_file=None if index in self._draft else self._stored_as_shown(frame),
         )
+
+    def _stored_as_shown(self, frame: Image.Image) -> Path | None:
+        """The file, when its stored bytes are this page as shown: a JPEG (RGB or grey) stored upright, which
+        an output can embed as it is instead of re-encoding its pixels."""
+        if self.format != "jpeg" or self.path is None or frame.mode not in ("RGB", "L"):
+            return None
+        return self.path if frame.getexif().get(0x0112, 1) == 1 else None
 
     def _release(self) -> None:
         self._image.close()

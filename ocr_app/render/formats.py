@@ -33,12 +33,12 @@ from ocr_app.render.markdown import PAGE_RULE, document_page_markdown, page_bloc
 if TYPE_CHECKING:
     from PIL import Image
 
-    from ocr_app.schema import DocumentResult, PageResult
+    from ocr_app.schema import DocumentResult, PageImage, PageResult
 
 logger = logging.getLogger(__name__)
 
 # The built-in vocabulary (typed); ``format_names()`` is the live list, registered formats included.
-OutputFormat = Literal["md", "mmd", "json", "overlay", "layout_pdf", "zip"]
+OutputFormat = Literal["md", "mmd", "json", "overlay", "layout_pdf", "searchable", "zip"]
 OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
 
 JSON_FORMAT_VERSION = "2.0"  # 2.0: page_count = the source's pages; complete, pages_done (docs: schema)
@@ -58,6 +58,11 @@ class DocumentTarget:
     stem: str
     dpi: int = 144
     page_files: list[Path] = field(default_factory=list)
+    # The source PDF (None for an image file) and its password: formats that keep the source's pages
+    # (the searchable PDF) copy them from here, unless it was damaged and repaired (``pdf_repaired``).
+    pdf_path: Path | None = None
+    pdf_password: str | None = field(default=None, repr=False)
+    pdf_repaired: bool = False
 
     def path(self, suffix: str) -> Path:
         return self.dir / f"{self.stem}{suffix}"
@@ -88,6 +93,18 @@ class DocumentFormat:
     def arrive(self, page: PageResult, overlay: Image.Image | None) -> Any:
         """A page was parsed (any order). Whatever is returned is handed to ``emit`` for this page."""
         return None
+
+    def receive(
+        self,
+        page: PageResult,
+        overlay: Image.Image | None,
+        image: Image.Image | None,
+        source: PageImage | None,
+    ) -> Any:
+        """What the writer calls for each parsed page: ``arrive``, unless the format also needs the page
+        image and where it came from (``source``; None for a page that failed before it was rendered).
+        Neither is kept by the writer after this call."""
+        return self.arrive(page, overlay)
 
     def emit(self, page: PageResult, kept: Any) -> None:
         """Stream one page into the document files (document order)."""
@@ -361,6 +378,81 @@ class LayoutPdfFormat(DocumentFormat):
 
     def finish(self, doc: DocumentResult, outputs: dict[str, Path]) -> dict[str, Path]:
         return {"layout_pdf": self._pdf().close()}
+
+    def abort(self) -> None:
+        if self._builder is not None:
+            self._builder.abort()
+
+
+@register_format
+class SearchablePdfFormat(DocumentFormat):
+    """``{stem}_searchable.pdf``: each source page as it is with the recognised text laid over it
+    invisibly (``render/searchable_pdf.py``); a page that failed keeps its place."""
+
+    name = "searchable"
+    help = "the source pages with their recognised text as invisible, searchable text"
+    download = True
+
+    def __init__(self, target: DocumentTarget) -> None:
+        super().__init__(target)
+        self._builder = None
+
+    @classmethod
+    def owned(cls, target: DocumentTarget) -> list[Path]:
+        return [target.path("_searchable.pdf")]
+
+    def _pdf(self):
+        if self._builder is None:
+            from ocr_app.render.searchable_pdf import SearchablePdfBuilder
+
+            self._builder = SearchablePdfBuilder(self.target.path("_searchable.pdf"))
+        return self._builder
+
+    def receive(self, page, overlay, image, source) -> Any:
+        """The page's runs, and for a page kept as an image its encoded image (the image is not kept).
+
+        A page of a sound PDF is copied from the source, so a page the text layer read needs no runs;
+        an image file's page, and every page of a damaged (repaired) PDF — whose objects may be lost:
+        the page is kept as it was rendered — carry the runs of whatever engine read them."""
+        from ocr_app.render.pdf_text import page_runs
+
+        size = image.size if image is not None else None
+        if self.target.pdf_path is not None and not self.target.pdf_repaired:
+            runs = [] if page.error or page.engine == "textlayer" else page_runs(page)
+            return runs, size, None, None
+        if image is None:
+            return [], None, None, None
+        from ocr_app.render.searchable_pdf import encode_page_image, image_dpi
+
+        runs = [] if page.error else page_runs(page)
+        return runs, size, encode_page_image(image, source), image_dpi(image, source)
+
+    def emit(self, page: PageResult, kept: Any) -> None:
+        from ocr_app.render.searchable_pdf import PageCopyError
+
+        runs, size, data, dpi = kept or ([], None, None, None)
+        pdf = self._pdf()
+        where = f"{page.source}, page {page.index + 1}"
+        if data is not None or (self.target.pdf_path is not None and not self.target.pdf_repaired):
+            try:
+                if data is not None:
+                    pdf.add_image_page(data, size, dpi=dpi, runs=runs)
+                else:
+                    pdf.add_pdf_page(
+                        self.target.pdf_path,
+                        page.index,
+                        password=self.target.pdf_password,
+                        runs=runs,
+                        image_size=size,
+                    )
+            except PageCopyError as exc:  # the page keeps its place; the others are written
+                logger.warning("%s: not kept in the searchable PDF: %s", where, exc)
+                pdf.add_note(f"{where}: could not be kept as it is.\n\n{exc}")
+        else:
+            pdf.add_note(f"{where}: could not be converted.\n\n{page.error or 'no page image'}")
+
+    def finish(self, doc: DocumentResult, outputs: dict[str, Path]) -> dict[str, Path]:
+        return {"searchable": self._pdf().close()}
 
     def abort(self) -> None:
         if self._builder is not None:

@@ -64,6 +64,8 @@ from ocr_app.schema import DocumentResult, PageResult
 if TYPE_CHECKING:
     from PIL import Image
 
+    from ocr_app.schema import PageImage
+
 logger = logging.getLogger(__name__)
 
 FORMATS = frozenset(OUTPUT_FORMATS)  # the built-in formats (``formats.format_names()``: all registered)
@@ -112,12 +114,16 @@ class DocumentWriter:
         *,
         workers: int | None = None,
         max_pending: int = MAX_PENDING,
+        pdf_path: Path | None = None,
+        pdf_password: str | None = None,
+        pdf_repaired: bool = False,
     ) -> None:
         self.formats = check_formats(frozenset(format_names() if formats is None else formats))
         self.out_dir = Path(out_dir)
         self.stem = self.requested_stem = safe_stem(stem)
         self.dpi = dpi
-        self.target = DocumentTarget(staging.staging_path(self.out_dir, self.stem), self.stem, dpi)
+        self._pdf = (Path(pdf_path) if pdf_path is not None else None, pdf_password, pdf_repaired)
+        self.target = self._target(staging.staging_path(self.out_dir, self.stem))
         self._order = list(order) if order is not None else None
         self._next = 0  # position in ``_order`` of the next page to stream
         self._pending: dict[int, tuple[PageResult, list[Any]]] = {}
@@ -130,6 +136,12 @@ class DocumentWriter:
         self._emit_lock = threading.RLock()
         self._error: BaseException | None = None
         self._writers: list[DocumentFormat] = []
+
+    def _target(self, folder: Path) -> DocumentTarget:
+        path, password, repaired = self._pdf
+        return DocumentTarget(
+            folder, self.stem, self.dpi, pdf_path=path, pdf_password=password, pdf_repaired=repaired
+        )
 
     @property
     def dir(self) -> Path:
@@ -164,7 +176,7 @@ class DocumentWriter:
         try:
             staging.sweep(self.out_dir)
             self.stem, self._lock = staging.claim(self.out_dir, self.requested_stem)
-            self.target = DocumentTarget(staging.staging_path(self.out_dir, self.stem), self.stem, self.dpi)
+            self.target = self._target(staging.staging_path(self.out_dir, self.stem))
             self.target.dir.mkdir()
         except OSError as exc:
             self._release()
@@ -188,9 +200,11 @@ class DocumentWriter:
             raise self._output_error(self._error) from self._error
 
     # --- per page ----------------------------------------------------------------------------------
-    def add_page(self, page: PageResult, image: Image.Image | None) -> None:
+    def add_page(self, page: PageResult, image: Image.Image | None, source: PageImage | None = None) -> None:
         """Fill ``page.markdown`` and ``page.figures`` now, and hand the page to the background writer
         (``page.overlay_path`` is set when its overlay is written). The image is not kept after that.
+        ``source``: the rendered page the image came from (where it lies in its file), for formats that
+        keep the source's pages.
 
         A failed page (``page.error`` set) gets a Markdown note and no overlay.
         """
@@ -231,15 +245,15 @@ class DocumentWriter:
             page.timings["render"] = time.perf_counter() - start  # the workers add theirs (_work)
         if self._workers == 0:
             self._slots.acquire()
-            self._work(page, image)
+            self._work(page, image, source)
             self._check()
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ocr-app-writer")
         self._slots.acquire()  # back-pressure: only when the workers are MAX_PENDING pages behind
-        self._futures.append(self._pool.submit(self._work, page, image))
+        self._futures.append(self._pool.submit(self._work, page, image, source))
 
-    def _work(self, page: PageResult, image: Image.Image | None) -> None:
+    def _work(self, page: PageResult, image: Image.Image | None, source: PageImage | None = None) -> None:
         """The image work of one page (any order, in parallel), then streaming whatever is in order."""
         try:
             kept = None
@@ -250,7 +264,7 @@ class DocumentWriter:
                     from ocr_app.render.overlay import draw_overlay
 
                     overlay = draw_overlay(image, page.blocks)
-                kept = [w.arrive(page, overlay) for w in self._writers]
+                kept = [w.receive(page, overlay, image, source) for w in self._writers]
                 if not page.error:  # seconds of output work for this page, on both threads
                     page.timings["render"] = round(
                         page.timings.get("render", 0.0) + time.perf_counter() - start, 6
@@ -290,6 +304,7 @@ class DocumentWriter:
             page.markdown = error_note(page)
         for writer, k in zip(self._writers, kept or [None] * len(self._writers), strict=True):
             writer.emit(page, k)
+        page.lines = None  # laid into the searchable PDF: a long document does not keep every line
         self._emitted.add(page.index)
 
     def _wait(self) -> None:

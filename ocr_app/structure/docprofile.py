@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import logging
 import re
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -27,6 +28,8 @@ logger = logging.getLogger(__name__)
 MAX_PAGES = 120  # pages sampled (evenly) for the profile; the rest of a long document uses it too
 EDGE = EDGE_BAND  # top / bottom fraction of the page where running headers and footers live
 MIN_REPEATS = 3  # pages a running line must appear on
+SLOT_TOLERANCE = 0.006  # of the page height (5 pt on A4): a line this near a running header's place
+SLOT_SIZE_TOLERANCE = 0.06  # and its size within 6 % of the header's stands where the headers stand
 MIN_HEADING_RATIO = 1.12  # sizes at least this much larger than the body are heading sizes
 TITLE_RATIO = 1.9  # a heading this much larger than the body is a title ("#"); else levels start at "##"
 _ROMAN = re.compile(r"^[ivxlcdm]+$")
@@ -57,6 +60,8 @@ class DocumentProfile:
     style: DocStyle
     running: set[tuple[str, str]] = field(default_factory=set)  # (edge, running_key)
     pages: int = 0
+    # Where the running headers stand: (middle, size), both as fractions of the page height.
+    header_slots: tuple[tuple[float, float], ...] = ()
 
     def style_at(self, scale: float) -> DocStyle:
         """The style in the pixels of a page rendered at ``scale`` pixels per point."""
@@ -67,11 +72,22 @@ class DocumentProfile:
         )
 
     def is_running(self, line: TextLine, height: float) -> str | None:
-        """``"top"`` / ``"bottom"`` when ``line`` (page pixels, page ``height``) is a running line."""
+        """``"top"`` / ``"bottom"`` when ``line`` (page pixels, page ``height``) is a running line: its text
+        runs on other pages at that edge, or it stands where the document's running headers stand, in
+        their size (a first page's own header, e.g. the journal's citation line above the title: its
+        text is on no other page, and set like the title it would join the title)."""
         edge = edge_of(line.box, height)
         if edge is None:
             return None
-        return edge if (edge, running_key(line.text)) in self.running else None
+        if (edge, running_key(line.text)) in self.running:
+            return edge
+        if edge == "top" and height > 0:
+            middle, size = (line.box[1] + line.box[3]) / 2 / height, line.size / height
+            for slot_middle, slot_size in self.header_slots:
+                near = abs(middle - slot_middle) <= SLOT_TOLERANCE
+                if near and abs(size - slot_size) <= SLOT_SIZE_TOLERANCE * slot_size:
+                    return edge
+        return None
 
 
 def _sample(count: int, limit: int = MAX_PAGES) -> list[int]:
@@ -110,6 +126,7 @@ def build_profile(
     weights: collections.Counter[int] = collections.Counter()
     fonts: collections.Counter[str] = collections.Counter()
     seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
+    placed: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
     indices = _sample(doc.page_count)
@@ -129,6 +146,9 @@ def build_profile(
             edge = edge_of(ln.box, height)
             if edge is not None:
                 seen[(edge, running_key(ln.text))].add(index)
+                placed[(edge, running_key(ln.text))].append(
+                    ((ln.box[1] + ln.box[3]) / 2 / height, ln.size / height)
+                )
         pages.append((_weighted_mode(page_sizes), lines))
     body = _weighted_mode(sizes) or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
@@ -166,6 +186,14 @@ def build_profile(
     running: set[tuple[str, str]] = set()
     if len(indices) >= MIN_REPEATS:
         running = {key for key, pages in seen.items() if len(pages) >= MIN_REPEATS and key[1]}
+    slots = {
+        (
+            round(statistics.median(m for m, _ in placed[key]), 4),
+            round(statistics.median(z for _, z in placed[key]), 5),
+        )
+        for key in running
+        if key[0] == "top"
+    }
     style = DocStyle(
         body_size=body,
         body_weight=body_weight,
@@ -184,4 +212,6 @@ def build_profile(
         len(running),
         len(outline),
     )
-    return DocumentProfile(style=style, running=running, pages=doc.page_count)
+    return DocumentProfile(
+        style=style, running=running, pages=doc.page_count, header_slots=tuple(sorted(slots))
+    )

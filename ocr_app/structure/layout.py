@@ -546,16 +546,54 @@ def _list_marker(text: str) -> tuple[str, str] | None:
     return None
 
 
-_TAIL_WORD = re.compile(r"([\w-]*?)(\w+)[-\u00ad]$")
+_TAIL_WORD = re.compile(r"([\w-]*?)(\w+)[-\u00ad\u2010]$")
 _HEAD_WORD = re.compile(r"^(\w+)")
+# Chinese and Japanese set no spaces between words: a line wrapped inside a sentence joins without one
+# (Korean spaces its words, so Hangul is not in here).
+_NO_SPACE_SCRIPT = re.compile(
+    r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+)
+# First halves of English compounds that are words in their own right and not syllables a word is
+# broken at ("self-" + "organising", "well-" + "known"): their hyphen is kept.
+COMPOUND_HEADS = frozenset(
+    [
+        "self",
+        "well",
+        "non",
+        "anti",
+        "semi",
+        "quasi",
+        "pseudo",
+        "multi",
+        "cross",
+        "ill",
+        "half",
+        "all",
+        "over",
+        "under",
+        "long",
+        "short",
+        "high",
+        "low",
+        "full",
+        "ever",
+        "never",
+        "free",
+        "open",
+    ]
+)
 
 
 def _join(a: str, b: str, vocabulary: frozenset[str] = frozenset()) -> str:
     """Join two lines of one paragraph; a word split by a line-end hyphen is mended.
 
-    "docu-" + "ment" → "document" when the joined word is more plausible than the hyphenated one: the
-    document has it unbroken, or it does not have the hyphenated form and the first part is not
-    itself part of a compound ("state-of-the-" + "art" keeps its hyphens). A soft hyphen always goes.
+    The rule, in order: a soft hyphen always goes ("docu\u00ad" + "ment"). A continuation that starts
+    in upper case or with a digit keeps the hyphen, without a space ("non-" + "English", "COVID-" +
+    "19"). A lower-case continuation is a word broken at the line end — "docu-" + "ment" → "document",
+    "Ger-" + "stein" → "Gerstein" — unless the hyphenated form is more plausible: the document uses the
+    joined word unbroken (join), or it uses the hyphenated compound, the first half is itself part of a
+    compound ("state-of-the-" + "art") or is a word compounds are made with ("self-", "well-":
+    ``COMPOUND_HEADS``) (keep). Lines of Chinese or Japanese join without a space.
     """
     if not a:
         return b
@@ -569,11 +607,13 @@ def _join(a: str, b: str, vocabulary: frozenset[str] = frozenset()) -> str:
         hyphenated = f"{left}-{right}".lower()
         if joined in vocabulary:
             return a[:-1] + b
-        if hyphenated in vocabulary or m.group(1):  # a known compound, or part of one
-            return a + b
+        if hyphenated in vocabulary or m.group(1) or left.lower() in COMPOUND_HEADS:
+            return a + b  # a known compound, or part of one
         return a[:-1] + b
-    if a.endswith("-") and len(a) > 1 and a[-2].isalnum() and b[:1].isalnum():
+    if a.endswith(("-", "\u2010")) and len(a) > 1 and a[-2].isalnum() and b[:1].isalnum():
         return a + b  # "COVID-" + "19", "non-" + "English": a real hyphen, no space
+    if _NO_SPACE_SCRIPT.match(a[-1]) and _NO_SPACE_SCRIPT.match(b[0]):
+        return a + b
     return f"{a} {b}"
 
 
@@ -856,6 +896,12 @@ def _panel_leads(units: Sequence[_Row | _Table], panel: frozenset[int]) -> set[i
 
 
 CODE_GAP_LINES = 2.5  # a blank line or two inside a listing keeps it one code block
+# A line that is one web or mail address: set in a typewriter face it is still part of the sentence
+# around it (LaTeX's \url, many style sheets), not a listing; inside a listing it stays code.
+_URL_LINE = re.compile(
+    r"^[(<\[]?(?:(?:https?|ftp)://|www\.|doi:|mailto:)\S+$|^[(<\[]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+[)>\].,;:]?$",
+    re.I,
+)
 
 
 def code_block(lines: Sequence[str], boxes: Sequence[Box]) -> str:
@@ -1078,7 +1124,8 @@ class _SectionBlocks:
             return
         cur, ctx = self.cur, self.ctx
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
-        if all(i.mono for i in row.items):
+        in_code = cur is not None and cur.kind == "code"
+        if all(i.mono for i in row.items) and (in_code or not _URL_LINE.match(text)):
             self.add_code(row, gap)
             return
         big_gap = cur is not None and gap > ctx.typical_gap + ctx.config.paragraph_gap_ratio * min(

@@ -4,8 +4,9 @@ instance shows.
 Why here and not in the launcher: the pairs come from three places (``--auth user:password``, repeatable;
 ``--auth-file``; ``DEEPSEEK_OCR_AUTH`` / ``DEEPSEEK_OCR_AUTH_FILE`` through the settings) and must be
 checked before the server starts, and the same facts decide the warning printed at start and the banner
-in the page: an app bound to a non-loopback address, or reachable through a share link, without sign-in
-lets anyone who reaches it use the GPU and read what others convert.
+in the page: an app bound to a non-loopback address, or reachable through a share link (one that was
+created: the launcher asks once it knows), without sign-in lets anyone who reaches it run conversions on
+the machine and read what others convert.
 """
 
 from __future__ import annotations
@@ -111,8 +112,8 @@ def resolve_access(settings: Settings, *, share: bool | None = None) -> Access:
             exposed.append("it has a public share link")
         if exposed:
             warning = (
-                f"This app has no sign-in and {' and '.join(exposed)}: anyone who reaches it can use the "
-                f"GPU and read what is converted here. To require sign-in, {AUTH_HINT}."
+                f"This app has no sign-in and {' and '.join(exposed)}: anyone who reaches it can run "
+                f"conversions on this machine and read what is converted here. To require sign-in, {AUTH_HINT}."
             )
     return Access(users=tuple(users.items()), warning=warning)
 

@@ -136,7 +136,8 @@ class OcrApp:
 
         self.converter = converter
         self.settings = settings
-        self.access = resolve_access(settings)
+        # No share link is known until the launcher has tried (``set_access``): none is claimed before.
+        self.access = resolve_access(settings, share=False)
         uploads = Path(get_upload_folder())
         if work_dir is None:
             uploads.mkdir(parents=True, exist_ok=True)
@@ -336,7 +337,7 @@ class OcrApp:
         password,
         request: gr.Request,
     ):
-        """Convert files; returns (Markdown of all documents, result JSON, [md, json, zip files]).
+        """Convert files; returns (Markdown of all documents, result JSON, [md, json, searchable pdf, zip files]).
 
         ``password``: one password for every encrypted PDF, or a JSON object of file name → password.
         (The parameter names are the endpoint's documented API: gradio_client calls them by name.)
@@ -423,17 +424,22 @@ class OcrApp:
         return self.page_view_of(entries, best["key"])
 
     # --- option and panel events ---------------------------------------------------------------
-    def options_state(self, engine_name: str | None) -> tuple[bool, str]:
-        """(prompt and mode usable, note under the options) for the chosen engine."""
-        why = form.ignored_options_reason(engine_name or self.choices.default_engine, self.describe)
-        return why is None, (f"Prompt and resolution mode are off: {why}." if why else "")
+    def options_state(self, engine_name: str | None) -> tuple[bool, bool, str]:
+        """(prompt and mode usable, vision cache usable, note under the options) for the chosen engine."""
+        name = engine_name or self.choices.default_engine
+        why = form.ignored_options_reason(name, self.describe)
+        cache = form.uses_vision_cache(name, self.describe)
+        notes = [f"Prompt and resolution mode are off: {why}."] if why else []
+        if not cache:
+            notes.append(f"The vision cache is off: {name} reads no page through DeepSeek-OCR-2.")
+        return why is None, cache, " ".join(notes)
 
     def on_preset(self, value):
         return gr.update(visible=value == form.CUSTOM), gr.update(visible=value == form.LOCATE)
 
     def on_engine(self, name):
-        usable, note = self.options_state(name)
-        return (*(gr.update(interactive=usable) for _ in range(4)), note)
+        usable, cache, note = self.options_state(name)
+        return (*(gr.update(interactive=usable) for _ in range(4)), gr.update(interactive=cache), note)
 
     def tick(self):
         text, frame, has_gpu = status_panel.panel_update(
@@ -450,6 +456,19 @@ class OcrApp:
         engine = self._slot_name(self.choices.default_engine)
         queued = max(0, ahead - self.jobs_at_once())
         return queue_words.queue_words(ahead, self.slots.estimate_after(engine, queued))
+
+    def set_access(self, access: Any) -> None:
+        """Who may use the app and why it is exposed, as the launcher found it (a share link exists)."""
+        self.access = access
+
+    def open_warning_text(self) -> str:
+        warning = self.access.warning
+        return f"**Open to others:** {warning}" if warning else ""
+
+    def open_banner(self):
+        """The open-instance banner as it stands (drawn again on each page load)."""
+        text = self.open_warning_text()
+        return gr.update(value=text, visible=bool(text))
 
     def on_unload(self, request: gr.Request):
         key = _session_key(request)
@@ -470,17 +489,28 @@ class OcrApp:
             fill_width=True,  # the page viewer needs the room; gradio's default caps the app at 1280 px
         ) as demo:
             self.demo = demo
-            gr.Markdown(
-                "## ocr-app — documents to Markdown with DeepSeek-OCR-2\n"
-                "Upload PDFs or images and press **Convert**. Every detected block is drawn on its page."
-            )
+            with gr.Row(elem_id="header-row"):
+                gr.Markdown(
+                    "## ocr-app — documents to Markdown with DeepSeek-OCR-2\n"
+                    "Upload PDFs or images and press **Convert**. Every detected block is drawn on its page.",
+                    elem_id="app-title",
+                )
+                # signed in through gradio's auth: its /logout ends this browser's session
+                if self.access.users:
+                    gr.Button(
+                        "Sign out",
+                        link="logout?all_session=false",
+                        link_target="_self",
+                        size="sm",
+                        variant="secondary",
+                        scale=0,
+                        min_width=100,
+                        elem_id="sign-out",
+                    )
             notice = status_panel.notice_markdown(self.describe)
             gr.Markdown(notice, visible=bool(notice), elem_id="engine-notice")
-            warning = self.access.warning
-            gr.Markdown(
-                f"**Open to others:** {warning}" if warning else "",
-                visible=bool(warning),
-                elem_id="open-warning",
+            self.w.open_warning = gr.Markdown(
+                self.open_warning_text(), visible=bool(self.access.warning), elem_id="open-warning"
             )
             self.w.pages_state = gr.State([])
             self.w.passwords_state = gr.State({})  # file name -> PDF password; memory only, never logged
@@ -526,7 +556,7 @@ class OcrApp:
         with gr.Accordion("Options", open=False):
             self._options()
         w.downloads = gr.File(
-            label="Downloads (Markdown, JSON, ZIP)",
+            label="Downloads (Markdown, JSON, searchable PDF, ZIP)",
             file_count="multiple",
             interactive=False,
             elem_id="downloads",
@@ -562,7 +592,7 @@ class OcrApp:
 
     def _options(self) -> None:
         w, c = self.w, self.choices
-        honoured, note = self.options_state(c.default_engine)
+        honoured, cache, note = self.options_state(c.default_engine)
         w.pages = gr.Textbox("", label="Pages", placeholder="all (e.g. 1-3,7,10-)", elem_id="opt-pages")
         w.preset = gr.Dropdown(
             c.presets, value=c.default_preset, label="Prompt", elem_id="opt-prompt", interactive=honoured
@@ -595,7 +625,12 @@ class OcrApp:
             label="PDF render DPI",
             elem_id="opt-dpi",
         )
-        w.use_cache = gr.Checkbox(value=self.settings.cache_enabled, label="Cross-page vision cache")
+        w.use_cache = gr.Checkbox(
+            value=self.settings.cache_enabled,
+            label="Cross-page vision cache",
+            interactive=cache,
+            elem_id="opt-cache",
+        )
         offered = [name for _, name in c.engines]
         w.engine = gr.Dropdown(
             c.engines,
@@ -720,7 +755,7 @@ class OcrApp:
         w.engine.change(
             self.on_engine,
             w.engine,
-            [w.preset, w.custom, w.locate, w.mode, w.options_md],
+            [w.preset, w.custom, w.locate, w.mode, w.use_cache, w.options_md],
             api_visibility="private",
         )
 
@@ -732,4 +767,5 @@ class OcrApp:
         )
         gr.Timer(QUEUE_INTERVAL_S).tick(self.queue_tick, None, w.queue_md, concurrency_limit=None, **PRIVATE)
         self.demo.load(self.tick, None, [w.panel_md, w.panel_plot], **PRIVATE)
+        self.demo.load(self.open_banner, None, w.open_warning, **PRIVATE)
         self.demo.unload(self.on_unload)

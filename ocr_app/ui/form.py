@@ -110,6 +110,14 @@ def ignored_options_reason(engine: str | None, describe: dict[str, Any]) -> str 
     return f"{what} takes no prompt or resolution mode"
 
 
+def uses_vision_cache(engine: str | None, describe: dict[str, Any]) -> bool:
+    """Whether the cross-page vision cache does anything with ``engine`` (``Capabilities.vision_cache``:
+    DeepSeek-OCR-2 on this machine; a router when it sends scans to it)."""
+    name = (engine or str(describe.get("default") or "")).strip()
+    ocr = str(((describe.get("engines") or {}).get(name) or {}).get("ocr") or "")
+    return engine_kind(ocr or name).capabilities.vision_cache
+
+
 def parse_passwords(text: str | dict[str, str] | None) -> tuple[str | None, dict[str, str]]:
     """The API's ``password`` value → (one password for every file, per-file passwords by file name).
 

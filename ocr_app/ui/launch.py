@@ -37,23 +37,24 @@ def launch(
     quiet: bool = False,
 ) -> Launched:
     """Start the server. A share link that cannot be created (offline) is reported, not fatal. Without
-    sign-in, an app reachable from other machines says so on stderr (and in its page, ``OcrApp``)."""
+    sign-in, an app reachable from other machines says so on stderr (and in its page, ``OcrApp``), once
+    it is known whether a share link exists: a link that could not be created is not claimed.
+
+    Gradio's own start-up lines are replaced by the app's (gradio tells every user to "set
+    share=True in launch()"; a user of this app passes ``--share``)."""
     from ocr_app.ui.access import resolve_access
     from ocr_app.ui.app import CSS
     from ocr_app.ui.fonts import font_css, font_dir
 
     share = settings.share if share is None else share
     dirs = getattr(demo, "ocr_app_dirs", None)
-    access = resolve_access(settings, share=share)
-    if access.warning:
-        logger.warning(access.warning)
-        print(f"WARNING: {access.warning}", file=sys.stderr, flush=True)
+    access = resolve_access(settings, share=False)  # the sign-in pairs; the warning once the link is known
     _, local_url, share_url = demo.launch(
         server_name=settings.host,
         server_port=settings.port or None,
         share=share,
         prevent_thread_lock=True,
-        quiet=quiet,
+        quiet=True,
         allowed_paths=[str(font_dir())] + ([str(dirs.root)] if dirs is not None else []),
         max_file_size=int(settings.max_file_mb * 2**20),  # refuse oversize uploads before they hit disk
         css=font_css() + "\n" + CSS,
@@ -62,13 +63,24 @@ def launch(
         app_kwargs=_app_kwargs(demo),
     )
     info = Launched(local_url=local_url, share_url=share_url)
+    if not quiet:
+        print(f"* Running on local URL: {local_url}", flush=True)
     if share and not share_url:
         info.share_error = (
-            "Could not create a gradio share link (it needs internet access to gradio.live). "
-            f"The app keeps running locally at {local_url}"
+            "Could not create a gradio share link (it needs internet access to gradio.live): "
+            f"no public link exists; the app runs only at {local_url}"
         )
         logger.warning(info.share_error)
         print(info.share_error, flush=True)
+    elif not share and not quiet:
+        print("* To give others a public link, start the app with --share (it needs internet access).")
+    access = resolve_access(settings, share=bool(share_url))
+    app = getattr(demo, "ocr_app", None)
+    if app is not None:
+        app.set_access(access)  # the page's banner says the same
+    if access.warning:
+        logger.warning(access.warning)
+        print(f"WARNING: {access.warning}", file=sys.stderr, flush=True)
     if not prevent_thread_lock:
         demo.block_thread()
     return info

@@ -140,14 +140,22 @@ def notice_markdown(describe: dict[str, Any]) -> str:
     lines = []
     if preferred in unavailable:
         lines.append(f"**{best.label} cannot run here:** {unavailable[preferred]}.")
-    lines.append(f"Pages are read by the **{ocr}** engine" + (f" ({reason})." if reason else "."))
-    if preferred not in unavailable and best.help:
-        lines.append(best.help)
+    why = f" ({reason})." if reason else "."
+    if info.get("ocr"):  # a router: what reads a page depends on the page
+        lines.append(
+            "PDF pages with a usable text layer are read from it (the **textlayer** engine); scans, images "
+            f"and PDF pages without usable text by the **{ocr}** engine{why} Each page's engine is in the "
+            "Status tab."
+        )
+    else:
+        lines.append(f"Every page is read by the **{ocr}** engine{why}")
     if not engine_kind(ocr).capabilities.reads_scans:
         lines.append(
             "Only PDFs with embedded text can be read. Install an OCR engine: "
             '`pip install "ocr-app[light]"` (CPU) or `pip install "ocr-app[model]"` (DeepSeek-OCR-2).'
         )
+    if preferred not in unavailable and best.help:  # folded: on a phone it filled the first screen
+        lines.append(f"<details><summary>How to use {best.label}</summary>\n\n{best.help}\n\n</details>")
     return "\n\n".join(lines)
 
 

@@ -176,7 +176,7 @@ def _page_markdown(page: PageResult) -> str:
 
 def download_kinds() -> tuple[str, ...]:
     """The outputs the download list offers, per document: the formats that ask for it (``download``
-    in ``render/formats.py``; built in: Markdown, JSON, ZIP), in registry order."""
+    in ``render/formats.py``; built in: Markdown, JSON, searchable PDF, ZIP), in registry order."""
     from ocr_app.render.formats import format_class, format_names
 
     return tuple(n for n in format_names() if format_class(n).download)
@@ -203,6 +203,16 @@ def status_counts(documents: list[DocumentResult]) -> str:
     return ", ".join(f"{n} {status_label(s)}" for s, n in counts.items() if n)
 
 
+def engine_counts(documents: list[DocumentResult]) -> str:
+    """ "textlayer 3 pages, light 1 page": which engine read how many pages (failed pages left out)."""
+    counts: dict[str, int] = {}
+    for doc in documents:
+        for page in doc.pages:
+            if page.engine and not page.error:
+                counts[page.engine] = counts.get(page.engine, 0) + 1
+    return ", ".join(f"{name} {n} page{'' if n == 1 else 's'}" for name, n in counts.items())
+
+
 def summary_markdown(documents: list[DocumentResult], cancelled: bool) -> str:
     """The line above the results: pages per status, what failed, what was cancelled, which document
     is incomplete (cut short by a cancel: its finished pages only)."""
@@ -215,6 +225,9 @@ def summary_markdown(documents: list[DocumentResult], cancelled: bool) -> str:
         lines[0] = f"**Cancelled.** {pages} page(s) finished before the cancel are shown{tail}"
     elif not pages and any(d.error for d in documents):
         lines[0] = "**Nothing was converted.**"
+    read_by = engine_counts(documents)
+    if read_by:
+        lines[0] += f" Read by: {read_by}."
     if flagged:
         lines.append(f"{flagged} page(s) need attention (see Status).")
     lines.extend(
