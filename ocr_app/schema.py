@@ -7,6 +7,7 @@ Why dataclasses and not dicts: every stage and both front ends (UI, CLI) agree o
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +27,21 @@ def union_box(boxes: Sequence[Box]) -> Box:
         max(b[2] for b in boxes),
         max(b[3] for b in boxes),
     )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` as characters UTF-8 can hold: a surrogate pair becomes its character, a lone half U+FFFD.
+
+    Why: a PDF font's broken Unicode map gives PyMuPDF half a surrogate pair for a glyph (docling's
+    ``skipped_1page.pdf``, a Korean bold face); Python keeps it in a ``str`` and the first UTF-8 write
+    fails, taking the whole document's outputs with it."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 class StopReason(str, enum.Enum):

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
-from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason
+from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
 from ocr_app.structure.layout import (
     LayoutConfig,
@@ -428,6 +428,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                 if glyphs and upright
                 else ()
             )
+            text = valid_unicode(text)  # half a surrogate pair from a broken font map: U+FFFD
             boxes = _word_ranges(text, glyphs, matrix) if upright else ()
             lines.append(
                 TextLine(

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ocr_app.schema import valid_unicode
+
 logger = logging.getLogger(__name__)
 
 _UMASK_LOCK = threading.Lock()
@@ -71,8 +73,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
 
 
 def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> Path:
-    """Write ``text`` to ``path`` atomically (UTF-8, ``\\n`` newlines on every OS) and return ``path``."""
-    return atomic_write_bytes(path, text.encode(encoding))
+    """Write ``text`` to ``path`` atomically (UTF-8, ``\\n`` newlines on every OS) and return ``path``.
+    A lone surrogate from any engine is written as U+FFFD, not a failed document."""
+    return atomic_write_bytes(path, valid_unicode(text).encode(encoding))
 
 
 class TextSpool:
@@ -88,7 +91,7 @@ class TextSpool:
         self.parts = 0
 
     def write(self, text: str) -> None:
-        self.file.write(text)
+        self.file.write(valid_unicode(text))  # a lone surrogate would fail the whole file
 
     def close_file(self) -> None:
         """Flush to disk and close, without publishing (for a part that is copied elsewhere)."""
