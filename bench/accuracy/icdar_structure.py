@@ -41,8 +41,8 @@ def _page_image(page):
 
 
 def slanet(page, image, box_px, lines) -> list[icdar.GridCell] | None:
-    from ocr_app.structure.layout import body_size
     from ocr_app.structure.learned_tables import read_table
+    from ocr_app.structure.lines import body_size
 
     t = read_table(image, box_px, lines, body=body_size(lines) if lines else 12.0)
     return None if t is None else _cells(t.rows)
@@ -50,7 +50,8 @@ def slanet(page, image, box_px, lines) -> list[icdar.GridCell] | None:
 
 def rules(page, image, box_px, lines) -> list[icdar.GridCell] | None:
     from ocr_app.engines.textlayer import ruled_tables
-    from ocr_app.structure.layout import LayoutConfig, body_size, detect_tables
+    from ocr_app.structure.lines import LayoutConfig, body_size
+    from ocr_app.structure.passes.tables import detect_tables
 
     inside = [ln for ln in lines if _centre_in(ln.box, box_px)]
     tables, _, _ = ruled_tables(page, inside, DPI / 72)

@@ -33,7 +33,7 @@ from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, OcrLine, PageRequest, StopReason
 from ocr_app.structure import ink
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
-from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
+from ocr_app.structure.lines import LayoutConfig, TextLine, body_size, unrotate_box
 from ocr_app.structure.page import PageLayout
 from ocr_app.structure.pipeline import DEFAULT_PASSES, build_blocks
 from ocr_app.structure.rulings import grid_tables
@@ -661,7 +661,7 @@ class LightOcrEngine(Engine):
         from PIL import Image
 
         from ocr_app.structure import learned_tables as lt
-        from ocr_app.structure.layout import detect_tables
+        from ocr_app.structure.passes.tables import detect_tables
         from ocr_app.structure.regions import overlap
 
         boxes = [

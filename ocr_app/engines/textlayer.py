@@ -33,17 +33,17 @@ from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
-from ocr_app.structure.layout import (
+from ocr_app.structure.lines import (
     LayoutConfig,
     TextLine,
     body_size,
-    detect_tables,
     group_rows,
     is_rtl,
-    join_lines,
     rotate_box,
     unrotate_box,
 )
+from ocr_app.structure.paragraphs import join_lines
+from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines

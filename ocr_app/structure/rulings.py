@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ocr_app.schema import Box
-from ocr_app.structure.layout import TextLine, group_rows, join_lines
+from ocr_app.structure.lines import TextLine, group_rows
+from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 
 logger = logging.getLogger(__name__)

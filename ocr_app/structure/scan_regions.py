@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.schema import Block, Box
-from ocr_app.structure.layout import TextLine, group_rows
+from ocr_app.structure.lines import TextLine, group_rows
 from ocr_app.structure.pipeline import DEFAULT_PASSES, PageLayout, PagePass, insert_pass
 from ocr_app.structure.regions import Region, detect_regions, overlap
 
