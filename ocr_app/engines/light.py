@@ -3,7 +3,7 @@
 Why: many users have no GPU or no DeepSeek-OCR-2 weights yet. RapidOCR's wheel ships its detection
 and recognition models, so this works offline on any CPU: 1–2 s per 144-DPI page on 2 cores, sparse
 to dense (docs/ACCURACY.md).
-RapidOCR gives text lines with boxes; ``structure.layout`` turns them into headings, paragraphs, lists,
+RapidOCR gives text lines with boxes; ``structure.pipeline`` turns them into headings, paragraphs, lists,
 columns and tables, the same blocks the DeepSeek engine produces. What a scan's lines do not carry
 comes from the page image: the layout model's regions (titles, prose, figures: ``structure.regions``,
 ``structure.scan_regions``), bold from stroke width (``structure.ink``), gutters the detector read

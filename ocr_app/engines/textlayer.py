@@ -1125,7 +1125,7 @@ class TextLayerEngine(Engine):
         return out, kept_forms, pool, vetted
 
     def _word_grid(self, width: float, body: float):
-        """The word-position finder (``layout.detect_tables``) over one region's lines: its largest
+        """The word-position finder (``passes.tables.detect_tables``) over one region's lines: its largest
         table and header rows, or None."""
 
         def read(held: list[TextLine]) -> tuple[list[list[Cell]], int, list[TextLine]] | None:

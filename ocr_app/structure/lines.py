@@ -100,6 +100,9 @@ class LayoutConfig:
 
 @dataclass
 class Table:
+    """A table (or a figure's labels, a form) found by a pass, standing in for the lines it was built
+    from: the later passes place it as one item, like a line."""
+
     box: Box
     rows: list[list[str]] | list[list[Cell]]
     size: float = 0.0
@@ -116,6 +119,8 @@ class Table:
 
 @dataclass
 class Row:
+    """Lines on one baseline (``group_rows``): the pieces of one printed line, or cells side by side."""
+
     items: list[TextLine] = field(default_factory=list)
 
     @property
