@@ -3,8 +3,8 @@ its last character; a bold colon line without a number stays a lead-in or a labe
 
 from __future__ import annotations
 
-from ocr_app.structure.layout import DocStyle, TextLine, blocks_to_markdown
-from ocr_app.structure.pipeline import build_blocks
+from ocr_app.structure.lines import DocStyle, TextLine
+from ocr_app.structure.pipeline import blocks_to_markdown, build_blocks
 
 STYLE = DocStyle(body_size=10.0, body_weight=400, heading_sizes=(16.0, 12.0))
 BODY = "The body of the section is set in the body size and weight, and it runs on for a while here."

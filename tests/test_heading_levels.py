@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ocr_app.ingest.pdf import import_pymupdf
-from ocr_app.structure.layout import blocks_to_markdown
 from ocr_app.structure.numbering import depth_bases, numbered_level, numbering_depth
+from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import pdf_page_request
 
 pymupdf = import_pymupdf()

@@ -15,7 +15,7 @@ import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure import learned_tables, table_model
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import pdf_page_request
 
 DATA = Path(__file__).parent / "data" / "public" / "icdar2013"

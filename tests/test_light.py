@@ -13,7 +13,7 @@ from bench.accuracy.structure import split_tables
 from ocr_app.engines.light import LightOcrEngine, _default_factory
 from ocr_app.exceptions import EngineUnavailableError
 from ocr_app.schema import PageImage, PageRequest, StopReason
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.pipeline import blocks_to_markdown
 
 SEED = 4  # heading, two-column section, table and list on one page
 

@@ -16,7 +16,7 @@ from bench.accuracy.run import BARS
 from ocr_app.engines.light import LightOcrEngine
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.schema import PageImage, PageRequest
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.pipeline import blocks_to_markdown
 
 SEEDS = [0, 4, 9]  # body 9 pt, 14 pt (two columns), 12 pt; each has headings, a list and a table
 

@@ -6,8 +6,8 @@ chosen so each rule — columns, headings, lists, tables, paragraphs — has one
 
 from __future__ import annotations
 
-from ocr_app.structure.layout import LayoutConfig, TextLine, blocks_to_markdown, body_size
-from ocr_app.structure.pipeline import build_blocks
+from ocr_app.structure.lines import LayoutConfig, TextLine, body_size
+from ocr_app.structure.pipeline import blocks_to_markdown, build_blocks
 
 W = 1000.0  # page width in px
 BODY = 20.0  # body font size in px; line boxes are BODY high, leading 1.3 × BODY

@@ -8,7 +8,7 @@ from PIL import Image
 
 from bench.accuracy import generate, metrics
 from ocr_app.schema import PageImage, PageRequest
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.pipeline import blocks_to_markdown
 
 SEED = 3
 

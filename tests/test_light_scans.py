@@ -17,8 +17,8 @@ from PIL import Image
 from ocr_app.engines.light import LightOcrEngine
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure import regions as regions_mod
-from ocr_app.structure.layout import TextLine, blocks_to_markdown
-from ocr_app.structure.pipeline import build_blocks
+from ocr_app.structure.lines import TextLine
+from ocr_app.structure.pipeline import blocks_to_markdown, build_blocks
 from ocr_app.structure.scan_regions import figure_regions, mark_figures
 from tests.factories import assert_in_order
 

@@ -3,8 +3,8 @@ first-line indents and dash lists after a lead-in still start paragraphs and ite
 
 from __future__ import annotations
 
-from ocr_app.structure.layout import TextLine, blocks_to_markdown
-from ocr_app.structure.pipeline import build_blocks
+from ocr_app.structure.lines import TextLine
+from ocr_app.structure.pipeline import blocks_to_markdown, build_blocks
 
 SIZE = 10.0
 

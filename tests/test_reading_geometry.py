@@ -12,7 +12,7 @@ import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.ingest.pdf import import_pymupdf
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import assert_in_order, pdf_page_request
 
 # As the product imports it: a plain ``import pymupdf`` also loads pymupdf.layout, which replaces
@@ -420,7 +420,7 @@ def test_pieces_drawn_without_a_gap_are_one_word():
     """Pieces of one line whose glyphs touch ("1403" "/" "09", an Arabic word split where PyMuPDF
     starts a new run) join without a space; a real gap, a change of script direction at the joint,
     or pieces whose glyph extent is unknown (OCR boxes) keep the space."""
-    from ocr_app.structure.layout import TextLine
+    from ocr_app.structure.lines import TextLine
     from ocr_app.structure.pipeline import build_blocks
 
     def piece(text: str, x0: float, x1: float, ink: bool = True) -> TextLine:
@@ -445,7 +445,7 @@ def test_short_paragraph_after_two_columns_stays_after_both():
     """Two columns, the left one ending on a short line; then a short full-width paragraph whose
     end lies inside the gutter (ragged right), then a paragraph across the page: the short paragraph
     follows the right column, it is not read as the left column's tail."""
-    from ocr_app.structure.layout import TextLine
+    from ocr_app.structure.lines import TextLine
     from ocr_app.structure.pipeline import build_blocks
 
     size = 10.0

@@ -15,7 +15,7 @@ from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.exceptions import ConfigError
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.settings import Settings
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.pipeline import blocks_to_markdown
 
 REASON = "no GPU and no DeepSeek-OCR-2 weights"
 SCAN_WORDS = "Scanned Invoice 2041"

@@ -12,7 +12,8 @@ import pytest
 from bench.accuracy import generate
 from ocr_app.engines.textlayer import TextLayerEngine, font_weight
 from ocr_app.render.markdown import page_markdown
-from ocr_app.structure.layout import blocks_to_markdown, rotate_box, unrotate_box
+from ocr_app.structure.lines import rotate_box, unrotate_box
+from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import pdf_page_request
 
 DPI = 72

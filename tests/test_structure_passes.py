@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from ocr_app.structure.layout import TextLine
+from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import DEFAULT_PASSES, PageLayout, build_blocks, insert_pass, run_passes
 
 BODY = 10.0

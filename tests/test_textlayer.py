@@ -11,7 +11,7 @@ from bench.accuracy import generate, metrics
 from ocr_app.engines.textlayer import TextLayerEngine, has_usable_text, inspect_report
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import PageImage, PageRequest
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.pipeline import blocks_to_markdown
 from ocr_app.structure.table_html import table_html
 from tests.factories import assert_in_order, make_image, make_pdf, pdf_page_request
 

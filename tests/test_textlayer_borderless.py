@@ -10,7 +10,7 @@ import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.ingest.pdf import import_pymupdf
-from ocr_app.structure.layout import blocks_to_markdown
+from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import assert_in_order, pdf_page_request
 
 pymupdf = import_pymupdf()

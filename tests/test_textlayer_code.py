@@ -83,7 +83,7 @@ def test_superscripts_and_subscripts_keep_their_position(tmp_path, engine):
 def test_code_with_a_fence_inside_gets_a_longer_fence_and_stays_literal():
     from ocr_app.render.markdown import block_markdown
     from ocr_app.schema import Block
-    from ocr_app.structure.layout import code_block
+    from ocr_app.structure.paragraphs import code_block
 
     text = code_block(['print("```")', "x = a<b"], [(0, 0, 96, 10), (0, 12, 56, 22)])
     assert text == '````\nprint("```")\nx = a<b\n````'

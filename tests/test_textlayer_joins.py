@@ -11,7 +11,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from ocr_app.structure.layout import join_lines
+from ocr_app.structure.paragraphs import join_lines
 from tests.factories import pdf_page_request
 
 WORDS = [

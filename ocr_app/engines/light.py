@@ -3,7 +3,7 @@
 Why: many users have no GPU or no DeepSeek-OCR-2 weights yet. RapidOCR's wheel ships its detection
 and recognition models, so this works offline on any CPU: 1–2 s per 144-DPI page on 2 cores, sparse
 to dense (docs/ACCURACY.md).
-RapidOCR gives text lines with boxes; ``structure.layout`` turns them into headings, paragraphs, lists,
+RapidOCR gives text lines with boxes; ``structure.pipeline`` turns them into headings, paragraphs, lists,
 columns and tables, the same blocks the DeepSeek engine produces. What a scan's lines do not carry
 comes from the page image: the layout model's regions (titles, prose, figures: ``structure.regions``,
 ``structure.scan_regions``), bold from stroke width (``structure.ink``), gutters the detector read
@@ -33,7 +33,7 @@ from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import EngineOutput, OcrLine, PageRequest, StopReason
 from ocr_app.structure import ink
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
-from ocr_app.structure.layout import LayoutConfig, TextLine, body_size, unrotate_box
+from ocr_app.structure.lines import LayoutConfig, TextLine, body_size, unrotate_box
 from ocr_app.structure.page import PageLayout
 from ocr_app.structure.pipeline import DEFAULT_PASSES, build_blocks
 from ocr_app.structure.rulings import grid_tables
@@ -661,7 +661,7 @@ class LightOcrEngine(Engine):
         from PIL import Image
 
         from ocr_app.structure import learned_tables as lt
-        from ocr_app.structure.layout import detect_tables
+        from ocr_app.structure.passes.tables import detect_tables
         from ocr_app.structure.regions import overlap
 
         boxes = [

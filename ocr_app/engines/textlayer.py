@@ -33,17 +33,17 @@ from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
-from ocr_app.structure.layout import (
+from ocr_app.structure.lines import (
     LayoutConfig,
     TextLine,
     body_size,
-    detect_tables,
     group_rows,
     is_rtl,
-    join_lines,
     rotate_box,
     unrotate_box,
 )
+from ocr_app.structure.paragraphs import join_lines
+from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
@@ -1126,7 +1126,7 @@ class TextLayerEngine(Engine):
         return out, kept_forms, pool, vetted
 
     def _word_grid(self, width: float, body: float):
-        """The word-position finder (``layout.detect_tables``) over one region's lines: its largest
+        """The word-position finder (``passes.tables.detect_tables``) over one region's lines: its largest
         table and header rows, or None."""
 
         def read(held: list[TextLine]) -> tuple[list[list[Cell]], int, list[TextLine]] | None:

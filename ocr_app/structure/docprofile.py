@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.layout import EDGE_BAND, DocStyle, TextLine, vocabulary_of
+from ocr_app.structure.lines import EDGE_BAND, DocStyle, TextLine
 from ocr_app.structure.numbering import depth_bases
+from ocr_app.structure.paragraphs import vocabulary_of
 
 if TYPE_CHECKING:
     import pymupdf

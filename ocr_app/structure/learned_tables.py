@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from ocr_app.schema import Box
-    from ocr_app.structure.layout import TextLine
+    from ocr_app.structure.lines import TextLine
     from ocr_app.structure.table_model import TableStructureModel
 
 logger = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def _assign(slots: list[_Slot], lines: Sequence[TextLine]) -> None:
     are matched to the model's rows by their middles after a least-squares fit of the model's scale
     and offset, and only then is each word placed in a column.
     """
-    from ocr_app.structure.layout import group_rows
+    from ocr_app.structure.lines import group_rows
 
     boxed = [s for s in slots if s.box is not None]
     if not boxed:
@@ -353,7 +353,7 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
     """Rows of prose at the top or bottom of a region (a paragraph or caption the box reached into)
     are not the table's: one piece a row, a sentence long, across most of the region's width."""
     from ocr_app.schema import union_box
-    from ocr_app.structure.layout import group_rows
+    from ocr_app.structure.lines import group_rows
 
     if len(held) < 3:
         return held
@@ -433,7 +433,7 @@ def worth_looking(lines: Sequence[TextLine], body: float, *, drawn: bool) -> boo
     it draws rulings or cell fills (``drawn``), or three rows hold pieces set a cell gap apart, three
     or more to a row or two of which one is short (a label, a number). Two columns of prose have two
     long pieces a row and do not count."""
-    from ocr_app.structure.layout import group_rows
+    from ocr_app.structure.lines import group_rows
 
     if drawn:
         return True

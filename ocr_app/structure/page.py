@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ocr_app.schema import Block, Box
-from ocr_app.structure.layout import DocStyle, Item, LayoutConfig, TextLine, _Table
+from ocr_app.structure.lines import DocStyle, Item, LayoutConfig, Table, TextLine
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class PageLayout:
     vocabulary: frozenset[str] = frozenset()  # words the page and document have unbroken
     rtl: bool = False
     panel: frozenset[int] = frozenset()  # ids of the lines of a text panel over a picture
-    found: list[_Table] = field(default_factory=list)  # tables and figure-label groups, as items
+    found: list[Table] = field(default_factory=list)  # tables and figure-label groups, as items
     sections: list[list[Item]] = field(default_factory=list)  # single-column runs in reading order
     blocks: list[Block] = field(default_factory=list)
     regions: list[tuple[str, Box]] = field(default_factory=list)  # a layout model's (label, box), if any

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from ocr_app.schema import Block, Box
-from ocr_app.structure.layout import DocStyle, LayoutConfig, TextLine
+from ocr_app.structure.lines import DocStyle, LayoutConfig, TextLine
 from ocr_app.structure.page import PageLayout
 from ocr_app.structure.passes import blocks, columns, figures, prepare, tables
 from ocr_app.structure.table_html import Cell
@@ -89,3 +89,8 @@ def build_blocks(
         table_regions=table_regions,
     )
     return run_passes(page, passes)
+
+
+def blocks_to_markdown(blocks: Sequence[Block]) -> str:
+    """The page's Markdown: blocks separated by a blank line."""
+    return "\n\n".join(b.text for b in blocks if b.text and b.label not in ("page_header", "page_footer"))

@@ -1,7 +1,7 @@
 """Ruled tables on a page image: the cell grid from its drawn lines, for engines that see pixels.
 
 Why: OCR gives text lines, not cells. A ruled table whose cells wrap onto several lines, or whose
-header cells span columns, cannot be rebuilt from text alignment alone (``layout.detect_tables``);
+header cells span columns, cannot be rebuilt from text alignment alone (``passes.tables.detect_tables``);
 its rulings say where every cell is. Horizontal and vertical rulings are found with OpenCV
 morphology (an opening with a long thin kernel keeps only long straight strokes, never letters);
 grid lines are where ruling segments cluster; two neighbouring grid slots are one merged cell where
@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ocr_app.schema import Box
-from ocr_app.structure.layout import TextLine, group_rows, join_lines
+from ocr_app.structure.lines import TextLine, group_rows
+from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 
 logger = logging.getLogger(__name__)

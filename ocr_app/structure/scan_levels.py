@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ocr_app.schema import Block
-from ocr_app.structure.layout import LayoutConfig, TextLine
+from ocr_app.structure.lines import LayoutConfig, TextLine
 from ocr_app.structure.numbering import depth_bases, numbered_level
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The layout model's regions applied to a scan's OCR lines: which lines are titles, prose or figure text.
 
-Why a pass of its own: the geometric layout (``structure.layout``) only sees boxes and sizes, and on a
+Why a pass of its own: the geometric layout (``structure.pipeline`` and its passes) only sees boxes and sizes, and on a
 scan it has no fonts. The region model adds what geometry cannot tell: a bold section title at body
 size is a ``title`` region, the short last lines of two paragraphs side by side are ``text`` regions
 (prose, not the cells of a table), and a chart's axis labels lie in a ``figure`` region.
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.schema import Block, Box
-from ocr_app.structure.layout import TextLine, group_rows
+from ocr_app.structure.lines import TextLine, group_rows
 from ocr_app.structure.pipeline import DEFAULT_PASSES, PageLayout, PagePass, insert_pass
 from ocr_app.structure.regions import Region, detect_regions, overlap
 

@@ -1,12 +1,46 @@
 """Blocks of each section in reading order: headings (levels from the document's hierarchy), list
-items, code, tables, and paragraphs whose lines are joined with line-end hyphens mended."""
+items, code, tables, and paragraphs whose lines are joined with line-end hyphens mended.
+
+How: inside one column, items on one baseline are joined into rows; each row, top to bottom, either
+goes on with the open block or closes it and opens another (``_SectionBlocks``): a heading
+(``structure.headings`` says which level), a list item (``-``, ``•``, ``1.``, ``a)`` markers,
+nested by indentation), a line of code, or paragraph text (broken on a larger vertical gap, a size
+change, a first-line indent; ``structure.paragraphs`` has the joins and continuations).
+
+Why the assembly is apart from the rules: it holds the state (the one open block), the rules are
+pure functions over a row that can be tested alone.
+"""
 
 from __future__ import annotations
 
+import itertools
 import logging
+import statistics
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.layout import _group_section
+from ocr_app.schema import Block, union_box
+from ocr_app.structure.headings import (
+    NUMBERED_HEADING,
+    SECTION_NUMBER,
+    RowContext,
+    cells_apart,
+    heading_level,
+    isolated_rows,
+    normal_title,
+    panel_leads,
+)
+from ocr_app.structure.lines import DocStyle, Item, LayoutConfig, Row, Table, TextLine, group_rows, size_close
+from ocr_app.structure.paragraphs import (
+    CODE_GAP_LINES,
+    URL_LINE,
+    Pending,
+    code_block,
+    dash_continues,
+    hanging,
+    join_lines,
+    list_marker,
+)
 
 if TYPE_CHECKING:
     from ocr_app.structure.page import PageLayout
@@ -17,10 +51,269 @@ logger = logging.getLogger(__name__)
 def run(page: PageLayout) -> None:
     for section in page.sections:
         page.blocks.extend(
-            _group_section(
+            group_section(
                 section, page.body, page.config, page.style, page.vocabulary, page.page_height, page.panel
             )
         )
     logger.debug(
         "layout: %d lines → %d blocks (%d tables)", len(page.lines), len(page.blocks), len(page.found)
     )
+
+
+@dataclass
+class _SectionContext:
+    """What the block rules know about one single-column section besides the row at hand."""
+
+    body: float
+    config: LayoutConfig
+    style: DocStyle | None
+    vocabulary: frozenset[str]
+    page_height: float
+    typical_gap: float = 0.0
+    isolated: set[int] = field(default_factory=set)
+    leads: set[int] = field(default_factory=set)
+    left: float = 0.0
+    width: float = 0.0
+
+
+def _section_units(
+    section: list[Item], body: float, config: LayoutConfig, style: DocStyle | None, panel: frozenset[int]
+) -> tuple[list[Row | Table], float, set[int], set[int]]:
+    """The section's rows and tables top to bottom, its typical line gap, the rows that stand alone
+    and the rows that lead a text panel over a picture."""
+    texts = [i for i in section if isinstance(i, TextLine)]
+    units: list[Row | Table] = [*group_rows(texts), *(i for i in section if isinstance(i, Table))]
+    units.sort(key=lambda u: (u.box[1] + u.box[3]) / 2)
+    rows_only = [u for u in units if isinstance(u, Row)]
+    gaps = [
+        b.box[1] - a.box[3]
+        for a, b in itertools.pairwise(rows_only)
+        if size_close(a.size, b.size) and b.box[1] - a.box[3] < 2.5 * a.size
+    ]
+    # Capped: on a page whose only gaps are blank lines, the median gap is the blank line itself, and
+    # every paragraph would merge; 0.8 × size still passes double-spaced text as one paragraph.
+    typical_gap = min(statistics.median(gaps), config.max_line_gap_ratio * body) if gaps else 0.0
+    isolated = isolated_rows(units, config) if style is not None else set()
+    leads = panel_leads(units, panel) if style is not None and panel else set()
+    return units, typical_gap, isolated, leads
+
+
+class _SectionBlocks:
+    """Rows of one section → blocks: paragraphs (lines joined, line-end hyphens mended), headings,
+    list items (nested by indentation), code blocks and tables, one open block at a time."""
+
+    def __init__(self, ctx: _SectionContext) -> None:
+        self.ctx = ctx
+        self.blocks: list[Block] = []
+        self.cur: Pending | None = None
+
+    def flush(self) -> None:
+        cur, self.cur = self.cur, None
+        if cur is None or not cur.parts:
+            return
+        if cur.kind == "heading":
+            label = "title" if cur.level == 1 else "sub_title"
+            self.blocks.append(Block(label, "#" * cur.level + " " + cur.parts[0], [union_box(cur.boxes)]))
+        elif cur.kind == "list":
+            self.blocks.append(Block("list", "\n".join(cur.parts), list(cur.boxes)))
+        elif cur.kind == "code":
+            self.blocks.append(Block("code", code_block(cur.parts, cur.boxes), [union_box(cur.boxes)]))
+        else:
+            self.blocks.append(Block("text", cur.parts[0], [union_box(cur.boxes)]))
+
+    def add_table(self, table: Table) -> None:
+        self.flush()
+        if table.form:
+            self.blocks.extend(Block("text", row[0], [table.box]) for row in table.rows if row and row[0])
+        else:
+            self.blocks.append(Block("table", table.html, [table.box]))
+
+    def _extend(self, row: Row, text: str) -> None:
+        """The open paragraph or heading goes on with this row."""
+        cur = self.cur
+        assert cur is not None
+        cur.parts[0] = join_lines(cur.parts[0], text, self.ctx.vocabulary)
+        cur.boxes.append(row.box)
+        cur.last = row
+
+    def add_code(self, row: Row, gap: float) -> None:
+        """A line of code: kept as it is, in a fenced block."""
+        text = " ".join(i.text for i in sorted(row.items, key=lambda i: i.box[0]))
+        cur = self.cur
+        if cur is not None and cur.kind == "code" and gap <= CODE_GAP_LINES * row.size:
+            cur.parts.append(text)
+            cur.boxes.append(row.box)
+            cur.last = row
+            return
+        self.flush()
+        self.cur = Pending("code", 0, [text], [row.box], row, row.box[0], row.size)
+
+    def row_level(self, row: Row, text: str, big_gap: bool, list_continues: bool) -> int:
+        ctx, cur = self.ctx, self.cur
+        if list_continues:
+            return 0
+        short_line = row.box[2] - row.box[0] < 0.7 * ctx.width
+        centre = (row.box[0] + row.box[2]) / 2 - (ctx.left + ctx.width / 2)
+        aligned = row.box[0] - ctx.left <= 2 * row.size or abs(centre) <= 1.5 * row.size
+        where = RowContext(
+            short_line, ctx.page_height, id(row) in ctx.isolated, id(row) in ctx.leads, aligned
+        )
+        level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
+        if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
+            return level
+        # The second line of a row of cells (a wrapped column header) is not a heading either.
+        after_cells = abs(row.size - cur.last.size) <= 0.1 * cur.last.size and cells_apart(
+            cur.last, ctx.config.min_cell_gap_ratio * ctx.style.body_size
+        )
+        # A lighter, smaller line set right under a heading is its subtitle or byline ("Expert help
+        # to achieve ...", the authors under a title): text, not a heading of its own.
+        subtitle = (
+            cur.kind == "heading"
+            and row.weight < cur.last.weight
+            and row.size < 0.9 * cur.last.size
+            and ctx.style.outline.get(normal_title(text)) is None
+        )
+        return 0 if after_cells or subtitle else level
+
+    def add_heading(self, row: Row, text: str, level: int, gap: float, big_gap: bool) -> None:
+        cur = self.cur
+        continues = cur is not None and cur.level == level and not big_gap
+        if cur is not None and cur.kind == "heading" and cur.last is not None and self.ctx.style is None:
+            # Without a document style (a scan), a title's next line continues it only in its weight
+            # and size: a plain body-size line right under a heading is its section's text.
+            ratio = row.size / max(cur.last.size, 1e-6)
+            continues = continues and row.bold == cur.last.bold and 0.85 <= ratio <= 1.18
+        if cur is not None and cur.kind == "heading" and cur.last is not None and self.ctx.style is not None:
+            # A title broken over lines keeps one weight; a line in another weight starts
+            # something else, a line a little smaller (33 pt over 30 pt) still continues it.
+            # A numbered line or another typeface starts a heading of its own.
+            same_weight = row.weight == cur.last.weight
+            same_face = {i.font for i in row.items} == {i.font for i in cur.last.items}
+            near = 0.88 * cur.last.size <= row.size <= cur.last.size and gap <= 0.6 * row.size
+            fresh = bool(SECTION_NUMBER.match(text) or NUMBERED_HEADING.match(text))
+            continues = (
+                same_weight and same_face and not fresh and not big_gap and (cur.level == level or near)
+            )
+        if continues and cur is not None and cur.kind in ("heading", "text"):
+            self._extend(row, text)
+            too_long = len(cur.parts[0]) > self.ctx.config.max_merged_heading_chars
+            if cur.kind == "heading" and self.ctx.style is not None and too_long:
+                cur.kind = "text"  # a bold paragraph, not a heading (still joined as one)
+            return
+        self.flush()
+        self.cur = Pending("heading", level, [text], [row.box], row, row.box[0], row.size)
+
+    def add_list_item(self, row: Row, marker: tuple[str, str], gap: float) -> None:
+        mk, body_text = marker
+        item = f"{mk} {body_text}" if mk == "-" or mk[:-1].isdigit() else f"- {mk} {body_text}"
+        x = row.box[0]
+        cur = self.cur
+        if cur and cur.kind == "list" and not (gap > self.ctx.typical_gap + 2.0 * row.size):
+            # Nesting from indentation: a marker further right than the open item's is a child.
+            while len(cur.indents) > 1 and x < cur.indents[-1] - 0.5 * row.size:
+                cur.indents.pop()
+            if x > cur.indents[-1] + 0.8 * row.size:
+                cur.indents.append(x)
+            cur.parts.append("    " * (len(cur.indents) - 1) + item)
+            cur.boxes.append(row.box)
+        else:
+            self.flush()
+            cur = self.cur = Pending("list", 0, [item], [row.box], row, row.box[0], row.size, [x])
+        cur.last = row
+        # Continuation lines start where the item's text starts (roughly), right of the marker.
+        cur.left = row.box[0] + 0.5 * row.size
+
+    def add_text(self, row: Row, text: str, big_gap: bool) -> None:
+        cur, ctx = self.cur, self.ctx
+        if cur and cur.kind == "list" and not big_gap and row.box[0] >= cur.left - 0.25 * row.size:
+            cur.parts[-1] = join_lines(cur.parts[-1], text, ctx.vocabulary)
+            cur.boxes[-1] = union_box([cur.boxes[-1], row.box])
+            cur.last = row
+            return
+        indented = (
+            cur is not None
+            and cur.kind == "text"
+            and row.box[0] - ctx.left >= ctx.config.indent_ratio * row.size
+            and cur.last is not None
+            and cur.last.box[0] - ctx.left < 0.5 * row.size
+            and not hanging(cur, ctx.left + ctx.width, row.size)
+        )
+        # Back at the left edge after a hanging indent's continuation lines: the next entry.
+        outdented = (
+            cur is not None
+            and cur.kind == "text"
+            and cur.last is not None
+            and cur.last.box[0] - ctx.left >= ctx.config.indent_ratio * row.size
+            and cur.left - ctx.left < 0.5 * row.size
+            and row.box[0] - ctx.left < 0.5 * row.size
+            and not hanging(cur, ctx.left + ctx.width, row.size)
+        )
+        if (
+            cur
+            and cur.kind == "text"
+            and not big_gap
+            and not indented
+            and not outdented
+            and size_close(cur.size, row.size)
+        ):
+            self._extend(row, text)
+            return
+        self.flush()
+        self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size)
+
+    def add_row(self, row: Row) -> None:
+        text = row.text.strip()
+        if not text:
+            return
+        cur, ctx = self.cur, self.ctx
+        gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
+        in_code = cur is not None and cur.kind == "code"
+        if all(i.mono for i in row.items) and (in_code or not URL_LINE.match(text)):
+            self.add_code(row, gap)
+            return
+        big_gap = cur is not None and gap > ctx.typical_gap + ctx.config.paragraph_gap_ratio * min(
+            row.size, cur.size or row.size
+        )
+        list_continues = (
+            cur is not None
+            and cur.kind == "list"
+            and not big_gap
+            and row.box[0] >= cur.left - 0.25 * row.size
+            and row.size <= 1.1 * cur.size
+            and not list_marker(text)
+        )
+        level = self.row_level(row, text, big_gap, list_continues)
+        if level:
+            self.add_heading(row, text, level, gap, big_gap)
+        elif dash_continues(cur, text, big_gap):
+            self.add_text(row, text, big_gap)
+        elif marker := list_marker(text):
+            self.add_list_item(row, marker, gap)
+        else:
+            self.add_text(row, text, big_gap)
+
+
+def group_section(
+    section: list[Item],
+    body: float,
+    config: LayoutConfig,
+    style: DocStyle | None = None,
+    vocabulary: frozenset[str] = frozenset(),
+    page_height: float = 0.0,
+    panel: frozenset[int] = frozenset(),
+) -> list[Block]:
+    """One single-column section (its lines and tables) → blocks in reading order."""
+    units, typical_gap, isolated, leads = _section_units(section, body, config, style, panel)
+    left = min((u.box[0] for u in units), default=0.0)
+    width = max((u.box[2] for u in units), default=0.0) - left
+    ctx = _SectionContext(
+        body, config, style, vocabulary, page_height, typical_gap, isolated, leads, left, width
+    )
+    grouper = _SectionBlocks(ctx)
+    for unit in units:
+        if isinstance(unit, Table):
+            grouper.add_table(unit)
+        else:
+            grouper.add_row(unit)
+    grouper.flush()
+    return grouper.blocks

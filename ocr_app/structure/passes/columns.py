@@ -1,11 +1,22 @@
 """Columns and reading order: the page cut into single-column sections (left column first, right
-first on right-to-left pages), titles and full-width items kept in place between them."""
+first on right-to-left pages), titles and full-width items kept in place between them.
+
+How: gap analysis of the x-projection, done locally. Pairs of lines side by side (overlapping
+y-ranges) with a gap of at least ``min_gutter_ratio`` × body size vote for a gutter; the x-range
+inside most gaps wins. Items crossing it (titles, tables, full-width paragraphs) cut the page into
+horizontal bands, so a title above two columns, or a full-width paragraph below them, stays in
+place; a band with text on both sides is read left column first, recursively (three columns work
+too). A global projection would miss the gutter as soon as one full-width line crosses it. Side
+heads (headings in the left margin, level with their paragraph) are each put before their text.
+"""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.layout import order_sections
+from ocr_app.structure.lines import Item, LayoutConfig, TextLine, vertical_overlap
 
 if TYPE_CHECKING:
     from ocr_app.structure.page import PageLayout
@@ -13,3 +24,186 @@ if TYPE_CHECKING:
 
 def run(page: PageLayout) -> None:
     page.sections = order_sections(page.items, page.config, page.body, page.rtl)
+
+
+def order_sections(
+    items: Sequence[Item], config: LayoutConfig, body: float, rtl: bool = False
+) -> list[list[Item]]:
+    """Split items into single-column sections, in reading order (right column first when ``rtl``)."""
+    if not items:
+        return []
+    gutter = find_gutter(items, config, body)
+    if gutter is None:
+        return [sorted(items, key=lambda i: (i.box[1], i.box[0]))]
+    g0, g1 = gutter
+    left: list[Item] = []
+    right: list[Item] = []
+    cross: list[Item] = []
+    # An item that ends inside the gutter is still a left-column line (ragged right: a longer line
+    # below a short side column), one that starts inside it a right-column line; an item crosses
+    # only when it reaches over the gutter into the other column.
+    slack = 0.5 * body
+    for it in items:
+        if it.box[2] <= max(g0 + slack, g1 - slack):
+            left.append(it)
+        elif it.box[0] >= min(g1 - slack, g0 + slack):
+            right.append(it)
+        else:
+            cross.append(it)
+    if not left or not right:
+        return [sorted(items, key=lambda i: (i.box[1], i.box[0]))]
+    heads = _side_heads(left, right, body)
+    if heads is not None:
+        return _side_head_sections(items, heads)
+    # Crossing items cut the page into horizontal bands. A band with text on both sides of the
+    # gutter is a column band (left column first); a band with text on one side only (a short last
+    # line, a list marker) is single-column content and stays in line with the crossing items.
+    sections: list[list[Item]] = []
+    single: list[Item] = []
+    pending: list[tuple[int, Item]] = []
+
+    def by_position(run: list[Item]) -> list[Item]:
+        return sorted(run, key=lambda i: (i.box[1], i.box[0]))
+
+    def flush_band() -> None:
+        sides = {side for side, _ in pending}
+        if len(sides) == 2:
+            tail = _detached_tail(pending, body)
+            if tail:
+                pending[:] = pending[: len(pending) - len(tail)]
+            if single:
+                sections.append(by_position(single))
+                single.clear()
+            first, second = (1, 0) if rtl else (0, 1)
+            sections.extend(order_sections([it for side, it in pending if side == first], config, body, rtl))
+            sections.extend(order_sections([it for side, it in pending if side == second], config, body, rtl))
+            single.extend(it for _, it in tail)
+        else:
+            single.extend(it for _, it in pending)
+        pending.clear()
+
+    def center(it: Item) -> float:
+        return (it.box[1] + it.box[3]) / 2
+
+    tagged = [(center(it), 0, it) for it in left] + [(center(it), 1, it) for it in right]
+    tagged += [(center(it), 2, it) for it in cross]
+    for _, side, it in sorted(tagged, key=lambda t: t[0]):
+        if side == 2:
+            flush_band()
+            single.append(it)
+        else:
+            pending.append((side, it))
+    flush_band()
+    if single:
+        sections.append(by_position(single))
+    return sections
+
+
+MAX_SIDE_HEAD_WORDS = 6
+
+
+def _side_heads(left: list[Item], right: list[Item], body: float) -> list[TextLine] | None:
+    """The left "column" when it holds only side heads — short bold or larger lines, each level with
+    the first line of a paragraph of the right column (a manual's headings in the margin) — else
+    None. Read as a column, the headings would all come before all the text."""
+    top = min(it.box[1] for it in right)
+    beside = [it for it in left if it.box[3] > top]  # a title above the text is no side head
+    if not beside or any(not isinstance(it, TextLine) for it in beside):
+        return None
+    starts = _paragraph_starts([it for it in right if isinstance(it, TextLine)], body)
+    for it in beside:
+        heading_like = (it.bold or it.weight >= 600 or it.size >= 1.15 * body) and not it.in_figure
+        short = len(it.text.split()) <= MAX_SIDE_HEAD_WORDS and not it.text.rstrip().endswith((".", ","))
+        level = any(abs(s.box[1] - it.box[1]) <= 0.5 * body for s in starts)
+        if not (heading_like and short and level):
+            return None
+    return beside  # type: ignore[return-value]
+
+
+def _paragraph_starts(lines: list[TextLine], body: float) -> list[TextLine]:
+    """Lines with a blank line (or nothing) above them in their column."""
+    ordered = sorted(lines, key=lambda ln: ln.box[1])
+    out = ordered[:1]
+    for a, b in itertools.pairwise(ordered):
+        if b.box[1] - a.box[3] >= 0.8 * body:
+            out.append(b)
+    return out
+
+
+def _side_head_sections(items: Sequence[Item], heads: list[TextLine]) -> list[list[Item]]:
+    """Each side head as a section of its own, right before the text that starts level with it."""
+    ids = {id(h) for h in heads}
+    rest = sorted((it for it in items if id(it) not in ids), key=lambda i: (i.box[1], i.box[0]))
+    sections: list[list[Item]] = [[]]
+    marks = sorted(heads, key=lambda h: h.box[1])
+    k = 0
+    for it in rest:
+        while k < len(marks) and marks[k].box[1] <= it.box[1] + 0.5 * marks[k].size:
+            sections += [[marks[k]], []]
+            k += 1
+        sections[-1].append(it)
+    sections += [[m] for m in marks[k:]]
+    return [s for s in sections if s]
+
+
+def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int, Item]]:
+    """Items at the end of a column band, on one side only, below the other column's end and after
+    a clear vertical break: single-column text that follows the columns (e.g. a short full-width
+    paragraph), not the continuation of the longer column."""
+    other_bottom: dict[int, float] = {}
+    for side, it in band:
+        other_bottom[side] = max(other_bottom.get(side, 0.0), it.box[3])
+    tail: list[tuple[int, Item]] = []
+    k = len(band)
+    while k > 0:
+        side, it = band[k - 1]
+        if it.box[1] <= other_bottom.get(1 - side, 0.0) + 0.5 * body:
+            break
+        if tail and side != tail[0][0]:
+            break
+        if tail and tail[0][1].box[1] - it.box[3] >= 1.5 * body:
+            return tail  # a clear break: the column ends at ``it``, what follows is the tail
+        tail.insert(0, band[k - 1])
+        k -= 1
+    if not tail:
+        return []
+    side = tail[0][0]
+    previous = [it for s, it in band[:k] if s == side]
+    if previous and tail[0][1].box[1] - previous[-1].box[3] < 1.5 * body:
+        return []
+    return tail
+
+
+def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tuple[float, float] | None:
+    """The x-position most side-by-side pairs of text lines are separated at, or None.
+
+    Two lines side by side (their y-ranges overlap) with a gap of at least a gutter between them
+    are evidence of columns; the position inside the most such gaps is the gutter. Lines elsewhere
+    on the page that cross it (titles, tables, short full-width lines) do not hide it, they become
+    section breaks. List markers and other tiny items are not evidence (width < 2 × body size).
+    """
+    min_gap = config.min_gutter_ratio * body
+    solid = [i for i in items if isinstance(i, TextLine) and i.box[2] - i.box[0] >= 2 * body]
+    gaps: list[tuple[float, float]] = []
+    for a in solid:
+        nearest: TextLine | None = None
+        for b in solid:
+            if b is a or b.box[0] < a.box[2] - 0.1 * body or vertical_overlap(a.box, b.box) < 0.3:
+                continue
+            if nearest is None or b.box[0] < nearest.box[0]:
+                nearest = b
+        if nearest is not None and nearest.box[0] - a.box[2] >= min_gap:
+            gaps.append((a.box[2], nearest.box[0]))
+    if len(gaps) < 3:
+        return None
+    # Sweep: the x-range covered by the most gaps.
+    events = sorted([(g[0], 1) for g in gaps] + [(g[1], -1) for g in gaps], key=lambda e: (e[0], e[1]))
+    best, count, best_range = 0, 0, (0.0, 0.0)
+    for k, (x, delta) in enumerate(events):
+        count += delta
+        if delta == 1 and count > best:
+            nxt = events[k + 1][0] if k + 1 < len(events) else x
+            best, best_range = count, (x, nxt)
+    if best < 3:
+        return None
+    return best_range

@@ -4,10 +4,12 @@ and the document style as it applies to this page (a cover page, a page in anoth
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.layout import _cover_style, body_size, is_rtl, vocabulary_of
+from ocr_app.structure.lines import DocStyle, TextLine, body_size, is_rtl
+from ocr_app.structure.paragraphs import vocabulary_of
 
 if TYPE_CHECKING:
     from ocr_app.structure.page import PageLayout
@@ -28,7 +30,7 @@ def run(page: PageLayout) -> None:
     if style is None:
         return
     page.vocabulary |= style.vocabulary
-    cover = _cover_style(clean, style)
+    cover = cover_style(clean, style)
     if cover.cover_min_size:
         page.style = cover
     elif sum(len(ln.text) for ln in clean) >= 200 and not 0.88 <= page.body / style.body_size <= 1.12:
@@ -38,3 +40,16 @@ def run(page: PageLayout) -> None:
         page.style = replace(
             style, body_size=page.body, heading_sizes=tuple(h * k for h in style.heading_sizes)
         )
+
+
+def cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
+    """On a cover page (big type, almost no body text) only the title is a heading: the largest
+    line of at least three words; "Front cover", series names, taglines and authors are not."""
+    chars = sum(len(ln.text) for ln in lines)
+    body_chars = sum(len(ln.text) for ln in lines if abs(ln.size - style.body_size) <= 0.06 * style.body_size)
+    if not 40 <= chars <= 800 or body_chars >= 0.2 * chars:  # a cover has little text, little body
+        return style
+    titled = [ln.size for ln in lines if len(ln.text.split()) >= 3 and ln.size >= 1.5 * style.body_size]
+    if not titled:
+        return style
+    return replace(style, cover_min_size=0.97 * max(titled))

@@ -1,23 +1,32 @@
 """Tables: contents lists and tables without rules from word positions (``structure.borderless``),
 on the whole page and inside one column of a page with columns, then the tables and forms the
-engine found itself (ruled grids)."""
+engine found itself (ruled grids). Each table becomes one ``Table`` item, so the columns pass sees
+it as a single block.
+
+Why first among the layout passes: rows of cells side by side look like text columns; taken out as
+tables, they cannot pose as a gutter.
+"""
 
 from __future__ import annotations
 
+import re
+import statistics
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.layout import _Table, _tables_beside_a_gutter, detect_tables
+from ocr_app.schema import union_box
+from ocr_app.structure.borderless import find_grids
+from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows
+from ocr_app.structure.passes.columns import find_gutter
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from ocr_app.schema import Box
     from ocr_app.structure.page import PageLayout
 
 
 def run(page: PageLayout) -> None:
     found, rest = detect_tables(page.lines, page.page_width, page.config, page.body)
-    beside, rest = _tables_beside_a_gutter(rest, page.page_width, page.config, page.body)
+    beside, rest = tables_beside_a_gutter(rest, page.page_width, page.config, page.body)
     if page.table_regions is not None:
         # The layout model looked at this page: a grid of words it does not call a table is text.
         found, dropped = _split(found, page.table_regions)
@@ -27,9 +36,9 @@ def run(page: PageLayout) -> None:
         rest = [ln for ln in page.lines if id(ln) in taken]
     page.lines = rest
     given = [
-        _Table(box=t[0], rows=t[1], header_rows=t[2] if len(t) > 2 else 0) for t in page.given_tables if t[1]
+        Table(box=t[0], rows=t[1], header_rows=t[2] if len(t) > 2 else 0) for t in page.given_tables if t[1]
     ]
-    forms = [_Table(box=b, rows=r, form=True) for b, r in page.given_forms if r]
+    forms = [Table(box=b, rows=r, form=True) for b, r in page.given_forms if r]
     # Figures were found first but are ordered with the tables, as before the passes existed.
     figures, page.found = page.found, []
     page.found = [*found, *beside, *given, *forms, *figures]
@@ -38,7 +47,7 @@ def run(page: PageLayout) -> None:
 SMALL_GRID_ROWS = 3  # a grid of this many rows or fewer needs the layout model's word to be a table
 
 
-def _split(tables: list[_Table], regions: Sequence[Box]) -> tuple[list[_Table], list[_Table]]:
+def _split(tables: list[Table], regions: Sequence[Box]) -> tuple[list[Table], list[Table]]:
     """Tables to keep and grids that are text: a grid of two or three rows (label/value pairs of a
     footnote or legend, a chart's labels) that lies in no table region of the layout model. Larger
     grids stay: the model misses tables without rulings that the word positions find (issue 25's
@@ -51,3 +60,82 @@ def _split(tables: list[_Table], regions: Sequence[Box]) -> tuple[list[_Table], 
         inside = any(overlap(t.box, r) >= 0.5 for r in regions)
         (drop if small and not inside and not t.contents else keep).append(t)
     return keep, drop
+
+
+def detect_tables(
+    lines: Sequence[TextLine], page_width: float, config: LayoutConfig, body: float
+) -> tuple[list[Table], list[TextLine]]:
+    """Tables of contents, then tables without rules (``borderless``); the tables and the lines that
+    are not in one."""
+    rows = group_rows(lines)
+    tables, rows = _contents_tables(rows)
+    for grid in find_grids([r.items for r in rows], body, page_width):
+        size = statistics.median(it.size for it in grid.pieces)
+        tables.append(
+            Table(box=grid.box, rows=grid.rows, size=size, items=grid.pieces, header_rows=grid.header_rows)
+        )
+    used = {id(it) for t in tables for it in t.items}
+    rest = [ln for ln in lines if id(ln) not in used]
+    return tables, rest
+
+
+# The title keeps its dot leaders, as printed; the page number is the second cell.
+_CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?(?:\s*\.){3,})\s*(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
+
+
+def _contents_tables(rows: list[Row]) -> tuple[list[Table], list[Row]]:
+    """Runs of ≥ 3 rows "title . . . . page" (a table of contents) → two-column tables (title, page)."""
+    tables: list[Table] = []
+    rest: list[Row] = []
+    run: list[tuple[Row, re.Match[str]]] = []
+
+    def close() -> None:
+        if len(run) >= 3:
+            table = Table(
+                box=union_box([r.box for r, _ in run]),
+                rows=[[m.group("title").strip(), m.group("page")] for _, m in run],
+                size=statistics.median(r.size for r, _ in run),
+                contents=True,
+            )
+            table.items = [it for r, _ in run for it in r.items]
+            tables.append(table)
+        else:
+            rest.extend(r for r, _ in run)
+        run.clear()
+
+    for row in rows:
+        m = _CONTENTS_ROW.match(row.text.strip())
+        if m:
+            run.append((row, m))
+        else:
+            close()
+            rest.append(row)
+    close()
+    return tables, rest
+
+
+def tables_beside_a_gutter(
+    lines: list[TextLine], page_width: float, config: LayoutConfig, body: float
+) -> tuple[list[Table], list[TextLine]]:
+    """Tables inside one column of a page with columns (a two-page spread): their rows share
+    baselines with text of the other column, so the whole-page search cannot see them."""
+    gutter = find_gutter(lines, config, body)
+    if gutter is None:
+        return [], lines
+    mid = (gutter[0] + gutter[1]) / 2
+    left = [ln for ln in lines if ln.box[2] <= mid]
+    right = [ln for ln in lines if ln.box[0] >= mid]
+    found: list[Table] = []
+    rest = [ln for ln in lines if not (ln.box[2] <= mid or ln.box[0] >= mid)]
+    for side in (left, right):
+        tables, others = detect_tables(side, page_width / 2, config, body)
+        for table in tables:
+            # Only clear grids here (≥ 3 rows of ≥ 3 filled cells): inside a text column, two short
+            # lines side by side are more often a heading beside a figure label than a table.
+            if len(table.rows) >= 3 and all(sum(1 for c in r if c) >= 3 for r in table.rows):
+                found.append(table)
+            else:
+                ids = {id(it) for it in table.items}
+                others += [ln for ln in side if id(ln) in ids]
+        rest += others
+    return found, rest

@@ -1,0 +1,267 @@
+"""Heading rules: whether a row is a heading and at which level.
+
+Without a document style (a scan), the page alone decides: size against the page's body size
+(≥ ``h1_ratio`` → ``#``, ≥ ``heading_ratio`` → ``##``), the layout model's title region (``##``),
+a bold line a little larger than body (``###``), at body size never a line that ends a sentence.
+With a document style (the text layer) headings come from the whole document
+(``_styled_heading_level``): the outline, sizes and weights against the body's, section numbers
+("2.1", "3 -"), typefaces and bold lines standing alone where the body itself is bold, a chapter
+number alone in display type (``_chapter_number``) and, in a text panel over a picture, only a bold
+block heading a lighter paragraph (``panel_leads``); never a row of pieces a cell gap apart (column
+headers, footers), a line that is mostly a number, a web address, or a caption.
+
+Why a module of its own: the heading decisions are the ones tuned most often (issue 30 item 4);
+apart from the section assembly that asks them, they can be tested on a few constructed rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ocr_app.schema import Box
+from ocr_app.structure.lines import DocStyle, LayoutConfig, Row, Table, in_margin_band, is_rtl, size_close
+from ocr_app.structure.numbering import numbered_level
+from ocr_app.structure.paragraphs import list_marker
+
+_CAPTION = re.compile(r"^\[?(?:table|figure|fig\.|chart|표|그림|図|表)\s*[\d.\-]+\]?(?:[.:\s]|$)", re.I)
+
+NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1,4}\.)\s+\S")
+# Section numbers that a list item does not use: several levels ("2.1", "2-5", "1.2.3.") or a number
+# followed by a dash ("3 - Title", "3- عنوان"); "1." and "a)" stay list markers.
+SECTION_NUMBER = re.compile(r"^(?:\d{1,2}(?:[.\-]\d{1,2}){1,4}\.?\s*[-\u2013]?|\d{1,2}\s*[-\u2013])\s*(?=\w)")
+_BARE_NUMBER = re.compile(r"^(?:\d{1,3}(?:[.\-]\d{1,3}){0,4}\.?|[IVXivx]{1,4}\.?)$")
+_SENTENCE_END = (".", ",", ";", ":")
+_ADDRESS = re.compile(
+    r"(?:https?://|www\.)\S+|\S+@\S+\.\w+|[\w.-]+\.(?:com|org|net|gov|edu|int)(?:/\S*)?", re.I
+)
+
+
+def normal_title(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def cells_apart(row: Row, gap: float) -> bool:
+    """Whether the row is made of pieces set a table-cell gap apart (column headers, a footer's
+    "Annex ... 209"): several texts side by side, not one heading. A section number in a box of its
+    own before the title ("1   Introduction", "Chapter 1.   Title") is part of the heading."""
+    if len(row.items) < 2:
+        return False
+    rtl = is_rtl(row.text)
+    items = sorted(row.items, key=lambda i: -i.box[2] if rtl else i.box[0])
+    for a, b in itertools.pairwise(items):
+        space = a.box[0] - b.box[2] if rtl else b.box[0] - a.box[2]
+        label = a.text.strip()
+        numbered = _BARE_NUMBER.match(label) or (len(label) <= 12 and any(c.isdigit() for c in label))
+        if space >= gap and not (a is items[0] and numbered):
+            return True
+    return False
+
+
+def _chapter_number(row: Row, style: DocStyle, config: LayoutConfig, page_height: float) -> int:
+    """Level of a chapter number set alone in display type ("1" at 40 pt over the chapter title), or
+    0. A page number is body-sized or sits in the margin band; this one is neither."""
+    if len(row.items) != 1 or row.in_figure or not _BARE_NUMBER.match(row.text.strip()):
+        return 0
+    if row.size < config.chapter_number_ratio * style.body_size:
+        return 0
+    if page_height and in_margin_band(row.box, page_height):
+        return 0
+    return min(style.level_for_size(row.size), 6)
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """Where a row stands on its page: what the heading rules need beyond the row itself."""
+
+    short_line: bool = False  # much shorter than its section is wide
+    page_height: float = 0.0  # 0: unknown
+    isolated: bool = False  # a blank line above and below it, nothing beside it
+    leads_text: bool = False  # inside a text panel over a picture, right above a lighter paragraph
+    aligned: bool = True  # starts at its section's left edge or is centred in it (not over a column)
+
+
+def heading_level(
+    row: Row,
+    body: float,
+    config: LayoutConfig,
+    style: DocStyle | None = None,
+    where: RowContext = RowContext(),
+) -> int:
+    text = row.text
+    letters = sum(c.isalpha() for c in text)
+    if (
+        style is not None
+        and letters < 2
+        and (chapter := _chapter_number(row, style, config, where.page_height))
+    ):
+        return chapter
+    if len(text) > config.max_heading_chars or letters < 2 or (row.in_figure and not where.leads_text):
+        return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
+    if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
+        return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
+    if style is not None:
+        level = _styled_heading_level(row, text, config, style, where.short_line, where.isolated)
+        if level and style.depth_bases and style.outline.get(normal_title(text)) is None:
+            level = numbered_level(level, text, style.depth_bases)
+        return level
+    if any(i.role == "prose" for i in row.items):
+        return 0  # the layout model saw a paragraph's line (a scan: ``structure.scan_regions``)
+    ratio = row.size / body
+    if ratio >= config.h1_ratio:
+        return 1
+    if ratio >= config.heading_ratio:
+        return 2
+    # At body size, a line that ends a sentence (or a contents entry's leader dots) is no heading; a
+    # bold lead-in ending in a colon ("Steps for using the microscope:") is one.
+    if text.rstrip().endswith((".", ",", ";")):
+        return 0
+    if (
+        all(i.role == "title" for i in row.items)
+        and (row.bold or not text.rstrip().endswith(":"))
+        and (row.bold or ratio >= 1.1 or len(text.split()) <= 8)
+    ):
+        # A plain lead-in ending in a colon ("Consider this definition:") introduces text; a long
+        # line at body size in plain type is a paragraph the model's title box reached into.
+        return 2
+    if (
+        row.bold
+        and ratio >= config.bold_heading_ratio
+        and len(row.text) <= 80
+        and where.aligned
+        and not cells_apart(row, config.min_cell_gap_ratio * body)
+        and not text[:1].islower()  # "package", "popcon": a table's column names, not a title
+    ):
+        return 3  # (a bold line over a table's columns, "Year Ended", is its header, not a heading)
+    return 0
+
+
+def _styled_heading_level(
+    row: Row,
+    text: str,
+    config: LayoutConfig,
+    style: DocStyle,
+    short_line: bool = False,
+    isolated: bool = False,
+) -> int:
+    """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
+    document's distinct heading sizes), short lines set heavier than the body text, and short
+    isolated italic lines at body size (run-in section titles of handbooks)."""
+    if _CAPTION.match(text) or _ADDRESS.fullmatch(text.strip()):
+        return 0  # "Table 1:", "[표 1]", "Figure 3-1": captions; web and e-mail addresses
+    smallest = min(i.size for i in row.items)
+    if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
+        return 0  # a cover page: only its title
+    if style.outline and row.size >= 0.95 * style.body_size:  # not a smaller running title
+        level = style.outline.get(normal_title(text))
+        if level:
+            return min(level, 6)
+    if cells_apart(row, config.min_cell_gap_ratio * style.body_size):
+        return 0
+    if list_marker(text) and not NUMBERED_HEADING.match(text):
+        return 0
+    ratio = row.size / style.body_size
+    bold_level = min(len(style.heading_sizes) + style.first_level, 6)
+    if (
+        SECTION_NUMBER.match(text)
+        and row.weight >= max(style.body_weight, 600)
+        and ratio >= 0.95
+        and len(text) <= 80
+        and not text.rstrip(":").endswith(_SENTENCE_END)  # "3.2 Requirements:": numbered, a heading
+    ):
+        # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
+        # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
+        return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
+    heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
+    if text.endswith(":") and ratio < config.heading_ratio:
+        # A bold lead-in at body size on its own line ("Steps for Using the Microscope:") heads what
+        # follows; one set a little larger ("For more information:" over an address) is a label.
+        lead_in = heavier and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
+        return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
+    if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
+        return min(style.level_for_size(row.size), 6)
+    if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
+        return bold_level
+    other_face = bool(style.body_font) and all(i.font and i.font != style.body_font for i in row.items)
+    if (
+        other_face
+        and style.body_weight >= 600
+        and row.weight >= style.body_weight
+        and ratio >= 0.95
+        and len(text) <= 100
+        and not text.endswith(_SENTENCE_END)
+    ):
+        # Where the body itself is bold (a form of bold labels), weight cannot mark a heading; a line
+        # set bold in another typeface (the form's title) is one.
+        return bold_level
+    if (
+        isolated
+        and style.body_weight >= 600
+        and row.weight >= style.body_weight
+        and ratio >= 0.75
+        and len(text.split()) <= config.max_isolated_heading_words
+        and not text.endswith(_SENTENCE_END)
+    ):
+        # Where the body itself is bold, a bold line standing alone (a blank line above and below in
+        # its column, nothing beside it) is a heading: a label has its value beside or under it.
+        return bold_level
+    titled = text[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
+    if row.italic and short_line and titled and 0.95 <= ratio <= 1.1:
+        return min(bold_level + 1, 6)
+    return 0
+
+
+def isolated_rows(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
+    """ids of the single-piece rows with no other unit within a blank line above or below them in
+    their own x-range (units sorted top to bottom): lines that stand alone, as headings do."""
+
+    def overlaps(a: Box, b: Box) -> bool:
+        return min(a[2], b[2]) - max(a[0], b[0]) > 0
+
+    alone: set[int] = set()
+    for k, unit in enumerate(units):
+        if not isinstance(unit, Row) or len(unit.items) != 1:
+            continue
+        gap = config.isolation_gap_ratio * unit.size
+        above = next((u for u in reversed(units[:k]) if overlaps(u.box, unit.box)), None)
+        below = next((u for u in units[k + 1 :] if overlaps(u.box, unit.box)), None)
+        if (above is None or unit.box[1] - above.box[3] >= gap) and (
+            below is None or below.box[1] - unit.box[3] >= gap
+        ):
+            alone.add(id(unit))
+    return alone
+
+
+def panel_leads(units: Sequence[Row | Table], panel: frozenset[int]) -> set[int]:
+    """ids of the rows of a text panel over a picture (``panel``: ids of its lines) that head a
+    paragraph: a run of rows in one weight and size, right above rows in a lighter weight that start
+    at the same left edge and run on for at least two lines. The panel's other lines (taglines,
+    labels, a logo's words) stay text."""
+    rows = [u for u in units if isinstance(u, Row) and all(id(i) in panel for i in u.items)]
+    leads: set[int] = set()
+    k = 0
+    while k < len(rows):
+        run = [rows[k]]
+        while k + len(run) < len(rows):
+            nxt, last = rows[k + len(run)], run[-1]
+            if not (
+                nxt.weight == last.weight
+                and size_close(nxt.size, last.size)
+                and abs(nxt.box[0] - last.box[0]) <= 0.5 * last.size
+                and nxt.box[1] - last.box[3] <= 0.6 * last.size
+            ):
+                break
+            run.append(nxt)
+        after = rows[k + len(run) : k + len(run) + 2]
+        last = run[-1]
+        if (
+            len(after) == 2
+            and all(r.weight < last.weight and abs(r.box[0] - last.box[0]) <= 0.5 * last.size for r in after)
+            and after[0].box[1] - last.box[3] <= 2.0 * last.size
+            and after[1].box[1] - after[0].box[3] <= 0.6 * after[0].size
+        ):
+            leads.update(id(r) for r in run)
+        k += len(run)
+    return leads

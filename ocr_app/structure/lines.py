@@ -1,0 +1,267 @@
+"""Positioned text lines and what every structure pass speaks: ``TextLine``, rows of lines on one
+baseline, the ``Table`` item a pass puts in their place, the page's body size, direction and box
+geometry, and the two settings objects (``LayoutConfig``, the document's ``DocStyle``).
+
+Why a module of its own: the light OCR engine (RapidOCR boxes) and the PDF text layer (PyMuPDF spans)
+both produce the same thing — short runs of text with a box and a size — and every pass (tables,
+columns, headings, paragraphs) reads it; kept apart, the passes share it without importing each other.
+Pure Python over boxes, cheap to test.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ocr_app.schema import Box, union_box
+from ocr_app.structure.table_html import Cell, table_html
+
+EDGE_BAND = 0.12  # top / bottom fraction of the page where running headers, footers, page numbers live
+
+
+@dataclass
+class TextLine:
+    """A run of text on one baseline, as an engine saw it.
+
+    ``size`` is the font size in the same pixels as ``box`` (the text layer knows it; the light
+    engine measures it from the ink). Thresholds are ratios of the page's body size.
+    """
+
+    text: str
+    box: Box
+    size: float
+    bold: bool = False
+    weight: int = 0  # CSS-like font weight (400 regular, 700 bold) when the engine knows it; 0 = unknown
+    italic: bool = False
+    in_figure: bool = False  # inside a picture or a drawing (labels of a diagram): never a heading
+    figure: int = 0  # which figure of the page (1, 2, ...) when ``in_figure``; 0 = unknown
+    font: str = ""  # font family ("helvetica", "bnazanin") when the engine knows it
+    ink: tuple[float, float] = ()  # x-range of the glyphs without surrounding spaces, when known
+    turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
+    mono: bool = False  # set in a monospaced font all through (a line of code)
+    # x-ranges of the words of ``text`` (one per ``text.split()`` token), when the engine knows where
+    # each glyph stands: table cells set one space apart come as one line and are cut on them.
+    words: tuple[tuple[float, float], ...] = ()
+    # The page's layout model's word on this line (scans, ``structure.scan_regions``): "title" (a
+    # heading), "prose" (a line of a paragraph: never a table cell), "figure"; "" = no model.
+    role: str = ""
+
+
+@dataclass
+class DocStyle:
+    """Facts about the whole document, from a pre-pass over its pages (the text layer builds it).
+
+    Why: a page alone cannot tell a heading from body text (a page of only headings, a cover page),
+    and heading levels must be the same on every page. Sizes are in the same pixels as the lines.
+    """
+
+    body_size: float
+    body_weight: int = 400
+    heading_sizes: tuple[float, ...] = ()  # distinct heading sizes, largest first → levels 1, 2, ...
+    outline: dict[str, int] = field(default_factory=dict)  # normalised bookmark title → level
+    vocabulary: frozenset[str] = frozenset()  # lower-case words the document has unbroken
+    first_level: int = 1  # 2 when no heading is title-sized: the largest headings are then "##"
+    cover_min_size: float = 0.0  # set per page on a cover page: smaller lines are not headings
+    body_font: str = ""  # the font family of the body text, when known
+    # level → the smallest numbering depth set at it, where headings of several depths share a
+    # level by size and weight ("2.1" and "2.1.3" both bold at body size): ``numbering``.
+    depth_bases: dict[int, int] = field(default_factory=dict)
+
+    def level_for_size(self, size: float) -> int:
+        """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
+        for k, s in enumerate(self.heading_sizes):
+            if size >= 0.97 * s:
+                return k + self.first_level
+        return len(self.heading_sizes) + self.first_level
+
+
+@dataclass
+class LayoutConfig:
+    """Thresholds of the layout heuristics (ratios, so they work at any resolution)."""
+
+    heading_ratio: float = 1.4  # size ≥ this × body size → heading
+    h1_ratio: float = 1.9  # size ≥ this × body size → "#"
+    bold_heading_ratio: float = 1.15  # bold, short, standalone line this much larger → "###"
+    max_heading_chars: int = 160
+    max_merged_heading_chars: int = 90  # with a document style: longer bold runs are paragraphs
+    min_gutter_ratio: float = 0.8  # gutter ≥ this × body size
+    styled_heading_ratio: float = 1.12  # with a document style: size ≥ this × body → heading
+    min_heading_weight_gain: int = 150  # with a document style: this much heavier than body → heading
+    min_cell_gap_ratio: float = 1.2  # table cells separated by ≥ this × body size
+    paragraph_gap_ratio: float = 0.5  # gap ≥ typical gap + this × size → new paragraph
+    max_line_gap_ratio: float = 0.8  # the typical gap is at most this × body size (see group_section)
+    indent_ratio: float = 1.0  # first-line indent ≥ this × size → new paragraph
+    max_isolated_heading_words: int = 12  # a bold line standing alone is a heading up to this length
+    max_lead_in_words: int = 10  # a bold line ending in ":" on its own is a heading up to this length
+    isolation_gap_ratio: float = 1.0  # a line is alone with a gap ≥ this × its size above and below
+    chapter_number_ratio: float = 2.0  # with a document style: a bare number this large is a heading
+
+
+@dataclass
+class Table:
+    """A table (or a figure's labels, a form) found by a pass, standing in for the lines it was built
+    from: the later passes place it as one item, like a line."""
+
+    box: Box
+    rows: list[list[str]] | list[list[Cell]]
+    size: float = 0.0
+    items: list[TextLine] = field(default_factory=list)  # the lines it was built from
+    form: bool = False  # a sparse grid (a form): rendered as one text line per row
+    header_rows: int = 0  # leading rows that are the header (0: not known)
+    contents: bool = False  # a table of contents (dot leaders), found from its rows' text alone
+
+    @property
+    def html(self) -> str:
+        """The table as DeepSeek-OCR-2 writes it (``engines.table_html``)."""
+        return table_html(self.rows, self.header_rows)
+
+
+@dataclass
+class Row:
+    """Lines on one baseline (``group_rows``): the pieces of one printed line, or cells side by side."""
+
+    items: list[TextLine] = field(default_factory=list)
+
+    @property
+    def box(self) -> Box:
+        return union_box([i.box for i in self.items])
+
+    @property
+    def text(self) -> str:
+        # Right-to-left rows read from the right: pieces of one Arabic line stay in order.
+        rtl = is_rtl(" ".join(i.text for i in self.items))
+        ordered = sorted(self.items, key=lambda i: -i.box[2] if rtl else i.box[0])
+        out = ordered[0].text
+        for a, b in itertools.pairwise(ordered):
+            out += ("" if _touching(a, b, rtl) else " ") + b.text
+        return out
+
+    @property
+    def size(self) -> float:
+        return max(i.size for i in self.items)
+
+    @property
+    def bold(self) -> bool:
+        return all(i.bold for i in self.items)
+
+    @property
+    def in_figure(self) -> bool:
+        return all(i.in_figure for i in self.items)
+
+    @property
+    def italic(self) -> bool:
+        return all(i.italic for i in self.items)
+
+    @property
+    def weight(self) -> int:
+        """The lightest weight on the row (a heading is heavy all through)."""
+        return min(i.weight or (700 if i.bold else 400) for i in self.items)
+
+
+def _direction(text: str) -> str:
+    if is_rtl(text):
+        return "rtl"
+    return "ltr" if any(c.isalpha() for c in text) else "neutral"
+
+
+def _touching(a: TextLine, b: TextLine, rtl: bool) -> bool:
+    """Whether two pieces of one line (``b`` after ``a`` in reading order) are set with no space
+    between their glyphs: one word the PDF happens to draw in two runs ("1403" "/" "09", an Arabic
+    word split where the text direction changes). Only where the engine knows the glyphs' extent."""
+    if not a.ink or not b.ink:
+        return False
+    kinds = {_direction(a.text[-1:]), _direction(b.text[:1])} - {"neutral"}
+    if len(kinds) > 1:
+        return False  # where the script's direction changes, the space may be drawn elsewhere
+    gap = a.ink[0] - b.ink[1] if rtl else b.ink[0] - a.ink[1]
+    return -0.3 * min(a.size, b.size) <= gap <= 0.06 * min(a.size, b.size)
+
+
+Item = TextLine | Table
+
+_RTL_RANGES = ((0x0590, 0x08FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF))
+
+
+def is_rtl(text: str) -> bool:
+    """Whether most letters of ``text`` are of a right-to-left script (Hebrew, Arabic, Persian...)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return False
+    rtl = sum(1 for c in letters if any(a <= ord(c) <= b for a, b in _RTL_RANGES))
+    return rtl > len(letters) / 2
+
+
+def _height(box: Box) -> float:
+    return max(box[3] - box[1], 1e-6)
+
+
+def vertical_overlap(a: Box, b: Box) -> float:
+    """Overlap of the y-ranges as a fraction of the smaller height."""
+    inter = min(a[3], b[3]) - max(a[1], b[1])
+    return max(inter, 0.0) / min(_height(a), _height(b))
+
+
+def rotate_box(box: Box, turns: int, width: float, height: float) -> Box:
+    """``box`` on a page of ``width`` × ``height`` → the same box on the page turned ``turns`` × 90°
+    counter-clockwise (``numpy.rot90`` / PIL ``ROTATE_90``), whose size is (height, width) for odd turns."""
+    x0, y0, x1, y1 = box
+    turns %= 4
+    if turns == 1:
+        return (y0, width - x1, y1, width - x0)
+    if turns == 2:
+        return (width - x1, height - y1, width - x0, height - y0)
+    if turns == 3:
+        return (height - y1, x0, height - y0, x1)
+    return box
+
+
+def unrotate_box(box: Box, turns: int, width: float, height: float) -> Box:
+    """Inverse of ``rotate_box``: a box on the turned page → the page as displayed (``width`` ×
+    ``height`` are the displayed page's)."""
+    u0, v0, u1, v1 = box
+    turns %= 4
+    if turns == 1:
+        return (width - v1, u0, width - v0, u1)
+    if turns == 2:
+        return (width - u1, height - v1, width - u0, height - v0)
+    if turns == 3:
+        return (v0, height - u1, v1, height - u0)
+    return box
+
+
+def body_size(lines: Sequence[TextLine]) -> float:
+    """The size most characters are set in (median weighted by text length)."""
+    if not lines:
+        return 1.0
+    weighted = sorted((ln.size, max(len(ln.text), 1)) for ln in lines)
+    half = sum(w for _, w in weighted) / 2
+    acc = 0
+    for size, w in weighted:
+        acc += w
+        if acc >= half:
+            return size
+    return weighted[-1][0]
+
+
+def group_rows(items: Sequence[TextLine], min_overlap: float = 0.5) -> list[Row]:
+    """Items whose y-ranges overlap enough form one row; rows top to bottom."""
+    rows: list[Row] = []
+    for item in sorted(items, key=lambda i: (i.box[1] + i.box[3]) / 2):
+        for row in reversed(rows[-3:]):
+            if vertical_overlap(row.box, item.box) >= min_overlap:
+                row.items.append(item)
+                break
+        else:
+            rows.append(Row([item]))
+    rows.sort(key=lambda r: (r.box[1] + r.box[3]) / 2)
+    return rows
+
+
+def size_close(a: float, b: float) -> bool:
+    return max(a, b) <= 1.6 * min(a, b)
+
+
+def in_margin_band(box: Box, height: float) -> bool:
+    """Whether the box lies wholly in the page's top or bottom band (running lines, page numbers)."""
+    return box[3] <= EDGE_BAND * height or box[1] >= (1 - EDGE_BAND) * height

@@ -1,0 +1,180 @@
+"""Paragraph rules: lines of one paragraph joined (line-end hyphens mended from the document's
+vocabulary), list markers, code listings, and when a line continues the open paragraph (a hanging
+indent, a wrapped line that starts with an en dash).
+
+Why a module of its own: the section assembly (``passes.blocks``) decides per row what it starts or
+continues; these are the text rules it asks, and the engines join table-cell lines with the same
+``join_lines``. Pure functions over strings and rows.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ocr_app.schema import Box
+from ocr_app.structure.lines import Row
+
+BULLETS = "-•●○◦▪▫■□–—*·‣⁃"
+_BULLET_RE = re.compile(rf"^\s*[{re.escape(BULLETS)}]\s+(?P<body>\S.*)$")
+_NUMBER_RE = re.compile(r"^\s*(?P<marker>(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])\s+(?P<body>\S.*)$")
+_EXTRA_BULLETS = re.compile(r"^(?:[•●○◦▪▫■□‣⁃]\s*)+")
+
+
+def list_marker(text: str) -> tuple[str, str] | None:
+    """``(markdown_marker, body)`` when the text starts a list item."""
+    m = _BULLET_RE.match(text)
+    if m:
+        # Two glyphs drawn on one spot (a check box in two symbol fonts) make one marker.
+        return "-", _EXTRA_BULLETS.sub("", m.group("body")) or m.group("body")
+    m = _NUMBER_RE.match(text)
+    if m:
+        return m.group("marker"), m.group("body")
+    return None
+
+
+_TAIL_WORD = re.compile(r"([\w-]*?)(\w+)[-\u00ad\u2010]$")
+_HEAD_WORD = re.compile(r"^(\w+)")
+# Chinese and Japanese set no spaces between words: a line wrapped inside a sentence joins without one
+# (Korean spaces its words, so Hangul is not in here).
+_NO_SPACE_SCRIPT = re.compile(
+    r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+)
+# First halves of English compounds that are words in their own right and not syllables a word is
+# broken at ("self-" + "organising", "well-" + "known"): their hyphen is kept.
+COMPOUND_HEADS = frozenset(
+    [
+        "self",
+        "well",
+        "non",
+        "anti",
+        "semi",
+        "quasi",
+        "pseudo",
+        "multi",
+        "cross",
+        "ill",
+        "half",
+        "all",
+        "over",
+        "under",
+        "long",
+        "short",
+        "high",
+        "low",
+        "full",
+        "ever",
+        "never",
+        "free",
+        "open",
+    ]
+)
+
+
+def join_lines(a: str, b: str, vocabulary: frozenset[str] = frozenset()) -> str:
+    """Join two lines of one paragraph; a word split by a line-end hyphen is mended.
+
+    The rule, in order: a soft hyphen always goes ("docu\u00ad" + "ment"). A continuation that starts
+    in upper case or with a digit keeps the hyphen, without a space ("non-" + "English", "COVID-" +
+    "19"). A lower-case continuation is a word broken at the line end — "docu-" + "ment" → "document",
+    "Ger-" + "stein" → "Gerstein" — unless the hyphenated form is more plausible: the document uses the
+    joined word unbroken (join), or it uses the hyphenated compound, the first half is itself part of a
+    compound ("state-of-the-" + "art") or is a word compounds are made with ("self-", "well-":
+    ``COMPOUND_HEADS``) (keep). Lines of Chinese or Japanese join without a space.
+    """
+    if not a:
+        return b
+    if a.endswith("\u00ad") and b[:1].isalpha():
+        return a[:-1] + b
+    m = _TAIL_WORD.search(a)
+    h = _HEAD_WORD.match(b)
+    if m and h and b[:1].islower() and m.group(2)[-1:].isalpha():
+        left, right = m.group(2), h.group(1)
+        joined = (left + right).lower()
+        hyphenated = f"{left}-{right}".lower()
+        if joined in vocabulary:
+            return a[:-1] + b
+        if hyphenated in vocabulary or m.group(1) or left.lower() in COMPOUND_HEADS:
+            return a + b  # a known compound, or part of one
+        return a[:-1] + b
+    if a.endswith(("-", "\u2010")) and len(a) > 1 and a[-2].isalnum() and b[:1].isalnum():
+        return a + b  # "COVID-" + "19", "non-" + "English": a real hyphen, no space
+    if _NO_SPACE_SCRIPT.match(a[-1]) and _NO_SPACE_SCRIPT.match(b[0]):
+        return a + b
+    return f"{a} {b}"
+
+
+_WORDS = re.compile(r"\w+(?:-\w+)*")
+
+
+def vocabulary_of(texts: Sequence[str]) -> set[str]:
+    """Lower-case words (and hyphenated compounds) that occur unbroken: not at a line-end hyphen."""
+    words: set[str] = set()
+    for text in texts:
+        body = text[:-1] if text.endswith(("-", "\u00ad")) else text
+        tokens = _WORDS.findall(body.lower())
+        if text.endswith(("-", "\u00ad")) and tokens:
+            tokens.pop()  # the broken half of a word
+        for tok in tokens:
+            words.add(tok)
+            if "-" in tok:
+                words.update(tok.split("-"))
+    return words
+
+
+@dataclass
+class Pending:
+    kind: str  # "heading", "text", "list"
+    level: int = 0
+    parts: list[str] = field(default_factory=list)  # paragraph text, or one entry per list item
+    boxes: list[Box] = field(default_factory=list)
+    last: Row | None = None
+    left: float = 0.0  # left edge of the block (text start for list items)
+    size: float = 0.0
+    indents: list[float] = field(default_factory=list)  # list: marker x of each open nesting level
+
+
+CODE_GAP_LINES = 2.5  # a blank line or two inside a listing keeps it one code block
+# A line that is one web or mail address: set in a typewriter face it is still part of the sentence
+# around it (LaTeX's \url, many style sheets), not a listing; inside a listing it stays code.
+URL_LINE = re.compile(
+    r"^[(<\[]?(?:(?:https?|ftp)://|www\.|doi:|mailto:)\S+$|^[(<\[]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+[)>\].,;:]?$",
+    re.I,
+)
+
+
+def code_block(lines: Sequence[str], boxes: Sequence[Box]) -> str:
+    """Lines of code → a fenced Markdown block, line breaks kept and indentation rebuilt from the
+    lines' left edges in characters (monospaced: every glyph is one character wide); leading spaces a
+    line has in the PDF count too."""
+    widths = [(b[2] - b[0]) / len(t) for t, b in zip(lines, boxes, strict=True) if len(t) >= 4]
+    char = statistics.median(widths) if widths else max((b[3] - b[1]) * 0.5 for b in boxes)
+    left = min(b[0] for b in boxes)
+    body = [" " * max(0, round((b[0] - left) / char)) + t for t, b in zip(lines, boxes, strict=True)]
+    longest = max((len(m) for m in re.findall(r"`+", "\n".join(body))), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n" + "\n".join(body) + f"\n{fence}"
+
+
+def hanging(cur: Pending, right: float, size: float) -> bool:
+    """Whether the paragraph's last line ran to the column's right edge without ending a sentence:
+    the indented line after it continues it (a hanging indent: a reference entry, a glossary item),
+    it does not start a new paragraph (issue 30)."""
+    last = cur.parts[-1].rstrip() if cur.parts else ""
+    full = cur.last is not None and cur.last.box[2] >= right - 2 * size
+    return full and bool(last) and not last.endswith((".", "!", "?", ":"))
+
+
+def dash_continues(cur: Pending | None, text: str, big_gap: bool) -> bool:
+    """A line starting with an en or em dash inside a running paragraph whose last line does not end
+    a sentence is that paragraph's next line ("51" / "– 99 staff"), not a bullet (issue 30)."""
+    return (
+        cur is not None
+        and cur.kind == "text"
+        and not big_gap
+        and text[:1] in "–—"
+        and bool(cur.parts)
+        and not cur.parts[-1].rstrip().endswith((".", "!", "?", ":", ";"))
+    )

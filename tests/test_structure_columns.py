@@ -1,0 +1,76 @@
+"""``passes.columns``: the gutter between text columns, sections in reading order (left column first,
+right first on right-to-left pages, titles in place) and side heads put before their paragraphs."""
+
+from __future__ import annotations
+
+from ocr_app.structure.lines import LayoutConfig, TextLine
+from ocr_app.structure.passes.columns import find_gutter, order_sections
+
+BODY = 10.0
+CONFIG = LayoutConfig()
+
+
+def _line(text: str, x0: float, y0: float, x1: float, **kw) -> TextLine:
+    return TextLine(text, (x0, y0, x1, y0 + BODY), BODY, **kw)
+
+
+def _two_columns() -> tuple[TextLine, list[TextLine], list[TextLine]]:
+    title = _line("A title across both columns", 50, 60, 550)
+    left = [_line(f"left column line {k}", 50, 100 + 14 * k, 280) for k in range(5)]
+    right = [_line(f"right column line {k}", 320, 100 + 14 * k, 550) for k in range(5)]
+    return title, left, right
+
+
+def _texts(sections):
+    return [[it.text for it in s] for s in sections]
+
+
+def test_the_gutter_is_where_side_by_side_lines_leave_a_gap():
+    _, left, right = _two_columns()
+    g0, g1 = find_gutter([*left, *right], CONFIG, BODY)
+    assert 280 <= g0 < g1 <= 320
+    assert find_gutter(left, CONFIG, BODY) is None  # one column: nothing side by side
+
+
+def test_a_title_stays_above_two_columns_read_left_column_first():
+    title, left, right = _two_columns()
+    sections = order_sections([*right, title, *left], CONFIG, BODY)
+    assert _texts(sections) == [[title.text], [ln.text for ln in left], [ln.text for ln in right]]
+
+
+def test_right_to_left_pages_read_the_right_column_first():
+    title, left, right = _two_columns()
+    sections = order_sections([title, *left, *right], CONFIG, BODY, rtl=True)
+    assert _texts(sections) == [[title.text], [ln.text for ln in right], [ln.text for ln in left]]
+
+
+def test_one_column_is_one_section_top_to_bottom():
+    _, left, _ = _two_columns()
+    assert _texts(order_sections(list(reversed(left)), CONFIG, BODY)) == [[ln.text for ln in left]]
+    assert order_sections([], CONFIG, BODY) == []
+
+
+def _side_head_page(bold: bool) -> tuple[list[TextLine], list[list[TextLine]]]:
+    heads, paragraphs = [], []
+    for k, name in enumerate(["Scope", "Method", "Results"]):
+        y = 100 + 40 * k
+        heads.append(_line(name, 50, y, 110, bold=bold))
+        paragraphs.append(
+            [_line(f"paragraph {k} runs on here", 200, y, 550), _line(f"and ends here {k}", 200, y + 12, 400)]
+        )
+    return heads, paragraphs
+
+
+def test_side_heads_each_come_right_before_the_paragraph_level_with_them():
+    heads, paragraphs = _side_head_page(bold=True)
+    sections = order_sections([*heads, *(ln for p in paragraphs for ln in p)], CONFIG, BODY)
+    expected = []
+    for head, para in zip(heads, paragraphs, strict=True):
+        expected += [[head.text], [ln.text for ln in para]]
+    assert _texts(sections) == expected
+
+
+def test_plain_short_lines_in_the_margin_are_a_column_not_side_heads():
+    heads, paragraphs = _side_head_page(bold=False)
+    sections = order_sections([*heads, *(ln for p in paragraphs for ln in p)], CONFIG, BODY)
+    assert _texts(sections)[0] == [h.text for h in heads]

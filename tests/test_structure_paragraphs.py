@@ -1,0 +1,99 @@
+"""``structure.paragraphs``: line joins with hyphen mends, the document vocabulary, list markers, code
+blocks, and the continuation rules (hanging indents, en-dash line starts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ocr_app.structure.lines import Row, TextLine
+from ocr_app.structure.paragraphs import (
+    URL_LINE,
+    Pending,
+    code_block,
+    dash_continues,
+    hanging,
+    join_lines,
+    list_marker,
+    vocabulary_of,
+)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "joined"),
+    [
+        ("docu\u00ad", "ment", "document"),  # a soft hyphen always goes
+        ("docu-", "ment", "document"),  # a word broken at the line end
+        ("self-", "organising", "self-organising"),  # a compound's first half
+        ("state-of-the-", "art", "state-of-the-art"),  # part of a longer compound
+        ("non-", "English", "non-English"),  # upper case after the hyphen: a real one
+        ("COVID-", "19", "COVID-19"),
+        ("Hello", "world", "Hello world"),
+        ("", "alone", "alone"),
+        ("这是", "一个例子", "这是一个例子"),  # Chinese joins without a space
+    ],
+)
+def test_join_lines(a, b, joined):
+    assert join_lines(a, b) == joined
+
+
+def test_the_documents_own_spelling_decides_a_broken_compound():
+    assert join_lines("co-", "operate") == "cooperate"
+    hyphenated = frozenset(vocabulary_of(["we co-operate with them"]))
+    assert join_lines("co-", "operate", hyphenated) == "co-operate"
+    assert join_lines("some-", "thing", frozenset({"something"})) == "something"
+
+
+def test_vocabulary_leaves_out_the_broken_half_at_a_line_end():
+    words = vocabulary_of(["a well-known fact about docu-", "ment"])
+    assert {"well-known", "well", "known", "fact", "ment"} <= words
+    assert "docu" not in words
+
+
+@pytest.mark.parametrize(
+    ("text", "marker"),
+    [
+        ("• first item", ("-", "first item")),
+        ("- dash item", ("-", "dash item")),
+        ("• • doubled glyph", ("-", "doubled glyph")),
+        ("1. First", ("1.", "First")),
+        ("a) option", ("a)", "option")),
+        ("iv. fourth", ("iv.", "fourth")),
+        ("2.1 Scope", None),  # a section number, not a list
+        ("-5 degrees", None),  # no space after the dash
+        ("Plain text", None),
+    ],
+)
+def test_list_marker(text, marker):
+    assert list_marker(text) == marker
+
+
+def test_code_block_rebuilds_indentation_from_left_edges_and_fences_around_backticks():
+    md = code_block(["def f():", "return 1"], [(100, 0, 180, 10), (120, 12, 200, 22)])
+    assert md == "```\ndef f():\n  return 1\n```"
+    fenced = code_block(["```bash", "ls -l"], [(100, 0, 170, 10), (100, 12, 150, 22)])
+    assert fenced.startswith("````\n") and fenced.endswith("\n````")
+
+
+def test_a_url_line_is_text_even_in_a_typewriter_face():
+    assert URL_LINE.match("https://example.com/a/b")
+    assert URL_LINE.match("<someone@example.org>")
+    assert not URL_LINE.match("print(x)")
+
+
+def _open(text: str, right_edge: float) -> Pending:
+    last = Row([TextLine(text[-20:], (50, 100, right_edge, 110), 10.0)])
+    return Pending("text", 0, [text], [last.box], last, 50.0, 10.0)
+
+
+def test_a_full_line_that_ends_no_sentence_makes_the_next_indented_line_a_continuation():
+    assert hanging(_open("[1] A. Author. A study of tables, in", 545), right=550, size=10)
+    assert not hanging(_open("[1] A. Author. A study of tables.", 545), right=550, size=10)
+    assert not hanging(_open("[1] A. Author. A study of tables, in", 300), right=550, size=10)
+
+
+def test_an_en_dash_line_start_continues_an_unfinished_paragraph_only():
+    assert dash_continues(_open("firms with a staff of 51", 500), "– 99 staff", big_gap=False)
+    assert not dash_continues(_open("The list follows.", 500), "– first item", big_gap=False)
+    assert not dash_continues(_open("firms with a staff of 51", 500), "– 99 staff", big_gap=True)
+    assert not dash_continues(None, "– 99 staff", big_gap=False)
+    assert not dash_continues(_open("firms with a staff of 51", 500), "- 99 staff", big_gap=False)
