@@ -159,3 +159,126 @@ def test_a_first_column_of_bullet_glyphs_is_a_list_not_a_table():
     assert learned_tables._bullets_first(slots)
     slots[0].words = [((0, 0, 1, 1), "Region")]
     assert not learned_tables._bullets_first(slots)
+
+
+# --- round 2 of issue 30: regions over two tables, prose trimming, tall rows, bullets -------------
+def _row_lines(y: float, cells: list[tuple[float, str]], h: float = 12.0) -> list:
+    from ocr_app.structure.layout import TextLine
+
+    return [TextLine(text, (x, y, x + 7.0 * len(text), y + h), h) for x, text in cells]
+
+
+def _two_stacked_tables(gap: float) -> list:
+    lines = _row_lines(100, [(50, "Country"), (300, "Enquiries")])
+    y = 100.0
+    for k in range(4):
+        y += 16
+        lines += _row_lines(y, [(50, f"Land {k}"), (300, str(100 + k))])
+    y += 16 + gap
+    lines += _row_lines(y, [(50, "Country"), (300, "Enquiries")])  # the next table's header
+    for k in range(3):
+        y += 16
+        lines += _row_lines(y, [(50, f"Other {k}"), (300, str(200 + k))])
+    return lines
+
+
+def test_a_region_over_two_tables_one_under_the_other_is_cut_where_the_header_repeats():
+    """The layout model boxes two tables set a little apart as one (ICDAR 2013's eu-015, us-034): the
+    second's header row repeats the first's after a wider gap, and each table is read on its own."""
+    from ocr_app.schema import union_box
+
+    lines = _two_stacked_tables(gap=20)
+    parts = learned_tables._stacked(union_box([ln.box for ln in lines]), lines)
+    assert [len(p[1]) for p in parts] == [10, 8]
+    assert parts[0][0][3] < parts[1][0][1]  # the first part ends above the second's header
+    assert {ln.text for ln in parts[1][1]} >= {"Country", "Enquiries", "Other 0", "Other 2"}
+
+    # The same header at the usual row pitch (a table that repeats its header rows, a section label)
+    # and a repeated row of figures are not a new table.
+    tight = _two_stacked_tables(gap=0)
+    assert len(learned_tables._stacked(union_box([ln.box for ln in tight]), tight)) == 1
+    figures = _row_lines(100, [(50, "Year"), (300, "2001")])
+    for k in range(5):
+        figures += _row_lines(116 + 16 * k + (20 if k == 3 else 0), [(50, "Year"), (300, "2001")])
+    assert len(learned_tables._stacked(union_box([ln.box for ln in figures]), figures)) == 1
+
+
+def test_rows_of_figures_in_one_monospaced_piece_are_not_prose_at_a_regions_edge():
+    """A monospaced table comes as one text line a row ("0.99 ...... 1,360 1,440 ..."): many tokens,
+    across the region, but figures, not a sentence; a caption sentence above it is still trimmed."""
+    caption = _row_lines(
+        80, [(50, "Table 1. Recommended sample sizes for analyses of complex survey data by design")]
+    )
+    rows = []
+    for k in range(4):
+        rows += _row_lines(
+            100 + 16 * k, [(50, f"0.{k}9 .......... 1,360 1,440 1,520 1,600 2,000 2,400 2,800 3,200")]
+        )
+    held = learned_tables._trim_prose(caption + rows)
+    assert held == rows
+
+
+def test_the_lines_of_a_tall_wrapped_row_stay_in_that_row():
+    """A cell wrapped over six lines makes a tall row; its outer lines lie nearer the neighbouring
+    rows' middles than its own, but inside its extent (eu-015's "Other specific policies …")."""
+    slots = [learned_tables._Slot(r, c) for r in range(3) for c in range(2)]
+    extents = {0: (100, 114), 1: (116, 216), 2: (218, 232)}
+    for s in slots:
+        x0 = 50 if s.col == 0 else 300
+        s.box = (x0, extents[s.row][0], x0 + 200, extents[s.row][1])
+    lines = _row_lines(101, [(52, "Topic"), (302, "Enquiries")])
+    lines += [ln for k in range(6) for ln in _row_lines(118 + 16 * k, [(52, f"policy line {k}")])]
+    lines += _row_lines(160, [(302, "4.330")])
+    lines += _row_lines(219, [(52, "EIT"), (302, "119")])
+    learned_tables._assign(slots, lines)
+    text = {(s.row, s.col): " ".join(t for _, t in s.words) for s in slots}
+    assert text[(0, 0)] == "Topic"
+    assert all(f"policy line {k}" in text[(1, 0)] for k in range(6))
+    assert text[(2, 0)] == "EIT"
+
+
+def test_a_bullet_set_apart_from_its_text_stays_with_it():
+    runs = [[((50, 100, 56, 108), "•")], [((80, 98, 200, 110), "Reported"), ((205, 98, 240, 110), "as")]]
+    (joined,) = learned_tables._bullets_to_text(runs)
+    assert [t for _, t in joined] == ["•", "Reported", "as"]
+    assert joined[0][0][1] == 98  # on its text's band
+    far = [[((50, 100, 56, 108), "•")], [((300, 98, 400, 110), "Other")]]
+    assert len(learned_tables._bullets_to_text(far)) == 2
+
+
+def test_two_narrow_columns_the_model_reads_as_one_are_cut_at_the_white_strip_between_them():
+    """The model sees the table at 488 px and reads "Freq. Percent" as one column (ICDAR 2013's
+    eu-026, eu-027); the words leave a white strip down every row, so the column is two. A spanning
+    cell over it spans both; a column of wrapped text (no strip down all of it) stays one."""
+    rows = [
+        ("", "Freq.", "Percent"),
+        ("kept", "344", "75.2"),
+        ("sold some", "53", "11.6"),
+        ("Total", "458", "100.0"),
+    ]
+    slots: list[learned_tables._Slot] = [
+        learned_tables._Slot(0, 0, colspan=2, words=[((10, 0, 60, 10), "Title")])
+    ]
+    for r, (label, a, b) in enumerate(rows, start=1):
+        slots.append(
+            learned_tables._Slot(r, 0, words=[((10, r * 20, 60, r * 20 + 10), label)] if label else [])
+        )
+        slots.append(
+            learned_tables._Slot(
+                r, 1, words=[((100, r * 20, 130, r * 20 + 10), a), ((170, r * 20, 200, r * 20 + 10), b)]
+            )
+        )
+    out = learned_tables._split_columns(slots, body=12.0)
+    grid = {(s.row, s.col): " ".join(t for _, t in s.words) for s in out}
+    assert grid[(1, 1)] == "Freq." and grid[(1, 2)] == "Percent"
+    assert grid[(4, 1)] == "458" and grid[(4, 2)] == "100.0"
+    assert next(s.colspan for s in out if s.row == 0) == 3
+    assert learned_tables.shape(learned_tables._rows(out, None)) == (5, 3)
+
+    wrapped = [
+        learned_tables._Slot(
+            r, 0, words=[((10, r * 20, 60, r * 20 + 10), "Some"), ((x, r * 20, x + 40, r * 20 + 10), "text")]
+        )
+        for r, x in enumerate((90, 62, 64, 66))
+    ]
+    assert len(learned_tables._split_columns(wrapped, body=12.0)) == 4

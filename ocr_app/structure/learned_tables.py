@@ -16,6 +16,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from ocr_app.structure.table_html import Cell, join_cell_lines
@@ -123,11 +124,16 @@ def _assign(slots: list[_Slot], lines: Sequence[TextLine]) -> None:
         return
     n_rows = max(s.row + s.rowspan for s in boxed)
     middles: dict[int, list[float]] = {}
+    tops: dict[int, list[float]] = {}
+    bottoms: dict[int, list[float]] = {}
     for s in boxed:
         if s.rowspan == 1:
             middles.setdefault(s.row, []).append((s.box[1] + s.box[3]) / 2)
+            tops.setdefault(s.row, []).append(s.box[1])
+            bottoms.setdefault(s.row, []).append(s.box[3])
     rows = sorted(middles)
     centre = {r: sorted(v)[len(v) // 2] for r, v in middles.items()}
+    extent = {r: (sorted(tops[r])[len(tops[r]) // 2], sorted(bottoms[r])[len(bottoms[r]) // 2]) for r in rows}
     bands = [
         (sum((i.box[1] + i.box[3]) / 2 for i in b.items) / len(b.items), b.items) for b in group_rows(lines)
     ]
@@ -138,11 +144,14 @@ def _assign(slots: list[_Slot], lines: Sequence[TextLine]) -> None:
         pairs = [(centre[_nearest(rows, centre, a, b, y)], y) for y, _ in bands]
         a, b = _fit(pairs, a, b)
     for y, items in bands:
-        r = _nearest(rows, centre, a, b, y)
+        # A band inside a row's extent belongs to it (the lines of a tall wrapped row lie far from
+        # its middle, nearer a neighbour's); else the nearest row.
+        inside = [r for r in rows if r in extent and a * extent[r][0] + b <= y <= a * extent[r][1] + b]
+        r = _nearest(inside or rows, centre, a, b, y)
         here = [s for s in boxed if s.row <= r < s.row + s.rowspan] or boxed
-        for ln in items:
-            for run in _runs(line_words(ln), ln.box[3] - ln.box[1]):
-                _place_run(run, here)
+        runs = [run for ln in items for run in _runs(line_words(ln), ln.box[3] - ln.box[1])]
+        for run in _bullets_to_text(runs):
+            _place_run(run, here)
 
 
 def _runs(words: list[tuple[Box, str]], height: float) -> list[list[tuple[Box, str]]]:
@@ -154,6 +163,30 @@ def _runs(words: list[tuple[Box, str]], height: float) -> list[list[tuple[Box, s
         else:
             runs.append([w])
     return runs
+
+
+def _bullets_to_text(runs: list[list[tuple[Box, str]]]) -> list[list[tuple[Box, str]]]:
+    """A run of bullet glyphs joins the text run that follows it on the row (within 3 heights).
+
+    Why: a PDF often sets a bullet in a symbol font, a separate line a tab's width before its text,
+    so it would become a cell of its own (a column of "•" beside the text); its box is set to its
+    text's band so it stays at the head of that line in the cell."""
+    runs = sorted(runs, key=lambda r: r[0][0][0])
+    out: list[list[tuple[Box, str]]] = []
+    k = 0
+    while k < len(runs):
+        run = runs[k]
+        if k + 1 < len(runs) and all(_BULLET_CELL.match(t) for _, t in run):
+            nxt = runs[k + 1]
+            first = nxt[0][0]
+            height = max(first[3] - first[1], 1e-6)
+            if 0 <= first[0] - run[-1][0][2] <= 3 * height:
+                out.append([((b[0], first[1], b[2], first[3]), t) for b, t in run] + nxt)
+                k += 2
+                continue
+        out.append(run)
+        k += 1
+    return out
 
 
 def _place_run(run: list[tuple[Box, str]], cells: list[_Slot]) -> None:
@@ -257,6 +290,8 @@ def read_table(
     _assign(slots, inside)
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
+    else:
+        slots = _split_columns(slots, body)
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -295,6 +330,63 @@ def _columns_from_strips(slots: list[_Slot], body: float) -> list[_Slot]:
             parts.setdefault(col, _Slot(sl.row, col, header=sl.header, box=sl.box)).words.append(w)
         out += [parts[c] if c in parts else _Slot(sl.row, c, header=sl.header) for c in range(len(cuts) + 1)]
     return out
+
+
+def _split_columns(slots: list[_Slot], body: float) -> list[_Slot]:
+    """A model column whose words leave a white strip down all its rows is two columns.
+
+    Why: the structure model sees the table scaled to 488 px, where two narrow columns of figures set
+    close together ("Freq. Percent", "15.9 21") look like one; the text layer's words say where each
+    stands. A strip is an x-range at least a body height wide that no word of the column's own cells
+    touches, with words on both sides of it in at least two rows and in most of the column's filled
+    cells. Cells spanning the column span the new one too."""
+    n_cols = max((s.col + s.colspan for s in slots), default=0)
+    c = 0
+    while c < n_cols:
+        cut = _strip_in_column(slots, c, body)
+        if cut is None:
+            c += 1
+            continue
+        out: list[_Slot] = []
+        for s in slots:
+            if s.col == c and s.colspan == 1:
+                left = [w for w in s.words if (w[0][0] + w[0][2]) / 2 < cut]
+                right = [w for w in s.words if (w[0][0] + w[0][2]) / 2 >= cut]
+                s.words = left
+                out += [s, _Slot(s.row, c + 1, s.rowspan, 1, s.header, s.box, right)]
+                continue
+            if s.col > c:
+                s.col += 1
+            elif s.col + s.colspan > c:
+                s.colspan += 1
+            out.append(s)
+        slots = out
+        n_cols += 1
+    return slots
+
+
+def _strip_in_column(slots: Sequence[_Slot], c: int, body: float) -> float | None:
+    """The middle of the widest white strip down column ``c`` (see ``_split_columns``), or None."""
+    cells = [s for s in slots if s.col == c and s.colspan == 1 and s.words]
+    if len(cells) < 3:
+        return None
+    spans = sorted((w[0][0], w[0][2]) for s in cells for w in s.words)
+    best: tuple[float, float] | None = None
+    reach = spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - reach >= body and (best is None or x0 - reach > best[1] - best[0]):
+            best = (reach, x0)
+        reach = max(reach, x1)
+    if best is None:
+        return None
+    cut = (best[0] + best[1]) / 2
+    both = sum(
+        1
+        for s in cells
+        if any((w[0][0] + w[0][2]) / 2 < cut for w in s.words)
+        and any((w[0][0] + w[0][2]) / 2 >= cut for w in s.words)
+    )
+    return cut if both >= 2 and both * 2 > len(cells) else None
 
 
 def _covers(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -347,11 +439,14 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
 
 
 PROSE_WORDS = 8  # a row of one piece with this many words, across most of the region, is a sentence
+_WORD = re.compile(r"[^\W\d_]{2}")  # a word, not a figure: two letters in a row (a monospaced row of
+# figures is one piece of many "words" too)
 
 
 def _trim_prose(held: list[TextLine]) -> list[TextLine]:
     """Rows of prose at the top or bottom of a region (a paragraph or caption the box reached into)
-    are not the table's: one piece a row, a sentence long, across most of the region's width."""
+    are not the table's: one piece a row, a sentence long (counted in words, not figures), across
+    most of the region's width."""
     from ocr_app.schema import union_box
     from ocr_app.structure.layout import group_rows
 
@@ -364,7 +459,7 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
     def prose(row) -> bool:
         return (
             len(row.items) == 1
-            and len(row.items[0].text.split()) >= PROSE_WORDS
+            and sum(1 for w in row.items[0].text.split() if _WORD.search(w)) >= PROSE_WORDS
             and (row.box[2] - row.box[0]) >= 0.6 * width
         )
 
@@ -414,18 +509,75 @@ def tables_in_regions(
         snapped = snap(region, rest)
         if snapped is None:
             continue
-        box, held = snapped
-        table = read_table(image, box, held, model=model, body=body, join=join)
-        other = rules(held) if rules else None
-        if other is not None and (table is None or _covers(shape(other[0]), shape(table.rows))):
-            table = LearnedTable(box, other[0], other[1], other[2])
-        if table is None:
-            logger.debug("region %s: the model's cells do not hold its words in a grid", region)
-            continue
-        tables.append(table)
-        taken = {id(ln) for ln in table.lines}
-        rest = [ln for ln in rest if id(ln) not in taken]
+        for box, held in _stacked(*snapped):
+            table = _read_part(image, box, held, model=model, body=body, join=join, rules=rules)
+            if table is None:
+                logger.debug("region %s: the model's cells do not hold its words in a grid", box)
+                continue
+            tables.append(table)
+            taken = {id(ln) for ln in table.lines}
+            rest = [ln for ln in rest if id(ln) not in taken]
     return tables, rest
+
+
+def _read_part(
+    image: Image.Image,
+    box: Box,
+    held: list[TextLine],
+    *,
+    model: TableStructureModel | None,
+    body: float,
+    join: Callable[[str, str], str] | None,
+    rules: Rules | None,
+) -> LearnedTable | None:
+    table = read_table(image, box, held, model=model, body=body, join=join)
+    other = rules(held) if rules else None
+    if other is not None and (table is None or _covers(shape(other[0]), shape(table.rows))):
+        table = LearnedTable(box, other[0], other[1], other[2])
+    return table
+
+
+_LETTERS = re.compile(r"[^0-9a-z]+")
+HEAD_ROWS = 3  # a repeated header is looked for among a region's first rows (a caption may come first)
+STACK_GAP = 1.5  # × the region's median gap between rows: the white space that ends one table
+
+
+def _stacked(box: Box, held: list[TextLine]) -> list[tuple[Box, list[TextLine]]]:
+    """A region the layout model boxed over tables set one under the other → one part per table.
+
+    Why: the model boxes two tables a little apart as one, and the structure model then reads one
+    grid for both (the second's header becomes a body row, its rows drift). A table does not repeat
+    its header row in its body: a row of words (no figures) that repeats one of the region's first
+    rows, after a gap wider than the rows' usual gap, starts the next table."""
+    from ocr_app.schema import union_box
+    from ocr_app.structure.layout import group_rows
+
+    rows = sorted(group_rows(held), key=lambda r: r.box[1])
+    if len(rows) < 4:
+        return [(box, held)]
+
+    def key(row) -> str:
+        return _LETTERS.sub("", " ".join(i.text for i in sorted(row.items, key=lambda i: i.box[0])).lower())
+
+    gaps = [max(b.box[1] - a.box[3], 0.0) for a, b in pairwise(rows)]
+    usual = sorted(gaps)[len(gaps) // 2]
+    heads = [key(r) for r in rows[:HEAD_ROWS]]
+    cuts = [
+        k
+        for k in range(2, len(rows) - 1)
+        if key(rows[k])
+        and key(rows[k]) in heads[: k - 1]
+        and not any(ch.isdigit() for ch in key(rows[k]))
+        and gaps[k - 1] > max(STACK_GAP * usual, 0.0)
+    ]
+    if not cuts:
+        return [(box, held)]
+    parts = []
+    for a, b in zip([0, *cuts], [*cuts, len(rows)], strict=True):
+        lines = [i for r in rows[a:b] for i in r.items]
+        parts.append((union_box([ln.box for ln in lines]), lines))
+    logger.debug("region %s: %d tables one under the other", box, len(parts))
+    return parts
 
 
 def worth_looking(lines: Sequence[TextLine], body: float, *, drawn: bool) -> bool:
