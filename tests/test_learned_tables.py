@@ -282,3 +282,79 @@ def test_two_narrow_columns_the_model_reads_as_one_are_cut_at_the_white_strip_be
         for r, x in enumerate((90, 62, 64, 66))
     ]
     assert len(learned_tables._split_columns(wrapped, body=12.0)) == 4
+
+
+def _cell(row: int, col: int, y: float, *texts: str, x: float = 0.0, **kw) -> learned_tables._Slot:
+    x = x or 20.0 + 120.0 * col
+    return learned_tables._Slot(row, col, words=[((x, y, x + 40, y + 12), t) for t in texts], **kw)
+
+
+def test_a_header_cell_on_two_lines_the_model_cut_into_two_rows_is_one_row():
+    """ICDAR 2013's eu-001: "to air" over "kg/year" in each column, one line apart, read by the model
+    as two header rows; the body's rows (a line's padding apart) and a header whose second row has
+    other columns ("Male | Female" over "No. | % | No. | %") are left as they are."""
+    slots = [
+        _cell(0, 1, 100, "to air"), _cell(0, 2, 100, "to water"), _cell(0, 0, 100, rowspan=2),
+        _cell(1, 1, 113, "kg/year"), _cell(1, 2, 113, "kg/year"),
+        _cell(2, 0, 140, "Methane"), _cell(2, 1, 140, "100"), _cell(2, 2, 140, "-"),
+        _cell(3, 0, 160, "Ammonia"), _cell(3, 1, 160, "10 000"), _cell(3, 2, 160, "-"),
+    ]  # fmt: skip
+    rows = learned_tables._rows(learned_tables._merge_header_rows(slots), None)
+    assert [c.text for c in rows[0]] == ["", "to air kg/year", "to water kg/year"]
+    assert [c.text for c in rows[1]] == ["Methane", "100", "-"]
+    assert len(rows) == 3
+
+    apart = [
+        _cell(0, 1, 100, "to air"), _cell(0, 2, 100, "to water"),
+        _cell(1, 1, 125, "kg/year"), _cell(1, 2, 125, "kg/year"),
+        _cell(2, 1, 150, "100"), _cell(2, 2, 150, "-"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._merge_header_rows(apart), None)) == 3
+    groups = [
+        _cell(0, 1, 100, "Male", colspan=2), _cell(0, 3, 100, "Female", colspan=2),
+        _cell(1, 1, 113, "No."), _cell(1, 2, 113, "%"), _cell(1, 3, 113, "No."), _cell(1, 4, 113, "%"),
+        _cell(2, 1, 140, "5"), _cell(2, 2, 140, "7"), _cell(2, 3, 140, "1"), _cell(2, 4, 140, "2"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._merge_header_rows(groups), None)) == 3
+
+
+def test_a_model_row_holding_two_rows_of_figures_is_two_rows():
+    """ICDAR 2013's us-037 and eu-003: body rows set without padding, merged by the model into one
+    ("0 250 | 39 30 | 5.8 5.9"). Each line of figures is a row; a label wrapped over two lines beside
+    one line of figures, or one figure a cell, stays one row."""
+    slots = [
+        _cell(0, 0, 100, "Dose"), _cell(0, 1, 100, "No."), _cell(0, 2, 100, "Weight"),
+        _cell(1, 0, 120, "0"), _cell(1, 1, 120, "39"), _cell(1, 2, 120, "5.8"),
+        _cell(2, 1, 140, "30"), _cell(2, 2, 140, "5.9"), _cell(2, 0, 140, "250"),
+        _cell(3, 0, 160, "500"), _cell(3, 1, 160, "33"), _cell(3, 2, 160, "6.0"),
+    ]  # fmt: skip
+    merged = [s for s in slots if s.row != 2]
+    for s in merged:
+        if s.row == 1:
+            s.words += next(t for t in slots if t.row == 2 and t.col == s.col).words
+        elif s.row == 3:
+            s.row = 2
+    rows = learned_tables._rows(learned_tables._split_merged_rows(merged), None)
+    assert [[c.text for c in row] for row in rows] == [
+        ["Dose", "No.", "Weight"],
+        ["0", "39", "5.8"],
+        ["250", "30", "5.9"],
+        ["500", "33", "6.0"],
+    ]
+
+    wrapped = [
+        learned_tables._Slot(0, 0, words=[((20, 100, 60, 112), "Number of"), ((20, 113, 60, 125), "states")]),
+        _cell(0, 1, 106, "21"), _cell(0, 2, 106, "8"),
+        _cell(1, 0, 140, "Total"), _cell(1, 1, 140, "30"), _cell(1, 2, 140, "9"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._split_merged_rows(wrapped), None)) == 2
+
+
+def test_a_table_of_words_only_set_a_line_apart_keeps_its_rows():
+    """eu-007's brands by market segment: no figures, rows one line apart; no header rows to merge."""
+    slots = [
+        _cell(0, 1, 100, "Up-market"), _cell(0, 2, 100, "Medium"),
+        _cell(1, 0, 120, "Procter"), _cell(1, 1, 120, "Ariel"), _cell(1, 2, 120, "Vizir"),
+        _cell(2, 0, 133, "Lever"), _cell(2, 1, 133, "Skip"), _cell(2, 2, 133, "Omo"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._merge_header_rows(slots), None)) == 3

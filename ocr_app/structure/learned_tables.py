@@ -291,7 +291,7 @@ def read_table(
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
     else:
-        slots = _split_columns(slots, body)
+        slots = _merge_header_rows(_split_merged_rows(_split_columns(slots, body)))
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -363,6 +363,117 @@ def _split_columns(slots: list[_Slot], body: float) -> list[_Slot]:
         slots = out
         n_cols += 1
     return slots
+
+
+_FIGURE = re.compile(r"^[\d.,:;%*+\-–—()$€£/<>=~ ]+$")
+
+
+def _is_figure(s: _Slot) -> bool:
+    text = " ".join(t for _, t in s.words)
+    return bool(text) and any(ch.isdigit() for ch in text) and bool(_FIGURE.match(text))
+
+
+def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
+    """Two header rows whose cells stand one over the other, a line apart, are one row of wrapped cells.
+
+    Why: the structure model often cuts a header cell set on two lines ("to air" / "kg/year") into
+    two rows; the words say they are one cell each: the same columns filled in both rows with the
+    same spans, and every lower cell's first line right under its upper cell's last (a gap under
+    half a line, where rows of a table are set at least a line's padding apart). Only above the
+    first row that holds a figure (the body); a table of words only (names in a grid, set a line
+    apart) has no header to tell from its body and is left alone."""
+    body_at = min((s.row for s in slots if _is_figure(s)), default=0)  # no figures: no header to tell
+    r = 0
+    while r + 1 < body_at:
+        upper = sorted((s for s in slots if s.row == r and s.words), key=lambda s: s.col)
+        lower = sorted((s for s in slots if s.row == r + 1 and s.words), key=lambda s: s.col)
+        if (
+            len(upper) >= 2
+            and [(s.col, s.colspan, s.rowspan) for s in upper] == [(s.col, s.colspan, 1) for s in lower]
+            and all(s.rowspan == 1 for s in upper)
+            and all(_wrapped(a, b) for a, b in zip(upper, lower, strict=True))
+        ):
+            for a, b in zip(upper, lower, strict=True):
+                a.words += b.words
+            gone = {id(s) for s in lower}
+            kept: list[_Slot] = []
+            for s in slots:
+                if id(s) in gone or (s.row == r + 1 and not s.words and s.rowspan == 1):
+                    continue
+                if s.row > r + 1:
+                    s.row -= 1
+                elif s.row + s.rowspan > r + 1:
+                    s.rowspan = max(1, s.rowspan - 1)
+                kept.append(s)
+            slots = kept
+            body_at -= 1
+            continue
+        r += 1
+    return slots
+
+
+def _bands(words: list[tuple[Box, str]]) -> list[tuple[float, list[tuple[Box, str]]]]:
+    """A cell's words in lines: (middle, words), top to bottom."""
+    out: list[tuple[float, list[tuple[Box, str]]]] = []
+    for w in sorted(words, key=lambda w: (w[0][1] + w[0][3]) / 2):
+        mid = (w[0][1] + w[0][3]) / 2
+        if out and abs(mid - out[-1][0]) <= 0.5 * (w[0][3] - w[0][1]):
+            out[-1][1].append(w)
+        else:
+            out.append((mid, [w]))
+    return out
+
+
+def _split_merged_rows(slots: list[_Slot]) -> list[_Slot]:
+    """A model row holding two or more rows of figures is that many rows.
+
+    Why: the model merges body rows set without padding ("0 250 | 39 30 | 5.8 5.9"); where two or
+    more cells hold only figures, one a line, on the same lines, each of those lines is a row. The
+    other cells' lines go to the row whose first line they are level with or below (a wrapped label
+    stays in its row)."""
+    r = 0
+    while r < max((s.row + s.rowspan for s in slots), default=0):
+        cells = [s for s in slots if s.row == r and s.rowspan == 1 and s.words]
+        stacks = []
+        for s in cells:
+            lines = _bands(s.words)
+            if len(lines) >= 2 and all(_FIGURE.match(" ".join(t for _, t in ws)) for _, ws in lines):
+                stacks.append([m for m, _ in lines])
+        k = len(stacks[0]) if stacks else 0
+        height = min((w[0][3] - w[0][1] for s in cells for w in s.words), default=0.0)
+        if (
+            len(stacks) < 2
+            or any(len(m) != k for m in stacks)
+            or any(abs(a - b) > 0.5 * height for m in stacks for a, b in zip(m, stacks[0], strict=True))
+        ):
+            r += 1
+            continue
+        starts = [sum(m[i] for m in stacks) / len(stacks) - 0.5 * height for i in range(k)]
+        out: list[_Slot] = []
+        for s in slots:
+            if s.row == r and s.rowspan == 1:
+                parts = [_Slot(r + i, s.col, 1, s.colspan, s.header, s.box) for i in range(k)]
+                for w in s.words:
+                    mid = (w[0][1] + w[0][3]) / 2
+                    parts[max([i for i in range(k) if mid >= starts[i]], default=0)].words.append(w)
+                out += parts
+                continue
+            if s.row > r:
+                s.row += k - 1
+            elif s.row + s.rowspan > r:
+                s.rowspan += k - 1
+            out.append(s)
+        slots = out
+        r += k
+    return slots
+
+
+def _wrapped(upper: _Slot, lower: _Slot) -> bool:
+    """Whether ``lower``'s words continue ``upper``'s text on the next line of one cell."""
+    bottom = max(w[0][3] for w in upper.words)
+    top = min(w[0][1] for w in lower.words)
+    height = sorted(w[0][3] - w[0][1] for w in upper.words + lower.words)[0]
+    return -0.5 * height <= top - bottom < 0.5 * height
 
 
 def _strip_in_column(slots: Sequence[_Slot], c: int, body: float) -> float | None:
