@@ -358,3 +358,21 @@ def test_a_table_of_words_only_set_a_line_apart_keeps_its_rows():
         _cell(2, 0, 133, "Lever"), _cell(2, 1, 133, "Skip"), _cell(2, 2, 133, "Omo"),
     ]  # fmt: skip
     assert len(learned_tables._rows(learned_tables._merge_header_rows(slots), None)) == 3
+
+
+def test_a_header_cells_last_line_in_the_first_row_of_figures_goes_back_to_the_header():
+    """eu-004: "number of enterprises" / "(000)" wraps one line lower than its neighbours; the model's
+    first body row took "(000)" above "2553". A wrapped label beside figures stays in its row."""
+    slots = [
+        _cell(0, 0, 100, "Area"), _cell(0, 1, 100, "population", "(mn)"),
+        learned_tables._Slot(0, 2, words=[((260, 100, 300, 112), "number"), ((260, 113, 300, 125), "enterprises")]),
+        learned_tables._Slot(1, 0, words=[((20, 126, 60, 138), "European"), ((20, 140, 60, 152), "Union")]),
+        _cell(1, 1, 140, "372.3"),
+        learned_tables._Slot(1, 2, words=[((260, 126, 300, 138), "(000)"), ((260, 140, 300, 152), "2553")]),
+        learned_tables._Slot(2, 0, words=[((20, 153, 60, 165), "United"), ((20, 166, 60, 178), "States")]),
+        _cell(2, 1, 153, "263.1"), _cell(2, 2, 153, "1530"),
+    ]  # fmt: skip
+    rows = learned_tables._rows(learned_tables._lift_header_tails(slots), None)
+    assert [c.text for c in rows[0]] == ["Area", "population (mn)", "number enterprises (000)"]
+    assert [c.text for c in rows[1]] == ["European Union", "372.3", "2553"]
+    assert [c.text for c in rows[2]] == ["United States", "263.1", "1530"]

@@ -291,7 +291,7 @@ def read_table(
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
     else:
-        slots = _merge_header_rows(_split_merged_rows(_split_columns(slots, body)))
+        slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(_split_columns(slots, body))))
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -465,6 +465,43 @@ def _split_merged_rows(slots: list[_Slot]) -> list[_Slot]:
             out.append(s)
         slots = out
         r += k
+    return slots
+
+
+def _lift_header_tails(slots: list[_Slot]) -> list[_Slot]:
+    """A header cell's last line that the model put in the first body row goes back up.
+
+    Why: a header cell wrapped over more lines than its neighbours ("number of enterprises" /
+    "(000)") reaches below the model's header row, and its last line lands in the first row of
+    figures ("(000) 2553"). Such a line stands above the row's own line of figures (the top of the
+    row's one-line figure cells), right under the header cell of its column (under half a line),
+    in a cell whose own text below it is a figure."""
+    body_at = min((s.row for s in slots if _is_figure(s)), default=0)
+    if body_at < 1:
+        return slots
+    row = [s for s in slots if s.row == body_at and s.rowspan == 1 and s.words]
+    level = [min(w[0][1] for w in s.words) for s in row if _is_figure(s) and len(_bands(s.words)) == 1]
+    if not level:
+        return slots
+    band_top = min(level)
+    for s in row:
+        lines = _bands(s.words)
+        above = [
+            a
+            for a in slots
+            if a.row + a.rowspan == body_at and a.words and a.col <= s.col < a.col + a.colspan
+        ]
+        if len(lines) < 2 or len(above) != 1:
+            continue
+        tail = [(m, ws) for m, ws in lines if m < band_top]
+        rest = [w for m, ws in lines if m >= band_top for w in ws]
+        if not tail or not rest or not _FIGURE.match(" ".join(t for _, t in rest)):
+            continue
+        height = min(w[0][3] - w[0][1] for w in s.words)
+        if min(w[0][1] for _, ws in tail for w in ws) - max(w[0][3] for w in above[0].words) >= 0.5 * height:
+            continue
+        above[0].words += [w for _, ws in tail for w in ws]
+        s.words = rest
     return slots
 
 
