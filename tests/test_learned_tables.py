@@ -376,3 +376,39 @@ def test_a_header_cells_last_line_in_the_first_row_of_figures_goes_back_to_the_h
     assert [c.text for c in rows[0]] == ["Area", "population (mn)", "number enterprises (000)"]
     assert [c.text for c in rows[1]] == ["European Union", "372.3", "2553"]
     assert [c.text for c in rows[2]] == ["United States", "263.1", "1530"]
+
+
+def test_a_label_column_the_model_cut_in_two_under_a_spanning_header_is_one_column():
+    """us-035a: "Age groups" spans two model columns that cut each label somewhere else ("Under |
+    1 year", "12 - | 19 years"); the words run on across the cut in every row and line nothing up.
+    Two real columns under a spanning header (figures lined up at their right edges) stay two."""
+
+    def label(r: int, left: str, right: str, x: float) -> list[learned_tables._Slot]:
+        y = 100.0 + 16 * r
+        return [
+            learned_tables._Slot(r, 0, words=[((20, y, x, y + 12), left)]),
+            learned_tables._Slot(r, 1, words=[((x + 4, y, x + 60 + 3 * r, y + 12), right)]),
+            _cell(r, 2, y, f"{r},533"),
+        ]
+
+    slots = [_cell(0, 0, 84, "Age groups", colspan=2), _cell(0, 2, 84, "Total")]
+    slots += (
+        label(1, "Under", "1 year", 60) + label(2, "12 -", "19 years", 48) + label(3, "80", "years plus", 36)
+    )
+    rows = learned_tables._rows(learned_tables._merge_flowing_columns(slots), None)
+    assert [[c.text for c in row] for row in rows] == [
+        ["Age groups", "Total"],
+        ["Under 1 year", "1,533"],
+        ["12 - 19 years", "2,533"],
+        ["80 years plus", "3,533"],
+    ]
+    assert rows[0][0].colspan == 1
+
+    figures = [_cell(0, 0, 84, "Population", colspan=2)]
+    for r in range(1, 4):
+        y = 100.0 + 16 * r
+        figures += [
+            learned_tables._Slot(r, 0, words=[((60 - 6 * r, y, 100, y + 12), f"{r}0{r}")]),
+            learned_tables._Slot(r, 1, words=[((104, y, 150, y + 12), f"{r}1{r}")]),
+        ]
+    assert len(learned_tables._merge_flowing_columns(figures)) == len(figures)

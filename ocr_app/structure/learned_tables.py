@@ -291,7 +291,8 @@ def read_table(
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
     else:
-        slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(_split_columns(slots, body))))
+        slots = _merge_flowing_columns(_split_columns(slots, body))
+        slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -511,6 +512,61 @@ def _wrapped(upper: _Slot, lower: _Slot) -> bool:
     top = min(w[0][1] for w in lower.words)
     height = sorted(w[0][3] - w[0][1] for w in upper.words + lower.words)[0]
     return -0.5 * height <= top - bottom < 0.5 * height
+
+
+def _merge_flowing_columns(slots: list[_Slot]) -> list[_Slot]:
+    """Two model columns under one spanning header that the words read across are one column.
+
+    Why: the model sometimes cuts a column of labels in two ("Under | 1 year", "12 - | 19 years")
+    under a header cell spanning both. A column boundary lines something up; here every row's text
+    runs on across it (less than a cell gap: one run of words), and neither the left part's right
+    edges nor the right part's edges line up, so the cut is not a column of the page."""
+    n_cols = max((s.col + s.colspan for s in slots), default=0)
+    c = 0
+    while c + 1 < n_cols:
+        if not _flows_across(slots, c):
+            c += 1
+            continue
+        out: list[_Slot] = []
+        by_row = {s.row: s for s in slots if s.col == c and s.colspan == 1}
+        for s in slots:
+            if s.col == c + 1 and s.colspan == 1:
+                by_row[s.row].words += s.words
+                continue
+            if s.col > c + 1:
+                s.col -= 1
+            elif s.col <= c < c + 1 < s.col + s.colspan:
+                s.colspan -= 1
+            out.append(s)
+        slots = out
+        n_cols -= 1
+    return slots
+
+
+def _flows_across(slots: Sequence[_Slot], c: int) -> bool:
+    left = {s.row: s for s in slots if s.col == c and s.colspan == 1}
+    right = {s.row: s for s in slots if s.col == c + 1 and s.colspan == 1}
+    if any(s.col == c + 1 and s.colspan > 1 for s in slots) or set(left) != set(right):
+        return False
+    if any(left[r].rowspan != right[r].rowspan for r in left):
+        return False
+    if not any(s.colspan > 1 and s.col <= c and c + 1 < s.col + s.colspan and s.words for s in slots):
+        return False
+    pairs = [(left[r].words, right[r].words) for r in left if left[r].words and right[r].words]
+    if len(pairs) < 3:
+        return False
+    height = min(w[0][3] - w[0][1] for a, b in pairs for w in a + b)
+    if any(min(w[0][0] for w in b) - max(w[0][2] for w in a) >= 0.6 * height for a, b in pairs):
+        return False
+
+    def lined_up(values: list[float]) -> bool:
+        return max(values) - min(values) < 0.5 * height
+
+    return not (
+        lined_up([max(w[0][2] for w in a) for a, _ in pairs])
+        or lined_up([min(w[0][0] for w in b) for _, b in pairs])
+        or lined_up([max(w[0][2] for w in b) for _, b in pairs])
+    )
 
 
 def _strip_in_column(slots: Sequence[_Slot], c: int, body: float) -> float | None:
