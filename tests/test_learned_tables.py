@@ -159,3 +159,256 @@ def test_a_first_column_of_bullet_glyphs_is_a_list_not_a_table():
     assert learned_tables._bullets_first(slots)
     slots[0].words = [((0, 0, 1, 1), "Region")]
     assert not learned_tables._bullets_first(slots)
+
+
+# --- round 2 of issue 30: regions over two tables, prose trimming, tall rows, bullets -------------
+def _row_lines(y: float, cells: list[tuple[float, str]], h: float = 12.0) -> list:
+    from ocr_app.structure.layout import TextLine
+
+    return [TextLine(text, (x, y, x + 7.0 * len(text), y + h), h) for x, text in cells]
+
+
+def _two_stacked_tables(gap: float) -> list:
+    lines = _row_lines(100, [(50, "Country"), (300, "Enquiries")])
+    y = 100.0
+    for k in range(4):
+        y += 16
+        lines += _row_lines(y, [(50, f"Land {k}"), (300, str(100 + k))])
+    y += 16 + gap
+    lines += _row_lines(y, [(50, "Country"), (300, "Enquiries")])  # the next table's header
+    for k in range(3):
+        y += 16
+        lines += _row_lines(y, [(50, f"Other {k}"), (300, str(200 + k))])
+    return lines
+
+
+def test_a_region_over_two_tables_one_under_the_other_is_cut_where_the_header_repeats():
+    """The layout model boxes two tables set a little apart as one (ICDAR 2013's eu-015, us-034): the
+    second's header row repeats the first's after a wider gap, and each table is read on its own."""
+    from ocr_app.schema import union_box
+
+    lines = _two_stacked_tables(gap=20)
+    parts = learned_tables._stacked(union_box([ln.box for ln in lines]), lines)
+    assert [len(p[1]) for p in parts] == [10, 8]
+    assert parts[0][0][3] < parts[1][0][1]  # the first part ends above the second's header
+    assert {ln.text for ln in parts[1][1]} >= {"Country", "Enquiries", "Other 0", "Other 2"}
+
+    # The same header at the usual row pitch (a table that repeats its header rows, a section label)
+    # and a repeated row of figures are not a new table.
+    tight = _two_stacked_tables(gap=0)
+    assert len(learned_tables._stacked(union_box([ln.box for ln in tight]), tight)) == 1
+    figures = _row_lines(100, [(50, "Year"), (300, "2001")])
+    for k in range(5):
+        figures += _row_lines(116 + 16 * k + (20 if k == 3 else 0), [(50, "Year"), (300, "2001")])
+    assert len(learned_tables._stacked(union_box([ln.box for ln in figures]), figures)) == 1
+
+
+def test_rows_of_figures_in_one_monospaced_piece_are_not_prose_at_a_regions_edge():
+    """A monospaced table comes as one text line a row ("0.99 ...... 1,360 1,440 ..."): many tokens,
+    across the region, but figures, not a sentence; a caption sentence above it is still trimmed."""
+    caption = _row_lines(
+        80, [(50, "Table 1. Recommended sample sizes for analyses of complex survey data by design")]
+    )
+    rows = []
+    for k in range(4):
+        rows += _row_lines(
+            100 + 16 * k, [(50, f"0.{k}9 .......... 1,360 1,440 1,520 1,600 2,000 2,400 2,800 3,200")]
+        )
+    held = learned_tables._trim_prose(caption + rows)
+    assert held == rows
+
+
+def test_the_lines_of_a_tall_wrapped_row_stay_in_that_row():
+    """A cell wrapped over six lines makes a tall row; its outer lines lie nearer the neighbouring
+    rows' middles than its own, but inside its extent (eu-015's "Other specific policies …")."""
+    slots = [learned_tables._Slot(r, c) for r in range(3) for c in range(2)]
+    extents = {0: (100, 114), 1: (116, 216), 2: (218, 232)}
+    for s in slots:
+        x0 = 50 if s.col == 0 else 300
+        s.box = (x0, extents[s.row][0], x0 + 200, extents[s.row][1])
+    lines = _row_lines(101, [(52, "Topic"), (302, "Enquiries")])
+    lines += [ln for k in range(6) for ln in _row_lines(118 + 16 * k, [(52, f"policy line {k}")])]
+    lines += _row_lines(160, [(302, "4.330")])
+    lines += _row_lines(219, [(52, "EIT"), (302, "119")])
+    learned_tables._assign(slots, lines)
+    text = {(s.row, s.col): " ".join(t for _, t in s.words) for s in slots}
+    assert text[(0, 0)] == "Topic"
+    assert all(f"policy line {k}" in text[(1, 0)] for k in range(6))
+    assert text[(2, 0)] == "EIT"
+
+
+def test_a_bullet_set_apart_from_its_text_stays_with_it():
+    runs = [[((50, 100, 56, 108), "•")], [((80, 98, 200, 110), "Reported"), ((205, 98, 240, 110), "as")]]
+    (joined,) = learned_tables._bullets_to_text(runs)
+    assert [t for _, t in joined] == ["•", "Reported", "as"]
+    assert joined[0][0][1] == 98  # on its text's band
+    far = [[((50, 100, 56, 108), "•")], [((300, 98, 400, 110), "Other")]]
+    assert len(learned_tables._bullets_to_text(far)) == 2
+
+
+def test_two_narrow_columns_the_model_reads_as_one_are_cut_at_the_white_strip_between_them():
+    """The model sees the table at 488 px and reads "Freq. Percent" as one column (ICDAR 2013's
+    eu-026, eu-027); the words leave a white strip down every row, so the column is two. A spanning
+    cell over it spans both; a column of wrapped text (no strip down all of it) stays one."""
+    rows = [
+        ("", "Freq.", "Percent"),
+        ("kept", "344", "75.2"),
+        ("sold some", "53", "11.6"),
+        ("Total", "458", "100.0"),
+    ]
+    slots: list[learned_tables._Slot] = [
+        learned_tables._Slot(0, 0, colspan=2, words=[((10, 0, 60, 10), "Title")])
+    ]
+    for r, (label, a, b) in enumerate(rows, start=1):
+        slots.append(
+            learned_tables._Slot(r, 0, words=[((10, r * 20, 60, r * 20 + 10), label)] if label else [])
+        )
+        slots.append(
+            learned_tables._Slot(
+                r, 1, words=[((100, r * 20, 130, r * 20 + 10), a), ((170, r * 20, 200, r * 20 + 10), b)]
+            )
+        )
+    out = learned_tables._split_columns(slots, body=12.0)
+    grid = {(s.row, s.col): " ".join(t for _, t in s.words) for s in out}
+    assert grid[(1, 1)] == "Freq." and grid[(1, 2)] == "Percent"
+    assert grid[(4, 1)] == "458" and grid[(4, 2)] == "100.0"
+    assert next(s.colspan for s in out if s.row == 0) == 3
+    assert learned_tables.shape(learned_tables._rows(out, None)) == (5, 3)
+
+    wrapped = [
+        learned_tables._Slot(
+            r, 0, words=[((10, r * 20, 60, r * 20 + 10), "Some"), ((x, r * 20, x + 40, r * 20 + 10), "text")]
+        )
+        for r, x in enumerate((90, 62, 64, 66))
+    ]
+    assert len(learned_tables._split_columns(wrapped, body=12.0)) == 4
+
+
+def _cell(row: int, col: int, y: float, *texts: str, x: float = 0.0, **kw) -> learned_tables._Slot:
+    x = x or 20.0 + 120.0 * col
+    return learned_tables._Slot(row, col, words=[((x, y, x + 40, y + 12), t) for t in texts], **kw)
+
+
+def test_a_header_cell_on_two_lines_the_model_cut_into_two_rows_is_one_row():
+    """ICDAR 2013's eu-001: "to air" over "kg/year" in each column, one line apart, read by the model
+    as two header rows; the body's rows (a line's padding apart) and a header whose second row has
+    other columns ("Male | Female" over "No. | % | No. | %") are left as they are."""
+    slots = [
+        _cell(0, 1, 100, "to air"), _cell(0, 2, 100, "to water"), _cell(0, 0, 100, rowspan=2),
+        _cell(1, 1, 113, "kg/year"), _cell(1, 2, 113, "kg/year"),
+        _cell(2, 0, 140, "Methane"), _cell(2, 1, 140, "100"), _cell(2, 2, 140, "-"),
+        _cell(3, 0, 160, "Ammonia"), _cell(3, 1, 160, "10 000"), _cell(3, 2, 160, "-"),
+    ]  # fmt: skip
+    rows = learned_tables._rows(learned_tables._merge_header_rows(slots), None)
+    assert [c.text for c in rows[0]] == ["", "to air kg/year", "to water kg/year"]
+    assert [c.text for c in rows[1]] == ["Methane", "100", "-"]
+    assert len(rows) == 3
+
+    apart = [
+        _cell(0, 1, 100, "to air"), _cell(0, 2, 100, "to water"),
+        _cell(1, 1, 125, "kg/year"), _cell(1, 2, 125, "kg/year"),
+        _cell(2, 1, 150, "100"), _cell(2, 2, 150, "-"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._merge_header_rows(apart), None)) == 3
+    groups = [
+        _cell(0, 1, 100, "Male", colspan=2), _cell(0, 3, 100, "Female", colspan=2),
+        _cell(1, 1, 113, "No."), _cell(1, 2, 113, "%"), _cell(1, 3, 113, "No."), _cell(1, 4, 113, "%"),
+        _cell(2, 1, 140, "5"), _cell(2, 2, 140, "7"), _cell(2, 3, 140, "1"), _cell(2, 4, 140, "2"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._merge_header_rows(groups), None)) == 3
+
+
+def test_a_model_row_holding_two_rows_of_figures_is_two_rows():
+    """ICDAR 2013's us-037 and eu-003: body rows set without padding, merged by the model into one
+    ("0 250 | 39 30 | 5.8 5.9"). Each line of figures is a row; a label wrapped over two lines beside
+    one line of figures, or one figure a cell, stays one row."""
+    slots = [
+        _cell(0, 0, 100, "Dose"), _cell(0, 1, 100, "No."), _cell(0, 2, 100, "Weight"),
+        _cell(1, 0, 120, "0"), _cell(1, 1, 120, "39"), _cell(1, 2, 120, "5.8"),
+        _cell(2, 1, 140, "30"), _cell(2, 2, 140, "5.9"), _cell(2, 0, 140, "250"),
+        _cell(3, 0, 160, "500"), _cell(3, 1, 160, "33"), _cell(3, 2, 160, "6.0"),
+    ]  # fmt: skip
+    merged = [s for s in slots if s.row != 2]
+    for s in merged:
+        if s.row == 1:
+            s.words += next(t for t in slots if t.row == 2 and t.col == s.col).words
+        elif s.row == 3:
+            s.row = 2
+    rows = learned_tables._rows(learned_tables._split_merged_rows(merged), None)
+    assert [[c.text for c in row] for row in rows] == [
+        ["Dose", "No.", "Weight"],
+        ["0", "39", "5.8"],
+        ["250", "30", "5.9"],
+        ["500", "33", "6.0"],
+    ]
+
+    wrapped = [
+        learned_tables._Slot(0, 0, words=[((20, 100, 60, 112), "Number of"), ((20, 113, 60, 125), "states")]),
+        _cell(0, 1, 106, "21"), _cell(0, 2, 106, "8"),
+        _cell(1, 0, 140, "Total"), _cell(1, 1, 140, "30"), _cell(1, 2, 140, "9"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._split_merged_rows(wrapped), None)) == 2
+
+
+def test_a_table_of_words_only_set_a_line_apart_keeps_its_rows():
+    """eu-007's brands by market segment: no figures, rows one line apart; no header rows to merge."""
+    slots = [
+        _cell(0, 1, 100, "Up-market"), _cell(0, 2, 100, "Medium"),
+        _cell(1, 0, 120, "Procter"), _cell(1, 1, 120, "Ariel"), _cell(1, 2, 120, "Vizir"),
+        _cell(2, 0, 133, "Lever"), _cell(2, 1, 133, "Skip"), _cell(2, 2, 133, "Omo"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._merge_header_rows(slots), None)) == 3
+
+
+def test_a_header_cells_last_line_in_the_first_row_of_figures_goes_back_to_the_header():
+    """eu-004: "number of enterprises" / "(000)" wraps one line lower than its neighbours; the model's
+    first body row took "(000)" above "2553". A wrapped label beside figures stays in its row."""
+    slots = [
+        _cell(0, 0, 100, "Area"), _cell(0, 1, 100, "population", "(mn)"),
+        learned_tables._Slot(0, 2, words=[((260, 100, 300, 112), "number"), ((260, 113, 300, 125), "enterprises")]),
+        learned_tables._Slot(1, 0, words=[((20, 126, 60, 138), "European"), ((20, 140, 60, 152), "Union")]),
+        _cell(1, 1, 140, "372.3"),
+        learned_tables._Slot(1, 2, words=[((260, 126, 300, 138), "(000)"), ((260, 140, 300, 152), "2553")]),
+        learned_tables._Slot(2, 0, words=[((20, 153, 60, 165), "United"), ((20, 166, 60, 178), "States")]),
+        _cell(2, 1, 153, "263.1"), _cell(2, 2, 153, "1530"),
+    ]  # fmt: skip
+    rows = learned_tables._rows(learned_tables._lift_header_tails(slots), None)
+    assert [c.text for c in rows[0]] == ["Area", "population (mn)", "number enterprises (000)"]
+    assert [c.text for c in rows[1]] == ["European Union", "372.3", "2553"]
+    assert [c.text for c in rows[2]] == ["United States", "263.1", "1530"]
+
+
+def test_a_label_column_the_model_cut_in_two_under_a_spanning_header_is_one_column():
+    """us-035a: "Age groups" spans two model columns that cut each label somewhere else ("Under |
+    1 year", "12 - | 19 years"); the words run on across the cut in every row and line nothing up.
+    Two real columns under a spanning header (figures lined up at their right edges) stay two."""
+
+    def label(r: int, left: str, right: str, x: float) -> list[learned_tables._Slot]:
+        y = 100.0 + 16 * r
+        return [
+            learned_tables._Slot(r, 0, words=[((20, y, x, y + 12), left)]),
+            learned_tables._Slot(r, 1, words=[((x + 4, y, x + 60 + 3 * r, y + 12), right)]),
+            _cell(r, 2, y, f"{r},533"),
+        ]
+
+    slots = [_cell(0, 0, 84, "Age groups", colspan=2), _cell(0, 2, 84, "Total")]
+    slots += (
+        label(1, "Under", "1 year", 60) + label(2, "12 -", "19 years", 48) + label(3, "80", "years plus", 36)
+    )
+    rows = learned_tables._rows(learned_tables._merge_flowing_columns(slots), None)
+    assert [[c.text for c in row] for row in rows] == [
+        ["Age groups", "Total"],
+        ["Under 1 year", "1,533"],
+        ["12 - 19 years", "2,533"],
+        ["80 years plus", "3,533"],
+    ]
+    assert rows[0][0].colspan == 1
+
+    figures = [_cell(0, 0, 84, "Population", colspan=2)]
+    for r in range(1, 4):
+        y = 100.0 + 16 * r
+        figures += [
+            learned_tables._Slot(r, 0, words=[((60 - 6 * r, y, 100, y + 12), f"{r}0{r}")]),
+            learned_tables._Slot(r, 1, words=[((104, y, 150, y + 12), f"{r}1{r}")]),
+        ]
+    assert len(learned_tables._merge_flowing_columns(figures)) == len(figures)

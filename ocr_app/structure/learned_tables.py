@@ -16,6 +16,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from ocr_app.structure.table_html import Cell, join_cell_lines
@@ -123,11 +124,16 @@ def _assign(slots: list[_Slot], lines: Sequence[TextLine]) -> None:
         return
     n_rows = max(s.row + s.rowspan for s in boxed)
     middles: dict[int, list[float]] = {}
+    tops: dict[int, list[float]] = {}
+    bottoms: dict[int, list[float]] = {}
     for s in boxed:
         if s.rowspan == 1:
             middles.setdefault(s.row, []).append((s.box[1] + s.box[3]) / 2)
+            tops.setdefault(s.row, []).append(s.box[1])
+            bottoms.setdefault(s.row, []).append(s.box[3])
     rows = sorted(middles)
     centre = {r: sorted(v)[len(v) // 2] for r, v in middles.items()}
+    extent = {r: (sorted(tops[r])[len(tops[r]) // 2], sorted(bottoms[r])[len(bottoms[r]) // 2]) for r in rows}
     bands = [
         (sum((i.box[1] + i.box[3]) / 2 for i in b.items) / len(b.items), b.items) for b in group_rows(lines)
     ]
@@ -138,11 +144,14 @@ def _assign(slots: list[_Slot], lines: Sequence[TextLine]) -> None:
         pairs = [(centre[_nearest(rows, centre, a, b, y)], y) for y, _ in bands]
         a, b = _fit(pairs, a, b)
     for y, items in bands:
-        r = _nearest(rows, centre, a, b, y)
+        # A band inside a row's extent belongs to it (the lines of a tall wrapped row lie far from
+        # its middle, nearer a neighbour's); else the nearest row.
+        inside = [r for r in rows if r in extent and a * extent[r][0] + b <= y <= a * extent[r][1] + b]
+        r = _nearest(inside or rows, centre, a, b, y)
         here = [s for s in boxed if s.row <= r < s.row + s.rowspan] or boxed
-        for ln in items:
-            for run in _runs(line_words(ln), ln.box[3] - ln.box[1]):
-                _place_run(run, here)
+        runs = [run for ln in items for run in _runs(line_words(ln), ln.box[3] - ln.box[1])]
+        for run in _bullets_to_text(runs):
+            _place_run(run, here)
 
 
 def _runs(words: list[tuple[Box, str]], height: float) -> list[list[tuple[Box, str]]]:
@@ -154,6 +163,30 @@ def _runs(words: list[tuple[Box, str]], height: float) -> list[list[tuple[Box, s
         else:
             runs.append([w])
     return runs
+
+
+def _bullets_to_text(runs: list[list[tuple[Box, str]]]) -> list[list[tuple[Box, str]]]:
+    """A run of bullet glyphs joins the text run that follows it on the row (within 3 heights).
+
+    Why: a PDF often sets a bullet in a symbol font, a separate line a tab's width before its text,
+    so it would become a cell of its own (a column of "•" beside the text); its box is set to its
+    text's band so it stays at the head of that line in the cell."""
+    runs = sorted(runs, key=lambda r: r[0][0][0])
+    out: list[list[tuple[Box, str]]] = []
+    k = 0
+    while k < len(runs):
+        run = runs[k]
+        if k + 1 < len(runs) and all(_BULLET_CELL.match(t) for _, t in run):
+            nxt = runs[k + 1]
+            first = nxt[0][0]
+            height = max(first[3] - first[1], 1e-6)
+            if 0 <= first[0] - run[-1][0][2] <= 3 * height:
+                out.append([((b[0], first[1], b[2], first[3]), t) for b, t in run] + nxt)
+                k += 2
+                continue
+        out.append(run)
+        k += 1
+    return out
 
 
 def _place_run(run: list[tuple[Box, str]], cells: list[_Slot]) -> None:
@@ -257,6 +290,9 @@ def read_table(
     _assign(slots, inside)
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
+    else:
+        slots = _merge_flowing_columns(_split_columns(slots, body))
+        slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -295,6 +331,266 @@ def _columns_from_strips(slots: list[_Slot], body: float) -> list[_Slot]:
             parts.setdefault(col, _Slot(sl.row, col, header=sl.header, box=sl.box)).words.append(w)
         out += [parts[c] if c in parts else _Slot(sl.row, c, header=sl.header) for c in range(len(cuts) + 1)]
     return out
+
+
+def _split_columns(slots: list[_Slot], body: float) -> list[_Slot]:
+    """A model column whose words leave a white strip down all its rows is two columns.
+
+    Why: the structure model sees the table scaled to 488 px, where two narrow columns of figures set
+    close together ("Freq. Percent", "15.9 21") look like one; the text layer's words say where each
+    stands. A strip is an x-range at least a body height wide that no word of the column's own cells
+    touches, with words on both sides of it in at least two rows and in most of the column's filled
+    cells. Cells spanning the column span the new one too."""
+    n_cols = max((s.col + s.colspan for s in slots), default=0)
+    c = 0
+    while c < n_cols:
+        cut = _strip_in_column(slots, c, body)
+        if cut is None:
+            c += 1
+            continue
+        out: list[_Slot] = []
+        for s in slots:
+            if s.col == c and s.colspan == 1:
+                left = [w for w in s.words if (w[0][0] + w[0][2]) / 2 < cut]
+                right = [w for w in s.words if (w[0][0] + w[0][2]) / 2 >= cut]
+                s.words = left
+                out += [s, _Slot(s.row, c + 1, s.rowspan, 1, s.header, s.box, right)]
+                continue
+            if s.col > c:
+                s.col += 1
+            elif s.col + s.colspan > c:
+                s.colspan += 1
+            out.append(s)
+        slots = out
+        n_cols += 1
+    return slots
+
+
+_FIGURE = re.compile(r"^[\d.,:;%*+\-–—()$€£/<>=~ ]+$")
+
+
+def _is_figure(s: _Slot) -> bool:
+    text = " ".join(t for _, t in s.words)
+    return bool(text) and any(ch.isdigit() for ch in text) and bool(_FIGURE.match(text))
+
+
+def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
+    """Two header rows whose cells stand one over the other, a line apart, are one row of wrapped cells.
+
+    Why: the structure model often cuts a header cell set on two lines ("to air" / "kg/year") into
+    two rows; the words say they are one cell each: the same columns filled in both rows with the
+    same spans, and every lower cell's first line right under its upper cell's last (a gap under
+    half a line, where rows of a table are set at least a line's padding apart). Only above the
+    first row that holds a figure (the body); a table of words only (names in a grid, set a line
+    apart) has no header to tell from its body and is left alone."""
+    body_at = min((s.row for s in slots if _is_figure(s)), default=0)  # no figures: no header to tell
+    r = 0
+    while r + 1 < body_at:
+        upper = sorted((s for s in slots if s.row == r and s.words), key=lambda s: s.col)
+        lower = sorted((s for s in slots if s.row == r + 1 and s.words), key=lambda s: s.col)
+        if (
+            len(upper) >= 2
+            and [(s.col, s.colspan, s.rowspan) for s in upper] == [(s.col, s.colspan, 1) for s in lower]
+            and all(s.rowspan == 1 for s in upper)
+            and all(_wrapped(a, b) for a, b in zip(upper, lower, strict=True))
+        ):
+            for a, b in zip(upper, lower, strict=True):
+                a.words += b.words
+            gone = {id(s) for s in lower}
+            kept: list[_Slot] = []
+            for s in slots:
+                if id(s) in gone or (s.row == r + 1 and not s.words and s.rowspan == 1):
+                    continue
+                if s.row > r + 1:
+                    s.row -= 1
+                elif s.row + s.rowspan > r + 1:
+                    s.rowspan = max(1, s.rowspan - 1)
+                kept.append(s)
+            slots = kept
+            body_at -= 1
+            continue
+        r += 1
+    return slots
+
+
+def _bands(words: list[tuple[Box, str]]) -> list[tuple[float, list[tuple[Box, str]]]]:
+    """A cell's words in lines: (middle, words), top to bottom."""
+    out: list[tuple[float, list[tuple[Box, str]]]] = []
+    for w in sorted(words, key=lambda w: (w[0][1] + w[0][3]) / 2):
+        mid = (w[0][1] + w[0][3]) / 2
+        if out and abs(mid - out[-1][0]) <= 0.5 * (w[0][3] - w[0][1]):
+            out[-1][1].append(w)
+        else:
+            out.append((mid, [w]))
+    return out
+
+
+def _split_merged_rows(slots: list[_Slot]) -> list[_Slot]:
+    """A model row holding two or more rows of figures is that many rows.
+
+    Why: the model merges body rows set without padding ("0 250 | 39 30 | 5.8 5.9"); where two or
+    more cells hold only figures, one a line, on the same lines, each of those lines is a row. The
+    other cells' lines go to the row whose first line they are level with or below (a wrapped label
+    stays in its row)."""
+    r = 0
+    while r < max((s.row + s.rowspan for s in slots), default=0):
+        cells = [s for s in slots if s.row == r and s.rowspan == 1 and s.words]
+        stacks = []
+        for s in cells:
+            lines = _bands(s.words)
+            if len(lines) >= 2 and all(_FIGURE.match(" ".join(t for _, t in ws)) for _, ws in lines):
+                stacks.append([m for m, _ in lines])
+        k = len(stacks[0]) if stacks else 0
+        height = min((w[0][3] - w[0][1] for s in cells for w in s.words), default=0.0)
+        if (
+            len(stacks) < 2
+            or any(len(m) != k for m in stacks)
+            or any(abs(a - b) > 0.5 * height for m in stacks for a, b in zip(m, stacks[0], strict=True))
+        ):
+            r += 1
+            continue
+        starts = [sum(m[i] for m in stacks) / len(stacks) - 0.5 * height for i in range(k)]
+        out: list[_Slot] = []
+        for s in slots:
+            if s.row == r and s.rowspan == 1:
+                parts = [_Slot(r + i, s.col, 1, s.colspan, s.header, s.box) for i in range(k)]
+                for w in s.words:
+                    mid = (w[0][1] + w[0][3]) / 2
+                    parts[max([i for i in range(k) if mid >= starts[i]], default=0)].words.append(w)
+                out += parts
+                continue
+            if s.row > r:
+                s.row += k - 1
+            elif s.row + s.rowspan > r:
+                s.rowspan += k - 1
+            out.append(s)
+        slots = out
+        r += k
+    return slots
+
+
+def _lift_header_tails(slots: list[_Slot]) -> list[_Slot]:
+    """A header cell's last line that the model put in the first body row goes back up.
+
+    Why: a header cell wrapped over more lines than its neighbours ("number of enterprises" /
+    "(000)") reaches below the model's header row, and its last line lands in the first row of
+    figures ("(000) 2553"). Such a line stands above the row's own line of figures (the top of the
+    row's one-line figure cells), right under the header cell of its column (under half a line),
+    in a cell whose own text below it is a figure."""
+    body_at = min((s.row for s in slots if _is_figure(s)), default=0)
+    if body_at < 1:
+        return slots
+    row = [s for s in slots if s.row == body_at and s.rowspan == 1 and s.words]
+    level = [min(w[0][1] for w in s.words) for s in row if _is_figure(s) and len(_bands(s.words)) == 1]
+    if not level:
+        return slots
+    band_top = min(level)
+    for s in row:
+        lines = _bands(s.words)
+        above = [
+            a
+            for a in slots
+            if a.row + a.rowspan == body_at and a.words and a.col <= s.col < a.col + a.colspan
+        ]
+        if len(lines) < 2 or len(above) != 1:
+            continue
+        tail = [(m, ws) for m, ws in lines if m < band_top]
+        rest = [w for m, ws in lines if m >= band_top for w in ws]
+        if not tail or not rest or not _FIGURE.match(" ".join(t for _, t in rest)):
+            continue
+        height = min(w[0][3] - w[0][1] for w in s.words)
+        if min(w[0][1] for _, ws in tail for w in ws) - max(w[0][3] for w in above[0].words) >= 0.5 * height:
+            continue
+        above[0].words += [w for _, ws in tail for w in ws]
+        s.words = rest
+    return slots
+
+
+def _wrapped(upper: _Slot, lower: _Slot) -> bool:
+    """Whether ``lower``'s words continue ``upper``'s text on the next line of one cell."""
+    bottom = max(w[0][3] for w in upper.words)
+    top = min(w[0][1] for w in lower.words)
+    height = sorted(w[0][3] - w[0][1] for w in upper.words + lower.words)[0]
+    return -0.5 * height <= top - bottom < 0.5 * height
+
+
+def _merge_flowing_columns(slots: list[_Slot]) -> list[_Slot]:
+    """Two model columns under one spanning header that the words read across are one column.
+
+    Why: the model sometimes cuts a column of labels in two ("Under | 1 year", "12 - | 19 years")
+    under a header cell spanning both. A column boundary lines something up; here every row's text
+    runs on across it (less than a cell gap: one run of words), and neither the left part's right
+    edges nor the right part's edges line up, so the cut is not a column of the page."""
+    n_cols = max((s.col + s.colspan for s in slots), default=0)
+    c = 0
+    while c + 1 < n_cols:
+        if not _flows_across(slots, c):
+            c += 1
+            continue
+        out: list[_Slot] = []
+        by_row = {s.row: s for s in slots if s.col == c and s.colspan == 1}
+        for s in slots:
+            if s.col == c + 1 and s.colspan == 1:
+                by_row[s.row].words += s.words
+                continue
+            if s.col > c + 1:
+                s.col -= 1
+            elif s.col <= c < c + 1 < s.col + s.colspan:
+                s.colspan -= 1
+            out.append(s)
+        slots = out
+        n_cols -= 1
+    return slots
+
+
+def _flows_across(slots: Sequence[_Slot], c: int) -> bool:
+    left = {s.row: s for s in slots if s.col == c and s.colspan == 1}
+    right = {s.row: s for s in slots if s.col == c + 1 and s.colspan == 1}
+    if any(s.col == c + 1 and s.colspan > 1 for s in slots) or set(left) != set(right):
+        return False
+    if any(left[r].rowspan != right[r].rowspan for r in left):
+        return False
+    if not any(s.colspan > 1 and s.col <= c and c + 1 < s.col + s.colspan and s.words for s in slots):
+        return False
+    pairs = [(left[r].words, right[r].words) for r in left if left[r].words and right[r].words]
+    if len(pairs) < 3:
+        return False
+    height = min(w[0][3] - w[0][1] for a, b in pairs for w in a + b)
+    if any(min(w[0][0] for w in b) - max(w[0][2] for w in a) >= 0.6 * height for a, b in pairs):
+        return False
+
+    def lined_up(values: list[float]) -> bool:
+        return max(values) - min(values) < 0.5 * height
+
+    return not (
+        lined_up([max(w[0][2] for w in a) for a, _ in pairs])
+        or lined_up([min(w[0][0] for w in b) for _, b in pairs])
+        or lined_up([max(w[0][2] for w in b) for _, b in pairs])
+    )
+
+
+def _strip_in_column(slots: Sequence[_Slot], c: int, body: float) -> float | None:
+    """The middle of the widest white strip down column ``c`` (see ``_split_columns``), or None."""
+    cells = [s for s in slots if s.col == c and s.colspan == 1 and s.words]
+    if len(cells) < 3:
+        return None
+    spans = sorted((w[0][0], w[0][2]) for s in cells for w in s.words)
+    best: tuple[float, float] | None = None
+    reach = spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - reach >= body and (best is None or x0 - reach > best[1] - best[0]):
+            best = (reach, x0)
+        reach = max(reach, x1)
+    if best is None:
+        return None
+    cut = (best[0] + best[1]) / 2
+    both = sum(
+        1
+        for s in cells
+        if any((w[0][0] + w[0][2]) / 2 < cut for w in s.words)
+        and any((w[0][0] + w[0][2]) / 2 >= cut for w in s.words)
+    )
+    return cut if both >= 2 and both * 2 > len(cells) else None
 
 
 def _covers(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -347,11 +643,14 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
 
 
 PROSE_WORDS = 8  # a row of one piece with this many words, across most of the region, is a sentence
+_WORD = re.compile(r"[^\W\d_]{2}")  # a word, not a figure: two letters in a row (a monospaced row of
+# figures is one piece of many "words" too)
 
 
 def _trim_prose(held: list[TextLine]) -> list[TextLine]:
     """Rows of prose at the top or bottom of a region (a paragraph or caption the box reached into)
-    are not the table's: one piece a row, a sentence long, across most of the region's width."""
+    are not the table's: one piece a row, a sentence long (counted in words, not figures), across
+    most of the region's width."""
     from ocr_app.schema import union_box
     from ocr_app.structure.lines import group_rows
 
@@ -364,7 +663,7 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
     def prose(row) -> bool:
         return (
             len(row.items) == 1
-            and len(row.items[0].text.split()) >= PROSE_WORDS
+            and sum(1 for w in row.items[0].text.split() if _WORD.search(w)) >= PROSE_WORDS
             and (row.box[2] - row.box[0]) >= 0.6 * width
         )
 
@@ -414,18 +713,75 @@ def tables_in_regions(
         snapped = snap(region, rest)
         if snapped is None:
             continue
-        box, held = snapped
-        table = read_table(image, box, held, model=model, body=body, join=join)
-        other = rules(held) if rules else None
-        if other is not None and (table is None or _covers(shape(other[0]), shape(table.rows))):
-            table = LearnedTable(box, other[0], other[1], other[2])
-        if table is None:
-            logger.debug("region %s: the model's cells do not hold its words in a grid", region)
-            continue
-        tables.append(table)
-        taken = {id(ln) for ln in table.lines}
-        rest = [ln for ln in rest if id(ln) not in taken]
+        for box, held in _stacked(*snapped):
+            table = _read_part(image, box, held, model=model, body=body, join=join, rules=rules)
+            if table is None:
+                logger.debug("region %s: the model's cells do not hold its words in a grid", box)
+                continue
+            tables.append(table)
+            taken = {id(ln) for ln in table.lines}
+            rest = [ln for ln in rest if id(ln) not in taken]
     return tables, rest
+
+
+def _read_part(
+    image: Image.Image,
+    box: Box,
+    held: list[TextLine],
+    *,
+    model: TableStructureModel | None,
+    body: float,
+    join: Callable[[str, str], str] | None,
+    rules: Rules | None,
+) -> LearnedTable | None:
+    table = read_table(image, box, held, model=model, body=body, join=join)
+    other = rules(held) if rules else None
+    if other is not None and (table is None or _covers(shape(other[0]), shape(table.rows))):
+        table = LearnedTable(box, other[0], other[1], other[2])
+    return table
+
+
+_LETTERS = re.compile(r"[^0-9a-z]+")
+HEAD_ROWS = 3  # a repeated header is looked for among a region's first rows (a caption may come first)
+STACK_GAP = 1.5  # × the region's median gap between rows: the white space that ends one table
+
+
+def _stacked(box: Box, held: list[TextLine]) -> list[tuple[Box, list[TextLine]]]:
+    """A region the layout model boxed over tables set one under the other → one part per table.
+
+    Why: the model boxes two tables a little apart as one, and the structure model then reads one
+    grid for both (the second's header becomes a body row, its rows drift). A table does not repeat
+    its header row in its body: a row of words (no figures) that repeats one of the region's first
+    rows, after a gap wider than the rows' usual gap, starts the next table."""
+    from ocr_app.schema import union_box
+    from ocr_app.structure.layout import group_rows
+
+    rows = sorted(group_rows(held), key=lambda r: r.box[1])
+    if len(rows) < 4:
+        return [(box, held)]
+
+    def key(row) -> str:
+        return _LETTERS.sub("", " ".join(i.text for i in sorted(row.items, key=lambda i: i.box[0])).lower())
+
+    gaps = [max(b.box[1] - a.box[3], 0.0) for a, b in pairwise(rows)]
+    usual = sorted(gaps)[len(gaps) // 2]
+    heads = [key(r) for r in rows[:HEAD_ROWS]]
+    cuts = [
+        k
+        for k in range(2, len(rows) - 1)
+        if key(rows[k])
+        and key(rows[k]) in heads[: k - 1]
+        and not any(ch.isdigit() for ch in key(rows[k]))
+        and gaps[k - 1] > max(STACK_GAP * usual, 0.0)
+    ]
+    if not cuts:
+        return [(box, held)]
+    parts = []
+    for a, b in zip([0, *cuts], [*cuts, len(rows)], strict=True):
+        lines = [i for r in rows[a:b] for i in r.items]
+        parts.append((union_box([ln.box for ln in lines]), lines))
+    logger.debug("region %s: %d tables one under the other", box, len(parts))
+    return parts
 
 
 def worth_looking(lines: Sequence[TextLine], body: float, *, drawn: bool) -> bool:
