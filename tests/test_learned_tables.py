@@ -163,7 +163,7 @@ def test_a_first_column_of_bullet_glyphs_is_a_list_not_a_table():
 
 # --- round 2 of issue 30: regions over two tables, prose trimming, tall rows, bullets -------------
 def _row_lines(y: float, cells: list[tuple[float, str]], h: float = 12.0) -> list:
-    from ocr_app.structure.layout import TextLine
+    from ocr_app.structure.lines import TextLine
 
     return [TextLine(text, (x, y, x + 7.0 * len(text), y + h), h) for x, text in cells]
 

@@ -754,7 +754,7 @@ def _stacked(box: Box, held: list[TextLine]) -> list[tuple[Box, list[TextLine]]]
     its header row in its body: a row of words (no figures) that repeats one of the region's first
     rows, after a gap wider than the rows' usual gap, starts the next table."""
     from ocr_app.schema import union_box
-    from ocr_app.structure.layout import group_rows
+    from ocr_app.structure.lines import group_rows
 
     rows = sorted(group_rows(held), key=lambda r: r.box[1])
     if len(rows) < 4:
