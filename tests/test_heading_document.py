@@ -65,6 +65,25 @@ def test_a_running_head_that_names_the_current_section_is_no_heading(tmp_path, e
     assert all("Line 0 of page" in md for md in pages)  # the first body line is no running line
 
 
+def test_a_two_page_documents_running_header_is_no_heading(tmp_path, engine):
+    """Two pages are too few to count repeats on three; the same bold line in the same place at the
+    top of both pages is still the document's running header, not a heading on each page."""
+    doc = pymupdf.open()
+    for k, title in enumerate(["Sales grew in every region", "Outlook for next year"]):
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((56, 40), "ACME Quarterly Report 2024", fontsize=11, fontname="hebo")
+        page.insert_text((56, 100), title, fontsize=16, fontname="hebo")
+        for j in range(20):
+            page.insert_text(
+                (56, 130 + 14 * j), f"Line {j} of page {k + 1} runs on in the body face.", fontsize=10
+            )
+    pdf = tmp_path / "two.pdf"
+    doc.save(pdf)
+    pages = _pages_md(engine, pdf)
+    assert [_headings(md) for md in pages] == [["Sales grew in every region"], ["Outlook for next year"]]
+    assert not any("ACME" in md for md in pages)  # a page header: in the JSON, not the Markdown body
+
+
 def test_slide_titles_in_one_place_on_every_slide_stay_headings(tmp_path, engine):
     """Each slide's title stands in the same place and size; its text is new on each slide."""
     titles = ["Agenda", "Market overview", "Our product", "Pricing", "Roadmap", "Questions"]

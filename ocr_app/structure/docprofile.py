@@ -279,6 +279,17 @@ def build_profile(
     running: set[tuple[str, str]] = set()
     if len(indices) >= MIN_REPEATS:
         running = {key for key, pages in seen.items() if len(pages) >= MIN_REPEATS and key[1]}
+    elif len(pages) == 2:
+        # A two-page document: a line on both pages at the same edge, in the same place and size, is
+        # its running header or footer (a letterhead, "Quarterly report 2024" over both pages).
+        running = {
+            key
+            for key, on in seen.items()
+            if len(on) == 2
+            and key[1]
+            and max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE
+            and max(z for _, z in placed[key]) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
+        }
     slots = {
         (
             round(statistics.median(m for m, _ in placed[key]), 4),
