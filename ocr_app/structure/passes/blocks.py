@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -99,17 +100,21 @@ def _section_units(
     return units, typical_gap, isolated, leads
 
 
+_ORDINAL_END = re.compile(r"\b(?:[IVXLC]{1,5}|[A-Z])$")  # "PART IV", "Appendix B": a numbered label
+
+
 def kicker(cur: Pending, row: Row, text: str, level: int, gap: float) -> bool:
     """Whether the open one-line heading ``cur`` is a kicker: a short line in a much smaller type set
     right above a larger heading over the same column ("CASE STUDY" over a slide's title). It labels
-    the title; the title heads the section. A numbered line ("Chapter 3", "2.1") keeps its heading."""
+    the title; the title heads the section. A numbered line ("Chapter 3", "PART IV", "2.1") keeps its
+    heading."""
     last = cur.last
     if cur.kind != "heading" or last is None or len(cur.boxes) != 1 or cur.level <= level:
         return False
     first = cur.parts[0]
-    numbered = bool(SECTION_NUMBER.match(first) or NUMBERED_HEADING.match(first)) or any(
-        c.isdigit() for c in first
-    )
+    numbered = bool(
+        SECTION_NUMBER.match(first) or NUMBERED_HEADING.match(first) or _ORDINAL_END.search(first)
+    ) or any(c.isdigit() for c in first)
     return (
         not numbered
         and len(first.split()) <= 5
