@@ -26,7 +26,11 @@ from ocr_app.structure.lines import DocStyle, LayoutConfig, Row, Table, in_margi
 from ocr_app.structure.numbering import numbered_level
 from ocr_app.structure.paragraphs import list_marker
 
-CAPTION = re.compile(r"^\[?(?:table|figure|fig\.|chart|scheme|표|그림|図|表)\s*[\d.\-]+\]?(?:[.:\s]|$)", re.I)
+# "Table 3:", "Fig. 2.", "Figure S1", "Table A.2", "TABLE IV" (roman, as IEEE sets them), "[표 1]".
+CAPTION = re.compile(
+    r"^\[?(?:table|figure|fig\.|chart|scheme|표|그림|図|表)\s*(?:(?-i:[A-Z])?\.?\d[\d.\-]*[a-z]?|(?-i:[IVXLC]{1,6}))\]?(?:[.:\s]|$)",
+    re.I,
+)
 
 NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1,4}\.)\s+\S")
 # Section numbers that a list item does not use: several levels ("2.1", "2-5", "1.2.3.") or a number
