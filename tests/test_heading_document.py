@@ -65,6 +65,23 @@ def test_a_running_head_that_names_the_current_section_is_no_heading(tmp_path, e
     assert all("Line 0 of page" in md for md in pages)  # the first body line is no running line
 
 
+def test_the_first_row_of_a_long_table_at_each_pages_top_is_no_running_line(tmp_path, engine):
+    """A table running over pages puts a row in the same place at the top of each page, and its cells
+    repeat from page to page: several pieces a page are a table's row, not a running head."""
+    firsts = [("Alder", "Active", "North"), ("Birch", "Closed", "South")]
+    doc = pymupdf.open()
+    for k in range(4):
+        page = doc.new_page(width=595, height=842)
+        for j in range(30):
+            cells = firsts[k // 2] if j == 0 else (f"Tree {k}-{j}", f"State {j}", f"Zone {k}{j}")
+            for x, cell in zip((56, 250, 420), cells, strict=True):
+                page.insert_text((x, 95 + 16 * j), cell, fontsize=10)
+    pdf = tmp_path / "long_table.pdf"
+    doc.save(pdf)
+    for k, md in enumerate(_pages_md(engine, pdf)):
+        assert all(cell in md for cell in firsts[k // 2]), md
+
+
 def test_a_two_page_documents_running_header_is_no_heading(tmp_path, engine):
     """Two pages are too few to count repeats on three; the same bold line in the same place at the
     top of both pages is still the document's running header, not a heading on each page."""

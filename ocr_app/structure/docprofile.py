@@ -117,10 +117,11 @@ def _running_slots(
     """Places near an edge whose lines run from page to page although their text changes (a running
     head that names the current chapter): ``placed`` holds (edge, middle, size, running key, page,
     size in points) of every edge-band line of the sample. Lines are grouped by edge, place and size;
-    a group on at least ``MIN_REPEATS`` pages whose texts repeat (``MAX_DISTINCT_SHARE``), set no
-    larger than ``MAX_RUNNING_RATIO`` × the body, is a running place. A page's first body line stands
-    in one place too, but its text is new on every page; so are a slide deck's titles, which are also
-    larger."""
+    a group on at least ``MIN_REPEATS`` pages whose texts repeat (``MAX_DISTINCT_SHARE``), at most two
+    pieces a page (a head and its page number), set no larger than ``MAX_RUNNING_RATIO`` × the body,
+    is a running place. A page's first body line stands in one place too, but its text is new on every
+    page; so are a slide deck's titles, which are also larger; a long table's first row on each page
+    has more pieces."""
     if pages < MIN_REPEATS:
         return ()
     groups: list[list[tuple[str, float, float, str, int, float]]] = []
@@ -144,6 +145,7 @@ def _running_slots(
         distinct = len({key for _, key in texts})
         if (
             on_pages < MIN_REPEATS
+            or len(group) > 2 * on_pages  # several pieces a page: a table's first row, not a running head
             or distinct > MAX_DISTINCT_SHARE * len(texts)
             or statistics.median(e[5] for e in group) > MAX_RUNNING_RATIO * body
         ):
