@@ -82,6 +82,28 @@ def test_the_first_row_of_a_long_table_at_each_pages_top_is_no_running_line(tmp_
         assert all(cell in md for cell in firsts[k // 2]), md
 
 
+def test_a_cell_value_repeated_at_every_pages_top_is_no_running_line(tmp_path, engine):
+    """A long table's rows reach into the top margin band of every page, and its cell values
+    ("Active", "North") stand there on every page, but just as often further down: they are the
+    table's text, not running lines, and the row they stand in keeps all its cells."""
+    names = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Juniper", "Larch"]
+    doc = pymupdf.open()
+    for k in range(4):
+        page = doc.new_page(width=595, height=842)
+        for j in range(30):
+            y = 60 + 16 * j
+            page.insert_text(
+                (56, y), f"{names[(k * 3 + j) % len(names)]} {chr(65 + k)}{chr(65 + j % 26)}", fontsize=10
+            )
+            page.insert_text((250, y), ["Active", "Closed"][j % 2], fontsize=10)
+            page.insert_text((420, y), ["North", "South", "East"][j % 3], fontsize=10)
+    pdf = tmp_path / "cells.pdf"
+    doc.save(pdf)
+    for k, md in enumerate(_pages_md(engine, pdf)):
+        first = f"{names[(k * 3) % len(names)]} {chr(65 + k)}A"
+        assert f"<td>{first}</td><td>Active</td><td>North</td>" in md, md
+
+
 def test_a_two_page_documents_running_header_is_no_heading(tmp_path, engine):
     """Two pages are too few to count repeats on three; the same bold line in the same place at the
     top of both pages is still the document's running header, not a heading on each page."""

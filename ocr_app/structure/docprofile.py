@@ -219,6 +219,7 @@ def build_profile(
     seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
     placed: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
     at_edges: list[tuple[str, float, float, str, int, float]] = []  # see _running_slots
+    inside: collections.Counter[str] = collections.Counter()  # running keys of the lines between the bands
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
     indices = _sample(doc.page_count)
@@ -236,7 +237,9 @@ def build_profile(
             page_sizes[size] += n
             texts.append(ln.text)
             edge = edge_of(ln.box, height)
-            if edge is not None:
+            if edge is None:
+                inside[running_key(ln.text)] += 1
+            else:
                 seen[(edge, running_key(ln.text))].add(index)
                 placed[(edge, running_key(ln.text))].append(
                     ((ln.box[1] + ln.box[3]) / 2 / height, ln.size / height)
@@ -278,9 +281,18 @@ def build_profile(
                 outline.setdefault(key, int(level))
     except Exception as exc:  # a broken outline must not cost the text
         logger.debug("outline unreadable: %s", exc)
+
+    def body_word(key: tuple[str, str], on: set[int]) -> bool:
+        """A text that stands as a line of its own between the bands at least as often as at the edge:
+        a table's cell value ("Active", "North") that a long table puts at the top of its pages too,
+        not a running head. Numbers (page numbers) are exempt: tables hold numbers everywhere."""
+        return any(c.isalpha() for c in key[1]) and inside[key[1]] >= len(on)
+
     running: set[tuple[str, str]] = set()
     if len(indices) >= MIN_REPEATS:
-        running = {key for key, pages in seen.items() if len(pages) >= MIN_REPEATS and key[1]}
+        running = {
+            key for key, on in seen.items() if len(on) >= MIN_REPEATS and key[1] and not body_word(key, on)
+        }
     elif len(pages) == 2:
         # A two-page document: a line on both pages at the same edge, in the same place and size, is
         # its running header or footer (a letterhead, "Quarterly report 2024" over both pages).
@@ -289,6 +301,7 @@ def build_profile(
             for key, on in seen.items()
             if len(on) == 2
             and key[1]
+            and not body_word(key, on)
             and max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE
             and max(z for _, z in placed[key]) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
         }
