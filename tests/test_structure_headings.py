@@ -129,3 +129,14 @@ def test_a_panel_lead_is_a_heavier_run_over_two_lighter_lines_at_its_left_edge()
     panel = frozenset(id(ln) for ln in [lead, *body])
     assert panel_leads(rows, panel) == {id(rows[0])}
     assert panel_leads(rows[:2], panel) == set()  # one lighter line after it: a tagline, not a lead
+
+
+@pytest.mark.parametrize(
+    "text", ["TABLE IV", "Figure S1. Sampling sites", "Table A.2 Codes", "Scheme 2. Scope"]
+)
+def test_captions_numbered_by_letters_or_roman_numerals_are_not_headings(text):
+    assert heading_level(_row(text, 12.0, weight=700), BODY, CONFIG, STYLE) == 0
+
+
+def test_a_title_named_like_a_caption_word_is_still_a_heading():
+    assert heading_level(_row("Table of Contents", 14.0, weight=700), BODY, CONFIG, STYLE) == 2

@@ -31,6 +31,13 @@ EDGE = EDGE_BAND  # top / bottom fraction of the page where running headers and 
 MIN_REPEATS = 3  # pages a running line must appear on
 SLOT_TOLERANCE = 0.006  # of the page height (5 pt on A4): a line this near a running header's place
 SLOT_SIZE_TOLERANCE = 0.06  # and its size within 6 % of the header's stands where the headers stand
+# A place near an edge that holds a line on ≥ MIN_REPEATS pages, in one size, whose texts repeat from
+# page to page (at most this share of them distinct: a book's running head names its chapter or
+# section for several pages) is a running header or footer whatever its text. A slide deck's titles
+# stand in one place too, but each slide has its own.
+MAX_DISTINCT_SHARE = 0.67
+MAX_RUNNING_RATIO = 1.3
+MAX_HEADINGS_PER_PAGE = 4  # a heading style's lines per page, on average, at most
 MIN_HEADING_RATIO = 1.12  # sizes at least this much larger than the body are heading sizes
 TITLE_RATIO = 1.9  # a heading this much larger than the body is a title ("#"); else levels start at "##"
 _ROMAN = re.compile(r"^[ivxlcdm]+$")
@@ -63,6 +70,8 @@ class DocumentProfile:
     pages: int = 0
     # Where the running headers stand: (middle, size), both as fractions of the page height.
     header_slots: tuple[tuple[float, float], ...] = ()
+    # Places near an edge whose lines are running lines whatever their text: (edge, middle, size).
+    running_slots: tuple[tuple[str, float, float], ...] = ()
 
     def style_at(self, scale: float) -> DocStyle:
         """The style in the pixels of a page rendered at ``scale`` pixels per point."""
@@ -70,6 +79,7 @@ class DocumentProfile:
             self.style,
             body_size=self.style.body_size * scale,
             heading_sizes=tuple(s * scale for s in self.style.heading_sizes),
+            heading_styles=tuple((s * scale, w, f) for s, w, f in self.style.heading_styles),
         )
 
     def is_running(self, line: TextLine, height: float) -> str | None:
@@ -82,9 +92,12 @@ class DocumentProfile:
             return None
         if (edge, running_key(line.text)) in self.running:
             return edge
-        if edge == "top" and height > 0:
+        if height > 0:
             middle, size = (line.box[1] + line.box[3]) / 2 / height, line.size / height
-            for slot_middle, slot_size in self.header_slots:
+            slots = [(m, z) for e, m, z in self.running_slots if e == edge]
+            if edge == "top":
+                slots += self.header_slots
+            for slot_middle, slot_size in slots:
                 near = abs(middle - slot_middle) <= SLOT_TOLERANCE
                 if near and abs(size - slot_size) <= SLOT_SIZE_TOLERANCE * slot_size:
                     return edge
@@ -96,6 +109,55 @@ def _sample(count: int, limit: int = MAX_PAGES) -> list[int]:
         return list(range(count))
     step = count / limit
     return sorted({int(k * step) for k in range(limit)})
+
+
+def _running_slots(
+    placed: list[tuple[str, float, float, str, int, float]], pages: int, body: float
+) -> tuple[tuple[str, float, float], ...]:
+    """Places near an edge whose lines run from page to page although their text changes (a running
+    head that names the current chapter): ``placed`` holds (edge, middle, size, running key, page,
+    size in points) of every edge-band line of the sample. Lines are grouped by edge, place and size;
+    a group on at least ``MIN_REPEATS`` pages whose texts repeat (``MAX_DISTINCT_SHARE``), at most two
+    pieces a page (a head and its page number), set no larger than ``MAX_RUNNING_RATIO`` × the body,
+    is a running place. A page's first body line stands in one place too, but its text is new on every
+    page; so are a slide deck's titles, which are also larger; a long table's first row on each page
+    has more pieces."""
+    if pages < MIN_REPEATS:
+        return ()
+    groups: list[list[tuple[str, float, float, str, int, float]]] = []
+    for entry in sorted(placed, key=lambda e: (e[0], e[1])):
+        edge, middle, size = entry[:3]
+        for group in groups:
+            first = group[0]
+            if (
+                first[0] == edge
+                and abs(first[1] - middle) <= SLOT_TOLERANCE
+                and abs(first[2] - size) <= SLOT_SIZE_TOLERANCE * first[2]
+            ):
+                group.append(entry)
+                break
+        else:
+            groups.append([entry])
+    slots: list[tuple[str, float, float]] = []
+    for group in groups:
+        texts = {(e[4], e[3]) for e in group}  # (page, key)
+        on_pages = len({page for page, _ in texts})
+        distinct = len({key for _, key in texts})
+        if (
+            on_pages < MIN_REPEATS
+            or len(group) > 2 * on_pages  # several pieces a page: a table's first row, not a running head
+            or distinct > MAX_DISTINCT_SHARE * len(texts)
+            or statistics.median(e[5] for e in group) > MAX_RUNNING_RATIO * body
+        ):
+            continue
+        slots.append(
+            (
+                group[0][0],
+                round(statistics.median(e[1] for e in group), 4),
+                round(statistics.median(e[2] for e in group), 5),
+            )
+        )
+    return tuple(sorted(slots))
 
 
 def _weighted_mode(values: collections.Counter) -> float:
@@ -118,6 +180,34 @@ def _heading_candidates(pages: list[tuple[float, list[TextLine]]], style: DocSty
                 yield bold_level, text
 
 
+def _heading_styles(
+    pages: list[tuple[float, list[TextLine]]], style: DocStyle
+) -> tuple[tuple[float, int, str], ...]:
+    """(size, weight, font) of the document's heading styles, in which a line ending in a colon
+    ("Requirements:") is a heading too: styles that the style rules mark as headings
+    (``_heading_candidates``), set on lines ending in no punctuation, on at least two pages and
+    sparsely (``MAX_HEADINGS_PER_PAGE``): a cover's list of authors in bold is no heading style, and a
+    style seen on one page only cannot tell a heading from a label (a flyer's "For more information:"
+    set a little larger over an address)."""
+    seen: dict[tuple[float, int, str], list[int]] = collections.defaultdict(list)
+    for number, (_, lines) in enumerate(pages):
+        for ln in lines:
+            text = ln.text.strip()
+            if len(text) > 100 or not text[-1:].isalnum() or sum(c.isalpha() for c in text) < 2:
+                continue
+            weight = ln.weight or (700 if ln.bold else 400)
+            ratio = ln.size / style.body_size
+            if ratio >= MIN_HEADING_RATIO or (weight >= style.body_weight + 150 and ratio >= 0.75):
+                seen[(round(ln.size * 2) / 2, weight, ln.font)].append(number)
+    return tuple(
+        sorted(
+            key
+            for key, on in seen.items()
+            if len(set(on)) >= 2 and len(on) <= MAX_HEADINGS_PER_PAGE * len(set(on))
+        )
+    )
+
+
 def build_profile(
     doc: pymupdf.Document, extract: Extract, skip: Callable[[pymupdf.Page], bool] | None = None
 ) -> DocumentProfile:
@@ -128,6 +218,8 @@ def build_profile(
     fonts: collections.Counter[str] = collections.Counter()
     seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
     placed: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
+    at_edges: list[tuple[str, float, float, str, int, float]] = []  # see _running_slots
+    inside: collections.Counter[str] = collections.Counter()  # running keys of the lines between the bands
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
     indices = _sample(doc.page_count)
@@ -145,11 +237,16 @@ def build_profile(
             page_sizes[size] += n
             texts.append(ln.text)
             edge = edge_of(ln.box, height)
-            if edge is not None:
+            if edge is None:
+                inside[running_key(ln.text)] += 1
+            else:
                 seen[(edge, running_key(ln.text))].add(index)
                 placed[(edge, running_key(ln.text))].append(
                     ((ln.box[1] + ln.box[3]) / 2 / height, ln.size / height)
                 )
+                if height > 0 and running_key(ln.text):
+                    middle = (ln.box[1] + ln.box[3]) / 2 / height
+                    at_edges.append((edge, middle, ln.size / height, running_key(ln.text), index, ln.size))
         pages.append((_weighted_mode(page_sizes), lines))
     body = _weighted_mode(sizes) or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
@@ -184,9 +281,30 @@ def build_profile(
                 outline.setdefault(key, int(level))
     except Exception as exc:  # a broken outline must not cost the text
         logger.debug("outline unreadable: %s", exc)
+
+    def body_word(key: tuple[str, str], on: set[int]) -> bool:
+        """A text that stands as a line of its own between the bands at least as often as at the edge:
+        a table's cell value ("Active", "North") that a long table puts at the top of its pages too,
+        not a running head. Numbers (page numbers) are exempt: tables hold numbers everywhere."""
+        return any(c.isalpha() for c in key[1]) and inside[key[1]] >= len(on)
+
     running: set[tuple[str, str]] = set()
     if len(indices) >= MIN_REPEATS:
-        running = {key for key, pages in seen.items() if len(pages) >= MIN_REPEATS and key[1]}
+        running = {
+            key for key, on in seen.items() if len(on) >= MIN_REPEATS and key[1] and not body_word(key, on)
+        }
+    elif len(pages) == 2:
+        # A two-page document: a line on both pages at the same edge, in the same place and size, is
+        # its running header or footer (a letterhead, "Quarterly report 2024" over both pages).
+        running = {
+            key
+            for key, on in seen.items()
+            if len(on) == 2
+            and key[1]
+            and not body_word(key, on)
+            and max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE
+            and max(z for _, z in placed[key]) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
+        }
     slots = {
         (
             round(statistics.median(m for m, _ in placed[key]), 4),
@@ -204,7 +322,11 @@ def build_profile(
         first_level=1 if heading_sizes and heading_sizes[0] >= TITLE_RATIO * body else 2,
         body_font=fonts.most_common(1)[0][0] if fonts else "",
     )
-    style = replace(style, depth_bases=depth_bases(_heading_candidates(pages, style)))
+    style = replace(
+        style,
+        depth_bases=depth_bases(_heading_candidates(pages, style)),
+        heading_styles=_heading_styles(pages, style),
+    )
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",
         body,
@@ -214,5 +336,9 @@ def build_profile(
         len(outline),
     )
     return DocumentProfile(
-        style=style, running=running, pages=doc.page_count, header_slots=tuple(sorted(slots))
+        style=style,
+        running=running,
+        pages=doc.page_count,
+        header_slots=tuple(sorted(slots)),
+        running_slots=_running_slots(at_edges, len(pages), body),
     )

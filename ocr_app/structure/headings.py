@@ -26,7 +26,11 @@ from ocr_app.structure.lines import DocStyle, LayoutConfig, Row, Table, in_margi
 from ocr_app.structure.numbering import numbered_level
 from ocr_app.structure.paragraphs import list_marker
 
-_CAPTION = re.compile(r"^\[?(?:table|figure|fig\.|chart|표|그림|図|表)\s*[\d.\-]+\]?(?:[.:\s]|$)", re.I)
+# "Table 3:", "Fig. 2.", "Figure S1", "Table A.2", "TABLE IV" (roman, as IEEE sets them), "[표 1]".
+CAPTION = re.compile(
+    r"^\[?(?:table|figure|fig\.|chart|scheme|표|그림|図|表)\s*(?:(?-i:[A-Z])?\.?\d[\d.\-]*[a-z]?|(?-i:[IVXLC]{1,6}))\]?(?:[.:\s]|$)",
+    re.I,
+)
 
 NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1,4}\.)\s+\S")
 # Section numbers that a list item does not use: several levels ("2.1", "2-5", "1.2.3.") or a number
@@ -149,7 +153,7 @@ def _styled_heading_level(
     """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
     document's distinct heading sizes), short lines set heavier than the body text, and short
     isolated italic lines at body size (run-in section titles of handbooks)."""
-    if _CAPTION.match(text) or _ADDRESS.fullmatch(text.strip()):
+    if CAPTION.match(text) or _ADDRESS.fullmatch(text.strip()):
         return 0  # "Table 1:", "[표 1]", "Figure 3-1": captions; web and e-mail addresses
     smallest = min(i.size for i in row.items)
     if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
@@ -175,6 +179,17 @@ def _styled_heading_level(
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
         return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
+    fonts = {i.font for i in row.items}
+    styled = len(fonts) == 1 and style.in_heading_style(row.size, row.weight, fonts.pop())
+    if (
+        text.endswith(":")
+        and styled
+        and len(text.split()) <= config.max_lead_in_words
+        and (heavier or ratio >= config.styled_heading_ratio)
+    ):
+        # Set like the document's other headings ("Requirements:" in the section titles' size and
+        # weight): the style says heading, whatever its last character.
+        text = text.rstrip(":").rstrip()
     if text.endswith(":") and ratio < config.heading_ratio:
         # A bold lead-in at body size on its own line ("Steps for Using the Microscope:") heads what
         # follows; one set a little larger ("For more information:" over an address) is a label.

@@ -67,6 +67,17 @@ class DocStyle:
     # level → the smallest numbering depth set at it, where headings of several depths share a
     # level by size and weight ("2.1" and "2.1.3" both bold at body size): ``numbering``.
     depth_bases: dict[int, int] = field(default_factory=dict)
+    # (size, weight, font) of the document's lines that read as headings without a colon (larger or
+    # heavier than the body, short, ending in no punctuation): a line ending in ":" set in one of these
+    # is a heading in the document's own heading style, not a label.
+    heading_styles: tuple[tuple[float, int, str], ...] = ()
+
+    def in_heading_style(self, size: float, weight: int, font: str) -> bool:
+        """Whether a line of this size, weight and font is set like the document's other headings."""
+        return any(
+            abs(size - s) <= 0.03 * s and weight == w and (font == f or not font or not f)
+            for s, w, f in self.heading_styles
+        )
 
     def level_for_size(self, size: float) -> int:
         """Level of the nearest heading size at or below ``size`` (bigger = higher)."""

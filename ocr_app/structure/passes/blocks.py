@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ocr_app.schema import Block, union_box
 from ocr_app.structure.headings import (
+    CAPTION,
     NUMBERED_HEADING,
     SECTION_NUMBER,
     RowContext,
@@ -98,6 +100,31 @@ def _section_units(
     return units, typical_gap, isolated, leads
 
 
+_ORDINAL_END = re.compile(r"\b(?:[IVXLC]{1,5}|[A-Z])$")  # "PART IV", "Appendix B": a numbered label
+
+
+def kicker(cur: Pending, row: Row, text: str, level: int, gap: float) -> bool:
+    """Whether the open one-line heading ``cur`` is a kicker: a short line in a much smaller type set
+    right above a larger heading over the same column ("CASE STUDY" over a slide's title). It labels
+    the title; the title heads the section. A numbered line ("Chapter 3", "PART IV", "2.1") keeps its
+    heading."""
+    last = cur.last
+    if cur.kind != "heading" or last is None or len(cur.boxes) != 1 or cur.level <= level:
+        return False
+    first = cur.parts[0]
+    numbered = bool(
+        SECTION_NUMBER.match(first) or NUMBERED_HEADING.match(first) or _ORDINAL_END.search(first)
+    ) or any(c.isdigit() for c in first)
+    return (
+        not numbered
+        and len(first.split()) <= 5
+        and last.size <= 0.6 * row.size
+        and gap <= row.size
+        and min(last.box[2], row.box[2]) > max(last.box[0], row.box[0])
+        and not SECTION_NUMBER.match(text)
+    )
+
+
 class _SectionBlocks:
     """Rows of one section → blocks: paragraphs (lines joined, line-end hyphens mended), headings,
     list items (nested by indentation), code blocks and tables, one open block at a time."""
@@ -161,6 +188,15 @@ class _SectionBlocks:
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
             return level
+        # The next line of a caption in the caption's weight and size goes on with it ("Scheme 1.
+        # Strategies for ..." / "Olefination of Ketones"), however much it looks like a title.
+        if (
+            cur.kind == "text"
+            and CAPTION.match(cur.last.text.strip())
+            and row.weight == cur.last.weight
+            and size_close(row.size, cur.last.size)
+        ):
+            return 0
         # The second line of a row of cells (a wrapped column header) is not a heading either.
         after_cells = abs(row.size - cur.last.size) <= 0.1 * cur.last.size and cells_apart(
             cur.last, ctx.config.min_cell_gap_ratio * ctx.style.body_size
@@ -200,6 +236,8 @@ class _SectionBlocks:
             if cur.kind == "heading" and self.ctx.style is not None and too_long:
                 cur.kind = "text"  # a bold paragraph, not a heading (still joined as one)
             return
+        if cur is not None and kicker(cur, row, text, level, gap):
+            cur.kind = "text"
         self.flush()
         self.cur = Pending("heading", level, [text], [row.box], row, row.box[0], row.size)
 
@@ -248,12 +286,17 @@ class _SectionBlocks:
             and row.box[0] - ctx.left < 0.5 * row.size
             and not hanging(cur, ctx.left + ctx.width, row.size)
         )
+        # A caption set in another weight than the paragraph above starts a block of its own.
+        caption = (
+            cur is not None and cur.last is not None and cur.last.weight != row.weight and CAPTION.match(text)
+        )
         if (
             cur
             and cur.kind == "text"
             and not big_gap
             and not indented
             and not outdented
+            and not caption
             and size_close(cur.size, row.size)
         ):
             self._extend(row, text)
