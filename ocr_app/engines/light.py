@@ -63,6 +63,14 @@ def _default_factory(params: dict[str, Any]) -> Any:
     return RapidOCR(params=params)
 
 
+def picture_reader() -> LightOcrEngine:
+    """The light engine loaded for reading pictures on text-layer pages (``engines.raster_tables``):
+    recognition only, no layout model. ``EngineUnavailableError`` without rapidocr."""
+    engine = LightOcrEngine(regions=False)
+    engine.load()
+    return engine
+
+
 def default_workers() -> int:
     """Cores this process may use (its CPU affinity, so ``taskset`` and container limits count)."""
     import os

@@ -12,7 +12,8 @@ under the figure rules (short labels one figure item, sentences text).
 
 Cost: pages without pictures run nothing new (the gate is ``page.get_images()``, which the text
 layer already asks). The recogniser is built once per process, on the first such picture, from the
-rapidocr wheel (offline); without the ``light`` extra pictures stay as before.
+rapidocr wheel (offline; the composition root hands the text layer the light engine's loader, as
+engine adapters do not import each other); without the ``light`` extra pictures stay as before.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.structure.lines import TextLine, body_size
@@ -41,6 +42,9 @@ MAX_PAGE_SHARE = 0.9  # a picture covering the page is a scan's background, the 
 MIN_PAPER_SHARE = 0.45  # this share of the picture in its most common colour: a document, not a photo
 MAX_ZOOM = 4.0  # render a picture at most at 288 DPI (its own pixels when fewer)
 MAX_SIDE_PX = 2400  # ... and at most this long a side
+MIN_WORD_SHARE = 0.6  # the table must hold this share of the picture's lines (else: a figure with a grid)
+MIN_FULL_ROWS = 3  # rows with two or more filled cells a picture's table needs
+MIN_FILL = 0.7  # ... and this share of its cells filled
 FIGURE_BASE = 1000  # figure numbers of pictures' labels, apart from the text layer's figures
 
 
@@ -64,20 +68,24 @@ def available() -> bool:
         return False
 
 
-_reader: Any = None  # the light engine, built on first use (tests reset it to see that it is not)
+class RegionReader(Protocol):
+    """What reads a picture's text lines (the light engine's ``read_region``), handed in by the
+    composition root: engine adapters do not import each other."""
+
+    def read_region(self, image: Any) -> list[TextLine]: ...
+
+
+_reader: RegionReader | None = None  # built on first use (tests reset it to see that it is not)
 _lock = threading.Lock()
 
 
-def reader() -> Any:
-    """The process's light engine for pictures (built once, lazily, under a lock)."""
+def reader(load: Callable[[], RegionReader]) -> RegionReader:
+    """The process's picture reader: ``load()`` called once, lazily, under a lock
+    (``EngineUnavailableError`` without the ``light`` extra)."""
     global _reader
     with _lock:
         if _reader is None:
-            from ocr_app.engines.light import LightOcrEngine
-
-            engine = LightOcrEngine(regions=False)
-            engine.load()  # EngineUnavailableError without rapidocr
-            _reader = engine
+            _reader = load()
         return _reader
 
 
@@ -141,21 +149,24 @@ Rules = Callable[[list[TextLine]], "tuple[list[list[Cell]], int, list[TextLine]]
 
 def read(
     found: Sequence[Picture],
+    load: Callable[[], RegionReader],
     *,
     rules: Callable[[float, float], Rules],
     join: Callable[[str, str], str] | None = None,
     learned: bool = True,
     first_figure: int = FIGURE_BASE,
+    keep_text: bool = False,
 ) -> tuple[list[TableGrid], list[TextLine]]:
     """Each picture read: the tables (boxes in the page's displayed pixels) and the lines of pictures
     that hold no table (marked as the picture's figure labels). ``rules(width, body)``: the word-position
-    finder for a picture ``width`` pixels wide, its text ``body`` pixels high; ``learned``: the structure model may be asked.
+    finder for a picture ``width`` pixels wide, its text ``body`` pixels high; ``load`` builds the
+    recogniser (``reader``); ``learned``: the structure model may be asked.
     Raises ``EngineUnavailableError`` when the recogniser cannot load."""
     from ocr_app.structure import learned_tables as lt
 
     tables: list[TableGrid] = []
     loose: list[TextLine] = []
-    engine = reader()
+    engine = reader(load)
     for k, pic in enumerate(found):
         try:
             held = engine.read_region(pic.image)
@@ -180,12 +191,26 @@ def read(
             other = rules(pic.image.width, body)(held)
             if other is not None:
                 table = lt.LearnedTable(whole, other[0], other[1], other[2])
-        if table is not None and len(table.lines) >= 0.6 * len(held):
+        if table is not None and len(table.lines) >= MIN_WORD_SHARE * len(held) and full_grid(table.rows):
             header = table.header_rows or _bold_header(table.lines, len(table.rows))
             tables.append((pic.box, table.rows, header))
             continue
-        loose += [_on_page(ln, pic, first_figure + k) for ln in held]
+        if keep_text:
+            loose += [_on_page(ln, pic, first_figure + k) for ln in held]
     return tables, loose
+
+
+def full_grid(rows: Sequence[Sequence[Cell]]) -> bool:
+    """Whether a picture's reading is a table: at least ``MIN_FULL_ROWS`` rows with two or more filled
+    cells and ``MIN_FILL`` of all cells filled.
+
+    Why stricter than on the text layer: a screenshot of a program's window (a tree beside a list)
+    and a map with a legend both read as a grid of a few cells, with most of the tree's rows empty
+    beside it or two rows of labels; a table someone pasted as a picture fills its grid."""
+    cells = [c for row in rows for c in row]
+    filled = sum(1 for c in cells if c.text.strip())
+    full_rows = sum(1 for row in rows if sum(1 for c in row if c.text.strip()) >= 2)
+    return full_rows >= MIN_FULL_ROWS and filled >= MIN_FILL * max(len(cells), 1)
 
 
 def _bold_header(lines: list[TextLine], n_rows: int) -> int:

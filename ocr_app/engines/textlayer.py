@@ -23,7 +23,7 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -864,14 +864,23 @@ class TextLayerEngine(Engine):
 
     name = "textlayer"
 
-    def __init__(self, settings: Settings | None = None, *, layout: LayoutConfig | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        layout: LayoutConfig | None = None,
+        pictures: Callable[[], raster_tables.RegionReader] | None = None,
+    ) -> None:
+        """``pictures``: builds the recogniser that reads tables pasted as pictures
+        (``engines.raster_tables``; the stack hands in the light engine's); None: pictures stay pictures."""
         # Settings are accepted for a uniform constructor (registry); nothing in them applies here.
         self._layout = layout or LayoutConfig()
         self._loaded = False
         # Tables from the layout and table-structure models, when the ``tables`` extra is installed.
         self._learned = learned_tables_available()
         # Pictures of tables read by the light engine's recogniser, when the ``light`` extra is installed.
-        self._rasters = raster_tables.available()
+        self._pictures = pictures
+        self._rasters = pictures is not None and raster_tables.available()
         # The last PDF read stays open: re-opening it for every page cost more than reading the page
         # (MuPDF rebuilds the page tree on each open). Keyed by path and file identity, under MUPDF_LOCK.
         self._open_key: tuple[str, int, int, int] | None = None
@@ -1144,7 +1153,7 @@ class TextLayerEngine(Engine):
         picture's place, other words the picture's labels. Without the recogniser: as before."""
         try:
             more, loose = raster_tables.read(
-                found, rules=self._word_grid, join=join_lines, learned=self._learned
+                found, self._pictures, rules=self._word_grid, join=join_lines, learned=self._learned
             )
         except EngineUnavailableError as exc:
             logger.warning("textlayer: pictures not read: %s", exc)
