@@ -124,6 +124,8 @@ def test_a_photo_or_a_chart_gains_no_table_and_no_text(tmp_path, engine, monkeyp
     assert raster_tables._reader is None  # a photo is no document picture: not even read
     chart = _markdown(engine, _page(tmp_path / "chart.pdf", _chart_png()))
     assert raster_tables._reader is not None  # the chart was read ...
+    TextLayerEngine(pictures=picture_reader).unload()
+    assert raster_tables._reader is None  # ... and unloading the text layer gives its models back
     for md in (photo, chart):
         assert "<table>" not in md and "|---" not in md  # ... and is no table
         assert "Q1" not in md and "Sales by quarter" not in md  # its labels stay in the picture, as before

@@ -77,6 +77,7 @@ class RegionReader(Protocol):
 
 _reader: RegionReader | None = None  # built on first use (tests reset it to see that it is not)
 _lock = threading.Lock()
+_read_lock = threading.Lock()
 
 
 def reader(load: Callable[[], RegionReader]) -> RegionReader:
@@ -87,6 +88,13 @@ def reader(load: Callable[[], RegionReader]) -> RegionReader:
         if _reader is None:
             _reader = load()
         return _reader
+
+
+def release() -> None:
+    """Drop the picture reader (its onnxruntime sessions), when the text layer is unloaded."""
+    global _reader
+    with _lock:
+        _reader = None
 
 
 def _paper_share(image: Image.Image) -> float:
@@ -169,7 +177,8 @@ def read(
     engine = reader(load)
     for k, pic in enumerate(found):
         try:
-            held = engine.read_region(pic.image)
+            with _read_lock:  # one picture at a time: the recogniser's sessions are shared
+                held = engine.read_region(pic.image)
         except EngineError as exc:  # an unreadable picture stays a picture; the page's text stands
             logger.warning("picture at %s not read: %s", tuple(round(v) for v in pic.box), exc)
             continue

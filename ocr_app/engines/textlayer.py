@@ -918,6 +918,8 @@ class TextLayerEngine(Engine):
         with MUPDF_LOCK:
             self._close_doc()
         self._loaded = False
+        if self._pictures is not None:
+            raster_tables.release()  # the picture reader's models go with the engine
         with self._profiles_lock:
             self._profiles.clear()
 
