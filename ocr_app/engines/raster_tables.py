@@ -6,9 +6,10 @@ reads such a table almost perfectly (issue 30). Here a picture on a text-layer p
 to hold a table, holds no text-layer word and looks like a document (mostly one background colour; a
 photo or a gradient does not) is rendered at its own resolution, read by the light engine's
 recogniser, and its words are put in the structure model's cells (``structure.learned_tables``, the
-word-position rules when that model is not installed). A grid becomes a table at the picture's place;
-words that make no grid (a chart's labels, a screenshot of a paragraph) become the picture's text,
-under the figure rules (short labels one figure item, sentences text).
+word-position rules when that model is not installed). A full grid becomes a table at the picture's place;
+words that make none (a chart's labels, a map's legend, a program window) stay in the picture, as
+before: docling's ground truth leaves a picture's text out, and emitting it cost NID there
+(docs/ACCURACY.md, "Raster tables on born-digital pages"; ``keep_text`` emits them as figure labels).
 
 Cost: pages without pictures run nothing new (the gate is ``page.get_images()``, which the text
 layer already asks). The recogniser is built once per process, on the first such picture, from the
