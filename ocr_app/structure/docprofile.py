@@ -208,6 +208,54 @@ def _heading_styles(
     )
 
 
+def _outline(doc: pymupdf.Document) -> dict[str, int]:
+    """The PDF's bookmarks as normalised title -> level (empty when it has none or they are broken)."""
+    outline: dict[str, int] = {}
+    try:
+        for level, title, _page in doc.get_toc(simple=True):
+            key = " ".join(re.sub(r"[^\w\s]", " ", str(title).lower()).split())
+            if key:
+                outline.setdefault(key, int(level))
+    except Exception as exc:  # a broken outline must not cost the text
+        logger.debug("outline unreadable: %s", exc)
+    return outline
+
+
+def _running_lines(
+    seen: dict[tuple[str, str], set[int]],
+    placed: dict[tuple[str, str], list[tuple[float, float]]],
+    inside: collections.Counter[str],
+    sampled: int,
+    read: int,
+) -> set[tuple[str, str]]:
+    """The (edge, text) keys of running headers and footers: at the same edge on MIN_REPEATS pages of
+    the sample, or, in a two-page document, on both pages in the same place and size."""
+
+    def body_word(key: tuple[str, str], on: set[int]) -> bool:
+        """A text that stands as a line of its own between the bands at least as often as at the edge:
+        a table's cell value ("Active", "North") that a long table puts at the top of its pages too,
+        not a running head. Numbers (page numbers) are exempt: tables hold numbers everywhere."""
+        return any(c.isalpha() for c in key[1]) and inside[key[1]] >= len(on)
+
+    if sampled >= MIN_REPEATS:
+        return {
+            key for key, on in seen.items() if len(on) >= MIN_REPEATS and key[1] and not body_word(key, on)
+        }
+    if read != 2:
+        return set()
+    # A two-page document: a line on both pages at the same edge, in the same place and size, is
+    # its running header or footer (a letterhead, "Quarterly report 2024" over both pages).
+    return {
+        key
+        for key, on in seen.items()
+        if len(on) == 2
+        and key[1]
+        and not body_word(key, on)
+        and max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE
+        and max(z for _, z in placed[key]) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
+    }
+
+
 def build_profile(
     doc: pymupdf.Document, extract: Extract, skip: Callable[[pymupdf.Page], bool] | None = None
 ) -> DocumentProfile:
@@ -273,38 +321,8 @@ def build_profile(
     for s in candidates:
         if not heading_sizes or s < 0.96 * heading_sizes[-1]:
             heading_sizes.append(s)
-    outline: dict[str, int] = {}
-    try:
-        for level, title, _page in doc.get_toc(simple=True):
-            key = " ".join(re.sub(r"[^\w\s]", " ", str(title).lower()).split())
-            if key:
-                outline.setdefault(key, int(level))
-    except Exception as exc:  # a broken outline must not cost the text
-        logger.debug("outline unreadable: %s", exc)
-
-    def body_word(key: tuple[str, str], on: set[int]) -> bool:
-        """A text that stands as a line of its own between the bands at least as often as at the edge:
-        a table's cell value ("Active", "North") that a long table puts at the top of its pages too,
-        not a running head. Numbers (page numbers) are exempt: tables hold numbers everywhere."""
-        return any(c.isalpha() for c in key[1]) and inside[key[1]] >= len(on)
-
-    running: set[tuple[str, str]] = set()
-    if len(indices) >= MIN_REPEATS:
-        running = {
-            key for key, on in seen.items() if len(on) >= MIN_REPEATS and key[1] and not body_word(key, on)
-        }
-    elif len(pages) == 2:
-        # A two-page document: a line on both pages at the same edge, in the same place and size, is
-        # its running header or footer (a letterhead, "Quarterly report 2024" over both pages).
-        running = {
-            key
-            for key, on in seen.items()
-            if len(on) == 2
-            and key[1]
-            and not body_word(key, on)
-            and max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE
-            and max(z for _, z in placed[key]) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
-        }
+    outline = _outline(doc)
+    running = _running_lines(seen, placed, inside, len(indices), len(pages))
     slots = {
         (
             round(statistics.median(m for m, _ in placed[key]), 4),
