@@ -1,5 +1,5 @@
 """``structure.paragraphs``: line joins with hyphen mends, the document vocabulary, list markers, code
-blocks, and the continuation rules (hanging indents, en-dash line starts)."""
+blocks, and the continuation rules (hanging indents, en-dash line starts, marker-like wrapped lines)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ocr_app.structure.paragraphs import (
     join_lines,
     list_marker,
     vocabulary_of,
+    wrapped_marker,
 )
 
 
@@ -97,3 +98,28 @@ def test_an_en_dash_line_start_continues_an_unfinished_paragraph_only():
     assert not dash_continues(_open("firms with a staff of 51", 500), "– 99 staff", big_gap=True)
     assert not dash_continues(None, "– 99 staff", big_gap=False)
     assert not dash_continues(_open("firms with a staff of 51", 500), "- 99 staff", big_gap=False)
+
+
+def _row(text: str, x0: float) -> Row:
+    return Row([TextLine(text, (x0, 112, x0 + 200, 122), 10.0)])
+
+
+def _open_block(text: str, right_edge: float, kind: str = "text") -> Pending:
+    """An open paragraph (or list item, its marker at x 50) whose one line is ``text``."""
+    last = Row([TextLine(text, (50, 100, right_edge, 110), 10.0)])
+    return Pending(kind, 0, [text], [last.box], last, 55.0 if kind == "list" else 50.0, 10.0, [50.0])
+
+
+def test_a_marker_like_wrapped_line_continues_only_at_the_blocks_own_left_edge():
+    para = _open_block("A joint report on the findings, written by A. Smith and", 545)
+    assert wrapped_marker(para, _row("B. Jones, which the board read.", 50), right=550, big_gap=False)
+    assert not wrapped_marker(para, _row("1. an item set apart", 70), right=550, big_gap=False)
+    assert not wrapped_marker(para, _row("B. Jones, which the board read.", 50), right=550, big_gap=True)
+    finished = _open_block("A joint report on the findings came out in the spring.", 545)
+    assert not wrapped_marker(finished, _row("1. First item", 50), right=550, big_gap=False)
+    short = _open_block("1. Parent item", 545)  # the widest line of a narrow list, not running text
+    assert not wrapped_marker(short, _row("2. Next item", 50), right=550, big_gap=False)
+    item = _open_block("1. Copy the archive to the server and unpack it in", 545, "list")
+    assert wrapped_marker(item, _row("2. the folder of section 4", 62), right=550, big_gap=False)
+    assert not wrapped_marker(item, _row("2. Read the notes", 50), right=550, big_gap=False)  # a sibling
+    assert not wrapped_marker(item, _row("10. Read the notes", 44), right=550, big_gap=False)  # right-aligned

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ocr_app.schema import Box
-from ocr_app.structure.lines import Row
+from ocr_app.structure.lines import Row, size_close
 
 BULLETS = "-•●○◦▪▫■□–—*·‣⁃"
 _BULLET_RE = re.compile(rf"^\s*[{re.escape(BULLETS)}]\s+(?P<body>\S.*)$")
@@ -178,3 +178,33 @@ def dash_continues(cur: Pending | None, text: str, big_gap: bool) -> bool:
         and bool(cur.parts)
         and not cur.parts[-1].rstrip().endswith((".", "!", "?", ":", ";"))
     )
+
+
+WRAP_CHARS = 30  # a narrow newspaper column still holds ~30 characters a line
+
+
+def wrapped_marker(cur: Pending | None, row: Row, right: float, big_gap: bool) -> bool:
+    """Whether a line that starts like a list item ("B. Jones", "12. The", "a) and", "• Services") is
+    the open paragraph's or list item's next line: the line above ran to the column's right edge
+    without ending a sentence, and this one starts where that block's wrapped lines start, not at a
+    marker indent of its own (issue 30 item 5).
+
+    A marker set further right than the paragraph's lines, or at one of the open list's marker
+    indents (a sibling, right-aligned "9." / "10." included), still starts an item; so does any marker
+    after a line that ends a sentence, a colon, stops short of the right edge or is too short to be a
+    line of running text.
+    """
+    if cur is None or big_gap or cur.last is None or not cur.parts or not size_close(cur.size, row.size):
+        return False
+    size = row.size
+    # A line of running text (≥ WRAP_CHARS characters): a short item that is the widest line of a
+    # narrow list is full only because nothing on its section is wider.
+    if len(cur.last.text.strip()) < WRAP_CHARS or not hanging(cur, right, size):
+        return False
+    x = row.box[0]
+    if cur.kind == "text":
+        return x <= min(b[0] for b in cur.boxes) + 0.5 * size
+    if cur.kind == "list":
+        at_marker = any(abs(x - indent) <= 0.5 * size for indent in cur.indents)
+        return not at_marker and x >= cur.left - 0.25 * size
+    return False

@@ -42,6 +42,7 @@ from ocr_app.structure.paragraphs import (
     hanging,
     join_lines,
     list_marker,
+    wrapped_marker,
 )
 
 if TYPE_CHECKING:
@@ -317,20 +318,23 @@ class _SectionBlocks:
         big_gap = cur is not None and gap > ctx.typical_gap + ctx.config.paragraph_gap_ratio * min(
             row.size, cur.size or row.size
         )
+        marker = list_marker(text)
+        # A marker-like start on a wrapped line ("B. Jones", "12. The") continues the open block.
+        wrapped = marker is not None and wrapped_marker(cur, row, ctx.left + ctx.width, big_gap)
         list_continues = (
             cur is not None
             and cur.kind == "list"
             and not big_gap
             and row.box[0] >= cur.left - 0.25 * row.size
             and row.size <= 1.1 * cur.size
-            and not list_marker(text)
+            and (marker is None or wrapped)
         )
         level = self.row_level(row, text, big_gap, list_continues)
         if level:
             self.add_heading(row, text, level, gap, big_gap)
-        elif dash_continues(cur, text, big_gap):
+        elif dash_continues(cur, text, big_gap) or wrapped:
             self.add_text(row, text, big_gap)
-        elif marker := list_marker(text):
+        elif marker:
             self.add_list_item(row, marker, gap)
         else:
             self.add_text(row, text, big_gap)
