@@ -103,3 +103,42 @@ def test_bullet_items_without_a_full_stop_and_nested_items_stay_list_items(textl
         + "\n    - a) a nested point under the third item\n    - b) and another one"
         + "\n- A fourth item back at the outer level"
     )
+
+
+def _entries(pdf: Path, entries: list[tuple[str, list[str]]]) -> Path:
+    """A reference list: each label at x 72, its text a tab further at x 95, wrapped lines under it."""
+    with pymupdf.open() as doc:
+        page = doc.new_page()
+        y = 100.0
+        for label, lines in entries:
+            page.insert_text((72, y), label, fontsize=10, fontname="helv")
+            for text in lines:
+                page.insert_text((95, y), text, fontsize=10, fontname="helv")
+                y += 12
+            y += 2
+        doc.save(pdf)
+    return pdf
+
+
+def test_labelled_entries_keep_their_wrapped_lines_and_each_entry_is_its_own_paragraph(
+    textlayer_engine, tmp_path
+):
+    entries = [
+        ("[1]", ["A. Author and B. Writer. A study of tables in documents nobody here made, in",
+                 "Proceedings of the Layout Workshop, pages 10-19, 2001."]),
+        # A first line that stops short of the column's edge: its next line still hangs under the text.
+        ("[2]", ["D. Editor and E. Critic. Lists at their own indent, not at every wrapped line,",
+                 "in Proc. Layout Analysis, pages 1-9, 2003."]),
+        ("[3]", ["F. Scholar. Reading order across columns of text, Document Analysis and",
+                 "Recognition 7: 100-120, 2005."]),
+    ]  # fmt: skip
+    md = _markdown(textlayer_engine, _entries(tmp_path / "refs.pdf", entries))
+    assert md.split("\n\n") == [f"{label} {' '.join(lines)}" for label, lines in entries]
+    # One line each, every line as wide as the next: the labels at the tab still part the entries.
+    short = [
+        ("[1]", ["A. Author and B. Writer. A study of tables in documents nobody here made."]),
+        ("[2]", ["C. Reader. Headings from the whole document, Journal of Structure 12."]),
+        ("[3]", ["D. Editor and E. Critic. Lists at their own indent. Proc. Layout 2003."]),
+    ]
+    md = _markdown(textlayer_engine, _entries(tmp_path / "short.pdf", short))
+    assert md.split("\n\n") == [f"{label} {lines[0]}" for label, lines in short]

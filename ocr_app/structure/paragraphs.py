@@ -134,6 +134,7 @@ class Pending:
     left: float = 0.0  # left edge of the block (text start for list items)
     size: float = 0.0
     indents: list[float] = field(default_factory=list)  # list: marker x of each open nesting level
+    text_x: float | None = None  # text: where the first line's text starts after an entry label piece
 
 
 CODE_GAP_LINES = 2.5  # a blank line or two inside a listing keeps it one code block
@@ -208,3 +209,43 @@ def wrapped_marker(cur: Pending | None, row: Row, right: float, big_gap: bool) -
         at_marker = any(abs(x - indent) <= 0.5 * size for indent in cur.indents)
         return not at_marker and x >= cur.left - 0.25 * size
     return False
+
+
+# An entry's label set apart from its text: "[12]", "(3)", "12.", "12" (a reference list, footnotes).
+_ENTRY_LABEL = re.compile(r"^(?:\[\w{1,5}\]|\(\d{1,3}\)|\d{1,3}\.?)$")
+
+
+def label_text_x(row: Row) -> float | None:
+    """Where the text of an entry starts when the row opens with a label piece set apart from it
+    ("[3]" then a tab): the x its wrapped lines hang at (issue 30 item 5)."""
+    items = sorted(row.items, key=lambda i: i.box[0])
+    if len(items) < 2 or not _ENTRY_LABEL.match(items[0].text.strip()):
+        return None
+    if items[1].box[0] - items[0].box[2] < 0.3 * row.size:
+        return None
+    return items[1].box[0]
+
+
+def hangs_under_label(cur: Pending | None, row: Row, big_gap: bool) -> bool:
+    """Whether the row starts where the open entry's text starts after its label (a hanging indent
+    set by the label's tab), so it continues the entry whether or not the line above ran full."""
+    return (
+        cur is not None
+        and cur.kind == "text"
+        and cur.text_x is not None
+        and not big_gap
+        and abs(row.box[0] - cur.text_x) <= 0.5 * row.size
+    )
+
+
+def next_entry(cur: Pending | None, row: Row) -> bool:
+    """Whether the row is the next entry of a labelled list: its own label piece at the open entry's
+    left edge and its text at the same tab ("[1] …" / "[2] …", one line each), not a wrapped line."""
+    if cur is None or cur.kind != "text" or cur.text_x is None:
+        return False
+    x = label_text_x(row)
+    return (
+        x is not None
+        and abs(x - cur.text_x) <= 0.5 * row.size
+        and abs(row.box[0] - cur.left) <= 0.5 * row.size
+    )

@@ -40,8 +40,11 @@ from ocr_app.structure.paragraphs import (
     code_block,
     dash_continues,
     hanging,
+    hangs_under_label,
     join_lines,
+    label_text_x,
     list_marker,
+    next_entry,
     wrapped_marker,
 )
 
@@ -276,6 +279,7 @@ class _SectionBlocks:
             and cur.last is not None
             and cur.last.box[0] - ctx.left < 0.5 * row.size
             and not hanging(cur, ctx.left + ctx.width, row.size)
+            and not hangs_under_label(cur, row, big_gap)
         )
         # Back at the left edge after a hanging indent's continuation lines: the next entry.
         outdented = (
@@ -298,12 +302,13 @@ class _SectionBlocks:
             and not indented
             and not outdented
             and not caption
+            and not next_entry(cur, row)
             and size_close(cur.size, row.size)
         ):
             self._extend(row, text)
             return
         self.flush()
-        self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size)
+        self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size, text_x=label_text_x(row))
 
     def add_row(self, row: Row) -> None:
         text = row.text.strip()
