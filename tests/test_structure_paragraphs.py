@@ -13,7 +13,9 @@ from ocr_app.structure.paragraphs import (
     dash_continues,
     hanging,
     join_lines,
+    label_text_x,
     list_marker,
+    next_entry,
     vocabulary_of,
     wrapped_marker,
 )
@@ -123,3 +125,18 @@ def test_a_marker_like_wrapped_line_continues_only_at_the_blocks_own_left_edge()
     assert wrapped_marker(item, _row("2. the folder of section 4", 62), right=550, big_gap=False)
     assert not wrapped_marker(item, _row("2. Read the notes", 50), right=550, big_gap=False)  # a sibling
     assert not wrapped_marker(item, _row("10. Read the notes", 44), right=550, big_gap=False)  # right-aligned
+
+
+def _pieces(*pieces: tuple[str, float, float], y: float = 112) -> Row:
+    return Row([TextLine(t, (x0, y, x1, y + 10), 10.0) for t, x0, x1 in pieces])
+
+
+def test_an_entry_label_set_a_tab_apart_gives_the_text_x_and_parts_the_next_entry():
+    assert label_text_x(_pieces(("[3]", 72, 86), ("D. Editor.", 95, 300))) == 95
+    assert label_text_x(_pieces(("[3]", 72, 86), ("D. Editor.", 87, 300))) is None  # no tab: one run
+    assert label_text_x(_pieces(("In", 72, 84), ("the text", 95, 300))) is None  # no label
+    first = _pieces(("[1]", 72, 86), ("A. Author. A study.", 95, 300), y=100)
+    entry = Pending("text", 0, ["[1] A. Author. A study."], [first.box], first, 72.0, 10.0, text_x=95.0)
+    assert next_entry(entry, _pieces(("[2]", 72, 86), ("C. Reader.", 95, 300)))
+    assert not next_entry(entry, _pieces(("[2]", 72, 86), ("C. Reader.", 120, 300)))  # another tab
+    assert not next_entry(entry, _pieces(("12 the method", 72, 300)))  # a wrapped line
