@@ -1,5 +1,5 @@
 """``structure.paragraphs``: line joins with hyphen mends, the document vocabulary, list markers, code
-blocks, and the continuation rules (hanging indents, en-dash line starts)."""
+blocks, and the continuation rules (hanging indents, en-dash line starts, marker-like wrapped lines)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from ocr_app.structure.paragraphs import (
     dash_continues,
     hanging,
     join_lines,
+    label_text_x,
     list_marker,
+    next_entry,
     vocabulary_of,
+    wrapped_marker,
 )
 
 
@@ -97,3 +100,43 @@ def test_an_en_dash_line_start_continues_an_unfinished_paragraph_only():
     assert not dash_continues(_open("firms with a staff of 51", 500), "– 99 staff", big_gap=True)
     assert not dash_continues(None, "– 99 staff", big_gap=False)
     assert not dash_continues(_open("firms with a staff of 51", 500), "- 99 staff", big_gap=False)
+
+
+def _row(text: str, x0: float) -> Row:
+    return Row([TextLine(text, (x0, 112, x0 + 200, 122), 10.0)])
+
+
+def _open_block(text: str, right_edge: float, kind: str = "text") -> Pending:
+    """An open paragraph (or list item, its marker at x 50) whose one line is ``text``."""
+    last = Row([TextLine(text, (50, 100, right_edge, 110), 10.0)])
+    return Pending(kind, 0, [text], [last.box], last, 55.0 if kind == "list" else 50.0, 10.0, [50.0])
+
+
+def test_a_marker_like_wrapped_line_continues_only_at_the_blocks_own_left_edge():
+    para = _open_block("A joint report on the findings, written by A. Smith and", 545)
+    assert wrapped_marker(para, _row("B. Jones, which the board read.", 50), right=550, big_gap=False)
+    assert not wrapped_marker(para, _row("1. an item set apart", 70), right=550, big_gap=False)
+    assert not wrapped_marker(para, _row("B. Jones, which the board read.", 50), right=550, big_gap=True)
+    finished = _open_block("A joint report on the findings came out in the spring.", 545)
+    assert not wrapped_marker(finished, _row("1. First item", 50), right=550, big_gap=False)
+    short = _open_block("1. Parent item", 545)  # the widest line of a narrow list, not running text
+    assert not wrapped_marker(short, _row("2. Next item", 50), right=550, big_gap=False)
+    item = _open_block("1. Copy the archive to the server and unpack it in", 545, "list")
+    assert wrapped_marker(item, _row("2. the folder of section 4", 62), right=550, big_gap=False)
+    assert not wrapped_marker(item, _row("2. Read the notes", 50), right=550, big_gap=False)  # a sibling
+    assert not wrapped_marker(item, _row("10. Read the notes", 44), right=550, big_gap=False)  # right-aligned
+
+
+def _pieces(*pieces: tuple[str, float, float], y: float = 112) -> Row:
+    return Row([TextLine(t, (x0, y, x1, y + 10), 10.0) for t, x0, x1 in pieces])
+
+
+def test_an_entry_label_set_a_tab_apart_gives_the_text_x_and_parts_the_next_entry():
+    assert label_text_x(_pieces(("[3]", 72, 86), ("D. Editor.", 95, 300))) == 95
+    assert label_text_x(_pieces(("[3]", 72, 86), ("D. Editor.", 87, 300))) is None  # no tab: one run
+    assert label_text_x(_pieces(("In", 72, 84), ("the text", 95, 300))) is None  # no label
+    first = _pieces(("[1]", 72, 86), ("A. Author. A study.", 95, 300), y=100)
+    entry = Pending("text", 0, ["[1] A. Author. A study."], [first.box], first, 72.0, 10.0, text_x=95.0)
+    assert next_entry(entry, _pieces(("[2]", 72, 86), ("C. Reader.", 95, 300)))
+    assert not next_entry(entry, _pieces(("[2]", 72, 86), ("C. Reader.", 120, 300)))  # another tab
+    assert not next_entry(entry, _pieces(("12 the method", 72, 300)))  # a wrapped line

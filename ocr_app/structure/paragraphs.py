@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ocr_app.schema import Box
-from ocr_app.structure.lines import Row
+from ocr_app.structure.lines import Row, size_close
 
 BULLETS = "-•●○◦▪▫■□–—*·‣⁃"
 _BULLET_RE = re.compile(rf"^\s*[{re.escape(BULLETS)}]\s+(?P<body>\S.*)$")
@@ -134,6 +134,7 @@ class Pending:
     left: float = 0.0  # left edge of the block (text start for list items)
     size: float = 0.0
     indents: list[float] = field(default_factory=list)  # list: marker x of each open nesting level
+    text_x: float | None = None  # text: where the first line's text starts after an entry label piece
 
 
 CODE_GAP_LINES = 2.5  # a blank line or two inside a listing keeps it one code block
@@ -177,4 +178,74 @@ def dash_continues(cur: Pending | None, text: str, big_gap: bool) -> bool:
         and text[:1] in "–—"
         and bool(cur.parts)
         and not cur.parts[-1].rstrip().endswith((".", "!", "?", ":", ";"))
+    )
+
+
+WRAP_CHARS = 30  # a narrow newspaper column still holds ~30 characters a line
+
+
+def wrapped_marker(cur: Pending | None, row: Row, right: float, big_gap: bool) -> bool:
+    """Whether a line that starts like a list item ("B. Jones", "12. The", "a) and", "• Services") is
+    the open paragraph's or list item's next line: the line above ran to the column's right edge
+    without ending a sentence, and this one starts where that block's wrapped lines start, not at a
+    marker indent of its own (issue 30 item 5).
+
+    A marker set further right than the paragraph's lines, or at one of the open list's marker
+    indents (a sibling, right-aligned "9." / "10." included), still starts an item; so does any marker
+    after a line that ends a sentence, a colon, stops short of the right edge or is too short to be a
+    line of running text.
+    """
+    if cur is None or big_gap or cur.last is None or not cur.parts or not size_close(cur.size, row.size):
+        return False
+    size = row.size
+    # A line of running text (≥ WRAP_CHARS characters): a short item that is the widest line of a
+    # narrow list is full only because nothing on its section is wider.
+    if len(cur.last.text.strip()) < WRAP_CHARS or not hanging(cur, right, size):
+        return False
+    x = row.box[0]
+    if cur.kind == "text":
+        return x <= min(b[0] for b in cur.boxes) + 0.5 * size
+    if cur.kind == "list":
+        at_marker = any(abs(x - indent) <= 0.5 * size for indent in cur.indents)
+        return not at_marker and x >= cur.left - 0.25 * size
+    return False
+
+
+# An entry's label set apart from its text: "[12]", "(3)", "12.", "12" (a reference list, footnotes).
+_ENTRY_LABEL = re.compile(r"^(?:\[\w{1,5}\]|\(\d{1,3}\)|\d{1,3}\.?)$")
+
+
+def label_text_x(row: Row) -> float | None:
+    """Where the text of an entry starts when the row opens with a label piece set apart from it
+    ("[3]" then a tab): the x its wrapped lines hang at (issue 30 item 5)."""
+    items = sorted(row.items, key=lambda i: i.box[0])
+    if len(items) < 2 or not _ENTRY_LABEL.match(items[0].text.strip()):
+        return None
+    if items[1].box[0] - items[0].box[2] < 0.3 * row.size:
+        return None
+    return items[1].box[0]
+
+
+def hangs_under_label(cur: Pending | None, row: Row, big_gap: bool) -> bool:
+    """Whether the row starts where the open entry's text starts after its label (a hanging indent
+    set by the label's tab), so it continues the entry whether or not the line above ran full."""
+    return (
+        cur is not None
+        and cur.kind == "text"
+        and cur.text_x is not None
+        and not big_gap
+        and abs(row.box[0] - cur.text_x) <= 0.5 * row.size
+    )
+
+
+def next_entry(cur: Pending | None, row: Row) -> bool:
+    """Whether the row is the next entry of a labelled list: its own label piece at the open entry's
+    left edge and its text at the same tab ("[1] …" / "[2] …", one line each), not a wrapped line."""
+    if cur is None or cur.kind != "text" or cur.text_x is None:
+        return False
+    x = label_text_x(row)
+    return (
+        x is not None
+        and abs(x - cur.text_x) <= 0.5 * row.size
+        and abs(row.box[0] - cur.left) <= 0.5 * row.size
     )

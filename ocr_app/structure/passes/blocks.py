@@ -40,8 +40,12 @@ from ocr_app.structure.paragraphs import (
     code_block,
     dash_continues,
     hanging,
+    hangs_under_label,
     join_lines,
+    label_text_x,
     list_marker,
+    next_entry,
+    wrapped_marker,
 )
 
 if TYPE_CHECKING:
@@ -275,6 +279,7 @@ class _SectionBlocks:
             and cur.last is not None
             and cur.last.box[0] - ctx.left < 0.5 * row.size
             and not hanging(cur, ctx.left + ctx.width, row.size)
+            and not hangs_under_label(cur, row, big_gap)
         )
         # Back at the left edge after a hanging indent's continuation lines: the next entry.
         outdented = (
@@ -297,12 +302,13 @@ class _SectionBlocks:
             and not indented
             and not outdented
             and not caption
+            and not next_entry(cur, row)
             and size_close(cur.size, row.size)
         ):
             self._extend(row, text)
             return
         self.flush()
-        self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size)
+        self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size, text_x=label_text_x(row))
 
     def add_row(self, row: Row) -> None:
         text = row.text.strip()
@@ -317,20 +323,23 @@ class _SectionBlocks:
         big_gap = cur is not None and gap > ctx.typical_gap + ctx.config.paragraph_gap_ratio * min(
             row.size, cur.size or row.size
         )
+        marker = list_marker(text)
+        # A marker-like start on a wrapped line ("B. Jones", "12. The") continues the open block.
+        wrapped = marker is not None and wrapped_marker(cur, row, ctx.left + ctx.width, big_gap)
         list_continues = (
             cur is not None
             and cur.kind == "list"
             and not big_gap
             and row.box[0] >= cur.left - 0.25 * row.size
             and row.size <= 1.1 * cur.size
-            and not list_marker(text)
+            and (marker is None or wrapped)
         )
         level = self.row_level(row, text, big_gap, list_continues)
         if level:
             self.add_heading(row, text, level, gap, big_gap)
-        elif dash_continues(cur, text, big_gap):
+        elif dash_continues(cur, text, big_gap) or wrapped:
             self.add_text(row, text, big_gap)
-        elif marker := list_marker(text):
+        elif marker:
             self.add_list_item(row, marker, gap)
         else:
             self.add_text(row, text, big_gap)
