@@ -237,9 +237,11 @@ def _light(settings: Settings) -> Engine:
 
 
 def _textlayer(settings: Settings) -> Engine:
+    from ocr_app.engines.light import picture_reader
     from ocr_app.engines.textlayer import TextLayerEngine
 
-    return TextLayerEngine(settings)
+    # Tables pasted as pictures are read by the light engine's recogniser (loaded on the first one).
+    return TextLayerEngine(settings, pictures=picture_reader)
 
 
 def _check_endpoints(remote_url: str) -> str | None:

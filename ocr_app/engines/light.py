@@ -63,6 +63,14 @@ def _default_factory(params: dict[str, Any]) -> Any:
     return RapidOCR(params=params)
 
 
+def picture_reader() -> LightOcrEngine:
+    """The light engine loaded for reading pictures on text-layer pages (``engines.raster_tables``):
+    recognition only, no layout model. ``EngineUnavailableError`` without rapidocr."""
+    engine = LightOcrEngine(regions=False)
+    engine.load()
+    return engine
+
+
 def default_workers() -> int:
     """Cores this process may use (its CPU affinity, so ``taskset`` and container limits count)."""
     import os
@@ -488,6 +496,22 @@ class LightOcrEngine(Engine):
         crops = [ink.line_crop(grey, q) for q in quads]
         lines = [TextLine(t, _bbox(q), s) for q, t, s in zip(quads, texts, _sizes(crops, texts), strict=True)]
         return recover_bullets(grey, lines) if lines else lines
+
+    def read_region(self, image: Any) -> list[TextLine]:
+        """The text lines of a picture (a table pasted as an image into a born-digital page), in the
+        picture's pixels, with what a table needs as on a scanned page: each word's place, the ink's
+        size and bold. No orientation test, layout model or deskew: a pasted picture is upright."""
+        grey, quads, texts, _ = self._ocr_scored(image)
+        crops = [ink.line_crop(grey, q) for q in quads]
+        words = [ink.word_spans(c, t) for c, t in zip(crops, texts, strict=True)]
+        texts = [t for t, _ in words]
+        sizes = _sizes(crops, texts)
+        bold = ink.bold_flags([ink.stroke_width(c) for c in crops], texts)
+        return [
+            TextLine(t, _bbox(q), s, b, words=_word_xs(q, spans))
+            for q, t, s, b, (_, spans) in zip(quads, texts, sizes, bold, words, strict=True)
+            if t.strip()
+        ]
 
     def _ocr_quads(self, image: Any) -> tuple[Any, list[Any], list[str]]:
         grey, quads, texts, _ = self._ocr_scored(image)

