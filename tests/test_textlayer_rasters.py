@@ -60,6 +60,11 @@ def _chart_png() -> bytes:
     return page.get_pixmap(dpi=150).tobytes("png")
 
 
+# A real chart whose words fill a grid: ICDAR 2013's eu-021, page 2 (bars with axis labels beside legend
+# entries), the picture as the text layer renders it, in grey (tests/data/public/README.md)
+GRID_CHART = Path(__file__).parent / "data" / "public" / "charts" / "eu-021-p2-chart.png"
+
+
 def _photo_png() -> bytes:
     """A photo-like picture: a colour gradient with noise, no words."""
     import numpy as np
@@ -121,15 +126,42 @@ def test_a_table_pasted_as_a_picture_becomes_a_table_where_the_picture_stands(tm
 def test_a_photo_or_a_chart_gains_no_table_and_no_text(tmp_path, engine, monkeypatch):
     monkeypatch.setattr(raster_tables, "_reader", None)
     photo = _markdown(engine, _page(tmp_path / "photo.pdf", _photo_png()))
-    assert raster_tables._reader is None  # a photo is no document picture: not even read
     chart = _markdown(engine, _page(tmp_path / "chart.pdf", _chart_png()))
-    assert raster_tables._reader is not None  # the chart was read ...
+    grid = _markdown(engine, _page(tmp_path / "grid.pdf", GRID_CHART.read_bytes()))
+    assert raster_tables._reader is None  # a photo is no document picture, the charts are figures: not read
+    for md in (photo, chart, grid):
+        assert "<table>" not in md and "|---" not in md  # ... and no table
+        assert "Q1" not in md and "Sales by quarter" not in md and "Frequency" not in md  # labels stay in
+        assert_in_order(md, [BEFORE[:30], AFTER[:30]])
+    _markdown(engine, _page(tmp_path / "table.pdf", _table_png(True)))
+    assert raster_tables._reader is not None  # a table picture is read ...
     TextLayerEngine(pictures=picture_reader).unload()
     assert raster_tables._reader is None  # ... and unloading the text layer gives its models back
-    for md in (photo, chart):
-        assert "<table>" not in md and "|---" not in md  # ... and is no table
-        assert "Q1" not in md and "Sales by quarter" not in md  # its labels stay in the picture, as before
-        assert_in_order(md, [BEFORE[:30], AFTER[:30]])
+
+
+def test_the_layout_model_not_the_grid_tells_a_chart_from_a_table(engine):
+    """ICDAR's chart's words do make a full grid: told by a layout model that it is a table, the picture
+    is read as one (what the grid test alone did on ICDAR 2013); the real layout model calls it a figure
+    and the tables a table, so only the tables are read."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    from ocr_app.structure.regions import Region
+
+    def picture(png: bytes) -> raster_tables.Picture:
+        image = Image.open(BytesIO(png)).convert("RGB")
+        return raster_tables.Picture((0.0, 0.0, float(image.width), float(image.height)), image, 1.0)
+
+    chart = picture(GRID_CHART.read_bytes())
+    yes = lambda image: [Region("table", (0.0, 0.0, float(image.width), float(image.height)), 0.99)]  # noqa: E731
+    forced, _ = raster_tables.read([chart], picture_reader, rules=engine._word_grid, regions=yes)
+    assert len(forced) == 1  # the grid test alone takes the chart for a table
+    assert not raster_tables.shows_table(chart.image)  # the layout model does not
+    got, _ = raster_tables.read([chart], picture_reader, rules=engine._word_grid)
+    assert got == []
+    for ruled in (True, False):
+        assert raster_tables.shows_table(picture(_table_png(ruled)).image)
 
 
 def test_a_page_without_pictures_loads_no_ocr_model(tmp_path, engine, monkeypatch):
