@@ -33,6 +33,14 @@ def _headings(md: str) -> list[str]:
     return [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]
 
 
+def _body(page: pymupdf.Page, y: float, count: int, text: str, step: float = 13) -> float:
+    """``count`` body lines "Line j <text>" at x 56 from ``y``, ``step`` apart; the y after them."""
+    for j in range(count):
+        page.insert_text((56, y), f"Line {j} {text}", fontsize=10)
+        y += step
+    return y
+
+
 def test_a_running_head_that_names_the_current_section_is_no_heading(tmp_path, engine):
     """A book's running head names the section it is in (bold, larger than the body, in the top
     margin), so its text changes every few pages and no text runs on three pages: the place and size
@@ -46,11 +54,7 @@ def test_a_running_head_that_names_the_current_section_is_no_heading(tmp_path, e
         if k == 0 or sections[k - 1] != name:
             page.insert_text((56, y), name, fontsize=16, fontname="hebo")
             y += 30
-        for j in range(20):
-            page.insert_text(
-                (56, y), f"Line {j} of page {k + 1} runs on in the body face of the book.", fontsize=10
-            )
-            y += 14
+        _body(page, y, 20, f"of page {k + 1} runs on in the body face of the book.", step=14)
     pdf = tmp_path / "book.pdf"
     doc.save(pdf)
     pages = _pages_md(engine, pdf)
@@ -112,10 +116,7 @@ def test_a_two_page_documents_running_header_is_no_heading(tmp_path, engine):
         page = doc.new_page(width=595, height=842)
         page.insert_text((56, 40), "ACME Quarterly Report 2024", fontsize=11, fontname="hebo")
         page.insert_text((56, 100), title, fontsize=16, fontname="hebo")
-        for j in range(20):
-            page.insert_text(
-                (56, 130 + 14 * j), f"Line {j} of page {k + 1} runs on in the body face.", fontsize=10
-            )
+        _body(page, 130, 20, f"of page {k + 1} runs on in the body face.", step=14)
     pdf = tmp_path / "two.pdf"
     doc.save(pdf)
     pages = _pages_md(engine, pdf)
@@ -149,11 +150,7 @@ def test_a_heading_ending_in_a_colon_is_one_where_the_documents_headings_are_set
         for title in titles:
             page.insert_text((56, y), title, fontsize=13, fontname="hebo")
             y += 22
-            for j in range(6):
-                page.insert_text(
-                    (56, y), f"Line {j} under this title says what applies in plain words.", fontsize=10
-                )
-                y += 13
+            y = _body(page, y, 6, "under this title says what applies in plain words.")
             y += 12
     page.insert_text((56, y), "Write to us at:", fontsize=11.5, fontname="hebo")
     page.insert_text((56, y + 14), "Grants Office, 1 Main Street, Springfield", fontsize=10)
@@ -194,21 +191,13 @@ def test_the_second_line_of_a_bold_caption_is_no_heading(tmp_path, engine):
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
     y = 80
-    for j in range(8):
-        page.insert_text(
-            (56, y), f"Line {j} of the paragraph before the scheme, in the body face.", fontsize=10
-        )
-        y += 13
+    y = _body(page, y, 8, "of the paragraph before the scheme, in the body face.")
     page.insert_text(
         (56, y + 10), "Scheme 1. Strategies for the Functionalization and", fontsize=10, fontname="hebo"
     )
     page.insert_text((56, y + 23), "Olefination of Ketones", fontsize=10, fontname="hebo")
     y += 50
-    for j in range(8):
-        page.insert_text(
-            (56, y), f"Line {j} of the paragraph after the scheme, in the body face.", fontsize=10
-        )
-        y += 13
+    _body(page, y, 8, "of the paragraph after the scheme, in the body face.")
     pdf = tmp_path / "scheme.pdf"
     doc.save(pdf)
     md = _pages_md(engine, pdf)[0]
