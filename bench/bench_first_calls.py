@@ -101,6 +101,47 @@ def attention_rows(device: str, reps: int, quick: bool) -> list[dict]:
     return rows
 
 
+def decode_step_rows(device: str, reps: int, quick: bool) -> list[dict]:
+    """The decode step's attention as the step calls it: torch's SDPA with a length mask over a length
+    bucket of the slot buffers (``attention="sdpa"``), and the split-K Triton kernel over the whole slot
+    length with each row's length on the device (``attention="auto"``); 10 heads of 128, slots of 2048."""
+    import torch
+    import torch.nn.functional as F
+
+    if device != "cuda":
+        return []
+    from ocr_app.models.deepseek_ocr2.decoding import kernels as dk
+
+    rows = []
+    heads, d, slot_len = 10, 128, 2048
+    for b in (1,) if quick else (1, 16, 64):
+        kc = torch.randn(b, heads, slot_len, d, device=device, dtype=torch.bfloat16)
+        vc = torch.randn_like(kc)
+        q = torch.randn(b, heads, 1, d, device=device, dtype=torch.bfloat16)
+        for used in (1280,) if quick else (1280, 1792):
+            pos = torch.full((b,), used - 1, dtype=torch.long, device=device)
+            lb = min(slot_len, -(-used // 256) * 256)
+            keep = torch.arange(lb, device=device)[None, :] <= pos[:, None]
+
+            def sdpa(kc=kc, vc=vc, q=q, keep=keep, lb=lb):
+                mask = torch.zeros(keep.shape, dtype=q.dtype, device=q.device).masked_fill_(
+                    ~keep, float("-inf")
+                )
+                F.scaled_dot_product_attention(
+                    q, kc[:, :, :lb], vc[:, :, :lb], attn_mask=mask[:, None, None, :]
+                )
+
+            def split_k(kc=kc, vc=vc, q=q, pos=pos):
+                dk.decode_attention(q, kc, vc, pos, d**-0.5, slot_len)
+
+            for name, fn in (("sdpa + mask", sdpa), ("split-K triton", split_k)):
+                first, steady = _time(fn, device, reps)
+                rows.append({"op": f"decode step attention, {used} keys", "backend": name, "batch": b,
+                             "first_ms": first, "steady_ms": steady})  # fmt: skip
+        del kc, vc
+    return rows
+
+
 def conv_rows(device: str, reps: int, quick: bool) -> list[dict]:
     import torch
     import torch.nn.functional as F
@@ -194,6 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.device == "cuda":
         torch.zeros(1, device="cuda")  # context first: its cost is no op's first call
     rows = attention_rows(args.device, args.reps, args.quick)
+    rows += decode_step_rows(args.device, args.reps, args.quick)
     rows += conv_rows(args.device, args.reps, args.quick)
     rows += linear_rows(args.device, args.reps, args.quick)
     print(table(rows), flush=True)

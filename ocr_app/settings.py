@@ -125,6 +125,11 @@ class Settings(BaseSettings):
         "transformers generate elsewhere; graph: always the graph decoder (eager on CPU); generate.",
     )
     decode_max_slots: int = Field(64, ge=1, description="Most pages the graph decoder runs at once.")
+    decode_attention: Literal["auto", "sdpa"] = Field(
+        "auto",
+        description="auto: the graph decoder's own split-K attention kernel where its fused step runs (no "
+        "per-shape cuDNN plan, one CUDA graph per batch size); sdpa: torch's attention over length buckets.",
+    )
     decode_small_request_batch: int = Field(
         16,
         ge=0,

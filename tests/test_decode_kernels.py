@@ -8,6 +8,7 @@ is checked in float32; the GPU benchmark checks bf16 behaviour.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: the kernels then run in numpy
 
@@ -129,6 +130,10 @@ def test_fused_decoder_equals_generate(tiny_checkpoint):
     got, (fused, moe, _, _) = _decode(model, [DecodeRequest(p, {}, n_new) for p in prompts], opts, 2)
     assert fused and moe == [None, "float", "float"]  # layer 0 is the dense MLP
     assert [r.tokens for r in got] == want
+    # the same through torch's SDPA over length buckets (the pre-kernel path, still selectable)
+    sdpa = replace(opts, attention="sdpa")
+    got2, _ = _decode(model, [DecodeRequest(p, {}, n_new) for p in prompts], sdpa, 2)
+    assert [r.tokens for r in got2] == want
 
 
 @pytest.mark.slow  # a whole decode through Triton's interpreter, both expert paths
@@ -265,3 +270,77 @@ def test_layer_forward_hooks_run_in_the_module_step(tiny_checkpoint):
     assert not fused and len(got[0].tokens) == 3
     prefill_calls = 3  # the model's own forward during prefill: one call per layer
     assert len(calls) == prefill_calls + 3 * 2  # + 2 decode steps (chunks of 2) × 3 layers
+
+
+def _attention_reference(q, kc, vc, pos, scale):
+    heads, kv_heads = q.shape[1], kc.shape[1]
+    rows = []
+    for r in range(q.shape[0]):
+        n = int(pos[r]) + 1
+        k = kc[r, :, :n].repeat_interleave(heads // kv_heads, 0)
+        v = vc[r, :, :n].repeat_interleave(heads // kv_heads, 0)
+        rows.append((torch.softmax((q[r] @ k.transpose(-1, -2)) * scale, -1) @ v).reshape(-1))
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2)])
+def test_decode_attention_reads_each_rows_own_length_across_splits(heads, kv_heads):
+    """Split-K attention equals softmax(q·kᵀ)·v over keys [0, pos] of each row's own slot: one key, a
+    length ending inside a split, and the last position, with GQA; keys past a row's length (filled with
+    huge values here) must not leak in."""
+    g = torch.Generator().manual_seed(heads * 10 + kv_heads)
+    b, d, slots, length = 3, 32, 5, 300
+    kc = torch.randn(slots, kv_heads, length, d, generator=g)
+    vc = torch.randn(slots, kv_heads, length, d, generator=g)
+    q = torch.randn(b, heads, 1, d, generator=g)
+    pos = torch.tensor([0, 137, 299])
+    poisoned_k, poisoned_v = kc.clone(), vc.clone()
+    for r in range(b):
+        poisoned_k[r, :, int(pos[r]) + 1 :] = 1e4
+        poisoned_v[r, :, int(pos[r]) + 1 :] = -1e4
+    want = _attention_reference(q, kc, vc, pos, 0.17)
+    for min_chunk in (64, dk.ATTN_MIN_CHUNK):  # five splits, ending mid-block; then one split
+        got = dk.decode_attention(q, poisoned_k, poisoned_v, pos, 0.17, length, min_chunk=min_chunk)
+        assert got.shape == (b, heads * d)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_decode_attention_fits_only_power_of_two_heads_and_whole_groups():
+    assert dk.attention_fits(10, 10, 128) and dk.attention_fits(14, 2, 64)
+    assert not dk.attention_fits(10, 10, 80)  # tl.arange needs a power of two
+    assert not dk.attention_fits(10, 4, 128)  # a query head without its own K/V group
+
+
+def test_the_fused_step_keys_graphs_by_batch_only(tiny_checkpoint):
+    """With the split-K attention the decoder asks for one shape per batch bucket (length = the slot
+    length), so no CUDA graph is captured for a new length in the middle of a document; with
+    ``attention="sdpa"`` it keeps length buckets; another word is refused."""
+    from transformers import AutoModelForImageTextToText
+
+    from ocr_app.exceptions import ConfigError
+    from ocr_app.models.deepseek_ocr2.decoding.decoder import PageDecoder
+    from ocr_app.models.deepseek_ocr2.decoding.guard import LoopSpec
+    from ocr_app.models.deepseek_ocr2.decoding.interface import DecoderOptions
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+    shapes: dict[str, list] = {}
+    for attention in ("auto", "sdpa"):
+        opts = DecoderOptions(
+            kernels="triton", attention=attention, len_step=16, check_every=4, loop=LoopSpec(0)
+        )
+        dec = PageDecoder(model, capacity=2, max_len=96, options=opts)
+        seen = shapes.setdefault(attention, [])
+        dec.graphs.run = lambda step, b, lb, steps, seen=seen: seen.append((b, lb))
+        dec.slots.ensure_kv()
+        for used in (10, 40, 70):  # a page growing through three length buckets
+            dec.slots.host_kv_len[0] = used
+            dec.slot_key[0] = "page"
+            dec.run_chunk()
+        assert dec.step.length_free is (attention == "auto")
+        dec.release()
+    assert shapes["auto"] == [(1, 96)] * 3
+    assert [lb for _, lb in shapes["sdpa"]] == [16, 48, 80]
+    with pytest.raises(ConfigError, match="attention must be auto or sdpa"):
+        PageDecoder(
+            model, capacity=1, max_len=32, options=DecoderOptions(kernels="triton", attention="flash")
+        )

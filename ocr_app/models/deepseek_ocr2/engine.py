@@ -547,6 +547,7 @@ class DeepSeekOcr2Engine(Engine):
             budget_bytes=self.budget_bytes,
             small_request_batch=int(getattr(self.settings, "decode_small_request_batch", 0)),
             plain=self._graph_broken is not None,
+            attention=str(getattr(self.settings, "decode_attention", "auto")),
         )
 
     def _disable_graph_decoder(self, exc: BaseException) -> None:

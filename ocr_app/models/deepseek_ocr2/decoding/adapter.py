@@ -76,11 +76,12 @@ def build_scheduler(
     budget_bytes: int | None,
     small_request_batch: int = 0,
     plain: bool = False,
+    attention: str = "auto",
 ) -> DecodeScheduler:
     """A scheduler for ``source``'s loaded model (guard, EOS ids, slots); the engine keeps it between
     requests and closes it on unload. ``small_request_batch``: see ``DecodeScheduler``. ``plain``: no
     CUDA graphs and no fused kernels (the module step; what a model without ``generate`` falls back to
-    when the full decoder failed on this GPU)."""
+    when the full decoder failed on this GPU). ``attention``: ``DecoderOptions.attention``."""
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
 
     opts = DecoderOptions(
@@ -88,6 +89,7 @@ def build_scheduler(
         eos_ids=tuple(source.eos_ids()),
         graphs="off" if plain else "auto",
         kernels="torch" if plain else "auto",
+        attention=attention,
     )
     return DecodeScheduler(
         source.model,

@@ -235,8 +235,11 @@ class PageDecoder:
             return
         k = steps or self.options.check_every
         b = batch_bucket(max(busy) + 1, self.capacity)
-        need = max(self.slots.host_kv_len[s] for s in busy) + k + 1
-        lb = length_bucket(need, self.options.len_step, self.max_len)
+        if self.step.length_free:  # lengths are read on the device: one graph per batch bucket
+            lb = self.max_len
+        else:
+            need = max(self.slots.host_kv_len[s] for s in busy) + k + 1
+            lb = length_bucket(need, self.options.len_step, self.max_len)
         with torch.inference_mode():
             self.graphs.run(self.step, b, lb, k)
             self.steps += k

@@ -52,6 +52,9 @@ class DecoderOptions:
     check_every: int = 16
     graphs: str = "auto"
     kernels: str = "auto"  # "auto": fused Triton kernels on CUDA; "triton": force; "torch": module calls only
+    # "auto": the fused step's split-K Triton attention (lengths on the device: one graph per batch bucket);
+    # "sdpa": torch's SDPA with a length mask over length buckets (the module step always uses SDPA)
+    attention: str = "auto"
     len_step: int = 256  # attention length buckets are multiples of this
     prefill_batch: int = 4  # pages of equal prompt length prefilled in one forward
 

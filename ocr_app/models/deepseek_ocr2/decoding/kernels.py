@@ -8,6 +8,8 @@ memory. These kernels fold each of those groups into one launch:
 * ``add_rmsnorm``: residual add + RMSNorm (HF's order and bf16 roundings);
 * ``rope_kv``: RoPE on q and k (bit-exact bf16 emulation of ``apply_rotary_pos_emb``) and the K/V write
   into the slot cache at each row's position;
+* ``decode_attention``: split-K attention of one token per row over its slot's keys, lengths read on the
+  device (no mask, no per-shape plan: one CUDA graph per batch serves every length);
 * ``route``: fp32 router logits (cuBLAS), then softmax, greedy top-k and routed scaling in one kernel;
 * ``moe_experts``: routed experts without sorting: one program per (expert, column block) that exits at
   once when no token picked the expert, otherwise runs all its tokens through ``tl.dot`` (gate/up +
@@ -98,6 +100,57 @@ def rope_kv(q, k, v, cos, sin, pos, k_cache, v_cache, heads: int, kv_heads: int,
         H=heads, HKV=kv_heads, D=head_dim,
     )  # fmt: skip
     return qo
+
+
+# split-K decode attention: at most this many key chunks per row, each at least ATTN_MIN_CHUNK keys
+ATTN_SPLITS = 32
+ATTN_MIN_CHUNK = 256
+ATTN_BLOCK = 64
+
+
+def attention_fits(heads: int, kv_heads: int, head_dim: int) -> bool:
+    """Whether ``decode_attention`` takes this geometry (a power-of-two head size, whole GQA groups)."""
+    return head_dim >= 16 and head_dim & (head_dim - 1) == 0 and heads % kv_heads == 0
+
+
+def decode_attention(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    pos: torch.Tensor,
+    scale: float,
+    max_len: int,
+    min_chunk: int = ATTN_MIN_CHUNK,
+) -> torch.Tensor:
+    """One query token per row over its own slot's keys ``[0, pos[row]]``: ``[B, heads·head_dim]``.
+
+    ``q`` is ``[B, heads, 1, head_dim]`` (``rope_kv``'s), caches ``[slots, kv_heads, L, head_dim]``;
+    ``max_len`` bounds every row's length (the grid's split count; splits past a row's own length exit at
+    once). Why not SDPA: cuDNN's attention builds an execution plan per new shape (65–840 ms each on an
+    H200), paid by every CUDA graph of a new (batch, length) bucket in the first document, and it needs a
+    length mask built each step. Here lengths come from ``pos`` on the device, so one graph serves every
+    length, and each row reads only its own keys (flash-decoding: key chunks in parallel, merged by their
+    log-sum-exp). Neither kernel's binary depends on the batch, the length or ``max_len``.
+    """
+    import torch
+
+    kk = _k()
+    b, heads, _, d = q.shape
+    kv_heads = k_cache.shape[1]
+    per = -(-max(1, max_len) // ATTN_SPLITS)
+    chunk = max(min_chunk, -(-per // ATTN_BLOCK) * ATTN_BLOCK)
+    splits = -(-max(1, max_len) // chunk)
+    part = torch.empty((b, heads, ATTN_SPLITS, d), dtype=torch.float32, device=q.device)
+    lse = torch.empty((b, heads, ATTN_SPLITS), dtype=torch.float32, device=q.device)
+    _launch(
+        kk.attn_partial, (b, heads, splits),
+        q, k_cache, v_cache, pos, part, lse,
+        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), chunk, float(scale),
+        H=heads, GROUP=heads // kv_heads, D=d, NSP=ATTN_SPLITS, BLOCK_N=ATTN_BLOCK,
+    )  # fmt: skip
+    out = torch.empty((b, heads * d), dtype=q.dtype, device=q.device)
+    _launch(kk.attn_reduce, (b, heads), part, lse, pos, out, chunk, H=heads, D=d, NSP=ATTN_SPLITS)
+    return out
 
 
 def route(x: torch.Tensor, weight: torch.Tensor, top_k: int, scale: float):

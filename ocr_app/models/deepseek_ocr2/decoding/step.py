@@ -78,6 +78,14 @@ class DecodeStep:
             for ly, kind in zip(layers, self._fused_moe, strict=True)
         ]
         self._swiglu = [dk.quant_swiglu(f) if f is not None else None for f in self._ffn]
+        if self.options.attention not in ("auto", "sdpa"):
+            raise ConfigError(f"attention must be auto or sdpa, not {self.options.attention!r}")
+        # split-K attention: lengths read on the device, so one graph per batch serves every length
+        self.length_free = (
+            self.fused
+            and self.options.attention == "auto"
+            and dk.attention_fits(self.heads, self.kv_heads, self.head_dim)
+        )
         if want and not self.fused:
             logger.info("decode: hooked layers or non-standard norms; using the module step")
 
@@ -166,9 +174,11 @@ class DecodeStep:
         tok = s.seq[:b].gather(1, pos[:, None])
         h = self.lm.embed_tokens(tok[:, 0])  # [b, hidden]
         cos, sin = self.lm.rotary_emb(h, pos[:, None])
-        keep = s.pos_ar[:lb][None, :] <= pos[:, None]
-        mask = torch.zeros(keep.shape, dtype=h.dtype, device=h.device).masked_fill_(~keep, float("-inf"))
-        mask = mask[:, None, None, :]
+        mask = None
+        if not self.length_free:
+            keep = s.pos_ar[:lb][None, :] <= pos[:, None]
+            mask = torch.zeros(keep.shape, dtype=h.dtype, device=h.device).masked_fill_(~keep, float("-inf"))
+            mask = mask[:, None, None, :]
         gqa = self.heads != self.kv_heads
         pending, residual = h, None
         for i, layer in enumerate(self.lm.layers):
@@ -180,10 +190,13 @@ class DecodeStep:
                 *dk.project_qkv(attn, x, self._qkv[i]), cos, sin, pos, kc, vc,
                 self.heads, self.kv_heads, self.head_dim,
             )  # fmt: skip
-            o = F.scaled_dot_product_attention(
-                q, kc[:b, :, :lb], vc[:b, :, :lb], attn_mask=mask, scale=attn.scaling, enable_gqa=gqa
-            )
-            a = attn.o_proj(o.transpose(1, 2).reshape(b, -1))
+            if self.length_free:
+                a = attn.o_proj(dk.decode_attention(q, kc, vc, pos, attn.scaling, lb))
+            else:
+                o = F.scaled_dot_product_attention(
+                    q, kc[:b, :, :lb], vc[:b, :, :lb], attn_mask=mask, scale=attn.scaling, enable_gqa=gqa
+                )
+                a = attn.o_proj(o.transpose(1, 2).reshape(b, -1))
             x, residual = dk.add_rmsnorm(a, ln2.weight, ln2.variance_epsilon, residual)
             mlp = layer.mlp
             kind = self._fused_moe[i]

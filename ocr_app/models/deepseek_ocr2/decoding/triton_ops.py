@@ -275,3 +275,68 @@ def finish_token(
     stop = is_eos | is_len
     tl.store(code_ptr + r, tl.where(is_eos, 1, 2).to(tl.int64), mask=stop)
     tl.store(done_ptr + r, stop, mask=stop)
+
+
+@triton.jit(do_not_specialize=["chunk"])
+def attn_partial(
+    q_ptr, kc_ptr, vc_ptr, pos_ptr, po_ptr, plse_ptr, s_slot, s_head, s_pos, chunk, scale,
+    H: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, NSP: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    # one (row, head, split): softmax-weighted V over keys [split·chunk, min(+chunk, pos + 1)) with the
+    # split's own max and log-sum-exp; splits past the row's length store nothing (attn_reduce skips them)
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    sp = tl.program_id(2)
+    length = (tl.load(pos_ptr + b) + 1).to(tl.int32)
+    start = sp * chunk
+    if start < length:
+        end = tl.minimum(start + chunk, length)
+        d = tl.arange(0, D)
+        q = tl.load(q_ptr + (b * H + h) * D + d).to(tl.float32) * scale
+        base = b * s_slot + (h // GROUP) * s_head
+        n = start + tl.arange(0, BLOCK_N)
+        live = n < end
+        kv = base + n[:, None] * s_pos + d[None, :]
+        k = tl.load(kc_ptr + kv, mask=live[:, None], other=0.0).to(tl.float32)
+        s = tl.where(live, tl.sum(k * q[None, :], 1), float("-inf"))
+        m_i = tl.max(s, 0)
+        p = tl.exp(s - m_i)
+        v = tl.load(vc_ptr + kv, mask=live[:, None], other=0.0).to(tl.float32)
+        acc = tl.sum(p[:, None] * v, 0)
+        l_i = tl.sum(p, 0)
+        for n0 in range(start + BLOCK_N, end, BLOCK_N):
+            n = n0 + tl.arange(0, BLOCK_N)
+            live = n < end
+            kv = base + n[:, None] * s_pos + d[None, :]
+            k = tl.load(kc_ptr + kv, mask=live[:, None], other=0.0).to(tl.float32)
+            s = tl.where(live, tl.sum(k * q[None, :], 1), float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 0))
+            alpha = tl.exp(m_i - m_new)
+            p = tl.exp(s - m_new)
+            v = tl.load(vc_ptr + kv, mask=live[:, None], other=0.0).to(tl.float32)
+            acc = acc * alpha + tl.sum(p[:, None] * v, 0)
+            l_i = l_i * alpha + tl.sum(p, 0)
+            m_i = m_new
+        at = (b * H + h) * NSP + sp
+        tl.store(po_ptr + at * D + d, acc / l_i)
+        tl.store(plse_ptr + at, m_i + tl.log(l_i))
+
+
+@triton.jit(do_not_specialize=["chunk"])
+def attn_reduce(
+    po_ptr, plse_ptr, pos_ptr, o_ptr, chunk, H: tl.constexpr, D: tl.constexpr, NSP: tl.constexpr
+):  # fmt: skip
+    # the splits of one (row, head) merged by their log-sum-exp; output row-major [B, H·D]
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    length = tl.load(pos_ptr + b) + 1
+    n_live = (length + chunk - 1) // chunk
+    sp = tl.arange(0, NSP)
+    live = sp < n_live
+    at = (b * H + h) * NSP + sp
+    lse = tl.load(plse_ptr + at, mask=live, other=float("-inf"))
+    w = tl.where(live, tl.exp(lse - tl.max(lse, 0)), 0.0)
+    d = tl.arange(0, D)
+    part = tl.load(po_ptr + at[:, None] * D + d[None, :], mask=live[:, None], other=0.0)
+    out = tl.sum(part * w[:, None], 0) / tl.sum(w, 0)
+    tl.store(o_ptr + (b * H + h) * D + d, out.to(o_ptr.dtype.element_ty))
