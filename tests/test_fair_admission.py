@@ -251,18 +251,22 @@ def test_a_cancelled_job_stops_waiting_and_its_pages_leave_the_decoder(tiny_chec
         engine.unload()
 
 
-def test_while_a_small_request_decodes_larger_ones_are_not_refilled_beyond_the_cap(model):
-    """4 slots, a cap of 2: when the long job's first four pages end, the small request and one more
-    long page are admitted together and the other two slots stay free until they end (the small one
-    decodes in a batch of 2); with no cap the long job takes those slots at once."""
+def test_a_small_request_that_finds_every_slot_taken_parks_a_long_page_and_starts_at_once(model):
+    """4 slots all held by a long job: with the small-request policy on (cap 2), a one-page request is
+    admitted at the next cycle — one of the long job's pages is parked (its K/V rows and state set
+    aside) — and decodes with steps of its own, so it ends before the long job's first pages; the parked
+    page resumes afterwards and every page's tokens are exactly those of a run without the policy. With
+    the policy off the small request waits for the first long pages to end, then enters with the next
+    long page."""
 
-    def admissions(cap: int) -> list[tuple[str, int, int]]:
+    def run(cap: int) -> tuple[dict, list, dict]:
         gate = Gate()
         sched = DecodeScheduler(
             model, OPTS, max_slots=4, vision_batch=1, encoder=gate, small_request_batch=cap
         )
         steps: list[int] = []
         encode = gate.__call__
+        ended: list[tuple[str, int]] = []
 
         def stepped(payloads):  # the decoder's step count when each page is admitted
             steps.extend([sched.decoder.steps if sched.decoder else 0] * len(payloads))
@@ -270,19 +274,61 @@ def test_while_a_small_request_decodes_larger_ones_are_not_refilled_beyond_the_c
 
         sched.encoder = stepped
         try:
-            long = sched.submit_many(_pages("long", 9, 8), expect=4, group="long")
+            long = sched.submit_many(_pages("long", 9, 24), expect=4, group="long")
             assert gate.started.wait(timeout=120)
-            short = sched.submit_many(_pages("short", 1, 8), group="short")
+            short = sched.submit_many(_pages("short", 1, 24), group="short")
+            for k, f in [(("long", i), f) for i, f in enumerate(long)] + [(("short", 0), short[0])]:
+                f.add_done_callback(lambda _f, k=k: ended.append(k))
             gate.go.set()
-            for f in long + short:
-                f.result(timeout=300)
+            tokens = {("long", i): f.result(timeout=300).tokens for i, f in enumerate(long)}
+            tokens[("short", 0)] = short[0].result(timeout=300).tokens
         finally:
             sched.close()
-        return [(name, i, s) for (name, i), s in zip(gate.order, steps, strict=True)]
+        at = {(name, i): s for (name, i), s in zip(gate.order, steps, strict=True)}
+        return at, ended, tokens
 
-    capped, free = admissions(2), admissions(0)
-    at = {(n, i): s for n, i, s in capped}
-    assert at[("short", 0)] == at[("long", 4)] < at[("long", 5)]  # slots 3 and 4 wait for the cap to lift
-    at = {(n, i): s for n, i, s in free}
-    assert at[("short", 0)] == at[("long", 4)] == at[("long", 5)] == at[("long", 6)]  # all four at once
-    assert [p for p in capped if p[0] == "long"] and len(capped) == len(free) == 10  # nothing lost
+    (at, ended, tokens), (at_off, ended_off, tokens_off) = run(2), run(0)
+    assert at[("short", 0)] < at[("long", 4)]  # admitted while the first four long pages still decode
+    assert ended.index(("short", 0)) < min(ended.index(("long", i)) for i in range(4))
+    assert at_off[("short", 0)] == at_off[("long", 4)]  # policy off: it waited for the first wave
+    assert ended_off.index(("short", 0)) > ended_off.index(("long", 0))
+    assert tokens == tokens_off and all(len(t) == 24 for t in tokens.values())  # parking lost nothing
+
+
+def test_park_and_unpark_move_a_pages_kv_rows_and_state_into_another_slot(model):
+    """A parked page comes back in another slot with the same K/V rows, tokens, lengths and flags, and
+    its next tokens are those it would have decoded had it never left; the slot it left is free for
+    another page meanwhile."""
+    from ocr_app.models.deepseek_ocr2.decoding.decoder import PageDecoder
+
+    def decoder() -> PageDecoder:
+        return PageDecoder(model, capacity=3, max_len=64, options=OPTS)
+
+    reqs = [DecodeRequest([0, 5 + i, 6, 7, 8 + 3 * i], {}, 20, key=("p", i)) for i in range(2)]
+    ref = decoder()
+    ref.admit(reqs)
+    for _ in range(5):
+        ref.run_chunk()
+    want = {r.key: r.tokens for _, r in ref.collect()}
+
+    dec = decoder()
+    dec.admit(reqs)
+    dec.run_chunk()
+    kv_len = int(dec.slots.kv_len[0])
+    k0 = [k[0, :, :kv_len].clone() for k in dec.slots.k]
+    seq0 = dec.slots.seq[0].clone()
+    dec.park(0)
+    assert dec.free_slots == [0, 2] and dec.parked == [("p", 0)]
+    dec.admit([DecodeRequest([0, 9, 9, 9, 9, 9], {}, 8, key=("other", 0))])  # takes slot 0, overwrites it
+    assert dec.slot_key[0] == ("other", 0)
+    dec.run_chunk()
+    dec.unpark(2)
+    assert dec.parked == [] and dec.slot_key[2] == ("p", 0)
+    assert int(dec.slots.kv_len[2]) == kv_len and torch.equal(dec.slots.seq[2], seq0)
+    assert all(torch.equal(k[2, :, :kv_len], k_) for k, k_ in zip(dec.slots.k, k0, strict=True))
+    assert bool(dec.slots.active[2]) and not bool(dec.slots.done[2])
+    for _ in range(6):
+        dec.run_chunk()
+    got = {r.key: r.tokens for _, r in dec.collect()}
+    assert got[("p", 0)] == want[("p", 0)] and got[("p", 1)] == want[("p", 1)]
+    assert len(got[("other", 0)]) == 8

@@ -12,7 +12,9 @@ A small request still decodes at the step time of the whole batch: beside 63 pag
 step costs about twice a lone page's. So while a small request (at most ``SMALL_REQUEST_PAGES`` pages
 waiting or decoding) is in the decoder, larger requests get no new slots beyond ``batch_cap`` pages in
 the batch (``take(..., batch_cap=, busy=)``): the long job's pages finish and are refilled only up to
-that size, the small request's step gets faster, and the long job keeps decoding the pages it has.
+that size, the small request's step gets faster, and the long job keeps decoding the pages it has. A
+small request that finds every slot taken parks a few of the long job's pages (the scheduler's
+``_make_room``) and gets steps of its own between the whole batch's (``PageDecoder.run_chunk``).
 """
 
 from __future__ import annotations
@@ -104,6 +106,14 @@ class FairQueue:
             self._last_turn[group] = next(self._tick)
         self._forget_idle(load)
         return taken
+
+    def small_groups(self, held: dict[Any, int]) -> set[Any]:
+        """The small requests now (see ``_small``)."""
+        return self._small(held)
+
+    def waiting_in(self, groups: set[Any]) -> int:
+        """Pages of ``groups`` waiting here (cancelled ones included until the next ``take``)."""
+        return sum(len(self._groups.get(g, ())) for g in groups)
 
     def _small(self, held: dict[Any, int]) -> set[Any]:
         """Groups with at most ``SMALL_REQUEST_PAGES`` pages waiting or decoding."""

@@ -226,8 +226,12 @@ class PageDecoder:
         st.occupy(slots, [r.key for r in reqs], p, t0, now)
 
     # --- decoding --------------------------------------------------------------------------------
-    def run_chunk(self, steps: int | None = None) -> None:
-        """Decode up to ``steps`` (default ``check_every``) tokens for every running slot."""
+    def run_chunk(self, steps: int | None = None, priority: int = 0, share: int = 0) -> None:
+        """Decode up to ``steps`` (default ``check_every``) tokens for every running slot.
+
+        ``priority``/``share``: slots [0, ``priority``) (a small request's pages) also get ``share`` steps
+        of their own before each step of the whole batch, at the step time of their small bucket; the
+        rest of the batch keeps decoding, slower by the small steps' time."""
         import torch
 
         busy = self.busy_slots
@@ -235,13 +239,19 @@ class PageDecoder:
             return
         k = steps or self.options.check_every
         b = batch_bucket(max(busy) + 1, self.capacity)
+        small = batch_bucket(priority, self.capacity) if priority > 0 and share > 0 else b
         if self.step.length_free:  # lengths are read on the device: one graph per batch bucket
             lb = self.max_len
         else:
-            need = max(self.slots.host_kv_len[s] for s in busy) + k + 1
+            need = max(self.slots.host_kv_len[s] for s in busy) + k * (1 + (share if small < b else 0)) + 1
             lb = length_bucket(need, self.options.len_step, self.max_len)
         with torch.inference_mode():
-            self.graphs.run(self.step, b, lb, k)
+            if small < b:
+                for _ in range(k):
+                    self.graphs.run(self.step, small, lb, share)
+                    self.graphs.run(self.step, b, lb, 1)
+            else:
+                self.graphs.run(self.step, b, lb, k)
             self.steps += k
             if self.options.loop.enabled:
                 self.step.check_loops(b)
@@ -257,6 +267,21 @@ class PageDecoder:
     def compact(self) -> int:
         """Move the highest busy slot into the lowest free one when that shrinks the batch bucket."""
         return self.slots.compact()
+
+    def park(self, slot: int) -> None:
+        """Take the page in ``slot`` out of the batch (``SlotState.park``); ``unpark`` resumes it."""
+        self.slots.park(slot)
+
+    def unpark(self, slot: int) -> None:
+        self.slots.unpark(slot)
+
+    @property
+    def parked(self) -> list[Any]:
+        """The keys of the parked pages, oldest first."""
+        return [p["host"][0] for p in self.slots.parked]
+
+    def drop_parked(self, keys: set[int]) -> None:
+        self.slots.drop_parked(keys)
 
 
 __all__ = [

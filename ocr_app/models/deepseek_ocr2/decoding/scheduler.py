@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ocr_app.exceptions import EngineError, GpuOutOfMemory
-from ocr_app.models.deepseek_ocr2.decoding.admission import FairQueue
+from ocr_app.models.deepseek_ocr2.decoding.admission import SMALL_REQUEST_PAGES, FairQueue
 from ocr_app.models.deepseek_ocr2.decoding.decoder import (
     BATCH_BUCKETS,
     DecodeRequest,
@@ -44,6 +44,10 @@ logger = logging.getLogger(__name__)
 
 PREFILL_VISION_TOKENS = 1121  # the largest default-mode page: reserve prefill room for it
 SLOT_LENGTHS = (2048, 4096, 8192)  # slot lengths a decoder is built with (then the model's context)
+# a small request that finds every slot taken parks up to this many pages of larger ones (``_make_room``)
+PARK_PAGES = SMALL_REQUEST_PAGES
+# steps of a small request's own rows before each step of the whole batch (``PageDecoder.run_chunk``)
+PRIORITY_STEPS = 2
 SLACK_BYTES = 256 * 1024**2  # graphs' activations, logits, cuBLAS workspaces, fragmentation
 
 
@@ -199,6 +203,12 @@ def _page_error(exc: Exception) -> Exception:
     if isinstance(exc, EngineError) or type(exc).__name__ == "OutOfMemoryError":
         return exc
     return EngineError(f"decoding failed: {exc}")
+
+
+def _group(owners: dict[int, _Owner], dec: PageDecoder, slot: int) -> Any:
+    """The request group of the page in ``slot`` (None once its owner is gone)."""
+    owner = owners.get(id(dec.slot_key[slot]))
+    return None if owner is None else owner.group
 
 
 class DecodeScheduler:
@@ -499,6 +509,11 @@ class DecodeScheduler:
             dec = self.decoder
         if dec is None:
             return
+        # a small request waiting behind a long job that holds every slot: park some of the job's pages
+        # (lowest slots first) so it starts now; they resume once no small request is left
+        held = self._held_by_group(owners)
+        small = pending.small_groups(held) if self.small_request_batch else set()
+        self._make_room(dec, pending, owners, small)
         # admit what fits into free slots, fairly between requests (``FairQueue``); pages needing a
         # longer context wait for the decoder to drain
         held = self._held_by_group(owners)
@@ -520,14 +535,44 @@ class DecodeScheduler:
                 owners.pop(id(dec.slot_key[s]), None)
                 gone.append(s)
         dec.drop(gone)
+        left = {id(k) for k in dec.parked if (o := owners.get(id(k))) is None or o.future.cancelled()}
+        if left:
+            for key in left:
+                owners.pop(key, None)
+            dec.drop_parked(left)
         for _, res in dec.collect():
             owner = owners.pop(id(res.key))
             res.key = owner.key
             _settle(owner.future, result=res)
         self._publish(pending, owners)
-        if not pending:
+        if not pending and not dec.parked:
             dec.compact()
-        dec.run_chunk()
+        dec.run_chunk(**self._priority(dec, owners, small))
+
+    def _make_room(self, dec: PageDecoder, pending: FairQueue, owners: dict[int, _Owner], small: set) -> None:
+        """Park pages of larger requests for small requests that wait with no free slot; put parked
+        pages back into free slots once no small request waits or decodes."""
+        busy = dec.busy_slots
+        small_busy = sum(1 for s in busy if _group(owners, dec, s) in small)
+        waiting = pending.waiting_in(small)
+        if waiting and not dec.free_slots and len(dec.parked) < PARK_PAGES:
+            large = [s for s in busy if _group(owners, dec, s) not in small]
+            for s in large[: min(waiting, PARK_PAGES - len(dec.parked))]:
+                dec.park(s)
+        elif dec.parked and not waiting and not small_busy:
+            for s in dec.free_slots[: len(dec.parked)]:
+                dec.unpark(s)
+
+    def _priority(self, dec: PageDecoder, owners: dict[int, _Owner], small: set) -> dict[str, int]:
+        """``run_chunk``'s priority rows: the small requests' pages, when they sit in low slots beside
+        larger requests' pages (a smaller bucket than the whole batch's)."""
+        if not small or not self.small_request_batch:
+            return {}
+        busy = dec.busy_slots
+        rows = [s for s in busy if _group(owners, dec, s) in small]
+        if not rows or len(rows) == len(busy):
+            return {}
+        return {"priority": max(rows) + 1, "share": PRIORITY_STEPS}
 
     @staticmethod
     def _held_by_group(owners: dict[int, _Owner]) -> dict[Any, int]:

@@ -71,6 +71,8 @@ class SlotState:
         self.slot_t0: list[float] = [0.0] * C
         self.slot_ttft: list[float] = [0.0] * C
         self.host_kv_len = [0] * C
+        # pages taken out of the batch for a small request (``park``), oldest first
+        self.parked: list[dict[str, Any]] = []
 
     # --- free / busy -------------------------------------------------------------------------------
     @property
@@ -115,6 +117,7 @@ class SlotState:
         """Drop every device tensor, so nothing outlives the decoder even if a caller holds it."""
         self.k.clear()
         self.v.clear()
+        self.parked.clear()
         for name in self._STATE:
             setattr(self, name, None)
         self.mutable = []
@@ -187,6 +190,63 @@ class SlotState:
             self.active[torch.tensor(list(slots), dtype=torch.long, device=self.device)] = False
         for s in slots:
             self.slot_key[s] = None
+
+    # --- parking -----------------------------------------------------------------------------------
+    _PAGE = (
+        "seq",
+        "kv_len",
+        "gen_count",
+        "max_new",
+        "prompt_len",
+        "guard_start",
+        "stop_code",
+        "active",
+        "done",
+    )
+
+    def park(self, slot: int) -> None:
+        """Take the page in ``slot`` out of the batch, with its K/V rows and state, and free the slot.
+
+        Why: a small request that arrives while a long job holds every slot would wait for a page of that
+        job to finish (a whole page's decode). Parking one of the job's pages for the small request's
+        lifetime costs a copy of its valid K/V rows; ``unpark`` puts it back where it left off.
+        """
+        import torch
+
+        with torch.inference_mode():
+            n = min(int(self.kv_len[slot]) + 1, self.max_len)
+            self.parked.append(
+                {
+                    "n": n,
+                    "kv": [
+                        (kc[slot, :, :n].clone(), vc[slot, :, :n].clone())
+                        for kc, vc in zip(self.k, self.v, strict=True)
+                    ],
+                    "state": {name: getattr(self, name)[slot].clone() for name in self._PAGE},
+                    "host": (self.slot_key[slot], self.slot_t0[slot], self.slot_ttft[slot]),
+                }
+            )
+            self.active[slot] = False
+        self.slot_key[slot] = None
+
+    def unpark(self, slot: int) -> None:
+        """Put the oldest parked page into the free ``slot``."""
+        import torch
+
+        page = self.parked.pop(0)
+        n = page["n"]
+        with torch.inference_mode():
+            for (kc, vc), (k, v) in zip(zip(self.k, self.v, strict=True), page["kv"], strict=True):
+                kc[slot, :, :n] = k
+                vc[slot, :, :n] = v
+            for name, value in page["state"].items():
+                getattr(self, name)[slot] = value
+        self.slot_key[slot], self.slot_t0[slot], self.slot_ttft[slot] = page["host"]
+        self.host_kv_len[slot] = int(page["state"]["kv_len"])
+
+    def drop_parked(self, keys: set[int]) -> None:
+        """Forget parked pages whose key's ``id`` is in ``keys`` (their callers went away)."""
+        self.parked = [p for p in self.parked if id(p["host"][0]) not in keys]
 
     # --- compaction --------------------------------------------------------------------------------
     def compact(self) -> int:
