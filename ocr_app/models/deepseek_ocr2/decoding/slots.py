@@ -209,7 +209,9 @@ class SlotState:
 
         Why: a small request that arrives while a long job holds every slot would wait for a page of that
         job to finish (a whole page's decode). Parking one of the job's pages for the small request's
-        lifetime costs a copy of its valid K/V rows; ``unpark`` puts it back where it left off.
+        lifetime costs a copy of its valid K/V rows; ``unpark`` puts it back where it left off. The rows
+        wait in host memory (~60 KB per token of the full model): the memory plan has no room for them on
+        the GPU, and an out-of-memory error on the decoding thread would fail every page in the batch.
         """
         import torch
 
@@ -219,7 +221,7 @@ class SlotState:
                 {
                     "n": n,
                     "kv": [
-                        (kc[slot, :, :n].clone(), vc[slot, :, :n].clone())
+                        (kc[slot, :, :n].to("cpu", copy=True), vc[slot, :, :n].to("cpu", copy=True))
                         for kc, vc in zip(self.k, self.v, strict=True)
                     ],
                     "state": {name: getattr(self, name)[slot].clone() for name in self._PAGE},
@@ -237,8 +239,8 @@ class SlotState:
         n = page["n"]
         with torch.inference_mode():
             for (kc, vc), (k, v) in zip(zip(self.k, self.v, strict=True), page["kv"], strict=True):
-                kc[slot, :, :n] = k
-                vc[slot, :, :n] = v
+                kc[slot, :, :n] = k.to(kc.device)
+                vc[slot, :, :n] = v.to(vc.device)
             for name, value in page["state"].items():
                 getattr(self, name)[slot] = value
         self.slot_key[slot], self.slot_t0[slot], self.slot_ttft[slot] = page["host"]
