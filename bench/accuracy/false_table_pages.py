@@ -284,6 +284,29 @@ def poem_columns(doc: pymupdf.Document, gutter: float = 20.0) -> None:
             )
 
 
+def justified_footnote(doc: pymupdf.Document) -> None:
+    """A report page: paragraphs, then a two-line footnote set justified with wide spaces (long
+    words, a narrow measure), its first line indented after the note's superscript number."""
+    page = doc.new_page(width=A4[0], height=A4[1])
+    y = 100.0
+    for para in PROSE[:4]:
+        y = _justified(page, 72, y, A4[0] - 144, para, 11)
+    page.draw_line((72, 700), (200, 700), width=0.5)
+    page.insert_text((72, 716), "14", fontname="helv", fontsize=5)
+    lines = (
+        (80.0, 720.0, "Estimated on the basis of Statistisches Bundesamt (2009): Volkswirtschaftliche and"),
+        (72.0, 730.0, "Gesamtrechnungen of private households. Table from the Finanzierungsrechnung;"),
+    )
+    for x0, yy, text in lines:
+        words = text.split()
+        ink = sum(pymupdf.get_text_length(w, fontname="helv", fontsize=8) for w in words)
+        gap, cx = (A4[0] - 72 - x0 - ink) / (len(words) - 1), x0
+        for w in words:
+            page.insert_text((cx, yy), w, fontname="helv", fontsize=8)
+            cx += pymupdf.get_text_length(w, fontname="helv", fontsize=8) + gap
+    page.insert_text((72, 740), "Wiesbaden, 2008.", fontname="helv", fontsize=8)
+
+
 # --- pages that do hold a table -----------------------------------------------------------------
 TABLE_ROWS = [
     ["Region", "2019", "2020", "2021", "2022"],
@@ -343,6 +366,7 @@ NO_TABLE: dict[str, Callable[[pymupdf.Document], None]] = {
     "slide, 2 panels": lambda doc: slide_panels(doc, 2),
     "glossary, two columns": short_line_columns,
     "poem, two columns": poem_columns,
+    "justified footnote": justified_footnote,
 }
 WITH_TABLE: dict[str, Callable[[pymupdf.Document], None]] = {
     "ruled table": ruled_table,
