@@ -102,3 +102,10 @@ def test_real_tables_still_come_out(tmp_path, engine, name):
 def test_an_icdar_table_without_rulings_still_comes_out(engine):
     md = _markdown(engine, ICDAR / "us-012.pdf", 0)
     assert md.count("<table>") >= 1
+
+
+def test_labels_beside_right_aligned_notes_stay_a_table(engine):
+    """us-019 (ICDAR 2013) page 2: a table of words the layout model boxes as two blocks of text (labels,
+    and notes set flush right); two text columns are flush left, so it stays a table."""
+    md = _markdown(engine, ICDAR / "us-019.pdf", 1)
+    assert re.search(r"<td>Disposable income per capita in</td><td>Annual percent changes range between", md)

@@ -74,8 +74,11 @@ MAX_FIGURE_CELLS = 0.2  # a grid with more cells of figures than this is a table
 def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
     """Whether the layout model reads a word grid as two or more blocks of text side by side (apart
     in x, each holding a good share of the grid's lines, together nearly all): two columns of a
-    glossary, a list or short lines of verse, not one table. A grid of figures stays a table (the
-    model boxes a table it misses as text too, but its cells then hold numbers)."""
+    glossary, a list or short lines of verse, not one table. Text is set flush left in each of its
+    columns (``_flush_left``); a table's column of words may be set flush right or centred (ICDAR
+    2013's us-019: labels beside right-aligned notes, which the model boxes as two blocks of text).
+    A grid of figures stays a table (the model boxes a table it misses as text too, but its cells
+    then hold numbers)."""
     from ocr_app.structure.word_columns import NUMERIC
 
     cells = [t for r in table.rows for c in r if (t := (c.text if isinstance(c, Cell) else c).strip())]
@@ -85,13 +88,16 @@ def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
     if not lines:
         return False
 
-    def held(box: Box) -> int:
-        return sum(
-            1
+    def inside(box: Box) -> list[TextLine]:
+        return [
+            ln
             for ln in lines
             if box[0] <= (ln.box[0] + ln.box[2]) / 2 <= box[2]
             and box[1] <= (ln.box[1] + ln.box[3]) / 2 <= box[3]
-        )
+        ]
+
+    def held(box: Box) -> int:
+        return len(inside(box))
 
     # Narrowest first: a box the model drew over both columns as well does not hide the two.
     blocks = sorted((b for b in texts if held(b) >= MIN_COLUMN_SHARE * len(lines)), key=lambda b: b[2] - b[0])
@@ -99,7 +105,20 @@ def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
     for b in blocks:
         if all(b[0] >= a[2] or b[2] <= a[0] for a in apart):  # beside the others, not over them
             apart.append(b)
-    return len(apart) >= 2 and sum(held(b) for b in apart) >= 0.8 * len(lines)
+    return (
+        len(apart) >= 2
+        and sum(held(b) for b in apart) >= 0.8 * len(lines)
+        and all(_flush_left(inside(b)) for b in apart)
+    )
+
+
+FLUSH_SHARE = 0.8  # this share of a column's lines starting at its left edge: the column is set flush left
+
+
+def _flush_left(lines: Sequence[TextLine]) -> bool:
+    """Whether most lines start at the same x (within a line's height): text set flush left."""
+    left = min(ln.box[0] for ln in lines)
+    return sum(1 for ln in lines if ln.box[0] - left <= ln.box[3] - ln.box[1]) >= FLUSH_SHARE * len(lines)
 
 
 def detect_tables(
