@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MIN_CHARS = 20
+TEXT_LABELS = ("text", "reference")  # layout-model boxes that hold running text (the tables pass's veto)
 MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a table
 PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
@@ -1012,9 +1013,9 @@ class TextLayerEngine(Engine):
             if doc is not self._open_doc:
                 doc.close()
         style = profile.style_at(scale)
-        table_regions = None
+        table_regions, text_regions = None, []
         if turns == 0 and self._learned and every_line and page_img.image is not None:
-            tables, forms, lines, table_regions = self._learned_tables(
+            tables, forms, lines, table_regions, text_regions = self._learned_tables(
                 page_img.image, every_line, tables, forms, lines, drawn
             )
         if found:
@@ -1040,6 +1041,7 @@ class TextLayerEngine(Engine):
                 forms=forms,
                 style=style,
                 table_regions=table_regions,
+                text_regions=text_regions,
             )
         blocks = [b for b in running if b.label == "page_header"] + blocks
         blocks += [b for b in running if b.label == "page_footer"]
@@ -1069,7 +1071,7 @@ class TextLayerEngine(Engine):
         forms: Grid,
         rest: list[TextLine],
         drawn: bool,
-    ) -> tuple[list[TableGrid], Grid, list[TextLine], list[Box] | None]:
+    ) -> tuple[list[TableGrid], Grid, list[TextLine], list[Box] | None, list[Box]]:
         """Tables read by the structure model (``structure.learned_tables``), cells from the text
         layer's words: first in the ruled grids' boxes (certain regions), then in the layout model's
         table regions. On ICDAR 2013's true regions the model reads both kinds better than the rules
@@ -1081,15 +1083,17 @@ class TextLayerEngine(Engine):
 
         body = body_size(every_line)
         if not lt.worth_looking(every_line, body, drawn=drawn):
-            return ruled, forms, rest, None
+            return ruled, forms, rest, None, []
         if is_rtl(" ".join(ln.text for ln in every_line)):
             # Right-to-left pages keep the rules' tables, which read a row from its right (the
             # structure model's cells were not checked on such pages: docling's Persian form lost its
             # text to one).
-            return ruled, forms, rest, None
+            return ruled, forms, rest, None, []
         out: list[TableGrid] = []
         try:
-            detected = [r for r in default_model().detect(image) if r.label == "table"]
+            seen = default_model().detect(image)
+            detected = [r for r in seen if r.label == "table"]
+            texts = [r.box for r in seen if r.label in TEXT_LABELS and r.score >= lt.MIN_VETO_SCORE]
             regions = [r.box for r in detected if r.score >= lt.MIN_REGION_SCORE]
             # Grids of words the layout model does not call a table, even weakly, are text.
             vetted = [r.box for r in detected if r.score >= lt.MIN_VETO_SCORE]
@@ -1140,9 +1144,9 @@ class TextLayerEngine(Engine):
         except EngineUnavailableError as exc:
             logger.warning("textlayer: tables from rules only: %s", exc)
             self._learned = False
-            return ruled, forms, rest, None
+            return ruled, forms, rest, None, []
         out += [(t.box, t.rows, t.header_rows or _bold_header(t)) for t in found]
-        return out, kept_forms, pool, vetted
+        return out, kept_forms, pool, vetted, texts
 
     def _raster_tables(
         self,

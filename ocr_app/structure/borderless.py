@@ -49,7 +49,8 @@ from ocr_app.structure.word_columns import (
 
 logger = logging.getLogger(__name__)
 
-_MARKER = re.compile(r"^(?:[-•●○◦▪▫■□–—*·‣⁃]|(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])$")
+# A list item's marker; "[12]" starts an entry of a numbered reference list.
+_MARKER = re.compile(r"^(?:[-•●○◦▪▫■□–—*·‣⁃]|(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]|\[\d{1,3}\])$")
 _SECTION = re.compile(r"^\d{1,2}(?:[.\-]\d{1,2}){0,4}\.?\s+\S")
 MAX_PAIR_WORDS = 8  # a longer line beside a short one is prose beside a side box, not a key and value
 
@@ -505,6 +506,24 @@ def _prose_pairs(texts: list[list[str]]) -> bool:
     return bool(firsts) and long >= 0.5 * len(firsts) and numbers < 0.5 * len(texts)
 
 
+def _justified_lines(grid: list[list[list[Piece]]], texts: list[list[str]], body: float) -> bool:
+    """Rows of words that all end at the same x and start at the same x (the first may be indented):
+    lines of a justified paragraph (a footnote set with wide spaces), whose word gaps line up by
+    chance. A table's last column of words is ragged on its right; one of figures is told apart by
+    its figures."""
+    if any(not r[0] or not r[-1] for r in grid):
+        return False
+    if any(NUMERIC.match(t) for r in texts for t in r if t):
+        return False
+    starts = [min(p.box[0] for p in r[0]) for r in grid]
+    ends = [max(p.box[2] for p in r[-1]) for r in grid]
+    lasts = {r[-1] for r in texts}
+    tol = 0.25 * body
+    rest = starts[1:]
+    flush = max(rest) - min(rest) <= tol and -tol <= starts[0] - min(rest) <= 2 * body
+    return len(lasts) == len(grid) and flush and max(ends) - min(ends) <= tol
+
+
 def build_grid(
     run: Sequence[Sequence[Piece]], body: float, above: Sequence[Piece] | None = None
 ) -> Grid | None:
@@ -538,7 +557,7 @@ def build_grid(
     if len(grid) < 2:
         return None
     texts = [[_text(c) for c in r] for r in grid]
-    if len(cols) == 2 and _prose_pairs(texts):
+    if (len(cols) == 2 and _prose_pairs(texts)) or _justified_lines(grid, texts, body):
         return None
     heavy = [all(_heavy(p) for c in r for p in c) if any(r) else None for r in grid]
     head = header_rows(heavy, []) or _numeric_body_header(texts)

@@ -38,6 +38,9 @@ class PageLayout:
     # The layout model's table boxes when the engine asked it (None: not asked): tables found from word
     # positions elsewhere are text (two columns of prose, footnotes, a chart's labels), issue 30.
     table_regions: Sequence[Box] | None = None
+    # Its text and reference boxes on the same page: a word grid whose columns it reads as blocks of
+    # text side by side is two columns of text (a glossary, a list in two columns), issue 30.
+    text_regions: Sequence[Box] = ()
     done: bool = False  # set by ``prepare`` on an empty page: nothing left to do
 
     @property

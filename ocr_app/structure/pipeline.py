@@ -68,6 +68,7 @@ def build_blocks(
     page_height: float = 0.0,
     passes: Sequence[tuple[str, PagePass]] = DEFAULT_PASSES,
     table_regions: Sequence[Box] | None = None,
+    text_regions: Sequence[Box] = (),
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
@@ -77,6 +78,7 @@ def build_blocks(
     replaces the page-level guesses when the engine has it. ``page_height`` (0: unknown) tells what
     lies in the margin bands, where a large bare number is no chapter number. ``table_regions``: the
     layout model's table boxes when the engine asked it; grids of words outside them are then text.
+    ``text_regions``: its text boxes; a grid outside its table boxes whose columns they hold apart is text.
     """
     page = PageLayout(
         lines=list(lines),
@@ -87,6 +89,7 @@ def build_blocks(
         given_tables=tables,
         given_forms=forms,
         table_regions=table_regions,
+        text_regions=text_regions,
     )
     return run_passes(page, passes)
 

@@ -18,6 +18,7 @@ from ocr_app.schema import union_box
 from ocr_app.structure.borderless import find_grids
 from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows
 from ocr_app.structure.passes.columns import find_gutter
+from ocr_app.structure.table_html import Cell
 
 if TYPE_CHECKING:
     from ocr_app.schema import Box
@@ -29,8 +30,8 @@ def run(page: PageLayout) -> None:
     beside, rest = tables_beside_a_gutter(rest, page.page_width, page.config, page.body)
     if page.table_regions is not None:
         # The layout model looked at this page: a grid of words it does not call a table is text.
-        found, dropped = _split(found, page.table_regions)
-        beside, dropped2 = _split(beside, page.table_regions)
+        found, dropped = _split(found, page.table_regions, page.text_regions)
+        beside, dropped2 = _split(beside, page.table_regions, page.text_regions)
         taken = {id(it) for t in [*dropped, *dropped2] for it in t.items}
         taken |= {id(ln) for ln in rest}
         rest = [ln for ln in page.lines if id(ln) in taken]
@@ -47,19 +48,77 @@ def run(page: PageLayout) -> None:
 SMALL_GRID_ROWS = 3  # a grid of this many rows or fewer needs the layout model's word to be a table
 
 
-def _split(tables: list[Table], regions: Sequence[Box]) -> tuple[list[Table], list[Table]]:
+def _split(
+    tables: list[Table], regions: Sequence[Box], texts: Sequence[Box] = ()
+) -> tuple[list[Table], list[Table]]:
     """Tables to keep and grids that are text: a grid of two or three rows (label/value pairs of a
-    footnote or legend, a chart's labels) that lies in no table region of the layout model. Larger
-    grids stay: the model misses tables without rulings that the word positions find (issue 25's
-    sets), and tables of contents are told by their dot leaders."""
+    footnote or legend, a chart's labels) that lies in no table region of the layout model, or a
+    grid of words there whose columns the model reads as blocks of text side by side
+    (``_text_side_by_side``). Other larger grids stay: the model misses tables without rulings that
+    the word positions find (issue 25's sets), and tables of contents are told by their dot leaders."""
     from ocr_app.structure.regions import overlap
 
     keep, drop = [], []
     for t in tables:
         small = len(t.rows) <= SMALL_GRID_ROWS
         inside = any(overlap(t.box, r) >= 0.5 for r in regions)
-        (drop if small and not inside and not t.contents else keep).append(t)
+        text = not inside and _text_side_by_side(t, texts)
+        (drop if ((small and not inside) or text) and not t.contents else keep).append(t)
     return keep, drop
+
+
+MIN_COLUMN_SHARE = 0.2  # a text box holding less of a grid's lines than this is a stray caption
+MAX_FIGURE_CELLS = 0.2  # a grid with more cells of figures than this is a table whatever its boxes
+
+
+def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
+    """Whether the layout model reads a word grid as two or more blocks of text side by side (apart
+    in x, each holding a good share of the grid's lines, together nearly all): two columns of a
+    glossary, a list or short lines of verse, not one table. Text is set flush left in each of its
+    columns (``_flush_left``); a table's column of words may be set flush right or centred (ICDAR
+    2013's us-019: labels beside right-aligned notes, which the model boxes as two blocks of text).
+    A grid of figures stays a table (the model boxes a table it misses as text too, but its cells
+    then hold numbers)."""
+    from ocr_app.structure.word_columns import NUMERIC
+
+    cells = [t for r in table.rows for c in r if (t := (c.text if isinstance(c, Cell) else c).strip())]
+    if not cells or sum(1 for c in cells if NUMERIC.match(c)) > MAX_FIGURE_CELLS * len(cells):
+        return False
+    lines = table.items
+    if not lines:
+        return False
+
+    def inside(box: Box) -> list[TextLine]:
+        return [
+            ln
+            for ln in lines
+            if box[0] <= (ln.box[0] + ln.box[2]) / 2 <= box[2]
+            and box[1] <= (ln.box[1] + ln.box[3]) / 2 <= box[3]
+        ]
+
+    def held(box: Box) -> int:
+        return len(inside(box))
+
+    # Narrowest first: a box the model drew over both columns as well does not hide the two.
+    blocks = sorted((b for b in texts if held(b) >= MIN_COLUMN_SHARE * len(lines)), key=lambda b: b[2] - b[0])
+    apart: list[Box] = []
+    for b in blocks:
+        if all(b[0] >= a[2] or b[2] <= a[0] for a in apart):  # beside the others, not over them
+            apart.append(b)
+    return (
+        len(apart) >= 2
+        and sum(held(b) for b in apart) >= 0.8 * len(lines)
+        and all(_flush_left(inside(b)) for b in apart)
+    )
+
+
+FLUSH_SHARE = 0.8  # this share of a column's lines starting at its left edge: the column is set flush left
+
+
+def _flush_left(lines: Sequence[TextLine]) -> bool:
+    """Whether most lines start at the same x (within a line's height): text set flush left."""
+    left = min(ln.box[0] for ln in lines)
+    return sum(1 for ln in lines if ln.box[0] - left <= ln.box[3] - ln.box[1]) >= FLUSH_SHARE * len(lines)
 
 
 def detect_tables(
