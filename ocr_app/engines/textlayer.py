@@ -234,6 +234,11 @@ _WEIGHT_WORDS = (
     ("bx", 700),  # TeX: cmbx, SFBX
 )
 _SYMBOL_FONTS = re.compile(r"wingding|dingbat|zapf|webding", re.I)  # every glyph is a picture
+# Fonts of Greek letters and operators only (Symbol, MT Extra, TeX's math fonts): they have no bold or
+# italic cut, so a "β" set in one inside a bold caption says nothing about the caption's weight.
+_MATH_FONTS = re.compile(
+    r"^(?:symbol|mt-?extra|cmsy|cmmi|cmex|msam|msbm|euclid ?symbol|mathematicalpi)", re.I
+)
 BULLET = "•"
 
 
@@ -403,9 +408,10 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
             weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
-            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s, _ in words)
-            weight = min(font_weight(s["font"], s["flags"]) for s, _ in words)
-            italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in words)
+            styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
+            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s, _ in styled)
+            weight = min(font_weight(s["font"], s["flags"]) for s, _ in styled)
+            italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in styled)
             rect = pymupdf.Rect(line["bbox"]) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
             turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)

@@ -13,7 +13,7 @@ import collections
 import logging
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -227,9 +227,14 @@ def _running_lines(
     inside: collections.Counter[str],
     sampled: int,
     read: int,
+    small: Collection[tuple[str, str]] = (),
 ) -> set[tuple[str, str]]:
     """The (edge, text) keys of running headers and footers: at the same edge on MIN_REPEATS pages of
-    the sample, or, in a two-page document, on both pages in the same place and size."""
+    the sample, or on two pages in the same place and size where the document has only two, or, in a
+    longer one, where the line is set no larger than the body and alone on its row (``small``): a
+    report's header printed on alternate pages ("Issue brief" at the top of the even pages of four). A
+    heading repeated at the top of two slides is larger than the body; a table's header row that runs
+    on to the next page has several pieces."""
 
     def body_word(key: tuple[str, str], on: set[int]) -> bool:
         """A text that stands as a line of its own between the bands at least as often as at the edge:
@@ -237,23 +242,50 @@ def _running_lines(
         not a running head. Numbers (page numbers) are exempt: tables hold numbers everywhere."""
         return any(c.isalpha() for c in key[1]) and inside[key[1]] >= len(on)
 
+    def in_place(key: tuple[str, str]) -> bool:
+        return max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE and max(
+            z for _, z in placed[key]
+        ) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
+
+    running = set()
     if sampled >= MIN_REPEATS:
-        return {
+        running = {
             key for key, on in seen.items() if len(on) >= MIN_REPEATS and key[1] and not body_word(key, on)
         }
-    if read != 2:
-        return set()
-    # A two-page document: a line on both pages at the same edge, in the same place and size, is
-    # its running header or footer (a letterhead, "Quarterly report 2024" over both pages).
-    return {
+    if read < 2:
+        return running
+    # On two pages at the same edge, in the same place and size: a two-page document's letterhead
+    # ("Quarterly report 2024" over both pages), or a small header over alternate pages.
+    return running | {
         key
         for key, on in seen.items()
-        if len(on) == 2
+        if len(on) >= 2
         and key[1]
+        and (read == 2 or key in small)
         and not body_word(key, on)
-        and max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE
-        and max(z for _, z in placed[key]) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
+        and in_place(key)
     }
+
+
+def _small_alone(pages: list[tuple[float, list[TextLine]]], body: float) -> set[tuple[str, str]]:
+    """(edge, running key) of the edge-band lines that are, wherever they stand, set no larger than the
+    body and alone on their row but for one piece (a page number): what a running header looks like
+    and a table's header row (several cells) or a slide's title (larger) does not."""
+    out: dict[tuple[str, str], bool] = {}
+    for height, lines in pages:
+        for ln in lines:
+            edge = edge_of(ln.box, height)
+            if edge is None or not running_key(ln.text):
+                continue
+            middle = (ln.box[1] + ln.box[3]) / 2
+            mates = sum(
+                1
+                for o in lines
+                if o is not ln and abs((o.box[1] + o.box[3]) / 2 - middle) <= SLOT_TOLERANCE * height
+            )
+            key = (edge, running_key(ln.text))
+            out[key] = out.get(key, True) and mates <= 1 and ln.size <= body + 0.25
+    return {key for key, ok in out.items() if ok}
 
 
 def build_profile(
@@ -270,6 +302,7 @@ def build_profile(
     inside: collections.Counter[str] = collections.Counter()  # running keys of the lines between the bands
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
+    page_lines: list[tuple[float, list[TextLine]]] = []  # (page height, lines)
     indices = _sample(doc.page_count)
     for index in indices:
         page = doc[index]
@@ -296,6 +329,7 @@ def build_profile(
                     middle = (ln.box[1] + ln.box[3]) / 2 / height
                     at_edges.append((edge, middle, ln.size / height, running_key(ln.text), index, ln.size))
         pages.append((_weighted_mode(page_sizes), lines))
+        page_lines.append((height, lines))
     body = _weighted_mode(sizes) or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
     # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere.
@@ -322,7 +356,7 @@ def build_profile(
         if not heading_sizes or s < 0.96 * heading_sizes[-1]:
             heading_sizes.append(s)
     outline = _outline(doc)
-    running = _running_lines(seen, placed, inside, len(indices), len(pages))
+    running = _running_lines(seen, placed, inside, len(indices), len(pages), _small_alone(page_lines, body))
     slots = {
         (
             round(statistics.median(m for m, _ in placed[key]), 4),
