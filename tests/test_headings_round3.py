@@ -119,3 +119,38 @@ def test_a_captions_second_line_after_a_symbol_font_greek_letter_is_no_heading(t
     md = _pages_md(engine, pdf)[0]
     assert _headings(md) == ["1 Introduction"], md
     assert "Functionalization and b-Olefination of Ketones" in " ".join(md.split()), md
+
+
+def test_a_one_page_articles_running_head_with_its_page_number_is_page_furniture(tmp_path, engine):
+    """Page 9 of a paper on its own: its running head (the short title and the page number at the row's
+    end, set smaller than the body, a line's height above the text) cannot be counted across pages, yet
+    its shape says what it is; so does a spread's footer (page numbers at both ends). Neither is text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((194, 100), "Optimized Table Tokenization for Table Structure", fontsize=9)
+    page.insert_text((476, 100), "9", fontsize=9)
+    _two_columns(page, 130, "5.1 Hyper Parameter Optimization", "H")
+    for x, text in ((42, "208"), (315, "Global Study on Legal Aid"), (420, "Annex"), (560, "209")):
+        page.insert_text((x, 765), text, fontsize=9)
+    pdf = tmp_path / "page9.pdf"
+    doc.save(pdf)
+    md = _pages_md(engine, pdf)[0]
+    assert "Optimized Table" not in md and "Global Study" not in md, md
+    assert md.splitlines()[0] == "## 5.1 Hyper Parameter Optimization", md
+
+
+def test_a_tables_first_row_at_the_top_of_a_page_stays(tmp_path, engine):
+    """The other side: a table's first row at the page's top ("Region" ... "2019"), ending in a number
+    but with the next row right under it, is the table's, not a running head."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for j, (name, value) in enumerate(
+        [("Region", "2019"), *((f"Area {j}", f"{100 + j}") for j in range(12))]
+    ):
+        page.insert_text((56, 60 + 14 * j), name, fontsize=9)
+        page.insert_text((300, 60 + 14 * j), value, fontsize=9)
+    _column(page, 56, 260, 20, "B")
+    pdf = tmp_path / "table_top.pdf"
+    doc.save(pdf)
+    md = _pages_md(engine, pdf)[0]
+    assert "Region" in md and "2019" in md, md

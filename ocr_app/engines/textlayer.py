@@ -33,7 +33,7 @@ from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines import raster_tables
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
-from ocr_app.structure.docprofile import DocumentProfile, build_profile
+from ocr_app.structure.docprofile import DocumentProfile, build_profile, numbered_margin_rows
 from ocr_app.structure.lines import (
     LayoutConfig,
     TextLine,
@@ -856,8 +856,11 @@ def split_running(
     Markdown body, kept in the JSON); the other lines."""
     running: list[Block] = []
     rest: list[TextLine] = []
+    margin = numbered_margin_rows(lines, height)
     for ln in lines:
         edge = profile.is_running(ln, height)
+        if edge is None and id(ln) in margin:
+            edge = "top" if ln.box[1] < height / 2 else "bottom"
         if edge is None:
             rest.append(ln)
         else:

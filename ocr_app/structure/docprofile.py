@@ -61,6 +61,61 @@ def edge_of(box: tuple[float, float, float, float], height: float) -> str | None
     return None
 
 
+_PAGE_NUMBER = re.compile(r"^(?:\d{1,4}|[ivxlc]{1,6})$", re.I)
+MAX_MARGIN_PIECES = 4  # a spread's footer: number, title, part, number
+
+
+def numbered_margin_rows(lines: list[TextLine], height: float) -> set[int]:
+    """ids of the lines of a page's outermost row at the top or bottom edge that reads as a running head
+    or foot by its shape alone, on a page of its own (an article's page 9 alone, a spread's footer):
+    two to ``MAX_MARGIN_PIECES`` pieces, a bare page number at one end, the others short texts, none
+    larger than the page's body, set apart from the text by at least a line's height. Nothing to
+    compare across pages; the page number at the row's end says it."""
+    sizes: collections.Counter[float] = collections.Counter()
+    for ln in lines:
+        sizes[round(ln.size * 2) / 2] += len(ln.text)
+    body = _weighted_mode(sizes)
+    out: set[int] = set()
+    for edge in ("top", "bottom"):
+        # Lines that start in the edge band (a head may reach a little below it: LNCS sets its running
+        # head 91-103 pt down a US Letter page, whose band ends at 95 pt).
+        band = [
+            ln
+            for ln in lines
+            if (ln.box[1] <= EDGE * height if edge == "top" else ln.box[3] >= (1 - EDGE) * height)
+        ]
+        if not band:
+            continue
+        outer = min(band, key=lambda ln: ln.box[1]) if edge == "top" else max(band, key=lambda ln: ln.box[3])
+        middle = (outer.box[1] + outer.box[3]) / 2
+        row = sorted(
+            (ln for ln in band if abs((ln.box[1] + ln.box[3]) / 2 - middle) <= SLOT_TOLERANCE * height),
+            key=lambda ln: ln.box[0],
+        )
+        others = [ln for ln in lines if all(ln is not r for r in row)]
+        inward = [
+            (o.box[1] - max(r.box[3] for r in row))
+            if edge == "top"
+            else (min(r.box[1] for r in row) - o.box[3])
+            for o in others
+        ]
+        texts = [ln.text.strip() for ln in row]
+        size = max(ln.size for ln in row)
+        if (
+            2 <= len(row) <= MAX_MARGIN_PIECES
+            and (_PAGE_NUMBER.match(texts[0]) or _PAGE_NUMBER.match(texts[-1]))
+            and all(
+                _PAGE_NUMBER.match(t) or (sum(c.isalpha() for c in t) >= 2 and len(t.split()) <= 12)
+                for t in texts
+            )
+            and any(not _PAGE_NUMBER.match(t) for t in texts)
+            and size <= 1.03 * body
+            and min((g for g in inward if g > -0.5 * size), default=height) >= size
+        ):
+            out.update(id(ln) for ln in row)
+    return out
+
+
 @dataclass
 class DocumentProfile:
     """The style (in PDF points) and the running lines of one document."""
