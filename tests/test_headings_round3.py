@@ -154,3 +154,13 @@ def test_a_tables_first_row_at_the_top_of_a_page_stays(tmp_path, engine):
     doc.save(pdf)
     md = _pages_md(engine, pdf)[0]
     assert "Region" in md and "2019" in md, md
+
+
+def test_docling_2305_page_9_alone_keeps_its_running_head_out_of_the_text(engine):
+    """The public page the rule was found on (docling's ``2305.03393v1-pg9``, copied under
+    tests/data/public): page 9 of the OTSL paper on its own, whose running head is the short title and
+    "9" at the row's end, 9 pt over 10 pt text."""
+    pdf = Path(__file__).parent / "data" / "public" / "docling" / "pdf" / "2305.03393v1-pg9.pdf"
+    md = _pages_md(engine, pdf)[0]
+    assert "Optimized Table Tokenization" not in md, md[:300]
+    assert md.startswith("order to compute the TED score."), md[:300]
