@@ -65,6 +65,28 @@ _PAGE_NUMBER = re.compile(r"^(?:\d{1,4}|[ivxlc]{1,6})$", re.I)
 MAX_MARGIN_PIECES = 4  # a spread's footer: number, title, part, number
 
 
+def outer_row(lines: list[TextLine], height: float, edge: str) -> tuple[list[TextLine], float]:
+    """The page's outermost row at ``edge`` (its lines left to right; those that start in the edge band:
+    a head may reach a little below it, as LNCS sets its running head 91-103 pt down a US Letter page
+    whose band ends at 95 pt) and the blank between it and the next line inward (the page's height
+    when nothing is there); ([], 0) when no line starts in the band."""
+    top = edge == "top"
+    band = [ln for ln in lines if (ln.box[1] <= EDGE * height if top else ln.box[3] >= (1 - EDGE) * height)]
+    if not band:
+        return [], 0.0
+    outer = min(band, key=lambda ln: ln.box[1]) if top else max(band, key=lambda ln: ln.box[3])
+    middle = (outer.box[1] + outer.box[3]) / 2
+    row = sorted(
+        (ln for ln in band if abs((ln.box[1] + ln.box[3]) / 2 - middle) <= SLOT_TOLERANCE * height),
+        key=lambda ln: ln.box[0],
+    )
+    inner, size = (max(r.box[3] for r in row), min(r.box[1] for r in row)), max(r.size for r in row)
+    gaps = [
+        (o.box[1] - inner[0]) if top else (inner[1] - o.box[3]) for o in lines if all(o is not r for r in row)
+    ]
+    return row, min((g for g in gaps if g > -0.5 * size), default=height)
+
+
 def numbered_margin_rows(lines: list[TextLine], height: float) -> set[int]:
     """ids of the lines of a page's outermost row at the top or bottom edge that reads as a running head
     or foot by its shape alone, on a page of its own (an article's page 9 alone, a spread's footer):
@@ -77,40 +99,20 @@ def numbered_margin_rows(lines: list[TextLine], height: float) -> set[int]:
     body = _weighted_mode(sizes)
     out: set[int] = set()
     for edge in ("top", "bottom"):
-        # Lines that start in the edge band (a head may reach a little below it: LNCS sets its running
-        # head 91-103 pt down a US Letter page, whose band ends at 95 pt).
-        band = [
-            ln
-            for ln in lines
-            if (ln.box[1] <= EDGE * height if edge == "top" else ln.box[3] >= (1 - EDGE) * height)
-        ]
-        if not band:
+        row, gap = outer_row(lines, height, edge)
+        if not 2 <= len(row) <= MAX_MARGIN_PIECES:
             continue
-        outer = min(band, key=lambda ln: ln.box[1]) if edge == "top" else max(band, key=lambda ln: ln.box[3])
-        middle = (outer.box[1] + outer.box[3]) / 2
-        row = sorted(
-            (ln for ln in band if abs((ln.box[1] + ln.box[3]) / 2 - middle) <= SLOT_TOLERANCE * height),
-            key=lambda ln: ln.box[0],
-        )
-        others = [ln for ln in lines if all(ln is not r for r in row)]
-        inward = [
-            (o.box[1] - max(r.box[3] for r in row))
-            if edge == "top"
-            else (min(r.box[1] for r in row) - o.box[3])
-            for o in others
-        ]
         texts = [ln.text.strip() for ln in row]
         size = max(ln.size for ln in row)
         if (
-            2 <= len(row) <= MAX_MARGIN_PIECES
-            and (_PAGE_NUMBER.match(texts[0]) or _PAGE_NUMBER.match(texts[-1]))
+            (_PAGE_NUMBER.match(texts[0]) or _PAGE_NUMBER.match(texts[-1]))
             and all(
                 _PAGE_NUMBER.match(t) or (sum(c.isalpha() for c in t) >= 2 and len(t.split()) <= 12)
                 for t in texts
             )
             and any(not _PAGE_NUMBER.match(t) for t in texts)
             and size <= 1.03 * body
-            and min((g for g in inward if g > -0.5 * size), default=height) >= size
+            and gap >= size
         ):
             out.update(id(ln) for ln in row)
     return out
@@ -282,14 +284,14 @@ def _running_lines(
     inside: collections.Counter[str],
     sampled: int,
     read: int,
-    small: Collection[tuple[str, str]] = (),
+    apart: Collection[tuple[str, str]] = (),
 ) -> set[tuple[str, str]]:
     """The (edge, text) keys of running headers and footers: at the same edge on MIN_REPEATS pages of
     the sample, or on two pages in the same place and size where the document has only two, or, in a
-    longer one, where the line is set no larger than the body and alone on its row (``small``): a
+    longer one, where the line stands as a running header does (``apart``, see ``_heads_apart``): a
     report's header printed on alternate pages ("Issue brief" at the top of the even pages of four). A
     heading repeated at the top of two slides is larger than the body; a table's header row that runs
-    on to the next page has several pieces."""
+    on to the next page has several pieces and stands under the table's caption."""
 
     def body_word(key: tuple[str, str], on: set[int]) -> bool:
         """A text that stands as a line of its own between the bands at least as often as at the edge:
@@ -316,31 +318,30 @@ def _running_lines(
         for key, on in seen.items()
         if len(on) >= 2
         and key[1]
-        and (read == 2 or key in small)
+        and (read == 2 or key in apart)
         and not body_word(key, on)
         and in_place(key)
     }
 
 
-def _small_alone(pages: list[tuple[float, list[TextLine]]], body: float) -> set[tuple[str, str]]:
-    """(edge, running key) of the edge-band lines that are, wherever they stand, set no larger than the
-    body and alone on their row but for one piece (a page number): what a running header looks like
-    and a table's header row (several cells) or a slide's title (larger) does not."""
-    out: dict[tuple[str, str], bool] = {}
+def _heads_apart(pages: list[tuple[float, list[TextLine]]], body: float) -> set[tuple[str, str]]:
+    """(edge, running key) of the edge-band lines that, on every sampled page they stand on, are the
+    page's outermost row at their edge, alone on it but for one piece (a page number), no larger than
+    the body and a line's height apart from the text: how a running header looks. A table's header
+    cells repeated on the next page stand under its caption; a note's last line sits right under the
+    note's other lines."""
+    ok: dict[tuple[str, str], bool] = {}
     for height, lines in pages:
+        rows = {edge: outer_row(lines, height, edge) for edge in ("top", "bottom")}
         for ln in lines:
             edge = edge_of(ln.box, height)
-            if edge is None or not running_key(ln.text):
+            if edge is None:
                 continue
-            middle = (ln.box[1] + ln.box[3]) / 2
-            mates = sum(
-                1
-                for o in lines
-                if o is not ln and abs((o.box[1] + o.box[3]) / 2 - middle) <= SLOT_TOLERANCE * height
-            )
+            row, gap = rows[edge]
+            good = len(row) <= 2 and any(r is ln for r in row) and ln.size <= body + 0.25 and gap >= ln.size
             key = (edge, running_key(ln.text))
-            out[key] = out.get(key, True) and mates <= 1 and ln.size <= body + 0.25
-    return {key for key, ok in out.items() if ok}
+            ok[key] = ok.get(key, True) and good
+    return {key for key, good in ok.items() if good and key[1]}
 
 
 def build_profile(
@@ -411,7 +412,7 @@ def build_profile(
         if not heading_sizes or s < 0.96 * heading_sizes[-1]:
             heading_sizes.append(s)
     outline = _outline(doc)
-    running = _running_lines(seen, placed, inside, len(indices), len(pages), _small_alone(page_lines, body))
+    running = _running_lines(seen, placed, inside, len(indices), len(pages), _heads_apart(page_lines, body))
     slots = {
         (
             round(statistics.median(m for m, _ in placed[key]), 4),
