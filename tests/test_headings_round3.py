@@ -1,6 +1,8 @@
-"""Headings from the whole document, round 3 (issue 30 items 4 and 5, docling's and pymupdf4llm's sets):
-a small running header printed on alternate pages of a report is no heading, and a caption whose first
-line holds a Greek letter from the Symbol font keeps its second line (pages built with PyMuPDF)."""
+"""Headings and text fidelity, round 3 (issue 30 items 4 and 5, found on docling's and pymupdf4llm's
+sets): a small running header printed on alternate pages of a report is no heading; a one-page
+article's running head with its page number, and a spread's footer, are page furniture; a caption whose
+first line holds a Greek letter from the Symbol font keeps its second line. Pages built with PyMuPDF,
+and docling's public 2305.03393v1-pg9."""
 
 from __future__ import annotations
 
