@@ -33,7 +33,7 @@ from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines import raster_tables
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
-from ocr_app.structure.docprofile import DocumentProfile, build_profile
+from ocr_app.structure.docprofile import DocumentProfile, build_profile, numbered_margin_rows
 from ocr_app.structure.lines import (
     LayoutConfig,
     TextLine,
@@ -235,6 +235,11 @@ _WEIGHT_WORDS = (
     ("bx", 700),  # TeX: cmbx, SFBX
 )
 _SYMBOL_FONTS = re.compile(r"wingding|dingbat|zapf|webding", re.I)  # every glyph is a picture
+# Fonts of Greek letters and operators only (Symbol, MT Extra, TeX's math fonts): they have no bold or
+# italic cut, so a "β" set in one inside a bold caption says nothing about the caption's weight.
+_MATH_FONTS = re.compile(
+    r"^(?:symbol|mt-?extra|cmsy|cmmi|cmex|msam|msbm|euclid ?symbol|mathematicalpi)", re.I
+)
 BULLET = "•"
 
 
@@ -404,9 +409,10 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
             weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
-            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s, _ in words)
-            weight = min(font_weight(s["font"], s["flags"]) for s, _ in words)
-            italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in words)
+            styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
+            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s, _ in styled)
+            weight = min(font_weight(s["font"], s["flags"]) for s, _ in styled)
+            italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in styled)
             rect = pymupdf.Rect(line["bbox"]) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
             turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
@@ -851,8 +857,11 @@ def split_running(
     Markdown body, kept in the JSON); the other lines."""
     running: list[Block] = []
     rest: list[TextLine] = []
+    margin = numbered_margin_rows(lines, height)
     for ln in lines:
         edge = profile.is_running(ln, height)
+        if edge is None and id(ln) in margin:
+            edge = "top" if ln.box[1] < height / 2 else "bottom"
         if edge is None:
             rest.append(ln)
         else:

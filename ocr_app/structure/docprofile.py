@@ -13,7 +13,7 @@ import collections
 import logging
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -59,6 +59,63 @@ def edge_of(box: tuple[float, float, float, float], height: float) -> str | None
     if box[1] >= (1 - EDGE) * height:
         return "bottom"
     return None
+
+
+_PAGE_NUMBER = re.compile(r"^(?:\d{1,4}|[ivxlc]{1,6})$", re.I)
+MAX_MARGIN_PIECES = 4  # a spread's footer: number, title, part, number
+
+
+def outer_row(lines: list[TextLine], height: float, edge: str) -> tuple[list[TextLine], float]:
+    """The page's outermost row at ``edge`` (its lines left to right; those that start in the edge band:
+    a head may reach a little below it, as LNCS sets its running head 91-103 pt down a US Letter page
+    whose band ends at 95 pt) and the blank between it and the next line inward (the page's height
+    when nothing is there); ([], 0) when no line starts in the band."""
+    top = edge == "top"
+    band = [ln for ln in lines if (ln.box[1] <= EDGE * height if top else ln.box[3] >= (1 - EDGE) * height)]
+    if not band:
+        return [], 0.0
+    outer = min(band, key=lambda ln: ln.box[1]) if top else max(band, key=lambda ln: ln.box[3])
+    middle = (outer.box[1] + outer.box[3]) / 2
+    row = sorted(
+        (ln for ln in band if abs((ln.box[1] + ln.box[3]) / 2 - middle) <= SLOT_TOLERANCE * height),
+        key=lambda ln: ln.box[0],
+    )
+    inner, size = (max(r.box[3] for r in row), min(r.box[1] for r in row)), max(r.size for r in row)
+    gaps = [
+        (o.box[1] - inner[0]) if top else (inner[1] - o.box[3]) for o in lines if all(o is not r for r in row)
+    ]
+    return row, min((g for g in gaps if g > -0.5 * size), default=height)
+
+
+def numbered_margin_rows(lines: list[TextLine], height: float) -> set[int]:
+    """ids of the lines of a page's outermost row at the top or bottom edge that reads as a running head
+    or foot by its shape alone, on a page of its own (an article's page 9 alone, a spread's footer):
+    two to ``MAX_MARGIN_PIECES`` pieces, a bare page number at one end, the others short texts, none
+    larger than the page's body, set apart from the text by at least a line's height. Nothing to
+    compare across pages; the page number at the row's end says it."""
+    sizes: collections.Counter[float] = collections.Counter()
+    for ln in lines:
+        sizes[round(ln.size * 2) / 2] += len(ln.text)
+    body = _weighted_mode(sizes)
+    out: set[int] = set()
+    for edge in ("top", "bottom"):
+        row, gap = outer_row(lines, height, edge)
+        if not 2 <= len(row) <= MAX_MARGIN_PIECES:
+            continue
+        texts = [ln.text.strip() for ln in row]
+        size = max(ln.size for ln in row)
+        if (
+            (_PAGE_NUMBER.match(texts[0]) or _PAGE_NUMBER.match(texts[-1]))
+            and all(
+                _PAGE_NUMBER.match(t) or (sum(c.isalpha() for c in t) >= 2 and len(t.split()) <= 12)
+                for t in texts
+            )
+            and any(not _PAGE_NUMBER.match(t) for t in texts)
+            and size <= 1.03 * body
+            and gap >= size
+        ):
+            out.update(id(ln) for ln in row)
+    return out
 
 
 @dataclass
@@ -227,9 +284,14 @@ def _running_lines(
     inside: collections.Counter[str],
     sampled: int,
     read: int,
+    apart: Collection[tuple[str, str]] = (),
 ) -> set[tuple[str, str]]:
     """The (edge, text) keys of running headers and footers: at the same edge on MIN_REPEATS pages of
-    the sample, or, in a two-page document, on both pages in the same place and size."""
+    the sample, or on two pages in the same place and size where the document has only two, or, in a
+    longer one, where the line stands as a running header does (``apart``, see ``_heads_apart``): a
+    report's header printed on alternate pages ("Issue brief" at the top of the even pages of four). A
+    heading repeated at the top of two slides is larger than the body; a table's header row that runs
+    on to the next page has several pieces and stands under the table's caption."""
 
     def body_word(key: tuple[str, str], on: set[int]) -> bool:
         """A text that stands as a line of its own between the bands at least as often as at the edge:
@@ -237,23 +299,49 @@ def _running_lines(
         not a running head. Numbers (page numbers) are exempt: tables hold numbers everywhere."""
         return any(c.isalpha() for c in key[1]) and inside[key[1]] >= len(on)
 
+    def in_place(key: tuple[str, str]) -> bool:
+        return max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE and max(
+            z for _, z in placed[key]
+        ) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
+
+    running = set()
     if sampled >= MIN_REPEATS:
-        return {
+        running = {
             key for key, on in seen.items() if len(on) >= MIN_REPEATS and key[1] and not body_word(key, on)
         }
-    if read != 2:
-        return set()
-    # A two-page document: a line on both pages at the same edge, in the same place and size, is
-    # its running header or footer (a letterhead, "Quarterly report 2024" over both pages).
-    return {
+    if read < 2:
+        return running
+    # On two pages at the same edge, in the same place and size: a two-page document's letterhead
+    # ("Quarterly report 2024" over both pages), or a small header over alternate pages.
+    return running | {
         key
         for key, on in seen.items()
-        if len(on) == 2
+        if len(on) >= 2
         and key[1]
+        and (read == 2 or key in apart)
         and not body_word(key, on)
-        and max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE
-        and max(z for _, z in placed[key]) <= (1 + SLOT_SIZE_TOLERANCE) * min(z for _, z in placed[key])
+        and in_place(key)
     }
+
+
+def _heads_apart(pages: list[tuple[float, list[TextLine]]], body: float) -> set[tuple[str, str]]:
+    """(edge, running key) of the edge-band lines that, on every sampled page they stand on, are the
+    page's outermost row at their edge, alone on it but for one piece (a page number), no larger than
+    the body and a line's height apart from the text: how a running header looks. A table's header
+    cells repeated on the next page stand under its caption; a note's last line sits right under the
+    note's other lines."""
+    ok: dict[tuple[str, str], bool] = {}
+    for height, lines in pages:
+        rows = {edge: outer_row(lines, height, edge) for edge in ("top", "bottom")}
+        for ln in lines:
+            edge = edge_of(ln.box, height)
+            if edge is None:
+                continue
+            row, gap = rows[edge]
+            good = len(row) <= 2 and any(r is ln for r in row) and ln.size <= body + 0.25 and gap >= ln.size
+            key = (edge, running_key(ln.text))
+            ok[key] = ok.get(key, True) and good
+    return {key for key, good in ok.items() if good and key[1]}
 
 
 def build_profile(
@@ -270,6 +358,7 @@ def build_profile(
     inside: collections.Counter[str] = collections.Counter()  # running keys of the lines between the bands
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
+    page_lines: list[tuple[float, list[TextLine]]] = []  # (page height, lines)
     indices = _sample(doc.page_count)
     for index in indices:
         page = doc[index]
@@ -296,6 +385,7 @@ def build_profile(
                     middle = (ln.box[1] + ln.box[3]) / 2 / height
                     at_edges.append((edge, middle, ln.size / height, running_key(ln.text), index, ln.size))
         pages.append((_weighted_mode(page_sizes), lines))
+        page_lines.append((height, lines))
     body = _weighted_mode(sizes) or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
     # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere.
@@ -322,7 +412,7 @@ def build_profile(
         if not heading_sizes or s < 0.96 * heading_sizes[-1]:
             heading_sizes.append(s)
     outline = _outline(doc)
-    running = _running_lines(seen, placed, inside, len(indices), len(pages))
+    running = _running_lines(seen, placed, inside, len(indices), len(pages), _heads_apart(page_lines, body))
     slots = {
         (
             round(statistics.median(m for m, _ in placed[key]), 4),
