@@ -816,12 +816,44 @@ def figure_regions(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
             r = pymupdf.Rect(info["bbox"]) & page.rect
             if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
                 regions.append(r)
+        panels = panel_rects(page)
         for r in page.cluster_drawings():
             if 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt:
-                regions.append(r)
+                if not any(_same_rect(r, p) for p in panels):
+                    regions.append(r)
     except Exception as exc:  # figure detection is a refinement; the text must not be lost over it
         logger.debug("figure regions unavailable: %s", exc)
     return regions
+
+
+def panel_rects(page: pymupdf.Page) -> list[pymupdf.Rect]:
+    """Filled shapes with nothing else drawn inside them: panels of a slide, shaded sidebars, call-out
+    boxes (page coordinates, unrotated).
+
+    Why: the text on such a shape is text set on a coloured ground, read like any other text (a
+    panel's title, its bullets with their wrapped lines), not the labels of a diagram; a chart or a
+    diagram draws its axes, bars, arrows or boxes inside its frame. A rounded rectangle counts (its
+    corners are curves of the same path).
+    """
+    import pymupdf
+
+    paths = page.get_cdrawings()
+    rects = [pymupdf.Rect(p["rect"]) for p in paths if p.get("rect") is not None]
+    panels: list[pymupdf.Rect] = []
+    for k, path in enumerate(paths):
+        if not path.get("fill") or path.get("rect") is None:
+            continue
+        r = rects[k]
+        inner = r + (1, 1, -1, -1)
+        # Another shape inside (a bar, a gridline, a nested box): a drawing, not a plain ground.
+        if r.is_empty or any(j != k and inner.intersects(o) and not o.contains(r) for j, o in enumerate(rects)):
+            continue
+        panels.append(r)
+    return panels
+
+
+def _same_rect(a: pymupdf.Rect, b: pymupdf.Rect, tol: float = 1.0) -> bool:
+    return all(abs(u - v) <= tol for u, v in zip(a, b, strict=True))
 
 
 def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, body_pt: float) -> None:
