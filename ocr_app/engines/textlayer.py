@@ -801,11 +801,14 @@ def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:
     return None if usable else f"text layer: {why}"
 
 
-def figure_regions(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
+def figure_regions(
+    page: pymupdf.Page, body_pt: float, panels: Sequence[pymupdf.Rect] = ()
+) -> list[pymupdf.Rect]:
     """Pictures and drawings big enough to be figures (page coordinates, unrotated).
 
     Full-page backgrounds are not figures. A drawing cluster must be at least three body lines tall,
-    so a heading on a shaded bar or above a rule is never inside one.
+    so a heading on a shaded bar or above a rule is never inside one. A cluster that is one of the
+    ``panels`` (``panel_rects``: a filled shape with nothing else drawn inside) is text on a ground.
     """
     import pymupdf
 
@@ -816,39 +819,44 @@ def figure_regions(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
             r = pymupdf.Rect(info["bbox"]) & page.rect
             if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
                 regions.append(r)
-        panels = panel_rects(page)
         for r in page.cluster_drawings():
-            if 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt:
-                if not any(_same_rect(r, p) for p in panels):
-                    regions.append(r)
+            big = 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt
+            if big and not any(_same_rect(r, p) for p in panels):
+                regions.append(r)
     except Exception as exc:  # figure detection is a refinement; the text must not be lost over it
         logger.debug("figure regions unavailable: %s", exc)
     return regions
 
 
-def panel_rects(page: pymupdf.Page) -> list[pymupdf.Rect]:
-    """Filled shapes with nothing else drawn inside them: panels of a slide, shaded sidebars, call-out
-    boxes (page coordinates, unrotated).
+def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
+    """Filled shapes with nothing else drawn inside them, at least four body lines tall and wide:
+    panels of a slide, shaded sidebars, call-out boxes (page coordinates, unrotated).
 
     Why: the text on such a shape is text set on a coloured ground, read like any other text (a
     panel's title, its bullets with their wrapped lines), not the labels of a diagram; a chart or a
     diagram draws its axes, bars, arrows or boxes inside its frame. A rounded rectangle counts (its
-    corners are curves of the same path).
+    corners are curves of the same path); a ground under other grounds (a slide's background) does not.
     """
     import pymupdf
 
-    paths = page.get_cdrawings()
+    try:
+        paths = page.get_cdrawings()
+    except Exception as exc:  # panels are a refinement; the text must not be lost over them
+        logger.debug("drawings unavailable: %s", exc)
+        return []
     rects = [pymupdf.Rect(p["rect"]) for p in paths if p.get("rect") is not None]
+    big = 4 * body_pt
     panels: list[pymupdf.Rect] = []
-    for k, path in enumerate(paths):
+    for path in paths:
         if not path.get("fill") or path.get("rect") is None:
             continue
-        r = rects[k]
-        inner = r + (1, 1, -1, -1)
-        # Another shape inside (a bar, a gridline, a nested box): a drawing, not a plain ground.
-        if r.is_empty or any(j != k and inner.intersects(o) and not o.contains(r) for j, o in enumerate(rects)):
+        r = pymupdf.Rect(path["rect"])
+        if r.width < big or r.height < big:
             continue
-        panels.append(r)
+        inner = pymupdf.Rect(r.x0 + 1, r.y0 + 1, r.x1 - 1, r.y1 - 1)
+        # Another shape inside (a bar, a gridline, a nested box): a drawing, not a plain ground.
+        if not any(inner.intersects(o) and not o.contains(r) for o in rects):
+            panels.append(r)
     return panels
 
 
@@ -856,7 +864,13 @@ def _same_rect(a: pymupdf.Rect, b: pymupdf.Rect, tol: float = 1.0) -> bool:
     return all(abs(u - v) <= tol for u, v in zip(a, b, strict=True))
 
 
-def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, body_pt: float) -> None:
+def mark_figure_text(
+    page: pymupdf.Page,
+    lines: list[TextLine],
+    scale: float,
+    body_pt: float,
+    panels: Sequence[pymupdf.Rect] = (),
+) -> None:
     """Flag lines whose centre lies inside a figure region (their text stays, as text).
 
     A region holding fewer than three lines (a boxed heading) or mostly sentences (a text box, a
@@ -864,7 +878,7 @@ def mark_figure_text(page: pymupdf.Page, lines: list[TextLine], scale: float, bo
     """
     import pymupdf
 
-    regions = figure_regions(page, body_pt)
+    regions = figure_regions(page, body_pt, panels)
     if not regions:
         return
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
@@ -1016,6 +1030,8 @@ class TextLayerEngine(Engine):
         return [self._predict(r) for r in requests]
 
     def _predict(self, request: PageRequest) -> EngineOutput:
+        import pymupdf
+
         from ocr_app.ingest.pdf import MUPDF_LOCK
         from ocr_app.ingest.pdf_guard import content_bytes
 
@@ -1033,8 +1049,11 @@ class TextLayerEngine(Engine):
             lines = extract_lines(page, scale)
             running, lines = split_running(lines, profile, page.rect.height * scale)
             vectors = content_bytes(page, _VECTOR_SCAN_BYTES) <= _VECTOR_SCAN_BYTES
+            panels = panel_rects(page, profile.style.body_size) if vectors else []
+            to_display = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+            grounds = [tuple(r * to_display) for r in panels]
             if vectors:
-                mark_figure_text(page, lines, scale, profile.style.body_size)
+                mark_figure_text(page, lines, scale, profile.style.body_size, panels)
             else:
                 notes.append(
                     f"page {page_img.index + 1} draws more than {_VECTOR_SCAN_BYTES >> 20} MiB of vector "
@@ -1083,6 +1102,7 @@ class TextLayerEngine(Engine):
                 style=style,
                 table_regions=table_regions,
                 text_regions=text_regions,
+                containers=grounds,
             )
         blocks = [b for b in running if b.label == "page_header"] + blocks
         blocks += [b for b in running if b.label == "page_footer"]

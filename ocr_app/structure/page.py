@@ -41,6 +41,9 @@ class PageLayout:
     # Its text and reference boxes on the same page: a word grid whose columns it reads as blocks of
     # text side by side is two columns of text (a glossary, a list in two columns), issue 30.
     text_regions: Sequence[Box] = ()
+    # Filled shapes with text on them and nothing else drawn (a slide's panels, a shaded sidebar):
+    # each is read whole, in its place among the page's columns (``passes.columns``), issue 30.
+    containers: Sequence[Box] = ()
     done: bool = False  # set by ``prepare`` on an empty page: nothing left to do
 
     @property

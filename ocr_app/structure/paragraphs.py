@@ -9,6 +9,7 @@ continues; these are the text rules it asks, and the engines join table-cell lin
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Sequence
@@ -213,13 +214,20 @@ def wrapped_marker(cur: Pending | None, row: Row, right: float, big_gap: bool) -
 
 # An entry's label set apart from its text: "[12]", "(3)", "12.", "12" (a reference list, footnotes).
 _ENTRY_LABEL = re.compile(r"^(?:\[\w{1,5}\]|\(\d{1,3}\)|\d{1,3}\.?)$")
+_BRACKET_LABEL = re.compile(r"^\[\w{1,5}\]$")
 
 
 def label_text_x(row: Row) -> float | None:
     """Where the text of an entry starts when the row opens with a label piece set apart from it
-    ("[3]" then a tab): the x its wrapped lines hang at (issue 30 item 5)."""
+    ("[3]" then a tab), or with a bracketed label in the same run ("[12] A. Smith"): the x its
+    wrapped lines hang at (issue 30 item 5)."""
     items = sorted(row.items, key=lambda i: i.box[0])
-    if len(items) < 2 or not _ENTRY_LABEL.match(items[0].text.strip()):
+    first = items[0]
+    tokens = first.text.split()
+    if len(tokens) >= 2 and len(first.words) == len(tokens) and _BRACKET_LABEL.match(tokens[0]):
+        # "[12] Author" drawn as one run: the label's brackets say where the entry's text starts.
+        return first.words[1][0]
+    if len(items) < 2 or not _ENTRY_LABEL.match(first.text.strip()):
         return None
     if items[1].box[0] - items[0].box[2] < 0.3 * row.size:
         return None
@@ -249,3 +257,62 @@ def next_entry(cur: Pending | None, row: Row) -> bool:
         and abs(x - cur.text_x) <= 0.5 * row.size
         and abs(row.box[0] - cur.left) <= 0.5 * row.size
     )
+
+
+MAX_HANG_RATIO = 4.0  # a hanging indent (or a first-line indent) is at most this × size
+_SENTENCE_END = (".", "!", "?", ":")
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether a line ends a sentence (a closing quote or bracket after the stop counts too)."""
+    return text.rstrip().rstrip("\"'”’)]»").endswith(_SENTENCE_END)
+
+
+def one_line_entry(cur: Pending) -> bool:
+    """Whether the open paragraph is one line that ends a sentence ("Baker, T. (2009). … Press."):
+    in a section set with hanging indents, a whole entry; a line of prose ending in a full stop is
+    one of several of its paragraph (a colon may end a line inside a sentence)."""
+    return len(cur.boxes) == 1 and cur.last is not None and cur.last.text.rstrip().endswith((".", "!", "?"))
+
+
+def word_fits_above(above: Row, row: Row, right: float) -> bool:
+    """Whether the first word of ``row`` would have fitted at the end of the line above, inside the
+    column's right edge ``right``: the line was broken on purpose (a paragraph or an entry ends
+    there), not wrapped. Ragged-right text wraps short of the edge; this is the test that holds for
+    it (the word widths from the engine when it knows them, else about half an em a character)."""
+    first = min(row.items, key=lambda i: i.box[0])
+    tokens = first.text.split()
+    if not tokens:
+        return True
+    if len(first.words) == len(tokens):
+        width = first.words[0][1] - first.words[0][0]
+    else:
+        width = 0.5 * first.size * len(tokens[0])
+    return above.box[2] + 0.25 * row.size + width <= right
+
+
+def hanging_indent(rows: Sequence[Row], left: float, right: float, min_ratio: float) -> float | None:
+    """Where the wrapped lines of a section set with hanging indents start (a reference list, a
+    bibliography, a glossary: each entry's first line flush left, its other lines indented), or None
+    when the section's indented lines start paragraphs (a first-line indent) or there are none.
+
+    The page tells the two apart by the line above each indented line: before a wrapped line it ends
+    in no full stop and the indented line's first word would not have fitted on it (the entry goes
+    on), before a first-line indent it ended the paragraph above. The section is set with hanging
+    indents when most of its indented lines follow a line that wrapped, and at least two do (issue 30
+    item 5).
+    """
+    wraps: list[float] = []
+    starts = 0
+    for above, row in itertools.pairwise(rows):
+        size = row.size
+        indent = row.box[0] - left
+        if not min_ratio * size <= indent <= MAX_HANG_RATIO * size or not size_close(above.size, size):
+            continue
+        if not ends_sentence(above.text) and not word_fits_above(above, row, right):
+            wraps.append(row.box[0])
+        else:
+            starts += 1
+    if len(wraps) < 2 or len(wraps) <= starts:
+        return None
+    return statistics.median(wraps)

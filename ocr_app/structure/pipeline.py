@@ -69,6 +69,7 @@ def build_blocks(
     passes: Sequence[tuple[str, PagePass]] = DEFAULT_PASSES,
     table_regions: Sequence[Box] | None = None,
     text_regions: Sequence[Box] = (),
+    containers: Sequence[Box] = (),
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
@@ -79,6 +80,7 @@ def build_blocks(
     lies in the margin bands, where a large bare number is no chapter number. ``table_regions``: the
     layout model's table boxes when the engine asked it; grids of words outside them are then text.
     ``text_regions``: its text boxes; a grid outside its table boxes whose columns they hold apart is text.
+    ``containers``: filled shapes that hold text (a slide's panels): each is read whole, in its place.
     """
     page = PageLayout(
         lines=list(lines),
@@ -90,6 +92,7 @@ def build_blocks(
         given_forms=forms,
         table_regions=table_regions,
         text_regions=text_regions,
+        containers=containers,
     )
     return run_passes(page, passes)
 

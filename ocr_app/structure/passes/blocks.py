@@ -40,11 +40,14 @@ from ocr_app.structure.paragraphs import (
     code_block,
     dash_continues,
     hanging,
+    hanging_indent,
     hangs_under_label,
     join_lines,
     label_text_x,
     list_marker,
     next_entry,
+    one_line_entry,
+    word_fits_above,
     wrapped_marker,
 )
 
@@ -80,6 +83,7 @@ class _SectionContext:
     leads: set[int] = field(default_factory=set)
     left: float = 0.0
     width: float = 0.0
+    hang_x: float | None = None  # where wrapped lines start in a section set with hanging indents
 
 
 def _section_units(
@@ -272,8 +276,24 @@ class _SectionBlocks:
             cur.boxes[-1] = union_box([cur.boxes[-1], row.box])
             cur.last = row
             return
+        hang = ctx.hang_x
+        # In a section set with hanging indents, a line at the indent continues the entry above
+        # whatever that entry's first line ended with; a line back at the left edge after one that did
+        # not wrap ("… Press." / "Chen, L., …") starts the next entry, as does one after an entry of
+        # one line that ends a sentence.
+        at_hang = hang is not None and not big_gap and abs(row.box[0] - hang) <= 0.5 * row.size
+        next_flush = (
+            hang is not None
+            and cur is not None
+            and cur.kind == "text"
+            and cur.last is not None
+            and cur.last.box[0] - ctx.left < 0.5 * row.size
+            and row.box[0] - ctx.left < 0.5 * row.size
+            and (one_line_entry(cur) or word_fits_above(cur.last, row, ctx.left + ctx.width))
+        )
         indented = (
-            cur is not None
+            not at_hang
+            and cur is not None
             and cur.kind == "text"
             and row.box[0] - ctx.left >= ctx.config.indent_ratio * row.size
             and cur.last is not None
@@ -301,6 +321,7 @@ class _SectionBlocks:
             and not big_gap
             and not indented
             and not outdented
+            and not next_flush
             and not caption
             and not next_entry(cur, row)
             and size_close(cur.size, row.size)
@@ -358,8 +379,10 @@ def group_section(
     units, typical_gap, isolated, leads = _section_units(section, body, config, style, panel)
     left = min((u.box[0] for u in units), default=0.0)
     width = max((u.box[2] for u in units), default=0.0) - left
+    rows = [u for u in units if isinstance(u, Row)]
+    hang_x = hanging_indent(rows, left, left + width, config.indent_ratio)
     ctx = _SectionContext(
-        body, config, style, vocabulary, page_height, typical_gap, isolated, leads, left, width
+        body, config, style, vocabulary, page_height, typical_gap, isolated, leads, left, width, hang_x
     )
     grouper = _SectionBlocks(ctx)
     for unit in units:

@@ -16,14 +16,15 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import Item, LayoutConfig, TextLine, vertical_overlap
+from ocr_app.structure.lines import Item, LayoutConfig, Table, TextLine, group_rows, vertical_overlap
 
 if TYPE_CHECKING:
+    from ocr_app.schema import Box
     from ocr_app.structure.page import PageLayout
 
 
 def run(page: PageLayout) -> None:
-    page.sections = order_sections(page.items, page.config, page.body, page.rtl)
+    page.sections = order_with_containers(page.items, page.containers, page.config, page.body, page.rtl)
 
 
 def order_sections(
@@ -207,3 +208,57 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
     if best < 3:
         return None
     return best_range
+
+
+def order_with_containers(
+    items: Sequence[Item], containers: Sequence[Box], config: LayoutConfig, body: float, rtl: bool = False
+) -> list[list[Item]]:
+    """``order_sections`` where each container (a filled panel with text on it) is read whole.
+
+    Why: the panels of a slide stand side by side, each a title and its bullets; rows across them
+    are not lines of one text, and their gutters may hold too few lines side by side to be found. Each
+    container's items stand in the page's order as one block (like a table), and are then ordered
+    on their own (a panel may hold columns too). A container holding a single row (a shaded heading
+    bar, a highlight) is no block of its own.
+    """
+    held: dict[int, list[Item]] = {}
+    free: list[Item] = []
+    for it in items:
+        k = next((k for k, c in enumerate(containers) if _inside(it.box, c)), None)
+        if k is None:
+            free.append(it)
+        else:
+            held.setdefault(k, []).append(it)
+    proxies: dict[int, list[Item]] = {}
+    for k, members in held.items():
+        if len(group_rows([m for m in members if isinstance(m, TextLine)])) < 2:
+            free.extend(members)
+            continue
+        proxy = Table(box=containers[k], rows=[], items=[m for m in members if isinstance(m, TextLine)])
+        proxies[id(proxy)] = members
+        free.append(proxy)
+    if not proxies:
+        return order_sections(items, config, body, rtl)
+    sections: list[list[Item]] = []
+    for section in order_sections(free, config, body, rtl):
+        run: list[Item] = []
+        for it in section:
+            if id(it) not in proxies:
+                run.append(it)
+                continue
+            if run:
+                sections.append(run)
+                run = []
+            sections.extend(order_sections(proxies[id(it)], config, body, rtl))
+        if run:
+            sections.append(run)
+    return sections
+
+
+def _inside(box: Box, container: Box, tol: float = 1.0) -> bool:
+    return (
+        box[0] >= container[0] - tol
+        and box[1] >= container[1] - tol
+        and box[2] <= container[2] + tol
+        and box[3] <= container[3] + tol
+    )
