@@ -835,7 +835,8 @@ def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
     Why: the text on such a shape is text set on a coloured ground, read like any other text (a
     panel's title, its bullets with their wrapped lines), not the labels of a diagram; a chart or a
     diagram draws its axes, bars, arrows or boxes inside its frame. A rounded rectangle counts (its
-    corners are curves of the same path); a ground under other grounds (a slide's background) does not.
+    corners are curves of the same path); a ground under other grounds or one that reaches the page's
+    edge (a slide's or a spread's background) does not.
     """
     import pymupdf
 
@@ -851,7 +852,10 @@ def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
         if not path.get("fill") or path.get("rect") is None:
             continue
         r = pymupdf.Rect(path["rect"])
-        if r.width < big or r.height < big:
+        # A ground that reaches the page's edge is the page's (or a spread's) background: a panel
+        # stands inside the margins.
+        inside = r.x0 > page.rect.x0 and r.y0 > page.rect.y0 and r.x1 < page.rect.x1 and r.y1 < page.rect.y1
+        if r.width < big or r.height < big or not inside:
             continue
         inner = pymupdf.Rect(r.x0 + 1, r.y0 + 1, r.x1 - 1, r.y1 - 1)
         # Another shape inside (a bar, a gridline, a nested box): a drawing, not a plain ground.
