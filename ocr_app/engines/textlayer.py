@@ -838,6 +838,7 @@ def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
     corners are curves of the same path); a ground under other grounds or one that reaches the page's
     edge (a slide's or a spread's background) does not.
     """
+    import numpy as np
     import pymupdf
 
     try:
@@ -845,7 +846,7 @@ def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
     except Exception as exc:  # panels are a refinement; the text must not be lost over them
         logger.debug("drawings unavailable: %s", exc)
         return []
-    rects = [pymupdf.Rect(p["rect"]) for p in paths if p.get("rect") is not None]
+    boxes = np.array([p["rect"] for p in paths if p.get("rect") is not None], dtype=float).reshape(-1, 4)
     big = 4 * body_pt
     panels: list[pymupdf.Rect] = []
     for path in paths:
@@ -857,9 +858,12 @@ def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
         inside = r.x0 > page.rect.x0 and r.y0 > page.rect.y0 and r.x1 < page.rect.x1 and r.y1 < page.rect.y1
         if r.width < big or r.height < big or not inside:
             continue
-        inner = pymupdf.Rect(r.x0 + 1, r.y0 + 1, r.x1 - 1, r.y1 - 1)
-        # Another shape inside (a bar, a gridline, a nested box): a drawing, not a plain ground.
-        if not any(inner.intersects(o) and not o.contains(r) for o in rects):
+        # Another shape inside (a bar, a gridline, a nested box): a drawing, not a plain ground. A
+        # shape that holds this one (a background, the panel's own outline) does not count.
+        x0, y0, x1, y1 = boxes.T
+        into = (x0 < r.x1 - 1) & (x1 > r.x0 + 1) & (y0 < r.y1 - 1) & (y1 > r.y0 + 1)
+        holds = (x0 <= r.x0) & (y0 <= r.y0) & (x1 >= r.x1) & (y1 >= r.y1)
+        if not (into & ~holds).any():
             panels.append(r)
     return panels
 
