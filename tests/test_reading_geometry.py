@@ -170,7 +170,9 @@ def test_ruled_frame_around_prose_is_text_not_a_table(tmp_path, engine):
 
 def test_column_headers_and_footers_are_not_headings(tmp_path, engine):
     """Bold column headers (one wrapped onto a second line) above an unruled table, and a bold
-    footer "Annex ... 209" spread across the page: several pieces a cell gap apart, not headings."""
+    footer "Annex ... 209" spread across the page: several pieces a cell gap apart, not headings. The
+    footer (the page's outermost row, a page number at its end) is the page's footer: out of the
+    Markdown's body, kept as a ``page_footer`` block."""
     doc = pymupdf.open()
     p = doc.new_page(width=595, height=842)
     y = 80
@@ -190,9 +192,11 @@ def test_column_headers_and_footers_are_not_headings(tmp_path, engine):
     p.insert_text((520, 800), "209", fontsize=9, fontname="hebo")
     pdf = tmp_path / "headers.pdf"
     doc.save(pdf)
-    md = _markdown(engine, pdf)
+    blocks = engine.predict_batch([pdf_page_request(pdf, 0, 72, prompt="")])[0].blocks
+    md = blocks_to_markdown(blocks)
     assert _headings(md) == [], md
-    assert "State funded" in md and "CSOs" in md and "Annex" in md
+    assert "State funded" in md and "CSOs" in md and "Annex" not in md
+    assert [b.label for b in blocks if "Annex" in b.text] == ["page_footer"]
 
 
 def test_numbered_sections_are_headings_where_the_body_is_bold(tmp_path, engine):
