@@ -136,6 +136,7 @@ def _assign(slots: list[_Slot], lines: Sequence[TextLine]) -> None:
             middles.setdefault(s.row, []).append((s.box[1] + s.box[3]) / 2)
             tops.setdefault(s.row, []).append(s.box[1])
             bottoms.setdefault(s.row, []).append(s.box[3])
+    _straighten(boxed)
     rows = sorted(middles)
     centre = {r: sorted(v)[len(v) // 2] for r, v in middles.items()}
     extent = {r: (sorted(tops[r])[len(tops[r]) // 2], sorted(bottoms[r])[len(bottoms[r]) // 2]) for r in rows}
@@ -157,6 +158,23 @@ def _assign(slots: list[_Slot], lines: Sequence[TextLine]) -> None:
         runs = [run for ln in items for run in _runs(line_words(ln), ln.box[3] - ln.box[1])]
         for run in _bullets_to_text(runs):
             _place_run(run, here)
+
+
+def _straighten(slots: list[_Slot]) -> None:
+    """Each single-column cell's x-range set to its column's (the medians of the column's cells).
+
+    Why: a table's columns are straight, but the model's boxes for one row may drift sideways (a
+    header row over faint rules: its first cell reaching over the second column's right-aligned
+    figure, so "Region 2019" became one cell); the column's other rows say where it stands."""
+    cols: dict[int, list[_Slot]] = {}
+    for s in slots:
+        if s.colspan == 1 and s.box is not None:
+            cols.setdefault(s.col, []).append(s)
+    for cells in cols.values():
+        x0 = sorted(c.box[0] for c in cells)[len(cells) // 2]
+        x1 = sorted(c.box[2] for c in cells)[len(cells) // 2]
+        for c in cells:
+            c.box = (x0, c.box[1], x1, c.box[3])
 
 
 def _runs(words: list[tuple[Box, str]], height: float) -> list[list[tuple[Box, str]]]:
