@@ -149,3 +149,22 @@ def assert_in_order(text: str, parts: list[str]) -> None:
     """Every one of ``parts`` occurs in ``text``, in this order (first occurrences)."""
     positions = [text.index(s) for s in parts]
     assert positions == sorted(positions), text
+
+
+def pages_markdown(engine, pdf: Path) -> list[str]:
+    """The Markdown of every page of ``pdf`` as ``engine`` (a text-layer engine) reads it, page by page."""
+    import pymupdf
+
+    from ocr_app.structure.pipeline import blocks_to_markdown
+
+    with pymupdf.open(pdf) as doc:
+        count = doc.page_count
+    return [
+        blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, k, 72, prompt="")])[0].blocks)
+        for k in range(count)
+    ]
+
+
+def heading_texts(md: str) -> list[str]:
+    """The texts of the Markdown headings in ``md``, in order, without their ``#`` marks."""
+    return [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]

@@ -4,13 +4,10 @@ on every page, stay headings."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ocr_app.ingest.pdf import import_pymupdf
-from ocr_app.structure.pipeline import blocks_to_markdown
-from tests.factories import pdf_page_request
+from tests.factories import heading_texts, pages_markdown
 
 pymupdf = import_pymupdf()
 
@@ -18,19 +15,6 @@ pymupdf = import_pymupdf()
 @pytest.fixture(scope="module")
 def engine(textlayer_engine):
     return textlayer_engine
-
-
-def _pages_md(engine, pdf: Path) -> list[str]:
-    with pymupdf.open(pdf) as doc:
-        count = doc.page_count
-    return [
-        blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, k, 72, prompt="")])[0].blocks)
-        for k in range(count)
-    ]
-
-
-def _headings(md: str) -> list[str]:
-    return [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]
 
 
 def _body(page: pymupdf.Page, y: float, count: int, text: str, step: float = 13) -> float:
@@ -57,8 +41,8 @@ def test_a_running_head_that_names_the_current_section_is_no_heading(tmp_path, e
         _body(page, y, 20, f"of page {k + 1} runs on in the body face of the book.", step=14)
     pdf = tmp_path / "book.pdf"
     doc.save(pdf)
-    pages = _pages_md(engine, pdf)
-    assert [_headings(md) for md in pages] == [
+    pages = pages_markdown(engine, pdf)
+    assert [heading_texts(md) for md in pages] == [
         ["Introduction"],
         [],
         ["Methods"],
@@ -82,7 +66,7 @@ def test_the_first_row_of_a_long_table_at_each_pages_top_is_no_running_line(tmp_
                 page.insert_text((x, 95 + 16 * j), cell, fontsize=10)
     pdf = tmp_path / "long_table.pdf"
     doc.save(pdf)
-    for k, md in enumerate(_pages_md(engine, pdf)):
+    for k, md in enumerate(pages_markdown(engine, pdf)):
         assert all(cell in md for cell in firsts[k // 2]), md
 
 
@@ -103,7 +87,7 @@ def test_a_cell_value_repeated_at_every_pages_top_is_no_running_line(tmp_path, e
             page.insert_text((420, y), ["North", "South", "East"][j % 3], fontsize=10)
     pdf = tmp_path / "cells.pdf"
     doc.save(pdf)
-    for k, md in enumerate(_pages_md(engine, pdf)):
+    for k, md in enumerate(pages_markdown(engine, pdf)):
         first = f"{names[(k * 3) % len(names)]} {chr(65 + k)}A"
         assert f"<td>{first}</td><td>Active</td><td>North</td>" in md, md
 
@@ -119,8 +103,8 @@ def test_a_two_page_documents_running_header_is_no_heading(tmp_path, engine):
         _body(page, 130, 20, f"of page {k + 1} runs on in the body face.", step=14)
     pdf = tmp_path / "two.pdf"
     doc.save(pdf)
-    pages = _pages_md(engine, pdf)
-    assert [_headings(md) for md in pages] == [["Sales grew in every region"], ["Outlook for next year"]]
+    pages = pages_markdown(engine, pdf)
+    assert [heading_texts(md) for md in pages] == [["Sales grew in every region"], ["Outlook for next year"]]
     assert not any("ACME" in md for md in pages)  # a page header: in the JSON, not the Markdown body
 
 
@@ -137,7 +121,7 @@ def test_slide_titles_in_one_place_on_every_slide_stay_headings(tmp_path, engine
             )
     pdf = tmp_path / "deck.pdf"
     doc.save(pdf)
-    assert [_headings(md) for md in _pages_md(engine, pdf)] == [[t] for t in titles]
+    assert [heading_texts(md) for md in pages_markdown(engine, pdf)] == [[t] for t in titles]
 
 
 def test_a_heading_ending_in_a_colon_is_one_where_the_documents_headings_are_set_alike(tmp_path, engine):
@@ -156,8 +140,8 @@ def test_a_heading_ending_in_a_colon_is_one_where_the_documents_headings_are_set
     page.insert_text((56, y + 14), "Grants Office, 1 Main Street, Springfield", fontsize=10)
     pdf = tmp_path / "grant.pdf"
     doc.save(pdf)
-    pages = _pages_md(engine, pdf)
-    assert [_headings(md) for md in pages] == [
+    pages = pages_markdown(engine, pdf)
+    assert [heading_texts(md) for md in pages] == [
         ["Scope of the grant", "Eligibility requirements:"],
         ["How to apply", "Deadlines"],
     ], pages
@@ -181,10 +165,10 @@ def test_a_small_kicker_over_a_slides_title_is_text_and_the_title_heads_the_slid
             )
     pdf = tmp_path / "kicker.pdf"
     doc.save(pdf)
-    pages = _pages_md(engine, pdf)
-    assert [_headings(md) for md in pages[:2]] == [[title] for _, title in slides[:2]], pages
+    pages = pages_markdown(engine, pdf)
+    assert [heading_texts(md) for md in pages[:2]] == [[title] for _, title in slides[:2]], pages
     assert all(kick in md for (kick, _), md in zip(slides, pages, strict=True))
-    assert _headings(pages[2]) == ["PART II", "Running the plant"]  # a numbered label keeps its heading
+    assert heading_texts(pages[2]) == ["PART II", "Running the plant"]  # a numbered label keeps its heading
 
 
 def test_the_second_line_of_a_bold_caption_is_no_heading(tmp_path, engine):
@@ -200,6 +184,6 @@ def test_the_second_line_of_a_bold_caption_is_no_heading(tmp_path, engine):
     _body(page, y, 8, "of the paragraph after the scheme, in the body face.")
     pdf = tmp_path / "scheme.pdf"
     doc.save(pdf)
-    md = _pages_md(engine, pdf)[0]
-    assert _headings(md) == [], md
+    md = pages_markdown(engine, pdf)[0]
+    assert heading_texts(md) == [], md
     assert "Scheme 1. Strategies for the Functionalization and Olefination of Ketones" in md

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from ocr_app.ingest.pdf import import_pymupdf
-from ocr_app.structure.pipeline import blocks_to_markdown
-from tests.factories import pdf_page_request
+from tests.factories import heading_texts, pages_markdown
 
 pymupdf = import_pymupdf()
 
@@ -23,19 +22,6 @@ BODY = "is a line of the body text that runs across its column"
 @pytest.fixture(scope="module")
 def engine(textlayer_engine):
     return textlayer_engine
-
-
-def _pages_md(engine, pdf: Path) -> list[str]:
-    with pymupdf.open(pdf) as doc:
-        count = doc.page_count
-    return [
-        blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, k, 72, prompt="")])[0].blocks)
-        for k in range(count)
-    ]
-
-
-def _headings(md: str) -> list[str]:
-    return [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]
 
 
 def _column(page: pymupdf.Page, x: float, y: float, count: int, tag: str) -> float:
@@ -70,9 +56,9 @@ def test_a_small_header_on_alternate_pages_of_a_report_is_no_heading(tmp_path, e
         _two_columns(page, 180, f"{k + 1} Section number {k + 1}", chr(65 + k))
     pdf = tmp_path / "brief.pdf"
     doc.save(pdf)
-    pages = _pages_md(engine, pdf)
-    assert [h for md in pages for h in _headings(md) if "Issue Brief" in h] == [], pages
-    assert all(f"{k + 1} Section number {k + 1}" in _headings(md) for k, md in enumerate(pages)), pages
+    pages = pages_markdown(engine, pdf)
+    assert [h for md in pages for h in heading_texts(md) if "Issue Brief" in h] == [], pages
+    assert all(f"{k + 1} Section number {k + 1}" in heading_texts(md) for k, md in enumerate(pages)), pages
 
 
 def test_a_two_column_tables_header_row_at_the_top_of_two_pages_stays(tmp_path, engine):
@@ -91,7 +77,7 @@ def test_a_two_column_tables_header_row_at_the_top_of_two_pages_stays(tmp_path, 
             _two_columns(page, 120, f"{k + 1} Section number {k + 1}", chr(65 + k))
     pdf = tmp_path / "table.pdf"
     doc.save(pdf)
-    pages = _pages_md(engine, pdf)
+    pages = pages_markdown(engine, pdf)
     assert "Region" in pages[1] and "Claims" in pages[2], pages
 
 
@@ -118,8 +104,8 @@ def test_a_captions_second_line_after_a_symbol_font_greek_letter_is_no_heading(t
     _column(page, RIGHT[0], y + 40, 10, "Q")
     pdf = tmp_path / "scheme.pdf"
     doc.save(pdf)
-    md = _pages_md(engine, pdf)[0]
-    assert _headings(md) == ["1 Introduction"], md
+    md = pages_markdown(engine, pdf)[0]
+    assert heading_texts(md) == ["1 Introduction"], md
     assert "Functionalization and b-Olefination of Ketones" in " ".join(md.split()), md
 
 
@@ -136,7 +122,7 @@ def test_a_one_page_articles_running_head_with_its_page_number_is_page_furniture
         page.insert_text((x, 765), text, fontsize=9)
     pdf = tmp_path / "page9.pdf"
     doc.save(pdf)
-    md = _pages_md(engine, pdf)[0]
+    md = pages_markdown(engine, pdf)[0]
     assert "Optimized Table" not in md and "Global Study" not in md, md
     assert md.splitlines()[0] == "## 5.1 Hyper Parameter Optimization", md
 
@@ -154,7 +140,7 @@ def test_a_tables_first_row_at_the_top_of_a_page_stays(tmp_path, engine):
     _column(page, 56, 260, 20, "B")
     pdf = tmp_path / "table_top.pdf"
     doc.save(pdf)
-    md = _pages_md(engine, pdf)[0]
+    md = pages_markdown(engine, pdf)[0]
     assert "Region" in md and "2019" in md, md
 
 
@@ -163,6 +149,6 @@ def test_docling_2305_page_9_alone_keeps_its_running_head_out_of_the_text(engine
     tests/data/public): page 9 of the OTSL paper on its own, whose running head is the short title and
     "9" at the row's end, 9 pt over 10 pt text."""
     pdf = Path(__file__).parent / "data" / "public" / "docling" / "pdf" / "2305.03393v1-pg9.pdf"
-    md = _pages_md(engine, pdf)[0]
+    md = pages_markdown(engine, pdf)[0]
     assert "Optimized Table Tokenization" not in md, md[:300]
     assert md.startswith("order to compute the TED score."), md[:300]

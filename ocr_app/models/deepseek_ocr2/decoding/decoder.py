@@ -4,9 +4,9 @@ Why not ``generate``: on a GPU the default path is launch-bound (GUIDE §2: 77 t
 memory bandwidth) and gains nothing from batching. Here every page owns a slot (``slots``: per-slot K/V
 buffers, tokens and lengths), so pages of any prompt length decode together and a finished page frees
 its slot for the next one (continuous batching, driven by ``scheduler``). ``step`` is one token for
-every slot, all on the device; ``graphs`` captures it per batch/length bucket and replays it (on CPU,
-or where graphs are off, the very same step runs eagerly with the same buckets, so the results are
-identical). Stops are read every ``check_every`` steps.
+every slot, all on the device; ``graphs`` captures it per batch bucket (and per length bucket where
+the step attends through SDPA) and replays it (on CPU, or where graphs are off, the very same step runs
+eagerly with the same buckets, so the results are identical). Stops are read every ``check_every`` steps.
 
 This module keeps what joins them: admission (prefill is the model's own forward, with the vision pass
 first so the K/V buffers do not add to its peak), a chunk of steps, the loop check, and what the

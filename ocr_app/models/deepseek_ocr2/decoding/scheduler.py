@@ -515,8 +515,7 @@ class DecodeScheduler:
         small = pending.small_groups(held) if self.small_request_batch else set()
         self._make_room(dec, pending, owners, small)
         # admit what fits into free slots, fairly between requests (``FairQueue``); pages needing a
-        # longer context wait for the decoder to drain
-        held = self._held_by_group(owners)
+        # longer context wait for the decoder to drain (parking moved no page out of ``held``)
         taken = pending.take(
             len(dec.free_slots),
             lambda r: len(r.input_ids) + 1 <= dec.max_len,
