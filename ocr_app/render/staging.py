@@ -15,6 +15,9 @@ of the same name into one output folder must never mix their files.
   output format owns, are carried over first.
 - **Sweep.** A run removes the staging folders and lock files of names nobody holds (SIGKILL leftovers)
   in the folder it writes to.
+- **Turns.** Claims and sweeps in one folder take turns (an ``flock`` on the folder itself, across threads
+  and processes): a sweep tries every lock file it sees, and one it tried in the instant between a
+  claimer's create and lock made that claimer take ``S-2`` for a name nobody held.
 
 On systems without ``fcntl`` (Windows) names are not locked: runs there must not share an output folder.
 """
@@ -29,7 +32,7 @@ import hashlib
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 try:
@@ -100,6 +103,24 @@ class NameLock:
         return self._fd is not None
 
 
+@contextlib.contextmanager
+def _turn(out_dir: Path) -> Iterator[None]:
+    """Hold the folder's turn: an exclusive ``flock`` on the folder itself, held for one claim or sweep.
+    A file system that cannot lock a folder gets no turns (as on Windows), not an error."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:  # pragma: no cover - a file system without flock on folders
+            logger.debug("no folder lock on %s: %s", out_dir, exc)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor drops the lock
+
+
 def _lock_path(out_dir: Path, stem: str) -> Path:
     return out_dir / f".{stem}{LOCK_SUFFIX}"
 
@@ -113,15 +134,20 @@ def claim(out_dir: Path, stem: str) -> tuple[str, NameLock]:
     holds it); returns the name taken and its lock. A staging folder left by a dead holder is removed."""
     out_dir.mkdir(parents=True, exist_ok=True)
     candidate, n = stem, 2
-    for _ in range(MAX_TRIES):
-        lock = NameLock.try_acquire(_lock_path(out_dir, candidate))
-        if lock is not None:
-            stale = staging_path(out_dir, candidate)
-            if stale.exists():
-                logger.info("removing %s, left by a run that ended before publishing it", stale)
-                shutil.rmtree(stale, ignore_errors=True)
-            return candidate, lock
-        candidate, n = f"{stem}-{n}", n + 1
+    with _turn(out_dir):
+        for _ in range(MAX_TRIES):
+            lock = NameLock.try_acquire(_lock_path(out_dir, candidate))
+            if lock is not None:
+                break
+            candidate, n = f"{stem}-{n}", n + 1
+        else:
+            lock = None
+    if lock is not None:
+        stale = staging_path(out_dir, candidate)
+        if stale.exists():
+            logger.info("removing %s, left by a run that ended before publishing it", stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        return candidate, lock
     raise OSError(errno.EBUSY, f"every name from {stem} to {candidate} is being written", str(out_dir))
 
 
@@ -130,26 +156,27 @@ def sweep(out_dir: Path) -> list[Path]:
     removed: list[Path] = []
     if fcntl is None or not out_dir.is_dir():  # pragma: no cover - Windows
         return removed
-    for entry in out_dir.iterdir():
-        name = entry.name
-        if not name.startswith("."):
-            continue
-        if name.endswith(STAGING_SUFFIX) and entry.is_dir():
-            stem = name[1 : -len(STAGING_SUFFIX)]
-        elif name.endswith(LOCK_SUFFIX) and entry.is_file():
-            stem = name[1 : -len(LOCK_SUFFIX)]
-        else:
-            continue
-        lock = NameLock.try_acquire(_lock_path(out_dir, stem))
-        if lock is None:
-            continue  # a live run writes this name
-        try:
-            stage = staging_path(out_dir, stem)
-            if stage.exists():
-                shutil.rmtree(stage, ignore_errors=True)
-                removed.append(stage)
-        finally:
-            lock.release()
+    with _turn(out_dir):
+        for entry in out_dir.iterdir():
+            name = entry.name
+            if not name.startswith("."):
+                continue
+            if name.endswith(STAGING_SUFFIX) and entry.is_dir():
+                stem = name[1 : -len(STAGING_SUFFIX)]
+            elif name.endswith(LOCK_SUFFIX) and entry.is_file():
+                stem = name[1 : -len(LOCK_SUFFIX)]
+            else:
+                continue
+            lock = NameLock.try_acquire(_lock_path(out_dir, stem))
+            if lock is None:
+                continue  # a live run writes this name
+            try:
+                stage = staging_path(out_dir, stem)
+                if stage.exists():
+                    shutil.rmtree(stage, ignore_errors=True)
+                    removed.append(stage)
+            finally:
+                lock.release()
     if removed:
         logger.info("removed %d unfinished document folder(s) of runs that ended: %s", len(removed),
                     ", ".join(p.name for p in removed))  # fmt: skip
