@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines import raster_tables
+from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
 from ocr_app.structure.docprofile import DocumentProfile, build_profile, numbered_margin_rows
@@ -395,6 +396,10 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
         for line in block.get("lines", []):
             texts: list[str] = []
             spans = line["spans"]
+            for span in spans:  # right-to-left glyphs in the order they are read, not written
+                chars = span.get("chars")
+                if chars and is_rtl_span(chars):
+                    span["chars"] = logical_order(chars, span.get("size", 10.0) or 10.0)
             short_start = bool(spans) and len(spans[0].get("chars", ())) <= 3
             marker = _marker_spans([_chars_text(span) for span in spans]) if short_start else 0
             for k, span in enumerate(line["spans"]):
