@@ -260,7 +260,7 @@ def test_a_new_output_format_is_one_class(plain_text_format, tmp_path):
     bad = CliRunner().invoke(main, ["convert", str(pdf), "-o", str(out), "--format", "docx"])
     assert (
         bad.exit_code == 2
-        and "choose from md, mmd, json, overlay, layout_pdf, searchable, zip, txt" in bad.output
+        and "choose from md, mmd, json, overlay, layout_pdf, searchable, xlsx, zip, txt" in bad.output
     )
 
 

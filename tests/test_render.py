@@ -258,6 +258,7 @@ def test_writer_produces_every_output(tmp_path: Path) -> None:
         "layout_pdf": base / "report_layout.pdf",
         "overlays": base / "overlays",
         "searchable": base / "report_searchable.pdf",
+        "xlsx": base / "report_tables.xlsx",
         "zip": base / "report.zip",
         "dir": base,
     }
@@ -291,6 +292,12 @@ def test_writer_produces_every_output(tmp_path: Path) -> None:
         assert pdf.page_count == 3
         assert "Quarterly Report" in pdf[0].get_text() and pdf[0].search_for("Quarterly")
         assert "could not be converted" in pdf[1].get_text()
+    # workbook: the table of page 1 and the one of page 3 (stopped early), each a sheet of its own
+    from openpyxl import load_workbook
+
+    book = load_workbook(outputs["xlsx"])
+    assert book.sheetnames == ["p1-t1", "p3-t1"]
+    assert [list(r) for r in book["p1-t1"].iter_rows(values_only=True)] == [["a", "b"]]
     # no temp files left anywhere
     assert not [p for p in base.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
 
@@ -307,6 +314,7 @@ def test_writer_zip_lists_everything(tmp_path: Path) -> None:
                 "report.json",
                 "report_layout.pdf",
                 "report_searchable.pdf",
+                "report_tables.xlsx",
                 "images/0_0.jpg",
                 "images/2_0.jpg",
                 "overlays/page_0001.png",

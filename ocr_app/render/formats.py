@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # The built-in vocabulary (typed); ``format_names()`` is the live list, registered formats included.
-OutputFormat = Literal["md", "mmd", "json", "overlay", "layout_pdf", "searchable", "zip"]
+OutputFormat = Literal["md", "mmd", "json", "overlay", "layout_pdf", "searchable", "xlsx", "zip"]
 OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
 
 JSON_FORMAT_VERSION = "2.0"  # 2.0: page_count = the source's pages; complete, pages_done (docs: schema)
@@ -457,6 +457,45 @@ class SearchablePdfFormat(DocumentFormat):
     def abort(self) -> None:
         if self._builder is not None:
             self._builder.abort()
+
+
+@register_format
+class SpreadsheetFormat(DocumentFormat):
+    """``{stem}_tables.xlsx``: every table of the document as a sheet (``render/spreadsheet.py``); a
+    document without a table gets no workbook (an empty one in every output folder would be noise)."""
+
+    name = "xlsx"
+    help = (
+        "every table as a sheet of one Excel workbook (spans merged, figures as numbers), when there is one"
+    )
+    download = True
+
+    def __init__(self, target: DocumentTarget) -> None:
+        super().__init__(target)
+        self._tables: list = []
+
+    @classmethod
+    def owned(cls, target: DocumentTarget) -> list[Path]:
+        return [target.path("_tables.xlsx")]
+
+    def emit(self, page: PageResult, kept: Any) -> None:
+        from ocr_app.render.spreadsheet import SheetTable, table_cells
+
+        tables = [b.text for b in page.blocks if b.label == "table" and "<t" in b.text]
+        for k, html in enumerate(tables, 1):
+            cells = table_cells(html)
+            if cells:
+                self._tables.append(SheetTable(page.index + 1, k, cells))
+
+    def finish(self, doc: DocumentResult, outputs: dict[str, Path]) -> dict[str, Path]:
+        from ocr_app.render.spreadsheet import write_workbook
+
+        if not self._tables:
+            return {}
+        path = self.target.path("_tables.xlsx")
+        with atomic_target(path) as tmp:
+            write_workbook(self._tables, tmp)
+        return {"xlsx": path}
 
 
 @register_format
