@@ -111,14 +111,17 @@ def _section_units(
     return units, typical_gap, isolated, leads, terms
 
 
+KICKER_RATIO = 0.8  # a kicker is at least a fifth smaller than the title under it
 _ORDINAL_END = re.compile(r"\b(?:[IVXLC]{1,5}|[A-Z])$")  # "PART IV", "Appendix B": a numbered label
 
 
 def kicker(cur: Pending, row: Row, text: str, level: int, gap: float) -> bool:
-    """Whether the open one-line heading ``cur`` is a kicker: a short line in a much smaller type set
-    right above a larger heading over the same column ("CASE STUDY" over a slide's title). It labels
-    the title; the title heads the section. A numbered line ("Chapter 3", "PART IV", "2.1") keeps its
-    heading."""
+    """Whether the open one-line heading ``cur`` is a kicker: a short line in a clearly smaller type
+    (at most ``KICKER_RATIO`` of the title's size) set right above a larger heading over the same
+    column ("CASE STUDY" over a slide's title). It labels the title; the title heads the section. A
+    heading of a higher rank never stands right above a larger one with nothing between them, so the
+    kicker may be heading-sized itself (20 pt over a 30 pt title on slides whose body is 16 pt). A
+    numbered line ("Chapter 3", "PART IV", "2.1") keeps its heading."""
     last = cur.last
     if cur.kind != "heading" or last is None or len(cur.boxes) != 1 or cur.level <= level:
         return False
@@ -129,7 +132,7 @@ def kicker(cur: Pending, row: Row, text: str, level: int, gap: float) -> bool:
     return (
         not numbered
         and len(first.split()) <= 5
-        and last.size <= 0.6 * row.size
+        and last.size <= KICKER_RATIO * row.size
         and gap <= row.size
         and min(last.box[2], row.box[2]) > max(last.box[0], row.box[0])
         and not SECTION_NUMBER.match(text)
