@@ -56,9 +56,9 @@ def _paragraph(page: pymupdf.Page, y: float, text: str = PROSE, x: float = LEFT)
     return y
 
 
-def _document(glossary: list[tuple[str, str]], indent: float = 0.0, pitch: float = 18.0) -> pymupdf.Document:
+def _document(glossary: list[tuple[str, str]], indent: float = 0.0, run_in: bool = False) -> pymupdf.Document:
     """Two pages: a chapter whose second part is a glossary (bold terms, each over its definition at
-    ``indent``, entries ``pitch`` apart), and a chapter of prose."""
+    ``indent`` or ``run_in`` before it on its line, entries 18 pt apart), and a chapter of prose."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
     page.insert_text((LEFT, 80), "Terms of the trade", fontsize=18, fontname="hebo")
@@ -67,8 +67,13 @@ def _document(glossary: list[tuple[str, str]], indent: float = 0.0, pitch: float
     y += 20
     for term, meaning in glossary:
         page.insert_text((LEFT, y), term, fontsize=SIZE, fontname="hebo")
+        if run_in:
+            x = LEFT + pymupdf.get_text_length(term + " ", fontname="hebo", fontsize=SIZE)
+            page.insert_text((x, y), meaning, fontsize=SIZE)
+            y += 18
+            continue
         page.insert_text((LEFT + indent, y + LEAD), meaning, fontsize=SIZE)
-        y += LEAD + pitch
+        y += LEAD + 18
     _paragraph(page, y + 12)
     page = doc.new_page(width=595, height=842)
     page.insert_text((LEFT, 80), "Setting a page", fontsize=18, fontname="hebo")
@@ -109,6 +114,33 @@ def test_short_bold_lines_set_off_above_their_sections_stay_headings(tmp_path, e
     doc.save(pdf)
     md = pages_markdown(engine, pdf)[0]
     assert heading_texts(md) == ["Setting a page", *names], md
+
+
+def test_bold_lines_close_above_paragraphs_of_three_lines_stay_headings(tmp_path, engine):
+    """Sections packed close (less than a blank line above each bold line), each of three lines: a
+    definition runs a line or two, a section longer; the bold lines are headings."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((LEFT, 80), "Setting a page", fontsize=18, fontname="hebo")
+    y = _paragraph(page, 110)
+    names = ["Baseline", "Gutter", "Kerning", "Leading"]
+    for name in names:
+        y += 7
+        page.insert_text((LEFT, y), name, fontsize=SIZE, fontname="hebo")
+        y = _paragraph(page, y + LEAD + 2, PROSE[:220])
+    pdf = tmp_path / "packed.pdf"
+    doc.save(pdf)
+    md = pages_markdown(engine, pdf)[0]
+    assert heading_texts(md) == ["Setting a page", *names], md
+
+
+def test_a_glossary_with_its_terms_run_in_has_no_headings(tmp_path, engine):
+    """The same glossary with each bold term run in, its definition after it on the line: no headings
+    but the chapter's and the glossary's."""
+    pdf = tmp_path / "run_in.pdf"
+    _document(TERMS, run_in=True).save(pdf)
+    md = pages_markdown(engine, pdf)[0]
+    assert heading_texts(md) == ["Terms of the trade", "Glossary"], md
 
 
 def test_bold_lines_each_set_off_over_a_short_paragraph_stay_headings(tmp_path, engine):

@@ -108,7 +108,7 @@ class LayoutConfig:
     isolation_gap_ratio: float = 1.0  # a line is alone with a gap ≥ this × its size above and below
     chapter_number_ratio: float = 2.0  # with a document style: a bare number this large is a heading
     max_term_words: int = 6  # a definition list's bold term is at most this long
-    max_definition_rows: int = 3  # and its definition at most this many lines (a section runs longer)
+    max_definition_rows: int = 2  # and its definition a line or two (a section runs longer)
     min_definition_entries: int = 3  # entries in one style, one after another, that make a list
 
 
