@@ -171,6 +171,31 @@ def test_a_small_kicker_over_a_slides_title_is_text_and_the_title_heads_the_slid
     assert heading_texts(pages[2]) == ["PART II", "Running the plant"]  # a numbered label keeps its heading
 
 
+def test_a_heading_sized_kicker_over_a_larger_slide_title_is_text(tmp_path, engine):
+    """A deck whose bullets are 16 pt sets its kickers at 20 pt bold, larger than the body and so
+    heading-sized on their own, right above 30 pt titles: still a label two thirds of the title's
+    size, nothing between them; the title heads the slide, the kicker stays its text."""
+    slides = [
+        ("CASE STUDY", "How a regional bank cut its costs"),
+        ("MARKET VIEW", "Where the market is heading"),
+        ("OUR APPROACH", "Three steps to a cleaner ledger"),
+    ]
+    doc = pymupdf.open()
+    for kick, title in slides:
+        page = doc.new_page(width=960, height=540)
+        page.insert_text((60, 70), kick, fontsize=20, fontname="hebo", color=(0.9, 0.5, 0.1))
+        page.insert_text((60, 109), title, fontsize=30, fontname="hebo")
+        for j in range(4):
+            page.insert_text(
+                (80, 200 + 29 * j), f"Point {j + 1} of the slide in a few plain words", fontsize=16
+            )
+    pdf = tmp_path / "kicker20.pdf"
+    doc.save(pdf)
+    pages = pages_markdown(engine, pdf)
+    assert [heading_texts(md) for md in pages] == [[title] for _, title in slides], pages
+    assert all(kick in md for (kick, _), md in zip(slides, pages, strict=True)), pages
+
+
 def test_the_second_line_of_a_bold_caption_is_no_heading(tmp_path, engine):
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)

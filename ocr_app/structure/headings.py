@@ -85,6 +85,7 @@ class RowContext:
     isolated: bool = False  # a blank line above and below it, nothing beside it
     leads_text: bool = False  # inside a text panel over a picture, right above a lighter paragraph
     aligned: bool = True  # starts at its section's left edge or is centred in it (not over a column)
+    term: bool = False  # a definition list's term (``definition_terms``)
 
 
 def heading_level(
@@ -107,7 +108,7 @@ def heading_level(
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
-        level = _styled_heading_level(row, text, config, style, where.short_line, where.isolated)
+        level = _styled_heading_level(row, text, config, style, where)
         if level and style.depth_bases and style.outline.get(normal_title(text)) is None:
             level = numbered_level(level, text, style.depth_bases)
         return level
@@ -147,8 +148,7 @@ def _styled_heading_level(
     text: str,
     config: LayoutConfig,
     style: DocStyle,
-    short_line: bool = False,
-    isolated: bool = False,
+    where: RowContext,
 ) -> int:
     """Headings from the whole document's style: the bookmark outline, larger sizes (levels from the
     document's distinct heading sizes), short lines set heavier than the body text, and short
@@ -162,8 +162,8 @@ def _styled_heading_level(
         level = style.outline.get(normal_title(text))
         if level:
             return min(level, 6)
-    if cells_apart(row, config.min_cell_gap_ratio * style.body_size):
-        return 0
+    if cells_apart(row, config.min_cell_gap_ratio * style.body_size) or where.term:
+        return 0  # cells side by side; a glossary's term over its definition
     if list_marker(text) and not NUMBERED_HEADING.match(text):
         return 0
     ratio = row.size / style.body_size
@@ -212,7 +212,7 @@ def _styled_heading_level(
         # set bold in another typeface (the form's title) is one.
         return bold_level
     if (
-        isolated
+        where.isolated
         and style.body_weight >= 600
         and row.weight >= style.body_weight
         and ratio >= 0.75
@@ -223,7 +223,7 @@ def _styled_heading_level(
         # its column, nothing beside it) is a heading: a label has its value beside or under it.
         return bold_level
     titled = text[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
-    if row.italic and short_line and titled and 0.95 <= ratio <= 1.1:
+    if row.italic and where.short_line and titled and 0.95 <= ratio <= 1.1:
         return min(bold_level + 1, 6)
     return 0
 
@@ -247,6 +247,76 @@ def isolated_rows(units: Sequence[Row | Table], config: LayoutConfig) -> set[int
         ):
             alone.add(id(unit))
     return alone
+
+
+def definition_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
+    """ids of the rows that are the terms of a definition list (a glossary; units sorted top to
+    bottom): a short bold line with no section number right above its definition, a few lines of a lighter weight in its size
+    that start no further left, with ``min_definition_entries`` or more such entries one after another
+    in one style at one left edge, none set off from the entry above by a blank line more than its term
+    is from its definition. A heading stands apart from the text above it and heads a section longer
+    than a line or two; a glossary's terms follow one another at the list's pitch."""
+
+    def term_like(unit: Row | Table) -> bool:
+        return (
+            isinstance(unit, Row)
+            and unit.weight >= 600
+            and len(unit.text.split()) <= config.max_term_words
+            and sum(c.isalpha() for c in unit.text) >= 2
+            and not SECTION_NUMBER.match(unit.text)  # "2.1 Scope": a numbered section's title
+            and not NUMBERED_HEADING.match(unit.text)
+        )
+
+    found: set[int] = set()
+    run: list[tuple[Row, list[Row]]] = []
+
+    def close() -> None:
+        if len(run) >= config.min_definition_entries:
+            found.update(id(term) for term, _ in run)
+        run.clear()
+
+    k = 0
+    while k < len(units):
+        term = units[k]
+        if not isinstance(term, Row) or not term_like(term):
+            close()
+            k += 1
+            continue
+        size = term.size
+        definition: list[Row] = []
+        for unit in units[k + 1 :]:
+            above = definition[-1] if definition else term
+            if (
+                not isinstance(unit, Row)
+                or term_like(unit)
+                or unit.weight >= term.weight
+                or abs(unit.size - size) > 0.1 * size
+                or unit.box[0] < term.box[0] - 0.5 * size
+                or unit.box[1] - above.box[3] >= config.isolation_gap_ratio * size
+            ):
+                break
+            definition.append(unit)
+        entry = 1 <= len(definition) <= config.max_definition_rows
+        if entry and run:
+            last_term, last_definition = run[-1]
+            inner = definition[0].box[1] - term.box[3]
+            apart = term.box[1] - last_definition[-1].box[3]
+            follows = (
+                term.weight == last_term.weight
+                and abs(term.size - last_term.size) <= 0.05 * size
+                and {i.font for i in term.items} == {i.font for i in last_term.items}
+                and abs(term.box[0] - last_term.box[0]) <= 0.5 * size
+                and apart < inner + config.isolation_gap_ratio * size
+            )
+            if not follows:
+                close()
+        elif not entry:
+            close()
+        if entry:
+            run.append((term, definition))
+        k += 1 + len(definition)
+    close()
+    return found
 
 
 def panel_leads(units: Sequence[Row | Table], panel: frozenset[int]) -> set[int]:

@@ -107,6 +107,9 @@ class LayoutConfig:
     max_lead_in_words: int = 10  # a bold line ending in ":" on its own is a heading up to this length
     isolation_gap_ratio: float = 1.0  # a line is alone with a gap ≥ this × its size above and below
     chapter_number_ratio: float = 2.0  # with a document style: a bare number this large is a heading
+    max_term_words: int = 6  # a definition list's bold term is at most this long
+    max_definition_rows: int = 2  # and its definition a line or two (a section runs longer)
+    min_definition_entries: int = 3  # entries in one style, one after another, that make a list
 
 
 @dataclass

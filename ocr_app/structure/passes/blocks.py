@@ -27,6 +27,7 @@ from ocr_app.structure.headings import (
     SECTION_NUMBER,
     RowContext,
     cells_apart,
+    definition_terms,
     heading_level,
     isolated_rows,
     normal_title,
@@ -81,6 +82,7 @@ class _SectionContext:
     typical_gap: float = 0.0
     isolated: set[int] = field(default_factory=set)
     leads: set[int] = field(default_factory=set)
+    terms: set[int] = field(default_factory=set)
     left: float = 0.0
     width: float = 0.0
     hang_x: float | None = None  # where wrapped lines start in a section set with hanging indents
@@ -88,9 +90,9 @@ class _SectionContext:
 
 def _section_units(
     section: list[Item], body: float, config: LayoutConfig, style: DocStyle | None, panel: frozenset[int]
-) -> tuple[list[Row | Table], float, set[int], set[int]]:
-    """The section's rows and tables top to bottom, its typical line gap, the rows that stand alone
-    and the rows that lead a text panel over a picture."""
+) -> tuple[list[Row | Table], float, set[int], set[int], set[int]]:
+    """The section's rows and tables top to bottom, its typical line gap, the rows that stand alone,
+    the rows that lead a text panel over a picture and the terms of a definition list."""
     texts = [i for i in section if isinstance(i, TextLine)]
     units: list[Row | Table] = [*group_rows(texts), *(i for i in section if isinstance(i, Table))]
     units.sort(key=lambda u: (u.box[1] + u.box[3]) / 2)
@@ -105,17 +107,21 @@ def _section_units(
     typical_gap = min(statistics.median(gaps), config.max_line_gap_ratio * body) if gaps else 0.0
     isolated = isolated_rows(units, config) if style is not None else set()
     leads = panel_leads(units, panel) if style is not None and panel else set()
-    return units, typical_gap, isolated, leads
+    terms = definition_terms(units, config) if style is not None else set()
+    return units, typical_gap, isolated, leads, terms
 
 
+KICKER_RATIO = 0.8  # a kicker is at least a fifth smaller than the title under it
 _ORDINAL_END = re.compile(r"\b(?:[IVXLC]{1,5}|[A-Z])$")  # "PART IV", "Appendix B": a numbered label
 
 
 def kicker(cur: Pending, row: Row, text: str, level: int, gap: float) -> bool:
-    """Whether the open one-line heading ``cur`` is a kicker: a short line in a much smaller type set
-    right above a larger heading over the same column ("CASE STUDY" over a slide's title). It labels
-    the title; the title heads the section. A numbered line ("Chapter 3", "PART IV", "2.1") keeps its
-    heading."""
+    """Whether the open one-line heading ``cur`` is a kicker: a short line in a clearly smaller type
+    (at most ``KICKER_RATIO`` of the title's size) set right above a larger heading over the same
+    column ("CASE STUDY" over a slide's title). It labels the title; the title heads the section. A
+    heading of a higher rank never stands right above a larger one with nothing between them, so the
+    kicker may be heading-sized itself (20 pt over a 30 pt title on slides whose body is 16 pt). A
+    numbered line ("Chapter 3", "PART IV", "2.1") keeps its heading."""
     last = cur.last
     if cur.kind != "heading" or last is None or len(cur.boxes) != 1 or cur.level <= level:
         return False
@@ -126,7 +132,7 @@ def kicker(cur: Pending, row: Row, text: str, level: int, gap: float) -> bool:
     return (
         not numbered
         and len(first.split()) <= 5
-        and last.size <= 0.6 * row.size
+        and last.size <= KICKER_RATIO * row.size
         and gap <= row.size
         and min(last.box[2], row.box[2]) > max(last.box[0], row.box[0])
         and not SECTION_NUMBER.match(text)
@@ -191,7 +197,12 @@ class _SectionBlocks:
         centre = (row.box[0] + row.box[2]) / 2 - (ctx.left + ctx.width / 2)
         aligned = row.box[0] - ctx.left <= 2 * row.size or abs(centre) <= 1.5 * row.size
         where = RowContext(
-            short_line, ctx.page_height, id(row) in ctx.isolated, id(row) in ctx.leads, aligned
+            short_line,
+            ctx.page_height,
+            id(row) in ctx.isolated,
+            id(row) in ctx.leads,
+            aligned,
+            id(row) in ctx.terms,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
@@ -358,6 +369,10 @@ class _SectionBlocks:
         level = self.row_level(row, text, big_gap, list_continues)
         if level:
             self.add_heading(row, text, level, gap, big_gap)
+        elif id(row) in ctx.terms:
+            self.flush()  # a glossary's term: a line of its own, above its definition
+            self.add_text(row, text, big_gap)
+            self.flush()
         elif dash_continues(cur, text, big_gap) or wrapped:
             self.add_text(row, text, big_gap)
         elif marker:
@@ -376,13 +391,13 @@ def group_section(
     panel: frozenset[int] = frozenset(),
 ) -> list[Block]:
     """One single-column section (its lines and tables) → blocks in reading order."""
-    units, typical_gap, isolated, leads = _section_units(section, body, config, style, panel)
+    units, typical_gap, isolated, leads, terms = _section_units(section, body, config, style, panel)
     left = min((u.box[0] for u in units), default=0.0)
     width = max((u.box[2] for u in units), default=0.0) - left
     rows = [u for u in units if isinstance(u, Row)]
     hang_x = hanging_indent(rows, left, left + width, config.indent_ratio)
     ctx = _SectionContext(
-        body, config, style, vocabulary, page_height, typical_gap, isolated, leads, left, width, hang_x
+        body, config, style, vocabulary, page_height, typical_gap, isolated, leads, terms, left, width, hang_x
     )
     grouper = _SectionBlocks(ctx)
     for unit in units:
