@@ -176,7 +176,8 @@ def _page_markdown(page: PageResult) -> str:
 
 def download_kinds() -> tuple[str, ...]:
     """The outputs the download list offers, per document: the formats that ask for it (``download``
-    in ``render/formats.py``; built in: Markdown, JSON, searchable PDF, ZIP), in registry order."""
+    in ``render/formats.py``; built in: Markdown, JSON, searchable PDF, the tables workbook, ZIP), in
+    registry order."""
     from ocr_app.render.formats import format_class, format_names
 
     return tuple(n for n in format_names() if format_class(n).download)
