@@ -38,6 +38,7 @@ from ocr_app.structure.table_html import Cell, header_rows
 from ocr_app.structure.word_columns import (
     NUMERIC,
     Piece,
+    centred_span,
     columns_between,
     cut,
     grid_columns,
@@ -391,10 +392,12 @@ def _place(rows: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[lis
     return grid
 
 
-def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
+def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[list[Piece]]:
     """Lines of the run grouped into table rows by the row rhythm: where the gaps between lines
     come in two sizes (line spacing inside a cell, padding between rows), the small ones join lines
-    into one row — wrapped cells, and cells centred on a taller row's middle line."""
+    into one row — wrapped cells, and cells centred on a taller row's middle line. A full line
+    (``_full``) under a row that already has one starts a new row whatever the gap: rows of one line
+    set close under a header with more space below it are rows, not one tall row."""
     boxes = [union_box([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
@@ -412,12 +415,26 @@ def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
     if sum(1 for g in gaps if g > cut) < 1:
         return [list(r) for r in run]
     bands: list[list[Piece]] = [list(run[0])]
+    anchored = [_full(run[0], cols)]
     for r, g in zip(run[1:], gaps, strict=True):
-        if g > cut:
+        full = _full(r, cols)
+        if g > cut or (full and anchored[-1]):
             bands.append(list(r))
+            anchored.append(full)
         else:
             bands[-1].extend(r)
+            anchored[-1] = anchored[-1] or full
     return bands
+
+
+def _full(line: Sequence[Piece], cols: list[list[float]]) -> bool:
+    """A line with a piece in every column, one of them a figure: a row's anchors. A cell's wrapped
+    lines continue some of a row's cells, never all of them at once, and figures do not wrap."""
+    return (
+        len(cols) >= 2
+        and len({_column_of(p, cols) for p in line}) == len(cols)
+        and any(NUMERIC.match(p.text.strip()) for p in line)
+    )
 
 
 def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
@@ -483,18 +500,19 @@ def _numeric_body_header(texts: list[list[str]]) -> int:
 
 def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: float) -> list[Cell] | None:
     """A short heavy line right above the table, right of its first column: a header over the
-    columns from the one it starts in to the table's right edge."""
+    columns it is centred over (``centred_span``), else from the one it starts in to the table's
+    right edge."""
     if not above or not all(_heavy(p) for p in above) or len(" ".join(p.text for p in above).split()) > 6:
         return None
     box = union_box([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
         return None
-    start = _column_of(min(above, key=lambda p: p.box[0]), cols)
+    span = centred_span(box[0], box[2], cols)
+    start, end = span if span else (_column_of(min(above, key=lambda p: p.box[0]), cols), len(cols) - 1)
     if start == 0:
         return None
-    return [Cell("")] * start + [
-        Cell(_text(sorted(above, key=lambda p: p.box[0])), colspan=len(cols) - start)
-    ]
+    text = _text(sorted(above, key=lambda p: p.box[0]))
+    return [Cell("")] * start + [Cell(text, colspan=end + 1 - start)] + [Cell("")] * (len(cols) - 1 - end)
 
 
 def _prose_pairs(texts: list[list[str]]) -> bool:
@@ -553,7 +571,7 @@ def build_grid(
     filled = sum(len({_column_of(p, cols) for p in r}) for r in multis)
     if filled < 0.45 * len(cols) * len(multis):
         return None
-    grid = _merge_wrapped(_place(_row_bands(run), cols))
+    grid = _merge_wrapped(_place(_row_bands(run, cols), cols))
     if len(grid) < 2:
         return None
     texts = [[_text(c) for c in r] for r in grid]

@@ -320,6 +320,7 @@ def read_table(
     else:
         slots = _merge_flowing_columns(_split_columns(slots, body))
         slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
+        slots = _centre_spans(slots)
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -437,6 +438,44 @@ def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
             body_at -= 1
             continue
         r += 1
+    return slots
+
+
+def _centre_spans(slots: list[_Slot]) -> list[_Slot]:
+    """A header cell the model spans over several columns takes the columns its text is centred over.
+
+    Why: over a header band on one fill, or with no rule under a spanning cell, the model's span
+    follows the ink it sees: "Results" centred over 2020–2022 came out over the columns its text
+    overlaps, or over the whole band. A reader goes by the centre (``word_columns.centred_span``,
+    the columns placed by their words in single-column cells). Only above the body (the first row
+    holding a figure), over columns that the row below fills with cells of their own, and where
+    nothing else in the cell's row stands over the new columns."""
+    from ocr_app.structure.word_columns import centred_span
+
+    n_cols = max((s.col + s.colspan for s in slots), default=0)
+    body_at = min((s.row for s in slots if _is_figure(s)), default=0)
+    ink: dict[int, list[float]] = {}
+    for s in slots:
+        if s.colspan == 1:
+            for w in s.words:
+                ink.setdefault(s.col, []).extend((w[0][0], w[0][2]))
+    if body_at < 1 or len(ink) != n_cols:
+        return slots
+    cols = [(min(ink[c]), max(ink[c])) for c in range(n_cols)]
+    for s in [s for s in slots if s.row < body_at and s.colspan >= 2 and s.rowspan == 1 and s.words]:
+        span = centred_span(min(w[0][0] for w in s.words), max(w[0][2] for w in s.words), cols)
+        if span is None or span == (s.col, s.col + s.colspan - 1):
+            continue
+        a, b = span
+        row = [o for o in slots if o is not s and o.row <= s.row < o.row + o.rowspan]
+        under = {o.col for o in slots if o.row == s.row + 1 and o.colspan == 1 and o.words and a <= o.col <= b}
+        if len(under) < 2 or any(o.words or o.rowspan > 1 for o in row if o.col <= b and a < o.col + o.colspan):
+            continue
+        gone = {id(o) for o in row if o.col <= b and a < o.col + o.colspan}
+        freed = [c for c in range(s.col, s.col + s.colspan) if not a <= c <= b]
+        slots = [o for o in slots if id(o) not in gone]
+        slots += [_Slot(s.row, c, header=s.header) for c in freed]
+        s.col, s.colspan = a, b - a + 1
     return slots
 
 

@@ -185,3 +185,35 @@ def part(p: Piece, words: Sequence[Word]) -> Part:
     return Part(
         " ".join(w[0] for w in words), box, p.bold, p.weight, p.in_figure, tuple((a, b) for _, a, b in words)
     )
+
+
+CENTRED = 0.25  # × the columns' width: how far a spanning cell's middle may sit from theirs
+
+
+def centred_span(x0: float, x1: float, cols: Sequence[Sequence[float]]) -> tuple[int, int] | None:
+    """The columns ``(first, last)`` that text from ``x0`` to ``x1`` is centred over (two or more),
+    or None when it is centred over no run of columns.
+
+    Why: a header cell over several columns ("Results" over 2020–2022) is set centred over them,
+    and with no rule under it the centre is all a reader goes by; its text is often narrower than
+    the columns, so the columns its ink overlaps say too little. Each column reaches halfway across
+    the white gap to its neighbours (the outer ones to their words' edge); the run whose middle is
+    nearest the text's, within ``CENTRED`` of its width, and that holds the text whole, is it."""
+    if len(cols) < 2:
+        return None
+    bounds = [cols[0][0]]
+    bounds += [(a[1] + b[0]) / 2 for a, b in itertools.pairwise(cols)]
+    bounds.append(cols[-1][1])
+    mid = (x0 + x1) / 2
+    best: tuple[float, int, int] | None = None
+    for a in range(len(cols)):
+        for b in range(a, len(cols)):
+            left, right = bounds[a], bounds[b + 1]
+            if x0 < left - 1 or x1 > right + 1:
+                continue
+            off = abs((left + right) / 2 - mid)
+            if off <= CENTRED * (right - left) and (best is None or off < best[0]):
+                best = (off, a, b)
+    if best is None or best[1] == best[2]:
+        return None
+    return best[1], best[2]
