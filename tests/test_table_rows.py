@@ -20,23 +20,24 @@ from tests.test_table_styles import LEFT, RIGHT, SIZE, _check, _markdown, _page
 LEAD = SIZE * 1.25  # the line spacing inside a cell
 PAD = 6.0  # the white space between two rows of wrapped cells
 
-# Wrapped rows: a label, a description that wraps, and figures; each set on the row's first line.
+# Wrapped rows: a name and a description that wrap in their columns, and figures; each cell set
+# from the row's first line (top-aligned).
 WRAP_HEADER = ["Item", "Description", "Units", "Unit cost", "Total"]
 WRAP_BODY = [
-    ["A-101", "Steel brackets for the north wall, galvanised and pre-drilled", "120", "4.50", "540.00"],
-    ["A-102", "Anchor bolts", "480", "0.35", "168.00"],
+    ["Wall brackets", "Steel brackets for the north wall, galvanised and pre-drilled", "120", "4.50", "540.00"],
+    ["Anchors", "Anchor bolts", "480", "0.35", "168.00"],
     [
-        "B-210",
+        "Roof joists, treated",
         "Timber joists, treated against rot and insects, cut to length on site by the supplier's crew",
         "36",
         "22.10",
         "795.60",
     ],
-    ["B-214", "Plywood sheets for the roof deck, exterior grade", "54", "18.75", "1,012.50"],
-    ["C-330", "Sealant", "12", "6.20", "74.40"],
-    ["C-331", "Flashing strips in aluminium, folded to the profile of the parapet", "40", "9.80", "392.00"],
+    ["Deck sheets", "Plywood sheets for the roof deck, exterior grade", "54", "18.75", "1,012.50"],
+    ["Sealant", "Sealant", "12", "6.20", "74.40"],
+    ["Flashing", "Flashing strips in aluminium, folded to the profile of the parapet", "40", "9.80", "392.00"],
 ]
-WRAP_COLS = [LEFT, 130.0, 330.0, 390.0, 450.0]  # left edges; the description column is 190 pt wide
+WRAP_COLS = [LEFT, 140.0, 300.0, 380.0, 450.0]  # left edges: names 68 pt wide, descriptions 160 pt
 
 # Rows of one line each, set at the text's own line spacing (no padding, no rules between them).
 TIGHT_HEADER = ["Station", "Operator", "Opened", "Platforms", "Passengers"]
@@ -68,26 +69,24 @@ def _text(page: pymupdf.Page, cols: list[float], col: int, y: float, text: str, 
     page.insert_text((x, y), text, fontname=font, fontsize=SIZE)
 
 
-def _wrapped_rows(page: pymupdf.Page, y: float, fill: Callable[[int], tuple | None]) -> float:
+def _wrapped_rows(
+    page: pymupdf.Page, y: float, fill: Callable[[int], tuple | None], pad: float = PAD
+) -> float:
     """The wrapped table from the top ``y``: a bold header, then each row's cells top-aligned, the
     description wrapped to its column, row ``k`` on ``fill(k)`` (or none); returns the y below."""
     for c, text in enumerate(WRAP_HEADER):
         _text(page, WRAP_COLS, c, y + LEAD, text, bold=True, figure=c >= 2)
     y += LEAD + PAD
-    width = WRAP_COLS[2] - WRAP_COLS[1] - 8
     for k, row in enumerate(WRAP_BODY):
-        lines = wrap(row[1], width, SIZE)
-        height = len(lines) * LEAD + PAD
+        wrapped = {c: wrap(row[c], WRAP_COLS[c + 1] - WRAP_COLS[c] - 8, SIZE) for c in (0, 1)}
+        height = max(len(v) for v in wrapped.values()) * LEAD + pad
         colour = fill(k)
         if colour is not None:
             page.draw_rect(pymupdf.Rect(LEFT, y, RIGHT, y + height), color=None, fill=colour, width=0)
-        base = y + PAD / 2 + LEAD - 2.5
+        base = y + pad / 2 + LEAD - 2.5
         for c, text in enumerate(row):
-            if c == 1:
-                for n, line in enumerate(lines):
-                    _text(page, WRAP_COLS, 1, base + n * LEAD, line, bold=False, figure=False)
-            else:
-                _text(page, WRAP_COLS, c, base, text, bold=False, figure=c >= 2)
+            for n, line in enumerate(wrapped.get(c, [text])):
+                _text(page, WRAP_COLS, c, base + n * LEAD, line, bold=False, figure=c >= 2)
         y += height
     return y
 
@@ -100,6 +99,17 @@ def wrapped_borderless(page: pymupdf.Page, y: float) -> float:
 def wrapped_striped(page: pymupdf.Page, y: float) -> float:
     """Alternating grey fills, one per row, each as tall as its wrapped description."""
     return _wrapped_rows(page, y, lambda k: (0.9, 0.9, 0.9) if k % 2 == 0 else None)
+
+
+def wrapped_close(page: pymupdf.Page, y: float) -> float:
+    """No rules, no fills, no padding: rows as close as a cell's lines, told apart only by the label
+    and figures that start each one."""
+    return _wrapped_rows(page, y, lambda k: None, pad=0.0)
+
+
+def wrapped_close_striped(page: pymupdf.Page, y: float) -> float:
+    """No padding, alternating fills: each stripe bounds a row."""
+    return _wrapped_rows(page, y, lambda k: (0.9, 0.9, 0.9) if k % 2 == 0 else None, pad=0.0)
 
 
 def wrapped_booktabs(page: pymupdf.Page, y: float) -> float:
@@ -152,7 +162,9 @@ def _cells(md: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize(
-    "style", [wrapped_borderless, wrapped_striped, wrapped_booktabs], ids=lambda f: f.__name__
+    "style",
+    [wrapped_borderless, wrapped_striped, wrapped_close, wrapped_close_striped, wrapped_booktabs],
+    ids=lambda f: f.__name__,
 )
 def test_a_wrapped_cell_stays_one_cell_of_its_row(tmp_path, engine, style):
     md = _markdown(engine, _page(style, tmp_path / "page.pdf"))

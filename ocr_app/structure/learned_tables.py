@@ -320,7 +320,7 @@ def read_table(
     else:
         slots = _merge_flowing_columns(_split_columns(slots, body))
         slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
-        slots = _centre_spans(slots)
+        slots = _centre_spans(_join_wrapped_rows(slots))
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -438,6 +438,50 @@ def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
             body_at -= 1
             continue
         r += 1
+    return slots
+
+
+def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
+    """A body row with no figure whose cells each continue the cell above it is that row's wrapped lines.
+
+    Why: where rows are set without padding, the model cuts a row whose text cells wrap into two
+    or more rows (the extra lines of "Timber joists, treated …" a row of their own beside empty
+    figure cells). Rows are anchored by their figures, one line a row, on the row's first line
+    (top-aligned cells): a row of the body with none, under a row with some, whose every filled
+    cell starts right under the last line of the filled cell above it (under half a line: line
+    spacing, not a row's padding), and which continues a column beyond the first (a lone line of
+    the first column may be a group label), joins the row above."""
+    body_at = min((s.row for s in slots if _is_figure(s)), default=None)
+    if body_at is None:
+        return slots
+    r = body_at + 1
+    while r < max(s.row + s.rowspan for s in slots):
+        lower = {s.col: s for s in slots if s.row == r and s.words}
+        upper = {s.col: s for s in slots if s.row == r - 1 and s.words}
+        crossing = any(s.rowspan > 1 and s.row <= r < s.row + s.rowspan + 1 for s in slots)
+        if (
+            crossing
+            or not lower
+            or any(_is_figure(s) for s in lower.values())
+            or not any(_is_figure(s) for s in upper.values())
+            or set(lower) <= {0}
+            or any(
+                c not in upper or upper[c].colspan != s.colspan or not _wrapped(upper[c], s)
+                for c, s in lower.items()
+            )
+        ):
+            r += 1
+            continue
+        for c, s in lower.items():
+            upper[c].words += s.words
+        kept: list[_Slot] = []
+        for s in slots:
+            if s.row == r:
+                continue
+            if s.row > r:
+                s.row -= 1
+            kept.append(s)
+        slots = kept
     return slots
 
 
