@@ -507,7 +507,7 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     box = union_box([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
         return None
-    span = centred_span(box[0], box[2], cols)
+    span = centred_span(box[0], box[2], cols, 0.25 * body)
     start, end = span if span else (_column_of(min(above, key=lambda p: p.box[0]), cols), len(cols) - 1)
     if start == 0:
         return None

@@ -507,7 +507,8 @@ def _centre_spans(slots: list[_Slot]) -> list[_Slot]:
         return slots
     cols = [(min(ink[c]), max(ink[c])) for c in range(n_cols)]
     for s in [s for s in slots if s.row < body_at and s.colspan >= 2 and s.rowspan == 1 and s.words]:
-        span = centred_span(min(w[0][0] for w in s.words), max(w[0][2] for w in s.words), cols)
+        height = min(w[0][3] - w[0][1] for w in s.words)
+        span = centred_span(min(w[0][0] for w in s.words), max(w[0][2] for w in s.words), cols, 0.25 * height)
         if span is None or span == (s.col, s.col + s.colspan - 1):
             continue
         a, b = span

@@ -190,16 +190,19 @@ def part(p: Piece, words: Sequence[Word]) -> Part:
 CENTRED = 0.25  # × the columns' width: how far a spanning cell's middle may sit from theirs
 
 
-def centred_span(x0: float, x1: float, cols: Sequence[Sequence[float]]) -> tuple[int, int] | None:
+def centred_span(
+    x0: float, x1: float, cols: Sequence[Sequence[float]], tol: float
+) -> tuple[int, int] | None:
     """The columns ``(first, last)`` that text from ``x0`` to ``x1`` is centred over (two or more),
-    or None when it is centred over no run of columns.
+    or None when it is centred over no run of columns, or starts or ends within ``tol`` of a column's
+    edge (set flush with that column, whatever its middle happens to be near).
 
     Why: a header cell over several columns ("Results" over 2020–2022) is set centred over them,
     and with no rule under it the centre is all a reader goes by; its text is often narrower than
     the columns, so the columns its ink overlaps say too little. Each column reaches halfway across
     the white gap to its neighbours (the outer ones to their words' edge); the run whose middle is
     nearest the text's, within ``CENTRED`` of its width, and that holds the text whole, is it."""
-    if len(cols) < 2:
+    if len(cols) < 2 or any(abs(x0 - c[0]) <= tol or abs(x1 - c[1]) <= tol for c in cols):
         return None
     bounds = [cols[0][0]]
     bounds += [(a[1] + b[0]) / 2 for a, b in itertools.pairwise(cols)]
