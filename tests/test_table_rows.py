@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 import pymupdf
 import pytest
@@ -24,7 +23,13 @@ PAD = 6.0  # the white space between two rows of wrapped cells
 # from the row's first line (top-aligned).
 WRAP_HEADER = ["Item", "Description", "Units", "Unit cost", "Total"]
 WRAP_BODY = [
-    ["Wall brackets", "Steel brackets for the north wall, galvanised and pre-drilled", "120", "4.50", "540.00"],
+    [
+        "Wall brackets",
+        "Steel brackets for the north wall, galvanised and pre-drilled",
+        "120",
+        "4.50",
+        "540.00",
+    ],
     ["Anchors", "Anchor bolts", "480", "0.35", "168.00"],
     [
         "Roof joists, treated",
@@ -35,7 +40,13 @@ WRAP_BODY = [
     ],
     ["Deck sheets", "Plywood sheets for the roof deck, exterior grade", "54", "18.75", "1,012.50"],
     ["Sealant", "Sealant", "12", "6.20", "74.40"],
-    ["Flashing", "Flashing strips in aluminium, folded to the profile of the parapet", "40", "9.80", "392.00"],
+    [
+        "Flashing",
+        "Flashing strips in aluminium, folded to the profile of the parapet",
+        "40",
+        "9.80",
+        "392.00",
+    ],
 ]
 WRAP_COLS = [LEFT, 140.0, 300.0, 380.0, 450.0]  # left edges: names 68 pt wide, descriptions 160 pt
 

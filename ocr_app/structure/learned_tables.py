@@ -513,8 +513,12 @@ def _centre_spans(slots: list[_Slot]) -> list[_Slot]:
             continue
         a, b = span
         row = [o for o in slots if o is not s and o.row <= s.row < o.row + o.rowspan]
-        under = {o.col for o in slots if o.row == s.row + 1 and o.colspan == 1 and o.words and a <= o.col <= b}
-        if len(under) < 2 or any(o.words or o.rowspan > 1 for o in row if o.col <= b and a < o.col + o.colspan):
+        under = {
+            o.col for o in slots if o.row == s.row + 1 and o.colspan == 1 and o.words and a <= o.col <= b
+        }
+        if len(under) < 2 or any(
+            o.words or o.rowspan > 1 for o in row if o.col <= b and a < o.col + o.colspan
+        ):
             continue
         gone = {id(o) for o in row if o.col <= b and a < o.col + o.colspan}
         freed = [c for c in range(s.col, s.col + s.colspan) if not a <= c <= b]

@@ -190,9 +190,7 @@ def part(p: Piece, words: Sequence[Word]) -> Part:
 CENTRED = 0.25  # × the columns' width: how far a spanning cell's middle may sit from theirs
 
 
-def centred_span(
-    x0: float, x1: float, cols: Sequence[Sequence[float]], tol: float
-) -> tuple[int, int] | None:
+def centred_span(x0: float, x1: float, cols: Sequence[Sequence[float]], tol: float) -> tuple[int, int] | None:
     """The columns ``(first, last)`` that text from ``x0`` to ``x1`` is centred over (two or more),
     or None when it is centred over no run of columns, or starts or ends within ``tol`` of a column's
     edge (set flush with that column, whatever its middle happens to be near).
