@@ -68,6 +68,18 @@ TIGHT_BODY = [
     ["Market Square", "Harbour Link", "2006", "5", "143,760"],
 ]
 TIGHT_COLS = [LEFT, 170.0, 270.0, 350.0, 430.0]
+# The same rows in words only: no figure to anchor a row, only a cell in every column.
+WORDS_HEADER = ["Station", "Operator", "Line", "Zone", "Access"]
+WORDS_BODY = [
+    [
+        r[0],
+        r[1],
+        ["Red", "Blue", "Green"][k % 3],
+        ["Central", "Inner", "Outer"][k // 2 % 3],
+        ["Step-free", "Lift"][k % 2],
+    ]
+    for k, r in enumerate(TIGHT_BODY)
+]
 
 
 def _text(page: pymupdf.Page, cols: list[float], col: int, y: float, text: str, *, bold: bool, figure: bool):
@@ -131,20 +143,26 @@ def wrapped_booktabs(page: pymupdf.Page, y: float) -> float:
     return y + 2
 
 
-def _tight_rows(page: pymupdf.Page, y: float) -> float:
-    for c, text in enumerate(TIGHT_HEADER):
-        _text(page, TIGHT_COLS, c, y + LEAD, text, bold=True, figure=c >= 2)
+def _tight_rows(page: pymupdf.Page, y: float, header=TIGHT_HEADER, body=TIGHT_BODY) -> float:
+    figures = header is TIGHT_HEADER
+    for c, text in enumerate(header):
+        _text(page, TIGHT_COLS, c, y + LEAD, text, bold=True, figure=figures and c >= 2)
     y += LEAD + 3
-    for row in TIGHT_BODY:
+    for row in body:
         y += LEAD
         for c, text in enumerate(row):
-            _text(page, TIGHT_COLS, c, y, text, bold=False, figure=c >= 2)
+            _text(page, TIGHT_COLS, c, y, text, bold=False, figure=figures and c >= 2)
     return y + 4
 
 
 def tight_borderless(page: pymupdf.Page, y: float) -> float:
     """Thirteen rows of one line each at the text's own line spacing; no rules, no fills."""
     return _tight_rows(page, y)
+
+
+def tight_words(page: pymupdf.Page, y: float) -> float:
+    """Rows of words only, one line each, at the text's own line spacing; no rules, no fills."""
+    return _tight_rows(page, y, WORDS_HEADER, WORDS_BODY)
 
 
 def tight_booktabs(page: pymupdf.Page, y: float) -> float:
@@ -188,3 +206,9 @@ def test_rows_of_one_line_set_close_stay_apart(tmp_path, engine, style):
     md = _markdown(engine, _page(style, tmp_path / "page.pdf"))
     _check(md)
     assert _cells(md) == [TIGHT_HEADER, *TIGHT_BODY], md
+
+
+def test_rows_of_words_set_close_stay_apart(tmp_path, engine):
+    md = _markdown(engine, _page(tight_words, tmp_path / "page.pdf"))
+    _check(md)
+    assert _cells(md) == [WORDS_HEADER, *WORDS_BODY], md

@@ -395,7 +395,8 @@ def _place(rows: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[lis
 def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[list[Piece]]:
     """Lines of the run grouped into table rows by the row rhythm: where the gaps between lines
     come in two sizes (line spacing inside a cell, padding between rows), the small ones join lines
-    into one row — wrapped cells, and cells centred on a taller row's middle line. A full line
+    into one row — wrapped cells, and cells centred on a taller row's middle line (the space under a
+    bold header row does not count: a header is often set apart from rows with no padding). A full line
     (``_full``) under a row that already has one starts a new row whatever the gap: rows of one line
     set close under a header with more space below it are rows, not one tall row."""
     boxes = [union_box([p.box for p in r]) for r in run]
@@ -404,21 +405,24 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
     # Lines that overlap by a good part of their height belong to one row (cells centred beside a
     # taller one; line boxes of tightly leaded text overlap a little); the sizes of the other gaps
     # tell line spacing from row padding.
+    # A heavy first line over plain ones is a header row: the space under it is no row padding.
+    head = len(run) > 2 and all(_heavy(p) for p in run[0]) and not all(_heavy(p) for p in run[1])
+    body_gaps = gaps[1:] if head else gaps
     deep = -OVERLAP * line
-    apart = [g for g in gaps if g >= deep]
+    apart = [g for g in body_gaps if g >= deep]
     if len(apart) >= 2 and max(apart) - min(apart) >= 0.2 * line:
         cut = (max(apart) + min(apart)) / 2
-    elif len(apart) < len(gaps):
+    elif len(apart) < len(body_gaps):
         cut = deep
     else:
         return [list(r) for r in run]
-    if sum(1 for g in gaps if g > cut) < 1:
+    if sum(1 for g in body_gaps if g > cut) < 1:
         return [list(r) for r in run]
     bands: list[list[Piece]] = [list(run[0])]
     anchored = [_full(run[0], cols)]
-    for r, g in zip(run[1:], gaps, strict=True):
+    for k, (r, g) in enumerate(zip(run[1:], gaps, strict=True)):
         full = _full(r, cols)
-        if g > cut or (full and anchored[-1]):
+        if g > cut or (full and anchored[-1]) or (head and k == 0):
             bands.append(list(r))
             anchored.append(full)
         else:
@@ -433,7 +437,7 @@ def _full(line: Sequence[Piece], cols: list[list[float]]) -> bool:
     return (
         len(cols) >= 2
         and len({_column_of(p, cols) for p in line}) == len(cols)
-        and any(NUMERIC.match(p.text.strip()) for p in line)
+        and any(_figure(p) for p in line)
     )
 
 
@@ -451,12 +455,43 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
         if out and keyed and _key_wrap(out[-1], row, len(full) >= 0.8 * sum(1 for r in grid if r[0])):
             out[-1][0].extend(row[0])
             continue
+        if out and _wrapped_row(out[-1], row):
+            for c, pieces in enumerate(row):
+                out[-1][c].extend(pieces)
+            continue
         if k == 1 and out and _wrapped_header(out[0], row):
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
         out.append([list(c) for c in row])
     return out
+
+
+def _wrapped_row(prev: list[list[Piece]], row: list[list[Piece]]) -> bool:
+    """A row with no figure under a row with some (and none in their columns), each of its cells
+    starting right under the last line of a filled cell above it (under half a line: line spacing, not a row's padding), reaching
+    beyond the first column: the wrapped lines of the row above (rows are anchored by their
+    figures, one line a row, on the row's first line). A lone first-column line may be a group
+    label and is left to ``_key_wrap``."""
+    filled = [c for c, pieces in enumerate(row) if pieces]
+    figures = [c for c, pieces in enumerate(prev) if pieces and all(_figure(p) for p in pieces)]
+    if not filled or filled == [0] or not figures or set(filled) & set(figures):
+        return False
+    if any(_figure(p) for c in filled for p in row[c]):
+        return False
+    for c in filled:
+        if not prev[c]:
+            return False
+        a, b = union_box([p.box for p in prev[c]]), union_box([p.box for p in row[c]])
+        if not -0.5 * (b[3] - b[1]) <= b[1] - a[3] < 0.5 * (b[3] - b[1]):
+            return False
+    return True
+
+
+def _figure(p: Piece) -> bool:
+    """A number ("1,012.50", "(804.2)", "12%"), not a placeholder such as "n/a"."""
+    text = p.text.strip()
+    return bool(NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
 
 
 def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool) -> bool:

@@ -447,7 +447,8 @@ def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
     Why: where rows are set without padding, the model cuts a row whose text cells wrap into two
     or more rows (the extra lines of "Timber joists, treated …" a row of their own beside empty
     figure cells). Rows are anchored by their figures, one line a row, on the row's first line
-    (top-aligned cells): a row of the body with none, under a row with some, whose every filled
+    (top-aligned cells): a row of the body with none, under a row with some (and nothing in their
+    columns: a row of values with units under figures is a row), whose every filled
     cell starts right under the last line of the filled cell above it (under half a line: line
     spacing, not a row's padding), and which continues a column beyond the first (a lone line of
     the first column may be a group label), joins the row above."""
@@ -464,6 +465,7 @@ def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
             or not lower
             or any(_is_figure(s) for s in lower.values())
             or not any(_is_figure(s) for s in upper.values())
+            or any(_is_figure(upper[c]) for c in lower if c in upper)
             or set(lower) <= {0}
             or any(
                 c not in upper or upper[c].colspan != s.colspan or not _wrapped(upper[c], s)
