@@ -446,6 +446,9 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
     or a bold row right under a bold first row with nothing new in its columns (a wrapped header)."""
     full = [r for r in grid if sum(1 for c in r if c) >= 2]
     keyed = bool(full) and sum(1 for r in full if r[0]) >= 0.8 * len(full)
+    widths = [
+        max((p.box[2] for r in grid for p in r[c]), default=0.0) for c in range(len(grid[0]) if grid else 0)
+    ]
     out: list[list[list[Piece]]] = []
     for k, row in enumerate(grid):
         if out and keyed and not row[0]:
@@ -455,7 +458,7 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
         if out and keyed and _key_wrap(out[-1], row, len(full) >= 0.8 * sum(1 for r in grid if r[0])):
             out[-1][0].extend(row[0])
             continue
-        if out and _wrapped_row(out[-1], row):
+        if out and _wrapped_row(out[-1], row, widths):
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
@@ -467,7 +470,7 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
     return out
 
 
-def _wrapped_row(prev: list[list[Piece]], row: list[list[Piece]]) -> bool:
+def _wrapped_row(prev: list[list[Piece]], row: list[list[Piece]], widths: list[float]) -> bool:
     """A row with no figure under a row with some (and none in their columns), each of its cells
     starting right under the last line of a filled cell above it (under half a line: line spacing, not a row's padding), reaching
     beyond the first column: the wrapped lines of the row above (rows are anchored by their
@@ -484,6 +487,12 @@ def _wrapped_row(prev: list[list[Piece]], row: list[list[Piece]]) -> bool:
             return False
         a, b = union_box([p.box for p in prev[c]]), union_box([p.box for p in row[c]])
         if not -0.5 * (b[3] - b[1]) <= b[1] - a[3] < 0.5 * (b[3] - b[1]):
+            return False
+        # The line above was full: the first word of this one would not have fitted after it within
+        # the column's widest line (else that line ended there, and this is a cell of its own).
+        last = max(prev[c], key=lambda p: p.box[1])
+        word = words_of(min(row[c], key=lambda p: (p.box[1], p.box[0])))[0]
+        if last.box[2] + 0.25 * (b[3] - b[1]) + word[2] - word[1] <= widths[c]:
             return False
     return True
 
@@ -542,7 +551,7 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     box = union_box([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
         return None
-    span = centred_span(box[0], box[2], cols, 0.25 * body)
+    span = centred_span(box[0], box[2], cols, body)
     start, end = span if span else (_column_of(min(above, key=lambda p: p.box[0]), cols), len(cols) - 1)
     if start == 0:
         return None
