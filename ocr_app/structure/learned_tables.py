@@ -447,12 +447,12 @@ def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
     Why: where rows are set without padding, the model cuts a row whose text cells wrap into two
     or more rows (the extra lines of "Timber joists, treated …" a row of their own beside empty
     figure cells). Rows are anchored by their figures, one line a row, on the row's first line
-    (top-aligned cells): a row of the body with none, under a row with some (and nothing in their
-    columns: a row of values with units under figures is a row), whose every filled
-    cell starts right under the last line of the filled cell above it (under half a line: line
-    spacing, not a row's padding) whose last line was full (its first word would not have fitted
-    there), and which continues a column beyond the first (a lone line of
-    the first column may be a group label), joins the row above."""
+    (top-aligned cells). A row of the body with none joins the row above when that row has some
+    (and it has nothing in their columns: values with units under figures are a row), every filled
+    cell of it starts right under the last line of the filled cell above (under half a line: line
+    spacing, not a row's padding), that line was full (its first word would not have fitted
+    there: ``_would_fit``), and it continues a column beyond the first (a lone line of the first
+    column may be a group label)."""
     body_at = min((s.row for s in slots if _is_figure(s)), default=None)
     if body_at is None:
         return slots
