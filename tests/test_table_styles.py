@@ -239,25 +239,7 @@ def test_a_table_set_with_fills_or_three_rules_is_one_table(tmp_path, engine, st
 
 @pytest.mark.parametrize(
     "style",
-    [
-        spanning,
-        pytest.param(
-            spanning_on_stripes,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="no cmidrule: the structure model spans 'Results' over the 2 columns its text "
-                "overlaps, not the 3 it is centred over",
-            ),
-        ),
-        pytest.param(
-            spanning_on_dark_fill,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the structure model reads the two-row dark header band's top row as one cell "
-                "across all 5 columns",
-            ),
-        ),
-    ],
+    [spanning, spanning_on_stripes, spanning_on_dark_fill],
     ids=lambda f: f.__name__,
 )
 def test_a_spanning_header_cell_spans_its_three_columns(tmp_path, engine, style):

@@ -38,6 +38,7 @@ from ocr_app.structure.table_html import Cell, header_rows
 from ocr_app.structure.word_columns import (
     NUMERIC,
     Piece,
+    centred_span,
     columns_between,
     cut,
     grid_columns,
@@ -391,33 +392,53 @@ def _place(rows: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[lis
     return grid
 
 
-def _row_bands(run: Sequence[Sequence[Piece]]) -> list[list[Piece]]:
+def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[list[Piece]]:
     """Lines of the run grouped into table rows by the row rhythm: where the gaps between lines
     come in two sizes (line spacing inside a cell, padding between rows), the small ones join lines
-    into one row — wrapped cells, and cells centred on a taller row's middle line."""
+    into one row — wrapped cells, and cells centred on a taller row's middle line (the space under a
+    bold header row does not count: a header is often set apart from rows with no padding). A full line
+    (``_full``) under a row that already has one starts a new row whatever the gap: rows of one line
+    set close under a header with more space below it are rows, not one tall row."""
     boxes = [union_box([p.box for p in r]) for r in run]
     gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
     line = min(b[3] - b[1] for b in boxes)
     # Lines that overlap by a good part of their height belong to one row (cells centred beside a
     # taller one; line boxes of tightly leaded text overlap a little); the sizes of the other gaps
     # tell line spacing from row padding.
+    # A heavy first line over plain ones is a header row: the space under it is no row padding.
+    head = len(run) > 2 and all(_heavy(p) for p in run[0]) and not all(_heavy(p) for p in run[1])
+    body_gaps = gaps[1:] if head else gaps
     deep = -OVERLAP * line
-    apart = [g for g in gaps if g >= deep]
+    apart = [g for g in body_gaps if g >= deep]
     if len(apart) >= 2 and max(apart) - min(apart) >= 0.2 * line:
         cut = (max(apart) + min(apart)) / 2
-    elif len(apart) < len(gaps):
+    elif len(apart) < len(body_gaps):
         cut = deep
     else:
         return [list(r) for r in run]
-    if sum(1 for g in gaps if g > cut) < 1:
+    if sum(1 for g in body_gaps if g > cut) < 1:
         return [list(r) for r in run]
     bands: list[list[Piece]] = [list(run[0])]
-    for r, g in zip(run[1:], gaps, strict=True):
-        if g > cut:
+    anchored = [_full(run[0], cols)]
+    for k, (r, g) in enumerate(zip(run[1:], gaps, strict=True)):
+        full = _full(r, cols)
+        if g > cut or (full and anchored[-1]) or (head and k == 0):
             bands.append(list(r))
+            anchored.append(full)
         else:
             bands[-1].extend(r)
+            anchored[-1] = anchored[-1] or full
     return bands
+
+
+def _full(line: Sequence[Piece], cols: list[list[float]]) -> bool:
+    """A line with a piece in every column, one of them a figure: a row's anchors. A cell's wrapped
+    lines continue some of a row's cells, never all of them at once, and figures do not wrap."""
+    return (
+        len(cols) >= 2
+        and len({_column_of(p, cols) for p in line}) == len(cols)
+        and any(_figure(p) for p in line)
+    )
 
 
 def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
@@ -425,6 +446,9 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
     or a bold row right under a bold first row with nothing new in its columns (a wrapped header)."""
     full = [r for r in grid if sum(1 for c in r if c) >= 2]
     keyed = bool(full) and sum(1 for r in full if r[0]) >= 0.8 * len(full)
+    widths = [
+        max((p.box[2] for r in grid for p in r[c]), default=0.0) for c in range(len(grid[0]) if grid else 0)
+    ]
     out: list[list[list[Piece]]] = []
     for k, row in enumerate(grid):
         if out and keyed and not row[0]:
@@ -434,12 +458,49 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
         if out and keyed and _key_wrap(out[-1], row, len(full) >= 0.8 * sum(1 for r in grid if r[0])):
             out[-1][0].extend(row[0])
             continue
+        if out and _wrapped_row(out[-1], row, widths):
+            for c, pieces in enumerate(row):
+                out[-1][c].extend(pieces)
+            continue
         if k == 1 and out and _wrapped_header(out[0], row):
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
         out.append([list(c) for c in row])
     return out
+
+
+def _wrapped_row(prev: list[list[Piece]], row: list[list[Piece]], widths: list[float]) -> bool:
+    """A row with no figure under a row with some (and none in their columns), each of its cells
+    starting right under the last line of a filled cell above it (under half a line: line spacing, not a row's padding), reaching
+    beyond the first column: the wrapped lines of the row above (rows are anchored by their
+    figures, one line a row, on the row's first line). A lone first-column line may be a group
+    label and is left to ``_key_wrap``."""
+    filled = [c for c, pieces in enumerate(row) if pieces]
+    figures = [c for c, pieces in enumerate(prev) if pieces and all(_figure(p) for p in pieces)]
+    if not filled or filled == [0] or not figures or set(filled) & set(figures):
+        return False
+    if any(_figure(p) for c in filled for p in row[c]):
+        return False
+    for c in filled:
+        if not prev[c]:
+            return False
+        a, b = union_box([p.box for p in prev[c]]), union_box([p.box for p in row[c]])
+        if not -0.5 * (b[3] - b[1]) <= b[1] - a[3] < 0.5 * (b[3] - b[1]):
+            return False
+        # The line above was full: the first word of this one would not have fitted after it within
+        # the column's widest line (else that line ended there, and this is a cell of its own).
+        last = max(prev[c], key=lambda p: p.box[1])
+        word = words_of(min(row[c], key=lambda p: (p.box[1], p.box[0])))[0]
+        if last.box[2] + 0.25 * (b[3] - b[1]) + word[2] - word[1] <= widths[c]:
+            return False
+    return True
+
+
+def _figure(p: Piece) -> bool:
+    """A number ("1,012.50", "(804.2)", "12%"), not a placeholder such as "n/a"."""
+    text = p.text.strip()
+    return bool(NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
 
 
 def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool) -> bool:
@@ -483,18 +544,19 @@ def _numeric_body_header(texts: list[list[str]]) -> int:
 
 def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: float) -> list[Cell] | None:
     """A short heavy line right above the table, right of its first column: a header over the
-    columns from the one it starts in to the table's right edge."""
+    columns it is centred over (``centred_span``), else from the one it starts in to the table's
+    right edge."""
     if not above or not all(_heavy(p) for p in above) or len(" ".join(p.text for p in above).split()) > 6:
         return None
     box = union_box([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
         return None
-    start = _column_of(min(above, key=lambda p: p.box[0]), cols)
+    span = centred_span(box[0], box[2], cols, body)
+    start, end = span if span else (_column_of(min(above, key=lambda p: p.box[0]), cols), len(cols) - 1)
     if start == 0:
         return None
-    return [Cell("")] * start + [
-        Cell(_text(sorted(above, key=lambda p: p.box[0])), colspan=len(cols) - start)
-    ]
+    text = _text(sorted(above, key=lambda p: p.box[0]))
+    return [Cell("")] * start + [Cell(text, colspan=end + 1 - start)] + [Cell("")] * (len(cols) - 1 - end)
 
 
 def _prose_pairs(texts: list[list[str]]) -> bool:
@@ -553,7 +615,7 @@ def build_grid(
     filled = sum(len({_column_of(p, cols) for p in r}) for r in multis)
     if filled < 0.45 * len(cols) * len(multis):
         return None
-    grid = _merge_wrapped(_place(_row_bands(run), cols))
+    grid = _merge_wrapped(_place(_row_bands(run, cols), cols))
     if len(grid) < 2:
         return None
     texts = [[_text(c) for c in r] for r in grid]

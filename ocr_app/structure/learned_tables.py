@@ -320,6 +320,7 @@ def read_table(
     else:
         slots = _merge_flowing_columns(_split_columns(slots, body))
         slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
+        slots = _centre_spans(_join_wrapped_rows(slots), body)
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -437,6 +438,132 @@ def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
             body_at -= 1
             continue
         r += 1
+    return slots
+
+
+def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
+    """A body row with no figure whose cells each continue the cell above it is that row's wrapped lines.
+
+    Why: where rows are set without padding, the model cuts a row whose text cells wrap into two
+    or more rows (the extra lines of "Timber joists, treated …" a row of their own beside empty
+    figure cells). Rows are anchored by their figures, one line a row, on the row's first line
+    (top-aligned cells). A row of the body with none joins the row above when that row has some
+    (and it has nothing in their columns: values with units under figures are a row), every filled
+    cell of it starts right under the last line of the filled cell above (under half a line: line
+    spacing, not a row's padding), that line was full (its first word would not have fitted
+    there: ``_would_fit``), and it continues a column beyond the first (a lone line of the first
+    column may be a group label)."""
+    body_at = min((s.row for s in slots if _is_figure(s)), default=None)
+    if body_at is None:
+        return slots
+    r = body_at + 1
+    while r < max(s.row + s.rowspan for s in slots):
+        lower = {s.col: s for s in slots if s.row == r and s.words}
+        upper = {s.col: s for s in slots if s.row == r - 1 and s.words}
+        crossing = any(s.rowspan > 1 and s.row <= r < s.row + s.rowspan + 1 for s in slots)
+        if (
+            crossing
+            or not lower
+            or any(_is_figure(s) for s in lower.values())
+            or not any(_is_figure(s) for s in upper.values())
+            or any(_is_figure(upper[c]) for c in lower if c in upper)
+            or set(lower) <= {0}
+            or any(
+                c not in upper
+                or upper[c].colspan != s.colspan
+                or not _wrapped(upper[c], s)
+                or _would_fit(upper[c], s, slots)
+                for c, s in lower.items()
+            )
+        ):
+            r += 1
+            continue
+        for c, s in lower.items():
+            upper[c].words += s.words
+        kept: list[_Slot] = []
+        for s in slots:
+            if s.row == r:
+                continue
+            if s.row > r:
+                s.row -= 1
+            kept.append(s)
+        slots = kept
+    return slots
+
+
+def _would_fit(upper: _Slot, lower: _Slot, slots: Sequence[_Slot]) -> bool:
+    """Whether ``lower``'s first word would have fitted after ``upper``'s last line, within the
+    widest line of their column: then that line did not wrap, and ``lower`` is a cell of its own."""
+    last = _bands(upper.words)[-1][1]
+    first = min(_bands(lower.words)[0][1], key=lambda w: w[0][0])[0]
+    right = max(w[0][2] for o in slots if o.col == upper.col and o.colspan == upper.colspan for w in o.words)
+    space = 0.25 * (first[3] - first[1])
+    return max(w[0][2] for w in last) + space + (first[2] - first[0]) <= right
+
+
+def _centre_spans(slots: list[_Slot], body: float) -> list[_Slot]:
+    """A header cell the model spans over columns its text is not centred over takes those it is.
+
+    Why: over a header band on one fill, or with no rule under a spanning cell, the model's span
+    follows the ink it sees: "Results" centred over 2020–2022 came out over the columns its text
+    overlaps, or over the whole band. A reader goes by the centre (``word_columns.centred_span``,
+    the columns placed by their words in single-column cells). Only above the body (the first row
+    holding a figure), where the model's own span is not centred on the text, over columns that the
+    row below fills with cells of their own and that nothing else in the cell's row stands over."""
+    from ocr_app.structure.word_columns import CENTRED, centred_span, column_bounds
+
+    n_cols = max((s.col + s.colspan for s in slots), default=0)
+    body_at = min((s.row for s in slots if _is_figure(s)), default=0)
+    ink: dict[int, list[float]] = {}
+    for s in slots:
+        if s.colspan == 1:
+            for w in s.words:
+                ink.setdefault(s.col, []).extend((w[0][0], w[0][2]))
+    if body_at < 1 or len(ink) != n_cols:
+        return slots
+    cols = [(min(ink[c]), max(ink[c])) for c in range(n_cols)]
+    bounds = column_bounds(cols)
+    for s in [s for s in slots if s.row < body_at and s.colspan >= 2 and s.rowspan == 1 and s.words]:
+        x0, x1 = min(w[0][0] for w in s.words), max(w[0][2] for w in s.words)
+        if abs((bounds[s.col] + bounds[s.col + s.colspan]) / 2 - (x0 + x1) / 2) <= CENTRED * body:
+            continue  # the model's span is centred on the text
+        row = [o for o in slots if o is not s and o.row <= s.row < o.row + o.rowspan]
+        blocked = {c for o in row if o.words or o.rowspan > 1 for c in range(o.col, o.col + o.colspan)}
+        span = centred_span(x0, x1, cols, body, blocked)
+        if span is None:
+            continue
+        a, b = span
+        under = {
+            o.col for o in slots if o.row == s.row + 1 and o.colspan == 1 and o.words and a <= o.col <= b
+        }
+        if len(under) < 2:
+            continue
+        gone = {id(o) for o in row if o.col <= b and a < o.col + o.colspan}
+        freed = [c for c in range(s.col, s.col + s.colspan) if not a <= c <= b]
+        slots = [o for o in slots if id(o) not in gone]
+        slots += [_Slot(s.row, c, header=s.header) for c in freed]
+        s.col, s.colspan = a, b - a + 1
+    return slots
+    cols = [(min(ink[c]), max(ink[c])) for c in range(n_cols)]
+    for s in [s for s in slots if s.row < body_at and s.colspan >= 2 and s.rowspan == 1 and s.words]:
+        height = min(w[0][3] - w[0][1] for w in s.words)
+        span = centred_span(min(w[0][0] for w in s.words), max(w[0][2] for w in s.words), cols, 0.25 * height)
+        if span is None or span == (s.col, s.col + s.colspan - 1):
+            continue
+        a, b = span
+        row = [o for o in slots if o is not s and o.row <= s.row < o.row + o.rowspan]
+        under = {
+            o.col for o in slots if o.row == s.row + 1 and o.colspan == 1 and o.words and a <= o.col <= b
+        }
+        if len(under) < 2 or any(
+            o.words or o.rowspan > 1 for o in row if o.col <= b and a < o.col + o.colspan
+        ):
+            continue
+        gone = {id(o) for o in row if o.col <= b and a < o.col + o.colspan}
+        freed = [c for c in range(s.col, s.col + s.colspan) if not a <= c <= b]
+        slots = [o for o in slots if id(o) not in gone]
+        slots += [_Slot(s.row, c, header=s.header) for c in freed]
+        s.col, s.colspan = a, b - a + 1
     return slots
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -185,3 +185,44 @@ def part(p: Piece, words: Sequence[Word]) -> Part:
     return Part(
         " ".join(w[0] for w in words), box, p.bold, p.weight, p.in_figure, tuple((a, b) for _, a, b in words)
     )
+
+
+CENTRED = 1.5  # × body height: how far a spanning cell's middle may sit from its columns' middle
+FLUSH = 0.25  # × body height: text this close to a column's edge is set flush with that column
+
+
+def column_bounds(cols: Sequence[Sequence[float]]) -> list[float]:
+    """The x where each column's territory starts, and the last one's end: halfway across the white
+    gap between two columns' words, the outer ones at their words' edge."""
+    return [cols[0][0], *((a[1] + b[0]) / 2 for a, b in itertools.pairwise(cols)), cols[-1][1]]
+
+
+def centred_span(
+    x0: float, x1: float, cols: Sequence[Sequence[float]], body: float, blocked: Collection[int] = ()
+) -> tuple[int, int] | None:
+    """The columns ``(first, last)`` that text from ``x0`` to ``x1`` is centred over (two or more),
+    or None: when no run of columns free of ``blocked`` ones holds it centred, or when it starts or
+    ends flush with a column's edge (set from that column, whatever its middle happens to be near).
+
+    Why: a header cell over several columns ("Results" over 2020–2022) is set centred over them,
+    and with no rule under it the centre is all a reader goes by; its text is often narrower than
+    the columns, so the columns its ink overlaps say too little. Each column reaches halfway across
+    the white gap to its neighbours (``column_bounds``); of the runs that hold the text whole with
+    their middle within ``CENTRED`` body heights of the text's, the widest (a run centred over four
+    columns is centred over their middle two as well), then the nearest."""
+    if len(cols) < 2 or any(abs(x0 - c[0]) <= FLUSH * body or abs(x1 - c[1]) <= FLUSH * body for c in cols):
+        return None
+    bounds = column_bounds(cols)
+    mid = (x0 + x1) / 2
+    best: tuple[int, float, int, int] | None = None
+    for a in range(len(cols)):
+        for b in range(a, len(cols)):
+            left, right = bounds[a], bounds[b + 1]
+            if x0 < left - 1 or x1 > right + 1 or any(a <= c <= b for c in blocked):
+                continue
+            off = abs((left + right) / 2 - mid)
+            if off <= CENTRED * body and (best is None or (b - a, -off) > best[:2]):
+                best = (b - a, -off, a, b)
+    if best is None or best[0] == 0:
+        return None
+    return best[2], best[3]
