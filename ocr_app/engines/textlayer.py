@@ -383,17 +383,6 @@ def page_turns(lines: Sequence[TextLine]) -> int:
     return weight.most_common(1)[0][0] if weight else 0
 
 
-_FILLED, _STROKED = 16, 32  # MuPDF's character flags (FZ_STEXT_FILLED, FZ_STEXT_STROKED)
-
-
-def _stroked(span: dict) -> bool:
-    """Whether the span's glyphs are filled and stroked at once: bold that the producer drew by
-    outlining a regular font's glyphs (a word processor's bold for a font without a bold cut), which
-    reads as bold on the page though the font's name and flags say regular."""
-    flags = span.get("char_flags", 0)
-    return bool(flags & _FILLED) and bool(flags & _STROKED)
-
-
 def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     """PyMuPDF lines → ``TextLine`` in display pixels (rotation applied, points × ``scale``)."""
     import pymupdf
@@ -401,8 +390,6 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     # Ligature glyphs ("ﬁ", "ﬂ") come out as their letters: a reader searches "figure", not "ﬁgure".
     flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
-    # Styles collected: glyphs filled and stroked at once are bold drawn by the producer (``_stroked``).
-    flags |= pymupdf.TEXT_COLLECT_STYLES
     lines: list[TextLine] = []
     data = page.get_text("rawdict", flags=flags)
     for block in data["blocks"]:
@@ -428,12 +415,8 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
-            bold = all(
-                s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() or _stroked(s) for s, _ in styled
-            )
-            weight = min(
-                max(font_weight(s["font"], s["flags"]), 700 if _stroked(s) else 0) for s, _ in styled
-            )
+            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s, _ in styled)
+            weight = min(font_weight(s["font"], s["flags"]) for s, _ in styled)
             italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in styled)
             rect = pymupdf.Rect(line["bbox"]) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
