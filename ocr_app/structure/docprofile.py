@@ -134,7 +134,8 @@ def _set_apart_margin_row(
 ) -> bool:
     """A journal's or report's name, a date, a section's name in the margin of a page of its own: a short
     row of one or two pieces (at most twelve words, not a sentence: a footnote ends in a full stop) set
-    ``HEADER_GAP_LINES`` body lines clear of the text, either no larger than the body, or up to
+    ``HEADER_GAP_LINES`` body lines clear of the text, either bold and no larger than the body (set
+    plain, a page number or a contact line stays in the text: it cannot pose as a heading), or up to
     ``MAX_RUNNING_RATIO`` × the body (bold, in the headings' size) where a rule runs between it and the
     text and the page holds type as large below it: a page's own title is its largest line, and a
     heading underlined by a rule has its text right under the rule."""
@@ -150,8 +151,6 @@ def _set_apart_margin_row(
         or size > MAX_RUNNING_RATIO * body
     ):
         return False
-    if size <= body + 0.25:
-        return True
     x0, x1 = min(ln.box[0] for ln in row), max(ln.box[2] for ln in row)
     if edge == "top":
         inner = max(ln.box[3] for ln in row)
@@ -162,6 +161,9 @@ def _set_apart_margin_row(
     ruled = any(
         between[0] <= y <= between[1] and min(r1, x1) - max(r0, x0) > 0.5 * (x1 - x0) for r0, y, r1 in rules
     )
+    if size <= body + 0.25:
+        # Plain, a page number or a contact line stays in the text; bold, it would pose as a heading.
+        return all((ln.weight or (700 if ln.bold else 400)) >= 600 for ln in row)
     larger_below = any(ln.size >= 0.97 * size for ln in lines if all(ln is not r for r in row))
     return ruled and larger_below
 
