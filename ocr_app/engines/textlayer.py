@@ -34,7 +34,7 @@ from ocr_app.engines import raster_tables
 from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
-from ocr_app.structure.docprofile import DocumentProfile, build_profile, numbered_margin_rows
+from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows
 from ocr_app.structure.lines import (
     LayoutConfig,
     TextLine,
@@ -909,14 +909,47 @@ def mark_figure_text(
                     ln.in_figure, ln.figure = True, number
 
 
+def horizontal_rules(page: pymupdf.Page, scale: float) -> list[Rule]:
+    """The page's horizontal rules (stroked lines and hairline rectangles at least an inch long) as (x0,
+    y, x1) in pixels at ``scale`` on the page as displayed: what sets a running header or footer apart
+    from the text."""
+    import pymupdf
+
+    matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+    ends: list[tuple[pymupdf.Point, pymupdf.Point]] = []
+    try:
+        for path in page.get_cdrawings():
+            for item in path.get("items", ()):
+                if item[0] == "l":
+                    ends.append((pymupdf.Point(item[1]), pymupdf.Point(item[2])))
+                elif item[0] == "re":
+                    r = pymupdf.Rect(item[1])
+                    if min(r.width, r.height) <= 3:
+                        ends.append(
+                            (pymupdf.Point(r.x0, (r.y0 + r.y1) / 2), pymupdf.Point(r.x1, (r.y0 + r.y1) / 2))
+                        )
+                        ends.append(
+                            (pymupdf.Point((r.x0 + r.x1) / 2, r.y0), pymupdf.Point((r.x0 + r.x1) / 2, r.y1))
+                        )
+    except Exception as exc:  # rules are a hint only
+        logger.debug("drawings unavailable: %s", exc)
+    rules: list[Rule] = []
+    for a, b in ends:
+        a, b = a * matrix, b * matrix
+        if abs(a.y - b.y) <= scale and abs(a.x - b.x) >= 72 * scale:
+            rules.append((min(a.x, b.x), (a.y + b.y) / 2, max(a.x, b.x)))
+    return rules
+
+
 def split_running(
-    lines: list[TextLine], profile: DocumentProfile, height: float
+    lines: list[TextLine], profile: DocumentProfile, height: float, rules: Sequence[Rule] = ()
 ) -> tuple[list[Block], list[TextLine]]:
     """Running headers/footers/page numbers → ``page_header``/``page_footer`` blocks (kept out of the
-    Markdown body, kept in the JSON); the other lines."""
+    Markdown body, kept in the JSON); the other lines. ``rules``: the page's horizontal rules, which
+    set a running line apart on a page of its own (``docprofile.margin_rows``)."""
     running: list[Block] = []
     rest: list[TextLine] = []
-    margin = numbered_margin_rows(lines, height)
+    margin = margin_rows(lines, height, rules)
     for ln in lines:
         edge = profile.is_running(ln, height)
         if edge is None and id(ln) in margin:
@@ -1060,8 +1093,9 @@ class TextLayerEngine(Engine):
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
             profile = self.profile(page_img.pdf_path, doc)
             lines = extract_lines(page, scale)
-            running, lines = split_running(lines, profile, page.rect.height * scale)
             vectors = content_bytes(page, _VECTOR_SCAN_BYTES) <= _VECTOR_SCAN_BYTES
+            rules = horizontal_rules(page, scale) if vectors else []
+            running, lines = split_running(lines, profile, page.rect.height * scale, rules)
             panels = panel_rects(page, profile.style.body_size) if vectors else []
             to_display = page.rotation_matrix * pymupdf.Matrix(scale, scale)
             grounds = [tuple(r * to_display) for r in panels]

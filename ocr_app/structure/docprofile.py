@@ -13,7 +13,7 @@ import collections
 import logging
 import re
 import statistics
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -87,12 +87,15 @@ def outer_row(lines: list[TextLine], height: float, edge: str) -> tuple[list[Tex
     return row, min((g for g in gaps if g > -0.5 * size), default=height)
 
 
-def numbered_margin_rows(lines: list[TextLine], height: float) -> set[int]:
+Rule = tuple[float, float, float]  # a horizontal rule drawn on the page: x0, y, x1 (page pixels)
+HEADER_GAP_LINES = 2.0  # a running line stands at least two body lines clear of the text
+
+
+def margin_rows(lines: list[TextLine], height: float, rules: Sequence[Rule] = ()) -> set[int]:
     """ids of the lines of a page's outermost row at the top or bottom edge that reads as a running head
-    or foot by its shape alone, on a page of its own (an article's page 9 alone, a spread's footer):
-    two to ``MAX_MARGIN_PIECES`` pieces, a bare page number at one end, the others short texts, none
-    larger than the page's body, set apart from the text by at least a line's height. Nothing to
-    compare across pages; the page number at the row's end says it."""
+    or foot by its shape alone, on a page of its own: nothing to compare across pages, so the row's
+    shape says it (``_numbered_margin_row``, ``_set_apart_margin_row``). ``rules``: the page's
+    horizontal rules, in the lines' pixels."""
     sizes: collections.Counter[float] = collections.Counter()
     for ln in lines:
         sizes[round(ln.size * 2) / 2] += len(ln.text)
@@ -100,22 +103,69 @@ def numbered_margin_rows(lines: list[TextLine], height: float) -> set[int]:
     out: set[int] = set()
     for edge in ("top", "bottom"):
         row, gap = outer_row(lines, height, edge)
-        if not 2 <= len(row) <= MAX_MARGIN_PIECES:
+        if not 1 <= len(row) <= MAX_MARGIN_PIECES:
             continue
-        texts = [ln.text.strip() for ln in row]
-        size = max(ln.size for ln in row)
-        if (
-            (_PAGE_NUMBER.match(texts[0]) or _PAGE_NUMBER.match(texts[-1]))
-            and all(
-                _PAGE_NUMBER.match(t) or (sum(c.isalpha() for c in t) >= 2 and len(t.split()) <= 12)
-                for t in texts
-            )
-            and any(not _PAGE_NUMBER.match(t) for t in texts)
-            and size <= 1.03 * body
-            and gap >= size
-        ):
+        if _numbered_margin_row(row, gap, body) or _set_apart_margin_row(row, gap, body, lines, rules, edge):
             out.update(id(ln) for ln in row)
     return out
+
+
+def _numbered_margin_row(row: list[TextLine], gap: float, body: float) -> bool:
+    """An article's page 9 alone, a spread's footer: two to ``MAX_MARGIN_PIECES`` pieces, a bare page
+    number at one end, the others short texts, none larger than the page's body, set apart from the
+    text by at least a line's height. The page number at the row's end says it."""
+    texts = [ln.text.strip() for ln in row]
+    size = max(ln.size for ln in row)
+    return bool(
+        len(row) >= 2
+        and (_PAGE_NUMBER.match(texts[0]) or _PAGE_NUMBER.match(texts[-1]))
+        and all(
+            _PAGE_NUMBER.match(t) or (sum(c.isalpha() for c in t) >= 2 and len(t.split()) <= 12)
+            for t in texts
+        )
+        and any(not _PAGE_NUMBER.match(t) for t in texts)
+        and size <= 1.03 * body
+        and gap >= size
+    )
+
+
+def _set_apart_margin_row(
+    row: list[TextLine], gap: float, body: float, lines: list[TextLine], rules: Sequence[Rule], edge: str
+) -> bool:
+    """A journal's or report's name, a date, a section's name in the margin of a page of its own: a short
+    row of one or two pieces (at most twelve words, not a sentence: a footnote ends in a full stop) set
+    ``HEADER_GAP_LINES`` body lines clear of the text, either bold and no larger than the body (set
+    plain, a page number or a contact line stays in the text: it cannot pose as a heading), or up to
+    ``MAX_RUNNING_RATIO`` × the body (bold, in the headings' size) where a rule runs between it and the
+    text and the page holds type as large below it: a page's own title is its largest line, and a
+    heading underlined by a rule has its text right under the rule."""
+    texts = [ln.text.strip() for ln in row]
+    words = sum(len(t.split()) for t in texts)
+    size = max(ln.size for ln in row)
+    if (
+        len(row) > 2  # a name and a date or a number; more pieces are a table's header cells
+        or words > 12
+        or sum(c.isalpha() for t in texts for c in t) < 2
+        or texts[-1].endswith(".")
+        or gap < HEADER_GAP_LINES * body
+        or size > MAX_RUNNING_RATIO * body
+    ):
+        return False
+    x0, x1 = min(ln.box[0] for ln in row), max(ln.box[2] for ln in row)
+    if edge == "top":
+        inner = max(ln.box[3] for ln in row)
+        between = (inner - 0.25 * size, inner + gap)
+    else:
+        inner = min(ln.box[1] for ln in row)
+        between = (inner - gap, inner + 0.25 * size)
+    ruled = any(
+        between[0] <= y <= between[1] and min(r1, x1) - max(r0, x0) > 0.5 * (x1 - x0) for r0, y, r1 in rules
+    )
+    if size <= body + 0.25:
+        # Plain, a page number or a contact line stays in the text; bold, it would pose as a heading.
+        return all((ln.weight or (700 if ln.bold else 400)) >= 600 for ln in row)
+    larger_below = any(ln.size >= 0.97 * size for ln in lines if all(ln is not r for r in row))
+    return ruled and larger_below
 
 
 @dataclass

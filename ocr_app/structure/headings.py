@@ -86,6 +86,7 @@ class RowContext:
     leads_text: bool = False  # inside a text panel over a picture, right above a lighter paragraph
     aligned: bool = True  # starts at its section's left edge or is centred in it (not over a column)
     term: bool = False  # a definition list's term (``definition_terms``)
+    leads: bool = False  # right above a list or a paragraph of two lines or more (``leading_rows``)
 
 
 def heading_level(
@@ -192,8 +193,12 @@ def _styled_heading_level(
         text = text.rstrip(":").rstrip()
     if text.endswith(":") and ratio < config.heading_ratio:
         # A bold lead-in at body size on its own line ("Steps for Using the Microscope:") heads what
-        # follows; one set a little larger ("For more information:" over an address) is a label.
+        # follows; one set a little larger ("For more information:" over an address) is a label,
+        # unless a list or a paragraph follows it ("Key findings:" over its bullets): a label's
+        # value is a few short lines (an address), a heading's section runs on in full lines.
         lead_in = heavier and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
+        if lead_in and ratio >= config.styled_heading_ratio and where.leads:
+            return min(style.level_for_size(row.size), 6)
         return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
@@ -247,6 +252,39 @@ def isolated_rows(units: Sequence[Row | Table], config: LayoutConfig) -> set[int
         ):
             alone.add(id(unit))
     return alone
+
+
+def leading_rows(units: Sequence[Row | Table], width: float) -> set[int]:
+    """ids of the rows ending in a colon that head what follows them (units sorted top to bottom, in a
+    section ``width`` wide): right above, within two of its lines, a lighter or smaller row that is a
+    list item, or the first of two lines of a paragraph at one left edge whose first line runs across
+    most of the section (``LEAD_LINE_SHARE``). An address or a contact block under a label is short lines."""
+    out: set[int] = set()
+    for k, unit in enumerate(units):
+        if not isinstance(unit, Row) or not unit.text.rstrip().endswith(":"):
+            continue
+        after = units[k + 1 : k + 3]
+        first = after[0] if after else None
+        if not isinstance(first, Row) or first.box[1] - unit.box[3] > 2 * unit.size:
+            continue
+        if first.weight >= unit.weight and first.size >= unit.size:
+            continue  # set alike: the colon line is one of a run of labels, not over its text
+        if list_marker(first.text):
+            out.add(id(unit))
+            continue
+        second = after[1] if len(after) > 1 else None
+        if (
+            isinstance(second, Row)
+            and size_close(first.size, second.size)
+            and abs(second.box[0] - first.box[0]) <= 0.5 * first.size
+            and second.box[1] - first.box[3] <= 0.6 * first.size
+            and first.box[2] - first.box[0] >= LEAD_LINE_SHARE * width
+        ):
+            out.add(id(unit))
+    return out
+
+
+LEAD_LINE_SHARE = 0.75  # a paragraph's first line fills at least three quarters of its column
 
 
 def definition_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:

@@ -30,6 +30,7 @@ from ocr_app.structure.headings import (
     definition_terms,
     heading_level,
     isolated_rows,
+    leading_rows,
     normal_title,
     panel_leads,
 )
@@ -83,6 +84,7 @@ class _SectionContext:
     isolated: set[int] = field(default_factory=set)
     leads: set[int] = field(default_factory=set)
     terms: set[int] = field(default_factory=set)
+    leads_text: set[int] = field(default_factory=set)
     left: float = 0.0
     width: float = 0.0
     hang_x: float | None = None  # where wrapped lines start in a section set with hanging indents
@@ -203,6 +205,7 @@ class _SectionBlocks:
             id(row) in ctx.leads,
             aligned,
             id(row) in ctx.terms,
+            id(row) in ctx.leads_text,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
@@ -397,7 +400,19 @@ def group_section(
     rows = [u for u in units if isinstance(u, Row)]
     hang_x = hanging_indent(rows, left, left + width, config.indent_ratio)
     ctx = _SectionContext(
-        body, config, style, vocabulary, page_height, typical_gap, isolated, leads, terms, left, width, hang_x
+        body,
+        config,
+        style,
+        vocabulary,
+        page_height,
+        typical_gap,
+        isolated,
+        leads,
+        terms,
+        leading_rows(units, width) if style is not None else set(),
+        left,
+        width,
+        hang_x,
     )
     grouper = _SectionBlocks(ctx)
     for unit in units:

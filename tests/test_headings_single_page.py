@@ -1,0 +1,273 @@
+"""Headings on a document of one page (issue 30 item 4, the held-out set's single pages): with nothing
+to compare across pages, the page alone must say (a) which short line in the margin is a running header
+or footer, (b) which bold line ending in a colon heads what follows, (c) that headings in columns stay
+whole and apart from the neighbouring column, (d) that a numbered bold heading at body size is found.
+Pages built with PyMuPDF in several fonts, sizes, page
+formats and column counts, read through the text-layer engine."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ocr_app.ingest.pdf import import_pymupdf
+from tests.factories import heading_texts, pages_markdown
+
+pymupdf = import_pymupdf()
+
+A4, LETTER = (595, 842), (612, 792)
+TEXT = (
+    "the survey of regional households shows that income grew faster than prices in most areas while "
+    "rents in the larger towns rose by a third over the period and the share of families who own their "
+    "home fell for the fifth year in a row according to the figures"
+)
+WORDS = TEXT.split()
+FACES = [("hebo", "helv"), ("tibo", "tiro")]  # (bold face, body face)
+
+
+@pytest.fixture(scope="module")
+def engine(textlayer_engine):
+    return textlayer_engine
+
+
+def _paragraph(
+    page, x: float, y: float, width: float, seed: int, count: int, font: str, size: float = 10
+) -> float:
+    """``count`` lines of body text filling ``width`` from ``y`` (the last one shorter, ending a
+    sentence); the y of the next line."""
+    words = itertools.cycle(WORDS[seed % 9 :] + WORDS[: seed % 9])
+    for j in range(count):
+        line = ""
+        while True:
+            word = next(words)
+            if pymupdf.get_text_length(f"{line} {word}", fontname=font, fontsize=size) > width:
+                break
+            line = f"{line} {word}".strip()
+        if j == 0:
+            line = line.capitalize()
+        if j == count - 1:
+            line = line.rsplit(" ", 3)[0] + "."
+        page.insert_text((x, y), line, fontsize=size, fontname=font)
+        y += 1.3 * size
+    return y
+
+
+def _read(engine, doc, tmp_path, name: str = "page") -> str:
+    pdf = tmp_path / f"{name}.pdf"
+    doc.save(pdf)
+    return pages_markdown(engine, pdf)[0]
+
+
+# (a) running headers and footers on a page of its own
+
+
+def _report_page(
+    size, header: str, header_size: float, header_font: str, body_font: str, rule: bool, edge: str
+):
+    """A report's page: a header (or footer) line in the margin band, optionally over (under) a rule,
+    set well clear of the text; two numbered sections with 13 pt bold headings."""
+    doc = pymupdf.open()
+    width, height = size
+    page = doc.new_page(width=width, height=height)
+    y_line = 40 if edge == "top" else height - 36
+    page.insert_text((56, y_line), header, fontsize=header_size, fontname=header_font)
+    if rule:
+        y_rule = 46 if edge == "top" else height - 50
+        page.draw_line((56, y_rule), (width - 56, y_rule), width=0.5)
+    y = 90
+    for number, (title, count) in enumerate((("Results of the survey", 12), ("Discussion", 14)), start=2):
+        page.insert_text((56, y), f"{number} {title}", fontsize=13, fontname="hebo")
+        y = _paragraph(page, 56, y + 23, width - 112, number, count, body_font) + 12
+    return doc
+
+
+@pytest.mark.parametrize("edge", ["top", "bottom"])
+@pytest.mark.parametrize(
+    ("size", "header", "header_size", "header_font", "body_font", "rule"),
+    [
+        (LETTER, "ANNUAL REPORT 2022", 9, "hebo", "tiro", True),  # bold, smaller, over a rule
+        (A4, "Section 3: Housing and Incomes", 13, "hebo", "helv", True),  # in the headings' size
+        (LETTER, "Housing Policy Review", 10, "tibo", "tiro", True),  # bold at body size
+        (A4, "Regional Economic Outlook", 10, "hebo", "helv", False),  # bold, no rule: two lines clear
+    ],
+)
+def test_a_header_line_set_apart_in_the_margin_is_no_heading(
+    tmp_path, engine, size, header, header_size, header_font, body_font, rule, edge
+):
+    """A short line in the top or bottom margin band, two lines or more clear of the text (and, when
+    set as large as the headings, cut off by a rule with the headings' type below it), is the page's
+    running header or footer: page furniture, neither a heading nor text."""
+    doc = _report_page(size, header, header_size, header_font, body_font, rule, edge)
+    md = _read(engine, doc, tmp_path)
+    assert heading_texts(md) == ["2 Results of the survey", "3 Discussion"], md
+    assert header not in md, md
+
+
+def test_a_pages_own_title_over_a_rule_and_an_underlined_heading_stay_headings(tmp_path, engine):
+    """The other side: a page's title in the top band over a rule is its largest type (no heading as
+    large below it), and a section heading underlined by a rule has its text right under the rule."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((56, 50), "Executive Summary", fontsize=12, fontname="hebo")
+    page.draw_line((56, 56), (556, 56), width=0.5)
+    y = _paragraph(page, 56, 90, 500, 1, 8, "helv") + 12
+    page.insert_text((56, y), "Key results", fontsize=11, fontname="hebo")
+    page.draw_line((56, y + 4), (556, y + 4), width=0.5)
+    _paragraph(page, 56, y + 18, 500, 2, 8, "helv")
+    md = _read(engine, doc, tmp_path)
+    assert heading_texts(md) == ["Executive Summary", "Key results"], md
+
+
+def test_a_footnote_under_a_rule_at_the_pages_foot_stays_text(tmp_path, engine):
+    """A footnote in the bottom band under its rule ends in a full stop: a sentence, not a footer."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    _paragraph(page, 56, 80, 480, 1, 30, "tiro")
+    page.draw_line((56, 760), (200, 760), width=0.5)
+    page.insert_text(
+        (56, 792), "1 Figures for the last quarter are provisional.", fontsize=8, fontname="tiro"
+    )
+    md = _read(engine, doc, tmp_path)
+    assert "Figures for the last quarter are provisional." in md, md
+
+
+# (b) a heading ending in a colon
+
+
+def _brief(size, heading_size: float, faces: tuple[str, str], follow: str, label_size: float):
+    """A one-page brief: a title, a paragraph, "Key findings:" (bold, ``heading_size``) over a list or a
+    paragraph, a paragraph, then "For more information:" (bold, ``label_size``) over an address and a
+    run-in "Note:" inside a paragraph."""
+    bold, body = faces
+    doc = pymupdf.open()
+    width, height = size
+    page = doc.new_page(width=width, height=height)
+    page.insert_text((60, 80), "Housing Market Brief", fontsize=22, fontname=bold)
+    y = _paragraph(page, 60, 120, width - 120, 3, 5, body) + 12
+    page.insert_text((60, y), "Key findings:", fontsize=heading_size, fontname=bold)
+    y += 1.6 * heading_size
+    if follow == "list":
+        for k in range(4):
+            item = " ".join(WORDS[5 * k : 5 * k + 9]).capitalize()
+            page.insert_text((70, y), f"\u2022 {item}.", fontsize=10, fontname=body)
+            y += 14
+    else:
+        y = _paragraph(page, 60, y, width - 120, 4, 4, body)
+    y = _paragraph(page, 60, y + 12, width - 120, 5, 5, body) + 12
+    page.insert_text((60, y), "For more information:", fontsize=label_size, fontname=bold)
+    y += 1.4 * label_size
+    for line in ("Regional Statistics Office", "12 Market Street, Springfield", "www.stats.example.org"):
+        page.insert_text((60, y), line, fontsize=10, fontname=body)
+        y += 13
+    page.insert_text((60, y + 12), "Note:", fontsize=10, fontname=bold)
+    page.insert_text(
+        (90, y + 12), "figures for the last quarter are provisional.", fontsize=10, fontname=body
+    )
+    return doc
+
+
+@pytest.mark.parametrize("follow", ["list", "para"])
+@pytest.mark.parametrize("faces", FACES)
+@pytest.mark.parametrize(("size", "heading_size"), [(A4, 12), (LETTER, 13)])
+def test_a_larger_bold_colon_line_over_a_list_or_paragraph_is_a_heading(
+    tmp_path, engine, size, heading_size, faces, follow
+):
+    """ "Key findings:" set bold and larger than the body over bullets or a full paragraph heads them; the
+    same style over an address ("For more information:") labels it, and a run-in "Note:" is text."""
+    md = _read(engine, _brief(size, heading_size, faces, follow, 11.5), tmp_path)
+    assert heading_texts(md) == ["Housing Market Brief", "Key findings:"], md
+    assert "Note: figures for the last quarter" in md, md
+
+
+def test_a_list_of_bold_terms_ending_in_colons_stays_a_list(tmp_path, engine):
+    """Bold terms with a colon at body size in a list ("Rent: ...") are list items, not headings."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = _paragraph(page, 60, 80, 490, 1, 5, "helv") + 12
+    for term in ("Rent:", "Income:", "Ownership:"):
+        page.insert_text((60, y), f"\u2022 {term}", fontsize=10, fontname="hebo")
+        page.insert_text((130, y), "rose faster than prices in most areas.", fontsize=10, fontname="helv")
+        y += 14
+    md = _read(engine, doc, tmp_path)
+    assert heading_texts(md) == [], md
+
+
+# (c) headings in columns
+
+
+def _columns(size, faces, heading_size: float, count: int) -> tuple[object, list[str]]:
+    """A newsletter page of ``count`` columns on one baseline grid, a heading in each column at a line
+    where the other columns hold body text, and a full-width heading over a second band."""
+    bold, body = faces
+    doc = pymupdf.open()
+    width, _ = size
+    page = doc.new_page(width=width, height=size[1])
+    gutter, margin, pitch = 18, 50, 13
+    col = (width - 2 * margin - (count - 1) * gutter) / count
+    names = itertools.cycle(
+        [
+            "Garden Club News",
+            "Road Works Ahead",
+            "Library Hours",
+            "Summer Festival",
+            "School Board",
+            "Recycling",
+        ]
+    )
+    heads: list[str] = []
+    for c in range(count):
+        x = margin + c * (col + gutter)
+        at = {0, 14 + 2 * c}
+        for slot in range(30):
+            y = 80 + slot * pitch
+            if slot in at:
+                heads.append(next(names))
+                page.insert_text((x, y), heads[-1], fontsize=heading_size, fontname=bold)
+                continue
+            start = (slot * 5 + c * 7) % 40
+            line = ""
+            for word in WORDS[start:] + WORDS:
+                if pymupdf.get_text_length(f"{line} {word}", fontname=body, fontsize=10) > col:
+                    break
+                line = f"{line} {word}".strip()
+            page.insert_text((x, y), line, fontsize=10, fontname=body)
+    y = 80 + 31 * pitch
+    page.insert_text((margin + 60, y), "Residents Survey Results", fontsize=heading_size + 4, fontname=bold)
+    for c in range(count):
+        _paragraph(page, margin + c * (col + gutter), y + 26, col, c, 6, body)
+    return doc, [*heads, "Residents Survey Results"]
+
+
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize("faces", FACES)
+@pytest.mark.parametrize(("size", "heading_size"), [(A4, 10), (LETTER, 12)])
+def test_headings_in_columns_stay_whole_and_apart_from_the_next_column(
+    tmp_path, engine, size, heading_size, faces, count
+):
+    """A heading on the baseline of a body line in the neighbouring column is one heading, no more and
+    no less; so is a full-width heading over the columns. (Guards: these pass before this round.)"""
+    doc, heads = _columns(size, faces, heading_size, count)
+    md = _read(engine, doc, tmp_path)
+    assert sorted(heading_texts(md)) == sorted(heads), md
+
+
+# (d) bold headings at body size
+
+
+@pytest.mark.parametrize("faces", [*FACES, ("cobo", "cour")])
+@pytest.mark.parametrize("heads", [["3.1 Data and methods", "3.2 Results"], ["II. METHODS", "III. RESULTS"]])
+def test_numbered_bold_headings_at_body_size_after_short_paragraphs_are_headings(
+    tmp_path, engine, faces, heads
+):
+    """A numbered heading set bold at body size right after a paragraph of two lines, with no extra
+    space around it, is a heading. (A guard: this passes before this round.)"""
+    bold, body = faces
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = _paragraph(page, 60, 80, 470, 1, 2, body)
+    for k, head in enumerate(heads):
+        page.insert_text((60, y), head, fontsize=10, fontname=bold)
+        y = _paragraph(page, 60, y + 13, 470, k, 2, body)
+    md = _read(engine, doc, tmp_path)
+    assert heading_texts(md) == heads, md
