@@ -422,13 +422,23 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
     anchored = [_full(run[0], cols)]
     for k, (r, g) in enumerate(zip(run[1:], gaps, strict=True)):
         full = _full(r, cols)
-        if g > cut or (full and anchored[-1]) or (head and k == 0):
+        if g > cut or (full and anchored[-1]) or (head and k == 0) or _new_figures(bands[-1], r, cols):
             bands.append(list(r))
             anchored.append(full)
         else:
             bands[-1].extend(r)
             anchored[-1] = anchored[-1] or full
     return bands
+
+
+def _new_figures(band: Sequence[Piece], line: Sequence[Piece], cols: list[list[float]]) -> bool:
+    """A line with a label in the first column and a figure in a column where the row so far already
+    has one: figures do not wrap, so it is the next row (a total under the items of a statement, set
+    as close as they are, with no note beside it to make the line full)."""
+    if not any(_column_of(p, cols) == 0 and not _figure(p) for p in line):
+        return False
+    held = {_column_of(p, cols) for p in band if _figure(p)}
+    return any(_figure(p) and _column_of(p, cols) in held for p in line if _column_of(p, cols) > 0)
 
 
 def _full(line: Sequence[Piece], cols: list[list[float]]) -> bool:
