@@ -148,25 +148,56 @@ def _bar_row(page: pymupdf.Page, y: float, row: list[str], *, bold: bool = False
     return y + ROW
 
 
-def bar_table(page: pymupdf.Page, y: float) -> float:
-    """Booktabs-like rules above and below; a bold section label ("Revenue") with its figure cells
-    empty; then, between body rows, a full-width dark band holding one bold white label."""
-    page.draw_line((LEFT, y), (RIGHT, y), color=(0, 0, 0), width=1.0)
+def _bar_table(page: pymupdf.Page, y: float, *, rules: bool, stripes: bool) -> float:
+    """A bold header; a bold section label ("Revenue") with its figure cells empty; then, between
+    body rows, a full-width dark band holding one bold white label; booktabs rules or none, body rows
+    on alternating grey fills or on white."""
+    if rules:
+        page.draw_line((LEFT, y), (RIGHT, y), color=(0, 0, 0), width=1.0)
     y = _bar_row(page, y + 2, BAR_HEADER, bold=True)
-    page.draw_line((LEFT, y + 1), (RIGHT, y + 1), color=(0, 0, 0), width=0.5)
-    y = _bar_row(page, y + 3, [SECTION, "", "", "", ""], bold=True)
+    if rules:
+        page.draw_line((LEFT, y + 1), (RIGHT, y + 1), color=(0, 0, 0), width=0.5)
+    y += 3
+    k = 0
+
+    def body(y: float, row: list[str], bold: bool = False) -> float:
+        nonlocal k
+        if stripes and k % 2 == 0:
+            page.draw_rect(pymupdf.Rect(LEFT, y, RIGHT, y + ROW), color=None, fill=(0.9, 0.9, 0.9), width=0)
+        k += 1
+        return _bar_row(page, y, row, bold=bold)
+
+    y = body(y, [SECTION, "", "", "", ""], bold=True)
     for row in REVENUE:
-        y = _bar_row(page, y, row)
+        y = body(y, row)
     page.draw_rect(pymupdf.Rect(LEFT, y + 2, RIGHT, y + 2 + ROW), color=None, fill=(0.12, 0.23, 0.45), width=0)
     y = _bar_row(page, y + 2, [BAR, "", "", "", ""], bold=True, color=(1, 1, 1)) + 2
+    k = 0
     for row in EXPENSES:
-        y = _bar_row(page, y, row)
-    page.draw_line((LEFT, y + 2), (RIGHT, y + 2), color=(0, 0, 0), width=1.0)
+        y = body(y, row)
+    if rules:
+        page.draw_line((LEFT, y + 2), (RIGHT, y + 2), color=(0, 0, 0), width=1.0)
     return y + 2
 
 
-def test_a_bar_and_a_section_label_stay_rows_of_the_table(tmp_path, engine):
-    md = _markdown(engine, _page(bar_table, tmp_path / "page.pdf"))
+def bar_booktabs(page: pymupdf.Page, y: float) -> float:
+    """Booktabs rules above, under the header and below."""
+    return _bar_table(page, y, rules=True, stripes=False)
+
+
+def bar_borderless(page: pymupdf.Page, y: float) -> float:
+    """No rules, no fills but the bar."""
+    return _bar_table(page, y, rules=False, stripes=False)
+
+
+def bar_striped(page: pymupdf.Page, y: float) -> float:
+    """No rules; body rows on alternating grey fills, the bar dark."""
+    return _bar_table(page, y, rules=False, stripes=True)
+
+
+@pytest.mark.parametrize("style", [bar_booktabs, bar_borderless, bar_striped], ids=lambda f: f.__name__)
+def test_a_bar_and_a_section_label_stay_rows_of_the_table(tmp_path, engine, style):
+    md = _markdown(engine, _page(style, tmp_path / "page.pdf"))
     _check(md)  # one table, no heading
     assert BAR in md[md.index("<table>") : md.index("</table>")], md
     grid = _grid(md)
