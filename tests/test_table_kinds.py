@@ -123,7 +123,10 @@ def test_a_stripe_bounds_its_row(tmp_path, engine):
 
 BAR_HEADER = ["Account", "Q1", "Q2", "Q3", "Q4"]
 BAR_COLS = [LEFT, 240.0, 310.0, 380.0, 450.0]
-REVENUE = [["Product sales", "4,120", "4,388", "4,502", "4,911"], ["Services", "1,806", "1,870", "1,932", "2,045"]]
+REVENUE = [
+    ["Product sales", "4,120", "4,388", "4,502", "4,911"],
+    ["Services", "1,806", "1,870", "1,932", "2,045"],
+]
 EXPENSES = [
     ["Salaries", "2,210", "2,245", "2,301", "2,356"],
     ["Rent and utilities", "412", "415", "418", "430"],
@@ -170,7 +173,9 @@ def _bar_table(page: pymupdf.Page, y: float, *, rules: bool, stripes: bool) -> f
     y = body(y, [SECTION, "", "", "", ""], bold=True)
     for row in REVENUE:
         y = body(y, row)
-    page.draw_rect(pymupdf.Rect(LEFT, y + 2, RIGHT, y + 2 + ROW), color=None, fill=(0.12, 0.23, 0.45), width=0)
+    page.draw_rect(
+        pymupdf.Rect(LEFT, y + 2, RIGHT, y + 2 + ROW), color=None, fill=(0.12, 0.23, 0.45), width=0
+    )
     y = _bar_row(page, y + 2, [BAR, "", "", "", ""], bold=True, color=(1, 1, 1)) + 2
     k = 0
     for row in EXPENSES:
@@ -266,7 +271,11 @@ def two_column_paper(path) -> None:
         font = "hebo" if r == 0 else "helv"
         for c, text in enumerate(row):
             edge = (cols[c + 1] if c + 1 < len(cols) else right) - 4
-            x = cols[c] + 2 if c == 0 else edge - pymupdf.get_text_length(text, fontname=font, fontsize=SIZE - 1)
+            x = (
+                cols[c] + 2
+                if c == 0
+                else edge - pymupdf.get_text_length(text, fontname=font, fontsize=SIZE - 1)
+            )
             page.insert_text((x, y), text, fontname=font, fontsize=SIZE - 1)
         if r == 0:
             page.draw_line((RIGHT_COL, y + 4), (right, y + 4), color=(0, 0, 0), width=0.5)
@@ -291,7 +300,9 @@ def test_a_table_in_one_column_of_a_paper_keeps_its_caption_and_note_outside(tmp
     # a lone "* " line reads as a bullet; docs/ACCURACY.md lists it as left to do).
     assert re.search(r"^Table 2: Accuracy", md, re.M) and re.search(r"^(\\?\*|-) p < 0\.05", md, re.M), md
     assert _cells(md) == [PAPER_HEADER, *PAPER_BODY], md
-    assert_in_order(md, ["Table 2 gives the results", "Table 2: Accuracy", "<table>", "p < 0.05", "The gains"])
+    assert_in_order(
+        md, ["Table 2 gives the results", "Table 2: Accuracy", "<table>", "p < 0.05", "The gains"]
+    )
 
 
 # --- 5. a financial statement ----------------------------------------------------------------------
@@ -326,7 +337,12 @@ def financial_statement(page: pymupdf.Page, y: float) -> float:
     fig_right = [FIN_COLS[3] - 4, right - 4]
 
     def flush_right(text: str, edge: float, yy: float, font: str = "helv") -> None:
-        page.insert_text((edge - pymupdf.get_text_length(text, fontname=font, fontsize=SIZE), yy), text, fontname=font, fontsize=SIZE)
+        page.insert_text(
+            (edge - pymupdf.get_text_length(text, fontname=font, fontsize=SIZE), yy),
+            text,
+            fontname=font,
+            fontsize=SIZE,
+        )
 
     unit = "€ thousands"  # in DejaVu Sans Bold: the base-14 fonts here have no euro sign
     page.insert_font(fontname="dvb", fontfile=str(DEJAVU_BOLD))
