@@ -53,6 +53,7 @@ logger = logging.getLogger(__name__)
 # A list item's marker; "[12]" starts an entry of a numbered reference list.
 _MARKER = re.compile(r"^(?:[-•●○◦▪▫■□–—*·‣⁃]|(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]|\[\d{1,3}\])$")
 _SECTION = re.compile(r"^\d{1,2}(?:[.\-]\d{1,2}){0,4}\.?\s+\S")
+_LETTERS = re.compile(r"[^\W\d_]")  # a word, not a leader's dots or a figure
 MAX_PAIR_WORDS = 8  # a longer line beside a short one is prose beside a side box, not a key and value
 
 
@@ -422,13 +423,29 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
     anchored = [_full(run[0], cols)]
     for k, (r, g) in enumerate(zip(run[1:], gaps, strict=True)):
         full = _full(r, cols)
-        if g > cut or (full and anchored[-1]) or (head and k == 0):
+        if g > cut or (full and anchored[-1]) or (head and k == 0) or _new_figures(bands[-1], r, cols):
             bands.append(list(r))
             anchored.append(full)
         else:
             bands[-1].extend(r)
             anchored[-1] = anchored[-1] or full
     return bands
+
+
+def _new_figures(band: Sequence[Piece], line: Sequence[Piece], cols: list[list[float]]) -> bool:
+    """A line with a label in the first column and a figure in a column where the row so far already
+    has one: figures do not wrap, so it is the next row (a total under the items of a statement, set
+    as close as they are, with no note beside it to make the line full)."""
+    first = [p for p in line if _column_of(p, cols) == 0]
+    others = [p for p in line if _column_of(p, cols) > 0]
+    # A short label (leader dots are no words) and figures alone: a line of prose beside a figure's
+    # labels is not a row.
+    if not first or not others or not all(_figure(p) for p in others):
+        return False
+    if sum(1 for p in first for w in p.text.split() if _LETTERS.search(w)) > MAX_LABEL_WORDS:
+        return False
+    held = {_column_of(p, cols) for p in band if _figure(p)}
+    return any(_column_of(p, cols) in held for p in others)
 
 
 def _full(line: Sequence[Piece], cols: list[list[float]]) -> bool:

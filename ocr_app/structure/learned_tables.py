@@ -875,7 +875,49 @@ def tables_in_regions(
             tables.append(table)
             taken = {id(ln) for ln in table.lines}
             rest = [ln for ln in rest if id(ln) not in taken]
-    return tables, rest
+    return _join_continued(tables, body), rest
+
+
+def _label_row(row: Sequence[Cell]) -> bool:
+    """A row whose only text is its first cell (a section label or a bar across the table)."""
+    return bool(row) and bool(row[0].text.strip()) and not any(c.text.strip() for c in row[1:])
+
+
+def _across(row: list[Cell], width: int) -> list[Cell]:
+    """A label row whose label the model spans over some columns but not all → one cell across the
+    table: nothing else stands in the row, so no column boundary is read where its span stops."""
+    if len(row) > 1 and row[0].colspan > 1 and _label_row(row):
+        return [Cell(row[0].text, width, row[0].rowspan)]
+    return row
+
+
+def _join_continued(tables: list[LearnedTable], body: float) -> list[LearnedTable]:
+    """Tables read in two layout regions one right under the other, where the lower one starts with a
+    label row (one label, no column heads: a bar or section label across the table) and both have the
+    same columns and edges → one table. A table's first row names its columns; a part that starts with
+    a label across is the rest of the table above (the layout model cut it at a filled bar)."""
+    out: list[LearnedTable] = []
+    for t in sorted(tables, key=lambda t: t.box[1]):
+        t.rows = [_across(r, shape(t.rows)[1]) for r in t.rows]
+        up = out[-1] if out else None
+        if (
+            up is not None
+            and t.rows
+            and _label_row(t.rows[0])
+            and shape(up.rows)[1] == shape(t.rows)[1]
+            and 0 <= t.box[1] - up.box[3] <= 2 * body
+            and abs(t.box[0] - up.box[0]) <= body
+            and abs(t.box[2] - up.box[2]) <= body
+        ):
+            out[-1] = LearnedTable(
+                (up.box[0], up.box[1], max(up.box[2], t.box[2]), t.box[3]),
+                [*up.rows, *t.rows],
+                up.header_rows,
+                [*up.lines, *t.lines],
+            )
+            continue
+        out.append(t)
+    return out
 
 
 def _read_part(
