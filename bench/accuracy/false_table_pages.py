@@ -316,8 +316,16 @@ SIDEBAR = [
 ]
 
 
-def _ragged(page: pymupdf.Page, x: float, y: float, width: float, text: str, size: float, lead: float,
-            font: str = "helv") -> float:
+def _ragged(
+    page: pymupdf.Page,
+    x: float,
+    y: float,
+    width: float,
+    text: str,
+    size: float,
+    lead: float,
+    font: str = "helv",
+) -> float:
     """A paragraph set ragged right on a grid of ``lead``; returns the baseline after it."""
     for line in wrap(text, width, size, font):
         page.insert_text((x, y), line, fontname=font, fontsize=size)
@@ -356,7 +364,9 @@ def courier_newsletter(doc: pymupdf.Document) -> None:
     margin, gutter, size, lead = 40.0, 18.0, 9.0, 11.0
     col = (LETTER[0] - 2 * margin - 2 * gutter) / 3
     page.insert_text((margin, 70), "THE PARSER'S GAZETTE", fontname="cobo", fontsize=20)
-    page.insert_text((margin, 90), "Newsletter of the Document Club - Spring Issue", fontname="cour", fontsize=10)
+    page.insert_text(
+        (margin, 90), "Newsletter of the Document Club - Spring Issue", fontname="cour", fontsize=10
+    )
     for k, (head, text) in enumerate(NEWSLETTER):
         x = margin + k * (col + gutter)
         page.insert_text((x, 124), head, fontname="cobo", fontsize=10)
@@ -374,7 +384,9 @@ def two_pitch_columns(doc: pymupdf.Document) -> None:
     page.insert_text((margin, 80), "Two Articles", fontname="hebo", fontsize=16)
     for k, lead in enumerate((11.0, 13.0)):
         x, y = margin + k * (col + gutter), 116.0
-        page.insert_text((x, y), ("Left: Reading Order", "Right: Line Grids")[k], fontname="hebo", fontsize=11)
+        page.insert_text(
+            (x, y), ("Left: Reading Order", "Right: Line Grids")[k], fontname="hebo", fontsize=11
+        )
         y += 18
         for para in PROSE[k * 3 : k * 3 + 3]:
             y = _ragged(page, x, y, col, para, size, lead) + lead / 2

@@ -12,6 +12,7 @@ Duck-typed over lines or pieces with ``text``, ``box``, ``bold`` and ``weight``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +40,7 @@ def running_text(column: Sequence[Any]) -> bool:
     (headings set heavy do not count) run on into the line under them."""
     lines = sorted(column, key=lambda ln: (ln.box[1], ln.box[0]))
     plain = [ln for ln in lines if not _heavy(ln)]
-    ons = sum(1 for a, b in zip(lines, lines[1:], strict=False) if not _heavy(a) and runs_on(a, b))
+    ons = sum(1 for a, b in itertools.pairwise(lines) if not _heavy(a) and runs_on(a, b))
     return ons >= MIN_RUN_ONS and ons >= RUN_ON_SHARE * len(plain)
 
 
