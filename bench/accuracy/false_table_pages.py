@@ -307,6 +307,121 @@ def justified_footnote(doc: pymupdf.Document) -> None:
     page.insert_text((72, 740), "Wiesbaden, 2008.", fontname="helv", fontsize=8)
 
 
+LETTER = (612.0, 792.0)
+
+SIDEBAR = [
+    ("At a glance", "The survey covers 199 public files from reports, papers and slide decks."),
+    ("Why it matters", "A false table hides the headings and breaks the order in which the text is read."),
+    ("What we did", "Each false table was traced to the rule that made it and fixed from the page."),
+]
+
+
+def _ragged(
+    page: pymupdf.Page,
+    x: float,
+    y: float,
+    width: float,
+    text: str,
+    size: float,
+    lead: float,
+    font: str = "helv",
+) -> float:
+    """A paragraph set ragged right on a grid of ``lead``; returns the baseline after it."""
+    for line in wrap(text, width, size, font):
+        page.insert_text((x, y), line, fontname=font, fontsize=size)
+        y += lead
+    return y
+
+
+def prose_with_sidebar(doc: pymupdf.Document) -> None:
+    """A magazine page: two columns of body text and, beside them, a 150 pt sidebar of short wrapped
+    lines on the same line grid, its sections headed by bold lines at body size."""
+    page = doc.new_page(width=A4[0], height=A4[1])
+    size, lead, margin, gutter, side_w = 10.0, 13.0, 48.0, 18.0, 150.0
+    col = (A4[0] - 2 * margin - side_w - 2 * gutter) / 2
+    page.insert_text((margin, 80), "Annual Review of Conversion Quality", fontname="hebo", fontsize=16)
+    for k in range(2):
+        x, y = margin + k * (col + gutter), 116.0
+        for para in PROSE[k * 3 : k * 3 + 3]:
+            y = _ragged(page, x, y, col, para, size, lead) + lead
+    x, y = A4[0] - margin - side_w, 116.0
+    for head, text in SIDEBAR:
+        page.insert_text((x, y), head, fontname="hebo", fontsize=size)
+        y = _ragged(page, x, y + lead, side_w, text, size, lead) + lead
+
+
+NEWSLETTER = [
+    ("From the Editor", PROSE[0] + " " + PROSE[1]),
+    ("Club News", PROSE[2] + " " + PROSE[3]),
+    ("Next Meeting", PROSE[4] + " " + PROSE[5]),
+]
+
+
+def courier_newsletter(doc: pymupdf.Document) -> None:
+    """A typewriter-style newsletter on Letter paper: a title, then three columns in Courier, each
+    a 10 pt bold heading over ragged text."""
+    page = doc.new_page(width=LETTER[0], height=LETTER[1])
+    margin, gutter, size, lead = 40.0, 18.0, 9.0, 11.0
+    col = (LETTER[0] - 2 * margin - 2 * gutter) / 3
+    page.insert_text((margin, 70), "THE PARSER'S GAZETTE", fontname="cobo", fontsize=20)
+    page.insert_text(
+        (margin, 90), "Newsletter of the Document Club - Spring Issue", fontname="cour", fontsize=10
+    )
+    for k, (head, text) in enumerate(NEWSLETTER):
+        x = margin + k * (col + gutter)
+        page.insert_text((x, 124), head, fontname="cobo", fontsize=10)
+        y = 124.0 + 16
+        for para in (text, PROSE[(k + 2) % len(PROSE)]):
+            y = _ragged(page, x, y, col, para, size, lead, "cour") + lead
+
+
+def two_pitch_columns(doc: pymupdf.Document) -> None:
+    """Two columns of ragged prose whose lines do not share a grid: the left set on 11 pt, the right
+    on 13 pt leading (two articles side by side)."""
+    page = doc.new_page(width=A4[0], height=A4[1])
+    margin, gutter, size = 56.0, 18.0, 9.0
+    col = (A4[0] - 2 * margin - gutter) / 2
+    page.insert_text((margin, 80), "Two Articles", fontname="hebo", fontsize=16)
+    for k, lead in enumerate((11.0, 13.0)):
+        x, y = margin + k * (col + gutter), 116.0
+        page.insert_text(
+            (x, y), ("Left: Reading Order", "Right: Line Grids")[k], fontname="hebo", fontsize=11
+        )
+        y += 18
+        for para in PROSE[k * 3 : k * 3 + 3]:
+            y = _ragged(page, x, y, col, para, size, lead) + lead / 2
+
+
+KEY_FACTS = [
+    ("Founded", "1998"),
+    ("Headquarters", "Lyon, France"),
+    ("Employees", "about 240"),
+    ("Products", "document converters"),
+    ("Customers", "banks and archives"),
+]
+
+
+def key_facts_box(doc: pymupdf.Document) -> None:
+    """A company profile: body text in a column and, beside it, a ruled box holding a bold title and
+    five short lines "label: value" (the value one space after the colon)."""
+    page = doc.new_page(width=A4[0], height=A4[1])
+    size, lead, margin = 10.0, 13.0, 56.0
+    box_w, gutter = 160.0, 20.0
+    main_w = A4[0] - 2 * margin - box_w - gutter
+    page.insert_text((margin, 80), "Company Profile", fontname="hebo", fontsize=16)
+    y = 116.0
+    for para in PROSE[:4]:
+        y = _ragged(page, margin, y, main_w, para, size, lead) + lead
+    x0 = margin + main_w + gutter
+    page.draw_rect(pymupdf.Rect(x0, 104, x0 + box_w, 116 + (len(KEY_FACTS) + 1) * lead + 6), width=0.8)
+    page.insert_text((x0 + 8, 118), "Key facts", fontname="hebo", fontsize=size)
+    for k, (label, value) in enumerate(KEY_FACTS, 1):
+        yy = 118 + k * lead
+        page.insert_text((x0 + 8, yy), f"{label}:", fontname="hebo", fontsize=size)
+        w = pymupdf.get_text_length(f"{label}: ", fontname="hebo", fontsize=size)
+        page.insert_text((x0 + 8 + w, yy), value, fontname="helv", fontsize=size)
+
+
 # --- pages that do hold a table -----------------------------------------------------------------
 TABLE_ROWS = [
     ["Region", "2019", "2020", "2021", "2022"],
@@ -358,6 +473,44 @@ def unruled_table(doc: pymupdf.Document) -> None:
     _table_page(doc, ruled=False)
 
 
+CONTENTS = [
+    (0, "1 Introduction", "1"),
+    (1, "1.1 Scope of this report", "2"),
+    (1, "1.2 How to read it", "4"),
+    (0, "2 Tables and Columns", "7"),
+    (1, "2.1 Rulings and white space", "8"),
+    (1, "2.2 Columns of prose", "11"),
+    (1, "2.3 Slides and panels", "13"),
+    (0, "3 Measuring False Tables", "17"),
+    (1, "3.1 Public sets", "18"),
+    (1, "3.2 Built pages", "21"),
+    (0, "4 Results", "25"),
+    (0, "Appendix A Data", "31"),
+]
+
+
+def table_of_contents(doc: pymupdf.Document) -> None:
+    """A report's contents page: entries with dot leaders to right-aligned page numbers, chapters in
+    bold, sections indented under them. Public ground truths (docling's) write it as a table of two
+    columns, title and page."""
+    page = doc.new_page(width=A4[0], height=A4[1])
+    margin, size = 72.0, 11.0
+    right = A4[0] - margin
+    page.insert_text((margin, 90), "Contents", fontname="hebo", fontsize=18)
+    y = 130.0
+    for level, title, number in CONTENTS:
+        font = "hebo" if level == 0 else "helv"
+        y += 8 if level == 0 and y > 130 else 0
+        x = margin + 18 * level
+        page.insert_text((x, y), title, fontname=font, fontsize=size)
+        nw = pymupdf.get_text_length(number, fontname=font, fontsize=size)
+        page.insert_text((right - nw, y), number, fontname=font, fontsize=size)
+        start = x + pymupdf.get_text_length(title, fontname=font, fontsize=size) + 6
+        dots = int((right - nw - 6 - start) / pymupdf.get_text_length(" .", fontname="helv", fontsize=size))
+        page.insert_text((start, y), " ." * dots, fontname="helv", fontsize=size)
+        y += 17
+
+
 NO_TABLE: dict[str, Callable[[pymupdf.Document], None]] = {
     "two-column prose": two_column_prose,
     "numbered references, two columns": numbered_references,
@@ -367,10 +520,15 @@ NO_TABLE: dict[str, Callable[[pymupdf.Document], None]] = {
     "glossary, two columns": short_line_columns,
     "poem, two columns": poem_columns,
     "justified footnote": justified_footnote,
+    "prose with a sidebar": prose_with_sidebar,
+    "newsletter, three Courier columns": courier_newsletter,
+    "two columns, two line pitches": two_pitch_columns,
+    "key facts box": key_facts_box,
 }
 WITH_TABLE: dict[str, Callable[[pymupdf.Document], None]] = {
     "ruled table": ruled_table,
     "unruled table": unruled_table,
+    "table of contents": table_of_contents,
 }
 
 

@@ -8,7 +8,8 @@ Usage (from the repository root):
 - **icdar2013**: tables emitted on pages whose ``*-reg.xml`` (every reading) holds no table region.
 - **docling**, **p4llm**: per document, emitted tables beyond the ground truth's count (``gt/*.md``).
 - **built**: PyMuPDF pages without a table (``false_table_pages.NO_TABLE``: two-column prose,
-  reference lists, slide panels, columns of short lines); the pages with one are counted too, as a
+  reference lists, slide panels, columns of short lines, a sidebar, a Courier newsletter, a key-facts
+  box); the pages with one (ruled, unruled, a contents page) are counted too, as a
   check that real tables still come out.
 
 Each emitted table is traced to its finder by watching the engine's finders while it runs (ruled grid

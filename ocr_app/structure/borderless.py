@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ocr_app.schema import Box, union_box
+from ocr_app.structure.running_text import running_text
 from ocr_app.structure.table_html import Cell, header_rows
 from ocr_app.structure.word_columns import (
     NUMERIC,
@@ -363,14 +364,16 @@ def _trailing_wraps(rows: Sequence[Sequence[Piece]], first: int, last: int, body
 
 
 def _text_columns(rows: Sequence[Sequence[Piece]], cols: list[list[float]]) -> bool:
-    """Columns of prose (≥ 4 words a line on average, most lines filling the column) are text."""
+    """Columns of prose are text: ≥ 4 words a line on average with most lines filling the column,
+    or sentences that run on from line to line (``running_text``: a narrow sidebar's short ragged
+    lines)."""
     for x0, x1 in cols:
         cells = [p for r in rows for p in r if x0 <= (p.box[0] + p.box[2]) / 2 <= x1]
         if not cells:
             return False
         words = sum(len(c.text.split()) for c in cells) / len(cells)
         full = sum(1 for c in cells if c.box[2] - c.box[0] >= 0.8 * (x1 - x0)) / len(cells)
-        if words < 4 or full < 0.6:
+        if (words < 4 or full < 0.6) and not running_text(cells):
             return False
     return True
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from ocr_app.structure.running_text import text_columns
 from ocr_app.structure.table_html import Cell, join_cell_lines
 
 if TYPE_CHECKING:
@@ -868,6 +869,9 @@ def tables_in_regions(
         if snapped is None:
             continue
         for box, held in _stacked(*snapped):
+            if text_columns(held, body):
+                logger.debug("region %s: columns of running text side by side, not a table", box)
+                continue
             table = _read_part(image, box, held, model=model, body=body, join=join, rules=rules)
             if table is None:
                 logger.debug("region %s: the model's cells do not hold its words in a grid", box)

@@ -181,13 +181,19 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
     Two lines side by side (their y-ranges overlap) with a gap of at least a gutter between them
     are evidence of columns; the position inside the most such gaps is the gutter. Lines elsewhere
     on the page that cross it (titles, tables, short full-width lines) do not hide it, they become
-    section breaks. List markers and other tiny items are not evidence (width < 2 × body size).
+    section breaks. List markers and other tiny items are not evidence (width < 2 × body size). A
+    form (a ruled box read as lines of text: a key-facts box) beside the text is evidence too: it
+    stands in a column of its own, and read by height alone it would cut a paragraph beside it.
     """
     min_gap = config.min_gutter_ratio * body
-    solid = [i for i in items if isinstance(i, TextLine) and i.box[2] - i.box[0] >= 2 * body]
+    solid = [
+        i
+        for i in items
+        if (isinstance(i, TextLine) and i.box[2] - i.box[0] >= 2 * body) or (isinstance(i, Table) and i.form)
+    ]
     gaps: list[tuple[float, float]] = []
     for a in solid:
-        nearest: TextLine | None = None
+        nearest: Item | None = None
         for b in solid:
             if b is a or b.box[0] < a.box[2] - 0.1 * body or vertical_overlap(a.box, b.box) < 0.3:
                 continue
