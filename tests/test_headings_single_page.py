@@ -119,6 +119,17 @@ def test_a_pages_own_title_over_a_rule_and_an_underlined_heading_stay_headings(t
     assert heading_texts(md) == ["Executive Summary", "Key results"], md
 
 
+@pytest.mark.parametrize("size", [11, 17.6])
+def test_a_title_alone_on_its_page_is_the_pages_content(tmp_path, engine, size):
+    """A cover or section page holding only its bold title: nothing to be set apart from, so the
+    title is the page, not a running header (CI's one-line title page lost "Title")."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 70), "Annual Report", fontsize=size, fontname="hebo")
+    md = _read(engine, doc, tmp_path)
+    assert "Annual Report" in md, md
+
+
 def test_a_footnote_under_a_rule_at_the_pages_foot_stays_text(tmp_path, engine):
     """A footnote in the bottom band under its rule ends in a full stop: a sentence, not a footer."""
     doc = pymupdf.open()

@@ -142,8 +142,10 @@ def _set_apart_margin_row(
     texts = [ln.text.strip() for ln in row]
     words = sum(len(t.split()) for t in texts)
     size = max(ln.size for ln in row)
+    rest = sum(len(ln.text) for ln in lines if all(ln is not r for r in row))
     if (
-        len(row) > 2  # a name and a date or a number; more pieces are a table's header cells
+        rest <= sum(len(t) for t in texts)  # no text to be set apart from: the row is the page's content
+        or len(row) > 2  # a name and a date or a number; more pieces are a table's header cells
         or words > 12
         or sum(c.isalpha() for t in texts for c in t) < 2
         or texts[-1].endswith(".")
