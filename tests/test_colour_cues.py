@@ -21,6 +21,7 @@ pymupdf = import_pymupdf()
 BLUE = (0.0, 0.35, 0.7)
 TEAL = (0.0, 0.5, 0.5)
 GREY = (0.62, 0.62, 0.62)
+DARK = (0.2, 0.2, 0.2)  # a dark grey body text
 TEXT = (
     "the survey of regional households shows that income grew faster than prices in most areas while "
     "rents in the larger towns rose by a third over the period and the share of families who own their "
@@ -35,10 +36,18 @@ def engine(textlayer_engine):
 
 
 def _paragraph(
-    page, x: float, y: float, width: float, seed: int, count: int, font: str, size: float = 10
+    page,
+    x: float,
+    y: float,
+    width: float,
+    seed: int,
+    count: int,
+    font: str,
+    size: float = 10,
+    color=(0, 0, 0),
 ) -> float:
-    """``count`` lines of black body text filling ``width`` from ``y`` (the last one shorter, ending a
-    sentence); the y of the next line."""
+    """``count`` lines of body text (black unless ``color``) filling ``width`` from ``y`` (the last one
+    shorter, ending a sentence); the y of the next line."""
     words = itertools.cycle(WORDS[seed % 9 :] + WORDS[: seed % 9])
     for j in range(count):
         line = ""
@@ -51,7 +60,7 @@ def _paragraph(
             line = line.capitalize()
         if j == count - 1:
             line = line.rsplit(" ", 3)[0] + "."
-        page.insert_text((x, y), line, fontsize=size, fontname=font)
+        page.insert_text((x, y), line, fontsize=size, fontname=font, color=color)
         y += 1.3 * size
     return y
 
@@ -241,3 +250,35 @@ def test_guard_black_bold_headings_unchanged(tmp_path, engine):
         y = _paragraph(page, 60, y + 15, 475, k + 2, 6, "helv") + 14
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == titles, md
+
+
+def test_one_blue_heading_a_page_is_a_style_across_the_document(tmp_path, engine):
+    """A report of three pages with one blue body-size title on each, over dark-grey text: the
+    document's profile sees the style repeat from page to page (one line alone on a page would not
+    say it)."""
+    doc = pymupdf.open()
+    titles = ["Household incomes", "Rents in the larger towns", "Home ownership"]
+    for k, title in enumerate(titles):
+        page = doc.new_page(width=595, height=842)
+        y = _paragraph(page, 60, 110, 475, k, 8, "tiro", color=DARK) + 14
+        page.insert_text((60, y), title, fontsize=10, fontname="tiro", color=BLUE)
+        _paragraph(page, 60, y + 15, 475, k + 3, 12, "tiro", color=DARK)
+    pdf = tmp_path / "report.pdf"
+    doc.save(pdf)
+    found = [heading_texts(md) for md in pages_markdown(engine, pdf)]
+    assert found == [[t] for t in titles], found
+
+
+def test_guard_a_document_set_in_blue_throughout_has_no_colour_headings(tmp_path, engine):
+    """Guard: where the body itself is blue, short blue lines standing apart are not set off by colour
+    (lines in the body's colour are no headings by colour)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = 100
+    for k, label in enumerate(["Household incomes", "Home ownership"]):
+        y = _paragraph(page, 60, y, 475, k, 6, "helv", color=BLUE) + 14
+        page.insert_text((60, y), label, fontsize=10, fontname="helv", color=BLUE)
+        y += 28
+    _paragraph(page, 60, y, 475, 4, 6, "helv", color=BLUE)
+    md = _read(engine, doc, tmp_path)
+    assert heading_texts(md) == [], md
