@@ -282,3 +282,20 @@ def test_guard_a_document_set_in_blue_throughout_has_no_colour_headings(tmp_path
     _paragraph(page, 60, y, 475, 4, 6, "helv", color=BLUE)
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
+
+
+def test_blue_lead_in_ending_in_a_colon_is_a_heading(tmp_path, engine):
+    """A blue lead-in at body size ending in a colon over its bullets ("Key findings:") heads them, in a
+    document whose blue titles are its headings: the colour counts as a bold lead-in's weight does."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = _paragraph(page, 60, 100, 475, 1, 5, "helv") + 14
+    page.insert_text((60, y), "Background", fontsize=10, fontname="helv", color=BLUE)
+    y = _paragraph(page, 60, y + 15, 475, 2, 5, "helv") + 14
+    page.insert_text((60, y), "Key findings:", fontsize=10, fontname="helv", color=BLUE)
+    y += 15
+    for k in range(3):
+        page.insert_text((70, y), f"\u2022 {' '.join(WORDS[5 * k : 5 * k + 8]).capitalize()}.", fontsize=10)
+        y += 13
+    md = _read(engine, doc, tmp_path)
+    assert heading_texts(md) == ["Background", "Key findings:"], md

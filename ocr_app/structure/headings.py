@@ -190,6 +190,21 @@ def _styled_heading_level(
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
         return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
+    # Set in the brand colour its document gives its headings (teal, blue), at body size or a little
+    # larger and not bold: the colour marks it as the weight marks a bold heading. One such line on a
+    # page counts where it is also larger than the body (and not in the margin band, where running
+    # heads stand).
+    colored = (
+        where.colored
+        and ratio >= 0.95
+        and (
+            style.in_color_style(row.color, row.size)
+            or (
+                ratio >= COLOR_LARGER_RATIO
+                and not (where.page_height and in_margin_band(row.box, where.page_height))
+            )
+        )
+    )
     fonts = {i.font for i in row.items}
     styled = len(fonts) == 1 and style.in_heading_style(row.size, row.weight, fonts.pop())
     if (
@@ -206,7 +221,9 @@ def _styled_heading_level(
         # follows; one set a little larger ("For more information:" over an address) is a label,
         # unless a list or a paragraph follows it ("Key findings:" over its bullets): a label's
         # value is a few short lines (an address), a heading's section runs on in full lines.
-        lead_in = heavier and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
+        lead_in = (
+            (heavier or colored) and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
+        )
         if lead_in and ratio >= config.styled_heading_ratio and where.leads:
             return min(style.level_for_size(row.size), 6)
         return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
@@ -214,20 +231,7 @@ def _styled_heading_level(
         return min(style.level_for_size(row.size), 6)
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
         return bold_level
-    if (
-        where.colored
-        and ratio >= 0.95
-        and (
-            style.in_color_style(row.color, row.size)
-            or (
-                ratio >= COLOR_LARGER_RATIO
-                and not (where.page_height and in_margin_band(row.box, where.page_height))
-            )
-        )
-    ):
-        # Set in the brand colour its document gives its headings (teal, blue), at body size or a
-        # little larger and not bold: the colour marks it as the weight marks a bold heading. One
-        # such line on a page counts where it is also larger than the body.
+    if colored:
         return bold_level
     other_face = bool(style.body_font) and all(i.font and i.font != style.body_font for i in row.items)
     if (
