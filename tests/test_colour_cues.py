@@ -299,3 +299,17 @@ def test_blue_lead_in_ending_in_a_colon_is_a_heading(tmp_path, engine):
         y += 13
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == ["Background", "Key findings:"], md
+
+
+def test_guard_coloured_captions_stay_captions(tmp_path, engine):
+    """Guard: captions set in blue over two lines ("Figure 1 Incomes by region" / "and household type,
+    2007"), two on the page, are captions: neither line is a heading."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = _paragraph(page, 60, 100, 475, 1, 5, "helv") + 16
+    for k in (1, 2):
+        page.insert_text((60, y), f"Figure {k} Incomes by region", fontsize=10, fontname="helv", color=BLUE)
+        page.insert_text((60, y + 13), "and household type, 2007", fontsize=10, fontname="helv", color=BLUE)
+        y = _paragraph(page, 60, y + 40, 475, k + 2, 5, "helv") + 16
+    md = _read(engine, doc, tmp_path)
+    assert heading_texts(md) == [], md

@@ -271,7 +271,7 @@ def colored_rows(units: Sequence[Row | Table], style: DocStyle, typical_gap: flo
     (``lines.color_heading_like`` for the run as a whole: short, no closing full stop), set off from
     the unit above by more than a line's spacing (or a change of size, or nothing above), whose next
     unit is neither another line of it nor a continuation of its sentence (a lower-case start), and
-    without a web address. A blue link inside a paragraph shares its row with black words or sits at
+    neither a web address nor a caption ("Table 3.2 ..." in the figures' colour). A blue link inside a paragraph shares its row with black words or sits at
     the paragraph's line spacing; a coloured paragraph runs on for more than a few words."""
     if style.body_color < 0:
         return set()
@@ -308,6 +308,7 @@ def colored_rows(units: Sequence[Row | Table], style: DocStyle, typical_gap: flo
             and not continued
             and color_heading_like(text, first.color, first.size, style)
             and not _ADDRESS.search(text)
+            and not CAPTION.match(text)
         ):
             out.update(id(r) for r in run)
         k += len(run)

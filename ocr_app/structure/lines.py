@@ -141,13 +141,14 @@ def color_heading_like(text: str, color: int, size: float, style: DocStyle) -> b
     """Whether a line could be a heading marked by its colour alone: set in an accent colour against the
     body's (``accent``) at body size or larger, short (``MAX_COLOR_HEADING_WORDS``), not a sentence nor
     a clause (no closing full stop, comma or semicolon: a coloured pull quote ends its sentence), with
-    letters."""
+    letters, starting with no lower-case letter (the wrapped second line of a coloured caption)."""
     text = text.strip()
     return (
         accent(color, style.body_color)
         and size >= 0.95 * style.body_size
         and len(text.split()) <= MAX_COLOR_HEADING_WORDS
         and not text.endswith((".", ",", ";"))
+        and not text[:1].islower()
         and sum(c.isalpha() for c in text) >= 2
     )
 
