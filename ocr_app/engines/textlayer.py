@@ -425,6 +425,9 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             if mono:  # code: its indentation and inner spacing are content
                 text = "".join(_mark_scripts(line, texts)).rstrip()
             main = max(words, key=lambda w: len(w[1].strip()))[0]
+            inks: collections.Counter[int] = collections.Counter()
+            for sp, t in words:
+                inks[int(sp.get("color", -1))] += len(t.strip())
             glyphs = [
                 c["bbox"]
                 for sp, t in kept
@@ -456,6 +459,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                     ink=ink,
                     mono=mono,
                     words=boxes,
+                    color=inks.most_common(1)[0][0],
                 )
             )
     return _typewritten(lines)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import EDGE_BAND, DocStyle, TextLine
+from ocr_app.structure.lines import EDGE_BAND, DocStyle, TextLine, color_heading_like, light_grey
 from ocr_app.structure.numbering import depth_bases
 from ocr_app.structure.paragraphs import vocabulary_of
 
@@ -138,21 +138,26 @@ def _set_apart_margin_row(
     plain, a page number or a contact line stays in the text: it cannot pose as a heading), or up to
     ``MAX_RUNNING_RATIO`` × the body (bold, in the headings' size) where a rule runs between it and the
     text and the page holds type as large below it: a page's own title is its largest line, and a
-    heading underlined by a rule has its text right under the rule."""
+    heading underlined by a rule has its text right under the rule. Set in light grey (``light_grey``:
+    a step back from the black text, as no heading or paragraph is set) a line's height clear of the
+    text is enough, at any size up to ``MAX_RUNNING_RATIO`` × the body."""
     texts = [ln.text.strip() for ln in row]
     words = sum(len(t.split()) for t in texts)
     size = max(ln.size for ln in row)
     rest = sum(len(ln.text) for ln in lines if all(ln is not r for r in row))
+    grey = all(light_grey(ln.color) for ln in row)
     if (
         rest <= sum(len(t) for t in texts)  # no text to be set apart from: the row is the page's content
         or len(row) > 2  # a name and a date or a number; more pieces are a table's header cells
         or words > 12
         or sum(c.isalpha() for t in texts for c in t) < 2
         or texts[-1].endswith(".")
-        or gap < HEADER_GAP_LINES * body
+        or gap < (1.0 if grey else HEADER_GAP_LINES) * body
         or size > MAX_RUNNING_RATIO * body
     ):
         return False
+    if grey:
+        return True
     x0, x1 = min(ln.box[0] for ln in row), max(ln.box[2] for ln in row)
     if edge == "top":
         inner = max(ln.box[3] for ln in row)
@@ -189,6 +194,7 @@ class DocumentProfile:
             body_size=self.style.body_size * scale,
             heading_sizes=tuple(s * scale for s in self.style.heading_sizes),
             heading_styles=tuple((s * scale, w, f) for s, w, f in self.style.heading_styles),
+            color_styles=tuple((c, s * scale) for c, s in self.style.color_styles),
         )
 
     def is_running(self, line: TextLine, height: float) -> str | None:
@@ -317,6 +323,27 @@ def _heading_styles(
     )
 
 
+def _color_styles(
+    pages: list[tuple[float, list[TextLine]]], style: DocStyle
+) -> tuple[tuple[int, float], ...]:
+    """(colour, size) of the document's headings marked by colour: lines that could be such headings
+    (``lines.color_heading_like``) between the margin bands, in one colour and size, at least twice in the
+    sample and sparsely (``MAX_HEADINGS_PER_PAGE`` a page on average): a brochure's teal section titles.
+    A coloured sidebar's list of short lines, or a slide's coloured bullets, come many to a page."""
+    seen: dict[tuple[int, float], list[int]] = collections.defaultdict(list)
+    for number, (height, lines) in enumerate(pages):
+        for ln in lines:
+            if edge_of(ln.box, height) is None and color_heading_like(ln.text, ln.color, ln.size, style):
+                seen[(ln.color, round(ln.size * 2) / 2)].append(number)
+    return tuple(
+        sorted(
+            key
+            for key, on in seen.items()
+            if len(on) >= 2 and len(on) <= MAX_HEADINGS_PER_PAGE * len(set(on))
+        )
+    )
+
+
 def _outline(doc: pymupdf.Document) -> dict[str, int]:
     """The PDF's bookmarks as normalised title -> level (empty when it has none or they are broken)."""
     outline: dict[str, int] = {}
@@ -403,6 +430,7 @@ def build_profile(
     pages the sample leaves out, e.g. ones whose content is too heavy to read quickly)."""
     sizes: collections.Counter[float] = collections.Counter()
     weights: collections.Counter[int] = collections.Counter()
+    colors: collections.Counter[int] = collections.Counter()
     fonts: collections.Counter[str] = collections.Counter()
     seen: dict[tuple[str, str], set[int]] = collections.defaultdict(set)
     placed: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
@@ -451,6 +479,7 @@ def build_profile(
                 short_sizes[size] += sum(1 for c in ln.text if not c.isspace())
             if abs(ln.size - body) <= 0.5:
                 weights[ln.weight or (700 if ln.bold else 400)] += len(ln.text)
+                colors[ln.color] += len(ln.text)
                 if ln.font:
                     fonts[ln.font] += len(ln.text)
     body_weight = int(_weighted_mode(weights) or 400)
@@ -481,11 +510,13 @@ def build_profile(
         vocabulary=frozenset(vocabulary_of(texts)),
         first_level=1 if heading_sizes and heading_sizes[0] >= TITLE_RATIO * body else 2,
         body_font=fonts.most_common(1)[0][0] if fonts else "",
+        body_color=colors.most_common(1)[0][0] if colors else -1,
     )
     style = replace(
         style,
         depth_bases=depth_bases(_heading_candidates(pages, style)),
         heading_styles=_heading_styles(pages, style),
+        color_styles=_color_styles(page_lines, style),
     )
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",

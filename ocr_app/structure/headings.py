@@ -22,7 +22,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ocr_app.schema import Box
-from ocr_app.structure.lines import DocStyle, LayoutConfig, Row, Table, in_margin_band, is_rtl, size_close
+from ocr_app.structure.lines import (
+    DocStyle,
+    LayoutConfig,
+    Row,
+    Table,
+    color_heading_like,
+    in_margin_band,
+    is_rtl,
+    size_close,
+)
 from ocr_app.structure.numbering import numbered_level
 from ocr_app.structure.paragraphs import list_marker
 
@@ -87,6 +96,7 @@ class RowContext:
     aligned: bool = True  # starts at its section's left edge or is centred in it (not over a column)
     term: bool = False  # a definition list's term (``definition_terms``)
     leads: bool = False  # right above a list or a paragraph of two lines or more (``leading_rows``)
+    colored: bool = False  # a short line standing apart in an accent colour (``colored_rows``)
 
 
 def heading_level(
@@ -180,6 +190,21 @@ def _styled_heading_level(
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
         return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
+    # Set in the brand colour its document gives its headings (teal, blue), at body size or a little
+    # larger and not bold: the colour marks it as the weight marks a bold heading. One such line on a
+    # page counts where it is also larger than the body (and not in the margin band, where running
+    # heads stand).
+    colored = (
+        where.colored
+        and ratio >= 0.95
+        and (
+            style.in_color_style(row.color, row.size)
+            or (
+                ratio >= COLOR_LARGER_RATIO
+                and not (where.page_height and in_margin_band(row.box, where.page_height))
+            )
+        )
+    )
     fonts = {i.font for i in row.items}
     styled = len(fonts) == 1 and style.in_heading_style(row.size, row.weight, fonts.pop())
     if (
@@ -196,13 +221,17 @@ def _styled_heading_level(
         # follows; one set a little larger ("For more information:" over an address) is a label,
         # unless a list or a paragraph follows it ("Key findings:" over its bullets): a label's
         # value is a few short lines (an address), a heading's section runs on in full lines.
-        lead_in = heavier and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
+        lead_in = (
+            (heavier or colored) and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
+        )
         if lead_in and ratio >= config.styled_heading_ratio and where.leads:
             return min(style.level_for_size(row.size), 6)
         return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return min(style.level_for_size(row.size), 6)
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
+        return bold_level
+    if colored:
         return bold_level
     other_face = bool(style.body_font) and all(i.font and i.font != style.body_font for i in row.items)
     if (
@@ -231,6 +260,59 @@ def _styled_heading_level(
     if row.italic and where.short_line and titled and 0.95 <= ratio <= 1.1:
         return min(bold_level + 1, 6)
     return 0
+
+
+COLOR_LARGER_RATIO = 1.05  # a coloured line this much larger than the body needs no second of its kind
+
+
+def colored_rows(units: Sequence[Row | Table], style: DocStyle, typical_gap: float) -> set[int]:
+    """ids of the rows that stand apart as a heading set in an accent colour (units sorted top to
+    bottom in one column): a run of one to three rows in one accent colour and size
+    (``lines.color_heading_like`` for the run as a whole: short, no closing full stop), set off from
+    the unit above by more than a line's spacing (or a change of size, or nothing above), whose next
+    unit is neither another line of it nor a continuation of its sentence (a lower-case start), and
+    neither a web address nor a caption ("Table 3.2 ..." in the figures' colour). A blue link inside a paragraph shares its row with black words or sits at
+    the paragraph's line spacing; a coloured paragraph runs on for more than a few words."""
+    if style.body_color < 0:
+        return set()
+    out: set[int] = set()
+    k = 0
+    while k < len(units):
+        first = units[k]
+        if not isinstance(first, Row) or first.color < 0:
+            k += 1
+            continue
+        run = [first]
+        for unit in units[k + 1 : k + 4]:
+            last = run[-1]
+            if not (
+                isinstance(unit, Row)
+                and unit.color == first.color
+                and abs(unit.size - first.size) <= 0.05 * first.size
+                and unit.box[1] - last.box[3] <= typical_gap + 0.3 * first.size
+            ):
+                break
+            run.append(unit)
+        text = " ".join(r.text for r in run)
+        before = units[k - 1] if k else None
+        after = units[k + len(run)] if k + len(run) < len(units) else None
+        apart = (
+            not isinstance(before, Row)
+            or abs(before.size - first.size) > 0.1 * first.size
+            or first.box[1] - before.box[3] > typical_gap + 0.3 * first.size
+        )
+        continued = isinstance(after, Row) and after.text.lstrip()[:1].islower()
+        if (
+            len(run) <= 3
+            and apart
+            and not continued
+            and color_heading_like(text, first.color, first.size, style)
+            and not _ADDRESS.search(text)
+            and not CAPTION.match(text)
+        ):
+            out.update(id(r) for r in run)
+        k += len(run)
+    return out
 
 
 def isolated_rows(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:

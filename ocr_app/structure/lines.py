@@ -46,6 +46,45 @@ class TextLine:
     # The page's layout model's word on this line (scans, ``structure.scan_regions``): "title" (a
     # heading), "prose" (a line of a paragraph: never a table cell), "figure"; "" = no model.
     role: str = ""
+    # The colour most of its characters are drawn in, as sRGB 0xRRGGBB (the text layer knows it;
+    # -1 = unknown: the light engine, scans). A brand colour marks headings, a light grey running lines.
+    color: int = -1
+
+
+def channels(color: int) -> tuple[float, float, float]:
+    """0xRRGGBB → (r, g, b) in 0..1."""
+    return ((color >> 16) & 255) / 255, ((color >> 8) & 255) / 255, (color & 255) / 255
+
+
+def light_grey(color: int) -> bool:
+    """Whether text in ``color`` reads as light grey: every channel at least ``LIGHT_GREY`` and about
+    neutral (no channel more than ``NEUTRAL_SPREAD`` from another). Running heads and footers are set
+    so, a step back from the text; body text and headings never are (they must read on white)."""
+    if color < 0:
+        return False
+    rgb = channels(color)
+    return min(rgb) >= LIGHT_GREY and max(rgb) - min(rgb) <= NEUTRAL_SPREAD and min(rgb) < 0.95
+
+
+def accent(color: int, body: int) -> bool:
+    """Whether text in ``color`` is set in a colour of its own against body text in ``body``: clearly
+    coloured (channels at least ``MIN_CHROMA`` apart: not black, grey or white), not near-black (the
+    brightest channel at least ``MIN_ACCENT_LIGHT``: a dark navy still counts, a black with a tint does
+    not), and far from the body's colour (a document set in blue throughout has no accent in blue)."""
+    if color < 0 or body < 0:
+        return False
+    rgb, base = channels(color), channels(body)
+    return (
+        max(rgb) - min(rgb) >= MIN_CHROMA
+        and max(rgb) >= MIN_ACCENT_LIGHT
+        and max(abs(a - b) for a, b in zip(rgb, base, strict=True)) >= MIN_CHROMA
+    )
+
+
+LIGHT_GREY = 0.55  # every channel of a light grey at least this (0x8C)
+NEUTRAL_SPREAD = 0.1  # a grey's channels at most this far apart
+MIN_CHROMA = 0.15  # a colour's channels at least this far apart (and this far from the body's)
+MIN_ACCENT_LIGHT = 0.25  # a colour's brightest channel at least this (darker is near-black)
 
 
 @dataclass
@@ -71,6 +110,14 @@ class DocStyle:
     # heavier than the body, short, ending in no punctuation): a line ending in ":" set in one of these
     # is a heading in the document's own heading style, not a label.
     heading_styles: tuple[tuple[float, int, str], ...] = ()
+    body_color: int = -1  # sRGB of most body-size characters; -1 = unknown
+    # (colour, size) of the document's short standalone-looking lines set in an accent colour at body
+    # size or larger, two or more of them: headings marked by colour alone (``docprofile``).
+    color_styles: tuple[tuple[int, float], ...] = ()
+
+    def in_color_style(self, color: int, size: float) -> bool:
+        """Whether a line of this colour and size is set like the document's coloured headings."""
+        return any(color == c and abs(size - s) <= 0.03 * s for c, s in self.color_styles)
 
     def in_heading_style(self, size: float, weight: int, font: str) -> bool:
         """Whether a line of this size, weight and font is set like the document's other headings."""
@@ -85,6 +132,25 @@ class DocStyle:
             if size >= 0.97 * s:
                 return k + self.first_level
         return len(self.heading_sizes) + self.first_level
+
+
+MAX_COLOR_HEADING_WORDS = 12  # a heading marked by colour alone is a short line
+
+
+def color_heading_like(text: str, color: int, size: float, style: DocStyle) -> bool:
+    """Whether a line could be a heading marked by its colour alone: set in an accent colour against the
+    body's (``accent``) at body size or larger, short (``MAX_COLOR_HEADING_WORDS``), not a sentence nor
+    a clause (no closing full stop, comma or semicolon: a coloured pull quote ends its sentence), with
+    letters, starting with no lower-case letter (the wrapped second line of a coloured caption)."""
+    text = text.strip()
+    return (
+        accent(color, style.body_color)
+        and size >= 0.95 * style.body_size
+        and len(text.split()) <= MAX_COLOR_HEADING_WORDS
+        and not text.endswith((".", ",", ";"))
+        and not text[:1].islower()
+        and sum(c.isalpha() for c in text) >= 2
+    )
 
 
 @dataclass
@@ -166,6 +232,12 @@ class Row:
     @property
     def italic(self) -> bool:
         return all(i.italic for i in self.items)
+
+    @property
+    def color(self) -> int:
+        """The colour all the row's pieces share, or -1 (several colours: a link inside a sentence)."""
+        colors = {i.color for i in self.items}
+        return colors.pop() if len(colors) == 1 else -1
 
     @property
     def weight(self) -> int:

@@ -27,6 +27,7 @@ from ocr_app.structure.headings import (
     SECTION_NUMBER,
     RowContext,
     cells_apart,
+    colored_rows,
     definition_terms,
     heading_level,
     isolated_rows,
@@ -88,6 +89,7 @@ class _SectionContext:
     left: float = 0.0
     width: float = 0.0
     hang_x: float | None = None  # where wrapped lines start in a section set with hanging indents
+    colored: set[int] = field(default_factory=set)  # rows standing apart in an accent colour
 
 
 def _section_units(
@@ -206,6 +208,7 @@ class _SectionBlocks:
             aligned,
             id(row) in ctx.terms,
             id(row) in ctx.leads_text,
+            id(row) in ctx.colored,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
@@ -413,6 +416,7 @@ def group_section(
         left,
         width,
         hang_x,
+        colored_rows(units, style, typical_gap) if style is not None else set(),
     )
     grouper = _SectionBlocks(ctx)
     for unit in units:
