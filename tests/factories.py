@@ -168,3 +168,45 @@ def pages_markdown(engine, pdf: Path) -> list[str]:
 def heading_texts(md: str) -> list[str]:
     """The texts of the Markdown headings in ``md``, in order, without their ``#`` marks."""
     return [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]
+
+
+SURVEY_TEXT = (
+    "the survey of regional households shows that income grew faster than prices in most areas while "
+    "rents in the larger towns rose by a third over the period and the share of families who own their "
+    "home fell for the fifth year in a row according to the figures"
+)
+
+
+def body_paragraph(
+    page,
+    x: float,
+    y: float,
+    width: float,
+    seed: int,
+    count: int,
+    font: str,
+    size: float = 10,
+    color=(0, 0, 0),
+) -> float:
+    """``count`` lines of body text (``SURVEY_TEXT`` from word ``seed % 9``, black unless ``color``)
+    filling ``width`` from ``y`` (the last one shorter, ending a sentence); the y of the next line."""
+    import itertools
+
+    import pymupdf
+
+    words = SURVEY_TEXT.split()
+    cycle = itertools.cycle(words[seed % 9 :] + words[: seed % 9])
+    for j in range(count):
+        line = ""
+        while True:
+            word = next(cycle)
+            if pymupdf.get_text_length(f"{line} {word}", fontname=font, fontsize=size) > width:
+                break
+            line = f"{line} {word}".strip()
+        if j == 0:
+            line = line.capitalize()
+        if j == count - 1:
+            line = line.rsplit(" ", 3)[0] + "."
+        page.insert_text((x, y), line, fontsize=size, fontname=font, color=color)
+        y += 1.3 * size
+    return y

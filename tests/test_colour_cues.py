@@ -9,12 +9,10 @@ headings are read as before."""
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from ocr_app.ingest.pdf import import_pymupdf
-from tests.factories import heading_texts, pages_markdown
+from tests.factories import SURVEY_TEXT, body_paragraph, heading_texts, pages_markdown
 
 pymupdf = import_pymupdf()
 
@@ -22,47 +20,12 @@ BLUE = (0.0, 0.35, 0.7)
 TEAL = (0.0, 0.5, 0.5)
 GREY = (0.62, 0.62, 0.62)
 DARK = (0.2, 0.2, 0.2)  # a dark grey body text
-TEXT = (
-    "the survey of regional households shows that income grew faster than prices in most areas while "
-    "rents in the larger towns rose by a third over the period and the share of families who own their "
-    "home fell for the fifth year in a row according to the figures"
-)
-WORDS = TEXT.split()
+WORDS = SURVEY_TEXT.split()
 
 
 @pytest.fixture(scope="module")
 def engine(textlayer_engine):
     return textlayer_engine
-
-
-def _paragraph(
-    page,
-    x: float,
-    y: float,
-    width: float,
-    seed: int,
-    count: int,
-    font: str,
-    size: float = 10,
-    color=(0, 0, 0),
-) -> float:
-    """``count`` lines of body text (black unless ``color``) filling ``width`` from ``y`` (the last one
-    shorter, ending a sentence); the y of the next line."""
-    words = itertools.cycle(WORDS[seed % 9 :] + WORDS[: seed % 9])
-    for j in range(count):
-        line = ""
-        while True:
-            word = next(words)
-            if pymupdf.get_text_length(f"{line} {word}", fontname=font, fontsize=size) > width:
-                break
-            line = f"{line} {word}".strip()
-        if j == 0:
-            line = line.capitalize()
-        if j == count - 1:
-            line = line.rsplit(" ", 3)[0] + "."
-        page.insert_text((x, y), line, fontsize=size, fontname=font, color=color)
-        y += 1.3 * size
-    return y
 
 
 def _read(engine, doc, tmp_path, name: str = "page") -> str:
@@ -105,11 +68,11 @@ def test_blue_body_size_headings_over_paragraphs(tmp_path, engine, fonts):
     head_font, body_font = fonts
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    y = _paragraph(page, 60, 110, 475, 1, 6, body_font) + 14
+    y = body_paragraph(page, 60, 110, 475, 1, 6, body_font) + 14
     titles = ["Household incomes", "Rents in the larger towns", "Home ownership"]
     for k, title in enumerate(titles):
         page.insert_text((60, y), title, fontsize=10, fontname=head_font, color=BLUE)
-        y = _paragraph(page, 60, y + 15, 475, k + 2, 7, body_font) + 14
+        y = body_paragraph(page, 60, y + 15, 475, k + 2, 7, body_font) + 14
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == titles, md
 
@@ -120,11 +83,11 @@ def test_teal_slightly_larger_headings_in_a_brochure(tmp_path, engine, count):
     in a style used more than once, or once on the page, since it is also larger than the body."""
     doc = pymupdf.open()
     page = doc.new_page(width=612, height=792)
-    y = _paragraph(page, 56, 110, 500, 3, 5, "helv") + 16
+    y = body_paragraph(page, 56, 110, 500, 3, 5, "helv") + 16
     titles = ["Our services", "Where to find us", "Opening times"][:count]
     for k, title in enumerate(titles):
         page.insert_text((56, y), title, fontsize=11, fontname="helv", color=TEAL)
-        y = _paragraph(page, 56, y + 16, 500, k + 4, 6, "helv") + 16
+        y = body_paragraph(page, 56, y + 16, 500, k + 4, 6, "helv") + 16
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == titles, md
 
@@ -142,7 +105,7 @@ def test_grey_running_header_and_footer_are_page_furniture(tmp_path, engine, hea
     page.insert_text((60, 50), header, fontsize=header_size, fontname=font, color=GREY)
     page.insert_text((60, 805), footer, fontsize=9, fontname=font, color=GREY)
     page.insert_text((60, 80), "Water supply", fontsize=14, fontname="hebo")
-    _paragraph(page, 60, 104, 475, 2, 40, font)
+    body_paragraph(page, 60, 104, 475, 2, 40, font)
     blocks = _blocks(engine, doc, tmp_path)
     kinds = {b.text: b.label for b in blocks}
     assert kinds.get(header) == "page_header", blocks
@@ -159,7 +122,7 @@ def test_black_footer_in_plain_type_stays_text(tmp_path, engine):
     footer = "Prepared for the regional assembly"
     page.insert_text((60, 805), footer, fontsize=9, fontname="helv")
     page.insert_text((60, 80), "Water supply", fontsize=14, fontname="hebo")
-    _paragraph(page, 60, 104, 475, 2, 40, "helv")
+    body_paragraph(page, 60, 104, 475, 2, 40, "helv")
     md = _read(engine, doc, tmp_path)
     assert footer in md, md
 
@@ -178,7 +141,7 @@ def test_guard_blue_links_inside_paragraphs_are_no_headings(tmp_path, engine):
     stay in the paragraph; so does a coloured lead line that runs on into black text."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    y = _paragraph(page, 60, 100, 475, 1, 4, "helv")
+    y = body_paragraph(page, 60, 100, 475, 1, 4, "helv")
     _link_line(
         page, 60, y, [("More figures are in", (0, 0, 0)), ("the regional tables", BLUE), ("and", (0, 0, 0))]
     )
@@ -186,11 +149,11 @@ def test_guard_blue_links_inside_paragraphs_are_no_headings(tmp_path, engine):
     _link_line(page, 60, y, [("Regional statistics online", BLUE)])
     y += 13
     _link_line(page, 60, y, [("which the office updates every quarter.", (0, 0, 0))])
-    y = _paragraph(page, 60, y + 26, 475, 3, 4, "helv") + 14
+    y = body_paragraph(page, 60, y + 26, 475, 3, 4, "helv") + 14
     _link_line(page, 60, y, [("Our findings in brief", BLUE)])
     y += 13
     _link_line(page, 60, y, [("show that incomes grew faster than prices in most areas.", (0, 0, 0))])
-    _paragraph(page, 60, y + 26, 475, 5, 4, "helv")
+    body_paragraph(page, 60, y + 26, 475, 5, 4, "helv")
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
     assert "Regional statistics online which the office" in md, md
@@ -202,15 +165,15 @@ def test_guard_coloured_pull_quote_and_wrapping_colour_paragraph_are_text(tmp_pa
     through are text, even with two of them on the page."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    y = _paragraph(page, 60, 100, 475, 1, 5, "helv") + 16
+    y = body_paragraph(page, 60, 100, 475, 1, 5, "helv") + 16
     for quote in ("Rents in the larger towns rose by a third.", "Incomes grew faster than prices."):
         page.insert_text((80, y), quote, fontsize=10, fontname="tiit", color=BLUE)
-        y = _paragraph(page, 60, y + 24, 475, 2, 5, "helv") + 16
+        y = body_paragraph(page, 60, y + 24, 475, 2, 5, "helv") + 16
     for _ in range(2):
         for line in ("The share of families who own their home fell", "for the fifth year in a row"):
             page.insert_text((60, y), line, fontsize=10, fontname="helv", color=TEAL)
             y += 13
-        y = _paragraph(page, 60, y + 14, 475, 4, 4, "helv") + 16
+        y = body_paragraph(page, 60, y + 14, 475, 4, 4, "helv") + 16
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
 
@@ -219,7 +182,7 @@ def test_guard_coloured_table_header_stays_in_the_table(tmp_path, engine):
     """Guard: a ruled table whose header row is set in blue keeps that row as its header cells."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    y = _paragraph(page, 60, 100, 475, 1, 4, "helv") + 20
+    y = body_paragraph(page, 60, 100, 475, 1, 4, "helv") + 20
     rows = [["Region", "Income", "Rent"], ["North", "31 200", "8 400"], ["South", "29 800", "9 100"]]
     xs = [60, 220, 380, 535]
     for r, row in enumerate(rows):
@@ -233,7 +196,7 @@ def test_guard_coloured_table_header_stays_in_the_table(tmp_path, engine):
     page.draw_line((60, bottom), (535, bottom), width=0.5)
     for x in xs:
         page.draw_line((x, y), (x, bottom), width=0.5)
-    _paragraph(page, 60, bottom + 30, 475, 3, 4, "helv")
+    body_paragraph(page, 60, bottom + 30, 475, 3, 4, "helv")
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
     assert "<table>" in md and "Region" in md.split("<table>")[1], md
@@ -243,11 +206,11 @@ def test_guard_black_bold_headings_unchanged(tmp_path, engine):
     """Guard: black bold headings at body size over black paragraphs are headings as before."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    y = _paragraph(page, 60, 100, 475, 1, 5, "helv") + 14
+    y = body_paragraph(page, 60, 100, 475, 1, 5, "helv") + 14
     titles = ["Household incomes", "Home ownership"]
     for k, title in enumerate(titles):
         page.insert_text((60, y), title, fontsize=10, fontname="hebo")
-        y = _paragraph(page, 60, y + 15, 475, k + 2, 6, "helv") + 14
+        y = body_paragraph(page, 60, y + 15, 475, k + 2, 6, "helv") + 14
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == titles, md
 
@@ -260,9 +223,9 @@ def test_one_blue_heading_a_page_is_a_style_across_the_document(tmp_path, engine
     titles = ["Household incomes", "Rents in the larger towns", "Home ownership"]
     for k, title in enumerate(titles):
         page = doc.new_page(width=595, height=842)
-        y = _paragraph(page, 60, 110, 475, k, 8, "tiro", color=DARK) + 14
+        y = body_paragraph(page, 60, 110, 475, k, 8, "tiro", color=DARK) + 14
         page.insert_text((60, y), title, fontsize=10, fontname="tiro", color=BLUE)
-        _paragraph(page, 60, y + 15, 475, k + 3, 12, "tiro", color=DARK)
+        body_paragraph(page, 60, y + 15, 475, k + 3, 12, "tiro", color=DARK)
     pdf = tmp_path / "report.pdf"
     doc.save(pdf)
     found = [heading_texts(md) for md in pages_markdown(engine, pdf)]
@@ -276,10 +239,10 @@ def test_guard_a_document_set_in_blue_throughout_has_no_colour_headings(tmp_path
     page = doc.new_page(width=595, height=842)
     y = 100
     for k, label in enumerate(["Household incomes", "Home ownership"]):
-        y = _paragraph(page, 60, y, 475, k, 6, "helv", color=BLUE) + 14
+        y = body_paragraph(page, 60, y, 475, k, 6, "helv", color=BLUE) + 14
         page.insert_text((60, y), label, fontsize=10, fontname="helv", color=BLUE)
         y += 28
-    _paragraph(page, 60, y, 475, 4, 6, "helv", color=BLUE)
+    body_paragraph(page, 60, y, 475, 4, 6, "helv", color=BLUE)
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
 
@@ -289,9 +252,9 @@ def test_blue_lead_in_ending_in_a_colon_is_a_heading(tmp_path, engine):
     document whose blue titles are its headings: the colour counts as a bold lead-in's weight does."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    y = _paragraph(page, 60, 100, 475, 1, 5, "helv") + 14
+    y = body_paragraph(page, 60, 100, 475, 1, 5, "helv") + 14
     page.insert_text((60, y), "Background", fontsize=10, fontname="helv", color=BLUE)
-    y = _paragraph(page, 60, y + 15, 475, 2, 5, "helv") + 14
+    y = body_paragraph(page, 60, y + 15, 475, 2, 5, "helv") + 14
     page.insert_text((60, y), "Key findings:", fontsize=10, fontname="helv", color=BLUE)
     y += 15
     for k in range(3):
@@ -306,10 +269,10 @@ def test_guard_coloured_captions_stay_captions(tmp_path, engine):
     2007"), two on the page, are captions: neither line is a heading."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    y = _paragraph(page, 60, 100, 475, 1, 5, "helv") + 16
+    y = body_paragraph(page, 60, 100, 475, 1, 5, "helv") + 16
     for k in (1, 2):
         page.insert_text((60, y), f"Figure {k} Incomes by region", fontsize=10, fontname="helv", color=BLUE)
         page.insert_text((60, y + 13), "and household type, 2007", fontsize=10, fontname="helv", color=BLUE)
-        y = _paragraph(page, 60, y + 40, 475, k + 2, 5, "helv") + 16
+        y = body_paragraph(page, 60, y + 40, 475, k + 2, 5, "helv") + 16
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == [], md

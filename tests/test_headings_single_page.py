@@ -12,45 +12,18 @@ import itertools
 import pytest
 
 from ocr_app.ingest.pdf import import_pymupdf
-from tests.factories import heading_texts, pages_markdown
+from tests.factories import SURVEY_TEXT, body_paragraph, heading_texts, pages_markdown
 
 pymupdf = import_pymupdf()
 
 A4, LETTER = (595, 842), (612, 792)
-TEXT = (
-    "the survey of regional households shows that income grew faster than prices in most areas while "
-    "rents in the larger towns rose by a third over the period and the share of families who own their "
-    "home fell for the fifth year in a row according to the figures"
-)
-WORDS = TEXT.split()
+WORDS = SURVEY_TEXT.split()
 FACES = [("hebo", "helv"), ("tibo", "tiro")]  # (bold face, body face)
 
 
 @pytest.fixture(scope="module")
 def engine(textlayer_engine):
     return textlayer_engine
-
-
-def _paragraph(
-    page, x: float, y: float, width: float, seed: int, count: int, font: str, size: float = 10
-) -> float:
-    """``count`` lines of body text filling ``width`` from ``y`` (the last one shorter, ending a
-    sentence); the y of the next line."""
-    words = itertools.cycle(WORDS[seed % 9 :] + WORDS[: seed % 9])
-    for j in range(count):
-        line = ""
-        while True:
-            word = next(words)
-            if pymupdf.get_text_length(f"{line} {word}", fontname=font, fontsize=size) > width:
-                break
-            line = f"{line} {word}".strip()
-        if j == 0:
-            line = line.capitalize()
-        if j == count - 1:
-            line = line.rsplit(" ", 3)[0] + "."
-        page.insert_text((x, y), line, fontsize=size, fontname=font)
-        y += 1.3 * size
-    return y
 
 
 def _read(engine, doc, tmp_path, name: str = "page") -> str:
@@ -78,7 +51,7 @@ def _report_page(
     y = 90
     for number, (title, count) in enumerate((("Results of the survey", 12), ("Discussion", 14)), start=2):
         page.insert_text((56, y), f"{number} {title}", fontsize=13, fontname="hebo")
-        y = _paragraph(page, 56, y + 23, width - 112, number, count, body_font) + 12
+        y = body_paragraph(page, 56, y + 23, width - 112, number, count, body_font) + 12
     return doc
 
 
@@ -111,10 +84,10 @@ def test_a_pages_own_title_over_a_rule_and_an_underlined_heading_stay_headings(t
     page = doc.new_page(width=612, height=792)
     page.insert_text((56, 50), "Executive Summary", fontsize=12, fontname="hebo")
     page.draw_line((56, 56), (556, 56), width=0.5)
-    y = _paragraph(page, 56, 90, 500, 1, 8, "helv") + 12
+    y = body_paragraph(page, 56, 90, 500, 1, 8, "helv") + 12
     page.insert_text((56, y), "Key results", fontsize=11, fontname="hebo")
     page.draw_line((56, y + 4), (556, y + 4), width=0.5)
-    _paragraph(page, 56, y + 18, 500, 2, 8, "helv")
+    body_paragraph(page, 56, y + 18, 500, 2, 8, "helv")
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == ["Executive Summary", "Key results"], md
 
@@ -134,7 +107,7 @@ def test_a_footnote_under_a_rule_at_the_pages_foot_stays_text(tmp_path, engine):
     """A footnote in the bottom band under its rule ends in a full stop: a sentence, not a footer."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    _paragraph(page, 56, 80, 480, 1, 30, "tiro")
+    body_paragraph(page, 56, 80, 480, 1, 30, "tiro")
     page.draw_line((56, 760), (200, 760), width=0.5)
     page.insert_text(
         (56, 792), "1 Figures for the last quarter are provisional.", fontsize=8, fontname="tiro"
@@ -155,7 +128,7 @@ def _brief(size, heading_size: float, faces: tuple[str, str], follow: str, label
     width, height = size
     page = doc.new_page(width=width, height=height)
     page.insert_text((60, 80), "Housing Market Brief", fontsize=22, fontname=bold)
-    y = _paragraph(page, 60, 120, width - 120, 3, 5, body) + 12
+    y = body_paragraph(page, 60, 120, width - 120, 3, 5, body) + 12
     page.insert_text((60, y), "Key findings:", fontsize=heading_size, fontname=bold)
     y += 1.6 * heading_size
     if follow == "list":
@@ -164,8 +137,8 @@ def _brief(size, heading_size: float, faces: tuple[str, str], follow: str, label
             page.insert_text((70, y), f"\u2022 {item}.", fontsize=10, fontname=body)
             y += 14
     else:
-        y = _paragraph(page, 60, y, width - 120, 4, 4, body)
-    y = _paragraph(page, 60, y + 12, width - 120, 5, 5, body) + 12
+        y = body_paragraph(page, 60, y, width - 120, 4, 4, body)
+    y = body_paragraph(page, 60, y + 12, width - 120, 5, 5, body) + 12
     page.insert_text((60, y), "For more information:", fontsize=label_size, fontname=bold)
     y += 1.4 * label_size
     for line in ("Regional Statistics Office", "12 Market Street, Springfield", "www.stats.example.org"):
@@ -195,7 +168,7 @@ def test_a_list_of_bold_terms_ending_in_colons_stays_a_list(tmp_path, engine):
     """Bold terms with a colon at body size in a list ("Rent: ...") are list items, not headings."""
     doc = pymupdf.open()
     page = doc.new_page(width=612, height=792)
-    y = _paragraph(page, 60, 80, 490, 1, 5, "helv") + 12
+    y = body_paragraph(page, 60, 80, 490, 1, 5, "helv") + 12
     for term in ("Rent:", "Income:", "Ownership:"):
         page.insert_text((60, y), f"\u2022 {term}", fontsize=10, fontname="hebo")
         page.insert_text((130, y), "rose faster than prices in most areas.", fontsize=10, fontname="helv")
@@ -246,7 +219,7 @@ def _columns(size, faces, heading_size: float, count: int) -> tuple[object, list
     y = 80 + 31 * pitch
     page.insert_text((margin + 60, y), "Residents Survey Results", fontsize=heading_size + 4, fontname=bold)
     for c in range(count):
-        _paragraph(page, margin + c * (col + gutter), y + 26, col, c, 6, body)
+        body_paragraph(page, margin + c * (col + gutter), y + 26, col, c, 6, body)
     return doc, [*heads, "Residents Survey Results"]
 
 
@@ -276,9 +249,9 @@ def test_numbered_bold_headings_at_body_size_after_short_paragraphs_are_headings
     bold, body = faces
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    y = _paragraph(page, 60, 80, 470, 1, 2, body)
+    y = body_paragraph(page, 60, 80, 470, 1, 2, body)
     for k, head in enumerate(heads):
         page.insert_text((60, y), head, fontsize=10, fontname=bold)
-        y = _paragraph(page, 60, y + 13, 470, k, 2, body)
+        y = body_paragraph(page, 60, y + 13, 470, k, 2, body)
     md = _read(engine, doc, tmp_path)
     assert heading_texts(md) == heads, md

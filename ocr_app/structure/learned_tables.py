@@ -539,11 +539,7 @@ def _centre_spans(slots: list[_Slot], body: float) -> list[_Slot]:
         }
         if len(under) < 2:
             continue
-        gone = {id(o) for o in row if o.col <= b and a < o.col + o.colspan}
-        freed = [c for c in range(s.col, s.col + s.colspan) if not a <= c <= b]
-        slots = [o for o in slots if id(o) not in gone]
-        slots += [_Slot(s.row, c, header=s.header) for c in freed]
-        s.col, s.colspan = a, b - a + 1
+        slots = _respan(slots, s, row, a, b)
     return slots
     cols = [(min(ink[c]), max(ink[c])) for c in range(n_cols)]
     for s in [s for s in slots if s.row < body_at and s.colspan >= 2 and s.rowspan == 1 and s.words]:
@@ -560,11 +556,18 @@ def _centre_spans(slots: list[_Slot], body: float) -> list[_Slot]:
             o.words or o.rowspan > 1 for o in row if o.col <= b and a < o.col + o.colspan
         ):
             continue
-        gone = {id(o) for o in row if o.col <= b and a < o.col + o.colspan}
-        freed = [c for c in range(s.col, s.col + s.colspan) if not a <= c <= b]
-        slots = [o for o in slots if id(o) not in gone]
-        slots += [_Slot(s.row, c, header=s.header) for c in freed]
-        s.col, s.colspan = a, b - a + 1
+        slots = _respan(slots, s, row, a, b)
+    return slots
+
+
+def _respan(slots: list[_Slot], s: _Slot, row: list[_Slot], a: int, b: int) -> list[_Slot]:
+    """``slots`` with ``s`` spanning columns ``a``..``b``: the empty slots of its row there go, the
+    columns it leaves get empty slots of their own."""
+    gone = {id(o) for o in row if o.col <= b and a < o.col + o.colspan}
+    freed = [c for c in range(s.col, s.col + s.colspan) if not a <= c <= b]
+    slots = [o for o in slots if id(o) not in gone]
+    slots += [_Slot(s.row, c, header=s.header) for c in freed]
+    s.col, s.colspan = a, b - a + 1
     return slots
 
 
