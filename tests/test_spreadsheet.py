@@ -123,3 +123,15 @@ def test_the_web_app_offers_the_workbook(table_pdf, tiny_checkpoint, tmp_path):
     names = [Path(f).name for f in files]
     assert "results_tables.xlsx" in names, names
     _check_results_sheet(Path(files[names.index("results_tables.xlsx")]))
+
+
+def test_spans_past_the_table_are_cut_to_it(tmp_path):
+    """A model's HTML may ask for any span: merged cell by cell, "rowspan=100000" would make millions
+    of cells. Spans reach no further down than the table's rows and at most 256 columns across."""
+    from ocr_app.render.spreadsheet import SheetTable, write_workbook
+
+    html = "<table><tr><td rowspan='100000' colspan='100000'>x</td></tr><tr><td>1</td></tr></table>"
+    cells = table_cells(html)
+    assert [(c.rowspan, c.colspan) for c in cells] == [(2, 256), (1, 1)]
+    write_workbook([SheetTable(1, 1, cells)], tmp_path / "t.xlsx")
+    assert (tmp_path / "t.xlsx").stat().st_size < 200_000

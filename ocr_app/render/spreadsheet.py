@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 MAX_SHEET_TITLE = 31  # Excel's limit
+MAX_COLSPAN = 256  # a span is merged cell by cell: a model's "colspan=100000" must not make millions
 # A figure as reports print it: thousands grouped by commas or thin spaces, a decimal point, a sign or
 # accounting parentheses for a negative, a trailing percent sign. No leading zero before other digits.
 _NUMBER = re.compile(
@@ -87,7 +88,7 @@ class _TableParser(HTMLParser):
 
 def _span(value: str | None) -> int:
     try:
-        return max(1, min(int(value or 1), 1000))
+        return max(1, min(int(value or 1), 100_000))
     except ValueError:
         return 1
 
@@ -102,7 +103,9 @@ def table_cells(html: str) -> list[SheetCell]:
     cells: list[SheetCell] = []
     for r, row in enumerate(parser.rows):
         c = 0
-        for text, rowspan, colspan, header in row:
+        for text, asked_down, asked_across, header in row:
+            rowspan = min(asked_down, len(parser.rows) - r)  # no deeper than the table's rows
+            colspan = min(asked_across, MAX_COLSPAN)
             while (r, c) in taken:
                 c += 1
             cells.append(SheetCell(r, c, text, rowspan, colspan, header))
