@@ -2,11 +2,13 @@
 
 One process holds the engine stack (full-size random-weight checkpoint as ``bench_product.py`` builds
 it, every page decodes exactly ``--new`` tokens, warm, result cache and vision cache off) and the
-app's job runner. Clients are threads. Two paths, the first one available is used and reported:
+app's job runner. Two paths, the first one available is used and reported:
 
 * ``api``: the real app (``ui.app.build_app`` + ``ui.launch``) on a loopback port, one
-  ``gradio_client.Client`` per client calling ``/convert`` (needs gradio, which the GPU image lacks);
-  each client connects (fetches the app's config) before the clock starts, as a user's open tab has;
+  ``gradio_client.Client`` per client calling ``/convert`` (needs gradio, which the GPU image lacks),
+  each in a process of its own as a user's browser is (``api_client.py``; until round 5 they were
+  threads of the server's process and took its GIL); each client connects (fetches the app's config)
+  before the clock starts, as a user's open tab has;
 * ``runner``: the same job runner without gradio — the app's per-engine slots (``ui.slots.JobSlots``,
   ``ui.jobs.wait_turn``) and its conversion stream (``ui.jobs.stream_conversion``) — from threads.
 
@@ -46,6 +48,7 @@ import bench_product as bp  # noqa: E402  (the checkpoint, PDFs and EOS rule are
 
 MIB = 1024**2
 GIB = 1024**3
+IDLE_REPEATS = 5  # 1-page requests through the app, and through Converter, taking turns
 
 
 def log(*a: object) -> None:
@@ -93,6 +96,9 @@ class Runner:
     def connect(self) -> Any:
         """What a client holds before it sends a job (the app: a connected ``gradio_client``)."""
         return None
+
+    def disconnect(self, conn: Any) -> None:
+        """Let go of what ``connect`` gave."""
 
     def convert(self, pdf: str, conn: Any = None) -> dict:
         from ocr_app.convert import ConvertOptions
@@ -163,17 +169,23 @@ class Api(Runner):
 
     def connect(self) -> Any:
         """A connected client (it fetched the app's config), as a user's open browser tab is before they
-        press Convert: its 0.3-0.5 s of set-up is the client's, not the job's."""
-        from gradio_client import Client
+        press Convert: its set-up is the client's, not the job's. In a process of its own, as a browser
+        is (``api_client``): client threads in this process took the server's GIL."""
+        from api_client import ClientProcess
 
-        return Client(self.url, verbose=False, download_files=False)
+        return ClientProcess(self.url)
+
+    def disconnect(self, conn: Any) -> None:
+        conn.close()
 
     def convert(self, pdf: str, conn: Any = None) -> dict:
-        from gradio_client import handle_file
-
-        client = conn or self.connect()
-        _, result, _ = client.predict(files=[handle_file(pdf)], use_cache=False, api_name="/convert")
-        return _summary(result["documents"][0])
+        if conn is not None:
+            return _summary(conn.convert(pdf))
+        conn = self.connect()
+        try:
+            return _summary(conn.convert(pdf))
+        finally:
+            conn.close()
 
     def close(self) -> None:
         self.demo.close()
@@ -182,18 +194,49 @@ class Api(Runner):
 
 
 def count_pages(converter) -> list[int]:
-    """Instrumentation: a counter of the pages ``converter`` finished (its per-page step, wrapped)."""
+    """Instrumentation: a counter of the pages ``converter`` finished (its per-page step, wrapped), and
+    a timeline of when conversions start and end and when each page is finished (``TIMELINE``)."""
     done = [0]
     lock = threading.Lock()
     finish = converter._finish_page
+    convert = converter.convert
 
     def counted(*a, **kw):
         finish(*a, **kw)
         with lock:
             done[0] += 1
+            TIMELINE.append(("page", time.perf_counter()))
+
+    def timed(*a, **kw):
+        with lock:
+            TIMELINE.append(("start", time.perf_counter()))
+        try:
+            return convert(*a, **kw)
+        finally:
+            with lock:
+                TIMELINE.append(("end", time.perf_counter()))
 
     converter._finish_page = counted
+    converter.convert = timed
     return done
+
+
+TIMELINE: list[tuple[str, float]] = []  # (what, perf_counter) of every conversion start/end and page
+
+
+def timeline_since(t0: float) -> dict:
+    """When, after ``t0``, the last conversion started, the first and last page was finished and the
+    last conversion ended (s): where a scenario's wall time goes (admission, decode, finishing)."""
+    marks: dict[str, list[float]] = {}
+    for what, t in list(TIMELINE):
+        if t >= t0:
+            marks.setdefault(what, []).append(round(t - t0, 3))
+    return {
+        "last_start_s": max(marks.get("start", [0.0])),
+        "first_page_s": min(marks.get("page", [0.0])),
+        "last_page_s": max(marks.get("page", [0.0])),
+        "last_end_s": max(marks.get("end", [0.0])),
+    }
 
 
 def _admitted(turn):
@@ -247,6 +290,7 @@ def together(runner: Runner, pdfs: list[str]) -> dict:
     start = threading.Barrier(len(pdfs) + 1)
 
     def client(i: int) -> None:
+        conn = None
         try:
             conn = runner.connect()
         finally:
@@ -255,6 +299,9 @@ def together(runner: Runner, pdfs: list[str]) -> dict:
             results[i] = runner.convert(pdfs[i], conn)
         except Exception as exc:  # reported in the table, not hidden
             errors.append(f"{type(exc).__name__}: {exc}"[:200])
+        finally:
+            if conn is not None:
+                runner.disconnect(conn)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(len(pdfs))]
     for t in threads:
@@ -269,6 +316,7 @@ def together(runner: Runner, pdfs: list[str]) -> dict:
     return {
         "clients": len(pdfs),
         "wall_s": round(wall, 3),
+        "timeline": timeline_since(t0),
         "pages": sum(r["pages"] for r in done),
         "tokens": sum(r["tokens"] for r in done),
         "page_errors": sum(r["errors"] for r in done),
@@ -280,7 +328,8 @@ def together(runner: Runner, pdfs: list[str]) -> dict:
 def late_request(runner: Runner, long_pdf: str, short_pdf: str, after_s: float) -> dict:
     """A 1-page request ``after_s`` into a long job: its latency, and the long job's pages meanwhile."""
     long_result: dict = {}
-    long_job = threading.Thread(target=lambda: long_result.update(runner.convert(long_pdf)))
+    long_conn = runner.connect()
+    long_job = threading.Thread(target=lambda: long_result.update(runner.convert(long_pdf, long_conn)))
     t_long = time.perf_counter()
     long_job.start()
     time.sleep(after_s)  # a benchmark: the wall clock is what is measured
@@ -291,6 +340,8 @@ def late_request(runner: Runner, long_pdf: str, short_pdf: str, after_s: float) 
     latency = time.perf_counter() - t0
     served_during = runner.served() - served_before - short["pages"]
     long_job.join()
+    runner.disconnect(conn)
+    runner.disconnect(long_conn)
     return {
         "short_latency_s": round(latency, 3),
         "short": short,
@@ -324,12 +375,19 @@ def phase_main(args: argparse.Namespace) -> dict:
         for key in ("clients_x_pages", "single_pages", "clients_x_pages_again", "single_pages_again"):
             if key in res:
                 res[key]["ratio_vs_one_doc"] = round(res[key]["wall_s"] / one["wall_s"], 3)
-        res["idle_1p"] = idle = _sampled(args, res, "idle_1p", lambda: together(runner, [pdfs["1"]]))
-        res["direct"] = direct = {  # the same documents through Converter alone, twice each (the faster)
-            f"{n}p_{name}": min(runner.direct(pdfs[str(n)], fmts) for _ in range(2))
-            for n in (1, args.doc)
-            for name, fmts in (("default_formats", None), ("json", frozenset({"json"})))
-        }
+        # one page is ~1 s and varies by ±10 % run to run: the app and Converter take turns, 5 times each,
+        # and the medians are compared (the 16-page runs: twice each, the faster)
+        idle_runs, direct_runs = [], {}
+        for _ in range(IDLE_REPEATS):
+            idle_runs.append(_sampled(args, res, "idle_1p", lambda: together(runner, [pdfs["1"]])))
+            for name, fmts in (("default_formats", None), ("json", frozenset({"json"}))):
+                direct_runs.setdefault(f"1p_{name}", []).append(runner.direct(pdfs["1"], fmts))
+        res["idle_1p"] = idle = sorted(idle_runs, key=lambda r: r["wall_s"])[len(idle_runs) // 2]
+        idle["runs_s"] = sorted(r["wall_s"] for r in idle_runs)
+        res["direct_runs"] = {k: sorted(v) for k, v in direct_runs.items()}
+        res["direct"] = direct = {k: sorted(v)[len(v) // 2] for k, v in direct_runs.items()}
+        for name, fmts in (("default_formats", None), ("json", frozenset({"json"}))):
+            direct[f"{args.doc}p_{name}"] = min(runner.direct(pdfs[str(args.doc)], fmts) for _ in range(2))
         for key, n in (("one_doc", args.doc), ("idle_1p", 1)):
             res[key]["over_converter_same_formats"] = round(
                 res[key]["wall_s"] / direct[f"{n}p_{runner.formats}"], 3
@@ -496,7 +554,16 @@ def table(results: dict) -> str:
             "≤ 1.25×",
         )
     )
-    lines.append(row("1 page, idle", f"{m['idle_1p']['wall_s']} s"))
+    idle_runs = m["idle_1p"].get("runs_s") or [m["idle_1p"]["wall_s"]]
+    lines.append(
+        row("1 page, idle (median; min-max)", f"{m['idle_1p']['wall_s']} s ({idle_runs[0]}-{idle_runs[-1]})")
+    )
+    for key in ("one_doc", "clients_x_pages", "single_pages"):
+        tl = m[key].get("timeline")
+        if tl:
+            lines.append(row(f"  timeline of {key}: last job started / first, last page done / last job ended, s",
+                             f"{tl['last_start_s']} / {tl['first_page_s']}, {tl['last_page_s']} / {tl['last_end_s']}"
+                             f" (wall {m[key]['wall_s']})"))  # fmt: skip
     for key in ("late", "late_uncapped"):
         late = m[key]
         lines.append(row(f"1 page into a {late['long'].get('pages')}-page job (small-request batch "

@@ -311,9 +311,10 @@ def test_a_jpeg_over_the_page_budget_is_decoded_at_a_smaller_scale(tmp_path):
 
 
 def test_trimming_the_heap_gives_freed_memory_back(tmp_path):
-    """What every app job ends with (``trim_host_heap``, glibc's ``malloc_trim``): 300 MB of 1 KB blocks
-    freed behind one block still held stay resident (glibc cannot shrink its heap past a live block);
-    trimmed, they go back. In a child process, whose RSS is its own."""
+    """What the app does once its last running job has ended (``trim_host_heap``, glibc's
+    ``malloc_trim``): 300 MB of 1 KB blocks freed behind one block still held stay resident (glibc
+    cannot shrink its heap past a live block); trimmed, they go back. In a child process, whose RSS is
+    its own."""
     code = (
         "from ocr_app.runtime.memory import trim_host_heap\n"
         "def rss():\n"

@@ -279,6 +279,36 @@ def test_a_slot_freed_by_one_thread_admits_a_waiting_one():
     assert got == [True] and second.admitted
 
 
+
+def test_the_heap_is_trimmed_once_the_last_job_has_left_not_after_each(monkeypatch):
+    """``malloc_trim`` locks glibc's arenas: 16 jobs ending at once each paid it on their result's path.
+    The app trims when no job of any engine runs or waits, on a thread of its own."""
+    from types import SimpleNamespace
+
+    import ocr_app.ui.blocks as blocks
+
+    trimmed = threading.Event()
+    calls = []
+
+    def trim():
+        calls.append(threading.current_thread().name)
+        trimmed.set()
+
+    monkeypatch.setattr(blocks, "trim_host_heap", trim)
+    slots = JobSlots({"deepseek": 2, "light": 1})
+    app = SimpleNamespace(slots=slots)
+    first, second, light = slots.enter("deepseek"), slots.enter("deepseek"), slots.enter("light")
+    for ticket in (first, light):
+        slots.leave(ticket)
+        blocks.OcrApp._trim_when_idle(app)
+        assert not slots.idle()
+    assert not trimmed.wait(0.2) and calls == []  # a job still runs: nobody trims
+    slots.leave(second)
+    assert slots.idle()
+    blocks.OcrApp._trim_when_idle(app)
+    assert trimmed.wait(10)
+    assert calls == ["ocr-app-trim"]  # once, and not on the job's own thread
+
 def test_the_ui_command_refuses_a_malformed_sign_in_before_it_starts(tmp_path):
     from click.testing import CliRunner
 

@@ -8,6 +8,7 @@ rather than discovered as an OOM days later. On CPU this is a cheap record with 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import time
@@ -87,14 +88,21 @@ def trim_host_heap() -> None:
 
     Why: a job's page images, decoded streams and engine buffers are freed into glibc's arenas, which
     keep them: the app held 640 MB after a refused 1 GiB filter-chain bomb and 1 GB after two scans,
-    against ~500 MB after ``malloc_trim(0)`` (issue 31: back to the baseline ± 50 MB). A few ms."""
+    against ~500 MB after ``malloc_trim(0)`` (issue 31: back to the baseline ± 50 MB). A few ms, with
+    the arenas locked meanwhile: the app trims once its last running job has ended, not after each."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, looked up once (``find_library`` runs ``ldconfig``: a child process)."""
     import ctypes
     import ctypes.util
 
     name = ctypes.util.find_library("c")
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
-    if trim is not None:
-        trim(0)
+    return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
 
 
 def _cuda_module() -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import threading
 import time
 from collections.abc import Generator, Iterator
 from contextlib import nullcontext
@@ -226,8 +227,16 @@ class OcrApp:
                 )
             finally:
                 self.slots.leave(ticket)
+                self._trim_when_idle()
         finally:
             self.cancels.finish(key, cancel)
+
+    def _trim_when_idle(self) -> None:
+        """The jobs' memory goes back to the system, not to glibc's arenas, once the last running job
+        has ended: ``malloc_trim`` locks the arenas for a few ms, which 16 jobs ending at once each paid
+        on their results' path and the decoder's. On a thread of its own: off this job's result path."""
+        if self.slots.idle():
+            threading.Thread(target=trim_host_heap, name="ocr-app-trim", daemon=True).start()
 
     def _run_admitted(self, paths, options, passwords, key, cancel, client, ticket, api: bool, idle_s):
         """The job once its engine has a slot: in its own folder, owned by ``client``."""
@@ -247,7 +256,6 @@ class OcrApp:
                     yield item
         finally:
             self.dirs.finished(job_dir)
-            trim_host_heap()  # the job's memory goes back to the system, not to glibc's arenas
 
     @staticmethod
     def _check_outcome(outcome: JobOutcome) -> list[DocumentResult]:

@@ -106,6 +106,11 @@ class JobSlots:
             self._admit(state)
             self._cond.notify_all()
 
+    def idle(self) -> bool:
+        """No job runs or waits, for any engine."""
+        with self._cond:
+            return not any(e.running or e.waiting for e in self._engines.values())
+
     def _admit(self, state: _Engine) -> None:
         while state.waiting and len(state.running) < state.limit:
             ticket = state.waiting.popleft()
