@@ -156,12 +156,16 @@ class Api(Runner):
         from ocr_app.stack import build_engines
         from ocr_app.ui.app import build_app
         from ocr_app.ui.launch import launch
+        from ocr_app.ui.temp_dirs import use_process_temp
 
         settings = settings.model_copy(update={"port": _free_port()})
         self.settings = settings
         self.engines = build_engines(settings)
         self.converter = Converter(self.engines, settings)
-        self.demo = build_app(self.converter, settings, work_dir=work / "app")
+        # as ``ocr-app ui`` does: the outputs inside gradio's folder, served in place (until round 5 the
+        # bench wrote them elsewhere, and gradio copied and hashed every download of every result)
+        self.temp = use_process_temp(work / "app")
+        self.demo = build_app(self.converter, settings, work_dir=self.temp.work_dir)
         self.url = launch(self.demo, settings, prevent_thread_lock=True, quiet=True).local_url
         self.work, self._n, self._lock = work, 0, threading.Lock()
         self.slots = self.demo.ocr_app.slots
@@ -191,6 +195,7 @@ class Api(Runner):
         self.demo.close()
         self.engines.unload_all()
         self.demo.ocr_app_dirs.close()
+        self.temp.remove()
 
 
 def count_pages(converter) -> list[int]:

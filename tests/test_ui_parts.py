@@ -523,6 +523,36 @@ def test_sweep_removes_only_folders_whose_owner_is_gone(tmp_path):
     assert not mine.path.exists()
 
 
+def test_outputs_in_the_process_temp_are_served_by_gradio_in_place(tmp_path, monkeypatch):
+    """The app's outputs lie inside gradio's folder, so a result's downloads are not copied and hashed
+    again (a 16-page job's PDFs and ZIP cost ~0.3 s per result when they were). Gradio's own code
+    decides it: its cache move returns the output's path unchanged, and a file elsewhere is copied."""
+    import asyncio
+
+    import gradio as gr
+
+    from ocr_app.ui.temp_dirs import use_process_temp
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "before"))  # restored after the test
+    base = tmp_path / "ocr-app"
+    gone = _owned_folder(base, "proc-1-dead", _dead_pid())
+    temp = use_process_temp(base)
+    assert not gone.exists()  # the sweep ran first
+    assert os.environ["GRADIO_TEMP_DIR"] == str(temp.gradio_dir)
+    out = temp.work_dir / "job" / "doc.zip"
+    out.parent.mkdir(parents=True)
+    out.write_bytes(b"PK" + b"x" * 1000)
+    elsewhere = tmp_path / "elsewhere.zip"
+    elsewhere.write_bytes(b"PK" + b"y" * 1000)
+    with gr.Blocks():
+        block = gr.File()
+    served = asyncio.run(block.async_move_resource_to_block_cache(out))
+    copied = asyncio.run(block.async_move_resource_to_block_cache(elsewhere))
+    assert Path(served) == out.resolve()
+    assert Path(copied) != elsewhere.resolve() and Path(copied).is_relative_to(temp.gradio_dir.resolve())
+    temp.remove()
+
+
 # --- small parts of the form and the queue line --------------------------------------------------
 def test_prompt_and_mode_are_off_for_engines_that_ignore_them():
     describe = {"default": "auto", "engines": {"auto": {"ocr": "light"}}}

@@ -8,7 +8,6 @@ from the library; nothing is loaded here unless ``--preload`` asks.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
@@ -48,12 +47,9 @@ def serve(log_level: str = "INFO", **overrides: object) -> int:
     except ValueError as exc:  # pydantic's ValidationError: a bad DEEPSEEK_OCR_* value
         print(f"error: invalid settings: {exc}", file=sys.stderr)
         return 2
-    from ocr_app.ui.temp_dirs import ProcessTemp, sweep_orphans
+    from ocr_app.ui.temp_dirs import use_process_temp
 
-    sweep_orphans()
-    temp = ProcessTemp.create()
-    # gradio reads this when the Blocks and the server are created: uploads and served files go here
-    os.environ["GRADIO_TEMP_DIR"] = str(temp.gradio_dir)
+    temp = use_process_temp()  # uploads and served files go here; the outputs inside it
     converter = Converter(engines, settings)
     demo = None
     stop = _Stop()
