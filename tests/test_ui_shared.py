@@ -279,10 +279,10 @@ def test_a_slot_freed_by_one_thread_admits_a_waiting_one():
     assert got == [True] and second.admitted
 
 
-
 def test_the_heap_is_trimmed_once_the_last_job_has_left_not_after_each(monkeypatch):
     """``malloc_trim`` locks glibc's arenas: 16 jobs ending at once each paid it on their result's path.
-    The app trims when no job of any engine runs or waits, on a thread of its own."""
+    The app trims a moment after no job of any engine runs or waits, on a timer thread, and not if a
+    job came in meanwhile."""
     from types import SimpleNamespace
 
     import ocr_app.ui.blocks as blocks
@@ -295,19 +295,25 @@ def test_the_heap_is_trimmed_once_the_last_job_has_left_not_after_each(monkeypat
         trimmed.set()
 
     monkeypatch.setattr(blocks, "trim_host_heap", trim)
+    monkeypatch.setattr(blocks, "TRIM_AFTER_S", 0.3)
     slots = JobSlots({"deepseek": 2, "light": 1})
     app = SimpleNamespace(slots=slots)
+    app._trim_if_idle = lambda: blocks.OcrApp._trim_if_idle(app)
     first, second, light = slots.enter("deepseek"), slots.enter("deepseek"), slots.enter("light")
     for ticket in (first, light):
         slots.leave(ticket)
         blocks.OcrApp._trim_when_idle(app)
         assert not slots.idle()
-    assert not trimmed.wait(0.2) and calls == []  # a job still runs: nobody trims
     slots.leave(second)
     assert slots.idle()
     blocks.OcrApp._trim_when_idle(app)
+    again = slots.enter("light")  # a job came before the timer fired: no trim under it
+    assert not trimmed.wait(1.0) and calls == []
+    slots.leave(again)
+    blocks.OcrApp._trim_when_idle(app)
     assert trimmed.wait(10)
     assert calls == ["ocr-app-trim"]  # once, and not on the job's own thread
+
 
 def test_the_ui_command_refuses_a_malformed_sign_in_before_it_starts(tmp_path):
     from click.testing import CliRunner

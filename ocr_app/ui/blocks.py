@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+TRIM_AFTER_S = 2.0  # the heap is trimmed this long after the last job left, if none came meanwhile
+
 PANEL_INTERVAL_S = 2.0
 QUEUE_INTERVAL_S = 1.0  # how often a waiting tab re-reads its place in the queue
 LIVE_VIEW_INTERVAL_S = 1.0  # while a job runs, refresh the page viewer at most this often
@@ -232,11 +234,18 @@ class OcrApp:
             self.cancels.finish(key, cancel)
 
     def _trim_when_idle(self) -> None:
-        """The jobs' memory goes back to the system, not to glibc's arenas, once the last running job
-        has ended: ``malloc_trim`` locks the arenas for a few ms, which 16 jobs ending at once each paid
-        on their results' path and the decoder's. On a thread of its own: off this job's result path."""
+        """The jobs' memory goes back to the system, not to glibc's arenas, once the app is idle:
+        ``malloc_trim`` locks the arenas while it runs (16 jobs ending at once each paid it on their
+        results' path and the decoder's), so it runs ``TRIM_AFTER_S`` after the last job has left, on a
+        timer thread, if no job has come since."""
         if self.slots.idle():
-            threading.Thread(target=trim_host_heap, name="ocr-app-trim", daemon=True).start()
+            timer = threading.Timer(TRIM_AFTER_S, self._trim_if_idle)
+            timer.name, timer.daemon = "ocr-app-trim", True
+            timer.start()
+
+    def _trim_if_idle(self) -> None:
+        if self.slots.idle():
+            trim_host_heap()
 
     def _run_admitted(self, paths, options, passwords, key, cancel, client, ticket, api: bool, idle_s):
         """The job once its engine has a slot: in its own folder, owned by ``client``."""
