@@ -294,10 +294,9 @@ def test_the_heap_is_trimmed_once_the_last_job_has_left_not_after_each(monkeypat
         calls.append(threading.current_thread().name)
         trimmed.set()
 
-    monkeypatch.setattr(blocks, "trim_host_heap", trim)
     monkeypatch.setattr(blocks, "TRIM_AFTER_S", 0.3)
     slots = JobSlots({"deepseek": 2, "light": 1})
-    app = SimpleNamespace(slots=slots)
+    app = SimpleNamespace(slots=slots, trim_heap=trim)
     app._trim_if_idle = lambda: blocks.OcrApp._trim_if_idle(app)
     first, second, light = slots.enter("deepseek"), slots.enter("deepseek"), slots.enter("light")
     for ticket in (first, light):

@@ -139,6 +139,7 @@ class OcrApp:
 
         self.converter = converter
         self.settings = settings
+        self.trim_heap = trim_host_heap  # what ``_trim_if_idle`` runs (glibc's malloc_trim)
         # No share link is known until the launcher has tried (``set_access``): none is claimed before.
         self.access = resolve_access(settings, share=False)
         uploads = Path(get_upload_folder())
@@ -245,7 +246,7 @@ class OcrApp:
 
     def _trim_if_idle(self) -> None:
         if self.slots.idle():
-            trim_host_heap()
+            self.trim_heap()
 
     def _run_admitted(self, paths, options, passwords, key, cancel, client, ticket, api: bool, idle_s):
         """The job once its engine has a slot: in its own folder, owned by ``client``."""
