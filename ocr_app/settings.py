@@ -137,14 +137,6 @@ class Settings(BaseSettings):
         "new decode slots beyond this batch size, so the small one decodes at a small batch's step time "
         "(0 = every free slot is used).",
     )
-    decode_admit_window_ms: float = Field(
-        0.0,
-        ge=0,
-        le=1000,
-        description="While pages decode, pages that arrive in ones and twos (many one-page requests at once) "
-        "wait up to this long to enter the decoder together: each admission's vision pass and prefill "
-        "stop every decoding page (0 = each page enters at the next step).",
-    )
     vision_attn_mb: int = Field(
         256, ge=0, description="Bias memory per slice of SAM's global attention (0 = one slice)."
     )

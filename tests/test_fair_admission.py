@@ -16,11 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ocr_app.models.deepseek_ocr2.decoding.admission import FairQueue  # noqa: E402
-from ocr_app.models.deepseek_ocr2.decoding.decoder import (  # noqa: E402
-    DecodeRequest,
-    DecoderOptions,
-    PageDecoder,
-)
+from ocr_app.models.deepseek_ocr2.decoding.decoder import DecodeRequest, DecoderOptions  # noqa: E402
 from ocr_app.models.deepseek_ocr2.decoding.guard import GuardSpec, LoopSpec  # noqa: E402
 from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler  # noqa: E402
 
@@ -336,53 +332,3 @@ def test_park_and_unpark_move_a_pages_kv_rows_and_state_into_another_slot(model)
     got = {r.key: r.tokens for _, r in dec.collect()}
     assert got[("p", 0)] == want[("p", 0)] and got[("p", 1)] == want[("p", 1)]
     assert len(got[("other", 0)]) == 8
-
-
-def test_pages_that_trickle_in_while_others_decode_enter_together_within_the_window(model, monkeypatch):
-    """Sixteen one-page requests sent at once reach the decoder over ~0.4 s (each job renders its page
-    first); admitted one by one, each admission's vision pass and prefill stopped the pages already
-    decoding. With ``admit_window_s`` the pages that come one at a time while a page decodes wait to
-    enter together, until a vision batch (4 here) is full; without it each enters at the next cycle on
-    its own. The tokens are the same either way."""
-    import time
-
-    def run(window: float) -> tuple[list, dict, bool]:
-        calls: list[list] = []
-
-        def encoder(payloads):  # one call per admission group, on the decoding thread
-            calls.append(list(payloads))
-            return [{} for _ in payloads]
-
-        sched = DecodeScheduler(
-            model, OPTS, max_slots=8, vision_batch=4, encoder=encoder, admit_window_s=window
-        )
-        real_chunk = PageDecoder.run_chunk
-
-        def slow_chunk(self, *a, **kw):  # a chunk as long as a large batch's on a GPU, whatever the CPU
-            time.sleep(0.01)
-            return real_chunk(self, *a, **kw)
-
-        monkeypatch.setattr(PageDecoder, "run_chunk", slow_chunk)
-        try:
-            first = sched.submit_many(_pages("first", 1, 200), expect=8, group="first")  # 8 slots on a CPU
-            while not calls:  # an idle decoder admits at once
-                time.sleep(0.005)
-            late = {}
-            for i in range(4):
-                time.sleep(0.06)
-                [late[(f"late{i}", 0)]] = sched.submit_many(_pages(f"late{i}", 1, 12), group=f"late{i}")
-            tokens = {k: f.result(timeout=300).tokens for k, f in late.items()}
-            decoding_meanwhile = not first[0].done()  # the scenario held: the first page still decoded
-            tokens[("first", 0)] = first[0].result(timeout=300).tokens
-        finally:
-            sched.close()
-        return calls, tokens, decoding_meanwhile
-
-    calls, tokens, held = run(60.0)
-    calls_off, tokens_off, held_off = run(0.0)
-    assert held and held_off
-    assert calls[0] == [("first", 0)]
-    assert calls[1:] == [[(f"late{i}", 0) for i in range(4)]]  # one admission for the four
-    # without it they enter as they come (a busy machine may hold two back for one chunk)
-    assert len(calls_off) >= 4 and sum(calls_off[1:], []) == [(f"late{i}", 0) for i in range(4)]
-    assert tokens == tokens_off and len(tokens[("first", 0)]) == 200

@@ -546,7 +546,6 @@ class DeepSeekOcr2Engine(Engine):
             max_slots=int(getattr(self.settings, "decode_max_slots", 32)),
             budget_bytes=self.budget_bytes,
             small_request_batch=int(getattr(self.settings, "decode_small_request_batch", 0)),
-            admit_window_s=float(getattr(self.settings, "decode_admit_window_ms", 0.0)) / 1000,
             plain=self._graph_broken is not None,
             attention=str(getattr(self.settings, "decode_attention", "auto")),
         )

@@ -75,13 +75,11 @@ def build_scheduler(
     max_slots: int,
     budget_bytes: int | None,
     small_request_batch: int = 0,
-    admit_window_s: float = 0.0,
     plain: bool = False,
     attention: str = "auto",
 ) -> DecodeScheduler:
     """A scheduler for ``source``'s loaded model (guard, EOS ids, slots); the engine keeps it between
-    requests and closes it on unload. ``small_request_batch``, ``admit_window_s``: see
-    ``DecodeScheduler``. ``plain``: no
+    requests and closes it on unload. ``small_request_batch``: see ``DecodeScheduler``. ``plain``: no
     CUDA graphs and no fused kernels (the module step; what a model without ``generate`` falls back to
     when the full decoder failed on this GPU). ``attention``: ``DecoderOptions.attention``."""
     from ocr_app.models.deepseek_ocr2.decoding.scheduler import DecodeScheduler
@@ -101,7 +99,6 @@ def build_scheduler(
         vision_batch=VISION_BATCH,
         encoder=lambda pages: encode_pages(source, pages),
         small_request_batch=small_request_batch,
-        admit_window_s=admit_window_s,
     )
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
@@ -227,14 +226,12 @@ class DecodeScheduler:
         vision_batch: int = 1,
         encoder: Callable[[list[Any]], list[dict[str, Any]]] | None = None,
         small_request_batch: int = 0,
-        admit_window_s: float = 0.0,
     ) -> None:
         """``budget_bytes``: GPU memory this process may use (None: the free memory); ``vision_batch``:
         pages encoded at once (reserved beside the slots); ``encoder``: turns the ``payload`` of
         requests submitted without ``model_inputs`` into them, ``vision_batch`` pages per call, on the
         decoding thread between decode chunks; ``small_request_batch`` (0: off): while a small request
-        decodes, larger ones get no new slots beyond this batch size (``admission.FairQueue.take``);
-        ``admit_window_s`` (0: off): see ``_gathering``.
+        decodes, larger ones get no new slots beyond this batch size (``admission.FairQueue.take``).
 
         Why the vision pass runs on this thread: launched from the engine's thread next to running
         decode graphs, it did not progress until the decoder idled (measured on an H200: 0.74 s instead
@@ -251,8 +248,6 @@ class DecodeScheduler:
         self.vision_batch = max(1, int(vision_batch))
         self.encoder = encoder
         self.small_request_batch = max(0, int(small_request_batch))  # read every cycle
-        self.admit_window_s = max(0.0, float(admit_window_s))  # read every cycle
-        self._waiting_since: float | None = None  # when the oldest page not yet admitted came in
         # per group, the futures of pages waiting in the worker and of pages in slots (a snapshot the
         # worker publishes; readers skip futures cancelled since, so a cancel frees room at once)
         self._backlog: dict[Any, list[Future]] = {}
@@ -457,8 +452,6 @@ class DecodeScheduler:
                 for group, r, f in self._queue:
                     pending.push(group, r, f)
                 self._queue.clear()
-                if pending and self._waiting_since is None:
-                    self._waiting_since = time.monotonic()
                 self._backlog = pending.waiting()  # moved, not admitted: feeders still count them
                 if self._closed:
                     self._fail_all(pending, owners, EngineError("the decode scheduler was closed"))
@@ -523,21 +516,13 @@ class DecodeScheduler:
         self._make_room(dec, pending, owners, small)
         # admit what fits into free slots, fairly between requests (``FairQueue``); pages needing a
         # longer context wait for the decoder to drain (parking moved no page out of ``held``)
-        taken = (
-            []
-            if self._gathering(dec, pending, owners)
-            else pending.take(
-                len(dec.free_slots),
-                lambda r: len(r.input_ids) + 1 <= dec.max_len,
-                held,
-                batch_cap=self.small_request_batch,
-                busy=len(owners),
-            )
+        taken = pending.take(
+            len(dec.free_slots),
+            lambda r: len(r.input_ids) + 1 <= dec.max_len,
+            held,
+            batch_cap=self.small_request_batch,
+            busy=len(owners),
         )
-        if not pending:
-            self._waiting_since = None
-        elif taken:  # what is left waits from now on
-            self._waiting_since = time.monotonic()
         with self._cond:
             self._backlog = pending.waiting()
         if taken:
@@ -562,22 +547,6 @@ class DecodeScheduler:
         if not pending and not dec.parked:
             dec.compact()
         dec.run_chunk(**self._priority(dec, owners, small))
-
-    def _gathering(self, dec: PageDecoder, pending: FairQueue, owners: dict[int, _Owner]) -> bool:
-        """Whether the waiting pages wait one more chunk to enter together with those still coming.
-
-        Why: each admission runs a vision pass and a prefill on this thread, and every decoding page
-        waits meanwhile. Sixteen one-page requests sent at once arrive over ~0.4 s (each job renders
-        its page first), and admitted one by one they stopped the pages already decoding sixteen
-        times. Only while pages decode (an idle decoder admits at once), only up to ``admit_window_s``
-        after the oldest waiting page came, and never once a full vision batch or every free slot
-        could be filled."""
-        if not self.admit_window_s or not owners or self._waiting_since is None:
-            return False
-        batch = self.plan.vision_batch if self.plan is not None else self.vision_batch
-        if len(pending) >= min(len(dec.free_slots), max(1, batch)):
-            return False
-        return time.monotonic() - self._waiting_since < self.admit_window_s
 
     def _make_room(self, dec: PageDecoder, pending: FairQueue, owners: dict[int, _Owner], small: set) -> None:
         """Park pages of larger requests for small requests that wait with no free slot; put parked
