@@ -13,17 +13,41 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 
-def serve(url: str) -> None:
+class _PromptSleep:
+    """``time`` for gradio_client's message loop, whose waits are cut to 1 ms (see ``serve``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(min(seconds, POLL_S))
+
+
+POLL_S = 0.001
+
+
+def serve(url: str, prompt: bool = False) -> None:
     """The child: connect (the app's config fetched, as an open tab has it), then one job per line of
-    stdin (a PDF path; an empty line ends it), one JSON line on stdout per job."""
+    stdin (a PDF path; an empty line ends it), one JSON line on stdout per job.
+
+    ``prompt``: gradio_client's reader looks for the server's next message every 50 ms
+    (``time.sleep(0.05)`` in ``gradio_client.utils``), so a result waits 25 ms on average, and up to
+    50 ms, after the server sent it; a browser's EventSource takes each message as it comes. With
+    ``prompt`` that wait is 1 ms, so the figure is the app's and not the client library's."""
     out = sys.stdout
     sys.stdout = sys.stderr  # gradio_client's own prints stay off the reply channel
     try:
+        import gradio_client.utils
         from gradio_client import Client, handle_file
+
+        if prompt:
+            gradio_client.utils.time = _PromptSleep()
 
         client = Client(url, verbose=False, download_files=False)
     except Exception as exc:  # reported to the parent, which raises it
@@ -49,9 +73,9 @@ def _reply(out: Any, kind: str, value: Any) -> None:
 class ClientProcess:
     """A connected client in its own process; ``convert`` blocks the calling thread on a pipe only."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, prompt: bool = False) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), url],
+            [sys.executable, str(Path(__file__).resolve()), url, *(["--prompt"] if prompt else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         kind, value = self._read()
@@ -90,4 +114,4 @@ class ClientProcess:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], prompt="--prompt" in sys.argv[2:])

@@ -151,7 +151,7 @@ class Api(Runner):
     path = "api"
     formats = "default_formats"
 
-    def __init__(self, settings, work: Path) -> None:
+    def __init__(self, settings, work: Path, prompt: bool = False) -> None:
         from ocr_app.convert import Converter
         from ocr_app.stack import build_engines
         from ocr_app.ui.app import build_app
@@ -165,11 +165,13 @@ class Api(Runner):
         # as ``ocr-app ui`` does: the outputs inside gradio's folder, served in place (until round 5 the
         # bench wrote them elsewhere, and gradio copied and hashed every download of every result)
         self.temp = use_process_temp(work / "app")
+        self.prompt = prompt  # clients take each server message as it comes (``api_client.serve``)
         self.demo = build_app(self.converter, settings, work_dir=self.temp.work_dir)
         self.url = launch(self.demo, settings, prevent_thread_lock=True, quiet=True).local_url
         self.work, self._n, self._lock = work, 0, threading.Lock()
         self.slots = self.demo.ocr_app.slots
         self.pages_done = count_pages(self.converter)
+        stamp_results_sent(self.demo._queue)
 
     def connect(self) -> Any:
         """A connected client (it fetched the app's config), as a user's open browser tab is before they
@@ -177,7 +179,7 @@ class Api(Runner):
         is (``api_client``): client threads in this process took the server's GIL."""
         from api_client import ClientProcess
 
-        return ClientProcess(self.url)
+        return ClientProcess(self.url, prompt=self.prompt)
 
     def disconnect(self, conn: Any) -> None:
         conn.close()
@@ -229,6 +231,18 @@ def count_pages(converter) -> list[int]:
 TIMELINE: list[tuple[str, float]] = []  # (what, perf_counter) of every conversion start/end and page
 
 
+def stamp_results_sent(queue) -> None:
+    """Instrumentation: when gradio's queue hands each job's result to its event stream (``sent``)."""
+    send = queue.send_message
+
+    def stamped(event, message):
+        send(event, message)
+        if getattr(message, "msg", None) == "process_completed":
+            TIMELINE.append(("sent", time.perf_counter()))
+
+    queue.send_message = stamped
+
+
 def timeline_since(t0: float) -> dict:
     """When, after ``t0``, the last conversion started, the first and last page was finished and the
     last conversion ended (s): where a scenario's wall time goes (admission, decode, finishing)."""
@@ -236,12 +250,15 @@ def timeline_since(t0: float) -> dict:
     for what, t in list(TIMELINE):
         if t >= t0:
             marks.setdefault(what, []).append(round(t - t0, 3))
-    return {
+    out = {
         "last_start_s": max(marks.get("start", [0.0])),
         "first_page_s": min(marks.get("page", [0.0])),
         "last_page_s": max(marks.get("page", [0.0])),
         "last_end_s": max(marks.get("end", [0.0])),
     }
+    if "sent" in marks:  # the app: when the last result left for its client
+        out["last_sent_s"] = max(marks["sent"])
+    return out
 
 
 def _admitted(turn):
@@ -361,8 +378,10 @@ def phase_main(args: argparse.Namespace) -> dict:
     use_api = args.path == "api" or (args.path == "auto" and gradio_available())
     work = Path(args.work) / "runs"
     settings = make_settings(args, args.model, args.variant)
-    runner = (Api if use_api else Runner)(settings, work)
+    runner = Api(settings, work, prompt=args.prompt_client) if use_api else Runner(settings, work)
     res: dict = {"path": runner.path, "variant": args.variant, "new_tokens": args.new}
+    if use_api:
+        res["client"] = "messages taken as they come" if args.prompt_client else "gradio_client's 50 ms poll"
     try:
         res["jobs_at_once"] = runner.slots.limit("deepseek")
         runner.convert(pdfs["1"])  # load, capture, compile
@@ -486,6 +505,7 @@ def common_argv(args: argparse.Namespace) -> list[str]:
     out = ["--work", args.work, "--device", args.device, "--mode", args.mode, "--new", str(args.new),
            "--doc", str(args.doc), "--clients", str(args.clients), "--long", str(args.long),
            "--late-after", str(args.late_after), "--path", args.path,
+           *(["--prompt-client"] if args.prompt_client else []),
            *(["--repeat"] if args.repeat else []), *(["--sample"] if args.sample else [])]  # fmt: skip
     return out + (["--tiny"] if args.tiny else [])
 
@@ -537,7 +557,8 @@ def table(results: dict) -> str:
     def row(what: str, value: object, bar: str = "") -> str:
         return f"| {what} | {value} | {bar} |"
 
-    lines = [f"path: {m.get('path')} (gradio importable: {results.get('gradio_available')}); jobs at once: "
+    lines = [f"path: {m.get('path')} (gradio importable: {results.get('gradio_available')}; client: "
+             f"{m.get('client', '-')}); jobs at once: "
              f"{m.get('jobs_at_once')}; {m.get('new_tokens')} tokens per page", "",
              "| what | measured | bar |", "|---|---|---|"]  # fmt: skip
     one, four, many = m["one_doc"], m["clients_x_pages"], m["single_pages"]
@@ -563,12 +584,12 @@ def table(results: dict) -> str:
     lines.append(
         row("1 page, idle (median; min-max)", f"{m['idle_1p']['wall_s']} s ({idle_runs[0]}-{idle_runs[-1]})")
     )
-    for key in ("one_doc", "clients_x_pages", "single_pages"):
+    for key in ("one_doc", "clients_x_pages", "single_pages", "idle_1p"):
         tl = m[key].get("timeline")
         if tl:
-            lines.append(row(f"  timeline of {key}: last job started / first, last page done / last job ended, s",
+            lines.append(row(f"  timeline of {key}: last job started / first, last page done / last job ended / last result sent, s",
                              f"{tl['last_start_s']} / {tl['first_page_s']}, {tl['last_page_s']} / {tl['last_end_s']}"
-                             f" (wall {m[key]['wall_s']})"))  # fmt: skip
+                             f" / {tl.get('last_sent_s', '-')} (wall {m[key]['wall_s']})"))  # fmt: skip
     for key in ("late", "late_uncapped"):
         late = m[key]
         lines.append(row(f"1 page into a {late['long'].get('pages')}-page job (small-request batch "
@@ -606,6 +627,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sample", action="store_true", help="sample stacks of the one-document and 1-page runs")
     p.add_argument("--repeat", action="store_true", help="run the two concurrent scenarios twice")
     p.add_argument("--path", choices=("auto", "api", "runner"), default="auto", help="how clients send jobs")
+    p.add_argument(
+        "--prompt-client",
+        action="store_true",
+        help="api path: clients take each server message as it comes (gradio_client polls every 50 ms)",
+    )
     p.add_argument("--timeout", type=int, default=560, help="seconds per phase")
     p.add_argument("--out", default=None, help="write all results as JSON here")
     p.add_argument("--phase", default=None, help=argparse.SUPPRESS)
