@@ -253,3 +253,32 @@ def test_a_spanning_header_cell_spans_its_three_columns(tmp_path, engine, style)
     assert grid[1] == HEADER and grid[2:] == BODY, md
     head = md[md.index("<table>") : md.index("<td>North")]
     assert "<td" not in head and len(re.findall(r"<th[ >]", head)) in (6, 8), md  # rowspans or blanks
+
+
+def test_a_starred_significance_note_under_a_table_is_a_note_not_a_bullet(engine, tmp_path):
+    """ "* p < 0.05; ** p < 0.01" under a table is the table's note: its asterisks are marks, escaped in the
+    Markdown so no renderer draws a bulleted list. Guard: lines that start with "* " and ordinary words
+    are still a list."""
+
+    def noted(page: pymupdf.Page, y: float) -> float:
+        y = booktabs(page, y)
+        page.insert_text((LEFT, y + 12), "* p < 0.05; ** p < 0.01 (two-tailed)", fontname="tiro", fontsize=8)
+        page.insert_text((LEFT, y + 22), "* Source: regional household survey", fontname="tiro", fontsize=8)
+        return y + 26
+
+    md = _markdown(engine, _page(noted, tmp_path / "noted.pdf"))
+    assert _rows_of(md)[-len(BODY) :] == BODY, md
+    after = md.partition("</table>")[2]
+    assert "\n\\* p < 0.05; ** p < 0.01 (two-tailed)\n" in after, md  # a line-start mark is escaped
+    assert "\n\\* Source: regional household survey\n" in after, md  # a note of its own
+    assert not re.search(r"^\s*[-*] (p <|Source)", md, re.M), md
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    y = _paragraph(page, 90.0, ABOVE)
+    for item in ("apples from the northern orchards", "pears from the river valley", "plums from the hills"):
+        page.insert_text((LEFT, y), f"* {item}", fontname="tiro", fontsize=SIZE)
+        y += SIZE * 1.4
+    doc.save(tmp_path / "starred_list.pdf")
+    listed = _markdown(engine, tmp_path / "starred_list.pdf")
+    assert "- apples from the northern orchards\n- pears from the river valley" in listed, listed

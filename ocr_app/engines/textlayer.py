@@ -71,6 +71,15 @@ MAX_GARBAGE_RATIO = 0.1
 # text reads in 1.5 s. Real pages, tables and charts included, draw well under 1 MiB.
 _VECTOR_SCAN_BYTES = 4 * 2**20
 _BOLD_FLAG = 16
+# ``char_flags`` of a span (PyMuPDF ≥ 1.25, with TEXT_COLLECT_STYLES): glyphs both filled and stroked are
+# "fake bold", a regular face thickened by an outline (Word's bold for fonts without a bold cut, many
+# scanned-and-retyped forms); stroked alone is outlined display type, not bold.
+_GLYPHS_FILLED = 16
+_GLYPHS_STROKED = 32
+# MuPDF's style collection also cuts spans where styles change, which moved right-to-left glyph order on
+# docling's test pages: so the lines are read as before, and only pages whose content sets that render
+# mode ("2 Tr") are read a second time for where the stroked spans lie (``_stroked_boxes``).
+_FILL_AND_STROKE = re.compile(rb"(?<![\d.])2\s+Tr\b")
 _MONO_FLAG = 8
 _MONO_FONTS = re.compile(
     r"mono|nimbusmon|courier|consol|menlo|inconsolata|cmtt|sfmono|lucidaconsole|code", re.I
@@ -244,6 +253,39 @@ _MATH_FONTS = re.compile(
 BULLET = "•"
 
 
+def _stroked_bold(span: dict) -> bool:
+    """A span drawn filled and outlined: a regular face made bold by its stroke (see ``_GLYPHS_STROKED``)."""
+    both = _GLYPHS_FILLED | _GLYPHS_STROKED
+    return span.get("char_flags", 0) & both == both
+
+
+def _stroked_boxes(page: pymupdf.Page) -> list[tuple[float, float, float, float]]:
+    """The boxes (points) of the page's spans drawn filled and stroked; none unless its content sets
+    that render mode, or where PyMuPDF cannot tell (older than 1.25)."""
+    import pymupdf
+
+    collect = getattr(pymupdf, "TEXT_COLLECT_STYLES", 0)
+    if not collect or not _FILL_AND_STROKE.search(page.read_contents()):
+        return []
+    data = page.get_text("dict", flags=pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES | collect)
+    return [
+        tuple(span["bbox"])
+        for block in data["blocks"]
+        for line in block.get("lines", [])
+        for span in line["spans"]
+        if _stroked_bold(span)
+    ]
+
+
+def _in_stroked(span: dict, boxes: list[tuple[float, float, float, float]]) -> bool:
+    """Whether the middle of ``span``'s box lies in one of ``boxes`` (``_stroked_boxes``)."""
+    if not boxes:
+        return False
+    x0, y0, x1, y1 = span["bbox"]
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    return any(b[0] <= cx <= b[2] and b[1] <= cy <= b[3] for b in boxes)
+
+
 def font_weight(font: str, flags: int) -> int:
     """A CSS-like weight from the font name ("KoPubDotumMedium" → 500) and PyMuPDF's bold flag."""
     name = font.split("+")[-1].lower().replace("-", "").replace("_", "")
@@ -390,6 +432,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     # Ligature glyphs ("ﬁ", "ﬂ") come out as their letters: a reader searches "figure", not "ﬁgure".
     flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
+    stroked = _stroked_boxes(page)  # fake bold: regular glyphs filled and outlined
     lines: list[TextLine] = []
     data = page.get_text("rawdict", flags=flags)
     for block in data["blocks"]:
@@ -415,8 +458,14 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
-            bold = all(s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() for s, _ in styled)
-            weight = min(font_weight(s["font"], s["flags"]) for s, _ in styled)
+            bold = all(
+                s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() or _in_stroked(s, stroked)
+                for s, _ in styled
+            )
+            weight = min(
+                max(font_weight(s["font"], s["flags"]), 700 if _in_stroked(s, stroked) else 0)
+                for s, _ in styled
+            )
             italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in styled)
             rect = pymupdf.Rect(line["bbox"]) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)

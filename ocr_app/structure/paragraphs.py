@@ -24,8 +24,23 @@ _NUMBER_RE = re.compile(r"^\s*(?P<marker>(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])
 _EXTRA_BULLETS = re.compile(r"^(?:[•●○◦▪▫■□‣⁃]\s*)+")
 
 
+# A table's significance note ("* p < 0.05", "** p < 0.01 (two-tailed)") or a starred note ("* Source: …")
+# is a note whose asterisks are its marks, not a bulleted item.
+_STAR_NOTE = re.compile(r"^\s*(?P<stars>\*{1,3})\s*(?:[pP]\s*[<>≤≥=]|(?:Notes?|Sources?)\b)")
+
+
+def star_note(text: str) -> str | None:
+    """``text`` with its leading asterisks escaped for Markdown when it is a starred note, else None."""
+    m = _STAR_NOTE.match(text)
+    if m is None:
+        return None
+    return "\\*" * len(m.group("stars")) + text[m.end("stars") :]
+
+
 def list_marker(text: str) -> tuple[str, str] | None:
     """``(markdown_marker, body)`` when the text starts a list item."""
+    if _STAR_NOTE.match(text):
+        return None
     m = _BULLET_RE.match(text)
     if m:
         # Two glyphs drawn on one spot (a check box in two symbol fonts) make one marker.

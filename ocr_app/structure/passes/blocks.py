@@ -50,6 +50,7 @@ from ocr_app.structure.paragraphs import (
     list_marker,
     next_entry,
     one_line_entry,
+    star_note,
     word_fits_above,
     wrapped_marker,
 )
@@ -352,6 +353,8 @@ class _SectionBlocks:
         text = row.text.strip()
         if not text:
             return
+        note = star_note(text)  # "* p < 0.05" under a table: a note of its own, its asterisks escaped
+        text = note or text
         cur, ctx = self.cur, self.ctx
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
         in_code = cur is not None and cur.kind == "code"
@@ -383,6 +386,9 @@ class _SectionBlocks:
             self.add_text(row, text, big_gap)
         elif marker:
             self.add_list_item(row, marker, gap)
+        elif note:
+            self.flush()
+            self.add_text(row, text, big_gap)
         else:
             self.add_text(row, text, big_gap)
 
