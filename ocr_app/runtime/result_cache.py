@@ -19,6 +19,7 @@ file another process just removed is harmless.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -122,8 +123,10 @@ def page_digest(request: PageRequest) -> str:
     return h.hexdigest()
 
 
+@functools.cache
 def _package_version() -> str:
-    """The installed ocr-app version (engine code changes may change output), "dev" from a checkout."""
+    """The installed ocr-app version (engine code changes may change output), "dev" from a checkout;
+    read once (``importlib.metadata`` parses the METADATA file each time: ~2 ms)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
