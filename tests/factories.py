@@ -165,6 +165,13 @@ def pages_markdown(engine, pdf: Path) -> list[str]:
     ]
 
 
+def saved_markdown(engine, doc, tmp_path: Path, name: str = "page") -> str:
+    """Save the PyMuPDF ``doc`` as ``tmp_path/name.pdf`` and read its first page's Markdown."""
+    pdf = tmp_path / f"{name}.pdf"
+    doc.save(pdf)
+    return pages_markdown(engine, pdf)[0]
+
+
 def heading_texts(md: str) -> list[str]:
     """The texts of the Markdown headings in ``md``, in order, without their ``#`` marks."""
     return [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from ocr_app.ingest.pdf import import_pymupdf
-from tests.factories import SURVEY_TEXT, body_paragraph, heading_texts, pages_markdown
+from tests.factories import SURVEY_TEXT, body_paragraph, heading_texts, pages_markdown, saved_markdown
 
 pymupdf = import_pymupdf()
 
@@ -26,12 +26,6 @@ WORDS = SURVEY_TEXT.split()
 @pytest.fixture(scope="module")
 def engine(textlayer_engine):
     return textlayer_engine
-
-
-def _read(engine, doc, tmp_path, name: str = "page") -> str:
-    pdf = tmp_path / f"{name}.pdf"
-    doc.save(pdf)
-    return pages_markdown(engine, pdf)[0]
 
 
 def _blocks(engine, doc, tmp_path):
@@ -73,7 +67,7 @@ def test_blue_body_size_headings_over_paragraphs(tmp_path, engine, fonts):
     for k, title in enumerate(titles):
         page.insert_text((60, y), title, fontsize=10, fontname=head_font, color=BLUE)
         y = body_paragraph(page, 60, y + 15, 475, k + 2, 7, body_font) + 14
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == titles, md
 
 
@@ -88,7 +82,7 @@ def test_teal_slightly_larger_headings_in_a_brochure(tmp_path, engine, count):
     for k, title in enumerate(titles):
         page.insert_text((56, y), title, fontsize=11, fontname="helv", color=TEAL)
         y = body_paragraph(page, 56, y + 16, 500, k + 4, 6, "helv") + 16
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == titles, md
 
 
@@ -110,7 +104,7 @@ def test_grey_running_header_and_footer_are_page_furniture(tmp_path, engine, hea
     kinds = {b.text: b.label for b in blocks}
     assert kinds.get(header) == "page_header", blocks
     assert kinds.get(footer) == "page_footer", blocks
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == ["Water supply"], md
     assert header not in md and footer not in md, md
 
@@ -123,7 +117,7 @@ def test_black_footer_in_plain_type_stays_text(tmp_path, engine):
     page.insert_text((60, 805), footer, fontsize=9, fontname="helv")
     page.insert_text((60, 80), "Water supply", fontsize=14, fontname="hebo")
     body_paragraph(page, 60, 104, 475, 2, 40, "helv")
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert footer in md, md
 
 
@@ -154,7 +148,7 @@ def test_guard_blue_links_inside_paragraphs_are_no_headings(tmp_path, engine):
     y += 13
     _link_line(page, 60, y, [("show that incomes grew faster than prices in most areas.", (0, 0, 0))])
     body_paragraph(page, 60, y + 26, 475, 5, 4, "helv")
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
     assert "Regional statistics online which the office" in md, md
     assert "Our findings in brief show that" in md, md
@@ -174,7 +168,7 @@ def test_guard_coloured_pull_quote_and_wrapping_colour_paragraph_are_text(tmp_pa
             page.insert_text((60, y), line, fontsize=10, fontname="helv", color=TEAL)
             y += 13
         y = body_paragraph(page, 60, y + 14, 475, 4, 4, "helv") + 16
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
 
 
@@ -197,7 +191,7 @@ def test_guard_coloured_table_header_stays_in_the_table(tmp_path, engine):
     for x in xs:
         page.draw_line((x, y), (x, bottom), width=0.5)
     body_paragraph(page, 60, bottom + 30, 475, 3, 4, "helv")
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
     assert "<table>" in md and "Region" in md.split("<table>")[1], md
 
@@ -211,7 +205,7 @@ def test_guard_black_bold_headings_unchanged(tmp_path, engine):
     for k, title in enumerate(titles):
         page.insert_text((60, y), title, fontsize=10, fontname="hebo")
         y = body_paragraph(page, 60, y + 15, 475, k + 2, 6, "helv") + 14
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == titles, md
 
 
@@ -243,7 +237,7 @@ def test_guard_a_document_set_in_blue_throughout_has_no_colour_headings(tmp_path
         page.insert_text((60, y), label, fontsize=10, fontname="helv", color=BLUE)
         y += 28
     body_paragraph(page, 60, y, 475, 4, 6, "helv", color=BLUE)
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
 
 
@@ -260,7 +254,7 @@ def test_blue_lead_in_ending_in_a_colon_is_a_heading(tmp_path, engine):
     for k in range(3):
         page.insert_text((70, y), f"\u2022 {' '.join(WORDS[5 * k : 5 * k + 8]).capitalize()}.", fontsize=10)
         y += 13
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == ["Background", "Key findings:"], md
 
 
@@ -274,5 +268,5 @@ def test_guard_coloured_captions_stay_captions(tmp_path, engine):
         page.insert_text((60, y), f"Figure {k} Incomes by region", fontsize=10, fontname="helv", color=BLUE)
         page.insert_text((60, y + 13), "and household type, 2007", fontsize=10, fontname="helv", color=BLUE)
         y = body_paragraph(page, 60, y + 40, 475, k + 2, 5, "helv") + 16
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == [], md

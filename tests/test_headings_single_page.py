@@ -12,7 +12,7 @@ import itertools
 import pytest
 
 from ocr_app.ingest.pdf import import_pymupdf
-from tests.factories import SURVEY_TEXT, body_paragraph, heading_texts, pages_markdown
+from tests.factories import SURVEY_TEXT, body_paragraph, heading_texts, saved_markdown
 
 pymupdf = import_pymupdf()
 
@@ -24,12 +24,6 @@ FACES = [("hebo", "helv"), ("tibo", "tiro")]  # (bold face, body face)
 @pytest.fixture(scope="module")
 def engine(textlayer_engine):
     return textlayer_engine
-
-
-def _read(engine, doc, tmp_path, name: str = "page") -> str:
-    pdf = tmp_path / f"{name}.pdf"
-    doc.save(pdf)
-    return pages_markdown(engine, pdf)[0]
 
 
 # (a) running headers and footers on a page of its own
@@ -72,7 +66,7 @@ def test_a_header_line_set_apart_in_the_margin_is_no_heading(
     set as large as the headings, cut off by a rule with the headings' type below it), is the page's
     running header or footer: page furniture, neither a heading nor text."""
     doc = _report_page(size, header, header_size, header_font, body_font, rule, edge)
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == ["2 Results of the survey", "3 Discussion"], md
     assert header not in md, md
 
@@ -88,7 +82,7 @@ def test_a_pages_own_title_over_a_rule_and_an_underlined_heading_stay_headings(t
     page.insert_text((56, y), "Key results", fontsize=11, fontname="hebo")
     page.draw_line((56, y + 4), (556, y + 4), width=0.5)
     body_paragraph(page, 56, y + 18, 500, 2, 8, "helv")
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == ["Executive Summary", "Key results"], md
 
 
@@ -99,7 +93,7 @@ def test_a_title_alone_on_its_page_is_the_pages_content(tmp_path, engine, size):
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
     page.insert_text((50, 70), "Annual Report", fontsize=size, fontname="hebo")
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert "Annual Report" in md, md
 
 
@@ -112,7 +106,7 @@ def test_a_footnote_under_a_rule_at_the_pages_foot_stays_text(tmp_path, engine):
     page.insert_text(
         (56, 792), "1 Figures for the last quarter are provisional.", fontsize=8, fontname="tiro"
     )
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert "Figures for the last quarter are provisional." in md, md
 
 
@@ -159,7 +153,7 @@ def test_a_larger_bold_colon_line_over_a_list_or_paragraph_is_a_heading(
 ):
     """ "Key findings:" set bold and larger than the body over bullets or a full paragraph heads them; the
     same style over an address ("For more information:") labels it, and a run-in "Note:" is text."""
-    md = _read(engine, _brief(size, heading_size, faces, follow, 11.5), tmp_path)
+    md = saved_markdown(engine, _brief(size, heading_size, faces, follow, 11.5), tmp_path)
     assert heading_texts(md) == ["Housing Market Brief", "Key findings:"], md
     assert "Note: figures for the last quarter" in md, md
 
@@ -173,7 +167,7 @@ def test_a_list_of_bold_terms_ending_in_colons_stays_a_list(tmp_path, engine):
         page.insert_text((60, y), f"\u2022 {term}", fontsize=10, fontname="hebo")
         page.insert_text((130, y), "rose faster than prices in most areas.", fontsize=10, fontname="helv")
         y += 14
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
 
 
@@ -232,7 +226,7 @@ def test_headings_in_columns_stay_whole_and_apart_from_the_next_column(
     """A heading on the baseline of a body line in the neighbouring column is one heading, no more and
     no less; so is a full-width heading over the columns. (Guards: these pass before this round.)"""
     doc, heads = _columns(size, faces, heading_size, count)
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert sorted(heading_texts(md)) == sorted(heads), md
 
 
@@ -253,5 +247,5 @@ def test_numbered_bold_headings_at_body_size_after_short_paragraphs_are_headings
     for k, head in enumerate(heads):
         page.insert_text((60, y), head, fontsize=10, fontname=bold)
         y = body_paragraph(page, 60, y + 13, 470, k, 2, body)
-    md = _read(engine, doc, tmp_path)
+    md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == heads, md
