@@ -15,7 +15,9 @@ fresh processes through the product's ``Converter`` (``bench_product``'s helpers
 
 Scenarios (one process each, in order): ``fresh-lazy`` (empty Triton and project caches, launchers left
 to the first launch: the behaviour of ``46add54``), ``fresh`` (empty caches, the shipped load), ``later``
-(the caches ``fresh`` left: a later process on the same machine).
+(the caches ``fresh`` left: a later process on the same machine); ``fresh-preload`` and ``later-preload``:
+the same with a server's ``preload`` after the load (its blank-page warm-up, ``page_warmup``; timed on
+its own as ``warm_s``).
 
 usage (H200): python bench/profile_firstdoc.py --work /tmp/bw --variants bf16,mixed --pages 16 --out DIR
 CPU smoke:    python bench/profile_firstdoc.py --tiny --work DIR --out DIR
@@ -39,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import bench_product as bp  # noqa: E402
 
-SCENARIOS = ("fresh-lazy", "fresh", "later")
+SCENARIOS = ("fresh-lazy", "fresh", "later", "fresh-preload", "later-preload")
 
 
 # --- inside one process --------------------------------------------------------------------------------
@@ -227,6 +229,11 @@ def child(args: argparse.Namespace) -> None:
     if cuda:
         cuda.synchronize()
     res["load_s"] = round(time.perf_counter() - t0, 2)
+    if args.scenario.endswith("-preload"):  # a server's --preload: the load above, then its warm-up
+        t1 = time.perf_counter()
+        engines.get("deepseek").preload()
+        res["warm_s"] = round(time.perf_counter() - t1, 2)
+        res["page_warmup"] = engines.describe()["engines"]["deepseek"].get("page_warmup")
     out = Path(args.work) / f"pf_{args.variant}_{args.scenario}"
     samplers = {"first": Sampler(args.interval), "second": Sampler(args.interval)}
     docs = [("first", args.pdf), ("second", args.pdf), ("third", args.pdf)]

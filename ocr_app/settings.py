@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         "(host memory back too, next request loads from disk).",
     )
     preload: bool = False
+    preload_warmup: bool = Field(
+        True,
+        description="After a preload, run a batch of blank pages through the model (graph decoder only) so "
+        "the first document does not pay first-call costs (vision batch shapes, decoder build, graph "
+        "captures): about a second more at start-up.",
+    )
     cache_enabled: bool = True
     cache_dir: Path = Field(default_factory=default_cache_dir)
     vision_cache_mb: int = Field(512, ge=0, description="In-memory vision-feature cache bound (CPU RAM).")

@@ -124,9 +124,18 @@ class ModelManager(Engine):
         self._release(0)
 
     def preload(self) -> None:
-        """Load now, for servers that should answer the first request at full speed."""
+        """Load now, then the engine's own warm-up (``warm``, if it has one) as a request, for servers
+        that should answer the first request at full speed: its memory is checked like a request's and
+        it counts no pages served."""
         logger.info("preloading %s", self.name)
-        self.load()
+        self._acquire()
+        try:
+            warm = getattr(self._engine, "warm", None)
+            if callable(warm):
+                with self._request_memory(f"{self.name} warm-up"):
+                    warm()
+        finally:
+            self._release(0)
 
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         self._acquire()

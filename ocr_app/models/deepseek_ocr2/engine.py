@@ -182,6 +182,7 @@ class DeepSeekOcr2Engine(Engine):
         self.kernel_warmup: dict[str, Any] = {}
         self._parked: Any = None  # ``park.Parked`` while the weights wait in host memory (idle)
         self.last_wake: dict[str, Any] | None = None  # bytes and seconds of the last wake
+        self.page_warmup: dict[str, Any] | None = None  # what the last ``warm`` did (``page_warmup``)
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -265,6 +266,39 @@ class DeepSeekOcr2Engine(Engine):
                 torch.cuda.empty_cache()
             logger.warning("kernel warm-up failed; kernels compile on first use", exc_info=exc)
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def preload(self) -> None:
+        """Load, then ``warm``: what a server calls before serving."""
+        self.load()
+        self.warm()
+
+    def warm(self) -> dict[str, Any]:
+        """After a preload: blank pages through the product path so a server's first document does not
+        pay first calls (``page_warmup``). Off where no graph decoder runs or ``preload_warmup`` is
+        false; a failure is logged and costs only the warm-up."""
+        from ocr_app.models.deepseek_ocr2.decoding.adapter import wants_graph_decoder
+        from ocr_app.models.deepseek_ocr2.page_warmup import warm_pages
+
+        if not getattr(self.settings, "preload_warmup", True):
+            report: dict[str, Any] = {"skipped": "off (preload_warmup = false)"}
+        elif not self.is_loaded:
+            report = {"skipped": "not loaded"}
+        elif not wants_graph_decoder(self.settings.decoder, self.device) or self._graph_broken is not None:
+            report = {"skipped": "no graph decoder (generate warms nothing ahead)"}
+        else:
+            try:
+                report = warm_pages(self)
+            except Exception as exc:
+                if type(exc).__name__ == "OutOfMemoryError":
+                    import torch
+
+                    torch.cuda.empty_cache()
+                logger.warning(
+                    "preload warm-up failed; the first document pays its first calls", exc_info=exc
+                )
+                report = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        self.page_warmup = report
+        return report
 
     def resolve_precision(self, device: torch.device) -> str:
         """The precision this load runs in: the one resolver (``precision.py``) with torch's facts."""
@@ -432,6 +466,7 @@ class DeepSeekOcr2Engine(Engine):
             "load_breakdown": self.load_breakdown,
             "loader": getattr(self.model, "ocr_loader", None),
             "kernel_warmup": self.kernel_warmup or None,
+            "page_warmup": self.page_warmup,
             "budget_gib": None if self.budget_bytes is None else round(self.budget_bytes / 1024**3, 2),
             "decoder": self._decoder.describe() if self._decoder is not None else None,
             # host memory the idle weights hold (``park``): stated in ``ocr-app info``

@@ -254,6 +254,7 @@ class DecodeScheduler:
         self._held: dict[Any, list[Future]] = {}
         self._cond = threading.Condition()
         self._queue: deque[tuple[Any, DecodeRequest, Future]] = deque()
+        self._calls: deque[tuple[Callable[[], Any], Future]] = deque()  # ``call_on_worker``
         self._thread: threading.Thread | None = None
         self._closed = False
         self.decoder: PageDecoder | None = None
@@ -295,6 +296,22 @@ class DecodeScheduler:
             self._ensure_worker()
             self._cond.notify_all()
         return futures
+
+    def call_on_worker(self, fn: Callable[[], Any]) -> Future:
+        """Run ``fn`` on the decoding thread (its stream, inference mode) before the next cycle; the
+        future holds its result or error.
+
+        Why: some first-call costs belong to the thread and stream that will meet them (the vision
+        pass's per-shape cuBLAS set-up, Triton's first launches); a warm-up run anywhere else leaves
+        them to the first document (``engine.warm``)."""
+        future: Future = Future()
+        with self._cond:
+            if self._closed:
+                raise EngineError("the decode scheduler is closed")
+            self._calls.append((fn, future))
+            self._ensure_worker()
+            self._cond.notify_all()
+        return future
 
     def backlog(self, group: Any = None, *, every: bool = False) -> int:
         """Pages of ``group`` (``every``: of all groups) submitted but not yet in a slot: feeders keep
@@ -447,16 +464,27 @@ class DecodeScheduler:
         owners: dict[int, _Owner] = {}
         while True:
             with self._cond:
-                while not self._queue and not pending and not owners and not self._closed:
+                while not (self._queue or self._calls or pending or owners or self._closed):
                     self._cond.wait()  # idle: the decoder stays (see module doc)
                 for group, r, f in self._queue:
                     pending.push(group, r, f)
                 self._queue.clear()
+                calls = list(self._calls)
+                self._calls.clear()
                 self._backlog = pending.waiting()  # moved, not admitted: feeders still count them
                 if self._closed:
-                    self._fail_all(pending, owners, EngineError("the decode scheduler was closed"))
+                    closed = EngineError("the decode scheduler was closed")
+                    for _, f in calls:
+                        _settle(f, error=closed)
+                    self._fail_all(pending, owners, closed)
                     self._release()
                     return
+            for fn, f in calls:
+                try:
+                    with torch.inference_mode():
+                        _settle(f, result=fn())
+                except Exception as exc:
+                    _settle(f, error=exc)
             try:
                 with torch.inference_mode():
                     self._cycle(pending, owners)
