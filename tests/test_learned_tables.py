@@ -412,3 +412,46 @@ def test_a_label_column_the_model_cut_in_two_under_a_spanning_header_is_one_colu
             learned_tables._Slot(r, 1, words=[((104, y, 150, y + 12), f"{r}1{r}")]),
         ]
     assert len(learned_tables._merge_flowing_columns(figures)) == len(figures)
+
+
+def test_an_empty_spanning_header_takes_back_its_label_from_the_sub_header_below():
+    """docling's 2305.03393v1-pg9: "TEDs" centred over simple / complex / all, on a header row of its
+    own, was placed in the row below ("TEDs complex") and left its spanning cell empty. Its line lies
+    inside the spanning cell's box, not in the sub-header's. A sub-header on two lines of its own
+    ("Inference" over "time", both inside its box) keeps both."""
+    Slot = learned_tables._Slot
+    span = Slot(0, 1, colspan=3, header=True, box=(120, 80, 480, 98))
+    subs = [
+        Slot(1, 1, header=True, box=(120, 104, 230, 122), words=[((150, 105, 200, 121), "simple")]),
+        Slot(
+            1, 2, header=True, box=(240, 104, 360, 122),
+            words=[((275, 82, 325, 97), "TEDs"), ((265, 105, 335, 121), "complex")],
+        ),
+        Slot(1, 3, header=True, box=(370, 104, 480, 122), words=[((410, 105, 440, 121), "all")]),
+    ]  # fmt: skip
+    label = Slot(
+        0, 0, rowspan=2, header=True, box=(20, 80, 110, 122), words=[((30, 90, 100, 106), "Language")]
+    )
+    body = [
+        Slot(
+            2,
+            c,
+            box=(20 + 120 * c, 126, 110 + 120 * c, 142),
+            words=[((30 + 120 * c, 127, 80 + 120 * c, 141), "0.9")],
+        )
+        for c in range(4)
+    ]
+    rows = learned_tables._rows(learned_tables._fill_empty_spans([label, span, *subs, *body]), None)
+    assert [(c.text, c.colspan) for c in rows[0]] == [("Language", 1), ("TEDs", 3)]
+    assert [c.text for c in rows[1]] == ["simple", "complex", "all"]
+
+    own = Slot(
+        1,
+        2,
+        header=True,
+        box=(240, 80, 360, 122),
+        words=[((265, 82, 335, 97), "Inference"), ((275, 105, 325, 121), "time")],
+    )
+    span2 = Slot(0, 1, colspan=3, header=True, box=(120, 80, 480, 98))
+    learned_tables._fill_empty_spans([span2, own])
+    assert span2.words == [] and [t for _, t in own.words] == ["Inference", "time"]

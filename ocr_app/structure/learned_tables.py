@@ -321,7 +321,7 @@ def read_table(
     else:
         slots = _merge_flowing_columns(_split_columns(slots, body))
         slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
-        slots = _centre_spans(_join_wrapped_rows(slots), body)
+        slots = _centre_spans(_join_wrapped_rows(_fill_empty_spans(slots)), body)
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -500,6 +500,38 @@ def _would_fit(upper: _Slot, lower: _Slot, slots: Sequence[_Slot]) -> bool:
     right = max(w[0][2] for o in slots if o.col == upper.col and o.colspan == upper.colspan for w in o.words)
     space = 0.25 * (first[3] - first[1])
     return max(w[0][2] for w in last) + space + (first[2] - first[0]) <= right
+
+
+def _fill_empty_spans(slots: list[_Slot]) -> list[_Slot]:
+    """An empty spanning header cell takes back its label from the first line of a cell below it.
+
+    Why: the words are placed by rows fitted to the model's rows, and a header row that holds only a
+    spanning label ("TEDs" over simple / complex / all) has a single cell to fit; its line then went to
+    the row below and became the first line of the sub-header under it ("TEDs complex"), leaving the
+    spanning cell empty. The model's own boxes say where it belongs: that line lies inside the
+    spanning cell's box (at least half its height) and not in the box of the cell that got it, and
+    within the spanning cell's columns."""
+    for s in slots:
+        if s.colspan < 2 or s.rowspan != 1 or s.words or s.box is None:
+            continue
+        for c in slots:
+            if c.row != s.row + 1 or not s.col <= c.col < s.col + s.colspan or c.box is None:
+                continue
+            bands = _bands(c.words)
+            if len(bands) < 2:
+                continue
+            top = bands[0][1]
+            y0, y1 = min(w[0][1] for w in top), max(w[0][3] for w in top)
+            height = max(y1 - y0, 1e-6)
+            inside = min(y1, s.box[3]) - max(y0, s.box[1])
+            own = min(y1, c.box[3]) - max(y0, c.box[1])
+            if inside < 0.5 * height or own >= inside:
+                continue
+            if not all(s.box[0] <= (w[0][0] + w[0][2]) / 2 <= s.box[2] for w in top):
+                continue
+            s.words = s.words + top
+            c.words = [w for m, ws in bands[1:] for w in ws]
+    return slots
 
 
 def _centre_spans(slots: list[_Slot], body: float) -> list[_Slot]:

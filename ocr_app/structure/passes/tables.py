@@ -42,7 +42,43 @@ def run(page: PageLayout) -> None:
     forms = [Table(box=b, rows=r, form=True) for b, r in page.given_forms if r]
     # Figures were found first but are ordered with the tables, as before the passes existed.
     figures, page.found = page.found, []
-    page.found = [*found, *beside, *given, *forms, *figures]
+    page.found = [*join_split(found, beside, page.body), *given, *forms, *figures]
+
+
+def _width(t: Table) -> int:
+    return max((sum(c.colspan if isinstance(c, Cell) else 1 for c in row) for row in t.rows), default=0)
+
+
+def join_split(found: list[Table], beside: list[Table], body: float) -> list[Table]:
+    """``found`` and ``beside``, a table of ``beside`` joined with the headless rest of it in ``found``.
+
+    Why: on a page of two columns, the page-wide pass takes a table's last rows where the other column
+    has already ended (nothing stands beside them), and the pass over one column then finds the table's
+    head and first rows: one table came out as two (docling's table_mislabeled_as_picture: 3 + 4 rows).
+    The lower part is the rest when it has no header row of its own, the same columns, the same left
+    edge and right edge (within a body size), and starts within two body sizes
+    under the upper part."""
+    if not found or not beside:
+        return [*found, *beside]
+    out = list(found)
+    for up in beside:
+        for low in out:
+            if (
+                not low.header_rows
+                and not (low.contents or low.form or up.contents or up.form)
+                and _width(low) == _width(up)
+                and 0 <= low.box[1] - up.box[3] <= 2 * body
+                and abs(low.box[0] - up.box[0]) <= body
+                and abs(low.box[2] - up.box[2]) <= body
+            ):
+                out.remove(low)
+                up = Table(
+                    box=union_box([up.box, low.box]), rows=[*up.rows, *low.rows], size=up.size,
+                    items=[*up.items, *low.items], header_rows=up.header_rows,
+                )  # fmt: skip
+                break
+        out.append(up)
+    return out
 
 
 SMALL_GRID_ROWS = 3  # a grid of this many rows or fewer needs the layout model's word to be a table
