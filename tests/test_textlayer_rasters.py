@@ -215,3 +215,43 @@ def test_the_auto_engine_the_app_builds_reads_pictured_tables(tmp_path, monkeypa
     md = doc.outputs["md"].read_text()
     assert "<td>East</td><td>1,530</td><td>102.4</td><td>7.9%</td>" in md
     assert_in_order(md, [BEFORE[:30], "<table>", AFTER[:30]])
+
+
+def test_a_page_with_two_pictures_asks_the_layout_model_once(tmp_path, engine, monkeypatch):
+    """Which pictures show a table is read from the page's own layout regions: one model call for the
+    page (which the learned tables share), not one per picture; the table is still read, the chart not."""
+    from ocr_app.structure import regions
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_textbox(pymupdf.Rect(72, 72, 523, 130), BEFORE, fontsize=11)
+    page.insert_image(pymupdf.Rect(72, 150, 402, 300), stream=_table_png(True), keep_proportion=True)
+    page.insert_image(pymupdf.Rect(72, 420, 402, 580), stream=_chart_png(), keep_proportion=True)
+    page.insert_textbox(pymupdf.Rect(72, 620, 523, 700), AFTER, fontsize=11)
+    doc.save(tmp_path / "two.pdf")
+    model = regions.default_model()
+    calls: list[tuple[int, int]] = []
+    real = model.detect
+
+    def counted(image):
+        calls.append(image.size)
+        return real(image)
+
+    monkeypatch.setattr(model, "detect", counted)
+    md = _markdown(engine, tmp_path / "two.pdf")
+    assert len(calls) == 1 and calls[0] == (1190, 1684)  # the page at 144 DPI, not a picture
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    assert "<td>North</td><td>1,204</td>" in table
+    assert "Sales by quarter" not in md and "Q1" not in md
+    assert_in_order(md, [BEFORE[:30], "<table>", AFTER[:30]])
+
+
+def test_covered_by_table_wants_a_confident_table_region_over_most_of_the_picture():
+    from ocr_app.structure.regions import Region
+
+    pic = (100.0, 100.0, 300.0, 200.0)
+    assert raster_tables.covered_by_table(pic, [Region("table", (90.0, 95.0, 310.0, 205.0), 0.9)])
+    assert raster_tables.covered_by_table(pic, [Region("table", (100.0, 100.0, 220.0, 200.0), 0.9)])  # 60 %
+    assert not raster_tables.covered_by_table(pic, [Region("table", (100.0, 100.0, 180.0, 200.0), 0.9)])
+    assert not raster_tables.covered_by_table(pic, [Region("table", (90.0, 95.0, 310.0, 205.0), 0.3)])
+    assert not raster_tables.covered_by_table(pic, [Region("figure", (90.0, 95.0, 310.0, 205.0), 0.9)])

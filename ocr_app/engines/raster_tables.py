@@ -170,13 +170,16 @@ def read(
     first_figure: int = FIGURE_BASE,
     keep_text: bool = False,
     regions: Callable[[Image.Image], Sequence[Region]] | None = None,
+    page_regions: Sequence[Region] | None = None,
 ) -> tuple[list[TableGrid], list[TextLine]]:
     """Each picture read: the tables (boxes in the page's displayed pixels) and the lines of pictures
     that hold no table (marked as the picture's figure labels). ``rules(width, body)``: the word-position
     finder for a picture ``width`` pixels wide, its text ``body`` pixels high; ``load`` builds the
     recogniser (``reader``); ``learned``: the structure model may be asked; ``regions``: the layout
     model over one picture (``structure.regions.detect_regions`` when None), asked before anything is
-    read, so only a picture it calls a table is read (with ``keep_text``, every picture is).
+    read, so only a picture it calls a table is read (with ``keep_text``, every picture is);
+    ``page_regions``: the layout model's regions of the whole page, when the page was looked at
+    already: a picture is then judged by them (``covered_by_table``), with no call of its own.
     Raises ``EngineUnavailableError`` when the recogniser or the layout model cannot load."""
     from ocr_app.structure import learned_tables as lt
 
@@ -184,7 +187,11 @@ def read(
     loose: list[TextLine] = []
     engine = None
     for k, pic in enumerate(found):
-        if not keep_text and not shows_table(pic.image, regions):
+        if not keep_text and not (
+            covered_by_table(pic.box, page_regions)
+            if page_regions is not None
+            else shows_table(pic.image, regions)
+        ):
             continue  # a chart or a diagram: its words in a grid are still no table (ICDAR's eu-020/021)
         engine = engine or reader(load)  # built on the first picture worth reading
         try:
@@ -237,6 +244,18 @@ def shows_table(image: Image.Image, regions: Callable[[Image.Image], Sequence[Re
         and r.score >= MIN_TABLE_SCORE
         and (r.box[2] - r.box[0]) * (r.box[3] - r.box[1]) >= MIN_TABLE_COVER * area
         for r in regions(image)
+    )
+
+
+def covered_by_table(box: Box, regions: Sequence[Region]) -> bool:
+    """Whether the page's layout regions call the picture at ``box`` a table: a table region of score
+    ``MIN_TABLE_SCORE`` holding ``MIN_TABLE_COVER`` of the picture (``shows_table``'s test, on the
+    regions the page already has: one layout call a page instead of one a picture)."""
+    from ocr_app.structure.regions import overlap
+
+    return any(
+        r.label == "table" and r.score >= MIN_TABLE_SCORE and overlap(box, r.box) >= MIN_TABLE_COVER
+        for r in regions
     )
 
 
