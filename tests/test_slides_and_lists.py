@@ -179,3 +179,64 @@ def test_an_author_year_bibliography_keeps_one_entry_per_paragraph(tmp_path, eng
     md = _markdown(engine, doc, tmp_path)
     paragraphs = _paragraphs(md)
     assert paragraphs[1:] == [PROSE[4], *AUTHOR_YEAR], md
+
+
+def test_panels_whose_rows_line_up_are_panels_not_a_table(tmp_path, engine):
+    """Three equal panels, each a title and three one-line items drawn with their dash in the same run,
+    rows at the same heights: the words make a full grid (three columns, a bold first row), but each
+    column stands on a fill of its own."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=SLIDE[0], height=SLIDE[1])
+    page.insert_text((60, 90), "Where we grew", fontname="hebo", fontsize=30)
+    panels = []
+    for k, title in enumerate(("Customers", "Products", "People")):
+        x = 60 + 300 * k
+        items = [f"{title}: new accounts", f"{title}: retention up", f"{title}: renewals early"]
+        panels.append((title, items))
+        page.draw_rect(pymupdf.Rect(x, 130, x + 260, 430), color=None, fill=(0.93, 0.95, 0.98))
+        page.insert_text((x + 15, 160), title, fontname="hebo", fontsize=16)
+        for r, item in enumerate(items):
+            page.insert_text((x + 15, 195 + 22 * r), f"- {item}", fontname="helv", fontsize=13)
+    md = _markdown(engine, doc, tmp_path)
+    assert "<table>" not in md and "|---" not in md, md
+    assert [ln[2:] for ln in md.splitlines() if ln.startswith("- ")] == [
+        i for _, items in panels for i in items
+    ]
+    assert_in_order(md, [part for title, items in panels for part in (title, *items)])
+
+
+def _figures_table(fill: str) -> pymupdf.Document:
+    """A four-column table of figures without rules; ``fill``: "panel" (the whole table on one filled
+    ground) or "column" (the latest year's column highlighted from top to bottom)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    page.insert_textbox(pymupdf.Rect(60, 60, 535, 110), PROSE[:200], fontname="helv", fontsize=10)
+    cols = [72, 260, 350, 440]
+    top, pitch, rows = 150.0, 20.0, 7
+    if fill == "panel":
+        page.draw_rect(
+            pymupdf.Rect(60, top - 18, 535, top + rows * pitch), color=None, fill=(0.92, 0.94, 0.98)
+        )
+    else:
+        page.draw_rect(
+            pymupdf.Rect(340, top - 18, 420, top + rows * pitch), color=None, fill=(0.92, 0.94, 0.98)
+        )
+    head = ["Segment", "2023", "2022", "2021"]
+    for c, t in zip(cols, head, strict=True):
+        page.insert_text((c, top), t, fontname="hebo", fontsize=10)
+    for r in range(1, rows):
+        row = [f"Segment {chr(64 + r)}", f"{1000 + 37 * r:,}", f"{900 + 29 * r:,}", f"{800 + 23 * r:,}"]
+        for c, t in zip(cols, row, strict=True):
+            page.insert_text((c, top + r * pitch), t, fontname="helv", fontsize=10)
+    page.insert_textbox(
+        pymupdf.Rect(60, top + rows * pitch + 30, 535, 420), PROSE[:200], fontname="helv", fontsize=10
+    )
+    return doc
+
+
+@pytest.mark.parametrize("fill", ["panel", "column"])
+def test_a_table_on_one_ground_or_with_a_highlighted_column_stays_a_table(tmp_path, engine, fill):
+    md = _markdown(engine, _figures_table(fill), tmp_path)
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    assert "<th>Segment</th><th>2023</th><th>2022</th><th>2021</th>" in table
+    assert "<td>Segment C</td><td>1,111</td><td>987</td><td>869</td>" in table

@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 def run(page: PageLayout) -> None:
     found, rest = detect_tables(page.lines, page.page_width, page.config, page.body)
     beside, rest = tables_beside_a_gutter(rest, page.page_width, page.config, page.body)
+    if page.containers:
+        # Panels side by side (a slide's three boxes, each a title and its bullets) line their rows up
+        # like a table's: read each panel whole instead (``passes.columns``).
+        panels = [t for t in [*found, *beside] if across_panels(t, page.containers)]
+        if panels:
+            gone = {id(t) for t in panels}
+            found = [t for t in found if id(t) not in gone]
+            beside = [t for t in beside if id(t) not in gone]
+            rest = [*rest, *(ln for t in panels for ln in t.items)]
     if page.table_regions is not None:
         # The layout model looked at this page: a grid of words it does not call a table is text.
         found, dropped = _split(found, page.table_regions, page.text_regions)
@@ -43,6 +52,28 @@ def run(page: PageLayout) -> None:
     # Figures were found first but are ordered with the tables, as before the passes existed.
     figures, page.found = page.found, []
     page.found = [*join_split(found, beside, page.body), *given, *forms, *figures]
+
+
+INSIDE_SHARE = 0.95  # a line this much on a container stands on it
+
+
+def across_panels(table: Table, containers: Sequence[Box]) -> bool:
+    """Whether a word grid is panels side by side: every line of it lies on a container (a filled
+    ground at least four body lines tall and wide, ``PageLayout.containers``), and they lie on two or
+    more containers apart in x. A table stands on one ground (or none); cells or rows filled one by
+    one are smaller than a container, and a highlighted column leaves the label column off it."""
+    from ocr_app.structure.regions import overlap
+
+    if not table.items or table.contents or table.form:
+        return False
+    held: set[int] = set()
+    for ln in table.items:
+        k = next((k for k, c in enumerate(containers) if overlap(ln.box, c) >= INSIDE_SHARE), None)
+        if k is None:
+            return False
+        held.add(k)
+    boxes = [containers[k] for k in held]
+    return any(a[2] <= b[0] or b[2] <= a[0] for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 def _width(t: Table) -> int:
