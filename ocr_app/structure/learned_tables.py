@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -829,7 +830,60 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
     held = _trim_prose(held)
     if len(held) < 2:
         return None
+    held += _heads_above(held, lines)
     return union_box([ln.box for ln in held]), held
+
+
+# a measured value ("25.16%", "12,410", "-0.3"), which a row of heads does not hold (a year does)
+_VALUE = re.compile(r"\d[.,]\d|\d\s*%")
+HEAD_GAP = 1.5  # × the row height: how far above a region its column heads may stand
+
+
+def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLine]:
+    """The row of column heads right above a region that the layout model left out of it.
+
+    Why: the model's box for a table whose heads stand apart, above a rule (years over the figures of
+    a balance sheet, an empty first cell), often starts at the first body row; the heads then came out
+    as a line of text above the table. Such a row is the first one above, at most ``HEAD_GAP`` rows
+    higher, inside the region's width, of two or more short pieces (no sentence, no measured value: the
+    last row of a table above holds figures), each standing over lines of the region that no other
+    piece of the row stands over (over columns of it)."""
+    from ocr_app.schema import union_box
+    from ocr_app.structure.lines import group_rows
+
+    box = union_box([ln.box for ln in held])
+    taken = {id(ln) for ln in held}
+    height = statistics.median(ln.box[3] - ln.box[1] for ln in held)
+    above = [
+        r
+        for r in group_rows(
+            [ln for ln in lines if id(ln) not in taken and ln.box[3] <= box[1] + 0.25 * height]
+        )
+        if box[1] - r.box[3] <= HEAD_GAP * height
+    ]
+    if not above:
+        return []
+    row = max(above, key=lambda r: r.box[3])
+    pieces = row.items
+    if (
+        len(pieces) < 2
+        or row.box[0] < box[0] - height
+        or row.box[2] > box[2] + height
+        or any(len(p.text.split()) > 4 or _VALUE.search(p.text) for p in pieces)
+    ):
+        return []
+    under = [
+        {
+            id(ln)
+            for ln in held
+            if min(p.box[2], ln.box[2]) - max(p.box[0], ln.box[0]) >= 0.5 * (p.box[2] - p.box[0])
+        }
+        for p in pieces
+    ]
+    # each piece over lines of the region, no two over the same line: columns, not one label's words
+    if any(not u for u in under) or any(a & b for i, a in enumerate(under) for b in under[i + 1 :]):
+        return []
+    return list(pieces)
 
 
 PROSE_WORDS = 8  # a row of one piece with this many words, across most of the region, is a sentence
