@@ -322,7 +322,8 @@ def read_table(
     else:
         slots = _merge_flowing_columns(_split_columns(slots, body))
         slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
-        slots = _centre_spans(_join_wrapped_rows(_fill_empty_spans(slots)), body)
+        slots = _join_wrapped_rows(_fill_empty_spans(slots))
+        slots = _centre_spans(_join_wrapped_text_rows(_lift_stray_lines(slots)), body)
     if not is_grid(slots) or _bullets_first(slots):
         return None
     return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
@@ -470,6 +471,87 @@ def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
             or not any(_is_figure(s) for s in upper.values())
             or any(_is_figure(upper[c]) for c in lower if c in upper)
             or set(lower) <= {0}
+            or any(
+                c not in upper
+                or upper[c].colspan != s.colspan
+                or not _wrapped(upper[c], s)
+                or _would_fit(upper[c], s, slots)
+                for c, s in lower.items()
+            )
+        ):
+            r += 1
+            continue
+        for c, s in lower.items():
+            upper[c].words += s.words
+        kept: list[_Slot] = []
+        for s in slots:
+            if s.row == r:
+                continue
+            if s.row > r:
+                s.row -= 1
+            kept.append(s)
+        slots = kept
+    return slots
+
+
+def _body_start(slots: Sequence[_Slot]) -> int:
+    """The first row below the model's header rows (0 without a header)."""
+    head = {s.row for s in slots if s.header}
+    return max(head) + 1 if head else 0
+
+
+def _lift_stray_lines(slots: list[_Slot]) -> list[_Slot]:
+    """A cell's first lines that stand above its row's first line are the cell above's last lines.
+
+    Why: a wrapped cell of three lines beside one-line cells ("Delays from the two main suppliers of /
+    parts for … / first half of the year") reaches down to the next row's height; the rows fitted to
+    the model's put its last line in the next row, on top of that row's own text ("first half of the
+    year Loss of key engineers"). The row's key (its first column, top-aligned) says where the row
+    starts: lines of a cell that end above the key's first line, right under the last line of the
+    cell above (line spacing, not a row's padding), where that line was full, go back up."""
+    keys = {s.row: s for s in slots if s.col == 0 and s.rowspan == 1 and s.words}
+    cells = {(s.row, s.col, s.colspan): s for s in slots if s.rowspan == 1}
+    for s in slots:
+        key = keys.get(s.row)
+        upper = cells.get((s.row - 1, s.col, s.colspan))
+        if s.col == 0 or key is None or upper is None or not upper.words or s.rowspan != 1 or not s.words:
+            continue
+        if s.row - 1 not in keys or s.row <= _body_start(slots):
+            continue
+        top = min(w[0][1] for w in key.words)
+        bands = _bands(s.words)
+        stray = [w for _, ws in bands for w in ws if w[0][3] <= top + 0.25 * (w[0][3] - w[0][1])]
+        rest = [w for w in s.words if w not in stray]
+        if not stray or not rest:
+            continue
+        moved = _Slot(s.row, s.col, colspan=s.colspan, words=stray)
+        if _wrapped(upper, moved) and not _would_fit(upper, moved, slots):
+            upper.words += stray
+            s.words = rest
+    return slots
+
+
+def _join_wrapped_text_rows(slots: list[_Slot]) -> list[_Slot]:
+    """In a table of words (no figures), a body row with an empty first column whose cells each
+    continue the cell above is that row's wrapped lines.
+
+    Why: ``_join_wrapped_rows`` anchors rows by their figures, so a table of text (a risk register, a
+    glossary in columns) kept a wrapped description's second line as a row of its own beside empty
+    cells. Here the first column is the anchor: a row starts where it has a key; a row without one
+    whose filled cells each start right under the cell above, whose last line was full, is that
+    row's next line."""
+    if any(_is_figure(s) for s in slots):
+        return slots
+    r = _body_start(slots) + 1
+    while r < max((s.row + s.rowspan for s in slots), default=0):
+        lower = {s.col: s for s in slots if s.row == r and s.words}
+        upper = {s.col: s for s in slots if s.row == r - 1 and s.words}
+        crossing = any(s.rowspan > 1 and s.row <= r < s.row + s.rowspan + 1 for s in slots)
+        if (
+            crossing
+            or not lower
+            or 0 in lower
+            or 0 not in upper
             or any(
                 c not in upper
                 or upper[c].colspan != s.colspan
