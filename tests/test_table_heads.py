@@ -109,3 +109,52 @@ def test_heads_above_take_only_short_pieces_over_separate_columns_right_above():
     values = [_line("CHANGE_AT_MAX", 100, 262, 300), _line("25.16%", 940, 262, 1000)]
     for row in (far, one, label, sentence, values):
         assert learned_tables._heads_above(BODY, [*BODY, *row]) == [], row
+
+
+def _segments(path: Path) -> Path:
+    """Two groups of years under spanning heads ("Revenue", "Operating profit"), each group with a rule
+    of its own under its head and a white gap between the groups (booktabs' cmidrules)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_textbox(pymupdf.Rect(50, 50, 545, 90), INTRO, fontsize=9.5, fontname="helv")
+    y = 110.0
+    page.draw_line((50, y), (545, y), width=0.8)
+    y += 14
+    page.insert_text((262, y), "Revenue", fontsize=9, fontname="hebo")
+    page.insert_text((432, y), "Operating profit", fontsize=9, fontname="hebo")
+    y += 5
+    page.draw_line((230, y), (350, y), width=0.4)
+    page.draw_line((400, y), (545, y), width=0.4)
+    y += 13
+    page.insert_text((54, y), "Segment", fontsize=9, fontname="hebo")
+    for x, head in [(240, "2023"), (300, "2022"), (420, "2023"), (490, "2022")]:
+        page.insert_text((x, y), head, fontsize=9, fontname="hebo")
+    y += 5
+    page.draw_line((50, y), (545, y), width=0.4)
+    y += 14
+    for row in SEGMENTS:
+        for x, cell in zip((54, 240, 300, 420, 490), row, strict=True):
+            page.insert_text((x, y), cell, fontsize=9, fontname="helv")
+        y += 15
+    page.draw_line((50, y - 6), (545, y - 6), width=0.8)
+    page.insert_textbox(pymupdf.Rect(50, y + 10, 545, y + 60), AFTER, fontsize=9.5, fontname="helv")
+    doc.save(path)
+    return path
+
+
+SEGMENTS = [
+    ("Industrial", "4,210", "3,980", "512", "470"),
+    ("Consumer", "2,880", "2,950", "301", "322"),
+    ("Services", "1,640", "1,410", "288", "241"),
+    ("Other", "220", "260", "-35", "-28"),
+]
+
+
+def test_spanning_group_heads_over_a_gap_keep_their_spans_and_no_empty_column(tmp_path, engine):
+    md = _markdown(engine, _segments(tmp_path / "segments.pdf"))
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    rows = re.findall(r"<tr>(.*?)</tr>", table)
+    assert '<th colspan="2">Revenue</th><th colspan="2">Operating profit</th>' in rows[0], rows[0]
+    assert rows[1] == "<th>2023</th><th>2022</th><th>2023</th><th>2022</th>", rows[1]
+    for row, cells in zip(rows[2:], SEGMENTS, strict=True):
+        assert row == "".join(f"<td>{c}</td>" for c in cells), row

@@ -59,6 +59,8 @@ class LearnedTable:
     rows: list[list[Cell]]
     header_rows: int
     lines: list[TextLine]  # the page's lines this table took
+    # rows and columns the model read, empty columns included (``_read_part`` compares readings by it)
+    seen: tuple[int, int] | None = None
 
 
 def parse_tokens(tokens: Sequence[str]) -> list[_Slot]:
@@ -326,7 +328,9 @@ def read_table(
         slots = _centre_spans(_join_wrapped_text_rows(_lift_stray_lines(slots)), body)
     if not is_grid(slots) or _bullets_first(slots):
         return None
-    return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside)
+    seen = shape(_rows(slots, join))
+    slots = _drop_empty_columns(slots)
+    return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside, seen)
 
 
 _BULLET_CELL = re.compile(r"^[•●○◦▪▫■□‣⁃\-–—*·]$")
@@ -489,6 +493,32 @@ def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
                 continue
             if s.row > r:
                 s.row -= 1
+            kept.append(s)
+        slots = kept
+    return slots
+
+
+def _drop_empty_columns(slots: list[_Slot]) -> list[_Slot]:
+    """Columns with no word in any cell of their own are dropped; cells spanning them span one less.
+
+    Why: a spacer column between groups of figures (the white gap between "Revenue 2023 2022" and
+    "Operating profit 2023 2022", where each group has its own rule) is a column to the model, and it
+    came out as a column of empty cells through the whole table."""
+    n_cols = max((s.col + s.colspan for s in slots), default=0)
+    for c in range(n_cols - 1, -1, -1):
+        own = [s for s in slots if s.col == c and s.colspan == 1]
+        if not own or any(s.words for s in own):
+            continue
+        if any(s.col <= c < s.col + s.colspan and s.colspan == 1 and s.words for s in slots):
+            continue
+        kept = []
+        for s in slots:
+            if s.col == c and s.colspan == 1:
+                continue
+            if s.col <= c < s.col + s.colspan:
+                s.colspan -= 1
+            elif s.col > c:
+                s.col -= 1
             kept.append(s)
         slots = kept
     return slots
@@ -1107,7 +1137,7 @@ def _read_part(
 ) -> LearnedTable | None:
     table = read_table(image, box, held, model=model, body=body, join=join)
     other = rules(held) if rules else None
-    if other is not None and (table is None or _covers(shape(other[0]), shape(table.rows))):
+    if other is not None and (table is None or _covers(shape(other[0]), table.seen or shape(table.rows))):
         table = LearnedTable(box, other[0], other[1], other[2])
     return table
 
