@@ -1305,8 +1305,8 @@ class TextLayerEngine(Engine):
                 # empty boxes, and not two columns of bold labels beside plain answers (issue 16).
                 if not rows and (
                     table is None
-                    or _pairs(table.rows)
-                    or (lt.shape(table.rows)[1] < 3 and _bold_labels(box, every_line))
+                    or _pairs(table.read_rows)
+                    or (lt.shape(table.read_rows)[1] < 3 and _bold_labels(box, every_line))
                 ):
                     # A form the model cannot read as a table either (label/value pairs beside
                     # empty boxes): it stays a form, one line of text a row.

@@ -59,8 +59,13 @@ class LearnedTable:
     rows: list[list[Cell]]
     header_rows: int
     lines: list[TextLine]  # the page's lines this table took
-    # rows and columns the model read, empty columns included (``_read_part`` compares readings by it)
-    seen: tuple[int, int] | None = None
+    # the model's reading before its empty columns were dropped: what tells a form's empty boxes
+    # (``textlayer._pairs``) and what ``_read_part`` compares with the rules' reading
+    as_read: list[list[Cell]] | None = None
+
+    @property
+    def read_rows(self) -> list[list[Cell]]:
+        return self.rows if self.as_read is None else self.as_read
 
 
 def parse_tokens(tokens: Sequence[str]) -> list[_Slot]:
@@ -328,9 +333,9 @@ def read_table(
         slots = _centre_spans(_join_wrapped_text_rows(_lift_stray_lines(slots)), body)
     if not is_grid(slots) or _bullets_first(slots):
         return None
-    seen = shape(_rows(slots, join))
+    as_read = _rows(slots, join)
     slots = _drop_empty_columns(slots)
-    return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside, seen)
+    return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside, as_read)
 
 
 _BULLET_CELL = re.compile(r"^[•●○◦▪▫■□‣⁃\-–—*·]$")
@@ -1137,7 +1142,7 @@ def _read_part(
 ) -> LearnedTable | None:
     table = read_table(image, box, held, model=model, body=body, join=join)
     other = rules(held) if rules else None
-    if other is not None and (table is None or _covers(shape(other[0]), table.seen or shape(table.rows))):
+    if other is not None and (table is None or _covers(shape(other[0]), shape(table.read_rows))):
         table = LearnedTable(box, other[0], other[1], other[2])
     return table
 
