@@ -480,26 +480,11 @@ def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
             or not any(_is_figure(s) for s in upper.values())
             or any(_is_figure(upper[c]) for c in lower if c in upper)
             or set(lower) <= {0}
-            or any(
-                c not in upper
-                or upper[c].colspan != s.colspan
-                or not _wrapped(upper[c], s)
-                or _would_fit(upper[c], s, slots)
-                for c, s in lower.items()
-            )
+            or not _continues(upper, lower, slots)
         ):
             r += 1
             continue
-        for c, s in lower.items():
-            upper[c].words += s.words
-        kept: list[_Slot] = []
-        for s in slots:
-            if s.row == r:
-                continue
-            if s.row > r:
-                s.row -= 1
-            kept.append(s)
-        slots = kept
+        slots = _merge_up(slots, r, upper, lower)
     return slots
 
 
@@ -582,32 +567,38 @@ def _join_wrapped_text_rows(slots: list[_Slot]) -> list[_Slot]:
         lower = {s.col: s for s in slots if s.row == r and s.words}
         upper = {s.col: s for s in slots if s.row == r - 1 and s.words}
         crossing = any(s.rowspan > 1 and s.row <= r < s.row + s.rowspan + 1 for s in slots)
-        if (
-            crossing
-            or not lower
-            or 0 in lower
-            or 0 not in upper
-            or any(
-                c not in upper
-                or upper[c].colspan != s.colspan
-                or not _wrapped(upper[c], s)
-                or _would_fit(upper[c], s, slots)
-                for c, s in lower.items()
-            )
-        ):
+        if crossing or not lower or 0 in lower or 0 not in upper or not _continues(upper, lower, slots):
             r += 1
             continue
-        for c, s in lower.items():
-            upper[c].words += s.words
-        kept: list[_Slot] = []
-        for s in slots:
-            if s.row == r:
-                continue
-            if s.row > r:
-                s.row -= 1
-            kept.append(s)
-        slots = kept
+        slots = _merge_up(slots, r, upper, lower)
     return slots
+
+
+def _continues(upper: dict[int, _Slot], lower: dict[int, _Slot], slots: Sequence[_Slot]) -> bool:
+    """Whether every filled cell of a row (``lower``, by column) goes on from the cell above it in the
+    row above (``upper``): the same span, starting right under it, after a last line that was full."""
+    return all(
+        c in upper
+        and upper[c].colspan == s.colspan
+        and _wrapped(upper[c], s)
+        and not _would_fit(upper[c], s, slots)
+        for c, s in lower.items()
+    )
+
+
+def _merge_up(slots: list[_Slot], r: int, upper: dict[int, _Slot], lower: dict[int, _Slot]) -> list[_Slot]:
+    """Row ``r``'s words joined to the cells above (``_continues``), the row gone, the rows below
+    moved up one."""
+    for c, s in lower.items():
+        upper[c].words += s.words
+    kept: list[_Slot] = []
+    for s in slots:
+        if s.row == r:
+            continue
+        if s.row > r:
+            s.row -= 1
+        kept.append(s)
+    return kept
 
 
 def _would_fit(upper: _Slot, lower: _Slot, slots: Sequence[_Slot]) -> bool:
