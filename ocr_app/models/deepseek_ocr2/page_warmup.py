@@ -7,6 +7,9 @@ each new batch size (cuBLAS set-up per matmul shape, Triton binaries read from t
 decoder's first build and graph captures, the first prefill, the image processor's first pages. They
 depend on shapes, not on content, so a few blank pages of the common page geometry meet them.
 
+Measured (H200, bf16, 16 pages, later process; ``profile_firstdoc.py``, docs/PERFORMANCE.md "Round 6"):
+the first document 1.74-1.80× the steady one without it, 1.08-1.16× with it; the warm-up itself 2.6-3.0 s.
+
 Where it runs: ``preload`` only (``--preload`` on a server: "answer the first request at full speed").
 A lazily loaded model has its first document waiting already; warming there would only delay it.
 The vision passes run on the decoding thread (``DecodeScheduler.call_on_worker``), the thread and
