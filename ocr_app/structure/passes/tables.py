@@ -87,8 +87,7 @@ def join_split(found: list[Table], beside: list[Table], body: float) -> list[Tab
     has already ended (nothing stands beside them), and the pass over one column then finds the table's
     head and first rows: one table came out as two (docling's table_mislabeled_as_picture: 3 + 4 rows).
     The lower part is the rest when it has no header row of its own, the same columns, the same left
-    edge and right edge (within a body size), and starts within two body sizes
-    under the upper part."""
+    and right edges (within a body size), and starts within two body sizes under the upper part."""
     if not found or not beside:
         return [*found, *beside]
     out = list(found)
