@@ -333,9 +333,12 @@ def read_table(
         slots = _centre_spans(_join_wrapped_text_rows(_lift_stray_lines(slots)), body)
     if not is_grid(slots) or _bullets_first(slots):
         return None
-    as_read = _rows(slots, join)
-    slots = _drop_empty_columns(slots)
-    return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside, as_read)
+    rows = _rows(slots, join)
+    empty = _empty_columns(slots)
+    if not empty:
+        return LearnedTable(box, rows, _header_rows(slots), inside)
+    slots = _drop_columns(slots, empty)
+    return LearnedTable(box, _rows(slots, join), _header_rows(slots), inside, as_read=rows)
 
 
 _BULLET_CELL = re.compile(r"^[•●○◦▪▫■□‣⁃\-–—*·]$")
@@ -488,19 +491,23 @@ def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
     return slots
 
 
-def _drop_empty_columns(slots: list[_Slot]) -> list[_Slot]:
-    """Columns with no word in any cell of their own are dropped; cells spanning them span one less.
+def _empty_columns(slots: Sequence[_Slot]) -> list[int]:
+    """Columns with no word in any cell of their own (cells spanning them aside).
 
     Why: a spacer column between groups of figures (the white gap between "Revenue 2023 2022" and
     "Operating profit 2023 2022", where each group has its own rule) is a column to the model, and it
-    came out as a column of empty cells through the whole table."""
+    came out as a column of empty cells through the whole table (``_drop_columns``)."""
     n_cols = max((s.col + s.colspan for s in slots), default=0)
-    for c in range(n_cols - 1, -1, -1):
-        own = [s for s in slots if s.col == c and s.colspan == 1]
-        if not own or any(s.words for s in own):
-            continue
-        if any(s.col <= c < s.col + s.colspan and s.colspan == 1 and s.words for s in slots):
-            continue
+    own: dict[int, list[_Slot]] = {}
+    for s in slots:
+        if s.colspan == 1:
+            own.setdefault(s.col, []).append(s)
+    return [c for c in range(n_cols) if c in own and not any(s.words for s in own[c])]
+
+
+def _drop_columns(slots: list[_Slot], columns: Sequence[int]) -> list[_Slot]:
+    """``slots`` without ``columns``: their own cells gone, cells spanning them spanning one less each."""
+    for c in sorted(columns, reverse=True):
         kept = []
         for s in slots:
             if s.col == c and s.colspan == 1:

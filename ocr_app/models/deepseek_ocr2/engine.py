@@ -260,10 +260,7 @@ class DeepSeekOcr2Engine(Engine):
         try:
             return warm_up(self, self.load_progress, prepared)
         except Exception as exc:
-            if type(exc).__name__ == "OutOfMemoryError":
-                import torch
-
-                torch.cuda.empty_cache()
+            _free_after_oom(exc)
             logger.warning("kernel warm-up failed; kernels compile on first use", exc_info=exc)
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
@@ -289,10 +286,7 @@ class DeepSeekOcr2Engine(Engine):
             try:
                 report = warm_pages(self)
             except Exception as exc:
-                if type(exc).__name__ == "OutOfMemoryError":
-                    import torch
-
-                    torch.cuda.empty_cache()
+                _free_after_oom(exc)
                 logger.warning(
                     "preload warm-up failed; the first document pays its first calls", exc_info=exc
                 )
@@ -828,6 +822,15 @@ class DeepSeekOcr2Engine(Engine):
             used_prompt=page.prompt or None,
             used_mode=page.spec.name,  # what ran: ``auto`` resolved, or the OOM ladder's smaller mode
         )
+
+
+def _free_after_oom(exc: BaseException) -> None:
+    """After a warm-up that ran out of GPU memory: give the allocator's cache back (a failed warm-up
+    must not leave the first document less room)."""
+    if type(exc).__name__ == "OutOfMemoryError":
+        import torch
+
+        torch.cuda.empty_cache()
 
 
 def _recording(
