@@ -1316,9 +1316,22 @@ class TextLayerEngine(Engine):
                 taken = table.lines if table else [ln for ln in pool if _centre(ln.box, box)]
                 out.append((box, table.rows, table.header_rows or head) if table else (box, rows, head))
                 pool = _without(pool, taken)
-            regions = [r for r in regions if not any(overlap(r, t[0]) > 0.5 for t in [*out, *kept_forms])]
+            read = [t[0] for t in [*out, *kept_forms]]
+            regions = [r for r in regions if not any(overlap(r, t) > 0.5 for t in read)]
+            weak = [
+                r.box
+                for r in detected
+                if lt.MIN_VETO_SCORE <= r.score < lt.MIN_REGION_SCORE
+                and not any(overlap(r.box, t) > 0.5 for t in read)
+            ]
             found, pool = lt.tables_in_regions(
-                image, regions, pool, body=body, join=join_lines, rules=self._word_grid(image.width, body)
+                image,
+                regions,
+                pool,
+                body=body,
+                join=join_lines,
+                rules=self._word_grid(image.width, body),
+                weak=weak,
             )
         except EngineUnavailableError as exc:
             logger.warning("textlayer: tables from rules only: %s", exc)

@@ -55,6 +55,10 @@ logger = logging.getLogger(__name__)
 _MARKER = re.compile(r"^(?:[-•●○◦▪▫■□–—*·‣⁃]|(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]|\[\d{1,3}\])$")
 _SECTION = re.compile(r"^\d{1,2}(?:[.\-]\d{1,2}){0,4}\.?\s+\S")
 _LETTERS = re.compile(r"[^\W\d_]")  # a word, not a leader's dots or a figure
+# a measured value ("25.16%", "12,410", "-0.3"), which a row of column heads does not hold (a year does)
+_MEASURE = re.compile(r"\d[.,]\d|\d\s*%")
+HEAD_WORDS = 4  # a column head is a few words
+HEAD_GAP = 2.0  # × the row height: heads may stand this far above the first row (more than rows do)
 MAX_PAIR_WORDS = 8  # a longer line beside a short one is prose beside a side box, not a key and value
 
 
@@ -161,6 +165,10 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
             ):
                 multis.append(nxt)
                 last, stretch = j + 1, []
+            elif _section_label(rows, i, j + 1, multis, body, page_width):
+                multis.append(rows[j + 2])
+                last, stretch = j + 2, []
+                j += 1
             else:
                 col = _wrapped_line(nxt, rows[j], grid_columns(multis, body), body, page_width)
                 if col is None or not _may_wrap([*stretch, col], len(grid_columns(multis, body))):
@@ -169,9 +177,48 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
             j += 1
         last = _interleaved_tail(rows, last, stretch)
         j = _trailing_wraps(rows, i, last, body, page_width)
-        runs.append((_leading_lines(rows, i, multis, body, page_width, runs[-1][1] if runs else -1), j))
+        # A run of one row makes no table; the run after it may take it (a row of heads over a label).
+        floor = next((b for a, b in reversed(runs) if b > a), -1)
+        first = _leading_lines(rows, i, multis, body, page_width, floor)
+        while runs and runs[-1][0] == runs[-1][1] >= first:
+            runs.pop()
+        runs.append((first, j))
         i = j + 1
     return runs
+
+
+SECTION_WORDS = 6  # a section label inside a table is a few words
+OUTDENT = 2.0  # × body: how far left of the items under it a section label may start
+
+
+def _section_label(
+    rows: Sequence[Sequence[Piece]], first: int, k: int, multis: list, body: float, right: float
+) -> bool:
+    """Whether the bold line ``rows[k]`` inside a run is a section label of the table ("Expenses"
+    between the revenue items and the expense items), not a heading after it: a few words, no section
+    number, standing in the first column (or outdented from it), in the run's rhythm, with a row of cells close under it that
+    starts in the first column too. A heading after a table stands further off or has no rows of the
+    table's kind under it."""
+    if k + 1 >= len(rows) or len(rows[k]) != 1:
+        return False
+    label, under = rows[k][0], rows[k + 1]
+    cols = grid_columns(multis, body)
+    if (
+        len(cols) < 2
+        or label.in_figure
+        or not _heavy(label)
+        or len(label.text.split()) > SECTION_WORDS
+        or _SECTION.match(label.text.strip())
+        or not cols[0][0] - OUTDENT * body <= label.box[0] <= cols[0][1]
+    ):
+        return False
+    return (
+        _in_rhythm(rows, first, k)
+        and _close(rows[k], under)
+        and is_multi(under, body, right)
+        and not all(_heavy(p) for p in under)  # a new table's heads under a title between two tables
+        and cols[0][0] - OUTDENT * body <= min(p.box[0] for p in under) <= cols[0][1]
+    )
 
 
 def _in_rhythm(rows: Sequence[Sequence[Piece]], first: int, k: int) -> bool:
@@ -209,6 +256,10 @@ def _leading_lines(
     while k - 1 > floor and not any(p.in_figure for p in rows[k - 1]) and _close(rows[k - 1], rows[k]):
         row = rows[k - 1]
         if _heading_under(row, rows[k]):
+            if _label_under_heads(rows, k - 1, floor, multis, body, right):
+                top, stretch = k - 2, []
+                k -= 2
+                continue
             break  # a heading above the table
         if len(row) >= 2 and _on_grid(row, multis, body, right):
             top, stretch = k - 1, []
@@ -234,6 +285,42 @@ def _leading_lines(
     if k < top and (_overlap(rows[top - 1], rows[top]) or len(set(block)) >= 2):
         return k
     return top
+
+
+def _label_under_heads(
+    rows: Sequence[Sequence[Piece]], k: int, floor: int, multis: list, body: float, right: float
+) -> bool:
+    """Whether the bold line ``rows[k]`` right above a run is its first section's label ("Non-current
+    assets"), not a heading over the table: the row right above it is the run's column heads (two or
+    more pieces on its grid, short words, no figures but years), close above it. A heading over a
+    table has its heads below it. Heads often stand a little further apart (``HEAD_GAP``)."""
+    if (
+        k - 1 <= floor
+        or len(rows[k]) != 1
+        or rows[k][0].box[0] > min(p.box[0] for r in multis for p in r) + body
+    ):
+        return False
+    heads = rows[k - 1]
+    return (
+        len(heads) >= 2
+        and union_box([p.box for p in rows[k]])[1] - union_box([p.box for p in heads])[3]
+        <= HEAD_GAP * max(_height(heads), _height(rows[k]))
+        and not any(p.in_figure for p in heads)
+        and all(len(p.text.split()) <= HEAD_WORDS and not _MEASURE.search(p.text) for p in heads)
+        and _heads_over_columns(heads, grid_columns(multis, body))
+    )
+
+
+def _heads_over_columns(heads: Sequence[Piece], cols: list[list[float]]) -> bool:
+    """Each head stands over one column of the run, each over another: a head sits over its column
+    (centred, left or right) without lining up to the point with its cells."""
+    over = []
+    for p in heads:
+        hit = [k for k, (x0, x1) in enumerate(cols) if min(p.box[2], x1) - max(p.box[0], x0) > 0]
+        if len(hit) != 1:
+            return False
+        over.append(hit[0])
+    return len(set(over)) == len(over)
 
 
 OVERLAP = 0.25  # lines overlapping by this part of their height interleave (cells centred on a row)
@@ -409,8 +496,13 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
     # Lines that overlap by a good part of their height belong to one row (cells centred beside a
     # taller one; line boxes of tightly leaded text overlap a little); the sizes of the other gaps
     # tell line spacing from row padding.
-    # A heavy first line over plain ones is a header row: the space under it is no row padding.
-    head = len(run) > 2 and all(_heavy(p) for p in run[0]) and not all(_heavy(p) for p in run[1])
+    # A heavy first line over plain ones is a header row: the space under it is no row padding. So is
+    # one of heads over a bold label alone in the first column (a statement's first section).
+    head = (
+        len(run) > 2
+        and all(_heavy(p) for p in run[0])
+        and (not all(_heavy(p) for p in run[1]) or (len(run[0]) >= 2 and len(run[1]) == 1))
+    )
     body_gaps = gaps[1:] if head else gaps
     deep = -OVERLAP * line
     apart = [g for g in body_gaps if g >= deep]
@@ -643,6 +735,8 @@ def build_grid(
         return None
     heavy = [all(_heavy(p) for c in r for p in c) if any(r) else None for r in grid]
     head = header_rows(heavy, []) or _numeric_body_header(texts)
+    # A bold row of its first cell alone under the heads is the first section's label, not a head.
+    head = next((k for k in range(1, head) if texts[k][0] and not any(texts[k][1:])), head)
     rows = [[Cell(t) for t in r] for r in texts]
     pieces = originals
     group = _group_header(above, cols, body) if head or any(heavy[:1]) else None

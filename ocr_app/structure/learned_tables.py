@@ -1057,9 +1057,11 @@ def tables_in_regions(
     model: TableStructureModel | None = None,
     join: Callable[[str, str], str] | None = None,
     rules: Rules | None = None,
+    weak: Sequence[Box] = (),
 ) -> tuple[list[LearnedTable], list[TextLine]]:
     """The tables read in ``regions`` (a layout model's table boxes), each from the lines it holds;
-    the lines no table took.
+    the lines no table took. ``weak``: table boxes too weak to be read alone, which may still say
+    that a box inside them is part of a wider table (``widen_nested``).
 
     ``rules`` (the word-position finder over a region's lines) gives a second reading: it is kept
     when it separates at least as many rows and columns as the model sees (the model merges rows set
@@ -1068,7 +1070,7 @@ def tables_in_regions(
     0.878 and the rules' 0.688 alone (docs/ACCURACY.md)."""
     rest = list(lines)
     tables: list[LearnedTable] = []
-    for region in regions:
+    for region in widen_nested(regions, rest, weak):
         snapped = snap(region, rest)
         if snapped is None:
             continue
@@ -1084,6 +1086,83 @@ def tables_in_regions(
             taken = {id(ln) for ln in table.lines}
             rest = [ln for ln in rest if id(ln) not in taken]
     return _join_continued(tables, body), rest
+
+
+NESTED_SHARE = 0.9  # a table box this much inside another lies in it
+ROWS_BESIDE = 0.5  # the share of an inner box's rows that go on outside it, inside the outer box
+
+
+def widen_nested(regions: Sequence[Box], lines: Sequence[TextLine], weak: Sequence[Box] = ()) -> list[Box]:
+    """Table boxes in the order to read them, of one box inside another only the one that is the table.
+
+    Why: the layout model boxes a statement's figures as one table and the whole statement (labels and
+    figures) as another, weaker one; read first, the figures' box took the figures, and the labels left
+    in the outer box were no table (the labels came out as headings and a paragraph). A table's row
+    does not stop at a column: when most of the inner box's rows have words beside them, on the same
+    row, inside the outer box and in no other table box, the outer box is the table. The outer box may
+    be one of ``weak`` (table boxes too weak to be read alone). An outer box that only adds a caption
+    above or notes below keeps today's order: the inner box is read first. And the converse: an outer
+    box whose lines all lie in inner boxes side by side is tables side by side."""
+    from ocr_app.structure.lines import group_rows
+
+    def inside(ln: TextLine, box: Box) -> bool:
+        return _share(ln.box, box) >= MIN_LINE_SHARE
+
+    def area(b: Box) -> float:
+        return max(b[2] - b[0], 0.0) * max(b[3] - b[1], 0.0)
+
+    def within(inner: Box, outer: Box) -> bool:
+        return inner != outer and area(outer) > area(inner) and _share(inner, outer) >= NESTED_SHARE
+
+    out = list(regions)
+    for outer in regions:
+        # Tables side by side, each boxed, and one box around both: the outer box's lines all lie in
+        # the inner boxes, which stand apart in x. Each is a table of its own (its own title, its own
+        # heads); read as one, their rows were glued into one grid and their titles into one line.
+        held = [ln for ln in lines if inside(ln, outer)]
+        parts = [r for r in regions if within(r, outer)]
+        apart = [
+            r
+            for r in parts
+            if any(a[2] <= r[0] or r[2] <= a[0] for a in parts) and sum(inside(ln, r) for ln in held) >= 2
+        ]
+        if (
+            len(apart) >= 2
+            and held
+            and sum(any(inside(ln, r) for r in apart) for ln in held) >= NESTED_SHARE * len(held)
+        ):
+            logger.debug("table box %s: tables side by side, read one by one", outer)
+            out.remove(outer)
+    boxes = [*out, *(w for w in weak if w not in out)]
+    for inner in list(out):
+        for outer in boxes:
+            if not within(inner, outer):
+                continue
+            others = [r for r in boxes if r not in (inner, outer)]
+            rows = group_rows([ln for ln in lines if inside(ln, inner)])
+            beside = [
+                ln
+                for ln in lines
+                if inside(ln, outer)
+                and not inside(ln, inner)
+                and not any(inside(ln, r) for r in others)
+                and (ln.box[2] <= inner[0] or ln.box[0] >= inner[2])
+            ]
+            went_on = sum(
+                1
+                for r in rows
+                if any(
+                    min(r.box[3], ln.box[3]) - max(r.box[1], ln.box[1])
+                    >= 0.5 * min(r.box[3] - r.box[1], ln.box[3] - ln.box[1])
+                    for ln in beside
+                )
+            )
+            if rows and went_on >= ROWS_BESIDE * len(rows):
+                logger.debug("table box %s: its rows go on in %s, which is read instead", inner, outer)
+                k = out.index(inner)
+                out[k : k + 1] = [] if outer in out else [outer]
+                break
+    return out
 
 
 def _label_row(row: Sequence[Cell]) -> bool:
