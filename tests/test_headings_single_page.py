@@ -71,6 +71,33 @@ def test_a_header_line_set_apart_in_the_margin_is_no_heading(
     assert header not in md, md
 
 
+@pytest.mark.parametrize("faces", FACES)
+def test_a_journals_name_and_volume_over_a_rule_and_a_page_x_footer_are_furniture(tmp_path, engine, faces):
+    """A journal page alone: its name (bold) and volume (plain) in small type over a rule, and a footer
+    of the report's name and "Page 14": neither heads nor text. The mixed row stayed in the text (only
+    an all-bold row counted), and "Page 14" was no page number."""
+    bold, body = faces
+    doc = _report_page(LETTER, "", 9, bold, body, False, "top")
+    page = doc[0]
+    page.insert_text((56, 34), "JOURNAL OF APPLIED ENERGY RESEARCH", fontsize=8, fontname=bold)
+    page.insert_text((440, 34), "Vol. 12, No. 3 (2024)", fontsize=8, fontname=body)
+    page.draw_line((56, 40), (556, 40), width=0.5)
+    page.insert_text((56, 770), "Housing Policy Review 2024", fontsize=8, fontname=body)
+    page.insert_text((500, 770), "Page 14", fontsize=8, fontname=body)
+    md = saved_markdown(engine, doc, tmp_path)
+    assert heading_texts(md) == ["2 Results of the survey", "3 Discussion"], md
+    for furniture in ("JOURNAL OF APPLIED", "Vol. 12", "Housing Policy Review", "Page 14"):
+        assert furniture not in md, md
+
+
+def test_a_plain_small_line_at_the_top_without_a_rule_stays_text(tmp_path, engine):
+    """The other side: plain small type at the top with no rule under it (a draft's notice) may be the
+    page's own text; only its shape says nothing, so it stays."""
+    doc = _report_page(A4, "Draft for consultation, not for citation", 8, "helv", "helv", False, "top")
+    md = saved_markdown(engine, doc, tmp_path)
+    assert "Draft for consultation, not for citation" in md, md
+
+
 def test_a_pages_own_title_over_a_rule_and_an_underlined_heading_stay_headings(tmp_path, engine):
     """The other side: a page's title in the top band over a rule is its largest type (no heading as
     large below it), and a section heading underlined by a rule has its text right under the rule."""

@@ -240,3 +240,27 @@ def test_a_table_on_one_ground_or_with_a_highlighted_column_stays_a_table(tmp_pa
     (table,) = re.findall(r"<table>.*?</table>", md, re.S)
     assert "<th>Segment</th><th>2023</th><th>2022</th><th>2021</th>" in table
     assert "<td>Segment C</td><td>1,111</td><td>987</td><td>869</td>" in table
+
+
+SIDEBAR = (
+    "Heat pumps use one unit of electricity to move three units of heat. Grants cover up to half of the "
+    "cost for homes built before 1990."
+)
+
+
+@pytest.mark.parametrize("filled", [False, True])
+def test_a_sidebar_on_a_fill_beside_the_text_is_read_after_it(tmp_path, engine, filled):
+    """A sidebar panel (a filled box with its own title) right of the body text, both starting at the
+    same height: the body column first, then the panel, as without the fill. Read by height alone, the
+    panel came first and its title became the heading of the body text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 60), "Why heat pumps now", fontsize=16, fontname="hebo")
+    body = " ".join(PROSE[:3])
+    page.insert_textbox(pymupdf.Rect(50, 80, 370, 500), body, fontsize=10, fontname="tiro")
+    if filled:
+        page.draw_rect(pymupdf.Rect(390, 80, 545, 330), color=None, fill=(0.9, 0.95, 0.9))
+    page.insert_text((400, 100), "At a glance", fontsize=11, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(400, 110, 535, 320), SIDEBAR, fontsize=9, fontname="helv")
+    md = _markdown(engine, doc, tmp_path)
+    assert_in_order(md, ["Why heat pumps now", body[:40], body[-40:], "At a glance", SIDEBAR[:40]])

@@ -61,7 +61,12 @@ def edge_of(box: tuple[float, float, float, float], height: float) -> str | None
     return None
 
 
-_PAGE_NUMBER = re.compile(r"^(?:\d{1,4}|[ivxlc]{1,6})$", re.I)
+# A page's number as footers print it: "9", "xii", "Page 14", "page 3 of 20", "14 / 20", "– 7 –", "p. 5".
+_PAGE_NUMBER = re.compile(
+    r"^(?:(?:page|p\.|seite|página|pagina)\s*)?[-–—]?\s*(?:\d{1,4}|[ivxlc]{1,6})\s*[-–—]?"
+    r"(?:\s*(?:of|/|von|de|di)\s*\d{1,4})?$",
+    re.I,
+)
 MAX_MARGIN_PIECES = 4  # a spread's footer: number, title, part, number
 
 
@@ -89,6 +94,7 @@ def outer_row(lines: list[TextLine], height: float, edge: str) -> tuple[list[Tex
 
 Rule = tuple[float, float, float]  # a horizontal rule drawn on the page: x0, y, x1 (page pixels)
 HEADER_GAP_LINES = 2.0  # a running line stands at least two body lines clear of the text
+SMALL_RUNNING_RATIO = 0.9  # a margin row this much smaller than the body, ruled off, is furniture
 
 
 def margin_rows(lines: list[TextLine], height: float, rules: Sequence[Rule] = ()) -> set[int]:
@@ -170,7 +176,10 @@ def _set_apart_margin_row(
     )
     if size <= body + 0.25:
         # Plain, a page number or a contact line stays in the text; bold, it would pose as a heading.
-        return all((ln.weight or (700 if ln.bold else 400)) >= 600 for ln in row)
+        # Smaller than the text and ruled off from it (a journal's name and volume over a rule), it is
+        # the page's furniture whatever its weight.
+        bold = all((ln.weight or (700 if ln.bold else 400)) >= 600 for ln in row)
+        return bold or (ruled and size <= SMALL_RUNNING_RATIO * body)
     larger_below = any(ln.size >= 0.97 * size for ln in lines if all(ln is not r for r in row))
     return ruled and larger_below
 

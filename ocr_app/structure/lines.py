@@ -190,6 +190,7 @@ class Table:
     form: bool = False  # a sparse grid (a form): rendered as one text line per row
     header_rows: int = 0  # leading rows that are the header (0: not known)
     contents: bool = False  # a table of contents (dot leaders), found from its rows' text alone
+    panel: bool = False  # a filled panel's lines, read whole (``passes.columns``): no table
 
     @property
     def html(self) -> str:

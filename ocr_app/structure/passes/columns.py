@@ -183,19 +183,28 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
     on the page that cross it (titles, tables, short full-width lines) do not hide it, they become
     section breaks. List markers and other tiny items are not evidence (width < 2 × body size). A
     form (a ruled box read as lines of text: a key-facts box) beside the text is evidence too: it
-    stands in a column of its own, and read by height alone it would cut a paragraph beside it.
+    stands in a column of its own, and read by height alone it would cut a paragraph beside it. So does
+    a filled panel (a sidebar) beside lines of text; panels beside panels (a slide's grid of boxes) are
+    no evidence: read by height, a row of panels stays a row.
     """
     min_gap = config.min_gutter_ratio * body
     solid = [
         i
         for i in items
-        if (isinstance(i, TextLine) and i.box[2] - i.box[0] >= 2 * body) or (isinstance(i, Table) and i.form)
+        if (isinstance(i, TextLine) and i.box[2] - i.box[0] >= 2 * body)
+        or (isinstance(i, Table) and (i.form or i.panel))
     ]
+
+    def panel(it: Item) -> bool:
+        return isinstance(it, Table) and it.panel
+
     gaps: list[tuple[float, float]] = []
     for a in solid:
         nearest: Item | None = None
         for b in solid:
             if b is a or b.box[0] < a.box[2] - 0.1 * body or vertical_overlap(a.box, b.box) < 0.3:
+                continue
+            if panel(a) and panel(b):
                 continue
             if nearest is None or b.box[0] < nearest.box[0]:
                 nearest = b
@@ -240,7 +249,9 @@ def order_with_containers(
         if len(group_rows([m for m in members if isinstance(m, TextLine)])) < 2:
             free.extend(members)
             continue
-        proxy = Table(box=containers[k], rows=[], items=[m for m in members if isinstance(m, TextLine)])
+        proxy = Table(
+            box=containers[k], rows=[], items=[m for m in members if isinstance(m, TextLine)], panel=True
+        )
         proxies[id(proxy)] = members
         free.append(proxy)
     if not proxies:
