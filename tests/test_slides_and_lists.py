@@ -264,3 +264,29 @@ def test_a_sidebar_on_a_fill_beside_the_text_is_read_after_it(tmp_path, engine, 
     page.insert_textbox(pymupdf.Rect(400, 110, 535, 320), SIDEBAR, fontsize=9, fontname="helv")
     md = _markdown(engine, doc, tmp_path)
     assert_in_order(md, ["Why heat pumps now", body[:40], body[-40:], "At a glance", SIDEBAR[:40]])
+
+
+def test_a_slide_tables_cells_of_several_words_stay_one_column(tmp_path, engine):
+    """A slide's table of words (large type, faint rules): the structure model cut the "Theme" column
+    at a word space ("Faster | start-up", "Tables | in scans") into a column with no head of its own.
+    Every row's words run on across the cut and its edges do not line up: one column."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=960, height=540)
+    page.insert_text((60, 70), "Roadmap", fontsize=30, fontname="hebo")
+    xs = [60, 300, 600]
+    y = 150.0
+    for x, head in zip(xs, ["Quarter", "Theme", "Owner"], strict=True):
+        page.insert_text((x, y), head, fontsize=22, fontname="hebo", color=(0.1, 0.3, 0.6))
+    page.draw_line((55, y + 12), (900, y + 12), width=0.5, color=(0.8, 0.8, 0.8))
+    rows = [("Q1", "Faster start-up", "Platform team"), ("Q2", "Tables in scans", "Layout team"),
+            ("Q3", "Sign-in for teams", "Web team")]  # fmt: skip
+    for row in rows:
+        y += 50
+        for x, text in zip(xs, row, strict=True):
+            page.insert_text((x, y), text, fontsize=18, fontname="helv")
+        page.draw_line((55, y + 12), (900, y + 12), width=0.5, color=(0.8, 0.8, 0.8))
+    md = _markdown(engine, doc, tmp_path)
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    assert re.findall(r"<th>([^<]*)</th>", table) == ["Quarter", "Theme", "Owner"], table
+    for quarter, theme, owner in rows:
+        assert f"<td>{quarter}</td><td>{theme}</td><td>{owner}</td>" in table, table

@@ -826,7 +826,9 @@ def _merge_flowing_columns(slots: list[_Slot]) -> list[_Slot]:
     Why: the model sometimes cuts a column of labels in two ("Under | 1 year", "12 - | 19 years")
     under a header cell spanning both. A column boundary lines something up; here every row's text
     runs on across it (less than a cell gap: one run of words), and neither the left part's right
-    edges nor the right part's edges line up, so the cut is not a column of the page."""
+    edges nor the right part's edges line up, so the cut is not a column of the page. The same holds
+    for a right part with no head of its own (a slide's "Theme" over "Faster | start-up", "Tables |
+    in scans"), where the edges must be straighter to count as lined up (``HEADLESS_EDGE``)."""
     n_cols = max((s.col + s.colspan for s in slots), default=0)
     c = 0
     while c + 1 < n_cols:
@@ -849,6 +851,9 @@ def _merge_flowing_columns(slots: list[_Slot]) -> list[_Slot]:
     return slots
 
 
+HEADLESS_EDGE = 0.1  # × the line height: how straight a headless column's edges must be to be one
+
+
 def _flows_across(slots: Sequence[_Slot], c: int) -> bool:
     left = {s.row: s for s in slots if s.col == c and s.colspan == 1}
     right = {s.row: s for s in slots if s.col == c + 1 and s.colspan == 1}
@@ -856,7 +861,11 @@ def _flows_across(slots: Sequence[_Slot], c: int) -> bool:
         return False
     if any(left[r].rowspan != right[r].rowspan for r in left):
         return False
-    if not any(s.colspan > 1 and s.col <= c and c + 1 < s.col + s.colspan and s.words for s in slots):
+    spanned = any(s.colspan > 1 and s.col <= c and c + 1 < s.col + s.colspan and s.words for s in slots)
+    # or no head of its own: the top row's cell holds words on the left and none on the right
+    top = min(left, default=0)
+    headless = bool(left) and bool(left[top].words) and not right[top].words
+    if not (spanned or headless):
         return False
     pairs = [(left[r].words, right[r].words) for r in left if left[r].words and right[r].words]
     if len(pairs) < 3:
@@ -864,9 +873,12 @@ def _flows_across(slots: Sequence[_Slot], c: int) -> bool:
     height = min(w[0][3] - w[0][1] for a, b in pairs for w in a + b)
     if any(min(w[0][0] for w in b) - max(w[0][2] for w in a) >= 0.6 * height for a, b in pairs):
         return False
+    # Edges a tab stop sets line up to the point; a headless cut is believed only then. Under a
+    # spanning head, half a line's height.
+    tolerance = (0.5 if spanned else HEADLESS_EDGE) * height
 
     def lined_up(values: list[float]) -> bool:
-        return max(values) - min(values) < 0.5 * height
+        return max(values) - min(values) < tolerance
 
     return not (
         lined_up([max(w[0][2] for w in a) for a, _ in pairs])
@@ -1219,9 +1231,22 @@ def _read_part(
 ) -> LearnedTable | None:
     table = read_table(image, box, held, model=model, body=body, join=join)
     other = rules(held) if rules else None
-    if other is not None and (table is None or _covers(shape(other[0]), shape(table.read_rows))):
+    if other is not None and (
+        table is None
+        or (
+            _covers(shape(other[0]), shape(table.read_rows))
+            # the same grid: a bar or label the model spans across the body is structure the word
+            # positions cannot see
+            and not (shape(other[0]) == shape(table.read_rows) and _spans_in_body(table))
+        )
+    ):
         table = LearnedTable(box, other[0], other[1], other[2])
     return table
+
+
+def _spans_in_body(table: LearnedTable) -> bool:
+    """Whether a body row of the model's reading is one label spanning columns (a bar across)."""
+    return any(_label_row(row) and row[0].colspan > 1 for row in table.read_rows[table.header_rows or 1 :])
 
 
 _LETTERS = re.compile(r"[^0-9a-z]+")
