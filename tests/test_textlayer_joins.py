@@ -169,3 +169,40 @@ def test_japanese_and_chinese_lines_wrapped_in_a_sentence_join_without_a_space(t
         assert len(doc[0].get_text("dict")["blocks"][0]["lines"]) >= 3  # the sentences do wrap
     blocks = _read(textlayer_engine, pdf)
     assert [b.text for b in blocks] == [japanese, chinese]
+
+
+@pytest.mark.parametrize(("regular", "bold"), [("tiro", "tibo"), ("helv", "hebo")])
+def test_a_drop_cap_starts_its_paragraphs_first_word(textlayer_engine, tmp_path, regular, bold):
+    """A magazine's drop cap: one capital set over three lines, the first three lines indented beside
+    it. Read alone, the letter landed mid-paragraph ("S planned in …") and the paragraph began with
+    "mall towns"; it is the first word's first letter, and the paragraph is one."""
+    pdf = tmp_path / "dropcap.pdf"
+    text = "Small towns cut their energy bills by a third in two years, and nobody expected it. " + " ".join(
+        _body(1, 6)
+    )
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        width = 240 - (38 if len(lines) < 3 else 0)
+        if line and pymupdf.get_text_length(f"{line} {word}", fontname=regular, fontsize=10) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((50, 80), "The quiet revolution", fontsize=32, fontname=bold)
+        page.insert_text((50, 165), "S", fontsize=44, fontname=bold)
+        y = 135.0
+        for i, text_line in enumerate(lines):
+            page.insert_text((50 + (38 if i < 3 else 0), y), text_line[1:] if i == 0 else text_line, fontsize=10,
+                             fontname=regular)  # fmt: skip
+            y += 12.5
+        page.insert_text((50, y + 20), "A second paragraph follows.", fontsize=10, fontname=regular)
+        doc.save(pdf)
+    blocks = _read(textlayer_engine, pdf)
+    texts = [b.text for b in blocks if b.label != "title"]
+    assert texts[0].startswith("Small towns cut their energy bills"), texts
+    assert texts[0].endswith(lines[-1]) and "S " not in texts[0], texts
+    assert texts[1:] == ["A second paragraph follows."], texts

@@ -24,6 +24,7 @@ def run(page: PageLayout) -> None:
         page.done = True
         return
     page.body = body_size(clean) if clean else 1.0
+    page.lines = clean = join_drop_caps(clean, page.body)
     page.vocabulary = frozenset(vocabulary_of([ln.text for ln in clean]))
     page.rtl = is_rtl(" ".join(ln.text for ln in clean))
     style = page.style
@@ -53,3 +54,47 @@ def cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
     if not titled:
         return style
     return replace(style, cover_min_size=0.97 * max(titled))
+
+
+DROP_CAP_SIZE = 2.0  # × the body: a single capital this large beside the text starts its paragraph
+DROP_CAP_LINES = 2  # it stands beside at least this many lines of the paragraph
+
+
+def join_drop_caps(lines: list[TextLine], body: float) -> list[TextLine]:
+    """A drop cap (one capital letter set over two or more body lines, the text wrapped around it)
+    joined to the first word of the line level with its top; the lines beside it start where it does.
+
+    Why: alone, the letter is a line of its own, larger than any heading, read where its middle falls
+    ("S planned in every region…") and its paragraph starts with half a word ("mall towns cut…"); the
+    lines indented beside it look like a new paragraph."""
+    out = list(lines)
+    for cap in lines:
+        letter = cap.text.strip()
+        if (
+            len(letter) != 1
+            or not letter.isalpha()
+            or not letter.isupper()
+            or cap.size < DROP_CAP_SIZE * body
+        ):
+            continue
+        beside = sorted(
+            (
+                ln
+                for ln in out
+                if ln is not cap
+                and 0 <= ln.box[0] - cap.box[2] <= 1.5 * body
+                and ln.size <= 1.15 * body  # body text wraps around a drop cap, not a heading
+                and cap.box[1] - 0.5 * body <= (ln.box[1] + ln.box[3]) / 2 <= cap.box[3] + 0.5 * body
+            ),
+            key=lambda ln: ln.box[1],
+        )
+        if len(beside) < DROP_CAP_LINES or beside[0].text[:1].isspace() or not beside[0].text[:1].isalpha():
+            continue
+        first = beside[0]
+        x0 = cap.box[0]
+        words = ((x0, first.words[0][1]), *first.words[1:]) if first.words else ()
+        ink = (x0, first.ink[1]) if first.ink else ()
+        joined = replace(first, text=letter + first.text, box=(x0, *first.box[1:]), words=words, ink=ink)
+        moved = {id(ln): replace(ln, box=(x0, *ln.box[1:])) for ln in beside[1:]}
+        out = [joined if ln is first else moved.get(id(ln), ln) for ln in out if ln is not cap]
+    return out
