@@ -276,3 +276,25 @@ def test_numbered_bold_headings_at_body_size_after_short_paragraphs_are_headings
         y = body_paragraph(page, 60, y + 13, 470, k, 2, body)
     md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == heads, md
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        '"We did not expect the savings to come so fast."',
+        '"Nobody here expected the savings to come so fast, and nobody expected the town to vote for more."',
+    ],
+)
+def test_a_pull_quote_set_large_is_text_not_a_heading(tmp_path, engine, quote):
+    """A magazine page: a pull quote in large italics over the right column, then a real subheading.
+    Set large and short, the quote was a heading and the column's text fell under it."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 80), "The quiet revolution", fontsize=28, fontname="tibo")
+    body_paragraph(page, 50, 110, 240, 1, 14, "tiro")
+    page.insert_textbox(pymupdf.Rect(320, 100, 545, 200), quote, fontsize=16, fontname="tiit")
+    page.insert_text((320, 220), "Local grants", fontsize=14, fontname="tibo")
+    body_paragraph(page, 320, 240, 225, 2, 8, "tiro")
+    md = saved_markdown(engine, doc, tmp_path)
+    assert heading_texts(md) == ["The quiet revolution", "Local grants"], md
+    assert quote.split()[0] in md, md

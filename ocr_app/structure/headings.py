@@ -47,6 +47,17 @@ NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1
 SECTION_NUMBER = re.compile(r"^(?:\d{1,2}(?:[.\-]\d{1,2}){1,4}\.?\s*[-\u2013]?|\d{1,2}\s*[-\u2013])\s*(?=\w)")
 _BARE_NUMBER = re.compile(r"^(?:\d{1,3}(?:[.\-]\d{1,3}){0,4}\.?|[IVXivx]{1,4}\.?)$")
 _SENTENCE_END = (".", ",", ";", ":")
+# A quotation: a line that opens with a quotation mark, or closes one after a sentence's end (a
+# magazine's pull quote, set large in italics: text, not a heading).
+_QUOTATION = re.compile(r'^\s*["“„«‘]|[.!?…]\s*["”»’]\s*$')
+
+
+def open_quotation(text: str) -> bool:
+    """Whether ``text`` opens a quotation it does not close (a pull quote's first lines)."""
+    text = text.strip()
+    return text[:1] in '"“„«‘' and not (len(text) > 1 and text[-1] in '"”»’')
+
+
 _ADDRESS = re.compile(
     r"(?:https?://|www\.)\S+|\S+@\S+\.\w+|[\w.-]+\.(?:com|org|net|gov|edu|int)(?:/\S*)?", re.I
 )
@@ -116,6 +127,8 @@ def heading_level(
         return chapter
     if len(text) > config.max_heading_chars or letters < 2 or (row.in_figure and not where.leads_text):
         return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
+    if _QUOTATION.search(text) and row.size >= body:
+        return 0  # a pull quote (or a quoted sentence): text set large
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:

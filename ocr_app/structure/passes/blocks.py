@@ -33,6 +33,7 @@ from ocr_app.structure.headings import (
     isolated_rows,
     leading_rows,
     normal_title,
+    open_quotation,
     panel_leads,
 )
 from ocr_app.structure.lines import DocStyle, Item, LayoutConfig, Row, Table, TextLine, group_rows, size_close
@@ -212,7 +213,12 @@ class _SectionBlocks:
             id(row) in ctx.colored,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
-        if not level or ctx.style is None or cur is None or cur.last is None or big_gap:
+        if not level or cur is None or cur.last is None or big_gap:
+            return level
+        # A pull quote's next lines, in its size, go on with it until its quotation mark closes.
+        if cur.kind == "text" and open_quotation(cur.parts[0]) and size_close(row.size, cur.last.size):
+            return 0
+        if ctx.style is None:
             return level
         # The next line of a caption in the caption's weight and size goes on with it ("Scheme 1.
         # Strategies for ..." / "Olefination of Ketones"), however much it looks like a title.
