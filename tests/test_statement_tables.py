@@ -280,3 +280,29 @@ def test_a_title_with_a_new_tables_heads_under_it_ends_the_table(tmp_path, engin
     tables = re.findall(r"<table>.*?</table>", md, re.S)
     assert "Staff costs" not in tables[0] and "Licences" in tables[0], md
     assert "<td>Expenses</td>" not in md
+
+
+def test_a_scanned_statements_section_labels_stay_rows_of_their_own(tmp_path, light_engine):
+    """The segment note as a scan (no weights known): "Revenue" over its first item, and "Expenses"
+    (outdented) under the last revenue item, were read as the items' wrapped lines ("Revenue Product
+    sales", "Licences Expenses"). A first-column line so short that the next line's first word would
+    have fitted after it ends its row, and so does one that the next line starts left of."""
+    from PIL import Image
+
+    from ocr_app.schema import PageImage, PageRequest
+
+    pix = pymupdf.open(_segments(tmp_path / "segments.pdf", ("helv", "hebo")))[0].get_pixmap(dpi=200)
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    out = light_engine.predict_batch(
+        [PageRequest(page=PageImage(image=image, index=0, source="s.png"), prompt="")]
+    )
+    md = blocks_to_markdown(out[0].blocks)
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    assert "<tr><td>Revenue</td><td></td><td></td></tr><tr><td>Product sales</td><td>48,210</td>" in table, (
+        table
+    )
+    assert (
+        "<tr><td>Licences</td><td>1,130</td><td>980</td></tr><tr><td>Expenses</td><td></td><td></td></tr>"
+        in table
+    )
+    assert "<td>Other expenses</td><td>7,410</td><td>6,154</td>" in table

@@ -516,15 +516,43 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
         return [list(r) for r in run]
     bands: list[list[Piece]] = [list(run[0])]
     anchored = [_full(run[0], cols)]
+    key_right = max((p.box[2] for r in run for p in r if _column_of(p, cols) == 0), default=0.0)
     for k, (r, g) in enumerate(zip(run[1:], gaps, strict=True)):
         full = _full(r, cols)
-        if g > cut or (full and anchored[-1]) or (head and k == 0) or _new_figures(bands[-1], r, cols):
+        if (
+            g > cut
+            or (full and anchored[-1])
+            or (head and k == 0)
+            or _new_figures(bands[-1], r, cols)
+            or _short_key_above(bands[-1], r, cols, key_right)
+        ):
             bands.append(list(r))
             anchored.append(full)
         else:
             bands[-1].extend(r)
             anchored[-1] = anchored[-1] or full
     return bands
+
+
+def _short_key_above(
+    band: Sequence[Piece], line: Sequence[Piece], cols: list[list[float]], right: float
+) -> bool:
+    """Whether the first-column text of ``line`` cannot be the wrapped end of the band's: the band's
+    last first-column line ended so short that the line's first word would have fitted after it
+    (within the column's widest line). A section label ("Revenue") over its first item ("Product
+    sales 48,210") is two rows; so is an item ("Licences 1,130") over a line that starts left of it
+    (the next label, "Expenses"). A label too long for its column wraps and goes on."""
+    above = [p for p in band if _column_of(p, cols) == 0]
+    below = [p for p in line if _column_of(p, cols) == 0]
+    if not above or not below:
+        return False
+    last = max(above, key=lambda p: (p.box[1], p.box[2]))
+    first = min(below, key=lambda p: p.box[0])
+    word = words_of(first)[0]
+    height = last.box[3] - last.box[1]
+    # A wrapped line does not start left of its cell's first line (a hanging indent goes right).
+    outdented = first.box[0] < min(p.box[0] for p in above) - 0.25 * height
+    return outdented or last.box[2] + 0.25 * height + (word[2] - word[1]) <= right
 
 
 def _new_figures(band: Sequence[Piece], line: Sequence[Piece], cols: list[list[float]]) -> bool:
@@ -567,7 +595,11 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
-        if out and keyed and _key_wrap(out[-1], row, len(full) >= 0.8 * sum(1 for r in grid if r[0])):
+        if (
+            out
+            and keyed
+            and _key_wrap(out[-1], row, len(full) >= 0.8 * sum(1 for r in grid if r[0]), widths[0])
+        ):
             out[-1][0].extend(row[0])
             continue
         if out and _wrapped_row(out[-1], row, widths):
@@ -615,15 +647,20 @@ def _figure(p: Piece) -> bool:
     return bool(NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
 
 
-def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool) -> bool:
+def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool, right: float) -> bool:
     """A row with only its key, right under a full row, in a table whose rows are mostly full: the
     key cell's wrapped line where rows have no padding (not a bold group label, not a new key after
-    a key that ended with a colon or a full stop)."""
+    a key that ended with a colon or a full stop, not after a key so short that the line's first word
+    would have fitted after it within the column's widest line, ``right``: a label on scans, where
+    no weight is known)."""
     if not mostly_full or any(row[1:]) or sum(1 for c in prev if c) < 2 or not row[0] or not prev[0]:
         return False
     if any(_heavy(p) for p in row[0]) or prev[0][-1].text.rstrip().endswith((":", ".")):
         return False
     a, b = union_box([p.box for p in prev[0]]), union_box([p.box for p in row[0]])
+    word = words_of(min(row[0], key=lambda p: p.box[0]))[0]
+    if a[2] + 0.25 * (a[3] - a[1]) + (word[2] - word[1]) <= right:
+        return False
     return b[1] - a[3] <= 0.3 * (b[3] - b[1]) and abs(b[0] - a[0]) <= 0.5 * (b[3] - b[1])
 
 
