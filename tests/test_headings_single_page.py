@@ -298,3 +298,14 @@ def test_a_pull_quote_set_large_is_text_not_a_heading(tmp_path, engine, quote):
     md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == ["The quiet revolution", "Local grants"], md
     assert quote.split()[0] in md, md
+
+
+@pytest.mark.parametrize("number", ["7-45", "12", "Page 3"])
+def test_a_page_number_alone_at_the_foot_of_a_page_alone_is_furniture(tmp_path, engine, number):
+    """A manual's page on its own: its number alone at the foot ("7-45"), a line clear of the text.
+    A reader skips it, and docling's ground truth for its manual page leaves it out; it stayed text."""
+    doc = _report_page(A4, "", 9, "helv", "helv", False, "top")
+    doc[0].insert_text((280, 810), number, fontsize=9, fontname="helv")
+    md = saved_markdown(engine, doc, tmp_path)
+    assert number not in md, md
+    assert heading_texts(md) == ["2 Results of the survey", "3 Discussion"], md

@@ -343,3 +343,65 @@ def test_a_born_digital_chart_gets_a_second_opinion() -> None:
     blocks = build_blocks(marked, page_width=595 * scale)
     assert "table" not in [b.label for b in blocks]
     assert "2021" in blocks_to_markdown(blocks)
+
+
+HEADER = "Harbour Board Annual Report 2024"
+
+
+def running_document(pages: int, titles: list[str] | None = None) -> pymupdf.Document:
+    """A scanned report: the same header at the top of every page (or each page's own title when
+    ``titles`` is given), a section heading and text, and the page's number alone at the foot."""
+    doc = pymupdf.open()
+    body = (
+        "The harbour board met in March to review the progress of the works on the eastern pier. "
+        "Work on the foundations is ahead of plan and the budget is holding. "
+    ) * 3
+    for k in range(pages):
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((60, 40), titles[k] if titles else HEADER, fontsize=9, fontname="helv")
+        page.insert_text((60, 110), f"{k + 1}. Section {'ABCDEF'[k]}", fontsize=14, fontname="hebo")
+        assert page.insert_textbox(pymupdf.Rect(60, 125, 535, 300), body, fontsize=10, fontname="helv") > 0
+        page.insert_text((292, 810), str(k + 7), fontsize=9, fontname="helv")
+    return doc
+
+
+def test_a_scans_running_header_and_page_numbers_are_furniture(engine: LightOcrEngine) -> None:
+    """Three scanned pages with one header and their numbers at the foot: the header and the numbers
+    leave the Markdown (kept in the blocks as page header and footer), the sections and text stay.
+    On a scan nothing told them apart: the header was each page's first paragraph, the number its last."""
+    doc = running_document(3)
+    requests = [
+        PageRequest(page=PageImage(image=scan_page(doc, k), index=k, source="scan.pdf", dpi=DPI), prompt="")
+        for k in range(3)
+    ]
+    for outs in (
+        dict(engine.predict_stream(iter(requests))),
+        dict(enumerate(engine.predict_batch(requests))),
+    ):
+        for k in range(3):
+            md = blocks_to_markdown(outs[k].blocks)
+            assert "Harbour Board Annual" not in md and str(k + 7) not in md, md
+            assert f"Section {'ABC'[k]}" in md and "eastern pier" in md, md
+            labels = {b.label for b in outs[k].blocks}
+            assert {"page_header", "page_footer"} <= labels, labels
+
+
+def test_a_page_number_alone_at_the_foot_of_a_single_scan_is_furniture(engine: LightOcrEngine) -> None:
+    out = read(engine, scan_page(running_document(1), 0))
+    md = blocks_to_markdown(out.blocks)
+    assert "7" not in md.replace("2024", "") and "Section A" in md, md
+    assert [b.text for b in out.blocks if b.label == "page_footer"] == ["7"]
+
+
+def test_each_pages_own_title_at_the_top_stays(engine: LightOcrEngine) -> None:
+    """The other side: a different line at the top of every page (a slide's title, a chapter's name)
+    does not run from page to page: it stays on each."""
+    titles = ["Harbour works in spring", "Budget for the eastern pier", "Dredging and moorings"]
+    doc = running_document(3, titles)
+    requests = [
+        PageRequest(page=PageImage(image=scan_page(doc, k), index=k, source="scan.pdf", dpi=DPI), prompt="")
+        for k in range(3)
+    ]
+    outs = engine.predict_batch(requests)
+    for k, out in enumerate(outs):
+        assert titles[k] in blocks_to_markdown(out.blocks), blocks_to_markdown(out.blocks)

@@ -30,8 +30,9 @@ from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines.light_trust import judge, page_confidence
 from ocr_app.exceptions import EngineError, EngineUnavailableError
-from ocr_app.schema import EngineOutput, OcrLine, PageRequest, StopReason
+from ocr_app.schema import Block, EngineOutput, OcrLine, PageRequest, StopReason
 from ocr_app.structure import ink
+from ocr_app.structure.docprofile import margin_rows
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.lines import LayoutConfig, TextLine, body_size, unrotate_box
 from ocr_app.structure.page import PageLayout
@@ -45,6 +46,7 @@ from ocr_app.structure.scan_levels import (
     relevel,
 )
 from ocr_app.structure.scan_regions import region_passes
+from ocr_app.structure.scan_running import mark_running, running_keys
 from ocr_app.structure.table_html import Cell
 from ocr_app.structure.table_model import available as learned_tables_available
 
@@ -159,13 +161,41 @@ def _merge_recognitions(parts: Sequence[Any], shares: Sequence[Sequence[int]], c
 LOOKAHEAD = 4
 
 
+@dataclass
+class _LaidOut:
+    """A page laid out: its output, a record of each heading (``scan_levels``), its height in pixels."""
+
+    out: EngineOutput
+    heads: list[HeadingRecord | None]
+    height: float
+
+
+@dataclass
+class _DocumentFacts:
+    """What a scanned document's first pages say of all its pages: heading levels, running lines."""
+
+    levels: DocumentLevels
+    running: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, pages: Sequence[_LaidOut], layout: LayoutConfig) -> _DocumentFacts:
+        return cls(
+            document_levels([h for p in pages for h in p.heads], layout),
+            running_keys([(p.out.blocks, p.height) for p in pages]),
+        )
+
+    def apply(self, page: _LaidOut) -> EngineOutput:
+        relevel(page.out.blocks, page.heads, self.levels)
+        mark_running(page.out.blocks, page.height, self.running)
+        return page.out
+
+
 def _released(
-    waiting: list[tuple[int, EngineOutput, list[HeadingRecord | None]]], levels: DocumentLevels
+    waiting: list[tuple[int, _LaidOut]], facts: _DocumentFacts
 ) -> Iterator[tuple[int, EngineOutput]]:
-    """The waiting pages with their headings set to the document's levels, in order; empties the list."""
-    for i, out, heads in waiting:
-        relevel(out.blocks, heads, levels)
-        yield i, out
+    """The waiting pages with the document's facts applied, in order; empties the list."""
+    for i, page in waiting:
+        yield i, facts.apply(page)
     waiting.clear()
 
 
@@ -456,10 +486,8 @@ class LightOcrEngine(Engine):
         """Pages laid out with the heading levels of the batch's own hierarchy (``scan_levels``)."""
         self.load()
         read = [self._lay_out(self._scan(r)) for r in requests]
-        levels = document_levels([h for _, heads in read for h in heads], self._layout)
-        for out, heads in read:
-            relevel(out.blocks, heads, levels)
-        return [out for out, _ in read]
+        facts = _DocumentFacts.of(read, self._layout)
+        return [facts.apply(page) for page in read]
 
     def predict_stream(self, requests: Iterable[PageRequest]) -> Iterator[tuple[int, EngineOutput]]:
         """Pages as they finish, with heading levels from the document's hierarchy: the first
@@ -470,24 +498,21 @@ class LightOcrEngine(Engine):
         holds its request, image included, until it is answered); a cancelled job ends the stream at
         its next page."""
         self.load()
-        waiting: list[tuple[int, EngineOutput, list[HeadingRecord | None]]] = []
-        levels: DocumentLevels | None = None
+        waiting: list[tuple[int, _LaidOut]] = []
+        facts: _DocumentFacts | None = None
         for i, request in enumerate(requests):
             if request.cancelled:
                 return  # the job is cancelled: no more pages read while waiting (the converter stops)
-            out, heads = self._lay_out(self._scan(request))
-            if levels is not None:
-                relevel(out.blocks, heads, levels)
-                yield i, out
+            page = self._lay_out(self._scan(request))
+            if facts is not None:
+                yield i, facts.apply(page)
                 continue
-            waiting.append((i, out, heads))
+            waiting.append((i, page))
             if len(waiting) >= LOOKAHEAD:
-                levels = document_levels([h for *_, hs in waiting for h in hs], self._layout)
-                yield from _released(waiting, levels)
-        if levels is None and waiting:
-            yield from _released(
-                waiting, document_levels([h for *_, hs in waiting for h in hs], self._layout)
-            )
+                facts = _DocumentFacts.of([p for _, p in waiting], self._layout)
+                yield from _released(waiting, facts)
+        if facts is None and waiting:
+            yield from _released(waiting, _DocumentFacts.of([p for _, p in waiting], self._layout))
 
     def recognize_lines(self, image: Any) -> list[TextLine]:
         """Run RapidOCR on a PIL image; return its text lines in page pixels."""
@@ -635,7 +660,7 @@ class LightOcrEngine(Engine):
             lines, tables, regions, grey, matrix, angle, turns, disp, notes, trust, start, ocr_s, read
         )
 
-    def _lay_out(self, page: ScannedPage) -> tuple[EngineOutput, list[HeadingRecord | None]]:
+    def _lay_out(self, page: ScannedPage) -> _LaidOut:
         """The page's blocks in reading order from what ``_scan`` read (boxes back in page pixels),
         and a record of each heading for the document's levels (``scan_levels``)."""
         import cv2
@@ -650,8 +675,25 @@ class LightOcrEngine(Engine):
 
         passes = region_passes(page.regions, page.grey) if page.regions else DEFAULT_PASSES
         passes = (*passes, ("heading_records", record))
+        # The page's own furniture (a page number alone at the foot), told by its shape; text that
+        # runs from page to page is told across pages (``scan_running``).
+        margin = margin_rows(page.lines, h)
+        edge = [
+            Block("page_header" if ln.box[1] < h / 2 else "page_footer", ln.text, [ln.box])
+            for ln in page.lines
+            if id(ln) in margin
+        ]
         blocks = build_blocks(
-            page.lines, page_width=w, config=self._layout, tables=page.tables, passes=passes
+            [ln for ln in page.lines if id(ln) not in margin],
+            page_width=w,
+            config=self._layout,
+            tables=page.tables,
+            passes=passes,
+        )
+        blocks = (
+            [b for b in edge if b.label == "page_header"]
+            + blocks
+            + [b for b in edge if b.label == "page_footer"]
         )
         notes = list(page.notes)
         if page.matrix is not None:
@@ -673,7 +715,7 @@ class LightOcrEngine(Engine):
             suspect=page.trust.suspect,
             lines=page.ocr_lines,
         )
-        return out, heads
+        return _LaidOut(out, heads, float(h))
 
     def _learned_tables(
         self, grey: Any, regions: list[Region], tables: list[Any], lines: list[TextLine]

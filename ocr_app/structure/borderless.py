@@ -524,7 +524,12 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
             or (full and anchored[-1])
             or (head and k == 0)
             or _new_figures(bands[-1], r, cols)
-            or _short_key_above(bands[-1], r, cols, key_right)
+            or (
+                # a label row and a row of figures, one over the other (a statement's section label)
+                (full or anchored[-1])
+                and (_key_only(r, cols) or _key_only(bands[-1], cols))
+                and _short_key_above(bands[-1], r, cols, key_right)
+            )
         ):
             bands.append(list(r))
             anchored.append(full)
@@ -532,6 +537,11 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
             bands[-1].extend(r)
             anchored[-1] = anchored[-1] or full
     return bands
+
+
+def _key_only(line: Sequence[Piece], cols: list[list[float]]) -> bool:
+    """A line with text in the first column only (a label)."""
+    return bool(line) and all(_column_of(p, cols) == 0 for p in line)
 
 
 def _short_key_above(
