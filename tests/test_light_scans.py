@@ -405,3 +405,29 @@ def test_each_pages_own_title_at_the_top_stays(engine: LightOcrEngine) -> None:
     outs = engine.predict_batch(requests)
     for k, out in enumerate(outs):
         assert titles[k] in blocks_to_markdown(out.blocks), blocks_to_markdown(out.blocks)
+
+
+def test_a_slide_title_repeated_at_the_top_of_scanned_slides_stays() -> None:
+    """Scanned slides whose title repeats ("Results" on two of three) keep it: a running line is set in
+    the text's type, a heading is the slide's own. Blocks as the layout gives them, heights in pixels."""
+    from ocr_app.schema import Block
+    from ocr_app.structure.scan_running import mark_running, running_keys
+
+    pages = [
+        [
+            Block("sub_title", "## Results", [(60, 40, 400, 80)]),
+            Block("text", "Sales rose.", [(60, 200, 500, 230)]),
+        ],
+        [
+            Block("sub_title", "## Results", [(60, 40, 400, 80)]),
+            Block("text", "Costs fell.", [(60, 200, 500, 230)]),
+        ],
+        [
+            Block("sub_title", "## Outlook", [(60, 40, 400, 80)]),
+            Block("text", "We expect more.", [(60, 200, 500, 230)]),
+        ],
+    ]
+    keys = running_keys([(blocks, 1000.0) for blocks in pages])
+    for blocks in pages:
+        mark_running(blocks, 1000.0, keys)
+        assert blocks[0].label == "sub_title", blocks

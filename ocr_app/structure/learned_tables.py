@@ -1235,18 +1235,18 @@ def _read_part(
         table is None
         or (
             _covers(shape(other[0]), shape(table.read_rows))
-            # the same grid: a bar or label the model spans across the body is structure the word
-            # positions cannot see
-            and not (shape(other[0]) == shape(table.read_rows) and _spans_in_body(table))
+            # the same grid: spanning cells the model reads (a header over column groups, a bar
+            # across the body) are structure the word positions cannot see
+            and not (shape(other[0]) == shape(table.read_rows) and _spans(table.read_rows) > _spans(other[0]))
         )
     ):
         table = LearnedTable(box, other[0], other[1], other[2])
     return table
 
 
-def _spans_in_body(table: LearnedTable) -> bool:
-    """Whether a body row of the model's reading is one label spanning columns (a bar across)."""
-    return any(_label_row(row) and row[0].colspan > 1 for row in table.read_rows[table.header_rows or 1 :])
+def _spans(rows: Sequence[Sequence[Cell]]) -> int:
+    """The cells of a reading that span more than one column or row."""
+    return sum(1 for row in rows for c in row if c.colspan > 1 or c.rowspan > 1)
 
 
 _LETTERS = re.compile(r"[^0-9a-z]+")

@@ -18,7 +18,9 @@ from ocr_app.schema import Block
 from ocr_app.structure.docprofile import running_key
 from ocr_app.structure.lines import EDGE_BAND
 
-CONTENT = frozenset({"text", "title", "sub_title"})
+# Running lines are set small, in the text's type: a heading repeated at the top of slides ("Results"
+# on three in a row) is the slides' own title, and stays.
+CONTENT = frozenset({"text"})
 MIN_PAGES = 2  # a text must stand at the same edge on at least this many pages
 MIN_SHARE = 0.5  # and on this share of the pages looked at
 
@@ -39,7 +41,7 @@ def edge_blocks(blocks: Sequence[Block], height: float) -> list[tuple[str, Block
 
 
 def _key(block: Block) -> str:
-    return running_key(block.text.lstrip("#").strip())
+    return running_key(block.text)
 
 
 def running_keys(pages: Sequence[tuple[Sequence[Block], float]]) -> frozenset[tuple[str, str]]:
@@ -57,4 +59,3 @@ def mark_running(blocks: list[Block], height: float, keys: frozenset[tuple[str, 
     for edge, block in edge_blocks(blocks, height):
         if (edge, _key(block)) in keys:
             block.label = "page_header" if edge == "top" else "page_footer"
-            block.text = block.text.lstrip("#").strip()
