@@ -455,3 +455,32 @@ def test_an_empty_spanning_header_takes_back_its_label_from_the_sub_header_below
     span2 = Slot(0, 1, colspan=3, header=True, box=(120, 80, 480, 98))
     learned_tables._fill_empty_spans([span2, own])
     assert span2.words == [] and [t for _, t in own.words] == ["Inference", "time"]
+
+
+def test_a_tie_with_the_rules_goes_to_the_model_only_when_its_spans_hold_the_rules_words():
+    """Same rows and columns from both readings: the model's spanning heads (which word positions cannot
+    see) win when each runs as one piece in the rules' reading and the rows under them read the same;
+    a head glued from two columns' lines, or a head line moved into the first body row, loses."""
+    from ocr_app.structure.learned_tables import _same_words
+    from ocr_app.structure.table_html import Cell
+
+    def row(*texts: str) -> list[Cell]:
+        return [Cell(t) for t in texts]
+
+    rules = [
+        row("", "Coronary heart disease", "", "Stroke", ""),
+        row("State", "no.", "Rate", "no.", "Rate"),
+        row("Ohio", "19,820", "154.0", "5,828", "45.2"),
+        row("Utah", "1,462", "77.5", "674", "36.2"),
+    ]
+    model = [
+        [Cell("State", rowspan=2), Cell("Coronary heart disease", colspan=2), Cell("Stroke", colspan=2)],
+        row("no.", "Rate", "no.", "Rate"),
+        row("Ohio", "19,820", "154.0", "5,828", "45.2"),
+        row("Utah", "1,462", "77.5", "674", "36.2"),
+    ]
+    assert _same_words(model, rules)
+    glued = [[Cell("State", rowspan=2), Cell("Coronary Stroke heart", colspan=4)], *model[1:]]
+    assert not _same_words(glued, rules)
+    moved = [*model[:2], row("Ohio disease", "19,820", "154.0", "5,828", "45.2"), model[3]]
+    assert not _same_words(moved, rules)

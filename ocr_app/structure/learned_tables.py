@@ -1237,7 +1237,11 @@ def _read_part(
             _covers(shape(other[0]), shape(table.read_rows))
             # the same grid: spanning cells the model reads (a header over column groups, a bar
             # across the body) are structure the word positions cannot see
-            and not (shape(other[0]) == shape(table.read_rows) and _spans(table.read_rows) > _spans(other[0]))
+            and not (
+                shape(other[0]) == shape(table.read_rows)
+                and _spans(table.read_rows) > _spans(other[0])
+                and _same_words(table.read_rows, other[0])
+            )
         )
     ):
         table = LearnedTable(box, other[0], other[1], other[2])
@@ -1247,6 +1251,33 @@ def _read_part(
 def _spans(rows: Sequence[Sequence[Cell]]) -> int:
     """The cells of a reading that span more than one column or row."""
     return sum(1 for row in rows for c in row if c.colspan > 1 or c.rowspan > 1)
+
+
+def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]) -> bool:
+    """Whether the model's reading holds the rules' words where the rules have them: each spanning
+    cell's text runs as one piece in the rules' reading (heads over column groups; a head the model
+    glued from two columns' lines, "Sampled Total students in", does not), and the rows under its
+    lowest span read the same as the rules' last rows (no head line moved into the first body row)."""
+
+    def norm(text: str) -> str:
+        return " ".join(text.split())
+
+    flat = " " + " ".join(norm(c.text) for row in rules for c in row if c.text.strip()) + " "
+    if any(
+        c.text.strip() and f" {norm(c.text)} " not in flat
+        for row in model
+        for c in row
+        if c.colspan > 1 or c.rowspan > 1
+    ):
+        return False
+    width = shape(model)[1]
+    tail: list[list[str]] = []  # the model's last rows, up to its lowest row a span reaches
+    for row in reversed(model):
+        if any(c.colspan > 1 or c.rowspan > 1 for c in row) or len(row) != width:
+            break
+        tail.insert(0, [norm(c.text) for c in row])
+    theirs = [[norm(c.text) for c in row] for row in rules[len(rules) - len(tail) :]] if tail else []
+    return tail == theirs
 
 
 _LETTERS = re.compile(r"[^0-9a-z]+")
