@@ -172,6 +172,8 @@ def test_tables_side_by_side_stay_two_tables(tmp_path, engine):
     assert "<td>Basic</td><td>9.99</td></tr>" in tables[0] and "Corp" not in tables[0]
     assert "<td>Corp</td><td>199.00</td></tr>" in tables[1] and "Basic" not in tables[1]
     assert all(t.count("<th>") == 2 for t in tables)
+    # each title over its own table (read across, they were one line above both)
+    assert_in_order(md, ["Households", tables[0], "Businesses", tables[1], AFTER[:30]])
 
 
 def _line(text: str, x0: float, y0: float, x1: float) -> TextLine:

@@ -185,7 +185,8 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
     form (a ruled box read as lines of text: a key-facts box) beside the text is evidence too: it
     stands in a column of its own, and read by height alone it would cut a paragraph beside it. So does
     a filled panel (a sidebar) beside lines of text; panels beside panels (a slide's grid of boxes) are
-    no evidence: read by height, a row of panels stays a row.
+    no evidence: read by height, a row of panels stays a row. Two tables side by side count once for
+    each row they stand apart on (up to three): so their titles go with them, each over its table.
     """
     min_gap = config.min_gutter_ratio * body
     solid = [
@@ -210,6 +211,17 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
                 nearest = b
         if nearest is not None and nearest.box[0] - a.box[2] >= min_gap:
             gaps.append((a.box[2], nearest.box[0]))
+    # Two tables side by side stand apart on each of their rows, as lines of two columns do.
+    grids = [i for i in items if isinstance(i, Table) and i.rows and not (i.form or i.panel)]
+    for a in grids:
+        beside = [
+            b
+            for b in grids
+            if b is not a and b.box[0] - a.box[2] >= min_gap and vertical_overlap(a.box, b.box) >= 0.3
+        ]
+        if beside:
+            b = min(beside, key=lambda t: t.box[0])
+            gaps.extend([(a.box[2], b.box[0])] * min(len(a.rows), len(b.rows), 3))
     if len(gaps) < 3:
         return None
     # Sweep: the x-range covered by the most gaps.
