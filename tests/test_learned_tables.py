@@ -484,3 +484,6 @@ def test_a_tie_with_the_rules_goes_to_the_model_only_when_its_spans_hold_the_rul
     assert not _same_words(glued, rules)
     moved = [*model[:2], row("Ohio disease", "19,820", "154.0", "5,828", "45.2"), model[3]]
     assert not _same_words(moved, rules)
+    # heads the rules cut apart, which the model reads as one spanning cell
+    merged = [[Cell("State", rowspan=2), Cell("Coronary heart disease Stroke", colspan=4)], *model[1:]]
+    assert not _same_words(merged, rules)
