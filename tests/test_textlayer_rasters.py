@@ -33,10 +33,13 @@ ROWS = [
 ]
 
 
-def _table_png(ruled: bool) -> bytes:
-    """A table drawn on a scratch page and rendered at 150 DPI: a screenshot of a table."""
+def _table_png(ruled: bool, note: str = "") -> bytes:
+    """A table drawn on a scratch page and rendered at 150 DPI: a screenshot of a table (``note``: a
+    line under the grid, inside the picture)."""
     doc = pymupdf.open()
-    page = doc.new_page(width=330, height=20 + 24 * len(ROWS))
+    page = doc.new_page(width=330, height=20 + 24 * len(ROWS) + (24 if note else 0))
+    if note:
+        page.insert_text((15, 24 + 24 * len(ROWS)), note, fontsize=8, fontname="helv")
     for r, row in enumerate(ROWS):
         for c, cell in enumerate(row):
             rect = pymupdf.Rect(10 + c * 78, 10 + r * 24, 10 + (c + 1) * 78, 34 + r * 24)
@@ -255,3 +258,35 @@ def test_covered_by_table_wants_a_confident_table_region_over_most_of_the_pictur
     assert not raster_tables.covered_by_table(pic, [Region("table", (100.0, 100.0, 180.0, 200.0), 0.9)])
     assert not raster_tables.covered_by_table(pic, [Region("table", (90.0, 95.0, 310.0, 205.0), 0.3)])
     assert not raster_tables.covered_by_table(pic, [Region("figure", (90.0, 95.0, 310.0, 205.0), 0.9)])
+
+
+SOURCE = "Source: sales system, unaudited."
+
+
+def test_a_source_line_under_a_pictured_table_is_text_after_it(tmp_path, engine):
+    """A screenshot whose source line sits under the grid: the structure model read it as a last row
+    spanning the table; it is the table's note, text right after the table."""
+    pdf = _page(tmp_path / "noted.pdf", _table_png(False, SOURCE))
+    md = _markdown(engine, pdf)
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    assert "Source" not in table, table
+    assert "<tr><td>West</td><td>1,112</td><td>79.0</td><td>2.5%</td></tr>" in table
+    assert_in_order(md, [BEFORE[:30], "<table>", "</table>", "Source: sales system", AFTER[:30]])
+
+
+def test_notes_below_leave_a_table_only_what_is_no_table():
+    from ocr_app.structure.table_html import Cell
+
+    def row(*texts: str) -> list[Cell]:
+        return [Cell(t) for t in texts]
+
+    body = [row("Region", "Units"), row("North", "1,204"), row("South", "987"), row("East", "1,530")]
+    rows, note = raster_tables.notes_below(
+        [*body, row("Source: sales system", ""), [Cell("* provisional", 2)]]
+    )
+    assert rows == body and note == "Source: sales system * provisional"
+    # a last row of the table's own (a total, a label) stays, and so does a note the table cannot spare
+    assert raster_tables.notes_below([*body, row("Total", "3,721")]) == ([*body, row("Total", "3,721")], "")
+    assert raster_tables.notes_below([*body, row("Notes on method", "")])[1] == ""
+    short = [row("Region", "Units"), row("North", "1,204"), row("Note: provisional", "")]
+    assert raster_tables.notes_below(short) == (short, "")

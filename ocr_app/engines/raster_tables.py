@@ -21,6 +21,7 @@ engine adapters do not import each other); without the ``light`` extra pictures 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -219,8 +220,15 @@ def read(
             if other is not None:
                 table = lt.LearnedTable(whole, other[0], other[1], other[2])
         if table is not None and len(table.lines) >= MIN_WORD_SHARE * len(held) and full_grid(table.rows):
-            header = table.header_rows or _bold_header(table.lines, len(table.rows))
-            tables.append((pic.box, table.rows, header))
+            rows, note = notes_below(table.rows)
+            header = table.header_rows or _bold_header(table.lines, len(rows))
+            tables.append((pic.box, rows, header))
+            # The note under the table, inside the picture ("Source: …"), is text after the table.
+            loose += [
+                replace(_on_page(ln, pic, 0), in_figure=False, figure=0)
+                for ln in held
+                if note and " ".join(ln.text.split()) in note
+            ]
             continue
         if keep_text:
             loose += [_on_page(ln, pic, first_figure + k) for ln in held]
@@ -257,6 +265,27 @@ def covered_by_table(box: Box, regions: Sequence[Region]) -> bool:
         r.label == "table" and r.score >= MIN_TABLE_SCORE and overlap(box, r.box) >= MIN_TABLE_COVER
         for r in regions
     )
+
+
+# A note under a table: its source, a note, a footnote mark ("Source: national accounts", "Note: …", "* p < 0.05").
+_NOTE = re.compile(r"^\s*(?:(?:sources?|notes?|nb)\b\s*[:.]|[*†‡§¹²³])", re.IGNORECASE)
+
+
+def notes_below(rows: list[list[Cell]]) -> tuple[list[list[Cell]], str]:
+    """The table's rows without the notes under it, and the notes' text ("" when none): a last row
+    whose one text is its first cell (or a cell across the table) that reads as a source or a note.
+
+    Why: a picture of a table often holds its source line under the grid; the structure model reads it
+    as a last row spanning the table, and a spreadsheet gets "Source: …" as data. A row is kept when
+    without it the rest would be no table (``full_grid``)."""
+    notes: list[str] = []
+    while len(rows) > 1:
+        texts = [c.text.strip() for c in rows[-1]]
+        if not texts[0] or any(texts[1:]) or not _NOTE.match(texts[0]) or not full_grid(rows[:-1]):
+            break
+        notes.insert(0, " ".join(texts[0].split()))
+        rows = rows[:-1]
+    return rows, " ".join(notes)
 
 
 def full_grid(rows: Sequence[Sequence[Cell]]) -> bool:
