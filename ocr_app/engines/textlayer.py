@@ -26,7 +26,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
@@ -37,8 +37,10 @@ from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, va
 from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows
 from ocr_app.structure.lines import (
     LayoutConfig,
+    Row,
     TextLine,
     body_size,
+    channels,
     group_rows,
     is_rtl,
     rotate_box,
@@ -516,6 +518,58 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
 
 
 _TAGS = re.compile(r"</?su[pb]>")
+DOT_SIZE = (0.15, 0.6)  # a drawn list marker's side, as a share of its line's height
+DOT_GAP = 2.5  # × the line's height: how far left of its line a drawn list marker may stand
+INK_MATCH = 0.1  # a marker is drawn in its text's colour (a chart legend's keys are in the series')
+
+
+def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) -> None:
+    """Lines led by a list marker drawn as a shape (a small filled disc or square left of the line,
+    on its first text row) start with a bullet, as if the marker were a glyph.
+
+    Why: browsers printing a page to PDF (and some report tools) draw an HTML list's markers as
+    little filled circles, not as text; the items' lines then had no marker and ran together into
+    one paragraph. A shape counts when it is about square, ``DOT_SIZE`` of the line's height, its
+    middle within the line's height, drawn in the line's own colour (a chart legend's keys are in
+    their series' colours), and the nearest line to its right starts within ``DOT_GAP`` line heights."""
+    import pymupdf
+
+    matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+    dots = []
+    try:
+        for path in page.get_cdrawings():
+            items = path.get("items", ())
+            if path.get("type") != "f" or not items or _invisible(path):
+                continue
+            if not (all(it[0] == "c" for it in items) or (len(items) == 1 and items[0][0] == "re")):
+                continue
+            r = pymupdf.Rect(path["rect"]) * matrix
+            if r.height > 0 and 0.7 <= r.width / r.height <= 1.4:
+                dots.append((r, tuple(path["fill"][:3])))
+    except Exception as exc:  # markers are a refinement; the text must not be lost over them
+        logger.debug("drawings unavailable: %s", exc)
+        return
+    for dot, fill in dots:
+        mid = (dot.y0 + dot.y1) / 2
+        beside = [
+            ln
+            for ln in lines
+            if ln.turns == 0
+            and (
+                ln.color < 0
+                or max(abs(a - b) for a, b in zip(channels(ln.color), fill, strict=True)) <= INK_MATCH
+            )
+            and ln.box[1] <= mid <= ln.box[3]
+            and DOT_SIZE[0] * (h := ln.box[3] - ln.box[1]) <= dot.height <= DOT_SIZE[1] * h
+            and 0 <= ln.box[0] - dot.x1 <= DOT_GAP * h
+        ]
+        if not beside:
+            continue
+        ln = min(beside, key=lambda ln: ln.box[0])
+        if ln.text.startswith(BULLET):
+            continue
+        ln.text = f"{BULLET} {ln.text}"
+        ln.box = (dot.x0, ln.box[1], ln.box[2], ln.box[3])
 
 
 def _word_ranges(
@@ -604,6 +658,21 @@ def _lines_in(r: pymupdf.Rect, lines: list[TextLine]) -> list[TextLine]:
 Grid = list[tuple[tuple[float, float, float, float], list[list[str]]]]
 # A found table: box (display pixels), rows of cells, leading header rows (0 when unknown).
 TableGrid = tuple[tuple[float, float, float, float], list[list[Cell]], int]
+
+
+class RuledGrid(NamedTuple):
+    """A table read from its rulings (a ``TableGrid`` with one more fact). ``exact``: the rulings
+    part every row and column the words show, so the grid's cells and spans are the table's: no grid
+    row holds two or more cells of several text rows each, no cell holds pieces set a column gap
+    apart (a shaded bar read as one cell across the table), and every grid column starts a filled
+    cell (no slivers between rulings that do not line up)."""
+
+    box: tuple[float, float, float, float]
+    rows: list[list[Cell]]
+    header_rows: int
+    exact: bool = False
+
+
 MAX_MERGED_SHARE = 0.3  # more merged cells than this share: boxes of a diagram, not a table
 MAX_CELL_WORDS = 80  # a "cell" with more words is a framed text box
 HEADER_WEIGHT = 600  # a row set at least this heavy all through (semibold, bold) is a header row
@@ -663,7 +732,7 @@ def _shaded(box: tuple[float, float, float, float], fills: list[tuple[float, flo
 
 def ruled_tables(
     page: pymupdf.Page, lines: list[TextLine], scale: float
-) -> tuple[list[TableGrid], Grid, list[TextLine]]:
+) -> tuple[list[RuledGrid], Grid, list[TextLine]]:
     """Tables drawn with rulings, found by PyMuPDF's ``find_tables``; cell text from our own lines.
     Returns the tables, the forms (sparse grids: one text line per grid row) and the other lines.
 
@@ -675,7 +744,9 @@ def ruled_tables(
     column and row edges) and mark bold or shaded leading rows as the header. A right-to-left table
     starts at its right column. Frames around prose (``_frames_text``), diagrams and text boxes
     (``_drawing_not_table``) are left to the text; grids of bold labels beside plain answers
-    (``_labels_and_values``) and sparse grids are forms. Only pages that draw rulings are searched:
+    (``_labels_and_values``) and sparse grids are forms; a grid of painted cells that is a piece of a
+    table shaded row by row (``_shading_piece``) is left to the word grid. Only pages that draw
+    rulings are searched:
     ``find_tables`` costs ~0.3 s a page.
     """
     import pymupdf
@@ -688,23 +759,32 @@ def ruled_tables(
         logger.warning("find_tables failed (%s); using the geometric table detection", exc)
         return [], [], lines
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-    tables: list[TableGrid] = []
+    tables: list[RuledGrid] = []
     forms: Grid = []
     used: set[int] = set()
     fills: list[tuple[float, float, float, float]] | None = None
+    paths: list[dict] | None = None
     for table in found:
         if table.row_count < 2 or table.col_count < 2:
             continue
         col_edges = _edges([c[0] for c in table.cells if c is not None])
         row_edges = _edges([r.bbox[1] for r in table.rows])
+        if paths is None:
+            paths = page.get_cdrawings()
+        if _shading_piece(table, paths, lines, matrix):
+            logger.debug("grid of fills at %s skipped: a piece of a table shaded row by row", table.bbox)
+            continue
         rows: list[list[Cell]] = []
         heavy: list[bool | None] = []  # row → all its lines bold (None: empty row)
         col_heavy: dict[int, set[bool]] = collections.defaultdict(set)  # column → bold / not bold lines
         taken: set[int] = set()  # cells of a grid with spans overlap: each line goes to one cell
         col_filled = [False] * table.col_count
+        stacked = False  # a grid row with two or more cells of several text rows: rows not ruled apart
+        apart = False  # a cell holding pieces set a column gap apart: columns not ruled apart
         for row in table.rows:
             cells: list[Cell] = []
             weights: list[bool] = []
+            tall = 0
             for k, cell in enumerate(row.cells):
                 if cell is None:
                     # A slot covered by a merged cell (to its left or above) has no cell of its own;
@@ -720,7 +800,10 @@ def ruled_tables(
                 )
                 # Row by row, each row in its script's direction (pieces of a right-to-left line read
                 # from the right); a wrapped cell's rows joined, a new item or stacked value kept apart.
-                text = join_cell_lines([r.text for r in group_rows(inside)], join=join_lines)
+                text_rows = group_rows(inside)
+                tall += len(text_rows) >= 2
+                apart |= any(len(r.items) >= 2 for r in text_rows)
+                text = join_cell_lines([r.text for r in text_rows], join=join_lines)
                 if text and k < len(col_filled):
                     col_filled[k] = True
                 cells.append(
@@ -728,6 +811,7 @@ def ruled_tables(
                 )
             rows.append(cells)
             heavy.append(all(weights) if weights else None)
+            stacked |= tall >= 2
         cells_total = sum(len(row) for row in rows)
         filled = sum(1 for row in rows for c in row if c.text)
         box = pymupdf.Rect(table.bbox) * matrix
@@ -756,8 +840,71 @@ def ruled_tables(
             if fills is None:
                 fills = _fills(page)
             shaded = [_shaded(tuple(r.bbox), fills) for r in table.rows]
-            tables.append(((box.x0, box.y0, box.x1, box.y1), rows, header_rows(heavy, shaded)))
+            tables.append(
+                RuledGrid(
+                    (box.x0, box.y0, box.x1, box.y1),
+                    rows,
+                    header_rows(heavy, shaded),
+                    _exact(rows, col_filled, stacked or apart),
+                )
+            )
     return tables, forms, [ln for ln in lines if id(ln) not in used]
+
+
+def _exact(rows: list[list[Cell]], col_filled: list[bool], mixed: bool) -> bool:
+    """``RuledGrid.exact``: no cells mixing rows or columns (``mixed``), and every grid column and
+    every grid row starts a filled cell (rulings that do not line up cut slivers of empty cells)."""
+    return not mixed and all(col_filled) and all(any(c.text for c in row) for row in rows)
+
+
+RULE_THICKNESS = 2.0  # points: a filled rectangle this thin is a drawn rule, not a ground
+
+
+def _shading_piece(table, paths: list[dict], lines: list[TextLine], matrix: pymupdf.Matrix) -> bool:
+    """Whether a grid PyMuPDF found from the edges of filled cells alone (no stroke, no rule drawn
+    as a thin rectangle) is a piece of a larger table: a row of words just above or below it sits in
+    its columns. Why: a table shaded row by row (or only its header and some rows), with each cell's
+    background painted apart as HTML and word processors print them, gives one grid per run of
+    shaded rows; the unshaded rows between are left out, and the table came out in pieces. Left to
+    the word grid and the layout model, it is read whole."""
+    import pymupdf
+
+    bbox = pymupdf.Rect(table.bbox)
+    for p in paths:
+        r = pymupdf.Rect(p["rect"])
+        if not r.intersects(bbox):
+            continue
+        if p.get("type") != "f" or min(r.width, r.height) <= RULE_THICKNESS:
+            return False  # a stroked line or a thin rule: the grid is ruled
+    box = bbox * matrix
+    cols = sorted({(round(c[0], 1), round(c[2], 1)) for c in table.cells if c is not None})
+    cols = [(pymupdf.Rect(a, bbox.y0, b, bbox.y1) * matrix) for a, b in cols]
+    height = box.height / max(table.row_count, 1)
+    tol = 0.25 * height
+
+    def in_columns(row: Row) -> bool:
+        held = {
+            k
+            for it in row.items
+            for k, c in enumerate(cols)
+            if c.x0 - tol <= it.box[0] and it.box[2] <= c.x1 + tol
+        }
+        return (
+            len(row.items) >= 2
+            and len(held) >= 2
+            and all(
+                any(c.x0 - tol <= it.box[0] and it.box[2] <= c.x1 + tol for c in cols) for it in row.items
+            )
+        )
+
+    near = [
+        ln
+        for ln in lines
+        if box.x0 - tol <= ln.box[0]
+        and ln.box[2] <= box.x1 + tol
+        and (0 <= box.y0 - ln.box[3] <= 1.5 * height or 0 <= ln.box[1] - box.y1 <= 1.5 * height)
+    ]
+    return any(in_columns(row) for row in group_rows(near))
 
 
 def _centre(b: tuple[float, float, float, float], region: tuple[float, float, float, float]) -> bool:
@@ -861,13 +1008,18 @@ def _suspect(page: pymupdf.Page, lines: list[TextLine]) -> str | None:
 
 
 def figure_regions(
-    page: pymupdf.Page, body_pt: float, panels: Sequence[pymupdf.Rect] = ()
+    page: pymupdf.Page,
+    body_pt: float,
+    panels: Sequence[pymupdf.Rect] = (),
+    words: Sequence[pymupdf.Point] = (),
 ) -> list[pymupdf.Rect]:
     """Pictures and drawings big enough to be figures (page coordinates, unrotated).
 
     Full-page backgrounds are not figures. A drawing cluster must be at least three body lines tall,
     so a heading on a shaded bar or above a rule is never inside one. A cluster that is one of the
-    ``panels`` (``panel_rects``: a filled shape with nothing else drawn inside) is text on a ground.
+    ``panels`` (``panel_rects``: a filled shape with nothing else drawn inside) is text on a ground,
+    and one of filled rectangles with text on them is a table's shading (``_shaded_cells``; ``words``:
+    the centres of the text lines). Paint that does not show (``_invisible``) is not looked at.
     """
     import pymupdf
 
@@ -878,13 +1030,37 @@ def figure_regions(
             r = pymupdf.Rect(info["bbox"]) & page.rect
             if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
                 regions.append(r)
-        for r in page.cluster_drawings():
+        paths = [{**p, "rect": pymupdf.Rect(p["rect"])} for p in page.get_cdrawings() if not _invisible(p)]
+        for r in page.cluster_drawings(drawings=paths):
             big = 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt
-            if big and not any(_same_rect(r, p) for p in panels):
+            if big and not any(_same_rect(r, p) for p in panels) and not _shaded_cells(r, paths, words):
                 regions.append(r)
     except Exception as exc:  # figure detection is a refinement; the text must not be lost over it
         logger.debug("figure regions unavailable: %s", exc)
     return regions
+
+
+def _invisible(path: dict) -> bool:
+    """A fill-only path in white (or fully transparent): nothing shows on the paper. HTML-to-PDF
+    printers paint every table cell's background this way when backgrounds are not printed."""
+    if path.get("type") != "f" or not path.get("fill"):
+        return False
+    return min(path["fill"][:3]) >= WHITE or path.get("fill_opacity", 1.0) == 0
+
+
+WHITE = 0.97  # a fill at least this light in every channel is the paper's colour
+CELL_SHARE = 0.5  # of a cluster's filled rectangles, at least this share holding text: shaded cells
+
+
+def _shaded_cells(region: pymupdf.Rect, paths: list[dict], words: Sequence[pymupdf.Point]) -> bool:
+    """Whether a drawing cluster is a table's shading: only filled rectangles (no strokes, no curves)
+    and at least half of them with text set on them (cells on fills, a striped or dark header).
+    A chart's bars are filled rectangles too, but its labels stand beside them, and it draws axes."""
+    inside = [p for p in paths if p["rect"] in region]
+    if not inside or any(p.get("type") != "f" or any(it[0] != "re" for it in p["items"]) for p in inside):
+        return False
+    held = sum(1 for p in inside if any(w in p["rect"] for w in words))
+    return held >= CELL_SHARE * len(inside)
 
 
 def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
@@ -945,10 +1121,12 @@ def mark_figure_text(
     """
     import pymupdf
 
-    regions = figure_regions(page, body_pt, panels)
+    matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+    back = ~matrix
+    centres = [pymupdf.Point((ln.box[0] + ln.box[2]) / 2, (ln.box[1] + ln.box[3]) / 2) * back for ln in lines]
+    regions = figure_regions(page, body_pt, panels, centres)
     if not regions:
         return
-    matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     for number, region in enumerate(regions, start=1):
         r = region * matrix
         inside = [
@@ -1170,6 +1348,7 @@ class TextLayerEngine(Engine):
             to_display = page.rotation_matrix * pymupdf.Matrix(scale, scale)
             grounds = [tuple(r * to_display) for r in panels]
             if vectors:
+                mark_drawn_bullets(page, lines, scale)
                 mark_figure_text(page, lines, scale, profile.style.body_size, panels)
             else:
                 notes.append(
@@ -1246,7 +1425,7 @@ class TextLayerEngine(Engine):
         self,
         layout: PageRegions,
         every_line: list[TextLine],
-        ruled: list[TableGrid],
+        ruled: list[RuledGrid],
         forms: Grid,
         rest: list[TextLine],
         drawn: bool,
@@ -1280,13 +1459,13 @@ class TextLayerEngine(Engine):
             # too: its words go back to the pool, and it stays a form unless the model reads a table
             # that is no label/value pairs beside empty boxes (``_pairs``); see below.
             kept_forms: Grid = []
-            grids = [*ruled, *((f[0], [], 0) for f in forms)]
+            grids = [*ruled, *(RuledGrid(f[0], [], 0) for f in forms)]
             free = {id(ln) for ln in rest}
             in_grid = [
                 ln for ln in every_line if id(ln) not in free and any(_centre(ln.box, t[0]) for t in grids)
             ]
             pool = [*rest, *in_grid]
-            for box, rows, head in grids:
+            for box, rows, head, exact in grids:
                 # Tables set one under the other share their rulings, and PyMuPDF returns one grid:
                 # the layout model's tables inside it say where one ends.
                 parts = [r for r in regions if overlap(r, box) > 0.7]
@@ -1313,6 +1492,12 @@ class TextLayerEngine(Engine):
                     kept_forms += [f for f in forms if f[0] == box]
                     pool = _without(pool, [ln for ln in pool if _centre(ln.box, box)])
                     continue
+                if table is not None and exact and lt.spans(rows) > lt.spans(table.read_rows):
+                    # Every row and column ruled apart, and cells drawn across several (a timetable's
+                    # sessions) that the model's reading merges or loses: the drawn cells are the
+                    # table's.
+                    logger.debug("ruled grid at %s read from its rulings", box)
+                    table = None
                 taken = table.lines if table else [ln for ln in pool if _centre(ln.box, box)]
                 out.append((box, table.rows, table.header_rows or head) if table else (box, rows, head))
                 pool = _without(pool, taken)

@@ -675,11 +675,17 @@ def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool
 
 
 def _wrapped_header(first: list[list[Piece]], row: list[list[Piece]]) -> bool:
+    """A bold row right under a bold first row (under a quarter line apart: line spacing, not a row's
+    padding) is the heads' wrapped lines: the first row's heads went on in some columns, or the first
+    row holds only the first lines of the heads that wrap more than their neighbours ("Budget" over
+    "(€m)", beside heads of one line set in the middle of the row)."""
     pieces = [p for c in row for p in c]
     above = [p for c in first for p in c]
     if not pieces or not above or not all(_heavy(p) for p in pieces + above):
         return False
-    if any(row[c] and not first[c] for c in range(len(row))):
+    below = {c for c in range(len(row)) if row[c]}
+    top = {c for c in range(len(first)) if first[c]}
+    if not (below <= top or top <= below):
         return False
     gap = min(p.box[1] for p in pieces) - max(p.box[3] for p in above)
     return gap <= 0.25 * min(p.box[3] - p.box[1] for p in pieces)
@@ -699,6 +705,39 @@ def _numeric_body_header(texts: list[list[str]]) -> int:
         if sum(1 for r in texts[1:] if r[c] and NUMERIC.match(r[c])) >= 0.6 * (len(texts) - 1)
     ]
     return 1 if numeric_cols else 0
+
+
+def _head_start(above: Sequence[Piece], heads: list[list[Piece]]) -> int | None:
+    """The column whose head ``above`` begins: a heavy line right over one head of the first row, a
+    line's spacing above it (under a quarter line), over no other head, while the row's other heads
+    stand in the middle of the two lines. The first line of a head that wraps more than its
+    neighbours ("Budget" over "(€m)"), not a group head over several columns ("Year Ended" over a
+    row of years)."""
+    if not all(_heavy(p) for p in above):
+        return None
+    box = union_box([p.box for p in above])
+    under = [
+        c
+        for c, cell in enumerate(heads)
+        if cell
+        and min(box[2], (b := union_box([p.box for p in cell]))[2]) - max(box[0], b[0])
+        >= 0.5 * min(box[2] - box[0], b[2] - b[0])
+    ]
+    if len(under) != 1:
+        return None
+    b = union_box([p.box for p in heads[under[0]]])
+    height = box[3] - box[1]
+    if b[1] - box[3] > 0.25 * height:
+        return None
+    # The other heads stand in the middle of the two lines, less than a line under this one; a group
+    # head ("Year Ended") stands a full line over a row of heads all on one line.
+    others = [p for c, cell in enumerate(heads) if c != under[0] for p in cell]
+    if not others or any(p.box[1] - box[1] >= MIDDLE_SET * height for p in others):
+        return None
+    return under[0]
+
+
+MIDDLE_SET = 0.75  # × a line: a head set in the middle of two lines starts less than this under the first
 
 
 def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: float) -> list[Cell] | None:
@@ -784,8 +823,11 @@ def build_grid(
     head = header_rows(heavy, []) or _numeric_body_header(texts)
     # A bold row of its first cell alone under the heads is the first section's label, not a head.
     head = next((k for k in range(1, head) if texts[k][0] and not any(texts[k][1:])), head)
-    rows = [[Cell(t) for t in r] for r in texts]
     pieces = originals
+    if above and head and (c := _head_start(above, grid[0])) is not None:
+        texts[0][c] = _text([*sorted(above, key=lambda p: p.box[0]), *grid[0][c]])
+        pieces, above = [*originals, *above], None
+    rows = [[Cell(t) for t in r] for r in texts]
     group = _group_header(above, cols, body) if head or any(heavy[:1]) else None
     if group is not None:
         rows.insert(0, group)

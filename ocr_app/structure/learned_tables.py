@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from ocr_app.schema import Box
-    from ocr_app.structure.lines import TextLine
+    from ocr_app.structure.lines import Row, TextLine
     from ocr_app.structure.table_model import TableStructureModel
 
 logger = logging.getLogger(__name__)
@@ -954,11 +954,72 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
     from ocr_app.schema import union_box
 
     held = [ln for ln in lines if _share(ln.box, region) >= MIN_LINE_SHARE]
-    held = _trim_prose(held)
+    held = _trim_heading(_trim_prose(held), lines, region)
     if len(held) < 2:
         return None
+    held += _column_beside(held, lines)
     held += _heads_above(held, lines)
     return union_box([ln.box for ln in held]), held
+
+
+MATE_ROWS = 0.5  # a column beside a region: pieces on at least this share of its rows of cells
+MATE_GAP = 1.25  # × the widest gap between cells inside the region: how far beside it that column may stand
+
+
+def _column_beside(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLine]:
+    """A column of cells right beside a region that the layout model's box cut off: on each side, the
+    nearest line beside each row of the region, where such lines stand on at least ``MATE_ROWS`` of
+    its rows of two or more cells, are short (a cell's text, ``HEAD_WORDS`` words at most) and stand
+    no further from the row than ``MATE_GAP`` times the widest gap between cells inside the region.
+    Why: the model's box often ends short of a table's last column (a narrow "Change" column of small
+    figures set flush right); those cells then came out as loose lines beside the table. Prose beside
+    a table is long lines, the text of a column beside the table is further than its cell gaps, and
+    a table beside this one has more columns further out (``_further``)."""
+    from ocr_app.structure.lines import group_rows
+
+    rows = [r for r in group_rows(held) if len(r.items) >= 2]
+    gaps = [b.box[0] - a.box[2] for r in rows for a, b in pairwise(sorted(r.items, key=lambda i: i.box[0]))]
+    if len(rows) < 3 or not gaps:
+        return []
+    reach = MATE_GAP * max(gaps)
+    taken = {id(ln) for ln in held}
+    out: list[TextLine] = []
+    for side in (1, -1):
+        mates = []
+        for r in rows:
+            edge = max(i.box[2] for i in r.items) if side > 0 else min(i.box[0] for i in r.items)
+            beside = [
+                ln
+                for ln in lines
+                if id(ln) not in taken
+                and r.box[1] <= (ln.box[1] + ln.box[3]) / 2 <= r.box[3]
+                and 0 <= (ln.box[0] - edge if side > 0 else edge - ln.box[2]) <= reach
+            ]
+            if beside:
+                mates.append(
+                    min(beside, key=lambda ln: abs(ln.box[0] - edge) if side > 0 else abs(edge - ln.box[2]))
+                )
+        if (
+            len(mates) >= MATE_ROWS * len(rows)
+            and all(len(m.text.split()) <= HEAD_WORDS for m in mates)
+            and not any(_further(m, lines, side, reach, taken) for m in mates)
+        ):
+            out += mates
+            taken |= {id(m) for m in mates}
+    return out
+
+
+def _further(mate: TextLine, lines: Sequence[TextLine], side: int, reach: float, taken: set[int]) -> bool:
+    """Whether a line stands further out on ``mate``'s row within ``reach``: the column beside is
+    then the first of a table beside this one, not this table's last."""
+    mid = (mate.box[1] + mate.box[3]) / 2
+    return any(
+        id(ln) not in taken
+        and ln is not mate
+        and ln.box[1] <= mid <= ln.box[3]
+        and 0 <= (ln.box[0] - mate.box[2] if side > 0 else mate.box[0] - ln.box[2]) <= reach
+        for ln in lines
+    )
 
 
 # a measured value ("25.16%", "12,410", "-0.3"), which a row of heads does not hold (a year does)
@@ -973,21 +1034,17 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
     a balance sheet, an empty first cell), often starts at the first body row; the heads then came out
     as a line of text above the table. Such a row is the first one above, at most ``HEAD_GAP`` rows
     higher, inside the region's width, of two or more short pieces (no sentence, no measured value: the
-    last row of a table above holds figures), each standing over lines of the region that no other
-    piece of the row stands over (over columns of it)."""
+    last row of a table above holds figures), each standing over lines of the region (or within half
+    a line beside them: a year centred over its column's "$" and figures reaches into neither) that
+    no other piece of the row stands near."""
     from ocr_app.schema import union_box
     from ocr_app.structure.lines import group_rows
 
     box = union_box([ln.box for ln in held])
     taken = {id(ln) for ln in held}
     height = statistics.median(ln.box[3] - ln.box[1] for ln in held)
-    above = [
-        r
-        for r in group_rows(
-            [ln for ln in lines if id(ln) not in taken and ln.box[3] <= box[1] + 0.25 * height]
-        )
-        if box[1] - r.box[3] <= HEAD_GAP * height
-    ]
+    rows = group_rows([ln for ln in lines if id(ln) not in taken and ln.box[3] <= box[1] + 0.25 * height])
+    above = [r for r in rows if box[1] - r.box[3] <= HEAD_GAP * height]
     if not above:
         return []
     row = max(above, key=lambda r: r.box[3])
@@ -996,21 +1053,87 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
         len(pieces) < 2
         or row.box[0] < box[0] - height
         or row.box[2] > box[2] + height
-        or any(len(p.text.split()) > 4 or _VALUE.search(p.text) for p in pieces)
+        or any(not _head(p) for p in pieces)
     ):
         return []
-    under = [
-        {
-            id(ln)
-            for ln in held
-            if min(p.box[2], ln.box[2]) - max(p.box[0], ln.box[0]) >= 0.5 * (p.box[2] - p.box[0])
-        }
-        for p in pieces
-    ]
+    under = [{id(ln) for ln in held if _x_overlap(p.box, ln.box) >= -0.5 * height} for p in pieces]
     # each piece over lines of the region, no two over the same line: columns, not one label's words
     if any(not u for u in under) or any(a & b for i, a in enumerate(under) for b in under[i + 1 :]):
         return []
-    return list(pieces)
+    return [*pieces, *_wrapped_heads(row, rows, height)]
+
+
+def _head(piece: TextLine) -> bool:
+    """Short and no measured value: a column head's text (or two heads set close, read as one piece)."""
+    return len(piece.text.split()) <= HEAD_WORDS and not _VALUE.search(piece.text)
+
+
+HEAD_WORDS = 4  # a column head's line holds at most this many words
+
+
+def _over(top: Box, low: Box) -> bool:
+    """Whether ``top`` stands over ``low``: they share half the narrower one's width (a head over its
+    column's figures, or two heads read as one piece over two columns)."""
+    return min(top[2], low[2]) - max(top[0], low[0]) >= 0.5 * min(top[2] - top[0], low[2] - low[0])
+
+
+WRAP_GAP = 0.6  # × the row height: a head's wrapped first line stands this close above the rest of it
+
+
+def _wrapped_heads(row: Row, rows: Sequence[Row], height: float) -> list[TextLine]:
+    """The first lines of wrapped heads over a row of column heads ("Budget" over "(€m)"): rows right
+    above it, set tight as lines of one paragraph, whose every piece is a head's text over a piece of
+    the row. At most two such lines, as heads rarely wrap more."""
+    out: list[TextLine] = []
+    low = row
+    for _ in range(2):
+        # higher than the row by half a line or more; a head set in the middle of a cell of two lines
+        # ("Project" beside "Budget (€m)") overlaps the line above it
+        up = [
+            r
+            for r in rows
+            if r.box[3] <= low.box[3] - 0.5 * height and low.box[1] - r.box[3] <= WRAP_GAP * height
+        ]
+        if not up:
+            break
+        low = max(up, key=lambda r: r.box[3])
+        if not all(_head(p) and any(_over(p.box, q.box) for q in row.items) for p in low.items):
+            break
+        out += low.items
+    return out
+
+
+HEADING_WORDS = 8  # a heading is a short line
+
+
+def _style(ln: TextLine) -> tuple[float, bool, str, int]:
+    return (round(ln.size), ln.bold or ln.weight >= 600, ln.font, ln.color)
+
+
+def _trim_heading(held: list[TextLine], lines: Sequence[TextLine], region: Box) -> list[TextLine]:
+    """A region's first row that is a heading of the page, not the table's: one short line over a
+    row of two or more cells, in a style no other line of the region has and that a short line
+    outside the region has too (the page's other section headings: "Technical data" on the same
+    dark bar as "Features" and "Ordering information"). The layout model's box often takes in the
+    heading right above a table; it then came out as a header row."""
+    from ocr_app.structure.lines import group_rows
+
+    rows = group_rows(held)
+    if len(rows) < 3 or len(rows[0].items) != 1 or len(rows[1].items) < 2:
+        return held
+    head = rows[0].items[0]
+    style = _style(head)
+    if len(head.text.split()) > HEADING_WORDS or any(_style(ln) == style for r in rows[1:] for ln in r.items):
+        return held
+    twins = [
+        ln
+        for ln in lines
+        if ln is not head
+        and _share(ln.box, region) < MIN_LINE_SHARE
+        and _style(ln) == style
+        and len(ln.text.split()) <= HEADING_WORDS
+    ]
+    return [ln for ln in held if ln is not head] if twins else held
 
 
 PROSE_WORDS = 8  # a row of one piece with this many words, across most of the region, is a sentence
@@ -1239,7 +1362,7 @@ def _read_part(
             # across the body) are structure the word positions cannot see
             and not (
                 shape(other[0]) == shape(table.read_rows)
-                and _spans(table.read_rows) > _spans(other[0])
+                and spans(table.read_rows) > spans(other[0])
                 and _same_words(table.read_rows, other[0])
             )
         )
@@ -1248,7 +1371,7 @@ def _read_part(
     return table
 
 
-def _spans(rows: Sequence[Sequence[Cell]]) -> int:
+def spans(rows: Sequence[Sequence[Cell]]) -> int:
     """The cells of a reading that span more than one column or row."""
     return sum(1 for row in rows for c in row if c.colspan > 1 or c.rowspan > 1)
 
