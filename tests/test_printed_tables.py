@@ -224,12 +224,13 @@ def printer(tmp_path_factory):
     margin = {"top": "20mm", "bottom": "20mm", "left": "18mm", "right": "18mm"}
     with chromium() as browser:
 
-        def print_pdf(name: str, html: str, *, backgrounds: bool = True) -> Path:
+        def print_pdf(name: str, html: str, *, backgrounds: bool = True, margin_mm: int = 0) -> Path:
             page = browser.new_page()
             try:
                 page.set_content(f"<html><body style='margin:0'>{html}</body></html>")
                 path = folder / f"{name}.pdf"
-                page.pdf(path=str(path), format="A4", print_background=backgrounds, margin=margin)
+                edges = {k: f"{margin_mm}mm" for k in margin} if margin_mm else margin
+                page.pdf(path=str(path), format="A4", print_background=backgrounds, margin=edges)
             finally:
                 page.close()
             return path
@@ -429,3 +430,37 @@ def test_years_centred_over_dollar_and_figure_columns_head_the_table(engine, pri
     assert [c for c in rows[0] if c] == ["2026", "2025", "2024"], md
     assert "2026 2025 2024" not in md.replace("<", " <"), md
     assert rows[1][0] == "Net sales" and "4,812" in rows[1], md
+
+
+GRANTS = [
+    (str(2000 + k), ["North", "South", "East", "West", "Central"][k % 5], f"{1000 + 37 * k:,}",
+     f"{(k * 7) % 23 + 1}.{k % 10}", ("Approved", "Pending", "Rejected")[k % 3])
+    for k in range(60)
+]  # fmt: skip
+APPLICATIONS = (
+    """<style>body{font-family:'Liberation Sans',Arial,sans-serif;font-size:9.5pt}
+table{border-collapse:collapse;width:100%} th{background:#dde;padding:1.2mm;text-align:left;border-bottom:0.8pt solid #333}
+td{padding:1mm;border-bottom:0.3pt solid #ccc} .r{text-align:right}</style>
+<h2>Appendix B. Grant applications by year</h2><p>Every application received since 2000.</p>
+<table><thead><tr><th>Year</th><th>Region</th><th class=r>Amount (€)</th><th class=r>Score</th><th>Outcome</th></tr></thead>"""
+    + "".join(
+        f"<tr><td>{y}</td><td>{r}</td><td class=r>{a}</td><td class=r>{s}</td><td>{o}</td></tr>"
+        for y, r, a, s, o in GRANTS
+    )
+    + "</table>"
+)
+
+
+@pytest.mark.parametrize("margin_mm", [15, 0], ids=["15mm", "default-margins"])
+def test_a_narrow_column_of_figures_set_close_to_the_next_keeps_its_figures(engine, printer, margin_mm):
+    """A "Score" column of short figures set flush right, a padding's width before the outcome
+    words, in a table that runs on to a second page (its first page read here). Before: each
+    "1.0 Approved" came as one run of words and went whole to the outcome cell, beside an empty
+    score column, in most rows (the model read the columns apart: ``_refill_empty_columns``), or the
+    model read the two as one column and the words' narrow white strip down every row was not taken
+    for a column gap (``_strip_in_column``)."""
+    md = _markdown(engine, printer(f"applications-{margin_mm}", APPLICATIONS, margin_mm=margin_mm))
+    assert md.count("<table>") == 1, md
+    rows = _rows_of(md)
+    assert rows[0] == ["Year", "Region", "Amount (€)", "Score", "Outcome"], md
+    assert len(rows) > 25 and rows[1:] == [list(g) for g in GRANTS[: len(rows) - 1]], md

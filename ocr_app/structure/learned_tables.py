@@ -169,6 +169,52 @@ def _assign(slots: list[_Slot], lines: Sequence[TextLine]) -> None:
             _place_run(run, here)
 
 
+EMPTY_SHARE = 0.7  # a column with no word in at least this share of its body rows is (nearly) empty
+REFILL_SHARE = 0.8  # of those rows, the share whose neighbour holds words inside the column's box
+
+
+def _refill_empty_columns(slots: list[_Slot]) -> None:
+    """A column with a head but (nearly) no word in its body rows gets back the words its neighbour
+    took from inside its box: in most of its empty rows, some of the neighbour's words stand within
+    the empty column's x-range.
+
+    Why: a column of short figures set flush right close to the next column's words ("1.0 Approved",
+    a narrow "Score" before "Outcome") comes as one run of words, and a run goes to the cell it
+    overlaps most; every score then landed in the outcome cells beside an empty column. One row alone
+    proves nothing (a long cell spills over a model box edge), a whole column does."""
+    cells = [s for s in slots if s.box is not None and s.colspan == 1 and s.rowspan == 1]
+    body_at = min((s.row for s in slots if _is_figure(s)), default=None)
+    if body_at is None or body_at < 1:
+        return
+    by_col: dict[int, dict[int, _Slot]] = {}
+    for s in cells:
+        by_col.setdefault(s.col, {})[s.row] = s
+    for c, column in by_col.items():
+        body = [s for r, s in column.items() if r >= body_at]
+        empty = [s for s in body if not s.words]
+        if len(empty) < EMPTY_SHARE * len(body) or not any(s.words for r, s in column.items() if r < body_at):
+            continue
+        x0 = statistics.median(s.box[0] for s in column.values())
+        x1 = statistics.median(s.box[2] for s in column.values())
+        for side in (c + 1, c - 1):
+            near = by_col.get(side, {})
+            moves = {}
+            for s in empty:
+                other = near.get(s.row)
+                if other is None or not other.words:
+                    continue
+                inside = [w for w in other.words if x0 <= (w[0][0] + w[0][2]) / 2 <= x1]
+                if inside and len(inside) < len(other.words):
+                    moves[s.row] = inside
+            if len(moves) >= REFILL_SHARE * len(empty):
+                for s in empty:
+                    if s.row in moves:
+                        s.words = moves[s.row]
+                        other = near[s.row]
+                        other.words = [w for w in other.words if w not in moves[s.row]]
+                break
+
+
 def _straighten(slots: list[_Slot]) -> None:
     """Each single-column cell's x-range set to its column's (the medians of the column's cells).
 
@@ -324,6 +370,7 @@ def read_table(
     for slot, b in zip(slots, structure.boxes, strict=False):
         slot.box = (b[0] + int(x0), b[1] + int(y0), b[2] + int(x0), b[3] + int(y0))
     _assign(slots, inside)
+    _refill_empty_columns(slots)
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
     else:
@@ -383,7 +430,8 @@ def _split_columns(slots: list[_Slot], body: float) -> list[_Slot]:
     close together ("Freq. Percent", "15.9 21") look like one; the text layer's words say where each
     stands. A strip is an x-range at least a body height wide that no word of the column's own cells
     touches, with words on both sides of it in at least two rows and in most of the column's filled
-    cells. Cells spanning the column span the new one too."""
+    cells, or a narrower one with words on both sides in every filled cell down many rows
+    (``_strip_in_column``). Cells spanning the column span the new one too."""
     n_cols = max((s.col + s.colspan for s in slots), default=0)
     c = 0
     while c < n_cols:
@@ -896,7 +944,7 @@ def _strip_in_column(slots: Sequence[_Slot], c: int, body: float) -> float | Non
     best: tuple[float, float] | None = None
     reach = spans[0][1]
     for x0, x1 in spans[1:]:
-        if x0 - reach >= body and (best is None or x0 - reach > best[1] - best[0]):
+        if x0 - reach >= NARROW_STRIP * body and (best is None or x0 - reach > best[1] - best[0]):
             best = (reach, x0)
         reach = max(reach, x1)
     if best is None:
@@ -908,7 +956,16 @@ def _strip_in_column(slots: Sequence[_Slot], c: int, body: float) -> float | Non
         if any((w[0][0] + w[0][2]) / 2 < cut for w in s.words)
         and any((w[0][0] + w[0][2]) / 2 >= cut for w in s.words)
     )
-    return cut if both >= 2 and both * 2 > len(cells) else None
+    if best[1] - best[0] >= body:
+        return cut if both >= 2 and both * 2 > len(cells) else None
+    # A strip narrower than a body height (two cells' padding: a flush-right "Score" column right
+    # before a flush-left "Outcome"): only when every filled cell down many rows has words on both
+    # sides of it. A space between words is narrower still.
+    return cut if len(cells) >= NARROW_ROWS and both == len(cells) else None
+
+
+NARROW_STRIP = 0.45  # × body: the narrowest white strip that may part two columns of one model column
+NARROW_ROWS = 5  # a strip narrower than a body height parts columns only down this many rows or more
 
 
 def _covers(a: tuple[int, int], b: tuple[int, int]) -> bool:
