@@ -464,3 +464,28 @@ def test_a_narrow_column_of_figures_set_close_to_the_next_keeps_its_figures(engi
     rows = _rows_of(md)
     assert rows[0] == ["Year", "Region", "Amount (€)", "Score", "Outcome"], md
     assert len(rows) > 25 and rows[1:] == [list(g) for g in GRANTS[: len(rows) - 1]], md
+
+
+def test_the_heads_of_a_scanned_table_set_in_the_middle_of_two_lines_head_it(printer):
+    """The projects table printed, then scanned (pixels only, the light engine's OCR). Before: the
+    heads, "Budget" over "(£m)" beside heads set between those two lines, came out as a ``##``
+    heading over the table; the lowest line of heads alone ("(£m)") was taken for the heads' row.
+    Heads that overlap in height are one band, and a wrapped head's lines one stack over its column."""
+    from PIL import Image
+
+    from ocr_app.engines.light import LightOcrEngine
+    from ocr_app.schema import PageImage, PageRequest
+
+    with pymupdf.open(printer("projects-scan", PROJECTS)) as doc:
+        pix = doc[0].get_pixmap(dpi=200)
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    light = LightOcrEngine()
+    out = light.predict_batch(
+        [PageRequest(page=PageImage(image=image, index=0, source="scan.png", dpi=200), prompt="")]
+    )
+    md = blocks_to_markdown(out[0].blocks)
+    assert md.count("<table>") == 1, md
+    assert not re.search(r"^#+ .*(Project|Department|Completion)", md, re.M), md
+    head = _rows_of(md)[0]
+    assert head[0] == "Project" and head[1] == "Department" and head[3] == "Completion", md
+    assert re.fullmatch(r"Budget \((£|E|€)m\)", head[2]), md

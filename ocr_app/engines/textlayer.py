@@ -521,6 +521,7 @@ _TAGS = re.compile(r"</?su[pb]>")
 DOT_SIZE = (0.15, 0.6)  # a drawn list marker's side, as a share of its line's height
 DOT_GAP = 2.5  # × the line's height: how far left of its line a drawn list marker may stand
 INK_MATCH = 0.1  # a marker is drawn in its text's colour (a chart legend's keys are in the series')
+MAX_DOTS = 400  # a page drawing more marker-like shapes than this is a chart or a map
 
 
 def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) -> None:
@@ -549,6 +550,8 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     except Exception as exc:  # markers are a refinement; the text must not be lost over them
         logger.debug("drawings unavailable: %s", exc)
         return
+    if len(dots) > MAX_DOTS:
+        return  # a scatter plot or a map: its dots are no list's markers, and pairing them would cost
     for dot, fill in dots:
         mid = (dot.y0 + dot.y1) / 2
         beside = [

@@ -1090,10 +1090,11 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
     Why: the model's box for a table whose heads stand apart, above a rule (years over the figures of
     a balance sheet, an empty first cell), often starts at the first body row; the heads then came out
     as a line of text above the table. Such a row is the first one above, at most ``HEAD_GAP`` rows
-    higher, inside the region's width, of two or more short pieces (no sentence, no measured value: the
-    last row of a table above holds figures), each standing over lines of the region (or within half
-    a line beside them: a year centred over its column's "$" and figures reaches into neither) that
-    no other piece of the row stands near."""
+    higher, with the lines of heads wrapped over it (``_head_band``), inside the region's width, of
+    short pieces (no sentence, no measured value: the last row of a table above holds figures) in two
+    or more stacks (a wrapped head's lines one over the other), each standing over lines of the region
+    (or within ``BESIDE`` of them: a year centred over its column's "$" and figures barely reaches
+    into them) that no other stack stands near."""
     from ocr_app.schema import union_box
     from ocr_app.structure.lines import group_rows
 
@@ -1104,20 +1105,36 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
     above = [r for r in rows if box[1] - r.box[3] <= HEAD_GAP * height]
     if not above:
         return []
-    row = max(above, key=lambda r: r.box[3])
-    pieces = row.items
-    if (
-        len(pieces) < 2
-        or row.box[0] < box[0] - height
-        or row.box[2] > box[2] + height
-        or any(not _head(p) for p in pieces)
-    ):
+    pieces = _head_band(max(above, key=lambda r: r.box[3]), rows, height)
+    band = union_box([p.box for p in pieces])
+    if band[0] < box[0] - height or band[2] > box[2] + height or any(not _head(p) for p in pieces):
         return []
-    under = [{id(ln) for ln in held if _x_overlap(p.box, ln.box) >= -0.5 * height} for p in pieces]
-    # each piece over lines of the region, no two over the same line: columns, not one label's words
+    stacks: list[list[TextLine]] = []
+    for p in sorted(pieces, key=lambda p: p.box[1]):
+        home = next((st for st in stacks if any(_over(q.box, p.box) for q in st)), None)
+        if home is None:
+            stacks.append([p])
+        else:
+            home.append(p)
+    if len(stacks) < 2:
+        return []
+    reach = -BESIDE * statistics.median(ln.size for ln in held)
+    under = [
+        {id(ln) for ln in held if any(_x_overlap(_inked(p), _inked(ln)) >= reach for p in st)}
+        for st in stacks
+    ]
+    # each stack over lines of the region, no two over the same line: columns, not one label's words
     if any(not u for u in under) or any(a & b for i, a in enumerate(under) for b in under[i + 1 :]):
         return []
-    return [*pieces, *_wrapped_heads(row, rows, height)]
+    return pieces
+
+
+def _inked(ln: TextLine) -> Box:
+    """A line's box narrowed to its words' x-range where the engine knows it (an OCR engine's line
+    boxes are padded by a fraction of a line on each side)."""
+    if not ln.words:
+        return ln.box
+    return (min(a for a, _ in ln.words), ln.box[1], max(b for _, b in ln.words), ln.box[3])
 
 
 def _head(piece: TextLine) -> bool:
@@ -1126,6 +1143,7 @@ def _head(piece: TextLine) -> bool:
 
 
 HEAD_WORDS = 4  # a column head's line holds at most this many words
+BESIDE = 0.25  # × the text size: a head this close beside a column's lines stands over them
 
 
 def _over(top: Box, low: Box) -> bool:
@@ -1135,29 +1153,28 @@ def _over(top: Box, low: Box) -> bool:
 
 
 WRAP_GAP = 0.6  # × the row height: a head's wrapped first line stands this close above the rest of it
+BAND_LINES = 3  # a band of heads is at most this many lines high
 
 
-def _wrapped_heads(row: Row, rows: Sequence[Row], height: float) -> list[TextLine]:
-    """The first lines of wrapped heads over a row of column heads ("Budget" over "(€m)"): rows right
-    above it, set tight as lines of one paragraph, whose every piece is a head's text over a piece of
-    the row. At most two such lines, as heads rarely wrap more."""
-    out: list[TextLine] = []
-    low = row
-    for _ in range(2):
-        # higher than the row by half a line or more; a head set in the middle of a cell of two lines
-        # ("Project" beside "Budget (€m)") overlaps the line above it
-        up = [
-            r
-            for r in rows
-            if r.box[3] <= low.box[3] - 0.5 * height and low.box[1] - r.box[3] <= WRAP_GAP * height
-        ]
-        if not up:
+def _head_band(row: Row, rows: Sequence[Row], height: float) -> list[TextLine]:
+    """The pieces of the heads' row with the heads' lines above it: rows that overlap the band in
+    height (heads set in the middle of a row of two lines stand between its lines: "Project" beside
+    "Budget" over "(€m)"), or stand right above it (at most ``WRAP_GAP`` of a line) with every piece
+    over a piece of the band (a head's first lines), up to ``BAND_LINES`` lines in all."""
+    band = list(row.items)
+    top = row.box[1]
+    for r in sorted((r for r in rows if r is not row and r.box[3] <= row.box[3]), key=lambda r: -r.box[3]):
+        if row.box[3] - r.box[1] > BAND_LINES * height:
             break
-        low = max(up, key=lambda r: r.box[3])
-        if not all(_head(p) and any(_over(p.box, q.box) for q in row.items) for p in low.items):
+        touching = r.box[3] > top
+        wrapped = top - r.box[3] <= WRAP_GAP * height and all(
+            _head(p) and any(_over(p.box, q.box) for q in band) for p in r.items
+        )
+        if not (touching or wrapped):
             break
-        out += low.items
-    return out
+        band += r.items
+        top = min(top, r.box[1])
+    return band
 
 
 HEADING_WORDS = 8  # a heading is a short line
