@@ -212,3 +212,35 @@ def test_the_second_line_of_a_bold_caption_is_no_heading(tmp_path, engine):
     md = pages_markdown(engine, pdf)[0]
     assert heading_texts(md) == [], md
     assert "Scheme 1. Strategies for the Functionalization and Olefination of Ketones" in md
+
+
+def test_a_cover_pages_title_is_the_top_of_the_outline(tmp_path, engine):
+    """A report's cover holds only its title (24 pt), a subtitle and a date; its chapters (15 pt) start
+    on the next pages. Before: the cover's own body size (its subtitle's) set it apart, its title size
+    was not counted among the document's heading sizes, and the title came out at the chapters' level
+    ("##"). Guard: a cover without such a title adds nothing (the chapters stay at "##")."""
+
+    def report(title_size: float) -> list[str]:
+        doc = pymupdf.open()
+        cover = doc.new_page(width=595, height=842)
+        cover.insert_text(
+            (56, 200), "Annual Report of the Audit Committee", fontsize=title_size, fontname="hebo"
+        )
+        cover.insert_text((56, 240), "For the year ended 31 March 2026", fontsize=14)
+        cover.insert_text((56, 270), "Presented to the Board on 14 May 2026", fontsize=14)
+        for k, chapter in enumerate(("1 Introduction", "2 Work of the committee")):
+            page = doc.new_page(width=595, height=842)
+            page.insert_text((56, 80), chapter, fontsize=15, fontname="hebo")
+            _body(page, 110, 25, f"of chapter {k + 1} runs on in the body face of the report.")
+        pdf = tmp_path / f"report-{title_size}.pdf"
+        doc.save(pdf)
+        return pages_markdown(engine, pdf)
+
+    pages = report(24)
+    assert "# Annual Report of the Audit Committee" in pages[0].splitlines(), pages[0]
+    assert (
+        "## 1 Introduction" in pages[1].splitlines() and "## 2 Work of the committee" in pages[2].splitlines()
+    )
+    plain = report(14)
+    assert "## 1 Introduction" in plain[1].splitlines(), plain[1]
+    assert not any(ln.startswith("# ") for md in plain for ln in md.splitlines()), plain

@@ -498,8 +498,18 @@ def build_profile(
     # Heading sizes come from the pages set in the document's body size: a page in another size
     # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere.
     short_sizes: collections.Counter[float] = collections.Counter()
+    cover_sizes: list[float] = []
     for page_body, lines in pages:
         if not 0.88 <= (page_body or body) / body <= 1.12:
+            # A page set apart (a cover: its own "body" is the title's or the subtitle's size) may hold
+            # the only title-sized line: noted, and used below when the body pages have none.
+            cover_sizes += [
+                round(ln.size * 2) / 2
+                for ln in lines
+                if ln.size >= TITLE_RATIO * body
+                and len(ln.text) <= 120
+                and sum(c.isalpha() for c in ln.text) >= 2
+            ]
             continue
         for ln in lines:
             size = round(ln.size * 2) / 2
@@ -520,6 +530,9 @@ def build_profile(
     for s in candidates:
         if not heading_sizes or s < 0.96 * heading_sizes[-1]:
             heading_sizes.append(s)
+    if cover_sizes and not (heading_sizes and heading_sizes[0] >= TITLE_RATIO * body):
+        # The cover's title is the top of the outline, one level over the chapters ("#" over "##").
+        heading_sizes.insert(0, max(cover_sizes))
     outline = _outline(doc)
     running = _running_lines(seen, placed, inside, len(indices), len(pages), _heads_apart(page_lines, body))
     slots = {
