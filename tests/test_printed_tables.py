@@ -489,3 +489,46 @@ def test_the_heads_of_a_scanned_table_set_in_the_middle_of_two_lines_head_it(pri
     head = _rows_of(md)[0]
     assert head[0] == "Project" and head[1] == "Department" and head[3] == "Completion", md
     assert re.fullmatch(r"Budget \((£|E|€)m\)", head[2]), md
+
+
+GROUPED = """<style>body{font-family:'Liberation Sans',Arial,sans-serif;font-size:9.5pt}
+table{border-collapse:collapse;width:100%} th,td{padding:1.2mm 2mm;text-align:right}
+th:first-child,td:first-child,td.g{text-align:left} thead tr:first-child th{border-top:1.2pt solid #000}
+thead tr:last-child th{border-bottom:0.6pt solid #000} th.grp{border-bottom:0.5pt solid #000}
+tbody tr:last-child td{border-bottom:1.2pt solid #000} td.g{vertical-align:middle}</style>
+<p>Table 4 gives quarterly sales by region and channel.</p>
+<table><thead><tr><th rowspan=2>Region</th><th rowspan=2>Channel</th><th colspan=2 class=grp>2025</th>
+<th colspan=2 class=grp>2026</th></tr><tr><th>Q1</th><th>Q2</th><th>Q1</th><th>Q2</th></tr></thead><tbody>
+<tr><td class=g rowspan=2>North</td><td>Online</td><td>120</td><td>131</td><td>144</td><td>150</td></tr>
+<tr><td>Stores</td><td>310</td><td>305</td><td>298</td><td>301</td></tr>
+<tr><td class=g rowspan=2>South</td><td>Online</td><td>95</td><td>99</td><td>110</td><td>118</td></tr>
+<tr><td>Stores</td><td>270</td><td>268</td><td>266</td><td>259</td></tr>
+<tr><td class=g rowspan=2>West</td><td>Online</td><td>88</td><td>90</td><td>97</td><td>104</td></tr>
+<tr><td>Stores</td><td>190</td><td>188</td><td>185</td><td>183</td></tr>
+</tbody></table><p style='font-size:8pt'>Figures for the south are restated after the store closures of March.</p>
+<p>Online sales grew in every region over the year.</p>"""
+
+
+def test_heads_set_in_the_middle_of_two_header_rows_keep_the_header_two_rows(engine, printer):
+    """ "Region" and "Channel" span both header rows, set between "2025" and "Q1". Before: the bold
+    text lines were counted as header rows (three of them), so the first body row ("North Online
+    120 …") went into the header. Rows are now counted as the table's, by their words."""
+    md = _markdown(engine, printer("grouped", GROUPED))
+    assert md.count("<table>") == 1, md
+    head = md[md.index("<thead>") : md.index("</thead>")]
+    assert head.count("<tr>") == 2 and "North" not in head and "120" not in head, md
+    assert "2025" in head and "Q2" in head and "<th" not in md[md.index("</thead>") :], md
+
+
+def test_a_note_in_small_type_and_the_paragraph_after_it_are_two_blocks(engine, printer):
+    """Every paragraph of the page is set a blank line apart, so the gap under the note (8 pt) is no
+    larger than the page's usual one; the note and the body paragraph (9.5 pt) were joined into one.
+    A paragraph keeps its size from line to line. Guard: a paragraph's own wrapped lines still join."""
+    md = _markdown(engine, printer("grouped-notes", GROUPED))
+    assert (
+        "Figures for the south are restated after the store closures of March.\n\nOnline sales grew" in md
+    ), md
+    wrapped = _markdown(
+        engine, printer("wrapped-note", "<p style='font-size:8pt;width:60mm'>" + ABOVE + " " + ABOVE + "</p>")
+    )
+    assert ABOVE + " " + ABOVE in wrapped, wrapped

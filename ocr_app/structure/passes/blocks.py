@@ -74,6 +74,21 @@ def run(page: PageLayout) -> None:
     )
 
 
+SIZE_STEP = 0.88  # lines whose sizes differ more than this ratio are set in two sizes
+
+
+def _size_step(last: Row | None, row: Row) -> bool:
+    """Whether two lines of running text (four words or more each) are set in sizes apart by more than
+    ``SIZE_STEP``: a paragraph keeps its size from line to line, so a note in small type under a table
+    and the body paragraph after it are two blocks, even where the page sets every paragraph a blank
+    line apart and the gap between them is no larger than the page's usual one. Superscripts do not
+    count (a line's size is its text's)."""
+    if last is None:
+        return False
+    small, big = sorted((last.size, row.size))
+    return small < SIZE_STEP * big and len(last.text.split()) >= 4 and len(row.text.split()) >= 4
+
+
 @dataclass
 class _SectionContext:
     """What the block rules know about one single-column section besides the row at hand."""
@@ -349,6 +364,7 @@ class _SectionBlocks:
             and not caption
             and not next_entry(cur, row)
             and size_close(cur.size, row.size)
+            and not _size_step(cur.last, row)
         ):
             self._extend(row, text)
             return
