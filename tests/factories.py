@@ -172,6 +172,23 @@ def saved_markdown(engine, doc, tmp_path: Path, name: str = "page") -> str:
     return pages_markdown(engine, pdf)[0]
 
 
+def page_markdown(engine, pdf: Path, index: int = 0) -> str:
+    """The Markdown of page ``index`` of ``pdf`` as ``engine`` reads it at 144 DPI."""
+    from ocr_app.structure.pipeline import blocks_to_markdown
+
+    return blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, index, 144, prompt="")])[0].blocks)
+
+
+def table_rows(md: str) -> list[list[str]]:
+    """The first table's rows in ``md``, each a list of its cells' texts (a spanning cell once)."""
+    import re
+
+    table = md[md.index("<table>") : md.index("</table>")]
+    return [
+        re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", table, re.S)
+    ]
+
+
 def heading_texts(md: str) -> list[str]:
     """The texts of the Markdown headings in ``md``, in order, without their ``#`` marks."""
     return [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]

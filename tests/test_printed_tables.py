@@ -17,7 +17,7 @@ import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure.pipeline import blocks_to_markdown
-from tests.factories import assert_in_order, pdf_page_request
+from tests.factories import assert_in_order, page_markdown, table_rows
 
 LEFT, RIGHT = 56.0, 540.0
 ABOVE = "Employment rose in every region over the quarter, led by manufacturing in the north."
@@ -41,17 +41,6 @@ ROW_H = 17.0
 @pytest.fixture(scope="module")
 def engine() -> TextLayerEngine:
     return TextLayerEngine()
-
-
-def _markdown(engine: TextLayerEngine, pdf: Path) -> str:
-    return blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, 0, 144, prompt="")])[0].blocks)
-
-
-def _rows_of(md: str) -> list[list[str]]:
-    table = md[md.index("<table>") : md.index("</table>")]
-    return [
-        re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", table, re.S)
-    ]
 
 
 def _text(page: pymupdf.Page, x: float, y: float, text: str, *, right: float | None = None, **kw) -> None:
@@ -123,18 +112,20 @@ def test_a_table_whose_cells_are_painted_one_by_one_is_one_table(engine, tmp_pat
     painted runs were taken for figures. A piece of a table painted row by row is left to the word
     grid and the layout model, and paint that does not show is not a figure."""
     shade, head = style
-    md = _markdown(engine, _shaded_table(tmp_path / "shaded.pdf", shade, head))
+    md = page_markdown(engine, _shaded_table(tmp_path / "shaded.pdf", shade, head))
     assert md.count("<table>") == 1, md
-    rows = _rows_of(md)
+    rows = table_rows(md)
     assert rows[0] == HEAD and rows[1:] == ROWS, md
     assert_in_order(md, [ABOVE, "<table>", "</table>", BELOW])
 
 
 def test_a_table_of_coloured_cells_with_nothing_around_it_stays_one_table(engine, tmp_path):
     """Guard: a table whose every row is painted (no unpainted row beside its grid) keeps its grid."""
-    md = _markdown(engine, _shaded_table(tmp_path / "all.pdf", lambda r: (0.85, 0.9, 0.95), (0.1, 0.3, 0.5)))
+    md = page_markdown(
+        engine, _shaded_table(tmp_path / "all.pdf", lambda r: (0.85, 0.9, 0.95), (0.1, 0.3, 0.5))
+    )
     assert md.count("<table>") == 1, md
-    assert _rows_of(md)[1:] == ROWS, md
+    assert table_rows(md)[1:] == ROWS, md
 
 
 def _section_heading_over_table(path: Path) -> Path:
@@ -177,10 +168,10 @@ def test_a_section_heading_the_table_box_takes_in_stays_a_heading(engine, tmp_pa
     """Before: the layout model's table box took in the "Technical data" bar, and it became the
     table's header row. A region's first row in the style of the page's other short headings, and of
     no line of the table, is the heading above it."""
-    md = _markdown(engine, _section_heading_over_table(tmp_path / "sheet.pdf"))
+    md = page_markdown(engine, _section_heading_over_table(tmp_path / "sheet.pdf"))
     assert md.count("<table>") == 1, md
     assert re.search(r"^#+ Technical data$", md, re.M), md
-    rows = _rows_of(md)
+    rows = table_rows(md)
     assert rows[0] == ["Measuring range", "0 - 400 bar"] and len(rows) == 6, md
     assert_in_order(md, ["Features", "Technical data", "<table>", "Ordering information"])
 
@@ -208,10 +199,10 @@ def test_list_markers_drawn_as_discs_make_list_items(engine, tmp_path):
     """Before: a browser-printed list's markers (discs drawn as shapes, not text) were not seen, and
     the items ran together into one paragraph. Guard: discs in another colour than the text (a
     chart legend's keys) are not markers."""
-    md = _markdown(engine, _drawn_list(tmp_path / "list.pdf", (0, 0, 0)))
+    md = page_markdown(engine, _drawn_list(tmp_path / "list.pdf", (0, 0, 0)))
     assert "- Measuring range 0 to 400 bar" in md and "\n- Stainless steel housing" in md, md
     assert "\n- Output of 4 to 20 mA" in md and "- Cables" not in md, md
-    legend = _markdown(engine, _drawn_list(tmp_path / "legend.pdf", (0.9, 0.3, 0.1)))
+    legend = page_markdown(engine, _drawn_list(tmp_path / "legend.pdf", (0.9, 0.3, 0.1)))
     assert not re.search(r"^- ", legend, re.M), legend
 
 
@@ -271,9 +262,9 @@ def test_a_browser_printed_striped_table_is_one_table(engine, printer, backgroun
     unpainted between) and without them (every cell painted white, the dark header's white text
     then invisible on paper but still in the text layer). Before: four pieces and loose rows; without
     backgrounds, the white paint made the rows a figure and no table came out."""
-    md = _markdown(engine, printer(f"striped-{backgrounds}", STRIPED, backgrounds=backgrounds))
+    md = page_markdown(engine, printer(f"striped-{backgrounds}", STRIPED, backgrounds=backgrounds))
     assert md.count("<table>") == 1, md
-    rows = _rows_of(md)
+    rows = table_rows(md)
     assert rows[-len(ROWS) :] == ROWS and HEAD[1:] == rows[0][1:], md
     assert_in_order(md, [ABOVE, "<table>", "</table>", BELOW])
 
@@ -298,12 +289,12 @@ def test_a_browser_printed_timetable_keeps_the_cells_ruled_across_rows_and_colum
     """Before: the structure model's reading of the ruled grid replaced the rules' one; lunch lost
     its span over the three halls and the workshop took its row. Where the rulings part every row
     and column the words show, and the model loses cells they draw across, the drawn cells stay."""
-    md = _markdown(engine, printer("timetable", TIMETABLE))
+    md = page_markdown(engine, printer("timetable", TIMETABLE))
     assert md.count("<table>") == 1, md
     assert '<td colspan="3">Opening keynote: The future of archives</td>' in md, md
     assert '<td colspan="3">Lunch</td>' in md, md
     assert '<td rowspan="2">Workshop: metadata standards</td>' in md, md
-    assert _rows_of(md)[3] == ["11:00", "Preservation formats", "Tables in old ledgers"], md
+    assert table_rows(md)[3] == ["11:00", "Preservation formats", "Tables in old ledgers"], md
 
 
 PROJECTS = """<style>
@@ -327,9 +318,9 @@ td{padding:1.5mm;vertical-align:middle;border-bottom:0.3pt solid #bbb} td.n{text
 def test_a_browser_printed_head_wrapped_onto_two_lines_is_one_head_cell(engine, printer):
     """Before: "Budget" (the first line of a head wrapped onto two, the other heads set in the
     middle of the row) became a group head spanning two columns, and the heads a line of text."""
-    md = _markdown(engine, printer("projects", PROJECTS))
+    md = page_markdown(engine, printer("projects", PROJECTS))
     assert md.count("<table>") == 1, md
-    assert _rows_of(md)[0] == ["Project", "Department", "Budget (£m)", "Completion"], md
+    assert table_rows(md)[0] == ["Project", "Department", "Budget (£m)", "Completion"], md
     assert not re.search(r"^#+ .*Budget", md, re.M), md
 
 
@@ -340,7 +331,7 @@ def test_a_browser_printed_list_is_a_list(engine, printer):
         " scale over the whole temperature range</li><li>Stainless steel housing, sealed to IP69K</li>"
         "<li>Output 4 to 20 mA or 0 to 10 V, selectable on site</li></ul><p>Cables are sold separately.</p>"
     )
-    md = _markdown(engine, printer("list", html))
+    md = page_markdown(engine, printer("list", html))
     assert re.search(r"^- Measuring range 0 to 400 bar .* temperature range$", md, re.M), md
     assert "\n- Stainless steel housing, sealed to IP69K\n- Output 4 to 20 mA" in md, md
     assert "- Cables" not in md, md
@@ -424,9 +415,9 @@ def test_years_centred_over_dollar_and_figure_columns_head_the_table(engine, pri
     """Before: the years, each centred over its "$" and figures columns and reaching into neither,
     were left above the table as a line of text. A head within half a line beside its column's lines
     stands over them."""
-    md = _markdown(engine, printer("statement", STATEMENT))
+    md = page_markdown(engine, printer("statement", STATEMENT))
     assert md.count("<table>") == 1, md
-    rows = _rows_of(md)
+    rows = table_rows(md)
     assert [c for c in rows[0] if c] == ["2026", "2025", "2024"], md
     assert "2026 2025 2024" not in md.replace("<", " <"), md
     assert rows[1][0] == "Net sales" and "4,812" in rows[1], md
@@ -459,9 +450,9 @@ def test_a_narrow_column_of_figures_set_close_to_the_next_keeps_its_figures(engi
     score column, in most rows (the model read the columns apart: ``_refill_empty_columns``), or the
     model read the two as one column and the words' narrow white strip down every row was not taken
     for a column gap (``_strip_in_column``)."""
-    md = _markdown(engine, printer(f"applications-{margin_mm}", APPLICATIONS, margin_mm=margin_mm))
+    md = page_markdown(engine, printer(f"applications-{margin_mm}", APPLICATIONS, margin_mm=margin_mm))
     assert md.count("<table>") == 1, md
-    rows = _rows_of(md)
+    rows = table_rows(md)
     assert rows[0] == ["Year", "Region", "Amount (€)", "Score", "Outcome"], md
     assert len(rows) > 25 and rows[1:] == [list(g) for g in GRANTS[: len(rows) - 1]], md
 
@@ -486,7 +477,7 @@ def test_the_heads_of_a_scanned_table_set_in_the_middle_of_two_lines_head_it(pri
     md = blocks_to_markdown(out[0].blocks)
     assert md.count("<table>") == 1, md
     assert not re.search(r"^#+ .*(Project|Department|Completion)", md, re.M), md
-    head = _rows_of(md)[0]
+    head = table_rows(md)[0]
     assert head[0] == "Project" and head[1] == "Department" and head[3] == "Completion", md
     assert re.fullmatch(r"Budget \((£|E|€)m\)", head[2]), md
 
@@ -513,7 +504,7 @@ def test_heads_set_in_the_middle_of_two_header_rows_keep_the_header_two_rows(eng
     """ "Region" and "Channel" span both header rows, set between "2025" and "Q1". Before: the bold
     text lines were counted as header rows (three of them), so the first body row ("North Online
     120 …") went into the header. Rows are now counted as the table's, by their words."""
-    md = _markdown(engine, printer("grouped", GROUPED))
+    md = page_markdown(engine, printer("grouped", GROUPED))
     assert md.count("<table>") == 1, md
     head = md[md.index("<thead>") : md.index("</thead>")]
     assert head.count("<tr>") == 2 and "North" not in head and "120" not in head, md
@@ -524,11 +515,11 @@ def test_a_note_in_small_type_and_the_paragraph_after_it_are_two_blocks(engine, 
     """Every paragraph of the page is set a blank line apart, so the gap under the note (8 pt) is no
     larger than the page's usual one; the note and the body paragraph (9.5 pt) were joined into one.
     A paragraph keeps its size from line to line. Guard: a paragraph's own wrapped lines still join."""
-    md = _markdown(engine, printer("grouped-notes", GROUPED))
+    md = page_markdown(engine, printer("grouped-notes", GROUPED))
     assert (
         "Figures for the south are restated after the store closures of March.\n\nOnline sales grew" in md
     ), md
-    wrapped = _markdown(
+    wrapped = page_markdown(
         engine, printer("wrapped-note", "<p style='font-size:8pt;width:60mm'>" + ABOVE + " " + ABOVE + "</p>")
     )
     assert ABOVE + " " + ABOVE in wrapped, wrapped

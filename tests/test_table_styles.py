@@ -15,8 +15,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
-from ocr_app.structure.pipeline import blocks_to_markdown
-from tests.factories import assert_in_order, pdf_page_request
+from tests.factories import assert_in_order, page_markdown, table_rows
 
 A4 = (595.0, 842.0)
 LEFT, RIGHT = 72.0, 523.0
@@ -180,18 +179,6 @@ def engine() -> TextLayerEngine:
     return eng
 
 
-def _markdown(engine: TextLayerEngine, pdf: Path) -> str:
-    return blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, 0, 144, prompt="")])[0].blocks)
-
-
-def _rows_of(md: str) -> list[list[str]]:
-    """The table's rows, each a list of its cells' texts (a spanning cell once)."""
-    table = md[md.index("<table>") : md.index("</table>")]
-    return [
-        re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", table, re.S)
-    ]
-
-
 def _check(md: str) -> list[list[str]]:
     """One table, the paragraphs around it in order, no heading made of header text; its rows."""
     assert md.count("<table>") == 1, md
@@ -200,7 +187,7 @@ def _check(md: str) -> list[list[str]]:
     assert "summarises" not in table and "Growth" not in table, md
     assert_in_order(md, ["Table 3 summarises", "previous edition of this report", "<table>", "Growth was"])
     assert "central region recovered from a weak start" in re.sub(r"\s+", " ", after)
-    return _rows_of(md)
+    return table_rows(md)
 
 
 def _header_and_body(md: str, rows: list[list[str]]) -> None:
@@ -231,7 +218,7 @@ def _grid(md: str) -> list[list[str]]:
 
 @pytest.mark.parametrize("style", [striped, dark_header, booktabs, faint_booktabs], ids=lambda f: f.__name__)
 def test_a_table_set_with_fills_or_three_rules_is_one_table(tmp_path, engine, style):
-    md = _markdown(engine, _page(style, tmp_path / "page.pdf"))
+    md = page_markdown(engine, _page(style, tmp_path / "page.pdf"))
     rows = _check(md)
     assert len(rows) == 1 + len(BODY) and all(len(r) == 5 for r in rows), md
     _header_and_body(md, rows)
@@ -243,7 +230,7 @@ def test_a_table_set_with_fills_or_three_rules_is_one_table(tmp_path, engine, st
     ids=lambda f: f.__name__,
 )
 def test_a_spanning_header_cell_spans_its_three_columns(tmp_path, engine, style):
-    md = _markdown(engine, _page(style, tmp_path / "page.pdf"))
+    md = page_markdown(engine, _page(style, tmp_path / "page.pdf"))
     _check(md)
     assert '<th colspan="3">Results</th>' in md, md
     grid = _grid(md)
@@ -266,8 +253,8 @@ def test_a_starred_significance_note_under_a_table_is_a_note_not_a_bullet(engine
         page.insert_text((LEFT, y + 22), "* Source: regional household survey", fontname="tiro", fontsize=8)
         return y + 26
 
-    md = _markdown(engine, _page(noted, tmp_path / "noted.pdf"))
-    assert _rows_of(md)[-len(BODY) :] == BODY, md
+    md = page_markdown(engine, _page(noted, tmp_path / "noted.pdf"))
+    assert table_rows(md)[-len(BODY) :] == BODY, md
     after = md.partition("</table>")[2]
     assert "\n\\* p < 0.05; ** p < 0.01 (two-tailed)\n" in after, md  # a line-start mark is escaped
     assert "\n\\* Source: regional household survey\n" in after, md  # a note of its own
@@ -280,5 +267,5 @@ def test_a_starred_significance_note_under_a_table_is_a_note_not_a_bullet(engine
         page.insert_text((LEFT, y), f"* {item}", fontname="tiro", fontsize=SIZE)
         y += SIZE * 1.4
     doc.save(tmp_path / "starred_list.pdf")
-    listed = _markdown(engine, tmp_path / "starred_list.pdf")
+    listed = page_markdown(engine, tmp_path / "starred_list.pdf")
     assert "- apples from the northern orchards\n- pears from the river valley" in listed, listed
