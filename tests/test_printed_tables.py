@@ -523,3 +523,25 @@ def test_a_note_in_small_type_and_the_paragraph_after_it_are_two_blocks(engine, 
         engine, printer("wrapped-note", "<p style='font-size:8pt;width:60mm'>" + ABOVE + " " + ABOVE + "</p>")
     )
     assert ABOVE + " " + ABOVE in wrapped, wrapped
+
+
+def test_headings_on_dark_bars_of_a_scan_are_measured_by_their_letters(tmp_path):
+    """The data sheet scanned (pixels only). Before: the light engine measured a heading's size and
+    weight from its crop's dark pixels, so on a dark bar the bar itself was the ink; "Features" (11 pt)
+    came out as ``#`` over the 20 pt title, "Ordering information" as text, and "Technical data" as a
+    row spanning the table. Light text on a dark ground is turned over before it is measured."""
+    from PIL import Image
+
+    from ocr_app.engines.light import LightOcrEngine
+    from ocr_app.schema import PageImage, PageRequest
+
+    with pymupdf.open(_section_heading_over_table(tmp_path / "sheet.pdf")) as doc:
+        pix = doc[0].get_pixmap(dpi=200)
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    page = PageImage(image=image, index=0, source="scan.png", dpi=200)
+    md = blocks_to_markdown(LightOcrEngine().predict_batch([PageRequest(page=page, prompt="")])[0].blocks)
+    levels = {m.group(2): len(m.group(1)) for m in re.finditer(r"^(#+) (.+)$", md, re.M)}
+    bars = [levels.get(t) for t in ("Features", "Technical data", "Ordering information")]
+    assert bars[0] is not None and bars == [bars[0]] * 3, md
+    assert levels.get("PX-400 Industrial Sensor", 9) < bars[0], md
+    assert "Technical data" not in md[md.index("<table>") :], md
