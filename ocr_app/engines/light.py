@@ -530,8 +530,12 @@ class LightOcrEngine(Engine):
         crops = [ink.line_crop(grey, q) for q in quads]
         words = [ink.word_spans(c, t) for c, t in zip(crops, texts, strict=True)]
         texts = [t for t, _ in words]
-        sizes = _sizes(crops, texts)
-        bold = ink.bold_flags([ink.stroke_width(c) for c in crops], texts)
+        # Size and weight from dark ink on a light ground (``ink.dark_on_light``); the words' places
+        # from the crop as it stands (measured turned over, the words of a dark box's lines came apart
+        # and were read out of order: redp5110's back cover).
+        upright = [ink.dark_on_light(c) for c in crops]
+        sizes = _sizes(upright, texts)
+        bold = ink.bold_flags([ink.stroke_width(c) for c in upright], texts)
         return [
             TextLine(t, _bbox(q), s, b, words=_word_xs(q, spans))
             for q, t, s, b, (_, spans) in zip(quads, texts, sizes, bold, words, strict=True)
@@ -634,8 +638,9 @@ class LightOcrEngine(Engine):
         words = [ink.word_spans(c, t) for c, t in zip(crops, texts, strict=True)]
         texts = [t for t, _ in words]
         read = ocr_lines(quads, words, crops, turns, disp)
-        sizes = _sizes(crops, texts)
-        bold = ink.bold_flags([ink.stroke_width(c) for c in crops], texts)
+        upright = [ink.dark_on_light(c) for c in crops]  # size and weight: see ``recognize_lines``
+        sizes = _sizes(upright, texts)
+        bold = ink.bold_flags([ink.stroke_width(c) for c in upright], texts)
         regions = self._page_regions(rgb) if quads else []
         # Lay out in a deskewed frame: on a rotated scan the axis-aligned boxes of long lines are
         # tall and overlap their neighbours, which scrambles rows. Boxes are rotated back at the end.

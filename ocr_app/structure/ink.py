@@ -22,10 +22,7 @@ BOLD_STROKE_GAIN = 1.25  # stroke ≥ this × the page's median stroke → bold
 
 
 def line_crop(grey: Any, quad: Any) -> Any:
-    """The line's pixels, deskewed: its quadrilateral mapped onto an upright rectangle (white border),
-    dark ink on a light ground. Light text on a dark bar (a heading on a coloured band, a table's dark
-    header) is turned over: measured as it stands, the bar itself was the ink, and an 11 pt heading on
-    a band came out larger than the page's 20 pt title."""
+    """The line's pixels, deskewed: its quadrilateral mapped onto an upright rectangle (white border)."""
     import cv2
     import numpy as np
 
@@ -33,11 +30,19 @@ def line_crop(grey: Any, quad: Any) -> Any:
     w = max(round(float(np.linalg.norm(q[1] - q[0]))), 1)
     h = max(round(float(np.linalg.norm(q[3] - q[0]))), 1)
     target = np.float32([[0, 0], [w, 0], [w, h], [0, h]])
-    crop = cv2.warpPerspective(grey, cv2.getPerspectiveTransform(q, target), (w, h), borderValue=255)
-    return 255 - crop if float(np.median(crop)) < DARK_GROUND else crop
+    return cv2.warpPerspective(grey, cv2.getPerspectiveTransform(q, target), (w, h), borderValue=255)
 
 
 DARK_GROUND = 128  # a line crop whose median grey is darker than this is light text on a dark ground
+
+
+def dark_on_light(crop: Any) -> Any:
+    """A line crop with its ink dark on a light ground: light text on a dark bar (a heading on a
+    coloured band, a table's dark header) turned over. Measured as it stands, the bar itself was the
+    ink, and an 11 pt heading on a band came out larger than the page's 20 pt title."""
+    import numpy as np
+
+    return 255 - crop if float(np.median(crop)) < DARK_GROUND else crop
 
 
 _SHORT = frozenset("acemnorsuvwxz")  # lower-case letters without ascender or descender
