@@ -16,6 +16,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
+from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import assert_in_order, page_markdown, table_rows
 
@@ -545,3 +546,46 @@ def test_headings_on_dark_bars_of_a_scan_are_measured_by_their_letters(tmp_path)
     assert bars[0] is not None and bars == [bars[0]] * 3, md
     assert levels.get("PX-400 Industrial Sensor", 9) < bars[0], md
     assert "Technical data" not in md[md.index("<table>") :], md
+
+
+def _cell(text: str, x0: float, y: float, width: float) -> TextLine:
+    return TextLine(text, (x0, y, x0 + width, y + 20), 16.0)
+
+
+def test_a_column_beside_a_region_joins_it_unless_a_table_stands_beside():
+    """``learned_tables._column_beside`` on lines as the text layer gives them: a region of labels and
+    two columns of figures, and a narrow column of figures just right of it, one a row, joins; the
+    same column with more columns further out on its rows (a second table beside this one: ICDAR
+    eu-015, whose two tables a first version joined) does not."""
+    from ocr_app.structure.learned_tables import _column_beside
+
+    held = [
+        ln
+        for k, label in enumerate(("Manufacturing", "Construction", "Services", "Total"))
+        for ln in (
+            _cell(label, 100, 100 + 40 * k, 150),
+            _cell("212.4", 400, 100 + 40 * k, 50),
+            _cell("214.0", 550, 100 + 40 * k, 50),
+        )
+    ]
+    beside = [_cell(v, 700, 100 + 40 * k, 30) for k, v in enumerate(("5.7", "2.9", "12.3", "20.9"))]
+    assert _column_beside(held, [*held, *beside]) == beside
+    further = [_cell(v, 800, 100 + 40 * k, 60) for k, v in enumerate(("Spain", "France", "Italy", "Greece"))]
+    assert _column_beside(held, [*held, *beside, *further]) == []
+
+
+def test_a_ruled_grid_is_exact_only_where_its_rulings_part_what_the_words_show():
+    """``textlayer._exact``: the timetable's grid is exact; a grid whose rulings do not line up cuts
+    slivers (a column or a row that starts no filled cell: ICDAR eu-011, eu-021), and one with a cell
+    mixing rows or columns (a shaded bar read as one cell across: us-022) is not; on those the model's
+    reading stays."""
+    from ocr_app.engines.textlayer import _exact
+    from ocr_app.structure.table_html import Cell
+
+    grid = [[Cell("Time"), Cell("Hall A"), Cell("Hall B")], [Cell("09:00"), Cell("Keynote", colspan=2)]]
+    assert _exact(grid, [True, True, True], mixed=False)
+    assert not _exact(grid, [True, True, True], mixed=True)
+    assert not _exact(grid, [True, False, True], mixed=False)  # a sliver column
+    assert not _exact(
+        [*grid, [Cell(""), Cell(""), Cell("")]], [True, True, True], mixed=False
+    )  # a sliver row

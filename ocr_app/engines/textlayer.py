@@ -1029,7 +1029,7 @@ def figure_regions(
     Full-page backgrounds are not figures. A drawing cluster must be at least three body lines tall,
     so a heading on a shaded bar or above a rule is never inside one. A cluster that is one of the
     ``panels`` (``panel_rects``: a filled shape with nothing else drawn inside) is text on a ground,
-    and one of filled rectangles with text on them is a table's shading (``_shaded_cells``; ``words``:
+    and one of filled rectangles with text on them is a table's shading (``_Shapes.shaded_cells``; ``words``:
     the centres of the text lines). Paint that does not show (``_invisible``) is not looked at.
     """
     import pymupdf
@@ -1042,9 +1042,10 @@ def figure_regions(
             if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
                 regions.append(r)
         paths = [{**p, "rect": pymupdf.Rect(p["rect"])} for p in page.get_cdrawings() if not _invisible(p)]
+        shapes = _Shapes(paths, words)
         for r in page.cluster_drawings(drawings=paths):
             big = 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt
-            if big and not any(_same_rect(r, p) for p in panels) and not _shaded_cells(r, paths, words):
+            if big and not any(_same_rect(r, p) for p in panels) and not shapes.shaded_cells(r):
                 regions.append(r)
     except Exception as exc:  # figure detection is a refinement; the text must not be lost over it
         logger.debug("figure regions unavailable: %s", exc)
@@ -1063,15 +1064,38 @@ WHITE = 0.97  # a fill at least this light in every channel is the paper's colou
 CELL_SHARE = 0.5  # of a cluster's filled rectangles, at least this share holding text: shaded cells
 
 
-def _shaded_cells(region: pymupdf.Rect, paths: list[dict], words: Sequence[pymupdf.Point]) -> bool:
-    """Whether a drawing cluster is a table's shading: only filled rectangles (no strokes, no curves)
-    and at least half of them with text set on them (cells on fills, a striped or dark header).
-    A chart's bars are filled rectangles too, but its labels stand beside them, and it draws axes."""
-    inside = [p for p in paths if p["rect"] in region]
-    if not inside or any(p.get("type") != "f" or any(it[0] != "re" for it in p["items"]) for p in inside):
-        return False
-    held = sum(1 for p in inside if any(w in p["rect"] for w in words))
-    return held >= CELL_SHARE * len(inside)
+class _Shapes:
+    """A page's visible paths as arrays, for ``shaded_cells`` (pages of ICDAR 2013 draw thousands of
+    paths; testing them one by one as PyMuPDF objects cost up to 0.6 CPU s a page)."""
+
+    def __init__(self, paths: list[dict], words: Sequence[pymupdf.Point]) -> None:
+        import numpy as np
+
+        self.boxes = np.array([tuple(p["rect"]) for p in paths], dtype=float).reshape(-1, 4)
+        self.filled = np.array(
+            [p.get("type") == "f" and all(it[0] == "re" for it in p["items"]) for p in paths], dtype=bool
+        )
+        self.words = np.array([(w.x, w.y) for w in words], dtype=float).reshape(-1, 2)
+
+    def shaded_cells(self, region: pymupdf.Rect) -> bool:
+        """Whether a drawing cluster is a table's shading: only filled rectangles (no strokes, no
+        curves) and at least half of them with text set on them (cells on fills, a striped or dark
+        header). A chart's bars are filled rectangles too, but its labels stand beside them, and it
+        draws axes."""
+        b = self.boxes
+        inside = (
+            (b[:, 0] >= region.x0) & (b[:, 1] >= region.y0) & (b[:, 2] <= region.x1) & (b[:, 3] <= region.y1)
+        )
+        if not inside.any() or not self.filled[inside].all():
+            return False
+        cells, w = b[inside], self.words
+        on = (
+            (w[None, :, 0] >= cells[:, None, 0])
+            & (w[None, :, 0] <= cells[:, None, 2])
+            & (w[None, :, 1] >= cells[:, None, 1])
+            & (w[None, :, 1] <= cells[:, None, 3])
+        )
+        return int(on.any(axis=1).sum()) >= CELL_SHARE * len(cells)
 
 
 def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:

@@ -675,17 +675,11 @@ def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool
 
 
 def _wrapped_header(first: list[list[Piece]], row: list[list[Piece]]) -> bool:
-    """A bold row right under a bold first row (under a quarter line apart: line spacing, not a row's
-    padding) is the heads' wrapped lines: the first row's heads went on in some columns, or the first
-    row holds only the first lines of the heads that wrap more than their neighbours ("Budget" over
-    "(€m)", beside heads of one line set in the middle of the row)."""
     pieces = [p for c in row for p in c]
     above = [p for c in first for p in c]
     if not pieces or not above or not all(_heavy(p) for p in pieces + above):
         return False
-    below = {c for c in range(len(row)) if row[c]}
-    top = {c for c in range(len(first)) if first[c]}
-    if not (below <= top or top <= below):
+    if any(row[c] and not first[c] for c in range(len(row))):
         return False
     gap = min(p.box[1] for p in pieces) - max(p.box[3] for p in above)
     return gap <= 0.25 * min(p.box[3] - p.box[1] for p in pieces)

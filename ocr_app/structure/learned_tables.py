@@ -1040,6 +1040,8 @@ def _column_beside(held: list[TextLine], lines: Sequence[TextLine]) -> list[Text
         return []
     reach = MATE_GAP * max(gaps)
     taken = {id(ln) for ln in held}
+    top, bottom = min(r.box[1] for r in rows), max(r.box[3] for r in rows)
+    lines = [ln for ln in lines if id(ln) not in taken and top <= (ln.box[1] + ln.box[3]) / 2 <= bottom]
     out: list[TextLine] = []
     for side in (1, -1):
         mates = []
