@@ -17,8 +17,9 @@ import pytest
 from bench.accuracy.false_table_pages import wrap
 from ocr_app.engines.textlayer import TextLayerEngine
 from tests.factories import assert_in_order
+from tests.factories import page_markdown as _markdown
 from tests.test_table_rows import LEAD, PAD, WRAP_BODY, WRAP_COLS, WRAP_HEADER, _cells, _text
-from tests.test_table_styles import A4, LEFT, RIGHT, SIZE, _check, _grid, _markdown, _page
+from tests.test_table_styles import A4, LEFT, RIGHT, SIZE, _check, _grid, _page
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import pytest
 
 from bench.accuracy.false_table_pages import wrap
 from ocr_app.engines.textlayer import TextLayerEngine
-from tests.test_table_styles import LEFT, RIGHT, SIZE, _check, _markdown, _page
+from tests.factories import page_markdown as _markdown
+from tests.test_table_styles import LEFT, RIGHT, SIZE, _check, _page
 
 LEAD = SIZE * 1.25  # the line spacing inside a cell
 PAD = 6.0  # the white space between two rows of wrapped cells

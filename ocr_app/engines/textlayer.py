@@ -944,16 +944,17 @@ def _pairs(rows: list[list[Cell]]) -> bool:
 def _bold_header(table: LearnedTable) -> int:
     """Leading rows of a learned table set bold (or heavier) where the body is not: its header.
 
-    Counted in the table's rows, by their words: a row is bold when each of its words is set in a
-    bold line of the table and not all of them in plain ones. Counting text lines instead took a head
-    set in the middle of two header rows ("Region" beside "2025" over "Q1") for a row of its own, and
-    the first body row into the header."""
+    Counted in the table's rows, by their words: a row is bold when most of its words are set in bold
+    lines of the table and in no plain one (a small plain "restated" under a year stays in the heads).
+    Counting text lines instead took a head set in the middle of two header rows ("Region" beside
+    "2025" over "Q1") for a row of its own, and the first body row into the header."""
     bold = {w for ln in table.lines if ln.bold or ln.weight >= HEADER_WEIGHT for w in ln.text.split()}
     plain = {w for ln in table.lines if not (ln.bold or ln.weight >= HEADER_WEIGHT) for w in ln.text.split()}
     heavy: list[bool | None] = []
     for row in table.rows:
         words = [w for c in row for w in c.text.split()]
-        heavy.append(all(w in bold for w in words) and not all(w in plain for w in words) if words else None)
+        strong = sum(1 for w in words if w in bold and w not in plain)
+        heavy.append(2 * strong > len(words) if words else None)
     n = header_rows(heavy, [False] * len(heavy))
     return n if n < len(table.rows) else 0
 

@@ -451,6 +451,26 @@ def _heads_apart(pages: list[tuple[float, list[TextLine]]], body: float) -> set[
     return {key for key, good in ok.items() if good and key[1]}
 
 
+def _with_cover_title(
+    heading_sizes: list[float], first: tuple[float, list[TextLine]] | None, body: float
+) -> list[float]:
+    """The heading sizes with the cover's title on top: the first page set in another size than the
+    body (a cover: its own body is its title's or subtitle's size, so its sizes are not counted), its
+    largest short line of title size (``TITLE_RATIO``), when the body pages hold none. Else the
+    title came out at the chapters' level ("##"), its page left out of the heading sizes."""
+    if first is None or (heading_sizes and heading_sizes[0] >= TITLE_RATIO * body):
+        return heading_sizes
+    page_body, lines = first
+    if 0.88 <= (page_body or body) / body <= 1.12:
+        return heading_sizes  # a first page in the body's size: already counted
+    titles = [
+        round(ln.size * 2) / 2
+        for ln in lines
+        if ln.size >= TITLE_RATIO * body and len(ln.text) <= 120 and sum(c.isalpha() for c in ln.text) >= 2
+    ]
+    return [max(titles), *heading_sizes] if titles else heading_sizes
+
+
 def build_profile(
     doc: pymupdf.Document, extract: Extract, skip: Callable[[pymupdf.Page], bool] | None = None
 ) -> DocumentProfile:
@@ -468,6 +488,7 @@ def build_profile(
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
     page_lines: list[tuple[float, list[TextLine]]] = []  # (page height, lines)
     indices = _sample(doc.page_count)
+    cover: tuple[float, list[TextLine]] | None = None  # the first page, when read
     for index in indices:
         page = doc[index]
         if skip is not None and skip(page):
@@ -493,23 +514,14 @@ def build_profile(
                     middle = (ln.box[1] + ln.box[3]) / 2 / height
                     at_edges.append((edge, middle, ln.size / height, running_key(ln.text), index, ln.size))
         pages.append((_weighted_mode(page_sizes), lines))
+        cover = pages[-1] if index == 0 else cover
         page_lines.append((height, lines))
     body = _weighted_mode(sizes) or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
     # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere.
     short_sizes: collections.Counter[float] = collections.Counter()
-    cover_sizes: list[float] = []
     for page_body, lines in pages:
         if not 0.88 <= (page_body or body) / body <= 1.12:
-            # A page set apart (a cover: its own "body" is the title's or the subtitle's size) may hold
-            # the only title-sized line: noted, and used below when the body pages have none.
-            cover_sizes += [
-                round(ln.size * 2) / 2
-                for ln in lines
-                if ln.size >= TITLE_RATIO * body
-                and len(ln.text) <= 120
-                and sum(c.isalpha() for c in ln.text) >= 2
-            ]
             continue
         for ln in lines:
             size = round(ln.size * 2) / 2
@@ -530,9 +542,7 @@ def build_profile(
     for s in candidates:
         if not heading_sizes or s < 0.96 * heading_sizes[-1]:
             heading_sizes.append(s)
-    if cover_sizes and not (heading_sizes and heading_sizes[0] >= TITLE_RATIO * body):
-        # The cover's title is the top of the outline, one level over the chapters ("#" over "##").
-        heading_sizes.insert(0, max(cover_sizes))
+    heading_sizes = _with_cover_title(heading_sizes, cover, body)
     outline = _outline(doc)
     running = _running_lines(seen, placed, inside, len(indices), len(pages), _heads_apart(page_lines, body))
     slots = {
