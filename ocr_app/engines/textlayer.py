@@ -886,19 +886,12 @@ def _shading_piece(table, paths: list[dict], lines: list[TextLine], matrix: pymu
     tol = 0.25 * height
 
     def in_columns(row: Row) -> bool:
-        held = {
-            k
+        """Every piece of the row inside one of the grid's columns, two or more columns filled."""
+        homes = [
+            {k for k, c in enumerate(cols) if c.x0 - tol <= it.box[0] and it.box[2] <= c.x1 + tol}
             for it in row.items
-            for k, c in enumerate(cols)
-            if c.x0 - tol <= it.box[0] and it.box[2] <= c.x1 + tol
-        }
-        return (
-            len(row.items) >= 2
-            and len(held) >= 2
-            and all(
-                any(c.x0 - tol <= it.box[0] and it.box[2] <= c.x1 + tol for c in cols) for it in row.items
-            )
-        )
+        ]
+        return len(row.items) >= 2 and all(homes) and len(set().union(*homes)) >= 2
 
     near = [
         ln
