@@ -207,29 +207,6 @@ def test_list_markers_drawn_as_discs_make_list_items(engine, tmp_path):
     assert not re.search(r"^- ", legend, re.M), legend
 
 
-@pytest.fixture(scope="module")
-def printer(tmp_path_factory):
-    """HTML → a PDF printed by Chromium, as a user's browser prints a page ("Save as PDF")."""
-    from tests.ui_support import chromium
-
-    folder = tmp_path_factory.mktemp("printed")
-    margin = {"top": "20mm", "bottom": "20mm", "left": "18mm", "right": "18mm"}
-    with chromium() as browser:
-
-        def print_pdf(name: str, html: str, *, backgrounds: bool = True, margin_mm: int = 0) -> Path:
-            page = browser.new_page()
-            try:
-                page.set_content(f"<html><body style='margin:0'>{html}</body></html>")
-                path = folder / f"{name}.pdf"
-                edges = {k: f"{margin_mm}mm" for k in margin} if margin_mm else margin
-                page.pdf(path=str(path), format="A4", print_background=backgrounds, margin=edges)
-            finally:
-                page.close()
-            return path
-
-        yield print_pdf
-
-
 STRIPED = (
     """<style>
 body{font-family:'Liberation Sans',Arial,sans-serif;font-size:9.5pt}

@@ -1014,9 +1014,36 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
     held = _trim_heading(_trim_prose(held), lines, region)
     if len(held) < 2:
         return None
+    held += _overhanging(held, lines, region)
     held += _column_beside(held, lines)
     held += _heads_above(held, lines)
     return union_box([ln.box for ln in held]), held
+
+
+OVERHANG_SHARE = 0.25  # a head overhanging the region's edge still has this share of its box inside
+
+
+def _overhanging(held: list[TextLine], lines: Sequence[TextLine], region: Box) -> list[TextLine]:
+    """Short lines beside held lines of the same row that run out past one side of the region: a head
+    set wider than its column ("Change (%)" over "+4.7"), which the box cuts through. A cell's text,
+    so at most ``HEAD_WORDS`` words, with ``OVERHANG_SHARE`` of it and a line's height inside (the
+    figures of a table beside, whose right edge the box touches, are not)."""
+    taken = {id(ln) for ln in held}
+    out = []
+    for ln in lines:
+        x0, y0, x1, y1 = ln.box
+        mid = (y0 + y1) / 2
+        if (
+            id(ln) not in taken
+            and (region[0] <= x0 < region[2] < x1 or x0 < region[0] < x1 <= region[2])
+            and _share(ln.box, region) >= OVERHANG_SHARE
+            and min(x1, region[2]) - max(x0, region[0]) >= y1 - y0
+            and region[1] <= mid <= region[3]
+            and len(ln.text.split()) <= HEAD_WORDS
+            and any(h.box[1] < mid < h.box[3] for h in held)
+        ):
+            out.append(ln)
+    return out
 
 
 MATE_ROWS = 0.5  # a column beside a region: pieces on at least this share of its rows of cells
@@ -1092,8 +1119,8 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
     Why: the model's box for a table whose heads stand apart, above a rule (years over the figures of
     a balance sheet, an empty first cell), often starts at the first body row; the heads then came out
     as a line of text above the table. Such a row is the first one above, at most ``HEAD_GAP`` rows
-    higher, with the lines of heads wrapped over it (``_head_band``), inside the region's width, of
-    short pieces (no sentence, no measured value: the last row of a table above holds figures) in two
+    higher, with the lines of heads wrapped over it (``_head_band``), each reaching into the region's
+    width (a head may overhang its column), of short pieces (no sentence, no measured value: the last row of a table above holds figures) in two
     or more stacks (a wrapped head's lines one over the other), each standing over lines of the region
     (or within ``BESIDE`` of them: a year centred over its column's "$" and figures barely reaches
     into them) that no other stack stands near."""
@@ -1108,8 +1135,9 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
     if not above:
         return []
     pieces = _head_band(max(above, key=lambda r: r.box[3]), rows, height)
-    band = union_box([p.box for p in pieces])
-    if band[0] < box[0] - height or band[2] > box[2] + height or any(not _head(p) for p in pieces):
+    # Each piece within the table's width; a head may overhang it (a left-set "Change (%)" is wider
+    # than its column of figures).
+    if any(p.box[2] < box[0] - height or p.box[0] > box[2] + height or not _head(p) for p in pieces):
         return []
     stacks: list[list[TextLine]] = []
     for p in sorted(pieces, key=lambda p: p.box[1]):
@@ -1121,8 +1149,11 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
     if len(stacks) < 2:
         return []
     reach = -BESIDE * statistics.median(ln.size for ln in held)
+    # A line alone in its row (a group label: "Operations" reaching under the next head) says nothing
+    # of the columns.
+    celled = [ln for r in group_rows(held) if len(r.items) > 1 for ln in r.items]
     under = [
-        {id(ln) for ln in held if any(_x_overlap(_inked(p), _inked(ln)) >= reach for p in st)}
+        {id(ln) for ln in celled if any(_x_overlap(_inked(p), _inked(ln)) >= reach for p in st)}
         for st in stacks
     ]
     # each stack over lines of the region, no two over the same line: columns, not one label's words

@@ -69,9 +69,31 @@ def run(page: PageLayout) -> None:
                 section, page.body, page.config, page.style, page.vocabulary, page.page_height, page.panel
             )
         )
+    page.blocks[:] = join_repeated_heads(page.blocks)
     logger.debug(
         "layout: %d lines → %d blocks (%d tables)", len(page.lines), len(page.blocks), len(page.found)
     )
+
+
+_THEAD = re.compile(r"<thead>.*?</thead>", re.S)
+_BODY_END = "</tbody></table>"
+
+
+def join_repeated_heads(blocks: list[Block]) -> list[Block]:
+    """A table whose header rows repeat those of the table right before it in reading order (nothing
+    between them) goes on from it: browsers and word processors repeat a table's header at the top of
+    each column or page it runs into. One table, the repeated header dropped."""
+    out: list[Block] = []
+    for block in blocks:
+        prev = out[-1] if out else None
+        if prev is not None and prev.label == block.label == "table":
+            head, again = _THEAD.search(prev.text), _THEAD.search(block.text)
+            if head and again and head.group(0) == again.group(0) and prev.text.endswith(_BODY_END):
+                rest = block.text[again.end() :].removeprefix("<tbody>")
+                out[-1] = Block("table", prev.text[: -len(_BODY_END)] + rest, [*prev.boxes, *block.boxes])
+                continue
+        out.append(block)
+    return out
 
 
 SIZE_STEP = 0.88  # lines whose sizes differ more than this ratio are set in two sizes
