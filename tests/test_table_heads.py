@@ -7,8 +7,9 @@ text-layer engine and models, pages printed by Chromium; the header rules also a
 
 from __future__ import annotations
 
+from ocr_app.render.markdown import table_going_on, trailing_table
 from ocr_app.structure.lines import TextLine
-from ocr_app.structure.table_html import Cell, stub_heads, table_html
+from ocr_app.structure.table_html import Cell, continue_table, stub_heads, table_html
 from tests.factories import assert_in_order, page_markdown, table_rows
 
 INTRO = "The table below sets out the figures by line."
@@ -134,7 +135,7 @@ def test_a_head_alone_in_its_columns_spans_the_header_rows():
         [("2024", 1, 1), ("2025", 1, 1)],
         [("a", 1, 1), ("1", 1, 1), ("2", 1, 1)],
     ]
-    # set on the lower header row, it spans up; the body's empty cells are left alone
+    # set on the lower header row under an empty corner, it spans up; the body's empty cells stay
     under = [
         [Cell(""), Cell("Nitrate", 2)],
         [Cell("Site"), Cell("2024"), Cell("2025")],
@@ -180,3 +181,150 @@ def test_a_table_running_into_the_next_column_is_one_table(textlayer_engine, pri
     assert md.count("<table>") == 1 and md.count("<thead>") == 1, md
     assert table_rows(md) == [["Site", "Nitrate", "Samples"], *rows], md
     assert_in_order(md, [INTRO, "<table>", "</table>", AFTER])
+
+
+def test_a_table_repeating_the_header_before_it_goes_on_from_it():
+    upper = table_html([["Site", "Samples"], ["Weir", "4"]], header_rows=1)
+    lower = table_html([["Site", "Samples"], ["Park", "6"], ["Mill", "2"]], header_rows=1)
+    assert table_rows(continue_table(upper, lower)) == [
+        ["Site", "Samples"],
+        ["Weir", "4"],
+        ["Park", "6"],
+        ["Mill", "2"],
+    ]
+    # another header, or none known: two tables
+    assert continue_table(upper, table_html([["Site", "Tests"], ["Park", "6"]], header_rows=1)) is None
+    assert continue_table(upper, table_html([["Site", "Samples"], ["Park", "6"]])) is None
+    # across a page break: the table ending one page takes the rows of the one starting the next
+    page, held = trailing_table(f"{INTRO}\n\n{upper}")
+    assert (page, held) == (INTRO, upper)
+    assert trailing_table(f"{upper}\n\n{AFTER}") == (f"{upper}\n\n{AFTER}", "")
+    joined, rest = table_going_on(held, f"{lower}\n\n{AFTER}")
+    assert joined == continue_table(upper, lower) and rest == AFTER
+    assert table_going_on(held, f"{AFTER}\n\n{lower}") == (held, f"{AFTER}\n\n{lower}")
+
+
+def test_a_table_printed_across_a_page_break_is_one_table_in_the_document(tmp_path, printer):
+    """Chromium repeats a table's header on each page it runs onto. The document's Markdown (the file
+    and the app's document view) holds one table, kept where it starts; each page's own Markdown and
+    JSON keep what lies on that page."""
+    from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.settings import load_settings
+    from ocr_app.stack import build_engines
+    from ocr_app.ui.viewer import document_markdown
+
+    rows = [[f"Station {k:02d}", f"{3 + k % 7}.{k % 10}", f"{40 + k}"] for k in range(1, 61)]
+    html = (
+        "<style>body{font-family:'Liberation Sans',sans-serif;font-size:10pt}"
+        "table{border-collapse:collapse;font-size:9.5pt} td,th{padding:1mm 3mm;text-align:left;"
+        "border-bottom:0.4pt solid #999}</style>"
+        f"<h2>Sampling stations</h2><p>{INTRO}</p><table><thead>{_tr(['Site', 'Nitrate', 'Samples'], 'th')}</thead>"
+        f"<tbody>{''.join(_tr(r) for r in rows)}</tbody></table><p>{AFTER}</p>"
+    )
+    pdf = printer("across-pages", html)
+    settings = load_settings(engine="textlayer")
+    converter = Converter(build_engines(settings), settings)
+    options = ConvertOptions.from_settings(settings, engine="textlayer", formats=frozenset({"md"}))
+    (doc,) = converter.convert([pdf], tmp_path / "out", options)
+    assert len(doc.pages) == 2 and all("<table>" in p.markdown for p in doc.pages)
+    for md in (doc.outputs["md"].read_text(encoding="utf-8"), document_markdown([doc])):
+        assert md.count("<table>") == 1, md
+        assert table_rows(md) == [["Site", "Nitrate", "Samples"], *rows], md
+        assert_in_order(md, [INTRO, "<table>", "</table>", AFTER])
+    assert_in_order(doc.outputs["md"].read_text(encoding="utf-8"), ["</table>", "<!-- page 2 -->", AFTER])
+
+
+def test_heads_over_column_groups_above_a_borderless_table_are_one_header_row():
+    """``borderless.find_grids`` on the rows of a slide printed by Chromium (the text layer's boxes at
+    144 DPI): two bold heads a clear gap apart, each centred over a pair of year columns, right above
+    a table without rulings, "Site" set in the middle of the two header rows. Before: only a single
+    line above could be a group head; the row of two was left out of the table as text."""
+    from ocr_app.structure.borderless import find_grids
+
+    def line(text: str, x0: float, x1: float, y: float, *, bold: bool = False) -> TextLine:
+        return TextLine(text, (x0, y, x1, y + 31), 30.0, bold=bold, weight=700 if bold else 400)
+
+    heads = [
+        line("Nitrate (mg/l)", 530, 730, 406, bold=True),
+        line("Phosphate (mg/l)", 954, 1207, 406, bold=True),
+    ]
+    site = [line("Site", 241, 299, 429, bold=True)]
+    years = [
+        line(y, x, x + 73, 450, bold=True)
+        for y, x in zip(("2024", "2025") * 2, (492, 695, 920, 1169), strict=True)
+    ]
+    body = [
+        [line(name, 127, 127 + 10 * len(name), 493 + 44 * k)]
+        + [line(f"{k + 1}.{c}5", x, x + 58, 493 + 44 * k) for c, x in enumerate((558, 760, 1008, 1257))]
+        for k, name in enumerate(("Upper weir", "Mill bridge", "Town park", "Estuary"))
+    ]
+    [grid] = find_grids([heads, site, years, *body], 30.0, 1440.0)
+    assert [(c.text, c.colspan) for c in grid.rows[0]] == [
+        ("", 1),
+        ("Nitrate (mg/l)", 2),
+        ("Phosphate (mg/l)", 2),
+    ]
+    assert [c.text for c in grid.rows[1]] == ["Site", "2024", "2025", "2024", "2025"]
+    assert grid.header_rows == 2 and len(grid.rows) == 6
+
+
+def test_a_cell_spanning_columns_with_a_head_centred_in_each_is_a_cell_a_column():
+    """``learned_tables._split_spans`` on the structure model's cells as it read Word's "Grid Table 4"
+    header (a blue bar whose cell borders have the bar's colour, heads centred; printed by Chromium,
+    text-layer boxes at 144 DPI): "Measure" and "Description" came as one cell over two columns, each
+    centred in its own; "Nitrate (mg/l)" and "Phosphate (mg/l)", each set from the first of its two
+    columns, came as one head over four. A head over two columns, one phrase, stays one cell."""
+    from ocr_app.structure.learned_tables import _Slot, _split_spans
+
+    def word(
+        text: str, x0: float, x1: float, y: float = 639
+    ) -> tuple[tuple[float, float, float, float], str]:
+        return (x0, y, x1, y + 21), text
+
+    body = [
+        _Slot(1, 0, words=[word("M1", 128, 150, 680)]),
+        _Slot(
+            1,
+            1,
+            words=[
+                word("Replace", 240, 310, 680),
+                word("the", 316, 345, 680),
+                word("bearings", 351, 430, 680),
+            ],
+        ),
+        _Slot(1, 2, words=[word("Roads", 705, 760, 680), word("unit", 766, 800, 680)]),
+    ]
+    merged = _Slot(
+        0, 0, colspan=2, header=True, words=[word("Measure", 128, 198), word("Description", 424, 518)]
+    )
+    got = _split_spans([merged, _Slot(0, 2, header=True, words=[word("Owner", 720, 785)]), *body], 16.0)
+    assert [(s.row, s.col, s.colspan, " ".join(t for _, t in s.words)) for s in got if s.row == 0] == [
+        (0, 0, 1, "Measure"),
+        (0, 1, 1, "Description"),
+        (0, 2, 1, "Owner"),
+    ]
+    phrase = _Slot(0, 1, colspan=2, header=True, words=[word("Year", 300, 345), word("ended", 351, 410)])
+    assert _split_spans([phrase, *body], 16.0) == [phrase, *body]
+    # two heads set from the first of their two columns, read as one head over four
+    figures = [
+        _Slot(2, c + 1, words=[word("2.62", x, x + 42, 720)]) for c, x in enumerate((259, 346, 434, 540))
+    ]
+    groups = _Slot(1, 1, colspan=4, header=True, words=[word("Nitrate", 259, 320), word("(mg/l)", 326, 405)])
+    groups.words += [word("Phosphate", 434, 530), word("(mg/l)", 536, 600)]
+    got = _split_spans([groups, *figures], 16.0)
+    assert [(s.col, s.colspan, " ".join(t for _, t in s.words)) for s in got if s.row == 1] == [
+        (1, 2, "Nitrate (mg/l)"),
+        (3, 2, "Phosphate (mg/l)"),
+    ]
+    # dates each centred over a "$000's" and a "%" column, narrower than the two (ICDAR us-004)
+    dates = _Slot(
+        1, 1, colspan=4, header=True, words=[word("12/31/2009", 275, 345), word("12/31/2010", 455, 525)]
+    )
+    got = _split_spans([dates, *figures], 16.0)
+    assert [(s.col, s.colspan, " ".join(t for _, t in s.words)) for s in got if s.row == 1] == [
+        (1, 2, "12/31/2009"),
+        (3, 2, "12/31/2010"),
+    ]
+    # a title wrapped over two lines across the table stays one cell
+    title = _Slot(0, 1, colspan=4, words=[word("Exhibit", 259, 320, 600), word("for", 450, 480, 625)])
+    assert _split_spans([title, *figures], 16.0)[0] is title

@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from ocr_app.exceptions import ConfigError
 from ocr_app.render.atomic import TextSpool, atomic_target
-from ocr_app.render.markdown import PAGE_RULE, document_page_markdown, page_block
+from ocr_app.render.markdown import (
+    PAGE_RULE,
+    document_page_markdown,
+    page_block,
+    table_going_on,
+    trailing_table,
+)
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -220,8 +226,34 @@ class MarkdownFormat(PagedTextFormat):
     uses_figures = True
     suffix = ".md"
 
+    def __init__(self, target: DocumentTarget) -> None:
+        super().__init__(target)
+        self._held = ""  # the table that ended the last page, until the next page says whether it goes on
+
     def page_text(self, page: PageResult) -> str:
         return document_page_markdown(page)
+
+    def emit(self, page: PageResult, kept: Any) -> None:
+        """Pages stream as they come, except a table that ends a page: it waits for the next page,
+        whose first table goes on from it when it repeats its header (``markdown.table_going_on``)."""
+        text = self.page_text(page)
+        if self._held:
+            table, text = table_going_on(self._held, text)
+            self._write_held(table)
+        text, self._held = trailing_table(text)
+        self._spool = self._spool or TextSpool(self.target.path(self.suffix))
+        self._spool.write((PAGE_RULE if self._spool.parts else "") + page_block(page.index + 1, text))
+        self._spool.parts += 1
+
+    def _write_held(self, table: str) -> None:
+        if self._spool is not None:
+            self._spool.write(f"\n\n{table}")
+        self._held = ""
+
+    def finish(self, doc: DocumentResult, outputs: dict[str, Path]) -> dict[str, Path]:
+        if self._held:
+            self._write_held(self._held)
+        return super().finish(doc, outputs)
 
     def header(self, doc: DocumentResult) -> str:
         """A document cut short says so before its first page (a comment for tools, a line for people)."""

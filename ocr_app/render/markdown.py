@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.render.atomic import atomic_write_bytes
 from ocr_app.schema import Block, Box, StopReason
-from ocr_app.structure.table_html import SCRIPT_TAG
+from ocr_app.structure.table_html import SCRIPT_TAG, continue_table
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -208,6 +208,24 @@ def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None =
         raise ValueError(f"{len(pages)} pages but {len(numbers)} page numbers")
     parts = [page_block(number, md) for number, md in zip(numbers, pages, strict=True)]
     return PAGE_RULE.join(parts) + "\n" if parts else ""
+
+
+def trailing_table(md: str) -> tuple[str, str]:
+    """``md`` without its last block when that block is a table with a header, and that table (held
+    until the next page says whether it goes on there); else ``(md, "")``."""
+    head, _, last = md.strip().rpartition("\n\n")
+    if last.startswith("<table><thead>") and last.endswith("</table>"):
+        return head, last
+    return md, ""
+
+
+def table_going_on(table: str, md: str) -> tuple[str, str]:
+    """``table`` (the last block of a page) with the rows of the table that starts the next page's
+    ``md`` when that one repeats its header, and the rest of ``md``: a table printed across a page
+    break is one table in the document, kept where it starts."""
+    first, _, rest = md.strip().partition("\n\n")
+    joined = continue_table(table, first)
+    return (joined, rest) if joined is not None else (table, md)
 
 
 def page_block(number: int, md: str) -> str:

@@ -738,7 +738,11 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     """A short heavy line right above the table, right of its first column: a header over the
     columns it is centred over (``centred_span``), else from the one it starts in to the table's
     right edge."""
-    if not above or not all(_heavy(p) for p in above) or len(" ".join(p.text for p in above).split()) > 6:
+    if not above or not all(_heavy(p) for p in above):
+        return None
+    if len(above) >= 2 and (heads := _group_heads(above, cols, body)) is not None:
+        return heads
+    if len(" ".join(p.text for p in above).split()) > 6:
         return None
     box = union_box([p.box for p in above])
     if box[0] <= cols[0][1] or box[2] > cols[-1][1] + body:
@@ -749,6 +753,32 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
         return None
     text = _text(sorted(above, key=lambda p: p.box[0]))
     return [Cell("")] * start + [Cell(text, colspan=end + 1 - start)] + [Cell("")] * (len(cols) - 1 - end)
+
+
+def _group_heads(above: Sequence[Piece], cols: list[list[float]], body: float) -> list[Cell] | None:
+    """Heads a clear gap apart on the line right above the table, each centred over a run of its
+    columns between its neighbours ("Nitrate (mg/l)" and "Phosphate (mg/l)", each over "2024 2025"),
+    none over the first: one header cell each, spanning its run; else None."""
+    pieces = sorted(above, key=lambda p: p.box[0])
+    if any(len(p.text.split()) > 6 for p in pieces):
+        return None
+    spans: list[tuple[int, int]] = []
+    for k, p in enumerate(pieces):
+        lo = pieces[k - 1].box[2] if k else float("-inf")
+        hi = pieces[k + 1].box[0] if k + 1 < len(pieces) else float("inf")
+        beyond = [c for c, col in enumerate(cols) if not lo < (col[0] + col[1]) / 2 < hi]
+        span = centred_span(p.box[0], p.box[2], cols, body, beyond)
+        if span is None:
+            return None
+        spans.append(span)
+    if spans[0][0] == 0 or any(a[1] >= b[0] for a, b in itertools.pairwise(spans)):
+        return None
+    row: list[Cell] = []
+    end = 0  # the grid columns the row covers so far
+    for p, (a, b) in zip(pieces, spans, strict=True):
+        row += [Cell("")] * (a - end) + [Cell(_text([p]), colspan=b + 1 - a)]
+        end = b + 1
+    return row + [Cell("")] * (len(cols) - end)
 
 
 def _prose_pairs(texts: list[list[str]]) -> bool:
@@ -858,7 +888,7 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
     taken = -1
     for first, last in find_runs(rows, body, page_width):
         above = rows[first - 1] if first - 1 > taken and first > 0 else None
-        if above is not None and not (len(above) == 1 and _close(above, rows[first])):
+        if above is not None and not _close(above, rows[first]):
             above = None
         grid = build_grid(rows[first : last + 1], body, above)
         if grid is not None and not _text_columns_of_page(

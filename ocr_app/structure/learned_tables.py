@@ -374,7 +374,7 @@ def read_table(
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
     else:
-        slots = _merge_flowing_columns(_split_columns(slots, body))
+        slots = _merge_flowing_columns(_split_spans(_split_columns(slots, body), body))
         slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
         slots = _join_wrapped_rows(_fill_empty_spans(slots))
         slots = _centre_spans(_join_wrapped_text_rows(_lift_stray_lines(slots)), body)
@@ -455,6 +455,75 @@ def _split_columns(slots: list[_Slot], body: float) -> list[_Slot]:
         slots = out
         n_cols += 1
     return slots
+
+
+def _split_spans(slots: list[_Slot], body: float) -> list[_Slot]:
+    """A cell the model spans over several columns that holds one line of pieces a cell gap apart,
+    each over other columns of those, is a cell a piece: "Measure" and "Description", each centred
+    over its column on a header bar the model read as one cell; "Nitrate (mg/l)" and "Phosphate
+    (mg/l)", each set from the first of its two columns, or three dates each centred over a "$000's"
+    and a "%" column, read as one head over all. A piece stands over the columns it reaches well into
+    (``_covered``), or over the run of columns it is centred on (``centred_span``). Columns no piece
+    stands over get an empty cell; a cell of several lines (a title wrapped across the table) stays."""
+    from ocr_app.structure.word_columns import centred_span
+
+    edges: dict[int, tuple[float, float]] = {}
+    for s in slots:
+        if s.colspan == 1 and s.words:
+            a, b = min(w[0][0] for w in s.words), max(w[0][2] for w in s.words)
+            lo, hi = edges.get(s.col, (a, b))
+            edges[s.col] = (min(lo, a), max(hi, b))
+    out: list[_Slot] = []
+    for s in slots:
+        cols = range(s.col, s.col + s.colspan)
+        if s.colspan < 2 or len(s.words) < 2 or not _one_line(s.words) or not all(c in edges for c in cols):
+            out.append(s)
+            continue
+        pieces = _runs(sorted(s.words, key=lambda w: w[0][0]), _word_height(s.words))
+        bounds = [
+            (
+                (edges[c - 1][1] + edges[c][0]) / 2 if c > s.col else float("-inf"),
+                (edges[c][1] + edges[c + 1][0]) / 2 if c + 1 < s.col + s.colspan else float("inf"),
+            )
+            for c in cols
+        ]
+        spans = [_covered(p[0][0][0], p[-1][0][2], bounds) for p in pieces]
+        if len(pieces) < 2 or any(not c for c in spans) or any(a[-1] >= b[0] for a, b in pairwise(spans)):
+            out.append(s)
+            continue
+        extents = [list(edges[c]) for c in cols]
+        for k, p in enumerate(pieces):
+            others = {c for j, sp in enumerate(spans) if j != k for c in sp}
+            centred = centred_span(p[0][0][0], p[-1][0][2], extents, body, others)
+            if centred is not None and centred[0] <= spans[k][0] and spans[k][-1] <= centred[1]:
+                spans[k] = list(range(centred[0], centred[1] + 1))
+        at = {c[0]: (c, p) for c, p in zip(spans, pieces, strict=True)}
+        k = 0
+        while k < s.colspan:
+            cover, words = at.get(k, ([k], []))
+            out.append(_Slot(s.row, s.col + k, s.rowspan, len(cover), s.header, s.box, list(words)))
+            k += len(cover)
+    return out
+
+
+def _one_line(words: list[tuple[Box, str]]) -> bool:
+    """Whether words stand on one line: their middles within half a word's height of each other."""
+    mids = [(w[0][1] + w[0][3]) / 2 for w in words]
+    return max(mids) - min(mids) <= 0.5 * _word_height(words)
+
+
+SPAN_SHARE = 0.25  # a piece stands over a column when this share of its width lies within the column
+
+
+def _covered(a: float, b: float, bounds: list[tuple[float, float]]) -> list[int]:
+    """The columns (indices into ``bounds``) that a piece from ``a`` to ``b`` stands over."""
+    return [
+        k for k, (lo, hi) in enumerate(bounds) if min(b, hi) - max(a, lo) >= SPAN_SHARE * max(b - a, 1e-6)
+    ]
+
+
+def _word_height(words: list[tuple[Box, str]]) -> float:
+    return statistics.median(w[0][3] - w[0][1] for w in words)
 
 
 _FIGURE = re.compile(r"^[\d.,:;%*+\-–—()$€£/<>=~ ]+$")

@@ -174,6 +174,27 @@ def _stub_pair(grid: list[list[Cell]], header_rows: int) -> tuple[int, int, int,
     return None
 
 
+_THEAD = re.compile(r"<thead>.*?</thead>", re.S)
+_BODY_END = "</tbody></table>"
+
+
+def continue_table(upper: str, lower: str) -> str | None:
+    """``upper`` (a table as ``table_html`` writes it) with the body rows of ``lower`` when ``lower``
+    repeats ``upper``'s header rows, else None. Browsers and word processors print a table's header
+    again at the top of each column or page it runs into: a reader sees one table going on."""
+    head, again = _THEAD.search(upper), _THEAD.search(lower)
+    if not (
+        head
+        and again
+        and head.group(0) == again.group(0)
+        and upper.startswith("<table><thead>")
+        and lower.startswith("<table><thead>")
+        and upper.endswith(_BODY_END)
+    ):
+        return None
+    return upper[: -len(_BODY_END)] + lower[again.end() :].removeprefix("<tbody>")
+
+
 def cell_text(cell: Cell | str) -> str:
     return cell.text if isinstance(cell, Cell) else cell
 

@@ -163,9 +163,28 @@ def document_markdown(documents: list[DocumentResult]) -> str:
         if doc.error:
             parts.append(f"> **{doc.source}** could not be converted: {doc.error}")
             continue
-        body = "\n\n".join(_page_markdown(p) for p in doc.pages)
+        body = "\n\n".join(_pages_markdown(doc.pages))
         parts.append(f"<!-- {doc.source} -->\n\n{body}" if many else body)
     return "\n\n---\n\n".join(parts)
+
+
+def _pages_markdown(pages: list[PageResult]) -> list[str]:
+    """Each page's Markdown, a table that runs onto the next page (its header repeated) kept whole
+    where it starts, as in the Markdown file (``render.markdown.table_going_on``)."""
+    from ocr_app.render.markdown import table_going_on, trailing_table
+
+    out: list[str] = []
+    held = ""
+    for page in pages:
+        text = _page_markdown(page)
+        if held:
+            table, text = table_going_on(held, text)
+            out[-1] = f"{out[-1]}\n\n{table}" if out[-1] else table
+        text, held = trailing_table(text)
+        out.append(text)
+    if held:
+        out[-1] = f"{out[-1]}\n\n{held}" if out[-1] else held
+    return out
 
 
 def _page_markdown(page: PageResult) -> str:

@@ -55,6 +55,7 @@ from ocr_app.structure.paragraphs import (
     word_fits_above,
     wrapped_marker,
 )
+from ocr_app.structure.table_html import continue_table
 
 if TYPE_CHECKING:
     from ocr_app.structure.page import PageLayout
@@ -75,22 +76,16 @@ def run(page: PageLayout) -> None:
     )
 
 
-_THEAD = re.compile(r"<thead>.*?</thead>", re.S)
-_BODY_END = "</tbody></table>"
-
-
 def join_repeated_heads(blocks: list[Block]) -> list[Block]:
     """A table whose header rows repeat those of the table right before it in reading order (nothing
-    between them) goes on from it: browsers and word processors repeat a table's header at the top of
-    each column or page it runs into. One table, the repeated header dropped."""
+    between them) goes on from it (``table_html.continue_table``): one table, the header once."""
     out: list[Block] = []
     for block in blocks:
         prev = out[-1] if out else None
         if prev is not None and prev.label == block.label == "table":
-            head, again = _THEAD.search(prev.text), _THEAD.search(block.text)
-            if head and again and head.group(0) == again.group(0) and prev.text.endswith(_BODY_END):
-                rest = block.text[again.end() :].removeprefix("<tbody>")
-                out[-1] = Block("table", prev.text[: -len(_BODY_END)] + rest, [*prev.boxes, *block.boxes])
+            joined = continue_table(prev.text, block.text)
+            if joined is not None:
+                out[-1] = Block("table", joined, [*prev.boxes, *block.boxes])
                 continue
         out.append(block)
     return out
