@@ -40,6 +40,7 @@ from ocr_app.structure.word_columns import (
     NUMERIC,
     Piece,
     centred_span,
+    column_bounds,
     columns_between,
     cut,
     grid_columns,
@@ -314,9 +315,15 @@ def _label_under_heads(
 def _heads_over_columns(heads: Sequence[Piece], cols: list[list[float]]) -> bool:
     """Each head stands over one column of the run, each over another: a head sits over its column
     (centred, left or right) without lining up to the point with its cells."""
+    bounds = column_bounds(cols)
     over = []
     for p in heads:
         hit = [k for k, (x0, x1) in enumerate(cols) if min(p.box[2], x1) - max(p.box[0], x0) > 0]
+        if not hit:
+            # A head centred in a wide column over figures set right ("Budget" over "395") reaches
+            # none of them: it stands over the column whose territory holds its middle.
+            mid = (p.box[0] + p.box[2]) / 2
+            hit = [k for k in range(len(cols)) if bounds[k] <= mid < bounds[k + 1]]
         if len(hit) != 1:
             return False
         over.append(hit[0])

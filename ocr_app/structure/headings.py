@@ -269,7 +269,8 @@ def _styled_heading_level(
         # Where the body itself is bold, a bold line standing alone (a blank line above and below in
         # its column, nothing beside it) is a heading: a label has its value beside or under it.
         return bold_level
-    titled = text[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
+    name = text[m.end() :] if (m := SECTION_NUMBER.match(text)) else text  # "1.1 Timeline": its name
+    titled = name[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
     if row.italic and where.short_line and titled and 0.95 <= ratio <= 1.1:
         return min(bold_level + 1, 6)
     return 0

@@ -126,6 +126,26 @@ class _SectionContext:
     colored: set[int] = field(default_factory=set)  # rows standing apart in an accent colour
 
 
+GAP_JUMP = 0.5  # × body size: sorted line gaps that jump by this much come in two sizes
+
+
+def _typical_gap(gaps: list[float], body: float, config: LayoutConfig) -> float:
+    """The gap between the lines of a paragraph: the median of the smallest gaps, where the gaps come
+    in two sizes (lines, and blank lines between paragraphs of two or three lines each, which may be
+    half the gaps or more), of all of them otherwise.
+
+    Capped: on a page whose only gaps are blank lines, the median gap is the blank line itself, and
+    every paragraph would merge; 0.8 × size still passes double-spaced text as one paragraph."""
+    if not gaps:
+        return 0.0
+    ordered = sorted(gaps)
+    cut = next(
+        (k + 1 for k in range(1, len(ordered) - 1) if ordered[k + 1] - ordered[k] >= GAP_JUMP * body),
+        len(ordered),
+    )
+    return min(statistics.median(ordered[:cut]), config.max_line_gap_ratio * body)
+
+
 def _section_units(
     section: list[Item], body: float, config: LayoutConfig, style: DocStyle | None, panel: frozenset[int]
 ) -> tuple[list[Row | Table], float, set[int], set[int], set[int]]:
@@ -140,9 +160,7 @@ def _section_units(
         for a, b in itertools.pairwise(rows_only)
         if size_close(a.size, b.size) and b.box[1] - a.box[3] < 2.5 * a.size
     ]
-    # Capped: on a page whose only gaps are blank lines, the median gap is the blank line itself, and
-    # every paragraph would merge; 0.8 × size still passes double-spaced text as one paragraph.
-    typical_gap = min(statistics.median(gaps), config.max_line_gap_ratio * body) if gaps else 0.0
+    typical_gap = _typical_gap(gaps, body, config)
     isolated = isolated_rows(units, config) if style is not None else set()
     leads = panel_leads(units, panel) if style is not None and panel else set()
     terms = definition_terms(units, config) if style is not None else set()

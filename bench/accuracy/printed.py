@@ -1,0 +1,385 @@
+"""Documents printed by a browser, with their ground truth known exactly: a probe, not a tuning set.
+
+Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do):
+
+    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...]
+
+Each document is built from blocks (headings, paragraphs, lists, one table), written as HTML and as
+Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", backgrounds on):
+
+- **style matrix**: the same content with its table in eight styles (full grid, booktabs rules,
+  zebra stripes, a dark header bar, row rules, no rules, an outer frame, Word's "Grid Table 4" look)
+  × four shapes (plain figures, heads over column groups, rows under group labels, wrapped text), on
+  one column, two CSS columns, a full-width table or a 16:9 slide; heads left-set or centred over
+  right-set figures; headings in five styles (sizes, numbers, capitals, one size in bold, a colon);
+- **reports**: three-page reports with a running header and page numbers (not in the ground truth),
+  numbered sections and subsections, lists, a chart with its caption and a table that may run onto
+  the next page (Chromium repeats its header there).
+
+Scored with the public sets' measures (``public.markdown_set``: NID / TEDS / MHS and the structure
+measures). The documents are ours, so they only probe kinds no public set here has (docs/ACCURACY.md,
+round 9); they are not tuned on. Row-group labels are written as one cell across the table, as the
+HTML has them; ICDAR 2013's ground truth puts such labels in the first column alone, which the
+engines follow, so those tables score below 1 on purpose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import itertools
+import random
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+
+PARAS = (
+    "The regional office reviewed every contract signed during the year and compared the agreed prices "
+    "with the amounts finally paid. Most differences were small and followed from changes in scope that "
+    "both parties had approved in writing.",
+    "Demand for rail freight recovered in the second half, helped by a mild winter and by the reopening "
+    "of two border crossings that had been closed for repairs since the spring.",
+    "Water quality was sampled at forty stations along the river. Nitrate levels fell at most stations, "
+    "while phosphate stayed close to last year's values except downstream of the treatment plant.",
+    "The survey asked households how they heat their homes, how much they spend on energy, and whether "
+    "they plan to replace their boiler within the next five years.",
+    "Staff turnover fell for the third year in a row. Exit interviews point to flexible hours and clearer "
+    "career paths as the main reasons people chose to stay.",
+    "The pilot ran in six schools for one term. Teachers reported that pupils read more at home when "
+    "they could choose their own books from the mobile library.",
+    "Maintenance costs rose because several bridges reached the age at which their bearings must be "
+    "replaced. The work was spread over two years to keep lanes open.",
+    "Our estimates assume that interest rates stay at their current level and that the exchange rate "
+    "moves within the band observed over the past twelve months.",
+)
+TITLES = (
+    "Annual Review of Regional Services",
+    "Freight and Logistics Report",
+    "River Quality Monitoring 2025",
+    "Household Energy Survey",
+    "Workforce Report",
+    "Bridge Maintenance Programme",
+)
+SECTIONS = (
+    "Summary",
+    "Background",
+    "Results by region",
+    "Costs and funding",
+    "Method",
+    "Outlook",
+    "Recommendations",
+    "Data sources",
+)
+SUBSECTIONS = (
+    "Scope",
+    "Approach",
+    "Main findings",
+    "Limitations",
+    "Costs",
+    "Timeline",
+    "Risks",
+    "Next steps",
+)
+ITEMS = (
+    "Publish the data every quarter",
+    "Replace the oldest bearings first",
+    "Train two more inspectors",
+    "Review the grant rules with the housing team",
+    "Report progress to the board in June",
+)
+
+Cell = tuple[str, int, int]  # text, colspan, rowspan
+Table = tuple[list[list[Cell]], list[list[Cell]]]  # header rows, body rows
+
+
+def _plain(r: random.Random) -> Table:
+    rows = []
+    for name in ("North", "South", "East", "West", "Central", "Coast")[: r.randint(4, 6)]:
+        a = r.randint(120, 980)
+        b = a + r.randint(-60, 90)
+        rows.append([(name, 1, 1), (f"{a:,}", 1, 1), (f"{b:,}", 1, 1), (f"{(b - a) / a * 100:+.1f}", 1, 1)])
+    return [[(h, 1, 1) for h in ("Region", "2023", "2024", "Change (%)")]], rows
+
+
+def _grouped(r: random.Random) -> Table:
+    head = [
+        [("Site", 1, 2), ("Nitrate (mg/l)", 2, 1), ("Phosphate (mg/l)", 2, 1)],
+        [(y, 1, 1) for y in ("2024", "2025", "2024", "2025")],
+    ]
+    sites = ("Upper weir", "Mill bridge", "Town park", "Plant outlet", "Estuary")[: r.randint(3, 5)]
+    return head, [[(s, 1, 1)] + [(f"{r.uniform(0.5, 9):.2f}", 1, 1) for _ in range(4)] for s in sites]
+
+
+def _labelled(r: random.Random) -> Table:
+    body: list[list[Cell]] = []
+    for label, items in (("Staff", ("Salaries", "Training")), ("Operations", ("Energy", "Vehicles", "Rent"))):
+        body.append([(label, 4, 1)])
+        for item in items:
+            a = r.randint(50, 900)
+            b = r.randint(40, a)
+            body.append([(item, 1, 1), (str(a), 1, 1), (str(b), 1, 1), (f"{b / a * 100:.0f}%", 1, 1)])
+    return [[(h, 1, 1) for h in ("Item", "Budget", "Spent", "Share")]], body
+
+
+def _wrapped(r: random.Random) -> Table:
+    rows = (
+        ("M1", "Replace the bearings of the three oldest bridges on the ring road", "Roads unit", "Q2 2026"),
+        ("M2", "Publish quarterly water quality data for all forty stations", "Environment", "Q1 2026"),
+        ("M3", "Extend the mobile library to four more schools in the east", "Education", "Q3 2026"),
+        ("M4", "Review heating grants for households on low incomes", "Housing", "Q4 2026"),
+    )
+    head = [[(h, 1, 1) for h in ("Measure", "Description", "Owner", "Due")]]
+    return head, [[(c, 1, 1) for c in row] for row in rows[: r.randint(3, 4)]]
+
+
+SHAPES: dict[str, Callable[[random.Random], Table]] = {
+    "plain": _plain,
+    "grouped": _grouped,
+    "labelled": _labelled,
+    "wrapped": _wrapped,
+}
+TABLE_STYLES = {
+    "grid": "table.t td,table.t th{border:0.6pt solid #000}",
+    "booktabs": "table.t thead tr:first-child th{border-top:1.2pt solid #000} table.t thead tr:last-child th"
+    "{border-bottom:0.6pt solid #000} table.t tbody tr:last-child td{border-bottom:1.2pt solid #000}",
+    "zebra": "table.t tbody tr:nth-child(even) td{background:#e8eef6} table.t th{background:#c9d6ea}",
+    "headfill": "table.t th{background:#1f3b63;color:#fff}",
+    "rows": "table.t td,table.t th{border-bottom:0.5pt solid #999} table.t th{border-bottom:1pt solid #333}",
+    "none": "",
+    "frame": "table.t{border:0.8pt solid #000} table.t thead{border-bottom:0.8pt solid #000}",
+    "word": "table.t td,table.t th{border:0.5pt solid #8eaadb} table.t th{background:#4472c4;color:#fff;"
+    "border-color:#4472c4} table.t tbody tr:nth-child(odd) td{background:#d9e2f3}",
+}
+HEADING_STYLES = {
+    "plain": "h1{font-size:20pt} h2{font-size:14pt} h3{font-size:11.5pt}",
+    "numbered": "h1{font-size:18pt} h2{font-size:13pt} h3{font-size:11pt}",
+    "caps": "h1{font-size:18pt;color:#1f3b63} h2{font-size:11pt;letter-spacing:0.5pt;color:#1f3b63}"
+    " h3{font-size:10.5pt;color:#1f3b63}",
+    "samesize": "h1{font-size:16pt} h2{font-size:10.5pt} h3{font-size:10.5pt;font-style:italic;font-weight:normal}",
+    "colon": "h1{font-size:18pt} h2{font-size:12pt} h3{font-size:10.5pt}",
+}
+FONTS = {
+    "serif": "'Liberation Serif',serif",
+    "sans": "'Liberation Sans',sans-serif",
+    "dejavu": "'DejaVu Sans',sans-serif",
+}
+LAYOUTS = {
+    "single": "",
+    "wide": "table.t{width:100%}",
+    "two": ".cols{column-count:2;column-gap:8mm;text-align:justify} table.t{width:100%;font-size:8.5pt}",
+    "slide": "body{font-size:15pt} h1{font-size:26pt} body h2{font-size:19pt} body h3{font-size:16pt}"
+    " table.t{font-size:13pt;width:100%}",
+}
+CENTRED = "table.t th{text-align:center;vertical-align:middle} table.t td{text-align:right} table.t td:first-child{text-align:left}"
+
+
+def table_html(table: Table) -> str:
+    head, body = table
+    out = ["<table class=t><thead>"]
+    for row in head:
+        out.append(
+            "<tr>"
+            + "".join(f"<th colspan={c} rowspan={r}>{html.escape(t)}</th>" for t, c, r in row)
+            + "</tr>"
+        )
+    out.append("</thead><tbody>")
+    for row in body:
+        out.append(
+            "<tr>"
+            + "".join(f"<td colspan={c}{' class=grp' * (c > 1)}>{html.escape(t)}</td>" for t, c, _ in row)
+            + "</tr>"
+        )
+    return "".join(out) + "</tbody></table>"
+
+
+def table_markdown(table: Table) -> str:
+    def cell(tag: str, text: str, colspan: int, rowspan: int) -> str:
+        attrs = (f' colspan="{colspan}"' if colspan > 1 else "") + (
+            f' rowspan="{rowspan}"' if rowspan > 1 else ""
+        )
+        return f"<{tag}{attrs}>{html.escape(text)}</{tag}>"
+
+    head, body = table
+    rows = ["<tr>" + "".join(cell("th", *c) for c in row) + "</tr>" for row in head]
+    rows += ["<tr>" + "".join(cell("td", *c) for c in row) + "</tr>" for row in body]
+    return "<table>" + "".join(rows) + "</table>"
+
+
+Block = tuple[str, object]  # ("h1".."h3" | "p" | "ul" | "table" | "chart" | "caption", content)
+
+
+def _render(blocks: list[Block], css: str, *, columns: bool = False) -> tuple[str, str]:
+    """Blocks → (HTML to print, ground-truth Markdown)."""
+    parts, md = [], []
+    for kind, v in blocks:
+        if kind == "table":
+            parts.append(table_html(v))  # type: ignore[arg-type]
+            md.append(table_markdown(v))  # type: ignore[arg-type]
+        elif kind == "ul":
+            parts.append("<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in v) + "</ul>")  # type: ignore[union-attr]
+            md.append("\n".join(f"- {x}" for x in v))  # type: ignore[union-attr]
+        elif kind == "chart":
+            bars = "".join(
+                f'<rect x="{50 + 70 * q}" y="{130 - h}" width="40" height="{h}" fill="#4472c4"/>'
+                f'<text x="{55 + 70 * q}" y="143" font-size="9">Q{q + 1}</text>'
+                for q, h in enumerate((60, 85, 95, 110))
+            )
+            parts.append(f'<svg width="360" height="150" xmlns="http://www.w3.org/2000/svg">{bars}</svg>')
+        elif kind in ("p", "caption"):
+            parts.append(f"<p class={kind}>{html.escape(str(v))}</p>")
+            md.append(str(v))
+        else:
+            parts.append(f"<{kind}>{html.escape(str(v))}</{kind}>")
+            md.append("#" * int(kind[1]) + " " + str(v))
+    body = parts[0] + "<div class=cols>" + "".join(parts[1:]) + "</div>" if columns else "".join(parts)
+    return f"<html><head><style>{css}</style></head><body>{body}</body></html>", "\n\n".join(md) + "\n"
+
+
+BASE_CSS = (
+    "body{{font-family:{font};font-size:10.5pt;margin:0;line-height:1.3}} h1,h2,h3{{margin:4mm 0 2mm}}"
+    "table.t{{border-collapse:collapse;margin:3mm 0;font-size:9.5pt}} table.t td,table.t th"
+    "{{padding:1.2mm 2.5mm;text-align:left;vertical-align:top}} table.t td.grp{{font-weight:bold}}"
+    ".caption{{font-size:9pt;font-style:italic}}"
+)
+
+
+def _heading(text: str, style: str, number: str, colon: bool) -> str:
+    text = f"{number} {text}" if style == "numbered" and number else text
+    text = text + ":" if colon else text
+    return text.upper() if style == "caps" else text
+
+
+def matrix_document(
+    layout: str, tstyle: str, shape: str, hstyle: str, font: str, seed: int, centred: bool
+) -> tuple[str, str]:
+    r = random.Random(seed)
+    paras, secs = list(PARAS), list(SECTIONS)
+    r.shuffle(paras)
+    r.shuffle(secs)
+    blocks: list[Block] = [("h1", r.choice(TITLES))]
+    for i in range(3):
+        blocks += [
+            ("h2", _heading(secs[i], hstyle, str(i + 1), hstyle == "colon" and i == 1)),
+            ("p", paras[2 * i]),
+        ]
+        if i == 1:
+            blocks += [
+                ("h3", _heading("Table detail", hstyle, f"{i + 1}.1", False)),
+                ("p", "The table below sets out the figures by line."),
+                ("table", SHAPES[shape](r)),
+            ]
+        blocks.append(("p", paras[2 * i + 1]))
+    css = BASE_CSS.format(font=FONTS[font]) + TABLE_STYLES[tstyle] + HEADING_STYLES[hstyle] + LAYOUTS[layout]
+    return _render(blocks, css + (CENTRED if centred else ""), columns=layout == "two")
+
+
+def report_document(hstyle: str, font: str, seed: int, lists: bool, numbered: bool) -> tuple[str, str]:
+    r = random.Random(seed)
+    paras = list(PARAS) * 3
+    r.shuffle(paras)
+    text = iter(paras)
+    blocks: list[Block] = [("h1", r.choice(TITLES)), ("p", next(text))]
+    for i, sec in enumerate(r.sample(SECTIONS, 4)):
+        head = f"{i + 1}. {sec}" if numbered else sec
+        blocks += [("h2", head.upper() if hstyle == "caps" else head), ("p", next(text))]
+        for j, sub in enumerate(r.sample(SUBSECTIONS, 2)):
+            blocks += [("h3", f"{i + 1}.{j + 1} {sub}" if numbered else sub), ("p", next(text))]
+            if lists and (i + j) % 3 == 0:
+                blocks.append(("ul", r.sample(ITEMS, 3)))
+            if (i, j) == (1, 0):
+                blocks.append(("table", SHAPES[list(SHAPES)[seed % 4]](r)))
+            if (i, j) == (2, 1):
+                blocks += [
+                    ("chart", None),
+                    ("caption", "Figure 1: Share of works completed on time, by quarter."),
+                ]
+            blocks.append(("p", next(text)))
+    css = (
+        BASE_CSS.format(font=FONTS[font])
+        + TABLE_STYLES[list(TABLE_STYLES)[seed % 8]]
+        + HEADING_STYLES[hstyle]
+    )
+    return _render(blocks, css)
+
+
+def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
+    """``(name, page format, build)`` for every document, in a fixed order."""
+    fonts, hstyles = list(FONTS), list(HEADING_STYLES)
+    for seed, (tstyle, shape) in enumerate(itertools.product(TABLE_STYLES, SHAPES), start=1):
+        for centred in (False, True):
+            layout = ("single", "wide", "two", "slide")[(seed + 2 * centred) % 4]
+            hstyle, font = hstyles[(seed + centred) % 5], fonts[(seed + centred) % 3]
+            args = (layout, tstyle, shape, hstyle, font, seed + 100 * centred, centred)
+            name = f"{tstyle}-{shape}-{layout}{'-centred' if centred else ''}"
+            yield name, "slide" if layout == "slide" else "A4", lambda a=args: matrix_document(*a)
+    for seed, (hstyle, variant) in enumerate(itertools.product(HEADING_STYLES, range(3)), start=200):
+        args = (hstyle, fonts[seed % 3], seed, variant != 1, variant != 2)
+        yield f"report-{hstyle}-{variant}", "report", lambda a=args: report_document(*a)
+
+
+def build(out: Path, only: tuple[str, ...] = ()) -> list[str]:
+    """Print every document (or ``only`` these) into ``out/pdf`` with its truth in ``out/gt``."""
+    from playwright.sync_api import sync_playwright
+
+    (out / "pdf").mkdir(parents=True, exist_ok=True)
+    (out / "gt").mkdir(parents=True, exist_ok=True)
+    names = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            for name, kind, make in plan():
+                if only and name not in only:
+                    continue
+                page_html, truth = make()
+                page = browser.new_page()
+                try:
+                    page.set_content(page_html)
+                    _print(page, out / "pdf" / f"{name}.pdf", kind)
+                finally:
+                    page.close()
+                (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
+                names.append(name)
+        finally:
+            browser.close()
+    return names
+
+
+def _print(page, path: Path, kind: str) -> None:
+    margin = {side: "20mm" for side in ("top", "bottom", "left", "right")}
+    if kind == "slide":
+        page.pdf(path=str(path), width="10in", height="5.625in", print_background=True, margin=margin)
+    elif kind == "report":
+        page.pdf(
+            path=str(path),
+            format="A4",
+            print_background=True,
+            margin={**margin, "top": "22mm", "bottom": "22mm"},
+            display_header_footer=True,
+            header_template="<div style='font-size:8px;width:100%;padding:0 20mm'>Regional Council — annual report</div>",
+            footer_template="<div style='font-size:8px;width:100%;text-align:center'>Page <span class=pageNumber></span></div>",
+        )
+    else:
+        page.pdf(path=str(path), format="A4", print_background=True, margin=margin)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.accuracy.public import markdown_set, markdown_table
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True, help="folder for the printed PDFs and their truth")
+    ap.add_argument("--tools", default="auto")
+    ap.add_argument("--only", default="", help="comma-separated document names")
+    args = ap.parse_args(argv)
+    only = tuple(n for n in args.only.split(",") if n)
+    names = build(args.out, only)
+    rows = {f"printed, {tool}": markdown_set(args.out, tool, tuple(names)) for tool in args.tools.split(",")}
+    print(markdown_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
