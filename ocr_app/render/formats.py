@@ -184,10 +184,11 @@ class PagedTextFormat(DocumentFormat):
         raise NotImplementedError
 
     def emit(self, page: PageResult, kept: Any) -> None:
+        self._write_page(page, self.page_text(page))
+
+    def _write_page(self, page: PageResult, text: str) -> None:
         self._spool = self._spool or TextSpool(self.target.path(self.suffix))
-        self._spool.write(
-            (PAGE_RULE if self._spool.parts else "") + page_block(page.index + 1, self.page_text(page))
-        )
+        self._spool.write((PAGE_RULE if self._spool.parts else "") + page_block(page.index + 1, text))
         self._spool.parts += 1
 
     def header(self, doc: DocumentResult) -> str:
@@ -241,9 +242,7 @@ class MarkdownFormat(PagedTextFormat):
             table, text = table_going_on(self._held, text)
             self._write_held(table)
         text, self._held = trailing_table(text)
-        self._spool = self._spool or TextSpool(self.target.path(self.suffix))
-        self._spool.write((PAGE_RULE if self._spool.parts else "") + page_block(page.index + 1, text))
-        self._spool.parts += 1
+        self._write_page(page, text)
 
     def _write_held(self, table: str) -> None:
         if self._spool is not None:
