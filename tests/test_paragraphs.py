@@ -66,3 +66,34 @@ def test_a_wrapped_line_starting_with_an_en_dash_joins_its_paragraph_but_a_dash_
     )
     listed = _md([(50, "Bring the following:", 200), (50, "– a pen", 110), (50, "– a notebook", 140)])
     assert listed == "Bring the following:\n\n- a pen\n- a notebook"  # after a lead-in: items
+
+
+def test_a_page_range_broken_after_its_dash_joins_without_a_space():
+    """ "350–" / "360." in a reference: one range (round 10; before, "350– 360")."""
+    from ocr_app.structure.paragraphs import join_lines
+
+    assert join_lines("Engineering, 15(4), 350–", "360.") == "Engineering, 15(4), 350–360."
+    assert join_lines("costs rose –", "360 of them") == "costs rose – 360 of them"
+    assert join_lines("in 2020–", "the next year") == "in 2020– the next year"
+
+
+def test_prose_above_a_reference_list_in_its_column_keeps_its_paragraphs():
+    """A paragraph whose first line ends a sentence, then a reference list set with hanging indents in
+    the same column: the list's rule (a flush-left line after a one-line entry starts the next entry)
+    applies to the list, not to the prose above it (round 10; before, the paragraph was split after
+    its first line)."""
+    md = _md(
+        [
+            (50, "Water quality was sampled at forty stations along the river.", 450),
+            (50, "Nitrate levels fell at most stations, while phosphate stayed close", 450),
+            (50, "to last year's values.", 200),
+            (50, "", 50),
+            (50, "Baker, T. (2009). Visual inspection of highway bridges: a study of", 450),
+            (70, "reliability. Journal of Bridge Engineering, 12(3), 45–67.", 400),
+            (50, "Chen, L. (2011). Condition rating from images with convolutional", 450),
+            (70, "networks. Structure and Infrastructure Engineering, 8(2), 11–20.", 420),
+        ]
+    )
+    paragraphs = md.split("\n\n")
+    assert paragraphs[0].startswith("Water quality") and paragraphs[0].endswith("last year's values."), md
+    assert paragraphs[1].startswith("Baker") and paragraphs[2].startswith("Chen"), md

@@ -74,3 +74,29 @@ def test_plain_short_lines_in_the_margin_are_a_column_not_side_heads():
     heads, paragraphs = _side_head_page(bold=False)
     sections = order_sections([*heads, *(ln for p in paragraphs for ln in p)], CONFIG, BODY)
     assert _texts(sections)[0] == [h.text for h in heads]
+
+
+def test_two_lines_of_prose_in_each_column_make_a_gutter_two_short_pairs_do_not():
+    """The last page of a two-column paper: two lines of a reference in each column (round 10; before,
+    three side-by-side pairs were needed and the page was read across the gutter, row by row)."""
+    words = "Novak, J., Brennan, S. (2020). Inter-rater agreement in surveys."
+    left = [_line(words, 50, 100 + 12 * k, 280) for k in range(2)]
+    right = [_line(words, 320, 100 + 12 * k, 550) for k in range(2)]
+    g0, g1 = find_gutter([*left, *right], CONFIG, BODY)
+    assert 280 <= g0 < g1 <= 320
+    assert _texts(order_sections([*right, *left], CONFIG, BODY)) == [[words] * 2, [words] * 2]
+    keys = [_line("Date:", 50, 100 + 12 * k, 120) for k in range(2)]
+    values = [_line("12 March", 320, 100 + 12 * k, 400) for k in range(2)]
+    assert find_gutter([*keys, *values], CONFIG, BODY) is None  # a key and its value: no columns
+
+
+def test_the_short_last_line_of_a_paragraph_above_the_columns_stays_with_it():
+    """A full-width abstract whose last line stops short of the gutter, then two columns: the line is
+    read after the abstract's other lines, before the left column (round 10; before, it opened the left
+    column's section and the abstract came out in two paragraphs)."""
+    abstract = [_line(f"abstract line {k} runs across the page", 50, 60 + 12 * k, 550) for k in range(2)]
+    tail = _line("and ends here.", 50, 84, 150)
+    _, left, right = _two_columns()
+    sections = order_sections([*left, *right, tail, *abstract], CONFIG, BODY)
+    assert _texts(sections)[0] == [ln.text for ln in [*abstract, tail]]
+    assert _texts(sections)[1:] == [[ln.text for ln in left], [ln.text for ln in right]]

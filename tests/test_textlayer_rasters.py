@@ -33,16 +33,23 @@ ROWS = [
 ]
 
 
-def _table_png(ruled: bool, note: str = "") -> bytes:
+def _table_png(ruled: bool, note: str = "", striped: bool = False) -> bytes:
     """A table drawn on a scratch page and rendered at 150 DPI: a screenshot of a table (``note``: a
-    line under the grid, inside the picture)."""
+    line under the grid, inside the picture; ``striped``: the heads on a tint, every other row on a
+    lighter one, edge to edge)."""
     doc = pymupdf.open()
-    page = doc.new_page(width=330, height=20 + 24 * len(ROWS) + (24 if note else 0))
+    height = 20 + 24 * len(ROWS) + (24 if note else 0)
+    page = doc.new_page(width=330 if not striped else 322, height=height if not striped else 24 * len(ROWS))
     if note:
         page.insert_text((15, 24 + 24 * len(ROWS)), note, fontsize=8, fontname="helv")
     for r, row in enumerate(ROWS):
+        if striped and r % 2 == 0:
+            tint = (0.79, 0.84, 0.92) if r == 0 else (0.91, 0.93, 0.96)
+            page.draw_rect(pymupdf.Rect(0, r * 24, 322, (r + 1) * 24), color=None, fill=tint)
         for c, cell in enumerate(row):
             rect = pymupdf.Rect(10 + c * 78, 10 + r * 24, 10 + (c + 1) * 78, 34 + r * 24)
+            if striped:
+                rect = pymupdf.Rect(c * 78, r * 24, (c + 1) * 78, (r + 1) * 24)
             if ruled:
                 page.draw_rect(rect, width=0.6)
             page.insert_text(
@@ -123,6 +130,24 @@ def test_a_table_pasted_as_a_picture_becomes_a_table_where_the_picture_stands(tm
     assert "<th>Region</th><th>Units</th><th>Revenue</th><th>Growth</th>" in table
     for row in ROWS[1:]:
         assert "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" in table
+    assert_in_order(md, [BEFORE[:30], "<table>", AFTER[:30]])
+
+
+def test_a_table_striped_in_two_tints_is_a_document_picture_and_becomes_a_table(tmp_path, engine):
+    """Heads on a blue tint, every other row on a lighter one, edge to edge: under half the picture is
+    white paper. Before (round 10), only pictures mostly in one tone were read, so the striped table
+    stayed a picture; three flat tones over most of the picture now mark a document too."""
+    png = _table_png(False, striped=True)
+    from io import BytesIO
+
+    from PIL import Image
+
+    image = Image.open(BytesIO(png)).convert("RGB")
+    assert raster_tables._paper_share(image) < raster_tables.MIN_PAPER_SHARE  # the case in point
+    md = _markdown(engine, _page(tmp_path / "striped.pdf", png))
+    (table,) = re.findall(r"<table>.*?</table>", md, re.S)
+    for row in ROWS[1:]:
+        assert "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" in table, md
     assert_in_order(md, [BEFORE[:30], "<table>", AFTER[:30]])
 
 

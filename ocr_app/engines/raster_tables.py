@@ -3,8 +3,8 @@
 Why: a screenshot or a scan of a table placed on a born-digital page has no text-layer words, so the
 text layer reads nothing there, while the light engine (RapidOCR's words, the structure model's grid)
 reads such a table almost perfectly (issue 30). Here a picture on a text-layer page that is big enough
-to hold a table, holds no text-layer word, looks like a document (mostly one background colour; a
-photo or a gradient does not) and that the layout model calls a table (a chart is a figure to it, even
+to hold a table, holds no text-layer word, looks like a document (mostly one background colour, or a
+few flat tones as in a striped table; a photo or a gradient does not) and that the layout model calls a table (a chart is a figure to it, even
 when its labels fill a grid) is rendered at its own resolution, read by the light engine's
 recogniser, and its words are put in the structure model's cells (``structure.learned_tables``, the
 word-position rules when that model is not installed). A full grid becomes a table at the picture's place;
@@ -44,6 +44,7 @@ MIN_WIDTH_PT = 90.0  # a picture narrower than this (a logo, an icon) holds no t
 MIN_HEIGHT_PT = 30.0  # ... or lower than this: two rows of 10 pt text with their padding
 MAX_PAGE_SHARE = 0.9  # a picture covering the page is a scan's background, the router's business
 MIN_PAPER_SHARE = 0.45  # this share of the picture in its most common colour: a document, not a photo
+FLAT_TONES, MIN_FLAT_SHARE = 3, 0.7  # ... or this share in its three most common (stripes, shading)
 MAX_ZOOM = 4.0  # render a picture at most at 288 DPI (its own pixels when fewer)
 MAX_SIDE_PX = 2400  # ... and at most this long a side
 MIN_WORD_SHARE = 0.6  # the table must hold this share of the picture's lines (else: a figure with a grid)
@@ -103,14 +104,24 @@ def release() -> None:
         _reader = None
 
 
-def _paper_share(image: Image.Image) -> float:
-    """The share of the picture's pixels within a few grey levels of its most common one."""
+def _paper_share(image: Image.Image, tones: int = 1) -> float:
+    """The share of the picture's pixels within a few grey levels of its ``tones`` most common ones."""
     import numpy as np
 
     grey = np.asarray(image.convert("L").reduce(2) if min(image.size) >= 8 else image.convert("L"))
     hist = np.bincount(grey.ravel(), minlength=256)
-    peak = int(hist.argmax())
-    return float(hist[max(0, peak - 6) : peak + 7].sum()) / max(grey.size, 1)
+    held = 0
+    for _ in range(tones):
+        peak = int(hist.argmax())
+        held += int(hist[max(0, peak - 6) : peak + 7].sum())
+        hist[max(0, peak - 6) : peak + 7] = 0
+    return held / max(grey.size, 1)
+
+
+def _document_like(image: Image.Image) -> bool:
+    """Mostly paper (``MIN_PAPER_SHARE`` in one tone), or mostly a few flat tones (a striped or shaded
+    table: white and two tints of blue): a document, not a photo or a gradient."""
+    return _paper_share(image) >= MIN_PAPER_SHARE or _paper_share(image, FLAT_TONES) >= MIN_FLAT_SHARE
 
 
 def pictures(page: pymupdf.Page, lines: Sequence[TextLine], scale: float) -> list[Picture]:
@@ -141,7 +152,7 @@ def pictures(page: pymupdf.Page, lines: Sequence[TextLine], scale: float) -> lis
         zoom_pt = min(max(scale, native), MAX_ZOOM, MAX_SIDE_PX / max(r.width, r.height))
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom_pt, zoom_pt), clip=r, alpha=False)
         image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-        if _paper_share(image) < MIN_PAPER_SHARE:
+        if not _document_like(image):
             continue  # a photo or a gradient: no table in it
         out.append(Picture(box, image, zoom_pt / scale))
     return out

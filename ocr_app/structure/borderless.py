@@ -762,10 +762,29 @@ def _group_header(above: Sequence[Piece] | None, cols: list[list[float]], body: 
     return [Cell("")] * start + [Cell(text, colspan=end + 1 - start)] + [Cell("")] * (len(cols) - 1 - end)
 
 
+def _left_set_span(
+    pieces: Sequence[Piece], k: int, cols: list[list[float]], body: float
+) -> tuple[int, int] | None:
+    """The columns a head set flush left over its group covers: from the column it starts at (its
+    left edge at that column's) to the column before the next head's, or the last one."""
+    start = next((c for c, col in enumerate(cols) if abs(pieces[k].box[0] - col[0]) <= 0.5 * body), None)
+    if start is None or start == 0:
+        return None
+    if k + 1 < len(pieces):
+        end = next(
+            (c - 1 for c, col in enumerate(cols) if abs(pieces[k + 1].box[0] - col[0]) <= 0.5 * body), None
+        )
+    else:
+        end = len(cols) - 1
+    return (
+        (start, end) if end is not None and end > start and pieces[k].box[2] <= cols[end][1] + body else None
+    )
+
+
 def _group_heads(above: Sequence[Piece], cols: list[list[float]], body: float) -> list[Cell] | None:
     """Heads a clear gap apart on the line right above the table, each centred over a run of its
     columns between its neighbours ("Nitrate (mg/l)" and "Phosphate (mg/l)", each over "2024 2025"),
-    none over the first: one header cell each, spanning its run; else None."""
+    none over the first but its own head: one header cell each, spanning its run; else None."""
     pieces = sorted(above, key=lambda p: p.box[0])
     if any(len(p.text.split()) > 6 for p in pieces):
         return None
@@ -774,11 +793,17 @@ def _group_heads(above: Sequence[Piece], cols: list[list[float]], body: float) -
         lo = pieces[k - 1].box[2] if k else float("-inf")
         hi = pieces[k + 1].box[0] if k + 1 < len(pieces) else float("inf")
         beyond = [c for c, col in enumerate(cols) if not lo < (col[0] + col[1]) / 2 < hi]
-        span = centred_span(p.box[0], p.box[2], cols, body, beyond)
+        if k == 0 and len(cols) > 1 and p.box[0] <= cols[0][1] and p.box[2] < cols[1][0]:
+            spans.append((0, 0))  # the first column's own head, set as its cells are
+            continue
+        span = centred_span(p.box[0], p.box[2], cols, body, beyond) or _left_set_span(pieces, k, cols, body)
         if span is None:
             return None
         spans.append(span)
-    if spans[0][0] == 0 or any(a[1] >= b[0] for a, b in itertools.pairwise(spans)):
+    # The first column's head may stand on the line too ("Site" beside the groups), alone over it
+    # (``table_html`` spans it down the header rows).
+    stub = spans[0] == (0, 0) and len(spans) >= 3 and all(b > a for a, b in spans[1:])
+    if (spans[0][0] == 0 and not stub) or any(a[1] >= b[0] for a, b in itertools.pairwise(spans)):
         return None
     row: list[Cell] = []
     end = 0  # the grid columns the row covers so far
@@ -815,6 +840,15 @@ def _justified_lines(grid: list[list[list[Piece]]], texts: list[list[str]], body
     return len(lasts) == len(grid) and flush and max(ends) - min(ends) <= tol
 
 
+def _fullest(run: Sequence[Sequence[Piece]], plain: Sequence[Sequence[Piece]]) -> list[Sequence[Piece]]:
+    """Rows to find the columns from when the body has fewer than two rows of cells (the first piece
+    of a table the column broke): the body's rows and the header rows with about as many cells as the
+    fullest row. A group's head over two columns ("Nitrate (mg/l)" over "2024" and "2025") covers
+    the gap between them, so its row must not hide the columns (issue 30, round 10)."""
+    most = max(len(r) for r in run)
+    return [r for r in run if any(r is q for q in plain) or len(r) >= most - 1]
+
+
 def build_grid(
     run: Sequence[Sequence[Piece]], body: float, above: Sequence[Piece] | None = None
 ) -> Grid | None:
@@ -825,7 +859,15 @@ def build_grid(
     # Columns from the body rows where there are enough: a header cell wider than its column must
     # not merge two columns.
     plain = [r for r in run if not all(_heavy(p) for p in r)]
-    basis = plain if sum(1 for r in plain if len(r) >= 2) >= 2 else run
+    basis = plain
+    if sum(1 for r in plain if len(r) >= 2) < 2:
+        # Too few body rows to find the columns from (the first piece of a table the column broke):
+        # a first header row of fewer cells than the fullest rows holds heads over column groups,
+        # read as such (``_group_header``), and the columns come from the rows below it.
+        if above is None and len(run) >= 3 and all(map(_heavy, run[0])) and len(run[0]) < most - 1:
+            above, run = run[0], run[1:]
+            originals = [p for r in run for p in r]
+        basis = _fullest(run, plain)
     # Single lines (wrapped cells) must leave a column gap white, but only rows of two or more
     # cells make one: a line set further right than every cell is a cell's continuation.
     spread = [w for r in basis if len(r) >= 2 for p in r for w in words_of(p)]
@@ -889,6 +931,43 @@ def _text_columns_of_page(
     return all(sum(1 for p in prose if abs(p.box[0] - c[0]) <= body) >= 3 for c in grid.columns)
 
 
+def _prose(p: Piece) -> bool:
+    return len(p.text.split()) >= PROSE_WORDS
+
+
+def _page_gutter(
+    others: Sequence[Sequence[Piece]], body: float, page_width: float
+) -> tuple[float, float] | None:
+    """The x-range between two text columns, from ≥ 3 rows outside the run where a line of prose
+    (≥ 0.3 of the page wide) stands beside another a column gap apart (None: no such columns)."""
+    pairs = []
+    for r in others:
+        prose = sorted(
+            (p for p in r if _prose(p) and p.box[2] - p.box[0] >= 0.3 * page_width), key=lambda p: p.box[0]
+        )
+        pairs += [(a.box[2], b.box[0]) for a, b in itertools.pairwise(prose) if b.box[0] - a.box[2] >= body]
+    if len(pairs) < 3:
+        return None
+    g0, g1 = max(a for a, _ in pairs), min(b for _, b in pairs)
+    return (g0, g1) if g1 > g0 else None
+
+
+def _prose_beside(grid: Grid, others: Sequence[Sequence[Piece]], body: float, page_width: float) -> bool:
+    """Whether the grid is a table in one text column read together with the prose of the other: the
+    page's gutter (found outside the grid's rows) parts its pieces, none reaching across, and on one
+    side most pieces are lines of prose. The table is then searched inside its column
+    (``passes.tables.tables_beside_a_gutter``); the prose stays text (issue 30, round 10)."""
+    gutter = _page_gutter(others, body, page_width)
+    if gutter is None:
+        return False
+    mid = (gutter[0] + gutter[1]) / 2
+    left = [p for p in grid.pieces if p.box[2] <= mid]
+    right = [p for p in grid.pieces if p.box[0] >= mid]
+    if not left or not right or len(left) + len(right) < len(grid.pieces):
+        return False
+    return any(sum(map(_prose, side)) >= 0.5 * len(side) for side in (left, right))
+
+
 def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[Grid]:
     """All borderless tables among the page's rows (top to bottom)."""
     grids: list[Grid] = []
@@ -898,8 +977,11 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
         if above is not None and not _close(above, rows[first]):
             above = None
         grid = build_grid(rows[first : last + 1], body, above)
-        if grid is not None and not _text_columns_of_page(
-            grid, [*rows[:first], *rows[last + 1 :]], body, page_width
+        others = [*rows[:first], *rows[last + 1 :]]
+        if (
+            grid is not None
+            and not _text_columns_of_page(grid, others, body, page_width)
+            and not _prose_beside(grid, others, body, page_width)
         ):
             grids.append(grid)
             taken = last

@@ -98,7 +98,8 @@ def join_lines(a: str, b: str, vocabulary: frozenset[str] = frozenset()) -> str:
     "Ger-" + "stein" → "Gerstein" — unless the hyphenated form is more plausible: the document uses the
     joined word unbroken (join), or it uses the hyphenated compound, the first half is itself part of a
     compound ("state-of-the-" + "art") or is a word compounds are made with ("self-", "well-":
-    ``COMPOUND_HEADS``) (keep). Lines of Chinese or Japanese join without a space.
+    ``COMPOUND_HEADS``) (keep). A range broken after its en dash ("22–" + "30") joins without a space.
+    Lines of Chinese or Japanese join without a space.
     """
     if not a:
         return b
@@ -117,6 +118,8 @@ def join_lines(a: str, b: str, vocabulary: frozenset[str] = frozenset()) -> str:
         return a[:-1] + b
     if a.endswith(("-", "\u2010")) and len(a) > 1 and a[-2].isalnum() and b[:1].isalnum():
         return a + b  # "COVID-" + "19", "non-" + "English": a real hyphen, no space
+    if a.endswith("\u2013") and len(a) > 1 and a[-2].isdigit() and b[:1].isdigit():
+        return a + b  # a range broken after its dash: "pp. 22–" + "30"
     if _NO_SPACE_SCRIPT.match(a[-1]) and _NO_SPACE_SCRIPT.match(b[0]):
         return a + b
     return f"{a} {b}"
@@ -306,10 +309,14 @@ def word_fits_above(above: Row, row: Row, right: float) -> bool:
     return above.box[2] + 0.25 * row.size + width <= right
 
 
-def hanging_indent(rows: Sequence[Row], left: float, right: float, min_ratio: float) -> float | None:
+def hanging_indent(
+    rows: Sequence[Row], left: float, right: float, min_ratio: float
+) -> tuple[float, float] | None:
     """Where the wrapped lines of a section set with hanging indents start (a reference list, a
-    bibliography, a glossary: each entry's first line flush left, its other lines indented), or None
-    when the section's indented lines start paragraphs (a first-line indent) or there are none.
+    bibliography, a glossary: each entry's first line flush left, its other lines indented) and the
+    top of the first entry that wraps, or None when the section's indented lines start paragraphs
+    (a first-line indent) or there are none. Paragraphs above that entry (the column's prose above its
+    "References") are set as prose.
 
     The page tells the two apart by the line above each indented line: before a wrapped line it ends
     in no full stop and the indented line's first word would not have fitted on it (the entry goes
@@ -318,16 +325,28 @@ def hanging_indent(rows: Sequence[Row], left: float, right: float, min_ratio: fl
     item 5).
     """
     wraps: list[float] = []
+    first: int | None = None  # the row that opens the first entry that wraps
     starts = 0
-    for above, row in itertools.pairwise(rows):
+    for k, (above, row) in enumerate(itertools.pairwise(rows)):
         size = row.size
         indent = row.box[0] - left
         if not min_ratio * size <= indent <= MAX_HANG_RATIO * size or not size_close(above.size, size):
             continue
         if not ends_sentence(above.text) and not word_fits_above(above, row, right):
             wraps.append(row.box[0])
+            first = k if first is None else first
         else:
             starts += 1
-    if len(wraps) < 2 or len(wraps) <= starts:
+    if len(wraps) < 2 or len(wraps) <= starts or first is None:
         return None
-    return statistics.median(wraps)
+    # Entries of one line may come before it: flush-left lines in the entries' size and weight, set
+    # as close as its lines are (a heading or a paragraph's blank line above ends the list).
+    entry = rows[first]
+    while first > 0:
+        above = rows[first - 1]
+        apart = rows[first].box[1] - above.box[3]
+        alike = abs(above.size - entry.size) <= 0.05 * entry.size and above.bold == entry.bold
+        if not alike or apart > above.size or above.box[0] - left >= 0.5 * above.size:
+            break
+        first -= 1
+    return statistics.median(wraps), rows[first].box[1]

@@ -40,6 +40,7 @@ from ocr_app.structure.lines import DocStyle, Item, LayoutConfig, Row, Table, Te
 from ocr_app.structure.paragraphs import (
     CODE_GAP_LINES,
     URL_LINE,
+    WRAP_CHARS,
     Pending,
     code_block,
     dash_continues,
@@ -64,16 +65,39 @@ logger = logging.getLogger(__name__)
 
 
 def run(page: PageLayout) -> None:
+    open_end: Block | None = None
     for section in page.sections:
-        page.blocks.extend(
-            group_section(
-                section, page.body, page.config, page.style, page.vocabulary, page.page_height, page.panel
-            )
+        grouper = _group(
+            section, page.body, page.config, page.style, page.vocabulary, page.page_height, page.panel
         )
+        blocks, tail = grouper.blocks, grouper.open_end
+        ends_open = open_end is not None and bool(page.blocks) and page.blocks[-1] is open_end
+        if ends_open and blocks and next_column(open_end, blocks[0], page.body):  # type: ignore[arg-type]
+            first = blocks.pop(0)
+            joined = Block(
+                "text",
+                join_lines(open_end.text, first.text, page.vocabulary),  # type: ignore[union-attr]
+                [*open_end.boxes, *first.boxes],  # type: ignore[union-attr]
+            )
+            page.blocks[-1] = joined
+            tail = joined if tail is first else tail
+        page.blocks.extend(blocks)
+        open_end = tail
     page.blocks[:] = join_repeated_heads(page.blocks)
     logger.debug(
         "layout: %d lines → %d blocks (%d tables)", len(page.lines), len(page.blocks), len(page.found)
     )
+
+
+def next_column(upper: Block, lower: Block, body: float) -> bool:
+    """Whether ``lower`` (a paragraph opening the next section) stands at the top of the next column,
+    beside ``upper`` (a paragraph whose last line ran to its column's edge mid-sentence) and higher on
+    the page: the column broke the paragraph, the text goes on (issue 30, round 10)."""
+    a, b = upper.box, lower.box
+    if lower.label != "text" or a is None or b is None:
+        return False
+    beside = b[0] >= a[2] - 0.5 * body or b[2] <= a[0] + 0.5 * body
+    return beside and b[1] < a[3] - body
 
 
 def join_repeated_heads(blocks: list[Block]) -> list[Block]:
@@ -123,6 +147,7 @@ class _SectionContext:
     left: float = 0.0
     width: float = 0.0
     hang_x: float | None = None  # where wrapped lines start in a section set with hanging indents
+    hang_top: float = 0.0  # ... from this height down (the first entry that wraps)
     colored: set[int] = field(default_factory=set)  # rows standing apart in an accent colour
 
 
@@ -203,9 +228,11 @@ class _SectionBlocks:
         self.ctx = ctx
         self.blocks: list[Block] = []
         self.cur: Pending | None = None
+        self.open_end: Block | None = None  # the last block, when its paragraph may go on elsewhere
 
     def flush(self) -> None:
         cur, self.cur = self.cur, None
+        self.open_end = None
         if cur is None or not cur.parts:
             return
         if cur.kind == "heading":
@@ -217,6 +244,10 @@ class _SectionBlocks:
             self.blocks.append(Block("code", code_block(cur.parts, cur.boxes), [union_box(cur.boxes)]))
         else:
             self.blocks.append(Block("text", cur.parts[0], [union_box(cur.boxes)]))
+            last = cur.last.text.strip() if cur.last is not None else ""
+            lines = len(cur.boxes) >= 2  # a paragraph of the column, not a label of a drawing
+            if lines and len(last) >= WRAP_CHARS and hanging(cur, self.ctx.left + self.ctx.width, cur.size):
+                self.open_end = self.blocks[-1]  # ran to the edge mid-sentence: may go on in the next column
 
     def add_table(self, table: Table) -> None:
         self.flush()
@@ -350,7 +381,7 @@ class _SectionBlocks:
             cur.boxes[-1] = union_box([cur.boxes[-1], row.box])
             cur.last = row
             return
-        hang = ctx.hang_x
+        hang = ctx.hang_x if row.box[1] >= ctx.hang_top - 0.5 * row.size else None
         # In a section set with hanging indents, a line at the indent continues the entry above
         # whatever that entry's first line ended with; a line back at the left edge after one that did
         # not wrap ("… Press." / "Chen, L., …") starts the next entry, as does one after an entry of
@@ -375,13 +406,18 @@ class _SectionBlocks:
             and not hanging(cur, ctx.left + ctx.width, row.size)
             and not hangs_under_label(cur, row, big_gap)
         )
-        # Back at the left edge after a hanging indent's continuation lines: the next entry.
+        # Back at the left edge after a hanging indent's continuation lines: the next entry. In a
+        # section set with hanging indents, an entry may start at the indent too (its first line
+        # ended the column before: the section's first line).
         outdented = (
             cur is not None
             and cur.kind == "text"
             and cur.last is not None
             and cur.last.box[0] - ctx.left >= ctx.config.indent_ratio * row.size
-            and cur.left - ctx.left < 0.5 * row.size
+            and (
+                cur.left - ctx.left < 0.5 * row.size
+                or (hang is not None and abs(cur.left - hang) <= 0.5 * row.size)
+            )
             and row.box[0] - ctx.left < 0.5 * row.size
             and not hanging(cur, ctx.left + ctx.width, row.size)
         )
@@ -460,11 +496,23 @@ def group_section(
     panel: frozenset[int] = frozenset(),
 ) -> list[Block]:
     """One single-column section (its lines and tables) → blocks in reading order."""
+    return _group(section, body, config, style, vocabulary, page_height, panel).blocks
+
+
+def _group(
+    section: list[Item],
+    body: float,
+    config: LayoutConfig,
+    style: DocStyle | None = None,
+    vocabulary: frozenset[str] = frozenset(),
+    page_height: float = 0.0,
+    panel: frozenset[int] = frozenset(),
+) -> _SectionBlocks:
     units, typical_gap, isolated, leads, terms = _section_units(section, body, config, style, panel)
     left = min((u.box[0] for u in units), default=0.0)
     width = max((u.box[2] for u in units), default=0.0) - left
     rows = [u for u in units if isinstance(u, Row)]
-    hang_x = hanging_indent(rows, left, left + width, config.indent_ratio)
+    hang = hanging_indent(rows, left, left + width, config.indent_ratio)
     ctx = _SectionContext(
         body,
         config,
@@ -478,8 +526,9 @@ def group_section(
         leading_rows(units, width) if style is not None else set(),
         left,
         width,
-        hang_x,
-        colored_rows(units, style, typical_gap) if style is not None else set(),
+        hang_x=hang[0] if hang else None,
+        hang_top=hang[1] if hang else 0.0,
+        colored=colored_rows(units, style, typical_gap) if style is not None else set(),
     )
     grouper = _SectionBlocks(ctx)
     for unit in units:
@@ -488,4 +537,4 @@ def group_section(
         else:
             grouper.add_row(unit)
     grouper.flush()
-    return grouper.blocks
+    return grouper

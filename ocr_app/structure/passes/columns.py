@@ -16,7 +16,15 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import Item, LayoutConfig, Table, TextLine, group_rows, vertical_overlap
+from ocr_app.structure.lines import (
+    Item,
+    LayoutConfig,
+    Table,
+    TextLine,
+    group_rows,
+    size_close,
+    vertical_overlap,
+)
 
 if TYPE_CHECKING:
     from ocr_app.schema import Box
@@ -69,6 +77,9 @@ def order_sections(
     def flush_band() -> None:
         sides = {side for side, _ in pending}
         if len(sides) == 2:
+            head = _attached_head(pending, single[-1] if single else None, body)
+            single.extend(it for _, it in head)
+            del pending[: len(head)]
             tail = _detached_tail(pending, body)
             if tail:
                 pending[:] = pending[: len(pending) - len(tail)]
@@ -147,6 +158,24 @@ def _side_head_sections(items: Sequence[Item], heads: list[TextLine]) -> list[li
     return [s for s in sections if s]
 
 
+def _attached_head(band: list[tuple[int, Item]], above: Item | None, body: float) -> list[tuple[int, Item]]:
+    """The band's first item when it is the last line of the full-width paragraph right above the
+    columns (a short last line reaches no gutter): set at that paragraph's line spacing, flush with
+    its left or right edge, and above the other column's first line. Read with the column below, the
+    paragraph would end in two pieces (a paper's abstract over its two columns)."""
+    if not band or not isinstance(above, TextLine):
+        return []
+    side, it = band[0]
+    others = [o for s, o in band if s != side]
+    if not isinstance(it, TextLine) or not others or not size_close(it.size, above.size):
+        return []
+    gap = it.box[1] - above.box[3]
+    flush = abs(it.box[0] - above.box[0]) <= 0.5 * body or abs(it.box[2] - above.box[2]) <= 0.5 * body
+    if flush and -0.2 * body <= gap <= 0.6 * body and it.box[3] <= min(o.box[1] for o in others):
+        return [band[0]]
+    return []
+
+
 def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int, Item]]:
     """Items at the end of a column band, on one side only, below the other column's end and after
     a clear vertical break: single-column text that follows the columns (e.g. a short full-width
@@ -175,6 +204,9 @@ def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int,
     return tail
 
 
+PROSE_WIDTH = 12  # × body size: a line this wide is running text, not a label or a cell
+
+
 def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tuple[float, float] | None:
     """The x-position most side-by-side pairs of text lines are separated at, or None.
 
@@ -200,6 +232,7 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
         return isinstance(it, Table) and it.panel
 
     gaps: list[tuple[float, float]] = []
+    prose = 0  # gaps between two lines of running text (each ≥ PROSE_WIDTH × body)
     for a in solid:
         nearest: Item | None = None
         for b in solid:
@@ -211,6 +244,8 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
                 nearest = b
         if nearest is not None and nearest.box[0] - a.box[2] >= min_gap:
             gaps.append((a.box[2], nearest.box[0]))
+            lines = (a, nearest)
+            prose += all(isinstance(i, TextLine) and i.box[2] - i.box[0] >= PROSE_WIDTH * body for i in lines)
     # Two tables side by side stand apart on each of their rows, as lines of two columns do.
     grids = [i for i in items if isinstance(i, Table) and i.rows and not (i.form or i.panel)]
     for a in grids:
@@ -222,7 +257,10 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
         if beside:
             b = min(beside, key=lambda t: t.box[0])
             gaps.extend([(a.box[2], b.box[0])] * min(len(a.rows), len(b.rows), 3))
-    if len(gaps) < 3:
+    # Three pairs make a gutter; two do when both are lines of running text side by side (the last
+    # page of a two-column paper, two references left in each column).
+    least = 2 if prose == len(gaps) else 3
+    if len(gaps) < least:
         return None
     # Sweep: the x-range covered by the most gaps.
     events = sorted([(g[0], 1) for g in gaps] + [(g[1], -1) for g in gaps], key=lambda e: (e[0], e[1]))
@@ -232,7 +270,7 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
         if delta == 1 and count > best:
             nxt = events[k + 1][0] if k + 1 < len(events) else x
             best, best_range = count, (x, nxt)
-    if best < 3:
+    if best < least:
         return None
     return best_range
 

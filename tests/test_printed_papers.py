@@ -1,0 +1,91 @@
+"""Scientific papers printed by Chromium from the probe set of ``bench/accuracy/printed.py`` (issue 30,
+round 10), read by the real text-layer engine: every paragraph and reference of the truth comes out as
+one paragraph.
+
+What the papers showed before: a paragraph broken by the column break came out in two pieces; so did
+the abstract, whose short last line was read with the left column below it; references set with
+hanging indents ran together when the list began at the top of a column with an entry's last line;
+one-line references before the first one that wraps ran together; the prose above a reference list in
+the same column was split after each full stop; the last page's two references in each column were
+read across the gutter; a page range broken after its dash came out "350– 360"; and a table in one
+column was read together with the prose of the other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from bench.accuracy.printed import build
+from tests.factories import page_markdown, table_rows
+
+PAPERS = ("paper-numbered-two", "paper-authoryear-two", "paper-authoryear-one")
+BESIDE = "headfill-grouped-two"
+BROKEN = "booktabs-grouped-two"
+
+
+@pytest.fixture(scope="module")
+def papers(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("papers")
+    build(out, (*PAPERS, BESIDE, BROKEN))
+    return out
+
+
+def _paragraphs(md: str) -> list[str]:
+    return [p.strip() for p in md.split("\n\n") if p.strip()]
+
+
+@pytest.mark.parametrize("name", PAPERS)
+def test_every_paragraph_and_reference_is_one_paragraph(textlayer_engine, papers, name):
+    pdf = papers / "pdf" / f"{name}.pdf"
+    with pymupdf.open(pdf) as doc:
+        pages = doc.page_count
+    md = "\n\n".join(page_markdown(textlayer_engine, pdf, k) for k in range(pages))
+    truth = (papers / "gt" / f"{name}.md").read_text(encoding="utf-8")
+    want = [p for p in _paragraphs(truth) if not p.startswith(("#", "<table"))]
+    got = _paragraphs(md)
+    missing = [p for p in want if p not in got]
+    assert not missing, (missing, md)
+    assert len(want) >= 12
+
+
+def test_the_papers_hold_what_the_test_is_about(papers):
+    """The printed pages have the layouts the test above is about (so it cannot pass vacuously)."""
+    with pymupdf.open(papers / "pdf" / "paper-numbered-two.pdf") as doc:
+        assert doc.page_count == 2
+        last = [b for b in doc[1].get_text("blocks") if b[4].startswith("[")]
+        assert len({round(b[0]) for b in last}) == 2  # references in both columns of the last page
+
+
+def test_a_table_in_one_column_is_not_read_with_the_prose_of_the_other(textlayer_engine, papers):
+    """A table under a dark header bar in the right column of a two-column page, level with a section
+    of the left column. Before: the rows of both columns were read as one table without rulings, whose
+    first column held the left column's heading and lines of prose."""
+    md = page_markdown(textlayer_engine, papers / "pdf" / f"{BESIDE}.pdf")
+    rows = table_rows(md)
+    assert rows[0][0] == "Site" and [r[0] for r in rows[1:]] == ["Upper weir", "Mill bridge", "Town park"], md
+    truth = (papers / "gt" / f"{BESIDE}.md").read_text(encoding="utf-8")
+    prose = [p for p in _paragraphs(truth) if not p.startswith(("#", "<table"))]
+    assert all(p in _paragraphs(md) for p in prose), md
+
+
+def test_a_table_the_column_broke_after_one_row_is_one_table_with_its_group_heads(textlayer_engine, papers):
+    """Heads over column groups set flush left ("Nitrate (mg/l)" over "2024 2025"), one row at the foot
+    of the left column, the rest under the repeated heads at the top of the right column. Before: the
+    first piece's heads and row were left as three lines of text (its columns were taken from the group
+    heads' row, which covers the gap inside each group)."""
+    md = page_markdown(textlayer_engine, papers / "pdf" / f"{BROKEN}.pdf")
+    assert md.count("<table>") == 1, md
+    head = '<th rowspan="2">Site</th><th colspan="2">Nitrate (mg/l)</th><th colspan="2">Phosphate (mg/l)</th>'
+    assert head in md, md
+    rows = table_rows(md)
+    assert rows[1] == ["2024", "2025", "2024", "2025"], md
+    assert [r[0] for r in rows[2:]] == [
+        "Upper weir",
+        "Mill bridge",
+        "Town park",
+        "Plant outlet",
+        "Estuary",
+    ], md
