@@ -214,6 +214,13 @@ HEADING_STYLES = {
     " h3{font-size:10.5pt;color:#1f3b63}",
     "samesize": "h1{font-size:16pt} h2{font-size:10.5pt} h3{font-size:10.5pt;font-style:italic;font-weight:normal}",
     "colon": "h1{font-size:18pt} h2{font-size:12pt} h3{font-size:10.5pt}",
+    # Round 10: headings a size or a weight does not mark (reports only).
+    "underline": "h1{font-size:18pt} h2,h3{font-size:10.5pt;font-weight:normal;text-decoration:underline}"
+    " h3{font-style:italic}",
+    "smallcaps": "h1{font-size:18pt} h2{font-size:11pt;font-weight:normal;font-variant:small-caps;"
+    "letter-spacing:0.4pt} h3{font-size:10.5pt;font-style:italic;font-weight:normal}",
+    "otherface": "h1{font-size:18pt} h2,h3{font-family:'DejaVu Sans',sans-serif;font-weight:normal}"
+    " h2{font-size:12pt} h3{font-size:10.5pt}",
 }
 FONTS = {
     "serif": "'Liberation Serif',serif",
@@ -448,9 +455,20 @@ def _refs(r: random.Random, numbered: bool) -> list[str]:
     return out if numbered else sorted(out)
 
 
-def paper_document(font: str, seed: int, numbered_refs: bool, columns: bool) -> tuple[str, str]:
+ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII")
+IEEE_CSS = (
+    "h2{font-size:10pt;font-weight:normal;font-variant:small-caps;text-align:center;letter-spacing:0.3pt}"
+    " h3{font-size:10pt;font-weight:normal;font-style:italic}"
+)
+
+
+def paper_document(
+    font: str, seed: int, numbered_refs: bool, columns: bool, ieee: bool = False
+) -> tuple[str, str]:
     """A scientific paper: title, authors, abstract, numbered sections in two columns, a table with
-    its caption, a figure, a wrapped line starting with an en dash, hanging-indent references."""
+    its caption, a figure, a wrapped line starting with an en dash, hanging-indent references.
+    ``ieee``: sections numbered in Roman numerals, centred in small capitals at the body's weight,
+    subsections lettered in italic ("I. Introduction", "A. Inspectors"), as IEEE's template sets them."""
     r = random.Random(seed)
     paras = list(PARAS) * 3
     r.shuffle(paras)
@@ -468,10 +486,11 @@ def paper_document(font: str, seed: int, numbered_refs: bool, columns: bool) -> 
         blocks.append(("columns", None))
     subs = iter(r.sample(PAPER_SUBS, 4))
     for i, (sec, n) in enumerate(PAPER_SECTIONS, start=1):
-        blocks += [("h2", f"{i} {sec}"), ("p", next(text))]
+        blocks += [("h2", f"{ROMAN[i - 1]}. {sec}" if ieee else f"{i} {sec}"), ("p", next(text))]
         for j in range(1, n):
             if sec in ("Data and method", "Results"):
-                blocks += [("h3", f"{i}.{j} {next(subs)}"), ("p", next(text))]
+                sub = f"{'ABCDEF'[j - 1]}. {next(subs)}" if ieee else f"{i}.{j} {next(subs)}"
+                blocks += [("h3", sub), ("p", next(text))]
             else:
                 blocks.append(("p", next(text)))
         if sec == "Results":
@@ -491,6 +510,7 @@ def paper_document(font: str, seed: int, numbered_refs: bool, columns: bool) -> 
             if columns
             else ""
         )
+        + (IEEE_CSS if ieee else "")
     )
     return _render(blocks, css)
 
@@ -582,6 +602,9 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
         args = (fonts[seed % 3], seed, numbered, columns)
         name = f"paper-{'numbered' if numbered else 'authoryear'}-{'two' if columns else 'one'}"
         yield name, "paper", lambda a=args: paper_document(*a)
+    for seed, columns in enumerate((True, False), start=320):
+        args = (fonts[seed % 3], seed, True, columns, True)
+        yield f"paper-ieee-{'two' if columns else 'one'}", "paper", lambda a=args: paper_document(*a)
     for seed, (hstyle, kicker) in enumerate(
         itertools.product(("plain", "caps", "samesize"), (True, False)), start=400
     ):

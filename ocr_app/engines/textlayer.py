@@ -460,6 +460,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
             words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
             weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
+            caps = small_caps_size([(s["size"], t) for s, t in words])
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
             bold = all(
                 s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() or _in_stroked(s, stroked)
@@ -512,9 +513,36 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                     mono=mono,
                     words=boxes,
                     color=inks.most_common(1)[0][0],
+                    caps_size=caps * scale,
                 )
             )
     return _typewritten(lines)
+
+
+SMALL_CAPS_RATIO = (0.55, 0.85)  # a small capital's size against the capitals'
+
+
+def small_caps_size(spans: Sequence[tuple[float, str]]) -> float:
+    """The capitals' size when a line's spans are set in small capitals, else 0: words that start
+    with a capital at one size and go on in letters of one case at a size 0.55-0.85 of it ("A" +
+    "bstract", "I. I" + "NTRODUCTION"), as browsers, word processors and LaTeX fake small capitals.
+    At least three small letters, and no other sizes: a footnote mark or a subscript is no style."""
+    lettered = [(size, text) for size, text in spans if any(c.isalpha() for c in text)]
+    if len(lettered) < 2:
+        return 0.0
+    big = max(size for size, _ in lettered)
+    small = [
+        text for size, text in lettered if SMALL_CAPS_RATIO[0] * big <= size <= SMALL_CAPS_RATIO[1] * big
+    ]
+    capitals = [text for size, text in lettered if size > SMALL_CAPS_RATIO[1] * big]
+    if len(small) + len(capitals) < len(lettered) or sum(c.isalpha() for t in small for c in t) < 3:
+        return 0.0
+    one_case = all(
+        all(c.islower() for c in t if c.isalpha()) or all(c.isupper() for c in t if c.isalpha())
+        for t in small
+    )
+    starts = all(c.isupper() for t in capitals for c in t if c.isalpha())
+    return big if small and capitals and one_case and starts else 0.0
 
 
 _TAGS = re.compile(r"</?su[pb]>")
@@ -1170,6 +1198,59 @@ def mark_figure_text(
                     ln.in_figure, ln.figure = True, number
 
 
+UNDERLINE_WORDS = 12  # only short lines are looked at: a title, not a paragraph with a link in it
+UNDERLINE_COVER = 0.9  # the stroke runs under this share of the line's ink at least
+UNDERLINE_THICK = 0.15  # × the line's size: a stroke at most this thick (a shaded band is no underline)
+
+
+def mark_underlined(page: pymupdf.Page, lines: list[TextLine], scale: float) -> None:
+    """Short lines underlined from end to end by a drawn stroke (a thin filled rectangle or a line
+    under the baseline, no longer than the line by more than its size on either side: not a table's
+    rule), and not links: ``underlined``, a title's style where no size or weight marks it (round 10
+    of issue 30). Drawings that cannot be read leave every line as it is."""
+    import pymupdf
+
+    short = [k for k, ln in enumerate(lines) if len(ln.text.split()) <= UNDERLINE_WORDS and ln.turns == 0]
+    if not short or page.rotation:
+        return
+    strokes: list[tuple[float, float, float, float]] = []
+    try:
+        for path in page.get_cdrawings():
+            for item in path.get("items", ()):
+                if item[0] == "re":
+                    r = pymupdf.Rect(item[1])
+                elif item[0] == "l":
+                    r = pymupdf.Rect(pymupdf.Point(item[1]), pymupdf.Point(item[2])).normalize()
+                    r.y1 = max(r.y1, r.y0 + (path.get("width") or 0.5))
+                else:
+                    continue
+                if r.height <= 2 and r.width >= 4:
+                    strokes.append((r.x0 * scale, r.y0 * scale, r.x1 * scale, r.y1 * scale))
+        links = [pymupdf.Rect(link["from"]) * scale for link in page.get_links()]
+    except Exception as exc:  # a hint only
+        logger.debug("drawings unavailable: %s", exc)
+        return
+    if not strokes:
+        return
+    for k in short:
+        ln = lines[k]
+        x0, x1 = ln.ink or (ln.box[0], ln.box[2])
+        size = ln.size
+        if any(pymupdf.Rect(ln.box).intersects(link) for link in links):
+            continue
+        under = [
+            s
+            for s in strokes
+            if s[3] - s[1] <= UNDERLINE_THICK * size
+            and ln.box[3] - 0.4 * size <= s[1] <= ln.box[3] + 0.25 * size
+            and s[0] >= x0 - size
+            and s[2] <= x1 + size
+        ]
+        covered = sum(max(0.0, min(s[2], x1) - max(s[0], x0)) for s in under)
+        if x1 > x0 and covered >= UNDERLINE_COVER * (x1 - x0):
+            lines[k] = replace(ln, underlined=True)
+
+
 def horizontal_rules(page: pymupdf.Page, scale: float) -> list[Rule]:
     """The page's horizontal rules (stroked lines and hairline rectangles at least an inch long) as (x0,
     y, x1) in pixels at ``scale`` on the page as displayed: what sets a running header or footer apart
@@ -1378,6 +1459,7 @@ class TextLayerEngine(Engine):
             grounds = [tuple(r * to_display) for r in panels]
             if vectors:
                 mark_drawn_bullets(page, lines, scale)
+                mark_underlined(page, lines, scale)
                 mark_figure_text(page, lines, scale, profile.style.body_size, panels)
             else:
                 notes.append(

@@ -13,12 +13,12 @@ import collections
 import logging
 import re
 import statistics
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ocr_app.structure.lines import EDGE_BAND, DocStyle, TextLine, color_heading_like, light_grey
-from ocr_app.structure.numbering import depth_bases
+from ocr_app.structure.numbering import TitleLine, depth_bases, numbered_titles
 from ocr_app.structure.paragraphs import vocabulary_of
 
 if TYPE_CHECKING:
@@ -307,6 +307,20 @@ def _weighted_mode(values: collections.Counter) -> float:
     return values.most_common(1)[0][0] if values else 0.0
 
 
+SHORT_SHARE = 0.7  # a line this much narrower than the page's widest line of body text stands alone
+
+
+def _title_lines(pages: list[tuple[float, list[TextLine]]], body: float) -> Iterator[TitleLine]:
+    """The sampled lines in order as ``numbering.numbered_titles`` reads them: text, style (size to
+    half a point, weight, font) and whether the line is short against its page's lines of body text."""
+    for _, lines in pages:
+        widths = [ln.box[2] - ln.box[0] for ln in lines if abs(ln.size - body) <= 0.5]
+        wide = max(widths, default=0.0)
+        for ln in lines:
+            style = (round(ln.size * 2) / 2, ln.weight or (700 if ln.bold else 400), ln.font)
+            yield ln.text.strip(), style, ln.box[2] - ln.box[0] <= SHORT_SHARE * wide
+
+
 def _heading_candidates(pages: list[tuple[float, list[TextLine]]], style: DocStyle):
     """(level, text) of the sampled lines that the style marks as headings by size or weight alone
     (the levels the page rules give them), for the numbering depths of each level."""
@@ -568,6 +582,7 @@ def build_profile(
         depth_bases=depth_bases(_heading_candidates(pages, style)),
         heading_styles=_heading_styles(pages, style),
         color_styles=_color_styles(page_lines, style),
+        numbered={} if outline else numbered_titles(_title_lines(pages, body)),
     )
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",

@@ -269,13 +269,25 @@ def _styled_heading_level(
         # Where the body itself is bold, a bold line standing alone (a blank line above and below in
         # its column, nothing beside it) is a heading: a label has its value beside or under it.
         return bold_level
+    depth = style.numbered.get(normal_title(text))
+    if depth and max(row.caps_size, row.size) / style.body_size >= 0.75:
+        return min(bold_level + depth - 1, 6)  # a numbered section title set like the text around it
     name = text[m.end() :] if (m := SECTION_NUMBER.match(text)) else text  # "1.1 Timeline": its name
     titled = name[:1].isupper() and not text.endswith(_SENTENCE_END) and len(text) <= 60
     if row.italic and where.short_line and titled and 0.95 <= ratio <= 1.1:
         return min(bold_level + 1, 6)
+    if (
+        (row.caps_size or row.underlined)
+        and where.short_line
+        and titled
+        and len(text.split()) <= SMALL_CAPS_WORDS
+        and max(row.caps_size, row.size) / style.body_size >= 0.9
+    ):
+        return bold_level  # "Abstract", "References" in small capitals (IEEE's papers); an underlined title
     return 0
 
 
+SMALL_CAPS_WORDS = 8  # a title in small capitals or underlined is a few words; a longer line is emphasis
 COLOR_LARGER_RATIO = 1.05  # a coloured line this much larger than the body needs no second of its kind
 
 

@@ -49,6 +49,12 @@ class TextLine:
     # The colour most of its characters are drawn in, as sRGB 0xRRGGBB (the text layer knows it;
     # -1 = unknown: the light engine, scans). A brand colour marks headings, a light grey running lines.
     color: int = -1
+    # The capitals' size when the line is set in small capitals (capitals, the other letters as
+    # smaller capitals), else 0: a section title's style in papers ("Abstract", "References" in IEEE's
+    # template). ``size`` stays the letters' mean size, as tables and paragraphs compare it.
+    caps_size: float = 0.0
+    # Underlined from end to end by a drawn stroke (not a link): a title's style in older documents.
+    underlined: bool = False
 
 
 def channels(color: int) -> tuple[float, float, float]:
@@ -114,6 +120,9 @@ class DocStyle:
     # (colour, size) of the document's short standalone-looking lines set in an accent colour at body
     # size or larger, two or more of them: headings marked by colour alone (``docprofile``).
     color_styles: tuple[tuple[int, float], ...] = ()
+    # normalised text → numbering depth of the lines that head numbered sections, where the numbers'
+    # own hierarchy says so (``numbering.numbered_titles``): titles set like the body text.
+    numbered: dict[str, int] = field(default_factory=dict)
 
     def in_color_style(self, color: int, size: float) -> bool:
         """Whether a line of this colour and size is set like the document's coloured headings."""
@@ -229,6 +238,15 @@ class Row:
     @property
     def in_figure(self) -> bool:
         return all(i.in_figure for i in self.items)
+
+    @property
+    def caps_size(self) -> float:
+        """The capitals' size when every piece is set in small capitals, else 0."""
+        return max(i.caps_size for i in self.items) if all(i.caps_size for i in self.items) else 0.0
+
+    @property
+    def underlined(self) -> bool:
+        return all(i.underlined for i in self.items)
 
     @property
     def italic(self) -> bool:

@@ -126,11 +126,34 @@ def _split(
 
     keep, drop = [], []
     for t in tables:
-        small = len(t.rows) <= SMALL_GRID_ROWS
+        small = len(t.rows) <= SMALL_GRID_ROWS and not _headed_figures(t)
         inside = any(overlap(t.box, r) >= 0.5 for r in regions)
         text = not inside and _text_side_by_side(t, texts)
         (drop if ((small and not inside) or text) and not t.contents else keep).append(t)
     return keep, drop
+
+
+def _headed_figures(table: Table) -> bool:
+    """Whether a small grid is a table by its own look: a header row in bold over ≥ 3 columns, every
+    head filled, and a figure in each body row (the rows a table carried over to the top of the next
+    page or slide, under its repeated heads). Label/value pairs and a chart's labels have no such
+    header (round 10)."""
+    from ocr_app.structure.word_columns import NUMERIC
+
+    if table.header_rows != 1 or len(table.rows) < 2 or table.contents:
+        return False
+
+    def text(c: object) -> str:
+        return (c.text if isinstance(c, Cell) else str(c)).strip()
+
+    head, *body = table.rows
+    return (
+        len(head) >= 3
+        and all(text(c) for c in head)
+        and all(
+            any(NUMERIC.match(text(c)) and any(ch.isdigit() for ch in text(c)) for c in r[1:]) for r in body
+        )
+    )
 
 
 MIN_COLUMN_SHARE = 0.2  # a text box holding less of a grid's lines than this is a stray caption

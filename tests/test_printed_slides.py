@@ -1,0 +1,44 @@
+"""A table carried over to the next slide, printed by Chromium from the probe set of
+``bench/accuracy/printed.py`` (issue 30, round 10) and read by the real text-layer engine.
+
+Before: the rows at the top of the next slide, under the repeated heads, were three rows of a grid
+that the layout model did not call a table, so they came out as one line of text ("Item Budget Spent
+Share Vehicles 513 374 73% Rent 806 670 83%") and the table could not be joined across the break.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.accuracy.printed import build
+from ocr_app.render.markdown import table_going_on, trailing_table
+from tests.factories import page_markdown, table_rows
+
+NAME = "zebra-labelled-slide"
+
+
+@pytest.fixture(scope="module")
+def slides(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("slides")
+    build(out, (NAME,))
+    return out
+
+
+def test_rows_carried_over_under_repeated_heads_are_a_table_that_joins_the_one_before(
+    textlayer_engine, slides
+):
+    pdf = slides / "pdf" / f"{NAME}.pdf"
+    before, after = (page_markdown(textlayer_engine, pdf, k) for k in (1, 2))
+    assert table_rows(after) == [
+        ["Item", "Budget", "Spent", "Share"],
+        ["Vehicles", "513", "374", "73%"],
+        ["Rent", "806", "670", "83%"],
+    ], after
+    _, held = trailing_table(before)
+    assert held, before
+    joined, rest = table_going_on(held, after)
+    rows = table_rows(joined)
+    assert [r[0] for r in rows][-3:] == ["Energy", "Vehicles", "Rent"] and rows.count(rows[0]) == 1, joined
+    assert "Vehicles" not in rest, rest
