@@ -1,9 +1,11 @@
-"""A table carried over to the next slide, printed by Chromium from the probe set of
-``bench/accuracy/printed.py`` (issue 30, round 10) and read by the real text-layer engine.
+"""Slides printed by Chromium from the probe set of ``bench/accuracy/printed.py`` (issue 30, round 10)
+and read by the real text-layer engine.
 
-Before: the rows at the top of the next slide, under the repeated heads, were three rows of a grid
-that the layout model did not call a table, so they came out as one line of text ("Item Budget Spent
-Share Vehicles 513 374 73% Rent 806 670 83%") and the table could not be joined across the break.
+Before: the rows of a table carried over to the next slide, under the repeated heads, were three rows of
+a grid that the layout model did not call a table, so they came out as one line of text ("Item Budget
+Spent Share Vehicles 513 374 73% Rent 806 670 83%") and the table could not be joined across the break;
+and a slide's title on a dark bar right above a table under a bar of the same colour was the table's
+first header row (the layout model's box took both in).
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ import pytest
 
 from bench.accuracy.printed import build
 from ocr_app.render.markdown import table_going_on, trailing_table
-from tests.factories import page_markdown, table_rows
+from tests.factories import heading_texts, page_markdown, table_rows
 
 NAME = "zebra-labelled-slide"
+BAR = "deck-bar-plain"
 
 
 @pytest.fixture(scope="module")
 def slides(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("slides")
-    build(out, (NAME,))
+    build(out, (NAME, BAR))
     return out
 
 
@@ -42,3 +45,9 @@ def test_rows_carried_over_under_repeated_heads_are_a_table_that_joins_the_one_b
     rows = table_rows(joined)
     assert [r[0] for r in rows][-3:] == ["Energy", "Vehicles", "Rent"] and rows.count(rows[0]) == 1, joined
     assert "Vehicles" not in rest, rest
+
+
+def test_a_slide_title_on_a_bar_over_a_table_is_the_slide_s_heading(textlayer_engine, slides):
+    md = page_markdown(textlayer_engine, slides / "pdf" / f"{BAR}.pdf", 3)
+    assert "Costs by region" in heading_texts(md), md
+    assert table_rows(md)[0] == ["Region", "2023", "2024", "Change (%)"], md

@@ -306,6 +306,11 @@ def _render(blocks: list[Block], css: str, *, columns: bool = False) -> tuple[st
             )
             parts.append(f"<div class=panels>{boxes}</div>")
             md += [f"### {h}\n\n{t}" for h, t in v]  # type: ignore[union-attr]
+        elif kind == "split":  # a slide's two halves: bullets on the left, a paragraph on the right
+            items, para = v  # type: ignore[misc]
+            bullets = "".join(f"<li>{html.escape(x)}</li>" for x in items)
+            parts.append(f"<div class=split><ul>{bullets}</ul><p>{html.escape(para)}</p></div>")
+            md += ["\n".join(f"- {x}" for x in items), para]
         elif kind == "columns":  # what follows sits in two columns
             parts.append("<div class=cols>")
         elif kind == "slide":  # the next slide starts on a new page
@@ -530,13 +535,15 @@ PANELS = (
 )
 
 
-def deck_document(hstyle: str, font: str, seed: int, kicker: bool) -> tuple[str, str]:
+def deck_document(hstyle: str, font: str, seed: int, kicker: bool, bar: bool = False) -> tuple[str, str]:
     """A slide deck: a title slide, then slides with a small kicker line over the title, bullets,
-    coloured panels side by side, a table with a header bar; a running footer with the slide number."""
+    coloured panels side by side, a table with a header bar; a running footer with the slide number.
+    ``bar``: each slide's title in white on a dark bar across the slide, and a slide in two halves."""
     r = random.Random(seed)
     title = r.choice(TITLES)
     blocks: list[Block] = [("h1", title), ("meta", "Board meeting, 12 March 2026")]
-    for k, (head, kind) in enumerate(DECK, start=1):
+    slides = DECK + ((("Two views of the year", "split"),) if bar else ())
+    for k, (head, kind) in enumerate(slides, start=1):
         blocks.append(("slide", None))
         if kicker:
             blocks.append(("kicker", f"PART {k} · {r.choice(SECTIONS).upper()}"))
@@ -545,6 +552,8 @@ def deck_document(hstyle: str, font: str, seed: int, kicker: bool) -> tuple[str,
             blocks.append(("ul", r.sample(ITEMS, 4)))
         elif kind == "panels":
             blocks.append(("panels", r.sample(PANELS, 3)))
+        elif kind == "split":
+            blocks.append(("split", (r.sample(ITEMS, 3), r.choice(PARAS))))
         else:
             blocks.append(("table", _plain(r)))
     css = (
@@ -555,6 +564,8 @@ def deck_document(hstyle: str, font: str, seed: int, kicker: bool) -> tuple[str,
         + ".slide{page-break-before:always} .kicker{font-size:9pt;color:#c0504d;letter-spacing:1pt;margin:0}"
         " .meta{font-size:14pt;color:#555} .panels{display:flex;gap:6mm}"
         " .panel{flex:1;background:#e8eef6;padding:4mm} .panel h3{margin:0 0 2mm} ul{font-size:15pt}"
+        " .split{display:flex;gap:10mm} .split>*{flex:1;margin-top:0}"
+        + (" .slide h2{background:#1f3b63;color:#fff;padding:3mm 5mm;margin:0 0 4mm}" if bar else "")
     )
     page, truth = _render(blocks, css)
     return page.replace("<body>", "<body><div>").replace("</body>", "</div></body>"), truth
@@ -610,6 +621,9 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
     ):
         args = (hstyle, fonts[seed % 3], seed, kicker)
         yield f"deck-{hstyle}{'-kicker' if kicker else ''}", "deck", lambda a=args: deck_document(*a)
+    for seed, hstyle in enumerate(("plain", "caps"), start=420):
+        args = (hstyle, fonts[seed % 3], seed, seed % 2 == 0, True)
+        yield f"deck-bar-{hstyle}", "deck", lambda a=args: deck_document(*a)
 
 
 def build(out: Path, only: tuple[str, ...] = ()) -> list[str]:

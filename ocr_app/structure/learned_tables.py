@@ -1286,12 +1286,17 @@ def _style(ln: TextLine) -> tuple[float, bool, str, int]:
     return (round(ln.size), ln.bold or ln.weight >= 600, ln.font, ln.color)
 
 
+TITLE_SIZE_RATIO = 1.3  # a first row this much larger than the table's cells is a title over it
+
+
 def _trim_heading(held: list[TextLine], lines: Sequence[TextLine], region: Box) -> list[TextLine]:
     """A region's first row that is a heading of the page, not the table's: one short line over a
     row of two or more cells, in a style no other line of the region has and that a short line
     outside the region has too (the page's other section headings: "Technical data" on the same
-    dark bar as "Features" and "Ordering information"). The layout model's box often takes in the
-    heading right above a table; it then came out as a header row."""
+    dark bar as "Features" and "Ordering information"), or set ``TITLE_SIZE_RATIO`` larger than the
+    table's cells (a slide's title on a bar like the table's header bar, one title a slide). The
+    layout model's box often takes in the heading right above a table; it then came out as a header
+    row."""
     from ocr_app.structure.lines import group_rows
 
     rows = group_rows(held)
@@ -1301,6 +1306,9 @@ def _trim_heading(held: list[TextLine], lines: Sequence[TextLine], region: Box) 
     style = _style(head)
     if len(head.text.split()) > HEADING_WORDS or any(_style(ln) == style for r in rows[1:] for ln in r.items):
         return held
+    sizes = sorted(ln.size for r in rows[1:] for ln in r.items)
+    if head.size >= TITLE_SIZE_RATIO * sizes[len(sizes) // 2]:
+        return [ln for ln in held if ln is not head]  # set larger than the table: a slide's title
     twins = [
         ln
         for ln in lines
