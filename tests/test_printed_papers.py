@@ -7,8 +7,10 @@ the abstract, whose short last line was read with the left column below it; refe
 hanging indents ran together when the list began at the top of a column with an entry's last line;
 one-line references before the first one that wraps ran together; the prose above a reference list in
 the same column was split after each full stop; the last page's two references in each column were
-read across the gutter; a page range broken after its dash came out "350– 360"; and a table in one
-column was read together with the prose of the other.
+read across the gutter; a page range broken after its dash came out "350– 360"; a table in one
+column was read together with the prose of the other; and on a last page mostly of references in
+small print, the conclusion's lines in the body's size became headings (the page took the small print
+for its body size).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 from bench.accuracy.printed import build
 from tests.factories import page_markdown, table_rows
 
-PAPERS = ("paper-numbered-two", "paper-authoryear-two", "paper-authoryear-one")
+PAPERS = ("paper-numbered-two", "paper-authoryear-two", "paper-authoryear-one", "paper-ieee-one")
 BESIDE = "headfill-grouped-two"
 BROKEN = "booktabs-grouped-two"
 

@@ -292,6 +292,12 @@ def _render(blocks: list[Block], css: str, *, columns: bool = False) -> tuple[st
                 for q, h in enumerate((60, 85, 95, 110))
             )
             parts.append(f'<svg width="360" height="150" xmlns="http://www.w3.org/2000/svg">{bars}</svg>')
+        elif kind == "tabref":  # a reference whose label stands in a column of its own ("[3]", then a tab)
+            label, _, rest = str(v).partition(" ")
+            parts.append(
+                f"<p class=tabref><span class=label>{html.escape(label)}</span>{html.escape(rest)}</p>"
+            )
+            md.append(str(v))
         elif kind in ("p", "caption", "kicker", "meta", "ref"):
             parts.append(f"<p class={kind}>{html.escape(str(v))}</p>")
             md.append(str(v))
@@ -464,6 +470,8 @@ ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII")
 IEEE_CSS = (
     "h2{font-size:10pt;font-weight:normal;font-variant:small-caps;text-align:center;letter-spacing:0.3pt}"
     " h3{font-size:10pt;font-weight:normal;font-style:italic}"
+    " .tabref{position:relative;padding-left:7mm;margin:1mm 0;font-size:8pt;text-align:justify}"
+    " .tabref .label{position:absolute;left:0}"
 )
 
 
@@ -473,7 +481,8 @@ def paper_document(
     """A scientific paper: title, authors, abstract, numbered sections in two columns, a table with
     its caption, a figure, a wrapped line starting with an en dash, hanging-indent references.
     ``ieee``: sections numbered in Roman numerals, centred in small capitals at the body's weight,
-    subsections lettered in italic ("I. Introduction", "A. Inspectors"), as IEEE's template sets them."""
+    subsections lettered in italic ("I. Introduction", "A. Inspectors"), and each reference's label in a
+    column of its own, its text hanging at a tab ("[3]" then the entry), as IEEE's template sets them."""
     r = random.Random(seed)
     paras = list(PARAS) * 3
     r.shuffle(paras)
@@ -502,7 +511,7 @@ def paper_document(
             blocks.append(("wrapline", r.choice(DASHED)))
             blocks += [("caption", "Table 1: Agreement by element."), ("table", _plain(r))]
             blocks += [("chart", None), ("caption", "Figure 1: Share of bridges graded alike, by quarter.")]
-    blocks += [("h2", "References")] + [("ref", x) for x in _refs(r, numbered_refs)]
+    blocks += [("h2", "References")] + [("tabref" if ieee else "ref", x) for x in _refs(r, numbered_refs)]
     css = (
         BASE_CSS.format(font=FONTS[font])
         + TABLE_STYLES["booktabs"]

@@ -34,13 +34,30 @@ def run(page: PageLayout) -> None:
     cover = cover_style(clean, style)
     if cover.cover_min_size:
         page.style = cover
-    elif sum(len(ln.text) for ln in clean) >= 200 and not 0.88 <= page.body / style.body_size <= 1.12:
+    elif (
+        sum(len(ln.text) for ln in clean) >= 200
+        and not 0.88 <= page.body / style.body_size <= 1.12
+        and not _holds_body_text(clean, style.body_size)
+    ):
         # This page's body text is set in another size than the document's (a sidebar in small
         # print, a sampler of sizes): the document's heading scale, relative to this page's body.
         k = page.body / style.body_size
         page.style = replace(
             style, body_size=page.body, heading_sizes=tuple(h * k for h in style.heading_sizes)
         )
+
+
+BODY_TEXT_CHARS = 200  # a page holding this much text in the document's body size ...
+BODY_TEXT_SHARE = 0.2  # ... and this share of its text keeps the document's scale
+
+
+def _holds_body_text(lines: Sequence[TextLine], body: float) -> bool:
+    """Whether the page still sets much of its text in the document's body size: a paper's last page,
+    mostly references in small print under the end of its conclusion, whose paragraphs must not turn
+    into headings against the small print (issue 30, round 10)."""
+    total = sum(len(ln.text) for ln in lines)
+    held = sum(len(ln.text) for ln in lines if abs(ln.size - body) <= 0.06 * body)
+    return held >= BODY_TEXT_CHARS and held >= BODY_TEXT_SHARE * total
 
 
 def cover_style(lines: Sequence[TextLine], style: DocStyle) -> DocStyle:
