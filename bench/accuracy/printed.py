@@ -17,9 +17,13 @@ Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", back
   the next page (Chromium repeats its header there);
 - **papers** (round 10): title, authors, abstract, numbered sections in one or two columns, a table
   with its caption, a figure, a line that starts with an en dash, references set with hanging indents
-  (numbered or author-year), a page number;
+  (numbered or author-year), a page number; two in IEEE's style (Roman sections in small capitals,
+  lettered subsections, references at a tab after their labels);
+- **reports with quiet titles** (round 10): section titles underlined, in small capitals or in another
+  typeface at the body's size and weight, numbered or not;
 - **decks** (round 10): 16:9 slides with a title slide, a small kicker line over each title (or none),
   bullets, coloured panels side by side with a head each, a table under a header bar, a running footer;
+  titles on a dark bar and a slide in two halves in two of them;
 - **statements, merged cells, pictured tables** (round 10): an annual report's income statement
   (blank corner, notes column, bracketed costs, bold subtotals); body cells spanning rows; a table
   pasted as a picture (a screenshot of the same HTML table, which only OCR can read).
