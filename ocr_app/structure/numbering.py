@@ -163,7 +163,8 @@ def numbered_titles(lines: Iterable[TitleLine]) -> dict[str, int]:
             and same_depth[-1][0][-1] + 1 == parts[-1]
             and _alike(same_depth[-1][2], style)
         )
-        if opens or follows or (len(parts) > 1 and parts[-1] % ROMAN == 1 and under[-1][0] == parts[:-1]):
+        first_under = len(parts) > 1 and parts[-1] % ROMAN == 1  # a taken section's first subsection
+        if opens or follows or first_under:
             accepted.append((parts, text, style))
             parents += opens
     if parents < 2:
