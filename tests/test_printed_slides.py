@@ -6,6 +6,9 @@ a grid that the layout model did not call a table, so they came out as one line 
 Spent Share Vehicles 513 374 73% Rent 806 670 83%") and the table could not be joined across the break;
 and a slide's title on a dark bar right above a table under a bar of the same colour was the table's
 first header row (the layout model's box took both in).
+
+Round 11: a slide's panel heads set in italics a little larger than the panel's text, in panels too
+narrow for the head to look short against them, were text (deck-samesize-kicker: MHS 0.51).
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from tests.factories import heading_texts, page_markdown, table_rows
 
 NAME = "zebra-labelled-slide"
 BAR = "deck-bar-plain"
+PANELS = "deck-samesize-kicker"
 
 
 @pytest.fixture(scope="module")
 def slides(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("slides")
-    build(out, (NAME, BAR))
+    build(out, (NAME, BAR, PANELS))
     return out
 
 
@@ -51,3 +55,17 @@ def test_a_slide_title_on_a_bar_over_a_table_is_the_slide_s_heading(textlayer_en
     md = page_markdown(textlayer_engine, slides / "pdf" / f"{BAR}.pdf", 3)
     assert "Costs by region" in heading_texts(md), md
     assert table_rows(md)[0] == ["Region", "2023", "2024", "Change (%)"], md
+
+
+def test_italic_panel_heads_a_little_larger_than_their_text_are_headings_under_the_slide_title(
+    textlayer_engine, slides
+):
+    md = page_markdown(textlayer_engine, slides / "pdf" / f"{PANELS}.pdf", 2)
+    levels = {
+        ln.lstrip("#").strip(): len(ln) - len(ln.lstrip("#")) for ln in md.splitlines() if ln.startswith("#")
+    }
+    heads = ("Safer crossings", "Open data", "Faster repairs")
+    assert all(levels.get(h, 0) > levels["Three priorities for 2026"] for h in heads), md
+    assert "Forty crossings get new lights and raised tables." in md.splitlines(), (
+        md
+    )  # the panel's text stays text

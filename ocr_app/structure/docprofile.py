@@ -386,6 +386,41 @@ def _color_styles(
     )
 
 
+def title_faces(pages: list[tuple[float, list[TextLine]]], style: DocStyle) -> frozenset[str]:
+    """Font families other than the body's in which the document sets its titles and nothing else:
+    every line of the face between the margin bands at body size or larger reads as a title (short,
+    ending in no punctuation, not code), the face also sets a heading larger than the body (so it is
+    the document's heading face, not a sidebar's or a table's), and its body-size lines stand on at
+    least two pages, sparsely (``MAX_HEADINGS_PER_PAGE``). A report whose subsection titles differ
+    from the text only in typeface ("Scope" in a sans among serif paragraphs) then keeps them."""
+    larger: set[str] = set()
+    spoiled: set[str] = set()
+    at_body: dict[str, list[int]] = collections.defaultdict(list)
+    for number, (height, lines) in enumerate(pages):
+        for ln in lines:
+            ratio = ln.size / style.body_size
+            if not ln.font or ln.font == style.body_font or ratio < 0.95 or edge_of(ln.box, height):
+                continue
+            text = ln.text.strip()
+            if ln.mono or len(text.split()) > MAX_FACE_TITLE_WORDS or text.endswith((".", ",", ";", ":")):
+                spoiled.add(ln.font)
+            elif ratio >= MIN_HEADING_RATIO:
+                larger.add(ln.font)
+            else:
+                at_body[ln.font].append(number)
+    return frozenset(
+        face
+        for face, on in at_body.items()
+        if face in larger
+        and face not in spoiled
+        and len(set(on)) >= 2
+        and len(on) <= MAX_HEADINGS_PER_PAGE * len(set(on))
+    )
+
+
+MAX_FACE_TITLE_WORDS = 12  # a line of a title face longer than this is text set in it: no title face
+
+
 def _outline(doc: pymupdf.Document) -> dict[str, int]:
     """The PDF's bookmarks as normalised title -> level (empty when it has none or they are broken)."""
     outline: dict[str, int] = {}
@@ -582,6 +617,7 @@ def build_profile(
         depth_bases=depth_bases(_heading_candidates(pages, style)),
         heading_styles=_heading_styles(pages, style),
         color_styles=_color_styles(page_lines, style),
+        title_faces=title_faces(page_lines, style),
         numbered={} if outline else numbered_titles(_title_lines(pages, body)),
     )
     logger.debug(

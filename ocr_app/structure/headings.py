@@ -277,6 +277,16 @@ def _styled_heading_level(
     if row.italic and where.short_line and titled and 0.95 <= ratio <= 1.1:
         return min(bold_level + 1, 6)
     if (
+        row.italic
+        and where.isolated
+        and titled
+        and 1.03 <= ratio <= 1.1
+        and len(text.split()) <= SMALL_CAPS_WORDS
+    ):
+        # standing alone, a little larger than the text (a slide's panel head, the panel too narrow
+        # for the line to look short against it)
+        return min(bold_level + 1, 6)
+    if (
         (row.caps_size or row.underlined)
         and where.short_line
         and titled
@@ -284,6 +294,14 @@ def _styled_heading_level(
         and max(row.caps_size, row.size) / style.body_size >= 0.9
     ):
         return bold_level  # "Abstract", "References" in small capitals (IEEE's papers); an underlined title
+    if (
+        all(i.font in style.title_faces for i in row.items)
+        and where.short_line
+        and titled
+        and len(text.split()) <= SMALL_CAPS_WORDS
+        and ratio >= 0.95
+    ):
+        return bold_level  # set in the document's title face, at body size
     return 0
 
 

@@ -123,6 +123,9 @@ class DocStyle:
     # normalised text → numbering depth of the lines that head numbered sections, where the numbers'
     # own hierarchy says so (``numbering.numbered_titles``): titles set like the body text.
     numbered: dict[str, int] = field(default_factory=dict)
+    # Font families in which the document sets its titles and nothing else (``docprofile``): a short
+    # line at body size in one is a heading marked by its typeface alone.
+    title_faces: frozenset[str] = frozenset()
 
     def in_color_style(self, color: int, size: float) -> bool:
         """Whether a line of this colour and size is set like the document's coloured headings."""
