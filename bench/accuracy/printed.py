@@ -323,6 +323,16 @@ def _render(blocks: list[Block], css: str, *, columns: bool = False) -> tuple[st
             md += ["\n".join(f"- {x}" for x in items), para]
         elif kind == "columns":  # what follows sits in two columns
             parts.append("<div class=cols>")
+        elif kind == "cols3":  # what follows sits in three columns (a newsletter)
+            parts.append("<div class=cols3>")
+        elif kind == "pull":  # a pull quote set large between the column's paragraphs
+            parts.append(f"<p class=pull>{html.escape(str(v))}</p>")
+            md.append(str(v))
+        elif kind == "sidebar":  # a shaded box in the column: a head over a short list
+            head, items = v  # type: ignore[misc]
+            bullets = "".join(f"<li>{html.escape(x)}</li>" for x in items)
+            parts.append(f"<div class=side><h3>{html.escape(head)}</h3><ul>{bullets}</ul></div>")
+            md += [f"### {head}", "\n".join(f"- {x}" for x in items)]
         elif kind == "slide":  # the next slide starts on a new page
             parts.append("</div><div class=slide>")
         else:
@@ -330,7 +340,7 @@ def _render(blocks: list[Block], css: str, *, columns: bool = False) -> tuple[st
             md.append("#" * int(kind[1]) + " " + str(v))
     if columns:
         parts.insert(1, "<div class=cols>")
-    body = "".join(parts) + "</div>" * sum(p == "<div class=cols>" for p in parts)
+    body = "".join(parts) + "</div>" * sum(p.startswith("<div class=cols") for p in parts)
     return f"<html><head><style>{css}</style></head><body>{body}</body></html>", "\n\n".join(md) + "\n"
 
 
@@ -584,6 +594,52 @@ def deck_document(hstyle: str, font: str, seed: int, kicker: bool, bar: bool = F
     return page.replace("<body>", "<body><div>").replace("</body>", "</div></body>"), truth
 
 
+NEWS_SECTIONS = ("Around the region", "People", "Works in progress", "Dates for your diary")
+QUOTES = (
+    "“We finally know which bridge will be closed, and for how long.”",
+    "“The pupils chose the books themselves, and they read them.”",
+    "“Nobody had asked us before how we heat our homes.”",
+)
+NEWS_CSS = (
+    "body{{font-size:9.5pt}} h1{{font-size:24pt;margin:0 0 1mm}} h2{{font-size:13pt;margin:3mm 0 1.5mm}}"
+    " h3{{font-size:10.5pt;margin:2mm 0 1mm}} .kicker{{font-size:8.5pt;letter-spacing:1pt;color:#c0504d;margin:0}}"
+    " .meta{{font-size:9pt;color:#555;margin:0 0 4mm}} .cols3{{column-count:3;column-gap:6mm;text-align:{align}}}"
+    " .pull{{font-size:13pt;font-style:italic;color:#1f3b63;border-top:1pt solid #1f3b63;"
+    "border-bottom:1pt solid #1f3b63;padding:2mm 0;margin:3mm 0;text-align:left}}"
+    " .side{{background:#e8eef6;padding:2mm 3mm;break-inside:avoid;margin:3mm 0}} .side ul{{padding-left:4mm;margin:1mm 0}}"
+    " p{{margin:0 0 2mm}}"
+)
+
+
+def newsletter_document(font: str, seed: int, justified: bool) -> tuple[str, str]:
+    """A newsletter: a kicker and the title across the page, then three columns of sections with
+    subsections, a pull quote between paragraphs, and a shaded sidebar (a head over a short list);
+    read column by column."""
+    r = random.Random(seed)
+    paras = list(PARAS) * 3
+    r.shuffle(paras)
+    text = iter(paras)
+    blocks: list[Block] = [
+        ("kicker", "REGIONAL COUNCIL NEWSLETTER · ISSUE 14"),
+        ("h1", r.choice(TITLES)),
+        ("meta", "Spring 2026 · for residents and staff"),
+        ("cols3", None),
+    ]
+    subs = iter(r.sample(SUBSECTIONS, 4))
+    for i, sec in enumerate(NEWS_SECTIONS):
+        blocks += [("h2", sec), ("p", next(text)), ("p", next(text))]
+        if i % 2 == 0:
+            blocks += [("h3", next(subs)), ("p", next(text))]
+        if i == 1:
+            blocks.append(("pull", r.choice(QUOTES)))
+            blocks.append(("p", next(text)))
+        if i == 2:
+            blocks.append(("sidebar", ("At a glance", r.sample(ITEMS, 3))))
+        blocks.append(("p", next(text)))
+    css = BASE_CSS.format(font=FONTS[font]) + NEWS_CSS.format(align="justify" if justified else "left")
+    return _render(blocks, css)
+
+
 def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
     """``(name, page format, build)`` for every document, in a fixed order."""
     fonts, hstyles = list(FONTS), list(HEADING_STYLES)
@@ -634,6 +690,9 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
     ):
         args = (hstyle, fonts[seed % 3], seed, kicker)
         yield f"deck-{hstyle}{'-kicker' if kicker else ''}", "deck", lambda a=args: deck_document(*a)
+    for seed, justified in enumerate((True, False), start=440):
+        args = (fonts[seed % 3], seed, justified)
+        yield f"news-{'justified' if justified else 'ragged'}", "A4", lambda a=args: newsletter_document(*a)
     for seed, hstyle in enumerate(("plain", "caps"), start=420):
         args = (hstyle, fonts[seed % 3], seed, seed % 2 == 0, True)
         yield f"deck-bar-{hstyle}", "deck", lambda a=args: deck_document(*a)

@@ -35,6 +35,7 @@ from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
 from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows
+from ocr_app.structure.justified import join_justified
 from ocr_app.structure.lines import (
     LayoutConfig,
     Row,
@@ -516,7 +517,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                     caps_size=caps * scale,
                 )
             )
-    return _typewritten(lines)
+    return join_justified(_typewritten(lines))
 
 
 SMALL_CAPS_RATIO = (0.55, 0.85)  # a small capital's size against the capitals'
@@ -1192,10 +1193,61 @@ def mark_figure_text(
             if r.x0 <= (ln.box[0] + ln.box[2]) / 2 <= r.x1 and r.y0 <= (ln.box[1] + ln.box[3]) / 2 <= r.y1
         ]
         sentences = sum(1 for ln in inside if len(ln.text.split()) >= 6)
-        if len(inside) >= 3 and sentences <= 0.5 * len(inside):
+        if (
+            len(inside) >= 3
+            and sentences <= 0.5 * len(inside)
+            and not (stacked_text(inside) and _bare_ground(page, region, body_pt))
+        ):
             for ln in inside:
                 if not ln.in_figure:  # overlapping regions: the first one keeps its lines
                     ln.in_figure, ln.figure = True, number
+
+
+def stacked_text(lines: Sequence[TextLine]) -> bool:
+    """Whether a region's lines are set one under another as text is (a sidebar's head over a list
+    wrapped in a narrow column): each line right under the one above it (less than
+    ``STACK_GAP`` of a line's height between, or overlapping by as little) and starting within ``STACK_INDENT`` sizes of it, for
+    ``STACK_SHARE`` of the lines, with ``STACK_WORDS`` words a line on average. A diagram's labels
+    stand apart, side by side or one word each (an axis's ticks)."""
+    rows = sorted(lines, key=lambda ln: ln.box[1])
+    words = sum(len(ln.text.split()) for ln in rows)
+    stacked = sum(
+        1
+        for a, b in itertools.pairwise(rows)
+        if -STACK_GAP * (a.box[3] - a.box[1]) <= b.box[1] - a.box[3] <= STACK_GAP * (a.box[3] - a.box[1])
+        and abs(b.box[0] - a.box[0]) <= STACK_INDENT * a.size
+    )
+    return words >= STACK_WORDS * len(rows) and stacked + 1 >= STACK_SHARE * len(rows)
+
+
+def _bare_ground(page: pymupdf.Page, region: pymupdf.Rect, body_pt: float) -> bool:
+    """Whether all that is drawn in ``region`` is a filled ground under it and small marks (a list's bullets,
+    at most ``MARK_SIZE`` body sizes): a shaded box of text. A chart draws its curves, bars and axes
+    across it. Drawings that cannot be read count as a chart."""
+    import pymupdf
+
+    try:
+        paths = page.get_cdrawings()
+    except Exception:  # a broken content stream: the region stays a figure
+        return False
+    area = region.width * region.height
+    for path in paths:
+        r = pymupdf.Rect(path.get("rect") or (0, 0, 0, 0)) & region
+        if r.is_empty:
+            continue
+        small = r.width <= MARK_SIZE * body_pt and r.height <= MARK_SIZE * body_pt
+        ground = "f" in (path.get("type") or "") and r.width * r.height >= GROUND_SHARE * area
+        if not small and not ground:
+            return False
+    return True
+
+
+MARK_SIZE = 1.0
+GROUND_SHARE = 0.8
+STACK_GAP = 0.6
+STACK_INDENT = 2.0
+STACK_SHARE = 0.8
+STACK_WORDS = 2.5
 
 
 UNDERLINE_WORDS = 12  # only short lines are looked at: a title, not a paragraph with a link in it

@@ -1,0 +1,140 @@
+"""Justified lines that the PDF's text extraction broke at their word spaces, joined again.
+
+Why: in a narrow justified column (a newsletter's three columns) a line of few words gets wide, even
+word spaces, and MuPDF returns its words as separate lines ("agreed", "prices", "with", "the"). Left
+so, the words stand a cell gap apart like a table's cells, and the gaps of two such lines line up as
+a gutter: the column was read as a table, or in word-wide strips (issue 30, round 11).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ocr_app.schema import union_box
+from ocr_app.structure.lines import TextLine
+
+EVEN_GAP = 0.2  # × size: a justified line's word spaces differ by at most this (the line is spread evenly)
+# × size: a wider space than this is no word space, however the line is set; a line of three words
+# or more spread evenly over a narrow column may have spaces of up to ``MAX_SPREAD_GAP``.
+MAX_GAP = 3.0
+MAX_SPREAD_GAP = 6.0
+MEASURE_WORDS = 3  # a neighbouring line of this many words or more gives the column's measure
+MEASURE_LINES = 2.5  # × line height: how far above or below the measure's line may stand
+EDGE = 0.5  # × size: the joined line starts and ends this close to the measure's ends
+
+
+def join_justified(lines: list[TextLine]) -> list[TextLine]:
+    """``lines`` with the justified lines the extraction broke joined again (``join_pass``); a line
+    joined gives the measure to the broken lines near it, so passes repeat while lines join."""
+    for _ in range(MAX_PASSES):
+        before = len(lines)
+        lines = join_pass(lines)
+        if len(lines) == before:
+            break
+    return lines
+
+
+MAX_PASSES = 4
+
+
+def join_pass(lines: list[TextLine]) -> list[TextLine]:
+    """``lines`` with each run of pieces on one baseline joined into one line where together they are
+    a justified line: every word space in the run (between the pieces and inside them) is the same
+    width, none wider than ``MAX_GAP``, and the run starts and ends where a neighbouring line of prose
+    starts and ends (the column's measure). A table row's cell gaps differ from its word spaces, and
+    its ends rarely meet a paragraph's."""
+    flat = [ln for ln in lines if not ln.turns and not ln.mono and ln.words and ln.box[3] > ln.box[1]]
+    if len(flat) < 3:
+        return lines
+    measures = sorted(
+        (ln for ln in flat if len(ln.words) >= MEASURE_WORDS), key=lambda ln: (ln.box[1] + ln.box[3]) / 2
+    )
+    middles = [(ln.box[1] + ln.box[3]) / 2 for ln in measures]
+    joined: dict[int, TextLine] = {}  # id of a run's first piece → the joined line
+    gone: set[int] = set()  # ids of the run's other pieces
+    for row in _baselines(flat):
+        k = 0
+        while k < len(row):
+            end = _run_end(row, k, measures, middles)
+            if end > k:
+                joined[id(row[k])] = _joined(row[k : end + 1])
+                gone.update(id(p) for p in row[k + 1 : end + 1])
+            k = end + 1
+    if not joined:
+        return lines
+    return [joined.get(id(ln), ln) for ln in lines if id(ln) not in gone]
+
+
+def _baselines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
+    """Pieces sharing a bottom edge and a size (to a fifth of the line height), left to right; only
+    groups of two or more."""
+    rows: list[list[TextLine]] = []
+    for ln in sorted(lines, key=lambda ln: (ln.box[3], ln.box[0])):
+        last = rows[-1][-1] if rows else None
+        if (
+            last is not None
+            and abs(ln.box[3] - last.box[3]) <= 0.2 * (ln.box[3] - ln.box[1])
+            and abs(ln.size - last.size) <= 0.05 * last.size
+        ):
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    return [sorted(r, key=lambda ln: ln.box[0]) for r in rows if len(r) >= 2]
+
+
+def _run_end(row: list[TextLine], start: int, measures: list[TextLine], middles: list[float]) -> int:
+    """The last piece of the longest justified run from ``row[start]`` (``start`` itself: none)."""
+    for end in range(len(row) - 1, start, -1):
+        run = row[start : end + 1]
+        if _even(run) and _on_measure(run, measures, middles):
+            return end
+    return start
+
+
+def _even(run: Sequence[TextLine]) -> bool:
+    words = [w for ln in run for w in ln.words]
+    if any(len(ln.words) != len(ln.text.split()) for ln in run):
+        return False
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(words)]
+    size = max(ln.size for ln in run)
+    widest = MAX_SPREAD_GAP if len(gaps) >= 2 else MAX_GAP
+    return (
+        bool(gaps)
+        and min(gaps) > 0
+        and max(gaps) <= widest * size
+        and max(gaps) - min(gaps) <= EVEN_GAP * size
+    )
+
+
+def _on_measure(run: Sequence[TextLine], measures: list[TextLine], middles: list[float]) -> bool:
+    x0, x1 = run[0].box[0], run[-1].box[2]
+    top, bottom = min(ln.box[1] for ln in run), max(ln.box[3] for ln in run)
+    reach = MEASURE_LINES * (bottom - top)
+    size = max(ln.size for ln in run)
+    lo = bisect.bisect_left(middles, top - reach)
+    hi = bisect.bisect_right(middles, bottom + reach)
+    return any(
+        abs(m.box[0] - x0) <= EDGE * size
+        and abs(m.box[2] - x1) <= EDGE * size
+        and not (top <= middles[j] <= bottom)
+        for j, m in enumerate(measures[lo:hi], start=lo)
+    )
+
+
+def _joined(run: Sequence[TextLine]) -> TextLine:
+    main = max(run, key=lambda ln: len(ln.text))
+    inks = [ln.ink for ln in run]
+    return replace(
+        main,
+        text=" ".join(ln.text for ln in run),
+        box=union_box([ln.box for ln in run]),
+        words=tuple(w for ln in run for w in ln.words),
+        ink=(inks[0][0], inks[-1][1]) if all(inks) else (),
+        bold=all(ln.bold for ln in run),
+        italic=all(ln.italic for ln in run),
+        weight=min(ln.weight for ln in run),
+        caps_size=min(ln.caps_size for ln in run),
+    )
