@@ -323,8 +323,21 @@ def _render(blocks: list[Block], css: str, *, columns: bool = False) -> tuple[st
             md += ["\n".join(f"- {x}" for x in items), para]
         elif kind == "columns":  # what follows sits in two columns
             parts.append("<div class=cols>")
+        elif kind == "ol":  # numbered steps
+            parts.append("<ol>" + "".join(f"<li>{html.escape(x)}</li>" for x in v) + "</ol>")  # type: ignore[union-attr]
+            md.append("\n".join(f"{k}. {x}" for k, x in enumerate(v, start=1)))  # type: ignore[arg-type]
+        elif kind == "note":  # a callout: a bold lead-in and its sentence in a ruled box
+            parts.append(f"<p class=note><b>Note:</b> {html.escape(str(v))}</p>")
+            md.append(f"Note: {v}")  # inline weight is not marked in the probe's truth
+        elif kind == "code":
+            parts.append(f"<pre>{html.escape(str(v))}</pre>")
+            md.append(f"```\n{v}\n```")
         elif kind == "cols3":  # what follows sits in three columns (a newsletter)
             parts.append("<div class=cols3>")
+        elif kind == "dropcap":  # a paragraph whose first letter is set large over three lines
+            text = str(v)
+            parts.append(f"<p><span class=drop>{html.escape(text[0])}</span>{html.escape(text[1:])}</p>")
+            md.append(text)
         elif kind == "pull":  # a pull quote set large between the column's paragraphs
             parts.append(f"<p class=pull>{html.escape(str(v))}</p>")
             md.append(str(v))
@@ -611,10 +624,10 @@ NEWS_CSS = (
 )
 
 
-def newsletter_document(font: str, seed: int, justified: bool) -> tuple[str, str]:
+def newsletter_document(font: str, seed: int, justified: bool, dropcap: bool = False) -> tuple[str, str]:
     """A newsletter: a kicker and the title across the page, then three columns of sections with
     subsections, a pull quote between paragraphs, and a shaded sidebar (a head over a short list);
-    read column by column."""
+    read column by column. ``dropcap``: each section's first paragraph opens with a drop capital."""
     r = random.Random(seed)
     paras = list(PARAS) * 3
     r.shuffle(paras)
@@ -627,7 +640,7 @@ def newsletter_document(font: str, seed: int, justified: bool) -> tuple[str, str
     ]
     subs = iter(r.sample(SUBSECTIONS, 4))
     for i, sec in enumerate(NEWS_SECTIONS):
-        blocks += [("h2", sec), ("p", next(text)), ("p", next(text))]
+        blocks += [("h2", sec), ("dropcap" if dropcap else "p", next(text)), ("p", next(text))]
         if i % 2 == 0:
             blocks += [("h3", next(subs)), ("p", next(text))]
         if i == 1:
@@ -637,7 +650,119 @@ def newsletter_document(font: str, seed: int, justified: bool) -> tuple[str, str
             blocks.append(("sidebar", ("At a glance", r.sample(ITEMS, 3))))
         blocks.append(("p", next(text)))
     css = BASE_CSS.format(font=FONTS[font]) + NEWS_CSS.format(align="justify" if justified else "left")
+    css += " .drop{float:left;font-size:30pt;line-height:0.9;margin:1mm 1.5mm 0 0;color:#1f3b63}"
     return _render(blocks, css)
+
+
+STEPS = (
+    "Switch the meter off at the wall and wait until the display goes dark before you open the cover.",
+    "Lift the cover and take the battery out of its holder.",
+    "Put the new battery in with its flat side facing the back of the meter, then close the cover until it clicks.",
+    "Switch the meter on again and check that the display shows today's date.",
+)
+PARAMS = (
+    ("interval", "integer", "Minutes between two readings; the meter rounds it to a multiple of five."),
+    ("unit", "text", "kWh or MJ."),
+    (
+        "upload",
+        "boolean",
+        "Whether readings are sent to the council's server each night over the mobile network.",
+    ),
+    ("retries", "integer", "How often a failed upload is tried again."),
+)
+MANUAL_CSS = (
+    "h1{{font-size:18pt}} h2{{font-size:13pt}} h3{{font-size:11pt}} ol,ul{{margin:1mm 0 2mm}}"
+    " .note{{border:0.8pt solid #999;background:#f3f3f3;padding:2mm 3mm}}"
+    " pre{{font-family:'DejaVu Sans Mono',monospace;font-size:9pt;background:#f6f6f6;padding:2mm}}"
+)
+
+
+def _params(r: random.Random) -> Table:
+    rows = list(PARAMS)
+    r.shuffle(rows)
+    return (
+        [[("Setting", 1, 1), ("Type", 1, 1), ("Meaning", 1, 1)]],
+        [[(a, 1, 1), (b, 1, 1), (c, 1, 1)] for a, b, c in rows],
+    )
+
+
+def manual_document(font: str, seed: int, tstyle: str) -> tuple[str, str]:
+    """A user manual: numbered sections, numbered steps that wrap, a note in a ruled box with a bold
+    lead-in, a code listing, a table of settings whose meanings wrap, and a bulleted list."""
+    r = random.Random(seed)
+    paras = list(PARAS) * 2
+    r.shuffle(paras)
+    text = iter(paras)
+    blocks: list[Block] = [
+        ("h1", "Smart Meter M2 — User Guide"),
+        ("p", next(text)),
+        ("h2", "1 Replacing the battery"),
+        ("p", next(text)),
+        ("ol", list(STEPS)),
+        ("note", "A battery that is put in the wrong way round does no harm, but the meter stays dark."),
+        ("h2", "2 Settings"),
+        ("p", next(text)),
+        ("h3", "2.1 The settings file"),
+        ("p", "The meter reads its settings from a small text file when it starts:"),
+        ("code", "interval = 15\nunit = kWh\nupload = true"),
+        ("h3", "2.2 What each setting means"),
+        ("table", _params(r)),
+        ("p", next(text)),
+        ("h2", "3 Getting help"),
+        ("ul", r.sample(ITEMS, 3)),
+        ("p", next(text)),
+    ]
+    css = BASE_CSS.format(font=FONTS[font]) + TABLE_STYLES[tstyle] + MANUAL_CSS.format()
+    return _render(blocks, css)
+
+
+STATIONS = (
+    "Ashford",
+    "Bridgend",
+    "Carlow",
+    "Dunmore",
+    "Elmwood",
+    "Fairfield",
+    "Glenview",
+    "Harlow",
+    "Inverness",
+    "Kilby",
+)
+
+
+def long_table_document(font: str, seed: int, tstyle: str, repeat: bool) -> tuple[str, str]:
+    """A report whose table of 60 stations runs over two pages; ``repeat``: its heads repeated at the
+    top of the second page (a ``thead`` the browser repeats), else the rows go on under no heads."""
+    r = random.Random(seed)
+    body = [
+        [
+            (f"{STATIONS[k % 10]} {k // 10 + 1}", 1, 1),
+            (f"{r.uniform(1, 9):.1f}", 1, 1),
+            (f"{r.uniform(0.1, 0.9):.2f}", 1, 1),
+            (f"{r.uniform(-20, 20):+.1f}", 1, 1),
+        ]
+        for k in range(60)
+    ]
+    table: Table = (
+        [[("Station", 1, 1), ("Nitrate (mg/l)", 1, 1), ("Phosphate (mg/l)", 1, 1), ("Change (%)", 1, 1)]],
+        body,
+    )
+    blocks: list[Block] = [
+        ("h1", r.choice(TITLES)),
+        ("h2", "Water quality by station"),
+        ("p", PARAS[1]),
+        ("table", table),
+        ("p", PARAS[3]),
+    ]
+    css = (
+        BASE_CSS.format(font=FONTS[font])
+        + TABLE_STYLES[tstyle]
+        + "table.t td:nth-child(n+2){text-align:right}"
+    )
+    page, truth = _render(blocks, css)
+    if not repeat:  # the heads as the body's first row: printed once
+        page = page.replace("<thead>", "<tbody>").replace("</thead><tbody>", "")
+    return page, truth
 
 
 def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
@@ -690,9 +815,22 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
     ):
         args = (hstyle, fonts[seed % 3], seed, kicker)
         yield f"deck-{hstyle}{'-kicker' if kicker else ''}", "deck", lambda a=args: deck_document(*a)
+    for seed, tstyle in enumerate(("grid", "booktabs", "zebra"), start=460):
+        args = (fonts[seed % 3], seed, tstyle)
+        yield f"manual-{tstyle}", "A4", lambda a=args: manual_document(*a)
     for seed, justified in enumerate((True, False), start=440):
         args = (fonts[seed % 3], seed, justified)
         yield f"news-{'justified' if justified else 'ragged'}", "A4", lambda a=args: newsletter_document(*a)
+    for seed, (tstyle, repeat) in enumerate(
+        (("rows", True), ("rows", False), ("none", False), ("zebra", True)), start=480
+    ):
+        args = (fonts[seed % 3], seed, tstyle, repeat)
+        yield (
+            f"long-{tstyle}-{'repeated' if repeat else 'once'}",
+            "report",
+            lambda a=args: long_table_document(*a),
+        )
+    yield "news-dropcap", "A4", lambda: newsletter_document(fonts[1], 442, False, True)
     for seed, hstyle in enumerate(("plain", "caps"), start=420):
         args = (hstyle, fonts[seed % 3], seed, seed % 2 == 0, True)
         yield f"deck-bar-{hstyle}", "deck", lambda a=args: deck_document(*a)

@@ -31,7 +31,8 @@ def run(page: PageLayout) -> None:
     if style is None:
         return
     page.vocabulary |= style.vocabulary
-    cover = cover_style(clean, style)
+    # A page holding a table is no cover, however little running text it has beside the table.
+    cover = style if page.given_tables else cover_style(clean, style)
     if cover.cover_min_size:
         page.style = cover
     elif (

@@ -1,0 +1,74 @@
+"""A table of 60 rows printed over two pages (issue 30, round 11): its rows go on at the top of the
+next page without their heads (``table_html.continue_table``), and the first page, mostly that table
+under a title, a heading and two lines of text, is no cover page (``passes.prepare``).
+
+Before: the second page's rows were a table of their own, and "Water quality by station" was plain
+text: the page's few lines outside the table were taken for a cover's (the document's body size is
+the table's, so none of them was body text), where only the title is a heading (MHS 0.52).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.accuracy.printed import build
+from ocr_app.render.markdown import table_going_on, trailing_table
+from ocr_app.structure.table_html import continue_table
+from tests.factories import heading_texts, page_markdown, table_rows
+
+UPPER = (
+    "<table><thead><tr><th>Station</th><th>Nitrate</th><th>Change</th></tr></thead><tbody>"
+    "<tr><td>Ashford</td><td>6.4</td><td>-3.0</td></tr><tr><td>Bridgend</td><td>2.1</td><td>+1.5</td></tr>"
+    "</tbody></table>"
+)
+
+
+def test_rows_going_on_without_their_heads_join_the_table_above():
+    lower = "<table><tr><td>Carlow</td><td>2.5</td><td>-8.7</td></tr><tr><td>Dunmore</td><td>7.4</td><td>n/a</td></tr></table>"
+    joined = continue_table(UPPER, lower)
+    assert joined is not None
+    assert [r[0] for r in table_rows(joined)] == ["Station", "Ashford", "Bridgend", "Carlow", "Dunmore"]
+    assert joined.count("<thead>") == 1 and joined.endswith("</tbody></table>")
+
+
+@pytest.mark.parametrize(
+    "lower, why",
+    [
+        ("<table><tr><td>Carlow</td><td>2.5</td></tr></table>", "other columns"),
+        (
+            "<table><tr><td>Carlow</td><td>north</td><td>-8.7</td></tr><tr><td>Kilby</td><td>east</td><td>+2</td></tr></table>",
+            "words where the table above has figures",
+        ),
+        (
+            "<table><tr><th>Region</th><th>2024</th><th>2025</th></tr><tr><td>North</td><td>1</td><td>2</td></tr></table>",
+            "heads of its own",
+        ),
+        (
+            '<table><tr><td rowspan="2">Carlow</td><td>2.5</td><td>-8.7</td></tr><tr><td>2.6</td><td>-1</td></tr></table>',
+            "spans",
+        ),
+    ],
+)
+def test_another_table_at_the_top_of_the_next_page_stays_apart(lower, why):
+    assert continue_table(UPPER, lower) is None, why
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("long")
+    build(out, ("long-rows-once",))
+    return out
+
+
+def test_a_table_over_two_pages_is_one_table_under_its_heading(textlayer_engine, report):
+    pdf = report / "pdf" / "long-rows-once.pdf"
+    first, second = (page_markdown(textlayer_engine, pdf, k) for k in (0, 1))
+    assert heading_texts(first)[1:] == ["Water quality by station"], first
+    _, held = trailing_table(first)
+    assert held, first
+    joined, rest = table_going_on(held, second)
+    rows = table_rows(joined)
+    assert len(rows) == 61 and rows[0][0] == "Station" and rows[-1][0] == "Kilby 6", joined
+    assert "<table>" not in rest, rest
