@@ -7,7 +7,9 @@ Spent Share Vehicles 513 374 73% Rent 806 670 83%") and the table could not be j
 and a slide's title on a dark bar right above a table under a bar of the same colour was the table's
 first header row (the layout model's box took both in).
 
-Round 11: a slide's panel heads set in italics a little larger than the panel's text, in panels too
+Round 11: two tables side by side on a slide, each under its own head, were one table of six columns
+whose first header row was the two heads (deck-pair-plain: TEDS 0.50, found by the word positions;
+deck-pair-samesize: 0.52, read by the structure model in one layout box over both); and a slide's panel heads set in italics a little larger than the panel's text, in panels too
 narrow for the head to look short against them, were text (deck-samesize-kicker: MHS 0.51).
 """
 
@@ -24,12 +26,14 @@ from tests.factories import heading_texts, page_markdown, table_rows
 NAME = "zebra-labelled-slide"
 BAR = "deck-bar-plain"
 PANELS = "deck-samesize-kicker"
+PAIR = "deck-pair-plain"
+PAIR_BOXED = "deck-pair-samesize"  # the layout model boxes both tables as one: the structure model's path
 
 
 @pytest.fixture(scope="module")
 def slides(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("slides")
-    build(out, (NAME, BAR, PANELS))
+    build(out, (NAME, BAR, PANELS, PAIR, PAIR_BOXED))
     return out
 
 
@@ -69,3 +73,19 @@ def test_italic_panel_heads_a_little_larger_than_their_text_are_headings_under_t
     assert "Forty crossings get new lights and raised tables." in md.splitlines(), (
         md
     )  # the panel's text stays text
+
+
+def test_two_tables_side_by_side_are_two_tables_under_their_heads(textlayer_engine, slides):
+    md = page_markdown(textlayer_engine, slides / "pdf" / f"{PAIR}.pdf", 6)
+    assert heading_texts(md)[-2:] == ["Costs", "Staff"], md
+    costs, staff = md.split("### Staff")
+    assert table_rows(costs)[0] == ["Region", "Cost", "Change"] and len(table_rows(costs)) == 5, md
+    assert table_rows(staff)[0] == ["Region", "Staff", "Change"] and len(table_rows(staff)) == 5, md
+
+
+def test_two_tables_side_by_side_in_one_layout_box_are_read_one_by_one(textlayer_engine, slides):
+    md = page_markdown(textlayer_engine, slides / "pdf" / f"{PAIR_BOXED}.pdf", 6)
+    costs, staff = md.split("<table>")[1:]
+    assert table_rows("<table>" + costs)[0] == ["Region", "Cost", "Change"], md
+    assert table_rows("<table>" + staff)[0] == ["Region", "Staff", "Change"], md
+    assert all(len(table_rows("<table>" + t)) == 5 for t in (costs, staff)), md  # heads and four rows

@@ -316,6 +316,13 @@ def _render(blocks: list[Block], css: str, *, columns: bool = False) -> tuple[st
             )
             parts.append(f"<div class=panels>{boxes}</div>")
             md += [f"### {h}\n\n{t}" for h, t in v]  # type: ignore[union-attr]
+        elif kind == "pair":  # two tables side by side, each under its own head
+            boxes = "".join(
+                f"<div><h3>{html.escape(h)}</h3>{table_html(t)}</div>"
+                for h, t in v  # type: ignore[union-attr]
+            )
+            parts.append(f"<div class=pair>{boxes}</div>")
+            md += [f"### {h}\n\n{table_markdown(t)}" for h, t in v]  # type: ignore[union-attr]
         elif kind == "split":  # a slide's two halves: bullets on the left, a paragraph on the right
             items, para = v  # type: ignore[misc]
             bullets = "".join(f"<li>{html.escape(x)}</li>" for x in items)
@@ -338,6 +345,12 @@ def _render(blocks: list[Block], css: str, *, columns: bool = False) -> tuple[st
             text = str(v)
             parts.append(f"<p><span class=drop>{html.escape(text[0])}</span>{html.escape(text[1:])}</p>")
             md.append(text)
+        elif kind == "wide":  # a caption and a table spanning every column of a multi-column flow
+            caption, table = v  # type: ignore[misc]
+            parts.append(
+                f"<div class=wide><p class=caption>{html.escape(caption)}</p>{table_html(table)}</div>"
+            )
+            md += [caption, table_markdown(table)]
         elif kind == "pull":  # a pull quote set large between the column's paragraphs
             parts.append(f"<p class=pull>{html.escape(str(v))}</p>")
             md.append(str(v))
@@ -503,7 +516,7 @@ IEEE_CSS = (
 
 
 def paper_document(
-    font: str, seed: int, numbered_refs: bool, columns: bool, ieee: bool = False
+    font: str, seed: int, numbered_refs: bool, columns: bool, ieee: bool = False, wide: bool = False
 ) -> tuple[str, str]:
     """A scientific paper: title, authors, abstract, numbered sections in two columns, a table with
     its caption, a figure, a wrapped line starting with an en dash, hanging-indent references.
@@ -536,7 +549,10 @@ def paper_document(
                 blocks.append(("p", next(text)))
         if sec == "Results":
             blocks.append(("wrapline", r.choice(DASHED)))
-            blocks += [("caption", "Table 1: Agreement by element."), ("table", _plain(r))]
+            if wide:  # the table and its caption across both columns, the columns going on below
+                blocks += [("wide", ("Table 1: Agreement by element, by region.", _grouped(r)))]
+            else:
+                blocks += [("caption", "Table 1: Agreement by element."), ("table", _plain(r))]
             blocks += [("chart", None), ("caption", "Figure 1: Share of bridges graded alike, by quarter.")]
     blocks += [("h2", "References")] + [("tabref" if ieee else "ref", x) for x in _refs(r, numbered_refs)]
     css = (
@@ -552,6 +568,7 @@ def paper_document(
             else ""
         )
         + (IEEE_CSS if ieee else "")
+        + (" .wide{column-span:all;margin:3mm 0} .wide table.t{width:100%;font-size:9pt}" if wide else "")
     )
     return _render(blocks, css)
 
@@ -571,7 +588,20 @@ PANELS = (
 )
 
 
-def deck_document(hstyle: str, font: str, seed: int, kicker: bool, bar: bool = False) -> tuple[str, str]:
+def _two_by(r: random.Random, head: str) -> Table:
+    regions = r.sample(("North", "South", "East", "West", "Central", "Coast"), 4)
+    return (
+        [[("Region", 1, 1), (head, 1, 1), ("Change", 1, 1)]],
+        [
+            [(g, 1, 1), (str(r.randint(100, 900)), 1, 1), (f"{r.uniform(-20, 20):+.1f}%", 1, 1)]
+            for g in regions
+        ],
+    )
+
+
+def deck_document(
+    hstyle: str, font: str, seed: int, kicker: bool, bar: bool = False, pair: bool = False
+) -> tuple[str, str]:
     """A slide deck: a title slide, then slides with a small kicker line over the title, bullets,
     coloured panels side by side, a table with a header bar; a running footer with the slide number.
     ``bar``: each slide's title in white on a dark bar across the slide, and a slide in two halves."""
@@ -579,6 +609,7 @@ def deck_document(hstyle: str, font: str, seed: int, kicker: bool, bar: bool = F
     title = r.choice(TITLES)
     blocks: list[Block] = [("h1", title), ("meta", "Board meeting, 12 March 2026")]
     slides = DECK + ((("Two views of the year", "split"),) if bar else ())
+    slides += (("Costs and staff side by side", "pair"),) if pair else ()
     for k, (head, kind) in enumerate(slides, start=1):
         blocks.append(("slide", None))
         if kicker:
@@ -590,6 +621,8 @@ def deck_document(hstyle: str, font: str, seed: int, kicker: bool, bar: bool = F
             blocks.append(("panels", r.sample(PANELS, 3)))
         elif kind == "split":
             blocks.append(("split", (r.sample(ITEMS, 3), r.choice(PARAS))))
+        elif kind == "pair":
+            blocks.append(("pair", (("Costs", _two_by(r, "Cost")), ("Staff", _two_by(r, "Staff")))))
         else:
             blocks.append(("table", _plain(r)))
     css = (
@@ -601,6 +634,7 @@ def deck_document(hstyle: str, font: str, seed: int, kicker: bool, bar: bool = F
         " .meta{font-size:14pt;color:#555} .panels{display:flex;gap:6mm}"
         " .panel{flex:1;background:#e8eef6;padding:4mm} .panel h3{margin:0 0 2mm} ul{font-size:15pt}"
         " .split{display:flex;gap:10mm} .split>*{flex:1;margin-top:0}"
+        " .pair{display:flex;gap:12mm} .pair>div{flex:1} .pair h3{margin:0 0 2mm}"
         + (" .slide h2{background:#1f3b63;color:#fff;padding:3mm 5mm;margin:0 0 4mm}" if bar else "")
     )
     page, truth = _render(blocks, css)
@@ -807,6 +841,13 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
         args = (fonts[seed % 3], seed, numbered, columns)
         name = f"paper-{'numbered' if numbered else 'authoryear'}-{'two' if columns else 'one'}"
         yield name, "paper", lambda a=args: paper_document(*a)
+    for seed, numbered in enumerate((True, False), start=330):
+        args = (fonts[seed % 3], seed, numbered, True, False, True)
+        yield (
+            f"paper-wide-{'numbered' if numbered else 'authoryear'}",
+            "paper",
+            lambda a=args: paper_document(*a),
+        )
     for seed, columns in enumerate((True, False), start=320):
         args = (fonts[seed % 3], seed, True, columns, True)
         yield f"paper-ieee-{'two' if columns else 'one'}", "paper", lambda a=args: paper_document(*a)
@@ -831,6 +872,9 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
             lambda a=args: long_table_document(*a),
         )
     yield "news-dropcap", "A4", lambda: newsletter_document(fonts[1], 442, False, True)
+    for seed, hstyle in enumerate(("plain", "samesize"), start=430):
+        args = (hstyle, fonts[seed % 3], seed, False, False, True)
+        yield f"deck-pair-{hstyle}", "deck", lambda a=args: deck_document(*a)
     for seed, hstyle in enumerate(("plain", "caps"), start=420):
         args = (hstyle, fonts[seed % 3], seed, seed % 2 == 0, True)
         yield f"deck-bar-{hstyle}", "deck", lambda a=args: deck_document(*a)

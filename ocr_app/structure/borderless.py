@@ -968,22 +968,72 @@ def _prose_beside(grid: Grid, others: Sequence[Sequence[Piece]], body: float, pa
     return any(sum(map(_prose, side)) >= 0.5 * len(side) for side in (left, right))
 
 
+def side_by_side(run: Sequence[Sequence[Piece]]) -> tuple[float, int] | None:
+    """The x between two tables set side by side and read as one run: a row of heads whose first
+    head comes again further right ("Region Cost Change | Region Staff Change"), after the widest
+    gap of that row, with two heads or more on each side, and under it rows whose first cell on each
+    side is a label (words, not figures): each table has a column of labels of its own. Heads over
+    column groups ("2009 2010 | 2009 2010") repeat too, but figures stand under the second group's
+    first head. The x and the index of the row of heads; None: one table."""
+    for n, row in enumerate(run):
+        heads = sorted(row, key=lambda p: p.box[0])
+        if len(heads) < 4:
+            continue
+        gaps = [b.box[0] - a.box[2] for a, b in itertools.pairwise(heads)]
+        for k in range(2, len(heads) - 1):
+            if heads[k].text.strip() == heads[0].text.strip() and gaps[k - 1] >= max(gaps):
+                split = (heads[k - 1].box[2] + heads[k].box[0]) / 2
+                if _labels_on_both_sides(run[n + 1 :], split):
+                    return split, n
+    return None
+
+
+def _labels_on_both_sides(rows: Sequence[Sequence[Piece]], split: float) -> bool:
+    """Whether most rows start each side of ``split`` with a label (a piece that is no figure)."""
+    firsts = [
+        [min(side, key=lambda p: p.box[0]) for side in (left, right)]
+        for r in rows
+        if (left := [p for p in r if _mid(p) < split]) and (right := [p for p in r if _mid(p) >= split])
+    ]
+    labels = sum(1 for a, b in firsts if not NUMERIC.match(a.text) and not NUMERIC.match(b.text))
+    return len(firsts) >= 2 and labels >= 0.7 * len(firsts)
+
+
+def _halves(run: Sequence[Sequence[Piece]], split: float) -> list[list[Sequence[Piece]]]:
+    """The run's rows cut at ``split`` into the left table's and the right one's, each without the
+    lines of one piece over it (its title: text, not a row)."""
+    out = []
+    for left in (True, False):
+        half = [kept for r in run if (kept := [p for p in r if (_mid(p) < split) == left])]
+        while half and len(half[0]) == 1:
+            half = half[1:]
+        out.append(half)
+    return out
+
+
 def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[Grid]:
-    """All borderless tables among the page's rows (top to bottom)."""
+    """All borderless tables among the page's rows (top to bottom); two tables set side by side
+    (``side_by_side``) are read one by one (issue 30, round 11)."""
     grids: list[Grid] = []
     taken = -1
     for first, last in find_runs(rows, body, page_width):
         above = rows[first - 1] if first - 1 > taken and first > 0 else None
         if above is not None and not _close(above, rows[first]):
             above = None
-        grid = build_grid(rows[first : last + 1], body, above)
+        run = rows[first : last + 1]
         others = [*rows[:first], *rows[last + 1 :]]
-        if (
-            grid is not None
-            and not _text_columns_of_page(grid, others, body, page_width)
-            and not _prose_beside(grid, others, body, page_width)
-        ):
-            grids.append(grid)
-            taken = last
+        pair = side_by_side(run)
+        if pair is not None:
+            found = [
+                g for h in _halves(run, pair[0]) if len(h) >= 2 and (g := build_grid(h, body)) is not None
+            ]
+        else:
+            found = [g for g in [build_grid(run, body, above)] if g is not None]
+        for grid in found:
+            if not _text_columns_of_page(grid, others, body, page_width) and not _prose_beside(
+                grid, others, body, page_width
+            ):
+                grids.append(grid)
+                taken = last
     logger.debug("borderless: %d runs → %d tables", len(grids), len(grids))
     return grids

@@ -1393,7 +1393,7 @@ def tables_in_regions(
         snapped = snap(region, rest)
         if snapped is None:
             continue
-        for box, held in _stacked(*snapped):
+        for box, held in [part for stacked in _stacked(*snapped) for part in _beside(*stacked)]:
             if text_columns(held, body):
                 logger.debug("region %s: columns of running text side by side, not a table", box)
                 continue
@@ -1629,6 +1629,32 @@ def _stacked(box: Box, held: list[TextLine]) -> list[tuple[Box, list[TextLine]]]
         parts.append((union_box([ln.box for ln in lines]), lines))
     logger.debug("region %s: %d tables one under the other", box, len(parts))
     return parts
+
+
+def _beside(box: Box, held: list[TextLine]) -> list[tuple[Box, list[TextLine]]]:
+    """A region the layout model boxed over two tables set side by side → one part per table, each
+    from its row of heads down (``borderless.side_by_side``: the first head comes again after the
+    row's widest gap). A line above the heads on one side alone is that table's title: left as text.
+    Why: the structure model reads one grid of both, their titles as heads over column groups
+    (issue 30, round 11)."""
+    from ocr_app.schema import union_box
+    from ocr_app.structure.borderless import side_by_side
+    from ocr_app.structure.lines import group_rows
+
+    rows = sorted(group_rows(held), key=lambda r: r.box[1])
+    pair = side_by_side([r.items for r in rows])
+    if pair is not None and pair[1] <= HEAD_ROWS:
+        split, row = pair[0], rows[pair[1]]
+        parts = []
+        for left in (True, False):
+            lines = [
+                ln for ln in held if ((ln.box[0] + ln.box[2]) / 2 < split) == left and ln.box[3] > row.box[1]
+            ]
+            if lines:
+                parts.append((union_box([ln.box for ln in lines]), lines))
+        logger.debug("region %s: two tables side by side", box)
+        return parts
+    return [(box, held)]
 
 
 def worth_looking(lines: Sequence[TextLine], body: float, *, drawn: bool) -> bool:
