@@ -55,6 +55,17 @@ def test_a_justified_line_broken_at_its_word_spaces_is_joined():
     assert joined.box == (100, 50, 400, 72) and len(joined.words) == 4
 
 
+def test_right_to_left_pieces_are_left_as_the_extraction_gives_them():
+    # the same layout as a justified line, in Hebrew: joined left to right, its words would reverse
+    pieces = [
+        TextLine("שלום", (100, 50, 154, 72), SIZE, words=((100, 154),)),
+        TextLine("עולם", (190, 50, 244, 72), SIZE, words=((190, 244),)),
+        TextLine("טוב מאוד", (280, 50, 400, 72), SIZE, words=((280, 316), (352, 400))),
+    ]
+    lines = [_measure(25), *pieces, _measure(75)]
+    assert [ln.text for ln in join_justified(lines)] == [ln.text for ln in lines]
+
+
 def test_a_table_row_and_a_line_off_the_measure_stay_apart():
     # cells: the gaps between them are not the spaces inside them
     row = [

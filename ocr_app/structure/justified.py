@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ocr_app.schema import union_box
-from ocr_app.structure.lines import TextLine
+from ocr_app.structure.lines import TextLine, is_rtl
 
 EVEN_GAP = 0.2  # × size: a justified line's word spaces differ by at most this (the line is spread evenly)
 # × size: a wider space than this is no word space, however the line is set; a line of three words
@@ -46,7 +46,12 @@ def join_pass(lines: list[TextLine]) -> list[TextLine]:
     width, none wider than ``MAX_GAP``, and the run starts and ends where a neighbouring line of prose
     starts and ends (the column's measure). A table row's cell gaps differ from its word spaces, and
     its ends rarely meet a paragraph's."""
-    flat = [ln for ln in lines if not ln.turns and not ln.mono and ln.words and ln.box[3] > ln.box[1]]
+    # Right-to-left words are read from the right: joining them left to right would reverse them.
+    flat = [
+        ln
+        for ln in lines
+        if not ln.turns and not ln.mono and ln.words and ln.box[3] > ln.box[1] and not is_rtl(ln.text)
+    ]
     if len(flat) < 3:
         return lines
     measures = sorted(
