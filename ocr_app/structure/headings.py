@@ -269,6 +269,14 @@ def _styled_heading_level(
         # Where the body itself is bold, a bold line standing alone (a blank line above and below in
         # its column, nothing beside it) is a heading: a label has its value beside or under it.
         return bold_level
+    return _quiet_title_level(row, text, style, where, bold_level)
+
+
+def _quiet_title_level(row: Row, text: str, style: DocStyle, where: RowContext, bold_level: int) -> int:
+    """Titles set at about the body's size and weight, marked by something quieter: their place in the
+    document's numbering, italics on a short or lone line, small capitals, an underline, or the
+    document's title face. 0: none of these."""
+    ratio = row.size / style.body_size
     depth = style.numbered.get(normal_title(text))
     if depth and max(row.caps_size, row.size) / style.body_size >= 0.75:
         return min(bold_level + depth - 1, 6)  # a numbered section title set like the text around it
