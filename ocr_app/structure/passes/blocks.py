@@ -141,9 +141,9 @@ class _SectionContext:
     page_height: float
     typical_gap: float = 0.0
     isolated: set[int] = field(default_factory=set)
-    leads: set[int] = field(default_factory=set)
+    panel_leads: set[int] = field(default_factory=set)  # heads of text panels over pictures (``panel_leads``)
     terms: set[int] = field(default_factory=set)
-    leads_text: set[int] = field(default_factory=set)
+    leads: set[int] = field(default_factory=set)  # rows right above what they head (``leading_rows``)
     left: float = 0.0
     width: float = 0.0
     hang_x: float | None = None  # where wrapped lines start in a section set with hanging indents
@@ -284,14 +284,14 @@ class _SectionBlocks:
         centre = (row.box[0] + row.box[2]) / 2 - (ctx.left + ctx.width / 2)
         aligned = row.box[0] - ctx.left <= 2 * row.size or abs(centre) <= 1.5 * row.size
         where = RowContext(
-            short_line,
-            ctx.page_height,
-            id(row) in ctx.isolated,
-            id(row) in ctx.leads,
-            aligned,
-            id(row) in ctx.terms,
-            id(row) in ctx.leads_text,
-            id(row) in ctx.colored,
+            short_line=short_line,
+            page_height=ctx.page_height,
+            isolated=id(row) in ctx.isolated,
+            leads_text=id(row) in ctx.panel_leads,
+            aligned=aligned,
+            term=id(row) in ctx.terms,
+            leads=id(row) in ctx.leads,
+            colored=id(row) in ctx.colored,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level or cur is None or cur.last is None or big_gap:
@@ -508,7 +508,7 @@ def _group(
     page_height: float = 0.0,
     panel: frozenset[int] = frozenset(),
 ) -> _SectionBlocks:
-    units, typical_gap, isolated, leads, terms = _section_units(section, body, config, style, panel)
+    units, typical_gap, isolated, heads_of_panels, terms = _section_units(section, body, config, style, panel)
     left = min((u.box[0] for u in units), default=0.0)
     width = max((u.box[2] for u in units), default=0.0) - left
     rows = [u for u in units if isinstance(u, Row)]
@@ -520,12 +520,12 @@ def _group(
         vocabulary,
         page_height,
         typical_gap,
-        isolated,
-        leads,
-        terms,
-        leading_rows(units, width) if style is not None else set(),
-        left,
-        width,
+        isolated=isolated,
+        panel_leads=heads_of_panels,
+        terms=terms,
+        leads=leading_rows(units, width) if style is not None else set(),
+        left=left,
+        width=width,
         hang_x=hang[0] if hang else None,
         hang_top=hang[1] if hang else 0.0,
         colored=colored_rows(units, style, typical_gap) if style is not None else set(),
