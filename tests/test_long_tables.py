@@ -1,5 +1,5 @@
 """A table of 60 rows printed over two pages (issue 30, round 11): its rows go on at the top of the
-next page without their heads (``table_html.continue_table``), and the first page, mostly that table
+next page without their heads (``render.markdown.rows_go_on``), and the first page, mostly that table
 under a title, a heading and two lines of text, is no cover page (``passes.prepare``).
 
 Before: the second page's rows were a table of their own, and "Water quality by station" was plain
@@ -15,7 +15,6 @@ import pytest
 
 from bench.accuracy.printed import build
 from ocr_app.render.markdown import table_going_on, trailing_table
-from ocr_app.structure.table_html import continue_table
 from tests.factories import heading_texts, page_markdown, table_rows
 
 UPPER = (
@@ -27,8 +26,8 @@ UPPER = (
 
 def test_rows_going_on_without_their_heads_join_the_table_above():
     lower = "<table><tr><td>Carlow</td><td>2.5</td><td>-8.7</td></tr><tr><td>Dunmore</td><td>7.4</td><td>n/a</td></tr></table>"
-    joined = continue_table(UPPER, lower)
-    assert joined is not None
+    joined, rest = table_going_on(UPPER, lower)
+    assert joined != UPPER and rest == ""
     assert [r[0] for r in table_rows(joined)] == ["Station", "Ashford", "Bridgend", "Carlow", "Dunmore"]
     assert joined.count("<thead>") == 1 and joined.endswith("</tbody></table>")
 
@@ -52,7 +51,7 @@ def test_rows_going_on_without_their_heads_join_the_table_above():
     ],
 )
 def test_another_table_at_the_top_of_the_next_page_stays_apart(lower, why):
-    assert continue_table(UPPER, lower) is None, why
+    assert table_going_on(UPPER, lower) == (UPPER, lower), why
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.render.atomic import atomic_write_bytes
 from ocr_app.schema import Block, Box, StopReason
-from ocr_app.structure.table_html import SCRIPT_TAG, continue_table
+from ocr_app.structure.table_html import SCRIPT_TAG, append_rows, continue_table
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -221,11 +221,48 @@ def trailing_table(md: str) -> tuple[str, str]:
 
 def table_going_on(table: str, md: str) -> tuple[str, str]:
     """``table`` (the last block of a page) with the rows of the table that starts the next page's
-    ``md`` when that one repeats its header, and the rest of ``md``: a table printed across a page
-    break is one table in the document, kept where it starts."""
+    ``md`` when that one repeats its header or is its body rows going on under none (``rows_go_on``),
+    and the rest of ``md``: a table printed across a page break is one table in the document, kept
+    where it starts."""
     first, _, rest = md.strip().partition("\n\n")
     joined = continue_table(table, first)
+    if joined is None and rows_go_on(table, first):
+        joined = append_rows(table, first)
     return (joined, rest) if joined is not None else (table, md)
+
+
+def rows_go_on(upper: str, lower: str) -> bool:
+    """Whether ``lower``, a table with no header at the top of the next page, is more of ``upper``'s
+    body rows (a table printed without its header repeated): plain cells only, as many columns a row
+    as ``upper``'s body, and every column holding figures in both or in neither. Another table at the
+    top of the next page has heads of its own or other columns."""
+    from ocr_app.render.spreadsheet import SheetCell, table_cells
+    from ocr_app.structure.word_columns import NUMERIC
+
+    below = table_cells(lower)
+    above = [c for c in table_cells(upper) if not c.header]
+    if not above or not below or any(c.header or c.rowspan > 1 or c.colspan > 1 for c in below):
+        return False
+
+    def rows(cells: list[SheetCell]) -> dict[int, list[SheetCell]]:
+        out: dict[int, list[SheetCell]] = {}
+        for c in cells:
+            out.setdefault(c.row, []).append(c)
+        return out
+
+    def width(row: list[SheetCell]) -> int:
+        return sum(c.colspan for c in row)
+
+    top, bottom = rows(above), rows(below)
+    widths = {width(r) for r in [*top.values(), *bottom.values()]}
+    if len(widths) != 1:
+        return False
+
+    def figures(cells: list[SheetCell], column: int) -> bool:
+        filled = [c.text for c in cells if c.col == column and c.text.strip()]
+        return bool(filled) and sum(1 for t in filled if NUMERIC.match(t)) > 0.5 * len(filled)
+
+    return all(figures(above, k) == figures(below, k) for k in range(widths.pop()))
 
 
 def page_block(number: int, md: str) -> str:

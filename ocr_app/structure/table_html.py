@@ -14,8 +14,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ocr_app.structure.word_columns import NUMERIC
-
 # A line that starts a new item inside a cell (a bullet, "①", "1.", "a)"): kept on its own line (<br>).
 _ITEM_START = re.compile(
     r"^\s*(?:(?:[-•●○◦▪▫■□–—*·‣⁃※]|\(?\d{1,3}[.)]|[a-z][.)])\s|[\u2460-\u24ff\u2776-\u2793])"
@@ -182,13 +180,9 @@ _BODY_END = "</tbody></table>"
 
 def continue_table(upper: str, lower: str) -> str | None:
     """``upper`` (a table as ``table_html`` writes it) with the body rows of ``lower`` when ``lower``
-    repeats ``upper``'s header rows, or when it has no header and its rows are ``upper``'s body rows
-    going on (``_rows_go_on``), else None. Browsers and word processors print a table's header again
-    at the top of each column or page it runs into, unless told not to: a reader sees one table going
-    on either way."""
+    repeats ``upper``'s header rows, else None. Browsers and word processors print a table's header
+    again at the top of each column or page it runs into: a reader sees one table going on."""
     head, again = _THEAD.search(upper), _THEAD.search(lower)
-    if head and not again and upper.endswith(_BODY_END) and _rows_go_on(upper[head.end() :], lower):
-        return upper[: -len(_BODY_END)] + lower.removeprefix("<table>").removesuffix("</table>") + _BODY_END
     if not (
         head
         and again
@@ -201,42 +195,15 @@ def continue_table(upper: str, lower: str) -> str | None:
     return upper[: -len(_BODY_END)] + lower[again.end() :].removeprefix("<tbody>")
 
 
-_ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
-_CELL = re.compile(r"<t([dh])([^>]*)>(.*?)</t[dh]>", re.S)
-_SPAN = re.compile(r'colspan="(\d+)"')
-
-
-def _rows_go_on(body: str, lower: str) -> bool:
-    """Whether ``lower`` (a table with no header rows) reads as more of the body rows ``body``: plain
-    cells only, as many columns a row, and every column holding figures in both or in neither (a
-    different table at the top of the next page has other columns)."""
-    if not lower.startswith("<table><tr>") or "<th" in lower or "rowspan" in lower:
-        return False
-    above, below = _grid(body), _grid(lower)
-    if not above or not below:
-        return False
-    width = len(above[0])
-    if any(len(r) != width for r in [*above, *below]):
-        return False
-    return all(_figures(above, c) == _figures(below, c) for c in range(width))
-
-
-def _grid(part: str) -> list[list[str]]:
-    """The rows of ``part`` as lists of cell texts, a cell spanning columns repeated (``colspan``)."""
-    rows = []
-    for row in _ROW.findall(part):
-        cells = []
-        for _, attrs, text in _CELL.findall(row):
-            span = _SPAN.search(attrs)
-            cells += [html.unescape(text)] * (int(span.group(1)) if span else 1)
-        rows.append(cells)
-    return rows
-
-
-def _figures(rows: list[list[str]], column: int) -> bool:
-    """Whether most filled cells of a column are figures."""
-    filled = [r[column] for r in rows if r[column].strip()]
-    return bool(filled) and sum(1 for t in filled if NUMERIC.match(t)) > 0.5 * len(filled)
+def append_rows(upper: str, lower: str) -> str | None:
+    """``upper`` (a table with header rows, as ``table_html`` writes it) with the rows of ``lower``, a
+    table of body rows only, as more of its body; None when they are not so written. Whether the rows
+    do go on is the caller's reading (``render.markdown.rows_go_on``)."""
+    if not (
+        upper.startswith("<table><thead>") and upper.endswith(_BODY_END) and lower.startswith("<table><tr>")
+    ):
+        return None
+    return upper[: -len(_BODY_END)] + lower.removeprefix("<table>").removesuffix("</table>") + _BODY_END
 
 
 def cell_text(cell: Cell | str) -> str:
