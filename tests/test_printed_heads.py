@@ -16,12 +16,18 @@ INTRO = "The table below sets out the figures by line."
 AFTER = "Most differences were small and followed from changes in scope approved in writing."
 
 
-def _page(css: str, head: str, body: str) -> str:
+def _style(css: str) -> str:
     return (
         "<style>body{font-family:'DejaVu Sans',sans-serif;font-size:10.5pt}"
         "table{border-collapse:collapse;font-size:9.5pt}"
         "td,th{padding:1.2mm 2.5mm;text-align:left;vertical-align:top} td.grp{font-weight:bold}"
-        f"{css}</style><h2>Results by region</h2><p>{INTRO}</p>"
+        f"{css}</style>"
+    )
+
+
+def _page(css: str, head: str, body: str) -> str:
+    return (
+        f"{_style(css)}<h2>Results by region</h2><p>{INTRO}</p>"
         f"<table><thead>{head}</thead><tbody>{body}</tbody></table><p>{AFTER}</p>"
     )
 
@@ -122,6 +128,76 @@ def test_a_head_beside_column_groups_spans_the_header_rows(textlayer_engine, pri
     )
     assert '<th rowspan="2">Site</th><th colspan="2">Nitrate (mg/l)</th>' in md, md
     assert table_rows(md)[1:] == [["2024", "2025", "2024", "2025"], *body], md
+
+
+SITES = [
+    ["Upper weir", "3.37", "1.40", "8.81", "8.10"],
+    ["Mill bridge", "4.43", "1.44", "6.89", "8.75"],
+    ["Town park", "3.06", "3.64", "7.89", "6.87"],
+]
+GROUP_HEAD = (
+    "<tr><th rowspan=2>Site</th><th colspan=2>Nitrate (mg/l)</th><th colspan=2>Phosphate (mg/l)</th></tr>"
+    + _tr(["2024", "2025", "2024", "2025"], "th")
+)
+PAINTED_HEAD = "th{background:#1f3b63;color:#fff}"  # each head cell painted on its own, white between
+
+
+def _group_table(md: str) -> None:
+    assert md.count("<table>") == 1, md
+    assert '<th rowspan="2">Site</th><th colspan="2">Nitrate (mg/l)</th><th colspan="2">Phosphate' in md, md
+    assert table_rows(md)[1:] == [["2024", "2025", "2024", "2025"], *SITES], md
+    assert_in_order(md, [INTRO, "<table>", "</table>", AFTER])
+
+
+def test_a_head_set_in_the_middle_of_two_painted_header_rows_spans_them(textlayer_engine, printer):
+    """A header painted cell by cell, "Site" centred down both header rows, the groups' heads centred
+    over right-aligned figures. Before: "Site" on a line of its own between the two header lines
+    parted the heads over the groups from the table; they came out as a line of text over it
+    ("Nitrate (mg/l) Phosphate (mg/l) Site") and the table began at "2024" (the structure model
+    reads the dark header as one cell)."""
+    css = (
+        PAINTED_HEAD
+        + "th{text-align:center;vertical-align:middle} td{text-align:right} td:first-child{text-align:left}"
+    )
+    html = _page(css, GROUP_HEAD, "".join(_tr(r) for r in SITES))
+    _group_table(page_markdown(textlayer_engine, printer("painted-middle", html)))
+
+
+BESIDE = [
+    "Our estimates assume that interest rates stay at their current level and that the exchange rate "
+    "moves within the band observed over the past twelve months.",
+    "Maintenance costs rose because several bridges reached the age at which their bearings must be "
+    "replaced. The work was spread over two years to keep lanes open.",
+    "Water quality was sampled at forty stations along the river. Nitrate levels fell at most "
+    "stations, while phosphate stayed close to last year's values except downstream of the plant.",
+]
+
+
+def test_a_table_in_one_column_of_a_short_two_column_page_is_read_in_its_column(textlayer_engine, printer):
+    """Two short text columns: the left holds a sentence, a table and a sentence, the right three
+    paragraphs. The heads over the groups wrap ("Nitrate" over "(mg/l)"). Before: too few lines of
+    the two columns stood side by side to show the gutter, so the table's rows and the right
+    column's lines were read as one table of six columns, the paragraphs cut into its last column.
+    Now a grid whose outer column is running text is no table, a gutter is looked for among gaps
+    beside running text only (a table's own column gaps are no gutter), a table beside lines of
+    running text stands in a column, and heads over groups on the run's first lines head them."""
+    css = (
+        ".cols{column-count:2;column-gap:8mm;text-align:justify} table{width:100%;font-size:8.5pt}"
+        + PAINTED_HEAD
+    )
+    table = f"<table><thead>{GROUP_HEAD}</thead><tbody>{''.join(_tr(r) for r in SITES)}</tbody></table>"
+    html = (
+        _style(css)
+        # inside a browser's default body margin (8 px): the intro then wraps onto a second line
+        + f"<div style='padding:8px'><h2>Results by region</h2><div class=cols><p>{INTRO}</p>{table}"
+        + f"<p>{AFTER}</p>"
+        + "".join(f"<p>{p}</p>" for p in BESIDE)
+        + "</div></div>"
+    )
+    md = page_markdown(textlayer_engine, printer("beside-text", html))
+    _group_table(md)
+    assert "<table>" not in md[md.index("</table>") :], md
+    assert_in_order(md, [INTRO, "<table>", "</table>", AFTER, *BESIDE])
 
 
 def test_a_head_alone_in_its_columns_spans_the_header_rows():

@@ -35,9 +35,11 @@ from dataclasses import dataclass, field
 
 from ocr_app.schema import Box, union_box
 from ocr_app.structure.running_text import running_text
-from ocr_app.structure.table_html import Cell, header_rows
+from ocr_app.structure.table_html import MAX_HEADER_ROWS, Cell, header_rows
 from ocr_app.structure.word_columns import (
+    FLUSH,
     NUMERIC,
+    Part,
     Piece,
     centred_span,
     column_bounds,
@@ -766,7 +768,9 @@ def _left_set_span(
     pieces: Sequence[Piece], k: int, cols: list[list[float]], body: float
 ) -> tuple[int, int] | None:
     """The columns a head set flush left over its group covers: from the column it starts at (its
-    left edge at that column's) to the column before the next head's, or the last one."""
+    left edge at that column's) to the column before the next head's, or the last one. It must end
+    over its last column (a body height past it; over the table's last columns, half the group's
+    width: a head wider than its figures)."""
     start = next((c for c, col in enumerate(cols) if abs(pieces[k].box[0] - col[0]) <= 0.5 * body), None)
     if start is None or start == 0:
         return None
@@ -776,9 +780,27 @@ def _left_set_span(
         )
     else:
         end = len(cols) - 1
-    return (
-        (start, end) if end is not None and end > start and pieces[k].box[2] <= cols[end][1] + body else None
-    )
+    if end is None or end <= start:
+        return None
+    # A head may reach past its last column's figures, by up to half the group's width over the
+    # table's last columns (no next head bounds it there).
+    reach = body if k + 1 < len(pieces) else max(body, 0.5 * (cols[end][1] - cols[start][0]))
+    return (start, end) if pieces[k].box[2] <= cols[end][1] + reach else None
+
+
+def _covered_span(
+    p: Piece, cols: list[list[float]], blocked: Sequence[int], body: float
+) -> tuple[int, int] | None:
+    """The columns a head as wide as their figures, or wider, covers: two or more columns whose ink
+    lies whole under it, none of another column's under it ("Nitrate (mg/l)" over right-aligned
+    "2024 2025", ending where they end: neither centred by a margin nor set from the first one's
+    edge, ``centred_span`` leaves it)."""
+    tol = FLUSH * body
+    under = [c for c, col in enumerate(cols) if p.box[0] - tol <= col[0] and col[1] <= p.box[2] + tol]
+    touched = [c for c, col in enumerate(cols) if col[0] < p.box[2] and p.box[0] < col[1]]
+    if len(under) < 2 or touched != under or any(c in blocked for c in under):
+        return None
+    return under[0], under[-1]
 
 
 def _group_heads(above: Sequence[Piece], cols: list[list[float]], body: float) -> list[Cell] | None:
@@ -796,7 +818,11 @@ def _group_heads(above: Sequence[Piece], cols: list[list[float]], body: float) -
         if k == 0 and len(cols) > 1 and p.box[0] <= cols[0][1] and p.box[2] < cols[1][0]:
             spans.append((0, 0))  # the first column's own head, set as its cells are
             continue
-        span = centred_span(p.box[0], p.box[2], cols, body, beyond) or _left_set_span(pieces, k, cols, body)
+        span = (
+            centred_span(p.box[0], p.box[2], cols, body, beyond)
+            or _left_set_span(pieces, k, cols, body)
+            or _covered_span(p, cols, beyond, body)
+        )
         if span is None:
             return None
         spans.append(span)
@@ -853,6 +879,55 @@ def build_grid(
     run: Sequence[Sequence[Piece]], body: float, above: Sequence[Piece] | None = None
 ) -> Grid | None:
     """One run of rows → a table, or None when the rows do not make one."""
+    most = max(len(r) for r in run)
+    if tier := _group_tier(run, most):
+        # Heads over column groups on the run's first lines (wrapped, "Nitrate" over "(mg/l)"), over a
+        # full row of heads: read as the line over the table when they are heads over groups.
+        heads = _stacked_heads(run[:tier])
+        grid = _build_grid(run[tier:], body, heads)
+        if (
+            grid is not None
+            and all(any(h is q for q in grid.pieces) for h in heads)
+            and sum(1 for c in grid.rows[0] if c.text) == len(heads)  # each head over its own group
+        ):
+            grid.pieces = [q for q in grid.pieces if not any(q is h for h in heads)]
+            grid.pieces += [p for r in run[:tier] for p in r]  # the lines themselves, as the page has them
+            grid.box = union_box([p.box for p in grid.pieces])
+            return grid
+    return _build_grid(run, body, above)
+
+
+def _group_tier(run: Sequence[Sequence[Piece]], most: int) -> int:
+    """How many of the run's first rows are heads over column groups: heavy rows of fewer heads than
+    the fullest row has cells less one, with body rows of two or more cells under the full row of
+    heads that follows them; else 0."""
+    k = 0
+    while k < min(len(run), MAX_HEADER_ROWS) and all(map(_heavy, run[k])) and len(_stacks(run[k])) < most - 1:
+        k += 1
+    if not k or k >= len(run) or not all(map(_heavy, run[k])) or len(run[k]) < most - 1:
+        return 0
+    body = [r for r in run[k + 1 :] if not all(map(_heavy, r)) and len(r) >= 2]
+    return k if len(body) >= 2 else 0
+
+
+def _stacked_heads(rows: Sequence[Sequence[Piece]]) -> list[Piece]:
+    """The heads of several lines as one piece each: lines that overlap in x (a head wrapped onto
+    two lines) joined top to bottom."""
+    pieces = sorted((p for r in rows for p in r), key=lambda p: (p.box[1], p.box[0]))
+    stacks = _stacks(pieces)
+    out: list[Piece] = []
+    for st in stacks:
+        if len(st) == 1:
+            out.append(st[0])
+            continue
+        st = sorted(st, key=lambda p: p.box[1])
+        out.append(Part(_text(st), union_box([p.box for p in st]), st[0].bold, st[0].weight))
+    return out
+
+
+def _build_grid(
+    run: Sequence[Sequence[Piece]], body: float, above: Sequence[Piece] | None = None
+) -> Grid | None:
     originals = [p for r in run for p in r]
     most = max(len(r) for r in run)
     run = [split_numbers(r, most) for r in run]
@@ -952,12 +1027,34 @@ def _page_gutter(
     return (g0, g1) if g1 > g0 else None
 
 
+TEXT_COLUMN_LINES = 3  # a text column beside a table: at least this many of its lines in the grid
+
+
+def _text_column_edge(grid: Grid, page_width: float) -> tuple[float, float] | None:
+    """The gap before the grid's last column or after its first when that column is a column of
+    running text (on a page whose columns are too short for ``_page_gutter`` to see): lines of prose
+    (``_prose``), most as wide as the column, at least a third of the page wide, together. A table's
+    column of notes is narrower, or its cells' lines wrap short."""
+    if len(grid.columns) < 3:
+        return None
+    for k, other in ((len(grid.columns) - 1, len(grid.columns) - 2), (0, 1)):
+        x0, x1 = grid.columns[k]
+        lines = [p for p in grid.pieces if x0 <= (p.box[0] + p.box[2]) / 2 <= x1]
+        if len(lines) < TEXT_COLUMN_LINES or x1 - x0 < 0.3 * page_width:
+            continue
+        full = [p for p in lines if _prose(p) and p.box[2] - p.box[0] >= 0.8 * (x1 - x0)]
+        if len(full) >= 0.6 * len(lines):
+            a, b = sorted((grid.columns[k], grid.columns[other]))
+            return a[1], b[0]
+    return None
+
+
 def _prose_beside(grid: Grid, others: Sequence[Sequence[Piece]], body: float, page_width: float) -> bool:
     """Whether the grid is a table in one text column read together with the prose of the other: the
     page's gutter (found outside the grid's rows) parts its pieces, none reaching across, and on one
     side most pieces are lines of prose. The table is then searched inside its column
     (``passes.tables.tables_beside_a_gutter``); the prose stays text (issue 30, round 10)."""
-    gutter = _page_gutter(others, body, page_width)
+    gutter = _page_gutter(others, body, page_width) or _text_column_edge(grid, page_width)
     if gutter is None:
         return False
     mid = (gutter[0] + gutter[1]) / 2
@@ -966,6 +1063,30 @@ def _prose_beside(grid: Grid, others: Sequence[Sequence[Piece]], body: float, pa
     if not left or not right or len(left) + len(right) < len(grid.pieces):
         return False
     return any(sum(map(_prose, side)) >= 0.5 * len(side) for side in (left, right))
+
+
+def _stub_between(top: Sequence[Piece], mid: Sequence[Piece], heads: Sequence[Piece]) -> bool:
+    """Whether ``mid`` is the first column's head set in the middle of two header lines (a head
+    spanning both, centred down them as HTML and word processors set it): heavy, alone left of the
+    heads on the line ``top`` above it (heads over column groups, "Nitrate (mg/l)" over "2024
+    2025"), its middle between the middles of ``top`` and of the run's first row ``heads``, which
+    stand a line's spacing apart. ``top`` and ``mid`` are then read as one line over the table
+    (``_group_heads``: "Site" beside the groups), as when the stub stands on the groups' line."""
+    if not top or not mid or not all(_heavy(p) for p in [*top, *mid]):
+        return False
+    upper, stub, lower = (union_box([p.box for p in r]) for r in (top, mid, heads))
+
+    def middle(b: Box) -> float:
+        return (b[1] + b[3]) / 2
+
+    return (
+        stub[2] < upper[0]
+        and stub[2] < lower[0]
+        and middle(upper) < middle(stub) < middle(lower)
+        and stub[1] > upper[1]
+        and stub[3] < lower[3]
+        and _close(top, heads)
+    )
 
 
 def side_by_side(run: Sequence[Sequence[Piece]]) -> tuple[float, int] | None:
@@ -1018,7 +1139,9 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
     taken = -1
     for first, last in find_runs(rows, body, page_width):
         above = rows[first - 1] if first - 1 > taken and first > 0 else None
-        if above is not None and not _close(above, rows[first]):
+        if above is not None and first - 2 > taken and _stub_between(rows[first - 2], above, rows[first]):
+            above = [*rows[first - 2], *above]
+        elif above is not None and not _close(above, rows[first]):
             above = None
         run = rows[first : last + 1]
         others = [*rows[:first], *rows[last + 1 :]]

@@ -207,7 +207,9 @@ def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int,
 PROSE_WIDTH = 12  # × body size: a line this wide is running text, not a label or a cell
 
 
-def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tuple[float, float] | None:
+def find_gutter(
+    items: Sequence[Item], config: LayoutConfig, body: float, *, beside_text: bool = False
+) -> tuple[float, float] | None:
     """The x-position most side-by-side pairs of text lines are separated at, or None.
 
     Two lines side by side (their y-ranges overlap) with a gap of at least a gutter between them
@@ -218,7 +220,9 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
     stands in a column of its own, and read by height alone it would cut a paragraph beside it. So does
     a filled panel (a sidebar) beside lines of text; panels beside panels (a slide's grid of boxes) are
     no evidence: read by height, a row of panels stays a row. Two tables side by side count once for
-    each row they stand apart on (up to three): so their titles go with them, each over its table.
+    each row they stand apart on (up to three): so their titles go with them, each over its table; so
+    does a table beside lines of running text (a table in one column of a paper). ``beside_text``: only gaps with a line of running text on one side count (the gutter a table in
+    one column stands beside; the gaps between its own cells are no columns of the page).
     """
     min_gap = config.min_gutter_ratio * body
     solid = [
@@ -243,11 +247,15 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
             if nearest is None or b.box[0] < nearest.box[0]:
                 nearest = b
         if nearest is not None and nearest.box[0] - a.box[2] >= min_gap:
-            gaps.append((a.box[2], nearest.box[0]))
             lines = (a, nearest)
-            prose += all(isinstance(i, TextLine) and i.box[2] - i.box[0] >= PROSE_WIDTH * body for i in lines)
+            running = [isinstance(i, TextLine) and i.box[2] - i.box[0] >= PROSE_WIDTH * body for i in lines]
+            if beside_text and not any(running):
+                continue
+            gaps.append((a.box[2], nearest.box[0]))
+            prose += all(running)
     # Two tables side by side stand apart on each of their rows, as lines of two columns do.
     grids = [i for i in items if isinstance(i, Table) and i.rows and not (i.form or i.panel)]
+    running = [i for i in solid if isinstance(i, TextLine) and i.box[2] - i.box[0] >= PROSE_WIDTH * body]
     for a in grids:
         beside = [
             b
@@ -257,6 +265,14 @@ def find_gutter(items: Sequence[Item], config: LayoutConfig, body: float) -> tup
         if beside:
             b = min(beside, key=lambda t: t.box[0])
             gaps.extend([(a.box[2], b.box[0])] * min(len(a.rows), len(b.rows), 3))
+        # So does a table beside two or more lines of running text: it stands in a column of its own.
+        level = [ln for ln in running if vertical_overlap(ln.box, a.box) > 0]
+        right = [ln for ln in level if ln.box[0] - a.box[2] >= min_gap]
+        left = [ln for ln in level if a.box[0] - ln.box[2] >= min_gap]
+        if len(right) >= 2:
+            gaps.extend([(a.box[2], min(ln.box[0] for ln in right))] * min(len(a.rows), 3))
+        if len(left) >= 2:
+            gaps.extend([(max(ln.box[2] for ln in left), a.box[0])] * min(len(a.rows), 3))
     # Three pairs make a gutter; two do when both are lines of running text side by side (the last
     # page of a two-column paper, two references left in each column).
     least = 2 if prose == len(gaps) else 3

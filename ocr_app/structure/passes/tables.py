@@ -267,7 +267,7 @@ def tables_beside_a_gutter(
 ) -> tuple[list[Table], list[TextLine]]:
     """Tables inside one column of a page with columns (a two-page spread): their rows share
     baselines with text of the other column, so the whole-page search cannot see them."""
-    gutter = find_gutter(lines, config, body)
+    gutter = find_gutter(lines, config, body, beside_text=True)
     if gutter is None:
         return [], lines
     mid = (gutter[0] + gutter[1]) / 2
