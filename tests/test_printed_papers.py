@@ -26,12 +26,13 @@ from tests.factories import page_markdown, table_rows
 PAPERS = ("paper-numbered-two", "paper-authoryear-two", "paper-authoryear-one", "paper-ieee-one")
 BESIDE = "headfill-grouped-two"
 BROKEN = "booktabs-grouped-two"
+FRAMED = "frame-grouped-two"
 
 
 @pytest.fixture(scope="module")
 def papers(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("papers")
-    build(out, (*PAPERS, BESIDE, BROKEN))
+    build(out, (*PAPERS, BESIDE, BROKEN, FRAMED))
     return out
 
 
@@ -66,11 +67,34 @@ def test_a_table_in_one_column_is_not_read_with_the_prose_of_the_other(textlayer
     of the left column. Before: the rows of both columns were read as one table without rulings, whose
     first column held the left column's heading and lines of prose."""
     md = page_markdown(textlayer_engine, papers / "pdf" / f"{BESIDE}.pdf")
-    rows = table_rows(md)
-    assert rows[0][0] == "Site" and [r[0] for r in rows[1:]] == ["Upper weir", "Mill bridge", "Town park"], md
     truth = (papers / "gt" / f"{BESIDE}.md").read_text(encoding="utf-8")
+    assert md.count("<table>") == 1 and table_rows(md) == table_rows(truth), md
     prose = [p for p in _paragraphs(truth) if not p.startswith(("#", "<table"))]
     assert all(p in _paragraphs(md) for p in prose), md
+
+
+def test_heads_over_groups_wrapped_onto_two_lines_head_their_groups(textlayer_engine, papers):
+    """The same table: heads painted cell by cell, "Nitrate" over "(mg/l)" over "2024 2025" (round 12).
+    Before: the three header lines were read as one row, "Nitrate (mg/l) 2024" one head and "2025"
+    another; the groups were lost."""
+    md = page_markdown(textlayer_engine, papers / "pdf" / f"{BESIDE}.pdf")
+    head = md[md.index("<thead>") : md.index("</thead>")]
+    assert '<th rowspan="2">Site</th><th colspan="2">Nitrate (mg/l)</th><th colspan="2">Phosphate' in head, md
+    assert head.count("<tr>") == 2 and "<th>2024</th><th>2025</th><th>2024</th><th>2025</th>" in head, md
+
+
+def test_a_framed_table_the_column_broke_after_its_first_row_is_one_table(textlayer_engine, papers):
+    """A framed table broken after its heads and first row ("Upper" over "weir"), the frame open at the
+    foot of the left column, the rest under the repeated heads in the right one (round 12). Before:
+    the open frame was taken for a diagram and its lines for the diagram's labels; they came out as
+    loose lines over the second piece ("Site Nitrate Phosphate", "Upper 3.98 7.68 7.18 8.76",
+    "weir"), and the first row was lost from the table."""
+    md = page_markdown(textlayer_engine, papers / "pdf" / f"{FRAMED}.pdf")
+    truth = (papers / "gt" / f"{FRAMED}.md").read_text(encoding="utf-8")
+    assert md.count("<table>") == 1, md
+    assert table_rows(md) == table_rows(truth), md
+    outside = (md[: md.index("<table>")] + md[md.index("</table>") :]).replace("Nitrate levels", "")
+    assert not any(word in outside for word in ("Nitrate", "Phosphate", "2024", "weir")), md
 
 
 def test_a_table_the_column_broke_after_one_row_is_one_table_with_its_group_heads(textlayer_engine, papers):

@@ -1197,6 +1197,7 @@ def mark_figure_text(
             len(inside) >= 3
             and sentences <= 0.5 * len(inside)
             and not (stacked_text(inside) and _bare_ground(page, region, body_pt))
+            and not (_word_grid(inside) and _rules_only(page, region))
         ):
             for ln in inside:
                 if not ln.in_figure:  # overlapping regions: the first one keeps its lines
@@ -1240,6 +1241,33 @@ def _bare_ground(page: pymupdf.Page, region: pymupdf.Rect, body_pt: float) -> bo
         if not small and not ground:
             return False
     return True
+
+
+def _word_grid(lines: Sequence[TextLine]) -> bool:
+    """Two rows or more of three words or more side by side: cells, not a diagram's labels (an
+    axis's ticks stand in one row or one column)."""
+    return sum(1 for row in group_rows(lines) if len(row.items) >= 3) >= 2
+
+
+def _rules_only(page: pymupdf.Page, region: pymupdf.Rect) -> bool:
+    """Whether all that is drawn in ``region`` is rules (strokes or rectangles at most
+    ``RULE_THICKNESS`` thick, straight across or down): a table's frame and the rules under its
+    heads, open where a column broke it. A chart draws bars, curves or marks."""
+    import pymupdf
+
+    try:
+        paths = page.get_cdrawings()
+    except Exception:  # a broken content stream: the region stays a figure
+        return False
+    seen = False
+    for path in paths:
+        r = pymupdf.Rect(path.get("rect") or (0, 0, 0, 0))
+        if (r & region).is_empty or _invisible(path):
+            continue
+        if min(r.width, r.height) > RULE_THICKNESS:
+            return False
+        seen = True
+    return seen
 
 
 MARK_SIZE = 1.0

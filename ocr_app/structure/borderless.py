@@ -448,15 +448,42 @@ def _wrapped_line(
 
 def _trailing_wraps(rows: Sequence[Sequence[Piece]], first: int, last: int, body: float, right: float) -> int:
     """The last row of a run, with up to two wrapped lines of the last row's later cells after it
-    (single pieces right of the first column, inside one column, in the rhythm)."""
+    (single pieces right of the first column, inside one column, in the rhythm), or the wrapped line
+    of its first cell (inside the first column, right under it at a line's spacing: "Upper" over
+    "weir" at the foot of a table's first piece, which a column broke)."""
     cols = grid_columns([r for r in rows[first : last + 1] if len(r) >= 2], body)
     k = last
     while k + 1 < len(rows) and k - last < 2 and len(rows[k + 1]) == 1 and _close(rows[k], rows[k + 1]):
         nxt = rows[k + 1]
+        if k == last and len(cols) >= 2 and _label_wrap(rows[k], nxt[0], cols[1][0]):
+            return k + 1
         if nxt[0].in_figure or nxt[0].box[0] <= cols[0][1] or not _fits_one_column(nxt, cols, body, right):
             break
         k += 1
     return k
+
+
+def _last_label_wrap(prev: list[list[Piece]], row: list[list[Piece]]) -> bool:
+    """The table's last line, its first cell alone, right under the first cell of a row of several
+    (at a line's spacing): that cell's wrapped end (``_trailing_wraps`` took it in)."""
+    if not row[0] or any(row[1:]) or not prev[0] or sum(1 for c in prev if c) < 2:
+        return False
+    label = max(prev[0], key=lambda p: p.box[3])
+    return _label_wrap([label], row[0][0], min(p.box[0] for c in prev[1:] for p in c))
+
+
+def _label_wrap(row: Sequence[Piece], line: Piece, second: float) -> bool:
+    """Whether ``line`` is the wrapped end of ``row``'s first cell: set at its left edge, both ending
+    before the second column (which starts at ``second``), under it by less than a quarter of a line."""
+    label = min(row, key=lambda p: p.box[0])
+    height = label.box[3] - label.box[1]
+    return (
+        not line.in_figure
+        and abs(line.box[0] - label.box[0]) <= 0.25 * height
+        and line.box[2] < second
+        and label.box[2] < second
+        and -0.25 * height <= line.box[1] - label.box[3] <= 0.25 * height
+    )
 
 
 def _text_columns(rows: Sequence[Sequence[Piece]], cols: list[list[float]]) -> bool:
@@ -624,6 +651,9 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
         if out and _wrapped_row(out[-1], row, widths):
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
+            continue
+        if k == len(grid) - 1 and out and _last_label_wrap(out[-1], row):
+            out[-1][0].extend(row[0])
             continue
         if k == 1 and out and _wrapped_header(out[0], row):
             for c, pieces in enumerate(row):
@@ -899,15 +929,15 @@ def build_grid(
 
 def _group_tier(run: Sequence[Sequence[Piece]], most: int) -> int:
     """How many of the run's first rows are heads over column groups: heavy rows of fewer heads than
-    the fullest row has cells less one, with body rows of two or more cells under the full row of
-    heads that follows them; else 0."""
+    the fullest row has cells less one, with a body row of two or more cells (one: the first piece
+    of a table a column broke) under the full row of heads that follows them; else 0."""
     k = 0
     while k < min(len(run), MAX_HEADER_ROWS) and all(map(_heavy, run[k])) and len(_stacks(run[k])) < most - 1:
         k += 1
     if not k or k >= len(run) or not all(map(_heavy, run[k])) or len(run[k]) < most - 1:
         return 0
     body = [r for r in run[k + 1 :] if not all(map(_heavy, r)) and len(r) >= 2]
-    return k if len(body) >= 2 else 0
+    return k if body else 0
 
 
 def _stacked_heads(rows: Sequence[Sequence[Piece]]) -> list[Piece]:
@@ -1030,10 +1060,16 @@ def _page_gutter(
 TEXT_COLUMN_LINES = 3  # a text column beside a table: at least this many of its lines in the grid
 
 
+def _running(p: Piece) -> bool:
+    """A line of running text: ``PROSE_WORDS`` words of letters or more (a label's dot leaders are no
+    words)."""
+    return sum(1 for w in p.text.split() if _LETTERS.search(w)) >= PROSE_WORDS
+
+
 def _text_column_edge(grid: Grid, page_width: float) -> tuple[float, float] | None:
     """The gap before the grid's last column or after its first when that column is a column of
     running text (on a page whose columns are too short for ``_page_gutter`` to see): lines of prose
-    (``_prose``), most as wide as the column, at least a third of the page wide, together. A table's
+    (``_running``), most as wide as the column, at least a third of the page wide, together. A table's
     column of notes is narrower, or its cells' lines wrap short."""
     if len(grid.columns) < 3:
         return None
@@ -1042,7 +1078,7 @@ def _text_column_edge(grid: Grid, page_width: float) -> tuple[float, float] | No
         lines = [p for p in grid.pieces if x0 <= (p.box[0] + p.box[2]) / 2 <= x1]
         if len(lines) < TEXT_COLUMN_LINES or x1 - x0 < 0.3 * page_width:
             continue
-        full = [p for p in lines if _prose(p) and p.box[2] - p.box[0] >= 0.8 * (x1 - x0)]
+        full = [p for p in lines if _running(p) and p.box[2] - p.box[0] >= 0.8 * (x1 - x0)]
         if len(full) >= 0.6 * len(lines):
             a, b = sorted((grid.columns[k], grid.columns[other]))
             return a[1], b[0]

@@ -134,22 +134,29 @@ def _split(
 
 
 def _headed_figures(table: Table) -> bool:
-    """Whether a small grid is a table by its own look: a header row in bold over ≥ 3 columns, every
-    head filled, and a figure in each body row (the rows a table carried over to the top of the next
-    page or slide, under its repeated heads). Label/value pairs and a chart's labels have no such
-    header (round 10)."""
+    """Whether a small grid is a table by its own look: header rows in bold over ≥ 3 columns, every
+    column headed (by a head of its own or one over its group), and a figure in each body row (the
+    rows a table carried over to the top of the next page or slide, under its repeated heads; the
+    first rows of one a column broke). Label/value pairs and a chart's labels have no such header
+    (round 10)."""
     from ocr_app.structure.word_columns import NUMERIC
 
-    if table.header_rows != 1 or len(table.rows) < 2 or table.contents:
+    if not table.header_rows or len(table.rows) <= table.header_rows or table.contents:
         return False
 
     def text(c: object) -> str:
         return (c.text if isinstance(c, Cell) else str(c)).strip()
 
-    head, *body = table.rows
+    def spread(row: Sequence[object]) -> list[str]:  # one text a column, a spanning head over each
+        return [text(c) for c in row for _ in range(c.colspan if isinstance(c, Cell) else 1)]
+
+    heads = [spread(r) for r in table.rows[: table.header_rows]]
+    body = table.rows[table.header_rows :]
+    width = len(heads[-1])
     return (
-        len(head) >= 3
-        and all(text(c) for c in head)
+        width >= 3
+        and all(len(h) == width for h in heads)
+        and all(any(h[k] for h in heads) for k in range(width))  # every column headed
         and all(
             any(NUMERIC.match(text(c)) and any(ch.isdigit() for ch in text(c)) for c in r[1:]) for r in body
         )
