@@ -221,8 +221,9 @@ def find_gutter(
     a filled panel (a sidebar) beside lines of text; panels beside panels (a slide's grid of boxes) are
     no evidence: read by height, a row of panels stays a row. Two tables side by side count once for
     each row they stand apart on (up to three): so their titles go with them, each over its table; so
-    does a table beside lines of running text (a table in one column of a paper). ``beside_text``: only gaps with a line of running text on one side count (the gutter a table in
-    one column stands beside; the gaps between its own cells are no columns of the page).
+    does a table beside lines of running text (a table in one column of a paper). ``beside_text``:
+    only gaps with a line of running text on one side count (the gutter a table in one column stands
+    beside; the gaps between its own cells are no columns of the page).
     """
     min_gap = config.min_gutter_ratio * body
     solid = [
@@ -234,6 +235,9 @@ def find_gutter(
 
     def panel(it: Item) -> bool:
         return isinstance(it, Table) and it.panel
+
+    def running(it: Item) -> bool:
+        return isinstance(it, TextLine) and it.box[2] - it.box[0] >= PROSE_WIDTH * body
 
     gaps: list[tuple[float, float]] = []
     prose = 0  # gaps between two lines of running text (each ≥ PROSE_WIDTH × body)
@@ -247,15 +251,14 @@ def find_gutter(
             if nearest is None or b.box[0] < nearest.box[0]:
                 nearest = b
         if nearest is not None and nearest.box[0] - a.box[2] >= min_gap:
-            lines = (a, nearest)
-            running = [isinstance(i, TextLine) and i.box[2] - i.box[0] >= PROSE_WIDTH * body for i in lines]
-            if beside_text and not any(running):
+            text = [running(a), running(nearest)]
+            if beside_text and not any(text):
                 continue
             gaps.append((a.box[2], nearest.box[0]))
-            prose += all(running)
+            prose += all(text)
     # Two tables side by side stand apart on each of their rows, as lines of two columns do.
     grids = [i for i in items if isinstance(i, Table) and i.rows and not (i.form or i.panel)]
-    running = [i for i in solid if isinstance(i, TextLine) and i.box[2] - i.box[0] >= PROSE_WIDTH * body]
+    prose_lines = [i for i in solid if running(i)]
     for a in grids:
         beside = [
             b
@@ -266,7 +269,7 @@ def find_gutter(
             b = min(beside, key=lambda t: t.box[0])
             gaps.extend([(a.box[2], b.box[0])] * min(len(a.rows), len(b.rows), 3))
         # So does a table beside two or more lines of running text: it stands in a column of its own.
-        level = [ln for ln in running if vertical_overlap(ln.box, a.box) > 0]
+        level = [ln for ln in prose_lines if vertical_overlap(ln.box, a.box) > 0]
         right = [ln for ln in level if ln.box[0] - a.box[2] >= min_gap]
         left = [ln for ln in level if a.box[0] - ln.box[2] >= min_gap]
         if len(right) >= 2:
