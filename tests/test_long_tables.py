@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.accuracy.printed import build
-from ocr_app.render.markdown import table_going_on, trailing_table
+from ocr_app.render.markdown import table_going_on, tables_kept_whole, trailing_table
 from tests.factories import heading_texts, page_markdown, table_rows
 
 UPPER = (
@@ -52,6 +52,21 @@ def test_rows_going_on_without_their_heads_join_the_table_above():
 )
 def test_another_table_at_the_top_of_the_next_page_stays_apart(lower, why):
     assert table_going_on(UPPER, lower) == (UPPER, lower), why
+
+
+def test_pages_keep_a_table_whole_on_the_page_where_it_starts():
+    """What the Markdown file, the viewer and the bench read: a table going on over two page breaks
+    (the middle page only its rows, under its heads again) is one table on its first page; the text
+    after it stays on the page it is on."""
+    head = "<table><thead><tr><th>Station</th><th>Nitrate</th><th>Change</th></tr></thead><tbody>"
+    more = f"{head}<tr><td>Carlow</td><td>2.5</td><td>-8.7</td></tr></tbody></table>"
+    last = "<table><tr><td>Dunmore</td><td>7.4</td><td>n/a</td></tr></table>"
+    pages = tables_kept_whole(["Intro.\n\n" + UPPER, more, f"{last}\n\nAfter the table.", "The end."])
+    assert len(pages) == 4 and pages[1] == "" and pages[2:] == ["After the table.", "The end."], pages
+    assert pages[0].startswith("Intro.\n\n<table>") and pages[0].count("<table>") == 1, pages[0]
+    assert [r[0] for r in table_rows(pages[0])] == ["Station", "Ashford", "Bridgend", "Carlow", "Dunmore"]
+    other = "<table><tr><th>Region</th><th>2024</th></tr><tr><td>North</td><td>1</td></tr></table>"
+    assert tables_kept_whole([UPPER, other]) == [UPPER, other]  # a table of its own stays apart
 
 
 @pytest.fixture(scope="module")

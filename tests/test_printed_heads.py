@@ -7,6 +7,8 @@ text-layer engine and models, pages printed by Chromium; the header rules also a
 
 from __future__ import annotations
 
+import pytest
+
 from ocr_app.render.markdown import table_going_on, trailing_table
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.table_html import Cell, continue_table, stub_heads, table_html
@@ -280,16 +282,18 @@ def test_a_table_repeating_the_header_before_it_goes_on_from_it():
     assert table_going_on(held, f"{AFTER}\n\n{lower}") == (held, f"{AFTER}\n\n{lower}")
 
 
-def test_a_table_printed_across_a_page_break_is_one_table_in_the_document(tmp_path, printer):
+@pytest.mark.parametrize("n_rows, n_pages", [(60, 2), (130, 4)])
+def test_a_table_printed_across_a_page_break_is_one_table_in_the_document(tmp_path, printer, n_rows, n_pages):
     """Chromium repeats a table's header on each page it runs onto. The document's Markdown (the file
     and the app's document view) holds one table, kept where it starts; each page's own Markdown and
-    JSON keep what lies on that page."""
+    JSON keep what lies on that page. Over four pages the middle pages are only the table's rows: they
+    join it too (before, the rows after the first middle page were a second table)."""
     from ocr_app.convert import Converter, ConvertOptions
     from ocr_app.settings import load_settings
     from ocr_app.stack import build_engines
     from ocr_app.ui.viewer import document_markdown
 
-    rows = [[f"Station {k:02d}", f"{3 + k % 7}.{k % 10}", f"{40 + k}"] for k in range(1, 61)]
+    rows = [[f"Station {k:03d}", f"{3 + k % 7}.{k % 10}", f"{40 + k}"] for k in range(1, n_rows + 1)]
     html = (
         "<style>body{font-family:'Liberation Sans',sans-serif;font-size:10pt}"
         "table{border-collapse:collapse;font-size:9.5pt} td,th{padding:1mm 3mm;text-align:left;"
@@ -297,17 +301,18 @@ def test_a_table_printed_across_a_page_break_is_one_table_in_the_document(tmp_pa
         f"<h2>Sampling stations</h2><p>{INTRO}</p><table><thead>{_tr(['Site', 'Nitrate', 'Samples'], 'th')}</thead>"
         f"<tbody>{''.join(_tr(r) for r in rows)}</tbody></table><p>{AFTER}</p>"
     )
-    pdf = printer("across-pages", html)
+    pdf = printer(f"across-{n_pages}-pages", html)
     settings = load_settings(engine="textlayer")
     converter = Converter(build_engines(settings), settings)
     options = ConvertOptions.from_settings(settings, engine="textlayer", formats=frozenset({"md"}))
     (doc,) = converter.convert([pdf], tmp_path / "out", options)
-    assert len(doc.pages) == 2 and all("<table>" in p.markdown for p in doc.pages)
+    assert len(doc.pages) == n_pages and all("<table>" in p.markdown for p in doc.pages)
     for md in (doc.outputs["md"].read_text(encoding="utf-8"), document_markdown([doc])):
         assert md.count("<table>") == 1, md
         assert table_rows(md) == [["Site", "Nitrate", "Samples"], *rows], md
         assert_in_order(md, [INTRO, "<table>", "</table>", AFTER])
-    assert_in_order(doc.outputs["md"].read_text(encoding="utf-8"), ["</table>", "<!-- page 2 -->", AFTER])
+    markers = [f"<!-- page {k} -->" for k in range(2, n_pages + 1)]
+    assert_in_order(doc.outputs["md"].read_text(encoding="utf-8"), ["</table>", *markers, AFTER])
 
 
 def test_heads_over_column_groups_above_a_borderless_table_are_one_header_row():

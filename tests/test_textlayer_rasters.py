@@ -285,6 +285,47 @@ def test_covered_by_table_wants_a_confident_table_region_over_most_of_the_pictur
     assert not raster_tables.covered_by_table(pic, [Region("figure", (90.0, 95.0, 310.0, 205.0), 0.9)])
 
 
+def test_the_page_model_s_word_decides_only_what_it_is_sure_of():
+    """A table region over the picture: a table; a figure region, or no region at all (a logo): a picture;
+    any other region ("reference", "text"): the picture's words decide."""
+    from ocr_app.structure.regions import Region
+
+    pic = (100.0, 100.0, 300.0, 200.0)
+    over = (90.0, 95.0, 310.0, 205.0)
+    assert raster_tables.page_verdict(pic, [Region("table", over, 0.9)]) is True
+    assert raster_tables.page_verdict(pic, [Region("figure", over, 0.9), Region("text", over, 0.9)]) is False
+    assert raster_tables.page_verdict(pic, [Region("text", (100.0, 100.0, 180.0, 200.0), 0.9)]) is False
+    assert raster_tables.page_verdict(pic, []) is False
+    assert raster_tables.page_verdict(pic, [Region("reference", over, 0.5)]) is None
+    assert raster_tables.page_verdict(pic, [Region("figure", over, 0.3), Region("text", over, 0.6)]) is None
+
+
+WIDE = "raster-zebra-wrapped-single"
+
+
+def test_a_wide_striped_table_the_page_model_does_not_call_a_table_is_still_read(tmp_path, engine):
+    """The probe's striped table of wrapped descriptions as a picture five times as wide as high, printed
+    by Chromium (``bench/accuracy/printed.py``): the page's layout model calls it "reference", not a table
+    or a figure. Before, the picture was passed over and its table was lost from the page."""
+    from bench.accuracy.printed import build
+    from ocr_app.structure.regions import detect_regions
+    from tests.factories import table_rows
+
+    build(tmp_path, (WIDE,))
+    pdf = tmp_path / "pdf" / f"{WIDE}.pdf"
+    with pymupdf.open(pdf) as doc:
+        page = doc[0]
+        (pic,) = raster_tables.pictures(page, [], 2.0)
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(2, 2))
+        from PIL import Image
+
+        image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    assert raster_tables.page_verdict(pic.box, detect_regions(image)) is None  # what the test is about
+    md = _markdown(engine, pdf)
+    truth = (tmp_path / "gt" / f"{WIDE}.md").read_text(encoding="utf-8")
+    assert md.count("<table>") == 1 and table_rows(md) == table_rows(truth), md
+
+
 SOURCE = "Source: sales system, unaudited."
 
 

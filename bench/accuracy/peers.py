@@ -77,6 +77,7 @@ def docs_paths(data: Path) -> tuple[dict[str, tuple[Path, Path]], dict[str, tupl
 
 def _ocr_app_tool(engine: str) -> Tool:
     from ocr_app.convert import Converter, ConvertOptions
+    from ocr_app.render.markdown import tables_kept_whole
     from ocr_app.settings import load_settings
     from ocr_app.stack import build_engines
 
@@ -89,7 +90,9 @@ def _ocr_app_tool(engine: str) -> Tool:
             (doc,) = converter.convert([pdf], tmp, options)
             if doc.error:
                 raise RuntimeError(doc.error)
-            return "\n\n".join(p.markdown for p in doc.pages)
+            # As the Markdown file reads (a table printed across a page break is one table there),
+            # without its page markers.
+            return "\n\n".join(tables_kept_whole([p.markdown for p in doc.pages]))
 
     return run
 

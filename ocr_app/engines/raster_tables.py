@@ -199,11 +199,12 @@ def read(
     loose: list[TextLine] = []
     engine = None
     for k, pic in enumerate(found):
-        if not keep_text and not (
-            covered_by_table(pic.box, page_regions)
+        verdict = (
+            page_verdict(pic.box, page_regions)
             if page_regions is not None
             else shows_table(pic.image, regions)
-        ):
+        )
+        if not keep_text and verdict is False:
             continue  # a chart or a diagram: its words in a grid are still no table (ICDAR's eu-020/021)
         engine = engine or reader(load)  # built on the first picture worth reading
         try:
@@ -264,6 +265,26 @@ def shows_table(image: Image.Image, regions: Callable[[Image.Image], Sequence[Re
         and (r.box[2] - r.box[0]) * (r.box[3] - r.box[1]) >= MIN_TABLE_COVER * area
         for r in regions(image)
     )
+
+
+def page_verdict(box: Box, regions: Sequence[Region]) -> bool | None:
+    """What the page's layout regions say of the picture at ``box``: True, a table (``covered_by_table``);
+    False, a figure (a figure region of score ``MIN_TABLE_SCORE`` holding ``MIN_TABLE_COVER`` of it) or
+    no region over it at all (a logo, an ornament); None, neither: the words decide (``full_grid``).
+
+    Why not "no table region: no table": over a wide, low picture of a striped table (five times as wide
+    as high, set inside a page's text) the page's model says "reference" or "text", and on the picture
+    alone "figure" or "table" by turns as it is padded; its words fill a grid all the same. What the model
+    is sure of, it says as a figure: ICDAR's charts, whose words fill a grid too, are figures at 0.94-0.97
+    on their pages, so they stay pictures."""
+    from ocr_app.structure.regions import overlap
+
+    if covered_by_table(box, regions):
+        return True
+    held = [r for r in regions if overlap(box, r.box) >= MIN_TABLE_COVER]
+    if not held or any(r.label == "figure" and r.score >= MIN_TABLE_SCORE for r in held):
+        return False
+    return None
 
 
 def covered_by_table(box: Box, regions: Sequence[Region]) -> bool:

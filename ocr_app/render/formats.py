@@ -31,10 +31,9 @@ from ocr_app.exceptions import ConfigError
 from ocr_app.render.atomic import TextSpool, atomic_target
 from ocr_app.render.markdown import (
     PAGE_RULE,
+    carry_table,
     document_page_markdown,
     page_block,
-    table_going_on,
-    trailing_table,
 )
 
 if TYPE_CHECKING:
@@ -230,24 +229,32 @@ class MarkdownFormat(PagedTextFormat):
     def __init__(self, target: DocumentTarget) -> None:
         super().__init__(target)
         self._held = ""  # the table that ended the last page, until the next page says whether it goes on
+        self._waiting: list[PageResult] = []  # pages only more of the held table's rows: written after it
 
     def page_text(self, page: PageResult) -> str:
         return document_page_markdown(page)
 
     def emit(self, page: PageResult, kept: Any) -> None:
         """Pages stream as they come, except a table that ends a page: it waits for the next page,
-        whose first table goes on from it when it repeats its header (``markdown.table_going_on``)."""
-        text = self.page_text(page)
-        if self._held:
-            table, text = table_going_on(self._held, text)
+        whose first table goes on from it when it repeats its header (``markdown.carry_table``); a
+        page that is only more of its rows waits with it."""
+        table, text, going = carry_table(self._held, self.page_text(page))
+        if self._held and not table:
+            self._held = going
+            self._waiting.append(page)
+            return
+        if table:
             self._write_held(table)
-        text, self._held = trailing_table(text)
+        self._held = going
         self._write_page(page, text)
 
     def _write_held(self, table: str) -> None:
         if self._spool is not None:
             self._spool.write(f"\n\n{table}")
         self._held = ""
+        waiting, self._waiting = self._waiting, []
+        for page in waiting:
+            self._write_page(page, "")
 
     def finish(self, doc: DocumentResult, outputs: dict[str, Path]) -> dict[str, Path]:
         if self._held:

@@ -231,6 +231,44 @@ def table_going_on(table: str, md: str) -> tuple[str, str]:
     return (joined, rest) if joined is not None else (table, md)
 
 
+def carry_table(held: str, text: str) -> tuple[str, str, str]:
+    """One page on from a table held from the page before (``held``, "" when none): the held table to
+    write after the page before ("" when it goes on still), this page's text to write, and the table
+    held over to the next page. A page that is only rows of the held table (a long table over three
+    pages or more) keeps it held, so the rows of every page join it."""
+    table = ""
+    if held:
+        table, text = table_going_on(held, text)
+        if table != held and not text.strip():
+            return "", "", table
+    text, held = trailing_table(text)
+    return table, text, held
+
+
+def tables_kept_whole(pages: Sequence[str]) -> list[str]:
+    """Each page's Markdown, a table that runs onto the next pages (``table_going_on``) kept whole on the
+    page where it starts: what the Markdown file and the viewer show, page by page."""
+    out: list[str] = []
+    held, at = "", 0  # the table held over, and the page it starts on
+
+    def put(table: str) -> None:
+        out[at] = f"{out[at]}\n\n{table}" if out[at] else table
+
+    for text in pages:
+        table, text, going = carry_table(held, text)
+        if table:
+            put(table)
+        if held and not table:  # this page was only more of the held table
+            out.append(text)
+            held = going
+            continue
+        out.append(text)
+        held, at = going, len(out) - 1
+    if held:
+        put(held)
+    return out
+
+
 def rows_go_on(upper: str, lower: str) -> bool:
     """Whether ``lower``, a table with no header at the top of the next page, is more of ``upper``'s
     body rows (a table printed without its header repeated): plain cells only, as many columns a row

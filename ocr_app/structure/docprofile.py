@@ -480,6 +480,41 @@ def _running_lines(
     }
 
 
+MIN_ROW_PIECES = 3  # a row of this many pieces next to a row of as many: rows of a table
+
+
+def _table_rows(pages: list[tuple[float, list[TextLine]]]) -> set[tuple[str, str]]:
+    """(edge, running key) of edge-band lines that, on every sampled page they stand on, are pieces of a
+    row of ``MIN_ROW_PIECES`` or more with a row of as many next to it on the inward side (less than a
+    line apart): a long table's heads, which browsers and word processors print again at the top of
+    every page it runs onto, and its rows at the foot of each page (whose figures look like page
+    numbers: "7.9", "79"). A running header or footer stands clear of the text, and next to it is a
+    line of text or two columns, not a row of cells; taken for one, the heads and each page's last
+    figures were cut from the table and it lost its columns."""
+    ok: dict[tuple[str, str], bool] = {}
+    for height, lines in pages:
+        for ln in lines:
+            edge = edge_of(ln.box, height)
+            if edge is None:
+                continue
+            middle = (ln.box[1] + ln.box[3]) / 2
+            row = [o for o in lines if abs((o.box[1] + o.box[3]) / 2 - middle) <= 0.5 * ln.size]
+            if edge == "top":
+                inner = max(o.box[3] for o in row)
+                near = [o for o in lines if inner - 0.25 * ln.size <= o.box[1] <= inner + ln.size]
+                first = min((o.box[1] for o in near), default=0.0)
+                nxt = [o for o in near if o.box[1] <= first + 0.5 * ln.size]
+            else:
+                inner = min(o.box[1] for o in row)
+                near = [o for o in lines if inner - ln.size <= o.box[3] <= inner + 0.25 * ln.size]
+                last = max((o.box[3] for o in near), default=0.0)
+                nxt = [o for o in near if o.box[3] >= last - 0.5 * ln.size]
+            cells = len(row) >= MIN_ROW_PIECES and len(nxt) >= len(row)
+            key = (edge, running_key(ln.text))
+            ok[key] = ok.get(key, True) and cells
+    return {key for key, cells in ok.items() if cells}
+
+
 def _heads_apart(pages: list[tuple[float, list[TextLine]]], body: float) -> set[tuple[str, str]]:
     """(edge, running key) of the edge-band lines that, on every sampled page they stand on, are the
     page's outermost row at their edge, alone on it but for one piece (a page number), no larger than
@@ -594,6 +629,7 @@ def build_profile(
     heading_sizes = _with_cover_title(heading_sizes, cover, body)
     outline = _outline(doc)
     running = _running_lines(seen, placed, inside, len(indices), len(pages), _heads_apart(page_lines, body))
+    running -= _table_rows(page_lines)
     slots = {
         (
             round(statistics.median(m for m, _ in placed[key]), 4),

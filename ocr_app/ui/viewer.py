@@ -170,21 +170,10 @@ def document_markdown(documents: list[DocumentResult]) -> str:
 
 def _pages_markdown(pages: list[PageResult]) -> list[str]:
     """Each page's Markdown, a table that runs onto the next page (its header repeated) kept whole
-    where it starts, as in the Markdown file (``render.markdown.table_going_on``)."""
-    from ocr_app.render.markdown import table_going_on, trailing_table
+    where it starts, as in the Markdown file (``render.markdown.tables_kept_whole``)."""
+    from ocr_app.render.markdown import tables_kept_whole
 
-    out: list[str] = []
-    held = ""
-    for page in pages:
-        text = _page_markdown(page)
-        if held:
-            table, text = table_going_on(held, text)
-            out[-1] = f"{out[-1]}\n\n{table}" if out[-1] else table
-        text, held = trailing_table(text)
-        out.append(text)
-    if held:
-        out[-1] = f"{out[-1]}\n\n{held}" if out[-1] else held
-    return out
+    return tables_kept_whole([_page_markdown(page) for page in pages])
 
 
 def _page_markdown(page: PageResult) -> str:
