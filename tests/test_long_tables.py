@@ -69,6 +69,26 @@ def test_pages_keep_a_table_whole_on_the_page_where_it_starts():
     assert tables_kept_whole([UPPER, other]) == [UPPER, other]  # a table of its own stays apart
 
 
+def test_a_table_s_rows_at_a_page_edge_are_told_from_a_running_footer():
+    """``docprofile.table_row_lines`` on an A4 page in points: a two-column table's last rows at the foot
+    (17 pt apart, their pieces over each other) are table cells; a footer of two pieces a line and
+    more under the last lines of two columns of text is not, nor is a lone page number."""
+    from ocr_app.structure.docprofile import table_row_lines
+    from ocr_app.structure.lines import TextLine
+
+    def line(text: str, x0: float, x1: float, y: float) -> TextLine:
+        return TextLine(text, (x0, y, x1, y + 11), 9.5)
+
+    rows = [
+        line(t, x0, x1, y) for y in (752, 769) for t, x0, x1 in (("Station 081", 59, 108), ("121", 125, 140))
+    ]
+    assert table_row_lines(rows, 842) == {id(ln) for ln in rows[2:]}  # the foot row; the one above is inside
+    text = [line("the last line of the left column", 59, 290, 770), line("and of the right", 305, 420, 770)]
+    footer = [line("Annual report 2024", 59, 150, 800), line("17", 530, 540, 800)]
+    assert table_row_lines([*text, *footer], 842) == set()
+    assert table_row_lines([*rows[:2], line("17", 300, 310, 800)], 842) == set()
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("long")

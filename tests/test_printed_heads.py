@@ -282,26 +282,36 @@ def test_a_table_repeating_the_header_before_it_goes_on_from_it():
     assert table_going_on(held, f"{AFTER}\n\n{lower}") == (held, f"{AFTER}\n\n{lower}")
 
 
-@pytest.mark.parametrize("n_rows, n_pages", [(60, 2), (130, 4)])
-def test_a_table_printed_across_a_page_break_is_one_table_in_the_document(tmp_path, printer, n_rows, n_pages):
+@pytest.mark.parametrize("n_rows, n_pages, n_cols", [(60, 2, 3), (130, 4, 3), (130, 4, 2)])
+def test_a_table_printed_across_a_page_break_is_one_table_in_the_document(
+    tmp_path, printer, n_rows, n_pages, n_cols
+):
     """Chromium repeats a table's header on each page it runs onto. The document's Markdown (the file
     and the app's document view) holds one table, kept where it starts; each page's own Markdown and
-    JSON keep what lies on that page. Over four pages the middle pages are only the table's rows: they
-    join it too (before, the rows after the first middle page were a second table)."""
+    JSON keep what lies on that page. Over four pages, before: the middle pages, only the table's rows,
+    ended the join (the rows after the first were a second table); the heads at the top of every page
+    and each page's last figures, on page after page at the page's edge, were cut as running lines
+    (three columns: heads lost, "Station | 001" in two cells); with two columns the two rows at each
+    page's head and foot were cut, as running lines in one place."""
     from ocr_app.convert import Converter, ConvertOptions
     from ocr_app.settings import load_settings
     from ocr_app.stack import build_engines
     from ocr_app.ui.viewer import document_markdown
 
-    rows = [[f"Station {k:03d}", f"{3 + k % 7}.{k % 10}", f"{40 + k}"] for k in range(1, n_rows + 1)]
+    keep = [0, 1, 2] if n_cols == 3 else [0, 2]  # two columns: without "Nitrate"
+    heads = [["Site", "Nitrate", "Samples"][j] for j in keep]
+    rows = [
+        [[f"Station {k:03d}", f"{3 + k % 7}.{k % 10}", f"{40 + k}"][j] for j in keep]
+        for k in range(1, n_rows + 1)
+    ]
     html = (
         "<style>body{font-family:'Liberation Sans',sans-serif;font-size:10pt}"
         "table{border-collapse:collapse;font-size:9.5pt} td,th{padding:1mm 3mm;text-align:left;"
         "border-bottom:0.4pt solid #999}</style>"
-        f"<h2>Sampling stations</h2><p>{INTRO}</p><table><thead>{_tr(['Site', 'Nitrate', 'Samples'], 'th')}</thead>"
+        f"<h2>Sampling stations</h2><p>{INTRO}</p><table><thead>{_tr(heads, 'th')}</thead>"
         f"<tbody>{''.join(_tr(r) for r in rows)}</tbody></table><p>{AFTER}</p>"
     )
-    pdf = printer(f"across-{n_pages}-pages", html)
+    pdf = printer(f"across-{n_pages}-pages-{n_cols}", html)
     settings = load_settings(engine="textlayer")
     converter = Converter(build_engines(settings), settings)
     options = ConvertOptions.from_settings(settings, engine="textlayer", formats=frozenset({"md"}))
@@ -309,7 +319,7 @@ def test_a_table_printed_across_a_page_break_is_one_table_in_the_document(tmp_pa
     assert len(doc.pages) == n_pages and all("<table>" in p.markdown for p in doc.pages)
     for md in (doc.outputs["md"].read_text(encoding="utf-8"), document_markdown([doc])):
         assert md.count("<table>") == 1, md
-        assert table_rows(md) == [["Site", "Nitrate", "Samples"], *rows], md
+        assert table_rows(md) == [heads, *rows], md
         assert_in_order(md, [INTRO, "<table>", "</table>", AFTER])
     markers = [f"<!-- page {k} -->" for k in range(2, n_pages + 1)]
     assert_in_order(doc.outputs["md"].read_text(encoding="utf-8"), ["</table>", *markers, AFTER])

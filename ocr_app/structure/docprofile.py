@@ -483,36 +483,44 @@ def _running_lines(
 MIN_ROW_PIECES = 3  # a row of this many pieces next to a row of as many: rows of a table
 
 
-def _table_rows(pages: list[tuple[float, list[TextLine]]]) -> set[tuple[str, str]]:
-    """(edge, running key) of edge-band lines that, on every sampled page they stand on, are pieces of a
-    row of ``MIN_ROW_PIECES`` or more with a row of as many next to it on the inward side (less than a
-    line apart): a long table's heads, which browsers and word processors print again at the top of
-    every page it runs onto, and its rows at the foot of each page (whose figures look like page
-    numbers: "7.9", "79"). A running header or footer stands clear of the text, and next to it is a
-    line of text or two columns, not a row of cells; taken for one, the heads and each page's last
-    figures were cut from the table and it lost its columns."""
-    ok: dict[tuple[str, str], bool] = {}
-    for height, lines in pages:
-        for ln in lines:
-            edge = edge_of(ln.box, height)
-            if edge is None:
-                continue
-            middle = (ln.box[1] + ln.box[3]) / 2
-            row = [o for o in lines if abs((o.box[1] + o.box[3]) / 2 - middle) <= 0.5 * ln.size]
-            if edge == "top":
-                inner = max(o.box[3] for o in row)
-                near = [o for o in lines if inner - 0.25 * ln.size <= o.box[1] <= inner + ln.size]
-                first = min((o.box[1] for o in near), default=0.0)
-                nxt = [o for o in near if o.box[1] <= first + 0.5 * ln.size]
-            else:
-                inner = min(o.box[1] for o in row)
-                near = [o for o in lines if inner - ln.size <= o.box[3] <= inner + 0.25 * ln.size]
-                last = max((o.box[3] for o in near), default=0.0)
-                nxt = [o for o in near if o.box[3] >= last - 0.5 * ln.size]
-            cells = len(row) >= MIN_ROW_PIECES and len(nxt) >= len(row)
-            key = (edge, running_key(ln.text))
-            ok[key] = ok.get(key, True) and cells
-    return {key for key, cells in ok.items() if cells}
+def table_row_lines(lines: Sequence[TextLine], height: float) -> set[int]:
+    """ids of the page's edge-band lines that are cells of a table's rows: a row of ``MIN_ROW_PIECES``
+    pieces or more with a row of as many next to it on the inward side, less than a line apart, or a
+    row of two whose pieces stand over the next row's two, as near.
+
+    Why: a long table's heads, printed again at the top of every page it runs onto, and its rows at
+    each page's head and foot stand at the page's edges on page after page, in one place and size,
+    their texts alike ("Station 038", "78"; figures look like page numbers): taken for running lines,
+    the heads and the edge rows were cut from every page. A running header or footer stands clear of
+    the text, and next to it is a line of text or two columns, not a row of cells."""
+    out: set[int] = set()
+    for ln in lines:
+        edge = edge_of(ln.box, height)
+        if edge is None or id(ln) in out:
+            continue
+        middle = (ln.box[1] + ln.box[3]) / 2
+        row = [o for o in lines if abs((o.box[1] + o.box[3]) / 2 - middle) <= 0.5 * ln.size]
+        if len(row) < 2:
+            continue
+        if edge == "top":
+            inner = max(o.box[3] for o in row)
+            near = [o for o in lines if inner - 0.25 * ln.size <= o.box[1] <= inner + ln.size]
+            gap = min((o.box[1] for o in near), default=inner) - inner
+            nxt = [o for o in near if o.box[1] <= inner + gap + 0.5 * ln.size]
+        else:
+            inner = min(o.box[1] for o in row)
+            near = [o for o in lines if inner - ln.size <= o.box[3] <= inner + 0.25 * ln.size]
+            gap = inner - max((o.box[3] for o in near), default=inner)
+            nxt = [o for o in near if o.box[3] >= inner - gap - 0.5 * ln.size]
+        if len(row) >= MIN_ROW_PIECES:
+            cells = len(nxt) >= len(row)
+        else:
+            cells = len(nxt) == 2 and all(
+                any(min(a.box[2], b.box[2]) > max(a.box[0], b.box[0]) for b in nxt) for a in row
+            )
+        if cells:
+            out.update(id(o) for o in row)
+    return out
 
 
 def _heads_apart(pages: list[tuple[float, list[TextLine]]], body: float) -> set[tuple[str, str]]:
@@ -568,6 +576,7 @@ def build_profile(
     placed: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
     at_edges: list[tuple[str, float, float, str, int, float]] = []  # see _running_slots
     inside: collections.Counter[str] = collections.Counter()  # running keys of the lines between the bands
+    in_rows: dict[tuple[str, str], bool] = {}  # edge keys that are a table's cells on every page they are on
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
     page_lines: list[tuple[float, list[TextLine]]] = []  # (page height, lines)
@@ -580,6 +589,7 @@ def build_profile(
         lines = extract(page, 1.0)
         height = page.rect.height
         page_sizes: collections.Counter[float] = collections.Counter()
+        cells = table_row_lines(lines, height)  # a long table's rows at the edges
         for ln in lines:
             n = sum(1 for c in ln.text if not c.isspace())
             size = round(ln.size * 2) / 2
@@ -590,11 +600,11 @@ def build_profile(
             if edge is None:
                 inside[running_key(ln.text)] += 1
             else:
-                seen[(edge, running_key(ln.text))].add(index)
-                placed[(edge, running_key(ln.text))].append(
-                    ((ln.box[1] + ln.box[3]) / 2 / height, ln.size / height)
-                )
-                if height > 0 and running_key(ln.text):
+                key = (edge, running_key(ln.text))
+                seen[key].add(index)
+                placed[key].append(((ln.box[1] + ln.box[3]) / 2 / height, ln.size / height))
+                in_rows[key] = in_rows.get(key, True) and id(ln) in cells
+                if height > 0 and running_key(ln.text) and id(ln) not in cells:
                     middle = (ln.box[1] + ln.box[3]) / 2 / height
                     at_edges.append((edge, middle, ln.size / height, running_key(ln.text), index, ln.size))
         pages.append((_weighted_mode(page_sizes), lines))
@@ -629,7 +639,7 @@ def build_profile(
     heading_sizes = _with_cover_title(heading_sizes, cover, body)
     outline = _outline(doc)
     running = _running_lines(seen, placed, inside, len(indices), len(pages), _heads_apart(page_lines, body))
-    running -= _table_rows(page_lines)
+    running -= {key for key, cells in in_rows.items() if cells}  # a long table's rows, not running lines
     slots = {
         (
             round(statistics.median(m for m, _ in placed[key]), 4),
