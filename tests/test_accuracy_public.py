@@ -90,3 +90,21 @@ def test_the_public_bench_runs_its_subset_with_ocr_app():
     assert icdar_row["region_f1"] >= 0.9 and icdar_row["adj_f1"] >= 0.75 and icdar_row["teds"] >= 0.75
     docling = raw["docling/auto"]
     assert docling["docs"] == 2 and docling["nid"] >= 0.85
+
+
+def test_a_grid_counted_from_one_is_read_from_row_and_column_zero():
+    """us-032's file counts rows and columns from 1; a reader's table starts at 0. A reading with every
+    cell right must score TEDS 1, not pay for an empty first row and column that no page shows."""
+    folder = DATA / "icdar2013"
+    raw = icdar.ET.parse(folder / "us-032-str.xml").getroot()
+    assert min(int(c.get("start-row")) for c in raw.iter("cell")) == 1  # the file as published
+    assert min(int(c.get("start-col")) for c in raw.iter("cell")) == 1
+    (table,) = _truth("us-032")
+    assert min(c.r0 for c in table.cells) == 0 and min(c.c0 for c in table.cells) == 0
+    html = "<table>" + "".join(
+        "<tr>" + "".join(f"<td>{c.text}</td>" for c in sorted(row, key=lambda c: c.c0)) + "</tr>"
+        for r in range(max(c.r0 for c in table.cells) + 1)
+        if (row := [c for c in table.cells if c.r0 == r])
+    ) + "</table>"
+    read = icdar.html_tables(html)[0]
+    assert icdar.tree_similarity(icdar._body(table.cells), icdar._body(read)) > 0.95

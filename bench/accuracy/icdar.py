@@ -130,8 +130,20 @@ def load_truth(str_xml: Path, reg_xml: Path, doc) -> list[TruthTable]:
                 text = " ".join((c.findtext("content") or "").split())
                 cells.append(GridCell(r0, c0, r1, c1, text))
         if tid in regions:
-            out.append(TruthTable(str_xml.name.replace("-str.xml", ""), tid, regions[tid], cells))
+            out.append(TruthTable(str_xml.name.replace("-str.xml", ""), tid, regions[tid], _from_zero(cells)))
     return out
+
+
+def _from_zero(cells: list[GridCell]) -> list[GridCell]:
+    """The grid moved so that its first row and column hold a cell.
+
+    Most US files of the release count rows and columns from 1, the EU files from 0; read as given,
+    a table of the US files gained an empty first row and column, which TEDS charged to every reader
+    (the competition's adjacency measure skips empty cells, so the competition never saw it)."""
+    if not cells:
+        return cells
+    dr, dc = min(c.r0 for c in cells), min(c.c0 for c in cells)
+    return [GridCell(c.r0 - dr, c.c0 - dc, c.r1 - dr, c.c1 - dc, c.text) for c in cells]
 
 
 def readings(folder: Path, name: str) -> list[tuple[Path, Path]]:
