@@ -101,10 +101,14 @@ def test_a_grid_counted_from_one_is_read_from_row_and_column_zero():
     assert min(int(c.get("start-col")) for c in raw.iter("cell")) == 1
     (table,) = _truth("us-032")
     assert min(c.r0 for c in table.cells) == 0 and min(c.c0 for c in table.cells) == 0
-    html = "<table>" + "".join(
-        "<tr>" + "".join(f"<td>{c.text}</td>" for c in sorted(row, key=lambda c: c.c0)) + "</tr>"
-        for r in range(max(c.r0 for c in table.cells) + 1)
-        if (row := [c for c in table.cells if c.r0 == r])
-    ) + "</table>"
+    html = (
+        "<table>"
+        + "".join(
+            "<tr>" + "".join(f"<td>{c.text}</td>" for c in sorted(row, key=lambda c: c.c0)) + "</tr>"
+            for r in range(max(c.r0 for c in table.cells) + 1)
+            if (row := [c for c in table.cells if c.r0 == r])
+        )
+        + "</table>"
+    )
     read = icdar.html_tables(html)[0]
     assert icdar.tree_similarity(icdar._body(table.cells), icdar._body(read)) > 0.95

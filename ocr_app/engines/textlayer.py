@@ -439,6 +439,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
     stroked = _stroked_boxes(page)  # fake bold: regular glyphs filled and outlined
     lines: list[TextLine] = []
     data = page.get_text("rawdict", flags=flags)
+    drop_hidden(page, data["blocks"])
     for block in data["blocks"]:
         for line in block.get("lines", []):
             texts: list[str] = []
@@ -518,6 +519,37 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                 )
             )
     return join_justified(_typewritten(lines))
+
+
+def drop_hidden(page: pymupdf.Page, blocks: list[dict]) -> None:
+    """Remove, in place, the spans no reader of the page sees: invisible glyphs (render mode 3 or no
+    opacity; PyMuPDF's ``alpha`` 0) that lie on no image, on a page whose text is mostly visible.
+
+    Why: an OCR layer is invisible text over a scan's image and stays; but a born-digital page can carry
+    hidden marks too (a producer's 100 pt "zy" beside the header, a hidden watermark), which were read
+    as words, joined to the page number and made it a heading. A page whose text is all invisible and
+    over no image (text drawn as outlines with a hidden text layer for search) keeps it: it is the
+    only text there is."""
+    spans = [s for b in blocks for ln in b.get("lines", []) for s in ln["spans"]]
+
+    def count(span: dict) -> int:
+        return sum(1 for c in span.get("chars", ()) if not c["c"].isspace())
+
+    hidden = sum(count(s) for s in spans if s.get("alpha", 255) == 0)
+    if not hidden or hidden >= sum(count(s) for s in spans) - hidden:
+        return
+    images = [tuple(info["bbox"]) for info in page.get_image_info()]
+
+    def seen(span: dict) -> bool:
+        if span.get("alpha", 255) != 0:
+            return True
+        x0, y0, x1, y1 = span["bbox"]
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        return any(b[0] <= cx <= b[2] and b[1] <= cy <= b[3] for b in images)
+
+    for block in blocks:
+        for line in block.get("lines", []):
+            line["spans"] = [s for s in line["spans"] if seen(s)]
 
 
 SMALL_CAPS_RATIO = (0.55, 0.85)  # a small capital's size against the capitals'
@@ -763,7 +795,7 @@ def _shaded(box: tuple[float, float, float, float], fills: list[tuple[float, flo
 
 
 def ruled_tables(
-    page: pymupdf.Page, lines: list[TextLine], scale: float
+    page: pymupdf.Page, lines: list[TextLine], scale: float, frames: list[Box] | None = None
 ) -> tuple[list[RuledGrid], Grid, list[TextLine]]:
     """Tables drawn with rulings, found by PyMuPDF's ``find_tables``; cell text from our own lines.
     Returns the tables, the forms (sparse grids: one text line per grid row) and the other lines.
@@ -779,7 +811,8 @@ def ruled_tables(
     (``_labels_and_values``) and sparse grids are forms; a grid of painted cells that is a piece of a
     table shaded row by row (``_shading_piece``) is left to the word grid. Only pages that draw
     rulings are searched:
-    ``find_tables`` costs ~0.3 s a page.
+    ``find_tables`` costs ~0.3 s a page. ``frames``, when given, gets the box (display pixels) of every
+    grid found, read here or not: where a drawn table ends (``learned_tables.cut_at_frames``).
     """
     import pymupdf
 
@@ -799,6 +832,9 @@ def ruled_tables(
     for table in found:
         if table.row_count < 2 or table.col_count < 2:
             continue
+        if frames is not None:
+            frame = pymupdf.Rect(table.bbox) * matrix
+            frames.append((frame.x0, frame.y0, frame.x1, frame.y1))
         col_edges = _edges([c[0] for c in table.cells if c is not None])
         row_edges = _edges([r.bbox[1] for r in table.rows])
         if paths is None:
@@ -1548,8 +1584,9 @@ class TextLayerEngine(Engine):
                 )
             turns = page_turns(lines)
             every_line = lines
+            frames: list[Box] = []
             tables, forms, lines = (
-                ruled_tables(page, lines, scale) if turns == 0 and vectors else ([], [], lines)
+                ruled_tables(page, lines, scale, frames) if turns == 0 and vectors else ([], [], lines)
             )
             drawn = bool(tables or forms)  # a ruled grid or form: the layout model is asked
             disp_w, disp_h = page.rect.width * scale, page.rect.height * scale
@@ -1564,7 +1601,7 @@ class TextLayerEngine(Engine):
         layout = PageRegions(page_img.image)
         if turns == 0 and self._learned and every_line and page_img.image is not None:
             tables, forms, lines, table_regions, text_regions = self._learned_tables(
-                layout, every_line, tables, forms, lines, drawn
+                layout, every_line, tables, forms, lines, drawn, frames, rules
             )
         if found:
             tables, lines = self._raster_tables(found, tables, lines, notes, layout)
@@ -1620,12 +1657,16 @@ class TextLayerEngine(Engine):
         forms: Grid,
         rest: list[TextLine],
         drawn: bool,
+        frames: Sequence[Box] = (),
+        cuts: Sequence[Rule] = (),
     ) -> tuple[list[TableGrid], Grid, list[TextLine], list[Box] | None, list[Box]]:
         """Tables read by the structure model (``structure.learned_tables``), cells from the text
         layer's words: first in the ruled grids' boxes (certain regions), then in the layout model's
         table regions. On ICDAR 2013's true regions the model reads both kinds better than the rules
         (docs/ACCURACY.md); a ruled grid the model cannot read as a grid keeps the rules' reading.
         Asked only on pages that may hold a table (rulings, fills, rows of pieces a cell gap apart).
+        ``frames``: the boxes of the grids the rulings draw (``ruled_tables``), where a region's table ends;
+        ``cuts``: the page's horizontal rules, which no row of a table runs across.
         Without the ``tables`` extra, or when the models cannot load: today's rules alone."""
         from ocr_app.structure import learned_tables as lt
 
@@ -1643,7 +1684,7 @@ class TextLayerEngine(Engine):
             seen = layout.regions()
             detected = [r for r in seen if r.label == "table"]
             texts = [r.box for r in seen if r.label in TEXT_LABELS and r.score >= lt.MIN_VETO_SCORE]
-            regions = [r.box for r in detected if r.score >= lt.MIN_REGION_SCORE]
+            regions = [lt.cut_at_frames(r.box, frames) for r in detected if r.score >= lt.MIN_REGION_SCORE]
             # Grids of words the layout model does not call a table, even weakly, are text.
             vetted = [r.box for r in detected if r.score >= lt.MIN_VETO_SCORE]
             # A ruled grid taken for a form (sparse, label/value pairs) is read by the structure model
@@ -1661,13 +1702,15 @@ class TextLayerEngine(Engine):
                 # the layout model's tables inside it say where one ends.
                 parts = [r for r in regions if overlap(r, box) > 0.7]
                 if len(parts) >= 2:
-                    found, pool = lt.tables_in_regions(image, parts, pool, body=body, join=join_lines)
+                    found, pool = lt.tables_in_regions(
+                        image, parts, pool, body=body, join=join_lines, cuts=cuts
+                    )
                     if found:
                         out += [(t.box, t.rows, t.header_rows or _bold_header(t)) for t in found]
                         continue
                 snapped = lt.snap(box, pool)
                 table = (
-                    lt.read_table(image, snapped[0], snapped[1], body=body, join=join_lines)
+                    lt.read_table(image, snapped[0], snapped[1], body=body, join=join_lines, cuts=cuts)
                     if snapped
                     else None
                 )
@@ -1708,6 +1751,7 @@ class TextLayerEngine(Engine):
                 join=join_lines,
                 rules=self._word_grid(image.width, body),
                 weak=weak,
+                cuts=cuts,
             )
         except EngineUnavailableError as exc:
             logger.warning("textlayer: tables from rules only: %s", exc)

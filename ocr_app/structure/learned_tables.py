@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from ocr_app.schema import Box
+    from ocr_app.structure.docprofile import Rule
     from ocr_app.structure.lines import Row, TextLine
     from ocr_app.structure.table_model import TableStructureModel
 
@@ -351,9 +352,11 @@ def read_table(
     model: TableStructureModel | None = None,
     body: float = 12.0,
     join: Callable[[str, str], str] | None = None,
+    cuts: Sequence[Rule] = (),
 ) -> LearnedTable | None:
     """The table in ``box`` of the page ``image``, its cells filled with the words of ``lines``
-    that lie in it; None when the model's cells do not hold those words in a grid."""
+    that lie in it; None when the model's cells do not hold those words in a grid. ``cuts``: the
+    page's horizontal rules (``x0, y, x1``), which no row of cells runs across (``_split_at_rules``)."""
     from ocr_app.structure.table_model import default_model
 
     inside = [ln for ln in lines if _centre_in(ln.box, box)]
@@ -370,6 +373,7 @@ def read_table(
     for slot, b in zip(slots, structure.boxes, strict=False):
         slot.box = (b[0] + int(x0), b[1] + int(y0), b[2] + int(x0), b[3] + int(y0))
     _assign(slots, inside)
+    slots = _split_at_rules(slots, cuts)
     _refill_empty_columns(slots)
     if slots and all(sl.col == 0 and sl.colspan == 1 for sl in slots):
         slots = _columns_from_strips(slots, body)
@@ -892,6 +896,120 @@ def _split_merged_rows(slots: list[_Slot]) -> list[_Slot]:
     return slots
 
 
+RULE_REACH = 0.5  # × the line height: how far short of a row's outer words a rule under them may end
+RULE_CLEAR = 0.3  # × the line height: a rule this far from every word's middle (no strike-through)
+
+
+_BULLET_GLYPH = re.compile(r"^[•●○◦▪▫■□‣⁃*·]$")
+
+
+def _goes_on(upper: _Slot, lower: _Slot) -> bool:
+    """``lower`` goes on ``upper``'s text a line below, in one cell: no figure under a figure (two
+    rows of figures set a line apart are two rows)."""
+    return _wrapped(upper, lower) and not (_is_figure(upper) and _is_figure(lower))
+
+
+RULE_JOIN = 2.0  # pixels: rule pieces this close in height and end to end are one rule
+
+
+def _joined(rules: Sequence[Rule]) -> list[Rule]:
+    """Rule pieces end to end on one level joined: a table's row rule is often drawn cell by cell."""
+    out: list[Rule] = []
+    for x0, y, x1 in sorted(rules, key=lambda r: (round(r[1] / RULE_JOIN), r[0])):
+        last = out[-1] if out else None
+        if last and abs(last[1] - y) <= RULE_JOIN and x0 <= last[2] + RULE_JOIN:
+            out[-1] = (last[0], last[1], max(last[2], x1))
+        else:
+            out.append((x0, y, x1))
+    return out
+
+
+def _split_at_rules(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
+    """A model row whose words lie on both sides of a rule drawn across the whole table is two rows.
+
+    Why: the structure model sometimes misses a row and the word rows are then fitted to one row
+    too few (us-032's "Area" and, below the rule that opens the next section, "Mobile:" became one
+    cell "Area Mobile:"). A rule drawn from the table's first column to its last parts rows: no
+    cell's text runs across it. A rule under some columns only (a group's head over its sub-heads,
+    "TEDs" over simple / complex / all) parts nothing, nor does one in a row with words in one cell
+    only (an underlined first line of a wrapped cell). Lines over the rule that end the cells above
+    them a line lower (ICDAR's eu-004: a head's last line "(000)" fitted to the first row of figures)
+    join those cells; lines under it that begin the next row's cells join them (docling's
+    normal_4pages: a cell's first line fitted to the row above the rule)."""
+    every = [w for s in slots for w in s.words]
+    if not cuts or not every:
+        return slots
+    cuts = _joined(cuts)
+    left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
+    r = 0
+    while r <= max((s.row for s in slots), default=-1):
+        cells = [s for s in slots if s.row == r and s.rowspan == 1 and s.words]
+        words = [w for s in cells for w in s.words]
+        cut = None
+        if len([s for s in cells if s.words]) >= 2:
+            height = min(w[0][3] - w[0][1] for w in words)
+            for x0, y, x1 in cuts:
+                mids = [(w[0][1] + w[0][3]) / 2 - y for w in words]
+                if (
+                    x0 <= left + RULE_REACH * height
+                    and x1 >= right - RULE_REACH * height
+                    and min(mids) < 0 < max(mids)
+                    and all(abs(m) >= RULE_CLEAR * height for m in mids)
+                ):
+                    cut = y
+                    break
+        if cut is None:
+            r += 1
+            continue
+        upper = {s.col: [w for w in s.words if w[0][1] + w[0][3] < 2 * cut] for s in cells}
+        lower = {s.col: [w for w in s.words if w[0][1] + w[0][3] > 2 * cut] for s in cells}
+        # A lone bullet glyph says nothing: a symbol font sets it higher or lower than its line.
+        upper = {c: ws for c, ws in upper.items() if ws and not all(_BULLET_GLYPH.match(t) for _, t in ws)}
+        lower = {c: ws for c, ws in lower.items() if ws and not all(_BULLET_GLYPH.match(t) for _, t in ws)}
+        prv = {s.col: s for s in slots if s.row + s.rowspan == r and s.words}
+        nxt = {s.col: s for s in slots if s.row == r + 1 and s.rowspan == 1 and s.words}
+        # Lines over the rule that end, a line below, the cells above them in their columns (a head's
+        # last line, "(000)") go up to those cells; lines under it that begin the next row's cells
+        # go down. The rest of the row stays where it is.
+        # A part with words in every column that the rest of the row or the neighbour row fills is a
+        # row of its own (rows set a line apart look "wrapped" too: "Carbon monoxide (CO)" under
+        # "Ammonia (NH3)").
+        if len(upper) < len(set(lower) | set(prv)) and all(
+            c in prv and _goes_on(prv[c], _Slot(r, c, words=ws)) for c, ws in upper.items()
+        ):
+            moved, into, first = upper, prv, False
+        elif len(lower) < len(set(upper) | set(nxt)) and all(
+            c in nxt and _goes_on(_Slot(r, c, words=ws), nxt[c]) for c, ws in lower.items()
+        ):
+            moved, into, first = lower, nxt, True
+        else:
+            moved, into, first = {}, {}, False
+        if moved:
+            for s in cells:
+                if s.col in moved:
+                    s.words = [w for w in s.words if w not in moved[s.col]]
+                    cell = into[s.col]
+                    cell.words = moved[s.col] + cell.words if first else cell.words + moved[s.col]
+            r += 1
+            continue
+        out: list[_Slot] = []
+        for s in slots:
+            if s.row == r and s.rowspan == 1:
+                upper = _Slot(r, s.col, 1, s.colspan, s.header, s.box)
+                lower = _Slot(r + 1, s.col, 1, s.colspan, False, s.box)
+                for w in s.words:
+                    (upper if w[0][1] + w[0][3] < 2 * cut else lower).words.append(w)
+                out += [upper, lower]
+                continue
+            if s.row > r:
+                s.row += 1
+            elif s.row + s.rowspan > r:
+                s.rowspan += 1
+            out.append(s)
+        slots = out
+    return slots
+
+
 def _lift_header_tails(slots: list[_Slot]) -> list[_Slot]:
     """A header cell's last line that the model put in the first body row goes back up.
 
@@ -1087,6 +1205,29 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
     held += _column_beside(held, lines)
     held += _heads_above(held, lines)
     return union_box([ln.box for ln in held]), held
+
+
+FRAME_INSIDE = 0.9  # a drawn grid this much inside a table region is that region's table
+FRAME_WIDTH = 0.8  # … when it is at least this share of the region's width
+FRAME_HEIGHT = 0.5  # … and of its height
+
+
+def cut_at_frames(region: Box, frames: Sequence[Box]) -> Box:
+    """A layout model's table box cut at the bottom of the drawn grid it holds.
+
+    Why: the model's box reaches a line or two past a framed table, over the "Source: …" note under
+    it; that note's words were read as a last row of the table (and the structure model, given the
+    extra line, shifted its rows). The frame's bottom rule is where such a table ends; its top is left
+    as it is (column heads set over a frame drawn around the body belong to the table)."""
+    for f in frames:
+        if (
+            f[3] < region[3]
+            and _share(f, region) >= FRAME_INSIDE
+            and f[2] - f[0] >= FRAME_WIDTH * (region[2] - region[0])
+            and f[3] - f[1] >= FRAME_HEIGHT * (region[3] - region[1])
+        ):
+            return (region[0], region[1], region[2], f[3])
+    return region
 
 
 OVERHANG_SHARE = 0.25  # a head overhanging the region's edge still has this share of its box inside
@@ -1377,6 +1518,7 @@ def tables_in_regions(
     join: Callable[[str, str], str] | None = None,
     rules: Rules | None = None,
     weak: Sequence[Box] = (),
+    cuts: Sequence[Rule] = (),
 ) -> tuple[list[LearnedTable], list[TextLine]]:
     """The tables read in ``regions`` (a layout model's table boxes), each from the lines it holds;
     the lines no table took. ``weak``: table boxes too weak to be read alone, which may still say
@@ -1397,7 +1539,7 @@ def tables_in_regions(
             if text_columns(held, body):
                 logger.debug("region %s: columns of running text side by side, not a table", box)
                 continue
-            table = _read_part(image, box, held, model=model, body=body, join=join, rules=rules)
+            table = _read_part(image, box, held, model=model, body=body, join=join, rules=rules, cuts=cuts)
             if table is None:
                 logger.debug("region %s: the model's cells do not hold its words in a grid", box)
                 continue
@@ -1535,8 +1677,9 @@ def _read_part(
     body: float,
     join: Callable[[str, str], str] | None,
     rules: Rules | None,
+    cuts: Sequence[Rule] = (),
 ) -> LearnedTable | None:
-    table = read_table(image, box, held, model=model, body=body, join=join)
+    table = read_table(image, box, held, model=model, body=body, join=join, cuts=cuts)
     other = rules(held) if rules else None
     if other is not None and (
         table is None
