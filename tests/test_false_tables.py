@@ -109,3 +109,15 @@ def test_labels_beside_right_aligned_notes_stay_a_table(engine):
     and notes set flush right); two text columns are flush left, so it stays a table."""
     md = _markdown(engine, ICDAR / "us-019.pdf", 1)
     assert re.search(r"<td>Disposable income per capita in</td><td>Annual percent changes range between", md)
+
+
+def test_three_columns_of_text_over_their_footnotes_are_text(engine):
+    """us-001 (ICDAR 2013) page 1: three columns of text, each over its footnotes, whose lines line up
+    across the page; the layout model boxes each column as blocks of text one under the other, and a
+    bullet and the footnote marks hang left of their lines. They were one 7-row table ("HIGHLIGHTS |
+    may be shown in text, …"); the report's own table under them stays a table."""
+    md = _markdown(engine, ICDAR / "us-001.pdf", 0)
+    assert "## HIGHLIGHTS" in md
+    assert "<td>HIGHLIGHTS</td>" not in md and md.count("<table>") == 1
+    assert_in_order(md, ["## HIGHLIGHTS", "Approximately 56.7 million", "303.9 million", "<table>"])
+    assert re.search(r"<td>All ages[ .]*</td><td>291,099</td>", md)

@@ -200,3 +200,38 @@ def test_a_whole_row_over_the_rule_is_its_own_row(slots, why):
         slots[2].words[0][1],
         slots[2].words[1][1],
     ], why
+
+
+def _at(row: int, col: int, x: float, text: str = "", header: bool = False) -> learned_tables._Slot:
+    words = [((x, 100 + 20 * row, x + 24, 112 + 20 * row), text)] if text else []
+    return learned_tables._Slot(row, col, header=header, words=words)
+
+
+def test_a_headless_column_holding_the_last_rows_figures_under_its_neighbour_is_that_column():
+    """ICDAR's eu-023: the model read one column too many and fitted the last rows' "3.1%" and "1.0%"
+    to it; they stand under "Often", whose cells in those rows are empty."""
+    often = [_at(0, 0, 60, header=True), _at(0, 1, 330, "Often", header=True), _at(0, 2, 380, header=True)]
+    body = [[_at(r, 0, 60, f"Item {r}"), _at(r, 1, 329, f"{r}.5%"), _at(r, 2, 380)] for r in range(1, 6)]
+    late = [[_at(r, 0, 60, f"Item {r}"), _at(r, 1, 329), _at(r, 2, 331, f"{r}.1%")] for r in (6, 7)]
+    slots = often + [s for row in body + late for s in row]
+    learned_tables._merge_interleaved_columns(slots)
+    rows = learned_tables._rows(
+        learned_tables._drop_columns(slots, learned_tables._empty_columns(slots)), None
+    )
+    assert [c.text for c in rows[-1]] == ["Item 7", "7.1%"]
+    assert all(len(r) == 2 for r in rows)
+
+
+def test_a_column_of_its_own_beside_another_stays():
+    """Figures standing right of the neighbour's words (a column of the page) stay in their column."""
+    slots = [
+        s
+        for r in range(6)
+        for s in (
+            _at(r, 0, 60, "a"),
+            _at(r, 1, 200, "1" if r < 4 else ""),
+            _at(r, 2, 300, "2" if r >= 4 else ""),
+        )
+    ]
+    learned_tables._merge_interleaved_columns(slots)
+    assert [s.col for s in slots if s.words and s.words[0][1] == "2"] == [2, 2]

@@ -163,14 +163,16 @@ def _headed_figures(table: Table) -> bool:
     )
 
 
-MIN_COLUMN_SHARE = 0.2  # a text box holding less of a grid's lines than this is a stray caption
+MIN_COLUMN_SHARE = 0.2  # a column of text boxes holding less of a grid's lines than this is a stray caption
 MAX_FIGURE_CELLS = 0.2  # a grid with more cells of figures than this is a table whatever its boxes
 
 
 def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
     """Whether the layout model reads a word grid as two or more blocks of text side by side (apart
-    in x, each holding a good share of the grid's lines, together nearly all): two columns of a
-    glossary, a list or short lines of verse, not one table. Text is set flush left in each of its
+    in x, each holding a good share of the grid's lines, together nearly all; a column may be several
+    blocks one under the other, its paragraphs and its footnotes, as on ICDAR's us-001 where three
+    columns of text over their footnotes were read as a table): two columns of a glossary, a list or
+    short lines of verse, not one table. Text is set flush left in each of its
     columns (``_flush_left``); a table's column of words may be set flush right or centred (ICDAR
     2013's us-019: labels beside right-aligned notes, which the model boxes as two blocks of text).
     A grid of figures stays a table (the model boxes a table it misses as text too, but its cells
@@ -196,25 +198,40 @@ def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
         return len(inside(box))
 
     # Narrowest first: a box the model drew over both columns as well does not hide the two.
-    blocks = sorted((b for b in texts if held(b) >= MIN_COLUMN_SHARE * len(lines)), key=lambda b: b[2] - b[0])
+    blocks = sorted((b for b in texts if held(b)), key=lambda b: b[2] - b[0])
     apart: list[Box] = []
     for b in blocks:
-        if all(b[0] >= a[2] or b[2] <= a[0] for a in apart):  # beside the others, not over them
+        # beside the others or under them (a column's paragraphs and its footnotes), not over them
+        if all(b[0] >= a[2] or b[2] <= a[0] or b[1] >= a[3] or b[3] <= a[1] for a in apart):
             apart.append(b)
+    columns: list[list[Box]] = []  # the blocks stacked in one column of text
+    for b in sorted(apart, key=lambda b: b[0]):
+        if columns and any(min(b[2], a[2]) > max(b[0], a[0]) for a in columns[-1]):
+            columns[-1].append(b)
+        else:
+            columns.append([b])
+    columns = [col for col in columns if sum(held(b) for b in col) >= MIN_COLUMN_SHARE * len(lines)]
+    apart = [b for col in columns for b in col]
     return (
-        len(apart) >= 2
+        len(columns) >= 2
         and sum(held(b) for b in apart) >= 0.8 * len(lines)
-        and all(_flush_left(inside(b)) for b in apart)
+        and all(_flush_left([ln for b in col for ln in inside(b)]) for col in columns)
     )
 
 
 FLUSH_SHARE = 0.8  # this share of a column's lines starting at its left edge: the column is set flush left
+HANG = 2.0  # × the line height: a line starting this close right of the edge starts there (a hanging mark)
 
 
 def _flush_left(lines: Sequence[TextLine]) -> bool:
-    """Whether most lines start at the same x (within a line's height): text set flush left."""
+    """Whether most lines start at the same x, give or take an indent (``HANG`` line heights): text set
+    flush left, its bullets and footnote marks hanging ("• Approximately …" over "people (18.7
+    percent)", "⁸ S2601A …" over "Quarters Population …" on ICDAR's us-001). Notes set flush right
+    start their lines far apart (us-019)."""
     left = min(ln.box[0] for ln in lines)
-    return sum(1 for ln in lines if ln.box[0] - left <= ln.box[3] - ln.box[1]) >= FLUSH_SHARE * len(lines)
+    return sum(1 for ln in lines if ln.box[0] - left <= HANG * (ln.box[3] - ln.box[1])) >= FLUSH_SHARE * len(
+        lines
+    )
 
 
 def detect_tables(
