@@ -235,3 +235,67 @@ def test_a_column_of_its_own_beside_another_stays():
     ]
     learned_tables._merge_interleaved_columns(slots)
     assert [s.col for s in slots if s.words and s.words[0][1] == "2"] == [2, 2]
+
+
+def test_a_label_under_the_rule_over_a_label_alone_in_its_row_is_a_row_of_its_own():
+    """ICDAR's us-008: "All Randomly Assigned (N=4,667):" under the heads' rule, a line over "3-Year-Old
+    Cohort", which is alone in its row: two labels, two rows (not one cell)."""
+    slots = [
+        _slot(0, 0, (100, "Sample Group"), (130, "All Randomly Assigned (N=4,667):")),
+        _slot(0, 1, (100, "Participation")), _slot(0, 2, (100, "Total")),
+        _slot(1, 0, (143, "3-Year-Old Cohort")), _slot(1, 1), _slot(1, 2),
+        _slot(2, 0, (170, "Head Start Group")), _slot(2, 1, (170, "85.1%")), _slot(2, 2, (170, "100%")),
+    ]  # fmt: skip
+    rows = learned_tables._rows(learned_tables._split_at_rules(slots, [(18.0, 122.0, 330.0)]), None)
+    assert [r[0].text for r in rows] == [
+        "Sample Group",
+        "All Randomly Assigned (N=4,667):",
+        "3-Year-Old Cohort",
+        "Head Start Group",
+    ]
+
+
+def _lines(y: float, cells: list[tuple[float, str]], h: float = 12.0, bold: bool = False) -> list:
+    from ocr_app.structure.lines import TextLine
+
+    return [TextLine(text, (x, y, x + 6.0 * len(text), y + h), h, bold) for x, text in cells]
+
+
+def test_a_caption_over_the_table_and_notes_under_it_in_one_frame_are_not_its_rows():
+    """ICDAR's us-014: a frame drawn round an exhibit's caption, its table and its notes; the caption
+    ("Exhibit 19", two lines of title, the last "2006–07") and the notes ("Exhibit reads: …", "Note: …"
+    with the tails of their paragraphs, "Source: …") came out as rows of the table."""
+    head = [
+        *_lines(100, [(250, "Exhibit 19")], bold=True),
+        *_lines(
+            113, [(60, "Percentage of Schools Identified and Not Identified for Improvement, by")], bold=True
+        ),
+        *_lines(126, [(230, "2006–07")], bold=True),
+        *_lines(150, [(50, "Designation"), (300, "Identified"), (420, "Not identified")]),
+    ]
+    body = [
+        ln
+        for k in range(4)
+        for ln in _lines(166 + 16 * k, [(50, f"Group {k}"), (300, f"{k}4%"), (420, f"{k}%")])
+    ]
+    notes = [
+        *_lines(240, [(50, "Exhibit reads: Thirty-four percent of schools identified for improvement were")]),
+        *_lines(253, [(50, "also designated as low-performing.")]),
+        *_lines(270, [(50, "Note: Analysis includes respondents in jurisdictions with an initiative")]),
+        *_lines(283, [(50, "in 2006–07.")]),
+        *_lines(300, [(50, "Source: Principal Surveys.")]),
+    ]
+    kept = learned_tables._trim_prose(head + body + notes)
+    assert [ln.text for ln in kept] == [ln.text for ln in head[3:] + body]
+
+
+def test_a_head_spanning_the_columns_under_a_caption_stays_in_the_table():
+    """A caption's label over a head that spans every column ("Design effect"): only the label goes."""
+    lines = [
+        *_lines(100, [(200, "Table 3")], bold=True),
+        *_lines(118, [(220, "Design effect")]),
+        *_lines(134, [(50, "Proportion"), (200, "1.0"), (300, "1.1")]),
+        *_lines(150, [(50, "0.99"), (200, "800"), (300, "880")]),
+        *_lines(166, [(50, "0.95"), (200, "160"), (300, "176")]),
+    ]
+    assert [ln.text for ln in learned_tables._trim_prose(lines)][:2] == ["Design effect", "Proportion"]

@@ -16,6 +16,7 @@ over a scan, of unknown quality and without layout, so we OCR the page ourselves
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import logging
 import os
@@ -810,9 +811,7 @@ def ruled_tables(
     (``_drawing_not_table``) are left to the text; grids of bold labels beside plain answers
     (``_labels_and_values``) and sparse grids are forms; a grid of painted cells that is a piece of a
     table shaded row by row (``_shading_piece``) is left to the word grid. Only pages that draw
-    rulings are searched:
-    ``find_tables`` costs ~0.3 s a page. ``frames``, when given, gets the box (display pixels) of every
-    grid found, read here or not: where a drawn table ends (``learned_tables.cut_at_frames``).
+    rulings are searched: ``find_tables`` costs ~0.3 s a page. ``frames`` gets every grid's box.
     """
     import pymupdf
 
@@ -832,9 +831,8 @@ def ruled_tables(
     for table in found:
         if table.row_count < 2 or table.col_count < 2:
             continue
-        if frames is not None:
-            frame = pymupdf.Rect(table.bbox) * matrix
-            frames.append((frame.x0, frame.y0, frame.x1, frame.y1))
+        if frames is not None:  # every grid found, read here or not: where a drawn table ends
+            frames.append(tuple(pymupdf.Rect(table.bbox) * matrix))
         col_edges = _edges([c[0] for c in table.cells if c is not None])
         row_edges = _edges([r.bbox[1] for r in table.rows])
         if paths is None:
@@ -1697,14 +1695,13 @@ class TextLayerEngine(Engine):
                 ln for ln in every_line if id(ln) not in free and any(_centre(ln.box, t[0]) for t in grids)
             ]
             pool = [*rest, *in_grid]
+            in_regions = functools.partial(lt.tables_in_regions, image, body=body, join=join_lines, cuts=cuts)
             for box, rows, head, exact in grids:
                 # Tables set one under the other share their rulings, and PyMuPDF returns one grid:
                 # the layout model's tables inside it say where one ends.
                 parts = [r for r in regions if overlap(r, box) > 0.7]
                 if len(parts) >= 2:
-                    found, pool = lt.tables_in_regions(
-                        image, parts, pool, body=body, join=join_lines, cuts=cuts
-                    )
+                    found, pool = in_regions(parts, pool)
                     if found:
                         out += [(t.box, t.rows, t.header_rows or _bold_header(t)) for t in found]
                         continue
@@ -1743,16 +1740,7 @@ class TextLayerEngine(Engine):
                 if lt.MIN_VETO_SCORE <= r.score < lt.MIN_REGION_SCORE
                 and not any(overlap(r.box, t) > 0.5 for t in read)
             ]
-            found, pool = lt.tables_in_regions(
-                image,
-                regions,
-                pool,
-                body=body,
-                join=join_lines,
-                rules=self._word_grid(image.width, body),
-                weak=weak,
-                cuts=cuts,
-            )
+            found, pool = in_regions(regions, pool, rules=self._word_grid(image.width, body), weak=weak)
         except EngineUnavailableError as exc:
             logger.warning("textlayer: tables from rules only: %s", exc)
             self._learned = False

@@ -942,6 +942,7 @@ def _split_at_rules(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
         return slots
     cuts = _joined(cuts)
     left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
+    stub = min(s.col for s in slots if s.words)
     r = 0
     while r <= max((s.row for s in slots), default=-1):
         cells = [s for s in slots if s.row == r and s.rowspan == 1 and s.words]
@@ -975,12 +976,19 @@ def _split_at_rules(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
         # A part with words in every column that the rest of the row or the neighbour row fills is a
         # row of its own (rows set a line apart look "wrapped" too: "Carbon monoxide (CO)" under
         # "Ammonia (NH3)").
-        if len(upper) < len(set(lower) | set(prv)) and all(
-            c in prv and _goes_on(prv[c], _Slot(r, c, words=ws)) for c, ws in upper.items()
+        # A row holding only a label in the first column takes no part: a label under the rule over
+        # one alone in its row are two rows ("All Randomly Assigned (N=4,667):" over "3-Year-Old
+        # Cohort", ICDAR's us-008).
+        if (
+            len(upper) < len(set(lower) | set(prv))
+            and set(prv) != {stub}
+            and all(c in prv and _goes_on(prv[c], _Slot(r, c, words=ws)) for c, ws in upper.items())
         ):
             moved, into, first = upper, prv, False
-        elif len(lower) < len(set(upper) | set(nxt)) and all(
-            c in nxt and _goes_on(_Slot(r, c, words=ws), nxt[c]) for c, ws in lower.items()
+        elif (
+            len(lower) < len(set(upper) | set(nxt))
+            and set(nxt) != {stub}
+            and all(c in nxt and _goes_on(_Slot(r, c, words=ws), nxt[c]) for c, ws in lower.items())
         ):
             moved, into, first = lower, nxt, True
         else:
@@ -1499,6 +1507,18 @@ _WORD = re.compile(r"[^\W\d_]{2}")  # a word, not a figure: two letters in a row
 # figures is one piece of many "words" too)
 
 
+_CAPTION = re.compile(
+    r"^(table|tab\.|exhibit|figure|fig\.|chart|tableau|tabelle|tabla|tabella)\s*[\dIVXA-Z]", re.I
+)
+_NOTE = re.compile(r"^(sources?|notes?|n\.?b\.|quelles?|fuentes?|fonte|remarks?)\s*[:.]", re.I)
+
+
+def _tail(above: Row, row: Row) -> bool:
+    """Whether one-piece ``row`` goes on the line of ``above`` (same style, a line below)."""
+    a, b = above.items[0], row.items[0]
+    return _style(a) == _style(b) and b.box[1] - a.box[3] < 0.5 * (b.box[3] - b.box[1])
+
+
 def _trim_prose(held: list[TextLine]) -> list[TextLine]:
     """Rows of prose at the top or bottom of a region (a paragraph or caption the box reached into)
     are not the table's: one piece a row, a sentence long (counted in words, not figures), across
@@ -1523,6 +1543,18 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
         rows.pop(0)
     while rows and prose(rows[-1]):
         rows.pop()
+    # A caption's label over the table ("Exhibit 19", "Table 3.2") and notes under it ("Source: …",
+    # "Note: …") with the lines of their paragraphs, all rows of one piece, inside a frame drawn round
+    # table and notes alike (ICDAR's us-014), are not the table's either.
+    cells = [k for k, r in enumerate(rows) if len(r.items) >= 2]
+    if cells:
+        top = [k for k in range(cells[0]) if prose(rows[k]) or _CAPTION.match(rows[k].items[0].text)]
+        while top and top[-1] + 1 < cells[0] and _tail(rows[top[-1]], rows[top[-1] + 1]):
+            top.append(top[-1] + 1)  # the caption's last line ("… Initiatives, / 2006–07")
+        end = [
+            k for k in range(cells[-1] + 1, len(rows)) if prose(rows[k]) or _NOTE.match(rows[k].items[0].text)
+        ]
+        rows = rows[top[-1] + 1 if top else 0 : end[0] if end else len(rows)]
     keep = {id(i) for r in rows for i in r.items}
     return [ln for ln in held if id(ln) in keep]
 
