@@ -299,3 +299,14 @@ def test_a_head_spanning_the_columns_under_a_caption_stays_in_the_table():
         *_lines(166, [(50, "0.95"), (200, "160"), (300, "176")]),
     ]
     assert [ln.text for ln in learned_tables._trim_prose(lines)][:2] == ["Design effect", "Proportion"]
+
+
+def test_a_first_row_that_only_starts_like_a_caption_stays():
+    """"Tablets sold" is no caption's label ("Table 3", "Exhibit A-1"): the row stays the table's."""
+    lines = [
+        *_lines(100, [(200, "Tablets sold")]),
+        *_lines(118, [(50, "Region"), (200, "Units"), (300, "Share")]),
+        *_lines(134, [(50, "North"), (200, "800"), (300, "12%")]),
+        *_lines(150, [(50, "South"), (200, "160"), (300, "9%")]),
+    ]
+    assert learned_tables._trim_prose(lines)[0].text == "Tablets sold"

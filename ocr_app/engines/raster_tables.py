@@ -235,11 +235,16 @@ def read(
             rows, note = notes_below(table.rows)
             header = table.header_rows or _bold_header(table.lines, len(rows))
             tables.append((pic.box, rows, header))
-            # The note under the table, inside the picture ("Source: …"), is text after the table.
+            # The note under the table, inside the picture ("Source: …"), is text after the table; so
+            # are a caption over it and notes under it that the table reader left out (``_trim_prose``).
+            top = min(ln.box[1] for ln in table.lines)
+            bottom = max(ln.box[3] for ln in table.lines)
+            taken = {id(ln) for ln in table.lines}
             loose += [
                 replace(_on_page(ln, pic, 0), in_figure=False, figure=0)
                 for ln in held
-                if note and " ".join(ln.text.split()) in note
+                if (note and " ".join(ln.text.split()) in note)
+                or (id(ln) not in taken and (ln.box[1] >= bottom or ln.box[3] <= top))
             ]
             continue
         if keep_text:

@@ -1508,9 +1508,9 @@ _WORD = re.compile(r"[^\W\d_]{2}")  # a word, not a figure: two letters in a row
 
 
 _CAPTION = re.compile(
-    r"^(table|tab\.|exhibit|figure|fig\.|chart|tableau|tabelle|tabla|tabella)\s*[\dIVXA-Z]", re.I
+    r"^(?i:table|tab\.|exhibit|figure|fig\.|chart|tableau|tabelle|tabla|tabella)\s*(?:\d+|[IVX]+\b|[A-Z]-?\d+)"
 )
-_NOTE = re.compile(r"^(sources?|notes?|n\.?b\.|quelles?|fuentes?|fonte|remarks?)\s*[:.]", re.I)
+_NOTE = re.compile(r"^(sources?|notes?|n\.?b\.?|quelles?|fuentes?|fonte|remarks?)\s*[:.]", re.I)
 
 
 def _tail(above: Row, row: Row) -> bool:
