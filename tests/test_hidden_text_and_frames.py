@@ -302,7 +302,7 @@ def test_a_head_spanning_the_columns_under_a_caption_stays_in_the_table():
 
 
 def test_a_first_row_that_only_starts_like_a_caption_stays():
-    """"Tablets sold" is no caption's label ("Table 3", "Exhibit A-1"): the row stays the table's."""
+    """ "Tablets sold" is no caption's label ("Table 3", "Exhibit A-1"): the row stays the table's."""
     lines = [
         *_lines(100, [(200, "Tablets sold")]),
         *_lines(118, [(50, "Region"), (200, "Units"), (300, "Share")]),
