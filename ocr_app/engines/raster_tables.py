@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.structure.lines import TextLine, body_size
-from ocr_app.structure.table_html import Cell
+from ocr_app.structure.table_html import NOTE_LEAD, Cell
 
 if TYPE_CHECKING:
     import pymupdf
@@ -305,7 +305,7 @@ def covered_by_table(box: Box, regions: Sequence[Region]) -> bool:
 
 
 # A note under a table: its source, a note, a footnote mark ("Source: national accounts", "Note: …", "* p < 0.05").
-_NOTE = re.compile(r"^\s*(?:(?:sources?|notes?|nb)\b\s*[:.]|[*†‡§¹²³])", re.IGNORECASE)
+_NOTE = re.compile(rf"^\s*(?:{NOTE_LEAD}|[*†‡§¹²³])", re.IGNORECASE)
 
 
 def notes_below(rows: list[list[Cell]]) -> tuple[list[list[Cell]], str]:

@@ -21,7 +21,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from ocr_app.structure.running_text import text_columns
-from ocr_app.structure.table_html import Cell, join_cell_lines
+from ocr_app.structure.table_html import NOTE_LEAD, Cell, join_cell_lines
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -878,21 +878,7 @@ def _split_merged_rows(slots: list[_Slot]) -> list[_Slot]:
             r += 1
             continue
         starts = [sum(m[i] for m in stacks) / len(stacks) - 0.5 * height for i in range(k)]
-        out: list[_Slot] = []
-        for s in slots:
-            if s.row == r and s.rowspan == 1:
-                parts = [_Slot(r + i, s.col, 1, s.colspan, s.header, s.box) for i in range(k)]
-                for w in s.words:
-                    mid = (w[0][1] + w[0][3]) / 2
-                    parts[max([i for i in range(k) if mid >= starts[i]], default=0)].words.append(w)
-                out += parts
-                continue
-            if s.row > r:
-                s.row += k - 1
-            elif s.row + s.rowspan > r:
-                s.rowspan += k - 1
-            out.append(s)
-        slots = out
+        slots = _cut_row(slots, r, starts)
         r += k
     return slots
 
@@ -1001,22 +987,33 @@ def _split_at_rules(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
                     cell.words = moved[s.col] + cell.words if first else cell.words + moved[s.col]
             r += 1
             continue
-        out: list[_Slot] = []
-        for s in slots:
-            if s.row == r and s.rowspan == 1:
-                upper = _Slot(r, s.col, 1, s.colspan, s.header, s.box)
-                lower = _Slot(r + 1, s.col, 1, s.colspan, False, s.box)
-                for w in s.words:
-                    (upper if w[0][1] + w[0][3] < 2 * cut else lower).words.append(w)
-                out += [upper, lower]
-                continue
-            if s.row > r:
-                s.row += 1
-            elif s.row + s.rowspan > r:
-                s.rowspan += 1
-            out.append(s)
-        slots = out
+        slots = _cut_row(slots, r, [float("-inf"), cut], heads=False)
     return slots
+
+
+def _cut_row(slots: list[_Slot], r: int, starts: Sequence[float], *, heads: bool = True) -> list[_Slot]:
+    """Row ``r`` cut into one row a level of ``starts`` (ascending): each one-row cell's word goes to
+    the last level its middle reaches (the first when none), rows below move down, cells spanning down
+    over ``r`` span the new rows too. ``heads``: the new rows keep a header cell's mark (False: only
+    the first does)."""
+    k = len(starts)
+    out: list[_Slot] = []
+    for s in slots:
+        if s.row == r and s.rowspan == 1:
+            parts = [
+                _Slot(r + i, s.col, 1, s.colspan, s.header and (heads or i == 0), s.box) for i in range(k)
+            ]
+            for w in s.words:
+                mid = (w[0][1] + w[0][3]) / 2
+                parts[max([i for i in range(k) if mid >= starts[i]], default=0)].words.append(w)
+            out += parts
+            continue
+        if s.row > r:
+            s.row += k - 1
+        elif s.row + s.rowspan > r:
+            s.rowspan += k - 1
+        out.append(s)
+    return out
 
 
 def _lift_header_tails(slots: list[_Slot]) -> list[_Slot]:
@@ -1510,7 +1507,7 @@ _WORD = re.compile(r"[^\W\d_]{2}")  # a word, not a figure: two letters in a row
 _CAPTION = re.compile(
     r"^(?i:table|tab\.|exhibit|figure|fig\.|chart|tableau|tabelle|tabla|tabella)\s*(?:\d+|[IVX]+\b|[A-Z]-?\d+)"
 )
-_NOTE = re.compile(r"^(sources?|notes?|n\.?b\.?|quelles?|fuentes?|fonte|remarks?)\s*[:.]", re.I)
+_NOTE = re.compile(f"^{NOTE_LEAD}", re.I)
 
 
 def _tail(above: Row, row: Row) -> bool:

@@ -22,6 +22,10 @@ _ITEM_START = re.compile(
 _VALUE = re.compile(r"^[-+±]?[\d.,]+\s*%?$|^[-–—*✓✗xX]$")
 
 
+# The lead word of a note under a table ("Source: national accounts", "Note: …", "N.B. …"), in the
+# languages the sets hold; shared by the table readers of the text layer and of pictures.
+NOTE_LEAD = r"(?:sources?|notes?|n\.?b\.?|quelles?|fuentes?|fonte|remarks?)\s*[:.]"
+
 MAX_HEADER_ROWS = 3
 
 
