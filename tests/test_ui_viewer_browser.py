@@ -9,9 +9,12 @@ every engine.
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from ocr_app.settings import Settings
 from tests.factories import make_pdf
@@ -310,8 +313,40 @@ def test_300_pages_cancel_is_live_while_they_run_and_the_picker_reaches_every_pa
             tab.wait_for_timeout(300)
         last.click()
         tab.click("#page-prev")
-        tab.locator("#page-status").get_by_text("p300.pdf, page 299").wait_for()
+        expect(tab.locator("#page-status")).to_contain_text("p300.pdf, page 299", timeout=TIMEOUT_MS)
         assert tab.input_value("#page-number input") == "299"
+    finally:
+        context.close()
+
+
+def test_previous_right_after_a_pick_from_the_list_shows_the_page_before_the_pick(
+    app, browser, docs, monkeypatch
+):
+    """Navigation answers come back in the order of the clicks, whichever takes longer to render."""
+    picked = threading.Event()
+    for block_fn in app.demo.fns.values():
+        if getattr(block_fn.fn, "__name__", "") == "show_page":
+            show = block_fn.fn
+
+            def slow_show(key, entries, show=show):
+                time.sleep(1.5)  # the picked page renders slowly (a big page on a busy server)
+                try:
+                    return show(key, entries)
+                finally:
+                    picked.set()
+
+            monkeypatch.setattr(block_fn, "fn", slow_show)
+    context, tab = _open(browser, app.url)
+    try:
+        _convert(tab, [docs["long"]])
+        tab.locator("#page-status").get_by_text("long.pdf, page 1").wait_for()
+        tab.click("#page-select input")
+        tab.get_by_role("option", name=re.compile(r"long\.pdf · page 2 ·")).click()
+        tab.click("#page-prev")
+        assert picked.wait(TIMEOUT_MS / 1000)
+        tab.wait_for_timeout(1000)  # time for the pick's late answer to reach the page, had it come last
+        expect(tab.locator("#page-status")).to_contain_text("long.pdf, page 1")
+        assert tab.input_value("#page-number input") == "1"
     finally:
         context.close()
 

@@ -52,6 +52,10 @@ LIVE_VIEW_INTERVAL_S = 1.0  # while a job runs, refresh the page viewer at most 
 STATUS_INTERVAL_S = 0.25  # and the progress line at most this often (fast engines report ~100 events/s)
 GPU_GROUP = "gpu"  # concurrency id shared by the UI's and the API's conversions
 PRIVATE = {"api_visibility": "private", "show_progress": "hidden"}  # UI-only events, no spinner
+# Page navigation runs one event at a time, in the order the clicks came: a pick from the list and a
+# "Previous" right after it otherwise ran side by side, and the slower answer won (the page picked, not
+# the one before it). Each answer is a few milliseconds of reading one rendered page.
+NAVIGATION = {"concurrency_id": "page-view", "concurrency_limit": 1}
 WAIT_REPORT_S = 1.0  # how often a job waiting for its engine's slot tells its place
 MAX_JOBS_AT_ONCE = 64  # gradio admits at most this many conversions, whatever the engines serve
 
@@ -758,9 +762,15 @@ class OcrApp:
         w = self.w
         page_outputs = [w.page_select, w.page_number, w.page_view, w.page_status]
         # .input, not .change: programmatic updates from the job already carry the page they select.
-        w.page_select.input(self.show_page, [w.page_select, w.pages_state], page_outputs, **PRIVATE)
+        w.page_select.input(
+            self.show_page, [w.page_select, w.pages_state], page_outputs, **PRIVATE, **NAVIGATION
+        )
         w.page_number.submit(
-            self.goto_page, [w.page_number, w.page_select, w.pages_state], page_outputs, **PRIVATE
+            self.goto_page,
+            [w.page_number, w.page_select, w.pages_state],
+            page_outputs,
+            **PRIVATE,
+            **NAVIGATION,
         )
         for button, delta in ((w.prev_btn, -1), (w.next_btn, 1)):
             button.click(
@@ -768,6 +778,7 @@ class OcrApp:
                 [w.page_select, w.pages_state],
                 page_outputs,
                 **PRIVATE,
+                **NAVIGATION,
             )
         w.preset.change(self.on_preset, w.preset, [w.custom, w.locate], api_visibility="private")
         w.engine.change(
