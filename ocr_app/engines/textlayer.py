@@ -52,6 +52,7 @@ from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
+from ocr_app.structure.rule_frames import rule_frames
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 from ocr_app.structure.table_model import available as learned_tables_available
 
@@ -1670,7 +1671,8 @@ class TextLayerEngine(Engine):
 
         image = layout.image
         body = body_size(every_line)
-        if not lt.worth_looking(every_line, body, drawn=drawn):
+        framed = rule_frames(cuts, every_line, body)
+        if not lt.worth_looking(every_line, body, drawn=drawn or bool(framed)):
             return ruled, forms, rest, None, []
         if is_rtl(" ".join(ln.text for ln in every_line)):
             # Right-to-left pages keep the rules' tables, which read a row from its right (the
@@ -1683,6 +1685,14 @@ class TextLayerEngine(Engine):
             detected = [r for r in seen if r.label == "table"]
             texts = [r.box for r in seen if r.label in TEXT_LABELS and r.score >= lt.MIN_VETO_SCORE]
             regions = [lt.cut_at_frames(r.box, frames) for r in detected if r.score >= lt.MIN_REGION_SCORE]
+            # Tables drawn by horizontal rules alone, where the model boxes no table and no grid is ruled.
+            regions += [
+                f
+                for f in framed
+                if not any(
+                    overlap(f, b) > 0.3 or overlap(b, f) > 0.5 for b in [*(r.box for r in detected), *frames]
+                )
+            ]
             # Grids of words the layout model does not call a table, even weakly, are text.
             vetted = [r.box for r in detected if r.score >= lt.MIN_VETO_SCORE]
             # A ruled grid taken for a form (sparse, label/value pairs) is read by the structure model

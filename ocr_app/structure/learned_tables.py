@@ -12,6 +12,7 @@ the image's pixels (the page as rendered).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import statistics
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from ocr_app.structure.rule_frames import joined, pieces
 from ocr_app.structure.running_text import text_columns
 from ocr_app.structure.table_html import NOTE_LEAD, Cell, join_cell_lines
 
@@ -380,9 +382,10 @@ def read_table(
     else:
         slots = _merge_flowing_columns(_split_spans(_split_columns(slots, body), body))
         _merge_interleaved_columns(slots)
-        slots = _merge_header_rows(_lift_header_tails(_split_merged_rows(slots)))
+        slots = _merge_header_rows(_lift_header_tails(_split_keys(_split_merged_rows(slots))))
         slots = _join_wrapped_rows(_fill_empty_spans(slots))
         slots = _centre_spans(_join_wrapped_text_rows(_lift_stray_lines(slots)), body)
+    _head_over_rule(slots, cuts)
     if not is_grid(slots) or _bullets_first(slots):
         return None
     rows = _rows(slots, join)
@@ -681,8 +684,8 @@ def _lift_stray_lines(slots: list[_Slot]) -> list[_Slot]:
 
 
 def _join_wrapped_text_rows(slots: list[_Slot]) -> list[_Slot]:
-    """In a table of words (no figures), a body row with an empty first column whose cells each
-    continue the cell above is that row's wrapped lines.
+    """In a table of words (no figures), a body row with an empty first column, or one whose key is set
+    in under a hanging indent, whose cells each continue the cell above is that row's wrapped lines.
 
     Why: ``_join_wrapped_rows`` anchors rows by their figures, so a table of text (a risk register, a
     glossary in columns) kept a wrapped description's second line as a row of its own beside empty
@@ -696,11 +699,19 @@ def _join_wrapped_text_rows(slots: list[_Slot]) -> list[_Slot]:
         lower = {s.col: s for s in slots if s.row == r and s.words}
         upper = {s.col: s for s in slots if s.row == r - 1 and s.words}
         crossing = any(s.rowspan > 1 and s.row <= r < s.row + s.rowspan + 1 for s in slots)
-        if crossing or not lower or 0 in lower or 0 not in upper or not _continues(upper, lower, slots):
+        keyed = 0 in lower and not (0 in upper and _hangs(upper[0], lower[0]))
+        if crossing or not lower or keyed or 0 not in upper or not _continues(upper, lower, slots):
             r += 1
             continue
         slots = _merge_up(slots, r, upper, lower)
     return slots
+
+
+def _hangs(upper: _Slot, lower: _Slot) -> bool:
+    """Whether ``lower``'s first line is set in from ``upper``'s first line: a key's wrapped line under a
+    hanging indent, not a key of its own."""
+    height = min(w[0][3] - w[0][1] for w in lower.words)
+    return _first_left(lower) - _first_left(upper) >= OUTDENT * height
 
 
 def _continues(upper: dict[int, _Slot], lower: dict[int, _Slot], slots: Sequence[_Slot]) -> bool:
@@ -883,6 +894,78 @@ def _split_merged_rows(slots: list[_Slot]) -> list[_Slot]:
     return slots
 
 
+KEYS_FLUSH = 0.6  # this share of the body rows' keys starting at their column's edge: keys are set flush left
+OUTDENT = (
+    0.5  # × the line height: a key line this far left of the key's first line is another key's; at the edge
+)
+
+
+def _split_keys(slots: list[_Slot]) -> list[_Slot]:
+    """A body row whose key (its first column's cell, keys set flush left) holds another key's first
+    line is two rows from that line on: a line at the column's edge that starts left of the key's
+    first line (an outdent), or one under a key line that broke early (the next word would have
+    fitted in the column), level with a line of every other filled cell of the row that follows a
+    line which broke early too.
+
+    Why: keys that wrap with a hanging indent ("Disposable income per capita in" over "constant
+    dollars", set in) in rows set at line spacing were fitted a line off: one model row held a key's
+    indented last line and the next key's first line (ICDAR 2013's us-019, "constant dollars
+    Education revenue receipts from state"); and two one-line rows of words set at line spacing came
+    out as one ("Ages 20 to 24 Age 25 and over" beside "Remains between …" twice). A key's wrapped
+    lines never start left of its first line, and a line breaks early only where its cell ends; a key
+    broken early beside a description that runs on is one key on two lines ("Books and" / "school
+    supplies", us-036). The other cells' lines go to the row they are level with (``_cut_row``)."""
+    body_at = _body_start(slots)
+    keys = [
+        s for s in slots if s.col == 0 and s.colspan == 1 and s.rowspan == 1 and s.row >= body_at and s.words
+    ]
+    if not keys:
+        return slots
+    edge = min(w[0][0] for s in keys for w in s.words)
+    height = statistics.median(w[0][3] - w[0][1] for s in keys for w in s.words)
+    if sum(1 for s in keys if _first_left(s) - edge <= OUTDENT * height) < KEYS_FLUSH * len(keys):
+        return slots
+    widths: dict[tuple[int, int], float] = {}  # (column, span) → its widest line
+    for s in slots:
+        for _, ws in _bands(s.words):
+            width = max(w[0][2] for w in ws) - min(w[0][0] for w in ws)
+            widths[s.col, s.colspan] = max(widths.get((s.col, s.colspan), 0.0), width)
+
+    def early(s: _Slot, above: list[tuple[Box, str]], below: list[tuple[Box, str]]) -> bool:
+        """Whether the line ``above`` broke before the first word of ``below`` had to (it would have fitted)."""
+        lead = min(below, key=lambda w: w[0][0])[0]
+        used = max(w[0][2] for w in above) - min(w[0][0] for w in above)
+        return used + 0.25 * height + (lead[2] - lead[0]) <= widths[s.col, s.colspan]
+
+    def level(s: _Slot, mid: float) -> bool:
+        """Whether cell ``s`` has a line level with ``mid`` that starts it or follows a line broken early."""
+        bands = _bands(s.words)
+        return abs(bands[0][0] - mid) <= 0.5 * height or any(
+            abs(m - mid) <= 0.5 * height and early(s, up, ws)
+            for (_, up), (m, ws) in itertools.pairwise(bands)
+        )
+
+    for key in sorted(keys, key=lambda s: -s.row):  # from the bottom: a cut moves only the rows below
+        first = _first_left(key)
+        others = [s for s in slots if s.row == key.row and s.rowspan == 1 and s.col > 0 and s.words]
+        starts = []
+        for (_, above), (mid, ws) in itertools.pairwise(_bands(key.words)):
+            x = min(w[0][0] for w in ws)
+            if x - edge > OUTDENT * height:
+                continue  # set in: a wrapped line
+            beside = bool(others) and early(key, above, ws) and all(level(s, mid) for s in others)
+            if x <= first - OUTDENT * height or beside:
+                starts.append(min(w[0][1] for w in ws))
+        if starts:
+            slots = _cut_row(slots, key.row, [float("-inf"), *starts])
+    return slots
+
+
+def _first_left(s: _Slot) -> float:
+    """Where the cell's first line starts."""
+    return min(w[0][0] for w in _bands(s.words)[0][1])
+
+
 RULE_REACH = 0.5  # × the line height: how far short of a row's outer words a rule under them may end
 RULE_CLEAR = 0.3  # × the line height: a rule this far from every word's middle (no strike-through)
 
@@ -894,21 +977,6 @@ def _goes_on(upper: _Slot, lower: _Slot) -> bool:
     """``lower`` goes on ``upper``'s text a line below, in one cell: no figure under a figure (two
     rows of figures set a line apart are two rows)."""
     return _wrapped(upper, lower) and not (_is_figure(upper) and _is_figure(lower))
-
-
-RULE_JOIN = 2.0  # pixels: rule pieces this close in height and end to end are one rule
-
-
-def _joined(rules: Sequence[Rule]) -> list[Rule]:
-    """Rule pieces end to end on one level joined: a table's row rule is often drawn cell by cell."""
-    out: list[Rule] = []
-    for x0, y, x1 in sorted(rules, key=lambda r: (round(r[1] / RULE_JOIN), r[0])):
-        last = out[-1] if out else None
-        if last and abs(last[1] - y) <= RULE_JOIN and x0 <= last[2] + RULE_JOIN:
-            out[-1] = (last[0], last[1], max(last[2], x1))
-        else:
-            out.append((x0, y, x1))
-    return out
 
 
 def _split_at_rules(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
@@ -926,7 +994,7 @@ def _split_at_rules(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
     every = [w for s in slots for w in s.words]
     if not cuts or not every:
         return slots
-    cuts = _joined(cuts)
+    cuts = joined(cuts)
     left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
     stub = min(s.col for s in slots if s.words)
     r = 0
@@ -1214,6 +1282,40 @@ def _rows(slots: list[_Slot], join: Callable[[str, str], str] | None) -> list[li
             continue
         rows[index[covered[0]]].append(Cell(_cell_text(s.words, join), s.colspan, len(covered)))
     return [r for r in rows if r]
+
+
+HEAD_ROWS = 3  # a head over a rule has at most this many rows
+
+
+def _head_over_rule(slots: list[_Slot], cuts: Sequence[Rule]) -> None:
+    """With no header row read, the first rows are the header where a rule drawn across the whole
+    table runs under them and over the rest (a booktabs table's head rule: "Variable | Assumption" on
+    ICDAR 2013's us-019, where the head is set like the body). Not in a table that draws a rule under
+    most of its rows: there the first rule says nothing about a head."""
+    every = [w for s in slots for w in s.words]
+    if not cuts or not every or any(s.header for s in slots):
+        return
+    height = statistics.median(w[0][3] - w[0][1] for w in every)
+    left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
+    top, bottom = min(w[0][1] for w in every), max(w[0][3] for w in every)
+    n_rows = max(s.row + s.rowspan for s in slots)
+    across = sorted(
+        y
+        for x0, y, x1 in joined(cuts)
+        if x0 <= left + RULE_REACH * height and x1 >= right - RULE_REACH * height and top < y < bottom
+    )
+    if not across:
+        return
+    above = {s.row + s.rowspan for s in slots if s.words and max(w[0][3] for w in s.words) <= across[0]}
+    below = {s.row for s in slots if s.words and min(w[0][1] for w in s.words) >= across[0]}
+    k = max(above, default=0)
+    if not 1 <= k <= HEAD_ROWS or k != min(below, default=-1) or len(across) - 1 > (n_rows - k) / 2:
+        return
+    if n_rows - k < 2 or any(s.row < k < s.row + s.rowspan for s in slots):
+        return
+    for s in slots:
+        if s.row < k:
+            s.header = True
 
 
 def _header_rows(slots: Sequence[_Slot]) -> int:
@@ -1873,24 +1975,10 @@ def worth_looking(lines: Sequence[TextLine], body: float, *, drawn: bool) -> boo
         return True
     rows = 0
     for row in group_rows(lines):
-        # The row's pieces, cut where two words of one piece stand a cell gap apart (cells that
-        # PyMuPDF returns as one line).
-        pieces: list[list[str]] = []
-        edges: list[tuple[float, float]] = []
-        for ln in sorted(row.items, key=lambda i: i.box[0]):
-            for (x0, x1), word in zip(
-                ln.words or [(ln.box[0], ln.box[2])], ln.text.split() if ln.words else [ln.text], strict=False
-            ):
-                if edges and x0 - edges[-1][1] < body:
-                    pieces[-1].append(word)
-                    edges[-1] = (edges[-1][0], x1)
-                else:
-                    pieces.append([word])
-                    edges.append((x0, x1))
-        if len(pieces) < 2:
+        cut = pieces(row.items, body)
+        if len(cut) < 2:
             continue
-        apart = len(pieces) - 1
-        if apart >= 2 or min(len(" ".join(p).split()) for p in pieces) <= 3:
+        if len(cut) >= 3 or min(len(" ".join(p).split()) for p in cut) <= 3:
             rows += 1
             if rows >= 3:
                 return True
