@@ -318,6 +318,38 @@ def test_a_header_cell_on_two_lines_the_model_cut_into_two_rows_is_one_row():
     assert len(learned_tables._rows(learned_tables._merge_header_rows(groups), None)) == 3
 
 
+def test_a_head_set_at_the_headers_foot_beside_two_line_heads_joins_them_in_one_row():
+    """ICDAR 2013's us-009: "Cost Category" stands level with the last line of the heads beside it
+    ("Total Costs" / "All Funds"); the model read two header rows, the first with an empty first cell.
+    One header row, "Cost Category" in it; a lower cell under a filled upper one of another span
+    (a group's sub-heads) keeps the two rows."""
+    slots = [
+        _cell(0, 0, 100), _cell(0, 1, 100, "Total Costs"), _cell(0, 2, 100, "Indirect"),
+        _cell(1, 0, 113, "Cost Category"), _cell(1, 1, 113, "All Funds"), _cell(1, 2, 113, "Costs"),
+        _cell(2, 0, 140, "Salaries"), _cell(2, 1, 140, "1,314,000"), _cell(2, 2, 140, "373,250"),
+    ]  # fmt: skip
+    rows = learned_tables._rows(learned_tables._merge_header_rows(slots), None)
+    assert [[c.text for c in r] for r in rows] == [
+        ["Cost Category", "Total Costs All Funds", "Indirect Costs"],
+        ["Salaries", "1,314,000", "373,250"],
+    ]
+    grouped = [
+        _cell(0, 0, 100), _cell(0, 1, 100, "Costs", colspan=2),
+        _cell(1, 0, 113, "Category"), _cell(1, 1, 113, "Direct"), _cell(1, 2, 113, "Indirect"),
+        _cell(2, 0, 140, "Salaries"), _cell(2, 1, 140, "940,750"), _cell(2, 2, 140, "373,250"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._merge_header_rows(grouped), None)) == 3
+    # ICDAR's eu-007: lower down, a row of brands over a row whose shares stand under empty cells is no
+    # head's lines
+    brands = [
+        _cell(0, 0, 80, "Groups"), _cell(0, 1, 80, "Butter"), _cell(0, 2, 80, "Margarine"), _cell(0, 3, 80, "Low fat"),
+        _cell(1, 0, 100, "CLE"), _cell(1, 1, 100, "Elles"), _cell(1, 2, 100), _cell(1, 3, 100),
+        _cell(2, 0, 113, "Vedial"), _cell(2, 1, 113, "Paysan"), _cell(2, 2, 113, "Total:"), _cell(2, 3, 113, "Total:"),
+        _cell(3, 0, 140, "Others"), _cell(3, 1, 140, "42.2%"), _cell(3, 2, 140, "13.3%"), _cell(3, 3, 140, "9.7%"),
+    ]  # fmt: skip
+    assert len(learned_tables._rows(learned_tables._merge_header_rows(brands), None)) == 4
+
+
 def test_a_model_row_holding_two_rows_of_figures_is_two_rows():
     """ICDAR 2013's us-037 and eu-003: body rows set without padding, merged by the model into one
     ("0 250 | 39 30 | 5.8 5.9"). Each line of figures is a row; a label wrapped over two lines beside

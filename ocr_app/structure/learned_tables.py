@@ -546,9 +546,12 @@ def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
     """Two header rows whose cells stand one over the other, a line apart, are one row of wrapped cells.
 
     Why: the structure model often cuts a header cell set on two lines ("to air" / "kg/year") into
-    two rows; the words say they are one cell each: the same columns filled in both rows with the
-    same spans, and every lower cell's first line right under its upper cell's last (a gap under
-    half a line, where rows of a table are set at least a line's padding apart). Only above the
+    two rows; the words say they are one cell each: every filled cell of the upper row over a cell
+    of the lower with the same span, whose first line is right under its last (a gap under half a
+    line, where rows of a table are set at least a line's padding apart). A cell under an empty one
+    is a head set at the header's foot (ICDAR's us-009: "Cost Category" beside two-line heads; us-037's
+    "No.") and moves up into it, where the two rows are the table's first or the model's header
+    (lower down, figures under empty cells are a row of their own: eu-007). Only above the
     first row that holds a figure (the body); a table of words only (names in a grid, set a line
     apart) has no header to tell from its body and is left alone."""
     body_at = min((s.row for s in slots if _is_figure(s)), default=0)  # no figures: no header to tell
@@ -556,14 +559,25 @@ def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
     while r + 1 < body_at:
         upper = sorted((s for s in slots if s.row == r and s.words), key=lambda s: s.col)
         lower = sorted((s for s in slots if s.row == r + 1 and s.words), key=lambda s: s.col)
+        under = {(s.col, s.colspan): s for s in lower if s.rowspan == 1}
+        pairs = [(a, under.get((a.col, a.colspan))) for a in upper]
+        # a head under an empty cell (set at the foot of the header, "Cost Category" beside two-line
+        # heads) moves up into it: in the table's first two rows, or in the model's header rows
+        empty = {(s.col, s.colspan): s for s in slots if s.row == r and s.rowspan == 1 and not s.words}
+        extra = [s for s in lower if (s.col, s.colspan) not in {(a.col, a.colspan) for a in upper}]
         if (
             len(upper) >= 2
-            and [(s.col, s.colspan, s.rowspan) for s in upper] == [(s.col, s.colspan, 1) for s in lower]
-            and all(s.rowspan == 1 for s in upper)
-            and all(_wrapped(a, b) for a, b in zip(upper, lower, strict=True))
+            and all(b is not None for _, b in pairs)
+            and all(s.rowspan == 1 for s in [*upper, *lower])
+            and all((s.col, s.colspan) in empty for s in extra)
+            and (not extra or r == 0 or r + 1 < _body_start(slots))
+            and all(_wrapped(a, b) for a, b in pairs if b is not None)
         ):
-            for a, b in zip(upper, lower, strict=True):
-                a.words += b.words
+            for a, b in pairs:
+                if b is not None:
+                    a.words += b.words
+            for s in extra:
+                empty[s.col, s.colspan].words = s.words
             gone = {id(s) for s in lower}
             kept: list[_Slot] = []
             for s in slots:
