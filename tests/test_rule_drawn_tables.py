@@ -6,7 +6,8 @@ group heads between, rows at line spacing. The layout model boxes its columns as
 rows between two group heads came out as a table, with the wrapped labels' lines in the wrong rows.
 The rules say where the table is (``structure.rule_frames``); the rows are told by the keys' indents
 and line breaks (``learned_tables._split_keys``, ``_join_wrapped_text_rows``); the rows over the head
-rule are the header (``learned_tables._head_over_rule``).
+rule are the header (``learned_tables._head_over_rule``). On a scan the rules come from the page image
+(``rulings.horizontal_rules``) and the light engine reads the frame the same way.
 """
 
 from __future__ import annotations
@@ -67,6 +68,30 @@ def test_us019_labels_beside_notes_between_three_rules_are_one_table(engine):
     ]
     assert by_key["Inflation rate"] == ["Inflation rate ranges between 1.0% and 2.0%"]
     # the notes under the bottom rule stay text under the table
+    assert "SOURCE: U.S. Department of Commerce" in md.split("</table>")[1]
+
+
+def test_us019_as_a_scan_is_read_by_the_light_engine_between_its_rules(light_engine):
+    """The same page rendered as a 144-DPI scan: the rules come from the page image
+    (``rulings.horizontal_rules``); the labels and notes were text before, interleaved line by line."""
+    from PIL import Image
+
+    from ocr_app.schema import PageImage, PageRequest
+    from ocr_app.structure.pipeline import blocks_to_markdown
+
+    with pymupdf.open(DATA / "us-019.pdf") as doc:
+        pix = doc[1].get_pixmap(dpi=144)
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    out = light_engine.predict_batch(
+        [PageRequest(page=PageImage(image=image, index=1, source="s.png"), prompt="")]
+    )
+    md = blocks_to_markdown(out[0].blocks)
+    assert "<thead><tr><th>Variable</th><th>Assumption</th></tr></thead>" in md
+    by_key = {r[0]: r[1:] for r in table_rows(md)}
+    assert by_key["Education revenue receipts from state sources per capita in constant dollars"] == [
+        "Annual percent changes range between -2.4% and 2.3% with an annual growth rate of 1.3%"
+    ]
+    assert by_key["Ages 20 to 24"] and by_key["Age 25 and over"] and len(by_key) >= 15
     assert "SOURCE: U.S. Department of Commerce" in md.split("</table>")[1]
 
 
@@ -312,3 +337,34 @@ def test_no_head_without_a_rule_under_the_first_rows_only(cuts, why):
     slots = _head_table()
     learned_tables._head_over_rule(slots, cuts)
     assert learned_tables._header_rows(slots) == 0, why
+
+
+def _lines(y: float, cells: list[tuple[float, str]]) -> list:
+    from ocr_app.structure.lines import TextLine
+
+    return [TextLine(text, (x, y, x + 7.0 * len(text), y + 12), 12) for x, text in cells]
+
+
+def _caption_over_table(first: list[tuple[float, str]]) -> list:
+    return [
+        *_lines(80, first),
+        *_lines(104, [(20, "Answers"), (200, "Freq."), (300, "Percent")]),
+        *_lines(124, [(20, "0"), (200, "138"), (300, "6.9")]),
+        *_lines(140, [(20, "1"), (200, "178"), (300, "8.8")]),
+    ]
+
+
+def test_a_captions_last_line_over_the_top_rule_is_no_row_of_the_table():
+    """ICDAR's eu-026 as a scan: the layout model's box took in the caption's last line over the double
+    top rule; it stays text. A head over the rule (pieces side by side) stays the table's."""
+    held = _caption_over_table([(20, "to three questions on the financial literacy task.")])
+    cuts = [(15.0, 98.0, 400.0), (15.0, 100.0, 400.0), (15.0, 120.0, 400.0)]
+    box, kept = learned_tables._below_top_rule((10, 70, 410, 160), held, cuts, 12.0)
+    assert [ln.text for ln in kept][:3] == ["Answers", "Freq.", "Percent"] and len(kept) == 9
+    assert box[1] == 104
+    headed = _caption_over_table([(200, "Boys"), (300, "Girls")])
+    assert len(learned_tables._below_top_rule((10, 70, 410, 160), headed, cuts, 12.0)[1]) == 11
+    spanning = _caption_over_table([(20, "THRESHOLD FOR RELEASES")])  # a head spanning the columns
+    assert len(learned_tables._below_top_rule((10, 70, 410, 160), spanning, cuts, 12.0)[1]) == 10
+    short = [(15.0, 98.0, 250.0)]  # a rule under some columns only
+    assert len(learned_tables._below_top_rule((10, 70, 410, 160), held, short, 12.0)[1]) == 10

@@ -37,7 +37,8 @@ from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.lines import LayoutConfig, TextLine, body_size, unrotate_box
 from ocr_app.structure.page import PageLayout
 from ocr_app.structure.pipeline import DEFAULT_PASSES, build_blocks
-from ocr_app.structure.rulings import grid_tables
+from ocr_app.structure.rule_frames import rule_frames
+from ocr_app.structure.rulings import grid_tables, horizontal_rules
 from ocr_app.structure.scan_levels import (
     DocumentLevels,
     HeadingRecord,
@@ -742,10 +743,19 @@ class LightOcrEngine(Engine):
             and r.score >= lt.MIN_REGION_SCORE
             and not any(overlap(r.box, t[0]) > 0.5 for t in tables)
         ]
-        if not boxes:
-            return tables, lines
         body = body_size(lines)
         width = grey.shape[1]
+        # The page's horizontal rules: tables drawn by rules alone where the model boxes no table and no
+        # grid is ruled (``structure.rule_frames``), and what parts a table's rows.
+        cuts = horizontal_rules(grey, line_px=1.5 * body, text_boxes=[ln.box for ln in lines])
+        known = [*(r.box for r in regions if r.label == "table"), *(t[0] for t in tables)]
+        boxes += [
+            f
+            for f in rule_frames(cuts, lines, body)
+            if not any(overlap(f, b) > 0.3 or overlap(b, f) > 0.5 for b in known)
+        ]
+        if not boxes:
+            return tables, lines
 
         def rules(held: list[TextLine]) -> tuple[list[list[Cell]], int, list[TextLine]] | None:
             found, _ = detect_tables(held, width, self._layout, body)
@@ -757,7 +767,7 @@ class LightOcrEngine(Engine):
 
         try:
             found, lines = lt.tables_in_regions(
-                Image.fromarray(grey).convert("RGB"), boxes, lines, body=body, rules=rules
+                Image.fromarray(grey).convert("RGB"), boxes, lines, body=body, rules=rules, cuts=cuts
             )
         except EngineUnavailableError as exc:
             logger.warning("light: tables without the structure model: %s", exc)

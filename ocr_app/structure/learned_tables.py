@@ -1713,7 +1713,8 @@ def tables_in_regions(
         snapped = snap(region, rest)
         if snapped is None:
             continue
-        for box, held in [part for stacked in _stacked(*snapped) for part in _beside(*stacked)]:
+        for part in [part for stacked in _stacked(*snapped) for part in _beside(*stacked)]:
+            box, held = _below_top_rule(*part, cuts, body)
             if text_columns(held, body):
                 logger.debug("region %s: columns of running text side by side, not a table", box)
                 continue
@@ -1725,6 +1726,47 @@ def tables_in_regions(
             taken = {id(ln) for ln in table.lines}
             rest = [ln for ln in rest if id(ln) not in taken]
     return _join_continued(tables, body), rest
+
+
+def _sentence(text: str) -> bool:
+    """Whether a line reads as (the end of) a sentence, not a label: ``PROSE_WORDS`` words, or four
+    ending in a full stop. A spanning head over a table's rule ("THRESHOLD FOR RELEASES", "Alternate
+    Calculation with Reinsurance") is neither."""
+    words = sum(1 for w in text.split() if _WORD.search(w))
+    return words >= PROSE_WORDS or (words >= 4 and text.rstrip().endswith("."))
+
+
+def _below_top_rule(
+    box: Box, held: list[TextLine], cuts: Sequence[Rule], body: float
+) -> tuple[Box, list[TextLine]]:
+    """A region's lines from its table's top rule down: one or two rows of one piece each, each a
+    sentence (``_sentence``), over the first rule drawn across all the region's lines, with two rows
+    or more under it, are a caption's last lines the layout model's box took in (ICDAR's eu-026 as a
+    scan: "to three questions on the financial literacy task." over the double top rule became the
+    table's first row). A head over a rule (pieces side by side, or a label spanning the columns)
+    stays."""
+    from ocr_app.schema import union_box
+    from ocr_app.structure.lines import group_rows
+
+    if not cuts or len(held) < 3:
+        return box, held
+    left, right = min(ln.box[0] for ln in held), max(ln.box[2] for ln in held)
+    height = statistics.median(ln.box[3] - ln.box[1] for ln in held)
+    across = sorted(
+        y
+        for x0, y, x1 in joined(cuts)
+        if x0 <= left + RULE_REACH * height and x1 >= right - RULE_REACH * height and box[1] < y < box[3]
+    )
+    if not across:
+        return box, held
+    above = [ln for ln in held if (ln.box[1] + ln.box[3]) / 2 < across[0]]
+    below = [ln for ln in held if (ln.box[1] + ln.box[3]) / 2 >= across[0]]
+    over = group_rows(above)
+    if not over or len(over) > 2 or len(group_rows(below)) < 2:
+        return box, held
+    if any(len(pieces(row.items, body)) > 1 or not _sentence(row.text) for row in over):
+        return box, held
+    return union_box([ln.box for ln in below]), below
 
 
 NESTED_SHARE = 0.9  # a table box this much inside another lies in it

@@ -124,12 +124,8 @@ def find_grids(grey: Any, *, line_px: float = 20.0, text_boxes: Sequence[Box] = 
     import numpy as np
 
     ink = rule_ink(grey)
-    flat = ink.copy()
-    for x0, y0, x1, y1 in text_boxes:
-        pad = 0.25 * (y1 - y0)
-        flat[int(y0 + pad) : int(np.ceil(y1 - pad)), int(x0) : int(np.ceil(x1))] = 0
     length = max(int(2 * line_px), 15)
-    horiz = cv2.morphologyEx(flat, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1)))
+    horiz = _horizontal(ink, length, text_boxes)
     vert = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, length)))
     thick = max(MAX_THICK * line_px, 6.0)
     hsegs, vsegs = _segments(horiz, True, thick), _segments(vert, False, thick)
@@ -155,6 +151,33 @@ def find_grids(grey: Any, *, line_px: float = 20.0, text_boxes: Sequence[Box] = 
         if grid is not None:
             grids.append(grid)
     return grids
+
+
+def _horizontal(ink: Any, length: int, text_boxes: Sequence[Box]) -> Any:
+    """The ink of horizontal strokes at least ``length`` long, with the cores of the text lines blanked
+    first (a faint threshold can join a word's letters into one long run)."""
+    import cv2
+    import numpy as np
+
+    flat = ink.copy()
+    for x0, y0, x1, y1 in text_boxes:
+        pad = 0.25 * (y1 - y0)
+        flat[int(y0 + pad) : int(np.ceil(y1 - pad)), int(x0) : int(np.ceil(x1))] = 0
+    return cv2.morphologyEx(flat, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1)))
+
+
+def horizontal_rules(
+    grey: Any, *, line_px: float = 20.0, text_boxes: Sequence[Box] = ()
+) -> list[tuple[float, float, float]]:
+    """The page image's horizontal rulings, (x0, y, x1) in pixels, at least four line heights long: what
+    frames a table drawn by rules alone (``structure.rule_frames``) and parts its rows, as the text
+    layer's drawn rules do on a born-digital page."""
+    length = max(int(4 * line_px), 30)
+    thick = max(MAX_THICK * line_px, 6.0)
+    return [
+        (s.start, s.pos, s.end)
+        for s in _segments(_horizontal(rule_ink(grey), length, text_boxes), True, thick)
+    ]
 
 
 def _open_sides(
