@@ -48,7 +48,7 @@ from ocr_app.structure.lines import (
     rotate_box,
     unrotate_box,
 )
-from ocr_app.structure.paragraphs import join_lines
+from ocr_app.structure.paragraphs import BULLETS, join_lines
 from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
@@ -93,6 +93,7 @@ _MONO_FONTS = re.compile(
 MAX_CODE_SHARE = 0.6  # a page with more monospaced text than this is typewritten, not code
 SCRIPT_SIZE = 0.85  # a superscript/subscript is set at most this × the line's main size
 SCRIPT_SHIFT = 0.12  # ... with its baseline at least this × the main size above/below the main one
+TALL_LINE = 1.8  # a line box taller than this × its type size comes from a font's box, not its glyphs
 _ITALIC_FLAG = 2
 # Runs of one repeated punctuation mark (dot leaders, rules): layout, not evidence of garbage. A page
 # of nothing but "·····" (what unmapped glyphs extract as) has no content left and fails the check.
@@ -475,7 +476,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                 for s, _ in styled
             )
             italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in styled)
-            rect = pymupdf.Rect(line["bbox"]) * matrix
+            rect = pymupdf.Rect(_type_band(line)) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
             turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
             mono = all(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"]) for s, _ in words)
@@ -521,6 +522,27 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                 )
             )
     return join_justified(_typewritten(lines))
+
+
+def _type_band(line: dict) -> tuple[float, float, float, float]:
+    """A horizontal line's box, its height cut to its type's ascent and descent where the box is
+    far taller than the type.
+
+    Why: a symbol font's bullet can report its font's whole box, two or three times the type size
+    tall and centred above the baseline; such a marker then shares no row with the words it leads
+    and a cell's list reads as a column of marks beside a column of text."""
+    x0, y0, x1, y1 = line["bbox"]
+    spans = line["spans"]
+    dx, dy = line.get("dir", (1.0, 0.0))
+    if not spans or dx <= 0 or abs(dy) > 1e-3:
+        return x0, y0, x1, y1
+    if y1 - y0 <= TALL_LINE * max(s["size"] for s in spans):
+        return x0, y0, x1, y1
+    top = min(s["origin"][1] - s.get("ascender", 0.8) * s["size"] for s in spans)
+    bottom = max(s["origin"][1] - s.get("descender", -0.2) * s["size"] for s in spans)
+    if not y0 <= top < bottom <= y1:
+        return x0, y0, x1, y1
+    return x0, top, x1, bottom
 
 
 def drop_hidden(page: pymupdf.Page, blocks: list[dict]) -> None:
@@ -868,8 +890,10 @@ def ruled_tables(
                 # Row by row, each row in its script's direction (pieces of a right-to-left line read
                 # from the right); a wrapped cell's rows joined, a new item or stacked value kept apart.
                 text_rows = group_rows(inside)
-                tall += len(text_rows) >= 2
-                apart |= any(len(r.items) >= 2 for r in text_rows)
+                x0, _, x1, _ = pymupdf.Rect(cell) * matrix
+                tall += len(text_rows) >= 2 and not _wrapped(text_rows, x0, x1)
+                # A list item's mark set a tab before its words is no second column.
+                apart |= any(sum(not _lone_mark(ln.text) for ln in r.items) >= 2 for r in text_rows)
                 text = join_cell_lines([r.text for r in text_rows], join=join_lines)
                 if text and k < len(col_filled):
                     col_filled[k] = True
@@ -916,6 +940,34 @@ def ruled_tables(
                 )
             )
     return tables, forms, [ln for ln in lines if id(ln) not in used]
+
+
+def _wrapped(text_rows: list[Row], left: float, right: float) -> bool:
+    """Whether a cell's text rows are one text broken at the cell's width, or a list of items, not
+    values stacked one a row: each row starts a list item, or follows a hyphen, or its first word
+    would not have fit at the end of the row above (the cell's padding taken as the least indent of
+    its rows); and one row at least goes on in lower case or starts an item. Why: a ruled row whose
+    cells wrap is no stack of unruled rows; but in a narrow column short labels ("3-year-olds",
+    "4-year-olds", "Total") would not fit side by side either, and they start no sentence's middle."""
+    pad = max(0.0, min(r.box[0] for r in text_rows) - left)
+    width = right - left - 2 * pad
+    prose = False
+    for above, below in itertools.pairwise(text_rows):
+        first = min(below.items, key=lambda i: i.box[0])
+        if _lone_mark(first.text) or first.text.startswith(BULLET) or above.text.endswith("-"):
+            prose = True
+            continue
+        words = first.text.split()
+        word = first.words[0][1] - first.words[0][0] if first.words else 0.5 * first.size * len(words[0])
+        if above.box[2] - above.box[0] + 0.3 * first.size + word < width - 0.5 * first.size:
+            return False
+        prose |= words[0][0].islower()
+    return prose
+
+
+def _lone_mark(text: str) -> bool:
+    mark = text.strip()
+    return len(mark) == 1 and mark in BULLETS
 
 
 def _exact(rows: list[list[Cell]], col_filled: list[bool], mixed: bool) -> bool:
@@ -1733,9 +1785,14 @@ class TextLayerEngine(Engine):
                     kept_forms += [f for f in forms if f[0] == box]
                     pool = _without(pool, [ln for ln in pool if _centre(ln.box, box)])
                     continue
-                if table is not None and exact and lt.spans(rows) > lt.spans(table.read_rows):
+                if (
+                    table is not None
+                    and exact
+                    and (lt.spans(rows) > lt.spans(table.read_rows) or len(table.read_rows) > len(rows))
+                ):
                     # Every row and column ruled apart, and cells drawn across several (a timetable's
-                    # sessions) that the model's reading merges or loses: the drawn cells are the
+                    # sessions) that the model's reading merges or loses, or rows it cuts where a
+                    # cell's list or wrapped lines go on inside one drawn row: the drawn cells are the
                     # table's.
                     logger.debug("ruled grid at %s read from its rulings", box)
                     table = None

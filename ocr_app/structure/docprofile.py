@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ocr_app.structure.lines import EDGE_BAND, DocStyle, TextLine, color_heading_like, light_grey
-from ocr_app.structure.numbering import TitleLine, depth_bases, numbered_titles
+from ocr_app.structure.numbering import TitleLine, depth_bases, normal_title, numbered_titles, outline_level
 from ocr_app.structure.paragraphs import vocabulary_of
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ EDGE = EDGE_BAND  # top / bottom fraction of the page where running headers and 
 MIN_REPEATS = 3  # pages a running line must appear on
 SLOT_TOLERANCE = 0.006  # of the page height (5 pt on A4): a line this near a running header's place
 SLOT_SIZE_TOLERANCE = 0.06  # and its size within 6 % of the header's stands where the headers stand
+TITLE_OVER_RUNNING = 1.5  # a running line's words set this many times its usual size are a title
 # A place near an edge that holds a line on ≥ MIN_REPEATS pages, in one size, whose texts repeat from
 # page to page (at most this share of them distinct: a book's running head names its chapter or
 # section for several pages) is a running header or footer whatever its text. A slide deck's titles
@@ -214,6 +215,8 @@ class DocumentProfile:
     header_slots: tuple[tuple[float, float], ...] = ()
     # Places near an edge whose lines are running lines whatever their text: (edge, middle, size).
     running_slots: tuple[tuple[str, float, float], ...] = ()
+    # Each running line's usual size, as a fraction of the page height.
+    running_sizes: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def style_at(self, scale: float) -> DocStyle:
         """The style in the pixels of a page rendered at ``scale`` pixels per point."""
@@ -233,8 +236,13 @@ class DocumentProfile:
         edge = edge_of(line.box, height)
         if edge is None:
             return None
-        if (edge, running_key(line.text)) in self.running:
-            return edge
+        key = (edge, running_key(line.text))
+        if key in self.running:
+            usual = self.running_sizes.get(key)
+            # The same words set far larger are the document's title on its first page, whose running
+            # header repeats it ("Shared MIME-info Database" at 25 pt over a 10 pt header).
+            if not (usual and height > 0 and line.size / height > TITLE_OVER_RUNNING * usual):
+                return edge
         if height > 0:
             middle, size = (line.box[1] + line.box[3]) / 2 / height, line.size / height
             slots = [(m, z) for e, m, z in self.running_slots if e == edge]
@@ -324,7 +332,7 @@ def _title_lines(pages: list[tuple[float, list[TextLine]]], body: float) -> Iter
 def _heading_candidates(pages: list[tuple[float, list[TextLine]]], style: DocStyle):
     """(level, text) of the sampled lines that the style marks as headings by size or weight alone
     (the levels the page rules give them), for the numbering depths of each level."""
-    bold_level = min(len(style.heading_sizes) + style.first_level, 6)
+    bold_level = min(style.level_for_size(0.0), 6)
     for _, lines in pages:
         for ln in lines:
             text = ln.text.strip()
@@ -426,7 +434,7 @@ def _outline(doc: pymupdf.Document) -> dict[str, int]:
     outline: dict[str, int] = {}
     try:
         for level, title, _page in doc.get_toc(simple=True):
-            key = " ".join(re.sub(r"[^\w\s]", " ", str(title).lower()).split())
+            key = normal_title(str(title))
             if key:
                 outline.setdefault(key, int(level))
     except Exception as exc:  # a broken outline must not cost the text
@@ -563,6 +571,39 @@ def _with_cover_title(
     return [max(titles), *heading_sizes] if titles else heading_sizes
 
 
+def _outline_tiers(
+    pages: list[tuple[float, list[TextLine]]], sizes: tuple[float, ...], outline: dict[str, int]
+) -> tuple[int, ...]:
+    """The level of each heading size as the bookmarks set the sampled lines of that size that they
+    name (the commonest); a size none of them is set in sits a level under the size above it (or one
+    over the size below it, at the top). () when the bookmarks name no line of a heading size.
+
+    Why: headings the bookmarks name take their level from them, the others from their size's rank;
+    texinfo's manuals bookmark chapters and sections but not the function entries under them, which
+    came out as ``#####`` under ``##`` sections (ranked under a cover title and two more sizes)."""
+    if not outline or not sizes:
+        return ()
+    found: dict[int, collections.Counter[int]] = collections.defaultdict(collections.Counter)
+    for _, lines in pages:
+        for ln in lines:
+            tier = next((k for k, s in enumerate(sizes) if round(ln.size * 2) / 2 >= 0.97 * s), None)
+            level = outline_level(outline, ln.text) if tier is not None else None
+            if level is not None:
+                found[tier][level] += 1
+    if not found:
+        return ()
+    levels: list[int | None] = [
+        found[k].most_common(1)[0][0] if k in found else None for k in range(len(sizes))
+    ]
+    first = min(found)
+    for k in range(first - 1, -1, -1):
+        levels[k] = max(1, (levels[k + 1] or 1) - 1)
+    for k in range(first + 1, len(sizes)):
+        above = levels[k - 1] or 1
+        levels[k] = min(6, above + 1) if levels[k] is None else max(levels[k], above)
+    return tuple(level or 1 for level in levels)
+
+
 def build_profile(
     doc: pymupdf.Document, extract: Extract, skip: Callable[[pymupdf.Page], bool] | None = None
 ) -> DocumentProfile:
@@ -665,6 +706,7 @@ def build_profile(
         color_styles=_color_styles(page_lines, style),
         title_faces=title_faces(page_lines, style),
         numbered={} if outline else numbered_titles(_title_lines(pages, body)),
+        tier_levels=_outline_tiers(pages, tuple(heading_sizes), outline),
     )
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",
@@ -679,5 +721,6 @@ def build_profile(
         running=running,
         pages=doc.page_count,
         header_slots=tuple(sorted(slots)),
+        running_sizes={key: statistics.median(z for _, z in placed[key]) for key in running if placed[key]},
         running_slots=_running_slots(at_edges, len(pages), body),
     )

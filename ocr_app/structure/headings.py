@@ -32,7 +32,7 @@ from ocr_app.structure.lines import (
     is_rtl,
     size_close,
 )
-from ocr_app.structure.numbering import numbered_level
+from ocr_app.structure.numbering import normal_title, numbered_level, outline_level
 from ocr_app.structure.paragraphs import list_marker
 
 # "Table 3:", "Fig. 2.", "Figure S1", "Table A.2", "TABLE IV" (roman, as IEEE sets them), "[표 1]".
@@ -61,10 +61,6 @@ def open_quotation(text: str) -> bool:
 _ADDRESS = re.compile(
     r"(?:https?://|www\.)\S+|\S+@\S+\.\w+|[\w.-]+\.(?:com|org|net|gov|edu|int)(?:/\S*)?", re.I
 )
-
-
-def normal_title(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 def cells_apart(row: Row, gap: float) -> bool:
@@ -133,7 +129,7 @@ def heading_level(
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
     if style is not None:
         level = _styled_heading_level(row, text, config, style, where)
-        if level and style.depth_bases and style.outline.get(normal_title(text)) is None:
+        if level and style.depth_bases and outline_level(style.outline, text) is None:
             level = numbered_level(level, text, style.depth_bases)
         return level
     if any(i.role == "prose" for i in row.items):
@@ -183,7 +179,7 @@ def _styled_heading_level(
     if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
         return 0  # a cover page: only its title
     if style.outline and row.size >= 0.95 * style.body_size:  # not a smaller running title
-        level = style.outline.get(normal_title(text))
+        level = outline_level(style.outline, text)
         if level:
             return min(level, 6)
     if cells_apart(row, config.min_cell_gap_ratio * style.body_size) or where.term:
@@ -191,7 +187,7 @@ def _styled_heading_level(
     if list_marker(text) and not NUMBERED_HEADING.match(text):
         return 0
     ratio = row.size / style.body_size
-    bold_level = min(len(style.heading_sizes) + style.first_level, 6)
+    bold_level = min(style.level_for_size(0.0), 6)
     if (
         SECTION_NUMBER.match(text)
         and row.weight >= max(style.body_weight, 600)

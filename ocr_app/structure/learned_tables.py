@@ -388,6 +388,7 @@ def read_table(
     _head_over_rule(slots, cuts)
     if not is_grid(slots) or _bullets_first(slots):
         return None
+    slots = _drop_empty_rows(slots)
     rows = _rows(slots, join)
     empty = _empty_columns(slots)
     if not empty:
@@ -397,6 +398,7 @@ def read_table(
 
 
 _BULLET_CELL = re.compile(r"^[•●○◦▪▫■□‣⁃\-–—*·]$")
+_LIST_MARK = re.compile(r"^[•●○◦▪▫■□‣⁃·]$")  # no dashes: "–" is a figure's nil in a column of them
 
 
 def _bullets_first(slots: Sequence[_Slot]) -> bool:
@@ -483,17 +485,19 @@ def _split_spans(slots: list[_Slot], body: float) -> list[_Slot]:
             edges[s.col] = (min(lo, a), max(hi, b))
     out: list[_Slot] = []
     for s in slots:
-        cols = range(s.col, s.col + s.colspan)
-        if s.colspan < 2 or len(s.words) < 2 or not _one_line(s.words) or not all(c in edges for c in cols):
+        # Columns with words of their own; a column of none (the model's ghost column beside the
+        # table) stands under no piece and gets an empty cell, dropped with its column later.
+        cols = [c for c in range(s.col, s.col + s.colspan) if c in edges]
+        if s.colspan < 2 or len(cols) < 2 or len(s.words) < 2 or not _one_line(s.words):
             out.append(s)
             continue
         pieces = _runs(sorted(s.words, key=lambda w: w[0][0]), _word_height(s.words))
         bounds = [
             (
-                (edges[c - 1][1] + edges[c][0]) / 2 if c > s.col else float("-inf"),
-                (edges[c][1] + edges[c + 1][0]) / 2 if c + 1 < s.col + s.colspan else float("inf"),
+                (edges[cols[i - 1]][1] + edges[c][0]) / 2 if i > 0 else float("-inf"),
+                (edges[c][1] + edges[cols[i + 1]][0]) / 2 if i + 1 < len(cols) else float("inf"),
             )
-            for c in cols
+            for i, c in enumerate(cols)
         ]
         spans = [_covered(p[0][0][0], p[-1][0][2], bounds) for p in pieces]
         if len(pieces) < 2 or any(not c for c in spans) or any(a[-1] >= b[0] for a, b in pairwise(spans)):
@@ -505,12 +509,12 @@ def _split_spans(slots: list[_Slot], body: float) -> list[_Slot]:
             centred = centred_span(p[0][0][0], p[-1][0][2], extents, body, others)
             if centred is not None and centred[0] <= spans[k][0] and spans[k][-1] <= centred[1]:
                 spans[k] = list(range(centred[0], centred[1] + 1))
-        at = {c[0]: (c, p) for c, p in zip(spans, pieces, strict=True)}
-        k = 0
-        while k < s.colspan:
-            cover, words = at.get(k, ([k], []))
-            out.append(_Slot(s.row, s.col + k, s.rowspan, len(cover), s.header, s.box, list(words)))
-            k += len(cover)
+        at = {cols[c[0]]: (cols[c[-1]] + 1 - cols[c[0]], p) for c, p in zip(spans, pieces, strict=True)}
+        k = s.col
+        while k < s.col + s.colspan:
+            width, words = at.get(k, (1, []))
+            out.append(_Slot(s.row, k, s.rowspan, width, s.header, s.box, list(words)))
+            k += width
     return out
 
 
@@ -655,6 +659,29 @@ def _drop_columns(slots: list[_Slot], columns: Sequence[int]) -> list[_Slot]:
                 s.colspan -= 1
             elif s.col > c:
                 s.col -= 1
+            kept.append(s)
+        slots = kept
+    return slots
+
+
+def _drop_empty_rows(slots: list[_Slot]) -> list[_Slot]:
+    """``slots`` without the body rows where no cell starts with a word; cells spanning such a row
+    span one less. Why: the model can read a row of empty cells under a table's last row (or between
+    two), and it came out as a row of empty cells with the first column's last cell spanning it. A
+    header row stays, and so does a row under a head over several columns: the heads under it may be
+    gone as running lines (us-018's pages), and the spans still say the header's shape."""
+    n_rows = max((s.row + s.rowspan for s in slots), default=0)
+    filled = {s.row for s in slots if s.words or s.header}
+    filled |= {s.row + s.rowspan for s in slots if s.colspan > 1}
+    for r in sorted(set(range(n_rows)) - filled, reverse=True):
+        kept = []
+        for s in slots:
+            if s.row == r and s.rowspan == 1:
+                continue
+            if s.row <= r < s.row + s.rowspan:
+                s.rowspan -= 1
+            elif s.row > r:
+                s.row -= 1
             kept.append(s)
         slots = kept
     return slots
@@ -1244,10 +1271,12 @@ def _flows_across(slots: Sequence[_Slot], c: int) -> bool:
 
 def _strip_in_column(slots: Sequence[_Slot], c: int, body: float) -> float | None:
     """The middle of the widest white strip down column ``c`` (see ``_split_columns``), or None."""
-    cells = [s for s in slots if s.col == c and s.colspan == 1 and s.words]
+    # A list's bullet glyphs stand a tab before their words: that gap parts no columns.
+    words = {id(s): [w for w in s.words if not _LIST_MARK.match(w[1])] for s in slots}
+    cells = [s for s in slots if s.col == c and s.colspan == 1 and words[id(s)]]
     if len(cells) < 3:
         return None
-    spans = sorted((w[0][0], w[0][2]) for s in cells for w in s.words)
+    spans = sorted((w[0][0], w[0][2]) for s in cells for w in words[id(s)])
     best: tuple[float, float] | None = None
     reach = spans[0][1]
     for x0, x1 in spans[1:]:
@@ -1260,8 +1289,8 @@ def _strip_in_column(slots: Sequence[_Slot], c: int, body: float) -> float | Non
     both = sum(
         1
         for s in cells
-        if any((w[0][0] + w[0][2]) / 2 < cut for w in s.words)
-        and any((w[0][0] + w[0][2]) / 2 >= cut for w in s.words)
+        if any((w[0][0] + w[0][2]) / 2 < cut for w in words[id(s)])
+        and any((w[0][0] + w[0][2]) / 2 >= cut for w in words[id(s)])
     )
     if best[1] - best[0] >= body:
         return cut if both >= 2 and both * 2 > len(cells) else None

@@ -126,6 +126,9 @@ class DocStyle:
     # Font families in which the document sets its titles and nothing else (``docprofile``): a short
     # line at body size in one is a heading marked by its typeface alone.
     title_faces: frozenset[str] = frozenset()
+    # The level of each of ``heading_sizes`` as the document's bookmarks set the headings of that size
+    # (``docprofile``); () where the bookmarks name none of them: levels then go by rank.
+    tier_levels: tuple[int, ...] = ()
 
     def in_color_style(self, color: int, size: float) -> bool:
         """Whether a line of this colour and size is set like the document's coloured headings."""
@@ -139,10 +142,13 @@ class DocStyle:
         )
 
     def level_for_size(self, size: float) -> int:
-        """Level of the nearest heading size at or below ``size`` (bigger = higher)."""
+        """Level of the nearest heading size at or below ``size`` (bigger = higher); below them all,
+        one level under the smallest."""
         for k, s in enumerate(self.heading_sizes):
             if size >= 0.97 * s:
-                return k + self.first_level
+                return self.tier_levels[k] if self.tier_levels else k + self.first_level
+        if self.tier_levels:
+            return self.tier_levels[-1] + 1
         return len(self.heading_sizes) + self.first_level
 
 

@@ -26,6 +26,27 @@ _NUMBERED = re.compile(
     re.I,
 )
 MAX_TITLE_CHARS = 100
+_WORD_HYPHEN = re.compile(r"(?<=\w)[-\u00ad\u2010\u2011](?=\w)")
+
+
+def normal_title(text: str) -> str:
+    """A title as the document's bookmarks, its numbered titles and its lines are matched: lower case,
+    punctuation and underscores as spaces, a hyphen inside a word dropped. Why: bookmarks are typed
+    apart from the text: "2.13. Nonregular files" marks the line "2.13. Non-regular files", and
+    "asn1_parser2tree" a title whose underscore is a drawn rule."""
+    return " ".join(re.sub(r"[\W_]", " ", _WORD_HYPHEN.sub("", text.lower())).split())
+
+
+def outline_level(outline: dict[str, int], text: str) -> int | None:
+    """The level the document's bookmarks give the title ``text``, or None. A title matches with its
+    section number or without it: texinfo's manuals bookmark "1 Introduction" but "ASN.1 syntax" for
+    the line "2.1 ASN.1 syntax"."""
+    if not outline:
+        return None
+    level = outline.get(normal_title(text))
+    if level is None and (m := _NUMBERED.match(text.strip())) is not None and len(text) <= MAX_TITLE_CHARS:
+        level = outline.get(normal_title(text.strip()[m.end() :]))
+    return level
 
 
 def numbering_depth(text: str) -> int:
@@ -182,6 +203,6 @@ def numbered_titles(lines: Iterable[TitleLine]) -> dict[str, int]:
         ):
             accepted.insert(0, (parts, text, cstyle))
             want = parts
-    out = {" ".join(re.sub(r"[^\w\s]", " ", text.lower()).split()): len(parts) for parts, text, _ in accepted}
+    out = {normal_title(text): len(parts) for parts, text, _ in accepted}
     logger.debug("numbered section titles: %d", len(out))
     return out

@@ -32,11 +32,11 @@ from ocr_app.structure.headings import (
     heading_level,
     isolated_rows,
     leading_rows,
-    normal_title,
     open_quotation,
     panel_leads,
 )
 from ocr_app.structure.lines import DocStyle, Item, LayoutConfig, Row, Table, TextLine, group_rows, size_close
+from ocr_app.structure.numbering import outline_level
 from ocr_app.structure.paragraphs import (
     CODE_GAP_LINES,
     URL_LINE,
@@ -320,7 +320,7 @@ class _SectionBlocks:
             cur.kind == "heading"
             and row.weight < cur.last.weight
             and row.size < 0.9 * cur.last.size
-            and ctx.style.outline.get(normal_title(text)) is None
+            and outline_level(ctx.style.outline, text) is None
         )
         return 0 if after_cells or subtitle else level
 
