@@ -432,8 +432,10 @@ def page_turns(lines: Sequence[TextLine]) -> int:
     return weight.most_common(1)[0][0] if weight else 0
 
 
-def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
-    """PyMuPDF lines → ``TextLine`` in display pixels (rotation applied, points × ``scale``)."""
+def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) -> list[TextLine]:
+    """PyMuPDF lines → ``TextLine`` in display pixels (rotation applied, points × ``scale``).
+    ``typescript``: whether a page set mostly in a monospaced font may be a typescript (``_typewritten``);
+    False where the document's body font is proportional: a manual's page of listings is code."""
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
@@ -521,7 +523,7 @@ def extract_lines(page: pymupdf.Page, scale: float) -> list[TextLine]:
                     caps_size=caps * scale,
                 )
             )
-    return join_justified(_typewritten(lines))
+    return join_justified(_typewritten(lines) if typescript else lines)
 
 
 def _type_band(line: dict) -> tuple[float, float, float, float]:
@@ -1617,7 +1619,10 @@ class TextLayerEngine(Engine):
             width_px, _ = page_img.size
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
             profile = self.profile(page_img.pdf_path, doc)
-            lines = extract_lines(page, scale)
+            body_font = profile.style.body_font
+            lines = extract_lines(
+                page, scale, typescript=not body_font or bool(_MONO_FONTS.search(body_font))
+            )
             vectors = content_bytes(page, _VECTOR_SCAN_BYTES) <= _VECTOR_SCAN_BYTES
             rules = horizontal_rules(page, scale) if vectors else []
             running, lines = split_running(lines, profile, page.rect.height * scale, rules)

@@ -1747,6 +1747,9 @@ def tables_in_regions(
             if text_columns(held, body):
                 logger.debug("region %s: columns of running text side by side, not a table", box)
                 continue
+            if all(ln.mono for ln in held):
+                logger.debug("region %s: a listing in a monospaced font, kept as code", box)
+                continue
             table = _read_part(image, box, held, model=model, body=body, join=join, rules=rules, cuts=cuts)
             if table is None:
                 logger.debug("region %s: the model's cells do not hold its words in a grid", box)

@@ -265,8 +265,14 @@ class _SectionBlocks:
         cur.last = row
 
     def add_code(self, row: Row, gap: float) -> None:
-        """A line of code: kept as it is, in a fenced block."""
-        text = " ".join(i.text for i in sorted(row.items, key=lambda i: i.box[0]))
+        """A line of code: kept as it is, in a fenced block; pieces of the line set apart (a listing's
+        columns) a space for each character's width between them, so its columns stay lined up."""
+        pieces = sorted(row.items, key=lambda i: i.box[0])
+        widths = [(i.box[2] - i.box[0]) / len(i.text) for i in pieces if len(i.text) >= 2]
+        char = statistics.median(widths) if widths else row.size * 0.6
+        text = pieces[0].text
+        for a, b in itertools.pairwise(pieces):
+            text += " " * max(1, round((b.box[0] - a.box[2]) / char)) + b.text
         cur = self.cur
         if cur is not None and cur.kind == "code" and gap <= CODE_GAP_LINES * row.size:
             cur.parts.append(text)

@@ -236,17 +236,24 @@ def find_gutter(
     def panel(it: Item) -> bool:
         return isinstance(it, Table) and it.panel
 
+    def listing(it: Item) -> bool:
+        return isinstance(it, TextLine) and it.mono
+
     def running(it: Item) -> bool:
         return isinstance(it, TextLine) and it.box[2] - it.box[0] >= PROSE_WIDTH * body
 
     gaps: list[tuple[float, float]] = []
     prose = 0  # gaps between two lines of running text (each ≥ PROSE_WIDTH × body)
+    listed = 0  # pairs of pieces of a monospaced listing's rows
     for a in solid:
         nearest: Item | None = None
         for b in solid:
             if b is a or b.box[0] < a.box[2] - 0.1 * body or vertical_overlap(a.box, b.box) < 0.3:
                 continue
             if panel(a) and panel(b):
+                continue
+            if listing(a) and listing(b):
+                listed += 1  # a listing's columns, set with spaces: no columns of the page
                 continue
             if nearest is None or b.box[0] < nearest.box[0]:
                 nearest = b
@@ -276,9 +283,10 @@ def find_gutter(
             gaps.extend([(a.box[2], min(ln.box[0] for ln in right))] * min(len(a.rows), 3))
         if len(left) >= 2:
             gaps.extend([(max(ln.box[2] for ln in left), a.box[0])] * min(len(a.rows), 3))
-    # Three pairs make a gutter; two do when both are lines of running text side by side (the last
-    # page of a two-column paper, two references left in each column).
-    least = 2 if prose == len(gaps) else 3
+    # Three pairs make a gutter; two do when both are lines of running text side by side and nothing
+    # else stands side by side (the last page of a two-column paper, two references left in each
+    # column).
+    least = 2 if prose == len(gaps) and not listed else 3
     if len(gaps) < least:
         return None
     # Sweep: the x-range covered by the most gaps.

@@ -9,6 +9,7 @@ tables, they cannot pose as a gutter.
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Sequence
@@ -241,11 +242,18 @@ def detect_tables(
     are not in one."""
     rows = group_rows(lines)
     tables, rows = _contents_tables(rows)
-    for grid in find_grids([r.items for r in rows], body, page_width):
-        size = statistics.median(it.size for it in grid.pieces)
-        tables.append(
-            Table(box=grid.box, rows=grid.rows, size=size, items=grid.pieces, header_rows=grid.header_rows)
-        )
+    # A row wholly in a monospaced font is a line of a listing, its columns set with spaces: it stays
+    # code, and parts the rows around it (a table whose cells are partly code still reads as one).
+    for listing, run in itertools.groupby(rows, key=lambda r: all(i.mono for i in r.items)):
+        if listing:
+            continue
+        for grid in find_grids([r.items for r in run], body, page_width):
+            size = statistics.median(it.size for it in grid.pieces)
+            tables.append(
+                Table(
+                    box=grid.box, rows=grid.rows, size=size, items=grid.pieces, header_rows=grid.header_rows
+                )
+            )
     used = {id(it) for t in tables for it in t.items}
     rest = [ln for ln in lines if id(ln) not in used]
     return tables, rest
