@@ -915,12 +915,7 @@ def ruled_tables(
             # A form laid out on a grid (labels and answers in scattered boxes, label/value pairs
             # beside empty boxes, bold labels beside plain answers), not a table: each grid row
             # becomes one line of text, its cells in reading order ("label value").
-            rtl = is_rtl(" ".join(c.text for row in rows for c in row))
-            text_rows = [
-                [" ".join(c.text.replace("\n", " ") for c in (reversed(row) if rtl else row) if c.text)]
-                for row in rows
-            ]
-            forms.append(((box.x0, box.y0, box.x1, box.y1), [r for r in text_rows if r[0]]))
+            forms.append(((box.x0, box.y0, box.x1, box.y1), _form_lines(rows)))
             used.update(taken)
             continue
         if _drawing_not_table(rows):
@@ -942,6 +937,16 @@ def ruled_tables(
                 )
             )
     return tables, forms, [ln for ln in lines if id(ln) not in used]
+
+
+def _form_lines(rows: list[list[Cell]]) -> list[list[str]]:
+    """A form's grid rows as lines of text, each its cells in reading order ("label value")."""
+    rtl = is_rtl(" ".join(c.text for row in rows for c in row))
+    text_rows = [
+        [" ".join(c.text.replace("\n", " ") for c in (reversed(row) if rtl else row) if c.text)]
+        for row in rows
+    ]
+    return [r for r in text_rows if r[0]]
 
 
 def _wrapped(text_rows: list[Row], left: float, right: float) -> bool:
