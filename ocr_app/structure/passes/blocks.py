@@ -152,6 +152,8 @@ class _SectionContext:
 
 
 GAP_JUMP = 0.5  # × body size: sorted line gaps that jump by this much come in two sizes
+SHORT_LINE = 3.0  # × size: a paragraph's last line stops at least this short of the column's edge...
+PARSKIP = 0.3  # ... with at least this × size more space under it than between its lines: it ended
 
 
 def _typical_gap(gaps: list[float], body: float, config: LayoutConfig) -> float:
@@ -448,6 +450,22 @@ class _SectionBlocks:
         self.flush()
         self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size, text_x=label_text_x(row))
 
+    def ended_short(self, gap: float) -> bool:
+        """Whether the open paragraph ended a sentence well short of the column's right edge, with a
+        little more space under it than between its lines: the end of a paragraph in a document that
+        sets its paragraphs apart by a small skip (texinfo's 0.4 em between a function's argument
+        notes), too small for a blank line. In ragged-right text lines end short within a paragraph
+        too, but they are set at one spacing."""
+        cur, ctx = self.cur, self.ctx
+        if cur is None or cur.kind != "text" or cur.last is None or not cur.parts:
+            return False
+        size = cur.last.size
+        return (
+            cur.parts[-1].rstrip().endswith((".", "!", "?"))
+            and cur.last.box[2] <= ctx.left + ctx.width - SHORT_LINE * size
+            and gap >= ctx.typical_gap + PARSKIP * size
+        )
+
     def add_row(self, row: Row) -> None:
         text = row.text.strip()
         if not text:
@@ -489,7 +507,7 @@ class _SectionBlocks:
             self.flush()
             self.add_text(row, text, big_gap)
         else:
-            self.add_text(row, text, big_gap)
+            self.add_text(row, text, big_gap or self.ended_short(gap))
 
 
 def group_section(

@@ -1,0 +1,70 @@
+"""Paragraphs set apart by a small skip (issue 30, item 5; found on texinfo's libtasn1 manual).
+
+Why: texinfo sets a function's argument notes as paragraphs 0.4 em apart, too little for the blank
+line the paragraph rule looks for, so a function's notes ran together as one paragraph. A paragraph
+that ends a sentence well short of the column's right edge, with a little more space under it than
+between its lines, ends there (``passes.blocks._SectionBlocks.ended_short``). Ragged-right text ends
+sentences short of the edge inside a paragraph too, but at one spacing: it stays one paragraph.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from ocr_app.structure.pipeline import blocks_to_markdown
+from tests.factories import pdf_page_request
+
+NOTES = [
+    "The file holds the declarations to read, one after the other, in the order the parser expects "
+    "them to come; a declaration may refer to one further down, and the parser keeps a list of the "
+    "names it has still to meet before the file ends.",
+    "The pointer returned points to the structure created from the declarations of the file, which "
+    "the caller owns from then on and gives back with the delete function when it is done with it "
+    "and its children.",
+    "Function used to start the parse algorithm. Creates the structures needed to manage the "
+    "definitions included in the file, and checks that every identifier is known.",
+]
+
+
+@pytest.fixture(scope="module")
+def engine(textlayer_engine):
+    return textlayer_engine
+
+
+def _paragraphs(engine, pdf: Path) -> list[str]:
+    md = blocks_to_markdown(engine.predict_batch([pdf_page_request(pdf, 0, 72, prompt="")])[0].blocks)
+    return [p for p in md.split("\n\n") if p.strip()]
+
+
+def _page(path: Path, texts: list[str], skip: float, align: int) -> Path:
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = 100.0
+    for text in texts:
+        box = pymupdf.Rect(90, y, 500, y + 200)
+        left = page.insert_textbox(box, text, fontsize=11, fontname="tiro", lineheight=1.2, align=align)
+        y += 200 - left + skip
+    doc.save(path)
+    return path
+
+
+def test_justified_paragraphs_a_small_skip_apart_stay_apart(tmp_path, engine):
+    paragraphs = _paragraphs(
+        engine, _page(tmp_path / "notes.pdf", NOTES, skip=3.0, align=pymupdf.TEXT_ALIGN_JUSTIFY)
+    )
+    assert len(paragraphs) == 3, paragraphs
+    assert paragraphs[1].startswith("The pointer returned") and paragraphs[2].startswith("Function used")
+
+
+def test_ragged_lines_that_end_sentences_at_one_spacing_are_one_paragraph(tmp_path, engine):
+    text = (
+        "The parser reads the file. It builds the tree.\nThen it checks every name.\n"
+        "Unknown names are errors. The caller gets the first one.\nNothing is written."
+    )
+    paragraphs = _paragraphs(
+        engine, _page(tmp_path / "ragged.pdf", [text], skip=0, align=pymupdf.TEXT_ALIGN_LEFT)
+    )
+    assert len(paragraphs) == 1, paragraphs
