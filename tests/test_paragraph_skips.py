@@ -68,3 +68,39 @@ def test_ragged_lines_that_end_sentences_at_one_spacing_are_one_paragraph(tmp_pa
         engine, _page(tmp_path / "ragged.pdf", [text], skip=0, align=pymupdf.TEXT_ALIGN_LEFT)
     )
     assert len(paragraphs) == 1, paragraphs
+
+
+def _list_then_paragraph(path: Path, last_item: str) -> Path:
+    """A bulleted list (text at x = 105) and a paragraph whose first line is set in to x = 105."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = 100.0
+    for item in ["CHOICE;", "ANY;", last_item]:
+        page.insert_text((99, y), "•", fontsize=11, fontname="tiro")
+        for k, line in enumerate(item.split("\n")):
+            page.insert_text((105, y + 13.2 * k), line, fontsize=11, fontname="tiro")
+        y += 13.2 * (item.count("\n") + 1) + 3
+    page.insert_text(
+        (105, y + 4), "This version does not handle the REAL type. It does not support", fontsize=11
+    )
+    page.insert_text(
+        (90, y + 17.2), "the AUTOMATIC TAGS option, nor the EXPORT and IMPORT sections.", fontsize=11
+    )
+    doc.save(path)
+    return path
+
+
+def test_a_paragraph_set_in_at_a_list_items_text_after_a_finished_item_is_no_part_of_it(tmp_path, engine):
+    """libtasn1's list of types ends "• ANY DEFINED BY." and a paragraph follows, its first line set
+    in to where the items' text starts: it was joined to the last item."""
+    paragraphs = _paragraphs(engine, _list_then_paragraph(tmp_path / "types.pdf", "ANY DEFINED BY."))
+    assert paragraphs[0].splitlines()[-1] == "- ANY DEFINED BY."
+    assert paragraphs[1].startswith(
+        "This version does not handle the REAL type. It does not support the AUTOMATIC"
+    )
+
+
+def test_a_list_item_that_wraps_keeps_its_second_line(tmp_path, engine):
+    item = "ANY DEFINED BY, whose type is told by the value of another field of the same\nsequence."
+    paragraphs = _paragraphs(engine, _list_then_paragraph(tmp_path / "wrap.pdf", item))
+    assert paragraphs[0].splitlines()[-1].endswith("of the same sequence.")

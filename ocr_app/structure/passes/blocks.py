@@ -151,6 +151,10 @@ class _SectionContext:
     colored: set[int] = field(default_factory=set)  # rows standing apart in an accent colour
 
 
+def _ends_sentence(text: str) -> bool:
+    return text.rstrip().endswith((".", "!", "?"))
+
+
 GAP_JUMP = 0.5  # × body size: sorted line gaps that jump by this much come in two sizes
 SHORT_LINE = 3.0  # × size: a paragraph's last line stops at least this short of the column's edge...
 PARSKIP = 0.3  # ... with at least this × size more space under it than between its lines: it ended
@@ -384,7 +388,19 @@ class _SectionBlocks:
 
     def add_text(self, row: Row, text: str, big_gap: bool) -> None:
         cur, ctx = self.cur, self.ctx
-        if cur and cur.kind == "list" and not big_gap and row.box[0] >= cur.left - 0.25 * row.size:
+        # A line at a list item's text goes on with the item when the item's last line wrapped; after
+        # one broken on purpose ("ANY DEFINED BY.") it starts a paragraph set in by a first-line indent.
+        if (
+            cur
+            and cur.kind == "list"
+            and not big_gap
+            and row.box[0] >= cur.left - 0.25 * row.size
+            and not (
+                cur.last is not None
+                and _ends_sentence(cur.parts[-1])
+                and word_fits_above(cur.last, row, ctx.left + ctx.width)
+            )
+        ):
             cur.parts[-1] = join_lines(cur.parts[-1], text, ctx.vocabulary)
             cur.boxes[-1] = union_box([cur.boxes[-1], row.box])
             cur.last = row
@@ -461,7 +477,7 @@ class _SectionBlocks:
             return False
         size = cur.last.size
         return (
-            cur.parts[-1].rstrip().endswith((".", "!", "?"))
+            _ends_sentence(cur.parts[-1])
             and cur.last.box[2] <= ctx.left + ctx.width - SHORT_LINE * size
             and gap >= ctx.typical_gap + PARSKIP * size
         )
