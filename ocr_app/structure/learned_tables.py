@@ -650,18 +650,7 @@ def _empty_columns(slots: Sequence[_Slot]) -> list[int]:
 
 def _drop_columns(slots: list[_Slot], columns: Sequence[int]) -> list[_Slot]:
     """``slots`` without ``columns``: their own cells gone, cells spanning them spanning one less each."""
-    for c in sorted(columns, reverse=True):
-        kept = []
-        for s in slots:
-            if s.col == c and s.colspan == 1:
-                continue
-            if s.col <= c < s.col + s.colspan:
-                s.colspan -= 1
-            elif s.col > c:
-                s.col -= 1
-            kept.append(s)
-        slots = kept
-    return slots
+    return _drop_lines(slots, columns, "col", "colspan")
 
 
 def _drop_empty_rows(slots: list[_Slot]) -> list[_Slot]:
@@ -673,15 +662,22 @@ def _drop_empty_rows(slots: list[_Slot]) -> list[_Slot]:
     n_rows = max((s.row + s.rowspan for s in slots), default=0)
     filled = {s.row for s in slots if s.words or s.header}
     filled |= {s.row + s.rowspan for s in slots if s.colspan > 1}
-    for r in sorted(set(range(n_rows)) - filled, reverse=True):
+    return _drop_lines(slots, sorted(set(range(n_rows)) - filled), "row", "rowspan")
+
+
+def _drop_lines(slots: list[_Slot], lines: Sequence[int], start: str, span: str) -> list[_Slot]:
+    """``slots`` without the grid's columns (``start`` "col", ``span`` "colspan") or rows ("row",
+    "rowspan") in ``lines``: their own cells gone, cells spanning them spanning one less each."""
+    for k in sorted(lines, reverse=True):
         kept = []
         for s in slots:
-            if s.row == r and s.rowspan == 1:
+            at, width = getattr(s, start), getattr(s, span)
+            if at == k and width == 1:
                 continue
-            if s.row <= r < s.row + s.rowspan:
-                s.rowspan -= 1
-            elif s.row > r:
-                s.row -= 1
+            if at <= k < at + width:
+                setattr(s, span, width - 1)
+            elif at > k:
+                setattr(s, start, at - 1)
             kept.append(s)
         slots = kept
     return slots
