@@ -28,10 +28,9 @@ DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
 
 
 @pytest.fixture(scope="module")
-def engine() -> TextLayerEngine:
-    engine = TextLayerEngine()
-    assert engine._learned, "the tables extra (rapid-table 0.3.0) is part of the dev install"
-    return engine
+def engine(textlayer_engine: TextLayerEngine) -> TextLayerEngine:
+    assert textlayer_engine._learned, "the tables extra (rapid-table 0.3.0) is part of the dev install"
+    return textlayer_engine
 
 
 def _rows(md: str) -> list[list[str]]:

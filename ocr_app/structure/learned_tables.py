@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from ocr_app.structure.paragraphs import GLYPH_BULLETS
 from ocr_app.structure.rule_frames import joined, pieces
 from ocr_app.structure.running_text import text_columns
 from ocr_app.structure.table_html import NOTE_LEAD, Cell, join_cell_lines
@@ -398,7 +399,7 @@ def read_table(
 
 
 _BULLET_CELL = re.compile(r"^[•●○◦▪▫■□‣⁃\-–—*·]$")
-_LIST_MARK = re.compile(r"^[•●○◦▪▫■□‣⁃·]$")  # no dashes: "–" is a figure's nil in a column of them
+_LIST_MARK = re.compile(rf"^[{re.escape(GLYPH_BULLETS)}]$")  # no dashes: "–" is a nil figure in a column
 
 
 def _bullets_first(slots: Sequence[_Slot]) -> bool:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from ocr_app.schema import Box
 from ocr_app.structure.lines import Row, size_close
 
-BULLETS = "-•●○◦▪▫■□–—*·‣⁃"
+GLYPH_BULLETS = "•●○◦▪▫■□‣⁃·"  # marks that are only ever a list's: no dashes ("–" is a nil figure)
+BULLETS = "-–—*" + GLYPH_BULLETS
 _BULLET_RE = re.compile(rf"^\s*[{re.escape(BULLETS)}]\s+(?P<body>\S.*)$")
 _NUMBER_RE = re.compile(r"^\s*(?P<marker>(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])\s+(?P<body>\S.*)$")
 _EXTRA_BULLETS = re.compile(r"^(?:[•●○◦▪▫■□‣⁃]\s*)+")
