@@ -52,7 +52,7 @@ from ocr_app.structure.paragraphs import BULLETS, join_lines
 from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
-from ocr_app.structure.rule_frames import rule_frames
+from ocr_app.structure.rule_frames import joined, rule_frames
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 from ocr_app.structure.table_model import available as learned_tables_available
 
@@ -1426,35 +1426,54 @@ def mark_underlined(page: pymupdf.Page, lines: list[TextLine], scale: float) -> 
 
 
 def horizontal_rules(page: pymupdf.Page, scale: float) -> list[Rule]:
-    """The page's horizontal rules (stroked lines and hairline rectangles at least an inch long) as (x0,
-    y, x1) in pixels at ``scale`` on the page as displayed: what sets a running header or footer apart
-    from the text."""
+    """The page's horizontal rules (stroked lines and hairline rectangles at least an inch long, or
+    pieces that join end to end into one) as (x0, y, x1) in pixels at ``scale`` on the page as
+    displayed: what sets a running header or footer apart from the text, and a table's rows apart.
+    Why pieces: word processors and HTML print a table's rules cell by cell. Only level pieces of
+    paths drawn square (no slanted stroke) join: a line chart's series is many short strokes too."""
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-    ends: list[tuple[pymupdf.Point, pymupdf.Point]] = []
+    ends: list[tuple[pymupdf.Point, pymupdf.Point, bool]] = []  # (end, end, from a path drawn square)
     try:
         for path in page.get_cdrawings():
-            for item in path.get("items", ()):
+            items = path.get("items", ())
+            square = all(_square(item) for item in items)
+            for item in items:
                 if item[0] == "l":
-                    ends.append((pymupdf.Point(item[1]), pymupdf.Point(item[2])))
+                    ends.append((pymupdf.Point(item[1]), pymupdf.Point(item[2]), square))
                 elif item[0] == "re":
                     r = pymupdf.Rect(item[1])
                     if min(r.width, r.height) <= 3:
-                        ends.append(
-                            (pymupdf.Point(r.x0, (r.y0 + r.y1) / 2), pymupdf.Point(r.x1, (r.y0 + r.y1) / 2))
-                        )
-                        ends.append(
-                            (pymupdf.Point((r.x0 + r.x1) / 2, r.y0), pymupdf.Point((r.x0 + r.x1) / 2, r.y1))
-                        )
+                        mid_y, mid_x = (r.y0 + r.y1) / 2, (r.x0 + r.x1) / 2
+                        ends.append((pymupdf.Point(r.x0, mid_y), pymupdf.Point(r.x1, mid_y), square))
+                        ends.append((pymupdf.Point(mid_x, r.y0), pymupdf.Point(mid_x, r.y1), square))
     except Exception as exc:  # rules are a hint only
         logger.debug("drawings unavailable: %s", exc)
-    rules: list[Rule] = []
-    for a, b in ends:
+    pieces: list[Rule] = []
+    for a, b, square in ends:
         a, b = a * matrix, b * matrix
-        if abs(a.y - b.y) <= scale and abs(a.x - b.x) >= 72 * scale:
-            rules.append((min(a.x, b.x), (a.y + b.y) / 2, max(a.x, b.x)))
-    return rules
+        length = abs(a.x - b.x)
+        if abs(a.y - b.y) <= scale and (
+            length >= 72 * scale
+            or (square and abs(a.y - b.y) <= LEVEL * scale and length >= MIN_PIECE * scale)
+        ):
+            pieces.append((min(a.x, b.x), (a.y + b.y) / 2, max(a.x, b.x)))
+    return [r for r in joined(pieces) if r[2] - r[0] >= 72 * scale]
+
+
+LEVEL = 0.05  # points: a rule's piece is drawn level to this
+MIN_PIECE = 4.0  # points: the shortest piece of a rule drawn cell by cell
+
+
+def _square(item: tuple) -> bool:
+    """Whether a path item is a rectangle or a level or upright stroke (no slant, no curve)."""
+    if item[0] == "re":
+        return True
+    if item[0] != "l":
+        return False
+    (x0, y0), (x1, y1) = item[1], item[2]
+    return abs(x0 - x1) <= LEVEL or abs(y0 - y1) <= LEVEL
 
 
 def split_running(

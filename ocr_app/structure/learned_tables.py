@@ -383,9 +383,10 @@ def read_table(
     else:
         slots = _merge_flowing_columns(_split_spans(_split_columns(slots, body), body))
         _merge_interleaved_columns(slots)
-        slots = _merge_header_rows(_lift_header_tails(_split_keys(_split_merged_rows(slots))))
-        slots = _join_wrapped_rows(_fill_empty_spans(slots))
-        slots = _centre_spans(_join_wrapped_text_rows(_lift_stray_lines(slots)), body)
+        slots = _merge_header_rows(_lift_header_tails(_split_keys(_split_merged_rows(slots))), cuts)
+        slots = _join_wrapped_rows(_fill_empty_spans(slots), cuts)
+        slots = _join_ruled_bands(_join_wrapped_text_rows(_lift_stray_lines(slots), cuts), cuts)
+        slots = _centre_spans(slots, body)
     _head_over_rule(slots, cuts)
     if not is_grid(slots) or _bullets_first(slots):
         return None
@@ -547,7 +548,7 @@ def _is_figure(s: _Slot) -> bool:
     return bool(text) and any(ch.isdigit() for ch in text) and bool(_FIGURE.match(text))
 
 
-def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
+def _merge_header_rows(slots: list[_Slot], cuts: Sequence[Rule] = ()) -> list[_Slot]:
     """Two header rows whose cells stand one over the other, a line apart, are one row of wrapped cells.
 
     Why: the structure model often cuts a header cell set on two lines ("to air" / "kg/year") into
@@ -558,7 +559,8 @@ def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
     "No.") and moves up into it, where the two rows are the table's first or the model's header
     (lower down, figures under empty cells are a row of their own: eu-007). Only above the
     first row that holds a figure (the body); a table of words only (names in a grid, set a line
-    apart) has no header to tell from its body and is left alone."""
+    apart) has no header to tell from its body and is left alone. Rows with a rule drawn across the
+    table between them (``cuts``) are two rows."""
     body_at = min((s.row for s in slots if _is_figure(s)), default=0)  # no figures: no header to tell
     r = 0
     while r + 1 < body_at:
@@ -577,6 +579,7 @@ def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
             and all((s.col, s.colspan) in empty for s in extra)
             and (not extra or r == 0 or r + 1 < _body_start(slots))
             and all(_wrapped(a, b) for a, b in pairs if b is not None)
+            and not _ruled_apart({a.col: a for a in upper}, {b.col: b for _, b in pairs if b}, slots, cuts)
         ):
             for a, b in pairs:
                 if b is not None:
@@ -600,7 +603,7 @@ def _merge_header_rows(slots: list[_Slot]) -> list[_Slot]:
     return slots
 
 
-def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
+def _join_wrapped_rows(slots: list[_Slot], cuts: Sequence[Rule] = ()) -> list[_Slot]:
     """A body row with no figure whose cells each continue the cell above it is that row's wrapped lines.
 
     Why: where rows are set without padding, the model cuts a row whose text cells wrap into two
@@ -627,7 +630,7 @@ def _join_wrapped_rows(slots: list[_Slot]) -> list[_Slot]:
             or not any(_is_figure(s) for s in upper.values())
             or any(_is_figure(upper[c]) for c in lower if c in upper)
             or set(lower) <= {0}
-            or not _continues(upper, lower, slots)
+            or not _continues(upper, lower, slots, cuts)
         ):
             r += 1
             continue
@@ -721,7 +724,7 @@ def _lift_stray_lines(slots: list[_Slot]) -> list[_Slot]:
     return slots
 
 
-def _join_wrapped_text_rows(slots: list[_Slot]) -> list[_Slot]:
+def _join_wrapped_text_rows(slots: list[_Slot], cuts: Sequence[Rule] = ()) -> list[_Slot]:
     """In a table of words (no figures), a body row with an empty first column, or one whose key is set
     in under a hanging indent, whose cells each continue the cell above is that row's wrapped lines.
 
@@ -738,7 +741,7 @@ def _join_wrapped_text_rows(slots: list[_Slot]) -> list[_Slot]:
         upper = {s.col: s for s in slots if s.row == r - 1 and s.words}
         crossing = any(s.rowspan > 1 and s.row <= r < s.row + s.rowspan + 1 for s in slots)
         keyed = 0 in lower and not (0 in upper and _hangs(upper[0], lower[0]))
-        if crossing or not lower or keyed or 0 not in upper or not _continues(upper, lower, slots):
+        if crossing or not lower or keyed or 0 not in upper or not _continues(upper, lower, slots, cuts):
             r += 1
             continue
         slots = _merge_up(slots, r, upper, lower)
@@ -752,16 +755,105 @@ def _hangs(upper: _Slot, lower: _Slot) -> bool:
     return _first_left(lower) - _first_left(upper) >= OUTDENT * height
 
 
-def _continues(upper: dict[int, _Slot], lower: dict[int, _Slot], slots: Sequence[_Slot]) -> bool:
+def _continues(
+    upper: dict[int, _Slot], lower: dict[int, _Slot], slots: Sequence[_Slot], cuts: Sequence[Rule] = ()
+) -> bool:
     """Whether every filled cell of a row (``lower``, by column) goes on from the cell above it in the
-    row above (``upper``): the same span, starting right under it, after a last line that was full."""
+    row above (``upper``): the same span, starting right under it, after a last line that was full,
+    and no rule drawn across the table between them (``cuts``: a ruled table's row that a page or
+    column break left with one cell's last lines is a row of its own)."""
     return all(
         c in upper
         and upper[c].colspan == s.colspan
         and _wrapped(upper[c], s)
         and not _would_fit(upper[c], s, slots)
         for c, s in lower.items()
+    ) and not _ruled_apart(upper, lower, slots, cuts)
+
+
+def _join_ruled_bands(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
+    """In a table whose body rows are ruled apart (two rules or more drawn across it between body
+    rows), a row with no key under a keyed row, no rule between them, is more lines of that row.
+
+    Why: the rules say where each row ends. A row whose cells hold a total on its first line and
+    brand names on the lines under it ("Total: 47%" over "(Fruit d'or, Plantafin, …)", ICDAR's
+    eu-007) was cut by the model into a keyed row and a row of loose lines. Only below the header's
+    band (a rule between the table's first row and this one): a head's second row may have no key."""
+    every = [w for s in slots for w in s.words]
+    if not cuts or not every:
+        return slots
+    left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
+    height = statistics.median(w[0][3] - w[0][1] for w in every)
+    across = sorted(
+        y
+        for x0, y, x1 in joined(cuts)
+        if x0 <= left + RULE_REACH * height and x1 >= right - RULE_REACH * height
     )
+    first = [w for s in slots if s.row == 0 for w in s.words]
+    if not first:
+        return slots
+    head_foot = max((w[0][1] + w[0][3]) / 2 for w in first)
+    bottom = max((w[0][1] + w[0][3]) / 2 for w in every)
+    if sum(1 for y in across if head_foot < y < bottom) < MIN_BODY_RULES + 1:
+        return slots  # the header's rule and one other at least: rows ruled apart
+    r = 1
+    while r < max((s.row + s.rowspan for s in slots), default=0):
+        lower = {s.col: s for s in slots if s.row == r and s.words}
+        upper = {s.col: s for s in slots if s.row == r - 1 and s.words}
+        crossing = any(s.rowspan > 1 and s.row <= r < s.row + s.rowspan + 1 for s in slots)
+        top = min((w[0][1] + w[0][3]) / 2 for s in lower.values() for w in s.words) if lower else 0.0
+        if (
+            crossing
+            or not lower
+            or 0 in lower
+            or 0 not in upper
+            or any(s.colspan > 1 for s in [*lower.values(), *upper.values()])
+            or not any(head_foot < y < top for y in across)
+            or _ruled_apart(upper, lower, slots, cuts)
+            or any(c not in upper for c in lower)
+            or not all(_in_column(w, c, slots, s) for c, s in lower.items() for w in s.words)
+        ):
+            r += 1
+            continue
+        slots = _merge_up(slots, r, upper, lower)
+    return slots
+
+
+def _in_column(word: tuple[Box, str], c: int, slots: Sequence[_Slot], own: _Slot) -> bool:
+    """Whether a word's middle lies within the reach of column ``c``'s words in its other cells (a
+    "Total" the model put beside its figure stands in the key column's reach, not the figure's)."""
+    xs = [
+        (w[0][0], w[0][2]) for s in slots if s.col == c and s.colspan == 1 and s is not own for w in s.words
+    ]
+    mid = (word[0][0] + word[0][2]) / 2
+    return bool(xs) and min(a for a, _ in xs) <= mid <= max(b for _, b in xs)
+
+
+MIN_BODY_RULES = 2  # rules drawn across a table's body that show its rows are ruled apart
+
+
+def _ruled_apart(
+    upper: dict[int, _Slot], lower: dict[int, _Slot], slots: Sequence[_Slot], cuts: Sequence[Rule]
+) -> bool:
+    """Whether a rule drawn from the table's first column to its last runs between a cell of
+    ``lower`` and the cell above it in ``upper`` (as ``_split_at_rules`` takes a rule across)."""
+    every = [w for s in slots for w in s.words]
+    if not cuts or not every:
+        return False
+    left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
+    for c, s in lower.items():
+        if c not in upper:
+            continue
+        # Between the lines' middles, clear of both: word boxes overlap the rules of a tight table.
+        height = min(w[0][3] - w[0][1] for w in s.words)
+        bottom = max((w[0][1] + w[0][3]) / 2 for w in upper[c].words) + RULE_CLEAR * height
+        top = min((w[0][1] + w[0][3]) / 2 for w in s.words) - RULE_CLEAR * height
+        reach = RULE_REACH * height
+        if any(
+            x0 <= left + reach and x1 >= right - reach and bottom <= y <= top for x0, y, x1 in joined(cuts)
+        ):
+            return True
+    return False
 
 
 def _merge_up(slots: list[_Slot], r: int, upper: dict[int, _Slot], lower: dict[int, _Slot]) -> list[_Slot]:
@@ -1071,16 +1163,21 @@ def _split_at_rules(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
         # A row holding only a label in the first column takes no part: a label under the rule over
         # one alone in its row are two rows ("All Randomly Assigned (N=4,667):" over "3-Year-Old
         # Cohort", ICDAR's us-008).
+        # Neither moves over another rule across the table (a row ruled apart from the next).
+        above = {c: _Slot(r, c, words=ws) for c, ws in upper.items()}
+        below = {c: _Slot(r, c, words=ws) for c, ws in lower.items()}
         if (
             len(upper) < len(set(lower) | set(prv))
             and set(prv) != {stub}
-            and all(c in prv and _goes_on(prv[c], _Slot(r, c, words=ws)) for c, ws in upper.items())
+            and all(c in prv and _goes_on(prv[c], above[c]) for c in upper)
+            and not _ruled_apart(prv, above, slots, cuts)
         ):
             moved, into, first = upper, prv, False
         elif (
             len(lower) < len(set(upper) | set(nxt))
             and set(nxt) != {stub}
-            and all(c in nxt and _goes_on(_Slot(r, c, words=ws), nxt[c]) for c, ws in lower.items())
+            and all(c in nxt and _goes_on(below[c], nxt[c]) for c in lower)
+            and not _ruled_apart(below, nxt, slots, cuts)
         ):
             moved, into, first = lower, nxt, True
         else:
@@ -1456,6 +1553,7 @@ def _column_beside(held: list[TextLine], lines: Sequence[TextLine]) -> list[Text
     if len(rows) < 3 or not gaps:
         return []
     reach = MATE_GAP * max(gaps)
+    every = lines
     taken = {id(ln) for ln in held}
     top, bottom = min(r.box[1] for r in rows), max(r.box[3] for r in rows)
     lines = [ln for ln in lines if id(ln) not in taken and top <= (ln.box[1] + ln.box[3]) / 2 <= bottom]
@@ -1480,8 +1578,37 @@ def _column_beside(held: list[TextLine], lines: Sequence[TextLine]) -> list[Text
             and all(len(m.text.split()) <= HEAD_WORDS for m in mates)
             and not any(_further(m, lines, side, reach, taken) for m in mates)
         ):
-            out += mates
-            taken |= {id(m) for m in mates}
+            column = mates + _stacked_under(mates, every, held)
+            out += column
+            taken |= {id(m) for m in column}
+    return out
+
+
+def _stacked_under(mates: list[TextLine], lines: Sequence[TextLine], held: list[TextLine]) -> list[TextLine]:
+    """The lines of a column beside a region that wrap under its cells (``_column_beside``): within
+    a line's height of the mates' x-range, inside the region's height, each at most a line's height under a mate or under
+    one taken so. Why: a cut-off "Due" column's "Q3" stands beside its row, but the "2026" under it
+    stands beside a wrapped line of another cell and no row of cells."""
+    x0, x1 = min(m.box[0] for m in mates), max(m.box[2] for m in mates)
+    top, bottom = min(ln.box[1] for ln in held), max(ln.box[3] for ln in held)
+    ids = {id(ln) for ln in (*mates, *held)}
+    column = sorted(
+        (
+            ln
+            for ln in lines
+            if id(ln) not in ids
+            and x0 - (ln.box[3] - ln.box[1]) <= ln.box[0]
+            and ln.box[2] <= x1 + (ln.box[3] - ln.box[1])
+            and top <= (ln.box[1] + ln.box[3]) / 2 <= bottom
+        ),
+        key=lambda ln: ln.box[1],
+    )
+    stack, out = list(mates), []
+    for ln in column:
+        height = ln.box[3] - ln.box[1]
+        if any(0 <= ln.box[1] - m.box[3] <= height and _x_overlap(ln.box, m.box) > 0 for m in stack):
+            stack.append(ln)
+            out.append(ln)
     return out
 
 
@@ -1932,6 +2059,7 @@ def _read_part(
     other = rules(held) if rules else None
     if other is not None and (
         table is None
+        or (_figures_side_by_side(table.read_rows) and shape(other[0])[1] >= shape(table.read_rows)[1])
         or (
             _covers(shape(other[0]), shape(table.read_rows))
             # the same grid: spanning cells the model reads (a header over column groups, a bar
@@ -1945,6 +2073,19 @@ def _read_part(
     ):
         table = LearnedTable(box, other[0], other[1], other[2])
     return table
+
+
+def _figures_side_by_side(rows: Sequence[Sequence[Cell]]) -> bool:
+    """Whether a cell spanning columns holds two figures or more side by side ("2,753,438 2,799,250"):
+    the model merged a row's value cells, which no table spans; the word positions' reading, with as
+    many columns, is then the better one (ICDAR's us-018, a head over column groups just above)."""
+    return any(
+        c.colspan > 1
+        and len(tokens := c.text.split()) >= 2
+        and all(any(ch.isdigit() for ch in t) and _FIGURE.match(t) for t in tokens)
+        for row in rows
+        for c in row
+    )
 
 
 def spans(rows: Sequence[Sequence[Cell]]) -> int:

@@ -196,7 +196,38 @@ def continue_table(upper: str, lower: str) -> str | None:
         and upper.endswith(_BODY_END)
     ):
         return None
-    return upper[: -len(_BODY_END)] + lower[again.end() :].removeprefix("<tbody>")
+    return _mend_break(upper[: -len(_BODY_END)], lower[again.end() :].removeprefix("<tbody>"))
+
+
+_ROW = re.compile(r"<tr>((?:<td>.*?</td>)+)</tr>")
+_TD = re.compile(r"<td>(.*?)</td>")
+MIN_KEYED_ROWS = 2  # body rows with a key that show the table keys every row
+
+
+def _mend_break(head: str, tail: str) -> str:
+    """``head`` (a table up to its last body row) and ``tail`` (the body rows that go on after a page
+    or column break) as one table, the first row of ``tail`` joined to the last of ``head`` when it
+    is that row's rest: its key cell empty where every other body row has a key, and no cell filled
+    where the last row's is empty. Why: word processors let a row break across pages by default, so
+    a wrapped description's last lines open the next page beside empty cells, under the repeated
+    header."""
+    last = list(_ROW.finditer(head))
+    rows = list(_ROW.finditer(tail))
+    if not last or not rows or rows[0].start() != 0:
+        return head + tail
+    above, below = _TD.findall(last[-1].group(1)), _TD.findall(rows[0].group(1))
+    keys = [_TD.findall(m.group(1))[0] for m in (*last, *rows[1:])]
+    if (
+        len(above) != len(below)
+        or below[0]
+        or len(keys) < MIN_KEYED_ROWS
+        or not all(keys)
+        or any(b and not a for a, b in zip(above, below, strict=True))
+        or not any(below)
+    ):
+        return head + tail
+    cells = "".join(f"<td>{a} {b}</td>" if b else f"<td>{a}</td>" for a, b in zip(above, below, strict=True))
+    return head[: last[-1].start()] + f"<tr>{cells}</tr>" + head[last[-1].end() :] + tail[rows[0].end() :]
 
 
 def append_rows(upper: str, lower: str) -> str | None:
@@ -207,7 +238,10 @@ def append_rows(upper: str, lower: str) -> str | None:
         upper.startswith("<table><thead>") and upper.endswith(_BODY_END) and lower.startswith("<table><tr>")
     ):
         return None
-    return upper[: -len(_BODY_END)] + lower.removeprefix("<table>").removesuffix("</table>") + _BODY_END
+    return (
+        _mend_break(upper[: -len(_BODY_END)], lower.removeprefix("<table>").removesuffix("</table>"))
+        + _BODY_END
+    )
 
 
 def cell_text(cell: Cell | str) -> str:
