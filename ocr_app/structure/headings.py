@@ -33,13 +33,12 @@ from ocr_app.structure.lines import (
     size_close,
 )
 from ocr_app.structure.numbering import normal_title, numbered_level, outline_level
-from ocr_app.structure.paragraphs import list_marker
+from ocr_app.structure.paragraphs import CAPTION, list_marker
+from ocr_app.structure.table_html import NOTE_LEAD
 
 # "Table 3:", "Fig. 2.", "Figure S1", "Table A.2", "TABLE IV" (roman, as IEEE sets them), "[표 1]".
-CAPTION = re.compile(
-    r"^\[?(?:table|figure|fig\.|chart|scheme|표|그림|図|表)\s*(?:(?-i:[A-Z])?\.?\d[\d.\-]*[a-z]?|(?-i:[IVXLC]{1,6}))\]?(?:[.:\s]|$)",
-    re.I,
-)
+# A note under a table or figure ("Source: LSA, 1998", "Notes: ..."): set bold at times, never a heading.
+NOTE_LINE = re.compile(rf"^{NOTE_LEAD}", re.I)
 
 NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1,4}\.)\s+\S")
 # Section numbers that a list item does not use: several levels ("2.1", "2-5", "1.2.3.") or a number
@@ -123,6 +122,8 @@ def heading_level(
         return chapter
     if len(text) > config.max_heading_chars or letters < 2 or (row.in_figure and not where.leads_text):
         return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
+    if NOTE_LINE.match(text):
+        return 0  # a table's or figure's source note
     if _QUOTATION.search(text) and row.size >= body:
         return 0  # a pull quote (or a quoted sentence): text set large
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:

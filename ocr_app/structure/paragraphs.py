@@ -232,13 +232,20 @@ def wrapped_marker(cur: Pending | None, row: Row, right: float, big_gap: bool) -
 
 
 # An entry's label set apart from its text: "[12]", "(3)", "12.", "12" (a reference list, footnotes).
+# A caption's label: "Table 1:", "Figure 3-1", "[표 1]", "Exhibit 2a.", and appendix or series labels
+# ("Table A-1.", "Table ES-3", "Figure SA3.").
+CAPTION = re.compile(
+    r"^\[?(?:table|figure|fig\.|chart|scheme|exhibit|graph|diagram|표|그림|図|表)\s*"
+    r"(?:(?-i:[A-Z]{1,3})?[.\-]?\d[\d.\-]*[a-z]?|(?-i:[IVXLC]{1,6}))\]?(?:[.:\s]|$)",
+    re.I,
+)
 _ENTRY_LABEL = re.compile(r"^(?:\[\w{1,5}\]|\(\d{1,3}\)|\d{1,3}\.?)$")
 _BRACKET_LABEL = re.compile(r"^\[\w{1,5}\]$")
 
 
 def label_text_x(row: Row) -> float | None:
     """Where the text of an entry starts when the row opens with a label piece set apart from it
-    ("[3]" then a tab), or with a bracketed label in the same run ("[12] A. Smith"): the x its
+    ("[3]" or "Figure 2." then a tab), or with a bracketed label in the same run ("[12] A. Smith"): the x its
     wrapped lines hang at (issue 30 item 5)."""
     items = sorted(row.items, key=lambda i: i.box[0])
     first = items[0]
@@ -246,8 +253,9 @@ def label_text_x(row: Row) -> float | None:
     if len(tokens) >= 2 and len(first.words) == len(tokens) and _BRACKET_LABEL.match(tokens[0]):
         # "[12] Author" drawn as one run: the label's brackets say where the entry's text starts.
         return first.words[1][0]
-    if len(items) < 2 or not _ENTRY_LABEL.match(first.text.strip()):
-        return None
+    label = first.text.strip()
+    if len(items) < 2 or not (_ENTRY_LABEL.match(label) or CAPTION.fullmatch(label)):
+        return None  # a caption's label piece ("Figure SA3." then its title) hangs its lines too
     if items[1].box[0] - items[0].box[2] < 0.3 * row.size:
         return None
     return items[1].box[0]

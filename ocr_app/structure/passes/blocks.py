@@ -313,12 +313,16 @@ class _SectionBlocks:
             return 0
         if ctx.style is None:
             return level
-        # The next line of a caption in the caption's weight and size goes on with it ("Scheme 1.
-        # Strategies for ..." / "Olefination of Ketones"), however much it looks like a title.
+        # The next lines of a caption in the caption's size go on with it ("Scheme 1. Strategies for
+        # ..." / "Olefination of Ketones"), however much they look like a title: in its weight, or in
+        # another (a plain "Figure SA3." before a bold title) after a line that ended no sentence.
         if (
             cur.kind == "text"
-            and CAPTION.match(cur.last.text.strip())
-            and row.weight == cur.last.weight
+            and CAPTION.match(cur.parts[0].strip())
+            and (
+                row.weight == cur.last.weight
+                or not (cur.parts[-1].rstrip().endswith((".", "!", "?")) or NUMBERED_HEADING.match(text))
+            )
             and size_close(row.size, cur.last.size)
         ):
             return 0

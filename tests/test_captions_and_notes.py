@@ -1,0 +1,102 @@
+"""Captions and source notes are no headings (issue 30, round 17).
+
+Why: reading the headings of ICDAR 2013's 67 reports (they have no heading truth; only read), a third
+of their false headings were captions and notes set bold: "Exhibit 2a. Summary of ITT Cognitive
+Impacts", "Table A-1. Summary of forecast assumptions", "Table ES-1 Percent of Species Range", the
+second line of a caption whose label is set plain and its title bold ("Figure SA3." | "Age-specific
+distribution ..." / "for reporting MSs, 2007"), and "Source: LSA, 1998" under tables. A caption's
+label may be a word other than Table or Figure (Exhibit, Graph, Diagram) and carry letters (an
+appendix's "A-1", a series' "SA3"); a note starts with its lead word ("Source:", "Notes:").
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from ocr_app.structure.headings import CAPTION, NOTE_LINE
+from tests.factories import heading_texts, page_markdown, pages_markdown
+
+DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
+BODY = (
+    "The regional office reviewed every contract signed during the year and compared the agreed "
+    "prices with the amounts finally paid, and most differences were small."
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Exhibit 2a. Summary",
+        "Table A-1. Summary",
+        "Table ES-3 Wildlife",
+        "Figure SA3.",
+        "Graph 3: Sales",
+        "Table 1:",
+    ],
+)
+def test_caption_labels(text):
+    assert CAPTION.match(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["Table of Contents", "Tablespoons and cups", "Figures of speech", "Exhibitions"]
+)
+def test_words_that_start_like_a_label_are_no_caption(text):
+    assert not CAPTION.match(text)
+
+
+def test_note_leads():
+    assert NOTE_LINE.match("Source: LSA, 1998") and NOTE_LINE.match("Notes: figures rounded")
+    assert not NOTE_LINE.match("Notes") and not NOTE_LINE.match("Note on the methods")
+
+
+def test_source_notes_under_tables_are_no_headings(textlayer_engine):
+    """eu-007 sets "Source: LSA, 1998" under each table in the bold of its headings."""
+    md = "\n".join(page_markdown(textlayer_engine, DATA / "eu-007.pdf", k) for k in range(5))
+    assert "Source: LSA, 1998" in md
+    assert not [h for h in heading_texts(md) if h.startswith("Source")], heading_texts(md)
+    assert "8.6.3 Butter and Margarine" in heading_texts(md)
+
+
+def _report(path: Path) -> Path:
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = 80.0
+
+    def line(x: float, text: str, font: str, size: float, gap: float = 1.25) -> None:
+        nonlocal y
+        page.insert_text((x, y), text, fontname=font, fontsize=size)
+        y += gap * size
+
+    line(72, "1 Results", "hebo", 16, 2.0)
+    for _ in range(2):
+        for text in textwrap.wrap(BODY, 95):
+            line(72, text, "helv", 10)
+        y += 10
+    # A caption: its label plain, its title bold italic, wrapped under the title's start.
+    page.insert_text((72, y), "Figure SA3.", fontname="helv", fontsize=9.5)
+    line(130, "Age-specific distribution of reported confirmed cases, TESSy data", "hebi", 9.5)
+    line(130, "for reporting countries, 2007", "hebi", 9.5, 2.5)
+    line(72, "Exhibit 2a. Summary of Cognitive Impacts by Year", "hebo", 12, 2.0)
+    for text in textwrap.wrap(BODY, 95):
+        line(72, text, "helv", 10)
+    y += 10
+    line(72, "Source: Regional accounts, 2007", "hebo", 9.5, 2.5)
+    line(72, "2 Discussion", "hebo", 16, 2.0)
+    for text in textwrap.wrap(BODY, 95):
+        line(72, text, "helv", 10)
+    doc.save(path)
+    return path
+
+
+def test_captions_and_notes_set_bold_are_text_and_headings_stay(textlayer_engine, tmp_path):
+    md = pages_markdown(textlayer_engine, _report(tmp_path / "report.pdf"))[0]
+    assert heading_texts(md) == ["1 Results", "2 Discussion"], md
+    # The caption is one paragraph: its title's next line hangs under the title, after the label.
+    caption = next(p for p in md.split("\n\n") if p.startswith("Figure SA3."))
+    assert caption.endswith("TESSy data for reporting countries, 2007"), caption
+    assert "Exhibit 2a. Summary of Cognitive Impacts by Year" in md
