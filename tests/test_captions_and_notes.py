@@ -1,12 +1,14 @@
-"""Captions and source notes are no headings (issue 30, round 17).
+"""Captions, source notes and the tails of titles read apart are no headings (issue 30, round 17).
 
-Why: reading the headings of ICDAR 2013's 67 reports (they have no heading truth; only read), a third
-of their false headings were captions and notes set bold: "Exhibit 2a. Summary of ITT Cognitive
+Why: reading the headings of ICDAR 2013's 67 reports (they have no heading truth; only read), 45 of
+them were no headings but captions, notes set bold and the tails of titles: "Exhibit 2a. Summary of ITT Cognitive
 Impacts", "Table A-1. Summary of forecast assumptions", "Table ES-1 Percent of Species Range", the
 second line of a caption whose label is set plain and its title bold ("Figure SA3." | "Age-specific
 distribution ..." / "for reporting MSs, 2007"), and "Source: LSA, 1998" under tables. A caption's
 label may be a word other than Table or Figure (Exhibit, Graph, Diagram) and carry letters (an
-appendix's "A-1", a series' "SA3"); a note starts with its lead word ("Source:", "Notes:").
+appendix's "A-1", a series' "SA3"); a note starts with its lead word ("Source:", "Notes:"). A line
+that opens on a plain lower-case word ("through 2021–22") is the rest of a title or caption whose first
+line was read apart (a running head), unless it goes on from a heading right above it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from ocr_app.structure.headings import CAPTION, NOTE_LINE
+from ocr_app.structure.headings import CAPTION, NOTE_LINE, lowercase_start
 from tests.factories import heading_texts, page_markdown, pages_markdown
 
 DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
@@ -100,3 +102,40 @@ def test_captions_and_notes_set_bold_are_text_and_headings_stay(textlayer_engine
     caption = next(p for p in md.split("\n\n") if p.startswith("Figure SA3."))
     assert caption.endswith("TESSy data for reporting countries, 2007"), caption
     assert "Exhibit 2a. Summary of Cognitive Impacts by Year" in md
+
+
+@pytest.mark.parametrize(
+    "text, tail",
+    [
+        ("through 2021–22", True),
+        ("teacher hires, by control of school: Fall 1996", True),
+        ("iPhone sales by region", False),
+        ("asn1_create_element", False),
+        ("mime.cache", False),
+        ("Results", False),
+        ("été 2020", False),
+    ],
+)
+def test_a_line_opening_on_a_plain_lower_case_word(text, tail):
+    assert lowercase_start(text) is tail
+
+
+def test_a_titles_tail_whose_first_line_is_a_running_head_is_no_heading(textlayer_engine):
+    """us-018 repeats each table's title over its pages ("Table 14. Actual and projected numbers
+    for ..."), so the title's first line goes as a running head; its second line ("through 2021–22")
+    was left a heading on every page."""
+    md = "\n".join(page_markdown(textlayer_engine, DATA / "us-018.pdf", k) for k in range(3))
+    assert "through 2021–22" in md
+    assert not [h for h in heading_texts(md) if lowercase_start(h)], heading_texts(md)
+
+
+def test_a_heading_wrapped_before_a_lower_case_word_stays_whole(textlayer_engine, tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 80), "Understanding Financial Aid", fontname="hebo", fontsize=16)
+    page.insert_text((72, 100), "and Your Loan Options", fontname="hebo", fontsize=16)
+    for k, text in enumerate(textwrap.wrap(BODY * 2, 95)):
+        page.insert_text((72, 130 + 12.5 * k), text, fontname="helv", fontsize=10)
+    doc.save(tmp_path / "title.pdf")
+    md = pages_markdown(textlayer_engine, tmp_path / "title.pdf")[0]
+    assert heading_texts(md) == ["Understanding Financial Aid and Your Loan Options"], md

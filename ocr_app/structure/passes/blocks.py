@@ -32,6 +32,7 @@ from ocr_app.structure.headings import (
     heading_level,
     isolated_rows,
     leading_rows,
+    lowercase_start,
     open_quotation,
     panel_leads,
 )
@@ -306,6 +307,8 @@ class _SectionBlocks:
             colored=id(row) in ctx.colored,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
+        if level and ctx.style is not None and lowercase_start(text) and not (cur and cur.kind == "heading"):
+            return 0  # the next line of a title or caption whose first line was read apart (a running head)
         if not level or cur is None or cur.last is None or big_gap:
             return level
         # A pull quote's next lines, in its size, go on with it until its quotation mark closes.
