@@ -63,3 +63,19 @@ def test_light_and_text_layer_pages_escape_even_table_tags():
     )
     assert "<table" not in _html(md)
     assert escape_raw_html("x < y, <b>bold</b>") == "x < y, &lt;b>bold&lt;/b>"
+
+
+def test_text_that_opens_with_a_hash_mark_is_no_heading():
+    """ICDAR's us-028 draws a chart whose axis title reads "# of Incidents": as text it would render as
+    a heading. The engines' own headings keep their marks; a hash mark in a word ("#1") needs none."""
+    blocks = [
+        Block("sub_title", "## Who were the subjects?"),
+        Block("text", "# of Incidents 40 20"),
+        Block("text", "#1 priority for the year"),
+        Block("text", "First line\n### not a heading either"),
+    ]
+    md, _ = page_markdown(blocks, None, 0, None, keep_table_html=False)
+    html = _html(md)
+    assert html.count("<h") == 1 and "<h2>Who were the subjects?</h2>" in html
+    assert "<p># of Incidents 40 20</p>" in html and "<p>#1 priority for the year</p>" in html
+    assert "### not a heading either" in html

@@ -184,7 +184,16 @@ def block_markdown(block: Block, *, keep_table_html: bool = True) -> str:
         parts.append(f"<{m.group(1)}>{escape_raw_html(m.group(2))}</{m.group(1)}>")
         pos = m.end()
     parts.append(escape_raw_html(text[pos:]))
-    return "".join(parts)
+    out = "".join(parts)
+    if block.label not in _MARKED_LABELS:
+        # Plain text that opens with "#" and a space ("# of Incidents", a chart's axis title) would
+        # read as a heading: the mark is escaped, as CommonMark escapes it.
+        out = _HASH_START.sub(r"\\\1", out)
+    return out
+
+
+_MARKED_LABELS = frozenset({"title", "sub_title", "list", "code", "table"})  # text written as Markdown
+_HASH_START = re.compile(r"^(#{1,6})(?=[ \t]|$)", re.M)
 
 
 def _is_fenced(text: str) -> bool:
