@@ -309,3 +309,24 @@ def test_a_page_number_alone_at_the_foot_of_a_page_alone_is_furniture(tmp_path, 
     md = saved_markdown(engine, doc, tmp_path)
     assert number not in md, md
     assert heading_texts(md) == ["2 Results of the survey", "3 Discussion"], md
+
+
+@pytest.mark.parametrize("edge", ["top", "bottom"])
+def test_page_n_of_m_and_the_label_stacked_with_it_are_running_lines(engine, tmp_path, edge):
+    """A proposal's page of its own (ICDAR's us-009): "Appendix 5" over "Page 8 of 11" in the
+    top right corner, bold and as large as its headings, came out as the heading "Appendix 5 Page 8
+    of 11". Spelled out, a page's number among its document's is furniture whatever its size."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = 44 if edge == "top" else 740
+    page.insert_text((486, y), "Appendix 5", fontname="hebo", fontsize=11)
+    page.insert_text((482, y + 12), "Page 8 of 11", fontname="hebo", fontsize=11)
+    page.insert_text((72, 120), "Indirect Cost Rate Proposal", fontname="hebo", fontsize=14)
+    body_paragraph(page, 72, 150, 468, 1, 12, "helv")
+    page.insert_text(
+        (72, 400), "The proposal runs to Page 8 of 11 in this copy.", fontname="helv", fontsize=10
+    )
+    md = saved_markdown(engine, doc, tmp_path)
+    assert "Appendix 5" not in md and "Page 8 of 11\n" not in md, md
+    assert heading_texts(md) == ["Indirect Cost Rate Proposal"], md
+    assert "The proposal runs to Page 8 of 11 in this copy." in md

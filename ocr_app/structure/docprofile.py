@@ -118,6 +118,32 @@ def margin_rows(lines: list[TextLine], height: float, rules: Sequence[Rule] = ()
             or _set_apart_margin_row(row, gap, body, lines, rules, edge)
         ):
             out.update(id(ln) for ln in row)
+    return out | _page_of_stack(lines, height)
+
+
+# "Page 8 of 11": a page's number among its document's, spelled out; no text of the page reads so.
+_PAGE_OF = re.compile(r"^(?:page|seite|página|pagina)\s*\d{1,4}\s*(?:of|/|von|de|di)\s*\d{1,4}$", re.I)
+STACK_WORDS = 6  # a label stacked with "Page 8 of 11" ("Appendix 5") has at most this many words
+
+
+def _page_of_stack(lines: list[TextLine], height: float) -> set[int]:
+    """ids of "Page N of M" lines in a page's top or bottom band and of the short lines stacked with
+    them (a line's height apart, overlapping in x: "Appendix 5" over "Page 8 of 11"), whatever their
+    size: a form's or proposal's running head, which the page numbers of its one page cannot show by
+    repeating."""
+    band = [ln for ln in lines if ln.box[1] <= EDGE * height or ln.box[3] >= (1 - EDGE) * height]
+    out: set[int] = set()
+    for mark in (ln for ln in band if _PAGE_OF.match(ln.text.strip())):
+        stack = [mark]
+        for ln in sorted(band, key=lambda ln: abs(ln.box[1] - mark.box[1])):
+            near = any(
+                min(abs(ln.box[1] - o.box[3]), abs(o.box[1] - ln.box[3])) <= 0.5 * o.size
+                and min(ln.box[2], o.box[2]) > max(ln.box[0], o.box[0])
+                for o in stack
+            )
+            if ln not in stack and near and len(ln.text.split()) <= STACK_WORDS:
+                stack.append(ln)
+        out.update(id(ln) for ln in stack)
     return out
 
 
