@@ -1,4 +1,4 @@
-"""Captions, source notes and the tails of titles read apart are no headings (issue 30, round 17).
+"""Captions, source notes, the tails of titles read apart and charts' labels are no headings (issue 30, round 17).
 
 Why: reading the headings of ICDAR 2013's 67 reports (they have no heading truth; only read), 45 of
 them were no headings but captions, notes set bold and the tails of titles: "Exhibit 2a. Summary of ITT Cognitive
@@ -8,7 +8,9 @@ distribution ..." / "for reporting MSs, 2007"), and "Source: LSA, 1998" under ta
 label may be a word other than Table or Figure (Exhibit, Graph, Diagram) and carry letters (an
 appendix's "A-1", a series' "SA3"); a note starts with its lead word ("Source:", "Notes:"). A line
 that opens on a plain lower-case word ("through 2021–22") is the rest of a title or caption whose first
-line was read apart (a running head), unless it goes on from a heading right above it.
+line was read apart (a running head), when it is the first line of its column. A chart drawn in
+vectors whose labels all stand outside its drawn area is a figure by its ticks, and its axis titles
+("Age Group", "Year") are its labels, not headings.
 """
 
 from __future__ import annotations
@@ -139,3 +141,48 @@ def test_a_heading_wrapped_before_a_lower_case_word_stays_whole(textlayer_engine
     doc.save(tmp_path / "title.pdf")
     md = pages_markdown(textlayer_engine, tmp_path / "title.pdf")[0]
     assert heading_texts(md) == ["Understanding Financial Aid and Your Loan Options"], md
+
+
+def _chart_page(path: Path, *, ticks: bool) -> Path:
+    """A report page with a bar chart drawn in vectors: its frame and bars are what it draws; its
+    ticks, its bold axis title under them and its upright axis title stand outside the frame."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 70), "1 Cases by age", fontname="hebo", fontsize=14)
+    y = 95.0
+    for text in textwrap.wrap(BODY * 2, 95):
+        page.insert_text((72, y), text, fontname="helv", fontsize=10)
+        y += 12.5
+    frame = pymupdf.Rect(150, 200, 470, 400)
+    page.draw_rect(frame, color=(0, 0, 0), width=0.6)
+    for k, h in enumerate([60, 120, 150, 90, 40, 20]):
+        x = 165 + 50 * k
+        page.draw_rect(pymupdf.Rect(x, 400 - h, x + 25, 400), color=None, fill=(0.2, 0.4, 0.7))
+    if ticks:
+        for k, v in enumerate(["0", "40", "80", "120", "160"]):
+            page.insert_text((130, 403 - 50 * k), v, fontname="helv", fontsize=8)
+        page.insert_text((160, 412), "0-4   5-14   15-24   25-44   45-64   ≥65", fontname="helv", fontsize=8)
+    page.insert_text((285, 428), "Age Group", fontname="hebo", fontsize=8)
+    page.insert_text((118, 360), "Confirmed cases", fontname="helv", fontsize=8, rotate=90)
+    page.insert_text((72, 470), "2 Discussion", fontname="hebo", fontsize=14)
+    y = 495.0
+    for text in textwrap.wrap(BODY * 2, 95):
+        page.insert_text((72, y), text, fontname="helv", fontsize=10)
+        y += 12.5
+    doc.save(path)
+    return path
+
+
+def test_a_charts_labels_outside_its_frame_are_no_headings(textlayer_engine, tmp_path):
+    """ICDAR's eu-016 and eu-019 (EU reports): "Age Group" and "Year" under their charts' ticks came
+    out as headings; the chart's drawn area held none of its labels, so it was no figure."""
+    md = pages_markdown(textlayer_engine, _chart_page(tmp_path / "chart.pdf", ticks=True))[0]
+    assert heading_texts(md) == ["1 Cases by age", "2 Discussion"], md
+    assert "Age Group" in md and "0-4" in md
+
+
+def test_a_drawing_without_ticks_takes_no_line_beside_it(textlayer_engine, tmp_path):
+    """A drawn box with a bold line under it and no ticks around it shows no chart: the line is read
+    as it was (here a heading of its own)."""
+    md = pages_markdown(textlayer_engine, _chart_page(tmp_path / "box.pdf", ticks=False))[0]
+    assert "Age Group" in heading_texts(md), md

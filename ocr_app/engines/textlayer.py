@@ -21,6 +21,7 @@ import itertools
 import logging
 import os
 import re
+import statistics
 import threading
 import time
 import unicodedata
@@ -36,6 +37,7 @@ from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
 from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows
+from ocr_app.structure.headings import NOTE_LINE, NUMBERED_HEADING
 from ocr_app.structure.justified import join_justified
 from ocr_app.structure.lines import (
     LayoutConfig,
@@ -48,7 +50,7 @@ from ocr_app.structure.lines import (
     rotate_box,
     unrotate_box,
 )
-from ocr_app.structure.paragraphs import BULLETS, join_lines
+from ocr_app.structure.paragraphs import BULLETS, CAPTION, join_lines
 from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
@@ -1287,15 +1289,76 @@ def mark_figure_text(
             if r.x0 <= (ln.box[0] + ln.box[2]) / 2 <= r.x1 and r.y0 <= (ln.box[1] + ln.box[3]) / 2 <= r.y1
         ]
         sentences = sum(1 for ln in inside if len(ln.text.split()) >= 6)
-        if (
+        figure = (
             len(inside) >= 3
             and sentences <= 0.5 * len(inside)
             and not (stacked_text(inside) and _bare_ground(page, region, body_pt))
             and not (_word_grid(inside) and _rules_only(page, region))
-        ):
-            for ln in inside:
+        )
+        labels = _axis_labels(r, lines, inside, body_pt * scale) if figure or not inside else []
+        # A chart whose labels all stand outside its drawn area shows itself by its ticks.
+        if figure or sum(1 for ln in labels if all(_LABEL_TOKEN.match(w) for w in ln.text.split())) >= 3:
+            for ln in inside + labels:
                 if not ln.in_figure:  # overlapping regions: the first one keeps its lines
                     ln.in_figure, ln.figure = True, number
+
+
+AXIS_REACH = 1.5  # × the body size: how far outside a chart's drawn area its labels stand
+AXIS_PASSES = 2  # ticks beside the area, then the axis title beyond them
+_LABEL_TOKEN = re.compile(r"^[\d.,%≥≤<>+\-–—/()$€£]+$")
+
+
+def _axis_labels(
+    area: pymupdf.Rect, lines: list[TextLine], inside: list[TextLine], body: float
+) -> list[TextLine]:
+    """Short lines within reach of a chart's drawn area, no larger than its own labels: its ticks ("0
+    0-4 5-14 ... ≥65", "140"), then its axis titles ("Age Group", "Year", one set upright). A chart's area is what it
+    draws; its labels are set around it, and came out as text, a bold axis title as a heading. A line
+    that reads as a sentence, a note, a caption or a numbered title stays out."""
+    size = (statistics.median(ln.size for ln in inside) if inside else body) * 1.1
+    box = [area.x0, area.y0, area.x1, area.y1]
+    taken = {id(ln) for ln in inside}
+    out: list[TextLine] = []
+    for _ in range(AXIS_PASSES):
+        reach = AXIS_REACH * body
+        found = [
+            ln
+            for ln in lines
+            if id(ln) not in taken
+            and not ln.in_figure
+            and ln.size <= size
+            and box[0] - reach < ln.box[2]
+            and ln.box[0] < box[2] + reach
+            and box[1] - reach < ln.box[3]
+            and ln.box[1] < box[3] + reach
+            and (_label_like(ln.text) or _upright(ln))
+        ]
+        if not found:
+            break
+        out += found
+        taken.update(id(ln) for ln in found)
+        box = [
+            min(box[0], *(ln.box[0] for ln in found)),
+            min(box[1], *(ln.box[1] for ln in found)),
+            max(box[2], *(ln.box[2] for ln in found)),
+            max(box[3], *(ln.box[3] for ln in found)),
+        ]
+    return out
+
+
+def _upright(ln: TextLine) -> bool:
+    """Whether a line runs up or down the page (a chart's vertical axis title)."""
+    return ln.box[3] - ln.box[1] > 2 * (ln.box[2] - ln.box[0])
+
+
+def _label_like(text: str) -> bool:
+    """A chart's label: a few words or a row of figures, no sentence, note, caption or numbered title."""
+    words = text.split()
+    if not words or text.rstrip().endswith((".", ":")) or CAPTION.match(text) or NOTE_LINE.match(text):
+        return False
+    if NUMBERED_HEADING.match(text):
+        return False
+    return len(words) <= 3 or sum(1 for w in words if _LABEL_TOKEN.match(w)) >= 0.8 * len(words)
 
 
 def stacked_text(lines: Sequence[TextLine]) -> bool:

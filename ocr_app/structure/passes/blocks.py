@@ -307,8 +307,11 @@ class _SectionBlocks:
             colored=id(row) in ctx.colored,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
-        if level and ctx.style is not None and lowercase_start(text) and not (cur and cur.kind == "heading"):
-            return 0  # the next line of a title or caption whose first line was read apart (a running head)
+        if level and ctx.style is not None and cur is None and lowercase_start(text):
+            # First in its column on a plain lower-case word: the next line of a title or caption whose
+            # first line was read apart (a running head). Further down, a function's name may head
+            # its entry in a manual ("foo parse tree", its underscores drawn as rules).
+            return 0
         if not level or cur is None or cur.last is None or big_gap:
             return level
         # A pull quote's next lines, in its size, go on with it until its quotation mark closes.
