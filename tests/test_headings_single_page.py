@@ -330,3 +330,33 @@ def test_page_n_of_m_and_the_label_stacked_with_it_are_running_lines(engine, tmp
     assert "Appendix 5" not in md and "Page 8 of 11\n" not in md, md
     assert heading_texts(md) == ["Indirect Cost Rate Proposal"], md
     assert "The proposal runs to Page 8 of 11 in this copy." in md
+
+
+def test_an_appendix_title_numbered_a_quad_apart_and_hyphenated_over_two_lines_is_one_heading(
+    engine, tmp_path
+):
+    """ICDAR's eu-027 (LaTeX): "B" a quad before "Appendix B: Financial Literacy and Stock Mar-", the
+    title's second line 13 pt under it at 17 pt. The letter was taken for a cell beside the title, so
+    the first line was text and "ket Participation over ..." a heading; joined, the title ran past the
+    length a bold paragraph runs at the body's size."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((74, 97), "B", fontname="hebo", fontsize=17)
+    page.insert_text((107, 97), "Appendix B: Financial Literacy and Stock Mar-", fontname="hebo", fontsize=17)
+    page.insert_text(
+        (107, 126), "ket Participation over Deciles of Financial Wealth", fontname="hebo", fontsize=17
+    )
+    body_paragraph(page, 74, 160, 440, 2, 10, "helv")
+    md = saved_markdown(engine, doc, tmp_path)
+    assert heading_texts(md) == [
+        "B Appendix B: Financial Literacy and Stock Market Participation over Deciles of Financial Wealth"
+    ], md
+
+
+def test_a_bold_paragraph_at_the_body_size_is_no_heading_however_it_wraps(engine, tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    body_paragraph(page, 74, 100, 440, 3, 3, "hebo")
+    body_paragraph(page, 74, 160, 440, 2, 10, "helv")
+    md = saved_markdown(engine, doc, tmp_path)
+    assert heading_texts(md) == [], md

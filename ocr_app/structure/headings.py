@@ -45,6 +45,8 @@ NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[A-Z]\.|[IVX]{1
 # followed by a dash ("3 - Title", "3- عنوان"); "1." and "a)" stay list markers.
 SECTION_NUMBER = re.compile(r"^(?:\d{1,2}(?:[.\-]\d{1,2}){1,4}\.?\s*[-\u2013]?|\d{1,2}\s*[-\u2013])\s*(?=\w)")
 _BARE_NUMBER = re.compile(r"^(?:\d{1,3}(?:[.\-]\d{1,3}){0,4}\.?|[IVXivx]{1,4}\.?)$")
+# An appendix's section number set a quad before its title, as LaTeX sets "B   Appendix B: ..."
+_APPENDIX_NUMBER = re.compile(r"^[A-Z](?:\.\d{1,3}){0,4}\.?$")
 _SENTENCE_END = (".", ",", ";", ":")
 # A quotation: a line that opens with a quotation mark, or closes one after a sentence's end (a
 # magazine's pull quote, set large in italics: text, not a heading).
@@ -65,7 +67,8 @@ _ADDRESS = re.compile(
 def cells_apart(row: Row, gap: float) -> bool:
     """Whether the row is made of pieces set a table-cell gap apart (column headers, a footer's
     "Annex ... 209"): several texts side by side, not one heading. A section number in a box of its
-    own before the title ("1   Introduction", "Chapter 1.   Title") is part of the heading."""
+    own before the title ("1   Introduction", "Chapter 1.   Title", an appendix's "B.2   Data") is
+    part of the heading."""
     if len(row.items) < 2:
         return False
     rtl = is_rtl(row.text)
@@ -73,7 +76,11 @@ def cells_apart(row: Row, gap: float) -> bool:
     for a, b in itertools.pairwise(items):
         space = a.box[0] - b.box[2] if rtl else b.box[0] - a.box[2]
         label = a.text.strip()
-        numbered = _BARE_NUMBER.match(label) or (len(label) <= 12 and any(c.isdigit() for c in label))
+        numbered = (
+            _BARE_NUMBER.match(label)
+            or _APPENDIX_NUMBER.match(label)
+            or (len(label) <= 12 and any(c.isdigit() for c in label))
+        )
         if space >= gap and not (a is items[0] and numbered):
             return True
     return False

@@ -116,6 +116,7 @@ def join_repeated_heads(blocks: list[Block]) -> list[Block]:
     return out
 
 
+LONGER_TITLE = 1.5  # × ``max_merged_heading_chars``: a title set larger than the body may run so long
 SIZE_STEP = 0.88  # lines whose sizes differ more than this ratio are set in two sizes
 
 
@@ -362,12 +363,21 @@ class _SectionBlocks:
             same_face = {i.font for i in row.items} == {i.font for i in cur.last.items}
             near = 0.88 * cur.last.size <= row.size <= cur.last.size and gap <= 0.6 * row.size
             fresh = bool(SECTION_NUMBER.match(text) or NUMBERED_HEADING.match(text))
+            # A title hyphenated at its line's end goes on, whatever the space its leading leaves.
+            broken = cur.parts[0].endswith("-") and size_close(row.size, cur.last.size) and gap <= row.size
             continues = (
-                same_weight and same_face and not fresh and not big_gap and (cur.level == level or near)
+                same_weight
+                and same_face
+                and not fresh
+                and (not big_gap or broken)
+                and (cur.level == level or near or broken)
             )
         if continues and cur is not None and cur.kind in ("heading", "text"):
             self._extend(row, text)
-            too_long = len(cur.parts[0]) > self.ctx.config.max_merged_heading_chars
+            # A bold paragraph runs long at the body's size; a title set larger may take two lines.
+            style, config = self.ctx.style, self.ctx.config
+            larger = style is not None and cur.size >= config.styled_heading_ratio * style.body_size
+            too_long = len(cur.parts[0]) > config.max_merged_heading_chars * (LONGER_TITLE if larger else 1)
             if cur.kind == "heading" and self.ctx.style is not None and too_long:
                 cur.kind = "text"  # a bold paragraph, not a heading (still joined as one)
             return
