@@ -1347,14 +1347,18 @@ def _axis_labels(
 
 
 def _upright(ln: TextLine) -> bool:
-    """Whether a line runs up or down the page (a chart's vertical axis title)."""
-    return ln.box[3] - ln.box[1] > 2 * (ln.box[2] - ln.box[0])
+    """Whether a line of words runs up or down the page (a chart's vertical axis title; a bullet's
+    glyph box is as narrow, and no label)."""
+    words = sum(c.isalnum() for c in ln.text)
+    return words >= 2 and ln.box[3] - ln.box[1] > 2 * (ln.box[2] - ln.box[0])
 
 
 def _label_like(text: str) -> bool:
     """A chart's label: a few words or a row of figures, no sentence, note, caption or numbered title."""
     words = text.split()
-    if not words or text.rstrip().endswith((".", ":")) or CAPTION.match(text) or NOTE_LINE.match(text):
+    if not any(c.isalnum() for c in text):
+        return False  # a list's bullet beside its item, a mark: no label of a chart
+    if text.rstrip().endswith((".", ":")) or CAPTION.match(text) or NOTE_LINE.match(text):
         return False
     if NUMBERED_HEADING.match(text):
         return False

@@ -779,19 +779,11 @@ def _join_ruled_bands(slots: list[_Slot], cuts: Sequence[Rule]) -> list[_Slot]:
     brand names on the lines under it ("Total: 47%" over "(Fruit d'or, Plantafin, …)", ICDAR's
     eu-007) was cut by the model into a keyed row and a row of loose lines. Only below the header's
     band (a rule between the table's first row and this one): a head's second row may have no key."""
-    every = [w for s in slots for w in s.words]
-    if not cuts or not every:
-        return slots
-    left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
-    height = statistics.median(w[0][3] - w[0][1] for w in every)
-    across = sorted(
-        y
-        for x0, y, x1 in joined(cuts)
-        if x0 <= left + RULE_REACH * height and x1 >= right - RULE_REACH * height
-    )
+    across = _rules_across(slots, cuts)
     first = [w for s in slots if s.row == 0 for w in s.words]
-    if not first:
+    if not across or not first:
         return slots
+    every = [w for s in slots for w in s.words]
     head_foot = max((w[0][1] + w[0][3]) / 2 for w in first)
     bottom = max((w[0][1] + w[0][3]) / 2 for w in every)
     if sum(1 for y in across if head_foot < y < bottom) < MIN_BODY_RULES + 1:
@@ -835,25 +827,30 @@ MIN_BODY_RULES = 2  # rules drawn across a table's body that show its rows are r
 def _ruled_apart(
     upper: dict[int, _Slot], lower: dict[int, _Slot], slots: Sequence[_Slot], cuts: Sequence[Rule]
 ) -> bool:
-    """Whether a rule drawn from the table's first column to its last runs between a cell of
-    ``lower`` and the cell above it in ``upper`` (as ``_split_at_rules`` takes a rule across)."""
-    every = [w for s in slots for w in s.words]
-    if not cuts or not every:
-        return False
-    left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
+    """Whether a rule drawn from the table's first column to its last (``_rules_across``) runs between
+    a cell of ``lower`` and the cell above it in ``upper``."""
+    across = _rules_across(slots, cuts)
     for c, s in lower.items():
-        if c not in upper:
+        if c not in upper or not across:
             continue
         # Between the lines' middles, clear of both: word boxes overlap the rules of a tight table.
         height = min(w[0][3] - w[0][1] for w in s.words)
         bottom = max((w[0][1] + w[0][3]) / 2 for w in upper[c].words) + RULE_CLEAR * height
         top = min((w[0][1] + w[0][3]) / 2 for w in s.words) - RULE_CLEAR * height
-        reach = RULE_REACH * height
-        if any(
-            x0 <= left + reach and x1 >= right - reach and bottom <= y <= top for x0, y, x1 in joined(cuts)
-        ):
+        if any(bottom <= y <= top for y in across):
             return True
     return False
+
+
+def _rules_across(slots: Sequence[_Slot], cuts: Sequence[Rule]) -> list[float]:
+    """The heights of the rules drawn from a table's first column to its last, as ``_split_at_rules``
+    takes a rule across: its ends within half a line of the outer words'."""
+    every = [w for s in slots for w in s.words]
+    if not cuts or not every:
+        return []
+    left, right = min(w[0][0] for w in every), max(w[0][2] for w in every)
+    reach = RULE_REACH * statistics.median(w[0][3] - w[0][1] for w in every)
+    return sorted(y for x0, y, x1 in joined(cuts) if x0 <= left + reach and x1 >= right - reach)
 
 
 def _merge_up(slots: list[_Slot], r: int, upper: dict[int, _Slot], lower: dict[int, _Slot]) -> list[_Slot]:
@@ -1586,9 +1583,9 @@ def _column_beside(held: list[TextLine], lines: Sequence[TextLine]) -> list[Text
 
 def _stacked_under(mates: list[TextLine], lines: Sequence[TextLine], held: list[TextLine]) -> list[TextLine]:
     """The lines of a column beside a region that wrap under its cells (``_column_beside``): within
-    a line's height of the mates' x-range, inside the region's height, each at most a line's height under a mate or under
-    one taken so. Why: a cut-off "Due" column's "Q3" stands beside its row, but the "2026" under it
-    stands beside a wrapped line of another cell and no row of cells."""
+    a line's height of the mates' x-range, inside the region's height, each at most a line's height
+    under a mate or under one taken so. Why: a cut-off "Due" column's "Q3" stands beside its row, but
+    the "2026" under it stands beside a wrapped line of another cell and no row of cells."""
     x0, x1 = min(m.box[0] for m in mates), max(m.box[2] for m in mates)
     top, bottom = min(ln.box[1] for ln in held), max(ln.box[3] for ln in held)
     ids = {id(ln) for ln in (*mates, *held)}
