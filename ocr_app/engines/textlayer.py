@@ -1311,16 +1311,17 @@ _LABEL_TOKEN = re.compile(r"^[\d.,%≥≤<>+\-–—/()$€£]+$")
 def _axis_labels(
     area: pymupdf.Rect, lines: list[TextLine], inside: list[TextLine], body: float
 ) -> list[TextLine]:
-    """Short lines within reach of a chart's drawn area, no larger than its own labels: its ticks ("0
-    0-4 5-14 ... ≥65", "140"), then its axis titles ("Age Group", "Year", one set upright). A chart's area is what it
-    draws; its labels are set around it, and came out as text, a bold axis title as a heading. A line
-    that reads as a sentence, a note, a caption or a numbered title stays out."""
+    """Short lines within reach of a chart's drawn area, no larger than its own labels: its ticks
+    ("0 0-4 5-14 ... ≥65", "140"), then its axis titles ("Age Group", "Year", one set upright). A
+    chart's area is what it draws; its labels are set around it, and came out as text, a bold axis
+    title as a heading. A line that reads as a sentence, a note, a caption or a numbered title stays
+    out."""
     size = (statistics.median(ln.size for ln in inside) if inside else body) * 1.1
     box = [area.x0, area.y0, area.x1, area.y1]
     taken = {id(ln) for ln in inside}
     out: list[TextLine] = []
+    reach = AXIS_REACH * body
     for _ in range(AXIS_PASSES):
-        reach = AXIS_REACH * body
         found = [
             ln
             for ln in lines
