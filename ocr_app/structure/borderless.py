@@ -878,12 +878,18 @@ def _prose_pairs(texts: list[list[str]]) -> bool:
     return bool(firsts) and long >= 0.5 * len(firsts) and numbers < 0.5 * len(texts)
 
 
+def _one_line(row: Sequence[Sequence[Piece]]) -> bool:
+    """Whether a row's pieces all share one line's height."""
+    pieces = [p for c in row for p in c]
+    return max(p.box[1] for p in pieces) < min(p.box[3] for p in pieces)
+
+
 def _justified_lines(grid: list[list[list[Piece]]], texts: list[list[str]], body: float) -> bool:
     """Rows of words that all end at the same x and start at the same x (the first may be indented):
     lines of a justified paragraph (a footnote set with wide spaces), whose word gaps line up by
     chance. A table's last column of words is ragged on its right; one of figures is told apart by
-    its figures."""
-    if any(not r[0] or not r[-1] for r in grid):
+    its figures, and a row whose cells hold lines one under another (wrapped cells) is no line of text."""
+    if any(not r[0] or not r[-1] or not _one_line(r) for r in grid):
         return False
     if any(NUMERIC.match(t) for r in texts for t in r if t):
         return False
@@ -1173,7 +1179,8 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
     (``side_by_side``) are read one by one (issue 30, round 11)."""
     grids: list[Grid] = []
     taken = -1
-    for first, last in find_runs(rows, body, page_width):
+    runs = find_runs(rows, body, page_width)
+    for first, last in runs:
         above = rows[first - 1] if first - 1 > taken and first > 0 else None
         if above is not None and first - 2 > taken and _stub_between(rows[first - 2], above, rows[first]):
             above = [*rows[first - 2], *above]
@@ -1194,5 +1201,5 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
             ):
                 grids.append(grid)
                 taken = last
-    logger.debug("borderless: %d runs → %d tables", len(grids), len(grids))
+    logger.debug("borderless: %d runs → %d tables", len(runs), len(grids))
     return grids

@@ -40,8 +40,9 @@ def run(page: PageLayout) -> None:
             rest = [*rest, *(ln for t in panels for ln in t.items)]
     if page.table_regions is not None:
         # The layout model looked at this page: a grid of words it does not call a table is text.
-        found, dropped = _split(found, page.table_regions, page.text_regions)
-        beside, dropped2 = _split(beside, page.table_regions, page.text_regions)
+        heads = [h for t in [*found, *beside] if (h := _heads(t))]
+        found, dropped = _split(found, page.table_regions, page.text_regions, heads)
+        beside, dropped2 = _split(beside, page.table_regions, page.text_regions, heads)
         taken = {id(it) for t in [*dropped, *dropped2] for it in t.items}
         taken |= {id(ln) for ln in rest}
         rest = [ln for ln in page.lines if id(ln) in taken]
@@ -115,11 +116,25 @@ def join_split(found: list[Table], beside: list[Table], body: float) -> list[Tab
 SMALL_GRID_ROWS = 3  # a grid of this many rows or fewer needs the layout model's word to be a table
 
 
+def _heads(table: Table) -> tuple[tuple[str, ...], ...]:
+    """A grid's header rows as texts (empty without a header row)."""
+    return tuple(tuple(_cell(c) for c in r) for r in table.rows[: table.header_rows])
+
+
+def _cell(c: object) -> str:
+    return (c.text if isinstance(c, Cell) else str(c)).strip()
+
+
 def _split(
-    tables: list[Table], regions: Sequence[Box], texts: Sequence[Box] = ()
+    tables: list[Table],
+    regions: Sequence[Box],
+    texts: Sequence[Box] = (),
+    heads: Sequence[tuple[tuple[str, ...], ...]] = (),
 ) -> tuple[list[Table], list[Table]]:
     """Tables to keep and grids that are text: a grid of two or three rows (label/value pairs of a
-    footnote or legend, a chart's labels) that lies in no table region of the layout model, or a
+    footnote or legend, a chart's labels) that lies in no table region of the layout model, unless its
+    header rows are those of another grid on the page (the first rows of a table a column broke, its
+    head repeated over the rest: ``join_repeated_heads`` makes them one), or a
     grid of words there whose columns the model reads as blocks of text side by side
     (``_text_side_by_side``). Other larger grids stay: the model misses tables without rulings that
     the word positions find (issue 25's sets), and tables of contents are told by their dot leaders."""
@@ -127,7 +142,9 @@ def _split(
 
     keep, drop = [], []
     for t in tables:
-        small = len(t.rows) <= SMALL_GRID_ROWS and not _headed_figures(t)
+        head = _heads(t)
+        repeated = bool(head) and sum(1 for h in heads if h == head) >= 2
+        small = len(t.rows) <= SMALL_GRID_ROWS and not _headed_figures(t) and not repeated
         inside = any(overlap(t.box, r) >= 0.5 for r in regions)
         text = not inside and _text_side_by_side(t, texts)
         (drop if ((small and not inside) or text) and not t.contents else keep).append(t)
