@@ -38,7 +38,7 @@ from ocr_app.structure.lines import LayoutConfig, TextLine, body_size, unrotate_
 from ocr_app.structure.page import PageLayout
 from ocr_app.structure.pipeline import DEFAULT_PASSES, build_blocks
 from ocr_app.structure.rule_frames import rule_frames
-from ocr_app.structure.rulings import grid_tables, horizontal_rules
+from ocr_app.structure.rulings import GridTable, grid_tables, horizontal_rules
 from ocr_app.structure.scan_levels import (
     DocumentLevels,
     HeadingRecord,
@@ -724,18 +724,31 @@ class LightOcrEngine(Engine):
         return _LaidOut(out, heads, float(h))
 
     def _learned_tables(
-        self, grey: Any, regions: list[Region], tables: list[Any], lines: list[TextLine]
+        self, grey: Any, regions: list[Region], tables: list[GridTable], lines: list[TextLine]
     ) -> tuple[list[Any], list[TextLine]]:
-        """Tables in the layout model's table regions (no ruled grid there) read by the structure
-        model (``structure.learned_tables``), cells filled with the OCR's words where they stand;
-        the word-position finder's reading is kept where it separates at least as many rows and
-        columns (as on the text layer)."""
+        """Tables read by the structure model (``structure.learned_tables``), cells filled with the
+        OCR's words where they stand: in the ruled grids whose rulings do not part every row or
+        column (``GridTable.exact``: body rows set one a line between two rules, as on ICDAR's
+        eu-008, read as one tall row), then in the layout model's table regions with no ruled grid
+        there; the word-position finder's reading is kept where it separates at least as many rows
+        and columns (as on the text layer)."""
         from PIL import Image
 
         from ocr_app.structure import learned_tables as lt
         from ocr_app.structure.passes.tables import detect_tables
         from ocr_app.structure.regions import overlap
 
+        body = body_size(lines)
+        width = grey.shape[1]
+        # The page's horizontal rules: tables drawn by rules alone where the model boxes no table and no
+        # grid is ruled (``structure.rule_frames``), and what parts a table's rows.
+        cuts = horizontal_rules(grey, line_px=1.5 * body, text_boxes=[ln.box for ln in lines])
+        image = Image.fromarray(grey).convert("RGB")
+        try:
+            tables, lines = self._reread_grids(image, tables, lines, body, cuts)
+        except EngineUnavailableError as exc:
+            logger.warning("light: tables without the structure model: %s", exc)
+            return tables, lines
         boxes = [
             r.box
             for r in regions
@@ -743,11 +756,6 @@ class LightOcrEngine(Engine):
             and r.score >= lt.MIN_REGION_SCORE
             and not any(overlap(r.box, t[0]) > 0.5 for t in tables)
         ]
-        body = body_size(lines)
-        width = grey.shape[1]
-        # The page's horizontal rules: tables drawn by rules alone where the model boxes no table and no
-        # grid is ruled (``structure.rule_frames``), and what parts a table's rows.
-        cuts = horizontal_rules(grey, line_px=1.5 * body, text_boxes=[ln.box for ln in lines])
         known = [*(r.box for r in regions if r.label == "table"), *(t[0] for t in tables)]
         boxes += [
             f
@@ -766,13 +774,35 @@ class LightOcrEngine(Engine):
             return rows, best.header_rows, list(best.items)
 
         try:
-            found, lines = lt.tables_in_regions(
-                Image.fromarray(grey).convert("RGB"), boxes, lines, body=body, rules=rules, cuts=cuts
-            )
+            found, lines = lt.tables_in_regions(image, boxes, lines, body=body, rules=rules, cuts=cuts)
         except EngineUnavailableError as exc:
             logger.warning("light: tables without the structure model: %s", exc)
             return tables, lines
         return [*tables, *((t.box, t.rows, t.header_rows) for t in found)], lines
+
+    @staticmethod
+    def _reread_grids(
+        image: Any, tables: list[GridTable], lines: list[TextLine], body: float, cuts: list[Any]
+    ) -> tuple[list[Any], list[TextLine]]:
+        """Each ruled grid whose rulings do not part its rows or columns read by the structure model in
+        the grid's box, where the model parts more rows than the rulings do; else the rulings'
+        reading (a cell's wrapped "200 (as" over "BTEX)" looks stacked too, and the model's reading
+        of a scan then merged rows: ICDAR's eu-001). Lines of the grid the model's table leaves out
+        go back to the page."""
+        from ocr_app.structure import learned_tables as lt
+
+        out: list[Any] = []
+        for grid in tables:
+            table = None if grid.exact else lt.read_table(image, grid.box, grid.lines, body=body, cuts=cuts)
+            if table is None or len(table.rows) <= len(grid.rows):
+                # No reading, or one that parts no more rows than the rulings do: the drawn cells.
+                out.append(grid)
+                continue
+            logger.debug("light: ruled grid at %s read by the structure model", grid.box)
+            out.append((grid.box, table.rows, table.header_rows or grid.header_rows))
+            taken = {id(ln) for ln in table.lines}
+            lines = [*lines, *(ln for ln in grid.lines if id(ln) not in taken)]
+        return out, lines
 
     def _page_regions(self, rgb: Any) -> list[Region]:
         """The layout model's regions of the (upright) page; none when it is off or not installed."""

@@ -36,6 +36,7 @@ from ocr_app.engines import raster_tables
 from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
+from ocr_app.structure.cell_lines import set_apart, wrapped
 from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows
 from ocr_app.structure.headings import NOTE_LINE, NUMBERED_HEADING
 from ocr_app.structure.justified import join_justified
@@ -50,7 +51,7 @@ from ocr_app.structure.lines import (
     rotate_box,
     unrotate_box,
 )
-from ocr_app.structure.paragraphs import BULLETS, CAPTION, join_lines
+from ocr_app.structure.paragraphs import CAPTION, join_lines
 from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
@@ -895,9 +896,9 @@ def ruled_tables(
                 # from the right); a wrapped cell's rows joined, a new item or stacked value kept apart.
                 text_rows = group_rows(inside)
                 x0, _, x1, _ = pymupdf.Rect(cell) * matrix
-                tall += len(text_rows) >= 2 and not _wrapped(text_rows, x0, x1)
+                tall += len(text_rows) >= 2 and not wrapped(text_rows, x0, x1)
                 # A list item's mark set a tab before its words is no second column.
-                apart |= any(sum(not _lone_mark(ln.text) for ln in r.items) >= 2 for r in text_rows)
+                apart |= set_apart(text_rows)
                 text = join_cell_lines([r.text for r in text_rows], join=join_lines)
                 if text and k < len(col_filled):
                     col_filled[k] = True
@@ -949,34 +950,6 @@ def _form_lines(rows: list[list[Cell]]) -> list[list[str]]:
         for row in rows
     ]
     return [r for r in text_rows if r[0]]
-
-
-def _wrapped(text_rows: list[Row], left: float, right: float) -> bool:
-    """Whether a cell's text rows are one text broken at the cell's width, or a list of items, not
-    values stacked one a row: each row starts a list item, or follows a hyphen, or its first word
-    would not have fit at the end of the row above (the cell's padding taken as the least indent of
-    its rows); and one row at least goes on in lower case or starts an item. Why: a ruled row whose
-    cells wrap is no stack of unruled rows; but in a narrow column short labels ("3-year-olds",
-    "4-year-olds", "Total") would not fit side by side either, and they start no sentence's middle."""
-    pad = max(0.0, min(r.box[0] for r in text_rows) - left)
-    width = right - left - 2 * pad
-    prose = False
-    for above, below in itertools.pairwise(text_rows):
-        first = min(below.items, key=lambda i: i.box[0])
-        if _lone_mark(first.text) or first.text.startswith(BULLET) or above.text.endswith("-"):
-            prose = True
-            continue
-        words = first.text.split()
-        word = first.words[0][1] - first.words[0][0] if first.words else 0.5 * first.size * len(words[0])
-        if above.box[2] - above.box[0] + 0.3 * first.size + word < width - 0.5 * first.size:
-            return False
-        prose |= words[0][0].islower()
-    return prose
-
-
-def _lone_mark(text: str) -> bool:
-    mark = text.strip()
-    return len(mark) == 1 and mark in BULLETS
 
 
 def _exact(rows: list[list[Cell]], col_filled: list[bool], mixed: bool) -> bool:

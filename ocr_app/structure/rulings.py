@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ocr_app.schema import Box
+from ocr_app.structure.cell_lines import set_apart, stacked_row
 from ocr_app.structure.lines import TextLine, group_rows
 from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
@@ -257,20 +258,31 @@ MIN_FILL = 0.4  # a grid with fewer filled cells is a form or a drawing, not a t
 MAX_MERGED_SHARE = 0.3  # more merged cells than this share: boxes of a diagram, not a table
 
 
+class GridTable(NamedTuple):
+    """A ruled table read from the page image: box, rows of cells with their spans and header rows
+    (first, as ``pipeline.build_blocks`` takes tables), whether the rulings part every row and column
+    its words show (``exact``: no grid row holds two or more cells of values stacked one a line, no
+    cell holds pieces a column gap apart; ``structure.cell_lines``), and the lines in it."""
+
+    box: Box
+    rows: list[list[Cell]]
+    header_rows: int
+    exact: bool
+    lines: list[TextLine]
+
+
 def grid_tables(
     grey: Any, lines: list[TextLine], *, line_px: float = 20.0
-) -> tuple[list[tuple[Box, list[list[Cell]], int]], list[TextLine]]:
-    """Ruled tables on the page image filled with the OCR lines whose centre lies in each cell.
-
-    Returns the tables (box, rows of cells with their spans, header rows from shading) as
-    ``pipeline.build_blocks`` takes them, and the lines that are in no table.
-    """
-    tables: list[tuple[Box, list[list[Cell]], int]] = []
+) -> tuple[list[GridTable], list[TextLine]]:
+    """Ruled tables on the page image filled with the OCR lines whose centre lies in each cell, and
+    the lines that are in no table."""
+    tables: list[GridTable] = []
     used: set[int] = set()
     for grid in find_grids(grey, line_px=line_px, text_boxes=[ln.box for ln in lines]):
         lines = cut_at_rulings(lines, grid)
         rows: list[list[Cell]] = [[] for _ in range(len(grid.rows) - 1)]
         bold: list[list[bool]] = [[] for _ in range(len(grid.rows) - 1)]
+        held: list[list[tuple[list, float, float]]] = [[] for _ in range(len(grid.rows) - 1)]
         ids: set[int] = set()
         for cell in grid.cells:
             x0, y0, x1, y1 = cell.box
@@ -283,7 +295,9 @@ def grid_tables(
             ]
             ids.update(id(ln) for ln in inside)
             bold[cell.row].extend(ln.bold for ln in inside)
-            text = join_cell_lines([r.text for r in group_rows(inside)], join=join_lines)
+            text_rows = group_rows(inside)
+            held[cell.row].append((text_rows, x0, x1))
+            text = join_cell_lines([r.text for r in text_rows], join=join_lines)
             rows[cell.row].append(Cell(text, cell.colspan, cell.rowspan))
         cells = [c for row in rows for c in row]
         filled = sum(1 for c in cells if c.text)
@@ -299,8 +313,68 @@ def grid_tables(
             continue
         used |= ids
         heavy = [all(b) if b else None for b in bold]
-        tables.append((grid.box, rows, header_rows(heavy, row_shading(grey, grid))))
+        exact = not any(stacked_row(r) or any(set_apart(c[0], OCR_GAP) for c in r) for r in held)
+        head = header_rows(heavy, row_shading(grey, grid))
+        box = grid.box
+        heads = _heads_on_top(lines, grid, used)
+        if heads:
+            # The heads' row, one cell a column, over the grid's rows.
+            rows.insert(
+                0,
+                [
+                    Cell(" ".join(ln.text for ln in heads if _column(ln, grid) == k))
+                    for k in range(len(grid.cols) - 1)
+                ],
+            )
+            head += 1
+            used |= {id(ln) for ln in heads}
+            ids |= {id(ln) for ln in heads}
+            box = (box[0], min(box[1], *(ln.box[1] for ln in heads)), box[2], box[3])
+        inside = [ln for ln in lines if id(ln) in ids]
+        tables.append(GridTable(box, rows, head, exact, inside))
     return tables, [ln for ln in lines if id(ln) not in used]
+
+
+OCR_GAP = 1.5  # × a line's height: pieces of one OCR row this far apart in one cell stand in two columns
+HEAD_REACH = 0.3  # × a line's height: a head may end this far above the grid's top edge
+
+
+def _column(ln: TextLine, grid: RuledGrid) -> int | None:
+    """The grid column that holds the whole line (its ink within the column's rulings), or None."""
+    tol = 0.1 * (ln.box[3] - ln.box[1])
+    return next(
+        (
+            k
+            for k, (a, b) in enumerate(zip(grid.cols, grid.cols[1:], strict=False))
+            if ln.box[0] >= a - tol and ln.box[2] <= b + tol
+        ),
+        None,
+    )
+
+
+def _heads_on_top(lines: Sequence[TextLine], grid: RuledGrid, used: set[int]) -> list[TextLine]:
+    """The column heads of a grid that starts under them: the lines of one row across the grid's top
+    edge or just above it, each inside one column, in at least two columns and half of them. Why:
+    heads set light on a dark bar (ICDAR's us-032) leave the bar's top edge no ruling (a band that
+    thick is no line), so the grid starts at the bar's foot and its heads fall above it. A caption
+    right over a grid runs across a column's ruling, and then no line is taken."""
+    top = grid.rows[0]
+    band = [
+        ln
+        for ln in lines
+        if id(ln) not in used
+        and (ln.box[1] + ln.box[3]) / 2 < top
+        and ln.box[3] >= top - HEAD_REACH * (ln.box[3] - ln.box[1])
+        and ln.box[2] > grid.cols[0]
+        and ln.box[0] < grid.cols[-1]
+    ]
+    if not band or len(group_rows(band)) != 1:
+        return []
+    columns = [_column(ln, grid) for ln in band]
+    if any(k is None for k in columns):
+        return []
+    filled = len(set(columns))
+    return band if filled >= 2 and filled >= 0.5 * (len(grid.cols) - 1) else []
 
 
 def cut_at_rulings(lines: list[TextLine], grid: RuledGrid) -> list[TextLine]:
