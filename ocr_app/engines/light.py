@@ -19,6 +19,7 @@ otherwise aligned cells over several rows — written as the HTML tables the Dee
 
 from __future__ import annotations
 
+import functools
 import logging
 import statistics
 import time
@@ -743,7 +744,11 @@ class LightOcrEngine(Engine):
         # The page's horizontal rules: tables drawn by rules alone where the model boxes no table and no
         # grid is ruled (``structure.rule_frames``), and what parts a table's rows.
         cuts = horizontal_rules(grey, line_px=1.5 * body, text_boxes=[ln.box for ln in lines])
-        image = Image.fromarray(grey).convert("RGB")
+
+        @functools.cache
+        def image() -> Image.Image:  # the page as the structure model takes it, made once if asked
+            return Image.fromarray(grey).convert("RGB")
+
         try:
             tables, lines = self._reread_grids(image, tables, lines, body, cuts)
         except EngineUnavailableError as exc:
@@ -774,7 +779,7 @@ class LightOcrEngine(Engine):
             return rows, best.header_rows, list(best.items)
 
         try:
-            found, lines = lt.tables_in_regions(image, boxes, lines, body=body, rules=rules, cuts=cuts)
+            found, lines = lt.tables_in_regions(image(), boxes, lines, body=body, rules=rules, cuts=cuts)
         except EngineUnavailableError as exc:
             logger.warning("light: tables without the structure model: %s", exc)
             return tables, lines
@@ -782,7 +787,7 @@ class LightOcrEngine(Engine):
 
     @staticmethod
     def _reread_grids(
-        image: Any, tables: list[GridTable], lines: list[TextLine], body: float, cuts: list[Any]
+        image: Callable[[], Any], tables: list[GridTable], lines: list[TextLine], body: float, cuts: list[Any]
     ) -> tuple[list[Any], list[TextLine]]:
         """Each ruled grid whose rulings do not part its rows or columns read by the structure model in
         the grid's box, where the model parts more rows than the rulings do; else the rulings'
@@ -793,7 +798,7 @@ class LightOcrEngine(Engine):
 
         out: list[Any] = []
         for grid in tables:
-            table = None if grid.exact else lt.read_table(image, grid.box, grid.lines, body=body, cuts=cuts)
+            table = None if grid.exact else lt.read_table(image(), grid.box, grid.lines, body=body, cuts=cuts)
             if table is None or len(table.rows) <= len(grid.rows):
                 # No reading, or one that parts no more rows than the rulings do: the drawn cells.
                 out.append(grid)

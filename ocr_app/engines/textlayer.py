@@ -36,7 +36,7 @@ from ocr_app.engines import raster_tables
 from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
-from ocr_app.structure.cell_lines import set_apart, wrapped
+from ocr_app.structure.cell_lines import BULLET, set_apart, wrapped
 from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows
 from ocr_app.structure.headings import NOTE_LINE, NUMBERED_HEADING
 from ocr_app.structure.justified import join_justified
@@ -260,7 +260,6 @@ _SYMBOL_FONTS = re.compile(r"wingding|dingbat|zapf|webding", re.I)  # every glyp
 _MATH_FONTS = re.compile(
     r"^(?:symbol|mt-?extra|cmsy|cmmi|cmex|msam|msbm|euclid ?symbol|mathematicalpi)", re.I
 )
-BULLET = "•"
 
 
 def _stroked_bold(span: dict) -> bool:

@@ -46,6 +46,7 @@ from ocr_app.structure.word_columns import (
     columns_between,
     cut,
     grid_columns,
+    is_figure,
     opens,
     separators,
     split_numbers,
@@ -691,9 +692,7 @@ def _wrapped_row(prev: list[list[Piece]], row: list[list[Piece]], widths: list[f
 
 
 def _figure(p: Piece) -> bool:
-    """A number ("1,012.50", "(804.2)", "12%"), not a placeholder such as "n/a"."""
-    text = p.text.strip()
-    return bool(NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
+    return is_figure(p.text)
 
 
 def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool, right: float) -> bool:

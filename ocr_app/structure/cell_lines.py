@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from ocr_app.structure.lines import Row
 from ocr_app.structure.paragraphs import BULLETS
-from ocr_app.structure.word_columns import NUMERIC
+from ocr_app.structure.word_columns import is_figure
 
-BULLET = "•"
+BULLET = "•"  # the glyph the text layer writes for a list's bullet, whatever the font drew
 
 
 def wrapped(text_rows: Sequence[Row], left: float, right: float) -> bool:
@@ -50,12 +50,7 @@ def stacked_row(cells: Sequence[tuple[Sequence[Row], float, float]]) -> bool:
     rows the rulings do not part. Figures do not wrap; heads wrapped in title case ("Alternate
     Assessment" over "Based on Modified", ICDAR's us-013) are no stack of rows."""
     stacked = [rows for rows, x0, x1 in cells if len(rows) >= 2 and not wrapped(list(rows), x0, x1)]
-    return len(stacked) >= 2 and any(all(_figure(r.text) for r in rows) for rows in stacked)
-
-
-def _figure(text: str) -> bool:
-    text = text.strip()
-    return bool(NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
+    return len(stacked) >= 2 and any(all(is_figure(r.text) for r in rows) for rows in stacked)
 
 
 def set_apart(rows: Sequence[Row], gap: float = 0.0) -> bool:

@@ -24,6 +24,13 @@ logger = logging.getLogger(__name__)
 NUMERIC = re.compile(r"^[\s$€£¥(+\-−–]*[\d.,]+%?[)\s%]*$|^(?:n/?a|-|—|–)$", re.I)
 
 
+def is_figure(text: str) -> bool:
+    """A number ("1,012.50", "(804.2)", "12%"), not a placeholder such as "n/a" (which ``NUMERIC``
+    takes as a table's figure cell too)."""
+    text = text.strip()
+    return bool(NUMERIC.match(text)) and any(ch.isdigit() for ch in text)
+
+
 class Piece(Protocol):
     text: str
     box: Box

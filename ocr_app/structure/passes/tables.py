@@ -19,7 +19,7 @@ from ocr_app.schema import union_box
 from ocr_app.structure.borderless import find_grids
 from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows
 from ocr_app.structure.passes.columns import find_gutter
-from ocr_app.structure.table_html import Cell
+from ocr_app.structure.table_html import Cell, cell_text
 
 if TYPE_CHECKING:
     from ocr_app.schema import Box
@@ -121,8 +121,8 @@ def _heads(table: Table) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(_cell(c) for c in r) for r in table.rows[: table.header_rows])
 
 
-def _cell(c: object) -> str:
-    return (c.text if isinstance(c, Cell) else str(c)).strip()
+def _cell(c: Cell | str) -> str:
+    return cell_text(c).strip()
 
 
 def _split(
@@ -157,16 +157,13 @@ def _headed_figures(table: Table) -> bool:
     rows a table carried over to the top of the next page or slide, under its repeated heads; the
     first rows of one a column broke). Label/value pairs and a chart's labels have no such header
     (round 10)."""
-    from ocr_app.structure.word_columns import NUMERIC
+    from ocr_app.structure.word_columns import is_figure
 
     if not table.header_rows or len(table.rows) <= table.header_rows or table.contents:
         return False
 
-    def text(c: object) -> str:
-        return (c.text if isinstance(c, Cell) else str(c)).strip()
-
-    def spread(row: Sequence[object]) -> list[str]:  # one text a column, a spanning head over each
-        return [text(c) for c in row for _ in range(c.colspan if isinstance(c, Cell) else 1)]
+    def spread(row: Sequence[Cell | str]) -> list[str]:  # one text a column, a spanning head over each
+        return [_cell(c) for c in row for _ in range(c.colspan if isinstance(c, Cell) else 1)]
 
     heads = [spread(r) for r in table.rows[: table.header_rows]]
     body = table.rows[table.header_rows :]
@@ -175,9 +172,7 @@ def _headed_figures(table: Table) -> bool:
         width >= 3
         and all(len(h) == width for h in heads)
         and all(any(h[k] for h in heads) for k in range(width))  # every column headed
-        and all(
-            any(NUMERIC.match(text(c)) and any(ch.isdigit() for ch in text(c)) for c in r[1:]) for r in body
-        )
+        and all(any(is_figure(_cell(c)) for c in r[1:]) for r in body)
     )
 
 
@@ -197,7 +192,7 @@ def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
     then hold numbers)."""
     from ocr_app.structure.word_columns import NUMERIC
 
-    cells = [t for r in table.rows for c in r if (t := (c.text if isinstance(c, Cell) else c).strip())]
+    cells = [t for r in table.rows for c in r if (t := _cell(c))]
     if not cells or sum(1 for c in cells if NUMERIC.match(c)) > MAX_FIGURE_CELLS * len(cells):
         return False
     lines = table.items
