@@ -19,7 +19,9 @@ from PIL import Image
 from bench.accuracy import icdar
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure.cell_lines import set_apart, stacked_row
+from ocr_app.structure.learned_tables import _head_only_columns
 from ocr_app.structure.lines import TextLine, group_rows
+from ocr_app.structure.table_html import Cell
 from tests.factories import table_rows
 
 DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
@@ -31,9 +33,9 @@ def _scan(name: str, page: int = 0) -> Image.Image:
         return Image.frombytes("L", (pix.width, pix.height), pix.samples).convert("RGB")
 
 
-def _tables(engine, name: str) -> list[str]:
+def _tables(engine, name: str, page: int = 0) -> list[str]:
     out = engine.predict_batch(
-        [PageRequest(page=PageImage(image=_scan(name), index=0, source=name), prompt="")]
+        [PageRequest(page=PageImage(image=_scan(name, page), index=page, source=name), prompt="")]
     )[0]
     return [b.text for b in out.blocks if b.label == "table"]
 
@@ -119,3 +121,26 @@ def test_heads_wrapped_in_title_case_are_no_stack_of_rows():
         for x in (10.0, 210.0)
     ]
     assert not stacked_row([(heads[0], 0.0, 200.0), (heads[1], 200.0, 400.0)])
+
+
+def test_a_heads_second_piece_is_no_column(light_engine):
+    """eu-019's heads in white on an orange bar: OCR reads "Domestic" and "(%)" apart, and the word
+    grid gave each "(%)" a column of its own, empty under the head (eight columns for five). A reading
+    with a column that holds no body cell loses to the structure model's."""
+    (table,) = _tables(light_engine, "eu-019", 2)
+    rows = table_rows(table)
+    assert rows[0] == ["Country", "Domestic (%)", "Imported (%)", "Unknown (%)", "Total (n)"], rows
+    assert rows[1] == ["Austria", "0", "100", "0", "1"]
+    assert {len(r) for r in rows} == {5}
+
+
+def test_a_column_empty_under_its_head_is_a_heads_piece():
+    head = [Cell("Country"), Cell("Domestic"), Cell("(%)"), Cell("Total")]
+    body = [
+        [Cell("Austria"), Cell("0"), Cell(""), Cell("1")],
+        [Cell("Belgium"), Cell("0"), Cell(""), Cell("3")],
+    ]
+    assert _head_only_columns([head, *body], 1)
+    assert _head_only_columns([head, *body], 0)  # no head marked: the first row is taken as one
+    full = [[Cell("Austria"), Cell("0"), Cell("n/a"), Cell("1")], *body[1:]]
+    assert not _head_only_columns([head, *full], 1)
