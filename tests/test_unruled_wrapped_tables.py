@@ -1,5 +1,5 @@
 """A table without rules whose cells wrap, set flush right, and broken over two columns (issue 30,
-round 18).
+rounds 18 and 19).
 
 Why: the word-grid pass turned such a table down as "a justified paragraph whose word gaps line up by
 chance", because every row started at one x (the keys) and ended at one x (the dates set flush
@@ -8,6 +8,16 @@ right): its rows were read column by column ("M2 Publish quarterly …", then "O
 another is a table's (``borderless._one_line``). The table's first piece at the foot of the left
 column, its head and one row, is kept as a table too: its head is the head the rest repeats
 (``passes.tables._split``).
+
+Round 19: the first piece's wrapped lines are its one row's (a row without its key under a keyed row,
+at a line's spacing, ``borderless._wrapped_row``), all four of its description's lines
+(``_trailing_wraps``, ``_may_wrap``: one cell's lines in one column), and a line set flush right that
+starts left of its column's other lines is still in that column (``_slot``). Beside a gutter, the
+piece is kept because the rest repeats its head (``tables_beside_a_gutter``), so the two pieces join
+into one table (``join_repeated_heads``). Where the column breaks a row, its rest opens the next
+column under the repeated head: it stays a row of its own there (not a wrapped head), and the break
+is mended. The structure model reads that rest as rows under a key spanning them, which loses to the
+word positions' one row a key (``learned_tables._keyed_rows``).
 """
 
 from __future__ import annotations
@@ -18,19 +28,27 @@ from pathlib import Path
 import pytest
 
 from bench.accuracy.printed import build
+from ocr_app.structure.borderless import _may_wrap, _merge_wrapped, _slot
+from ocr_app.structure.learned_tables import _keyed_rows
 from ocr_app.structure.lines import Table
 from ocr_app.structure.passes.tables import _heads, _split
 from ocr_app.structure.table_html import Cell
+from ocr_app.structure.word_columns import Part
 from tests.factories import page_markdown
 
 HEAD = ["Measure", "Description", "Owner", "Due"]
 
 
 @pytest.fixture(scope="module")
-def broken_unruled(tmp_path_factory) -> tuple[Path, str]:
+def printed(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     out = tmp_path_factory.mktemp("printed")
-    (name,) = build(out, only=("none-wrapped-two-centred",))
-    return out / "pdf" / f"{name}.pdf", (out / "gt" / f"{name}.md").read_text()
+    names = build(out, only=("none-wrapped-two-centred", "headfill-wrapped-two-centred"))
+    return {n: (out / "pdf" / f"{n}.pdf", (out / "gt" / f"{n}.md").read_text()) for n in names}
+
+
+@pytest.fixture(scope="module")
+def broken_unruled(printed) -> tuple[Path, str]:
+    return printed["none-wrapped-two-centred"]
 
 
 def _tables(md: str) -> list[list[list[str]]]:
@@ -45,18 +63,73 @@ def test_a_wrapped_table_set_flush_right_is_read_as_a_table(textlayer_engine, br
     md = page_markdown(textlayer_engine, pdf)
     rest = _tables(md)[-1]
     expected = _tables(truth)[0]
-    # the piece in the right column: its repeated head and the rows M2-M4, each cell's lines joined
-    assert rest == [expected[0], *expected[2:]], md
+    # the piece in the right column: the rows M2-M4 under the head, each cell's lines joined
+    assert rest[0] == expected[0] and rest[-3:] == expected[2:], md
     assert "Owner Due" not in md and "Environment Q1 2026" not in md
 
 
-def test_the_first_piece_of_the_table_keeps_its_head_and_key(textlayer_engine, broken_unruled):
-    pdf, _ = broken_unruled
+def test_the_first_piece_keeps_its_wrapped_lines_and_joins_the_rest(textlayer_engine, broken_unruled):
+    """The piece at the foot of the left column: its head and row M1, whose description wraps onto
+    four lines set flush right (one starts left of the head "Description"), its date onto two."""
+    pdf, truth = broken_unruled
     md = page_markdown(textlayer_engine, pdf)
-    tables = _tables(md)
-    assert len(tables) == 2, md
-    first = tables[0]
-    assert first[0] == HEAD and first[1][:2] == ["M1", "Replace the"], md
+    assert _tables(md) == _tables(truth), md
+    assert "bridges on the ring road" not in md.replace("three oldest bridges on the ring road", "")
+
+
+def test_a_row_the_column_broke_is_mended_under_the_repeated_head(textlayer_engine, printed):
+    """Heads on a dark bar; row M1's description breaks after "three oldest", and "bridges on the
+    ring road" opens the right column under the repeated head. The layout model boxes the right
+    piece as a table (the left one as a figure); the structure model read the rest as a row under a
+    key "M2" spanning two rows ("bridges on the ring road Publish")."""
+    pdf, truth = printed["headfill-wrapped-two-centred"]
+    md = page_markdown(textlayer_engine, pdf)
+    assert _tables(md) == _tables(truth), md
+    assert "rowspan" not in md
+
+
+def _piece(text: str, x0: float, y0: float, bold: bool = False) -> Part:
+    return Part(text, (x0, y0, x0 + 6.0 * len(text), y0 + 10.0), bold, 700 if bold else 400)
+
+
+def test_a_line_under_the_heads_without_its_key_is_a_row_not_a_wrapped_head():
+    heads = [[_piece(h, 10.0 + 100 * k, 0.0, bold=True)] for k, h in enumerate(HEAD)]
+    rest = [[], [_piece("bridges on the ring road", 110.0, 11.0)], [], []]
+    row = [[_piece("M2", 10.0, 30.0)], [_piece("Publish", 110.0, 30.0)], [_piece("Environment", 210.0, 30.0)],
+           [_piece("Q1 2026", 310.0, 30.0)]]  # fmt: skip
+    merged = _merge_wrapped([heads, rest, row])
+    assert [[" ".join(p.text for p in c) for c in r] for r in merged] == [
+        HEAD,
+        ["", "bridges on the ring road", "", ""],
+        ["M2", "Publish", "Environment", "Q1 2026"],
+    ]
+    # a row of figures there is the heads' second row (years under a group's head), as before
+    years = [[], [_piece("2024", 110.0, 11.0)], [_piece("2025", 210.0, 11.0)], []]
+    more = [
+        [[_piece(f"M{k}", 10.0, 20.0 * k)], [], [_piece("Housing", 210.0, 20.0 * k)], []] for k in (3, 4, 5)
+    ]
+    merged = _merge_wrapped([heads, years, row, *more])
+    assert len(merged) == 5 and [p.text for p in merged[0][1]] == ["Description", "2024"]
+
+
+def test_a_wrapped_line_set_flush_right_lies_in_its_columns_slot():
+    cols = [[10.0, 60.0], [150.0, 230.0], [260.0, 300.0]]  # the keys, a description set flush right, dates
+    assert _slot([_piece("bridges on the", 120.0, 0.0)], cols, 10.0, 400.0) == 1  # starts in the gap
+    assert _slot([_piece("bridges on the ring road", 40.0, 0.0)], cols, 10.0, 400.0) is None  # runs across
+
+
+def test_a_stretch_of_single_lines_wraps_when_they_are_one_cells_lines():
+    assert _may_wrap([1, 1, 1, 1], 4)  # a description's four lines
+    assert not _may_wrap([0, 0, 0], 4)  # lines of the key column: a note under the table
+    assert not _may_wrap([1] * 9, 4)  # more than a cell holds: text
+
+
+def test_rows_under_a_key_spanning_them_count_as_one_row():
+    head = [Cell("Site", rowspan=2), Cell("Nitrate", colspan=2)]
+    years = [Cell("2024"), Cell("2025")]
+    body = [[Cell("M2", rowspan=2), Cell("Publish"), Cell("Q1")], [Cell("quarterly water"), Cell("2026")]]
+    assert _keyed_rows([head, years, *body], 2) == 3  # the head's span counts as read
+    assert _keyed_rows([[Cell("A"), Cell("1"), Cell("2")], *body], 1) == 2
 
 
 def _grid(head: list[str], rows: list[list[str]], y: float) -> Table:

@@ -132,8 +132,13 @@ def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: flo
         # starts right where the last column does (a value wrapped in a key/value table).
         right = cols[-1][1] + 0.5 * body
     ends = [c[0] for c in cols[1:]] + [right]
-    for k, (c, end) in enumerate(zip(cols, ends, strict=True)):
-        if x0 >= c[0] - 0.5 * body and x1 <= end:
+    # A column's slot starts in the gap before it, clear of the column to its left: a wrapped line of
+    # a column set flush right or centred may start left of the column's other lines.
+    starts = [cols[0][0] - 0.5 * body] + [
+        min(c[0] - 0.5 * body, a[1] + body) for a, c in itertools.pairwise(cols)
+    ]
+    for k, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        if x0 >= start and x1 <= end:
             return k
     return None
 
@@ -341,12 +346,16 @@ def _overlap(above: Sequence[Piece], below: Sequence[Piece]) -> bool:
     return b[1] < a[3] - OVERLAP * min(a[3] - a[1], b[3] - b[1])
 
 
+MAX_CELL_LINES = 8  # a cell of a table without rules wraps onto at most this many lines
+
+
 def _may_wrap(stretch: list[int], columns: int) -> bool:
     """Whether a stretch of single lines (their columns) between rows of cells can be wrapped cells:
-    up to two lines, or — cells centred on their row's middle line, rows without padding, so the
+    up to two lines, the lines of one cell right of the first column (a description set in a narrow
+    column), or — cells centred on their row's middle line, rows without padding, so the
     rows' lines interleave — lines of at least two columns, never three in a row in one column."""
-    if len(stretch) <= 2:
-        return True
+    if len(stretch) <= 2 or (len(set(stretch)) == 1 and stretch[0] > 0 and len(stretch) <= MAX_CELL_LINES):
+        return True  # one cell's lines, in a column right of the keys
     same = any(a == b == c for a, b, c in zip(stretch, stretch[1:], stretch[2:], strict=False))
     return len(set(stretch)) >= 2 and not same and len(stretch) <= 6 * columns
 
@@ -454,11 +463,14 @@ def _trailing_wraps(rows: Sequence[Sequence[Piece]], first: int, last: int, body
     "weir" at the foot of a table's first piece, which a column broke)."""
     cols = grid_columns([r for r in rows[first : last + 1] if len(r) >= 2], body)
     k = last
-    while k + 1 < len(rows) and k - last < 2 and len(rows[k + 1]) == 1 and _close(rows[k], rows[k + 1]):
+    while k + 1 < len(rows) and len(rows[k + 1]) == 1 and _close(rows[k], rows[k + 1]):
         nxt = rows[k + 1]
         if k == last and len(cols) >= 2 and _label_wrap(rows[k], nxt[0], cols[1][0]):
             return k + 1
         if nxt[0].in_figure or nxt[0].box[0] <= cols[0][1] or not _fits_one_column(nxt, cols, body, right):
+            break
+        # Past two lines only the lines of one cell, one under the other in its column.
+        if k - last >= 2 and _slot(nxt, cols, body, right) != _slot(rows[k], cols, body, right):
             break
         k += 1
     return k
@@ -638,7 +650,16 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
     ]
     out: list[list[list[Piece]]] = []
     for k, row in enumerate(grid):
-        if out and keyed and not row[0]:
+        # Under the heads, a row of words without its key is the rest of a row a column or page
+        # broke (``table_html.continue_table`` joins it to that row), not a wrapped head; a row of
+        # figures there is a head's second row (the years under a group's head).
+        under_heads = (
+            len(out) == 1
+            and _heavy_row(out[0])
+            and not _heavy_row(row)
+            and not any(_figure(p) for c in row for p in c)
+        )
+        if out and keyed and not row[0] and not under_heads:
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
@@ -664,6 +685,11 @@ def _merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
     return out
 
 
+def _heavy_row(row: list[list[Piece]]) -> bool:
+    pieces = [p for c in row for p in c]
+    return bool(pieces) and all(_heavy(p) for p in pieces)
+
+
 def _wrapped_row(prev: list[list[Piece]], row: list[list[Piece]], widths: list[float]) -> bool:
     """A row with no figure under a row with some (and none in their columns), each of its cells
     starting right under the last line of a filled cell above it (under half a line: line spacing, not a row's padding), reaching
@@ -672,10 +698,13 @@ def _wrapped_row(prev: list[list[Piece]], row: list[list[Piece]], widths: list[f
     label and is left to ``_key_wrap``."""
     filled = [c for c, pieces in enumerate(row) if pieces]
     figures = [c for c, pieces in enumerate(prev) if pieces and all(_figure(p) for p in pieces)]
-    if not filled or filled == [0] or not figures or set(filled) & set(figures):
+    if not filled or filled == [0] or set(filled) & set(figures):
         return False
-    if any(_figure(p) for c in filled for p in row[c]):
-        return False
+    if figures:
+        if any(_figure(p) for c in filled for p in row[c]):
+            return False
+    elif row[0] or not prev[0] or (_heavy_row(prev) and not _heavy_row(row)):
+        return False  # a keyed row's wrapped lines; a plain line under the heads is no head's
     for c in filled:
         if not prev[c]:
             return False

@@ -2058,7 +2058,9 @@ def _read_part(
         table is None
         or (_figures_side_by_side(table.read_rows) and shape(other[0])[1] >= shape(table.read_rows)[1])
         or (
-            _covers(shape(other[0]), shape(table.read_rows))
+            _covers(
+                shape(other[0]), (_keyed_rows(table.read_rows, table.header_rows), shape(table.read_rows)[1])
+            )
             and not _head_only_columns(other[0], other[1])
             # the same grid: spanning cells the model reads (a header over column groups, a bar
             # across the body) are structure the word positions cannot see
@@ -2071,6 +2073,22 @@ def _read_part(
     ):
         table = LearnedTable(box, other[0], other[1], other[2])
     return table
+
+
+def _keyed_rows(rows: Sequence[Sequence[Cell]], head: int) -> int:
+    """The rows of a reading, body rows under a key the model spans over them counted with it. Why:
+    where rows are set without padding, the model reads a wrapped description's lines as rows under a
+    key spanning them ("M2" over "Publish" and "quarterly water quality data"); the word positions'
+    one row a key is then the better reading. A head spanning the header rows ("Site" beside a group's
+    head and its years) is structure and counts as read."""
+    n = under = 0
+    for k, row in enumerate(rows):
+        if under > 0:
+            under -= 1
+            continue
+        n += 1
+        under = row[0].rowspan - 1 if row and k >= head else 0
+    return n
 
 
 def _head_only_columns(rows: Sequence[Sequence[Cell]], head: int) -> bool:

@@ -28,7 +28,12 @@ if TYPE_CHECKING:
 
 def run(page: PageLayout) -> None:
     found, rest = detect_tables(page.lines, page.page_width, page.config, page.body)
-    beside, rest = tables_beside_a_gutter(rest, page.page_width, page.config, page.body)
+    given_heads = [
+        tuple(tuple(_cell(c) for c in r) for r in t[1][: t[2]]) for t in page.given_tables if len(t) > 2
+    ]
+    beside, rest = tables_beside_a_gutter(
+        rest, page.page_width, page.config, page.body, [*given_heads, *(_heads(t) for t in found)]
+    )
     if page.containers:
         # Panels side by side (a slide's three boxes, each a title and its bullets) line their rows up
         # like a table's: read each panel whole instead (``passes.columns``).
@@ -40,7 +45,7 @@ def run(page: PageLayout) -> None:
             rest = [*rest, *(ln for t in panels for ln in t.items)]
     if page.table_regions is not None:
         # The layout model looked at this page: a grid of words it does not call a table is text.
-        heads = [h for t in [*found, *beside] if (h := _heads(t))]
+        heads = [h for h in [*given_heads, *(_heads(t) for t in [*found, *beside])] if h]
         found, dropped = _split(found, page.table_regions, page.text_regions, heads)
         beside, dropped2 = _split(beside, page.table_regions, page.text_regions, heads)
         taken = {id(it) for t in [*dropped, *dropped2] for it in t.items}
@@ -307,24 +312,35 @@ def _contents_tables(rows: list[Row]) -> tuple[list[Table], list[Row]]:
 
 
 def tables_beside_a_gutter(
-    lines: list[TextLine], page_width: float, config: LayoutConfig, body: float
+    lines: list[TextLine],
+    page_width: float,
+    config: LayoutConfig,
+    body: float,
+    heads: Sequence[tuple[tuple[str, ...], ...]] = (),
 ) -> tuple[list[Table], list[TextLine]]:
     """Tables inside one column of a page with columns (a two-page spread): their rows share
-    baselines with text of the other column, so the whole-page search cannot see them."""
+    baselines with text of the other column, so the whole-page search cannot see them. ``heads``:
+    the header rows of the page's other tables."""
     gutter = find_gutter(lines, config, body, beside_text=True)
     if gutter is None:
         return [], lines
     mid = (gutter[0] + gutter[1]) / 2
     left = [ln for ln in lines if ln.box[2] <= mid]
     right = [ln for ln in lines if ln.box[0] >= mid]
-    found: list[Table] = []
     rest = [ln for ln in lines if not (ln.box[2] <= mid or ln.box[0] >= mid)]
-    for side in (left, right):
-        tables, others = detect_tables(side, page_width / 2, config, body)
+    sides = [detect_tables(side, page_width / 2, config, body) for side in (left, right)]
+    known = [*heads, *(_heads(t) for tables, _ in sides for t in tables)]
+    found: list[Table] = []
+    for side, (tables, others) in zip((left, right), sides, strict=True):
         for table in tables:
             # Only clear grids here (≥ 3 rows of ≥ 3 filled cells): inside a text column, two short
-            # lines side by side are more often a heading beside a figure label than a table.
-            if len(table.rows) >= 3 and all(sum(1 for c in r if c) >= 3 for r in table.rows):
+            # lines side by side are more often a heading beside a figure label than a table. A grid
+            # whose header rows another table on the page repeats is the first piece of a table the
+            # column broke (its head and one row).
+            head = _heads(table)
+            if (len(table.rows) >= 3 and all(sum(1 for c in r if c) >= 3 for r in table.rows)) or (
+                head and sum(1 for h in known if h == head) >= 2
+            ):
                 found.append(table)
             else:
                 ids = {id(it) for it in table.items}
