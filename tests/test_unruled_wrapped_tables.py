@@ -29,7 +29,7 @@ import pytest
 
 from bench.accuracy.printed import build
 from ocr_app.structure.borderless import _may_wrap, _merge_wrapped, _slot
-from ocr_app.structure.learned_tables import _keyed_rows
+from ocr_app.structure.learned_tables import _keyed_rows, _same_words
 from ocr_app.structure.lines import Table
 from ocr_app.structure.passes.tables import _heads, _split
 from ocr_app.structure.table_html import Cell
@@ -42,7 +42,9 @@ HEAD = ["Measure", "Description", "Owner", "Due"]
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     out = tmp_path_factory.mktemp("printed")
-    names = build(out, only=("none-wrapped-two-centred", "headfill-wrapped-two-centred"))
+    names = build(
+        out, only=("none-wrapped-two-centred", "headfill-wrapped-two-centred", "frame-wrapped-two-centred")
+    )
     return {n: (out / "pdf" / f"{n}.pdf", (out / "gt" / f"{n}.md").read_text()) for n in names}
 
 
@@ -77,12 +79,15 @@ def test_the_first_piece_keeps_its_wrapped_lines_and_joins_the_rest(textlayer_en
     assert "bridges on the ring road" not in md.replace("three oldest bridges on the ring road", "")
 
 
-def test_a_row_the_column_broke_is_mended_under_the_repeated_head(textlayer_engine, printed):
-    """Heads on a dark bar; row M1's description breaks after "three oldest", and "bridges on the
-    ring road" opens the right column under the repeated head. The layout model boxes the right
-    piece as a table (the left one as a figure); the structure model read the rest as a row under a
-    key "M2" spanning two rows ("bridges on the ring road Publish")."""
-    pdf, truth = printed["headfill-wrapped-two-centred"]
+@pytest.mark.parametrize("name", ["headfill-wrapped-two-centred", "frame-wrapped-two-centred"])
+def test_a_row_the_column_broke_is_mended_under_the_repeated_head(textlayer_engine, printed, name):
+    """Row M1's description breaks after "three oldest", and "bridges on the ring road" opens the
+    right column under the repeated head. The layout model boxes the right piece as a table; the
+    structure model read the rest as a row under a key "M2" spanning two rows ("bridges on the ring
+    road Publish", heads on a dark bar) or as the head's second line ("Description bridges on the
+    ring road", a framed table), and the word positions' reading now wins (``_keyed_rows``,
+    ``_same_words``)."""
+    pdf, truth = printed[name]
     md = page_markdown(textlayer_engine, pdf)
     assert _tables(md) == _tables(truth), md
     assert "rowspan" not in md
@@ -152,3 +157,30 @@ def test_a_small_grid_with_a_head_of_its_own_stays_text_outside_the_models_table
     legend = _grid(["Key", "Meaning"], [["A", "Approved"]], 700.0)
     keep, drop = _split([legend], [], [], [_heads(legend)])
     assert keep == [] and drop == [legend]
+
+
+def test_a_key_the_model_spans_over_a_rows_rest_is_not_the_same_reading():
+    heads = [Cell(h) for h in HEAD]
+    model = [
+        heads,
+        [Cell("M2", rowspan=2), Cell("bridges"), Cell(""), Cell("Q1", rowspan=2)],
+        [Cell("Publish"), Cell("Env")],
+    ]
+    rules = [
+        heads,
+        [Cell(""), Cell("bridges"), Cell(""), Cell("")],
+        [Cell("M2"), Cell("Publish"), Cell("Env"), Cell("Q1")],
+    ]
+    assert not _same_words(model, rules, 1)
+    # a group's key over its rows: the rules read the same rows with the key once
+    model = [
+        heads,
+        [Cell("Roads", rowspan=2), Cell("Bearings"), Cell("Unit"), Cell("Q1")],
+        [Cell("Decks"), Cell("Unit"), Cell("Q2")],
+    ]
+    rules = [
+        heads,
+        [Cell("Roads"), Cell("Bearings"), Cell("Unit"), Cell("Q1")],
+        [Cell(""), Cell("Decks"), Cell("Unit"), Cell("Q2")],
+    ]
+    assert _same_words(model, rules, 1)

@@ -2067,7 +2067,7 @@ def _read_part(
             and not (
                 shape(other[0]) == shape(table.read_rows)
                 and spans(table.read_rows) > spans(other[0])
-                and _same_words(table.read_rows, other[0])
+                and _same_words(table.read_rows, other[0], max(table.header_rows, other[1]))
             )
         )
     ):
@@ -2128,12 +2128,15 @@ def spans(rows: Sequence[Sequence[Cell]]) -> int:
     return sum(1 for row in rows for c in row if c.colspan > 1 or c.rowspan > 1)
 
 
-def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]) -> bool:
+def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]], head: int = 0) -> bool:
     """Whether the model's reading holds the rules' words where the rules have them: each spanning
     cell's text is one cell of the rules' reading (a head over a column group; not heads of three
     columns set one space apart, "Import Export Notes", nor one glued from two columns' lines,
-    "Sampled Total students in"), and the rows under its lowest span read the same as the rules' last
-    rows (no head line moved into the first body row)."""
+    "Sampled Total students in"), the rows under its lowest span read the same as the rules' last
+    rows (no head line moved into the first body row), and each body row (from ``head``) holds the
+    rules' row's texts in the same places, a spanning cell's in its first row: a key spanning two
+    rows of the model where the rules see a row's rest under the heads and the keyed row after it
+    ("M2" beside "bridges on the ring road" and "Publish ...") is not the same table."""
 
     def norm(text: str) -> str:
         return " ".join(text.split())
@@ -2153,7 +2156,33 @@ def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]
             break
         tail.insert(0, [norm(c.text) for c in row])
     theirs = [[norm(c.text) for c in row] for row in rules[len(rules) - len(tail) :]] if tail else []
-    return tail == theirs
+    if tail != theirs:
+        return False
+    mine, other = _slots(model, width), _slots(rules, width)
+    return len(mine) == len(other) and all(
+        [norm(t) for t in a] == [norm(t) for t in b] for a, b in zip(mine[head:], other[head:], strict=True)
+    )
+
+
+def _slots(rows: Sequence[Sequence[Cell]], width: int) -> list[list[str]]:
+    """A reading as a full grid of texts: a spanning cell's text in its first slot, the slots it
+    covers empty."""
+    grid = [[""] * width for _ in rows]
+    taken = [[False] * width for _ in rows]
+    for r, row in enumerate(rows):
+        k = 0
+        for c in row:
+            while k < width and taken[r][k]:
+                k += 1
+            if k >= width:
+                break
+            grid[r][k] = c.text
+            for dr in range(c.rowspan):
+                for dk in range(c.colspan):
+                    if r + dr < len(rows) and k + dk < width:
+                        taken[r + dr][k + dk] = True
+            k += c.colspan
+    return grid
 
 
 _LETTERS = re.compile(r"[^0-9a-z]+")
