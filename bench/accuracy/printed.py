@@ -764,9 +764,13 @@ STATIONS = (
 )
 
 
-def long_table_document(font: str, seed: int, tstyle: str, repeat: bool) -> tuple[str, str]:
+def long_table_document(
+    font: str, seed: int, tstyle: str, repeat: bool, wrapped: bool = False
+) -> tuple[str, str]:
     """A report whose table of 60 stations runs over two pages; ``repeat``: its heads repeated at the
-    top of the second page (a ``thead`` the browser repeats), else the rows go on under no heads."""
+    top of the second page (a ``thead`` the browser repeats), else the rows go on under no heads.
+    ``wrapped``: 24 measures whose descriptions wrap onto several lines in a narrow column, so the
+    page may break a row (the rest of its description opens the next page)."""
     r = random.Random(seed)
     body = [
         [
@@ -781,6 +785,17 @@ def long_table_document(font: str, seed: int, tstyle: str, repeat: bool) -> tupl
         [[("Station", 1, 1), ("Nitrate (mg/l)", 1, 1), ("Phosphate (mg/l)", 1, 1), ("Change (%)", 1, 1)]],
         body,
     )
+    if wrapped:
+        texts = [
+            " ".join(p.split()[: r.randint(14, 30)]) for p in itertools.islice(itertools.cycle(PARAS), 24)
+        ]
+        table = (
+            [[("Measure", 1, 1), ("Description", 1, 1), ("Owner", 1, 1), ("Budget", 1, 1)]],
+            [
+                [(f"M{k + 1}", 1, 1), (t, 1, 1), (STATIONS[k % 10], 1, 1), (f"{r.randint(20, 900):,}", 1, 1)]
+                for k, t in enumerate(texts)
+            ],
+        )
     blocks: list[Block] = [
         ("h1", r.choice(TITLES)),
         ("h2", "Water quality by station"),
@@ -792,6 +807,7 @@ def long_table_document(font: str, seed: int, tstyle: str, repeat: bool) -> tupl
         BASE_CSS.format(font=FONTS[font])
         + TABLE_STYLES[tstyle]
         + "table.t td:nth-child(n+2){text-align:right}"
+        + ("table.t td:nth-child(2){text-align:left;width:45%}" if wrapped else "")
     )
     page, truth = _render(blocks, css)
     if not repeat:  # the heads as the body's first row: printed once
@@ -871,6 +887,9 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
             "report",
             lambda a=args: long_table_document(*a),
         )
+    for seed, tstyle in enumerate(("rows", "zebra", "grid", "none", "booktabs"), start=490):  # round 19
+        args = (fonts[seed % 3], seed, tstyle, True, True)
+        yield f"long-wrapped-{tstyle}", "report", lambda a=args: long_table_document(*a)
     yield "news-dropcap", "A4", lambda: newsletter_document(fonts[1], 442, False, True)
     for seed, hstyle in enumerate(("plain", "samesize"), start=430):
         args = (hstyle, fonts[seed % 3], seed, False, False, True)

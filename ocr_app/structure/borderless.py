@@ -907,9 +907,11 @@ def _prose_pairs(texts: list[list[str]]) -> bool:
 
 
 def _one_line(row: Sequence[Sequence[Piece]]) -> bool:
-    """Whether a row's pieces all share one line's height."""
+    """Whether a row's pieces all share one line's height: they overlap by half a line at least (line
+    boxes of tightly leaded text overlap a little from one line to the next)."""
     pieces = [p for c in row for p in c]
-    return max(p.box[1] for p in pieces) < min(p.box[3] for p in pieces)
+    height = min(p.box[3] - p.box[1] for p in pieces)
+    return max(p.box[1] for p in pieces) < min(p.box[3] for p in pieces) - 0.5 * height
 
 
 def _justified_lines(grid: list[list[list[Piece]]], texts: list[list[str]], body: float) -> bool:
