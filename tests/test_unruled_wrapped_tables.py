@@ -43,7 +43,9 @@ BROKEN_ROW = ("headfill", "frame", "booktabs")  # table styles whose row M1 the 
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     out = tmp_path_factory.mktemp("printed")
-    names = build(out, only=tuple(f"{style}-wrapped-two-centred" for style in ("none", *BROKEN_ROW)))
+    names = build(
+        out, only=(*(f"{style}-wrapped-two-centred" for style in ("none", *BROKEN_ROW)), "long-wrapped-none")
+    )
     return {n: (out / "pdf" / f"{n}.pdf", (out / "gt" / f"{n}.md").read_text()) for n in names}
 
 
@@ -185,3 +187,16 @@ def test_a_key_the_model_spans_over_a_rows_rest_is_not_the_same_reading():
         [Cell(""), Cell("Decks"), Cell("Unit"), Cell("Q2")],
     ]
     assert _same_words(model, rules, 1)
+
+
+def test_a_heads_column_the_model_leaves_empty_loses_to_the_word_grid(textlayer_engine, printed):
+    """A long table of wrapped descriptions without rules, its owners set flush right: on the first
+    page the structure model gave "Owner" a column of its own, empty in every body row, and the owners
+    to the left half of a "Budget" spanning two columns (five cells a row for four heads). The word
+    grid's four columns, each holding body cells in as many rows, are taken instead, and the page's
+    rows read as the truth has them (the last one aside, which the page may break)."""
+    pdf, truth = printed["long-wrapped-none"]
+    rows = _tables(page_markdown(textlayer_engine, pdf))[0]
+    expected = {r[0]: r for r in _tables(truth)[0]}
+    assert len(rows) >= 10 and rows[0] == [*HEAD[:3], "Budget"]
+    assert all(r == expected[r[0]] for r in rows[1:-1]), rows

@@ -2058,6 +2058,14 @@ def _read_part(
         table is None
         or (_figures_side_by_side(table.read_rows) and shape(other[0])[1] >= shape(table.read_rows)[1])
         or (
+            # the model gave a head a column of its own and its values to the next head's span
+            # (owners set flush right under a "Budget" spanning two columns): every column of the
+            # word grid holds body cells, in as many rows
+            _head_only_columns(table.rows, table.header_rows)
+            and not _head_only_columns(other[0], other[1])
+            and len(other[0]) >= _keyed_rows(table.rows, table.header_rows)
+        )
+        or (
             _covers(
                 shape(other[0]), (_keyed_rows(table.read_rows, table.header_rows), shape(table.read_rows)[1])
             )
