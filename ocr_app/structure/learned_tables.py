@@ -2054,6 +2054,9 @@ def _read_part(
 ) -> LearnedTable | None:
     table = read_table(image, box, held, model=model, body=body, join=join, cuts=cuts)
     other = rules(held) if rules else None
+    # Rows under a key the model spans over them count as one where the word grid holds all the
+    # words the model's reading does (not where it left the heads out: eu-026 on a scan).
+    whole = other is not None and table is not None and _words(other[0]) >= _words(table.read_rows)
     if other is not None and (
         table is None
         or (_figures_side_by_side(table.read_rows) and shape(other[0])[1] >= shape(table.read_rows)[1])
@@ -2061,13 +2064,18 @@ def _read_part(
             # the model gave a head a column of its own and its values to the next head's span
             # (owners set flush right under a "Budget" spanning two columns): every column of the
             # word grid holds body cells, in as many rows
-            _head_only_columns(table.rows, table.header_rows)
+            whole
+            and _head_only_columns(table.rows, table.header_rows)
             and not _head_only_columns(other[0], other[1])
             and len(other[0]) >= _keyed_rows(table.rows, table.header_rows)
         )
         or (
             _covers(
-                shape(other[0]), (_keyed_rows(table.read_rows, table.header_rows), shape(table.read_rows)[1])
+                shape(other[0]),
+                (
+                    _keyed_rows(table.read_rows, table.header_rows) if whole else len(table.read_rows),
+                    shape(table.read_rows)[1],
+                ),
             )
             and not _head_only_columns(other[0], other[1])
             # the same grid: spanning cells the model reads (a header over column groups, a bar
@@ -2081,6 +2089,10 @@ def _read_part(
     ):
         table = LearnedTable(box, other[0], other[1], other[2])
     return table
+
+
+def _words(rows: Sequence[Sequence[Cell]]) -> int:
+    return sum(len(c.text.split()) for row in rows for c in row)
 
 
 def _keyed_rows(rows: Sequence[Sequence[Cell]], head: int) -> int:
