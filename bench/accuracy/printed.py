@@ -24,6 +24,9 @@ Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", back
 - **decks** (round 10): 16:9 slides with a title slide, a small kicker line over each title (or none),
   bullets, coloured panels side by side with a head each, a table under a header bar, a running footer;
   titles on a dark bar and a slide in two halves in two of them;
+- **long tables of wrapped descriptions** (round 19): 24 measures over two pages in five styles,
+  the header repeated, where Chromium breaks a row at the page (its description's rest opens the
+  next page under the repeated head);
 - **statements, merged cells, pictured tables** (round 10): an annual report's income statement
   (blank corner, notes column, bracketed costs, bold subtotals); body cells spanning rows; a table
   pasted as a picture (a screenshot of the same HTML table, which only OCR can read).
