@@ -907,11 +907,18 @@ def _prose_pairs(texts: list[list[str]]) -> bool:
 
 
 def _one_line(row: Sequence[Sequence[Piece]]) -> bool:
-    """Whether a row's pieces all share one line's height: they overlap by half a line at least (line
+    """Whether a row reads as one line of text: fewer than two of its cells hold lines one under
+    another (wrapped cells side by side are a table's; a paragraph's last line under its first cell
+    is not). Lines are one under the other where their boxes overlap by less than half a line (line
     boxes of tightly leaded text overlap a little from one line to the next)."""
-    pieces = [p for c in row for p in c]
+    return sum(1 for c in row if _stacked_lines(c)) < 2
+
+
+def _stacked_lines(pieces: Sequence[Piece]) -> bool:
+    if len(pieces) < 2:
+        return False
     height = min(p.box[3] - p.box[1] for p in pieces)
-    return max(p.box[1] for p in pieces) < min(p.box[3] for p in pieces) - 0.5 * height
+    return max(p.box[1] for p in pieces) >= min(p.box[3] for p in pieces) - 0.5 * height
 
 
 def _justified_lines(grid: list[list[list[Piece]]], texts: list[list[str]], body: float) -> bool:

@@ -2179,8 +2179,11 @@ def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]
     if tail != theirs:
         return False
     mine, other = _slots(model, width), _slots(rules, width)
+    # the body starts under the header rows and under every cell of the first row ("State" beside
+    # the heads over column groups and their "no." and "Rate")
+    start = max(head, max((c.rowspan for c in model[0]), default=0) if model else 0)
     return len(mine) == len(other) and all(
-        [norm(t) for t in a] == [norm(t) for t in b] for a, b in zip(mine[head:], other[head:], strict=True)
+        [norm(t) for t in a] == [norm(t) for t in b] for a, b in zip(mine[start:], other[start:], strict=True)
     )
 
 
