@@ -2073,7 +2073,10 @@ def _read_part(
             _covers(
                 shape(other[0]),
                 (
-                    _keyed_rows(table.read_rows, table.header_rows) if whole else len(table.read_rows),
+                    _keyed_rows(table.read_rows, table.header_rows)
+                    - _wrapped_lines(table.read_rows, other[0], table.header_rows)
+                    if whole
+                    else len(table.read_rows),
                     shape(table.read_rows)[1],
                 ),
             )
@@ -2108,6 +2111,35 @@ def _keyed_rows(rows: Sequence[Sequence[Cell]], head: int) -> int:
             continue
         n += 1
         under = row[0].rowspan - 1 if row and k >= head else 0
+    return n
+
+
+def _wrapped_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]], head: int) -> int:
+    """The model's body rows that are a cell's wrapped line: no key, and each of its texts joins the
+    text above it into one cell of the word grid's reading ("Q1" over "2026" in a narrow "Due" column,
+    "Q1 2026" in the grid). Why: the model cuts such a row where the wrapped line's gap looks like a
+    row's; the word positions keep the row whole, and the rows then count as one."""
+    width = shape(model)[1]
+    if not model or not rules or width < 2:
+        return 0
+    grid, under = _grid(model, width)
+    cells = {" ".join(c.text.split()) for row in rules for c in row if c.text.strip()}
+    n = 0
+    above = [" ".join(t.split()) for t in grid[max(head, 1)]] if len(grid) > max(head, 1) else []
+    for r in range(max(head, 1) + 1, len(model)):
+        texts = [(k, " ".join(t.split())) for k, t in enumerate(grid[r]) if t.strip()]
+        joined = {k: f"{above[k]} {t}" for k, t in texts if above[k]}
+        if (
+            texts
+            and not grid[r][0].strip()
+            and not any(under[r])
+            and len(joined) == len(texts)
+            and all(j in cells for j in joined.values())
+        ):
+            n += 1  # a wrapped line: the text above it grows (a cell of three lines or more)
+            above = [joined.get(k, t) for k, t in enumerate(above)]
+        else:
+            above = [" ".join(t.split()) for t in grid[r]]
     return n
 
 
@@ -2190,8 +2222,14 @@ def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]
 def _slots(rows: Sequence[Sequence[Cell]], width: int) -> list[list[str]]:
     """A reading as a full grid of texts: a spanning cell's text in its first slot, the slots it
     covers empty."""
+    return _grid(rows, width)[0]
+
+
+def _grid(rows: Sequence[Sequence[Cell]], width: int) -> tuple[list[list[str]], list[list[bool]]]:
+    """``_slots``, and for each slot whether a cell of an earlier row spans down over it."""
     grid = [[""] * width for _ in rows]
     taken = [[False] * width for _ in rows]
+    under = [[False] * width for _ in rows]
     for r, row in enumerate(rows):
         k = 0
         for c in row:
@@ -2204,8 +2242,9 @@ def _slots(rows: Sequence[Sequence[Cell]], width: int) -> list[list[str]]:
                 for dk in range(c.colspan):
                     if r + dr < len(rows) and k + dk < width:
                         taken[r + dr][k + dk] = True
+                        under[r + dr][k + dk] = dr > 0
             k += c.colspan
-    return grid
+    return grid, under
 
 
 _LETTERS = re.compile(r"[^0-9a-z]+")

@@ -299,6 +299,8 @@ _RTL_RANGES = ((0x0590, 0x08FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF))
 
 def is_rtl(text: str) -> bool:
     """Whether most letters of ``text`` are of a right-to-left script (Hebrew, Arabic, Persian...)."""
+    if not text or max(text) < "\u0590":  # no character of those scripts (most text): one C-speed pass
+        return False
     letters = [c for c in text if c.isalpha()]
     if not letters:
         return False
