@@ -2,7 +2,7 @@
 
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do):
 
-    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...]
+    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...] [--printer mupdf]
 
 Each document is built from blocks (headings, paragraphs, lists, one table), written as HTML and as
 Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", backgrounds on):
@@ -30,6 +30,9 @@ Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", back
 - **statements, merged cells, pictured tables** (round 10): an annual report's income statement
   (blank corner, notes column, bracketed costs, bold subtotals); body cells spanning rows; a table
   pasted as a picture (a screenshot of the same HTML table, which only OCR can read).
+
+``--printer mupdf`` lays the same HTML out with MuPDF's own engine instead (``story_print``, round 20):
+another producer's fonts, fills and line breaks under the same truth.
 
 Scored with the public sets' measures (``public.markdown_set``: NID / TEDS / MHS and the structure
 measures). The documents are ours, so they only probe kinds no public set here has (docs/ACCURACY.md,
@@ -902,12 +905,16 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
         yield f"deck-bar-{hstyle}", "deck", lambda a=args: deck_document(*a)
 
 
-def build(out: Path, only: tuple[str, ...] = ()) -> list[str]:
-    """Print every document (or ``only`` these) into ``out/pdf`` with its truth in ``out/gt``."""
-    from playwright.sync_api import sync_playwright
-
+def build(out: Path, only: tuple[str, ...] = (), printer: str = "chromium") -> list[str]:
+    """Print every document (or ``only`` these) into ``out/pdf`` with its truth in ``out/gt``.
+    ``printer``: "chromium" (the browser's "Save as PDF") or "mupdf" (MuPDF's HTML engine,
+    ``story_print``; the documents it cannot lay out are left out)."""
     (out / "pdf").mkdir(parents=True, exist_ok=True)
     (out / "gt").mkdir(parents=True, exist_ok=True)
+    if printer == "mupdf":
+        return _build_story(out, only)
+    from playwright.sync_api import sync_playwright
+
     names = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
@@ -930,6 +937,20 @@ def build(out: Path, only: tuple[str, ...] = ()) -> list[str]:
                 names.append(name)
         finally:
             browser.close()
+    return names
+
+
+def _build_story(out: Path, only: tuple[str, ...]) -> list[str]:
+    from bench.accuracy.story_print import print_story, printable
+
+    names = []
+    for name, kind, make in plan():
+        if (only and name not in only) or not printable(name):
+            continue
+        page_html, truth = make()
+        print_story(page_html, out / "pdf" / f"{name}.pdf", kind)
+        (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
+        names.append(name)
     return names
 
 
@@ -1004,10 +1025,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="folder for the printed PDFs and their truth")
     ap.add_argument("--tools", default="auto")
     ap.add_argument("--only", default="", help="comma-separated document names")
+    ap.add_argument(
+        "--printer",
+        choices=("chromium", "mupdf"),
+        default="chromium",
+        help="who lays out and prints the HTML",
+    )
     args = ap.parse_args(argv)
     only = tuple(n for n in args.only.split(",") if n)
-    names = build(args.out, only)
-    rows = {f"printed, {tool}": markdown_set(args.out, tool, tuple(names)) for tool in args.tools.split(",")}
+    names = build(args.out, only, args.printer)
+    label = "printed" if args.printer == "chromium" else "printed by MuPDF"
+    rows = {f"{label}, {tool}": markdown_set(args.out, tool, tuple(names)) for tool in args.tools.split(",")}
     print(markdown_table(rows))
     return 0
 

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MIN_CHARS = 20
-TEXT_LABELS = ("text", "reference")  # layout-model boxes that hold running text (the tables pass's veto)
+TEXT_LABELS = ("text", "reference", "title")  # layout-model boxes of text (the tables pass's veto)
 MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a table
 PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
@@ -1005,6 +1005,17 @@ def _centre(b: tuple[float, float, float, float], region: tuple[float, float, fl
     return region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
 
 
+PIECE_SHARE = 0.5  # a grid at most this share of a table region's area, inside it, is a piece of that table
+
+
+def _piece_of(box: Box, region: Box) -> bool:
+    """Whether a grid lies inside a table region and covers at most ``PIECE_SHARE`` of it."""
+    area = max((box[2] - box[0]) * (box[3] - box[1]), 1e-6)
+    return overlap(box, region) >= 0.9 and area <= PIECE_SHARE * (region[2] - region[0]) * (
+        region[3] - region[1]
+    )
+
+
 def _without(lines: list[TextLine], taken: Sequence[TextLine]) -> list[TextLine]:
     gone = {id(ln) for ln in taken}
     return [ln for ln in lines if id(ln) not in gone]
@@ -1828,6 +1839,10 @@ class TextLayerEngine(Engine):
             pool = [*rest, *in_grid]
             in_regions = functools.partial(lt.tables_in_regions, image, body=body, join=join_lines, cuts=cuts)
             for box, rows, head, exact in grids:
+                if not rows and any(_piece_of(box, r) for r in regions):
+                    # A form inside a table the model boxes, at most half its size: fills behind a
+                    # cell's wrapped lines that PyMuPDF took for a grid; its lines are the table's.
+                    continue
                 # Tables set one under the other share their rulings, and PyMuPDF returns one grid:
                 # the layout model's tables inside it say where one ends.
                 parts = [r for r in regions if overlap(r, box) > 0.7]

@@ -2116,8 +2116,8 @@ def _keyed_rows(rows: Sequence[Sequence[Cell]], head: int) -> int:
 
 def _wrapped_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]], head: int) -> int:
     """The model's body rows that are a cell's wrapped line: no key, and each of its texts joins the
-    text above it into one cell of the word grid's reading ("Q1" over "2026" in a narrow "Due" column,
-    "Q1 2026" in the grid). Why: the model cuts such a row where the wrapped line's gap looks like a
+    text above it into one cell of the word grid's reading, or into the start of one ("Q1" over "2026"
+    in a narrow "Due" column, "Q1 2026" in the grid). Why: the model cuts such a row where the wrapped line's gap looks like a
     row's; the word positions keep the row whole, and the rows then count as one."""
     width = shape(model)[1]
     if not model or not rules or width < 2:
@@ -2134,7 +2134,7 @@ def _wrapped_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cel
             and not grid[r][0].strip()
             and not any(under[r])
             and len(joined) == len(texts)
-            and all(j in cells for j in joined.values())
+            and all(j in cells or any(c.startswith(f"{j} ") for c in cells) for j in joined.values())
         ):
             n += 1  # a wrapped line: the text above it grows (a cell of three lines or more)
             above = [joined.get(k, t) for k, t in enumerate(above)]

@@ -183,6 +183,7 @@ def _headed_figures(table: Table) -> bool:
 
 MIN_COLUMN_SHARE = 0.2  # a column of text boxes holding less of a grid's lines than this is a stray caption
 MAX_FIGURE_CELLS = 0.2  # a grid with more cells of figures than this is a table whatever its boxes
+NESTED_SHARE = 0.9  # a text box this much inside a larger one is a piece of the same block
 
 
 def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
@@ -195,6 +196,7 @@ def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
     2013's us-019: labels beside right-aligned notes, which the model boxes as two blocks of text).
     A grid of figures stays a table (the model boxes a table it misses as text too, but its cells
     then hold numbers)."""
+    from ocr_app.structure.regions import overlap
     from ocr_app.structure.word_columns import NUMERIC
 
     cells = [t for r in table.rows for c in r if (t := _cell(c))]
@@ -220,8 +222,13 @@ def _text_side_by_side(table: Table, texts: Sequence[Box]) -> bool:
     apart: list[Box] = []
     for b in blocks:
         # beside the others or under them (a column's paragraphs and its footnotes), not over them
-        if all(b[0] >= a[2] or b[2] <= a[0] or b[1] >= a[3] or b[3] <= a[1] for a in apart):
+        over = [a for a in apart if not (b[0] >= a[2] or b[2] <= a[0] or b[1] >= a[3] or b[3] <= a[1])]
+        if not over:
             apart.append(b)
+        elif len(over) == 1 and overlap(over[0], b) >= NESTED_SHARE:
+            # a weak box over a column's first lines inside the box of its whole paragraph: the
+            # paragraph's box stands for the column
+            apart[apart.index(over[0])] = b
     columns: list[list[Box]] = []  # the blocks stacked in one column of text
     for b in sorted(apart, key=lambda b: b[0]):
         if columns and any(min(b[2], a[2]) > max(b[0], a[0]) for a in columns[-1]):
