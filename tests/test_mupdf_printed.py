@@ -14,7 +14,19 @@ producer's habits. Printed by MuPDF, the same HTML showed three faults no Chromi
 - MuPDF fills the ground behind each wrapped line of a cell; PyMuPDF took the fills of one
   description for a grid, which became a form and took the description out of the table. A form
   inside a table the layout model boxes, at most half its size, is a piece of that table
-  (``textlayer._piece_of``).
+  (``textlayer._piece_of``);
+- a column's title in display type beside the other column's last lines of running text: two pairs
+  side by side were too few for a gutter, and the title's lines went into the other column's
+  paragraph ("Freight and Logistics reopening of two border crossings … Report"). A title's line
+  beside running text now counts as running text does (``passes.columns.find_gutter``);
+- a display title broken before a year ("River Quality Monitoring" over "2025"): the bare number
+  alone is no heading and ended the title. In the title's size, weight and face at its line
+  spacing, it is the title's last line (``passes.blocks._title_rest``); a paragraph the column breaks
+  after its first line goes on at the top of the next column (``RUN_WORDS``);
+- on a slide page, the layout model boxed a table without rules together with the heading and the
+  sentence over it; the structure model took both in as rows and merged two columns. Rows of running
+  text over (or under) the table the word grid reads are left out, and the model reads the table
+  alone (``learned_tables._without_sentences``).
 """
 
 from __future__ import annotations
@@ -27,11 +39,15 @@ import pytest
 from bench.accuracy.printed import build
 from bench.accuracy.story_print import printable
 from ocr_app.engines.textlayer import _piece_of
-from ocr_app.structure.learned_tables import _wrapped_lines
+from ocr_app.structure.learned_tables import _without_sentences, _wrapped_lines
+from ocr_app.structure.lines import TextLine
 from ocr_app.structure.table_html import Cell
-from tests.factories import page_markdown
+from tests.factories import heading_texts, page_markdown, pages_markdown
 
-NAMES = ("booktabs-wrapped-single", "none-wrapped-two-centred", "zebra-wrapped-two-centred")
+TABLES = ("booktabs-wrapped-single", "none-wrapped-two-centred", "zebra-wrapped-two-centred")
+TITLES = ("frame-grouped-two", "rows-grouped-two")
+SLIDE = "none-labelled-slide"
+NAMES = (*TABLES, *TITLES, SLIDE)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +77,7 @@ def test_mupdf_prints_another_producers_pdf(printed):
     )
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", TABLES)
 def test_tables_read_as_printed_by_mupdf(textlayer_engine, printed, name):
     """One table a document, its rows as the truth has them: no row of a wrapped date, no table of
     the title beside the other column, no description lost to a grid of fills."""
@@ -70,6 +86,33 @@ def test_tables_read_as_printed_by_mupdf(textlayer_engine, printed, name):
     assert _tables(md) == _tables(truth), md
     title = truth.splitlines()[0].lstrip("# ")
     assert title in md.replace("\n", " ") and md.count("<table>") == 1, md
+
+
+@pytest.mark.parametrize("name", TITLES)
+def test_a_title_beside_the_other_column_stays_whole(textlayer_engine, printed, name):
+    pdf, truth = printed[name]
+    md = page_markdown(textlayer_engine, pdf)
+    assert heading_texts(md) == heading_texts(truth), md
+    paragraphs = [p.strip() for p in md.split("\n\n") if p.strip() and not p.startswith(("#", "<table"))]
+    body = [p.strip() for p in truth.split("\n\n") if p.strip() and not p.startswith(("#", "<table", "|"))]
+    assert sorted(paragraphs) == sorted(body), md
+
+
+def test_a_slides_table_is_read_without_the_sentence_over_it(textlayer_engine, printed):
+    pdf, _ = printed[SLIDE]
+    md = pages_markdown(textlayer_engine, pdf)[1]
+    rows = _tables(md)[0]
+    assert rows[0] == ["Item", "Budget", "Spent", "Share"], md
+    assert [r[0] for r in rows[1:]] == [
+        "Staff",
+        "Salaries",
+        "Training",
+        "Operations",
+        "Energy",
+        "Vehicles",
+        "Rent",
+    ]
+    assert all(len(r) == 4 for r in rows) and "The table below sets out the figures by line." in md
 
 
 def _row(*texts: str) -> list[Cell]:
@@ -103,3 +146,19 @@ def test_a_form_inside_a_table_region_is_a_piece_of_it():
     assert _piece_of((300.0, 200.0, 380.0, 260.0), region)  # one cell's fills
     assert not _piece_of((110.0, 110.0, 590.0, 490.0), region)  # the table's own grid
     assert not _piece_of((620.0, 200.0, 700.0, 260.0), region)  # beside it
+
+
+def _line(text: str, x0: float, y0: float, x1: float) -> TextLine:
+    return TextLine(text, (x0, y0, x1, y0 + 10.0), 10.0)
+
+
+def test_sentences_over_a_word_grid_are_left_out_a_spanning_head_is_not():
+    grid = [_line(t, x, 60.0 + 14 * k, x + 40) for k in range(4) for t, x in (("Item", 10.0), ("75", 200.0))]
+    sentence = _line("The table below sets out the figures by line.", 10.0, 30.0, 300.0)
+    heading = _line("Table detail", 10.0, 10.0, 80.0)
+    kept = _without_sentences([heading, sentence, *grid], grid, 10.0)
+    assert kept is not None and {ln.text for ln in kept} == {"Item", "75"}
+    head = _line("Nitrate (mg/l)", 150.0, 44.0, 260.0)  # over a column group, right above the grid
+    kept = _without_sentences([sentence, head, *grid], grid, 10.0)
+    assert kept is not None and head in kept and sentence not in kept
+    assert _without_sentences([head, *grid], grid, 10.0) is None  # nothing to leave out

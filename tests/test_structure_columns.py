@@ -100,3 +100,28 @@ def test_the_short_last_line_of_a_paragraph_above_the_columns_stays_with_it():
     sections = order_sections([*left, *right, tail, *abstract], CONFIG, BODY)
     assert _texts(sections)[0] == [ln.text for ln in [*abstract, tail]]
     assert _texts(sections)[1:] == [[ln.text for ln in left], [ln.text for ln in right]]
+
+
+def test_a_title_beside_the_last_lines_of_the_other_column_makes_a_gutter():
+    """A column's title in display type (two lines) level with the other column's last two lines of
+    running text: two pairs side by side, one of them a title's short line and running text, make the
+    gutter (round 20, a page printed by MuPDF whose title was read into the other column's paragraph).
+    A short body-size line beside running text stays no evidence."""
+    title = [
+        TextLine("Freight and Logistics", (50, 100, 230, 118), 18.0, bold=True),
+        TextLine("Report", (50, 118, 110, 136), 18.0, bold=True),
+    ]
+    right = [
+        _line("reopening of two border crossings that", 320, 104, 550),
+        _line("closed for repairs", 320, 122, 450),
+    ]
+    below = [_line(f"left column line {k}", 50, 150 + 14 * k, 280) for k in range(6)]
+    gutter = find_gutter([*title, *right, *below], CONFIG, BODY)
+    assert gutter is not None and 230 <= gutter[0] < gutter[1] <= 320
+    sections = order_sections([*title, *right, *below], CONFIG, BODY)
+    assert _texts(sections) == [
+        [*(t.text for t in title), *(ln.text for ln in below)],
+        [ln.text for ln in right],
+    ]
+    short = [_line("Report", 50, 100, 110), _line("Notes", 50, 118, 100)]
+    assert find_gutter([*short, *right], CONFIG, BODY) is None

@@ -2054,6 +2054,13 @@ def _read_part(
 ) -> LearnedTable | None:
     table = read_table(image, box, held, model=model, body=body, join=join, cuts=cuts)
     other = rules(held) if rules else None
+    if table is not None and other is not None and (kept := _without_sentences(held, other[2], body)):
+        # the region took in the sentences over (or under) the table the word grid reads: the model
+        # reads the table alone
+        from ocr_app.schema import union_box
+
+        box, held = union_box([ln.box for ln in kept]), kept
+        table = read_table(image, box, held, model=model, body=body, join=join, cuts=cuts)
     # Rows under a key the model spans over them count as one where the word grid holds all the
     # words the model's reading does (not where it left the heads out: eu-026 on a scan).
     whole = other is not None and table is not None and _words(other[0]) >= _words(table.read_rows)
@@ -2092,6 +2099,38 @@ def _read_part(
     ):
         table = LearnedTable(box, other[0], other[1], other[2])
     return table
+
+
+def _without_sentences(
+    held: Sequence[TextLine], grid: Sequence[TextLine], body: float
+) -> list[TextLine] | None:
+    """A region's lines without the rows of running text above or below the table the word grid
+    reads in it, or None when there are none to leave out. Left out: every row from the region's edge
+    to the sentence nearest the grid (``_sentence``), each a single piece, and no line of the grid
+    among them (a slide's "Table detail" over "The table below sets out the figures by line." over
+    the table, all in one layout box: the structure model took both lines in as rows and merged two
+    columns). A head right over the grid (a label spanning a column group) is no sentence and stays."""
+    from ocr_app.structure.lines import group_rows
+
+    mine = {id(ln) for ln in grid}
+    if not grid or len(grid) >= len(held) or not mine <= {id(ln) for ln in held}:
+        return None
+    top, bottom = min(ln.box[1] for ln in grid), max(ln.box[3] for ln in grid)
+    rest = [ln for ln in held if id(ln) not in mine]
+    above = group_rows([ln for ln in rest if ln.box[3] <= top + 0.2 * body])
+    below = group_rows([ln for ln in rest if ln.box[1] >= bottom - 0.2 * body])
+    if sum(len(r.items) for r in [*above, *below]) != len(rest):
+        return None  # a line beside the grid's rows: not the grid's edge
+    gone: list[TextLine] = []
+    for side in (above, list(reversed(below))):
+        last = max((k for k, r in enumerate(side) if _sentence(r.text)), default=-1)
+        if any(len(pieces(r.items, body)) > 1 for r in side[: last + 1]):
+            return None
+        gone += [ln for r in side[: last + 1] for ln in r.items]
+    if not gone:
+        return None
+    out = {id(ln) for ln in gone}
+    return [ln for ln in held if id(ln) not in out]
 
 
 def _words(rows: Sequence[Sequence[Cell]]) -> int:

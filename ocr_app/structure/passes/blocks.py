@@ -116,6 +116,7 @@ def join_repeated_heads(blocks: list[Block]) -> list[Block]:
     return out
 
 
+RUN_WORDS = 6  # a one-line paragraph of this many words that runs to the column's edge may go on in the next
 LONGER_TITLE = 1.5  # × ``max_merged_heading_chars``: a title set larger than the body may run so long
 SIZE_STEP = 0.88  # lines whose sizes differ more than this ratio are set in two sizes
 
@@ -200,6 +201,26 @@ def _section_units(
     return units, typical_gap, isolated, leads, terms
 
 
+def _title_rest(row: Row, text: str, cur: Pending | None, ctx: _SectionContext) -> bool:
+    """Whether a bare number ("2025") is the last line of the display title open above it: in the
+    title's size, weight and face, at its line spacing. Alone it is no heading (a page number, a
+    figure), but "River Quality Monitoring" over "2025" is one title broken where the line ran out."""
+    last = cur.last if cur is not None else None
+    style = ctx.style
+    if cur is None or cur.kind != "heading" or last is None or style is None:
+        return False
+    return (
+        sum(c.isalpha() for c in text) < 2
+        and any(c.isdigit() for c in text)
+        and len(text.split()) == 1
+        and row.size >= ctx.config.styled_heading_ratio * style.body_size
+        and size_close(row.size, last.size)
+        and row.weight == last.weight
+        and {i.font for i in row.items} == {i.font for i in last.items}
+        and -0.3 * row.size <= row.box[1] - last.box[3] <= 0.6 * row.size
+    )
+
+
 KICKER_RATIO = 0.8  # a kicker is at least a fifth smaller than the title under it
 _ORDINAL_END = re.compile(r"\b(?:[IVXLC]{1,5}|[A-Z])$")  # "PART IV", "Appendix B": a numbered label
 
@@ -253,7 +274,9 @@ class _SectionBlocks:
         else:
             self.blocks.append(Block("text", cur.parts[0], [union_box(cur.boxes)]))
             last = cur.last.text.strip() if cur.last is not None else ""
-            lines = len(cur.boxes) >= 2  # a paragraph of the column, not a label of a drawing
+            # a paragraph of the column, not a label of a drawing: two lines, or one line of running
+            # text (a paragraph the column breaks after its first line)
+            lines = len(cur.boxes) >= 2 or len(last.split()) >= RUN_WORDS
             if lines and len(last) >= WRAP_CHARS and hanging(cur, self.ctx.left + self.ctx.width, cur.size):
                 self.open_end = self.blocks[-1]  # ran to the edge mid-sentence: may go on in the next column
 
@@ -308,6 +331,8 @@ class _SectionBlocks:
             colored=id(row) in ctx.colored,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
+        if not level and not big_gap and _title_rest(row, text, cur, ctx):
+            return cur.level  # type: ignore[union-attr]
         if level and ctx.style is not None and cur is None and lowercase_start(text):
             # First in its column on a plain lower-case word: the next line of a title or caption whose
             # first line was read apart (a running head). Further down, a function's name may head

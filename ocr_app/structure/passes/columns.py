@@ -205,6 +205,7 @@ def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int,
 
 
 PROSE_WIDTH = 12  # × body size: a line this wide is running text, not a label or a cell
+TITLE_SIZE = 1.3  # × body size: a line this large beside running text is a title in its own column
 
 
 def find_gutter(
@@ -242,6 +243,9 @@ def find_gutter(
     def running(it: Item) -> bool:
         return isinstance(it, TextLine) and it.box[2] - it.box[0] >= PROSE_WIDTH * body
 
+    def titled(it: Item) -> bool:  # a title's line: no row of running text holds it and body text
+        return isinstance(it, TextLine) and it.size >= TITLE_SIZE * body
+
     gaps: list[tuple[float, float]] = []
     prose = 0  # gaps between two lines of running text (each ≥ PROSE_WIDTH × body)
     listed = 0  # pairs of pieces of a monospaced listing's rows
@@ -262,7 +266,7 @@ def find_gutter(
             if beside_text and not any(text):
                 continue
             gaps.append((a.box[2], nearest.box[0]))
-            prose += all(text)
+            prose += all(text) or (any(text) and (titled(a) or titled(nearest)))
     # Two tables side by side stand apart on each of their rows, as lines of two columns do.
     grids = [i for i in items if isinstance(i, Table) and i.rows and not (i.form or i.panel)]
     prose_lines = [i for i in solid if running(i)]
@@ -283,9 +287,10 @@ def find_gutter(
             gaps.extend([(a.box[2], min(ln.box[0] for ln in right))] * min(len(a.rows), 3))
         if len(left) >= 2:
             gaps.extend([(max(ln.box[2] for ln in left), a.box[0])] * min(len(a.rows), 3))
-    # Three pairs make a gutter; two do when both are lines of running text side by side and nothing
-    # else stands side by side (the last page of a two-column paper, two references left in each
-    # column).
+    # Three pairs make a gutter; two do when both are lines of running text side by side, or one is
+    # and the other a title's line, and nothing else stands side by side (the last page of a
+    # two-column paper, two references left in each column; a column's title beside the last lines of
+    # the other column).
     least = 2 if prose == len(gaps) and not listed else 3
     if len(gaps) < least:
         return None
