@@ -28,9 +28,7 @@ if TYPE_CHECKING:
 
 def run(page: PageLayout) -> None:
     found, rest = detect_tables(page.lines, page.page_width, page.config, page.body)
-    given_heads = [
-        tuple(tuple(_cell(c) for c in r) for r in t[1][: t[2]]) for t in page.given_tables if len(t) > 2
-    ]
+    given_heads = [_head_texts(t[1], t[2]) for t in page.given_tables if len(t) > 2]
     beside, rest = tables_beside_a_gutter(
         rest, page.page_width, page.config, page.body, [*given_heads, *(_heads(t) for t in found)]
     )
@@ -123,7 +121,12 @@ SMALL_GRID_ROWS = 3  # a grid of this many rows or fewer needs the layout model'
 
 def _heads(table: Table) -> tuple[tuple[str, ...], ...]:
     """A grid's header rows as texts (empty without a header row)."""
-    return tuple(tuple(_cell(c) for c in r) for r in table.rows[: table.header_rows])
+    return _head_texts(table.rows, table.header_rows)
+
+
+def _head_texts(rows: Sequence[Sequence[Cell | str]], header_rows: int) -> tuple[tuple[str, ...], ...]:
+    """The first ``header_rows`` rows as texts: the heads of a word grid or of a table the engine read."""
+    return tuple(tuple(_cell(c) for c in r) for r in rows[:header_rows])
 
 
 def _cell(c: Cell | str) -> str:
