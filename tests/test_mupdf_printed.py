@@ -39,7 +39,7 @@ import pytest
 from bench.accuracy.printed import build
 from bench.accuracy.story_print import printable
 from ocr_app.engines.textlayer import _piece_of
-from ocr_app.structure.learned_tables import _without_sentences, _wrapped_lines
+from ocr_app.structure.learned_tables import _split_head, _without_sentences, _wrapped_lines
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.table_html import Cell
 from tests.factories import heading_texts, page_markdown, pages_markdown
@@ -162,3 +162,27 @@ def test_sentences_over_a_word_grid_are_left_out_a_spanning_head_is_not():
     kept = _without_sentences([sentence, head, *grid], grid, 10.0)
     assert kept is not None and head in kept and sentence not in kept
     assert _without_sentences([head, *grid], grid, 10.0) is None  # nothing to leave out
+
+
+def test_a_head_row_the_model_splits_in_two_counts_as_one():
+    """Set in a serif face on a dark bar, the model read one head row as two: an empty cell over three
+    columns beside "Change (%)" spanning both, over "Region", "2023", "2024" (headfill-plain-wide)."""
+    model = [
+        [Cell("", colspan=3), Cell("Change (%)", rowspan=2)],
+        _row("Region", "2023", "2024"),
+        _row("North", "150", "200", "+33.3"),
+    ]
+    rules = [_row("Region", "2023", "2024", "Change (%)"), _row("North", "150", "200", "+33.3")]
+    assert _split_head(model, rules, 0) == 1
+    # heads over column groups: two texts in one column, structure the word grid cannot show
+    grouped = [
+        [Cell("Site", rowspan=2), Cell("Nitrate", colspan=2)],
+        _row("2024", "2025"),
+        _row("Weir", "2.7", "7.9"),
+    ]
+    assert (
+        _split_head(
+            grouped, [_row("Site", "Nitrate", ""), _row("", "2024", "2025"), _row("Weir", "2.7", "7.9")], 2
+        )
+        == 0
+    )

@@ -125,3 +125,17 @@ def test_a_title_beside_the_last_lines_of_the_other_column_makes_a_gutter():
     ]
     short = [_line("Report", 50, 100, 110), _line("Notes", 50, 118, 100)]
     assert find_gutter([*short, *right], CONFIG, BODY) is None
+
+
+def test_a_one_line_title_beside_two_lines_of_the_other_column_makes_a_gutter():
+    """A title set tall enough to stand beside two lines of the other column counts once for each."""
+    title = TextLine("Household Energy Survey", (50, 100, 240, 124), 18.0, bold=True)
+    right = [
+        _line("when they could choose their own books from", 320, 100, 550),
+        _line("the mobile library.", 320, 113, 420),
+    ]
+    below = [_line(f"left column line {k}", 50, 140 + 14 * k, 280) for k in range(6)]
+    gutter = find_gutter([title, *right, *below], CONFIG, BODY)
+    assert gutter is not None and 240 <= gutter[0] < gutter[1] <= 320
+    plain = _line("Household Energy Survey", 50, 100, 240)  # at the body's size: one pair, no gutter
+    assert find_gutter([plain, *right, *below], CONFIG, BODY) is None

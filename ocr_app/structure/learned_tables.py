@@ -2082,6 +2082,7 @@ def _read_part(
                 (
                     _keyed_rows(table.read_rows, table.header_rows)
                     - _wrapped_lines(table.read_rows, other[0], table.header_rows)
+                    - _split_head(table.read_rows, other[0], table.header_rows)
                     if whole
                     else len(table.read_rows),
                     shape(table.read_rows)[1],
@@ -2180,6 +2181,24 @@ def _wrapped_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cel
         else:
             above = [" ".join(t.split()) for t in grid[r]]
     return n
+
+
+def _split_head(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]], head: int) -> int:
+    """How many more header rows the model reads than the word grid where its header rows, put
+    together column by column, are the word grid's one head row: each column's head in one of them
+    only ("Change (%)" spanning two rows beside an empty cell over three columns, over "Region",
+    "2023", "2024": one head row on a dark bar). Heads over column groups have two texts in a column
+    and are structure the words cannot show."""
+    width = shape(model)[1]
+    top = min(max(head, HEAD_ROWS), len(model) - 1)  # the model often marks no header rows
+    if top < 2 or not rules or shape(rules)[1] != width:
+        return 0
+    mine, theirs = _slots(model, width), [" ".join(t.split()) for t in _slots(rules, width)[0]]
+    for n in range(top, 1, -1):
+        cols = [[" ".join(mine[r][k].split()) for r in range(n) if mine[r][k].strip()] for k in range(width)]
+        if all(len(c) <= 1 for c in cols) and [c[0] if c else "" for c in cols] == theirs:
+            return n - 1
+    return 0
 
 
 def _head_only_columns(rows: Sequence[Sequence[Cell]], head: int) -> bool:

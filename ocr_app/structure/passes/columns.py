@@ -251,6 +251,7 @@ def find_gutter(
     listed = 0  # pairs of pieces of a monospaced listing's rows
     for a in solid:
         nearest: Item | None = None
+        level: list[Item] = []  # beside a title's line: each line of the column it stands beside
         for b in solid:
             if b is a or b.box[0] < a.box[2] - 0.1 * body or vertical_overlap(a.box, b.box) < 0.3:
                 continue
@@ -261,12 +262,17 @@ def find_gutter(
                 continue
             if nearest is None or b.box[0] < nearest.box[0]:
                 nearest = b
-        if nearest is not None and nearest.box[0] - a.box[2] >= min_gap:
-            text = [running(a), running(nearest)]
+            level.append(b)
+        if nearest is None or nearest.box[0] - a.box[2] < min_gap:
+            continue
+        # A title's line, taller than the lines beside it, stands beside each of them.
+        column = [b for b in level if abs(b.box[0] - nearest.box[0]) <= body] if titled(a) else [nearest]
+        for b in column:
+            text = [running(a), running(b)]
             if beside_text and not any(text):
                 continue
-            gaps.append((a.box[2], nearest.box[0]))
-            prose += all(text) or (any(text) and (titled(a) or titled(nearest)))
+            gaps.append((a.box[2], b.box[0]))
+            prose += all(text) or (any(text) and (titled(a) or titled(b)))
     # Two tables side by side stand apart on each of their rows, as lines of two columns do.
     grids = [i for i in items if isinstance(i, Table) and i.rows and not (i.form or i.panel)]
     prose_lines = [i for i in solid if running(i)]
