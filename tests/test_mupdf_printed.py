@@ -115,6 +115,27 @@ def test_a_slides_table_is_read_without_the_sentence_over_it(textlayer_engine, p
     assert all(len(r) == 4 for r in rows) and "The table below sets out the figures by line." in md
 
 
+SERIF = ("headfill-plain-wide", "headfill-wrapped-two-centred")
+
+
+@pytest.fixture(scope="module")
+def serif(tmp_path_factory) -> dict[str, tuple[Path, str]]:
+    out = tmp_path_factory.mktemp("mupdf-serif")
+    names = build(out, only=SERIF, printer="mupdf-serif")
+    return {n: (out / "pdf" / f"{n}.pdf", (out / "gt" / f"{n}.md").read_text()) for n in names}
+
+
+@pytest.mark.parametrize("name", SERIF)
+def test_printed_in_a_serif_face(textlayer_engine, serif, name):
+    """Set in MuPDF's serif, justified: the head row on a dark bar stays one row (``_split_head``),
+    and a one-line title beside two lines of the other column stays whole (``find_gutter``)."""
+    pdf, truth = serif[name]
+    md = page_markdown(textlayer_engine, pdf)
+    assert _tables(md) == _tables(truth), md
+    assert heading_texts(md) == heading_texts(truth), md
+    assert not md.startswith(("when", "the")), md
+
+
 def _row(*texts: str) -> list[Cell]:
     return [Cell(t) for t in texts]
 

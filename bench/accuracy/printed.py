@@ -2,7 +2,7 @@
 
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do):
 
-    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...] [--printer mupdf]
+    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...] [--printer mupdf|mupdf-serif]
 
 Each document is built from blocks (headings, paragraphs, lists, one table), written as HTML and as
 Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", backgrounds on):
@@ -32,7 +32,8 @@ Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", back
   pasted as a picture (a screenshot of the same HTML table, which only OCR can read).
 
 ``--printer mupdf`` lays the same HTML out with MuPDF's own engine instead (``story_print``, round 20):
-another producer's fonts, fills and line breaks under the same truth.
+another producer's fonts, fills and line breaks under the same truth; ``--printer mupdf-serif`` sets
+every face in its serif and justifies the paragraphs.
 
 Scored with the public sets' measures (``public.markdown_set``: NID / TEDS / MHS and the structure
 measures). The documents are ours, so they only probe kinds no public set here has (docs/ACCURACY.md,
@@ -907,12 +908,13 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
 
 def build(out: Path, only: tuple[str, ...] = (), printer: str = "chromium") -> list[str]:
     """Print every document (or ``only`` these) into ``out/pdf`` with its truth in ``out/gt``.
-    ``printer``: "chromium" (the browser's "Save as PDF") or "mupdf" (MuPDF's HTML engine,
-    ``story_print``; the documents it cannot lay out are left out)."""
+    ``printer``: "chromium" (the browser's "Save as PDF"), "mupdf" (MuPDF's HTML engine,
+    ``story_print``; the documents it cannot lay out are left out) or "mupdf-serif" (the same, every
+    face serif, paragraphs justified)."""
     (out / "pdf").mkdir(parents=True, exist_ok=True)
     (out / "gt").mkdir(parents=True, exist_ok=True)
-    if printer == "mupdf":
-        return _build_story(out, only)
+    if printer in ("mupdf", "mupdf-serif"):
+        return _build_story(out, only, serif=printer == "mupdf-serif")
     from playwright.sync_api import sync_playwright
 
     names = []
@@ -940,7 +942,7 @@ def build(out: Path, only: tuple[str, ...] = (), printer: str = "chromium") -> l
     return names
 
 
-def _build_story(out: Path, only: tuple[str, ...]) -> list[str]:
+def _build_story(out: Path, only: tuple[str, ...], *, serif: bool = False) -> list[str]:
     from bench.accuracy.story_print import print_story, printable
 
     names = []
@@ -948,7 +950,7 @@ def _build_story(out: Path, only: tuple[str, ...]) -> list[str]:
         if (only and name not in only) or not printable(name):
             continue
         page_html, truth = make()
-        print_story(page_html, out / "pdf" / f"{name}.pdf", kind)
+        print_story(page_html, out / "pdf" / f"{name}.pdf", kind, serif=serif)
         (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
         names.append(name)
     return names
@@ -1027,14 +1029,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated document names")
     ap.add_argument(
         "--printer",
-        choices=("chromium", "mupdf"),
+        choices=("chromium", "mupdf", "mupdf-serif"),
         default="chromium",
         help="who lays out and prints the HTML",
     )
     args = ap.parse_args(argv)
     only = tuple(n for n in args.only.split(",") if n)
     names = build(args.out, only, args.printer)
-    label = "printed" if args.printer == "chromium" else "printed by MuPDF"
+    label = {"chromium": "printed", "mupdf": "printed by MuPDF", "mupdf-serif": "printed by MuPDF, serif"}[
+        args.printer
+    ]
     rows = {f"{label}, {tool}": markdown_set(args.out, tool, tuple(names)) for tool in args.tools.split(",")}
     print(markdown_table(rows))
     return 0

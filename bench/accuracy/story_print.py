@@ -15,6 +15,7 @@ running headers and page numbers are written onto each page afterwards, as Chrom
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 SKIPPED = (
@@ -33,9 +34,15 @@ def printable(name: str) -> bool:
     return not name.startswith(SKIPPED)
 
 
-def print_story(page_html: str, path: Path, kind: str) -> None:
-    """``page_html`` → a PDF at ``path`` in the page size, margins and running lines of ``kind``."""
+def print_story(page_html: str, path: Path, kind: str, *, serif: bool = False) -> None:
+    """``page_html`` → a PDF at ``path`` in the page size, margins and running lines of ``kind``.
+    ``serif``: every face set in MuPDF's serif (Charis) and paragraphs justified, as a book or a
+    report from a word processor's other template is set (other glyph widths, other line breaks)."""
     import pymupdf
+
+    if serif:
+        page_html = re.sub(r"font-family:[^;}]*", "font-family:serif", page_html)
+        page_html = page_html.replace("</style>", "p{text-align:justify}</style>", 1)
 
     if kind in ("slide", "deck"):
         page = pymupdf.Rect(0, 0, 720, 405)  # 10 × 5.625 in
