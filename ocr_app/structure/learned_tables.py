@@ -2134,6 +2134,11 @@ def _without_sentences(
     return [ln for ln in held if id(ln) not in out]
 
 
+def _norm(text: str) -> str:
+    """A cell's text with its white space as one space (cells compared across two readings)."""
+    return " ".join(text.split())
+
+
 def _words(rows: Sequence[Sequence[Cell]]) -> int:
     return sum(len(c.text.split()) for row in rows for c in row)
 
@@ -2163,11 +2168,11 @@ def _wrapped_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cel
     if not model or not rules or width < 2:
         return 0
     grid, under = _grid(model, width)
-    cells = {" ".join(c.text.split()) for row in rules for c in row if c.text.strip()}
+    cells = {_norm(c.text) for row in rules for c in row if c.text.strip()}
     n = 0
-    above = [" ".join(t.split()) for t in grid[max(head, 1)]] if len(grid) > max(head, 1) else []
+    above = [_norm(t) for t in grid[max(head, 1)]] if len(grid) > max(head, 1) else []
     for r in range(max(head, 1) + 1, len(model)):
-        texts = [(k, " ".join(t.split())) for k, t in enumerate(grid[r]) if t.strip()]
+        texts = [(k, _norm(t)) for k, t in enumerate(grid[r]) if t.strip()]
         joined = {k: f"{above[k]} {t}" for k, t in texts if above[k]}
         if (
             texts
@@ -2179,7 +2184,7 @@ def _wrapped_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cel
             n += 1  # a wrapped line: the text above it grows (a cell of three lines or more)
             above = [joined.get(k, t) for k, t in enumerate(above)]
         else:
-            above = [" ".join(t.split()) for t in grid[r]]
+            above = [_norm(t) for t in grid[r]]
     return n
 
 
@@ -2193,9 +2198,9 @@ def _split_head(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]
     top = min(max(head, HEAD_ROWS), len(model) - 1)  # the model often marks no header rows
     if top < 2 or not rules or shape(rules)[1] != width:
         return 0
-    mine, theirs = _slots(model, width), [" ".join(t.split()) for t in _slots(rules, width)[0]]
+    mine, theirs = _slots(model, width), [_norm(t) for t in _slots(rules, width)[0]]
     for n in range(top, 1, -1):
-        cols = [[" ".join(mine[r][k].split()) for r in range(n) if mine[r][k].strip()] for k in range(width)]
+        cols = [[_norm(mine[r][k]) for r in range(n) if mine[r][k].strip()] for k in range(width)]
         if all(len(c) <= 1 for c in cols) and [c[0] if c else "" for c in cols] == theirs:
             return n - 1
     return 0
@@ -2248,12 +2253,9 @@ def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]
     rows of the model where the rules see a row's rest under the heads and the keyed row after it
     ("M2" beside "bridges on the ring road" and "Publish ...") is not the same table."""
 
-    def norm(text: str) -> str:
-        return " ".join(text.split())
-
-    cells = {norm(c.text) for row in rules for c in row}
+    cells = {_norm(c.text) for row in rules for c in row}
     if any(
-        c.text.strip() and norm(c.text) not in cells
+        c.text.strip() and _norm(c.text) not in cells
         for row in model
         for c in row
         if c.colspan > 1 or c.rowspan > 1
@@ -2264,8 +2266,8 @@ def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]
     for row in reversed(model):
         if any(c.colspan > 1 or c.rowspan > 1 for c in row) or len(row) != width:
             break
-        tail.insert(0, [norm(c.text) for c in row])
-    theirs = [[norm(c.text) for c in row] for row in rules[len(rules) - len(tail) :]] if tail else []
+        tail.insert(0, [_norm(c.text) for c in row])
+    theirs = [[_norm(c.text) for c in row] for row in rules[len(rules) - len(tail) :]] if tail else []
     if tail != theirs:
         return False
     mine, other = _slots(model, width), _slots(rules, width)
@@ -2273,7 +2275,8 @@ def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]
     # the heads over column groups and their "no." and "Rate")
     start = max(head, max((c.rowspan for c in model[0]), default=0) if model else 0)
     return len(mine) == len(other) and all(
-        [norm(t) for t in a] == [norm(t) for t in b] for a, b in zip(mine[start:], other[start:], strict=True)
+        [_norm(t) for t in a] == [_norm(t) for t in b]
+        for a, b in zip(mine[start:], other[start:], strict=True)
     )
 
 
