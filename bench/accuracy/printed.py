@@ -917,6 +917,9 @@ def build(out: Path, only: tuple[str, ...] = (), printer: str = "chromium") -> l
         return _build_story(out, only, serif=printer == "mupdf-serif")
     from playwright.sync_api import sync_playwright
 
+    if printer == "office":
+        return _build_office(out, only)
+
     names = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
@@ -953,6 +956,32 @@ def _build_story(out: Path, only: tuple[str, ...], *, serif: bool = False) -> li
         print_story(page_html, out / "pdf" / f"{name}.pdf", kind, serif=serif)
         (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
         names.append(name)
+    return names
+
+
+def _build_office(out: Path, only: tuple[str, ...]) -> list[str]:
+    from playwright.sync_api import sync_playwright
+
+    from bench.accuracy.office_print import inline, print_office, printable
+
+    pages, names = [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            for name, kind, make in plan():
+                if (only and name not in only) or not printable(name):
+                    continue
+                page_html, truth = make()
+                if name.startswith("raster-"):
+                    page_html = _table_as_picture(browser, page_html)
+                pages.append((name, inline(browser, page_html), kind))
+                (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
+                names.append(name)
+        finally:
+            browser.close()
+    print_office(pages, out / "pdf")
     return names
 
 
@@ -1029,16 +1058,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated document names")
     ap.add_argument(
         "--printer",
-        choices=("chromium", "mupdf", "mupdf-serif"),
+        choices=("chromium", "mupdf", "mupdf-serif", "office"),
         default="chromium",
         help="who lays out and prints the HTML",
     )
     args = ap.parse_args(argv)
     only = tuple(n for n in args.only.split(",") if n)
     names = build(args.out, only, args.printer)
-    label = {"chromium": "printed", "mupdf": "printed by MuPDF", "mupdf-serif": "printed by MuPDF, serif"}[
-        args.printer
-    ]
+    label = {
+        "chromium": "printed",
+        "mupdf": "printed by MuPDF",
+        "mupdf-serif": "printed by MuPDF, serif",
+        "office": "printed by LibreOffice Writer",
+    }[args.printer]
     rows = {f"{label}, {tool}": markdown_set(args.out, tool, tuple(names)) for tool in args.tools.split(",")}
     print(markdown_table(rows))
     return 0
