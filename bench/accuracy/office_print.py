@@ -67,6 +67,14 @@ INLINE_JS = r"""
       }
       if (parseFloat(s.textIndent) !== 0) out.push('text-indent:' + pt(s.textIndent));
       if (s.breakBefore === 'page') out.push('page-break-before:always');
+      if (s.display === 'table-cell') el.setAttribute('valign', s.verticalAlign === 'top' ? 'top' : 'middle');
+    }
+    if (el.tagName === 'TABLE') {  // its share of the column it stands in (Writer reads pixels otherwise)
+      const p = getComputedStyle(el.parentElement), n = parseInt(p.columnCount) || 1;
+      const column = (el.parentElement.getBoundingClientRect().width - (n - 1) * parseFloat(p.columnGap || 0)) / n;
+      const cell = el.querySelector('td,th');
+      if (cell) el.setAttribute('cellpadding', String(Math.round(parseFloat(getComputedStyle(cell).paddingLeft))));
+      el.setAttribute('width', Math.min(100, Math.round(100 * el.getBoundingClientRect().width / column)) + '%');
     }
     el.setAttribute('style', out.join(';'));
   }
@@ -95,10 +103,22 @@ def available() -> bool:
 
 
 def inline(browser, page_html: str) -> str:
-    """``page_html`` with Chromium's computed styles inline and CSS columns as ``<multicol>``."""
+    """``page_html`` with Chromium's computed styles inline, CSS columns as ``<multicol>`` and each
+    drawing (SVG, which Writer's reader does not draw) as its picture."""
+    import base64
+
     page = browser.new_page()
     try:
         page.set_content(page_html)
+        for k in range(page.locator("svg").count()):
+            svg = page.locator("svg").nth(k)
+            box = svg.bounding_box()
+            png = base64.b64encode(svg.screenshot()).decode()
+            svg.evaluate(
+                "(el, a) => { const i = document.createElement('img'); i.src = a[0];"
+                " i.width = a[1]; i.height = a[2]; el.replaceWith(i); }",
+                [f"data:image/png;base64,{png}", round(box["width"]), round(box["height"])],
+            )
         flat = page.evaluate(INLINE_JS)
     finally:
         page.close()
