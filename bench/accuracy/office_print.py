@@ -61,19 +61,23 @@ INLINE_JS = r"""
         if (w > 0 && st !== 'none' && st !== 'hidden')
           out.push(`border-${side}:${pt(w)} solid ${hex(s['border-' + side + '-color']) || '#000000'}`);
       }
-      for (const side of ['top', 'bottom', 'left', 'right']) {
-        out.push(`padding-${side}:${pt(s['padding-' + side])}`);
-        if (s.display !== 'table-cell') out.push(`margin-${side}:${pt(s['margin-' + side])}`);
-      }
+      if (s.display !== 'table-cell')  // a cell's padding goes on its table (Writer reads it there)
+        for (const side of ['top', 'bottom', 'left', 'right']) {
+          out.push(`padding-${side}:${pt(s['padding-' + side])}`);
+          out.push(`margin-${side}:${pt(s['margin-' + side])}`);
+        }
       if (parseFloat(s.textIndent) !== 0) out.push('text-indent:' + pt(s.textIndent));
       if (s.breakBefore === 'page') out.push('page-break-before:always');
       if (s.display === 'table-cell') el.setAttribute('valign', s.verticalAlign === 'top' ? 'top' : 'middle');
     }
     if (el.tagName === 'TABLE') {  // its share of the column it stands in (Writer reads pixels otherwise)
       const p = getComputedStyle(el.parentElement), n = parseInt(p.columnCount) || 1;
-      const column = (el.parentElement.getBoundingClientRect().width - (n - 1) * parseFloat(p.columnGap || 0)) / n;
+      const column = (el.parentElement.getBoundingClientRect().width - (n - 1) * (parseFloat(p.columnGap) || 0)) / n;
       const cell = el.querySelector('td,th');
-      if (cell) el.setAttribute('cellpadding', String(Math.round(parseFloat(getComputedStyle(cell).paddingLeft))));
+      if (cell) {  // Writer pads a cell alike on every side: the mean of its padding across and down
+        const c = getComputedStyle(cell);
+        el.setAttribute('cellpadding', String(Math.round((parseFloat(c.paddingLeft) + parseFloat(c.paddingTop)) / 2)));
+      }
       el.setAttribute('width', Math.min(100, Math.round(100 * el.getBoundingClientRect().width / column)) + '%');
     }
     el.setAttribute('style', out.join(';'));
