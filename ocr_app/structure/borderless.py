@@ -147,9 +147,30 @@ def _fits_one_column(row: Sequence[Piece], cols: list[list[float]], body: float,
     return _slot(row, cols, body, right) is not None
 
 
-def _close(a: Sequence[Piece], b: Sequence[Piece]) -> bool:
+def _close(a: Sequence[Piece], b: Sequence[Piece], lines: float = 1.2) -> bool:
     gap = union_box([p.box for p in b])[1] - union_box([p.box for p in a])[3]
-    return gap <= 1.2 * max(_height(a), _height(b))
+    return gap <= lines * max(_height(a), _height(b))
+
+
+PADDED_ROWS = 1.6  # × a line: rows of cells a word processor pads apart (a blank line and a bit)
+
+
+def _next_row(rows: Sequence[Sequence[Piece]], j: int, body: float, page_width: float) -> bool:
+    """Whether ``rows[j + 1]`` may go on the run that has reached ``rows[j]``: close under it, or a
+    row of cells a padded table's gap under it (a table set with generous cell padding puts more
+    than a line's space between its rows; a paragraph that far under a table is no row of cells).
+    Two numbered section titles over each other ("3.2  Losses" over "3.2.1  Reported") are no padded
+    cells."""
+    if _close(rows[j], rows[j + 1]):
+        return True
+    if all(_titled(r) for r in rows[j : j + 2]):
+        return False
+    return is_multi(rows[j + 1], body, page_width) and _close(rows[j], rows[j + 1], PADDED_ROWS)
+
+
+def _titled(row: Sequence[Piece]) -> bool:
+    """A numbered section title: set heavy, its first piece a section number."""
+    return all(_heavy(p) for p in row) and bool(_SECTION.match(" ".join(p.text.strip() for p in row)))
 
 
 def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[tuple[int, int]]:
@@ -165,7 +186,7 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
         j = last = i
         multis = [rows[i]]
         stretch: list[int] = []  # the columns of the single lines since the last multi row
-        while j + 1 < n and _close(rows[j], rows[j + 1]):
+        while j + 1 < n and _next_row(rows, j, body, page_width):
             nxt = rows[j + 1]
             if is_multi(nxt, body, page_width) or (
                 not _heading_under(nxt, rows[j])

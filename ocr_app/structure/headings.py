@@ -195,7 +195,8 @@ def _styled_heading_level(
     smallest = min(i.size for i in row.items)
     if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
         return 0  # a cover page: only its title
-    if style.outline and row.size >= 0.95 * style.body_size:  # not a smaller running title
+    if style.outline and max(row.caps_size, row.size) >= 0.95 * style.body_size:
+        # not a smaller running title; a title in small capitals by its capitals' size
         level = outline_level(style.outline, text)
         if level:
             return min(level, 6)

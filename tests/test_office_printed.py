@@ -1,0 +1,112 @@
+"""The probe's documents printed by LibreOffice Writer, a word processor (issue 30, round 21;
+``bench.accuracy.office_print``).
+
+Why: Chromium and MuPDF are HTML engines; most reports are written in a word processor and saved as
+PDF. Writer printed the same HTML with habits neither engine has, and showed faults:
+
+- **padded rows**: Writer pads a table's cells alike on every side, so the rows of a table without
+  rules stand more than a line apart. The word grid ended a run of rows at such a gap, each row was a
+  run of its own, and the table came out as text (or as two columns of text). A row of cells up to
+  1.6 lines under the run now goes on it (``borderless._next_row``); two numbered section titles
+  over each other ("3.2  Losses" over "3.2.1  Reported") still do not;
+- **small capitals written as capitals**: Writer writes "1. R" + "ECOMMENDATIONS" (the small ones as
+  capitals at a smaller size) where a browser writes "ecommendations": the titles came out in
+  capitals ("## I. INTRODUCTION"). A line set in small capitals now gives the small ones as the small
+  letters they stand for (``textlayer.small_letters``);
+- **bookmarks and small capitals**: Writer writes the headings' outline into the PDF; a title in small
+  capitals measured under the body's size on average, so the outline was not asked and the title was
+  lost. Its capitals' size counts now (``headings``).
+
+The PDFs in ``tests/data/office`` were printed by ``python -m bench.accuracy.printed --out DIR
+--printer office --only NAME`` (LibreOffice 7.4, Debian's libreoffice-writer-nogui); CI has no
+LibreOffice, so they are kept, and their truth is built from the same plan here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.accuracy.printed import plan
+from ocr_app.engines.textlayer import small_letters
+from ocr_app.structure.borderless import _next_row
+from ocr_app.structure.lines import TextLine
+from tests.factories import heading_texts, page_markdown, pages_markdown
+
+OFFICE = Path(__file__).parent / "data" / "office"
+PADDED = ("none-wrapped-single", "headfill-grouped-two")
+SMALL_CAPS = ("report-smallcaps-1", "paper-ieee-two")
+
+
+def _truth(name: str) -> str:
+    return next(make for n, _, make in plan() if n == name)()[1]
+
+
+def _tables(md: str) -> list[list[list[str]]]:
+    return [
+        [re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", t, re.S)]
+        for t in re.findall(r"<table>.*?</table>", md, re.S)
+    ]
+
+
+def test_the_kept_pdfs_are_writers():
+    import pymupdf
+
+    for pdf in sorted(OFFICE.glob("*.pdf")):
+        with pymupdf.open(pdf) as doc:
+            assert (doc.metadata or {}).get("producer", "").startswith("LibreOffice"), pdf.name
+            assert {f[3].split("+")[-1] for f in doc[0].get_fonts()} & {
+                "LiberationSans",
+                "LiberationSerif",
+                "DejaVuSans",
+            }, pdf.name
+    assert {p.stem for p in OFFICE.glob("*.pdf")} == {*PADDED, *SMALL_CAPS}
+
+
+@pytest.mark.parametrize("name", PADDED)
+def test_a_table_with_padded_rows_is_one_table(textlayer_engine, name):
+    """Rows a blank line apart (Writer's cell padding): one table, its rows and spans as the truth."""
+    truth = _truth(name)
+    md = page_markdown(textlayer_engine, OFFICE / f"{name}.pdf")
+    assert md.count("<table>") == 1, md
+    assert _tables(md) == _tables(truth), md
+    assert "The table below sets out the figures by line." in md
+
+
+@pytest.mark.parametrize("name", SMALL_CAPS)
+def test_titles_in_small_capitals_read_as_written(textlayer_engine, name):
+    """Writer's small capitals ("I. I" + "NTRODUCTION"): headings in the truth's letters and levels."""
+    truth = _truth(name)
+    md = "\n\n".join(pages_markdown(textlayer_engine, OFFICE / f"{name}.pdf"))
+    assert heading_texts(md) == heading_texts(truth), md
+    assert not re.search(r"^#+ .*[A-Z]{5}", md, re.M), md
+
+
+def test_small_capitals_become_the_letters_they_stand_for():
+    spans = [{"size": 11.0}, {"size": 8.8}, {"size": 11.0}, {"size": 8.8}]
+    texts = ["1. R", "ECOMMENDATIONS ", "A", "ND MORE"]
+    assert small_letters(spans, texts, 11.0) == ["1. R", "ecommendations ", "A", "nd more"]
+    # a footnote mark far smaller than a small capital keeps its case
+    assert small_letters([{"size": 11.0}, {"size": 5.0}], ["N", "B"], 11.0) == ["N", "B"]
+
+
+def _piece(text: str, x0: float, y0: float, bold: bool = False) -> TextLine:
+    return TextLine(text, (x0, y0, x0 + 8.0 * len(text), y0 + 10.0), 10.0, bold, 700 if bold else 400)
+
+
+def test_padded_rows_go_on_numbered_titles_do_not():
+    row = [_piece("Upper", 50.0, 100.0), _piece("3.37", 200.0, 100.0), _piece("1.40", 300.0, 100.0)]
+    wrap = [_piece("weir", 50.0, 111.0)]
+    padded = [_piece("Mill", 50.0, 135.0), _piece("4.43", 200.0, 135.0), _piece("1.44", 300.0, 135.0)]
+    far = [_piece("Town", 50.0, 165.0), _piece("3.06", 200.0, 165.0), _piece("3.64", 300.0, 165.0)]
+    para = [_piece("The pilot ran in six schools for one term and more", 50.0, 135.0)]
+    assert _next_row([row, wrap, padded], 1, 10.0, 600.0)  # 14 under a line of 10: a padded row
+    assert not _next_row([row, wrap, para], 1, 10.0, 600.0)  # a paragraph that far under is not
+    assert not _next_row([padded, far], 0, 10.0, 600.0)  # 20 under: more than 1.6 lines
+    titles = [
+        [_piece("3.2", 50.0, 100.0, True), _piece("Measuring Losses", 90.0, 100.0, True)],
+        [_piece("3.2.1", 50.0, 124.0, True), _piece("Reported Losses", 90.0, 124.0, True)],
+    ]
+    assert not _next_row(titles, 0, 10.0, 600.0)
