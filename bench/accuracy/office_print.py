@@ -61,11 +61,11 @@ INLINE_JS = r"""
         if (w > 0 && st !== 'none' && st !== 'hidden')
           out.push(`border-${side}:${pt(w)} solid ${hex(s['border-' + side + '-color']) || '#000000'}`);
       }
-      if (s.display !== 'table-cell')  // a cell's padding goes on its table (Writer reads it there)
-        for (const side of ['top', 'bottom', 'left', 'right']) {
-          out.push(`padding-${side}:${pt(s['padding-' + side])}`);
-          out.push(`margin-${side}:${pt(s['margin-' + side])}`);
-        }
+      // A cell's padding goes on its table (Writer reads it there); a paragraph's padding into its
+      // margin (Writer drops a paragraph's padding, and a hanging indent then hung into the gutter).
+      if (s.display !== 'table-cell')
+        for (const side of ['top', 'bottom', 'left', 'right'])
+          out.push(`margin-${side}:${pt(parseFloat(s['margin-' + side]) + parseFloat(s['padding-' + side]))}`);
       if (parseFloat(s.textIndent) !== 0) out.push('text-indent:' + pt(s.textIndent));
       if (s.breakBefore === 'page') out.push('page-break-before:always');
       if (s.display === 'table-cell') el.setAttribute('valign', s.verticalAlign === 'top' ? 'top' : 'middle');
@@ -129,6 +129,14 @@ def inline(browser, page_html: str) -> str:
     return re.sub(r"<style>.*?</style>", "", flat, flags=re.S)
 
 
+def _text_band(page) -> tuple[float, float]:
+    """The top of the page's first line and the bottom of its last."""
+    boxes = [b[:4] for b in page.get_text("blocks") if b[4].strip()]
+    if not boxes:
+        return page.rect.height / 2, page.rect.height / 2
+    return min(b[1] for b in boxes), max(b[3] for b in boxes)
+
+
 def print_office(pages: list[tuple[str, str, str]], pdf_dir: Path) -> None:
     """``pages`` (name, inlined HTML, kind) → ``pdf_dir/NAME.pdf``, one Writer process for all."""
     import pymupdf
@@ -160,8 +168,12 @@ def print_office(pages: list[tuple[str, str, str]], pdf_dir: Path) -> None:
             doc = pymupdf.open(str(dst / f"{name}.pdf"))
             try:
                 for number, p in enumerate(doc, start=1):
-                    for point, text in _running(kind if kind != "slide" else "A4", number, p.rect):
-                        p.insert_text(point, text, fontsize=6)
+                    top, bottom = _text_band(p)
+                    for (x, y), text in _running(kind if kind != "slide" else "A4", number, p.rect):
+                        # Writer's margins are narrower than Chromium's: the line goes clear of the text
+                        y = min(y, top - 6) if y < p.rect.height / 2 else max(y, bottom + 12)
+                        if 8 <= y <= p.rect.height - 4:
+                            p.insert_text((x, y), text, fontsize=6)
                 doc.save(str(pdf_dir / f"{name}.pdf"))
             finally:
                 doc.close()

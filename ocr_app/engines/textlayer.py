@@ -465,15 +465,11 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
             kept = [(s, t) for s, t in zip(line["spans"], texts, strict=True) if t.strip()]
             if not kept:
                 continue
-            words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
-            caps = small_caps_size([(s["size"], t) for s, t in words])
-            if caps:
-                texts = small_letters(line["spans"], texts, caps)
-                kept = [(s, t) for s, t in zip(line["spans"], texts, strict=True) if t.strip()]
-                words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
             text = " ".join("".join(_mark_scripts(line, texts)).split())
+            words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
             weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
+            caps = small_caps_size([(s["size"], t) for s, t in words])
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
             bold = all(
                 s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() or _in_stroked(s, stroked)
@@ -608,18 +604,6 @@ def small_caps_size(spans: Sequence[tuple[float, str]]) -> float:
     )
     starts = all(c.isupper() for t in capitals for c in t if c.isalpha())
     return big if small and capitals and one_case and starts else 0.0
-
-
-def small_letters(spans: Sequence[dict], texts: list[str], caps: float) -> list[str]:
-    """Span texts with the small capitals of a line set in small capitals written as the small
-    letters they stand for: a word processor writes "R" + "ECOMMENDATIONS" (the small ones as
-    capitals at a smaller size), a browser "R" + "ecommendations"; both say "Recommendations".
-    Only spans at a small capital's size; the capitals at full size keep their case."""
-    low, high = SMALL_CAPS_RATIO[0] * caps, SMALL_CAPS_RATIO[1] * caps
-    return [
-        t.lower() if low <= span["size"] <= high and any(c.isalpha() for c in t) else t
-        for span, t in zip(spans, texts, strict=True)
-    ]
 
 
 _TAGS = re.compile(r"</?su[pb]>")

@@ -161,6 +161,7 @@ def _ends_sentence(text: str) -> bool:
 GAP_JUMP = 0.5  # × body size: sorted line gaps that jump by this much come in two sizes
 SHORT_LINE = 3.0  # × size: a paragraph's last line stops at least this short of the column's edge...
 PARSKIP = 0.3  # ... with at least this × size more space under it than between its lines: it ended
+OVERLAP = 0.25  # × size: rows overlapping more than this are side by side, not stacked lines
 
 
 def _typical_gap(gaps: list[float], body: float, config: LayoutConfig) -> float:
@@ -189,10 +190,12 @@ def _section_units(
     units: list[Row | Table] = [*group_rows(texts), *(i for i in section if isinstance(i, Table))]
     units.sort(key=lambda u: (u.box[1] + u.box[3]) / 2)
     rows_only = [u for u in units if isinstance(u, Row)]
+    # Rows that overlap by more than a quarter of a line are no lines of one paragraph (the heads of a
+    # table set in the middle of their cells, beside and over each other): their "gaps" are no spacing.
     gaps = [
         b.box[1] - a.box[3]
         for a, b in itertools.pairwise(rows_only)
-        if size_close(a.size, b.size) and b.box[1] - a.box[3] < 2.5 * a.size
+        if size_close(a.size, b.size) and -OVERLAP * a.size <= b.box[1] - a.box[3] < 2.5 * a.size
     ]
     typical_gap = _typical_gap(gaps, body, config)
     isolated = isolated_rows(units, config) if style is not None else set()
