@@ -69,6 +69,16 @@ INLINE_JS = r"""
       if (parseFloat(s.textIndent) !== 0) out.push('text-indent:' + pt(s.textIndent));
       if (s.breakBefore === 'page') out.push('page-break-before:always');
       if (s.display === 'table-cell') el.setAttribute('valign', s.verticalAlign === 'top' ? 'top' : 'middle');
+      if (s.display === 'table-cell' && out.some(o => o.startsWith('border-'))) {
+        // Writer drops a cell's padding where the cell has a border (its figures then touched the
+        // next column's text): its text goes in a paragraph set in by the padding, as Writer pads.
+        const inner = document.createElement('div');
+        const font = out.filter(o => !o.startsWith('border-') && !o.startsWith('background'));
+        inner.setAttribute('style', [...font, `margin-left:${pt(s.paddingLeft)}`,
+          `margin-right:${pt(s.paddingRight)}`, 'margin-top:0pt', 'margin-bottom:0pt'].join(';'));
+        while (el.firstChild) inner.appendChild(el.firstChild);
+        el.appendChild(inner);
+      }
     }
     if (el.tagName === 'TABLE') {  // its share of the column it stands in (Writer reads pixels otherwise)
       const p = getComputedStyle(el.parentElement), n = parseInt(p.columnCount) || 1;
@@ -167,10 +177,12 @@ def print_office(pages: list[tuple[str, str, str]], pdf_dir: Path) -> None:
         for name, _, kind in pages:
             doc = pymupdf.open(str(dst / f"{name}.pdf"))
             try:
+                # Writer's margins are narrower than Chromium's: the running lines go clear of the
+                # text on every page, at one place in the document (as a template puts them)
+                bands = [_text_band(p) for p in doc]
+                top, bottom = min(b[0] for b in bands), max(b[1] for b in bands)
                 for number, p in enumerate(doc, start=1):
-                    top, bottom = _text_band(p)
                     for (x, y), text in _running(kind if kind != "slide" else "A4", number, p.rect):
-                        # Writer's margins are narrower than Chromium's: the line goes clear of the text
                         y = min(y, top - 6) if y < p.rect.height / 2 else max(y, bottom + 12)
                         if 8 <= y <= p.rect.height - 4:
                             p.insert_text((x, y), text, fontsize=6)
