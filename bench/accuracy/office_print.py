@@ -90,6 +90,10 @@ INLINE_JS = r"""
       }
       el.setAttribute('width', Math.min(100, Math.round(100 * el.getBoundingClientRect().width / column)) + '%');
     }
+    if (el.tagName === 'IMG') {  // a picture at the size it is shown, not its pixels' size
+      const box = el.getBoundingClientRect();
+      out.push(`width:${pt(box.width)}`, `height:${pt(box.height)}`);
+    }
     el.setAttribute('style', out.join(';'));
   }
   for (const el of [...document.body.querySelectorAll('div')]) {
