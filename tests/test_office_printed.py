@@ -7,13 +7,18 @@ PDF. Writer printed the same HTML with habits neither engine has, and showed fau
 - **padded rows**: Writer pads a table's cells alike on every side, so the rows of a table without
   rules stand more than a line apart. The word grid ended a run of rows at such a gap, each row was a
   run of its own, and the table came out as text (or as two columns of text). A row of cells up to
-  1.6 lines under the run now goes on it (``borderless._next_row``); two numbered section titles
-  over each other ("3.2  Losses" over "3.2.1  Reported") still do not;
+  1.6 lines under the run now goes on it, as does a bold group label ("Staff") between such rows
+  (``borderless._next_row``); two numbered section titles over each other ("3.2  Losses" over
+  "3.2.1  Reported") still do not;
 - **heads in the middle of their cells**: Writer sets a table's heads in the middle of their cells, so
   "Site" (over two rows) overlaps "Nitrate (mg/l)" and the two lines of "Phosphate (mg/l)". Their
   negative gaps came out as the page's spacing between lines, and every paragraph broke after each
   line. Rows overlapping more than a quarter of a line are no lines of a paragraph
   (``passes.blocks._section_units``);
+- **a column longer than the next**: Writer fills one column before the next, so the first may run
+  below the second's end. Its last section, after a blank line, was taken for text after the columns
+  and read last. A column whose bottom line is a full line broken mid-sentence goes on in the next
+  column (``passes.columns._runs_on``);
 - **bookmarks and small capitals**: Writer writes the headings' outline into the PDF, and writes
   small capitals as capitals at a smaller size ("1. R" + "ECOMMENDATIONS"). Such a title measured under
   the body's size on average, so the outline was not asked and the title was lost. Its capitals' size
@@ -35,12 +40,14 @@ import pytest
 from bench.accuracy.printed import plan
 from ocr_app.structure.borderless import _next_row
 from ocr_app.structure.lines import TextLine
+from ocr_app.structure.passes.columns import _detached_tail
 from tests.factories import page_markdown, pages_markdown
 
 OFFICE = Path(__file__).parent / "data" / "office"
 PADDED = ("none-wrapped-single", "headfill-grouped-two")
 SMALL_CAPS = ("report-smallcaps-1", "paper-ieee-two")
 CENTRED_HEADS = "headfill-grouped-single-centred"
+NEWSLETTER = "news-ragged"
 
 
 def _truth(name: str) -> str:
@@ -65,7 +72,7 @@ def test_the_kept_pdfs_are_writers():
                 "LiberationSerif",
                 "DejaVuSans",
             }, pdf.name
-    assert {p.stem for p in OFFICE.glob("*.pdf")} == {*PADDED, *SMALL_CAPS, CENTRED_HEADS}
+    assert {p.stem for p in OFFICE.glob("*.pdf")} == {*PADDED, *SMALL_CAPS, CENTRED_HEADS, NEWSLETTER}
 
 
 @pytest.mark.parametrize("name", PADDED)
@@ -101,6 +108,36 @@ def test_heads_set_in_the_middle_of_their_cells_leave_the_paragraphs_whole(textl
         assert paragraph.strip() in md.split("\n\n"), paragraph
 
 
+def test_a_column_that_runs_longer_than_the_next_is_read_in_its_place(textlayer_engine):
+    """Writer fills one column before the next: the first column runs below the second's end, its
+    last section ("Works in progress", after a blank line) broken mid-sentence into the next column.
+    It was taken for text after the columns and read last, its heading after its own paragraph."""
+    md = page_markdown(textlayer_engine, OFFICE / f"{NEWSLETTER}.pdf")
+    flat = " ".join(md.split())
+    section = flat[flat.index("## Works in progress") :]
+    assert section.startswith(
+        "## Works in progress Water quality was sampled at forty stations along the river. Nitrate levels"
+        " fell at most stations, while phosphate stayed close"
+    ), md
+    assert flat.index("## Works in progress") < flat.index("## Costs"), md
+
+
+def test_text_after_the_columns_stays_after_them():
+    def line(text: str, x0: float, y0: float, x1: float) -> TextLine:
+        return TextLine(text, (x0, y0, x1, y0 + 10.0), 10.0)
+
+    left = [line("running text of the first column", 0.0, 12.0 * k, 200.0) for k in range(10)]
+    right = [line("running text of the second column", 230.0, 12.0 * k, 430.0) for k in range(5)]
+    ends = [line("Note", 0.0, 160.0, 40.0), line("The figures are provisional.", 0.0, 172.0, 150.0)]
+    runs = [
+        line("Works in progress", 0.0, 160.0, 120.0),
+        line("the river ran low and the", 0.0, 172.0, 198.0),
+    ]
+    band = [(0, it) for it in left] + [(1, it) for it in right]
+    assert len(_detached_tail([*band, *((0, it) for it in ends)], 10.0)) == 2  # a note under the columns
+    assert _detached_tail([*band, *((0, it) for it in runs)], 10.0) == []  # the column runs on
+
+
 def _piece(text: str, x0: float, y0: float, bold: bool = False) -> TextLine:
     return TextLine(text, (x0, y0, x0 + 8.0 * len(text), y0 + 10.0), 10.0, bold, 700 if bold else 400)
 
@@ -119,3 +156,9 @@ def test_padded_rows_go_on_numbered_titles_do_not():
         [_piece("3.2.1", 50.0, 124.0, True), _piece("Reported Losses", 90.0, 124.0, True)],
     ]
     assert not _next_row(titles, 0, 10.0, 600.0)
+    # a group label between padded rows goes on; a plain line there, or one with no row under it, not
+    label = [_piece("Staff", 50.0, 135.0, True)]
+    under = [_piece("Salaries", 50.0, 159.0), _piece("395", 200.0, 159.0), _piece("327", 300.0, 159.0)]
+    assert _next_row([row, wrap, label, under], 1, 10.0, 600.0)
+    assert not _next_row([row, wrap, [_piece("Staff", 50.0, 135.0)], under], 1, 10.0, 600.0)
+    assert not _next_row([row, wrap, label], 1, 10.0, 600.0)

@@ -2,7 +2,7 @@
 
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do):
 
-    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...] [--printer mupdf|mupdf-serif]
+    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...] [--printer mupdf|mupdf-serif|office]
 
 Each document is built from blocks (headings, paragraphs, lists, one table), written as HTML and as
 Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", backgrounds on):
@@ -33,7 +33,9 @@ Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", back
 
 ``--printer mupdf`` lays the same HTML out with MuPDF's own engine instead (``story_print``, round 20):
 another producer's fonts, fills and line breaks under the same truth; ``--printer mupdf-serif`` sets
-every face in its serif and justifies the paragraphs.
+every face in its serif and justifies the paragraphs. ``--printer office`` (round 21) hands the same
+HTML, its styles computed by Chromium and written inline, to LibreOffice Writer, which lays it out and
+exports PDF as a word processor does (``office_print``; needs Debian's libreoffice-writer-nogui).
 
 Scored with the public sets' measures (``public.markdown_set``: NID / TEDS / MHS and the structure
 measures). The documents are ours, so they only probe kinds no public set here has (docs/ACCURACY.md,
@@ -962,8 +964,12 @@ def _build_story(out: Path, only: tuple[str, ...], *, serif: bool = False) -> li
 def _build_office(out: Path, only: tuple[str, ...]) -> list[str]:
     from playwright.sync_api import sync_playwright
 
-    from bench.accuracy.office_print import inline, print_office, printable
+    from bench.accuracy.office_print import available, inline, print_office, printable
 
+    if not available():
+        raise SystemExit(
+            "--printer office needs LibreOffice's soffice on the PATH (apt install libreoffice-writer-nogui)"
+        )
     pages, names = [], []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(

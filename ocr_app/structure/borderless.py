@@ -158,14 +158,24 @@ PADDED_ROWS = 1.6  # × a line: rows of cells a word processor pads apart (a bla
 def _next_row(rows: Sequence[Sequence[Piece]], j: int, body: float, page_width: float) -> bool:
     """Whether ``rows[j + 1]`` may go on the run that has reached ``rows[j]``: close under it, or a
     row of cells a padded table's gap under it (a table set with generous cell padding puts more
-    than a line's space between its rows; a paragraph that far under a table is no row of cells).
-    Two numbered section titles over each other ("3.2  Losses" over "3.2.1  Reported") are no padded
+    than a line's space between its rows; a paragraph that far under a table is no row of cells), or
+    a group label between such rows. Two numbered section titles over each other ("3.2  Losses" over "3.2.1  Reported") are no padded
     cells."""
     if _close(rows[j], rows[j + 1]):
         return True
-    if all(_titled(r) for r in rows[j : j + 2]):
+    if all(_titled(r) for r in rows[j : j + 2]) or not _close(rows[j], rows[j + 1], PADDED_ROWS):
         return False
-    return is_multi(rows[j + 1], body, page_width) and _close(rows[j], rows[j + 1], PADDED_ROWS)
+    if is_multi(rows[j + 1], body, page_width):
+        return True
+    # a group label ("Staff") between padded rows: one heavy piece with a row of cells as far under it
+    label = rows[j + 1]
+    return (
+        len(label) == 1
+        and _heavy(label[0])
+        and j + 2 < len(rows)
+        and is_multi(rows[j + 2], body, page_width)
+        and _close(label, rows[j + 2], PADDED_ROWS)
+    )
 
 
 def _titled(row: Sequence[Piece]) -> bool:
@@ -244,7 +254,7 @@ def _section_label(
         return False
     return (
         _in_rhythm(rows, first, k)
-        and _close(rows[k], under)
+        and _close(rows[k], under, PADDED_ROWS)
         and is_multi(under, body, right)
         and not all(_heavy(p) for p in under)  # a new table's heads under a title between two tables
         and cols[0][0] - OUTDENT * body <= min(p.box[0] for p in under) <= cols[0][1]

@@ -192,7 +192,8 @@ def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int,
         if tail and side != tail[0][0]:
             break
         if tail and tail[0][1].box[1] - it.box[3] >= 1.5 * body:
-            return tail  # a clear break: the column ends at ``it``, what follows is the tail
+            # a clear break: the column ends at ``it``, what follows is the tail (unless it runs on)
+            return [] if _runs_on(tail[-1][1], [o for s, o in band if s == side]) else tail
         tail.insert(0, band[k - 1])
         k -= 1
     if not tail:
@@ -201,9 +202,24 @@ def _detached_tail(band: list[tuple[int, Item]], body: float) -> list[tuple[int,
     previous = [it for s, it in band[:k] if s == side]
     if previous and tail[0][1].box[1] - previous[-1].box[3] < 1.5 * body:
         return []
+    if _runs_on(tail[-1][1], [it for s, it in band if s == side]):
+        return []  # the column's last paragraph goes on at the top of the next column
     return tail
 
 
+def _runs_on(last: Item, column: list[Item]) -> bool:
+    """Whether ``last``, the bottom line of a column, is a full line of running text broken
+    mid-sentence: the column's text goes on in the next column (a word processor fills one column
+    before the next, so the first may run longer than the second), no text that follows the columns."""
+    if not isinstance(last, TextLine):
+        return False
+    width = max((it.box[2] - it.box[0] for it in column if isinstance(it, TextLine)), default=0.0)
+    text = last.text.rstrip()
+    return bool(text) and not text.endswith(SENTENCE_END) and last.box[2] - last.box[0] >= FULL_LINE * width
+
+
+SENTENCE_END = (".", "!", "?", ":", ";", "\u201d", '"', ")")
+FULL_LINE = 0.8  # × the column's widest line: a line this long was wrapped, not ended
 PROSE_WIDTH = 12  # × body size: a line this wide is running text, not a label or a cell
 TITLE_SIZE = 1.3  # × body size: a line this large beside running text is a title in its own column
 
