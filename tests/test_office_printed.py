@@ -14,7 +14,9 @@ PDF. Writer printed the same HTML with habits neither engine has, and showed fau
   "Site" (over two rows) overlaps "Nitrate (mg/l)" and the two lines of "Phosphate (mg/l)". Their
   negative gaps came out as the page's spacing between lines, and every paragraph broke after each
   line. Rows overlapping more than a quarter of a line are no lines of a paragraph
-  (``passes.blocks._section_units``);
+  (``passes.blocks._section_units``). The heads were left over the table as a heading: bold rows
+  overlapping each other (or a head's first line right over its second) right over the table are
+  now one row of heads, each head's lines joined (``borderless._centred_heads``);
 - **a column longer than the next**: Writer fills one column before the next, so the first may run
   below the second's end. Its last section, after a blank line, was taken for text after the columns
   and read last. A column whose bottom line is a full line broken mid-sentence goes on in the next
@@ -96,16 +98,20 @@ def test_titles_in_small_capitals_read_as_written(textlayer_engine, name):
     assert [(h, t.upper()) for h, t in got] == [(h, t.upper()) for h, t in want], md
 
 
-def test_heads_set_in_the_middle_of_their_cells_leave_the_paragraphs_whole(textlayer_engine):
+def test_heads_set_in_the_middle_of_their_cells(textlayer_engine):
     """A table's heads set in the middle of their cells overlap each other ("Site" beside "Nitrate
     (mg/l)" beside "Phosphate" over "(mg/l)"): their negative "gaps" were taken for the page's line
-    spacing, and every paragraph broke after each line."""
+    spacing, and every paragraph broke after each line; and the heads were left over the table as a
+    heading ("### Phosphate Nitrate (mg/l) (mg/l) Site")."""
     truth = _truth(CENTRED_HEADS)
     md = page_markdown(textlayer_engine, OFFICE / f"{CENTRED_HEADS}.pdf")
     paragraphs = [p for p in truth.split("\n\n") if p and not p.startswith(("#", "<table"))]
     assert len(paragraphs) >= 6
     for paragraph in paragraphs:
         assert paragraph.strip() in md.split("\n\n"), paragraph
+    # and the heads are the table's: "Site" over two rows, each group head over its two years
+    assert _tables(md) == _tables(truth), md
+    assert "### Phosphate" not in md
 
 
 def test_a_column_that_runs_longer_than_the_next_is_read_in_its_place(textlayer_engine):

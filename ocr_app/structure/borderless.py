@@ -27,6 +27,7 @@ so it imports nothing from ``layout``.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import re
@@ -1242,11 +1243,52 @@ def _halves(run: Sequence[Sequence[Piece]], split: float) -> list[list[Sequence[
     return out
 
 
+def _centred_heads(
+    rows: Sequence[Sequence[Piece]], k: int, taken: int, sources: dict[int, tuple[Piece, list[Piece]]]
+) -> list[Piece] | None:
+    """The heads over a table set in the middle of their cells (a word processor's head row
+    centred down its height): bold rows overlapping each other from ``rows[k]`` up ("Site" beside
+    "Nitrate (mg/l)" beside the two lines of "Phosphate (mg/l)"), as one row of heads, a head's lines
+    joined top to bottom (``sources``: a joined head's id → the head, kept so no other piece takes
+    its id, and its lines). None where ``rows[k]``
+    overlaps no bold row above it."""
+    top = k
+    while top - 1 > taken and _head_over(rows[top - 1], rows[top]):
+        top -= 1
+    if top == k:
+        return None
+    heads = []
+    for stack in _stacks(
+        sorted((p for r in rows[top : k + 1] for p in r), key=lambda p: (p.box[1], p.box[0]))
+    ):
+        stack = sorted(stack, key=lambda p: p.box[1])
+        box = union_box([p.box for p in stack])
+        head = dataclasses.replace(stack[0], text=_text(stack), box=box) if len(stack) > 1 else stack[0]
+        sources[id(head)] = (head, stack)
+        heads.append(head)
+    return heads
+
+
+def _head_over(upper: Sequence[Piece], lower: Sequence[Piece]) -> bool:
+    """Whether the bold row ``upper`` is more of the heads in ``lower``: overlapping it (heads
+    centred down their cells), or its heads' first lines right over their second ("Nitrate" over
+    "(mg/l)"), each over a head of ``lower``."""
+    if not all(_heavy(p) for p in upper) or not all(_heavy(p) for p in lower):
+        return False
+    if _overlap(upper, lower):
+        return True
+    gap = union_box([p.box for p in lower])[1] - union_box([p.box for p in upper])[3]
+    return 0 <= gap <= 0.5 * _height(upper) and all(
+        any(min(a.box[2], b.box[2]) > max(a.box[0], b.box[0]) for b in lower) for a in upper
+    )
+
+
 def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -> list[Grid]:
     """All borderless tables among the page's rows (top to bottom); two tables set side by side
     (``side_by_side``) are read one by one (issue 30, round 11)."""
     grids: list[Grid] = []
     taken = -1
+    sources: dict[int, tuple[Piece, list[Piece]]] = {}  # heads joined from lines centred in their cells
     runs = find_runs(rows, body, page_width)
     for first, last in runs:
         above = rows[first - 1] if first - 1 > taken and first > 0 else None
@@ -1254,6 +1296,9 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
             above = [*rows[first - 2], *above]
         elif above is not None and not _close(above, rows[first]):
             above = None
+        elif above is not None and not _head_over(above, rows[first]):
+            # (heads that run on into the run's first row are read with it, as before)
+            above = _centred_heads(rows, first - 1, taken, sources) or above
         run = rows[first : last + 1]
         others = [*rows[:first], *rows[last + 1 :]]
         pair = side_by_side(run)
@@ -1267,6 +1312,9 @@ def find_grids(rows: Sequence[Sequence[Piece]], body: float, page_width: float) 
             if not _text_columns_of_page(grid, others, body, page_width) and not _prose_beside(
                 grid, others, body, page_width
             ):
+                grid.pieces = [
+                    q for p in grid.pieces for q in (sources[id(p)][1] if id(p) in sources else [p])
+                ]
                 grids.append(grid)
                 taken = last
     logger.debug("borderless: %d runs → %d tables", len(runs), len(grids))
