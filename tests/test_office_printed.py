@@ -168,3 +168,11 @@ def test_padded_rows_go_on_numbered_titles_do_not():
     assert _next_row([row, wrap, label, under], 1, 10.0, 600.0)
     assert not _next_row([row, wrap, [_piece("Staff", 50.0, 135.0)], under], 1, 10.0, 600.0)
     assert not _next_row([row, wrap, label], 1, 10.0, 600.0)
+    # the boxes of a flow chart: two over five, as far apart, are no padded rows (ICDAR's eu-014)
+    boxes = [_piece("Municipal taxes", 300.0, 100.0), _piece("Municipalities", 450.0, 100.0)]
+    five = [
+        _piece(t, 10.0 + 110.0 * k, 124.0)
+        for k, t in enumerate(("Taxes", "State", "Ministry", "Providers", "Schools"))
+    ]
+    assert not _next_row([boxes, five], 0, 10.0, 600.0)
+    assert _next_row([boxes, five[:3]], 0, 10.0, 600.0)

@@ -160,14 +160,16 @@ def _next_row(rows: Sequence[Sequence[Piece]], j: int, body: float, page_width: 
     """Whether ``rows[j + 1]`` may go on the run that has reached ``rows[j]``: close under it, or a
     row of cells a padded table's gap under it (a table set with generous cell padding puts more
     than a line's space between its rows; a paragraph that far under a table is no row of cells), or
-    a group label between such rows. Two numbered section titles over each other ("3.2  Losses" over "3.2.1  Reported") are no padded
-    cells."""
+    a group label between such rows. Two numbered section titles over each other ("3.2  Losses" over
+    "3.2.1  Reported") are no padded cells, nor a row of more cells than the fullest row of the lines
+    above it and one more (the boxes of a flow chart, two over five)."""
     if _close(rows[j], rows[j + 1]):
         return True
     if all(_titled(r) for r in rows[j : j + 2]) or not _close(rows[j], rows[j + 1], PADDED_ROWS):
         return False
     if is_multi(rows[j + 1], body, page_width):
-        return True
+        most = max(len(_stacks(r)) for r in rows[max(0, j - MAX_CELL_LINES) : j + 1])
+        return most < 2 or len(_stacks(rows[j + 1])) <= most + 1
     # a group label ("Staff") between padded rows: one heavy piece with a row of cells as far under it
     label = rows[j + 1]
     return (
