@@ -1252,8 +1252,7 @@ def _centred_heads(
     centred down its height): bold rows overlapping each other from ``rows[k]`` up ("Site" beside
     "Nitrate (mg/l)" beside the two lines of "Phosphate (mg/l)"), as one row of heads, a head's lines
     joined top to bottom (``sources``: a joined head's id → the head, kept so no other piece takes
-    its id, and its lines). None where ``rows[k]``
-    overlaps no bold row above it."""
+    its id, and its lines). None where ``rows[k]`` overlaps no bold row above it."""
     top = k
     while top - 1 > taken and _head_over(rows[top - 1], rows[top]):
         top -= 1

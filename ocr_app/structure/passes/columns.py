@@ -25,6 +25,7 @@ from ocr_app.structure.lines import (
     size_close,
     vertical_overlap,
 )
+from ocr_app.structure.paragraphs import ends_sentence
 
 if TYPE_CHECKING:
     from ocr_app.schema import Box
@@ -214,11 +215,10 @@ def _runs_on(last: Item, column: list[Item]) -> bool:
     if not isinstance(last, TextLine):
         return False
     width = max((it.box[2] - it.box[0] for it in column if isinstance(it, TextLine)), default=0.0)
-    text = last.text.rstrip()
-    return bool(text) and not text.endswith(SENTENCE_END) and last.box[2] - last.box[0] >= FULL_LINE * width
+    text = last.text.strip()
+    return bool(text) and not ends_sentence(text) and last.box[2] - last.box[0] >= FULL_LINE * width
 
 
-SENTENCE_END = (".", "!", "?", ":", ";", "\u201d", '"', ")")
 FULL_LINE = 0.8  # × the column's widest line: a line this long was wrapped, not ended
 PROSE_WIDTH = 12  # × body size: a line this wide is running text, not a label or a cell
 TITLE_SIZE = 1.3  # × body size: a line this large beside running text is a title in its own column
