@@ -155,7 +155,7 @@ def print_office(pages: list[tuple[str, str, str]], pdf_dir: Path) -> None:
     """``pages`` (name, inlined HTML, kind) → ``pdf_dir/NAME.pdf``, one Writer process for all."""
     import pymupdf
 
-    from bench.accuracy.story_print import _running
+    from bench.accuracy.story_print import running_lines
 
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp, "html"), Path(tmp, "pdf")
@@ -186,7 +186,7 @@ def print_office(pages: list[tuple[str, str, str]], pdf_dir: Path) -> None:
                 bands = [_text_band(p) for p in doc]
                 top, bottom = min(b[0] for b in bands), max(b[1] for b in bands)
                 for number, p in enumerate(doc, start=1):
-                    for (x, y), text in _running(kind if kind != "slide" else "A4", number, p.rect):
+                    for (x, y), text in running_lines(kind if kind != "slide" else "A4", number, p.rect):
                         y = min(y, top - 6) if y < p.rect.height / 2 else max(y, bottom + 12)
                         if 8 <= y <= p.rect.height - 4:
                             p.insert_text((x, y), text, fontsize=6)

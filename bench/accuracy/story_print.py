@@ -81,7 +81,7 @@ def print_story(page_html: str, path: Path, kind: str, *, serif: bool = False) -
     doc = pymupdf.open(str(draft))
     try:
         for number, p in enumerate(doc, start=1):
-            for point, text in _running(kind, number, page):
+            for point, text in running_lines(kind, number, page):
                 p.insert_text(point, text, fontsize=6)
         doc.save(str(path))
     finally:
@@ -89,8 +89,8 @@ def print_story(page_html: str, path: Path, kind: str, *, serif: bool = False) -
         draft.unlink(missing_ok=True)
 
 
-def _running(kind: str, number: int, page) -> list[tuple[tuple[float, float], str]]:
-    """The running header and page number Chromium's templates print for ``kind``."""
+def running_lines(kind: str, number: int, page) -> list[tuple[tuple[float, float], str]]:
+    """The running header and page number Chromium's templates print for ``kind`` (MuPDF and Writer print them afterwards)."""
     if kind == "report":
         return [
             ((20 * MM, 14 * MM), "Regional Council — annual report"),
