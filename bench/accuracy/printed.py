@@ -921,6 +921,8 @@ def build(out: Path, only: tuple[str, ...] = (), printer: str = "chromium") -> l
 
     if printer == "office":
         return _build_office(out, only)
+    if printer == "latex":
+        return _build_latex(out, only)
 
     names = []
     with sync_playwright() as pw:
@@ -988,6 +990,38 @@ def _build_office(out: Path, only: tuple[str, ...]) -> list[str]:
         finally:
             browser.close()
     print_office(pages, out / "pdf")
+    return names
+
+
+def _build_latex(out: Path, only: tuple[str, ...]) -> list[str]:
+    from playwright.sync_api import sync_playwright
+
+    from bench.accuracy.latex_print import available, print_latex, printable, tree
+
+    if not available():
+        raise SystemExit(
+            "--printer latex needs pdflatex on the PATH (apt install texlive-latex-extra texlive-fonts-recommended)"
+        )
+    pages = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            for name, kind, make in plan():
+                if (only and name not in only) or not printable(name):
+                    continue
+                page_html, truth = make()
+                if name.startswith("raster-"):
+                    page_html = _table_as_picture(browser, page_html)
+                pages.append((name, tree(browser, page_html), kind))
+                (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
+        finally:
+            browser.close()
+    names = print_latex(pages, out / "pdf")
+    for name, _, _ in pages:  # a document pdflatex could not typeset has no truth either
+        if name not in names:
+            (out / "gt" / f"{name}.md").unlink()
     return names
 
 
@@ -1064,7 +1098,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated document names")
     ap.add_argument(
         "--printer",
-        choices=("chromium", "mupdf", "mupdf-serif", "office"),
+        choices=("chromium", "mupdf", "mupdf-serif", "office", "latex"),
         default="chromium",
         help="who lays out and prints the HTML",
     )
@@ -1076,6 +1110,7 @@ def main(argv: list[str] | None = None) -> int:
         "mupdf": "printed by MuPDF",
         "mupdf-serif": "printed by MuPDF, serif",
         "office": "printed by LibreOffice Writer",
+        "latex": "typeset by LaTeX",
     }[args.printer]
     rows = {f"{label}, {tool}": markdown_set(args.out, tool, tuple(names)) for tool in args.tools.split(",")}
     print(markdown_table(rows))
