@@ -101,6 +101,11 @@ def esc(text: str) -> str:
     return "".join(ESCAPES.get(c, c) for c in text)
 
 
+def plain(n: dict) -> str:
+    """An element's text, without markup."""
+    return n["text"] if "text" in n else "".join(plain(k) for k in n.get("kids", ()))
+
+
 def tree(browser, page_html: str) -> dict:
     """The page's element tree with computed styles; each drawing and picture as a PNG of itself."""
     page = browser.new_page(device_scale_factor=3)
@@ -220,14 +225,16 @@ class Writer:
                 for k in boxes
             ]
             return head + "\\par\\noindent " + "\\hfill\n".join(parts) + "\\par\\medskip\n"
-        if n["bg"] or any(n["borders"]) and tag == "div" or cls in ("note", "pull"):
+        if n["bg"] or (any(n["borders"]) and tag == "div") or cls in ("note", "pull"):
             return head + self.framed(n)
         if tag == "div" or "drop" in cls.split():
             return head + self.blocks(n["kids"], columns)
         return head + self.paragraph(n)
 
     def box(self, n: dict) -> str:
-        inner = self.blocks(n["kids"]) if any(k.get("tag") in BLOCKS for k in n["kids"]) else self.paragraph(n)
+        inner = (
+            self.blocks(n["kids"]) if any(k.get("tag") in BLOCKS for k in n["kids"]) else self.paragraph(n)
+        )
         if n["bg"]:
             return (
                 f"\\colorbox[HTML]{{{n['bg']}}}{{\\begin{{minipage}}[t]{{\\dimexpr\\linewidth-2\\fboxsep}}"
@@ -237,10 +244,12 @@ class Writer:
 
     def framed(self, n: dict) -> str:
         """A sidebar, a note or a pull quote: a box in the flow, filled or ruled as it is drawn."""
-        inner = self.blocks(n["kids"]) if any(k.get("tag") in BLOCKS for k in n["kids"]) else self.paragraph(n)
+        inner = (
+            self.blocks(n["kids"]) if any(k.get("tag") in BLOCKS for k in n["kids"]) else self.paragraph(n)
+        )
         if n["bg"]:
             frame = "\\fcolorbox[HTML]{999999}" if any(n["borders"][2:]) else "\\colorbox[HTML]"
-            colour = f"{{{n['bg']}}}" if frame == "\\colorbox[HTML]" else f"{{{n['bg']}}}"
+            colour = f"{{{n['bg']}}}"
             return (
                 f"\\par\\medskip\\noindent{frame}{colour}{{\\begin{{minipage}}{{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule}}"
                 f"\n{inner}\\end{{minipage}}}}\\par\\medskip\n"
@@ -299,7 +308,9 @@ class Writer:
     # -- tables ---------------------------------------------------------------------------------
     def table(self, n: dict, columns: int = 1) -> str:
         heads = sum(len(p["kids"]) for p in n["kids"] if p.get("tag") == "thead")
-        rows = [r for part in n["kids"] if part.get("tag") in ("thead", "tbody", "tfoot") for r in part["kids"]]
+        rows = [
+            r for part in n["kids"] if part.get("tag") in ("thead", "tbody", "tfoot") for r in part["kids"]
+        ]
         rows += [r for r in n["kids"] if r.get("tag") == "tr"]
         rows = [[c for c in r["kids"] if c.get("tag") in ("td", "th")] for r in rows if r.get("tag") == "tr"]
         if not rows:
@@ -321,7 +332,10 @@ class Writer:
                 j += c["colspan"]
         start = {id(c): (i, j) for i, j, c in placed}
         vertical = any(c["borders"][2] or c["borders"][3] for _, _, c in placed)
-        texts = [[len(self.text(c)) if c is not None and start[id(c)] == (i, j) else 0 for j, c in enumerate(row)] for i, row in enumerate(grid)]
+        texts = [
+            [len(plain(c)) if c is not None and start[id(c)] == (i, j) else 0 for j, c in enumerate(row)]
+            for i, row in enumerate(grid)
+        ]
         wide = n["width"] >= 0.95 * n["room"]  # set to its column's width
         spec = []
         for j in range(ncols):
@@ -329,13 +343,10 @@ class Writer:
             cells = [grid[i][j] for i in range(len(rows)) if grid[i][j] is not None]
             align = "r" if cells and all(c["align"] == "right" for c in cells[1:]) else "l"
             spec.append("X" if longest > 28 else align)
-        if vertical:
-            colspec = "|" + "|".join(spec) + "|"
-        else:
-            colspec = "".join(spec)
         fills = any(c["bg"] for _, _, c in placed)
-        if wide and fills and "X" not in colspec:  # fills spread by \extracolsep leave gaps: X columns
-            colspec = colspec.replace("l", "X").replace("r", "X")
+        if wide and fills and "X" not in spec:  # fills spread by \extracolsep leave gaps: X columns
+            spec = spec[:1] + ["X"] * (ncols - 1)
+        colspec = "|" + "|".join(spec) + "|" if vertical else "".join(spec)
         long = len(rows) > 24 and columns == 1  # a table over pages: longtable, as its author would
         if long:
             env = "xltabular" if "X" in colspec else "longtable"
@@ -388,11 +399,14 @@ class Writer:
                     cells.append("")
                     j += 1
                     continue
-                first = start[id(c)] == (i, j)
                 span = c["colspan"] if start[id(c)][1] == j else 1
-                body = self.text(c) if first else ""
-                if first and c["rowspan"] > 1:
-                    body = f"\\multirow{{{c['rowspan']}}}{{*}}{{{body}}}"
+                # under fills, a cell over rows is written in its last row, reaching up (the next
+                # row's fill would paint over it), as colortbl's manual says
+                down = -c["rowspan"] if fills else c["rowspan"]
+                at = start[id(c)][0] + (c["rowspan"] - 1 if down < 0 else 0)
+                body = self.text(c) if i == at and start[id(c)][1] == j else ""
+                if body and c["rowspan"] > 1:
+                    body = f"\\multirow{{{down}}}{{*}}{{{body}}}"
                 if c["bg"]:
                     body = f"\\cellcolor[HTML]{{{c['bg']}}}{body}"
                 if span > 1 or (c["align"] == "center" and spec[j] != "X"):
@@ -410,9 +424,7 @@ class Writer:
         body = "\n".join(lines)
         if long:
             return f"{{{size}\\begin{{{env}}}{width}{{{colspec}}}\n{body}\n\\end{{{env}}}}}\n"
-        return (
-            f"\\par\\smallskip{{{size}\\noindent\\begin{{{env}}}{width}{{{colspec}}}\n{body}\n\\end{{{env}}}\\par}}\\smallskip\n"
-        )
+        return f"\\par\\smallskip{{{size}\\noindent\\begin{{{env}}}{width}{{{colspec}}}\n{body}\n\\end{{{env}}}\\par}}\\smallskip\n"
 
     # -- the document ---------------------------------------------------------------------------
     def document(self) -> str:
