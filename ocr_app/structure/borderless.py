@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ocr_app.schema import Box, union_box
+from ocr_app.structure.centred_keys import key_spans, spread_keys, straddling
+from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.running_text import running_text
 from ocr_app.structure.table_html import MAX_HEADER_ROWS, Cell, header_rows
 from ocr_app.structure.word_columns import (
@@ -787,7 +789,15 @@ def _wrapped_header(first: list[list[Piece]], row: list[list[Piece]]) -> bool:
 
 
 def _text(pieces: list[Piece]) -> str:
-    return " ".join(" ".join(p.text.split()) for p in pieces).strip()
+    """A cell's pieces as one text; a word broken by a hyphen at the end of one of its lines mended
+    (``paragraphs.join_lines``: "bear-" over "ings" in a narrow justified cell, as LaTeX breaks it)."""
+    out, last = "", None
+    for p in pieces:
+        text = " ".join(p.text.split())
+        under = last is not None and p.box[1] >= (last.box[1] + last.box[3]) / 2
+        out = join_lines(out, text) if under and out.endswith("-") else f"{out} {text}" if out else text
+        last = p
+    return out.strip()
 
 
 def _numeric_body_header(texts: list[list[str]]) -> int:
@@ -1068,7 +1078,8 @@ def _build_grid(
     filled = sum(len({_column_of(p, cols) for p in r}) for r in multis)
     if filled < 0.45 * len(cols) * len(multis):
         return None
-    grid = _merge_wrapped(_place(_row_bands(run, cols), cols))
+    run, keys = straddling(run, lambda p: _column_of(p, cols))
+    grid = _merge_wrapped(spread_keys(_place(_row_bands(run, cols), cols), keys, _heavy))
     if len(grid) < 2:
         return None
     texts = [[_text(c) for c in r] for r in grid]
@@ -1082,7 +1093,7 @@ def _build_grid(
     if above and head and (c := _head_start(above, grid[0])) is not None:
         texts[0][c] = _text([*sorted(above, key=lambda p: p.box[0]), *grid[0][c]])
         pieces, above = [*originals, *above], None
-    rows = [[Cell(t) for t in r] for r in texts]
+    rows = _spanned_rows(texts, key_spans(grid))
     group = _group_header(above, cols, body) if head or any(heavy[:1]) else None
     if group is not None:
         rows.insert(0, group)
@@ -1091,6 +1102,15 @@ def _build_grid(
     return Grid(
         rows=rows, header_rows=head, pieces=pieces, box=union_box([p.box for p in pieces]), columns=cols
     )
+
+
+def _spanned_rows(texts: list[list[str]], spans: list[int]) -> list[list[Cell]]:
+    """The rows' cells, a key over several rows (``centred_keys``) one cell spanning them."""
+    rows = []
+    for r, n in zip(texts, spans, strict=True):
+        cells = [Cell(t) for t in r]
+        rows.append(cells[1:] if n == 0 else [Cell(r[0], rowspan=n), *cells[1:]] if n > 1 else cells)
+    return rows
 
 
 PROSE_WORDS = 4  # a line of at least this many words, 0.3 of the page wide, is prose

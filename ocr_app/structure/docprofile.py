@@ -364,9 +364,10 @@ def _heading_candidates(pages: list[tuple[float, list[TextLine]]], style: DocSty
             text = ln.text.strip()
             if len(text) > 100 or text.endswith((".", ",", ";")) or sum(c.isalpha() for c in text) < 2:
                 continue
-            ratio = ln.size / style.body_size
+            size = max(ln.caps_size, ln.size)  # small capitals by their capitals' size
+            ratio = size / style.body_size
             if ratio >= MIN_HEADING_RATIO:
-                yield min(style.level_for_size(ln.size), 6), text
+                yield min(style.level_for_size(size), 6), text
             elif (ln.weight or (700 if ln.bold else 400)) >= style.body_weight + 150 and ratio >= 0.75:
                 yield bold_level, text
 
@@ -577,6 +578,27 @@ def _heads_apart(pages: list[tuple[float, list[TextLine]]], body: float) -> set[
     return {key for key, good in ok.items() if good and key[1]}
 
 
+LONE_TITLE_RATIO = 1.5  # × body: a size set once, on the first page, over smaller heading sizes is a title
+LONE_TITLE_LINES = 3
+
+
+def _lone_title(
+    pages: list[tuple[float, list[TextLine]]],
+    cover: tuple[float, list[TextLine]] | None,
+    heading_sizes: list[float],
+    body: float,
+) -> bool:
+    """Whether the largest heading size is a title's: set on the first page only, on at most
+    ``LONE_TITLE_LINES`` lines, over at least one smaller heading size. Why: LaTeX sets a paper's
+    title at 1.7 times its body (``\\LARGE``), under ``TITLE_RATIO``: it came out at the sections'
+    level ("##"), the sections one under it."""
+    if cover is None or len(heading_sizes) < 2 or heading_sizes[0] < LONE_TITLE_RATIO * body:
+        return False
+    top = heading_sizes[0]
+    at = [(k, ln) for k, (_, lines) in enumerate(pages) for ln in lines if round(ln.size * 2) / 2 == top]
+    return 0 < len(at) <= LONE_TITLE_LINES and all(pages[k] is cover for k, _ in at)
+
+
 def _with_cover_title(
     heading_sizes: list[float], first: tuple[float, list[TextLine]] | None, body: float
 ) -> list[float]:
@@ -685,7 +707,8 @@ def build_profile(
         if not 0.88 <= (page_body or body) / body <= 1.12:
             continue
         for ln in lines:
-            size = round(ln.size * 2) / 2
+            # a title in small capitals counts at its capitals' size (``headings`` reads it so)
+            size = round(max(ln.caps_size, ln.size) * 2) / 2
             if len(ln.text) <= 120 and sum(c.isalpha() for c in ln.text) >= 2:
                 short_sizes[size] += sum(1 for c in ln.text if not c.isspace())
             if abs(ln.size - body) <= 0.5:
@@ -721,7 +744,10 @@ def build_profile(
         heading_sizes=tuple(heading_sizes),
         outline=outline,
         vocabulary=frozenset(vocabulary_of(texts)),
-        first_level=1 if heading_sizes and heading_sizes[0] >= TITLE_RATIO * body else 2,
+        first_level=1
+        if heading_sizes
+        and (heading_sizes[0] >= TITLE_RATIO * body or _lone_title(pages, cover, heading_sizes, body))
+        else 2,
         body_font=fonts.most_common(1)[0][0] if fonts else "",
         body_color=colors.most_common(1)[0][0] if colors else -1,
     )

@@ -204,7 +204,10 @@ def _styled_heading_level(
         return 0  # cells side by side; a glossary's term over its definition
     if list_marker(text) and not NUMBERED_HEADING.match(text):
         return 0
-    ratio = row.size / style.body_size
+    # a title in small capitals by its capitals' size ("1. R" + "ESULTS" at four fifths of it): its
+    # letters' mean size fell between the sections' and the subsections', its level with it
+    size = max(row.caps_size, row.size)
+    ratio = size / style.body_size
     bold_level = min(style.level_for_size(0.0), 6)
     if (
         SECTION_NUMBER.match(text)
@@ -215,7 +218,7 @@ def _styled_heading_level(
     ):
         # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
-        return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(row.size), 6)
+        return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(size), 6)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     # Set in the brand colour its document gives its headings (teal, blue), at body size or a little
     # larger and not bold: the colour marks it as the weight marks a bold heading. One such line on a
@@ -252,10 +255,10 @@ def _styled_heading_level(
             (heavier or colored) and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
         )
         if lead_in and ratio >= config.styled_heading_ratio and where.leads:
-            return min(style.level_for_size(row.size), 6)
+            return min(style.level_for_size(size), 6)
         return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
-        return min(style.level_for_size(row.size), 6)
+        return min(style.level_for_size(size), 6)
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
         return bold_level
     if colored:

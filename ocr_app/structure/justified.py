@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -60,14 +61,22 @@ def join_pass(lines: list[TextLine]) -> list[TextLine]:
     middles = [(ln.box[1] + ln.box[3]) / 2 for ln in measures]
     joined: dict[int, TextLine] = {}  # id of a run's first piece → the joined line
     gone: set[int] = set()  # ids of the run's other pieces
-    for row in _baselines(flat):
-        k = 0
-        while k < len(row):
-            end = _run_end(row, k, measures, middles)
-            if end > k:
-                joined[id(row[k])] = _joined(row[k : end + 1])
-                gone.update(id(p) for p in row[k + 1 : end + 1])
-            k = end + 1
+    rows = _baselines(flat)
+    for run in _measuring_each_other(rows):
+        joined[id(run[0])] = _joined(run)
+        gone.update(id(p) for p in run[1:])
+    taken = set(joined) | gone
+    for whole in rows:
+        for row in (
+            list(g) for held, g in itertools.groupby(whole, key=lambda p: id(p) in taken) if not held
+        ):
+            k = 0
+            while k < len(row):
+                end = _run_end(row, k, measures, middles)
+                if end > k:
+                    joined[id(row[k])] = _joined(row[k : end + 1])
+                    gone.update(id(p) for p in row[k + 1 : end + 1])
+                k = end + 1
     if not joined:
         return lines
     return [joined.get(id(ln), ln) for ln in lines if id(ln) not in gone]
@@ -88,6 +97,62 @@ def _baselines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
         else:
             rows.append([ln])
     return [sorted(r, key=lambda ln: ln.box[0]) for r in rows if len(r) >= 2]
+
+
+def _measuring_each_other(rows: list[list[TextLine]]) -> list[list[TextLine]]:
+    """Broken runs of words that are each other's measure: two evenly spread runs of ``MEASURE_WORDS``
+    words or more, each of them words (no figures), on baselines at most ``MEASURE_LINES`` apart,
+    starting and ending at the same x. A narrow justified cell (a LaTeX ``p`` column) may have no
+    line left whole to measure it by; a table's rows of single words rarely start and end together
+    with their gaps even."""
+    runs = []
+    for row in rows:
+        for start in range(len(row) - 1):
+            for end in range(len(row) - 1, start, -1):
+                run = row[start : end + 1]
+                words = [w for ln in run for w in ln.text.split()]
+                if len(words) >= MEASURE_WORDS and _even(run) and _spread(run) and _words(words):
+                    runs.append(run)
+                    break
+            else:
+                continue
+            break
+    out, taken = [], set()
+    for a, b in itertools.combinations(runs, 2):
+        size = max(ln.size for ln in (*a, *b))
+        height = max(ln.box[3] - ln.box[1] for ln in (*a, *b))
+        if (
+            abs(a[0].box[0] - b[0].box[0]) <= EDGE * size
+            and abs(a[-1].box[2] - b[-1].box[2]) <= EDGE * size
+            and 0 < abs(a[0].box[3] - b[0].box[3]) <= MEASURE_LINES * height
+        ):
+            for run in (a, b):
+                if id(run[0]) not in taken:
+                    taken.add(id(run[0]))
+                    out.append(run)
+    return out
+
+
+SPREAD = 0.45  # × size: word spaces this wide at least are a justified line's, spread (a space is a third)
+
+
+def _spread(run: Sequence[TextLine]) -> bool:
+    """Whether the run's word spaces are wider than a plain space: spread to fill a justified line
+    (a table's heads side by side, set a space apart, are not)."""
+    words = [w for ln in run for w in ln.words]
+    size = max(ln.size for ln in run)
+    return all(b[0] - a[1] >= SPREAD * size for a, b in itertools.pairwise(words))
+
+
+def _words(words: Sequence[str]) -> bool:
+    """Words of prose: no figure among them, most of two letters or more."""
+    return not any(_DIGIT.search(w) for w in words) and sum(
+        1 for w in words if _LETTERS.search(w)
+    ) >= 2 / 3 * len(words)
+
+
+_LETTERS = re.compile(r"[^\W\d_]{2}")
+_DIGIT = re.compile(r"\d")
 
 
 def _run_end(row: list[TextLine], start: int, measures: list[TextLine], middles: list[float]) -> int:

@@ -1644,7 +1644,9 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
     box = union_box([ln.box for ln in held])
     taken = {id(ln) for ln in held}
     height = statistics.median(ln.box[3] - ln.box[1] for ln in held)
-    rows = group_rows([ln for ln in lines if id(ln) not in taken and ln.box[3] <= box[1] + 0.25 * height])
+    # (a head beside the region's first line may overlap it by up to half a line: "Site" centred down
+    # the two head rows, the group heads "Nitrate (mg/l)" left out of the region over it)
+    rows = group_rows([ln for ln in lines if id(ln) not in taken and ln.box[3] <= box[1] + 0.5 * height])
     above = [r for r in rows if box[1] - r.box[3] <= HEAD_GAP * height]
     if not above:
         return []
@@ -2067,6 +2069,8 @@ def _read_part(
     if other is not None and (
         table is None
         or (_figures_side_by_side(table.read_rows) and shape(other[0])[1] >= shape(table.read_rows)[1])
+        or (whole and _broken_sentences(table.read_rows) > _broken_sentences(other[0]))
+        or (whole and _heads_joined_to_body(table.read_rows, other[0], other[1]))
         or (
             # the model gave a head a column of its own and its values to the next head's span
             # (owners set flush right under a "Budget" spanning two columns): every column of the
@@ -2140,7 +2144,9 @@ def _norm(text: str) -> str:
 
 
 def _words(rows: Sequence[Sequence[Cell]]) -> int:
-    return sum(len(c.text.split()) for row in rows for c in row)
+    """How much text a reading holds: its letters and digits (a word mended at a line-end hyphen by
+    one reading and not the other counts the same)."""
+    return sum(ch.isalnum() for row in rows for c in row for ch in c.text)
 
 
 def _keyed_rows(rows: Sequence[Sequence[Cell]], head: int) -> int:
@@ -2157,6 +2163,51 @@ def _keyed_rows(rows: Sequence[Sequence[Cell]], head: int) -> int:
         n += 1
         under = row[0].rowspan - 1 if row and k >= head else 0
     return n
+
+
+def _broken_sentences(rows: Sequence[Sequence[Cell]]) -> int:
+    """How many cells of a reading start in the middle of a sentence: three words or more in lower
+    case, under a cell of three words or more that ends no sentence. Why: where a table's rows are set as close as a cell's
+    lines (a LaTeX ``p`` column), the model may cut a wrapped description between two of its lines
+    ("… to four more" | "schools in the east" under it); the word grid's rows, each begun by a key,
+    do not."""
+    width = shape(rows)[1]
+    if width < 2:
+        return 0
+    grid, under = _grid(rows, width)
+    n = 0
+    for r in range(1, len(grid)):
+        for k in range(width):
+            upper, lower = grid[r - 1][k].strip(), grid[r][k].strip()
+            if (
+                not under[r][k]
+                and len(upper.split()) >= 3
+                and len(lower.split()) >= 3  # ("no." under "Coronary heart disease": a head)
+                and not upper.endswith(_SENTENCE_ENDS)
+                and lower[:2].isalpha()
+                and lower[:2].islower()
+            ):
+                n += 1
+    return n
+
+
+_SENTENCE_ENDS = (".", ":", ";", "!", "?")
+
+
+def _heads_joined_to_body(
+    model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]], head: int
+) -> bool:
+    """Whether the model read the word grid's one row of heads and its first body row as one row:
+    most of its first row's cells are a head and the body cell under it ("Measure M1", "Description
+    Replace the bearings …"). Why: a head row set right on the body (a filled bar over rows with no
+    padding) may show the model no row boundary, where the weights and the key column do."""
+    if head != 1 or len(rules) < 3 or not model or len(rules[0]) != len(rules[1]):
+        return False
+    joins = {
+        _norm(f"{h.text} {b.text}") for h, b in zip(rules[0], rules[1], strict=True) if h.text and b.text
+    }
+    first = [_norm(c.text) for c in model[0] if c.text.strip()]
+    return len(joins) >= 2 and sum(1 for t in first if t in joins) >= max(2, len(first) / 2)
 
 
 def _wrapped_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]], head: int) -> int:

@@ -44,7 +44,7 @@ def order_sections(
         return []
     gutter = find_gutter(items, config, body)
     if gutter is None:
-        return [sorted(items, key=lambda i: (i.box[1], i.box[0]))]
+        return [by_position(items, body)]
     g0, g1 = gutter
     left: list[Item] = []
     right: list[Item] = []
@@ -61,7 +61,7 @@ def order_sections(
         else:
             cross.append(it)
     if not left or not right:
-        return [sorted(items, key=lambda i: (i.box[1], i.box[0]))]
+        return [by_position(items, body)]
     heads = _side_heads(left, right, body)
     if heads is not None:
         return _side_head_sections(items, heads)
@@ -71,9 +71,6 @@ def order_sections(
     sections: list[list[Item]] = []
     single: list[Item] = []
     pending: list[tuple[int, Item]] = []
-
-    def by_position(run: list[Item]) -> list[Item]:
-        return sorted(run, key=lambda i: (i.box[1], i.box[0]))
 
     def flush_band() -> None:
         sides = {side for side, _ in pending}
@@ -85,7 +82,7 @@ def order_sections(
             if tail:
                 pending[:] = pending[: len(pending) - len(tail)]
             if single:
-                sections.append(by_position(single))
+                sections.append(by_position(single, body))
                 single.clear()
             first, second = (1, 0) if rtl else (0, 1)
             sections.extend(order_sections([it for side, it in pending if side == first], config, body, rtl))
@@ -108,8 +105,26 @@ def order_sections(
             pending.append((side, it))
     flush_band()
     if single:
-        sections.append(by_position(single))
+        sections.append(by_position(single, body))
     return sections
+
+
+LEVEL = 0.5  # × body: items whose tops are this close stand side by side, read left to right
+
+
+def by_position(items: Sequence[Item], body: float) -> list[Item]:
+    """Items top to bottom, those whose tops are level (within ``LEVEL``) left to right. Why: three
+    panels of a slide set at one height came out middle first, its top a thousandth of a point
+    higher than the others'."""
+    out: list[Item] = []
+    row: list[Item] = []
+    for it in sorted(items, key=lambda i: (i.box[1], i.box[0])):
+        if row and it.box[1] - row[0].box[1] > LEVEL * body:
+            out.extend(sorted(row, key=lambda i: i.box[0]))
+            row = []
+        row.append(it)
+    out.extend(sorted(row, key=lambda i: i.box[0]))
+    return out
 
 
 MAX_SIDE_HEAD_WORDS = 6

@@ -100,7 +100,8 @@ def join_drop_caps(lines: list[TextLine], body: float) -> list[TextLine]:
                 ln
                 for ln in out
                 if ln is not cap
-                and 0 <= ln.box[0] - cap.box[2] <= 1.5 * body
+                # (from its glyph's edge on: LaTeX's lettrine sets the text right at the letter's advance)
+                and -0.1 * body <= ln.box[0] - cap.box[2] <= 1.5 * body
                 and ln.size <= 1.15 * body  # body text wraps around a drop cap, not a heading
                 and cap.box[1] - 0.5 * body <= (ln.box[1] + ln.box[3]) / 2 <= cap.box[3] + 0.5 * body
             ),
