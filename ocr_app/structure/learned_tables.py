@@ -1478,7 +1478,42 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
     held += _overhanging(held, lines, region)
     held += _column_beside(held, lines)
     held += _heads_above(held, lines)
+    held += _rows_below(held, lines)
     return union_box([ln.box for ln in held]), held
+
+
+ROWS_BELOW = 3  # a region's box may leave out this many of the table's last rows
+
+
+def _rows_below(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLine]:
+    """The table's last rows right under a region that the layout model's box left out: each row as
+    close under the one above as the region's rows stand, of two or more pieces, each a cell's text
+    (no sentence) standing under a piece of the region's rows of cells. Why: a statement's total
+    ("Profit for the year 8,206 (380)", bold under a rule) fell outside the box and was read as the
+    first line of the paragraph under the table."""
+    from ocr_app.structure.lines import group_rows
+
+    taken = {id(ln) for ln in held}
+    rows = group_rows(held)
+    celled = [ln for r in rows if len(r.items) > 1 for ln in r.items]
+    if len(rows) < 3 or not celled:
+        return []
+    pitch = statistics.median(b.box[1] - a.box[1] for a, b in itertools.pairwise(rows))
+    bottom = max(ln.box[3] for ln in held)
+    last_top = rows[-1].box[1]
+    out: list[TextLine] = []
+    below = group_rows([ln for ln in lines if id(ln) not in taken and ln.box[1] >= bottom - 0.25 * pitch])
+    for row in below[:ROWS_BELOW]:
+        if (
+            len(row.items) < 2
+            or row.box[1] - last_top > 1.6 * pitch
+            or any(_sentence(ln.text) or len(ln.text.split()) > HEADING_WORDS for ln in row.items)
+            or not all(any(_x_overlap(ln.box, c.box) > 0 for c in celled) for ln in row.items)
+        ):
+            break
+        out += row.items
+        last_top = row.box[1]
+    return out
 
 
 FRAME_INSIDE = 0.9  # a drawn grid this much inside a table region is that region's table
@@ -1804,9 +1839,23 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
             and (row.box[2] - row.box[0]) >= 0.6 * width
         )
 
+    def in_a_column(k: int) -> bool:
+        """Whether row ``k``'s piece goes on a cell of the row above: it starts where one of that
+        row's pieces starts, right of the table's first column, a line under it (a description's
+        last line, which the region's box holds; a paragraph under a table starts at the margin)."""
+        if k == 0:
+            return False
+        piece, height = rows[k].items[0], rows[k].box[3] - rows[k].box[1]
+        above = rows[k - 1]
+        return (
+            piece.box[0] > box[0] + 2 * height
+            and piece.box[1] - above.box[3] < 0.5 * height
+            and any(abs(p.box[0] - piece.box[0]) <= 0.5 * height for p in above.items)
+        )
+
     while rows and prose(rows[0]):
         rows.pop(0)
-    while rows and prose(rows[-1]):
+    while rows and prose(rows[-1]) and not in_a_column(len(rows) - 1):
         rows.pop()
     # A caption's label over the table ("Exhibit 19", "Table 3.2") and notes under it ("Source: …",
     # "Note: …") with the lines of their paragraphs, all rows of one piece, inside a frame drawn round
@@ -1817,7 +1866,9 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
         while top and top[-1] + 1 < cells[0] and _tail(rows[top[-1]], rows[top[-1] + 1]):
             top.append(top[-1] + 1)  # the caption's last line ("… Initiatives, / 2006–07")
         end = [
-            k for k in range(cells[-1] + 1, len(rows)) if prose(rows[k]) or _NOTE.match(rows[k].items[0].text)
+            k
+            for k in range(cells[-1] + 1, len(rows))
+            if (prose(rows[k]) and not in_a_column(k)) or _NOTE.match(rows[k].items[0].text)
         ]
         rows = rows[top[-1] + 1 if top else 0 : end[0] if end else len(rows)]
     keep = {id(i) for r in rows for i in r.items}
