@@ -2,7 +2,7 @@
 
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do):
 
-    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...] [--printer mupdf|mupdf-serif|office]
+    python -m bench.accuracy.printed --out DIR [--tools auto] [--only NAME,...] [--printer mupdf|mupdf-serif|office|latex]
 
 Each document is built from blocks (headings, paragraphs, lists, one table), written as HTML and as
 Markdown (the ground truth), and printed to PDF by Chromium ("Save as PDF", backgrounds on):
@@ -36,6 +36,9 @@ another producer's fonts, fills and line breaks under the same truth; ``--printe
 every face in its serif and justifies the paragraphs. ``--printer office`` (round 21) hands the same
 HTML, its styles computed by Chromium and written inline, to LibreOffice Writer, which lays it out and
 exports PDF as a word processor does (``office_print``; needs Debian's libreoffice-writer-nogui).
+``--printer latex`` (round 22) writes the same HTML, its styles computed by Chromium, as LaTeX and
+typesets it with pdfTeX, as most papers are made (``latex_print``; needs Debian's texlive-latex-extra
+and texlive-fonts-recommended).
 
 Scored with the public sets' measures (``public.markdown_set``: NID / TEDS / MHS and the structure
 measures). The documents are ours, so they only probe kinds no public set here has (docs/ACCURACY.md,
@@ -911,8 +914,9 @@ def plan() -> Iterator[tuple[str, str, Callable[[], tuple[str, str]]]]:
 def build(out: Path, only: tuple[str, ...] = (), printer: str = "chromium") -> list[str]:
     """Print every document (or ``only`` these) into ``out/pdf`` with its truth in ``out/gt``.
     ``printer``: "chromium" (the browser's "Save as PDF"), "mupdf" (MuPDF's HTML engine,
-    ``story_print``; the documents it cannot lay out are left out) or "mupdf-serif" (the same, every
-    face serif, paragraphs justified)."""
+    ``story_print``; the documents it cannot lay out are left out), "mupdf-serif" (the same, every
+    face serif, paragraphs justified), "office" (LibreOffice Writer, ``office_print``) or "latex"
+    (pdfTeX, ``latex_print``)."""
     (out / "pdf").mkdir(parents=True, exist_ok=True)
     (out / "gt").mkdir(parents=True, exist_ok=True)
     if printer in ("mupdf", "mupdf-serif"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ocr_app.schema import Box
 from ocr_app.structure.lines import (
@@ -218,7 +218,7 @@ def _styled_heading_level(
     ):
         # A numbered section title ("2.1 Scope", "3 - ...") set in bold. This matters where the body
         # itself is bold (forms whose labels are bold): neither size nor weight sets it apart there.
-        return bold_level if ratio < config.styled_heading_ratio else min(style.level_for_size(size), 6)
+        return bold_level if ratio < config.styled_heading_ratio else _size_level(style, size)
     heavier = row.weight >= style.body_weight + config.min_heading_weight_gain
     # Set in the brand colour its document gives its headings (teal, blue), at body size or a little
     # larger and not bold: the colour marks it as the weight marks a bold heading. One such line on a
@@ -255,10 +255,10 @@ def _styled_heading_level(
             (heavier or colored) and text[:1].isupper() and len(text.split()) <= config.max_lead_in_words
         )
         if lead_in and ratio >= config.styled_heading_ratio and where.leads:
-            return min(style.level_for_size(size), 6)
+            return _size_level(style, size)
         return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
-        return min(style.level_for_size(size), 6)
+        return _size_level(style, size)
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
         return bold_level
     if colored:
@@ -287,6 +287,19 @@ def _styled_heading_level(
         # its column, nothing beside it) is a heading: a label has its value beside or under it.
         return bold_level
     return _quiet_title_level(row, text, style, where, bold_level)
+
+
+def _size_level(style: DocStyle, size: float) -> int:
+    """The level of a heading of ``size``. On a page in smaller print than the document, whose
+    heading sizes were scaled down to it, a line in one of the document's own heading sizes keeps at
+    least that size's level: "References" in the sections' size over a page of references in small
+    print came out a level over the sections ("#")."""
+    level = style.level_for_size(size)
+    if style.print_scale < 1 and style.heading_sizes:
+        own = replace(style, heading_sizes=tuple(h / style.print_scale for h in style.heading_sizes))
+        if size >= 0.97 * own.heading_sizes[-1]:
+            level = max(level, own.level_for_size(size))
+    return min(level, 6)
 
 
 def _quiet_title_level(row: Row, text: str, style: DocStyle, where: RowContext, bold_level: int) -> int:

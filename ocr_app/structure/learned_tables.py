@@ -1485,10 +1485,23 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
 ROWS_BELOW = 3  # a region's box may leave out this many of the table's last rows
 
 
+def _in_columns(pieces: Sequence[TextLine], celled: Sequence[TextLine], left: float) -> bool:
+    """Whether a row's pieces are set in the table's columns: the first at the table's left edge (a
+    row's key), each other one flush with a cell of the rows above, left or right (a figure under its
+    column's figures). A calculation under a table ("(c)  (d)" over "Indirect Rate (c)/(d)  870,038",
+    ICDAR's us-009) starts elsewhere."""
+    ordered = sorted(pieces, key=lambda ln: ln.box[0])
+    tol = 0.5 * min(ln.box[3] - ln.box[1] for ln in pieces)
+    return abs(ordered[0].box[0] - left) <= tol and all(
+        any(abs(p.box[0] - c.box[0]) <= tol or abs(p.box[2] - c.box[2]) <= tol for c in celled)
+        for p in ordered[1:]
+    )
+
+
 def _rows_below(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLine]:
     """The table's last rows right under a region that the layout model's box left out: each row as
     close under the one above as the region's rows stand, of two or more pieces, each a cell's text
-    (no sentence) standing under a piece of the region's rows of cells. Why: a statement's total
+    (no sentence) set in the region's columns (``_in_columns``). Why: a statement's total
     ("Profit for the year 8,206 (380)", bold under a rule) fell outside the box and was read as the
     first line of the paragraph under the table."""
     from ocr_app.structure.lines import group_rows
@@ -1499,6 +1512,7 @@ def _rows_below(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLin
     if len(rows) < 3 or not celled:
         return []
     pitch = statistics.median(b.box[1] - a.box[1] for a, b in itertools.pairwise(rows))
+    left = min(ln.box[0] for ln in held)
     bottom = max(ln.box[3] for ln in held)
     last_top = rows[-1].box[1]
     out: list[TextLine] = []
@@ -1508,7 +1522,7 @@ def _rows_below(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLin
             len(row.items) < 2
             or row.box[1] - last_top > 1.6 * pitch
             or any(_sentence(ln.text) or len(ln.text.split()) > HEADING_WORDS for ln in row.items)
-            or not all(any(_x_overlap(ln.box, c.box) > 0 for c in celled) for ln in row.items)
+            or not _in_columns(row.items, celled, left)
         ):
             break
         out += row.items

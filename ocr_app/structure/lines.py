@@ -129,6 +129,9 @@ class DocStyle:
     # The level of each of ``heading_sizes`` as the document's bookmarks set the headings of that size
     # (``docprofile``); () where the bookmarks name none of them: levels then go by rank.
     tier_levels: tuple[int, ...] = ()
+    # This page's body size over the document's where the page is set in another print and the
+    # heading sizes were scaled to it (``passes.prepare``); 1.0 elsewhere.
+    print_scale: float = 1.0
 
     def in_color_style(self, color: int, size: float) -> bool:
         """Whether a line of this colour and size is set like the document's coloured headings."""

@@ -44,7 +44,7 @@ def run(page: PageLayout) -> None:
         # print, a sampler of sizes): the document's heading scale, relative to this page's body.
         k = page.body / style.body_size
         page.style = replace(
-            style, body_size=page.body, heading_sizes=tuple(h * k for h in style.heading_sizes)
+            style, body_size=page.body, heading_sizes=tuple(h * k for h in style.heading_sizes), print_scale=k
         )
 
 
