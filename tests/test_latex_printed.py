@@ -25,15 +25,22 @@ truth is built from the same plan here.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bench.accuracy.printed import plan
 from ocr_app.structure.centred_keys import key_spans, spread_keys, straddling
+from ocr_app.structure.headings import _size_level
 from ocr_app.structure.justified import join_justified
-from ocr_app.structure.learned_tables import _broken_sentences, _heads_joined_to_body
-from ocr_app.structure.lines import TextLine
+from ocr_app.structure.learned_tables import (
+    _broken_sentences,
+    _heads_joined_to_body,
+    _in_columns,
+    _rows_below,
+)
+from ocr_app.structure.lines import DocStyle, TextLine
 from ocr_app.structure.passes.columns import by_position
 from ocr_app.structure.passes.prepare import join_drop_caps
 from ocr_app.structure.table_html import Cell
@@ -43,7 +50,8 @@ LATEX = Path(__file__).parent / "data" / "latex"
 CENTRED_KEYS = ("merged-frame-two",)
 NARROW_CELLS = ("none-wrapped-two-centred", "zebra-wrapped-two-centred")
 GROUP_HEADS = "report-colon-1"
-TITLED = ("news-dropcap", "report-smallcaps-0")
+TITLED = ("news-dropcap", "report-smallcaps-0", "paper-ieee-two")
+BOX_EDGES = ("statement-frame-wide", "long-wrapped-rows")
 PANELS = "deck-samesize"
 
 
@@ -80,6 +88,7 @@ def test_the_kept_pdfs_are_pdftex():
         GROUP_HEADS,
         *TITLED,
         PANELS,
+        *BOX_EDGES,
     }
 
 
@@ -102,12 +111,23 @@ def test_group_heads_over_a_head_centred_down_two_rows(textlayer_engine):
     assert "### Nitrate" not in md
 
 
+@pytest.mark.parametrize("name", BOX_EDGES)
+def test_the_rows_a_layout_box_leaves_out_are_the_tables(textlayer_engine, name):
+    """A statement's total ("Profit for the year", bold under a rule) under the layout model's box was
+    read as the first line of the paragraph under the table; a description's last line under the
+    box's last row (a long table's end on page 2) was trimmed off it as prose."""
+    md = "\n\n".join(pages_markdown(textlayer_engine, LATEX / f"{name}.pdf"))
+    assert _tables(md)[-1][-1] == _tables(_truth(name))[0][-1], md
+
+
 @pytest.mark.parametrize("name", TITLED)
 def test_headings_at_the_truths_levels(textlayer_engine, name):
     """LaTeX's title at 1.7 times the body (``\\LARGE``, under the 1.9 that makes a title by size
     alone) is "#", set once on the first page over smaller heading sizes; a drop cap (lettrine sets
     the text right at the letter's edge) starts its paragraph, not a heading; titles in small capitals
-    take their capitals' size (sections and subsections were mixed up)."""
+    take their capitals' size (sections and subsections were mixed up); "References" on a page of
+    references in small print keeps the sections' level (the heading sizes scaled down to the page's
+    print made it "#")."""
     md = "\n\n".join(pages_markdown(textlayer_engine, LATEX / f"{name}.pdf"))
     got = [ln.split(" ", 1) for ln in md.splitlines() if ln.startswith("#")]
     want = [ln.split(" ", 1) for ln in _truth(name).splitlines() if ln.startswith("#")]
@@ -206,6 +226,37 @@ def test_a_reading_that_cuts_a_sentence_or_joins_heads_to_a_row_is_told():
     )
     assert _heads_joined_to_body(joined, grid, 1)
     assert not _heads_joined_to_body(grid, grid, 1)
+
+
+def test_a_row_under_a_box_joins_it_only_in_its_columns():
+    """Under a box's rows of cells: a total set in its columns joins; a calculation set elsewhere
+    ("(c)  (d)" over the figures, ICDAR's us-009) does not."""
+    held = [
+        _pc("Revenue", 50.0, 100.0), _pc("8,975", 300.0, 100.0, 30.0), _pc("1,825", 400.0, 100.0, 30.0),
+        _pc("Cost of sales", 50.0, 112.0), _pc("(1,565)", 296.0, 112.0, 34.0), _pc("(2,459)", 396.0, 112.0, 34.0),
+        _pc("Gross profit", 50.0, 124.0), _pc("7,410", 300.0, 124.0, 30.0), _pc("(634)", 404.0, 124.0, 26.0),
+    ]  # fmt: skip
+    total = [
+        _pc("Profit for the year", 50.0, 136.0),
+        _pc("8,206", 300.0, 136.0, 30.0),
+        _pc("(380)", 404.0, 136.0, 26.0),
+    ]
+    assert _rows_below(held, [*held, *total]) == total
+    labels = [_pc("(c)", 310.0, 136.0), _pc("(d)", 410.0, 136.0)]
+    rate = [_pc("Indirect Rate (c)/(d)", 50.0, 148.0), _pc("870,038", 330.0, 148.0, 36.0)]
+    assert _rows_below(held, [*held, *labels, *rate]) == []
+    assert _in_columns(total, held, 50.0) and not _in_columns(labels, held, 50.0)
+
+
+def test_a_heading_in_the_documents_size_keeps_its_level_on_a_page_in_small_print():
+    style = DocStyle(body_size=18.0, heading_sizes=(32.0, 26.0, 22.0), first_level=1)
+    k = 14.67 / 18.0  # the page's references in smaller print: its heading sizes scaled down
+    page = replace(
+        style, body_size=14.67, heading_sizes=tuple(h * k for h in style.heading_sizes), print_scale=k
+    )
+    assert page.level_for_size(26.4) == 1  # scaled, the sections' size reaches the title's
+    assert _size_level(page, 26.4) == 2 and _size_level(style, 26.4) == 2
+    assert _size_level(page, 19.0) == page.level_for_size(19.0)  # under the document's sizes: as scaled
 
 
 def test_a_drop_cap_with_its_text_at_its_edge_joins_it():
