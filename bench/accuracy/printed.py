@@ -968,44 +968,39 @@ def _build_story(out: Path, only: tuple[str, ...], *, serif: bool = False) -> li
 
 
 def _build_office(out: Path, only: tuple[str, ...]) -> list[str]:
-    from playwright.sync_api import sync_playwright
-
     from bench.accuracy.office_print import available, inline, print_office, printable
 
     if not available():
         raise SystemExit(
             "--printer office needs LibreOffice's soffice on the PATH (apt install libreoffice-writer-nogui)"
         )
-    pages, names = [], []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            for name, kind, make in plan():
-                if (only and name not in only) or not printable(name):
-                    continue
-                page_html, truth = make()
-                if name.startswith("raster-"):
-                    page_html = _table_as_picture(browser, page_html)
-                pages.append((name, inline(browser, page_html), kind))
-                (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
-                names.append(name)
-        finally:
-            browser.close()
+    pages = _read_in_chromium(out, only, printable, inline)
     print_office(pages, out / "pdf")
-    return names
+    return [name for name, _, _ in pages]
 
 
 def _build_latex(out: Path, only: tuple[str, ...]) -> list[str]:
-    from playwright.sync_api import sync_playwright
-
     from bench.accuracy.latex_print import available, print_latex, printable, tree
 
     if not available():
         raise SystemExit(
             "--printer latex needs pdflatex on the PATH (apt install texlive-latex-extra texlive-fonts-recommended)"
         )
+    pages = _read_in_chromium(out, only, printable, tree)
+    names = print_latex(pages, out / "pdf")
+    for name, _, _ in pages:  # a document pdflatex could not typeset has no truth either
+        if name not in names:
+            (out / "gt" / f"{name}.md").unlink()
+    return names
+
+
+def _read_in_chromium(
+    out: Path, only: tuple[str, ...], printable: Callable[[str], bool], read: Callable
+) -> list:
+    """(name, ``read(browser, html)``, kind) for each document another producer prints (Chromium
+    computes the styles it hands over), its truth written to ``out/gt``."""
+    from playwright.sync_api import sync_playwright
+
     pages = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
@@ -1018,15 +1013,11 @@ def _build_latex(out: Path, only: tuple[str, ...]) -> list[str]:
                 page_html, truth = make()
                 if name.startswith("raster-"):
                     page_html = _table_as_picture(browser, page_html)
-                pages.append((name, tree(browser, page_html), kind))
+                pages.append((name, read(browser, page_html), kind))
                 (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
         finally:
             browser.close()
-    names = print_latex(pages, out / "pdf")
-    for name, _, _ in pages:  # a document pdflatex could not typeset has no truth either
-        if name not in names:
-            (out / "gt" / f"{name}.md").unlink()
-    return names
+    return pages
 
 
 A4_TEXT_PX = 643  # CSS pixels between an A4 page's 20 mm margins: the table is laid out as printed
