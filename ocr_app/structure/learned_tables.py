@@ -2232,10 +2232,10 @@ def _keyed_rows(rows: Sequence[Sequence[Cell]], head: int) -> int:
 
 def _broken_sentences(rows: Sequence[Sequence[Cell]]) -> int:
     """How many cells of a reading start in the middle of a sentence: three words or more in lower
-    case, under a cell of three words or more that ends no sentence. Why: where a table's rows are set as close as a cell's
-    lines (a LaTeX ``p`` column), the model may cut a wrapped description between two of its lines
-    ("… to four more" | "schools in the east" under it); the word grid's rows, each begun by a key,
-    do not."""
+    case, under a cell of three words or more that ends no sentence. Why: where a table's rows are
+    set as close as a cell's lines (a LaTeX ``p`` column), the model may cut a wrapped description
+    between two of its lines ("… to four more" | "schools in the east" under it); the word grid's
+    rows, each begun by a key, do not."""
     width = shape(rows)[1]
     if width < 2:
         return 0
