@@ -599,6 +599,37 @@ def _lone_title(
     return 0 < len(at) <= LONE_TITLE_LINES and all(pages[k] is cover for k, _ in at)
 
 
+def _distinct_sizes(
+    short_sizes: collections.Counter[float], sizes: collections.Counter[float], body: float
+) -> list[float]:
+    """The heading sizes, largest first: sizes of short lines well over the body's, not the bulk of
+    the text, each at least 4 % under the one before."""
+    total = sum(sizes.values()) or 1
+    candidates = sorted(
+        (s for s in short_sizes if s >= MIN_HEADING_RATIO * body and sizes[s] <= 0.3 * total), reverse=True
+    )
+    heading_sizes: list[float] = []
+    for s in candidates:
+        if not heading_sizes or s < 0.96 * heading_sizes[-1]:
+            heading_sizes.append(s)
+    return heading_sizes
+
+
+def _first_level(
+    pages: list[tuple[float, list[TextLine]]],
+    cover: tuple[float, list[TextLine]] | None,
+    heading_sizes: list[float],
+    body: float,
+) -> int:
+    """1 when the largest heading size is a title's (``TITLE_RATIO`` of the body, or ``_lone_title``),
+    else 2: the largest headings are then chapters or sections, "##"."""
+    if heading_sizes and (
+        heading_sizes[0] >= TITLE_RATIO * body or _lone_title(pages, cover, heading_sizes, body)
+    ):
+        return 1
+    return 2
+
+
 def _with_cover_title(
     heading_sizes: list[float], first: tuple[float, list[TextLine]] | None, body: float
 ) -> list[float]:
@@ -701,13 +732,13 @@ def build_profile(
         page_lines.append((height, lines))
     body = _weighted_mode(sizes) or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
-    # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere.
+    # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere. A title
+    # in small capitals counts at its capitals' size (``headings`` reads it so).
     short_sizes: collections.Counter[float] = collections.Counter()
     for page_body, lines in pages:
         if not 0.88 <= (page_body or body) / body <= 1.12:
             continue
         for ln in lines:
-            # a title in small capitals counts at its capitals' size (``headings`` reads it so)
             size = round(max(ln.caps_size, ln.size) * 2) / 2
             if len(ln.text) <= 120 and sum(c.isalpha() for c in ln.text) >= 2:
                 short_sizes[size] += sum(1 for c in ln.text if not c.isspace())
@@ -717,16 +748,7 @@ def build_profile(
                 if ln.font:
                     fonts[ln.font] += len(ln.text)
     body_weight = int(_weighted_mode(weights) or 400)
-    total = sum(sizes.values()) or 1
-    candidates = sorted(
-        (s for s, n in short_sizes.items() if s >= MIN_HEADING_RATIO * body and sizes[s] <= 0.3 * total),
-        reverse=True,
-    )
-    heading_sizes: list[float] = []
-    for s in candidates:
-        if not heading_sizes or s < 0.96 * heading_sizes[-1]:
-            heading_sizes.append(s)
-    heading_sizes = _with_cover_title(heading_sizes, cover, body)
+    heading_sizes = _with_cover_title(_distinct_sizes(short_sizes, sizes, body), cover, body)
     outline = _outline(doc)
     running = _running_lines(seen, placed, inside, len(indices), len(pages), _heads_apart(page_lines, body))
     running -= {key for key, cells in in_rows.items() if cells}  # a long table's rows, not running lines
@@ -744,10 +766,7 @@ def build_profile(
         heading_sizes=tuple(heading_sizes),
         outline=outline,
         vocabulary=frozenset(vocabulary_of(texts)),
-        first_level=1
-        if heading_sizes
-        and (heading_sizes[0] >= TITLE_RATIO * body or _lone_title(pages, cover, heading_sizes, body))
-        else 2,
+        first_level=_first_level(pages, cover, heading_sizes, body),
         body_font=fonts.most_common(1)[0][0] if fonts else "",
         body_color=colors.most_common(1)[0][0] if colors else -1,
     )
