@@ -595,8 +595,8 @@ def _lone_title(
     if cover is None or len(heading_sizes) < 2 or heading_sizes[0] < LONE_TITLE_RATIO * body:
         return False
     top = heading_sizes[0]
-    at = [(k, ln) for k, (_, lines) in enumerate(pages) for ln in lines if round(ln.size * 2) / 2 == top]
-    return 0 < len(at) <= LONE_TITLE_LINES and all(pages[k] is cover for k, _ in at)
+    at = [page for page in pages for ln in page[1] if round(ln.size * 2) / 2 == top]
+    return 0 < len(at) <= LONE_TITLE_LINES and all(page is cover for page in at)
 
 
 def _distinct_sizes(
