@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
-def _odd_file(path):
+def _odd_file(path, prefix: str = ""):
     """Tensors of several dtypes with sizes that leave later tensors at odd byte offsets."""
     from safetensors.torch import save_file
 
@@ -28,6 +28,7 @@ def _odd_file(path):
         "f.i64": torch.arange(11),
         "g.big": torch.randn(257, 129, generator=g),
     }
+    tensors = {prefix + k: v for k, v in tensors.items()}
     save_file(tensors, str(path))
     return tensors
 
@@ -44,21 +45,53 @@ def test_header_lists_every_tensor_with_its_bytes(tmp_path):
     assert [e.start for e in entries] == sorted(e.start for e in entries)
 
 
+@pytest.mark.parametrize("readers", [1, 3])
 @pytest.mark.parametrize("size", [1, 5, 64, 4096, 1 << 20])
-def test_staged_read_in_chunks_equals_safetensors(tmp_path, size):
+def test_staged_read_in_chunks_equals_safetensors(tmp_path, size, readers):
     """The chunked path the GPU uses (pinned buffers there), run on the CPU: every chunk size, tensors
-    split across chunks, odd offsets, empty and 0-d tensors."""
+    split across chunks, odd offsets, empty and 0-d tensors, two files, chunks shared out among
+    several reader threads."""
+    from ocr_app.models.deepseek_ocr2.weights import _bytes_of, _empty, _read_staged, read_header
+
+    ref, files, dst = {}, {}, {}
+    for n in ("m1", "m2"):
+        path = tmp_path / f"{n}.safetensors"
+        ref.update(_odd_file(path, prefix=f"{n}."))
+        files[path] = read_header(path)
+        dst.update({e.name: _empty(e, torch.device("cpu")) for e in files[path]})
+    for x in dst.values():  # poisoned: every element must be written
+        x.fill_(float("nan") if x.is_floating_point() else 99)
+    flat = {k: _bytes_of(x) for k, x in dst.items() if x.numel()}
+    _read_staged(files, flat, "cpu", size=size, readers=readers)
+    assert set(dst) == set(ref)
+    for name, x in ref.items():
+        assert dst[name].dtype == x.dtype and torch.equal(dst[name], x), name
+
+
+def test_staged_read_raises_a_readers_failure(tmp_path):
+    """A file cut short fails in whichever reader meets its end; the call raises that failure and the
+    other readers stop taking chunks."""
+    from ocr_app.exceptions import ModelLoadError
     from ocr_app.models.deepseek_ocr2.weights import _bytes_of, _empty, _read_staged, read_header
 
     path = tmp_path / "m.safetensors"
-    ref = _odd_file(path)
+    _odd_file(path)
     entries = read_header(path)
-    dst = {e.name: _empty(e, torch.device("cpu")) for e in entries}
-    for x in dst.values():  # poisoned: every element must be written
-        x.fill_(float("nan") if x.is_floating_point() else 99)
-    _read_staged(path, entries, {k: _bytes_of(x) for k, x in dst.items() if x.numel()}, "cpu", size=size)
-    for name, x in ref.items():
-        assert dst[name].dtype == x.dtype and torch.equal(dst[name], x), name
+    path.write_bytes(path.read_bytes()[:-100])
+    flat = {e.name: _bytes_of(_empty(e, torch.device("cpu"))) for e in entries if e.end > e.start}
+    with pytest.raises(ModelLoadError, match="end of file"):
+        _read_staged({path: entries}, flat, "cpu", size=64, readers=3)
+
+
+def test_readers_never_exceed_the_cores(monkeypatch):
+    from ocr_app.models.deepseek_ocr2 import weights
+
+    monkeypatch.setattr(weights.os, "cpu_count", lambda: 2)
+    assert weights.readers() == 2
+    monkeypatch.setattr(weights.os, "cpu_count", lambda: None)
+    assert weights.readers() == 1
+    monkeypatch.setattr(weights.os, "cpu_count", lambda: 64)
+    assert weights.readers() == weights.READERS
 
 
 def test_chunk_pieces_cover_each_tensor_once():

@@ -1,4 +1,4 @@
-"""Read a checkpoint's safetensors files straight onto the device in a background thread.
+"""Read a checkpoint's safetensors files straight onto the device in background threads.
 
 Why it was built: a cold ``ocr-app convert`` spent ~5 s in the load on an H200 host: ~2.7 s importing
 transformers' model and processor machinery, 1.84 s in ``from_pretrained``, ~0.5 s building the
@@ -38,8 +38,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CHUNK_BYTES = 128 * 1024**2  # one pinned staging buffer
-BUFFERS = 3  # staging buffers in flight: read one while the others cross the bus
+CHUNK_BYTES = 32 * 1024**2  # one pinned staging buffer (page-locking costs ~0.35 ms per MiB at start)
+BUFFERS = 2  # staging buffers per reader: read one while the other crosses the bus
+# Reader threads on CUDA. One thread copies ~6 GB/s out of the page cache, four ~18 GB/s, while the bus
+# takes ~55 GB/s (H200 host, docs/PERFORMANCE.md "Round 7"): the read of a bf16 checkpoint was the cold
+# start's longest wait. Each reader has its own staging buffers and copy stream.
+READERS = 4
 _DTYPES = {
     "BF16": "bfloat16", "F16": "float16", "F32": "float32", "F64": "float64", "I8": "int8", "U8": "uint8",
     "I16": "int16", "I32": "int32", "I64": "int64", "BOOL": "bool", "F8_E4M3": "float8_e4m3fn",
@@ -92,12 +96,13 @@ def _read_into(fd: int, view: memoryview, offset: int) -> None:
 
 
 class WeightPrefetch:
-    """Every tensor of ``files`` read onto ``device`` by a daemon thread started at construction.
+    """Every tensor of ``files`` read onto ``device`` by a daemon thread started at construction (on
+    CUDA with ``readers()`` reader threads in all, see ``READERS``).
 
     The destination tensors are allocated here, on the calling thread, before the reader starts: done
     in the reader, each of the ~2,600 allocations had to win the GIL back from the importing thread
     (up to one switch interval each), which made the read 3.7 s and the import slower (H200 host,
-    docs/PERFORMANCE.md). The reader's own Python work is a few calls per 128 MiB chunk, and the GIL
+    docs/PERFORMANCE.md). A reader's own Python work is a few calls per 32 MiB chunk, and the GIL
     switch interval is 1 ms while it runs.
 
     ``after``: called in that thread once the weights are in place (the engine warms libraries there).
@@ -152,10 +157,10 @@ class WeightPrefetch:
         interval = sys.getswitchinterval()
         sys.setswitchinterval(min(interval, 0.001))
         try:
-            for f, entries in self.entries.items():
-                if self.device.type == "cuda":
-                    _read_staged(f, entries, self._flat, self.device)
-                else:
+            if self.device.type == "cuda":
+                _read_staged(self.entries, self._flat, self.device, readers=readers())
+            else:
+                for f, entries in self.entries.items():
                     _read_direct(f, entries, self.tensors)
             self.seconds = time.perf_counter() - t0
             logger.info(
@@ -247,30 +252,79 @@ def chunk_pieces(entries: list[TensorEntry], size: int):
         yield a, b, pieces
 
 
+def readers() -> int:
+    """Reader threads for a staged read: ``READERS``, fewer on a machine with fewer cores."""
+    return max(1, min(READERS, os.cpu_count() or 1))
+
+
 def _read_staged(
-    path: Path, entries: list[TensorEntry], flat: dict[str, torch.Tensor], device, size: int = CHUNK_BYTES
+    files: dict[Path, list[TensorEntry]],
+    flat: dict[str, torch.Tensor],
+    device,
+    size: int = CHUNK_BYTES,
+    readers: int = 1,
 ) -> None:
-    """The file's data region through ``BUFFERS`` staging buffers (pinned on CUDA), each chunk's pieces
-    copied to their tensors with one call (non-blocking, on a side stream, on CUDA) while the next
-    chunk is read. ``flat``: each tensor's bytes (``_bytes_of``). On the CPU the same path runs with
-    plain buffers (tests check it there). The side stream is synchronised before this returns, so the
-    tensors are complete for any stream."""
+    """Every file's data region in ``size``-byte chunks, shared out among ``readers`` threads (the
+    calling one among them). Each reader fills its ``BUFFERS`` staging buffers (pinned on CUDA) in turn
+    and copies a chunk's pieces to their tensors with one call (non-blocking, on its own side stream, on
+    CUDA) while it reads the next. ``flat``: each tensor's bytes (``_bytes_of``); chunks never overlap,
+    so readers write disjoint bytes. On the CPU the same path runs with plain buffers (tests check it
+    there). Each reader synchronises its stream before the call returns, so the tensors are complete for
+    any stream; the first failure stops the other readers and is raised here."""
     import torch
 
     cuda = torch.device(device).type == "cuda"
-    span = max((t.end for t in entries), default=0) - min((t.start for t in entries), default=0)
+    span = max((max((t.end for t in es), default=0) - min((t.start for t in es), default=0))
+               for es in files.values()) if files else 0  # fmt: skip
     size = max(1, min(size, span))
+    jobs = iter([(f, a, b, pieces) for f, es in files.items() for a, b, pieces in chunk_pieces(es, size)])
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+
+    def next_job():
+        with lock:
+            return None if failed else next(jobs, None)
+
+    def reader() -> None:
+        try:
+            _reader(next_job, flat, device, size, cuda)
+        except BaseException as exc:  # raised on the calling thread below
+            with lock:
+                failed.append(exc)
+
+    others = [
+        threading.Thread(target=reader, name=f"ocr-weights-{n}", daemon=True) for n in range(1, readers)
+    ]
+    for t in others:
+        t.start()
+    reader()
+    for t in others:
+        t.join()
+    if failed:
+        raise failed[0]
+
+
+def _reader(
+    next_job: Callable[[], Any], flat: dict[str, torch.Tensor], device, size: int, cuda: bool
+) -> None:
+    """One reader of ``_read_staged``: takes chunks until none is left."""
+    import torch
+
     bufs = [torch.empty(size, dtype=torch.uint8, pin_memory=cuda) for _ in range(BUFFERS)]
     views = [memoryview(b.numpy()) for b in bufs]
     done = [torch.cuda.Event() if cuda else None for _ in bufs]
     stream = torch.cuda.Stream(device) if cuda else None
-    fd = os.open(path, os.O_RDONLY)
+    fds: dict[Path, int] = {}
     try:
-        for i, (a, b, pieces) in enumerate(chunk_pieces(entries, size)):
-            k = i % BUFFERS
+        i = 0
+        while (job := next_job()) is not None:
+            path, a, b, pieces = job
+            k, i = i % BUFFERS, i + 1
             if cuda:
                 done[k].synchronize()  # its previous chunk has left for the GPU
-            _read_into(fd, views[k][: b - a], a)
+            if path not in fds:
+                fds[path] = os.open(path, os.O_RDONLY)
+            _read_into(fds[path], views[k][: b - a], a)
             outs = [flat[name][at : at + n] for name, at, _, n in pieces]
             ins = [bufs[k][off : off + n] for _, _, off, n in pieces]
             if cuda:
@@ -282,7 +336,8 @@ def _read_staged(
         if cuda:
             stream.synchronize()
     finally:
-        os.close(fd)
+        for fd in fds.values():
+            os.close(fd)
 
 
 def checkpoint_files(directory: str | Path) -> list[Path]:
