@@ -79,6 +79,7 @@ def import_pymupdf():
                     if name in sys.modules and sys.modules[name] is None:
                         del sys.modules[name]
             _quiet(sys.modules["pymupdf"])
+            _glyph_boxes(sys.modules["pymupdf"])
             _IMPORTED.set()
     return sys.modules["pymupdf"]
 
@@ -94,6 +95,21 @@ def _quiet(pymupdf) -> None:
     page's "repaired" status and note; the details stay in the debug log.
     """
     pymupdf.set_messages(pylogging_logger=_MUPDF_LOG, pylogging_level=logging.DEBUG)
+
+
+def _glyph_boxes(pymupdf) -> None:
+    """Glyph boxes as the font program reports them, without PyMuPDF's ascender/descender corrections
+    (``TOOLS.unset_quad_corrections``, process-wide).
+
+    Why: pymupdf4llm turns the corrections off when it is imported, and PyMuPDF 2 imports it with
+    ``import pymupdf`` wherever it is installed. Every benchmark and most tests imported PyMuPDF that
+    way, so the text layer's rules were measured without the corrections, while the product's own
+    import (above, which skips the add-ons) left them on: ``ocr-app convert`` read ICDAR 2013's us-015
+    at TEDS 0.69 where the bench reported 0.999 (a symbol-font bullet's box grew to its font's whole
+    height and left its row). Set here, the product, the benches and the tests read the same boxes
+    whatever the import order and whichever PyMuPDF release is installed.
+    """
+    pymupdf.TOOLS.unset_quad_corrections(True)
 
 
 def fit_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> int:
