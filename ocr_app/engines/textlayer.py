@@ -56,6 +56,7 @@ from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
 from ocr_app.structure.rule_frames import joined, rule_frames
+from ocr_app.structure.stacked_frames import split_at_frames
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 from ocr_app.structure.table_model import available as learned_tables_available
 
@@ -1016,6 +1017,16 @@ def _piece_of(box: Box, region: Box) -> bool:
     )
 
 
+def _distinct(regions: list[Box]) -> list[Box]:
+    """Regions without those that mostly cover an earlier one: two of the layout model's boxes over one
+    stack of framed tables give the same parts (``split_at_frames``)."""
+    out: list[Box] = []
+    for r in regions:
+        if not any(overlap(r, k) > 0.8 and overlap(k, r) > 0.8 for k in out):
+            out.append(r)
+    return out
+
+
 def _without(lines: list[TextLine], taken: Sequence[TextLine]) -> list[TextLine]:
     gone = {id(ln) for ln in taken}
     return [ln for ln in lines if id(ln) not in gone]
@@ -1885,6 +1896,10 @@ class TextLayerEngine(Engine):
                 pool = _without(pool, taken)
             read = [t[0] for t in [*out, *kept_forms]]
             regions = [r for r in regions if not any(overlap(r, t) > 0.5 for t in read)]
+            # A box over several framed tables with headings between them: one region per table.
+            parts = [split_at_frames(r, frames, pool) for r in regions]
+            if any(len(p) > 1 for p in parts):
+                regions = _distinct([box for p in parts for box in p])
             weak = [
                 r.box
                 for r in detected

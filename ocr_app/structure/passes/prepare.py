@@ -39,6 +39,7 @@ def run(page: PageLayout) -> None:
         sum(len(ln.text) for ln in clean) >= 200
         and not 0.88 <= page.body / style.body_size <= 1.12
         and not _holds_body_text(clean, style.body_size)
+        and not _bold_at(clean, page.body)
     ):
         # This page's body text is set in another size than the document's (a sidebar in small
         # print, a sampler of sizes): the document's heading scale, relative to this page's body.
@@ -50,6 +51,16 @@ def run(page: PageLayout) -> None:
 
 BODY_TEXT_CHARS = 200  # a page holding this much text in the document's body size ...
 BODY_TEXT_SHARE = 0.2  # ... and this share of its text keeps the document's scale
+
+
+def _bold_at(lines: Sequence[TextLine], size: float) -> bool:
+    """Whether most of the text set in ``size`` is bold: the page's most common size is then its
+    headings', not a body in other print. A page of framed tables holds little else outside them than
+    the section titles over each (a reference manual's "Class Direction" over its table of methods);
+    scaled to those, the titles read as body text and came out four levels deep (issue 30, round 24)."""
+    at = [ln for ln in lines if abs(ln.size - size) <= 0.06 * size]
+    bold = sum(len(ln.text) for ln in at if ln.bold or ln.weight >= 600)
+    return 2 * bold > sum(len(ln.text) for ln in at)
 
 
 def _holds_body_text(lines: Sequence[TextLine], body: float) -> bool:
