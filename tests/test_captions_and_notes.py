@@ -40,6 +40,8 @@ BODY = (
         "Figure SA3.",
         "Graph 3: Sales",
         "Table 1:",
+        "Table 1\u2014Command line options recognized by dvipdfm",  # Texinfo's dash (round 24)
+        "Figure 2\u2013Results",
     ],
 )
 def test_caption_labels(text):
@@ -47,7 +49,8 @@ def test_caption_labels(text):
 
 
 @pytest.mark.parametrize(
-    "text", ["Table of Contents", "Tablespoons and cups", "Figures of speech", "Exhibitions"]
+    "text",
+    ["Table of Contents", "Tablespoons and cups", "Figures of speech", "Exhibitions", "Table\u2014of sorts"],
 )
 def test_words_that_start_like_a_label_are_no_caption(text):
     assert not CAPTION.match(text)

@@ -511,6 +511,43 @@ def table_of_contents(doc: pymupdf.Document) -> None:
         y += 17
 
 
+INDEX = {
+    "A": [("asn1 coding program", "5"), ("asn1 decoding program", "7"), ("asn1 parser program", "5")],
+    "F": [("free documentation licence", "24"), ("future developments", "4"), ("function index", "33")],
+    "H": [("header files", "4"), ("hexadecimal output", "12"), ("history of changes", "30")],
+    "M": [("main node type", "4"), ("memory use", "9"), ("modules and names", "14")],
+    "P": [("parser errors", "6"), ("porting notes", "1"), ("printing a tree", "16")],
+    "S": [("schema files", "2"), ("supported types", "2"), ("syntax rules", "3")],
+}
+
+
+def index_in_columns(doc: pymupdf.Document) -> None:
+    """A manual's index in two columns (as Texinfo sets one): letter heads in bold, entries with dot
+    leaders to their page numbers, the columns 24 pt apart, A to H left and M to S right, so each row
+    across the page holds two entries side by side."""
+    page = doc.new_page(width=A4[0], height=A4[1])
+    margin, size, gap = 72.0, 9.0, 24.0
+    width = (A4[0] - 2 * margin - gap) / 2
+    page.insert_text((margin, 90), "Index", fontname="hebo", fontsize=18)
+    for k, letters in enumerate((["A", "F", "H"], ["M", "P", "S"])):
+        x, y = margin + k * (width + gap), 130.0
+        for letter in letters:
+            page.insert_text((x, y), letter, fontname="hebo", fontsize=14)
+            y += 18
+            for title, number in INDEX[letter]:
+                page.insert_text((x, y), title, fontname="helv", fontsize=size)
+                nw = pymupdf.get_text_length(number, fontname="helv", fontsize=size)
+                page.insert_text((x + width - nw, y), number, fontname="helv", fontsize=size)
+                start = x + pymupdf.get_text_length(title, fontname="helv", fontsize=size) + 4
+                dots = int(
+                    (x + width - nw - 4 - start)
+                    / pymupdf.get_text_length(" .", fontname="helv", fontsize=size)
+                )
+                page.insert_text((start, y), " ." * dots, fontname="helv", fontsize=size)
+                y += 12
+            y += 14
+
+
 NO_TABLE: dict[str, Callable[[pymupdf.Document], None]] = {
     "two-column prose": two_column_prose,
     "numbered references, two columns": numbered_references,

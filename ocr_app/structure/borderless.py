@@ -1095,12 +1095,35 @@ def _build_grid(
         pieces, above = [*originals, *above], None
     rows = _spanned_rows(texts, key_spans(grid))
     group = _group_header(above, cols, body) if head or any(heavy[:1]) else None
+    if group is None and not head and above and _plain_heads(above, cols):
+        # Heads in the body's weight (italic, say), one centred over each column of a table with no
+        # header of its own (dvipdfm's "Option" over "-c", "Description" over the descriptions):
+        # the table's header row, not a line of text over it (issue 30, round 24).
+        rows.insert(0, [Cell(_text([p])) for p in sorted(above, key=lambda p: p.box[0])])
+        return Grid(
+            rows=rows,
+            header_rows=1,
+            pieces=[*pieces, *above],
+            box=union_box([p.box for p in [*pieces, *above]]),
+            columns=cols,
+        )
     if group is not None:
         rows.insert(0, group)
         head = max(head, 1) + 1
         pieces += list(above or ())
     return Grid(
         rows=rows, header_rows=head, pieces=pieces, box=union_box([p.box for p in pieces]), columns=cols
+    )
+
+
+def _plain_heads(above: Sequence[Piece], cols: list[list[float]]) -> bool:
+    """Whether the line right over a run is a head for each of its columns: as many short pieces
+    (``HEAD_WORDS``, no figures) as columns, each over another column (``_heads_over_columns``)."""
+    return (
+        len(above) == len(cols) >= 2
+        and not any(p.in_figure for p in above)
+        and all(len(p.text.split()) <= HEAD_WORDS and not _MEASURE.search(p.text) for p in above)
+        and _heads_over_columns(above, cols)
     )
 
 

@@ -11,6 +11,7 @@ Pure Python over boxes, cheap to test.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -361,6 +362,31 @@ def body_size(lines: Sequence[TextLine]) -> float:
         if acc >= half:
             return size
     return weighted[-1][0]
+
+
+_LINE_NUMBER = re.compile(r"\d{1,5}")
+
+
+def listing_row(row: Row) -> bool:
+    """A line of a listing: set in a monospaced font all through, or so after its line number in the
+    margin (a numbered listing, docstrip's code in a package's manual: "134" in the text face beside
+    ``\\global\\let\\lhd``). Its columns are set with spaces, and the numbers are no column of a table.
+    A footnote's raised mark before a web address set in typewriter (LaTeX's ``\\url``) is no line
+    number: the number must sit on the code's line, and the code hold no address."""
+    items = sorted(row.items, key=lambda i: i.box[0])
+    if all(i.mono for i in items):
+        return True
+    if (
+        len(items) < 2
+        or not _LINE_NUMBER.fullmatch(items[0].text.strip())
+        or not all(i.mono for i in items[1:])
+    ):
+        return False
+    num, code = items[0].box, union_box([i.box for i in items[1:]])
+    middle = (code[1] + code[3]) / 2
+    return abs((num[1] + num[3]) / 2 - middle) <= 0.25 * (code[3] - code[1]) and not any(
+        "://" in i.text or "www." in i.text for i in items[1:]
+    )
 
 
 def group_rows(items: Sequence[TextLine], min_overlap: float = 0.5) -> list[Row]:

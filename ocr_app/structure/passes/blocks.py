@@ -36,7 +36,17 @@ from ocr_app.structure.headings import (
     open_quotation,
     panel_leads,
 )
-from ocr_app.structure.lines import DocStyle, Item, LayoutConfig, Row, Table, TextLine, group_rows, size_close
+from ocr_app.structure.lines import (
+    DocStyle,
+    Item,
+    LayoutConfig,
+    Row,
+    Table,
+    TextLine,
+    group_rows,
+    listing_row,
+    size_close,
+)
 from ocr_app.structure.numbering import outline_level
 from ocr_app.structure.paragraphs import (
     CODE_GAP_LINES,
@@ -539,7 +549,7 @@ class _SectionBlocks:
         cur, ctx = self.cur, self.ctx
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
         in_code = cur is not None and cur.kind == "code"
-        if all(i.mono for i in row.items) and (in_code or not URL_LINE.match(text)):
+        if listing_row(row) and (in_code or not URL_LINE.match(text)):
             self.add_code(row, gap)
             return
         big_gap = cur is not None and gap > ctx.typical_gap + ctx.config.paragraph_gap_ratio * min(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.schema import union_box
 from ocr_app.structure.borderless import find_grids
-from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows
+from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows, listing_row
 from ocr_app.structure.passes.columns import find_gutter
 from ocr_app.structure.table_html import Cell, cell_text
 
@@ -271,7 +271,7 @@ def detect_tables(
     tables, rows = _contents_tables(rows)
     # A row wholly in a monospaced font is a line of a listing, its columns set with spaces: it stays
     # code, and parts the rows around it (a table whose cells are partly code still reads as one).
-    for listing, run in itertools.groupby(rows, key=lambda r: all(i.mono for i in r.items)):
+    for listing, run in itertools.groupby(rows, key=listing_row):
         if listing:
             continue
         for grid in find_grids([r.items for r in run], body, page_width):
@@ -291,7 +291,67 @@ _CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?(?:\s*\.){3,})\s*(?P<page>\d{1,4
 
 
 def _contents_tables(rows: list[Row]) -> tuple[list[Table], list[Row]]:
-    """Runs of ≥ 3 rows "title . . . . page" (a table of contents) → two-column tables (title, page)."""
+    """Runs of ≥ 3 rows "title . . . . page" (a table of contents) → two-column tables (title, page).
+
+    Entries set in columns side by side (an index, a contents page in two columns) are read column by
+    column: a row across the page held two entries ("asn1Coding program . . . 5" beside "Main type asn1
+    node . . . 4"), which made one title of both, and the columns were read across (issue 30, round 24)."""
+    cuts = _entry_columns(rows)
+    if cuts:
+        tables: list[Table] = []
+        rest: list[Row] = []
+        bounds = [float("-inf"), *cuts, float("inf")]
+        for lo, hi in itertools.pairwise(bounds):
+            column = [ln for r in rows for ln in r.items if lo <= (ln.box[0] + ln.box[2]) / 2 < hi]
+            found, others = _contents_runs(group_rows(column))
+            tables += found
+            rest += others
+        return tables, sorted(rest, key=lambda r: (r.box[1] + r.box[3]) / 2)
+    return _contents_runs(rows)
+
+
+MIN_SIDE_BY_SIDE = 2  # rows holding two contents entries or more side by side: the entries stand in columns
+
+
+def _entries(row: Row) -> list[list[TextLine]] | None:
+    """The row's lines cut into contents entries ("title . . . page"), left to right; None when its
+    lines do not all fall into entries."""
+    out: list[list[TextLine]] = []
+    run: list[TextLine] = []
+    for ln in sorted(row.items, key=lambda i: i.box[0]):
+        run.append(ln)
+        if _CONTENTS_ROW.match(" ".join(i.text.strip() for i in run)):
+            out.append(run)
+            run = []
+    return out if out and not run else None
+
+
+def _entry_columns(rows: list[Row]) -> list[float]:
+    """Where columns of contents entries part (x between two entries side by side), or [] when no
+    ``MIN_SIDE_BY_SIDE`` rows hold two entries or more, or their gaps do not line up."""
+    gaps: list[list[tuple[float, float]]] = []
+    for row in rows:
+        entries = _entries(row)
+        if entries and len(entries) >= 2:
+            edges = [
+                (max(i.box[2] for i in a), min(i.box[0] for i in b)) for a, b in itertools.pairwise(entries)
+            ]
+            gaps.append(edges)
+    if len(gaps) < MIN_SIDE_BY_SIDE:
+        return []
+    most = max(len(g) for g in gaps)
+    widest = [g for g in gaps if len(g) == most]
+    cuts = []
+    for k in range(most):
+        left, right = max(g[k][0] for g in widest), min(g[k][1] for g in widest)
+        if left >= right:
+            return []  # the entries' gaps do not line up: no columns
+        cuts.append((left + right) / 2)
+    return cuts
+
+
+def _contents_runs(rows: list[Row]) -> tuple[list[Table], list[Row]]:
+    """``_contents_tables`` on rows of one column."""
     tables: list[Table] = []
     rest: list[Row] = []
     run: list[tuple[Row, re.Match[str]]] = []
