@@ -67,3 +67,14 @@ def test_an_index_in_two_columns_is_read_column_by_column(tmp_path: Path, engine
     numbers = re.findall(r"</td><td>(\d+)</td></tr>", md)
     assert numbers == [n for letter in pages.INDEX.values() for _, n in letter]
     assert_in_order(md, ["H", "header files", "M", "main node type"])
+
+
+def test_chapters_without_leaders_stay_in_the_contents_table(tmp_path: Path, engine):
+    """xdvipdfmx's manual sets its chapters in bold with no leaders between sections with leaders;
+    the chapter lines cut the contents into runs of one or two entries, which a word grid then read
+    with each spaced leader dot a column."""
+    md = page_markdown(engine, pages.build(tmp_path / "contents.pdf", pages.contents_bold_chapters), 0)
+    assert md.count("<table>") == 1, md
+    titles = [re.sub(r"[ .]+$", "", t) for t in re.findall(r"<tr><td>([^<]*)</td>", md)]
+    assert titles == [c[1] for c in pages.CONTENTS], md
+    assert re.findall(r"</td><td>(\w+)</td></tr>", md) == [c[2] for c in pages.CONTENTS]

@@ -511,6 +511,31 @@ def table_of_contents(doc: pymupdf.Document) -> None:
         y += 17
 
 
+def contents_bold_chapters(doc: pymupdf.Document) -> None:
+    """A manual's contents page as xdvipdfmx's sets it: chapters in bold with their page numbers and
+    no leaders, a blank line over each, sections indented under them with dot leaders, every page
+    number flush right."""
+    page = doc.new_page(width=A4[0], height=A4[1])
+    margin, size = 72.0, 10.0
+    right = A4[0] - margin
+    page.insert_text((margin, 90), "Contents", fontname="hebo", fontsize=16)
+    y = 120.0
+    for level, title, number in CONTENTS:
+        font = "hebo" if level == 0 else "helv"
+        y += 10 if level == 0 and y > 120 else 0
+        x = margin + 24 * level
+        page.insert_text((x, y), title, fontname=font, fontsize=size)
+        nw = pymupdf.get_text_length(number, fontname=font, fontsize=size)
+        page.insert_text((right - nw, y), number, fontname=font, fontsize=size)
+        if level:
+            start = x + pymupdf.get_text_length(title, fontname=font, fontsize=size) + 6
+            dots = int(
+                (right - nw - 6 - start) / pymupdf.get_text_length(" .", fontname="helv", fontsize=size)
+            )
+            page.insert_text((start, y), " ." * dots, fontname="helv", fontsize=size)
+        y += 15
+
+
 INDEX = {
     "A": [("asn1 coding program", "5"), ("asn1 decoding program", "7"), ("asn1 parser program", "5")],
     "F": [("free documentation licence", "24"), ("future developments", "4"), ("function index", "33")],

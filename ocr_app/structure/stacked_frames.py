@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from ocr_app.schema import Box
+from ocr_app.structure.docprofile import MIN_HEADING_RATIO
 from ocr_app.structure.lines import TextLine, group_rows
 
 FRAME_INSIDE = 0.9  # a frame this much inside the region is one of its tables
 FRAME_WIDTH = 0.8  # … when it is at least this share of the region's width
-HEADING_SIZE = 1.15  # × the frames' median text size: a lone line this large between frames is a heading
 
 
 def _inside(box: Box, region: Box) -> float:
@@ -39,10 +39,11 @@ def split_at_frames(region: Box, frames: Sequence[Box], lines: Sequence[TextLine
     """``region`` cut into one box per run of frames that no heading parts; ``[region]`` when fewer
     than two frames lie in it or no heading stands beside them.
 
-    A heading is a row of one line, set ``HEADING_SIZE`` times the frames' median text size or larger,
-    between two frames or between a frame and the region's edge. A part starts under the last heading
-    above its first frame (column heads set over a frame stay with their table) and ends at its last
-    frame's bottom rule, or at the region's foot when no heading stands below that frame."""
+    A heading is a row of one line, between two frames or between a frame and the region's edge, set
+    in a heading size against the frames' median text size (``MIN_HEADING_RATIO``, the ratio the
+    document's heading sizes are found by). A part starts under the last heading above its first
+    frame (column heads set over a frame stay with their table) and ends at its last frame's bottom
+    rule, or at the region's foot when no heading stands below that frame."""
     held = sorted(
         (
             f
@@ -67,7 +68,7 @@ def split_at_frames(region: Box, frames: Sequence[Box], lines: Sequence[TextLine
         return [
             row.box
             for row in group_rows(between)
-            if len(row.items) == 1 and row.items[0].size >= HEADING_SIZE * size
+            if len(row.items) == 1 and row.items[0].size >= MIN_HEADING_RATIO * size
         ]
 
     above = heads(region[1], held[0][1])

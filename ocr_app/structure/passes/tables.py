@@ -370,8 +370,10 @@ def _contents_runs(rows: list[Row]) -> tuple[list[Table], list[Row]]:
             rest.extend(r for r, _ in run)
         run.clear()
 
-    for row in rows:
-        m = _CONTENTS_ROW.match(row.text.strip())
+    matches = [_CONTENTS_ROW.match(row.text.strip()) for row in rows]
+    ends = [max(i.box[2] for i in row.items) for row, m in zip(rows, matches, strict=True) if m]
+    for row, m in zip(rows, matches, strict=True):
+        m = m or (_unled_entry(row, ends) if len(ends) >= 3 else None)
         if m:
             run.append((row, m))
         else:
@@ -379,6 +381,28 @@ def _contents_runs(rows: list[Row]) -> tuple[list[Table], list[Row]]:
             rest.append(row)
     close()
     return tables, rest
+
+
+# A contents entry set without leaders: its title, then its page number apart.
+_UNLED_ROW = re.compile(r"^(?P<title>.*?\w.*?)\s+(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
+
+
+def _unled_entry(row: Row, ends: list[float]) -> re.Match[str] | None:
+    """A contents entry without dot leaders among entries with them: a chapter's line set bold with its
+    page number and no leaders ("6 Encryption" over "6.1 Encryption Support . . . 41", as xdvipdfmx's
+    manual sets its contents). Its page number stands apart, flush with the leader rows' numbers (half
+    a line either way). Without it a chapter line ended each run, runs of fewer than three entries were
+    no contents, and their spaced leader dots made columns of a word grid (issue 30, round 24)."""
+    items = sorted(row.items, key=lambda i: i.box[0])
+    if len(items) < 2:
+        return None
+    last = items[-1]
+    if not re.fullmatch(r"\d{1,4}|[ivxlcdm]{1,7}", last.text.strip(), re.I):
+        return None
+    tolerance = 0.5 * (last.box[3] - last.box[1])
+    if not any(abs(last.box[2] - e) <= tolerance for e in ends):
+        return None
+    return _UNLED_ROW.match(row.text.strip())
 
 
 def tables_beside_a_gutter(
