@@ -64,6 +64,13 @@ _ADDRESS = re.compile(
 )
 
 
+def bare_label(text: str) -> bool:
+    """Whether ``text`` is a section's number alone ("3.1.2", "IV.", an appendix's "B.2"), as set a
+    quad or more before its title."""
+    label = text.strip()
+    return bool(_BARE_NUMBER.match(label) or _APPENDIX_NUMBER.match(label))
+
+
 def cells_apart(row: Row, gap: float) -> bool:
     """Whether the row is made of pieces set a table-cell gap apart (column headers, a footer's
     "Annex ... 209"): several texts side by side, not one heading. A section number in a box of its

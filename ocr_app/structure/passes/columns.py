@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ocr_app.structure.headings import bare_label
 from ocr_app.structure.lines import (
     Item,
     LayoutConfig,
@@ -258,10 +259,13 @@ def find_gutter(
     beside; the gaps between its own cells are no columns of the page).
     """
     min_gap = config.min_gutter_ratio * body
+    # A section's number set a quad before its title ("3.1.2" before "Mac OS X", four such headings on
+    # a page of the TeX Live guide) is no column of its own: taken for one, it parted each heading
+    # from its number (issue 30, round 24).
     solid = [
         i
         for i in items
-        if (isinstance(i, TextLine) and i.box[2] - i.box[0] >= 2 * body)
+        if (isinstance(i, TextLine) and i.box[2] - i.box[0] >= 2 * body and not bare_label(i.text))
         or (isinstance(i, Table) and (i.form or i.panel))
     ]
 
