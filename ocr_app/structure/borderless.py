@@ -588,16 +588,15 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
         and all(_heavy(p) for p in run[0])
         and (not all(_heavy(p) for p in run[1]) or (len(run[0]) >= 2 and len(run[1]) == 1))
     )
-    body_gaps = gaps[1:] if head else gaps
-    deep = -OVERLAP * line
-    apart = [g for g in body_gaps if g >= deep]
-    if len(apart) >= 2 and max(apart) - min(apart) >= 0.2 * line:
-        cut = (max(apart) + min(apart)) / 2
-    elif len(apart) < len(body_gaps):
-        cut = deep
-    else:
-        return [list(r) for r in run]
-    if sum(1 for g in body_gaps if g > cut) < 1:
+    cut = _rhythm_cut(gaps[1:] if head else gaps, line)
+    if cut is not None and not head and len(run) > 2 and [k for k, g in enumerate(gaps) if g > cut] == [0]:
+        # Only the space under the first line is wider: a head set apart by a rule (booktabs' midrule)
+        # over body rows set without padding, one line a row. Read as the rhythm, it joined the whole
+        # body into one row of wrapped lines ("FreeBSD OpenBSD Solaris …" in one cell; issue 30,
+        # round 24). The first line is the head, and the body's own gaps say what is a row.
+        head = True
+        cut = _rhythm_cut(gaps[1:], line)
+    if cut is None:
         return [list(r) for r in run]
     bands: list[list[Piece]] = [list(run[0])]
     anchored = [_full(run[0], cols)]
@@ -622,6 +621,20 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
             bands[-1].extend(r)
             anchored[-1] = anchored[-1] or full
     return bands
+
+
+def _rhythm_cut(gaps: Sequence[float], line: float) -> float | None:
+    """The gap size between line spacing inside a cell and padding between rows, where the gaps come in
+    two sizes (or some lines overlap); None when they do not."""
+    deep = -OVERLAP * line
+    apart = [g for g in gaps if g >= deep]
+    if len(apart) >= 2 and max(apart) - min(apart) >= 0.2 * line:
+        cut = (max(apart) + min(apart)) / 2
+    elif len(apart) < len(gaps):
+        cut = deep
+    else:
+        return None
+    return cut if any(g > cut for g in gaps) else None
 
 
 def _key_only(line: Sequence[Piece], cols: list[list[float]]) -> bool:
