@@ -65,10 +65,13 @@ _ADDRESS = re.compile(
 
 
 def bare_label(text: str) -> bool:
-    """Whether ``text`` is a section's number alone ("3.1.2", "IV.", an appendix's "B.2"), as set a
-    quad or more before its title."""
+    """Whether ``text`` is a section's number alone ("3.1.2", "4.", an appendix's "B.2"), as set a
+    quad or more before its title. A letter alone is not: a letterhead's big initial ("M") or a
+    roman "I" may stand in a column of its own."""
     label = text.strip()
-    return bool(_BARE_NUMBER.match(label) or _APPENDIX_NUMBER.match(label))
+    return any(c.isdigit() for c in label) and bool(
+        _BARE_NUMBER.match(label) or _APPENDIX_NUMBER.match(label)
+    )
 
 
 def cells_apart(row: Row, gap: float) -> bool:
