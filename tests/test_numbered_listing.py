@@ -4,8 +4,9 @@ Why: the amsfonts package's manual (docstrip, in TeX Live's documentation) print
 line's number in the text face in the margin ("134" beside ``\\global\\let\\lhd\\@@undefined``). Only
 rows wholly in a monospaced font counted as a listing's, so the numbers and the code made a two-column
 table on every page of code (19 tables in 10 pages). A row of monospaced text after a line number on
-its line is a listing's row now (``lines.listing_row``); a footnote's raised mark before a web address
-set in typewriter is not. The page is built with PyMuPDF.
+its line is a listing's row now where the numbers run on (``lines.listing_rows``); a table of
+character codes beside command names (amsfndoc's "2304" beside ``\\nless``) and a footnote's raised
+mark before a web address set in typewriter are not. The page is built with PyMuPDF.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
+from ocr_app.structure.lines import Row, TextLine, listing_rows
 from tests.factories import page_markdown
 
 CODE = [
@@ -70,3 +72,22 @@ def test_a_listing_numbered_in_the_margin_is_one_code_block(tmp_path: Path, engi
         assert str(k) in block and code.split("{")[0] in block, (k, md)
     footnote = md[md.index("https://ctan.org/pkg/amsfonts") - 10 :]
     assert "```" not in footnote, md  # the footnote's address stays text
+
+
+def _row(number: str, code: str, y: float) -> Row:
+    return Row(
+        [
+            TextLine(text=number, box=(100.0, y + 1, 112.0, y + 9), size=7.0),
+            TextLine(text=code, box=(125.0, y, 300.0, y + 10), size=9.0, mono=True),
+        ]
+    )
+
+
+def test_numbers_that_run_on_make_a_listing_and_codes_do_not():
+    numbered = [_row(str(n), r"\global\let\lhd", 100.0 + 12 * k) for k, n in enumerate((134, 135, 136))]
+    assert listing_rows(numbered) == {id(r) for r in numbered}
+    codes = [
+        _row(c, cmd, 100.0 + 12 * k)
+        for k, (c, cmd) in enumerate((("2304", r"\nless"), ("2302", r"\nleq"), ("2305", r"\ngtr")))
+    ]
+    assert listing_rows(codes) == set()

@@ -367,26 +367,55 @@ def body_size(lines: Sequence[TextLine]) -> float:
 _LINE_NUMBER = re.compile(r"\d{1,5}")
 
 
-def listing_row(row: Row) -> bool:
-    """A line of a listing: set in a monospaced font all through, or so after its line number in the
-    margin (a numbered listing, docstrip's code in a package's manual: "134" in the text face beside
-    ``\\global\\let\\lhd``). Its columns are set with spaces, and the numbers are no column of a table.
-    A footnote's raised mark before a web address set in typewriter (LaTeX's ``\\url``) is no line
-    number: the number must sit on the code's line, and the code hold no address."""
-    items = sorted(row.items, key=lambda i: i.box[0])
-    if all(i.mono for i in items):
-        return True
-    if (
-        len(items) < 2
-        or not _LINE_NUMBER.fullmatch(items[0].text.strip())
-        or not all(i.mono for i in items[1:])
-    ):
-        return False
-    num, code = items[0].box, union_box([i.box for i in items[1:]])
-    middle = (code[1] + code[3]) / 2
-    return abs((num[1] + num[3]) / 2 - middle) <= 0.25 * (code[3] - code[1]) and not any(
-        "://" in i.text or "www." in i.text for i in items[1:]
-    )
+def listing_rows(rows: Sequence[Row]) -> set[int]:
+    """The ids of the rows (top to bottom) that are lines of a listing: set in a monospaced font all
+    through, or so after their line number in the margin (a numbered listing, docstrip's code in a
+    package's manual: "134" in the text face beside ``\\global\\let\\lhd``). Their columns are set
+    with spaces, and the numbers are no column of a table.
+
+    Line numbers run on: a numbered row counts where the numbered row before or after it carries the
+    number one less or one more. A table of character codes beside command names ("2304" beside
+    ``\\nless``, "2302" beside ``\\nleq``) does not, nor does a footnote's raised mark before a web
+    address in typewriter (the number must also sit on the code's line, the code hold no address)."""
+    out: set[int] = set()
+    # Typewriter faces the rows use: a line that MuPDF returns with its number ("37 \\providecommand…")
+    # is typed in one of them, though the number is not.
+    mono_fonts = {i.font for row in rows for i in row.items if i.mono and i.font}
+    numbered: list[tuple[int, Row, bool]] = []  # (number, row, its text monospaced)
+    for row in rows:
+        items = sorted(row.items, key=lambda i: i.box[0])
+        if all(i.mono for i in items):
+            out.add(id(row))
+        elif (n := _line_number(items)) is not None:
+            rest = items[1:] if len(items) > 1 else []
+            code = all(i.mono for i in rest) if rest else items[0].font in mono_fonts
+            numbered.append((n, row, code))
+    for k, (n, row, code) in enumerate(numbered):
+        before = numbered[k - 1][0] if k else None
+        after = numbered[k + 1][0] if k + 1 < len(numbered) else None
+        if code and (before == n - 1 or after == n + 1):
+            out.add(id(row))
+    return out
+
+
+_NUMBERED_LINE = re.compile(r"(\d{1,5})\s+\S")
+
+
+def _line_number(items: Sequence[TextLine]) -> int | None:
+    """The number a row carries in its margin before text, or None: a piece of its own on the text's
+    line, or the start of a one-piece line. A line holding a web address is a footnote's."""
+    if any("://" in i.text or "www." in i.text for i in items):
+        return None
+    if len(items) == 1:
+        m = _NUMBERED_LINE.match(items[0].text.strip())
+        return int(m.group(1)) if m else None
+    if not _LINE_NUMBER.fullmatch(items[0].text.strip()):
+        return None
+    num, text = items[0].box, union_box([i.box for i in items[1:]])
+    middle = (text[1] + text[3]) / 2
+    if abs((num[1] + num[3]) / 2 - middle) > 0.25 * (text[3] - text[1]):
+        return None
+    return int(items[0].text.strip())
 
 
 def group_rows(items: Sequence[TextLine], min_overlap: float = 0.5) -> list[Row]:

@@ -44,7 +44,7 @@ from ocr_app.structure.lines import (
     Table,
     TextLine,
     group_rows,
-    listing_row,
+    listing_rows,
     size_close,
 )
 from ocr_app.structure.numbering import outline_level
@@ -162,6 +162,7 @@ class _SectionContext:
     hang_x: float | None = None  # where wrapped lines start in a section set with hanging indents
     hang_top: float = 0.0  # ... from this height down (the first entry that wraps)
     colored: set[int] = field(default_factory=set)  # rows standing apart in an accent colour
+    listings: set[int] = field(default_factory=set)  # rows of a listing (``lines.listing_rows``)
 
 
 def _ends_sentence(text: str) -> bool:
@@ -549,7 +550,7 @@ class _SectionBlocks:
         cur, ctx = self.cur, self.ctx
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
         in_code = cur is not None and cur.kind == "code"
-        if listing_row(row) and (in_code or not URL_LINE.match(text)):
+        if id(row) in ctx.listings and (in_code or not URL_LINE.match(text)):
             self.add_code(row, gap)
             return
         big_gap = cur is not None and gap > ctx.typical_gap + ctx.config.paragraph_gap_ratio * min(
@@ -627,6 +628,7 @@ def _group(
         hang_x=hang[0] if hang else None,
         hang_top=hang[1] if hang else 0.0,
         colored=colored_rows(units, style, typical_gap) if style is not None else set(),
+        listings=listing_rows(rows),
     )
     grouper = _SectionBlocks(ctx)
     for unit in units:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.schema import union_box
 from ocr_app.structure.borderless import find_grids
-from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows, listing_row
+from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows, listing_rows
 from ocr_app.structure.passes.columns import find_gutter
 from ocr_app.structure.table_html import Cell, cell_text
 
@@ -271,7 +271,8 @@ def detect_tables(
     tables, rows = _contents_tables(rows)
     # A row wholly in a monospaced font is a line of a listing, its columns set with spaces: it stays
     # code, and parts the rows around it (a table whose cells are partly code still reads as one).
-    for listing, run in itertools.groupby(rows, key=listing_row):
+    listings = listing_rows(rows)
+    for listing, run in itertools.groupby(rows, key=lambda r: id(r) in listings):
         if listing:
             continue
         for grid in find_grids([r.items for r in run], body, page_width):
