@@ -589,11 +589,19 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
         and (not all(_heavy(p) for p in run[1]) or (len(run[0]) >= 2 and len(run[1]) == 1))
     )
     cut = _rhythm_cut(gaps[1:] if head else gaps, line)
-    if cut is not None and not head and len(run) > 2 and [k for k, g in enumerate(gaps) if g > cut] == [0]:
+    if (
+        cut is not None
+        and not head
+        and len(run) > 2
+        and [k for k, g in enumerate(gaps) if g > cut] == [0]
+        and all(any(_column_of(p, cols) == 0 for p in r) for r in run[1:])
+    ):
         # Only the space under the first line is wider: a head set apart by a rule (booktabs' midrule)
-        # over body rows set without padding, one line a row. Read as the rhythm, it joined the whole
-        # body into one row of wrapped lines ("FreeBSD OpenBSD Solaris …" in one cell; issue 30,
-        # round 24). The first line is the head, and the body's own gaps say what is a row.
+        # over body rows set without padding, every line opening with its key: one line a row. Read
+        # as the rhythm, it joined the whole body into one row of wrapped lines ("FreeBSD OpenBSD
+        # Solaris …" in one cell; issue 30, round 24). The first line is the head, and the body's own
+        # gaps say what is a row. Lines without a key may be a key's second row or a wrapped line:
+        # such a body is left as it was read (ifplatform's "nul:" over "true" and "false").
         head = True
         cut = _rhythm_cut(gaps[1:], line)
     if cut is None:
