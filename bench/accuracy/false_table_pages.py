@@ -493,6 +493,16 @@ def table_of_contents(doc: pymupdf.Document) -> None:
     """A report's contents page: entries with dot leaders to right-aligned page numbers, chapters in
     bold, sections indented under them. Public ground truths (docling's) write it as a table of two
     columns, title and page."""
+    _contents_page(doc, chapter_leaders=True)
+
+
+def contents_bold_chapters(doc: pymupdf.Document) -> None:
+    """A manual's contents page as xdvipdfmx's sets it: chapters in bold with their page numbers and
+    no leaders, sections indented under them with dot leaders, every page number flush right."""
+    _contents_page(doc, chapter_leaders=False)
+
+
+def _contents_page(doc: pymupdf.Document, *, chapter_leaders: bool) -> None:
     page = doc.new_page(width=A4[0], height=A4[1])
     margin, size = 72.0, 11.0
     right = A4[0] - margin
@@ -505,35 +515,13 @@ def table_of_contents(doc: pymupdf.Document) -> None:
         page.insert_text((x, y), title, fontname=font, fontsize=size)
         nw = pymupdf.get_text_length(number, fontname=font, fontsize=size)
         page.insert_text((right - nw, y), number, fontname=font, fontsize=size)
-        start = x + pymupdf.get_text_length(title, fontname=font, fontsize=size) + 6
-        dots = int((right - nw - 6 - start) / pymupdf.get_text_length(" .", fontname="helv", fontsize=size))
-        page.insert_text((start, y), " ." * dots, fontname="helv", fontsize=size)
-        y += 17
-
-
-def contents_bold_chapters(doc: pymupdf.Document) -> None:
-    """A manual's contents page as xdvipdfmx's sets it: chapters in bold with their page numbers and
-    no leaders, a blank line over each, sections indented under them with dot leaders, every page
-    number flush right."""
-    page = doc.new_page(width=A4[0], height=A4[1])
-    margin, size = 72.0, 10.0
-    right = A4[0] - margin
-    page.insert_text((margin, 90), "Contents", fontname="hebo", fontsize=16)
-    y = 120.0
-    for level, title, number in CONTENTS:
-        font = "hebo" if level == 0 else "helv"
-        y += 10 if level == 0 and y > 120 else 0
-        x = margin + 24 * level
-        page.insert_text((x, y), title, fontname=font, fontsize=size)
-        nw = pymupdf.get_text_length(number, fontname=font, fontsize=size)
-        page.insert_text((right - nw, y), number, fontname=font, fontsize=size)
-        if level:
+        if level or chapter_leaders:
             start = x + pymupdf.get_text_length(title, fontname=font, fontsize=size) + 6
             dots = int(
                 (right - nw - 6 - start) / pymupdf.get_text_length(" .", fontname="helv", fontsize=size)
             )
             page.insert_text((start, y), " ." * dots, fontname="helv", fontsize=size)
-        y += 15
+        y += 17
 
 
 INDEX = {

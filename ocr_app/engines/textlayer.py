@@ -1017,6 +1017,13 @@ def _piece_of(box: Box, region: Box) -> bool:
     )
 
 
+def _tables_apart(regions: list[Box], frames: Sequence[Box], lines: Sequence[TextLine]) -> list[Box]:
+    """The layout model's table boxes, each box over several framed tables with headings between them
+    cut into one region per table (``structure.stacked_frames``)."""
+    parts = [split_at_frames(r, frames, lines) for r in regions]
+    return _distinct([box for p in parts for box in p]) if any(len(p) > 1 for p in parts) else regions
+
+
 def _distinct(regions: list[Box]) -> list[Box]:
     """Regions without those that mostly cover an earlier one: two of the layout model's boxes over one
     stack of framed tables give the same parts (``split_at_frames``)."""
@@ -1896,10 +1903,7 @@ class TextLayerEngine(Engine):
                 pool = _without(pool, taken)
             read = [t[0] for t in [*out, *kept_forms]]
             regions = [r for r in regions if not any(overlap(r, t) > 0.5 for t in read)]
-            # A box over several framed tables with headings between them: one region per table.
-            parts = [split_at_frames(r, frames, pool) for r in regions]
-            if any(len(p) > 1 for p in parts):
-                regions = _distinct([box for p in parts for box in p])
+            regions = _tables_apart(regions, frames, pool)
             weak = [
                 r.box
                 for r in detected
