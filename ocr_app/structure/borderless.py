@@ -589,19 +589,7 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
         and (not all(_heavy(p) for p in run[1]) or (len(run[0]) >= 2 and len(run[1]) == 1))
     )
     cut = _rhythm_cut(gaps[1:] if head else gaps, line)
-    if (
-        cut is not None
-        and not head
-        and len(run) > 2
-        and [k for k, g in enumerate(gaps) if g > cut] == [0]
-        and all(any(_column_of(p, cols) == 0 for p in r) for r in run[1:])
-    ):
-        # Only the space under the first line is wider: a head set apart by a rule (booktabs' midrule)
-        # over body rows set without padding, every line opening with its key: one line a row. Read
-        # as the rhythm, it joined the whole body into one row of wrapped lines ("FreeBSD OpenBSD
-        # Solaris …" in one cell; issue 30, round 24). The first line is the head, and the body's own
-        # gaps say what is a row. Lines without a key may be a key's second row or a wrapped line:
-        # such a body is left as it was read (ifplatform's "nul:" over "true" and "false").
+    if not head and _head_apart(run, cols):
         head = True
         cut = _rhythm_cut(gaps[1:], line)
     if cut is None:
@@ -629,6 +617,34 @@ def _row_bands(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> list[
             bands[-1].extend(r)
             anchored[-1] = anchored[-1] or full
     return bands
+
+
+def _head_apart(run: Sequence[Sequence[Piece]], cols: list[list[float]]) -> bool:
+    """Whether the run's first line is a head set apart over body rows set without padding: the space
+    under it is the only gap of the wider size, and every body line opens with its key, the keys flush
+    with each other.
+
+    Why: read as the row rhythm, that one wider gap (booktabs' midrule under the heads) made every
+    other gap "line spacing inside a cell", and the whole body came out as one row of wrapped lines
+    ("FreeBSD OpenBSD Solaris …" in one cell; issue 30, round 24). The first line is then the head, and
+    the body's own gaps say what is a row. Lines without a key may be a key's second row or a wrapped
+    line: such a body is left as it was read (ifplatform's "nul:" over "true" and "false")."""
+    if len(run) <= 2 or all(_heavy(p) for p in run[0]):
+        return False  # (a heavy first line is a head already)
+    boxes = [union_box([p.box for p in r]) for r in run]
+    gaps = [b[1] - a[3] for a, b in itertools.pairwise(boxes)]
+    cut = _rhythm_cut(gaps, min(b[3] - b[1] for b in boxes))
+    if cut is None or [k for k, g in enumerate(gaps) if g > cut] != [0]:
+        return False
+    keys = [
+        min((p for p in r if _column_of(p, cols) == 0), key=lambda p: p.box[0], default=None) for r in run[1:]
+    ]
+    if any(k is None for k in keys):
+        return False
+    # Every key flush with the others: a key's line set in from the rest is the wrapped end of the key
+    # above (a census table's "Disposable income per capita in" over an indented "constant dollars").
+    edge = min(k.box[0] for k in keys if k is not None)
+    return all(k.box[0] - edge <= 0.5 * (k.box[3] - k.box[1]) for k in keys if k is not None)
 
 
 def _rhythm_cut(gaps: Sequence[float], line: float) -> float | None:
@@ -1107,7 +1123,7 @@ def _build_grid(
     if (len(cols) == 2 and _prose_pairs(texts)) or _justified_lines(grid, texts, body):
         return None
     heavy = [all(_heavy(p) for c in r for p in c) if any(r) else None for r in grid]
-    head = header_rows(heavy, []) or _numeric_body_header(texts)
+    head = header_rows(heavy, []) or _numeric_body_header(texts) or int(_head_apart(run, cols))
     # A bold row of its first cell alone under the heads is the first section's label, not a head.
     head = next((k for k in range(1, head) if texts[k][0] and not any(texts[k][1:])), head)
     pieces = originals
