@@ -6,7 +6,7 @@ between them. The word grid measured the row rhythm from the gaps between lines;
 under the head, made every other gap "line spacing inside a cell", and the seven rows came out as one
 row of seven-line cells ("FreeBSD OpenBSD Solaris …") - the held-out set's "rows merged". When the
 only wider gap is the one under the first line and every body line opens with a key flush with the
-others, that line is the head (a header row) and the body's own gaps say what a row is
+others, that line is the head and the body's own gaps say what a row is
 (``borderless._head_apart``). A key's line set in from the others is a wrapped key, and such a body is
 read as before (``test_rule_drawn_tables``). The page is built with PyMuPDF.
 """
@@ -80,4 +80,3 @@ def test_the_word_grid_reads_one_row_a_line(tmp_path: Path):
     (table,) = tables
     texts = [[c.text if hasattr(c, "text") else c for c in row] for row in table.rows]
     assert texts == [["Platform", "uname string"], *[list(r) for r in ROWS]], texts
-    assert table.header_rows == 1

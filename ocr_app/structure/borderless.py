@@ -1123,7 +1123,7 @@ def _build_grid(
     if (len(cols) == 2 and _prose_pairs(texts)) or _justified_lines(grid, texts, body):
         return None
     heavy = [all(_heavy(p) for c in r for p in c) if any(r) else None for r in grid]
-    head = header_rows(heavy, []) or _numeric_body_header(texts) or int(_head_apart(run, cols))
+    head = header_rows(heavy, []) or _numeric_body_header(texts)
     # A bold row of its first cell alone under the heads is the first section's label, not a head.
     head = next((k for k in range(1, head) if texts[k][0] and not any(texts[k][1:])), head)
     pieces = originals
