@@ -16,9 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
-import pytest
 
-from ocr_app.engines.textlayer import TextLayerEngine, extract_lines
+from ocr_app.engines.textlayer import extract_lines
 from ocr_app.ingest.pdf import import_pymupdf
 from ocr_app.structure.lines import LayoutConfig, body_size
 from ocr_app.structure.passes.tables import detect_tables
@@ -57,13 +56,8 @@ def _manual_page(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def engine(textlayer_engine: TextLayerEngine) -> TextLayerEngine:
-    return textlayer_engine
-
-
-def test_rows_without_padding_under_a_ruled_head_are_one_line_each(tmp_path: Path, engine):
-    md = page_markdown(engine, _manual_page(tmp_path / "platforms.pdf"), 0)
+def test_rows_without_padding_under_a_ruled_head_are_one_line_each(tmp_path: Path, textlayer_engine):
+    md = page_markdown(textlayer_engine, _manual_page(tmp_path / "platforms.pdf"), 0)
     rows = table_rows(md)
     assert rows[0] == ["Platform", "uname string"], md
     assert [tuple(r) for r in rows[1:]] == ROWS, md

@@ -13,10 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 from bench.accuracy import false_table_pages as pages
-from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure.lines import Row, TextLine
 from ocr_app.structure.passes.tables import _contents_tables, _entry_columns
 from tests.factories import assert_in_order, page_markdown
@@ -54,13 +51,8 @@ def test_one_row_of_two_entries_or_a_row_with_a_figure_after_its_entry_is_no_col
     assert _entry_columns(_rows([("Revenue . . . . 120", "135"), ("Costs . . . . 80", "95")])) == []
 
 
-@pytest.fixture(scope="module")
-def engine(textlayer_engine: TextLayerEngine) -> TextLayerEngine:
-    return textlayer_engine
-
-
-def test_an_index_in_two_columns_is_read_column_by_column(tmp_path: Path, engine):
-    md = page_markdown(engine, pages.build(tmp_path / "index.pdf", pages.index_in_columns), 0)
+def test_an_index_in_two_columns_is_read_column_by_column(tmp_path: Path, textlayer_engine):
+    md = page_markdown(textlayer_engine, pages.build(tmp_path / "index.pdf", pages.index_in_columns), 0)
     titles = [re.sub(r"[ .]+$", "", t) for t in re.findall(r"<tr><td>([^<]*)</td>", md)]
     entries = [title for letter in pages.INDEX.values() for title, _ in letter]
     assert titles == entries, md  # each entry its own title, left column first
@@ -69,11 +61,13 @@ def test_an_index_in_two_columns_is_read_column_by_column(tmp_path: Path, engine
     assert_in_order(md, ["H", "header files", "M", "main node type"])
 
 
-def test_chapters_without_leaders_stay_in_the_contents_table(tmp_path: Path, engine):
+def test_chapters_without_leaders_stay_in_the_contents_table(tmp_path: Path, textlayer_engine):
     """xdvipdfmx's manual sets its chapters in bold with no leaders between sections with leaders;
     the chapter lines cut the contents into runs of one or two entries, which a word grid then read
     with each spaced leader dot a column."""
-    md = page_markdown(engine, pages.build(tmp_path / "contents.pdf", pages.contents_bold_chapters), 0)
+    md = page_markdown(
+        textlayer_engine, pages.build(tmp_path / "contents.pdf", pages.contents_bold_chapters), 0
+    )
     assert md.count("<table>") == 1, md
     titles = [re.sub(r"[ .]+$", "", t) for t in re.findall(r"<tr><td>([^<]*)</td>", md)]
     assert titles == [c[1] for c in pages.CONTENTS], md

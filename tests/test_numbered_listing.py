@@ -14,9 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
-import pytest
 
-from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure.lines import Row, TextLine, listing_rows
 from tests.factories import page_markdown
 
@@ -59,13 +57,8 @@ def _manual_page(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def engine(textlayer_engine: TextLayerEngine) -> TextLayerEngine:
-    return textlayer_engine
-
-
-def test_a_listing_numbered_in_the_margin_is_one_code_block(tmp_path: Path, engine):
-    md = page_markdown(engine, _manual_page(tmp_path / "listing.pdf"), 0)
+def test_a_listing_numbered_in_the_margin_is_one_code_block(tmp_path: Path, textlayer_engine):
+    md = page_markdown(textlayer_engine, _manual_page(tmp_path / "listing.pdf"), 0)
     assert "<table>" not in md, md
     block = md[md.index("```") : md.rindex("```")]
     for k, code in enumerate(CODE, start=134):

@@ -13,9 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
-import pytest
 
-from ocr_app.engines.textlayer import TextLayerEngine
 from tests.factories import page_markdown, table_rows
 
 OPTIONS = [
@@ -56,13 +54,8 @@ def _manual_page(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def engine(textlayer_engine: TextLayerEngine) -> TextLayerEngine:
-    return textlayer_engine
-
-
-def test_italic_heads_centred_over_the_columns_are_the_header_row(tmp_path: Path, engine):
-    md = page_markdown(engine, _manual_page(tmp_path / "manual.pdf"), 0)
+def test_italic_heads_centred_over_the_columns_are_the_header_row(tmp_path: Path, textlayer_engine):
+    md = page_markdown(textlayer_engine, _manual_page(tmp_path / "manual.pdf"), 0)
     assert "<thead><tr><th>Option</th><th>Description</th></tr></thead>" in md, md
     rows = table_rows(md)
     assert [r[0] for r in rows[1:]] == [o for o, _ in OPTIONS], md

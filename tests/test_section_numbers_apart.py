@@ -13,9 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
-import pytest
 
-from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure.headings import bare_label
 from tests.factories import heading_texts, page_markdown
 
@@ -53,11 +51,6 @@ def test_a_bare_section_number_is_a_label():
     assert not bare_label("M") and not bare_label("IV.")
 
 
-@pytest.fixture(scope="module")
-def engine(textlayer_engine: TextLayerEngine) -> TextLayerEngine:
-    return textlayer_engine
-
-
-def test_numbered_headings_keep_their_numbers(tmp_path: Path, engine):
-    md = page_markdown(engine, _guide_page(tmp_path / "guide.pdf"), 0)
+def test_numbered_headings_keep_their_numbers(tmp_path: Path, textlayer_engine):
+    md = page_markdown(textlayer_engine, _guide_page(tmp_path / "guide.pdf"), 0)
     assert heading_texts(md) == [f"{n} {t}" for n, t in SECTIONS], md

@@ -19,16 +19,10 @@ from itertools import pairwise
 from ocr_app.schema import Box
 from ocr_app.structure.docprofile import MIN_HEADING_RATIO
 from ocr_app.structure.lines import TextLine, group_rows
+from ocr_app.structure.regions import overlap
 
 FRAME_INSIDE = 0.9  # a frame this much inside the region is one of its tables
 FRAME_WIDTH = 0.8  # … when it is at least this share of the region's width
-
-
-def _inside(box: Box, region: Box) -> float:
-    w = min(box[2], region[2]) - max(box[0], region[0])
-    h = min(box[3], region[3]) - max(box[1], region[1])
-    area = max((box[2] - box[0]) * (box[3] - box[1]), 1e-6)
-    return max(w, 0.0) * max(h, 0.0) / area
 
 
 def _centre_in(line: TextLine, top: float, bottom: float) -> bool:
@@ -48,7 +42,7 @@ def split_at_frames(region: Box, frames: Sequence[Box], lines: Sequence[TextLine
         (
             f
             for f in frames
-            if _inside(f, region) >= FRAME_INSIDE and f[2] - f[0] >= FRAME_WIDTH * (region[2] - region[0])
+            if overlap(f, region) >= FRAME_INSIDE and f[2] - f[0] >= FRAME_WIDTH * (region[2] - region[0])
         ),
         key=lambda f: f[1],
     )
