@@ -481,3 +481,35 @@ def test_a_cached_hub_snapshot_is_found_without_huggingface_hubs_download_code(t
     assert _main_snapshot("acme/other", tmp_path) is None
     (snap / "model.safetensors").unlink()
     assert _main_snapshot("acme/ocr", tmp_path) is None  # no weights: not a usable snapshot
+
+
+def test_encoder_attention_with_a_mask_keeps_each_query_head_on_its_own_kv_head():
+    """The vision encoder repeats its key/value heads before a masked SDPA (so CUDA can use a fused
+    kernel); with two key/value heads a wrong repeat order would pair query heads with the wrong ones."""
+    from ocr_app.models.deepseek_ocr2.native_config import EncoderConfig
+    from ocr_app.models.deepseek_ocr2.native_vision import EncoderAttention, RotaryEmbedding, image_query_mask
+
+    torch.manual_seed(0)
+    cfg = EncoderConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, rope_parameters={"rope_theta": 1e4}
+    )
+    attn = EncoderAttention(cfg, 0).float()
+    for p in attn.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    x = torch.randn(2, 12, 64)
+    rope = RotaryEmbedding(cfg.head_dim, 1e4)(x, torch.arange(12)[None])
+    mask = image_query_mask(12, 8, x.device)
+    with torch.no_grad():
+        got = attn(x, rope, mask)
+        q = attn.q_proj(x).view(2, 12, 4, -1).transpose(1, 2)
+        k = attn.k_proj(x).view(2, 12, 2, -1).transpose(1, 2)
+        v = attn.v_proj(x).view(2, 12, 2, -1).transpose(1, 2)
+        from ocr_app.models.deepseek_ocr2.native_vision import apply_rotary_pos_emb
+
+        q, k = apply_rotary_pos_emb(q, k, *rope)
+        # by hand: query head h reads key/value head h // 2, scores masked, softmax, weighted values
+        kk, vv = k[:, [0, 0, 1, 1]], v[:, [0, 0, 1, 1]]
+        scores = (q @ kk.transpose(-1, -2)) * attn.scaling
+        scores = scores.masked_fill(~mask, float("-inf"))
+        want = attn.o_proj((scores.softmax(-1) @ vv).transpose(1, 2).reshape(2, 12, -1))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
