@@ -1910,7 +1910,13 @@ class TextLayerEngine(Engine):
                 if lt.MIN_VETO_SCORE <= r.score < lt.MIN_REGION_SCORE
                 and not any(overlap(r.box, t) > 0.5 for t in read)
             ]
-            found, pool = in_regions(regions, pool, rules=self._word_grid(image.width, body), weak=weak)
+            prose: list[Box] = []
+            found, pool = in_regions(
+                regions, pool, rules=self._word_grid(image.width, body), weak=weak, prose=prose
+            )
+            # a box the model calls a table that holds columns of running text vouches for no grid of
+            # words either (the GNU FDL set in seven narrow columns)
+            vetted = [b for b in vetted if not any(overlap(b, p) > 0.5 for p in prose)]
         except EngineUnavailableError as exc:
             logger.warning("textlayer: tables from rules only: %s", exc)
             self._learned = False

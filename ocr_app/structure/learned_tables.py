@@ -1914,10 +1914,12 @@ def tables_in_regions(
     rules: Rules | None = None,
     weak: Sequence[Box] = (),
     cuts: Sequence[Rule] = (),
+    prose: list[Box] | None = None,
 ) -> tuple[list[LearnedTable], list[TextLine]]:
     """The tables read in ``regions`` (a layout model's table boxes), each from the lines it holds;
     the lines no table took. ``weak``: table boxes too weak to be read alone, which may still say
-    that a box inside them is part of a wider table (``widen_nested``).
+    that a box inside them is part of a wider table (``widen_nested``). ``prose``, when given, gets
+    the boxes found to be columns of running text, which no later reading should take for a table.
 
     ``rules`` (the word-position finder over a region's lines) gives a second reading: it is kept
     when it separates at least as many rows and columns as the model sees (the model merges rows set
@@ -1934,6 +1936,8 @@ def tables_in_regions(
             box, held = _below_top_rule(*part, cuts, body)
             if text_columns(held, body):
                 logger.debug("region %s: columns of running text side by side, not a table", box)
+                if prose is not None:
+                    prose.append(box)
                 continue
             if all(ln.mono for ln in held):
                 logger.debug("region %s: a listing in a monospaced font, kept as code", box)

@@ -12,6 +12,7 @@ Duck-typed over lines or pieces with ``text``, ``box``, ``bold`` and ``weight``.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Sequence
 from typing import Any
@@ -25,13 +26,21 @@ def _heavy(line: Any) -> bool:
     return bool(getattr(line, "bold", False) or getattr(line, "weight", 400) >= 600)
 
 
+def _wordy(text: str) -> bool:
+    """Two words or more: a line of a sentence, not a label or an identifier over the next ("subtype"
+    over "attr" in a column of field names, "Afrikaans" over "af")."""
+    return sum(1 for w in text.split() if sum(ch.isalpha() for ch in w) >= 2) >= 2
+
+
 def runs_on(upper: Any, lower: Any) -> bool:
     """Whether ``lower`` carries on the sentence of ``upper``: right under it (a gap under a line's
     height), ``upper`` not closing a sentence, ``lower`` starting in lower case."""
     top, bottom = upper.text.rstrip(), lower.text.lstrip()
     if not top or not bottom or top.endswith(SENTENCE_END) or not bottom[0].islower():
         return False
-    height = upper.box[3] - upper.box[1]
+    # a line's box can be lower than its type (some fonts' glyph boxes hold only the x-height): the
+    # size, where known, keeps "right under it" at the line pitch
+    height = max(upper.box[3] - upper.box[1], getattr(upper, "size", 0.0))
     return -0.5 * height <= lower.box[1] - upper.box[3] <= height
 
 
@@ -40,19 +49,26 @@ def running_text(column: Sequence[Any]) -> bool:
     (headings set heavy do not count) run on into the line under them."""
     lines = sorted(column, key=lambda ln: (ln.box[1], ln.box[0]))
     plain = [ln for ln in lines if not _heavy(ln)]
-    ons = sum(1 for a, b in itertools.pairwise(lines) if not _heavy(a) and runs_on(a, b))
+    ons = sum(1 for a, b in itertools.pairwise(lines) if not _heavy(a) and _wordy(a.text) and runs_on(a, b))
     return ons >= MIN_RUN_ONS and ons >= RUN_ON_SHARE * len(plain)
 
 
 MIN_COLUMN_LINES = 3  # lines starting at one x that make a column
 COVER_SHARE = 0.8  # the columns of running text hold this share of the lines: the whole is text
+HANG = 2.0  # × body size: how far a list's labels may hang out to the left of their running column
 
 
 def text_columns(lines: Sequence[Any], body: float) -> bool:
     """Whether ``lines`` (a layout model's table region) are two or more columns of running text
     side by side: the lines grouped by where they start (within a body height), each group of
     three or more running text, together nearly all the lines. A table's column of labels or
-    figures does not run on, and figures set flush right start at no shared x."""
+    figures does not run on, and figures set flush right start at no shared x.
+
+    A group that does not run on may still belong to a running column: a narrow justified column's
+    wide spaces part some of its lines, so their second pieces start at odd places inside it, and a
+    list's labels hang out to its left by a few characters, their lines running into the column (the
+    GNU FDL set in seven columns). Such groups count with the column. A table's column of labels
+    lies wholly left of its descriptions, and keeps the region a table."""
     groups: list[list[Any]] = []
     for ln in sorted(lines, key=lambda ln: ln.box[0]):
         if groups and ln.box[0] - groups[-1][0].box[0] <= body:
@@ -60,8 +76,52 @@ def text_columns(lines: Sequence[Any], body: float) -> bool:
         else:
             groups.append([ln])
     columns = [g for g in groups if len(g) >= MIN_COLUMN_LINES]
-    return (
-        len(columns) >= 2
-        and sum(len(g) for g in columns) >= COVER_SHARE * len(lines)
-        and all(running_text(g) for g in columns)
-    )
+    running = [g for g in columns if running_text(g)]
+    if len(running) < 2:
+        return False
+    spans = [(min(ln.box[0] for ln in g), max(ln.box[2] for ln in g)) for g in running]
+
+    def part_of(g: list[Any]) -> bool:
+        for x0, x1 in spans:
+            within = all(x0 - HANG * body <= ln.box[0] and ln.box[2] <= x1 + body / 2 for ln in g)
+            if within and 2 * sum(1 for ln in g if ln.box[2] >= x0 + body) >= len(g):
+                return True
+        return False
+
+    rest = [g for g in columns if g not in running]
+    return sum(len(g) for g in columns) >= COVER_SHARE * len(lines) and all(part_of(g) for g in rest)
+
+
+GRID_RUN_COLUMNS = 3  # columns of a word grid whose lines run on: running text set in narrow columns
+
+
+def prose_grid(lines: Sequence[Any], page: Sequence[Any], body: float) -> bool:
+    """Whether a grid of words (``lines``) is columns of running text: half or more of its plain lines
+    run on into the page's line right under them (``page``: every line of the page, so a sentence may
+    run on out of the grid's last row), in ``GRID_RUN_COLUMNS`` or more of its columns (lines grouped
+    by where they start). A table's cells may wrap, but only in a column or two of descriptions; its
+    labels and figures do not run on."""
+    plain = [ln for ln in lines if not _heavy(ln)]
+    if not plain:
+        return False
+
+    ordered = sorted(page, key=lambda b: b.box[1])
+    tops = [b.box[1] for b in ordered]
+
+    def below(a: Any) -> Any | None:
+        """The nearest line under ``a`` that shares some of its width (only lines starting within
+        two of its heights below are looked at: a run-on is right under)."""
+        reach = a.box[3] + 2 * max(a.box[3] - a.box[1], getattr(a, "size", 0.0))
+        for b in ordered[bisect.bisect_right(tops, a.box[1]) : bisect.bisect_right(tops, reach)]:
+            if b is not a and min(a.box[2], b.box[2]) - max(a.box[0], b.box[0]) > 0:
+                return b
+        return None
+
+    # a label over a value in lower case ("Afrikaans" over "af") is no sentence: a run-on's upper line
+    # holds words of a sentence
+    ons = [a for a in plain if _wordy(a.text) and (b := below(a)) is not None and runs_on(a, b)]
+    starts: list[float] = []
+    for a in sorted(ons, key=lambda ln: ln.box[0]):
+        if not starts or a.box[0] - starts[-1] > body:
+            starts.append(a.box[0])
+    return len(ons) >= RUN_ON_SHARE * len(plain) and len(starts) >= GRID_RUN_COLUMNS
