@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from ocr_app.structure.lines import vertical_overlap
 from ocr_app.structure.paragraphs import GLYPH_BULLETS
 from ocr_app.structure.rule_frames import joined, pieces
 from ocr_app.structure.running_text import text_columns
@@ -1472,7 +1473,7 @@ def snap(region: Box, lines: Sequence[TextLine]) -> tuple[Box, list[TextLine]] |
     from ocr_app.schema import union_box
 
     held = [ln for ln in lines if _share(ln.box, region) >= MIN_LINE_SHARE]
-    held = _trim_heading(_trim_prose(held), lines, region)
+    held = _trim_heading(_trim_prose(_trim_side_caption(held)), lines, region)
     if len(held) < 2:
         return None
     held += _overhanging(held, lines, region)
@@ -1831,6 +1832,46 @@ def _tail(above: Row, row: Row) -> bool:
     """Whether one-piece ``row`` goes on the line of ``above`` (same style, a line below)."""
     a, b = above.items[0], row.items[0]
     return _style(a) == _style(b) and b.box[1] - a.box[3] < 0.5 * (b.box[3] - b.box[1])
+
+
+SIDE_CAPTION_LINES = 6  # a caption set beside its table is a short column
+
+
+def _trim_side_caption(held: list[TextLine]) -> list[TextLine]:
+    """A caption set beside its table, in the margin left of it (KOMA-Script's side captions:
+    "Table 3.6.: Default font styles for the elements of the table of contents" in three short
+    lines left of the table's columns), is not the table's first column: the region's top-left line
+    opens with a caption label, no other line does, and it and the lines under it at its x (a line
+    apart) lie wholly left of every other line of the region."""
+    if len(held) < 3:
+        return held
+    first = min(held, key=lambda ln: (ln.box[1], ln.box[0]))
+    if first.box[0] > min(ln.box[0] for ln in held) + 1.0 or not _CAPTION.match(first.text):
+        return held
+    if sum(1 for ln in held if _CAPTION.match(ln.text)) > 1:
+        return held
+    column = [first]
+    for ln in sorted(held, key=lambda ln: ln.box[1]):
+        last = column[-1]
+        height = last.box[3] - last.box[1]
+        if ln is not first and abs(ln.box[0] - first.box[0]) <= 0.5 * height and ln.box[1] > last.box[1]:
+            if ln.box[1] - last.box[3] > height:
+                break
+            column.append(ln)
+    edge = max(ln.box[2] for ln in column)
+    # the second piece of a justified caption line parted at a wide space ("Default    font")
+    column += [
+        ln
+        for ln in held
+        if ln not in column
+        and ln.box[2] <= edge + 0.5 * (ln.box[3] - ln.box[1])
+        and any(vertical_overlap(ln.box, c.box) >= 0.5 for c in column)
+    ]
+    taken = {id(ln) for ln in column}
+    rest = [ln for ln in held if id(ln) not in taken]
+    if len(column) > SIDE_CAPTION_LINES or not rest or min(ln.box[0] for ln in rest) <= edge:
+        return held
+    return rest
 
 
 def _trim_prose(held: list[TextLine]) -> list[TextLine]:
