@@ -1860,10 +1860,11 @@ def _trim_side_caption(held: list[TextLine]) -> list[TextLine]:
             column.append(ln)
     edge = max(ln.box[2] for ln in column)
     # the second piece of a justified caption line parted at a wide space ("Default    font")
+    taken = {id(ln) for ln in column}
     column += [
         ln
         for ln in held
-        if ln not in column
+        if id(ln) not in taken
         and ln.box[2] <= edge + 0.5 * (ln.box[3] - ln.box[1])
         and any(vertical_overlap(ln.box, c.box) >= 0.5 for c in column)
     ]

@@ -60,9 +60,10 @@ HANG = 2.0  # × body size: how far a list's labels may hang out to the left of 
 
 def text_columns(lines: Sequence[Any], body: float) -> bool:
     """Whether ``lines`` (a layout model's table region) are two or more columns of running text
-    side by side: the lines grouped by where they start (within a body height), each group of
-    three or more running text, together nearly all the lines. A table's column of labels or
-    figures does not run on, and figures set flush right start at no shared x.
+    side by side: the lines grouped by where they start (within a body height), two groups of three
+    or more that are running text, and the groups of three or more together nearly all the lines. A
+    table's column of labels or figures does not run on, and figures set flush right start at no
+    shared x.
 
     A group that does not run on may still belong to a running column: a narrow justified column's
     wide spaces part some of its lines, so their second pieces start at odd places inside it, and a
