@@ -110,3 +110,32 @@ def test_a_table_of_fields_with_wrapped_explanations_stays_a_table(textlayer_eng
     md = page_markdown(textlayer_engine, pdf, 0)
     assert md.count("<table") == 1, md
     assert "<td>pointer to the pre-break text</td>" in md or ">pointer to the pre-break text<" in md, md
+
+
+def _column(x: float, width: float, texts: list[str]) -> list[TextLine]:
+    return [
+        TextLine(text=t, box=(x, 100 + 16 * i, x + width, 110 + 16 * i), size=10.0)
+        for i, t in enumerate(texts)
+    ]
+
+
+WRAPPED = [
+    "the prices of the metals we",
+    "sell would reduce the margin",
+    "on every tonne and delay the",
+    "projects we have started now",
+]
+
+
+def test_three_columns_of_one_measure_running_on_are_prose_and_of_three_measures_a_table():
+    """A risk table's cells may wrap in three columns (the risk, its description, the response): its
+    columns differ in width. Columns of text share one measure, or are many."""
+    same = [*_column(100, 120, WRAPPED), *_column(240, 120, WRAPPED), *_column(380, 120, WRAPPED)]
+    assert prose_grid(same, same, 10.0)
+    varied = [*_column(100, 80, WRAPPED), *_column(200, 200, WRAPPED), *_column(420, 130, WRAPPED)]
+    assert not prose_grid(varied, varied, 10.0)
+    many = [ln for k, w in enumerate((80, 200, 130, 90, 150)) for ln in _column(100 + 220 * k, w, WRAPPED)]
+    assert prose_grid(many, many, 10.0)
+    # two columns are left to the other rules (a two-column page, a table of term and description)
+    two = [*_column(100, 120, WRAPPED), *_column(240, 120, WRAPPED)]
+    assert not prose_grid(two, two, 10.0)

@@ -94,14 +94,16 @@ def text_columns(lines: Sequence[Any], body: float) -> bool:
 
 
 GRID_RUN_COLUMNS = 3  # columns of a word grid whose lines run on: running text set in narrow columns
+MANY_TEXT_COLUMNS = 5  # this many such columns are text whatever their widths
+SAME_MEASURE = 1.25  # columns of text whose widths are within this ratio share one measure
 
 
 def prose_grid(lines: Sequence[Any], page: Sequence[Any], body: float) -> bool:
     """Whether a grid of words (``lines``) is columns of running text: half or more of its plain lines
     run on into the page's line right under them (``page``: every line of the page, so a sentence may
     run on out of the grid's last row), in ``GRID_RUN_COLUMNS`` or more of its columns (lines grouped
-    by where they start). A table's cells may wrap, but only in a column or two of descriptions; its
-    labels and figures do not run on."""
+    by where they start) of one width, or in ``MANY_TEXT_COLUMNS``. A table's cells may wrap, but
+    mostly in a column or two of descriptions; its labels and figures do not run on."""
     plain = [ln for ln in lines if not _heavy(ln)]
     if not plain:
         return False
@@ -121,8 +123,17 @@ def prose_grid(lines: Sequence[Any], page: Sequence[Any], body: float) -> bool:
     # a label over a value in lower case ("Afrikaans" over "af") is no sentence: a run-on's upper line
     # holds words of a sentence
     ons = [a for a in plain if _wordy(a.text) and (b := below(a)) is not None and runs_on(a, b)]
-    starts: list[float] = []
+    if len(ons) < RUN_ON_SHARE * len(plain):
+        return False
+    columns: list[list[Any]] = []
     for a in sorted(ons, key=lambda ln: ln.box[0]):
-        if not starts or a.box[0] - starts[-1] > body:
-            starts.append(a.box[0])
-    return len(ons) >= RUN_ON_SHARE * len(plain) and len(starts) >= GRID_RUN_COLUMNS
+        if columns and a.box[0] - columns[-1][0].box[0] <= body:
+            columns[-1].append(a)
+        else:
+            columns.append([a])
+    if len(columns) < GRID_RUN_COLUMNS:
+        return False
+    # A table whose cells wrap in three columns (a risk, its description, what is done about it) has
+    # columns of different widths; columns of text share one measure, unless there are many of them.
+    widths = [max(ln.box[2] for ln in c) - min(ln.box[0] for ln in c) for c in columns]
+    return len(columns) >= MANY_TEXT_COLUMNS or max(widths) <= SAME_MEASURE * min(widths)
