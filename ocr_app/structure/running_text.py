@@ -53,6 +53,18 @@ def running_text(column: Sequence[Any]) -> bool:
     return ons >= MIN_RUN_ONS and ons >= RUN_ON_SHARE * len(plain)
 
 
+def by_start(lines: Sequence[Any], body: float) -> list[list[Any]]:
+    """``lines`` grouped by where they start, left to right: a line starting within a body height of
+    its group's first line is in that group."""
+    groups: list[list[Any]] = []
+    for ln in sorted(lines, key=lambda ln: ln.box[0]):
+        if groups and ln.box[0] - groups[-1][0].box[0] <= body:
+            groups[-1].append(ln)
+        else:
+            groups.append([ln])
+    return groups
+
+
 MIN_COLUMN_LINES = 3  # lines starting at one x that make a column
 COVER_SHARE = 0.8  # the columns of running text hold this share of the lines: the whole is text
 HANG = 2.0  # × body size: how far a list's labels may hang out to the left of their running column
@@ -70,13 +82,7 @@ def text_columns(lines: Sequence[Any], body: float) -> bool:
     list's labels hang out to its left by a few characters, their lines running into the column (the
     GNU FDL set in seven columns). Such groups count with the column. A table's column of labels
     lies wholly left of its descriptions, and keeps the region a table."""
-    groups: list[list[Any]] = []
-    for ln in sorted(lines, key=lambda ln: ln.box[0]):
-        if groups and ln.box[0] - groups[-1][0].box[0] <= body:
-            groups[-1].append(ln)
-        else:
-            groups.append([ln])
-    columns = [g for g in groups if len(g) >= MIN_COLUMN_LINES]
+    columns = [g for g in by_start(lines, body) if len(g) >= MIN_COLUMN_LINES]
     running = [g for g in columns if running_text(g)]
     if len(running) < 2:
         return False
@@ -125,12 +131,7 @@ def prose_grid(lines: Sequence[Any], page: Sequence[Any], body: float) -> bool:
     ons = [a for a in plain if _wordy(a.text) and (b := below(a)) is not None and runs_on(a, b)]
     if len(ons) < RUN_ON_SHARE * len(plain):
         return False
-    columns: list[list[Any]] = []
-    for a in sorted(ons, key=lambda ln: ln.box[0]):
-        if columns and a.box[0] - columns[-1][0].box[0] <= body:
-            columns[-1].append(a)
-        else:
-            columns.append([a])
+    columns = by_start(ons, body)
     if len(columns) < GRID_RUN_COLUMNS:
         return False
     # A table whose cells wrap in three columns (a risk, its description, what is done about it) has
