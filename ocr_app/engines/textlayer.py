@@ -1034,6 +1034,25 @@ def _distinct(regions: list[Box]) -> list[Box]:
     return out
 
 
+def _weak_boxes(detected: Sequence[Region], read: Sequence[Box]) -> list[Box]:
+    """The layout model's table boxes too weak to be read alone and not read already: they may still
+    say that a box inside them is part of a wider table (``learned_tables.widen_nested``)."""
+    from ocr_app.structure import learned_tables as lt
+
+    return [
+        r.box
+        for r in detected
+        if lt.MIN_VETO_SCORE <= r.score < lt.MIN_REGION_SCORE
+        and not any(overlap(r.box, t) > 0.5 for t in read)
+    ]
+
+
+def _outside(boxes: list[Box], prose: Sequence[Box]) -> list[Box]:
+    """The layout model's table boxes that are not mostly columns of running text: such a box (the GNU
+    FDL set in seven narrow columns) vouches for no grid of words either."""
+    return [b for b in boxes if not any(overlap(b, p) > 0.5 for p in prose)]
+
+
 def _without(lines: list[TextLine], taken: Sequence[TextLine]) -> list[TextLine]:
     gone = {id(ln) for ln in taken}
     return [ln for ln in lines if id(ln) not in gone]
@@ -1904,19 +1923,11 @@ class TextLayerEngine(Engine):
             read = [t[0] for t in [*out, *kept_forms]]
             regions = [r for r in regions if not any(overlap(r, t) > 0.5 for t in read)]
             regions = _tables_apart(regions, frames, pool)
-            weak = [
-                r.box
-                for r in detected
-                if lt.MIN_VETO_SCORE <= r.score < lt.MIN_REGION_SCORE
-                and not any(overlap(r.box, t) > 0.5 for t in read)
-            ]
-            prose: list[Box] = []
-            found, pool = in_regions(
-                regions, pool, rules=self._word_grid(image.width, body), weak=weak, prose=prose
-            )
-            # a box the model calls a table that holds columns of running text vouches for no grid of
-            # words either (the GNU FDL set in seven narrow columns)
-            vetted = [b for b in vetted if not any(overlap(b, p) > 0.5 for p in prose)]
+            weak = _weak_boxes(detected, read)
+            prose: list[Box] = []  # boxes of running text in columns: they vouch for no grid of words
+            rules = self._word_grid(image.width, body)
+            found, pool = in_regions(regions, pool, rules=rules, weak=weak, prose=prose)
+            vetted = _outside(vetted, prose)
         except EngineUnavailableError as exc:
             logger.warning("textlayer: tables from rules only: %s", exc)
             self._learned = False
