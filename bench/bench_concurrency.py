@@ -397,7 +397,11 @@ def phase_main(args: argparse.Namespace) -> dict:
     runner = Api(settings, work, prompt=args.prompt_client) if use_api else Runner(settings, work)
     res: dict = {"path": runner.path, "variant": args.variant, "new_tokens": args.new}
     if use_api:
-        res["client"] = "browser-like (messages as they come, one TLS set-up)" if args.prompt_client else "gradio_client's 50 ms poll"
+        res["client"] = (
+            "browser-like (messages as they come, one TLS set-up)"
+            if args.prompt_client
+            else "gradio_client's 50 ms poll"
+        )
     try:
         res["jobs_at_once"] = runner.slots.limit("deepseek")
         runner.convert(pdfs["1"])  # load, capture, compile
