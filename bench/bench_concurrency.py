@@ -263,9 +263,9 @@ def timeline_since(t0: float) -> dict:
         out["last_sent_s"] = max(marks["sent"])
     client: dict[str, float] = {}  # the app: the last client's upload, queue join and result, since t0
     for job in list(CLIENT_MARKS):
-        if job.get("sent", 0.0) >= t0:
+        if job.get("got", 0.0) >= t0:  # (a client may send a hair before t0 is read: its offsets < 0)
             for what, t in job.items():
-                client[what] = max(client.get(what, 0.0), round(t - t0, 3))
+                client[what] = max(client.get(what, -1.0), round(t - t0, 3))
     if client:
         out["client"] = dict(sorted(client.items(), key=lambda kv: kv[1]))
     return out

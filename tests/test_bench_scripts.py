@@ -137,7 +137,8 @@ def test_bench_concurrency_smoke_on_cpu(tmp_path, path):
         pytest.importorskip("gradio_client")
     out = tmp_path / "conc.json"
     cmd = [sys.executable, "bench/bench_concurrency.py", "--tiny", "--work", str(tmp_path / "w"), "--long", "6",
-           "--late-after", "0.2", "--path", path, "--out", str(out)]  # fmt: skip
+           "--late-after", "0.2", "--path", path, "--out", str(out),
+           *(["--prompt-client"] if path == "api" else [])]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -155,3 +156,11 @@ def test_bench_concurrency_smoke_on_cpu(tmp_path, path):
         assert late["short"] == {"pages": 1, "tokens": 6, "errors": 0} and late["long"]["pages"] == 6
         assert late["ratio_vs_idle"] == round(late["short_latency_s"] / m["idle_1p"]["wall_s"], 3)
     assert f"path: {path}" in res.stdout and "1 page into a 6-page job (small-request batch 16)" in res.stdout
+    if path == "api":  # each job's requests as its client saw them, in their order, the wall at its result
+        for key in ("one_doc", "clients_x_pages", "single_pages", "idle_1p"):
+            marks = m[key]["timeline"]["client"]
+            order = ["sent", "upload_sent", "upload_back", "queue/join_sent", "queue/join_back", "got"]
+            assert [k for k in marks if k in order] == order, marks
+            assert (
+                marks["got"] <= m[key]["wall_s"] + 0.001 and marks["got"] >= m[key]["timeline"]["last_end_s"]
+            )
