@@ -138,3 +138,60 @@ def prose_grid(lines: Sequence[Any], page: Sequence[Any], body: float) -> bool:
     # columns of different widths; columns of text share one measure, unless there are many of them.
     widths = [max(ln.box[2] for ln in c) - min(ln.box[0] for ln in c) for c in columns]
     return len(columns) >= MANY_TEXT_COLUMNS or max(widths) <= SAME_MEASURE * min(widths)
+
+
+LEVEL_LINES = 2  # lines starting at one indent that make a level of a list column
+RAGGED = 2.0  # × body size: right edges spread this far are a ragged edge (no column set flush right)
+
+
+def _columns_by_extent(lines: Sequence[Any]) -> list[list[Any]]:
+    """``lines`` grouped into columns by their horizontal extents, left to right: a line overlapping
+    the extent of the column so far joins it."""
+    columns: list[list[Any]] = []
+    right = float("-inf")
+    for ln in sorted(lines, key=lambda ln: ln.box[0]):
+        if columns and ln.box[0] < right:
+            columns[-1].append(ln)
+            right = max(right, ln.box[2])
+        else:
+            columns.append([ln])
+            right = ln.box[2]
+    return columns
+
+
+def _indents(column: Sequence[Any], body: float) -> list[float]:
+    """Where a column's lines start, as offsets from its leftmost start: the starts shared by
+    ``LEVEL_LINES`` or more lines, within a quarter of a body height."""
+    starts = sorted(ln.box[0] for ln in column)
+    levels: list[list[float]] = []
+    for x in starts:
+        if levels and x - levels[-1][0] <= body / 4:
+            levels[-1].append(x)
+        else:
+            levels.append([x])
+    return [lv[0] - starts[0] for lv in levels if len(lv) >= LEVEL_LINES]
+
+
+def list_columns(lines: Sequence[Any], body: float) -> bool:
+    """Whether a grid of words is one indented list set in two or more columns (a list of packages,
+    their parts and languages, each level set in a step further, run on from the foot of one column
+    to the head of the next): two or more of its columns start their lines at two or more levels,
+    the same steps in each, with a ragged right edge. Row by row, such columns line up like a table's,
+    but a table aligns each column's cells at one edge or their centres; only its first column may
+    indent (row labels under a group's label), and figures are set flush right."""
+    columns = _columns_by_extent(lines)
+    indented = []
+    for column in columns:
+        levels = _indents(column, body)
+        edges = [ln.box[2] for ln in column]
+        if len(levels) >= 2 and max(edges) - min(edges) >= RAGGED * body:
+            indented.append(levels)
+    if len(indented) < 2:
+        return False
+    first = indented[0]
+
+    def same_steps(levels: list[float]) -> bool:
+        shorter, longer = sorted((first, levels), key=len)
+        return all(any(abs(a - b) <= body / 4 for b in longer) for a in shorter)
+
+    return all(same_steps(levels) for levels in indented[1:])

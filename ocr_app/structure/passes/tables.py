@@ -19,7 +19,7 @@ from ocr_app.schema import union_box
 from ocr_app.structure.borderless import find_grids
 from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows, listing_rows
 from ocr_app.structure.passes.columns import find_gutter
-from ocr_app.structure.running_text import prose_grid
+from ocr_app.structure.running_text import list_columns, prose_grid
 from ocr_app.structure.table_html import Cell, cell_text
 
 if TYPE_CHECKING:
@@ -30,8 +30,13 @@ if TYPE_CHECKING:
 def run(page: PageLayout) -> None:
     found, rest = detect_tables(page.lines, page.page_width, page.config, page.body)
     # a grid of words whose columns are running text side by side (narrow justified columns line their
-    # rows up like a table's: the GNU FDL set in seven columns) is text
-    prose = [t for t in found if not t.contents and prose_grid(t.items, page.lines, page.body)]
+    # rows up like a table's: the GNU FDL set in seven columns), or one indented list set in columns,
+    # is text
+    prose = [
+        t
+        for t in found
+        if not t.contents and (prose_grid(t.items, page.lines, page.body) or list_columns(t.items, page.body))
+    ]
     if prose:
         gone = {id(t) for t in prose}
         found = [t for t in found if id(t) not in gone]
