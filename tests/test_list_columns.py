@@ -84,3 +84,20 @@ def test_the_list_in_two_columns_reads_as_text_in_column_order(textlayer_engine,
     # the left column's last entry comes before the right column's first
     assert md.index("collection-langarabic") < md.index("slovak") < md.index("collection-langenglish")
     assert md.index("hyphen-czech") < md.index("swissgerman")
+
+
+def test_figure_columns_under_spanning_heads_are_no_list():
+    """LaTeX's framed table of nitrate and phosphate by year: the two years' columns under each head
+    span one extent, whose starts (34 pt apart) look like two levels; they stand side by side in each
+    row, and a column's width is no indent."""
+    lines = [TextLine(text="Site", box=(79.3, 309.6, 98.5, 318.0), size=10.0)]
+    for head, x in (("Nitrate (mg/l)", 127.1), ("Phosphate (mg/l)", 212.5)):
+        lines.append(TextLine(text=head, box=(x, 303.6, x + 80.0, 312.0), size=10.0))
+        lines += [TextLine(text=y, box=(x + dx, 315.6, x + dx + 23.0, 324.0), size=10.0)
+                  for y, dx in (("2024", 0.0), ("2025", 42.7))]  # fmt: skip
+    for i, site in enumerate(["Upper weir", "Mill bridge", "Town park", "Plant outlet", "Estuary"]):
+        y = 327.5 + 12.0 * i
+        lines.append(TextLine(text=site, box=(62.7, y, 62.7 + 5.0 * len(site), y + 8.4), size=10.0))
+        for x in (127.1, 161.9, 212.5, 247.4):
+            lines.append(TextLine(text="4.09", box=(x, y, x + 17.7, y + 8.4), size=10.0))
+    assert not list_columns(lines, 10.0)

@@ -142,6 +142,7 @@ def prose_grid(lines: Sequence[Any], page: Sequence[Any], body: float) -> bool:
 
 LEVEL_LINES = 2  # lines starting at one indent that make a level of a list column
 RAGGED = 2.0  # × body size: right edges spread this far are a ragged edge (no column set flush right)
+MAX_STEP = 2.0  # × body size: the most a list indents one level further (an em or two)
 
 
 def _columns_by_extent(lines: Sequence[Any]) -> list[list[Any]]:
@@ -172,6 +173,13 @@ def _indents(column: Sequence[Any], body: float) -> list[float]:
     return [lv[0] - starts[0] for lv in levels if len(lv) >= LEVEL_LINES]
 
 
+def _one_line_a_row(column: Sequence[Any]) -> bool:
+    """Whether no two of a column's lines stand side by side (a list column holds one entry a row; the
+    columns of a table under one spanning head do not)."""
+    rows = sorted(column, key=lambda ln: ln.box[1])
+    return all(b.box[1] >= a.box[3] - 0.5 * (a.box[3] - a.box[1]) for a, b in itertools.pairwise(rows))
+
+
 def list_columns(lines: Sequence[Any], body: float) -> bool:
     """Whether a grid of words is one indented list set in two or more columns (a list of packages,
     their parts and languages, each level set in a step further, run on from the foot of one column
@@ -184,7 +192,13 @@ def list_columns(lines: Sequence[Any], body: float) -> bool:
     for column in columns:
         levels = _indents(column, body)
         edges = [ln.box[2] for ln in column]
-        if len(levels) >= 2 and max(edges) - min(edges) >= RAGGED * body:
+        steps = [b - a for a, b in itertools.pairwise(levels)]
+        if (
+            len(levels) >= 2
+            and max(steps) <= MAX_STEP * body
+            and max(edges) - min(edges) >= RAGGED * body
+            and _one_line_a_row(column)
+        ):
             indented.append(levels)
     if len(indented) < 2:
         return False
