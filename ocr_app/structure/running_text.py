@@ -186,7 +186,9 @@ def list_columns(lines: Sequence[Any], body: float) -> bool:
     to the head of the next): two or more of its columns start their lines at two or more levels,
     the same steps in each, with a ragged right edge. Row by row, such columns line up like a table's,
     but a table aligns each column's cells at one edge or their centres; only its first column may
-    indent (row labels under a group's label), and figures are set flush right."""
+    indent (row labels under a group's label), and figures are set flush right. A level is at most
+    ``MAX_STEP`` further in, and a list column holds one line a row: a table's columns under one
+    spanning head, taken as one extent, start at a column's width apart and share their rows."""
     columns = _columns_by_extent(lines)
     indented = []
     for column in columns:
