@@ -101,3 +101,17 @@ def test_figure_columns_under_spanning_heads_are_no_list():
         for x in (127.1, 161.9, 212.5, 247.4):
             lines.append(TextLine(text="4.09", box=(x, y, x + 17.7, y + 8.4), size=10.0))
     assert not list_columns(lines, 10.0)
+
+
+def test_a_tree_beside_descriptions_set_in_with_it_stays_a_table():
+    """kpathsea's directory tree: each description set in about as far as its directory (the starts
+    side by side correlate), so each row is one entry across both columns."""
+    tree = [(0, "prefix/"), (1, "bin/"), (1, "man/"), (1, "share/"), (2, "texmf/"), (3, "bibtex/"), (4, "bib/"),
+            (5, "base/"), (5, "misc/"), (4, "bst/"), (5, "base/"), (5, "misc/"), (3, "doc/"), (3, "fonts/")]  # fmt: skip
+    lines = []
+    for i, (lv, t) in enumerate(tree):
+        y = 90 + 12.3 * i
+        lines.append(TextLine(text=t, box=(57 + 5.5 * lv, y, 57 + 5.5 * (lv + len(t)), y + 8), size=10.0))
+        x = 130 + 5.5 * min(lv, 4)  # the descriptions step in with the tree, a level behind at the deepest
+        lines.append(TextLine(text=f"files of {t}", box=(x, y, x + 5.5 * (9 + len(t)), y + 8), size=10.0))
+    assert not list_columns(lines, 10.0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -143,6 +144,7 @@ def prose_grid(lines: Sequence[Any], page: Sequence[Any], body: float) -> bool:
 LEVEL_LINES = 2  # lines starting at one indent that make a level of a list column
 RAGGED = 2.0  # × body size: right edges spread this far are a ragged edge (no column set flush right)
 MAX_STEP = 2.0  # × body size: the most a list indents one level further (an em or two)
+TOGETHER = 0.5  # correlation of the starts of lines side by side in two columns that indent together
 
 
 def _columns_by_extent(lines: Sequence[Any]) -> list[list[Any]]:
@@ -162,11 +164,12 @@ def _columns_by_extent(lines: Sequence[Any]) -> list[list[Any]]:
 
 def _indents(column: Sequence[Any], body: float) -> list[float]:
     """Where a column's lines start, as offsets from its leftmost start: the starts shared by
-    ``LEVEL_LINES`` or more lines, within a quarter of a body height."""
+    ``LEVEL_LINES`` or more lines, within half a body height (a glyph's side bearing or a chart's
+    samples set a few points apart are no indent; a list's indent is half an em or more)."""
     starts = sorted(ln.box[0] for ln in column)
     levels: list[list[float]] = []
     for x in starts:
-        if levels and x - levels[-1][0] <= body / 4:
+        if levels and x - levels[-1][0] <= body / 2:
             levels[-1].append(x)
         else:
             levels.append([x])
@@ -188,9 +191,10 @@ def list_columns(lines: Sequence[Any], body: float) -> bool:
     but a table aligns each column's cells at one edge or their centres; only its first column may
     indent (row labels under a group's label), and figures are set flush right. A level is at most
     ``MAX_STEP`` further in, and a list column holds one line a row: a table's columns under one
-    spanning head, taken as one extent, start at a column's width apart and share their rows."""
+    spanning head, taken as one extent, start at a column's width apart and share their rows. Columns
+    that step in and out together, row by row, are one table (``_indent_together``)."""
     columns = _columns_by_extent(lines)
-    indented = []
+    indented: list[tuple[list[Any], list[float]]] = []
     for column in columns:
         levels = _indents(column, body)
         edges = [ln.box[2] for ln in column]
@@ -201,13 +205,35 @@ def list_columns(lines: Sequence[Any], body: float) -> bool:
             and max(edges) - min(edges) >= RAGGED * body
             and _one_line_a_row(column)
         ):
-            indented.append(levels)
+            indented.append((column, levels))
     if len(indented) < 2:
         return False
     first = indented[0]
 
     def same_steps(levels: list[float]) -> bool:
-        shorter, longer = sorted((first, levels), key=len)
+        shorter, longer = sorted((first[1], levels), key=len)
         return all(any(abs(a - b) <= body / 4 for b in longer) for a in shorter)
 
-    return all(same_steps(levels) for levels in indented[1:])
+    return all(same_steps(levels) for _, levels in indented[1:]) and not _indent_together(
+        first[0], indented[1][0]
+    )
+
+
+def _indent_together(left: list[Any], right: list[Any]) -> bool:
+    """Whether two indented columns step in and out row by row together (a directory tree beside its
+    descriptions, each description set in about as far as its directory): then each row is one entry
+    across both, a table. The two halves of one list set in columns do not: the right column's rows
+    carry on the list where the left one ended, so its indents follow the left one's no more than by
+    chance. Together: the starts of the lines side by side correlate (``TOGETHER``)."""
+    pairs = []
+    for a in left:
+        height = a.box[3] - a.box[1]
+        beside = [b for b in right if min(a.box[3], b.box[3]) - max(a.box[1], b.box[1]) > 0.5 * height]
+        if beside:
+            pairs.append((a.box[0], beside[0].box[0]))
+    if len(pairs) < 3:
+        return False
+    try:
+        return statistics.correlation([x for x, _ in pairs], [y for _, y in pairs]) >= TOGETHER
+    except statistics.StatisticsError:  # one of them does not indent beside the other's rows
+        return False
