@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import EDGE_BAND, DocStyle, TextLine, color_heading_like, light_grey
+from ocr_app.structure.lines import EDGE_BAND, PROSE_SHARE, DocStyle, TextLine, color_heading_like, light_grey
 from ocr_app.structure.numbering import TitleLine, depth_bases, normal_title, numbered_titles, outline_level
 from ocr_app.structure.paragraphs import vocabulary_of
 
@@ -339,6 +339,16 @@ def _running_slots(
 
 def _weighted_mode(values: collections.Counter) -> float:
     return values.most_common(1)[0][0] if values else 0.0
+
+
+def _prose_first(
+    prose: collections.Counter[float], every: collections.Counter[float]
+) -> collections.Counter[float]:
+    """The sizes of the prose (lines not in a monospaced face) when it holds ``PROSE_SHARE`` of the
+    characters, else of every line: code listings set no body size. A language reference's pages hold
+    more code than prose, its listings a size smaller; the body taken from them made every line of prose
+    "larger than the body", a heading (Rust's reference, printed by Chromium)."""
+    return prose if prose.total() >= PROSE_SHARE * every.total() else every
 
 
 SHORT_SHARE = 0.7  # a line this much narrower than the page's widest line of body text stands alone
@@ -689,6 +699,7 @@ def build_profile(
     """Read a sample of the document's pages once and derive its style and running lines (``skip``:
     pages the sample leaves out, e.g. ones whose content is too heavy to read quickly)."""
     sizes: collections.Counter[float] = collections.Counter()
+    prose_sizes: collections.Counter[float] = collections.Counter()  # lines not in a monospaced face
     weights: collections.Counter[int] = collections.Counter()
     colors: collections.Counter[int] = collections.Counter()
     fonts: collections.Counter[str] = collections.Counter()
@@ -710,11 +721,15 @@ def build_profile(
         height = page.rect.height
         page_sizes: collections.Counter[float] = collections.Counter()
         cells = table_row_lines(lines, height)  # a long table's rows at the edges
+        page_prose: collections.Counter[float] = collections.Counter()
         for ln in lines:
             n = sum(1 for c in ln.text if not c.isspace())
             size = round(ln.size * 2) / 2
             sizes[size] += n
             page_sizes[size] += n
+            if not ln.mono:
+                prose_sizes[size] += n
+                page_prose[size] += n
             texts.append(ln.text)
             edge = edge_of(ln.box, height)
             if edge is None:
@@ -727,10 +742,10 @@ def build_profile(
                 if height > 0 and running_key(ln.text) and id(ln) not in cells:
                     middle = (ln.box[1] + ln.box[3]) / 2 / height
                     at_edges.append((edge, middle, ln.size / height, running_key(ln.text), index, ln.size))
-        pages.append((_weighted_mode(page_sizes), lines))
+        pages.append((_weighted_mode(_prose_first(page_prose, page_sizes)), lines))
         cover = pages[-1] if index == 0 else cover
         page_lines.append((height, lines))
-    body = _weighted_mode(sizes) or 10.0
+    body = _weighted_mode(_prose_first(prose_sizes, sizes)) or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
     # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere. A title
     # in small capitals counts at its capitals' size (``headings`` reads it so).

@@ -37,7 +37,7 @@ def run(page: PageLayout) -> None:
         page.style = cover
     elif (
         sum(len(ln.text) for ln in clean) >= 200
-        and not 0.88 <= page.body / style.body_size <= 1.12
+        and not 0.88 <= _prose_body(clean, page.body, style.body_size) / style.body_size <= 1.12
         and not _holds_body_text(clean, style.body_size)
         and not _bold_at(clean, page.body)
     ):
@@ -47,6 +47,17 @@ def run(page: PageLayout) -> None:
         page.style = replace(
             style, body_size=page.body, heading_sizes=tuple(h * k for h in style.heading_sizes), print_scale=k
         )
+
+
+def _prose_body(lines: Sequence[TextLine], body: float, style_body: float) -> float:
+    """The page's body size, or its prose's (lines not in a monospaced face) when that is the
+    document's: a page of a language guide holding more code than prose, its listings a size smaller,
+    keeps the document's heading scale; scaled to the listings, its prose came out as headings (Rust's
+    book, printed by Chromium)."""
+    prose = [ln for ln in lines if not ln.mono]
+    if prose and len(prose) < len(lines) and 0.88 <= (size := body_size(prose)) / style_body <= 1.12:
+        return size
+    return body
 
 
 BODY_TEXT_CHARS = 200  # a page holding this much text in the document's body size ...
