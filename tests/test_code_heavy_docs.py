@@ -75,3 +75,16 @@ def test_an_indented_bold_label_at_body_size_is_no_heading_the_same_label_at_the
     assert heading_level(_row("Note", 40), 12.0, config, style, RowContext(aligned=False)) == 0
     assert heading_level(_row("Note", 10), 12.0, config, style, RowContext(aligned=True)) > 0
     assert heading_level(_row("ملاحظة مهمة", 40), 12.0, config, style, RowContext(aligned=False)) > 0
+
+
+def test_a_listings_caption_is_no_heading(textlayer_engine, printer):
+    """Under a listing, its bold caption ("Listing 8-15: ...", as books on programming set it) is a
+    caption, as "Table 1:" is. Before: a bold line at body size standing alone, so a heading."""
+    caption = "Listing 8-15: Appending a string slice to a String"
+    html = (
+        f"{CSS}<h1>Storing text</h1><h2>Updating a String</h2><p>{PROSE[0]}</p>{_listing(1)}"
+        f"<p><strong>{caption}</strong></p><p>{PROSE[2]}</p>"
+    )
+    md = pages_markdown(textlayer_engine, printer("listing", html))[0]
+    assert heading_texts(md) == ["Storing text", "Updating a String"], md
+    assert caption in md, md

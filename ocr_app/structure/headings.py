@@ -269,14 +269,13 @@ def _styled_heading_level(
         return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return _size_level(style, size)
-    if not where.aligned and not is_rtl(text):
-        # At body size, a bold or coloured line set in from its section's edge (and not centred) is a
-        # panel's or a list's label: an admonition's "Note" over its indented text, not a section.
-        # (Right-to-left rows keep the rules below: their edges are not read as a left-to-right row's.)
-        return 0
-    if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END):
+    # At body size, a line set bold or in colour in from its section's edge (and not centred) is a
+    # panel's or a list's label: an admonition's "Note" over its indented text, not a section. (Right-
+    # to-left rows keep the older rules: their edges are not read as a left-to-right row's.)
+    label = not where.aligned and ratio >= 0.95 and not is_rtl(text)
+    if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END) and not label:
         return bold_level
-    if colored:
+    if colored and not label:
         return bold_level
     other_face = bool(style.body_font) and all(i.font and i.font != style.body_font for i in row.items)
     if (

@@ -232,11 +232,12 @@ def wrapped_marker(cur: Pending | None, row: Row, right: float, big_gap: bool) -
 
 
 # An entry's label set apart from its text: "[12]", "(3)", "12.", "12" (a reference list, footnotes).
-# A caption's label: "Table 1:", "Figure 3-1", "[표 1]", "Exhibit 2a.", and appendix or series labels
+# A caption's label: "Table 1:", "Figure 3-1", "[표 1]", "Exhibit 2a.", "Listing 8-15:" (a code listing's,
+# as books on programming set it), and appendix or series labels
 # ("Table A-1.", "Table ES-3", "Figure SA3."), and a label run into its text by a dash ("Table 1—Command
 # line options", as Texinfo and some journals set it).
 CAPTION = re.compile(
-    r"^\[?(?:table|figure|fig\.|chart|scheme|exhibit|graph|diagram|표|그림|図|表)\s*"
+    r"^\[?(?:table|figure|fig\.|chart|scheme|exhibit|graph|diagram|listing|표|그림|図|表)\s*"
     r"(?:(?-i:[A-Z]{1,3})?[.\-]?\d[\d.\-]*[a-z]?|(?-i:[IVXLC]{1,6}))\]?(?:[.:\s—–]|$)",
     re.I,
 )
