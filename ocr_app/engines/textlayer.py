@@ -468,7 +468,11 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                 continue
             text = " ".join("".join(_mark_scripts(line, texts)).split())
             words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
-            weights = [len(t.strip()) for _, t in words]
+            # The line's size is its letters' and figures': a mark of punctuation set apart in small type
+            # (the Reference's "[*]" anchor in the margin of each heading) says nothing of it.
+            weights = [sum(c.isalnum() for c in t) for _, t in words]
+            if not any(weights):
+                weights = [len(t.strip()) for _, t in words]
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             caps = small_caps_size([(s["size"], t) for s, t in words])
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
