@@ -88,3 +88,16 @@ def test_a_listings_caption_is_no_heading(textlayer_engine, printer):
     md = pages_markdown(textlayer_engine, printer("listing", html))[0]
     assert heading_texts(md) == ["Storing text", "Updating a String"], md
     assert caption in md, md
+
+
+def test_a_small_anchor_mark_before_a_heading_does_not_shrink_it(textlayer_engine, printer):
+    """The Reference sets a grey "[*]" anchor in small type before each heading and paragraph. Before:
+    the line's size was the mean of all its characters', the mark's three among them, and an ``<h3>``
+    at 14 pt over 12 pt text fell under the heading ratio: "Logical not" and its siblings were text."""
+    mark = "<span style='font-size:8pt;color:#999;font-weight:normal'>[*]</span> "
+    titles = ["Logical not", "Logical or", "Comparisons"]
+    body = "".join(f"<h3>{mark}{t}</h3><p>{mark}{PROSE[k]}</p>" for k, t in enumerate(titles))
+    html = f"{CSS}<h1>{mark}Boolean type</h1><p>{PROSE[0]}</p><h2>{mark}Operations</h2>{body}"
+    md = pages_markdown(textlayer_engine, printer("anchors", html))[0]
+    heads = [h.replace("<sup>[*]</sup>", "").replace("[*]", "").strip() for h in heading_texts(md)]
+    assert heads == ["Boolean type", "Operations", *titles], md
