@@ -296,6 +296,25 @@ def _in_stroked(span: dict, boxes: list[tuple[float, float, float, float]]) -> b
     return any(b[0] <= cx <= b[2] and b[1] <= cy <= b[3] for b in boxes)
 
 
+SMALL_MARK_RATIO = 0.85  # punctuation this much smaller than the line's words is a mark beside them
+
+
+def _size_weights(words: list[tuple[dict, str]]) -> list[int]:
+    """Each piece's weight in its line's size: its characters, but none for a piece of punctuation
+    alone set clearly smaller than the line's words (the Reference's grey "[*]" anchor before each of
+    its headings pulled an ``<h3>`` at 14 pt under the heading ratio)."""
+    weights = [len(t.strip()) for _, t in words]
+    worded = [s["size"] for s, t in words if any(c.isalnum() for c in t)]
+    if not worded:
+        return weights
+    small = SMALL_MARK_RATIO * max(worded)
+    out = [
+        0 if s["size"] < small and not any(c.isalnum() for c in t) else w
+        for (s, t), w in zip(words, weights, strict=True)
+    ]
+    return out if any(out) else weights
+
+
 def font_weight(font: str, flags: int) -> int:
     """A CSS-like weight from the font name ("KoPubDotumMedium" → 500) and PyMuPDF's bold flag."""
     name = font.split("+")[-1].lower().replace("-", "").replace("_", "")
@@ -468,11 +487,7 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                 continue
             text = " ".join("".join(_mark_scripts(line, texts)).split())
             words = [(s, t) for s, t in kept if t.strip() != BULLET] or kept
-            # The line's size is its letters' and figures': a mark of punctuation set apart in small type
-            # (the Reference's "[*]" anchor in the margin of each heading) says nothing of it.
-            weights = [sum(c.isalnum() for c in t) for _, t in words]
-            if not any(weights):
-                weights = [len(t.strip()) for _, t in words]
+            weights = _size_weights(words)
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             caps = small_caps_size([(s["size"], t) for s, t in words])
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
