@@ -27,7 +27,8 @@ import glob
 import sys
 from pathlib import Path
 
-CHROMIUM = "/usr/bin/chromium"
+from bench.accuracy.printed import CHROMIUM
+
 ROOT_GLOB = "~/.rustup/toolchains/*/share/doc/rust/html"
 # Pages with tables (every table-bearing page of the books but the Reference's test summary and the
 # platform pages, three of those), and a few with headings, lists and code only.

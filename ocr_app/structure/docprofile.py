@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import EDGE_BAND, PROSE_SHARE, DocStyle, TextLine, color_heading_like, light_grey
+from ocr_app.structure.lines import EDGE_BAND, DocStyle, TextLine, color_heading_like, light_grey
 from ocr_app.structure.numbering import TitleLine, depth_bases, normal_title, numbered_titles, outline_level
 from ocr_app.structure.paragraphs import vocabulary_of
 
@@ -339,6 +339,11 @@ def _running_slots(
 
 def _weighted_mode(values: collections.Counter) -> float:
     return values.most_common(1)[0][0] if values else 0.0
+
+
+# Below this share of a document's characters, text in proportional type does not set the body size:
+# a listing with a few notes, a typewritten letter.
+PROSE_SHARE = 0.25
 
 
 def _prose_first(

@@ -350,11 +350,6 @@ def unrotate_box(box: Box, turns: int, width: float, height: float) -> Box:
     return box
 
 
-# Below this share of a document's characters, text in proportional type does not set the body size:
-# a listing with a few notes, a typewritten letter (``docprofile``).
-PROSE_SHARE = 0.25
-
-
 def body_size(lines: Sequence[TextLine]) -> float:
     """The size most characters are set in (median weighted by text length)."""
     if not lines:
