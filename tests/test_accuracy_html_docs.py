@@ -1,12 +1,13 @@
-"""The HTML-documentation probe (``bench.accuracy.html_docs``, issue 30 round 27): its truth is the page's
-own markup, and one page printed by Chromium and read by the real text-layer engine scores through the
-public sets' measures, so the probe cannot rot where no Rust toolchain is installed."""
+"""The HTML-documentation probes (``bench.accuracy.html_docs``, issue 30 rounds 27-28): the truth is the
+page's own markup as its print shows it, and one page printed by Chromium and read by the real text-layer
+engine scores through the public sets' measures, so the probe cannot rot where no Rust toolchain, Node.js
+or Valgrind documentation is installed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.accuracy.html_docs import build, document_name, truth_markdown
+from bench.accuracy.html_docs import COLLECTIONS, build, document_name, truth_markdown
 from bench.accuracy.public import markdown_set
 
 PAGE = """<!DOCTYPE html><html><head><style>
@@ -32,7 +33,7 @@ td,th{border:1px solid #999;padding:2mm} .rule{float:left;font-size:8pt}
 
 
 def test_the_truth_is_the_pages_own_markup_as_print_shows_it():
-    md = truth_markdown(PAGE)
+    md = truth_markdown(PAGE, unseen=".rule, .boring, nav")
     assert md.startswith("# Data Types\n"), md
     assert "## Integer Types" in md, md
     assert "| Length | Signed | Unsigned |" in md and "| 64-bit | i64 | u64 |" in md, md
@@ -46,8 +47,40 @@ def test_a_printed_page_scores_through_the_public_measures(tmp_path: Path):
     (root / "book").mkdir(parents=True)
     (root / "book" / "ch03-02-data-types.html").write_text(PAGE, encoding="utf-8")
     name = document_name("book/ch03-02-data-types")
-    assert build(tmp_path / "set", root, (name,)) == [name]
+    assert build(tmp_path / "set", COLLECTIONS["rust"], root, (name,)) == [name]
     assert (tmp_path / "set" / "pdf" / f"{name}.pdf").stat().st_size > 1000
+    truth = (tmp_path / "set" / "gt" / f"{name}.md").read_text(encoding="utf-8")
+    # the print hides the listing's boring lines and the sidebar: so does the truth, read off the page
+    assert "fn main()" not in truth and "Introduction" not in truth and "[*]" not in truth, truth
     row = markdown_set(tmp_path / "set", "auto", (name,))
     assert row["docs"] == 1, row
     assert row["teds"] >= 0.9 and row["mhs"] >= 0.9 and row["nid"] >= 0.9, row
+
+
+NAV_PAGE = """<!DOCTYPE html><html><head><style>
+body{font-family:'DejaVu Sans',sans-serif;font-size:12pt} td,th{border:1px solid #999}
+@media print{.history{display:none}}
+</style></head><body>
+<div><table class="nav"><tr><td>Prev</td><td>Up</td><td>Next</td></tr></table></div>
+<h1>2. Using and understanding the Valgrind core</h1>
+<p>This chapter describes the Valgrind core services, command-line options and behaviours.</p>
+<details class="history" open><summary>History</summary><table><tr><td>v1.0</td><td>Added</td></tr></table></details>
+<dl><dt><code>--tool=&lt;toolname&gt;</code></dt><dd>Run the Valgrind tool called toolname.</dd></dl>
+</body></html>"""
+
+
+def test_navigation_hidden_in_print_and_what_print_hides_are_not_truth(tmp_path: Path):
+    root = tmp_path / "html"
+    root.mkdir()
+    (root / "manual-core.html").write_text(NAV_PAGE, encoding="utf-8")
+    valgrind = COLLECTIONS["valgrind"]
+    assert build(tmp_path / "set", valgrind, root, ("manual-core",)) == ["manual-core"]
+    truth = (tmp_path / "set" / "gt" / "manual-core.md").read_text(encoding="utf-8")
+    assert truth.startswith("# 2. Using and understanding the Valgrind core\n"), truth
+    assert "--tool=<toolname>" in truth and "Run the Valgrind tool" in truth, truth
+    assert "Prev" not in truth and "History" not in truth and "v1.0" not in truth, truth
+    import pymupdf
+
+    with pymupdf.open(tmp_path / "set" / "pdf" / "manual-core.pdf") as doc:
+        printed = doc[0].get_text()
+    assert "Using and understanding" in printed and "Prev" not in printed and "v1.0" not in printed

@@ -1,19 +1,26 @@
-"""Documents others wrote as HTML, printed by Chromium, with their truth from their own HTML: a probe of
-documents nobody here made (issue 30, round 27), not a tuning set.
+"""Documents others wrote as HTML, printed by Chromium, with their truth from their own HTML: probes of
+documents nobody here made (issue 30, rounds 27-28), not tuning sets.
 
-Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do, and a
-Rust toolchain's documentation, which rustup installs with the toolchain):
+Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do, and the
+documentation the collections name, where it is installed):
 
-    python -m bench.accuracy.html_docs --out DIR [--root HTML_DIR] [--tools auto] [--only NAME,...]
+    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind] [--tools auto] [--only NAME,...]
 
-The pages are Rust's books as mdBook writes them (the Book, the Reference, Cargo's and rustc's books, the
-Nomicon, the Edition Guide, the Embedded Book, the Unstable Book): prose, code listings, tables,
-admonitions ("Note", "Example"), three heading levels. Each page is opened from its file and printed as a
-reader's browser prints it ("Save as PDF": print styles, A4, backgrounds on), and its truth is the page's
-``<main>`` element as Markdown (``markdownify``): headings, paragraphs, lists, tables as pipe tables,
-code as fenced blocks. Left out of the truth: what the print does not show (the hidden lines of a
-listing, ``.boring``) and the Reference's rule links (``.rule``: "[*]" in the margin, an anchor for
-each paragraph, no content). Links keep their text, pictures are dropped.
+Three collections, three producers, each as its project's tool writes it:
+- ``rust``: Rust's books as mdBook writes them (the Book, the Reference, Cargo's and rustc's books, ...),
+  from a rustup toolchain: prose, code listings, tables, admonitions, three heading levels.
+- ``node``: Node.js's API reference as its own generator writes it (Debian's ``nodejs-doc``): headings
+  that are call signatures, parameter lists, tables, paired code examples, stability bars.
+- ``valgrind``: Valgrind's user manual as DocBook's XSL writes it (``valgrind`` ships it): numbered
+  sections, long option lists (definition lists), program listings.
+
+Each page is opened from its file and printed as a reader's browser prints it ("Save as PDF": print
+styles, A4, backgrounds on). Its truth is what that print shows, in the authors' markup: the page after
+its print styles, with every element the print does not show taken out, its content element as Markdown
+(``markdownify``): headings, paragraphs, lists, tables as pipe tables, code as fenced blocks. Links keep
+their text, pictures are dropped. Per collection, left out of both: navigation the print would repeat on
+every chapter (Valgrind's "Prev / Up / Next" bars, hidden in print here too); left out of the truth only:
+marks with no content (the Reference's "[*]" rule anchors).
 
 Scored with the public sets' measures (``public.markdown_set``). The truth is the authors' markup, so
 a heading is what they tagged ``<h1>``-``<h6>``: an admonition's label is not one, a table's caption
@@ -25,14 +32,14 @@ from __future__ import annotations
 import argparse
 import glob
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.accuracy.printed import CHROMIUM
 
-ROOT_GLOB = "~/.rustup/toolchains/*/share/doc/rust/html"
 # Pages with tables (every table-bearing page of the books but the Reference's test summary and the
 # platform pages, three of those), and a few with headings, lists and code only.
-PAGES = (
+RUST_PAGES = (
     "book/appendix-02-operators",
     "book/ch00-00-introduction",
     "book/ch03-02-data-types",
@@ -97,36 +104,133 @@ PAGES = (
     "unstable-book/language-features/asm-experimental-arch",
     "unstable-book/language-features/asm-experimental-reg",
 )
-# Not in print, or no content: a listing's hidden lines, the Reference's rule anchors, navigation.
-UNSEEN = ".boring, .rule, nav, script, style"
+# Every module page whose print holds a table (the history tables under "History" are hidden in print).
+NODE_PAGES = (
+    "corepack",
+    "crypto",
+    "dns",
+    "documentation",
+    "esm",
+    "fs",
+    "http2",
+    "intl",
+    "module",
+    "n-api",
+    "os",
+    "readline",
+    "stream",
+    "url",
+    "util",
+    "webcrypto",
+)
+# The user manual's chapters, the quick start and the FAQ (not the release notes and licences: plain
+# text in <pre>).
+VALGRIND_PAGES = (
+    "quick-start",
+    "manual-intro",
+    "manual-core",
+    "manual-core-adv",
+    "manual-writing-tools",
+    "mc-manual",
+    "cg-manual",
+    "cl-manual",
+    "cl-format",
+    "hg-manual",
+    "drd-manual",
+    "ms-manual",
+    "dh-manual",
+    "lk-manual",
+    "nl-manual",
+    "bbv-manual",
+    "faq",
+)
 
 
-def truth_markdown(page_html: str) -> str:
-    """The page's ``<main>`` (or ``<body>``) as Markdown: ATX headings, pipe tables, fenced code; links
-    as their text, pictures and what print does not show (``UNSEEN``) left out."""
+@dataclass(frozen=True)
+class Collection:
+    """One producer's documentation: where it is installed, which pages, what holds the content."""
+
+    key: str
+    title: str
+    root_glob: str
+    pages: tuple[str, ...]
+    content: str = "main"  # CSS selector of the element whose Markdown is the truth
+    unseen: str = ""  # printed, but no content: left out of the truth
+    hidden: str = ""  # navigation repeated on every chapter: hidden in print and left out of the truth
+    hint: str = ""  # how to install it
+
+
+COLLECTIONS = {
+    c.key: c
+    for c in (
+        Collection(
+            "rust",
+            "Rust's books",
+            "~/.rustup/toolchains/*/share/doc/rust/html",
+            RUST_PAGES,
+            unseen=".rule",
+            hint="install a toolchain with rustup",
+        ),
+        Collection(
+            "node",
+            "Node.js API",
+            "/usr/share/doc/nodejs/api",
+            NODE_PAGES,
+            content="#column1",
+            hint="Debian: apt install nodejs-doc",
+        ),
+        Collection(
+            "valgrind",
+            "Valgrind manual",
+            "/usr/share/doc/valgrind/html",
+            VALGRIND_PAGES,
+            content="body",
+            hidden="table.nav",
+            hint="Debian: apt install valgrind",
+        ),
+    )
+}
+# Always out of the truth: what never prints.
+NEVER = "script, style, noscript, template"
+# In the page, after its print styles: every element the print does not show is taken out, so the truth
+# is what a reader sees on paper (a listing's hidden lines, a sidebar, a "History" table).
+DROP_UNPRINTED = """() => {
+  for (const el of Array.from(document.querySelectorAll('body *'))) {
+    if (!el.isConnected) continue;
+    const style = getComputedStyle(el);
+    if (style.display === 'none' || style.visibility === 'hidden') el.remove();
+  }
+  return document.documentElement.outerHTML;
+}"""
+
+
+def truth_markdown(page_html: str, content: str = "main", unseen: str = "") -> str:
+    """The ``content`` element of a page (``<main>``, else ``<body>``) as Markdown: ATX headings, pipe
+    tables, fenced code; links as their text, pictures and ``unseen`` marks left out. ``page_html`` is the
+    page as printed (``DROP_UNPRINTED`` has run)."""
     from bs4 import BeautifulSoup
     from markdownify import markdownify
 
     soup = BeautifulSoup(page_html, "html.parser")
-    main = soup.find("main") or soup.body or soup
-    for hidden in main.select(UNSEEN):
-        hidden.decompose()
+    main = soup.select_one(content) or soup.body or soup
+    for gone in main.select(", ".join(s for s in (NEVER, unseen) if s)):
+        gone.decompose()
     return markdownify(str(main), heading_style="ATX", strip=["a", "img"]).strip() + "\n"
 
 
-def find_root() -> Path | None:
-    """The documentation folder of an installed Rust toolchain (the newest name first), if any."""
-    found = sorted(glob.glob(str(Path(ROOT_GLOB).expanduser())), reverse=True)
-    return Path(found[0]) if found else None
+def find_root(collection: Collection) -> Path | None:
+    """Where the collection is installed (the newest name first, for a glob), if anywhere."""
+    found = sorted(glob.glob(str(Path(collection.root_glob).expanduser())), reverse=True)
+    return Path(found[0]) if found and Path(found[0]).is_dir() else None
 
 
 def document_name(page: str) -> str:
     return page.replace("/", "_")
 
 
-def build(out: Path, root: Path, only: tuple[str, ...] = ()) -> list[str]:
-    """Print every page of ``PAGES`` found under ``root`` (or ``only`` these names) into ``out/pdf`` with
-    its truth in ``out/gt``; the names written."""
+def build(out: Path, collection: Collection, root: Path, only: tuple[str, ...] = ()) -> list[str]:
+    """Print every page of the collection found under ``root`` (or ``only`` these names) into ``out/pdf``
+    with its truth in ``out/gt``; the names written."""
     from playwright.sync_api import sync_playwright
 
     (out / "pdf").mkdir(parents=True, exist_ok=True)
@@ -137,7 +241,7 @@ def build(out: Path, root: Path, only: tuple[str, ...] = ()) -> list[str]:
             executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
         )
         try:
-            for page_path in PAGES:
+            for page_path in collection.pages:
                 name, source = document_name(page_path), root / f"{page_path}.html"
                 if (only and name not in only) or not source.exists():
                     continue
@@ -145,6 +249,8 @@ def build(out: Path, root: Path, only: tuple[str, ...] = ()) -> list[str]:
                 try:
                     page.goto(source.as_uri())
                     page.emulate_media(media="print")
+                    if collection.hidden:
+                        page.add_style_tag(content=f"{collection.hidden} {{display: none !important}}")
                     margin = {side: "15mm" for side in ("top", "bottom", "left", "right")}
                     page.pdf(
                         path=str(out / "pdf" / f"{name}.pdf"),
@@ -152,9 +258,10 @@ def build(out: Path, root: Path, only: tuple[str, ...] = ()) -> list[str]:
                         print_background=True,
                         margin=margin,
                     )
+                    printed = page.evaluate(DROP_UNPRINTED)
                 finally:
                     page.close()
-                truth = truth_markdown(source.read_text(encoding="utf-8"))
+                truth = truth_markdown(printed, collection.content, collection.unseen)
                 (out / "gt" / f"{name}.md").write_text(truth, encoding="utf-8")
                 names.append(name)
         finally:
@@ -166,24 +273,35 @@ def main(argv: list[str] | None = None) -> int:
     from bench.accuracy.public import markdown_set, markdown_table
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True, help="folder for the printed PDFs and their truth")
-    ap.add_argument("--root", type=Path, default=None, help=f"the books' HTML [{ROOT_GLOB}]")
+    ap.add_argument("--out", type=Path, required=True, help="folder for each set's printed PDFs and truth")
+    ap.add_argument("--sets", default=",".join(COLLECTIONS), help=f"of {', '.join(COLLECTIONS)}")
+    ap.add_argument("--root", type=Path, default=None, help="the HTML folder (one set only)")
     ap.add_argument("--tools", default="auto")
     ap.add_argument("--only", default="", help="comma-separated document names (book_ch03-02-data-types)")
     args = ap.parse_args(argv)
-    root = args.root or find_root()
-    if root is None or not root.is_dir():
-        print(
-            f"no Rust documentation at {args.root or ROOT_GLOB}: install a toolchain with rustup",
-            file=sys.stderr,
-        )
-        return 2
-    names = build(args.out, root, tuple(n for n in args.only.split(",") if n))
-    rows = {
-        f"Rust's books, {tool}": markdown_set(args.out, tool, tuple(names)) for tool in args.tools.split(",")
-    }
-    print(markdown_table(rows))
-    return 0
+    keys = [k for k in args.sets.split(",") if k]
+    unknown = [k for k in keys if k not in COLLECTIONS]
+    if unknown:
+        ap.error(f"unknown set {', '.join(unknown)}: --sets takes {', '.join(COLLECTIONS)}")
+    if args.root and len(keys) != 1:
+        ap.error("--root names one set's folder: give one set in --sets")
+    rows, missing = {}, 0
+    for key in keys:
+        collection = COLLECTIONS[key]
+        root = args.root or find_root(collection)
+        if root is None or not root.is_dir():
+            print(
+                f"no {collection.title} at {args.root or collection.root_glob}: {collection.hint}",
+                file=sys.stderr,
+            )
+            missing += 1
+            continue
+        names = build(args.out / key, collection, root, tuple(n for n in args.only.split(",") if n))
+        for tool in args.tools.split(","):
+            rows[f"{collection.title}, {tool}"] = markdown_set(args.out / key, tool, tuple(names))
+    if rows:
+        print(markdown_table(rows))
+    return 2 if missing == len(keys) else 0
 
 
 if __name__ == "__main__":
