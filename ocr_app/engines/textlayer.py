@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines import raster_tables
+from ocr_app.engines.paint import invisible, shown_drawings
 from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
@@ -649,7 +650,7 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     try:
         for path in page.get_cdrawings():
             items = path.get("items", ())
-            if path.get("type") != "f" or not items or _invisible(path):
+            if path.get("type") != "f" or not items or invisible(path):
                 continue
             if not (all(it[0] == "c" for it in items) or (len(items) == 1 and items[0][0] == "re")):
                 continue
@@ -791,7 +792,8 @@ HEADER_WEIGHT = 600  # a row set at least this heavy all through (semibold, bold
 
 
 def _find_tables(page: pymupdf.Page) -> list:
-    """``page.find_tables`` on the rulings alone.
+    """``page.find_tables`` on the rulings alone, and only on the paint a reader sees
+    (``paint.shown_drawings``: a listing's line backgrounds on its panel ruled no table).
 
     Why ``use_layout=False``: once ``pymupdf.layout`` is imported (pymupdf4llm does it; the
     ``pymupdf-layout`` package it pulls in makes that possible), PyMuPDF gates the ruled grids by the
@@ -799,10 +801,11 @@ def _find_tables(page: pymupdf.Page) -> list:
     same page would give other tables depending on what is installed and what the process imported
     before; without the gate it gives one result. Older PyMuPDF (< 1.27) has no such option.
     """
+    shown = shown_drawings(page)
     try:
-        return page.find_tables(strategy="lines", use_layout=False).tables
+        return page.find_tables(strategy="lines", use_layout=False, paths=shown).tables
     except TypeError:  # PyMuPDF before the layout gate
-        return page.find_tables(strategy="lines").tables
+        return page.find_tables(strategy="lines", paths=shown).tables
 
 
 def _edges(values: list[float], tol: float = 1.0) -> list[float]:
@@ -1188,7 +1191,7 @@ def figure_regions(
     so a heading on a shaded bar or above a rule is never inside one. A cluster that is one of the
     ``panels`` (``panel_rects``: a filled shape with nothing else drawn inside) is text on a ground,
     and one of filled rectangles with text on them is a table's shading (``_Shapes.shaded_cells``; ``words``:
-    the centres of the text lines). Paint that does not show (``_invisible``) is not looked at.
+    the centres of the text lines). Paint that does not show (``paint.invisible``) is not looked at.
     """
     import pymupdf
 
@@ -1199,7 +1202,7 @@ def figure_regions(
             r = pymupdf.Rect(info["bbox"]) & page.rect
             if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
                 regions.append(r)
-        paths = [{**p, "rect": pymupdf.Rect(p["rect"])} for p in page.get_cdrawings() if not _invisible(p)]
+        paths = [{**p, "rect": pymupdf.Rect(p["rect"])} for p in page.get_cdrawings() if not invisible(p)]
         shapes = _Shapes(paths, words)
         for r in page.cluster_drawings(drawings=paths):
             big = 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt
@@ -1210,15 +1213,6 @@ def figure_regions(
     return regions
 
 
-def _invisible(path: dict) -> bool:
-    """A fill-only path in white (or fully transparent): nothing shows on the paper. HTML-to-PDF
-    printers paint every table cell's background this way when backgrounds are not printed."""
-    if path.get("type") != "f" or not path.get("fill"):
-        return False
-    return min(path["fill"][:3]) >= WHITE or path.get("fill_opacity", 1.0) == 0
-
-
-WHITE = 0.97  # a fill at least this light in every channel is the paper's colour
 CELL_SHARE = 0.5  # of a cluster's filled rectangles, at least this share holding text: shaded cells
 
 
@@ -1463,7 +1457,7 @@ def _rules_only(page: pymupdf.Page, region: pymupdf.Rect) -> bool:
     seen = False
     for path in paths:
         r = pymupdf.Rect(path.get("rect") or (0, 0, 0, 0))
-        if (r & region).is_empty or _invisible(path):
+        if (r & region).is_empty or invisible(path):
             continue
         if min(r.width, r.height) > RULE_THICKNESS:
             return False

@@ -1,0 +1,110 @@
+"""Which of a PDF page's paint shows on paper: a fill in the paper's colour, a transparent one, or one
+laid on a ground of its own colour draws nothing, and the edges of a shape outside its clip are not
+on the page.
+
+Why: PyMuPDF's table finder builds a grid from every path's edges. A browser prints a code listing as
+a grey panel with each line's own grey background on it, the lines' boxes running off to the left
+and clipped to the panel (Node.js's API reference): the finder read those unseen edges as a ruled
+table of the listing's words. Only what a reader sees may rule a table.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pymupdf
+
+logger = logging.getLogger(__name__)
+
+WHITE = 0.97  # a fill at least this light in every channel is the paper's colour
+SAME_COLOUR = 0.02  # fills whose channels differ by no more than this look alike
+EDGE = 0.5  # points: a ground holds a shape whose visible part it covers within this
+
+
+def invisible(path: dict) -> bool:
+    """A fill-only path in white (or fully transparent): nothing shows on the paper. HTML-to-PDF
+    printers paint every table cell's background this way when backgrounds are not printed."""
+    if path.get("type") != "f" or not path.get("fill"):
+        return False
+    return min(path["fill"][:3]) >= WHITE or path.get("fill_opacity", 1.0) == 0
+
+
+def _clipped(items: list[dict]) -> list[tuple[dict, tuple[float, float, float, float]]]:
+    """Each drawn path (not the clips) of ``get_drawings(extended=True)`` with the part of its box that
+    its clips leave (the box itself where no clip holds it; empty boxes have x0 ≥ x1 or y0 ≥ y1)."""
+    stack: list[tuple[int, tuple[float, float, float, float]]] = []
+    out = []
+    for item in items:
+        level = item.get("level", 0)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        kind = item.get("type")
+        if kind == "clip":
+            if item.get("scissor") is not None:
+                stack.append((level, tuple(item["scissor"])))
+            continue
+        if kind not in ("f", "s", "fs") or item.get("rect") is None:
+            continue
+        x0, y0, x1, y1 = tuple(item["rect"])
+        for _, (cx0, cy0, cx1, cy1) in stack:
+            x0, y0, x1, y1 = max(x0, cx0), max(y0, cy0), min(x1, cx1), min(y1, cy1)
+        out.append((item, (x0, y0, x1, y1)))
+    return out
+
+
+def _alike(a: tuple, b: tuple) -> bool:
+    return all(abs(u - v) <= SAME_COLOUR for u, v in zip(a[:3], b[:3], strict=False))
+
+
+def _holds(ground: tuple[float, float, float, float], box: tuple[float, float, float, float]) -> bool:
+    return (
+        ground[0] <= box[0] + EDGE
+        and ground[1] <= box[1] + EDGE
+        and ground[2] >= box[2] - EDGE
+        and ground[3] >= box[3] - EDGE
+    )
+
+
+def _meets(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def unseen_paint(page: pymupdf.Page) -> set[int]:
+    """The ``seqno`` of every path on ``page`` that draws nothing a reader sees: fills in the paper's
+    colour or transparent (``invisible``), shapes wholly outside their clip, and fills on a ground of
+    their own colour: the last opaque fill painted under the shape's visible part covers all of it
+    and has its colour (a line's background on its listing's panel)."""
+    items = page.get_drawings(extended=True)
+    unseen: set[int] = set()
+    grounds: list[tuple[tuple, tuple[float, float, float, float]]] = []  # opaque fills, painting order
+    for path, box in _clipped(items):
+        seqno = path.get("seqno")
+        if box[0] >= box[2] or box[1] >= box[3]:
+            if path.get("type") == "f" or box[0] > box[2] or box[1] > box[3]:
+                unseen.add(seqno)
+            continue
+        if invisible(path):
+            unseen.add(seqno)
+            continue
+        fill = path.get("fill")
+        if path.get("type") != "f" or not fill:
+            continue
+        under = next((g for g in reversed(grounds) if _meets(g[1], box)), None)
+        if under is not None and _holds(under[1], box) and _alike(under[0], fill):
+            unseen.add(seqno)
+            continue
+        if path.get("fill_opacity", 1.0) >= 1.0:
+            grounds.append((fill, box))
+    return unseen
+
+
+def shown_drawings(page: pymupdf.Page) -> list[dict]:
+    """``page.get_drawings()`` without the paths ``unseen_paint`` finds."""
+    try:
+        unseen = unseen_paint(page)
+    except Exception as exc:  # a refinement: all the paint is the safe answer
+        logger.debug("clips unavailable: %s", exc)
+        unseen = set()
+    return [p for p in page.get_drawings() if p.get("seqno") not in unseen]

@@ -1,0 +1,81 @@
+"""Paint a reader does not see rules no table (issue 30, round 28): a browser prints a code listing as a
+panel with each line's own background on it, in the panel's colour, the lines' boxes running past the
+panel's edge and clipped to it (Node.js's API reference). PyMuPDF's table finder read those unseen edges
+as a ruled table of the listing's words. Real text-layer engine, pages printed by Chromium."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ocr_app.engines.paint import shown_drawings, unseen_paint
+from tests.factories import pages_markdown
+
+CSS = (
+    "<style>body{font-family:'DejaVu Sans',sans-serif;background:white}"
+    "pre{background:#f2f2f2;padding:1rem;margin:1rem;overflow-x:auto}"
+    "code{background:#f2f2f2;padding:1px 3px;border-radius:2px}"
+    ".cm{color:#008000}.kw{color:#a626a4}.fn{color:#4078f2}.copy{float:right;background:#3e7a38;color:white;"
+    "font-size:7pt;padding:1mm 4mm;border-radius:3mm}</style>"
+)
+# An inline <code> over several lines: Chromium paints its background once per line, each time the
+# whole box shifted left by the lines before it and clipped to that line.
+LISTING = (
+    "<pre><code><span class=cm>// addTwo.mjs</span>\n<span class=kw>function</span> <span class=fn>addTwo</span>"
+    "(num) {\n  <span class=kw>return</span> num + 2;\n}\n\n<span class=kw>export</span> { addTwo };</code> "
+    "<button class=copy>copy</button></pre>"
+)
+PAGE = (
+    f"{CSS}<h1>Modules: ECMAScript modules</h1>"
+    "<p>The following example of an ES module exports a function, which a second module imports.</p>"
+    f"{LISTING}<p>Node.js fully supports ECMAScript modules as they are currently specified.</p>"
+)
+
+
+def test_a_listings_line_backgrounds_make_no_table(textlayer_engine, printer):
+    """Before: ``<table>`` rows "function | addTwo(num) {", "return | num + 2;" from the lines' edges."""
+    md = pages_markdown(textlayer_engine, printer("listing", PAGE))[0]
+    assert "<table" not in md, md
+    assert "addTwo(num)" in md.replace("addTwo (num)", "addTwo(num)") and "num + 2;" in md, md
+    assert "Node.js fully supports" in md, md
+
+
+def test_the_line_backgrounds_are_unseen_and_the_panel_is_not(printer):
+    """The panel shows (grey on the paper) and so does the button (green on grey); the lines' grounds,
+    grey on the grey panel, do not, nor the parts of them clipped away."""
+    import pymupdf
+
+    with pymupdf.open(printer("listing_paint", PAGE)) as doc:
+        page = doc[0]
+        every = page.get_drawings()
+        unseen = unseen_paint(page)
+        shown = shown_drawings(page)
+    grey = [p for p in every if p.get("fill") and abs(p["fill"][0] - 0xF2 / 255) < 0.01]
+    assert len(grey) >= 5, grey  # the panel and a background for each line of code
+    panel = max(grey, key=lambda p: p["rect"].get_area())
+    lines = [p for p in grey if p is not panel]
+    assert panel["seqno"] not in unseen
+    assert all(p["seqno"] in unseen for p in lines), [(p["rect"], p["seqno"]) for p in lines]
+    green = [p for p in every if p.get("fill") and p["fill"][1] > p["fill"][0] + 0.1]
+    assert green and all(p["seqno"] not in unseen for p in green)
+    assert len(shown) == len(every) - len(unseen)
+
+
+def test_a_darker_cell_on_a_shaded_table_still_shows(tmp_path: Path):
+    """Only a ground of the same colour hides a fill: a table's header cells painted darker on its
+    light ground, and a light cell on a white page, are seen."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=300)
+    page.draw_rect(pymupdf.Rect(20, 20, 380, 200), color=None, fill=(0.9, 0.9, 0.9))  # ground
+    page.draw_rect(pymupdf.Rect(20, 20, 380, 50), color=None, fill=(0.6, 0.6, 0.6))  # header, darker
+    page.draw_rect(pymupdf.Rect(20, 80, 200, 110), color=None, fill=(0.9, 0.9, 0.9))  # same: unseen
+    page.draw_rect(pymupdf.Rect(20, 220, 200, 260), color=None, fill=(0.9, 0.9, 0.9))  # on paper
+    page.draw_rect(pymupdf.Rect(100, 150, 300, 250), color=None, fill=(0.9, 0.9, 0.9))  # half off it
+    path = tmp_path / "fills.pdf"
+    doc.save(path)
+    with pymupdf.open(path) as saved:
+        page = saved[0]
+        by_top = {round(p["rect"].y0): p["seqno"] for p in page.get_drawings()}
+        unseen = unseen_paint(page)
+    assert unseen == {by_top[80]}, (unseen, by_top)
