@@ -370,6 +370,38 @@ def _title_lines(pages: list[tuple[float, list[TextLine]]], body: float) -> Iter
             yield ln.text.strip(), style, ln.box[2] - ln.box[0] <= SHORT_SHARE * wide
 
 
+MIN_CONTENTS_RUN = 2  # lines in a row naming larger headings: a contents list
+CONTENTS_SIZE_RATIO = 1.05  # an entry is set at most this much larger than the body
+
+
+def contents_entries(pages: list[tuple[float, list[TextLine]]], body: float) -> frozenset[str]:
+    """The titles (``normal_title``) of the lines that list the document's headings: two or more lines
+    in a row, top to bottom on a page, at body size, each the text of a line set at a heading's size
+    (``MIN_HEADING_RATIO``) somewhere in the document. A chapter's contents list printed from HTML
+    (DocBook's "Table of Contents" over its sections, in the headings' colour, with no page numbers or
+    leaders to mark it) or a slide deck's agenda repeats the titles it lists: its lines are entries,
+    not headings. A heading set at body size is listed by no larger line, and keeps its rules."""
+    larger = {
+        normal_title(ln.text)
+        for _, lines in pages
+        for ln in lines
+        if ln.size >= MIN_HEADING_RATIO * body and len(ln.text) <= 120
+    }
+    larger.discard("")
+    out: set[str] = set()
+    for _, lines in pages:
+        run: list[str] = []
+        for ln in [*sorted(lines, key=lambda ln: (ln.box[1], ln.box[0])), None]:
+            title = normal_title(ln.text) if ln is not None else ""
+            if ln is not None and ln.size <= CONTENTS_SIZE_RATIO * body and title in larger:
+                run.append(title)
+                continue
+            if len(run) >= MIN_CONTENTS_RUN:
+                out.update(run)
+            run = []
+    return frozenset(out)
+
+
 def _heading_candidates(pages: list[tuple[float, list[TextLine]]], style: DocStyle):
     """(level, text) of the sampled lines that the style marks as headings by size or weight alone
     (the levels the page rules give them), for the numbering depths of each level."""
@@ -798,6 +830,7 @@ def build_profile(
         title_faces=title_faces(page_lines, style),
         numbered={} if outline else numbered_titles(_title_lines(pages, body)),
         tier_levels=_outline_tiers(pages, tuple(heading_sizes), outline),
+        contents=contents_entries(pages, body),
     )
     logger.debug(
         "profile: body %.1f pt weight %d, heading sizes %s, %d running lines, %d outline entries",

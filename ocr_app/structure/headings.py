@@ -205,6 +205,12 @@ def _styled_heading_level(
     smallest = min(i.size for i in row.items)
     if style.cover_min_size and (smallest < style.cover_min_size or len(text.split()) < 2):
         return 0  # a cover page: only its title
+    if (
+        style.contents
+        and row.size < config.styled_heading_ratio * style.body_size
+        and normal_title(text) in style.contents
+    ):
+        return 0  # an entry of a contents list: the heading it names is set larger elsewhere
     if style.outline and max(row.caps_size, row.size) >= 0.95 * style.body_size:
         # not a smaller running title; a title in small capitals by its capitals' size
         level = outline_level(style.outline, text)

@@ -130,6 +130,9 @@ class DocStyle:
     # The level of each of ``heading_sizes`` as the document's bookmarks set the headings of that size
     # (``docprofile``); () where the bookmarks name none of them: levels then go by rank.
     tier_levels: tuple[int, ...] = ()
+    # Titles (``numbering.normal_title``) that the document sets as larger headings and also lists, two
+    # or more lines in a row at body size: a contents list's entries (``docprofile.contents_entries``).
+    contents: frozenset[str] = frozenset()
     # This page's body size over the document's where the page is set in another print and the
     # heading sizes were scaled to it (``passes.prepare``); 1.0 elsewhere.
     print_scale: float = 1.0
