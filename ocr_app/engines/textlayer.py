@@ -808,6 +808,18 @@ def _find_tables(page: pymupdf.Page) -> list:
         return page.find_tables(strategy="lines", paths=shown).tables
 
 
+def _drawn_grids(page: pymupdf.Page) -> list:
+    """The grids ``_find_tables`` finds on a page that draws rulings; none where it fails (a table
+    finder's failure must not lose the page's text: the rules then look for tables in the words)."""
+    if not _has_rulings(page):
+        return []
+    try:
+        return _find_tables(page)
+    except Exception as exc:
+        logger.warning("find_tables failed (%s); using the geometric table detection", exc)
+        return []
+
+
 def _edges(values: list[float], tol: float = 1.0) -> list[float]:
     """Distinct coordinates (values closer than ``tol`` are one)."""
     out: list[float] = []
@@ -846,7 +858,11 @@ def _shaded(box: tuple[float, float, float, float], fills: list[tuple[float, flo
 
 
 def ruled_tables(
-    page: pymupdf.Page, lines: list[TextLine], scale: float, frames: list[Box] | None = None
+    page: pymupdf.Page,
+    lines: list[TextLine],
+    scale: float,
+    frames: list[Box] | None = None,
+    found: list | None = None,
 ) -> tuple[list[RuledGrid], Grid, list[TextLine]]:
     """Tables drawn with rulings, found by PyMuPDF's ``find_tables``; cell text from our own lines.
     Returns the tables, the forms (sparse grids: one text line per grid row) and the other lines.
@@ -862,16 +878,19 @@ def ruled_tables(
     (``_labels_and_values``) and sparse grids are forms; a grid of painted cells that is a piece of a
     table shaded row by row (``_shading_piece``) is left to the word grid. Only pages that draw
     rulings are searched: ``find_tables`` costs ~0.3 s a page. ``frames`` gets every grid's box.
+    ``found``: the grids ``_drawn_grids`` returned, where the caller asked already (``split_running``
+    needs them first).
     """
     import pymupdf
 
-    if not _has_rulings(page):
-        return [], [], lines
-    try:
-        found = _find_tables(page)
-    except Exception as exc:  # a table finder failure must not lose the page's text
-        logger.warning("find_tables failed (%s); using the geometric table detection", exc)
-        return [], [], lines
+    if found is None:
+        if not _has_rulings(page):
+            return [], [], lines
+        try:
+            found = _find_tables(page)
+        except Exception as exc:  # a table finder failure must not lose the page's text
+            logger.warning("find_tables failed (%s); using the geometric table detection", exc)
+            return [], [], lines
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     tables: list[RuledGrid] = []
     forms: Grid = []
@@ -1148,7 +1167,14 @@ def _labels_and_values(heavy: dict[int, set[bool]], rows: list[list[Cell]]) -> b
     columns = [col for col, kinds in heavy.items() if kinds]
     if len(columns) != 2 or sum(1 for row in rows if any(c.text for c in row)) < 3:
         return False
-    return sorted(tuple(heavy[c]) for c in columns) == [(False,), (True,)]
+    if sorted(tuple(heavy[c]) for c in columns) != [(False,), (True,)]:
+        return False
+    # A form's labels are words ("Name", "Date of birth"); a column of bold figures (versions, years,
+    # item numbers) keys the rows of a table, here one whose header row a page break left on the page
+    # before (Node.js's Node-API version matrix).
+    bold = next(c for c in columns if heavy[c] == {True})
+    keys = [row[bold].text for row in rows if bold < len(row) and row[bold].text]
+    return sum(1 for text in keys if sum(ch.isalpha() for ch in text) >= 2) * 2 > len(keys)
 
 
 def _frames_text(rows: list[list[Cell]], filled: int) -> bool:
@@ -1578,17 +1604,29 @@ def _square(item: tuple) -> bool:
 
 
 def split_running(
-    lines: list[TextLine], profile: DocumentProfile, height: float, rules: Sequence[Rule] = ()
+    lines: list[TextLine],
+    profile: DocumentProfile,
+    height: float,
+    rules: Sequence[Rule] = (),
+    grids: Sequence[Box] = (),
 ) -> tuple[list[Block], list[TextLine]]:
     """Running headers/footers/page numbers → ``page_header``/``page_footer`` blocks (kept out of the
     Markdown body, kept in the JSON); the other lines. ``rules``: the page's horizontal rules, which
-    set a running line apart on a page of its own (``docprofile.margin_rows``)."""
+    set a running line apart on a page of its own (``docprofile.margin_rows``).
+
+    ``grids``: the boxes of the tables the page's rulings draw. A line in a drawn cell is a running
+    line only by its words (repeated on other pages), not by where it stands: a table cut by a page
+    break puts its last row in the footer's band ("9" alone at the foot, taken for a page number) and
+    its next row where the headers stand (Node.js's API reference); both are the table's."""
     running: list[Block] = []
     rest: list[TextLine] = []
     margin = margin_rows(lines, height, rules)
     for ln in lines:
-        edge = profile.is_running(ln, height)
-        if edge is None and id(ln) in margin:
+        if any(_centre(ln.box, g) for g in grids):
+            edge = profile.repeated(ln, height)
+        else:
+            edge = profile.is_running(ln, height)
+        if edge is None and id(ln) in margin and not any(_centre(ln.box, g) for g in grids):
             edge = "top" if ln.box[1] < height / 2 else "bottom"
         if edge is None:
             rest.append(ln)
@@ -1750,9 +1788,15 @@ class TextLayerEngine(Engine):
             )
             vectors = content_bytes(page, _VECTOR_SCAN_BYTES) <= _VECTOR_SCAN_BYTES
             rules = horizontal_rules(page, scale) if vectors else []
-            running, lines = split_running(lines, profile, page.rect.height * scale, rules)
-            panels = panel_rects(page, profile.style.body_size) if vectors else []
             to_display = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+            drawn_grids = _drawn_grids(page) if vectors else []
+            grid_boxes = [
+                tuple(pymupdf.Rect(t.bbox) * to_display)
+                for t in drawn_grids
+                if t.row_count >= 2 and t.col_count >= 2
+            ]
+            running, lines = split_running(lines, profile, page.rect.height * scale, rules, grid_boxes)
+            panels = panel_rects(page, profile.style.body_size) if vectors else []
             grounds = [tuple(r * to_display) for r in panels]
             if vectors:
                 mark_drawn_bullets(page, lines, scale)
@@ -1767,7 +1811,9 @@ class TextLayerEngine(Engine):
             every_line = lines
             frames: list[Box] = []
             tables, forms, lines = (
-                ruled_tables(page, lines, scale, frames) if turns == 0 and vectors else ([], [], lines)
+                ruled_tables(page, lines, scale, frames, drawn_grids)
+                if turns == 0 and vectors
+                else ([], [], lines)
             )
             drawn = bool(tables or forms)  # a ruled grid or form: the layout model is asked
             disp_w, disp_h = page.rect.width * scale, page.rect.height * scale

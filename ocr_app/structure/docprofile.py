@@ -254,22 +254,32 @@ class DocumentProfile:
             color_styles=tuple((c, s * scale) for c, s in self.style.color_styles),
         )
 
+    def repeated(self, line: TextLine, height: float) -> str | None:
+        """``"top"`` / ``"bottom"`` when ``line``'s text runs on other pages at that edge (numbers aside):
+        a running line by its words, not by where it stands."""
+        edge = edge_of(line.box, height)
+        if edge is None:
+            return None
+        key = (edge, running_key(line.text))
+        if key not in self.running:
+            return None
+        usual = self.running_sizes.get(key)
+        # The same words set far larger are the document's title on its first page, whose running
+        # header repeats it ("Shared MIME-info Database" at 25 pt over a 10 pt header).
+        if usual and height > 0 and line.size / height > TITLE_OVER_RUNNING * usual:
+            return None
+        return edge
+
     def is_running(self, line: TextLine, height: float) -> str | None:
         """``"top"`` / ``"bottom"`` when ``line`` (page pixels, page ``height``) is a running line: its text
         runs on other pages at that edge, or it stands where the document's running headers stand, in
         their size (a first page's own header, e.g. the journal's citation line above the title: its
         text is on no other page, and set like the title it would join the title)."""
+        edge = self.repeated(line, height)
+        if edge is not None:
+            return edge
         edge = edge_of(line.box, height)
-        if edge is None:
-            return None
-        key = (edge, running_key(line.text))
-        if key in self.running:
-            usual = self.running_sizes.get(key)
-            # The same words set far larger are the document's title on its first page, whose running
-            # header repeats it ("Shared MIME-info Database" at 25 pt over a 10 pt header).
-            if not (usual and height > 0 and line.size / height > TITLE_OVER_RUNNING * usual):
-                return edge
-        if height > 0:
+        if edge is not None and height > 0:
             middle, size = (line.box[1] + line.box[3]) / 2 / height, line.size / height
             slots = [(m, z) for e, m, z in self.running_slots if e == edge]
             if edge == "top":
