@@ -5,6 +5,7 @@ as a ruled table of the listing's words. Real text-layer engine, pages printed b
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
 
 from ocr_app.engines.paint import shown_drawings, unseen_paint
@@ -60,22 +61,37 @@ def test_the_line_backgrounds_are_unseen_and_the_panel_is_not(printer):
     assert len(shown) == len(every) - len(unseen)
 
 
-def test_a_darker_cell_on_a_shaded_table_still_shows(tmp_path: Path):
-    """Only a ground of the same colour hides a fill: a table's header cells painted darker on its
-    light ground, and a light cell on a white page, are seen."""
+def test_only_clipped_fills_on_their_own_colour_are_unseen(tmp_path: Path):
+    """Unseen: a fill on a ground of its colour that its clip cuts (a browser's line ground), and a
+    shape its clip leaves nothing of. Kept: a darker header on a light ground, a light cell on the
+    paper, and a same-coloured fill drawn whole (a word processor's paragraph shading in its cell,
+    which the form rules read)."""
     import pymupdf
 
+    grey, dark = "0.9 0.9 0.9 rg", "0.6 0.6 0.6 rg"
+    # PDF space: y up from the page's foot (height 300). Each shape on its own, in painting order.
+    content = "\n".join(
+        [
+            f"{grey} 20 100 360 180 re f",  # the ground, y 20-200 from the top
+            f"{dark} 20 250 360 30 re f",  # a darker header on it: y 20-50
+            f"{grey} 20 190 180 30 re f",  # same colour, whole: y 80-110, kept
+            f"q 40 150 100 20 re W n {grey} -200 150 500 20 re f Q",  # same colour, clipped: y 130-150
+            f"{grey} 20 40 180 40 re f",  # light on the paper: y 220-260
+            f"q 300 10 50 10 re W n {dark} 20 250 100 10 re f Q",  # clipped away entirely
+        ]
+    ).encode()
     doc = pymupdf.open()
     page = doc.new_page(width=400, height=300)
-    page.draw_rect(pymupdf.Rect(20, 20, 380, 200), color=None, fill=(0.9, 0.9, 0.9))  # ground
-    page.draw_rect(pymupdf.Rect(20, 20, 380, 50), color=None, fill=(0.6, 0.6, 0.6))  # header, darker
-    page.draw_rect(pymupdf.Rect(20, 80, 200, 110), color=None, fill=(0.9, 0.9, 0.9))  # same: unseen
-    page.draw_rect(pymupdf.Rect(20, 220, 200, 260), color=None, fill=(0.9, 0.9, 0.9))  # on paper
-    page.draw_rect(pymupdf.Rect(100, 150, 300, 250), color=None, fill=(0.9, 0.9, 0.9))  # half off it
+    xref = doc.get_new_xref()
+    doc.update_object(xref, "<<>>")
+    doc.update_stream(xref, content)
+    page.set_contents(xref)
     path = tmp_path / "fills.pdf"
     doc.save(path)
     with pymupdf.open(path) as saved:
         page = saved[0]
-        by_top = {round(p["rect"].y0): p["seqno"] for p in page.get_drawings()}
+        by_top = collections.defaultdict(list)
+        for p in page.get_drawings():
+            by_top[round(p["rect"].y0)].append(p["seqno"])
         unseen = unseen_paint(page)
-    assert unseen == {by_top[80]}, (unseen, by_top)
+    assert unseen == {by_top[130][0], by_top[40][-1]}, (unseen, dict(by_top))

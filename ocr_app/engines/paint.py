@@ -71,19 +71,32 @@ def _meets(a: tuple[float, float, float, float], b: tuple[float, float, float, f
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
+def _cut(path: dict, box: tuple[float, float, float, float]) -> bool:
+    """Whether the shape's clip cuts part of it away: a browser paints an inline box's background
+    whole on every line the box wraps onto, shifted, and clips it to that line."""
+    return any(abs(a - b) > EDGE for a, b in zip(tuple(path["rect"]), box, strict=True))
+
+
 def unseen_paint(page: pymupdf.Page) -> set[int]:
     """The ``seqno`` of every path on ``page`` that draws nothing a reader sees: fills in the paper's
-    colour or transparent (``invisible``), shapes wholly outside their clip, and fills on a ground of
-    their own colour: the last opaque fill painted under the shape's visible part covers all of it
-    and has its colour (a line's background on its listing's panel)."""
+    colour or transparent (``invisible``), shapes wholly outside their clip (a shape of no area, such
+    as a word processor's corner joints between cell borders, stays: the table finder joins its
+    rulings there), and fills cut by their clip on a ground of their own colour: the last opaque fill
+    painted under the shape's visible part covers all of it and has its colour (a line's background
+    on its listing's panel).
+
+    Why only the cut ones: a word processor shades a cell's paragraphs in the cell's own colour, whole.
+    Those edges do not show either, but the form rules (``textlayer.ruled_tables``) read such a grid
+    with them as a form of label/value lines, and without them as a table (docling's
+    right_to_left_03, whose truth is text). The browser's clipped line grounds are what made tables
+    of listings."""
     items = page.get_drawings(extended=True)
     unseen: set[int] = set()
     grounds: list[tuple[tuple, tuple[float, float, float, float]]] = []  # opaque fills, painting order
     for path, box in _clipped(items):
         seqno = path.get("seqno")
-        if box[0] >= box[2] or box[1] >= box[3]:
-            if path.get("type") == "f" or box[0] > box[2] or box[1] > box[3]:
-                unseen.add(seqno)
+        if box[0] > box[2] or box[1] > box[3]:
+            unseen.add(seqno)  # its clip leaves nothing of it
             continue
         if invisible(path):
             unseen.add(seqno)
@@ -92,7 +105,7 @@ def unseen_paint(page: pymupdf.Page) -> set[int]:
         if path.get("type") != "f" or not fill:
             continue
         under = next((g for g in reversed(grounds) if _meets(g[1], box)), None)
-        if under is not None and _holds(under[1], box) and _alike(under[0], fill):
+        if _cut(path, box) and under is not None and _holds(under[1], box) and _alike(under[0], fill):
             unseen.add(seqno)
             continue
         if path.get("fill_opacity", 1.0) >= 1.0:
