@@ -187,20 +187,22 @@ def continue_table(upper: str, lower: str) -> str | None:
     repeats ``upper``'s header rows, else None. Browsers and word processors print a table's header
     again at the top of each column or page it runs into: a reader sees one table going on."""
     head, again = _THEAD.search(upper), _THEAD.search(lower)
-    if not (
-        head
-        and again
-        and head.group(0) == again.group(0)
-        and upper.startswith("<table><thead>")
-        and lower.startswith("<table><thead>")
-        and upper.endswith(_BODY_END)
-    ):
+    if not (head and upper.startswith("<table><thead>") and upper.endswith(_BODY_END)):
         return None
-    return _mend_break(upper[: -len(_BODY_END)], lower[again.end() :].removeprefix("<tbody>"))
+    if again and head.group(0) == again.group(0) and lower.startswith("<table><thead>"):
+        return _mend_break(upper[: -len(_BODY_END)], lower[again.end() :].removeprefix("<tbody>"))
+    # The header repeated, but not read as one on this page (its bold not seen, no rule under it): a
+    # first row whose cells say what the header's cells say.
+    first = _ROW.match(lower, len("<table>")) if lower.startswith("<table><tr>") else None
+    heads = _TH.findall(head.group(0))
+    if again or first is None or head.group(0).count("<tr>") != 1 or _TD.findall(first.group(1)) != heads:
+        return None
+    return _mend_break(upper[: -len(_BODY_END)], lower[first.end() : -len("</table>")] + _BODY_END)
 
 
 _ROW = re.compile(r"<tr>((?:<td>.*?</td>)+)</tr>")
 _TD = re.compile(r"<td>(.*?)</td>")
+_TH = re.compile(r"<th>(.*?)</th>")
 MIN_KEYED_ROWS = 2  # body rows with a key that show the table keys every row
 
 
