@@ -95,3 +95,70 @@ def test_only_clipped_fills_on_their_own_colour_are_unseen(tmp_path: Path):
             by_top[round(p["rect"].y0)].append(p["seqno"])
         unseen = unseen_paint(page)
     assert unseen == {by_top[130][0], by_top[40][-1]}, (unseen, dict(by_top))
+
+
+MACRO = [
+    "#define NODE_API_CALL(env, call)                                  \\",
+    "  do {                                                            \\",
+    "    napi_status status = (call);                                  \\",
+    "    if (status != napi_ok) {                                      \\",
+    "      const napi_extended_error_info* error_info = NULL;          \\",
+    "      napi_get_last_error_info((env), &error_info);               \\",
+    "      const char* err_message = error_info->error_message;        \\",
+    "      bool is_pending;                                            \\",
+    "      napi_is_exception_pending((env), &is_pending);              \\",
+    "      if (!is_pending) {                                          \\",
+    "        napi_throw_error((env), NULL, err_message);               \\",
+    "      }                                                           \\",
+    "      return NULL;                                                \\",
+    "    }                                                             \\",
+    "  } while(0)",
+]
+PROSE = (
+    "The Node.js-specific parts of an addon can be separated from the code that exposes the actual "
+    "functionality to the JavaScript environment, so that the latter may be used with multiple "
+    "implementations of the interface. In the example below, the helper macro checks every call."
+)
+
+
+def test_a_listing_with_a_button_beside_its_last_line_stays_code(textlayer_engine, printer):
+    """A macro whose lines end in a column of continuation marks, in a panel with a "copy" button set
+    beside its last line. In Node.js's reference the layout model boxed such a listing as a table; the
+    button's line, in the text face, made the region no listing (not every line monospaced), and the
+    marks' column made a two-column table of the code. On this page the model boxes no table, so this
+    guards the page as a whole; ``test_which_regions_are_listings`` holds the rule itself."""
+    listing = "\n".join(MACRO).replace("&", "&amp;").replace("<", "&lt;")
+    html = (
+        f"{CSS}<h1>Node-API</h1><p>{PROSE}</p><p>{PROSE}</p><pre><code>{listing}</code>"
+        " <button class=copy>copy</button></pre>"
+        f"<p>{PROSE}</p><p>{PROSE}</p>"
+    )
+    md = "\n".join(pages_markdown(textlayer_engine, printer("macro", html)))
+    assert "<table" not in md, md
+    assert "napi_status status = (call);" in md and "} while(0)" in md, md
+
+
+def test_which_regions_are_listings():
+    """``learned_tables.listing``, the rule behind the test above, on lines as the text layer gives
+    them: a label beside a line of code leaves a listing; a header row in the text face over cells of
+    code, or cells of prose beside code, make a table."""
+    from ocr_app.structure.learned_tables import listing
+    from ocr_app.structure.lines import TextLine
+
+    def code(k: int, text: str, x: float = 60) -> TextLine:
+        return TextLine(text, (x, 100 + 14 * k, x + 6 * len(text), 110 + 14 * k), 10, mono=True)
+
+    def plain(k: int, text: str, x: float) -> TextLine:
+        return TextLine(text, (x, 100 + 14 * k, x + 5 * len(text), 110 + 14 * k), 10)
+
+    macro = [code(k, line) for k, line in enumerate(MACRO)]
+    assert listing(macro)
+    assert listing([*macro, plain(len(MACRO) - 1, "C O P Y", 470)])  # the button beside the last line
+    assert not listing([*macro, plain(len(MACRO), "C O P Y", 470)])  # on a row of its own: no code there
+    header = [plain(0, "Constant", 60), plain(0, "Value", 300)]
+    cells = [line for k in range(1, 9) for line in (code(k, f"SIGNAL_{k}"), code(k, f"0x{k:04x}", 300))]
+    assert not listing([*header, *cells])
+    prose = [
+        line for k in range(8) for line in (code(k, f"--flag-{k}"), plain(k, "Turns the option on", 300))
+    ]
+    assert not listing(prose)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import vertical_overlap
+from ocr_app.structure.lines import group_rows, vertical_overlap
 from ocr_app.structure.paragraphs import GLYPH_BULLETS
 from ocr_app.structure.rule_frames import joined, pieces
 from ocr_app.structure.running_text import text_columns
@@ -1981,7 +1981,7 @@ def tables_in_regions(
                 if prose is not None:
                     prose.append(box)
                 continue
-            if all(ln.mono for ln in held):
+            if listing(held):
                 logger.debug("region %s: a listing in a monospaced font, kept as code", box)
                 continue
             table = _read_part(image, box, held, model=model, body=body, join=join, rules=rules, cuts=cuts)
@@ -1992,6 +1992,22 @@ def tables_in_regions(
             taken = {id(ln) for ln in table.lines}
             rest = [ln for ln in rest if id(ln) not in taken]
     return _join_continued(tables, body), rest
+
+
+LISTING_SHARE = 0.8  # of a listing's characters, at least this share in a monospaced font
+
+
+def listing(held: Sequence[TextLine]) -> bool:
+    """Whether a region's lines are a listing in a monospaced font: every row of it holds code, and
+    code holds most of its characters. A label set beside a line of code in another face (a browser's
+    "Copy" button on a listing's last line, Node.js's API reference) leaves it a listing; a table's
+    header row in the text face, over cells of code, is a row without code: a table."""
+    if not held:
+        return False
+    total = sum(len(ln.text.strip()) for ln in held)
+    code = sum(len(ln.text.strip()) for ln in held if ln.mono)
+    rows = group_rows(list(held))
+    return code >= LISTING_SHARE * total and all(any(i.mono for i in row.items) for row in rows)
 
 
 def _sentence(text: str) -> bool:
