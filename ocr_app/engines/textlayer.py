@@ -883,14 +883,9 @@ def ruled_tables(
     """
     import pymupdf
 
-    if found is None:
-        if not _has_rulings(page):
-            return [], [], lines
-        try:
-            found = _find_tables(page)
-        except Exception as exc:  # a table finder failure must not lose the page's text
-            logger.warning("find_tables failed (%s); using the geometric table detection", exc)
-            return [], [], lines
+    found = _drawn_grids(page) if found is None else found
+    if not found:
+        return [], [], lines
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     tables: list[RuledGrid] = []
     forms: Grid = []
