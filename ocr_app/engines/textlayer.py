@@ -73,6 +73,7 @@ logger = logging.getLogger(__name__)
 
 MIN_CHARS = 20
 TEXT_LABELS = ("text", "reference", "title")  # layout-model boxes of text (the tables pass's veto)
+TABLE_ROWS = 3  # a drawn grid of this many rows is a table: its lines are no running header or footer
 MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a table
 PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
 MAX_GARBAGE_RATIO = 0.1
@@ -1603,31 +1604,51 @@ def split_running(
     profile: DocumentProfile,
     height: float,
     rules: Sequence[Rule] = (),
-    grids: Sequence[Box] = (),
+    grids: Sequence[tuple[Box, int]] = (),
 ) -> tuple[list[Block], list[TextLine]]:
     """Running headers/footers/page numbers → ``page_header``/``page_footer`` blocks (kept out of the
     Markdown body, kept in the JSON); the other lines. ``rules``: the page's horizontal rules, which
     set a running line apart on a page of its own (``docprofile.margin_rows``).
 
-    ``grids``: the boxes of the tables the page's rulings draw. A line in a drawn cell is a running
-    line only by its words (repeated on other pages), not by where it stands: a table cut by a page
-    break puts its last row in the footer's band ("9" alone at the foot, taken for a page number) and
-    its next row where the headers stand (Node.js's API reference); both are the table's."""
+    ``grids``: the tables the page's rulings draw, (box, rows). A table cut by a page break puts its
+    last row in the footer's band ("9" alone at the foot, taken for a page number) and its next row
+    where the headers stand (Node.js's API reference); a browser repeats a long table's header row at
+    the top of every page, and a mark ("✓", "*") stands in the same column at the top or foot of
+    page after page (rustc's platform list): all of them are the table's. A line in a drawn table of
+    ``TABLE_ROWS`` rows or more is never page furniture; in a smaller grid (a running header set in a
+    ruled box) it is one by its words alone (repeated on other pages), not by where it stands."""
     running: list[Block] = []
     rest: list[TextLine] = []
     margin = margin_rows(lines, height, rules)
     for ln in lines:
-        if any(_centre(ln.box, g) for g in grids):
-            edge = profile.repeated(ln, height)
-        else:
-            edge = profile.is_running(ln, height)
-        if edge is None and id(ln) in margin and not any(_centre(ln.box, g) for g in grids):
+        held = [rows for box, rows in grids if _centre(ln.box, box)]
+        edge = profile.repeated(ln, height) if held else profile.is_running(ln, height)
+        if any(rows >= TABLE_ROWS for rows in held) and not (edge and _over_text(ln, lines)):
+            # (a running line printed over a cell's words, as a browser prints a fixed "Skip to
+            # content" link on every page, is still one)
+            rest.append(ln)
+            continue
+        if edge is None and id(ln) in margin and not held:
             edge = "top" if ln.box[1] < height / 2 else "bottom"
         if edge is None:
             rest.append(ln)
         else:
             running.append(Block("page_header" if edge == "top" else "page_footer", ln.text, [ln.box]))
     return running, rest
+
+
+def _over_text(line: TextLine, lines: Sequence[TextLine]) -> bool:
+    """Whether ``line`` is printed over another line: their boxes share a third of the smaller one."""
+    x0, y0, x1, y1 = line.box
+    for other in lines:
+        if other is line:
+            continue
+        w = min(x1, other.box[2]) - max(x0, other.box[0])
+        h = min(y1, other.box[3]) - max(y0, other.box[1])
+        smaller = min((x1 - x0) * (y1 - y0), (other.box[2] - other.box[0]) * (other.box[3] - other.box[1]))
+        if w > 0 and h > 0 and w * h >= smaller / 3:
+            return True
+    return False
 
 
 class PageRegions:
@@ -1786,7 +1807,7 @@ class TextLayerEngine(Engine):
             to_display = page.rotation_matrix * pymupdf.Matrix(scale, scale)
             drawn_grids = _drawn_grids(page) if vectors else []
             grid_boxes = [
-                tuple(pymupdf.Rect(t.bbox) * to_display)
+                (tuple(pymupdf.Rect(t.bbox) * to_display), t.row_count)
                 for t in drawn_grids
                 if t.row_count >= 2 and t.col_count >= 2
             ]

@@ -254,7 +254,8 @@ def header_rows(heavy: list[bool | None], shaded: list[bool]) -> int:
     """Leading rows marked as a header: set heavier than the body rows, or shaded unlike them.
 
     ``heavy[k]`` says whether every line of row k is bold (None: an empty row). A table whose rows
-    are all bold (or all shaded) has no header we can tell; neither has one whose first row is plain.
+    are all bold (or all shaded, or shaded in stripes) has no header we can tell; neither has one
+    whose first row is plain.
     """
     n = 0
     while n < min(MAX_HEADER_ROWS, len(heavy) - 1) and heavy[n] is True:
@@ -264,4 +265,6 @@ def header_rows(heavy: list[bool | None], shaded: list[bool]) -> int:
     n = 0
     while n < min(MAX_HEADER_ROWS, len(shaded) - 1) and shaded[n]:
         n += 1
-    return n if n and not all(shaded) else 0
+    # Rows shaded again further down are stripes (a zebra table's piece that a page break starts on a
+    # shaded row), not a header's ground.
+    return n if n and not any(shaded[n:]) else 0
