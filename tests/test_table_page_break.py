@@ -127,3 +127,15 @@ def test_lines_of_a_drawn_table_are_no_furniture():
     assert kept(page, []) == [ln.text for ln in body]  # no grid: a running head and a page number
     overlay = kept([link, cell, *body], [whole_page])
     assert "Skip to content" not in overlay and "8" in overlay  # printed over a cell: still furniture
+
+
+def test_stripes_of_shading_are_no_header():
+    """A zebra table's piece that a page break starts on a shaded row: the shading marks stripes, not
+    a header (``table_html.header_rows``); a shaded first row over plain ones is a header, and bold
+    still marks one over stripes."""
+    from ocr_app.structure.table_html import header_rows
+
+    plain = [False] * 6
+    assert header_rows(plain, [True, False, True, False, True, False]) == 0
+    assert header_rows(plain, [True, False, False, False, False, False]) == 1
+    assert header_rows([True, *plain[1:]], [True, False, True, False, True, False]) == 1
