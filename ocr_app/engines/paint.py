@@ -1,6 +1,6 @@
-"""Which of a PDF page's paint shows on paper: a fill in the paper's colour, a transparent one, or one
-laid on a ground of its own colour draws nothing, and the edges of a shape outside its clip are not
-on the page.
+"""Which of a PDF page's paint shows on paper: a fill in the paper's colour or a transparent one draws
+nothing, nor does a shape its clip leaves nothing of, nor a fill cut by its clip and laid on a ground
+of its own colour (``unseen_paint`` says why only the cut ones).
 
 Why: PyMuPDF's table finder builds a grid from every path's edges. A browser prints a code listing as
 a grey panel with each line's own grey background on it, the lines' boxes running off to the left
