@@ -1639,16 +1639,11 @@ def split_running(
 
 def _over_text(line: TextLine, lines: Sequence[TextLine]) -> bool:
     """Whether ``line`` is printed over another line: their boxes share a third of the smaller one."""
-    x0, y0, x1, y1 = line.box
-    for other in lines:
-        if other is line:
-            continue
-        w = min(x1, other.box[2]) - max(x0, other.box[0])
-        h = min(y1, other.box[3]) - max(y0, other.box[1])
-        smaller = min((x1 - x0) * (y1 - y0), (other.box[2] - other.box[0]) * (other.box[3] - other.box[1]))
-        if w > 0 and h > 0 and w * h >= smaller / 3:
-            return True
-    return False
+    return any(
+        max(overlap(line.box, other.box), overlap(other.box, line.box)) >= 1 / 3
+        for other in lines
+        if other is not line
+    )
 
 
 class PageRegions:
