@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines import raster_tables
+from ocr_app.engines.letter_spacing import drop_tracking_spaces
 from ocr_app.engines.paint import invisible, shown_drawings
 from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
@@ -477,6 +478,7 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                 chars = span.get("chars")
                 if chars and is_rtl_span(chars):
                     span["chars"] = logical_order(chars, span.get("size", 10.0) or 10.0)
+            drop_tracking_spaces(spans)
             short_start = bool(spans) and len(spans[0].get("chars", ())) <= 3
             marker = _marker_spans([_chars_text(span) for span in spans]) if short_start else 0
             for k, span in enumerate(line["spans"]):
