@@ -158,3 +158,63 @@ def test_bold_lines_each_set_off_over_a_short_paragraph_stay_headings(tmp_path, 
     doc.save(pdf)
     md = pages_markdown(engine, pdf)[0]
     assert heading_texts(md) == ["Setting a page", *(t for t, _ in TERMS[:4])], md
+
+
+OPTIONS = [
+    ("VALGRIND_COUNT_ERRORS:", 1),
+    ("VALGRIND_PRINTF(format, ...):", 2),
+    ("VALGRIND_MONITOR_COMMAND(command):", 1),
+    ("VALGRIND_STACK_REGISTER(start, end):", 2),
+    ("VALGRIND_CLO_CHANGE(option):", 1),
+]
+
+
+def _option_list(term_size: float, term_font: str, indent: float) -> pymupdf.Document:
+    """A chapter, then an option list: each term on a line of its own (``term_font`` at
+    ``term_size``), a line's space under it its definition of one or two paragraphs set ``indent``
+    in from it, as DocBook prints a variable list. The last term falls at the foot of page one, its
+    definition on page two."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((LEFT, 80), "The client request mechanism", fontsize=18, fontname="hebo")
+    y = _paragraph(page, 110) + 12
+    for term, paragraphs in OPTIONS:
+        page.insert_text((LEFT, y), term, fontsize=term_size, fontname=term_font)
+        y += 2 * LEAD
+        for _ in range(paragraphs):
+            y = _paragraph(page, y, PROSE, x=LEFT + indent) + 6
+        y += 8
+    assert y > 700, y  # the last term stands at the foot of a full page
+    page.insert_text(
+        (LEFT, y), "VALGRIND_STACK_CHANGE(id, start, end):", fontsize=term_size, fontname=term_font
+    )
+    page = doc.new_page(width=595, height=842)
+    y = _paragraph(page, 80, PROSE[:200], x=LEFT + indent) + 12
+    page.insert_text((LEFT, y + 12), "Debugging with GDB", fontsize=18, fontname="hebo")
+    _paragraph(page, y + 40)
+    return doc
+
+
+def test_an_option_lists_terms_over_indented_definitions_are_no_headings(tmp_path, engine):
+    """Bold code terms ending in a colon, each over a definition of one or two paragraphs set in from
+    it (Valgrind's manual, DocBook XSL): the terms of a list, not ``####`` headings, in order over
+    their definitions. Before: every term was a heading (a bold lead-in ending in a colon)."""
+    pdf = tmp_path / "options.pdf"
+    _option_list(8.5, "hebo", 28.0).save(pdf)
+    pages = pages_markdown(engine, pdf)
+    md = "\n\n".join(pages)
+    assert heading_texts(md) == ["The client request mechanism", "Debugging with GDB"], md
+    blocks = [b.strip() for b in md.split("\n\n")]
+    terms = [t for t, _ in OPTIONS] + ["VALGRIND_STACK_CHANGE(id, start, end):"]
+    at = [next(k for k, b in enumerate(blocks) if b.startswith(t)) for t in terms]
+    assert at == sorted(at), md
+    assert all(blocks[k + 1].startswith("This paragraph") for k in at), md
+
+
+def test_headings_outdented_over_their_text_stay_headings(tmp_path, engine):
+    """The control: bold lines set larger than the text, outdented over sections set in from them (a
+    hanging-heads design) are headings."""
+    pdf = tmp_path / "hanging.pdf"
+    _option_list(12.0, "hebo", 28.0).save(pdf)
+    md = "\n\n".join(pages_markdown(engine, pdf))
+    assert [t for t, _ in OPTIONS][:4] == heading_texts(md)[1:5], md

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ocr_app.schema import Block, union_box
+from ocr_app.structure.definition_lists import definition_terms
 from ocr_app.structure.headings import (
     CAPTION,
     NUMBERED_HEADING,
@@ -28,7 +29,6 @@ from ocr_app.structure.headings import (
     RowContext,
     cells_apart,
     colored_rows,
-    definition_terms,
     heading_level,
     isolated_rows,
     leading_rows,

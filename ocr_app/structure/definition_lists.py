@@ -1,0 +1,152 @@
+"""Definition lists: the terms of a glossary or an option list read as short bold lines, but they are
+no headings. A heading heads a section that runs on at its own left edge; a term stands over its
+definition, and the terms of one list follow one another in one style at one left edge.
+
+Why a module of its own: the heading rules only ask whether a row is a term (``RowContext.term``);
+that is decided over a section's rows, not one row.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from ocr_app.structure.headings import NUMBERED_HEADING, SECTION_NUMBER
+from ocr_app.structure.lines import LayoutConfig, Row, Table
+
+DEFINITION_INDENT = 1.5  # × type size: a definition set in from its term by at least this much
+MAX_INDENTED_ROWS = 20  # an indented definition runs this many lines at most (a section runs on)
+
+
+def definition_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
+    """ids of the rows that are the terms of a definition list (units sorted top to bottom): those
+    over a definition of a line or two (``glossary_terms``) and those over a definition set in from
+    them (``indented_terms``)."""
+    return glossary_terms(units, config) | indented_terms(units, config)
+
+
+def _term_like(unit: Row | Table, config: LayoutConfig) -> bool:
+    return (
+        isinstance(unit, Row)
+        and unit.weight >= 600
+        and len(unit.text.split()) <= config.max_term_words
+        and sum(c.isalpha() for c in unit.text) >= 2
+        and not SECTION_NUMBER.match(unit.text)  # "2.1 Scope": a numbered section's title
+        and not NUMBERED_HEADING.match(unit.text)
+    )
+
+
+def _same_style(term: Row, last: Row) -> bool:
+    """Whether two terms are set alike: weight, size, typefaces and left edge."""
+    return (
+        term.weight == last.weight
+        and abs(term.size - last.size) <= 0.05 * term.size
+        and {i.font for i in term.items} == {i.font for i in last.items}
+        and abs(term.box[0] - last.box[0]) <= 0.5 * term.size
+    )
+
+
+def glossary_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
+    """A glossary: a short bold line with no section number right above its definition, a few lines of a
+    lighter weight in its size that start no further left, with ``min_definition_entries`` or more
+    such entries one after another in one style at one left edge, none set off from the entry above
+    by a blank line more than its term is from its definition. A heading stands apart from the text
+    above it and heads a section longer than a line or two; a glossary's terms follow one another at
+    the list's pitch."""
+    found: set[int] = set()
+    run: list[tuple[Row, list[Row]]] = []
+
+    def close() -> None:
+        if len(run) >= config.min_definition_entries:
+            found.update(id(term) for term, _ in run)
+        run.clear()
+
+    k = 0
+    while k < len(units):
+        term = units[k]
+        if not isinstance(term, Row) or not _term_like(term, config):
+            close()
+            k += 1
+            continue
+        size = term.size
+        definition: list[Row] = []
+        for unit in units[k + 1 :]:
+            above = definition[-1] if definition else term
+            if (
+                not isinstance(unit, Row)
+                or _term_like(unit, config)
+                or unit.weight >= term.weight
+                or abs(unit.size - size) > 0.1 * size
+                or unit.box[0] < term.box[0] - 0.5 * size
+                or unit.box[1] - above.box[3] >= config.isolation_gap_ratio * size
+            ):
+                break
+            definition.append(unit)
+        entry = 1 <= len(definition) <= config.max_definition_rows
+        if entry and run:
+            last_term, last_definition = run[-1]
+            inner = definition[0].box[1] - term.box[3]
+            apart = term.box[1] - last_definition[-1].box[3]
+            if not (_same_style(term, last_term) and apart < inner + config.isolation_gap_ratio * size):
+                close()
+        elif not entry:
+            close()
+        if entry:
+            run.append((term, definition))
+        k += 1 + len(definition)
+    close()
+    return found
+
+
+def indented_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
+    """An option list (DocBook's variable lists, man pages): ``min_definition_entries`` or more short
+    bold lines in one style at one left edge, each over a definition whose every line is set in from
+    it by ``DEFINITION_INDENT`` or more, in a lighter weight and no smaller type, and nothing else at
+    the terms' edge between them. A definition may run to paragraphs; the indent bounds it. A section
+    under a heading runs on at the heading's edge, and a heading outdented over its text is set larger
+    than that text."""
+    found: set[int] = set()
+    run: list[Row] = []
+
+    def close() -> None:
+        if len(run) >= config.min_definition_entries:
+            found.update(id(term) for term in run)
+        run.clear()
+
+    k = 0
+    while k < len(units):
+        term = units[k]
+        if not isinstance(term, Row) or not _term_like(term, config):
+            close()
+            k += 1
+            continue
+        definition = _indented_definition(units, k)
+        last = k == len(units) - 1  # the page's last term: its definition goes on over the page
+        if run and not _same_style(term, run[-1]):
+            close()
+        if definition or (last and run):
+            run.append(term)
+        else:
+            close()
+        k += 1 + len(definition)
+    close()
+    return found
+
+
+def _indented_definition(units: Sequence[Row | Table], k: int) -> list[Row]:
+    """The rows under ``units[k]`` set in from it as its definition, or [] where they are none."""
+    term = units[k]
+    assert isinstance(term, Row)
+    rows: list[Row] = []
+    for unit in units[k + 1 :]:
+        if not isinstance(unit, Row) or unit.box[0] < term.box[0] + DEFINITION_INDENT * max(
+            term.size, unit.size
+        ):
+            break
+        rows.append(unit)
+    if not rows or len(rows) > MAX_INDENTED_ROWS:
+        return []
+    size = statistics.median(r.size for r in rows)
+    lighter = rows[0].weight < term.weight
+    near = rows[0].box[1] - term.box[3] <= 2.5 * size
+    return rows if lighter and near and term.size <= 1.05 * size else []
