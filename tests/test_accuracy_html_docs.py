@@ -84,3 +84,31 @@ def test_navigation_hidden_in_print_and_what_print_hides_are_not_truth(tmp_path:
     with pymupdf.open(tmp_path / "set" / "pdf" / "manual-core.pdf") as doc:
         printed = doc[0].get_text()
     assert "Using and understanding" in printed and "Prev" not in printed and "v1.0" not in printed
+
+
+TEXINFO_PAGE = """<!DOCTYPE html><html><body lang="en"><div class="section" id="The-Basics">
+<div class="header"><p>Next: <a href="Simple-Example.html">Simple Example</a>, Up: <a href="Using-libffi.html">Using
+libffi</a></p></div><hr>
+<h3 class="section">2.1 The Basics</h3>
+<p><code>libffi</code> assumes that you have a pointer to the function you wish to call.</p>
+<dl class="def"><dt><span class="category">Function: </span><strong>ffi_status</strong> <em>ffi_prep_cif (ffi_cif
+*cif)</em><a href="#x" class="copiable-anchor" style="visibility:hidden"> &para;</a></dt>
+<dd><p>This initializes <var>cif</var> according to the given parameters.</p></dd></dl>
+</div></body></html>"""
+
+
+def test_texinfo_navigation_lines_are_neither_printed_nor_truth(tmp_path: Path):
+    """makeinfo heads every node with a "Next: / Up:" line and a rule; like Valgrind's bars, they are
+    navigation the print would repeat on every page."""
+    root = tmp_path / "html"
+    root.mkdir()
+    (root / "The-Basics.html").write_text(TEXINFO_PAGE, encoding="utf-8")
+    assert build(tmp_path / "set", COLLECTIONS["texinfo"], root, ("The-Basics",)) == ["The-Basics"]
+    truth = (tmp_path / "set" / "gt" / "The-Basics.md").read_text(encoding="utf-8")
+    assert truth.startswith("### 2.1 The Basics\n"), truth
+    assert "Function:" in truth and "This initializes" in truth and "¶" not in truth, truth
+    import pymupdf
+
+    with pymupdf.open(tmp_path / "set" / "pdf" / "The-Basics.pdf") as doc:
+        printed = doc[0].get_text()
+    assert "The Basics" in printed and "Next:" not in printed and "Up:" not in printed, printed

@@ -1,25 +1,28 @@
 """Documents others wrote as HTML, printed by Chromium, with their truth from their own HTML: probes of
-documents nobody here made (issue 30, rounds 27-28), not tuning sets.
+documents nobody here made (issue 30, rounds 27-29), not tuning sets.
 
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do, and the
 documentation the collections name, where it is installed):
 
-    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind] [--tools auto] [--only NAME,...]
+    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo] [--tools auto] [--only NAME,...]
 
-Three collections, three producers, each as its project's tool writes it:
+Four collections, four producers, each as its project's tool writes it:
 - ``rust``: Rust's books as mdBook writes them (the Book, the Reference, Cargo's and rustc's books, ...),
   from a rustup toolchain: prose, code listings, tables, admonitions, three heading levels.
 - ``node``: Node.js's API reference as its own generator writes it (Debian's ``nodejs-doc``): headings
   that are call signatures, parameter lists, tables, paired code examples, stability bars.
 - ``valgrind``: Valgrind's user manual as DocBook's XSL writes it (``valgrind`` ships it): numbered
   sections, long option lists (definition lists), program listings.
+- ``texinfo``: libffi's manual as GNU Texinfo's ``makeinfo`` writes HTML (``libffi-dev`` ships it):
+  numbered sections, function definitions (a signature over its indented description), examples.
 
 Each page is opened from its file and printed as a reader's browser prints it ("Save as PDF": print
 styles, A4, backgrounds on). Its truth is what that print shows, in the authors' markup: the page after
 its print styles, with every element the print does not show taken out, its content element as Markdown
 (``markdownify``): headings, paragraphs, lists, tables as pipe tables, code as fenced blocks. Links keep
 their text, pictures are dropped. Per collection, left out of both: navigation the print would repeat on
-every chapter (Valgrind's "Prev / Up / Next" bars, hidden in print here too); left out of the truth only:
+every chapter (Valgrind's "Prev / Up / Next" bars and Texinfo's "Next: / Up:" lines, hidden in print
+here too); left out of the truth only:
 marks with no content (the Reference's "[*]" rule anchors).
 
 Scored with the public sets' measures (``public.markdown_set``). The truth is the authors' markup, so
@@ -145,6 +148,28 @@ VALGRIND_PAGES = (
     "bbv-manual",
 )
 
+# Every node of the manual but the Top node (a menu) and the index (a two-column table of links).
+TEXINFO_PAGES = (
+    "Introduction",
+    "Using-libffi",
+    "The-Basics",
+    "Simple-Example",
+    "Types",
+    "Primitive-Types",
+    "Structures",
+    "Size-and-Alignment",
+    "Arrays-Unions-Enums",
+    "Type-Example",
+    "Complex",
+    "Complex-Type-Example",
+    "Multiple-ABIs",
+    "The-Closure-API",
+    "Closure-Example",
+    "Thread-Safety",
+    "Memory-Usage",
+    "Missing-Features",
+)
+
 
 @dataclass(frozen=True)
 class Collection:
@@ -187,6 +212,15 @@ COLLECTIONS = {
             content="body",
             hidden="table.nav",
             hint="Debian: apt install valgrind",
+        ),
+        Collection(
+            "texinfo",
+            "libffi manual",
+            "/usr/share/doc/libffi*/html",
+            TEXINFO_PAGES,
+            content="body",
+            hidden="div.header, div.nav-panel, hr",
+            hint="Debian: apt install libffi-dev",
         ),
     )
 }
