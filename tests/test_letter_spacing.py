@@ -10,9 +10,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from tests.factories import pages_markdown
+from tests.factories import heading_texts, pages_markdown
 
 BODY = "Our revenue grew in every region this year, and the board proposes a higher dividend. " * 4
+SENTENCE = "a b c and I saw a cat in the yard"
 HEADS = ["Letter from the chair", "Financial review 2025", "Outlook for next year"]
 
 
@@ -58,10 +59,46 @@ def test_synthetic_word_spaces_stay(textlayer_engine, tmp_path):
     font = pymupdf.Font("helv")
     sentence: list[tuple[float, str]] = []
     x = 72.0
-    for word in "a b c and I saw a cat in the yard".split():
+    for word in SENTENCE.split():
         sentence.append((x, word))
         x += font.text_length(word, 11) + 3.2  # a tight justified line's word space
     columns = [(72.0 + 60 * k, letter) for k, letter in enumerate("WXYZ")]
     md = pages_markdown(textlayer_engine, _words_pdf(tmp_path, [sentence, columns]))[0]
-    assert "a b c and I saw a cat in the yard" in md, md
+    assert SENTENCE in md, md
     assert "W" in md and "WXYZ" not in md and "WX" not in md, md
+
+
+def _code_panels() -> str:
+    """Node.js's print: each code listing in a shaded panel, a "copy" button floated right at its
+    foot (bold white capitals on a green pill, tracked)."""
+    style = (
+        "<style>body{font-family:'Liberation Sans';font-size:9pt} h2{font-size:14pt}"
+        "pre{background:#f2f2f2;padding:12pt;font:8.1pt 'Liberation Mono'}"
+        ".copy{float:right;background:#2f7d32;color:white;border:0;border-radius:500px;min-width:7.5rem;"
+        "padding:0 .5rem;height:1.5rem;font:bold 10px 'Liberation Sans';letter-spacing:2px;"
+        "text-transform:uppercase}</style>"
+    )
+    code = (
+        "<span style='color:#a626a4'>const</span> { lookup, reverse } = <span style='color:#4078f2'>require"
+        "</span>(<span style='color:#50a14f'>'node:dns'</span>);\n"
+        "lookup(<span style='color:#50a14f'>'example.org'</span>, (err, address, family) =&gt; {\n"
+        "  console.<span style='color:#4078f2'>log</span>(<span style='color:#50a14f'>'address: %j family: "
+        "IPv%s'</span>, address, family);\n"
+        "}); <span style='color:#a0a1a7'>// prints the address of example.org once known</span>\n"
+        "<span style='color:#a0a1a7'>// address: &quot;2606:2800:21f:cb07:6820:80da:af6b:8b2c&quot; family: IPv6, or an IPv4 "
+        "address</span>"
+    )
+    parts = [style]
+    for head in HEADS * 3:  # three pages: a document with a style of its own
+        parts.append(
+            f"<h2>{head}</h2><p>{BODY}</p><p>{BODY}</p><pre>{code}<button class=copy>copy</button></pre>"
+        )
+    return "".join(parts)
+
+
+def test_a_button_at_a_code_panels_foot_is_no_heading(textlayer_engine, printer):
+    """Node.js's "COPY" button, bold white capitals on a pill in the right part of each code panel:
+    kept as text, never a heading (314 of Node's 1,864 headings were one)."""
+    md = "\n\n".join(pages_markdown(textlayer_engine, printer("copy-buttons", _code_panels())))
+    assert heading_texts(md) == HEADS * 3, md
+    assert md.count("COPY") == 3 * len(HEADS), md

@@ -235,6 +235,7 @@ def _title_rest(row: Row, text: str, cur: Pending | None, ctx: _SectionContext) 
     )
 
 
+FAR_RIGHT = 0.6  # a line that starts past this share of its section's width is far right
 KICKER_RATIO = 0.8  # a kicker is at least a fifth smaller than the title under it
 _ORDINAL_END = re.compile(r"\b(?:[IVXLC]{1,5}|[A-Z])$")  # "PART IV", "Appendix B": a numbered label
 
@@ -343,6 +344,7 @@ class _SectionBlocks:
             term=id(row) in ctx.terms,
             leads=id(row) in ctx.leads,
             colored=id(row) in ctx.colored,
+            far_right=row.box[0] - ctx.left > FAR_RIGHT * ctx.width,
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level and not big_gap and _title_rest(row, text, cur, ctx):
