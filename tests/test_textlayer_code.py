@@ -107,3 +107,46 @@ def test_a_typewritten_page_is_prose_not_one_code_block(tmp_path, engine):
     out = engine.predict_batch([_request(tmp_path / "typed.pdf")])[0]
     assert [b.label for b in out.blocks][1:] == ["text"] and out.blocks[0].text.endswith("# MEETING NOTES")
     assert out.blocks[1].text == "The committee met on Monday and agreed on the budget for the coming year."
+
+
+LISTING = [
+    "#include <stdio.h>",
+    "#include <ffi.h>",
+    "",
+    "int main()",
+    "{",
+    "  ffi_cif cif;",
+    "  ffi_type *args[1];",
+    "  void *values[1];",
+    "  char *s;",
+    "  ffi_arg rc;",
+    "",
+    "  /* Initialize the argument info vectors */",
+    "  args[0] = &ffi_type_pointer;",
+    "  values[0] = &s;",
+    "  return 0;",
+    "}",
+]
+
+
+def test_a_page_that_is_one_example_under_a_sentence_is_a_listing(tmp_path, engine):
+    """A manual's one-page node (GNU Texinfo's HTML, printed): a numbered title, one sentence, and an
+    example in Courier that holds most of the page's characters. Its lines read as code, so the page
+    is no typescript: the example is one fenced listing, and the sentence, larger than the listing's
+    type, is the body's text, not a heading. Before: the example ran together as paragraphs and the
+    sentence was a ``###`` heading."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((48, 70), "2.2 Simple Example", fontsize=14, fontname="tibo")
+    page.insert_text(
+        (48, 96), "Here is a trivial example that calls puts a few times.", fontsize=12, fontname="tiro"
+    )
+    for k, line in enumerate(LISTING):
+        page.insert_text((86, 122 + 11.3 * k), line, fontsize=9.8, fontname="cour")
+    doc.save(tmp_path / "example.pdf")
+    md = "\n\n".join(b.text for b in engine.predict_batch([_request(tmp_path / "example.pdf")])[0].blocks)
+    fenced = "\n".join(line for line in LISTING if line)
+    assert f"```\n{fenced}\n```" in md.replace("\n\n", "\n"), md
+    assert "\nHere is a trivial example that calls puts a few times.\n" in f"\n{md}\n", md
+    prose = md.split("```")[0]  # the listing's "#include" lines are code, not headings
+    assert [ln for ln in prose.splitlines() if ln.startswith("#")] == ["## 2.2 Simple Example"], md

@@ -713,12 +713,23 @@ def _word_ranges(
     return tuple(out)
 
 
+_CODE_LINE = re.compile(r"[;{}=]|/\*|\*/|//|^\s*#\s*(?:include|define|if|import)\b|\w\(.*\)")
+CODE_LINE_SHARE = 0.5  # of a page's monospaced lines, this many that read as code make it a listing
+
+
 def _typewritten(lines: list[TextLine]) -> list[TextLine]:
     """A page set mostly in a monospaced font (a typescript, a text file printed to PDF) is prose, not
-    one long listing: its lines lose the code mark, so headings, lists and paragraphs still form."""
+    one long listing: its lines lose the code mark, so headings, lists and paragraphs still form. Not
+    where most of those lines read as code (semicolons, braces, calls, comments): a manual's page that
+    is one example under a sentence is a listing (Texinfo's one-page nodes)."""
     total = sum(len(ln.text) for ln in lines)
-    mono = sum(len(ln.text) for ln in lines if ln.mono)
-    if total and mono > MAX_CODE_SHARE * total:
+    mono = [ln for ln in lines if ln.mono]
+    coded = sum(1 for ln in mono if _CODE_LINE.search(ln.text))
+    if (
+        total
+        and sum(len(ln.text) for ln in mono) > MAX_CODE_SHARE * total
+        and coded < CODE_LINE_SHARE * len(mono)
+    ):
         for ln in lines:
             ln.mono = False
     return lines

@@ -357,13 +357,31 @@ PROSE_SHARE = 0.25
 
 
 def _prose_first(
-    prose: collections.Counter[float], every: collections.Counter[float]
+    prose: collections.Counter[float],
+    every: collections.Counter[float],
+    sentences: collections.Counter[float],
 ) -> collections.Counter[float]:
     """The sizes of the prose (lines not in a monospaced face) when it holds ``PROSE_SHARE`` of the
-    characters, else of every line: code listings set no body size. A language reference's pages hold
-    more code than prose, its listings a size smaller; the body taken from them made every line of prose
-    "larger than the body", a heading (Rust's reference, printed by Chromium)."""
-    return prose if prose.total() >= PROSE_SHARE * every.total() else every
+    characters, else of its sentences where there are some (``MIN_SENTENCE_CHARS``), else of every
+    line: code listings set no body size. A language reference's pages hold more code than prose, its
+    listings a size smaller; the body taken from them made every line of prose "larger than the body",
+    a heading (Rust's reference, printed by Chromium; a Texinfo manual's one-page example, one sentence
+    over its listing). A source file printed under its name has no sentence: its listing is its body."""
+    if prose.total() >= PROSE_SHARE * every.total():
+        return prose
+    return sentences if sentences.total() >= MIN_SENTENCE_CHARS else every
+
+
+MIN_SENTENCE_CHARS = 40  # prose sentences that hold this many characters set a code-heavy page's body
+SENTENCE_WORDS = 6  # a line of prose of this many words that ends a sentence is a sentence's
+
+
+def _sentence(line: TextLine) -> bool:
+    return (
+        not line.mono
+        and len(line.text.split()) >= SENTENCE_WORDS
+        and line.text.rstrip().endswith((".", "!", "?"))
+    )
 
 
 SHORT_SHARE = 0.7  # a line this much narrower than the page's widest line of body text stands alone
@@ -747,6 +765,7 @@ def build_profile(
     pages the sample leaves out, e.g. ones whose content is too heavy to read quickly)."""
     sizes: collections.Counter[float] = collections.Counter()
     prose_sizes: collections.Counter[float] = collections.Counter()  # lines not in a monospaced face
+    sentence_sizes: collections.Counter[float] = collections.Counter()  # ... that end a sentence
     weights: collections.Counter[int] = collections.Counter()
     colors: collections.Counter[int] = collections.Counter()
     fonts: collections.Counter[str] = collections.Counter()
@@ -769,6 +788,7 @@ def build_profile(
         page_sizes: collections.Counter[float] = collections.Counter()
         cells = table_row_lines(lines, height)  # a long table's rows at the edges
         page_prose: collections.Counter[float] = collections.Counter()
+        page_sentences: collections.Counter[float] = collections.Counter()
         for ln in lines:
             n = sum(1 for c in ln.text if not c.isspace())
             size = round(ln.size * 2) / 2
@@ -777,6 +797,9 @@ def build_profile(
             if not ln.mono:
                 prose_sizes[size] += n
                 page_prose[size] += n
+            if _sentence(ln):
+                sentence_sizes[size] += n
+                page_sentences[size] += n
             texts.append(ln.text)
             edge = edge_of(ln.box, height)
             if edge is None:
@@ -789,10 +812,10 @@ def build_profile(
                 if height > 0 and running_key(ln.text) and id(ln) not in cells:
                     middle = (ln.box[1] + ln.box[3]) / 2 / height
                     at_edges.append((edge, middle, ln.size / height, running_key(ln.text), index, ln.size))
-        pages.append((_weighted_mode(_prose_first(page_prose, page_sizes)), lines))
+        pages.append((_weighted_mode(_prose_first(page_prose, page_sizes, page_sentences)), lines))
         cover = pages[-1] if index == 0 else cover
         page_lines.append((height, lines))
-    body = _weighted_mode(_prose_first(prose_sizes, sizes)) or 10.0
+    body = _weighted_mode(_prose_first(prose_sizes, sizes, sentence_sizes)) or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
     # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere. A title
     # in small capitals counts at its capitals' size (``headings`` reads it so).
