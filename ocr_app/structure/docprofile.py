@@ -362,7 +362,8 @@ def _prose_first(
     sentences: collections.Counter[float],
 ) -> collections.Counter[float]:
     """The sizes of the prose (lines not in a monospaced face) when it holds ``PROSE_SHARE`` of the
-    characters, else of its sentences where there are some (``MIN_SENTENCE_CHARS``), else of every
+    characters, else of its lines of sentences where there are some (``SENTENCE_WORDS`` words or more,
+    ``MIN_SENTENCE_CHARS`` in all), else of every
     line: code listings set no body size. A language reference's pages hold more code than prose, its
     listings a size smaller; the body taken from them made every line of prose "larger than the body",
     a heading (Rust's reference, printed by Chromium; a Texinfo manual's one-page example, one sentence
@@ -373,15 +374,11 @@ def _prose_first(
 
 
 MIN_SENTENCE_CHARS = 40  # prose sentences that hold this many characters set a code-heavy page's body
-SENTENCE_WORDS = 6  # a line of prose of this many words that ends a sentence is a sentence's
+SENTENCE_WORDS = 6  # a line of prose of this many words is one of a sentence's lines (no title)
 
 
 def _sentence(line: TextLine) -> bool:
-    return (
-        not line.mono
-        and len(line.text.split()) >= SENTENCE_WORDS
-        and line.text.rstrip().endswith((".", "!", "?"))
-    )
+    return not line.mono and len(line.text.split()) >= SENTENCE_WORDS
 
 
 SHORT_SHARE = 0.7  # a line this much narrower than the page's widest line of body text stands alone
