@@ -363,11 +363,10 @@ def _prose_first(
 ) -> collections.Counter[float]:
     """The sizes of the prose (lines not in a monospaced face) when it holds ``PROSE_SHARE`` of the
     characters, else of its lines of sentences where there are some (``SENTENCE_WORDS`` words or more,
-    ``MIN_SENTENCE_CHARS`` in all), else of every
-    line: code listings set no body size. A language reference's pages hold more code than prose, its
-    listings a size smaller; the body taken from them made every line of prose "larger than the body",
-    a heading (Rust's reference, printed by Chromium; a Texinfo manual's one-page example, one sentence
-    over its listing). A source file printed under its name has no sentence: its listing is its body."""
+    ``MIN_SENTENCE_CHARS`` in all), else of every line: code listings set no body size. A language
+    reference's pages hold more code than prose, its listings a size smaller; the body taken from them
+    made every line of prose "larger than the body", a heading (Rust's reference, printed by Chromium;
+    a Texinfo manual's one-page example, one sentence over its listing). A source file printed under its name has no sentence: its listing is its body."""
     if prose.total() >= PROSE_SHARE * every.total():
         return prose
     return sentences if sentences.total() >= MIN_SENTENCE_CHARS else every
