@@ -68,9 +68,10 @@ def test_synthetic_word_spaces_stay(textlayer_engine, tmp_path):
     assert "W" in md and "WXYZ" not in md and "WX" not in md, md
 
 
-def _code_panels() -> str:
+def _code_panels(wide: bool) -> str:
     """Node.js's print: each code listing in a shaded panel, a "copy" button floated right at its
-    foot (bold white capitals on a green pill, tracked)."""
+    foot (bold white capitals on a green pill, tracked). ``wide``: a line of the listing reaches under
+    the button (it is read in the listing's column); else the buttons make a column of their own."""
     style = (
         "<style>body{font-family:'Liberation Sans';font-size:9pt} h2{font-size:14pt}"
         "pre{background:#f2f2f2;padding:12pt;font:8.1pt 'Liberation Mono'}"
@@ -84,10 +85,13 @@ def _code_panels() -> str:
         "lookup(<span style='color:#50a14f'>'example.org'</span>, (err, address, family) =&gt; {\n"
         "  console.<span style='color:#4078f2'>log</span>(<span style='color:#50a14f'>'address: %j family: "
         "IPv%s'</span>, address, family);\n"
-        "}); <span style='color:#a0a1a7'>// prints the address of example.org once known</span>\n"
-        "<span style='color:#a0a1a7'>// address: &quot;2606:2800:21f:cb07:6820:80da:af6b:8b2c&quot; family: IPv6, or an IPv4 "
-        "address</span>"
+        "}); <span style='color:#a0a1a7'>// prints the address of example.org once known</span>"
     )
+    if wide:
+        code += (
+            "\n<span style='color:#a0a1a7'>// address: &quot;2606:2800:21f:cb07:6820:80da:af6b:8b2c&quot; "
+            "family: IPv6, or an IPv4 address</span>"
+        )
     parts = [style]
     for head in HEADS * 3:  # three pages: a document with a style of its own
         parts.append(
@@ -96,9 +100,11 @@ def _code_panels() -> str:
     return "".join(parts)
 
 
-def test_a_button_at_a_code_panels_foot_is_no_heading(textlayer_engine, printer):
+@pytest.mark.parametrize("wide", [True, False])
+def test_a_button_at_a_code_panels_foot_is_no_heading(textlayer_engine, printer, wide):
     """Node.js's "COPY" button, bold white capitals on a pill in the right part of each code panel:
-    kept as text, never a heading (314 of Node's 1,864 headings were one)."""
-    md = "\n\n".join(pages_markdown(textlayer_engine, printer("copy-buttons", _code_panels())))
+    kept as text, never a heading (314 of Node's 1,864 headings were one), whether it is read in its
+    listing's column or in a column of buttons of its own."""
+    md = "\n\n".join(pages_markdown(textlayer_engine, printer(f"copy-buttons-{wide}", _code_panels(wide))))
     assert heading_texts(md) == HEADS * 3, md
     assert md.count("COPY") == 3 * len(HEADS), md

@@ -120,7 +120,7 @@ class RowContext:
     term: bool = False  # a definition list's term (``definition_terms``)
     leads: bool = False  # right above a list or a paragraph of two lines or more (``leading_rows``)
     colored: bool = False  # a short line standing apart in an accent colour (``colored_rows``)
-    far_right: bool = False  # starts in the right part of its section (``FAR_RIGHT``)
+    far_right: bool = False  # starts in the right part of its section, or alone in the page's (``FAR_RIGHT``)
 
 
 def heading_level(
@@ -281,7 +281,7 @@ def _styled_heading_level(
     # size, one that starts in the right part of its section is a button's or a tag's ("COPY" at a
     # code panel's foot). (Right-to-left rows keep the older rules: their edges are not read as a
     # left-to-right row's.)
-    label = not where.aligned and (ratio >= 0.95 or where.far_right) and not is_rtl(text)
+    label = ((not where.aligned and ratio >= 0.95) or where.far_right) and not is_rtl(text)
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END) and not label:
         return bold_level
     if colored and not label:

@@ -77,9 +77,11 @@ logger = logging.getLogger(__name__)
 
 def run(page: PageLayout) -> None:
     open_end: Block | None = None
+    items = [i for section in page.sections for i in section]
+    frame = (min((i.box[0] for i in items), default=0.0), max((i.box[2] for i in items), default=0.0))
     for section in page.sections:
         grouper = _group(
-            section, page.body, page.config, page.style, page.vocabulary, page.page_height, page.panel
+            section, page.body, page.config, page.style, page.vocabulary, page.page_height, page.panel, frame
         )
         blocks, tail = grouper.blocks, grouper.open_end
         ends_open = open_end is not None and bool(page.blocks) and page.blocks[-1] is open_end
@@ -163,6 +165,17 @@ class _SectionContext:
     hang_top: float = 0.0  # ... from this height down (the first entry that wraps)
     colored: set[int] = field(default_factory=set)  # rows standing apart in an accent colour
     listings: set[int] = field(default_factory=set)  # rows of a listing (``lines.listing_rows``)
+    frame: tuple[float, float] = (0.0, 0.0)  # left and right edges of the page's text
+    tags: bool = False  # the section is a few rows of a word or three (``MAX_TAGS``)
+
+    def far_right(self, row: Row) -> bool:
+        """Whether ``row`` starts in the right part of its section, or in a section of a few words in
+        the right part of the page's text: buttons or tags that the columns set apart ("COPY" at the
+        foot of each code panel, read as a column of their own)."""
+        if row.box[0] - self.left > FAR_RIGHT * self.width:
+            return True
+        left, right = self.frame
+        return self.tags and row.box[0] - left > FAR_RIGHT * (right - left)
 
 
 def _ends_sentence(text: str) -> bool:
@@ -236,6 +249,7 @@ def _title_rest(row: Row, text: str, cur: Pending | None, ctx: _SectionContext) 
 
 
 FAR_RIGHT = 0.6  # a line that starts past this share of its section's width is far right
+MAX_TAGS = 4  # rows in a section of tags or buttons (a column's section runs longer)
 KICKER_RATIO = 0.8  # a kicker is at least a fifth smaller than the title under it
 _ORDINAL_END = re.compile(r"\b(?:[IVXLC]{1,5}|[A-Z])$")  # "PART IV", "Appendix B": a numbered label
 
@@ -344,7 +358,7 @@ class _SectionBlocks:
             term=id(row) in ctx.terms,
             leads=id(row) in ctx.leads,
             colored=id(row) in ctx.colored,
-            far_right=row.box[0] - ctx.left > FAR_RIGHT * ctx.width,
+            far_right=ctx.far_right(row),
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level and not big_gap and _title_rest(row, text, cur, ctx):
@@ -608,7 +622,9 @@ def _group(
     vocabulary: frozenset[str] = frozenset(),
     page_height: float = 0.0,
     panel: frozenset[int] = frozenset(),
+    frame: tuple[float, float] | None = None,
 ) -> _SectionBlocks:
+    """``frame``: the left and right edges of the page's text (default: the section's own)."""
     units, typical_gap, isolated, heads_of_panels, terms = _section_units(section, body, config, style, panel)
     left = min((u.box[0] for u in units), default=0.0)
     width = max((u.box[2] for u in units), default=0.0) - left
@@ -631,6 +647,8 @@ def _group(
         hang_top=hang[1] if hang else 0.0,
         colored=colored_rows(units, style, typical_gap) if style is not None else set(),
         listings=listing_rows(rows),
+        frame=frame or (left, left + width),
+        tags=len(units) <= MAX_TAGS and all(isinstance(u, Row) and len(u.text.split()) <= 3 for u in units),
     )
     grouper = _SectionBlocks(ctx)
     for unit in units:
