@@ -9,7 +9,7 @@ that is decided over a section's rows, not one row.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ocr_app.structure.headings import NUMBERED_HEADING, SECTION_NUMBER
 from ocr_app.structure.lines import LayoutConfig, Row, Table
@@ -46,15 +46,19 @@ def _same_style(term: Row, last: Row) -> bool:
     )
 
 
-def glossary_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
-    """A glossary: a short bold line with no section number right above its definition, a few lines of a
-    lighter weight in its size that start no further left, with ``min_definition_entries`` or more
-    such entries one after another in one style at one left edge, none set off from the entry above
-    by a blank line more than its term is from its definition. A heading stands apart from the text
-    above it and heads a section longer than a line or two; a glossary's terms follow one another at
-    the list's pitch."""
+Entry = tuple[Row, list[Row]]  # a term and its definition's rows
+
+
+def _runs(
+    units: Sequence[Row | Table],
+    config: LayoutConfig,
+    entry: Callable[[int, list[Entry]], tuple[list[Row], bool] | None],
+) -> set[int]:
+    """ids of the terms of every run of ``min_definition_entries`` or more entries one after another.
+    ``entry(k, run)`` reads the entry that the term-like row ``units[k]`` opens: its definition's rows
+    and whether it goes on the open ``run`` (else a new run starts with it), or None: no entry."""
     found: set[int] = set()
-    run: list[tuple[Row, list[Row]]] = []
+    run: list[Entry] = []
 
     def close() -> None:
         if len(run) >= config.min_definition_entries:
@@ -64,10 +68,31 @@ def glossary_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[in
     k = 0
     while k < len(units):
         term = units[k]
-        if not isinstance(term, Row) or not _term_like(term, config):
+        read = entry(k, run) if isinstance(term, Row) and _term_like(term, config) else None
+        if read is None:
             close()
             k += 1
             continue
+        definition, follows = read
+        if not follows:
+            close()
+        run.append((term, definition))  # type: ignore[arg-type]
+        k += 1 + len(definition)
+    close()
+    return found
+
+
+def glossary_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
+    """A glossary: a short bold line with no section number right above its definition, a few lines of a
+    lighter weight in its size that start no further left, with ``min_definition_entries`` or more
+    such entries one after another in one style at one left edge, none set off from the entry above
+    by a blank line more than its term is from its definition. A heading stands apart from the text
+    above it and heads a section longer than a line or two; a glossary's terms follow one another at
+    the list's pitch."""
+
+    def entry(k: int, run: list[Entry]) -> tuple[list[Row], bool] | None:
+        term = units[k]
+        assert isinstance(term, Row)
         size = term.size
         definition: list[Row] = []
         for unit in units[k + 1 :]:
@@ -82,20 +107,16 @@ def glossary_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[in
             ):
                 break
             definition.append(unit)
-        entry = 1 <= len(definition) <= config.max_definition_rows
-        if entry and run:
-            last_term, last_definition = run[-1]
-            inner = definition[0].box[1] - term.box[3]
-            apart = term.box[1] - last_definition[-1].box[3]
-            if not (_same_style(term, last_term) and apart < inner + config.isolation_gap_ratio * size):
-                close()
-        elif not entry:
-            close()
-        if entry:
-            run.append((term, definition))
-        k += 1 + len(definition)
-    close()
-    return found
+        if not 1 <= len(definition) <= config.max_definition_rows:
+            return None
+        if not run:
+            return definition, False
+        last_term, last_definition = run[-1]
+        inner = definition[0].box[1] - term.box[3]
+        apart = term.box[1] - last_definition[-1].box[3]
+        return definition, _same_style(term, last_term) and apart < inner + config.isolation_gap_ratio * size
+
+    return _runs(units, config, entry)
 
 
 def indented_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
@@ -105,32 +126,17 @@ def indented_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[in
     the terms' edge between them. A definition may run to paragraphs; the indent bounds it. A section
     under a heading runs on at the heading's edge, and a heading outdented over its text is set larger
     than that text."""
-    found: set[int] = set()
-    run: list[Row] = []
 
-    def close() -> None:
-        if len(run) >= config.min_definition_entries:
-            found.update(id(term) for term in run)
-        run.clear()
-
-    k = 0
-    while k < len(units):
+    def entry(k: int, run: list[Entry]) -> tuple[list[Row], bool] | None:
         term = units[k]
-        if not isinstance(term, Row) or not _term_like(term, config):
-            close()
-            k += 1
-            continue
+        assert isinstance(term, Row)
         definition = _indented_definition(units, k)
         last = k == len(units) - 1  # the page's last term: its definition goes on over the page
-        if run and not _same_style(term, run[-1]):
-            close()
-        if definition or (last and run):
-            run.append(term)
-        else:
-            close()
-        k += 1 + len(definition)
-    close()
-    return found
+        if not definition and not (last and run):
+            return None
+        return definition, bool(run) and _same_style(term, run[-1][0])
+
+    return _runs(units, config, entry)
 
 
 def _indented_definition(units: Sequence[Row | Table], k: int) -> list[Row]:
