@@ -144,11 +144,14 @@ def test_a_title_named_like_a_caption_word_is_still_a_heading():
 
 def test_a_small_bold_line_in_the_right_part_of_its_section_is_a_buttons_label():
     """Node.js's "COPY" button at a code panel's foot: bold, smaller than the body, starting past
-    three fifths of its section, or a section of its own past three fifths of the page's text. Smaller
-    bold lines elsewhere keep the bold rule (a chart's label)."""
+    three fifths of its section, or in a section of its own past three fifths of the page's text. Bold
+    lines no smaller than the body there (a slide's third panel's heading), and smaller ones
+    elsewhere (a chart's label), keep the bold rule."""
     button = _row("COPY", 8.5, bold=True, x=480.0)
     assert heading_level(button, BODY, CONFIG, STYLE, RowContext(aligned=False, far_right=True)) == 0
     assert heading_level(button, BODY, CONFIG, STYLE, RowContext(aligned=False)) > 0
-    assert heading_level(button, BODY, CONFIG, STYLE, RowContext(aligned=True, far_right=True)) == 0  # alone
-    title = _row("Results", 14.0, bold=True, x=480.0)  # set larger than the body: a heading by its size
-    assert heading_level(title, BODY, CONFIG, STYLE, RowContext(aligned=True, far_right=True)) > 0
+    assert heading_level(button, BODY, CONFIG, STYLE, RowContext(aligned=True, tag=True)) == 0  # alone
+    panel = _row(
+        "Faster repairs", 10.5, bold=True, x=480.0
+    )  # a slide's third panel: no smaller than its text
+    assert heading_level(panel, BODY, CONFIG, STYLE, RowContext(aligned=True, tag=True)) > 0

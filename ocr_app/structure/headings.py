@@ -120,7 +120,8 @@ class RowContext:
     term: bool = False  # a definition list's term (``definition_terms``)
     leads: bool = False  # right above a list or a paragraph of two lines or more (``leading_rows``)
     colored: bool = False  # a short line standing apart in an accent colour (``colored_rows``)
-    far_right: bool = False  # starts in the right part of its section, or alone in the page's (``FAR_RIGHT``)
+    far_right: bool = False  # starts in the right part of its section (``FAR_RIGHT``)
+    tag: bool = False  # in a section of a few words in the right part of the page's text
 
 
 def heading_level(
@@ -279,9 +280,12 @@ def _styled_heading_level(
     # At body size, a line set bold or in colour in from its section's edge (and not centred) is a
     # panel's or a list's label: an admonition's "Note" over its indented text, not a section. At any
     # size, one that starts in the right part of its section is a button's or a tag's ("COPY" at a
-    # code panel's foot). (Right-to-left rows keep the older rules: their edges are not read as a
-    # left-to-right row's.)
-    label = ((not where.aligned and ratio >= 0.95) or where.far_right) and not is_rtl(text)
+    # code panel's foot), and so is one smaller than the body in a section of a few words in the right
+    # part of the page (the buttons read as a column of their own; a slide's third panel's heading is
+    # set no smaller than its text). (Right-to-left rows keep the older rules: their edges are not read
+    # as a left-to-right row's.)
+    apart = not where.aligned and (ratio >= 0.95 or where.far_right)
+    label = (apart or (where.tag and ratio < 0.95)) and not is_rtl(text)
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END) and not label:
         return bold_level
     if colored and not label:

@@ -169,11 +169,13 @@ class _SectionContext:
     tags: bool = False  # the section is a few rows of a word or three (``MAX_TAGS``)
 
     def far_right(self, row: Row) -> bool:
-        """Whether ``row`` starts in the right part of its section, or in a section of a few words in
-        the right part of the page's text: buttons or tags that the columns set apart ("COPY" at the
-        foot of each code panel, read as a column of their own)."""
-        if row.box[0] - self.left > FAR_RIGHT * self.width:
-            return True
+        """Whether ``row`` starts in the right part of its section."""
+        return row.box[0] - self.left > FAR_RIGHT * self.width
+
+    def tag(self, row: Row) -> bool:
+        """Whether ``row`` stands in a section of a few words in the right part of the page's text:
+        buttons or tags that the columns set apart ("COPY" at the foot of each code panel, read as a
+        column of their own)."""
         left, right = self.frame
         return self.tags and row.box[0] - left > FAR_RIGHT * (right - left)
 
@@ -359,6 +361,7 @@ class _SectionBlocks:
             leads=id(row) in ctx.leads,
             colored=id(row) in ctx.colored,
             far_right=ctx.far_right(row),
+            tag=ctx.tag(row),
         )
         level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
         if not level and not big_gap and _title_rest(row, text, cur, ctx):
