@@ -754,14 +754,32 @@ def _outline_tiers(
     return tuple(level or 1 for level in levels)
 
 
+@dataclass
+class _BodySizes:
+    """Characters by type size (to half a point) of every line, of the prose (lines not in a monospaced
+    face) and of its lines of sentences: what ``_prose_first`` weighs to find the body's size."""
+
+    every: collections.Counter[float] = field(default_factory=collections.Counter)
+    prose: collections.Counter[float] = field(default_factory=collections.Counter)
+    sentences: collections.Counter[float] = field(default_factory=collections.Counter)
+
+    def add(self, line: TextLine, size: float, chars: int) -> None:
+        self.every[size] += chars
+        if not line.mono:
+            self.prose[size] += chars
+        if _sentence(line):
+            self.sentences[size] += chars
+
+    def body(self) -> float:
+        return _weighted_mode(_prose_first(self.prose, self.every, self.sentences))
+
+
 def build_profile(
     doc: pymupdf.Document, extract: Extract, skip: Callable[[pymupdf.Page], bool] | None = None
 ) -> DocumentProfile:
     """Read a sample of the document's pages once and derive its style and running lines (``skip``:
     pages the sample leaves out, e.g. ones whose content is too heavy to read quickly)."""
-    sizes: collections.Counter[float] = collections.Counter()
-    prose_sizes: collections.Counter[float] = collections.Counter()  # lines not in a monospaced face
-    sentence_sizes: collections.Counter[float] = collections.Counter()  # ... that end a sentence
+    sizes = _BodySizes()
     weights: collections.Counter[int] = collections.Counter()
     colors: collections.Counter[int] = collections.Counter()
     fonts: collections.Counter[str] = collections.Counter()
@@ -781,21 +799,13 @@ def build_profile(
             continue  # a heavy (or hostile) page costs seconds to read; the sample does without it
         lines = extract(page, 1.0)
         height = page.rect.height
-        page_sizes: collections.Counter[float] = collections.Counter()
+        page_sizes = _BodySizes()
         cells = table_row_lines(lines, height)  # a long table's rows at the edges
-        page_prose: collections.Counter[float] = collections.Counter()
-        page_sentences: collections.Counter[float] = collections.Counter()
         for ln in lines:
             n = sum(1 for c in ln.text if not c.isspace())
             size = round(ln.size * 2) / 2
-            sizes[size] += n
-            page_sizes[size] += n
-            if not ln.mono:
-                prose_sizes[size] += n
-                page_prose[size] += n
-            if _sentence(ln):
-                sentence_sizes[size] += n
-                page_sentences[size] += n
+            sizes.add(ln, size, n)
+            page_sizes.add(ln, size, n)
             texts.append(ln.text)
             edge = edge_of(ln.box, height)
             if edge is None:
@@ -808,10 +818,10 @@ def build_profile(
                 if height > 0 and running_key(ln.text) and id(ln) not in cells:
                     middle = (ln.box[1] + ln.box[3]) / 2 / height
                     at_edges.append((edge, middle, ln.size / height, running_key(ln.text), index, ln.size))
-        pages.append((_weighted_mode(_prose_first(page_prose, page_sizes, page_sentences)), lines))
+        pages.append((page_sizes.body(), lines))
         cover = pages[-1] if index == 0 else cover
         page_lines.append((height, lines))
-    body = _weighted_mode(_prose_first(prose_sizes, sizes, sentence_sizes)) or 10.0
+    body = sizes.body() or 10.0
     # Heading sizes come from the pages set in the document's body size: a page in another size
     # (small-print appendix, a sampler of sizes) would add levels that mean nothing elsewhere. A title
     # in small capitals counts at its capitals' size (``headings`` reads it so).
@@ -829,7 +839,7 @@ def build_profile(
                 if ln.font:
                     fonts[ln.font] += len(ln.text)
     body_weight = int(_weighted_mode(weights) or 400)
-    heading_sizes = _with_cover_title(_distinct_sizes(short_sizes, sizes, body), cover, body)
+    heading_sizes = _with_cover_title(_distinct_sizes(short_sizes, sizes.every, body), cover, body)
     outline = _outline(doc)
     running = _running_lines(seen, placed, inside, len(indices), len(pages), _heads_apart(page_lines, body))
     running -= {key for key, cells in in_rows.items() if cells}  # a long table's rows, not running lines

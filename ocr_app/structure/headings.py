@@ -277,15 +277,7 @@ def _styled_heading_level(
         return bold_level if lead_in and 0.75 <= ratio < config.styled_heading_ratio else 0
     if ratio >= config.styled_heading_ratio and (len(text) <= 120 or row.weight > style.body_weight):
         return _size_level(style, size)
-    # At body size, a line set bold or in colour in from its section's edge (and not centred) is a
-    # panel's or a list's label: an admonition's "Note" over its indented text, not a section. At any
-    # size, one that starts in the right part of its section is a button's or a tag's ("COPY" at a
-    # code panel's foot), and so is one smaller than the body in a section of a few words in the right
-    # part of the page (the buttons read as a column of their own; a slide's third panel's heading is
-    # set no smaller than its text). (Right-to-left rows keep the older rules: their edges are not read
-    # as a left-to-right row's.)
-    apart = not where.aligned and (ratio >= 0.95 or where.far_right)
-    label = (apart or (where.tag and ratio < 0.95)) and not is_rtl(text)
+    label = _label(where, ratio, text)
     if heavier and ratio >= 0.75 and len(text) <= 100 and not text.endswith(_SENTENCE_END) and not label:
         return bold_level
     if colored and not label:
@@ -314,6 +306,18 @@ def _styled_heading_level(
         # its column, nothing beside it) is a heading: a label has its value beside or under it.
         return bold_level
     return _quiet_title_level(row, text, style, where, bold_level)
+
+
+def _label(where: RowContext, ratio: float, text: str) -> bool:
+    """Whether a line (``ratio``: its size over the body's) is a label, not a heading, by where it
+    stands. At body size, a line in from its section's edge (and not centred): a panel's or a list's
+    label, an admonition's "Note" over its indented text. At any size, one that starts in the right
+    part of its section: a button's or a tag's ("COPY" at a code panel's foot); and one smaller than
+    the body in a section of a few words in the right part of the page (the buttons read as a column
+    of their own; a slide's third panel's head is set no smaller than its text). Right-to-left rows
+    keep the older rules: their edges are not read as a left-to-right row's."""
+    apart = not where.aligned and (ratio >= 0.95 or where.far_right)
+    return (apart or (where.tag and ratio < 0.95)) and not is_rtl(text)
 
 
 def _size_level(style: DocStyle, size: float) -> int:
