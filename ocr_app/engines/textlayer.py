@@ -724,12 +724,9 @@ def _typewritten(lines: list[TextLine]) -> list[TextLine]:
     is one example under a sentence is a listing (Texinfo's one-page nodes)."""
     total = sum(len(ln.text) for ln in lines)
     mono = [ln for ln in lines if ln.mono]
-    coded = sum(1 for ln in mono if _CODE_LINE.search(ln.text))
-    if (
-        total
-        and sum(len(ln.text) for ln in mono) > MAX_CODE_SHARE * total
-        and coded < CODE_LINE_SHARE * len(mono)
-    ):
+    if not total or sum(len(ln.text) for ln in mono) <= MAX_CODE_SHARE * total:
+        return lines
+    if sum(1 for ln in mono if _CODE_LINE.search(ln.text)) < CODE_LINE_SHARE * len(mono):
         for ln in lines:
             ln.mono = False
     return lines

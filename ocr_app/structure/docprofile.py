@@ -366,7 +366,8 @@ def _prose_first(
     ``MIN_SENTENCE_CHARS`` in all), else of every line: code listings set no body size. A language
     reference's pages hold more code than prose, its listings a size smaller; the body taken from them
     made every line of prose "larger than the body", a heading (Rust's reference, printed by Chromium;
-    a Texinfo manual's one-page example, one sentence over its listing). A source file printed under its name has no sentence: its listing is its body."""
+    a Texinfo manual's one-page example, one sentence over its listing). A source file printed under
+    its name has no sentence: its listing is its body."""
     if prose.total() >= PROSE_SHARE * every.total():
         return prose
     return sentences if sentences.total() >= MIN_SENTENCE_CHARS else every
