@@ -112,3 +112,40 @@ def test_texinfo_navigation_lines_are_neither_printed_nor_truth(tmp_path: Path):
     with pymupdf.open(tmp_path / "set" / "pdf" / "The-Basics.pdf") as doc:
         printed = doc[0].get_text()
     assert "The Basics" in printed and "Next:" not in printed and "Up:" not in printed, printed
+
+
+NPM_PAGE = """<!DOCTYPE html><html><head><style>
+body{font-family:'DejaVu Sans',sans-serif} #logobar .title{font-size:22px}
+</style></head><body>
+<div id="banner"><div id="rainbar"></div><div id="logobar"><div class="title">npm command-line interface</div></div></div>
+<section id="content"><header class="title"><h1 id="npm-trust"><span>npm-trust</span>
+<span class="version">@11.19.1</span></h1>
+<span class="description">Manage trusted publishing relationships</span></header>
+<section id="table_of_contents"><h2 id="table-of-contents">Table of contents</h2>
+<div id="_table_of_contents"><ul><li><a href="#synopsis">Synopsis</a></li></ul></div></section>
+<div id="_content"><h3 id="synopsis">Synopsis</h3><p>Note: This command is unaware of workspaces.</p>
+<table><thead><tr><th>Flag</th><th>Default</th></tr></thead><tbody><tr><td><code>--file</code></td><td>null</td></tr>
+</tbody></table></div>
+<footer id="edit"><a href="https://github.com/npm/cli/edit">Edit this page on GitHub</a></footer>
+</section></body></html>"""
+
+
+def test_npm_banner_and_edit_link_are_neither_printed_nor_truth(tmp_path: Path):
+    """npm's generator heads every page with the same banner and ends it with an "Edit this page" link:
+    site furniture, hidden like the other collections' navigation. Its table of contents is the page's."""
+    root = tmp_path / "html"
+    (root / "commands").mkdir(parents=True)
+    (root / "commands" / "npm-trust.html").write_text(NPM_PAGE, encoding="utf-8")
+    name = document_name("commands/npm-trust")
+    assert build(tmp_path / "set", COLLECTIONS["npm"], root, (name,)) == [name]
+    truth = (tmp_path / "set" / "gt" / f"{name}.md").read_text(encoding="utf-8")
+    assert truth.startswith("# npm-trust @11.19.1"), truth
+    assert "## Table of contents" in truth and "### Synopsis" in truth and "| `--file` | null |" in truth, (
+        truth
+    )
+    assert "command-line interface" not in truth and "Edit this page" not in truth, truth
+    import pymupdf
+
+    with pymupdf.open(tmp_path / "set" / "pdf" / f"{name}.pdf") as doc:
+        printed = doc[0].get_text()
+    assert "npm-trust" in printed and "command-line interface" not in printed and "Edit this" not in printed

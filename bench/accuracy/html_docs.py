@@ -4,9 +4,9 @@ documents nobody here made (issue 30, rounds 27-29), not tuning sets.
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do, and the
 documentation the collections name, where it is installed):
 
-    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo] [--tools auto] [--only NAME,...]
+    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo,npm] [--tools auto] [--only NAME,...]
 
-Four collections, four producers, each as its project's tool writes it:
+Five collections, five producers, each as its project's tool writes it:
 - ``rust``: Rust's books as mdBook writes them (the Book, the Reference, Cargo's and rustc's books, ...),
   from a rustup toolchain: prose, code listings, tables, admonitions, three heading levels.
 - ``node``: Node.js's API reference as its own generator writes it (Debian's ``nodejs-doc``): headings
@@ -15,15 +15,17 @@ Four collections, four producers, each as its project's tool writes it:
   sections, long option lists (definition lists), program listings.
 - ``texinfo``: libffi's manual as GNU Texinfo's ``makeinfo`` writes HTML (``libffi-dev`` ships it):
   numbered sections, function definitions (a signature over its indented description), examples.
+- ``npm``: npm's CLI documentation as npm's own generator writes it from Markdown (Node.js ships it):
+  GitHub-styled pages, a table of contents on each, flag tables, option headings over bullet lists.
 
 Each page is opened from its file and printed as a reader's browser prints it ("Save as PDF": print
 styles, A4, backgrounds on). Its truth is what that print shows, in the authors' markup: the page after
 its print styles, with every element the print does not show taken out, its content element as Markdown
 (``markdownify``): headings, paragraphs, lists, tables as pipe tables, code as fenced blocks. Links keep
 their text, pictures are dropped. Per collection, left out of both: navigation the print would repeat on
-every chapter (Valgrind's "Prev / Up / Next" bars and Texinfo's "Next: / Up:" lines, hidden in print
-here too); left out of the truth only:
-marks with no content (the Reference's "[*]" rule anchors).
+every chapter (Valgrind's "Prev / Up / Next" bars, Texinfo's "Next: / Up:" lines, npm's banner and
+"Edit this page" link, hidden in print here too); left out of the truth only: marks with no content (the
+Reference's "[*]" rule anchors).
 
 Scored with the public sets' measures (``public.markdown_set``). The truth is the authors' markup, so
 a heading is what they tagged ``<h1>``-``<h6>``: an admonition's label is not one, a table's caption
@@ -169,6 +171,34 @@ TEXINFO_PAGES = (
     "Memory-Usage",
     "Missing-Features",
 )
+# npm's command, usage and configuration pages: every page with a table (two command pages' flag tables)
+# and a spread of the rest (option lists as headings over bullets, selectors, scripts, folders).
+NPM_PAGES = (
+    "commands/npm-audit",
+    "commands/npm-ci",
+    "commands/npm-exec",
+    "commands/npm-init",
+    "commands/npm-ls",
+    "commands/npm-outdated",
+    "commands/npm-publish",
+    "commands/npm-query",
+    "commands/npm-stage",
+    "commands/npm-token",
+    "commands/npm-trust",
+    "commands/npm-update",
+    "commands/npm-version",
+    "commands/npm-view",
+    "configuring-npm/folders",
+    "configuring-npm/npmrc",
+    "configuring-npm/package-lock-json",
+    "using-npm/dependency-selectors",
+    "using-npm/logging",
+    "using-npm/package-spec",
+    "using-npm/registry",
+    "using-npm/scope",
+    "using-npm/scripts",
+    "using-npm/workspaces",
+)
 
 
 @dataclass(frozen=True)
@@ -221,6 +251,15 @@ COLLECTIONS = {
             content="body",
             hidden="div.header, div.nav-panel, hr",
             hint="Debian: apt install libffi-dev",
+        ),
+        Collection(
+            "npm",
+            "npm CLI docs",
+            "/usr/lib/node_modules/npm/docs/output",
+            NPM_PAGES,
+            content="section#content",
+            hidden="#banner, footer#edit",
+            hint="install Node.js with its npm (Debian: apt install npm)",
         ),
     )
 }

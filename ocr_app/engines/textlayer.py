@@ -645,7 +645,9 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     little filled circles, not as text; the items' lines then had no marker and ran together into
     one paragraph. A shape counts when it is about square, ``DOT_SIZE`` of the line's height, its
     middle within the line's height, drawn in the line's own colour (a chart legend's keys are in
-    their series' colours), and the nearest line to its right starts within ``DOT_GAP`` line heights."""
+    their series' colours), and the nearest line to its right starts within ``DOT_GAP`` line heights.
+    Such a line is an item, set in code or not: a list of command names (npm's "• preinstall") was
+    read as a listing."""
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
@@ -686,6 +688,7 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
             continue
         ln.text = f"{BULLET} {ln.text}"
         ln.box = (dot.x0, ln.box[1], ln.box[2], ln.box[3])
+        ln.mono = False  # a list's item that names code ("• prepare"), not a listing's line
 
 
 def _word_ranges(
@@ -1359,6 +1362,7 @@ def mark_figure_text(
             and sentences <= 0.5 * len(inside)
             and not (stacked_text(inside) and _bare_ground(page, region, body_pt))
             and not (_word_grid(inside) and _rules_only(page, region))
+            and not _listing(inside)
         )
         labels = _axis_labels(r, lines, inside, body_pt * scale) if figure or not inside else []
         # A chart whose labels all stand outside its drawn area shows itself by its ticks.
@@ -1446,6 +1450,17 @@ def stacked_text(lines: Sequence[TextLine]) -> bool:
         and abs(b.box[0] - a.box[0]) <= STACK_INDENT * a.size
     )
     return words >= STACK_WORDS * len(rows) and stacked + 1 >= STACK_SHARE * len(rows)
+
+
+def _listing(lines: Sequence[TextLine]) -> bool:
+    """Whether a region's lines are a listing on its panel: all in a monospaced face, half of them or
+    more starting at its left edge (the rest indented). Why: a code panel drawn with a rounded border
+    (GitHub's style, npm's docs) is no plain ground, and its lines of a few words each were read as a
+    diagram's labels, loose text. A diagram's labels stand apart, not at one edge."""
+    if not lines or not all(ln.mono for ln in lines):
+        return False
+    left = min(ln.box[0] for ln in lines)
+    return sum(1 for ln in lines if ln.box[0] - left <= 0.5 * ln.size) >= 0.5 * len(lines)
 
 
 def _bare_ground(page: pymupdf.Page, region: pymupdf.Rect, body_pt: float) -> bool:

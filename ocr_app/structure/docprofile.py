@@ -652,6 +652,7 @@ def _heads_apart(pages: list[tuple[float, list[TextLine]]], body: float) -> set[
 
 LONE_TITLE_RATIO = 1.5  # × body: a size set once, on the first page, over smaller heading sizes is a title
 LONE_TITLE_LINES = 3
+LONE_TITLE_OVER = 1.2  # × the largest heading size: a cover's line this much larger is its title
 
 
 def _lone_title(
@@ -717,9 +718,20 @@ def _with_cover_title(
     titles = [
         round(ln.size * 2) / 2
         for ln in lines
-        if ln.size >= TITLE_RATIO * body and len(ln.text) <= 120 and sum(c.isalpha() for c in ln.text) >= 2
+        if ln.size >= LONE_TITLE_RATIO * body
+        and len(ln.text) <= 120
+        and sum(c.isalpha() for c in ln.text) >= 2
     ]
-    return [max(titles), *heading_sizes] if titles else heading_sizes
+    if not titles:
+        return heading_sizes
+    top = max(titles)
+    # Under a title's size, a line stands over the sections as a lone title does (``_lone_title``):
+    # a few lines in one size well over every heading size (npm's pages: a title at 1.8 times the
+    # body over a contents list in small code, the page's own body).
+    lone = titles.count(top) <= LONE_TITLE_LINES and (
+        not heading_sizes or top >= LONE_TITLE_OVER * heading_sizes[0]
+    )
+    return [top, *heading_sizes] if top >= TITLE_RATIO * body or lone else heading_sizes
 
 
 def _outline_tiers(

@@ -513,3 +513,38 @@ def panel_leads(units: Sequence[Row | Table], panel: frozenset[int]) -> set[int]
             leads.update(id(r) for r in run)
         k += len(run)
     return leads
+
+
+MAX_CODE_TITLE_WORDS = 6  # a heading set in code names a flag, a command or a call: a few words
+
+
+def code_titles(rows: Sequence[Row], listings: set[int]) -> set[int]:
+    """ids of the rows (top to bottom) that are headings set in code: a line of ``listings`` all in
+    bold, of a few words with letters, no other line of code above or below it, and not a statement's
+    end (";", "{", ","). Why: Markdown's ``#### `install-strategy` `` prints as a bold monospaced line
+    over its text (GitHub's style, npm's CLI reference: 195 of its 497 headings); read as a listing of
+    one line, the outline lost them all. Code itself is not set bold line by line."""
+    out: set[int] = set()
+    for k, row in enumerate(rows):
+        text = row.text.strip()
+        if (
+            id(row) not in listings
+            or not row.bold
+            or len(text.split()) > MAX_CODE_TITLE_WORDS
+            or sum(c.isalpha() for c in text) < 2
+            or text.endswith((";", "{", ",", "(", "\\"))
+        ):
+            continue
+        near = (rows[k - 1] if k else None, rows[k + 1] if k + 1 < len(rows) else None)
+        if not any(r is not None and id(r) in listings for r in near):
+            out.add(id(row))
+    return out
+
+
+def code_title_level(row: Row, style: DocStyle, config: LayoutConfig) -> int:
+    """The level of a heading set in code (``code_titles``): by its size where that is a heading size,
+    else one under the smallest heading size, as a bold line at body size is (inline code is set
+    smaller than the text around it)."""
+    if row.size >= config.styled_heading_ratio * style.body_size:
+        return _size_level(style, row.size)
+    return min(style.level_for_size(0.0), 6)

@@ -28,6 +28,8 @@ from ocr_app.structure.headings import (
     SECTION_NUMBER,
     RowContext,
     cells_apart,
+    code_title_level,
+    code_titles,
     colored_rows,
     heading_level,
     isolated_rows,
@@ -165,6 +167,7 @@ class _SectionContext:
     hang_top: float = 0.0  # ... from this height down (the first entry that wraps)
     colored: set[int] = field(default_factory=set)  # rows standing apart in an accent colour
     listings: set[int] = field(default_factory=set)  # rows of a listing (``lines.listing_rows``)
+    code_titles: set[int] = field(default_factory=set)  # headings set in code (``headings.code_titles``)
     frame: tuple[float, float] = (0.0, 0.0)  # left and right edges of the page's text
     tags: bool = False  # the section is a few rows of a word or three (``MAX_TAGS``)
 
@@ -348,6 +351,8 @@ class _SectionBlocks:
         ctx, cur = self.ctx, self.cur
         if list_continues:
             return 0
+        if id(row) in ctx.code_titles and ctx.style is not None:
+            return code_title_level(row, ctx.style, ctx.config)
         short_line = row.box[2] - row.box[0] < 0.7 * ctx.width
         centre = (row.box[0] + row.box[2]) / 2 - (ctx.left + ctx.width / 2)
         aligned = row.box[0] - ctx.left <= 2 * row.size or abs(centre) <= 1.5 * row.size
@@ -632,6 +637,8 @@ def _group(
     left = min((u.box[0] for u in units), default=0.0)
     width = max((u.box[2] for u in units), default=0.0) - left
     rows = [u for u in units if isinstance(u, Row)]
+    listings = listing_rows(rows)
+    titles = code_titles(rows, listings) if style is not None else set()
     hang = hanging_indent(rows, left, left + width, config.indent_ratio)
     ctx = _SectionContext(
         body,
@@ -649,7 +656,8 @@ def _group(
         hang_x=hang[0] if hang else None,
         hang_top=hang[1] if hang else 0.0,
         colored=colored_rows(units, style, typical_gap) if style is not None else set(),
-        listings=listing_rows(rows),
+        listings=listings - titles,
+        code_titles=titles,
         frame=frame or (left, left + width),
         tags=len(units) <= MAX_TAGS and all(isinstance(u, Row) and len(u.text.split()) <= 3 for u in units),
     )
