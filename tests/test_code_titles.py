@@ -1,0 +1,83 @@
+"""Documentation pages as GitHub-styled Markdown prints them (issue 30, round 30; npm's CLI docs): a
+heading that is a flag in code, a listing on a panel with a rounded border, a list of command names
+behind drawn bullets, a title over a contents page in small code. Real text-layer engine; pages
+printed by Chromium with the style sheet npm's generator writes (trimmed), plus unit tests of
+``headings.code_titles``."""
+
+from __future__ import annotations
+
+from ocr_app.structure.headings import code_titles
+from ocr_app.structure.lines import Row, TextLine
+from tests.factories import heading_texts, pages_markdown
+
+CSS = (
+    "<style>body{font-family:'Liberation Sans',sans-serif;color:#24292e;line-height:1.5;font-size:16px}"
+    "pre{margin:1em 0;padding:1em;border:solid 1px #e1e4e8;border-radius:6px;background:#f6f8fa}"
+    "code{font-family:'Liberation Mono',monospace;font-size:85%;padding:.2em .4em;background:#f6f8fa}"
+    "pre>code{padding:0;background:inherit} h1,h2,h3{font-weight:600} #content{padding:0 4em}"
+    "#toc li{font-size:.9em} #toc ul{list-style-type:none}</style>"
+)
+PROSE = (
+    "Sets the strategy for installing packages in the node modules folder of the project, where the "
+    "default keeps every package that is not duplicated at the top level of the tree."
+)
+FLAGS = ["install-strategy", "legacy-bundling", "global-style", "strict-peer-deps"]
+LISTING = ["$ cd ./my/npm/project", "$ npm install", "added 154 packages in 10s", "$ ls | grep package-lock"]
+EVENTS = ["preinstall", "install", "postinstall", "prepare"]
+
+
+def _flag(name: str) -> str:
+    return f"<h4><code>{name}</code></h4><ul><li>Default: false</li><li>Type: Boolean</li></ul><p>{PROSE}</p>"
+
+
+def _page() -> str:
+    plain = "".join(f"<li>{t}</li>" for t in ("Synopsis", "Description", "Example", "Configuration"))
+    toc = plain + "<ul>" + "".join(f"<li><code>{f}</code></li>" for f in FLAGS * 3) + "</ul><li>See Also</li>"
+    return (
+        f"{CSS}<section id='content'><h1>npm-ci <span style='font-size:.8em'>@11.19.1</span></h1>"
+        f"<p>Clean install a project</p><section id='toc'><h2 style='font-size:1.17em'>Table of contents</h2>"
+        f"<ul>{toc}</ul></section><h3 style='page-break-before:always'>Example</h3>"
+        f"<p>Make sure you have a package-lock and an up-to-date install:</p><pre><code>"
+        + "\n".join(LISTING)
+        + f"</code></pre><p>{PROSE}</p><h3>Life Cycle Operation Order</h3><h4><code>npm ci</code></h4><ul>"
+        + "".join(f"<li><code>{e}</code></li>" for e in EVENTS)
+        + f"</ul><p>{PROSE}</p><h3>Configuration</h3>"
+        + "".join(_flag(f) for f in FLAGS)
+        + "</section>"
+    )
+
+
+def test_github_styled_reference_reads_as_its_outline(textlayer_engine, printer):
+    """Before: each flag's heading was a listing of one line (```install-strategy```), the shell
+    session on its rounded panel was loose text (read as a diagram's labels), the events under
+    "npm ci" were a listing with the heading inside it, and the title sat at the sections' level."""
+    md = "\n".join(pages_markdown(textlayer_engine, printer("npm-like", _page())))
+    heads = heading_texts(md)
+    for name in [*FLAGS, "npm ci", "Configuration", "Example"]:
+        assert name in heads, (name, heads)
+    assert md.lstrip().startswith("# npm-ci"), md[:300]
+    assert "Clean install a project" not in heads, heads
+    assert "## Configuration" in md and "### install-strategy" in md, md
+    assert "```\n" + "\n".join(LISTING) + "\n```" in md, md
+    for event in EVENTS:
+        assert f"- {event}\n" in md, (event, md)
+    assert "```\ninstall-strategy\n```" not in md and "```\nnpm ci" not in md, md
+
+
+def _line(text: str, y: float, *, bold: bool, mono: bool = True) -> Row:
+    item = TextLine(text, (72.0, y, 72.0 + 6 * len(text), y + 10), 10.0, bold=bold, mono=mono)
+    return Row([item])
+
+
+def test_code_titles_are_bold_code_lines_standing_alone():
+    """Unit: a bold line of code with no listing line beside it is a heading; the same line inside a
+    listing, a plain line of code alone, a statement's end and a long bold line are not."""
+    title = _line("install-strategy", 100, bold=True)
+    rows = [_line("Sets the strategy for installing", 80, bold=False, mono=False), title]
+    rows += [_line("Default: false", 120, bold=False, mono=False)]
+    listing = [_line("fn main() {", 200, bold=False), _line("main_loop", 212, bold=True)]
+    alone = [_line("npm ci", 300, bold=False), _line("exit(1);", 330, bold=True)]
+    long_line = [_line("let value = compute(first, second, third, fourth)", 360, bold=True)]
+    every = rows + listing + alone + long_line
+    listings = {id(r) for r in every if r.items[0].mono}
+    assert code_titles(every, listings) == {id(title)}
