@@ -520,10 +520,11 @@ MAX_CODE_TITLE_WORDS = 6  # a heading set in code names a flag, a command or a c
 
 def code_titles(rows: Sequence[Row], listings: set[int]) -> set[int]:
     """ids of the rows (top to bottom) that are headings set in code: a line of ``listings`` all in
-    bold, of a few words with letters, no other line of code above or below it, and not a statement's
-    end (";", "{", ","). Why: Markdown's ``#### `install-strategy` `` prints as a bold monospaced line
-    over its text (GitHub's style, npm's CLI reference: 195 of its 497 headings); read as a listing of
-    one line, the outline lost them all. Code itself is not set bold line by line."""
+    bold, of a few words with letters, no other line of code within a line's height above or below it
+    (a listing's panel before it ends farther off), and not a statement's end (";", "{", ","). Why:
+    Markdown's ``#### `install-strategy` `` prints as a bold monospaced line over its text (GitHub's
+    style, npm's CLI reference: 195 of its 497 headings); read as a listing of one line, the outline
+    lost them all. Code itself is not set bold line by line."""
     out: set[int] = set()
     for k, row in enumerate(rows):
         text = row.text.strip()
@@ -536,7 +537,7 @@ def code_titles(rows: Sequence[Row], listings: set[int]) -> set[int]:
         ):
             continue
         near = (rows[k - 1] if k else None, rows[k + 1] if k + 1 < len(rows) else None)
-        if not any(r is not None and id(r) in listings for r in near):
+        if not any(r is not None and id(r) in listings and _line_gap(r, row) <= row.size for r in near):
             out.add(id(row))
     return out
 
@@ -548,3 +549,8 @@ def code_title_level(row: Row, style: DocStyle, config: LayoutConfig) -> int:
     if row.size >= config.styled_heading_ratio * style.body_size:
         return _size_level(style, row.size)
     return min(style.level_for_size(0.0), 6)
+
+
+def _line_gap(a: Row, b: Row) -> float:
+    """The blank between two rows, one above the other (either order)."""
+    return max(a.box[1] - b.box[3], b.box[1] - a.box[3])
