@@ -39,9 +39,12 @@ def _page() -> str:
         f"<ul>{toc}</ul></section><h3 style='page-break-before:always'>Example</h3>"
         f"<p>Make sure you have a package-lock and an up-to-date install:</p><pre><code>"
         + "\n".join(LISTING)
-        + f"</code></pre><p>{PROSE}</p><h3>Life Cycle Operation Order</h3><h4><code>npm ci</code></h4><ul>"
+        + f"</code></pre><p>{PROSE}</p><h3>Description</h3><p>{PROSE}</p><h3>Life Cycle Operation Order</h3><h4><code>npm ci</code></h4><ul>"
         + "".join(f"<li><code>{e}</code></li>" for e in EVENTS)
-        + f"</ul><p>{PROSE}</p><h3>Configuration</h3>"
+        + f"</ul><p>{PROSE}</p><h3>Synopsis</h3><pre><code>npm ci</code></pre><p>{PROSE}</p>"
+        + "<h3><code>npm trust github</code></h3><p>Create a trusted relationship with GitHub Actions</p>"
+        + f"<h4>Synopsis</h4><pre><code>npm trust github [package] --file</code></pre><p>{PROSE}</p>"
+        + "<h3>Configuration</h3>"
         + "".join(_flag(f) for f in FLAGS)
         + "</section>"
     )
@@ -50,18 +53,21 @@ def _page() -> str:
 def test_github_styled_reference_reads_as_its_outline(textlayer_engine, printer):
     """Before: each flag's heading was a listing of one line (```install-strategy```), the shell
     session on its rounded panel was loose text (read as a diagram's labels), the events under
-    "npm ci" were a listing with the heading inside it, and the title sat at the sections' level."""
+    "npm ci" were a listing with the heading inside it, the title sat at the sections' level, and a
+    subcommand's bold "Synopsis" was taken for an entry of the contents list."""
     md = "\n".join(pages_markdown(textlayer_engine, printer("npm-like", _page())))
     heads = heading_texts(md)
-    for name in [*FLAGS, "npm ci", "Configuration", "Example"]:
+    for name in [*FLAGS, "npm ci", "Configuration", "Example", "npm trust github"]:
         assert name in heads, (name, heads)
+    # the contents name "Synopsis": the subcommand's own bold "Synopsis" is a heading all the same
+    assert heads.count("Synopsis") == 2, heads
     assert md.lstrip().startswith("# npm-ci"), md[:300]
     assert "Clean install a project" not in heads, heads
     assert "## Configuration" in md and "### install-strategy" in md, md
     assert "```\n" + "\n".join(LISTING) + "\n```" in md, md
     for event in EVENTS:
         assert f"- {event}\n" in md, (event, md)
-    assert "```\ninstall-strategy\n```" not in md and "```\nnpm ci" not in md, md
+    assert "```\ninstall-strategy\n```" not in md and "```\nnpm ci\n```\n\n- pre" not in md, md
 
 
 def _line(text: str, y: float, *, bold: bool, mono: bool = True) -> Row:

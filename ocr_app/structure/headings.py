@@ -211,8 +211,12 @@ def _styled_heading_level(
         style.contents
         and row.size < config.styled_heading_ratio * style.body_size
         and normal_title(text) in style.contents
+        and not (where.isolated and row.weight > style.body_weight)
     ):
-        return 0  # an entry of a contents list: the heading it names is set larger elsewhere
+        # An entry of a contents list: the heading it names is set larger elsewhere. A bold line
+        # standing alone is the heading of a smaller section of that name (npm's "Synopsis" under
+        # each subcommand, the contents naming the page's own "Synopsis").
+        return 0
     if style.outline and max(row.caps_size, row.size) >= 0.95 * style.body_size:
         # not a smaller running title; a title in small capitals by its capitals' size
         level = outline_level(style.outline, text)
