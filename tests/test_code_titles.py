@@ -87,3 +87,32 @@ def test_code_titles_are_bold_code_lines_standing_alone():
     every = rows + listing + alone + long_line
     listings = {id(r) for r in every if r.items[0].mono}
     assert code_titles(every, listings) == {id(title)}
+
+
+TABLE_CSS = (
+    "<style>table{width:100%;border-radius:6px;border:1px solid #e1e4e8;border-collapse:separate;"
+    "border-spacing:0} thead{background:#f6f8fa} th,td{padding:.75em;text-align:left;"
+    "border-right:1px solid #e1e4e8;border-bottom:1px solid #e1e4e8} th{font-weight:600}</style>"
+)
+TAG_HELP = (
+    "If you ask npm to install a package and don't tell it a specific version, then it will install the "
+    "specified tag. It is the tag added to the package version specified in the dist-tag command, if no "
+    "explicit tag is given."
+)
+
+
+def test_flag_table_of_two_rows_with_a_paragraph_is_a_table(textlayer_engine, printer):
+    """Before: a ruled grid of three rows, one cell a paragraph, was taken for a frame around prose
+    (a back cover's boxed columns) and read as loose lines, although a row of column heads tops it:
+    npm's flag tables, each page's piece of them when tall rows break over pages."""
+    rows = [("--tag", '"latest"', "String", TAG_HELP), ("--access", "'public'", "null", "Who can install it")]
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    html = (
+        f"{CSS}{TABLE_CSS}<section id='content'><h3>Flags</h3><p>{PROSE}</p><table><thead><tr>"
+        "<th>Flag</th><th>Default</th><th>Type</th><th>Description</th></tr></thead>"
+        f"<tbody>{body}</tbody></table><p>{PROSE}</p></section>"
+    )
+    md = pages_markdown(textlayer_engine, printer("flag-table", html))[0]
+    assert "<th>Flag</th><th>Default</th><th>Type</th><th>Description</th>" in md, md
+    assert "<td>--tag</td><td>&quot;latest&quot;</td>" in md or '<td>--tag</td><td>"latest"</td>' in md, md
+    assert TAG_HELP.split(",")[0] in md.split("<table>")[1], md

@@ -1186,16 +1186,24 @@ def _labels_and_values(heavy: dict[int, set[bool]], rows: list[list[Cell]]) -> b
     return sum(1 for text in keys if sum(ch.isalpha() for ch in text) >= 2) * 2 > len(keys)
 
 
+HEAD_CELL_WORDS = 3  # a column head is a few words
+
+
 def _frames_text(rows: list[list[Cell]], filled: int) -> bool:
     """Whether a ruled grid is a frame drawn around text rather than a table or a form: at most two
     filled cells (a boxed title beside a logo), or at most three rows of which one holds a paragraph
     (a back cover's boxed columns of prose), or every filled cell a list's item (browsers draw a
-    bullet as a disc, and an item in code on its shaded ground made a grid of it). Why: a table of one
-    or two cells of prose loses the text's paragraphs, headings and reading order."""
+    bullet as a disc, and an item in code on its shaded ground made a grid of it); never a grid under
+    a row of three or more short heads (npm's flag table, two tall rows on a page before the break).
+    Why: a table of one or two cells of prose loses the text's paragraphs, headings and reading
+    order."""
     if filled <= 2:
         return True
     if all(c.text.startswith(BULLET) for row in rows for c in row if c.text):
         return True  # a list's drawn marks beside its items' shaded code ("• preinstall"): no grid
+    head = [c.text for c in rows[0]] if rows else []
+    if len(head) >= 3 and all(t and len(t.split()) <= HEAD_CELL_WORDS for t in head):
+        return False  # a row of column heads over the prose: a table's piece a page break cut short
     texted = [row for row in rows if any(c.text for c in row)]
     return len(texted) <= 3 and any(len(c.text.split()) >= PROSE_CELL_WORDS for row in texted for c in row)
 
