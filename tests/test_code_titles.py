@@ -97,14 +97,17 @@ TABLE_CSS = (
 TAG_HELP = (
     "If you ask npm to install a package and don't tell it a specific version, then it will install the "
     "specified tag. It is the tag added to the package version specified in the dist-tag command, if no "
-    "explicit tag is given."
+    "explicit tag is given. When used by the diff command, this is the tag used to fetch the tarball that "
+    "will be compared with the local files by default. If used in the publish command, this is the tag "
+    "that will be added to the package submitted to the registry."
 )
 
 
 def test_flag_table_of_two_rows_with_a_paragraph_is_a_table(textlayer_engine, printer):
-    """Before: a ruled grid of three rows, one cell a paragraph, was taken for a frame around prose
-    (a back cover's boxed columns) and read as loose lines, although a row of column heads tops it:
-    npm's flag tables, each page's piece of them when tall rows break over pages."""
+    """Before: a ruled grid of three rows, one cell a paragraph (of more than 80 words), was taken for
+    a frame around prose (a back cover's boxed columns, a framed text box) and read as loose lines,
+    although a row of column heads tops it: npm's flag tables, each page's piece of them when tall
+    rows break over pages."""
     rows = [("--tag", '"latest"', "String", TAG_HELP), ("--access", "'public'", "null", "Who can install it")]
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     html = (

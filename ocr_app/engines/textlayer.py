@@ -1149,10 +1149,20 @@ def _bold_header(table: LearnedTable) -> int:
 
 def _drawing_not_table(rows: list[list[Cell]]) -> bool:
     """A ruled grid that is no table: a diagram drawn with boxes (most cells merged across the grid's
-    lines) or a framed text box (a cell of prose). Its lines are then read as ordinary text."""
+    lines) or a framed text box (a cell of prose, with no column heads over it). Its lines are then
+    read as ordinary text."""
     cells = [c for row in rows for c in row]
     merged = sum(1 for c in cells if c.colspan > 1 or c.rowspan > 1)
-    return merged > MAX_MERGED_SHARE * len(cells) or any(len(c.text.split()) > MAX_CELL_WORDS for c in cells)
+    if merged > MAX_MERGED_SHARE * len(cells):
+        return True
+    return not _column_heads(rows) and any(len(c.text.split()) > MAX_CELL_WORDS for c in cells)
+
+
+def _column_heads(rows: list[list[Cell]]) -> bool:
+    """Whether a grid's first row is three or more short column heads: a table's, whatever paragraph
+    its cells hold (npm's flags, each described at length)."""
+    head = [c.text for c in rows[0]] if rows else []
+    return len(head) >= 3 and all(t and len(t.split()) <= HEAD_CELL_WORDS for t in head)
 
 
 def _covered(table, row, k: int, col_edges: list[float]) -> bool:
@@ -1201,8 +1211,7 @@ def _frames_text(rows: list[list[Cell]], filled: int) -> bool:
         return True
     if all(c.text.startswith(BULLET) for row in rows for c in row if c.text):
         return True  # a list's drawn marks beside its items' shaded code ("• preinstall"): no grid
-    head = [c.text for c in rows[0]] if rows else []
-    if len(head) >= 3 and all(t and len(t.split()) <= HEAD_CELL_WORDS for t in head):
+    if _column_heads(rows):
         return False  # a row of column heads over the prose: a table's piece a page break cut short
     texted = [row for row in rows if any(c.text for c in row)]
     return len(texted) <= 3 and any(len(c.text.split()) >= PROSE_CELL_WORDS for row in texted for c in row)
