@@ -119,3 +119,18 @@ def test_flag_table_of_two_rows_with_a_paragraph_is_a_table(textlayer_engine, pr
     assert "<th>Flag</th><th>Default</th><th>Type</th><th>Description</th>" in md, md
     assert "<td>--tag</td><td>&quot;latest&quot;</td>" in md or '<td>--tag</td><td>"latest"</td>' in md, md
     assert TAG_HELP.split(",")[0] in md.split("<table>")[1], md
+
+
+def test_a_listing_with_blank_lines_is_one_block_that_keeps_them(textlayer_engine, printer):
+    """Node.js sets its listings at 1.85 times their type's size: a blank line left a gap of 2.6
+    sizes, over the 2.5 that kept a listing whole, so each paragraph of the example was a block of its
+    own and the blank lines were lost."""
+    code = ["import { fileURLToPath } from 'node:url';", "", "const name = fileURLToPath(import.meta.url);"]
+    code += ["", "new URL('file:///C:/path/').pathname;", "fileURLToPath('file:///C:/path/');"]
+    html = (
+        f"{CSS}<section id='content'><p>{PROSE}</p><pre style='line-height:1.85'><code>"
+        + "\n".join(code)
+        + f"</code></pre><p>{PROSE}</p></section>"
+    )
+    md = pages_markdown(textlayer_engine, printer("spaced-listing", html))[0]
+    assert "```\n" + "\n".join(code) + "\n```" in md, md

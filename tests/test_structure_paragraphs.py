@@ -77,6 +77,16 @@ def test_code_block_rebuilds_indentation_from_left_edges_and_fences_around_backt
     assert fenced.startswith("````\n") and fenced.endswith("\n````")
 
 
+def test_code_block_keeps_the_blank_lines_of_its_listing():
+    """A line standing two or three pitches under the one before has one or two blank lines over it
+    (a listing's paragraphs: imports, then the calls); never more than ``MAX_BLANK_LINES``."""
+    lines = ["import x", "a = x.f()", "b = x.g()", "print(a, b)", "end()"]
+    tops = [0, 27, 40.5, 81, 300]
+    boxes = [(60, y, 60 + 6 * len(t), y + 8) for t, y in zip(lines, tops, strict=True)]
+    md = code_block(lines, boxes)
+    assert md == "```\nimport x\n\na = x.f()\nb = x.g()\n\n\nprint(a, b)\n\n\nend()\n```", md
+
+
 def test_a_url_line_is_text_even_in_a_typewriter_face():
     assert URL_LINE.match("https://example.com/a/b")
     assert URL_LINE.match("<someone@example.org>")
