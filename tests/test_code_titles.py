@@ -1,8 +1,9 @@
-"""Documentation pages as GitHub-styled Markdown prints them (issue 30, round 30; npm's CLI docs): a
-heading that is a flag in code, a listing on a panel with a rounded border, a list of command names
-behind drawn bullets, a title over a contents page in small code. Real text-layer engine; pages
-printed by Chromium with the style sheet npm's generator writes (trimmed), plus unit tests of
-``headings.code_titles``."""
+"""Reference pages as documentation generators print them (issue 30, round 30; npm's CLI docs, Node.js,
+the Rust Reference): a heading that is a flag in code, a listing on a panel with a rounded border and
+one with blank lines, a list of command names behind drawn bullets, a title over a contents page in
+small code, a flag table of long descriptions, a raised anchor mark beside a title. Real text-layer
+engine; pages printed by Chromium with the style sheet npm's generator writes (trimmed), plus unit
+tests of ``headings.code_titles``."""
 
 from __future__ import annotations
 
@@ -134,3 +135,16 @@ def test_a_listing_with_blank_lines_is_one_block_that_keeps_them(textlayer_engin
     )
     md = pages_markdown(textlayer_engine, printer("spaced-listing", html))[0]
     assert "```\n" + "\n".join(code) + "\n```" in md, md
+
+
+def test_a_raised_anchor_mark_is_no_part_of_a_heading(textlayer_engine, printer):
+    """The Rust Reference prints a raised "[*]" link beside each rule's title: every such heading read
+    "<sup>[*]</sup> The inline attribute". A raised mark of letters or digits (a footnote's) stays."""
+    html = (
+        f"{CSS}<section id='content'><h2><sup>[*]</sup> The inline attribute</h2><p>{PROSE}</p>"
+        f"<h2>Results by region<sup>2</sup></h2><p>{PROSE}</p></section>"
+    )
+    md = pages_markdown(textlayer_engine, printer("anchor-marks", html))[0]
+    heads = heading_texts(md)
+    assert "The inline attribute" in heads, heads
+    assert any(h.startswith("Results by region") and "2" in h for h in heads), heads

@@ -283,6 +283,11 @@ def kicker(cur: Pending, row: Row, text: str, level: int, gap: float) -> bool:
     )
 
 
+# A raised mark with no letter or digit at a heading's start or end ("[*]", "¶", "#"): an anchor a
+# reference prints beside its titles (the Rust Reference's rule links), no part of the title.
+_BARE_MARK = re.compile(r"^\s*<sup>[^\w<]*</sup>\s*|\s*<sup>[^\w<]*</sup>\s*$")
+
+
 class _SectionBlocks:
     """Rows of one section → blocks: paragraphs (lines joined, line-end hyphens mended), headings,
     list items (nested by indentation), code blocks and tables, one open block at a time."""
@@ -300,7 +305,8 @@ class _SectionBlocks:
             return
         if cur.kind == "heading":
             label = "title" if cur.level == 1 else "sub_title"
-            self.blocks.append(Block(label, "#" * cur.level + " " + cur.parts[0], [union_box(cur.boxes)]))
+            text = _BARE_MARK.sub("", cur.parts[0]).strip() or cur.parts[0]
+            self.blocks.append(Block(label, "#" * cur.level + " " + text, [union_box(cur.boxes)]))
         elif cur.kind == "list":
             self.blocks.append(Block("list", "\n".join(cur.parts), list(cur.boxes)))
         elif cur.kind == "code":
