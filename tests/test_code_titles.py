@@ -148,3 +148,20 @@ def test_a_raised_anchor_mark_is_no_part_of_a_heading(textlayer_engine, printer)
     heads = heading_texts(md)
     assert "The inline attribute" in heads, heads
     assert any(h.startswith("Results by region") and "2" in h for h in heads), heads
+
+
+def test_a_title_after_its_grey_anchor_is_bold(textlayer_engine, printer):
+    """The Rust Reference sets a grey "[*]" link, smaller and regular, before each rule's bold title at
+    body size: the line read as regular, and "Integer literals" was a paragraph. Trailing
+    punctuation in the body's weight ("**longer**!") still makes its line regular."""
+    anchor = "<span style='color:#999;font-size:.8em;font-weight:normal'>[*]</span>"
+    html = (
+        f"{CSS}<section id='content'><h3>Literals</h3><p>{PROSE}</p>"
+        f"<h4 style='font-size:1em'>{anchor} Integer literals</h4><p>{PROSE}</p>"
+        f"<h4 style='font-size:1em'>{anchor} Floating-point literals</h4><p>{PROSE}</p>"
+        f"<p>{PROSE} It is the one thing that remembered it lived for</p><p><b>longer</b>!</p></section>"
+    )
+    md = pages_markdown(textlayer_engine, printer("anchored-titles", html))[0]
+    heads = heading_texts(md)
+    assert "Integer literals" in heads and "Floating-point literals" in heads, heads
+    assert not any("longer" in h for h in heads), heads

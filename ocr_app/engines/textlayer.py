@@ -494,7 +494,10 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
             weights = _size_weights(words)
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             caps = small_caps_size([(s["size"], t) for s, t in words])
+            # Weight and slant are the words': a math font's, or a leading anchor's, say nothing of
+            # the line's.
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
+            styled = _past_anchor(styled)
             bold = all(
                 s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() or _in_stroked(s, stroked)
                 for s, _ in styled
@@ -550,6 +553,18 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                 )
             )
     return join_justified(_typewritten(lines) if typescript else lines)
+
+
+def _past_anchor(spans: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
+    """The spans after a leading anchor mark: a first span with no letter or digit, set smaller and
+    in another colour than the next one (the Rust Reference's grey "[*]" link before each bold rule
+    title, which made the title's line regular). A mark in the words' own colour ("+" before a
+    command-line option's name) or trailing punctuation stays."""
+    if len(spans) < 2 or any(c.isalnum() for c in spans[0][1]):
+        return spans
+    mark, word = spans[0][0], spans[1][0]
+    smaller = mark.get("size", 0) <= 0.9 * word.get("size", 0)
+    return spans[1:] if smaller and mark.get("color") != word.get("color") else spans
 
 
 def _type_band(line: dict) -> tuple[float, float, float, float]:

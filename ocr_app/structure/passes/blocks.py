@@ -283,9 +283,12 @@ def kicker(cur: Pending, row: Row, text: str, level: int, gap: float) -> bool:
     )
 
 
-# A raised mark with no letter or digit at a heading's start or end ("[*]", "¶", "#"): an anchor a
-# reference prints beside its titles (the Rust Reference's rule links), no part of the title.
-_BARE_MARK = re.compile(r"^\s*<sup>[^\w<]*</sup>\s*|\s*<sup>[^\w<]*</sup>\s*$")
+# A mark with no letter or digit at a heading's start or end, raised ("<sup>[*]</sup>", "¶") or in
+# brackets ("[*]", "[†]"): an anchor a reference prints beside its titles (the Rust Reference's rule
+# links), no part of the title.
+_BARE_MARK = re.compile(
+    r"^\s*<sup>[^\w<]*</sup>\s*|\s*<sup>[^\w<]*</sup>\s*$|^\s*\[[^\w\[\]]{1,3}\]\s+(?=\w)"
+)
 
 
 class _SectionBlocks:
