@@ -165,3 +165,26 @@ def test_a_title_after_its_grey_anchor_is_bold(textlayer_engine, printer):
     heads = heading_texts(md)
     assert "Integer literals" in heads and "Floating-point literals" in heads, heads
     assert not any("longer" in h for h in heads), heads
+
+
+def test_code_that_wraps_in_its_cell_keeps_its_row_whole(textlayer_engine, printer):
+    """Node.js's encodings table: a code value wraps in its narrow cell ("'iso-8859-" over "2'"), each
+    line on a grey ground of its own. The table finder ruled a row with the grounds' edges too, so the
+    row came out in two and its neighbour cell spanning both (Node's), or the grid read as no table
+    at all (this page). Grounds of inline code rule nothing."""
+    css = (
+        "<style>table{border-collapse:collapse;width:100%} th,td{border:1px solid #aaa;padding:4px;"
+        "text-align:left;vertical-align:top} td:first-child{width:52px}"
+        "td code{font-family:'Liberation Mono',monospace;background:#f2f2f2;padding:1px 3px}</style>"
+    )
+    rows = [("iso-8859-2", "csisolatin2, iso-ir-101, latin2"), ("iso-8859-3", "csisolatin3, latin3")]
+    rows += [("ibm866", "866, cp866"), ("koi8-r", "cskoi8r, koi, koi8")]
+    body = "".join(f"<tr><td><code>{a}</code></td><td>{b}</td></tr>" for a, b in rows)
+    html = (
+        f"{CSS}{css}<section id='content'><p>{PROSE}</p><table><thead><tr><th>Encoding</th>"
+        f"<th>Aliases</th></tr></thead><tbody>{body}</tbody></table><p>{PROSE}</p></section>"
+    )
+    md = pages_markdown(textlayer_engine, printer("wrapped-code", html))[0]
+    assert "rowspan" not in md, md
+    assert md.count("<tr>") == len(rows) + 1, md
+    assert "<td>iso-8859-2</td>" in md.replace("iso-8859- 2", "iso-8859-2"), md

@@ -822,7 +822,8 @@ HEADER_WEIGHT = 600  # a row set at least this heavy all through (semibold, bold
 
 def _find_tables(page: pymupdf.Page) -> list:
     """``page.find_tables`` on the rulings alone, and only on the paint a reader sees
-    (``paint.shown_drawings``: a listing's line backgrounds on its panel ruled no table).
+    (``paint.shown_drawings``: a listing's line backgrounds on its panel ruled no table), less the
+    grounds of inline code (``_code_grounds``).
 
     Why ``use_layout=False``: once ``pymupdf.layout`` is imported (pymupdf4llm does it; the
     ``pymupdf-layout`` package it pulls in makes that possible), PyMuPDF gates the ruled grids by the
@@ -830,11 +831,54 @@ def _find_tables(page: pymupdf.Page) -> list:
     same page would give other tables depending on what is installed and what the process imported
     before; without the gate it gives one result. Older PyMuPDF (< 1.27) has no such option.
     """
-    shown = shown_drawings(page)
+    grounds = _code_grounds(page, shown := shown_drawings(page))
+    shown = [p for k, p in enumerate(shown) if k not in grounds]
     try:
         return page.find_tables(strategy="lines", use_layout=False, paths=shown).tables
     except TypeError:  # PyMuPDF before the layout gate
         return page.find_tables(strategy="lines", paths=shown).tables
+
+
+def _code_grounds(page: pymupdf.Page, paths: list[dict]) -> set[int]:
+    """Indexes into ``paths`` of the grey grounds under inline code: a fill at most
+    ``CODE_GROUND_HEIGHT`` times the type's size tall whose text is one run of monospaced words (no
+    gap of a type size in it; a row's shading holds its cells apart). Its width says nothing: an
+    inline box a line break cuts runs on to the line's end, and the browser draws it so.
+
+    Why: the table finder rules a grid with every fill's edges. A code value that wraps in its cell
+    (Node.js's "'iso-8859-" over "2'") has a ground on each line, and their edges cut the cell's row in
+    two: the table came out with every such row split and its neighbour cell spanning both."""
+    spans = [
+        s
+        for block in page.get_text("dict")["blocks"]
+        for line in block.get("lines", ())
+        for s in line["spans"]
+        if s["text"].strip()
+    ]
+    out: set[int] = set()
+    for k, path in enumerate(paths):
+        if path.get("type") != "f" or path.get("rect") is None:
+            continue
+        r = path["rect"]
+        inside = [s for s in spans if r.contains(_span_centre(s["bbox"]))]
+        if not inside or not all(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"]) for s in inside):
+            continue
+        size = max(s["size"] for s in inside)
+        inside.sort(key=lambda s: s["bbox"][0])
+        run = all(b["bbox"][0] - a["bbox"][2] <= size for a, b in itertools.pairwise(inside))
+        if run and r.height <= CODE_GROUND_HEIGHT * size:
+            out.add(k)
+    return out
+
+
+def _span_centre(box: tuple[float, float, float, float]) -> pymupdf.Point:
+    """The centre of a span's box, as a PyMuPDF point."""
+    import pymupdf
+
+    return pymupdf.Point((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+
+
+CODE_GROUND_HEIGHT = 1.6
 
 
 def _drawn_grids(page: pymupdf.Page) -> list:
