@@ -848,34 +848,36 @@ def _code_grounds(page: pymupdf.Page, paths: list[dict]) -> set[int]:
     Why: the table finder rules a grid with every fill's edges. A code value that wraps in its cell
     (Node.js's "'iso-8859-" over "2'") has a ground on each line, and their edges cut the cell's row in
     two: the table came out with every such row split and its neighbour cell spanning both."""
+    import numpy as np
+
+    if not any(_MONO_FONTS.search(f[3]) for f in page.get_fonts()):
+        return set()  # no typewriter face on the page (most pages): no code, and no text to read
     spans = [
         s
-        for block in page.get_text("dict")["blocks"]
+        for block in page.get_text("dict", flags=0)["blocks"]
         for line in block.get("lines", ())
         for s in line["spans"]
         if s["text"].strip()
     ]
+    mono = np.array([bool(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"])) for s in spans])
+    if not mono.any():
+        return set()
+    box = np.array([s["bbox"] for s in spans], dtype=float).reshape(-1, 4)
+    cx, cy = (box[:, 0] + box[:, 2]) / 2, (box[:, 1] + box[:, 3]) / 2
+    size = np.array([s["size"] for s in spans], dtype=float)
+    tallest = CODE_GROUND_HEIGHT * float(size[mono].max())
     out: set[int] = set()
     for k, path in enumerate(paths):
-        if path.get("type") != "f" or path.get("rect") is None:
+        r = path.get("rect")
+        if path.get("type") != "f" or r is None or r.height > tallest:
             continue
-        r = path["rect"]
-        inside = [s for s in spans if r.contains(_span_centre(s["bbox"]))]
-        if not inside or not all(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"]) for s in inside):
+        at = np.flatnonzero((cx >= r.x0) & (cx <= r.x1) & (cy >= r.y0) & (cy <= r.y1))
+        if not at.size or not mono[at].all() or r.height > CODE_GROUND_HEIGHT * size[at].max():
             continue
-        size = max(s["size"] for s in inside)
-        inside.sort(key=lambda s: s["bbox"][0])
-        run = all(b["bbox"][0] - a["bbox"][2] <= size for a, b in itertools.pairwise(inside))
-        if run and r.height <= CODE_GROUND_HEIGHT * size:
-            out.add(k)
+        order = at[np.argsort(box[at, 0])]
+        if np.all(box[order[1:], 0] - box[order[:-1], 2] <= size[at].max()):
+            out.add(k)  # one run of code words: no cells side by side
     return out
-
-
-def _span_centre(box: tuple[float, float, float, float]) -> pymupdf.Point:
-    """The centre of a span's box, as a PyMuPDF point."""
-    import pymupdf
-
-    return pymupdf.Point((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
 
 
 CODE_GROUND_HEIGHT = 1.6
