@@ -1,4 +1,4 @@
-"""The HTML-documentation probes (``bench.accuracy.html_docs``, issue 30 rounds 27-28): the truth is the
+"""The HTML-documentation probes (``bench.accuracy.html_docs``, issue 30 rounds 27-30): the truth is the
 page's own markup as its print shows it, and one page printed by Chromium and read by the real text-layer
 engine scores through the public sets' measures, so the probe cannot rot where no Rust toolchain, Node.js
 or Valgrind documentation is installed."""

@@ -1,5 +1,5 @@
 """Documents others wrote as HTML, printed by Chromium, with their truth from their own HTML: probes of
-documents nobody here made (issue 30, rounds 27-29), not tuning sets.
+documents nobody here made (issue 30, rounds 27-30), not tuning sets.
 
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do, and the
 documentation the collections name, where it is installed):
