@@ -510,7 +510,7 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
             rect = pymupdf.Rect(_type_band(line)) * matrix
             box = (rect.x0, rect.y0, rect.x1, rect.y1)
             turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
-            mono = all(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"]) for s, _ in words)
+            mono = all(_mono_span(s) for s, _ in words)
             if mono:  # code: its indentation and inner spacing are content
                 text = "".join(_mark_scripts(line, texts)).rstrip()
             main = max(words, key=lambda w: len(w[1].strip()))[0]
@@ -553,6 +553,11 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                 )
             )
     return join_justified(_typewritten(lines) if typescript else lines)
+
+
+def _mono_span(span: dict) -> bool:
+    """Whether a span is set in a typewriter face: by its font's fixed-pitch flag or its name."""
+    return bool(span["flags"] & _MONO_FLAG or _MONO_FONTS.search(span["font"]))
 
 
 def _past_anchor(spans: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
@@ -859,7 +864,7 @@ def _code_grounds(page: pymupdf.Page, paths: list[dict]) -> set[int]:
         for s in line["spans"]
         if s["text"].strip()
     ]
-    mono = np.array([bool(s["flags"] & _MONO_FLAG or _MONO_FONTS.search(s["font"])) for s in spans])
+    mono = np.array([_mono_span(s) for s in spans], dtype=bool)
     if not mono.any():
         return set()
     box = np.array([s["bbox"] for s in spans], dtype=float).reshape(-1, 4)
