@@ -5,9 +5,11 @@ or Valgrind documentation is installed."""
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import replace
 from pathlib import Path
 
-from bench.accuracy.html_docs import COLLECTIONS, build, document_name, truth_markdown
+from bench.accuracy.html_docs import COLLECTIONS, build, document_name, rest_pages, truth_markdown
 from bench.accuracy.public import markdown_set
 
 PAGE = """<!DOCTYPE html><html><head><style>
@@ -149,3 +151,26 @@ def test_npm_banner_and_edit_link_are_neither_printed_nor_truth(tmp_path: Path):
     with pymupdf.open(tmp_path / "set" / "pdf" / f"{name}.pdf") as doc:
         printed = doc[0].get_text()
     assert "npm-trust" in printed and "command-line interface" not in printed and "Edit this" not in printed
+
+
+def test_the_rest_is_the_pages_the_list_does_not_name_spread_evenly_without_stubs(tmp_path: Path):
+    """``--rest N`` measures pages nobody read for the rules: never a listed page, never a redirect
+    stub or an index, the same pages on every run."""
+    root = tmp_path / "npm"
+    for folder, names in (("commands", 12), ("using-npm", 4)):
+        (root / folder).mkdir(parents=True)
+        for k in range(names):
+            (root / folder / f"page-{k:02d}.html").write_text("<html><body><p>x</p></body></html>")
+    (root / "commands" / "moved.html").write_text('<html><head><meta http-equiv="refresh" content="0">')
+    (root / "using-npm" / "index.html").write_text("<html><body><a href='#'>x</a></body></html>")
+    npm = COLLECTIONS["npm"]
+    listed = replace(npm, pages=("commands/page-00", "commands/page-01", "using-npm/page-03"))
+    every = rest_pages(listed, root, 100)
+    assert len(every) == 13, every  # 16 pages, less 3 listed; the stub and the index never count
+    assert not set(every) & set(listed.pages) and "commands/moved" not in every, every
+    five = rest_pages(listed, root, 5)
+    assert len(five) == 5 and set(five) <= set(every), five
+    at = [every.index(page) for page in five]
+    assert at[0] == 0 and five[-1].startswith("using-npm/"), five  # spread over the whole rest
+    assert {b - a for a, b in itertools.pairwise(at)} <= {2, 3}, at  # evenly
+    assert rest_pages(listed, root, 5) == five  # the same pages on every run

@@ -213,6 +213,7 @@ class Collection:
     unseen: str = ""  # printed, but no content: left out of the truth
     hidden: str = ""  # navigation repeated on every chapter: hidden in print and left out of the truth
     hint: str = ""  # how to install it
+    rest: tuple[str, ...] = ()  # globs under the root of the pages ``--rest`` draws from
 
 
 COLLECTIONS = {
@@ -225,6 +226,13 @@ COLLECTIONS = {
             RUST_PAGES,
             unseen=".rule",
             hint="install a toolchain with rustup",
+            rest=(
+                "book/ch*.html",
+                "reference/*.html",
+                "cargo/reference/*.html",
+                "nomicon/*.html",
+                "rustc/*.html",
+            ),
         ),
         Collection(
             "node",
@@ -233,6 +241,7 @@ COLLECTIONS = {
             NODE_PAGES,
             content="#column1",
             hint="Debian: apt install nodejs-doc",
+            rest=("[a-z]*.html",),
         ),
         Collection(
             "valgrind",
@@ -260,6 +269,7 @@ COLLECTIONS = {
             content="section#content",
             hidden="#banner, footer#edit",
             hint="install Node.js with its npm (Debian: apt install npm)",
+            rest=("commands/*.html", "configuring-npm/*.html", "using-npm/*.html"),
         ),
     )
 }
@@ -297,13 +307,47 @@ def find_root(collection: Collection) -> Path | None:
     return Path(found[0]) if found and Path(found[0]).is_dir() else None
 
 
+# Never drawn by ``--rest``: the whole API on one page, and indexes of links.
+NOT_REST = ("all", "index", "404")
+
+
+def rest_pages(collection: Collection, root: Path, count: int) -> tuple[str, ...]:
+    """``count`` pages of the collection that its fixed list does not name, spread evenly over the
+    sorted rest (the same pages on every run and every machine with the same documentation).
+
+    Why: a rule written while reading the listed pages is checked on pages nobody read for it; the
+    listed pages are tuned on, these are only measured until someone reads them."""
+    listed = set(collection.pages)
+    rest = sorted(
+        {
+            str(path.relative_to(root).with_suffix(""))
+            for pattern in collection.rest
+            for path in root.glob(pattern)
+            if path.is_file() and not _redirect(path)
+        }
+        - listed
+    )
+    rest = [page for page in rest if Path(page).name not in NOT_REST]
+    if count >= len(rest):
+        return tuple(rest)
+    return tuple(rest[(k * len(rest)) // count] for k in range(count))
+
+
+def _redirect(path: Path) -> bool:
+    """A stub that only sends the reader on (mdBook keeps one for every moved chapter)."""
+    head = path.read_text(encoding="utf-8", errors="replace")[:4096].lower()
+    return 'http-equiv="refresh"' in head
+
+
 def document_name(page: str) -> str:
     return page.replace("/", "_")
 
 
-def build(out: Path, collection: Collection, root: Path, only: tuple[str, ...] = ()) -> list[str]:
-    """Print every page of the collection found under ``root`` (or ``only`` these names) into ``out/pdf``
-    with its truth in ``out/gt``; the names written."""
+def build(
+    out: Path, collection: Collection, root: Path, only: tuple[str, ...] = (), pages: tuple[str, ...] = ()
+) -> list[str]:
+    """Print every page of the collection (or ``pages``) found under ``root`` (or ``only`` these names)
+    into ``out/pdf`` with its truth in ``out/gt``; the names written."""
     from playwright.sync_api import sync_playwright
 
     (out / "pdf").mkdir(parents=True, exist_ok=True)
@@ -314,7 +358,7 @@ def build(out: Path, collection: Collection, root: Path, only: tuple[str, ...] =
             executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
         )
         try:
-            for page_path in collection.pages:
+            for page_path in pages or collection.pages:
                 name, source = document_name(page_path), root / f"{page_path}.html"
                 if (only and name not in only) or not source.exists():
                     continue
@@ -351,6 +395,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=None, help="the HTML folder (one set only)")
     ap.add_argument("--tools", default="auto")
     ap.add_argument("--only", default="", help="comma-separated document names (book_ch03-02-data-types)")
+    ap.add_argument(
+        "--rest",
+        type=int,
+        default=0,
+        help="instead of each set's listed pages, N pages it does not list, spread over the rest",
+    )
     args = ap.parse_args(argv)
     keys = [k for k in args.sets.split(",") if k]
     unknown = [k for k in keys if k not in COLLECTIONS]
@@ -369,9 +419,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             missing += 1
             continue
-        names = build(args.out / key, collection, root, tuple(n for n in args.only.split(",") if n))
+        if args.rest and not collection.rest:
+            print(f"{collection.title}: every page is listed already; no rest to draw", file=sys.stderr)
+            continue
+        pages = rest_pages(collection, root, args.rest) if args.rest else ()
+        only = tuple(n for n in args.only.split(",") if n)
+        names = build(args.out / key, collection, root, only, pages)
+        label = f"{collection.title}{' (rest)' if args.rest else ''}"
         for tool in args.tools.split(","):
-            rows[f"{collection.title}, {tool}"] = markdown_set(args.out / key, tool, tuple(names))
+            rows[f"{label}, {tool}"] = markdown_set(args.out / key, tool, tuple(names))
     if rows:
         print(markdown_table(rows))
     return 2 if missing == len(keys) else 0
