@@ -12,7 +12,7 @@ import itertools
 import pytest
 
 from ocr_app.ingest.pdf import import_pymupdf
-from tests.factories import SURVEY_TEXT, body_paragraph, heading_texts, saved_markdown
+from tests.factories import SURVEY_TEXT, body_paragraph, heading_texts, pages_markdown, saved_markdown
 
 pymupdf = import_pymupdf()
 
@@ -69,6 +69,37 @@ def test_a_header_line_set_apart_in_the_margin_is_no_heading(
     md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == ["2 Results of the survey", "3 Discussion"], md
     assert header not in md, md
+
+
+@pytest.mark.parametrize("faces", FACES)
+def test_a_heading_a_page_break_left_at_the_foot_of_a_longer_document_stays_a_heading(
+    tmp_path, engine, faces
+):
+    """A heading the page break left at the foot of page 1 of 2, under a listing's frame (a rule between
+    it and the text) and in the headings' size, is the next section's heading: a document of several
+    pages tells its feet across pages, and sets none larger than its text (npm's "Using a Node version
+    manager to install Node.js and npm" was dropped as a running foot). Alone on its page, the same row
+    is a running foot (``test_a_header_line_set_apart_in_the_margin_is_no_heading``)."""
+    bold, body = faces
+    doc = pymupdf.open()
+    width, height = A4
+    page = doc.new_page(width=width, height=height)
+    page.insert_text((56, 60), "Installing the tools", fontsize=18, fontname=bold)
+    page.insert_text((56, 100), "1 Checking your version", fontsize=13, fontname=bold)
+    y = body_paragraph(page, 56, 123, width - 112, 1, 30, body) + 12
+    frame = pymupdf.Rect(56, y, width - 56, height - 122)
+    page.draw_rect(frame, color=(0.8, 0.8, 0.8), fill=(0.96, 0.96, 0.96), width=0.75, radius=0.03)
+    page.insert_text((66, y + 16), "tool --version", fontsize=9, fontname="cour")
+    page.insert_text((56, height - 80), "2 Using a version manager", fontsize=13, fontname=bold)
+    page = doc.new_page(width=width, height=height)
+    y = body_paragraph(page, 56, 70, width - 112, 2, 12, body) + 24
+    page.insert_text((56, y), "3 Using an installer", fontsize=13, fontname=bold)
+    body_paragraph(page, 56, y + 23, width - 112, 3, 10, body)
+    doc.save(tmp_path / "two.pdf")
+    md = "\n\n".join(pages_markdown(engine, tmp_path / "two.pdf"))
+    heads = heading_texts(md)
+    assert "2 Using a version manager" in heads, md
+    assert heads[-3:] == ["1 Checking your version", "2 Using a version manager", "3 Using an installer"], md
 
 
 @pytest.mark.parametrize("faces", FACES)

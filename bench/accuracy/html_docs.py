@@ -307,8 +307,9 @@ def find_root(collection: Collection) -> Path | None:
     return Path(found[0]) if found and Path(found[0]).is_dir() else None
 
 
-# Never drawn by ``--rest``: the whole API on one page, and indexes of links.
-NOT_REST = ("all", "index", "404")
+# Never drawn by ``--rest``: a whole book or API on one page (mdBook's "print" asks the browser to print
+# as it loads), and pages of links.
+NOT_REST = ("all", "print", "index", "toc", "404")
 
 
 def rest_pages(collection: Collection, root: Path, count: int) -> tuple[str, ...]:

@@ -1730,7 +1730,7 @@ def split_running(
     ruled box) it is one by its words alone (repeated on other pages), not by where it stands."""
     running: list[Block] = []
     rest: list[TextLine] = []
-    margin = margin_rows(lines, height, rules)
+    margin = margin_rows(lines, height, rules, alone=profile.pages <= 1)
     for ln in lines:
         held = [rows for box, rows in grids if _centre(ln.box, box)]
         edge = profile.repeated(ln, height) if held else profile.is_running(ln, height)

@@ -98,11 +98,13 @@ HEADER_GAP_LINES = 2.0  # a running line stands at least two body lines clear of
 SMALL_RUNNING_RATIO = 0.9  # a margin row this much smaller than the body, ruled off, is furniture
 
 
-def margin_rows(lines: list[TextLine], height: float, rules: Sequence[Rule] = ()) -> set[int]:
+def margin_rows(
+    lines: list[TextLine], height: float, rules: Sequence[Rule] = (), alone: bool = True
+) -> set[int]:
     """ids of the lines of a page's outermost row at the top or bottom edge that reads as a running head
     or foot by its shape alone, on a page of its own: nothing to compare across pages, so the row's
     shape says it (``_numbered_margin_row``, ``_set_apart_margin_row``). ``rules``: the page's
-    horizontal rules, in the lines' pixels."""
+    horizontal rules, in the lines' pixels. ``alone``: the page is its document's only one."""
     sizes: collections.Counter[float] = collections.Counter()
     for ln in lines:
         sizes[round(ln.size * 2) / 2] += len(ln.text)
@@ -115,7 +117,7 @@ def margin_rows(lines: list[TextLine], height: float, rules: Sequence[Rule] = ()
         if (
             _numbered_margin_row(row, gap, body)
             or _lone_page_number(row, gap, body)
-            or _set_apart_margin_row(row, gap, body, lines, rules, edge)
+            or _set_apart_margin_row(row, gap, body, lines, rules, edge, alone)
         ):
             out.update(id(ln) for ln in row)
     return out | _page_of_stack(lines, height)
@@ -182,7 +184,13 @@ def _numbered_margin_row(row: list[TextLine], gap: float, body: float) -> bool:
 
 
 def _set_apart_margin_row(
-    row: list[TextLine], gap: float, body: float, lines: list[TextLine], rules: Sequence[Rule], edge: str
+    row: list[TextLine],
+    gap: float,
+    body: float,
+    lines: list[TextLine],
+    rules: Sequence[Rule],
+    edge: str,
+    alone: bool = True,
 ) -> bool:
     """A journal's or report's name, a date, a section's name in the margin of a page of its own: a short
     row of one or two pieces (at most twelve words, not a sentence: a footnote ends in a full stop) set
@@ -192,7 +200,12 @@ def _set_apart_margin_row(
     text and the page holds type as large below it: a page's own title is its largest line, and a
     heading underlined by a rule has its text right under the rule. Set in light grey (``light_grey``:
     a step back from the black text, as no heading or paragraph is set) a line's height clear of the
-    text is enough, at any size up to ``MAX_RUNNING_RATIO`` × the body."""
+    text is enough, at any size up to ``MAX_RUNNING_RATIO`` × the body.
+
+    At the foot of a page of a longer document (not ``alone``), a row larger than the body is a heading
+    the page break left behind (a browser keeps no heading with its text; npm's "Using a Node version
+    manager …" under a listing's frame): its feet are told across pages, and none is set larger than
+    the text."""
     texts = [ln.text.strip() for ln in row]
     words = sum(len(t.split()) for t in texts)
     size = max(ln.size for ln in row)
@@ -226,6 +239,8 @@ def _set_apart_margin_row(
         # the page's furniture whatever its weight.
         bold = all((ln.weight or (700 if ln.bold else 400)) >= 600 for ln in row)
         return bold or (ruled and size <= SMALL_RUNNING_RATIO * body)
+    if edge == "bottom" and not alone:
+        return False
     larger_below = any(ln.size >= 0.97 * size for ln in lines if all(ln is not r for r in row))
     return ruled and larger_below
 
