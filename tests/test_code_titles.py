@@ -188,3 +188,25 @@ def test_code_that_wraps_in_its_cell_keeps_its_row_whole(textlayer_engine, print
     assert "rowspan" not in md, md
     assert md.count("<tr>") == len(rows) + 1, md
     assert "<td>iso-8859-2</td>" in md.replace("iso-8859- 2", "iso-8859-2"), md
+
+
+def test_items_whose_words_are_mostly_coloured_links_keep_their_drawn_bullets(textlayer_engine, printer):
+    """Node.js's parameter lists: "• message <string> | <Error>", the name in code and the types as
+    green links, the disc in the text's grey. The line's colour (its links' green) did not match the
+    disc, so the item lost its marker and ran into the item before (on Node's page, two such items
+    were read as a listing and the third ran into the next paragraph)."""
+    link = "<a style='color:#3e7a38;text-decoration:none' href='#'>&lt;{}&gt;</a>"
+    params = [("actual", "any"), ("expected", "any"), ("message", "string")]
+    items = "".join(
+        f"<li><code>{name}</code> {link.format(kind)}"
+        + (f" | {link.format('Error')}" if name == "message" else "")
+        + "</li>"
+        for name, kind in params
+    )
+    html = (
+        f"{CSS}<section id='content' style='color:#333'><h3>assert.deepEqual(actual, expected)</h3>"
+        f"<ul>{items}</ul><p>An alias of <code>assert.deepStrictEqual()</code>.</p><p>{PROSE}</p></section>"
+    )
+    md = pages_markdown(textlayer_engine, printer("coloured-items", html))[0]
+    assert "- actual <any>\n- expected <any>\n- message <string> | <Error>\n" in md, md
+    assert "```" not in md, md

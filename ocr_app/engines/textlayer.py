@@ -664,10 +664,13 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     Why: browsers printing a page to PDF (and some report tools) draw an HTML list's markers as
     little filled circles, not as text; the items' lines then had no marker and ran together into
     one paragraph. A shape counts when it is about square, ``DOT_SIZE`` of the line's height, its
-    middle within the line's height, drawn in the line's own colour (a chart legend's keys are in
-    their series' colours), and the nearest line to its right starts within ``DOT_GAP`` line heights.
-    Such a line is an item, set in code or not: a list of command names (npm's "• preinstall") was
-    read as a listing."""
+    middle within the line's height, drawn in the line's own colour or in the page's text colour (a
+    chart legend's keys are in their series' colours; an item whose words are mostly links or typed
+    names, as Node.js's "• message <string> | <Error>", is mostly in theirs), and the nearest line to
+    its right starts within ``DOT_GAP`` line heights. Such a line is an item, set in code or not: a
+    list of command names (npm's "• preinstall") was read as a listing."""
+    import collections
+
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
@@ -687,16 +690,21 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
         return
     if len(dots) > MAX_DOTS:
         return  # a scatter plot or a map: its dots are no list's markers, and pairing them would cost
+    inks: collections.Counter[int] = collections.Counter()
+    for ln in lines:
+        inks[ln.color] += len(ln.text)
+    text_ink = inks.most_common(1)[0][0] if inks else -1
+
+    def inked(color: int, fill: tuple[float, float, float]) -> bool:
+        return max(abs(a - b) for a, b in zip(channels(color), fill, strict=True)) <= INK_MATCH
+
     for dot, fill in dots:
         mid = (dot.y0 + dot.y1) / 2
         beside = [
             ln
             for ln in lines
             if ln.turns == 0
-            and (
-                ln.color < 0
-                or max(abs(a - b) for a, b in zip(channels(ln.color), fill, strict=True)) <= INK_MATCH
-            )
+            and (ln.color < 0 or inked(ln.color, fill) or (text_ink >= 0 and inked(text_ink, fill)))
             and ln.box[1] <= mid <= ln.box[3]
             and DOT_SIZE[0] * (h := ln.box[3] - ln.box[1]) <= dot.height <= DOT_SIZE[1] * h
             and 0 <= ln.box[0] - dot.x1 <= DOT_GAP * h
