@@ -391,3 +391,32 @@ def test_a_bold_paragraph_at_the_body_size_is_no_heading_however_it_wraps(engine
     body_paragraph(page, 74, 160, 440, 2, 10, "helv")
     md = saved_markdown(engine, doc, tmp_path)
     assert heading_texts(md) == [], md
+
+
+@pytest.mark.parametrize("faces", FACES)
+def test_a_bold_sentence_of_two_lines_between_paragraphs_is_one_paragraph(engine, tmp_path, faces):
+    """A bold statement set off between paragraphs at the body size, its first line filled to the
+    column's edge and its second ending the sentence ("For a generic type to soundly implement drop,
+    its generics arguments must" / "strictly outlive it."): its first line was a heading and the rest
+    a paragraph of its own. A wrapped line that runs on into a sentence's end is prose. The control: a
+    heading of two bold lines that ends no sentence stays one heading."""
+    bold, body = faces
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = body_paragraph(page, 74, 100, 440, 2, 4, body) + 12
+    y = body_paragraph(page, 74, y, 440, 3, 2, bold) + 12
+    y = body_paragraph(page, 74, y, 440, 4, 4, body) + 14
+    page.insert_text(
+        (74, y),
+        "Income, rents and the share of families who own their home in the towns",
+        fontsize=10,
+        fontname=bold,
+    )
+    page.insert_text((74, y + 13), "and the regions", fontsize=10, fontname=bold)
+    body_paragraph(page, 74, y + 32, 440, 5, 4, body)
+    md = saved_markdown(engine, doc, tmp_path)
+    heads = heading_texts(md)
+    assert heads == [
+        "Income, rents and the share of families who own their home in the towns and the regions"
+    ], md
+    assert len([p for p in md.split("\n\n") if p.strip()]) == 5, md

@@ -264,6 +264,7 @@ _SYMBOL_FONTS = re.compile(r"wingding|dingbat|zapf|webding", re.I)  # every glyp
 _MATH_FONTS = re.compile(
     r"^(?:symbol|mt-?extra|cmsy|cmmi|cmex|msam|msbm|euclid ?symbol|mathematicalpi)", re.I
 )
+_TYPE3_FONT = re.compile(r"^Type3\b")  # PyMuPDF names a Type3 font "Type3 (7 0 R)": no weight known
 
 
 def _stroked_bold(span: dict) -> bool:
@@ -495,8 +496,10 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             caps = small_caps_size([(s["size"], t) for s, t in words])
             # Weight and slant are the words': a math font's, or a leading anchor's, say nothing of
-            # the line's.
+            # the line's; nor does a Type3 font's, beside words in another (no weight is known for
+            # it: Chromium draws mdBook's inline code so, "else if" in a bold heading).
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
+            styled = [(s, t) for s, t in styled if not _TYPE3_FONT.match(s["font"])] or styled
             styled = _past_anchor(styled)
             bold = all(
                 s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() or _in_stroked(s, stroked)

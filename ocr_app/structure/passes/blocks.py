@@ -480,6 +480,12 @@ class _SectionBlocks:
 
     def add_text(self, row: Row, text: str, big_gap: bool) -> None:
         cur, ctx = self.cur, self.ctx
+        if cur is not None and cur.kind == "heading" and self._wraps_on(row, big_gap):
+            # A bold paragraph's first line, taken for a heading: its line wrapped onto this one
+            # ("… its generics arguments must" / "strictly outlive it."). One paragraph, no heading.
+            self._extend(row, text)
+            cur.kind = "text"
+            return
         # A line at a list item's text goes on with the item when the item's last line wrapped; after
         # one broken on purpose ("ANY DEFINED BY.") it starts a paragraph set in by a first-line indent.
         if (
@@ -557,6 +563,24 @@ class _SectionBlocks:
             return
         self.flush()
         self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size, text_x=label_text_x(row))
+
+    def _wraps_on(self, row: Row, big_gap: bool) -> bool:
+        """Whether ``row``, no heading, is the next line of the open heading's text: the same type
+        (weight, typeface, size), at its left edge, close under it, and the heading's line wrapped
+        (``row``'s first word would not have fitted at its end). Why: a heading's line ends where the
+        heading does; a line filled to the edge that runs on into a sentence's end is prose."""
+        cur, ctx = self.cur, self.ctx
+        last = cur.last if cur is not None else None
+        return (
+            cur is not None
+            and last is not None
+            and not big_gap
+            and row.weight == last.weight
+            and {i.font for i in row.items} == {i.font for i in last.items}
+            and size_close(last.size, row.size)
+            and abs(row.box[0] - last.box[0]) < 0.5 * row.size
+            and not word_fits_above(last, row, ctx.left + ctx.width)
+        )
 
     def ended_short(self, gap: float) -> bool:
         """Whether the open paragraph ended a sentence well short of the column's right edge, with a
