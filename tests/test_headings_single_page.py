@@ -331,6 +331,26 @@ def test_a_pull_quote_set_large_is_text_not_a_heading(tmp_path, engine, quote):
     assert quote.split()[0] in md, md
 
 
+@pytest.mark.parametrize("faces", FACES)
+def test_a_field_name_in_quotes_is_a_heading_and_a_one_word_quote_is_not(tmp_path, engine, faces):
+    """A reference's fields titled by their names in quotes (Node.js's "main", "packageManager"), set
+    bold over their text: a name, not a quotation, so a heading. A quoted exclamation set large is
+    still a pull quote."""
+    bold, body = faces
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 70), "Package fields", fontsize=18, fontname=bold)
+    y = 100
+    for k, name in enumerate(('"main"', '"packageManager"', '"exports"')):
+        page.insert_text((50, y), name, fontsize=13, fontname=bold)
+        y = body_paragraph(page, 50, y + 20, 480, k, 3, body) + 16
+    page.insert_text((50, y + 10), '"Remarkable!"', fontsize=16, fontname=body)
+    body_paragraph(page, 50, y + 36, 480, 5, 3, body)
+    md = saved_markdown(engine, doc, tmp_path)
+    assert heading_texts(md) == ["Package fields", '"main"', '"packageManager"', '"exports"'], md
+    assert '"Remarkable!"' in md, md
+
+
 @pytest.mark.parametrize("number", ["7-45", "12", "Page 3"])
 def test_a_page_number_alone_at_the_foot_of_a_page_alone_is_furniture(tmp_path, engine, number):
     """A manual's page on its own: its number alone at the foot ("7-45"), a line clear of the text.

@@ -51,6 +51,8 @@ _SENTENCE_END = (".", ",", ";", ":")
 # A quotation: a line that opens with a quotation mark, or closes one after a sentence's end (a
 # magazine's pull quote, set large in italics: text, not a heading).
 _QUOTATION = re.compile(r'^\s*["“„«‘]|[.!?…]\s*["”»’]\s*$')
+# One name in quotes, no sentence: a field's or key's title (Node.js's "packageManager"), not a quote.
+_QUOTED_NAME = re.compile(r'^\s*["“][\w@./:-]+["”]\s*$')
 
 
 def open_quotation(text: str) -> bool:
@@ -143,7 +145,7 @@ def heading_level(
         return 0  # long lines, bare numbers (page numbers) and figure labels are not headings
     if NOTE_LINE.match(text):
         return 0  # a table's or figure's source note
-    if _QUOTATION.search(text) and row.size >= body:
+    if _QUOTATION.search(text) and row.size >= body and not _QUOTED_NAME.match(text):
         return 0  # a pull quote (or a quoted sentence): text set large
     if style is not None and sum(c.isdigit() for c in text) >= 2 * letters:
         return 0  # mostly a number: an issue number ("No. 1695"), a date, a code
