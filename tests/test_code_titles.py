@@ -210,3 +210,24 @@ def test_items_whose_words_are_mostly_coloured_links_keep_their_drawn_bullets(te
     md = pages_markdown(textlayer_engine, printer("coloured-items", html))[0]
     assert "- actual <any>\n- expected <any>\n- message <string> | <Error>\n" in md, md
     assert "```" not in md, md
+
+
+def test_code_drawn_in_a_type3_font_is_told_by_its_typewriter_pitch():
+    """Chromium draws mdBook's inline code in Type3 fonts, which carry no fixed-pitch flag: their
+    grounds ruled a table's header apart (cargo's yank table) because no span under them read as
+    code. A Type3 span advancing 0.6 em a character is code; a proportional one, or a named face at
+    that pitch, is not told so here."""
+    from ocr_app.engines.textlayer import _fixed_pitch
+
+    def span(font: str, text: str, advance: float) -> dict:
+        return {
+            "font": font,
+            "text": text,
+            "size": 10.5,
+            "bbox": (281.0, 208.2, 281.0 + advance * len(text), 216.0),
+        }
+
+    assert _fixed_pitch(span("Type3 (19 0 R)", '"1.5.0"', 6.3))
+    assert _fixed_pitch(span("Type3 (17 0 R)", "=", 6.3))
+    assert not _fixed_pitch(span("Type3 (7 0 R)", "Return", 5.2))  # proportional
+    assert not _fixed_pitch(span("OpenSans-Regular", "MMMM", 6.3))  # not Type3: its flags say

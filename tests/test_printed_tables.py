@@ -566,3 +566,38 @@ def test_a_ruled_grid_is_exact_only_where_its_rulings_part_what_the_words_show()
     assert not _exact(
         [*grid, [Cell(""), Cell(""), Cell("")]], [True, True, True], mixed=False
     )  # a sliver row
+
+
+YANKED = """<style>
+body{font-family:'Liberation Sans',Arial,sans-serif;font-size:12pt}
+table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:3px 20px}
+thead{background:#ccc} tbody tr:nth-child(2n){background:#f7f7f7}
+code{font-family:'Liberation Mono',monospace;font-size:0.875em;background:#f6f7f6;border-radius:3px}
+</style>
+<p>Consider a crate that published four versions while depending on bar:</p>
+<table><thead><tr><th style="width:120px">Yanked Version / SemVer requirement</th><th style="width:110px"><code>bar = "1.5.0"</code></th>
+<th style="width:70px">Caret only</th><th style="width:70px">Exact match</th></tr></thead><tbody>
+<tr><td>1.5.0</td><td>Use either 1.5.1 or 1.5.2</td><td>Return Error</td><td>Use 2.0.0</td></tr>
+<tr><td>1.5.1</td><td>Use either 1.5.0 or 1.5.2</td><td>Use 1.5.0</td><td>Use 2.0.0</td></tr>
+<tr><td>2.0.0</td><td>Use either 1.5.0, 1.5.1 or 1.5.2</td><td>Use 1.5.0</td><td>Return Error</td></tr>
+</tbody></table><p>Crates should only be yanked in exceptional circumstances.</p>"""
+
+
+def test_a_ruled_table_whose_heads_wrap_in_title_case_and_cells_are_centred_keeps_its_rows(engine, printer):
+    """Cargo's yank table: heads wrapped in title case ("Yanked Version /" over "SemVer
+    requirement"), body cells set in the row's middle beside cells of two lines ("Return" over
+    "Error", "Use either 1.5.0," over "1.5.1 or 1.5.2"). Wrapped text that goes on in capitals or
+    figures read as values stacked one a line, so the rulings were not trusted and the heads came out
+    as two rows. A header ruled off from rows ruled apart wraps; a one-line cell set between another
+    cell's lines says the row is one row."""
+    md = page_markdown(engine, printer("yanked", YANKED))
+    assert md.count("<table>") == 1, md
+    rows = table_rows(md)
+    assert rows[0] == ["Yanked Version / SemVer requirement", 'bar = "1.5.0"', "Caret only", "Exact match"], (
+        md
+    )
+    assert rows[1:] == [
+        ["1.5.0", "Use either 1.5.1 or 1.5.2", "Return Error", "Use 2.0.0"],
+        ["1.5.1", "Use either 1.5.0 or 1.5.2", "Use 1.5.0", "Use 2.0.0"],
+        ["2.0.0", "Use either 1.5.0, 1.5.1 or 1.5.2", "Use 1.5.0", "Return Error"],
+    ], md

@@ -38,7 +38,7 @@ from ocr_app.engines.paint import invisible, shown_drawings
 from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
-from ocr_app.structure.cell_lines import BULLET, set_apart, wrapped
+from ocr_app.structure.cell_lines import BULLET, set_apart, set_between, wrapped
 from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows
 from ocr_app.structure.headings import NOTE_LINE, NUMBERED_HEADING
 from ocr_app.structure.justified import join_justified
@@ -866,7 +866,7 @@ def _code_grounds(page: pymupdf.Page, paths: list[dict]) -> set[int]:
     two: the table came out with every such row split and its neighbour cell spanning both."""
     import numpy as np
 
-    if not any(_MONO_FONTS.search(f[3]) for f in page.get_fonts()):
+    if not any(_MONO_FONTS.search(f[3]) or f[2] == "Type3" for f in page.get_fonts()):
         return set()  # no typewriter face on the page (most pages): no code, and no text to read
     spans = [
         s
@@ -875,7 +875,7 @@ def _code_grounds(page: pymupdf.Page, paths: list[dict]) -> set[int]:
         for s in line["spans"]
         if s["text"].strip()
     ]
-    mono = np.array([_mono_span(s) for s in spans], dtype=bool)
+    mono = np.array([_mono_span(s) or _fixed_pitch(s) for s in spans], dtype=bool)
     if not mono.any():
         return set()
     box = np.array([s["bbox"] for s in spans], dtype=float).reshape(-1, 4)
@@ -897,6 +897,17 @@ def _code_grounds(page: pymupdf.Page, paths: list[dict]) -> set[int]:
 
 
 CODE_GROUND_HEIGHT = 1.6
+FIXED_PITCH = 0.6  # × the size: a typewriter face's advance (Courier, Liberation Mono, Source Code Pro)
+
+
+def _fixed_pitch(span: dict) -> bool:
+    """Whether a Type3 span (no font flags: Chromium draws mdBook's inline code so) advances a
+    typewriter's ``FIXED_PITCH`` em a character, within 4 %."""
+    text = span["text"]
+    if not _TYPE3_FONT.match(span["font"]) or not text:
+        return False
+    advance = (span["bbox"][2] - span["bbox"][0]) / len(text)
+    return abs(advance - FIXED_PITCH * span["size"]) <= 0.04 * FIXED_PITCH * span["size"]
 
 
 def _drawn_grids(page: pymupdf.Page) -> list:
@@ -969,8 +980,7 @@ def ruled_tables(
     (``_labels_and_values``) and sparse grids are forms; a grid of painted cells that is a piece of a
     table shaded row by row (``_shading_piece``) is left to the word grid. Only pages that draw
     rulings are searched: ``find_tables`` costs ~0.3 s a page. ``frames`` gets every grid's box.
-    ``found``: the grids ``_drawn_grids`` returned, where the caller asked already (``split_running``
-    needs them first).
+    ``found``: the grids ``_drawn_grids`` returned, where asked already (``split_running`` needs them).
     """
     import pymupdf
 
@@ -1002,10 +1012,10 @@ def ruled_tables(
         col_filled = [False] * table.col_count
         stacked = False  # a grid row with two or more cells of several text rows: rows not ruled apart
         apart = False  # a cell holding pieces set a column gap apart: columns not ruled apart
-        for row in table.rows:
+        for at, row in enumerate(table.rows):
             cells: list[Cell] = []
             weights: list[bool] = []
-            tall = 0
+            texts: list[tuple[list[Row], float, float]] = []  # each cell's text rows and edges
             for k, cell in enumerate(row.cells):
                 if cell is None:
                     # A slot covered by a merged cell (to its left or above) has no cell of its own;
@@ -1023,7 +1033,7 @@ def ruled_tables(
                 # from the right); a wrapped cell's rows joined, a new item or stacked value kept apart.
                 text_rows = group_rows(inside)
                 x0, _, x1, _ = pymupdf.Rect(cell) * matrix
-                tall += len(text_rows) >= 2 and not wrapped(text_rows, x0, x1)
+                texts.append((text_rows, x0, x1))
                 # A list item's mark set a tab before its words is no second column.
                 apart |= set_apart(text_rows)
                 text = join_cell_lines([r.text for r in text_rows], join=join_lines)
@@ -1034,7 +1044,9 @@ def ruled_tables(
                 )
             rows.append(cells)
             heavy.append(all(weights) if weights else None)
-            stacked |= tall >= 2
+            head = at == 0 and table.row_count >= 3  # a header row, ruled off from rows ruled apart
+            tall = sum(len(r) >= 2 and not wrapped(r, a, b, head) for r, a, b in texts)
+            stacked |= tall >= 2 and not set_between(texts)
         cells_total = sum(len(row) for row in rows)
         filled = sum(1 for row in rows for c in row if c.text)
         box = pymupdf.Rect(table.bbox) * matrix
@@ -2101,12 +2113,15 @@ class TextLayerEngine(Engine):
                 if (
                     table is not None
                     and exact
-                    and (lt.spans(rows) > lt.spans(table.read_rows) or len(table.read_rows) > len(rows))
+                    and (
+                        lt.spans(rows) > lt.spans(table.read_rows)
+                        or len(table.read_rows) > len(rows)
+                        or lt.moved_lines(table.read_rows, rows)
+                    )
                 ):
                     # Every row and column ruled apart, and cells drawn across several (a timetable's
-                    # sessions) that the model's reading merges or loses, or rows it cuts where a
-                    # cell's list or wrapped lines go on inside one drawn row: the drawn cells are the
-                    # table's.
+                    # sessions) that the model merges or loses, rows it cuts where a cell's lines go on
+                    # in one drawn row, or lines it moves to another row: the drawn cells are the table's.
                     logger.debug("ruled grid at %s read from its rulings", box)
                     table = None
                 taken = table.lines if table else [ln for ln in pool if _centre(ln.box, box)]

@@ -2416,6 +2416,17 @@ def _figures_side_by_side(rows: Sequence[Sequence[Cell]]) -> bool:
     )
 
 
+def moved_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]) -> bool:
+    """Whether the model's reading, as many rows as the rules', puts some row's words in another
+    row (its rows' words, spaces aside, differ from the drawn rows'): a cell's wrapped line taken into
+    the row above ("Use either 1.5.0 or 1.5.2 Use either" over "1.5.0, 1.5.1 or 1.5.2")."""
+
+    def words(row: Sequence[Cell]) -> str:
+        return "".join("".join(c.text.split()) for c in row)
+
+    return len(model) == len(rules) and any(words(a) != words(b) for a, b in zip(model, rules, strict=True))
+
+
 def spans(rows: Sequence[Sequence[Cell]]) -> int:
     """The cells of a reading that span more than one column or row."""
     return sum(1 for row in rows for c in row if c.colspan > 1 or c.rowspan > 1)
