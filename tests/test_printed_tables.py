@@ -601,3 +601,42 @@ def test_a_ruled_table_whose_heads_wrap_in_title_case_and_cells_are_centred_keep
         ["1.5.1", "Use either 1.5.0 or 1.5.2", "Use 1.5.0", "Use 2.0.0"],
         ["2.0.0", "Use either 1.5.0, 1.5.1 or 1.5.2", "Use 1.5.0", "Return Error"],
     ], md
+
+
+CFG = """<style>
+body{font-family:'Liberation Sans',Arial,sans-serif;font-size:12pt}
+table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:3px 20px}
+thead{background:#ccc} tbody tr:nth-child(2n){background:#f7f7f7}
+code{font-family:'Liberation Mono',monospace;font-size:0.875em;background:#e6e6e6;border-radius:3px}
+</style>
+<p>This table gives the argument that matches each setting.</p>
+<table><thead><tr><th style="width:110px">Setting</th><th style="width:220px">Matching argument</th></tr></thead><tbody>
+<tr><td><code>--cfg foo</code></td><td><code>--check-cfg=cfg(foo)</code></td></tr>
+<tr><td><code>--cfg foo="1" --cfg bar="2"</code></td><td><code>--check-cfg=cfg(foo, values("1")) --check-cfg=cfg(bar, values("2"))</code></td></tr>
+<tr><td><code>--cfg foo</code></td><td><code>--check-cfg=cfg(foo, values(none()))</code></td></tr>
+</tbody></table><p>Every other setting is an error.</p>"""
+
+
+def test_inline_code_that_wraps_in_a_ruled_cell_rules_no_row_of_its_own(engine, printer):
+    """A browser paints a wrapped inline box's ground whole on each of its lines, shifted, and clips
+    it to that line: rustc's ``--cfg foo="1" --cfg bar="2"`` in a narrow cell had its second line's
+    ground run from off the page into the next column. Its unclipped edges cut rows in two and ruled
+    a column through the table (a grid of 7 rows and 3 columns, then dropped; on rustc's page the
+    code's second line came out as a row of its own). Only the part that shows rules the table."""
+    from ocr_app.engines.textlayer import extract_lines, ruled_tables
+
+    pdf = printer("wrapped-code", CFG)
+    with pymupdf.open(pdf) as doc:
+        grids = ruled_tables(doc[0], extract_lines(doc[0], 2.0), 2.0)[0]
+    assert [(len(g.rows), len(g.rows[0]), g.exact) for g in grids] == [(4, 2, True)], grids
+    md = page_markdown(engine, pdf)
+    assert md.count("<table>") == 1, md
+    assert table_rows(md) == [
+        ["Setting", "Matching argument"],
+        ["--cfg foo", "--check-cfg=cfg(foo)"],
+        [
+            '--cfg foo="1" --cfg bar="2"',
+            '--check-cfg=cfg(foo, values("1")) --check-cfg=cfg(bar, values("2"))',
+        ],
+        ["--cfg foo", "--check-cfg=cfg(foo, values(none()))"],
+    ], md

@@ -90,9 +90,18 @@ def unseen_paint(page: pymupdf.Page) -> set[int]:
     with them as a form of label/value lines, and without them as a table (docling's
     right_to_left_03, whose truth is text). The browser's clipped line grounds are what made tables
     of listings."""
+    return _paint(page)[0]
+
+
+Box = tuple[float, float, float, float]
+
+
+def _paint(page: pymupdf.Page) -> tuple[set[int], dict[int, Box]]:
+    """``unseen_paint``'s paths, and the part that shows of each fill its clip cuts (by ``seqno``)."""
     items = page.get_drawings(extended=True)
     unseen: set[int] = set()
-    grounds: list[tuple[tuple, tuple[float, float, float, float]]] = []  # opaque fills, painting order
+    cut: dict[int, Box] = {}
+    grounds: list[tuple[tuple, Box]] = []  # opaque fills, painting order
     for path, box in _clipped(items):
         seqno = path.get("seqno")
         if box[0] > box[2] or box[1] > box[3]:
@@ -108,16 +117,36 @@ def unseen_paint(page: pymupdf.Page) -> set[int]:
         if _cut(path, box) and under is not None and _holds(under[1], box) and _alike(under[0], fill):
             unseen.add(seqno)
             continue
+        if _cut(path, box):
+            cut[seqno] = box
         if path.get("fill_opacity", 1.0) >= 1.0:
             grounds.append((fill, box))
-    return unseen
+    return unseen, cut
 
 
 def shown_drawings(page: pymupdf.Page) -> list[dict]:
-    """``page.get_drawings()`` without the paths ``unseen_paint`` finds."""
+    """``page.get_drawings()`` without the paths ``unseen_paint`` finds, and each fill its clip cuts
+    as the rectangle that shows of it.
+
+    Why the cut fills: a browser paints a wrapped inline box's background whole on each line it
+    wraps onto, shifted, and clips it to that line (rustc's ``--cfg foo="1" --cfg bar="2"`` in a
+    table cell: its second line's ground ran from off the page into the next column). Its edges as
+    drawn cut the cell's row in two and ruled a column through the table; a reader sees none of them.
+    """
+    import pymupdf
+
     try:
-        unseen = unseen_paint(page)
+        unseen, cut = _paint(page)
     except Exception as exc:  # a refinement: all the paint is the safe answer
         logger.debug("clips unavailable: %s", exc)
-        unseen = set()
-    return [p for p in page.get_drawings() if p.get("seqno") not in unseen]
+        unseen, cut = set(), {}
+    shown = []
+    for p in page.get_drawings():
+        seqno = p.get("seqno")
+        if seqno in unseen:
+            continue
+        if seqno in cut:
+            box = pymupdf.Rect(cut[seqno])
+            p = {**p, "rect": box, "items": [("re", box, 1)]}
+        shown.append(p)
+    return shown
