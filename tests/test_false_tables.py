@@ -125,3 +125,32 @@ def test_three_columns_of_text_over_their_footnotes_are_text(engine):
     assert "<td>HIGHLIGHTS</td>" not in md and md.count("<table>") == 1
     assert_in_order(md, ["## HIGHLIGHTS", "Approximately 56.7 million", "303.9 million", "<table>"])
     assert re.search(r"<td>All ages[ .]*</td><td>291,099</td>", md)
+
+
+def test_a_bulleted_list_with_a_mark_in_the_margin_of_each_item_is_no_table(tmp_path, engine):
+    """The Rust Reference sets a small "[*]" anchor in the margin beside every rule, list items
+    included: the anchors, the bullets and the items' text read as a table of three columns. A mark
+    of no letter or digit before an item's marker is the margin's, and the rows are a list."""
+    import pymupdf
+
+    from tests.factories import SURVEY_TEXT
+
+    words = SURVEY_TEXT.split()
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((50, 70), "The radix is chosen as follows:", fontsize=11, fontname="helv")
+    y = 96
+    for k in range(6):
+        page.insert_text((28, y), "[*]", fontsize=7, fontname="helv")
+        page.draw_circle((64, y - 3.5), 2, color=None, fill=(0, 0, 0))  # a browser draws the disc
+        page.insert_text(
+            (74, y), " ".join(words[k * 4 : k * 4 + 3 + k % 2]) + ".", fontsize=11, fontname="helv"
+        )
+        y += 20
+    page.insert_text(
+        (50, y + 10), "The final cast truncates the value of the literal.", fontsize=11, fontname="helv"
+    )
+    doc.save(tmp_path / "marks.pdf")
+    md = _markdown(engine, tmp_path / "marks.pdf")
+    assert "<table>" not in md, md
+    assert_in_order(md, ["The radix is chosen", words[0], words[20], "The final cast"])

@@ -102,9 +102,13 @@ def _stacks(row: Sequence[Piece]) -> list[list[Piece]]:
 
 
 def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
-    """≥ 2 pieces a clear gap apart, not figure labels, not a list item's marker and its text."""
+    """≥ 2 pieces a clear gap apart, not figure labels, not a list item's marker and its text (a
+    mark of no letter or digit in the margin before the marker, the Rust Reference's "[*]" rule
+    anchor beside each item, included)."""
     stacks = _stacks(row)
-    if len(stacks) < 2 or any(p.in_figure for p in row) or _MARKER.match(stacks[0][0].text.strip()):
+    if len(stacks) < 2 or any(p.in_figure for p in row) or _MARKER.match(lead := stacks[0][0].text.strip()):
+        return False
+    if not any(c.isalnum() for c in lead) and _MARKER.match((stacks[1][0].text.split() or [""])[0]):
         return False
     if any(getattr(p, "role", "") == "prose" for p in row):
         return False  # on scans, the layout model saw a paragraph's line (structure.scan_regions)
