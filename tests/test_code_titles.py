@@ -231,3 +231,25 @@ def test_code_drawn_in_a_type3_font_is_told_by_its_typewriter_pitch():
     assert _fixed_pitch(span("Type3 (17 0 R)", "=", 6.3))
     assert not _fixed_pitch(span("Type3 (7 0 R)", "Return", 5.2))  # proportional
     assert not _fixed_pitch(span("OpenSans-Regular", "MMMM", 6.3))  # not Type3: its flags say
+
+
+def test_a_type3_span_sets_no_weight_beside_the_upright_words_that_carry_the_line():
+    """The Rust book's "Handling Multiple Conditions with `else if`": the words in bold, the code in a
+    Type3 font, which carries no weight; the title was a regular line, so a paragraph. The code says
+    nothing of the line's weight where upright words in another font hold most of its letters. An
+    option's term, "--color" beside its italic placeholder "when", and a title mostly in code keep
+    their Type3 spans (the terms stay terms, the title's lines keep one weight)."""
+    from ocr_app.engines.textlayer import _past_type3
+
+    def span(font: str, text: str, flags: int = 0) -> tuple[dict, str]:
+        return {"font": font, "flags": flags}, text
+
+    heading = [
+        span("OpenSans-Bold", "Handling Multiple Conditions with ", 16),
+        span("Type3 (7 0 R)", "else if"),
+    ]
+    assert _past_type3(heading) == heading[:1]
+    term = [span("Type3 (7 0 R)", "--color"), span("OpenSans-BoldItalic", " when", 16 | 2)]
+    assert _past_type3(term) == term
+    title = [span("Type3 (7 0 R)", "thumbv8m.main-none-eabi"), span("OpenSans-Bold", " and", 16)]
+    assert _past_type3(title) == title

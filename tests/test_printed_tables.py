@@ -640,3 +640,26 @@ def test_inline_code_that_wraps_in_a_ruled_cell_rules_no_row_of_its_own(engine, 
         ],
         ["--cfg foo", "--check-cfg=cfg(foo, values(none()))"],
     ], md
+
+
+def test_a_row_a_stray_edge_cut_off_one_empty_cell_joins_the_row_under_it():
+    """A browser prints Node.js's "Skip to content" link over the first header cell of a table's
+    repeated header on each page; its box cut that cell in two. The grid then had an empty sliver
+    row, every other head spanning it, and the header read as two rows: the piece no longer matched
+    the table's first page and stayed a table of its own. A row whose own cells are all empty, the
+    rest spanning down, and whose places the next row's cells fill, is one row with it. A real head
+    row (a group head over its columns) has text of its own and stays."""
+    from ocr_app.engines.textlayer import _without_slivers
+    from ocr_app.structure.table_html import Cell
+
+    sliver = [
+        [Cell(""), Cell("records contains", rowspan=2), Cell("Result type", rowspan=2)],
+        [Cell("rrtype")],
+    ]
+    body = [[Cell("'A'"), Cell("IPv4 addresses"), Cell("<string>")]]
+    rows, head = _without_slivers(sliver + body, 2)
+    assert rows == [[Cell("rrtype"), Cell("records contains"), Cell("Result type")], *body] and head == 1
+    group = [[Cell("Key", rowspan=2), Cell("Revenue", colspan=2)], [Cell("2022"), Cell("2023")]]
+    assert _without_slivers(group + body, 2) == (group + body, 2)
+    uneven = [[Cell(""), Cell("Result type", rowspan=2)], [Cell("rrtype", colspan=2)]]
+    assert _without_slivers(uneven, 1) == (uneven, 1)  # the row under it does not fill the place

@@ -16,6 +16,7 @@ over a scan, of unknown quality and without layout, so we OCR the page ourselves
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import itertools
 import logging
@@ -496,10 +497,12 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             caps = small_caps_size([(s["size"], t) for s, t in words])
             # Weight and slant are the words': a math font's, or a leading anchor's, say nothing of
-            # the line's; nor does a Type3 font's, beside words in another (no weight is known for
-            # it: Chromium draws mdBook's inline code so, "else if" in a bold heading).
+            # the line's; nor does a Type3 font's beside upright words in another that hold most of
+            # its letters (no weight is known for it: Chromium draws mdBook's inline code so, "else
+            # if" in a bold heading; an option's term, "--color" beside its italic placeholder "when",
+            # and a title mostly in code, "thumbv8m.main-none-eabi and", keep it).
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
-            styled = [(s, t) for s, t in styled if not _TYPE3_FONT.match(s["font"])] or styled
+            styled = _past_type3(styled)
             styled = _past_anchor(styled)
             bold = all(
                 s["flags"] & _BOLD_FLAG or "bold" in s["font"].lower() or _in_stroked(s, stroked)
@@ -556,6 +559,16 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                 )
             )
     return join_justified(_typewritten(lines) if typescript else lines)
+
+
+def _past_type3(styled: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
+    """The words that set a line's weight: without its Type3 spans where the others are upright and
+    hold at least as many letters (see ``extract_lines``)."""
+    known = [(s, t) for s, t in styled if not _TYPE3_FONT.match(s["font"])]
+    if not known or any(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in known):
+        return styled
+    letters = sum(len(t.strip()) for _, t in known)
+    return known if 2 * letters >= sum(len(t.strip()) for _, t in styled) else styled
 
 
 def _mono_span(span: dict) -> bool:
@@ -1070,15 +1083,42 @@ def ruled_tables(
             if fills is None:
                 fills = _fills(page)
             shaded = [_shaded(tuple(r.bbox), fills) for r in table.rows]
+            rows, head = _without_slivers(rows, header_rows(heavy, shaded))
             tables.append(
                 RuledGrid(
-                    (box.x0, box.y0, box.x1, box.y1),
-                    rows,
-                    header_rows(heavy, shaded),
-                    _exact(rows, col_filled, stacked or apart),
+                    (box.x0, box.y0, box.x1, box.y1), rows, head, _exact(rows, col_filled, stacked or apart)
                 )
             )
     return tables, forms, [ln for ln in lines if id(ln) not in used]
+
+
+def _without_slivers(rows: list[list[Cell]], head: int) -> tuple[list[list[Cell]], int]:
+    """The grid's rows with each sliver joined to the row under it, and the header rows left: a
+    sliver is a row whose own cells are all empty, every other cell spanning down, and whose empty
+    places the next row's cells fill one for one. Why: a stray edge across one cell (a browser's
+    "Skip to content" link printed over a table's repeated header on each page) cuts the row in two;
+    the other cells then span both, and the header read as two rows, one empty."""
+    out = [list(row) for row in rows]
+    k = 0
+    while k + 1 < len(out):
+        own = [c for c in out[k] if c.rowspan == 1]
+        spanning = any(c.rowspan > 1 for c in out[k])
+        below = out[k + 1]
+        if (
+            not spanning
+            or not own
+            or any(c.text for c in own)
+            or [c.colspan for c in own] != [c.colspan for c in below]
+        ):
+            k += 1
+            continue
+        fill = iter(below)
+        out[k] = [
+            next(fill) if c.rowspan == 1 else dataclasses.replace(c, rowspan=c.rowspan - 1) for c in out[k]
+        ]
+        del out[k + 1]
+        head -= k + 1 < head  # both were header rows: one is left
+    return out, head
 
 
 def _form_lines(rows: list[list[Cell]]) -> list[list[str]]:
