@@ -189,3 +189,15 @@ def test_a_drawing_without_ticks_takes_no_line_beside_it(textlayer_engine, tmp_p
     as it was (here a heading of its own)."""
     md = pages_markdown(textlayer_engine, _chart_page(tmp_path / "box.pdf", ticks=False))[0]
     assert "Age Group" in heading_texts(md), md
+
+
+def test_a_title_and_a_source_note_inside_a_tables_frame_stay_out_of_the_table(textlayer_engine):
+    """ICDAR's us-013 frames its table with its title ("Exhibit 9 Characteristics of …") on top and
+    its source note at the foot, each one ruled row across the table. Once its heads (wrapped in title
+    case beside a centred one) read as one row, the rulings' reading took the title and the note in as
+    rows of one cell across: they count as spans the model's reading lacks, but they are no cells."""
+    md = "\n\n".join(pages_markdown(textlayer_engine, DATA / "us-013.pdf"))
+    table = md[md.index("<table>") : md.index("</table>")]
+    assert "Exhibit 9" in md and "Exhibit 9" not in table, table
+    assert "Source: Adapted from" in md and "Source:" not in table, table
+    assert "General Assessment" in table and "Achievement standards" in table, table

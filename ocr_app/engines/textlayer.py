@@ -1092,6 +1092,15 @@ def ruled_tables(
     return tables, forms, [ln for ln in lines if id(ln) not in used]
 
 
+def _inner_spans(rows: list[list[Cell]]) -> int:
+    """The cells of a ruled reading that span more than one column or row, less rows of one cell
+    across the table: a title or a source note the table's frame holds ("Exhibit 9 …" over ICDAR's
+    us-013 and "Source: …" under it) is no cell the model's reading merges or loses."""
+    width = max((sum(c.colspan for c in row) for row in rows), default=0)
+    inner = [row for row in rows if not (len(row) == 1 and row[0].colspan == width)]
+    return sum(1 for row in inner for c in row if c.colspan > 1 or c.rowspan > 1)
+
+
 def _without_slivers(rows: list[list[Cell]], head: int) -> tuple[list[list[Cell]], int]:
     """The grid's rows with each sliver joined to the row under it, and the header rows left: a
     sliver is a row whose own cells are all empty, every other cell spanning down, and whose empty
@@ -2154,7 +2163,7 @@ class TextLayerEngine(Engine):
                     table is not None
                     and exact
                     and (
-                        lt.spans(rows) > lt.spans(table.read_rows)
+                        _inner_spans(rows) > lt.spans(table.read_rows)
                         or len(table.read_rows) > len(rows)
                         or lt.moved_lines(table.read_rows, rows)
                     )

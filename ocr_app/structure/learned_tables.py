@@ -2417,14 +2417,19 @@ def _figures_side_by_side(rows: Sequence[Sequence[Cell]]) -> bool:
 
 
 def moved_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]) -> bool:
-    """Whether the model's reading, as many rows as the rules', puts some row's words in another
-    row (its rows' words, spaces aside, differ from the drawn rows'): a cell's wrapped line taken into
-    the row above ("Use either 1.5.0 or 1.5.2 Use either" over "1.5.0, 1.5.1 or 1.5.2")."""
+    """Whether the model's reading, as many rows as the rules' and of the same words, puts some of a
+    row's words in another row: a cell's wrapped line taken into the row above ("Use either 1.5.0 or
+    1.5.2 Use either" over "1.5.0, 1.5.1 or 1.5.2"). Where the words differ, one reading holds words
+    the other left out (a column a grid lost), and this says nothing of which is right."""
 
-    def words(row: Sequence[Cell]) -> str:
-        return "".join("".join(c.text.split()) for c in row)
+    def words(row: Sequence[Cell]) -> list[str]:
+        return sorted(w for c in row for w in c.text.split())
 
-    return len(model) == len(rules) and any(words(a) != words(b) for a, b in zip(model, rules, strict=True))
+    return (
+        len(model) == len(rules)
+        and sorted(w for row in model for w in words(row)) == sorted(w for row in rules for w in words(row))
+        and any(words(a) != words(b) for a, b in zip(model, rules, strict=True))
+    )
 
 
 def spans(rows: Sequence[Sequence[Cell]]) -> int:
