@@ -497,8 +497,8 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             caps = small_caps_size([(s["size"], t) for s, t in words])
             # Weight and slant are the words': a math font's, or a leading anchor's, say nothing of
-            # the line's; nor does a Type3 font's beside upright words in another that hold most of
-            # its letters (no weight is known for it: Chromium draws mdBook's inline code so, "else
+            # the line's; nor does a Type3 font's beside upright words in another that hold a fair
+            # share of its letters (no weight is known for it: Chromium draws mdBook's inline code so, "else
             # if" in a bold heading; an option's term, "--color" beside its italic placeholder "when",
             # and a title mostly in code, "thumbv8m.main-none-eabi and", keep it).
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
@@ -563,12 +563,13 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
 
 def _past_type3(styled: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
     """The words that set a line's weight: without its Type3 spans where the others are upright and
-    hold at least as many letters (see ``extract_lines``)."""
+    hold a quarter of its letters or more (see ``extract_lines``): "The `target_feature` attribute"
+    is a bold title, "`thumbv8m.main-none-eabi` and" a title's line in code."""
     known = [(s, t) for s, t in styled if not _TYPE3_FONT.match(s["font"])]
     if not known or any(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in known):
         return styled
     letters = sum(len(t.strip()) for _, t in known)
-    return known if 2 * letters >= sum(len(t.strip()) for _, t in styled) else styled
+    return known if 4 * letters >= sum(len(t.strip()) for _, t in styled) else styled
 
 
 def _mono_span(span: dict) -> bool:

@@ -12,6 +12,7 @@ the image's pixels (the page as rendered).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import re
@@ -2417,18 +2418,19 @@ def _figures_side_by_side(rows: Sequence[Sequence[Cell]]) -> bool:
 
 
 def moved_lines(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]]) -> bool:
-    """Whether the model's reading, as many rows as the rules' and of the same words, puts some of a
-    row's words in another row: a cell's wrapped line taken into the row above ("Use either 1.5.0 or
-    1.5.2 Use either" over "1.5.0, 1.5.1 or 1.5.2"). Where the words differ, one reading holds words
-    the other left out (a column a grid lost), and this says nothing of which is right."""
+    """Whether the model's reading, as many rows as the rules' and of the same letters and digits,
+    puts some of a row's in another row: a cell's wrapped line taken into the row above ("Use either
+    1.5.0 or 1.5.2 Use either" over "1.5.0, 1.5.1 or 1.5.2"). Where the letters differ, one reading
+    holds words the other left out (a column a grid lost), and this says nothing of which is right;
+    spaces and hyphens differ with how each joins a wrapped word ("deprecated-" over "safe")."""
 
-    def words(row: Sequence[Cell]) -> list[str]:
-        return sorted(w for c in row for w in c.text.split())
+    def ink(rows: Sequence[Sequence[Cell]]) -> collections.Counter[str]:
+        return collections.Counter(ch for row in rows for c in row for ch in c.text if ch.isalnum())
 
     return (
         len(model) == len(rules)
-        and sorted(w for row in model for w in words(row)) == sorted(w for row in rules for w in words(row))
-        and any(words(a) != words(b) for a, b in zip(model, rules, strict=True))
+        and ink(model) == ink(rules)
+        and any(ink([a]) != ink([b]) for a, b in zip(model, rules, strict=True))
     )
 
 
