@@ -5,6 +5,7 @@ Usage (from the repository root; needs Playwright and Debian's Chromium, as the 
 documentation the collections name, where it is installed):
 
     python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo,npm] [--tools auto] [--only NAME,...]
+    python -m bench.accuracy.html_docs --out DIR --sets rust,node,npm --rest 24   # pages no list names
 
 Five collections, five producers, each as its project's tool writes it:
 - ``rust``: Rust's books as mdBook writes them (the Book, the Reference, Cargo's and rustc's books, ...),
@@ -26,6 +27,11 @@ their text, pictures are dropped. Per collection, left out of both: navigation t
 every chapter (Valgrind's "Prev / Up / Next" bars, Texinfo's "Next: / Up:" lines, npm's banner and
 "Edit this page" link, hidden in print here too); left out of the truth only: marks with no content (the
 Reference's "[*]" rule anchors).
+
+``--rest N`` prints, instead of a collection's listed pages, N pages it does not list, spread evenly over
+the sorted rest (``rest_pages``: redirect stubs, indexes and whole-book pages left out): pages nobody
+read while writing the rules, to check that what was fitted to the listed pages holds on the others
+(round 31).
 
 Scored with the public sets' measures (``public.markdown_set``). The truth is the authors' markup, so
 a heading is what they tagged ``<h1>``-``<h6>``: an admonition's label is not one, a table's caption
