@@ -568,19 +568,24 @@ def test_a_ruled_grid_is_exact_only_where_its_rulings_part_what_the_words_show()
     )  # a sliver row
 
 
-YANKED = """<style>
+# mdBook's tables as Chromium prints them: light cell borders, a grey head, striped rows, code on grounds.
+MDBOOK_CSS = """<style>
 body{font-family:'Liberation Sans',Arial,sans-serif;font-size:12pt}
 table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:3px 20px}
 thead{background:#ccc} tbody tr:nth-child(2n){background:#f7f7f7}
-code{font-family:'Liberation Mono',monospace;font-size:0.875em;background:#f6f7f6;border-radius:3px}
-</style>
-<p>Consider a crate that published four versions while depending on bar:</p>
+code{font-family:'Liberation Mono',monospace;font-size:0.875em;background:#e6e6e6;border-radius:3px}
+</style>"""
+
+YANKED = (
+    MDBOOK_CSS
+    + """<p>Consider a crate that published four versions while depending on bar:</p>
 <table><thead><tr><th style="width:120px">Yanked Version / SemVer requirement</th><th style="width:110px"><code>bar = "1.5.0"</code></th>
 <th style="width:70px">Caret only</th><th style="width:70px">Exact match</th></tr></thead><tbody>
 <tr><td>1.5.0</td><td>Use either 1.5.1 or 1.5.2</td><td>Return Error</td><td>Use 2.0.0</td></tr>
 <tr><td>1.5.1</td><td>Use either 1.5.0 or 1.5.2</td><td>Use 1.5.0</td><td>Use 2.0.0</td></tr>
 <tr><td>2.0.0</td><td>Use either 1.5.0, 1.5.1 or 1.5.2</td><td>Use 1.5.0</td><td>Return Error</td></tr>
 </tbody></table><p>Crates should only be yanked in exceptional circumstances.</p>"""
+)
 
 
 def test_a_ruled_table_whose_heads_wrap_in_title_case_and_cells_are_centred_keeps_its_rows(engine, printer):
@@ -603,18 +608,15 @@ def test_a_ruled_table_whose_heads_wrap_in_title_case_and_cells_are_centred_keep
     ], md
 
 
-CFG = """<style>
-body{font-family:'Liberation Sans',Arial,sans-serif;font-size:12pt}
-table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:3px 20px}
-thead{background:#ccc} tbody tr:nth-child(2n){background:#f7f7f7}
-code{font-family:'Liberation Mono',monospace;font-size:0.875em;background:#e6e6e6;border-radius:3px}
-</style>
-<p>This table gives the argument that matches each setting.</p>
+CFG = (
+    MDBOOK_CSS
+    + """<p>This table gives the argument that matches each setting.</p>
 <table><thead><tr><th style="width:110px">Setting</th><th style="width:220px">Matching argument</th></tr></thead><tbody>
 <tr><td><code>--cfg foo</code></td><td><code>--check-cfg=cfg(foo)</code></td></tr>
 <tr><td><code>--cfg foo="1" --cfg bar="2"</code></td><td><code>--check-cfg=cfg(foo, values("1")) --check-cfg=cfg(bar, values("2"))</code></td></tr>
 <tr><td><code>--cfg foo</code></td><td><code>--check-cfg=cfg(foo, values(none()))</code></td></tr>
 </tbody></table><p>Every other setting is an error.</p>"""
+)
 
 
 def test_inline_code_that_wraps_in_a_ruled_cell_rules_no_row_of_its_own(engine, printer):
