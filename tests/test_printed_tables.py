@@ -665,3 +665,26 @@ def test_a_row_a_stray_edge_cut_off_one_empty_cell_joins_the_row_under_it():
     assert _without_slivers(group + body, 2) == (group + body, 2)
     uneven = [[Cell(""), Cell("Result type", rowspan=2)], [Cell("rrtype", colspan=2)]]
     assert _without_slivers(uneven, 1) == (uneven, 1)  # the row under it does not fill the place
+
+
+def test_a_frames_title_and_note_are_no_spans_and_a_group_label_between_rows_is_one():
+    """The drawn reading wins where it holds spans the model's reading lacks. A title on the frame's
+    first row and a note on its last (ICDAR's us-013) are no such spans; a group's label across the
+    table between its rows ("Operations" on a budget slide) is one."""
+    from ocr_app.engines.textlayer import _inner_spans
+    from ocr_app.structure.table_html import Cell
+
+    head = [Cell("Item"), Cell("Budget"), Cell("Spent")]
+    body = [
+        [Cell("Salaries"), Cell("784"), Cell("521")],
+        [Cell("Operations", colspan=3)],
+        [Cell("Rent"), Cell("287"), Cell("202")],
+    ]
+    assert _inner_spans([head, *body]) == 1
+    framed = [
+        [Cell("Exhibit 9 Budget by item", colspan=3)],
+        head,
+        *body,
+        [Cell("Source: the council", colspan=3)],
+    ]
+    assert _inner_spans(framed) == 1

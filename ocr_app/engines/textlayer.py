@@ -1094,11 +1094,13 @@ def ruled_tables(
 
 
 def _inner_spans(rows: list[list[Cell]]) -> int:
-    """The cells of a ruled reading that span more than one column or row, less rows of one cell
-    across the table: a title or a source note the table's frame holds ("Exhibit 9 …" over ICDAR's
-    us-013 and "Source: …" under it) is no cell the model's reading merges or loses."""
+    """The cells of a ruled reading that span more than one column or row, less a first or last row
+    of one cell across the table: a title or a source note the table's frame holds ("Exhibit 9 …"
+    over ICDAR's us-013 and "Source: …" under it) is no cell the model's reading merges or loses. A
+    group's label across the table between its rows ("Operations") still counts."""
     width = max((sum(c.colspan for c in row) for row in rows), default=0)
-    inner = [row for row in rows if not (len(row) == 1 and row[0].colspan == width)]
+    ends = [k for k in (0, len(rows) - 1) if rows and len(rows[k]) == 1 and rows[k][0].colspan == width]
+    inner = [row for k, row in enumerate(rows) if k not in ends]
     return sum(1 for row in inner for c in row if c.colspan > 1 or c.rowspan > 1)
 
 
