@@ -566,7 +566,9 @@ def _past_type3(styled: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
     hold a quarter of its letters or more (see ``extract_lines``): "The `target_feature` attribute"
     is a bold title, "`thumbv8m.main-none-eabi` and" a title's line in code."""
     known = [(s, t) for s, t in styled if not _TYPE3_FONT.match(s["font"])]
-    if not known or any(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in known):
+    if len(known) == len(styled) or not known:
+        return styled  # no Type3 span (nearly every line), or nothing but
+    if any(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in known):
         return styled
     letters = sum(len(t.strip()) for _, t in known)
     return known if 4 * letters >= sum(len(t.strip()) for _, t in styled) else styled
