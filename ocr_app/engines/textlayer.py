@@ -497,10 +497,7 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
             size = sum(s["size"] * w for (s, _), w in zip(words, weights, strict=True)) / sum(weights)
             caps = small_caps_size([(s["size"], t) for s, t in words])
             # Weight and slant are the words': a math font's, or a leading anchor's, say nothing of
-            # the line's; nor does a Type3 font's beside upright words in another that hold a fair
-            # share of its letters (no weight is known for it: Chromium draws mdBook's inline code so, "else
-            # if" in a bold heading; an option's term, "--color" beside its italic placeholder "when",
-            # and a title mostly in code, "thumbv8m.main-none-eabi and", keep it).
+            # the line's; nor, mostly, does a Type3 font's (``_past_type3``).
             styled = [(s, t) for s, t in words if not _MATH_FONTS.match(s["font"].split("+")[-1])] or words
             styled = _past_type3(styled)
             styled = _past_anchor(styled)
@@ -563,8 +560,11 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
 
 def _past_type3(styled: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
     """The words that set a line's weight: without its Type3 spans where the others are upright and
-    hold a quarter of its letters or more (see ``extract_lines``): "The `target_feature` attribute"
-    is a bold title, "`thumbv8m.main-none-eabi` and" a title's line in code."""
+    hold a quarter of its letters or more. Why: a Type3 font carries no weight, and Chromium draws
+    mdBook's inline code in one, so "Handling Multiple Conditions with `else if`" was a regular line;
+    "The `target_feature` attribute" is a bold title too. An option's term, "`--color`" beside its
+    italic placeholder "when", and a title's line mostly in code, "`thumbv8m.main-none-eabi` and",
+    keep their Type3 spans (the term stays a term; the title's two lines keep one weight)."""
     known = [(s, t) for s, t in styled if not _TYPE3_FONT.match(s["font"])]
     if len(known) == len(styled) or not known:
         return styled  # no Type3 span (nearly every line), or nothing but
@@ -688,8 +688,6 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     names, as Node.js's "• message <string> | <Error>", is mostly in theirs), and the nearest line to
     its right starts within ``DOT_GAP`` line heights. Such a line is an item, set in code or not: a
     list of command names (npm's "• preinstall") was read as a listing."""
-    import collections
-
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
