@@ -671,7 +671,7 @@ def test_a_frames_title_and_note_are_no_spans_and_a_group_label_between_rows_is_
     """The drawn reading wins where it holds spans the model's reading lacks. A title on the frame's
     first row and a note on its last (ICDAR's us-013) are no such spans; a group's label across the
     table between its rows ("Operations" on a budget slide) is one."""
-    from ocr_app.engines.textlayer import _inner_spans
+    from ocr_app.structure.learned_tables import inner_spans as _inner_spans
     from ocr_app.structure.table_html import Cell
 
     head = [Cell("Item"), Cell("Budget"), Cell("Spent")]

@@ -1093,17 +1093,6 @@ def ruled_tables(
     return tables, forms, [ln for ln in lines if id(ln) not in used]
 
 
-def _inner_spans(rows: list[list[Cell]]) -> int:
-    """The cells of a ruled reading that span more than one column or row, less a first or last row
-    of one cell across the table: a title or a source note the table's frame holds ("Exhibit 9 …"
-    over ICDAR's us-013 and "Source: …" under it) is no cell the model's reading merges or loses. A
-    group's label across the table between its rows ("Operations") still counts."""
-    width = max((sum(c.colspan for c in row) for row in rows), default=0)
-    ends = [k for k in (0, len(rows) - 1) if rows and len(rows[k]) == 1 and rows[k][0].colspan == width]
-    inner = [row for k, row in enumerate(rows) if k not in ends]
-    return sum(1 for row in inner for c in row if c.colspan > 1 or c.rowspan > 1)
-
-
 def _without_slivers(rows: list[list[Cell]], head: int) -> tuple[list[list[Cell]], int]:
     """The grid's rows with each sliver joined to the row under it, and the header rows left: a
     sliver is a row whose own cells are all empty, every other cell spanning down, and whose empty
@@ -2166,7 +2155,7 @@ class TextLayerEngine(Engine):
                     table is not None
                     and exact
                     and (
-                        _inner_spans(rows) > lt.spans(table.read_rows)
+                        lt.inner_spans(rows) > lt.spans(table.read_rows)
                         or len(table.read_rows) > len(rows)
                         or lt.moved_lines(table.read_rows, rows)
                     )

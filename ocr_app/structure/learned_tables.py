@@ -2439,6 +2439,16 @@ def spans(rows: Sequence[Sequence[Cell]]) -> int:
     return sum(1 for row in rows for c in row if c.colspan > 1 or c.rowspan > 1)
 
 
+def inner_spans(rows: Sequence[Sequence[Cell]]) -> int:
+    """``spans`` of a ruled reading, less a first or last row of one cell across the table: a title or
+    a source note the table's frame holds ("Exhibit 9 …" over ICDAR's us-013 and "Source: …" under
+    it) is no cell the model's reading merges or loses. A group's label across the table between its
+    rows ("Operations") still counts."""
+    width = shape(rows)[1]
+    ends = [k for k in (0, len(rows) - 1) if rows and len(rows[k]) == 1 and rows[k][0].colspan == width]
+    return spans([row for k, row in enumerate(rows) if k not in ends])
+
+
 def _same_words(model: Sequence[Sequence[Cell]], rules: Sequence[Sequence[Cell]], head: int = 0) -> bool:
     """Whether the model's reading holds the rules' words where the rules have them: each spanning
     cell's text is one cell of the rules' reading (a head over a column group; not heads of three
