@@ -4,10 +4,10 @@ documents nobody here made (issue 30, rounds 27-30), not tuning sets.
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do, and the
 documentation the collections name, where it is installed):
 
-    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo,npm] [--tools auto] [--only NAME,...]
+    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo,npm,libxslt,gtkdoc] [--tools auto] [--only NAME,...]
     python -m bench.accuracy.html_docs --out DIR --sets rust,node,npm --rest 24   # pages no list names
 
-Five collections, five producers, each as its project's tool writes it:
+Seven collections, seven producers, each as its project's tool writes it:
 - ``rust``: Rust's books as mdBook writes them (the Book, the Reference, Cargo's and rustc's books, ...),
   from a rustup toolchain: prose, code listings, tables, admonitions, three heading levels.
 - ``node``: Node.js's API reference as its own generator writes it (Debian's ``nodejs-doc``): headings
@@ -18,6 +18,11 @@ Five collections, five producers, each as its project's tool writes it:
   numbered sections, function definitions (a signature over its indented description), examples.
 - ``npm``: npm's CLI documentation as npm's own generator writes it from Markdown (Node.js ships it):
   GitHub-styled pages, a table of contents on each, flag tables, option headings over bullet lists.
+- ``libxslt``: libxslt's and libexslt's API reference as libxml2's devhelp stylesheet writes it
+  (``libxslt1-dev`` ships it): a module's name as its title in lower case, synopses set in columns in
+  shaded boxes, each function an entry (title, listing, sentence, parameter list), rules between.
+- ``gtkdoc``: libtasn1's API reference as gtk-doc writes it (``libtasn1-6-dev`` ships it): summary tables
+  of return types set flush right beside names, parameter tables with names flush right (round 32).
 
 Each page is opened from its file and printed as a reader's browser prints it ("Save as PDF": print
 styles, A4, backgrounds on). Its truth is what that print shows, in the authors' markup: the page after
@@ -207,6 +212,34 @@ NPM_PAGES = (
 )
 
 
+# libxslt's and libexslt's API reference as libxml2's devhelp stylesheet writes it: every module page.
+LIBXSLT_PAGES = (
+    "libxslt/libxslt-attributes",
+    "libxslt/libxslt-documents",
+    "libxslt/libxslt-extensions",
+    "libxslt/libxslt-extra",
+    "libxslt/libxslt-functions",
+    "libxslt/libxslt-imports",
+    "libxslt/libxslt-keys",
+    "libxslt/libxslt-namespaces",
+    "libxslt/libxslt-numbersInternals",
+    "libxslt/libxslt-pattern",
+    "libxslt/libxslt-preproc",
+    "libxslt/libxslt-security",
+    "libxslt/libxslt-templates",
+    "libxslt/libxslt-transform",
+    "libxslt/libxslt-variables",
+    "libxslt/libxslt-xslt",
+    "libxslt/libxslt-xsltInternals",
+    "libxslt/libxslt-xsltexports",
+    "libxslt/libxslt-xsltlocale",
+    "libxslt/libxslt-xsltutils",
+    "libexslt/libexslt-exslt",
+)
+# libtasn1's API reference as gtk-doc writes it: one long page of functions, parameter and return tables.
+GTKDOC_PAGES = ("libtasn1-libtasn1",)
+
+
 @dataclass(frozen=True)
 class Collection:
     """One producer's documentation: where it is installed, which pages, what holds the content."""
@@ -276,6 +309,24 @@ COLLECTIONS = {
             hidden="#banner, footer#edit",
             hint="install Node.js with its npm (Debian: apt install npm)",
             rest=("commands/*.html", "configuring-npm/*.html", "using-npm/*.html"),
+        ),
+        Collection(
+            "libxslt",
+            "libxslt API reference",
+            "/usr/share/doc/libxslt1-dev/gtk-doc/html",
+            LIBXSLT_PAGES,
+            content="body",
+            hidden="table.navigation",
+            hint="Debian: apt install libxslt1-dev",
+        ),
+        Collection(
+            "gtkdoc",
+            "libtasn1 API reference (gtk-doc)",
+            "/usr/share/gtk-doc/html/libtasn1",
+            GTKDOC_PAGES,
+            content="div.refentry",
+            hidden="table.navigation",
+            hint="Debian: apt install libtasn1-6-dev",
         ),
     )
 }

@@ -769,12 +769,15 @@ def _typewritten(lines: list[TextLine]) -> list[TextLine]:
     """A page set mostly in a monospaced font (a typescript, a text file printed to PDF) is prose, not
     one long listing: its lines lose the code mark, so headings, lists and paragraphs still form. Not
     where most of those lines read as code (semicolons, braces, calls, comments): a manual's page that
-    is one example under a sentence is a listing (Texinfo's one-page nodes)."""
+    is one example under a sentence is a listing (Texinfo's one-page nodes). The lines that lose the
+    mark keep ``typed``: the document's profile takes no body size from them (``docprofile``)."""
     total = sum(len(ln.text) for ln in lines)
     mono = [ln for ln in lines if ln.mono]
     if not total or sum(len(ln.text) for ln in mono) <= MAX_CODE_SHARE * total:
         return lines
     if sum(1 for ln in mono if _CODE_LINE.search(ln.text)) < CODE_LINE_SHARE * len(mono):
+        for ln in mono:
+            ln.typed = True
         for ln in lines:
             ln.mono = False
     return lines
@@ -1604,13 +1607,29 @@ def stacked_text(lines: Sequence[TextLine]) -> bool:
 
 def _listing(lines: Sequence[TextLine]) -> bool:
     """Whether a region's lines are a listing on its panel: all in a monospaced face, half of them or
-    more starting at its left edge (the rest indented). Why: a code panel drawn with a rounded border
-    (GitHub's style, npm's docs) is no plain ground, and its lines of a few words each were read as a
-    diagram's labels, loose text. A diagram's labels stand apart, not at one edge."""
+    more starting at its left edge (the rest indented), or its rows set one right under another
+    (``_dense``). Why: a code panel drawn with a rounded border (GitHub's style, npm's docs) is no plain
+    ground, and its lines of a few words each were read as a diagram's labels, loose text. A diagram's
+    labels stand apart, not at one edge. An API's synopsis sets its rows in columns (type, name,
+    arguments) with the arguments' lines under the first one's, so few of its pieces start at the edge;
+    its rows still follow at the listing's line pitch (libxslt's reference)."""
     if not lines or not all(ln.mono for ln in lines):
         return False
     left = min(ln.box[0] for ln in lines)
-    return sum(1 for ln in lines if ln.box[0] - left <= 0.5 * ln.size) >= 0.5 * len(lines)
+    return sum(1 for ln in lines if ln.box[0] - left <= 0.5 * ln.size) >= 0.5 * len(lines) or _dense(
+        group_rows(lines)
+    )
+
+
+LISTING_ROWS = 3  # a listing told by its line pitch alone has at least this many rows
+
+
+def _dense(rows: Sequence[Row]) -> bool:
+    """Whether ``rows`` (top to bottom) follow one right under another, less than ``STACK_GAP`` of a
+    line's height apart, as the lines of one block of text do."""
+    return len(rows) >= LISTING_ROWS and all(
+        b.box[1] - a.box[3] <= STACK_GAP * (a.box[3] - a.box[1]) for a, b in itertools.pairwise(rows)
+    )
 
 
 def _bare_ground(page: pymupdf.Page, region: pymupdf.Rect, body_pt: float) -> bool:

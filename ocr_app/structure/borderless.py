@@ -210,7 +210,7 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
             if is_multi(nxt, body, page_width) or (
                 not _heading_under(nxt, rows[j])
                 and _in_rhythm(rows, i, j + 1)
-                and _on_grid(nxt, multis, body, page_width)
+                and _on_grid(nxt, _with_next(rows, j + 1, multis, body, page_width), body, page_width)
             ):
                 multis.append(nxt)
                 last, stretch = j + 1, []
@@ -234,6 +234,20 @@ def find_runs(rows: Sequence[Sequence[Piece]], body: float, page_width: float) -
         runs.append((first, j))
         i = j + 1
     return runs
+
+
+def _with_next(
+    rows: Sequence[Sequence[Piece]], k: int, multis: list[Sequence[Piece]], body: float, page_width: float
+) -> list[Sequence[Piece]]:
+    """The run's multi rows, with the row right under ``rows[k]`` when that one is a multi row too:
+    a line between two rows of cells may be cut by their columns (``_on_grid``) though only one row
+    of cells stands above it. Why: a key as long as its column sets its value one space after it
+    ("contextNode: the current node"), between keys set a gap apart from theirs (libxslt's parameter
+    lists, two rows of cells around each such line)."""
+    below = rows[k + 1] if k + 1 < len(rows) else None
+    if below is None or not _close(rows[k], below) or not is_multi(below, body, page_width):
+        return multis
+    return [*multis, below]
 
 
 SECTION_WORDS = 6  # a section label inside a table is a few words

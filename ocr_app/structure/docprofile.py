@@ -393,7 +393,7 @@ SENTENCE_WORDS = 6  # a line of prose of this many words is one of a sentence's 
 
 
 def _sentence(line: TextLine) -> bool:
-    return not line.mono and len(line.text.split()) >= SENTENCE_WORDS
+    return not (line.mono or line.typed) and len(line.text.split()) >= SENTENCE_WORDS
 
 
 SHORT_SHARE = 0.7  # a line this much narrower than the page's widest line of body text stands alone
@@ -793,7 +793,7 @@ class _BodySizes:
 
     def add(self, line: TextLine, size: float, chars: int) -> None:
         self.every[size] += chars
-        if not line.mono:
+        if not (line.mono or line.typed):
             self.prose[size] += chars
         if _sentence(line):
             self.sentences[size] += chars

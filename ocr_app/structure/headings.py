@@ -189,8 +189,10 @@ def lowercase_start(text: str) -> bool:
     """Whether a line opens with a plain lower-case word ("through 2021–22", "teacher hires, by
     control of school"): the middle of a title or caption whose first line was read apart (a running
     head, a caption), not a title. Names set in lower case on purpose keep a capital, a digit, a dot or
-    an underscore ("iPhone", "asn1_create_element", "mime.cache")."""
-    word = text.split(maxsplit=1)[0] if text.strip() else ""
+    an underscore ("iPhone", "asn1_create_element", "mime.cache"). A word alone on its line is a
+    name, not a tail: an API's module heads its page in lower case ("keys", libxslt's reference)."""
+    words = text.split(maxsplit=1)
+    word = words[0] if len(words) > 1 else ""
     return len(word) >= 2 and word.isalpha() and word.islower() and word.isascii()
 
 

@@ -45,6 +45,7 @@ MAX_CELL_WORDS = 40  # a "cell" holding more words than this is a paragraph: the
 # leave most of it empty (ICDAR 2013: three charts at 0.12–0.30 and two stray readings beside real
 # tables at 0.25 and 0.37, all false tables; the readings of its tables: 0.6 and up).
 MIN_FILL = 0.4
+MAX_BAR_SHARE = 0.5  # of a table's filled rows, at most this many are one cell across every column
 _SPAN = re.compile(r'(colspan|rowspan)="?(\d+)"?')
 
 
@@ -331,7 +332,11 @@ def _cell_text(words: list[tuple[Box, str]], join: Callable[[str, str], str] | N
 
 def is_grid(slots: Sequence[_Slot]) -> bool:
     """Whether the filled cells make a table: two or more rows with two or more filled cells, most
-    of the columns used, most of the grid filled (``MIN_FILL``), and no cell holding a paragraph."""
+    of the columns used, most of the grid filled (``MIN_FILL``), no cell holding a paragraph, and at
+    most ``MAX_BAR_SHARE`` of the filled rows one cell across every column. Why the last: a region
+    of text (an API reference's entries: a title, a sentence, a listing, one under another) read as
+    one wide cell a row fills the grid, though nothing in it stands side by side (libxslt's
+    reference); a table's group labels across its columns are a few of its rows."""
     filled = [s for s in slots if s.words]
     if not filled:
         return False
@@ -344,9 +349,12 @@ def is_grid(slots: Sequence[_Slot]) -> bool:
     per_row: dict[int, int] = {}
     for s in filled:
         per_row[s.row] = per_row.get(s.row, 0) + 1
+    bars = sum(1 for s in filled if s.colspan >= cols and per_row[s.row] == 1)
+    if bars > MAX_BAR_SHARE * len(per_row):
+        return False
     rows_with_two = sum(1 for n in per_row.values() if n >= 2)
-    cols = {c for s in filled for c in range(s.col, s.col + s.colspan)}
-    return rows_with_two >= 2 and len(cols) >= 2
+    used = {c for s in filled for c in range(s.col, s.col + s.colspan)}
+    return rows_with_two >= 2 and len(used) >= 2
 
 
 def read_table(
@@ -390,7 +398,7 @@ def read_table(
         slots = _join_ruled_bands(_join_wrapped_text_rows(_lift_stray_lines(slots), cuts), cuts)
         slots = _centre_spans(slots, body)
     _head_over_rule(slots, cuts)
-    if not is_grid(slots) or _bullets_first(slots):
+    if not is_grid(slots) or _bullets_first(slots) or _cuts_lines(slots):
         return None
     slots = _drop_empty_rows(slots)
     rows = _rows(slots, join)
@@ -403,6 +411,40 @@ def read_table(
 
 _BULLET_CELL = re.compile(r"^[•●○◦▪▫■□‣⁃\-–—*·]$")
 _LIST_MARK = re.compile(rf"^[{re.escape(GLYPH_BULLETS)}]$")  # no dashes: "–" is a nil figure in a column
+
+
+WORD_SPACE = 0.5  # × a word's height: words closer than this on one line are one text, not two cells
+
+
+def _cuts_lines(slots: Sequence[_Slot]) -> bool:
+    """Whether the model's columns cut lines of text at a word space in half or more of the rows that
+    hold two cells or more (at least two rows): two cells side by side hold, on one line, words a
+    word space apart, the first ending in a letter and the second begun in lower case ("Pops all
+    variable values at the given" | "depth from the stack."). Why: a region of running text (an API entry's sentence and its
+    parameter list) read as a grid cuts each line at the same x, wherever its words fall; cells of a
+    table set one space apart hold figures or names, not the middle of a phrase."""
+    rows: dict[int, list[_Slot]] = collections.defaultdict(list)
+    for sl in slots:
+        if sl.words:
+            rows[sl.row].append(sl)
+    wide = [sorted(r, key=lambda sl: sl.col) for r in rows.values() if len(r) >= 2]
+    cut = sum(1 for r in wide if any(_cut_between(a, b) for a, b in pairwise(r)))
+    return len(wide) >= 2 and cut >= 0.5 * len(wide)
+
+
+def _cut_between(left: _Slot, right: _Slot) -> bool:
+    """Whether a word of ``right`` begun in lower case stands a word space after a word of ``left``
+    that ends in a letter, on the same line (not a figure before its unit: "1" | "years")."""
+    for (a, before), (b, text) in itertools.product(left.words, right.words):
+        height = min(a[3] - a[1], b[3] - b[1])
+        if (
+            text[:1].islower()
+            and before[-1:].isalpha()
+            and vertical_overlap(a, b) >= 0.5
+            and 0 <= b[0] - a[2] < WORD_SPACE * height
+        ):
+            return True
+    return False
 
 
 def _bullets_first(slots: Sequence[_Slot]) -> bool:
@@ -1910,9 +1952,24 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
             and any(abs(p.box[0] - piece.box[0]) <= 0.5 * height for p in above.items)
         )
 
+    def keyed(k: int) -> bool:
+        """Whether row ``k``'s line is a key and its value one space apart, in the columns of the row
+        above: it starts where that row's first piece does, and one of its words where the second
+        does ("Returns: the nodeset resulting from the query or NULL" under "value: | the key value",
+        its key the longest of a parameter list)."""
+        if k == 0 or not rows[k].items[0].words:
+            return False
+        piece, height = rows[k].items[0], rows[k].box[3] - rows[k].box[1]
+        above = sorted(rows[k - 1].items, key=lambda ln: ln.box[0])
+        return (
+            len(above) >= 2
+            and abs(piece.box[0] - above[0].box[0]) <= 0.5 * height
+            and any(abs(w[0] - above[1].box[0]) <= 0.5 * height for w in piece.words[1:])
+        )
+
     while rows and prose(rows[0]):
         rows.pop(0)
-    while rows and prose(rows[-1]) and not in_a_column(len(rows) - 1):
+    while rows and prose(rows[-1]) and not in_a_column(len(rows) - 1) and not keyed(len(rows) - 1):
         rows.pop()
     # A caption's label over the table ("Exhibit 19", "Table 3.2") and notes under it ("Source: …",
     # "Note: …") with the lines of their paragraphs, all rows of one piece, inside a frame drawn round
@@ -1925,7 +1982,7 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
         end = [
             k
             for k in range(cells[-1] + 1, len(rows))
-            if (prose(rows[k]) and not in_a_column(k)) or _NOTE.match(rows[k].items[0].text)
+            if (prose(rows[k]) and not in_a_column(k) and not keyed(k)) or _NOTE.match(rows[k].items[0].text)
         ]
         rows = rows[top[-1] + 1 if top else 0 : end[0] if end else len(rows)]
     keep = {id(i) for r in rows for i in r.items}

@@ -41,6 +41,8 @@ class TextLine:
     ink: tuple[float, float] = ()  # x-range of the glyphs without surrounding spaces, when known
     turns: int = 0  # quarter turns (counter-clockwise) that make this line's text upright
     mono: bool = False  # set in a monospaced font all through (a line of code)
+    # In a monospaced font, on a page read as a typescript (``mono`` then off: its lines are prose).
+    typed: bool = False
     # x-ranges of the words of ``text`` (one per ``text.split()`` token), when the engine knows where
     # each glyph stands: table cells set one space apart come as one line and are cut on them.
     words: tuple[tuple[float, float], ...] = ()

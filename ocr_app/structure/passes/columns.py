@@ -54,8 +54,11 @@ def order_sections(
     # below a short side column), one that starts inside it a right-column line; an item crosses
     # only when it reaches over the gutter into the other column.
     slack = 0.5 * body
+    across = _listing_across(items, g0, g1, slack)
     for it in items:
-        if it.box[2] <= max(g0 + slack, g1 - slack):
+        if id(it) in across:
+            cross.append(it)
+        elif it.box[2] <= max(g0 + slack, g1 - slack):
             left.append(it)
         elif it.box[0] >= min(g1 - slack, g0 + slack):
             right.append(it)
@@ -108,6 +111,19 @@ def order_sections(
     if single:
         sections.append(by_position(single, body))
     return sections
+
+
+def _listing_across(items: Sequence[Item], g0: float, g1: float, slack: float) -> set[int]:
+    """Ids of the pieces of a listing's rows that stand on both sides of the gutter: rows of pieces all
+    in a monospaced font, read as crossing it. Why: a listing's columns are set with spaces, and a
+    gutter that other lines show (the names and notes of a parameter list beside it) cut an API's
+    signature ("void", "xsltIf", its arguments) into the page's columns, each read on its own."""
+    mono = [it for it in items if isinstance(it, TextLine) and it.mono]
+    out: set[int] = set()
+    for row in group_rows(mono):
+        if row.box[0] < g0 - slack and row.box[2] > g1 + slack:
+            out.update(id(p) for p in row.items)
+    return out
 
 
 LEVEL = 0.5  # × body: items whose tops are this close stand side by side, read left to right
