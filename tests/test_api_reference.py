@@ -18,6 +18,8 @@ import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.schema import PageRequest
+from ocr_app.structure import learned_tables
+from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import assert_in_order, pdf_page_request
 
@@ -98,20 +100,36 @@ def _entry(ret: str, name: str, args: list[str], note: str, params: list[tuple[s
     )
 
 
-PAGE = (
-    STYLE
-    + "<h2>keys</h2><p>keys - interface for the key matching used in key() and template matches.</p>"
-    + "<p>Author(s): Daniel Veillard</p><h2>Synopsis</h2><pre class=synopsis>#define NODE_IS_KEYED;\n"
-    + "\n".join(_signature(r, n, a, ";") for r, n, a, _, _ in FUNCTIONS)
-    + "</pre><h2>Description</h2><h2>Details</h2>"
-    + "".join(_entry(*f) for f in FUNCTIONS * 2)
-)
+# Functions the synopsis lists whose entries are left out here: they make the first page mostly
+# monospaced, as a module's long synopsis does.
+MORE = [
+    (ret, f"{name}{k}", args, "", [])
+    for k in range(2)
+    for ret, name, args, _, _ in FUNCTIONS
+    if name != "xsltGetKey"
+]
+
+
+def _page(entries: list, synopsis: list) -> str:
+    return (
+        STYLE
+        + "<h2>keys</h2><p>keys - interface for the key matching used in key() and template matches.</p>"
+        + "<p>Author(s): Daniel Veillard</p><h2>Synopsis</h2><pre class=synopsis>#define NODE_IS_KEYED;\n"
+        + "\n".join(_signature(r, n, a, ";") for r, n, a, _, _ in synopsis)
+        + "</pre><h2>Description</h2><h2>Details</h2>"
+        + "".join(_entry(*f) for f in entries)
+    )
+
+
+PAGE = _page(FUNCTIONS * 2, FUNCTIONS + MORE)
+# Parameter lists of three rows, too few to be told a table by the words alone: their names beside
+# their notes show a gutter that the listings' columns line up with.
+SHORT = [(ret, name, args, note, params[:3]) for ret, name, args, note, params in FUNCTIONS]
 
 
 @pytest.fixture(scope="module")
 def printed(printer) -> tuple[str, list[bool]]:
-    """The reference's Markdown, and for each entry whether its parameter list stands on one page
-    (a list a page break cuts leaves two or fewer rows on each page: too few to be told a table)."""
+    """The reference's Markdown, and for each entry whether its parameter list stands on one page."""
     import pymupdf
 
     pdf = printer("api-reference", PAGE)
@@ -141,24 +159,49 @@ def _fences(md: str) -> list[str]:
 
 
 def test_the_modules_name_in_lower_case_heads_the_page_over_its_sections(markdown):
+    """The first page is mostly the synopsis, in a monospaced face: its headings' size still counts
+    (the page is no typescript), so the sections stand a level over the entries."""
     assert markdown.lstrip().startswith("## keys\n"), markdown[:200]
     assert_in_order(markdown, ["## Synopsis", "## Description", "## Details", "### xsltIf ()"])
     assert "Description Details" not in markdown
 
 
-def test_a_synopsis_set_in_columns_is_one_listing_with_its_columns(markdown):
-    fences = _fences(markdown)
-    synopsis = fences[0].splitlines()
-    assert synopsis[0] == "#define NODE_IS_KEYED;" and len(synopsis) == 1 + 3 * len(FUNCTIONS), fences[0]
-    for ret, name, args, _, _ in FUNCTIONS:
+def _synopsis_is_whole(markdown: str, listed: list) -> None:
+    synopsis = _fences(markdown)[0].splitlines()
+    assert synopsis[0] == "#define NODE_IS_KEYED;" and len(synopsis) == 1 + 3 * len(listed), synopsis
+    for ret, name, args, _, _ in listed:
         line = next(ln for ln in synopsis if f" {name} " in ln)
         assert line.startswith(ret) and line.rstrip().endswith(f"({args[0]},"), line
+
+
+def test_a_synopsis_set_in_columns_is_one_listing_with_its_columns(markdown):
+    _synopsis_is_whole(markdown, FUNCTIONS + MORE)
+
+
+def test_listings_stay_whole_beside_the_gutter_of_short_parameter_lists(printer):
+    """Three-row lists stay text (too few rows to be a table by the words alone); the gap between
+    their names and notes is a gutter, and the listings' rows, set in columns, cross it whole."""
+    import pymupdf
+
+    pdf = printer("api-reference-short", _page(SHORT, FUNCTIONS))
+    engine = TextLayerEngine()
+    with pymupdf.open(pdf) as doc:
+        requests = [pdf_page_request(pdf, k, 144, prompt="") for k in range(doc.page_count)]
+    md = "\n\n".join(blocks_to_markdown(out.blocks) for out in engine.predict_batch(requests))
+    _synopsis_is_whole(md, FUNCTIONS)
+    for ret, name, args, note, params in SHORT:
+        entry = md[md.index(f"### {name} ()") :]
+        listing = _fences(entry)[0]
+        assert listing.startswith(ret) and listing.count("\n") == len(args), listing
+        assert all(a in listing for a in args) and f" {name} " in listing.splitlines()[0], listing
+        assert_in_order(entry, ["```", note])
+        assert_in_order(entry[entry.index(note) :], [f"{p}:" for p, _ in params])
 
 
 def test_each_entry_keeps_its_title_its_listing_and_its_parameter_list(printed):
     markdown, whole = printed
     assert sum(whole) >= len(whole) - 2, whole  # the page holds most lists whole
-    assert markdown.count("<table>") == sum(whole), markdown
+    assert sum(whole) <= markdown.count("<table>") <= len(whole), markdown
     entries = markdown.split("### ")[1:]
     assert len(entries) == len(whole)
     for entry, (ret, name, args, note, params), one_page in zip(entries, FUNCTIONS * 2, whole, strict=True):
@@ -167,8 +210,99 @@ def test_each_entry_keeps_its_title_its_listing_and_its_parameter_list(printed):
         assert listing.startswith(ret) and all(a in listing for a in args), listing
         assert_in_order(entry, ["```", note])
         assert_in_order(entry[entry.index(note) + len(note) :], [what for _, what in params])
-        if one_page:
+        rows = [[f"{p}:", what] for p, what in params]
+        if one_page or "<table>" in entry:  # a list a page cuts may be a table on one side
             table = entry[entry.index("<table>") : entry.index("</table>")]
             cells = re.findall(r"<td>(.*?)</td>", table)
-            assert cells == [c for p, what in params for c in (f"{p}:", what)], table
+            got = [cells[k : k + 2] for k in range(0, len(cells), 2)]
+            spans = [rows[i:j] for i in range(len(rows)) for j in range(i + 2, len(rows) + 1)]
+            assert got == rows if one_page else got in spans, table
     assert not re.search(r"<t[dh]>[^<]*\(\)", markdown), "no entry's title in a table's cell"
+
+
+SPACE = 4.0  # a word space, as a 12-unit type sets it
+
+
+def _line(x: float, y: float, text: str, h: float = 12.0) -> TextLine:
+    """A line whose letters stand 6 units apart, a word space between its words."""
+    words, at = [], x
+    for word in text.split():
+        words.append((at, at + 6.0 * len(word)))
+        at += 6.0 * len(word) + SPACE
+    return TextLine(text, (x, y, at - SPACE, y + h), h, words=tuple(words))
+
+
+def _after(left: str, x: float = 0.0) -> float:
+    """Where a word set a word space after ``left`` (set from ``x``) starts."""
+    return _line(x, 0, left).box[2] + SPACE
+
+
+def _slot(row: int, col: int, x: float, text: str, colspan: int = 1) -> learned_tables._Slot:
+    """A model's cell at ``x`` on row ``row`` (20 units a row) holding ``text``'s words."""
+    line = _line(x, 20.0 * row, text)
+    words = [
+        ((a, line.box[1], b, line.box[3]), t) for (a, b), t in zip(line.words, text.split(), strict=True)
+    ]
+    return learned_tables._Slot(row, col, colspan=colspan, words=words)
+
+
+def test_a_grid_mostly_of_rows_one_cell_across_is_text():
+    """An API entry read as a table: its title, listing and sentence each one cell across both columns,
+    one row of two cells. A table with a group label across its columns between rows stays one."""
+    entry = [
+        _slot(0, 0, 0, "xsltIf ()", colspan=2),
+        _slot(1, 0, 0, "void xsltIf"),
+        _slot(1, 1, 200, "(xsltTransformContextPtr ctxt, xmlNodePtr inst)"),
+        _slot(2, 0, 0, "Processes the instruction on the source node.", colspan=2),
+        _slot(3, 0, 0, "xsltLocalVariablePop ()", colspan=2),
+        _slot(4, 0, 0, "int", colspan=1),
+        _slot(4, 1, 200, "xsltLocalVariablePop (ctxt)", colspan=1),
+        _slot(5, 0, 0, "Pops all variable values at the given depth.", colspan=2),
+    ]
+    assert learned_tables.is_grid([s for s in entry if s.colspan == 1])  # the two rows of two cells
+    assert not learned_tables.is_grid(entry)
+    table = [
+        _slot(0, 0, 0, "North", colspan=2),
+        *(s for r in (1, 2, 3) for s in (_slot(r, 0, 0, f"Town {r}"), _slot(r, 1, 200, f"{r}4.5"))),
+    ]
+    assert learned_tables.is_grid(table)
+
+
+def test_columns_that_cut_phrases_at_a_word_space_are_no_table():
+    """Cells one space apart that split a sentence or a note ("… at the given" | "depth from the
+    stack.") in most rows: running text read as a grid. A figure before its unit ("1" | "years") and
+    names one space apart are a table's cells."""
+    cut = [
+        ("Pops all variable values at the given", "depth from the stack."),
+        ("ctxt: the transformation", "context"),
+        ("Returns: 0 for success, -1 for", "any error"),
+    ]
+    prose = [(_slot(r, 0, 0, a), _slot(r, 1, _after(a), b)) for r, (a, b) in enumerate(cut)]
+    assert learned_tables._cuts_lines([s for pair in prose for s in pair])
+    assert not learned_tables._cuts_lines([s for pair in prose[:1] for s in pair])  # one row is no evidence
+    ages = [
+        (_slot(r, 0, 0, f"{r}"), _slot(r, 1, _after(f"{r}"), "years"), _slot(r, 2, 100, "3,533"))
+        for r in range(4)
+    ]
+    assert not learned_tables._cuts_lines([s for row in ages for s in row])
+    names = [(_slot(r, 0, 0, n), _slot(r, 1, _after(n), "Lyon")) for r, n in enumerate(["Anne", "Bea"])]
+    assert not learned_tables._cuts_lines([s for row in names for s in row])
+
+
+def test_a_key_one_space_before_its_value_under_the_rows_stays_the_tables_last_row():
+    """The longest key of a parameter list sets its value one space after it, on a line of one piece
+    under rows of two ("value:" | "the key value to look for"): its key starts where theirs do and its
+    value where theirs do. A sentence under the table, from the margin, is no row of it."""
+    key = "Returns:"
+    rows = [
+        piece
+        for y, name, value in [(0, "ctxt:", "an XSLT transformation context"), (16, "name:", "the key name")]
+        for piece in (_line(100, y, name), _line(_after(key, 100), y, value))
+    ]
+    returns = _line(100, 32, f"{key} the nodeset resulting from the query or NULL")
+    kept = learned_tables._trim_prose([*rows, returns])
+    assert [ln.text for ln in kept] == [ln.text for ln in [*rows, returns]]
+    sentence = _line(40, 56, "The returned set is freed by the caller when it is no longer needed, as usual.")
+    assert [ln.text for ln in learned_tables._trim_prose([*rows, returns, sentence])] == [
+        ln.text for ln in kept
+    ]

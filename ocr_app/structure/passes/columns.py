@@ -114,16 +114,26 @@ def order_sections(
 
 
 def _listing_across(items: Sequence[Item], g0: float, g1: float, slack: float) -> set[int]:
-    """Ids of the pieces of a listing's rows that stand on both sides of the gutter: rows of pieces all
-    in a monospaced font, read as crossing it. Why: a listing's columns are set with spaces, and a
-    gutter that other lines show (the names and notes of a parameter list beside it) cut an API's
-    signature ("void", "xsltIf", its arguments) into the page's columns, each read on its own."""
+    """Ids of the pieces of the listings that reach over the gutter: rows of pieces all in a monospaced
+    font, one right under another, where one row stands on both sides of it; read as crossing it.
+    Why: a listing's columns are set with spaces, and a gutter that other lines show (the names and
+    notes of a parameter list beside it) cut an API's signature ("void", "xsltIf", its arguments) into
+    the page's columns, each read on its own, its arguments' lines apart from their first."""
     mono = [it for it in items if isinstance(it, TextLine) and it.mono]
+    rows = sorted(group_rows(mono), key=lambda r: r.box[1])
     out: set[int] = set()
-    for row in group_rows(mono):
-        if row.box[0] < g0 - slack and row.box[2] > g1 + slack:
-            out.update(id(p) for p in row.items)
+    block: list = []
+    for k, row in enumerate(rows):
+        block.append(row)
+        last = k + 1 == len(rows)
+        if last or rows[k + 1].box[1] - row.box[3] > LISTING_GAP * (row.box[3] - row.box[1]):
+            if any(r.box[0] < g0 - slack and r.box[2] > g1 + slack for r in block):
+                out.update(id(p) for r in block for p in r.items)
+            block = []
     return out
+
+
+LISTING_GAP = 0.6  # × a line's height: a listing's rows stand closer than this one under another
 
 
 LEVEL = 0.5  # × body: items whose tops are this close stand side by side, read left to right
