@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
@@ -21,7 +22,7 @@ from ocr_app.schema import PageRequest
 from ocr_app.structure import learned_tables
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown
-from tests.factories import assert_in_order, pdf_page_request
+from tests.factories import SURVEY_TEXT, assert_in_order, heading_texts, pdf_page_request, saved_markdown
 
 # The stylesheet's own rules; fonts and sizes are the browser's defaults, as in the reference.
 STYLE = """<style>
@@ -130,7 +131,6 @@ SHORT = [(ret, name, args, note, params[:3]) for ret, name, args, note, params i
 @pytest.fixture(scope="module")
 def printed(printer) -> tuple[str, list[bool]]:
     """The reference's Markdown, and for each entry whether its parameter list stands on one page."""
-    import pymupdf
 
     pdf = printer("api-reference", PAGE)
     engine = TextLayerEngine()
@@ -181,7 +181,6 @@ def test_a_synopsis_set_in_columns_is_one_listing_with_its_columns(markdown):
 def test_listings_stay_whole_beside_the_gutter_of_short_parameter_lists(printer):
     """Three-row lists stay text (too few rows to be a table by the words alone); the gap between
     their names and notes is a gutter, and the listings' rows, set in columns, cross it whole."""
-    import pymupdf
 
     pdf = printer("api-reference-short", _page(SHORT, FUNCTIONS))
     engine = TextLayerEngine()
@@ -266,6 +265,28 @@ def test_a_grid_mostly_of_rows_one_cell_across_is_text():
         *(s for r in (1, 2, 3) for s in (_slot(r, 0, 0, f"Town {r}"), _slot(r, 1, 200, f"{r}4.5"))),
     ]
     assert learned_tables.is_grid(table)
+    # A page of macros read as two columns: each name, its listing and its sentence a row, the second
+    # column holding only the values the listings set apart.
+    macros = [
+        s
+        for k, name in enumerate(["ASN1_SUCCESS", "ASN1_FILE_NOT_FOUND", "ASN1_DER_ERROR"])
+        for s in (
+            _slot(3 * k, 0, 0, name),
+            _slot(3 * k + 1, 0, 0, f"# define {name}"),
+            _slot(3 * k + 1, 1, 200, str(k)),
+            _slot(3 * k + 2, 0, 0, "Returned when the call succeeds or fails."),
+        )
+    ]
+    assert not learned_tables.is_grid(macros)
+    wide = [  # three columns, group labels in the first: a table
+        s
+        for r, label in enumerate(["North", "Town 1", "Town 2", "South", "Town 3"])
+        for s in (
+            [_slot(r, 0, 0, label)]
+            + ([] if label[0] != "T" else [_slot(r, 1, 200, "4.5"), _slot(r, 2, 300, "7")])
+        )
+    ]
+    assert learned_tables.is_grid(wide)
 
 
 def test_columns_that_cut_phrases_at_a_word_space_are_no_table():
@@ -305,4 +326,43 @@ def test_a_key_one_space_before_its_value_under_the_rows_stays_the_tables_last_r
     sentence = _line(40, 56, "The returned set is freed by the caller when it is no longer needed, as usual.")
     assert [ln.text for ln in learned_tables._trim_prose([*rows, returns, sentence])] == [
         ln.text for ln in kept
+    ]
+
+
+def _spaced_paragraph(page: pymupdf.Page, y: float, lines: int) -> float:
+    """``lines`` lines of 12-point text set 1.8 apart (a page with that much leading: the space under a
+    heading is then no paragraph's skip by itself); the y of the next line."""
+    words, k = SURVEY_TEXT.split(), 0
+    for j in range(lines):
+        line = ""
+        while pymupdf.get_text_length(f"{line} {words[k % len(words)]}", fontname="tiro", fontsize=12) <= 480:
+            line, k = f"{line} {words[k % len(words)]}".strip(), k + 1
+        page.insert_text(
+            (56, y), line.rsplit(" ", 3)[0] + "." if j == lines - 1 else line, fontsize=12, fontname="tiro"
+        )
+        y += 21.6
+    return y
+
+
+@pytest.mark.parametrize("gap", [18.0, 20.0])  # baseline to baseline, less 18: the boxes are 25 units tall
+def test_two_headings_one_under_the_other_stay_two_and_a_wrapped_title_one(gap, tmp_path):
+    """An empty section's heading over the next ("Description" over "Details", libxslt's reference):
+    more space between them than a title's leading, and "Details" would have fitted after
+    "Description". A title broken over two lines at its leading stays one heading."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((56, 80), "Cross-references between", fontsize=18, fontname="tibo")
+    page.insert_text((56, 102), "keys and templates", fontsize=18, fontname="tibo")
+    y = _spaced_paragraph(page, 130, 8) + 30
+    page.insert_text((56, y), "Description", fontsize=18, fontname="tibo")
+    page.insert_text((56, y + 18 + gap), "Details", fontsize=18, fontname="tibo")
+    y = _spaced_paragraph(page, y + 18 + gap + 28, 8) + 30
+    page.insert_text((56, y), "Notes", fontsize=18, fontname="tibo")
+    _spaced_paragraph(page, y + 28, 6)
+    md = saved_markdown(TextLayerEngine(), doc, tmp_path)
+    assert heading_texts(md) == [
+        "Cross-references between keys and templates",
+        "Description",
+        "Details",
+        "Notes",
     ]

@@ -333,10 +333,12 @@ def _cell_text(words: list[tuple[Box, str]], join: Callable[[str, str], str] | N
 def is_grid(slots: Sequence[_Slot]) -> bool:
     """Whether the filled cells make a table: two or more rows with two or more filled cells, most
     of the columns used, most of the grid filled (``MIN_FILL``), no cell holding a paragraph, and at
-    most ``MAX_BAR_SHARE`` of the filled rows one cell across every column. Why the last: a region
-    of text (an API reference's entries: a title, a sentence, a listing, one under another) read as
-    one wide cell a row fills the grid, though nothing in it stands side by side (libxslt's
-    reference); a table's group labels across its columns are a few of its rows."""
+    most ``MAX_BAR_SHARE`` of the filled rows one cell alone: across every column, or, in a grid of two
+    columns, in the first. Why the last: a region of text (an API reference's entries: a title, a
+    sentence, a listing, one under another) read as one wide cell a row fills the grid, though nothing
+    in it stands side by side (libxslt's reference); read as two columns, the second empty but for a
+    macro's value here and there (libtasn1's), it is no grid either. A table's group labels are a few
+    of its rows."""
     filled = [s for s in slots if s.words]
     if not filled:
         return False
@@ -349,7 +351,8 @@ def is_grid(slots: Sequence[_Slot]) -> bool:
     per_row: dict[int, int] = {}
     for s in filled:
         per_row[s.row] = per_row.get(s.row, 0) + 1
-    bars = sum(1 for s in filled if s.colspan >= cols and per_row[s.row] == 1)
+    alone = [s for s in filled if per_row[s.row] == 1]
+    bars = sum(1 for s in alone if s.colspan >= cols or (s.col == 0 and cols <= 2))
     if bars > MAX_BAR_SHARE * len(per_row):
         return False
     rows_with_two = sum(1 for n in per_row.values() if n >= 2)

@@ -133,6 +133,7 @@ def join_repeated_heads(blocks: list[Block]) -> list[Block]:
 RUN_WORDS = 6  # a one-line paragraph of this many words that runs to the column's edge may go on in the next
 LONGER_TITLE = 1.5  # × ``max_merged_heading_chars``: a title set larger than the body may run so long
 SIZE_STEP = 0.88  # lines whose sizes differ more than this ratio are set in two sizes
+TITLE_LEADING = 0.6  # × size: a title's wrapped line stands at most this far under its first line
 
 
 def _size_step(last: Row | None, row: Row) -> bool:
@@ -437,10 +438,16 @@ class _SectionBlocks:
             fresh = bool(SECTION_NUMBER.match(text) or NUMBERED_HEADING.match(text))
             # A title hyphenated at its line's end goes on, whatever the space its leading leaves.
             broken = cur.parts[0].endswith("-") and size_close(row.size, cur.last.size) and gap <= row.size
+            # Two headings one under the other ("Description" over "Details", an empty section): more
+            # space between them than a title's leading, and the line above ended short of the word.
+            stacked = gap > TITLE_LEADING * row.size and word_fits_above(
+                cur.last, row, self.ctx.left + self.ctx.width
+            )
             continues = (
                 same_weight
                 and same_face
                 and not fresh
+                and not stacked
                 and (not big_gap or broken)
                 and (cur.level == level or near or broken)
             )
