@@ -52,6 +52,7 @@ from ocr_app.structure.lines import (
     group_rows,
     is_rtl,
     rotate_box,
+    stacked_runs,
     unrotate_box,
 )
 from ocr_app.structure.paragraphs import CAPTION, join_lines
@@ -1625,11 +1626,9 @@ LISTING_ROWS = 3  # a listing told by its line pitch alone has at least this man
 
 
 def _dense(rows: Sequence[Row]) -> bool:
-    """Whether ``rows`` (top to bottom) follow one right under another, less than ``STACK_GAP`` of a
-    line's height apart, as the lines of one block of text do."""
-    return len(rows) >= LISTING_ROWS and all(
-        b.box[1] - a.box[3] <= STACK_GAP * (a.box[3] - a.box[1]) for a, b in itertools.pairwise(rows)
-    )
+    """Whether ``rows`` (top to bottom) follow one right under another, as the lines of one block of
+    text do (``stacked_runs``)."""
+    return len(rows) >= LISTING_ROWS and len(stacked_runs(rows)) == 1
 
 
 def _bare_ground(page: pymupdf.Page, region: pymupdf.Rect, body_pt: float) -> bool:

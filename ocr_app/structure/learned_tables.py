@@ -45,7 +45,7 @@ MAX_CELL_WORDS = 40  # a "cell" holding more words than this is a paragraph: the
 # leave most of it empty (ICDAR 2013: three charts at 0.12–0.30 and two stray readings beside real
 # tables at 0.25 and 0.37, all false tables; the readings of its tables: 0.6 and up).
 MIN_FILL = 0.4
-MAX_BAR_SHARE = 0.5  # of a table's filled rows, at most this many are one cell across every column
+MAX_BAR_SHARE = 0.5  # of a table's filled rows, at most this many hold one cell alone (``is_grid``)
 _SPAN = re.compile(r'(colspan|rowspan)="?(\d+)"?')
 
 
@@ -423,9 +423,9 @@ def _cuts_lines(slots: Sequence[_Slot]) -> bool:
     """Whether the model's columns cut lines of text at a word space in half or more of the rows that
     hold two cells or more (at least two rows): two cells side by side hold, on one line, words a
     word space apart, the first ending in a letter and the second begun in lower case ("Pops all
-    variable values at the given" | "depth from the stack."). Why: a region of running text (an API entry's sentence and its
-    parameter list) read as a grid cuts each line at the same x, wherever its words fall; cells of a
-    table set one space apart hold figures or names, not the middle of a phrase."""
+    variable values at the given" | "depth from the stack."). Why: a region of running text (an API
+    entry's sentence and its parameter list) read as a grid cuts each line at the same x, wherever
+    its words fall; cells of a table set one space apart hold figures or names, not a phrase's middle."""
     rows: dict[int, list[_Slot]] = collections.defaultdict(list)
     for sl in slots:
         if sl.words:

@@ -437,6 +437,21 @@ def group_rows(items: Sequence[TextLine], min_overlap: float = 0.5) -> list[Row]
     return rows
 
 
+LEADING = 0.6  # × a line's height: the lines of one block of text (a listing) stand closer one under another
+
+
+def stacked_runs(rows: Sequence[Row], leading: float = LEADING) -> list[list[Row]]:
+    """``rows`` (top to bottom) in runs of rows set one right under another, less than ``leading`` of
+    a line's height apart, as the lines of one block of text (a listing's rows) are."""
+    runs: list[list[Row]] = []
+    for row in rows:
+        if runs and row.box[1] - runs[-1][-1].box[3] <= leading * (runs[-1][-1].box[3] - runs[-1][-1].box[1]):
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    return runs
+
+
 def size_close(a: float, b: float) -> bool:
     return max(a, b) <= 1.6 * min(a, b)
 

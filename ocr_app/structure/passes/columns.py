@@ -24,6 +24,7 @@ from ocr_app.structure.lines import (
     TextLine,
     group_rows,
     size_close,
+    stacked_runs,
     vertical_overlap,
 )
 from ocr_app.structure.paragraphs import ends_sentence
@@ -115,25 +116,19 @@ def order_sections(
 
 def _listing_across(items: Sequence[Item], g0: float, g1: float, slack: float) -> set[int]:
     """Ids of the pieces of the listings that reach over the gutter: rows of pieces all in a monospaced
-    font, one right under another, where one row stands on both sides of it; read as crossing it.
-    Why: a listing's columns are set with spaces, and a gutter that other lines show (the names and
-    notes of a parameter list beside it) cut an API's signature ("void", "xsltIf", its arguments) into
-    the page's columns, each read on its own, its arguments' lines apart from their first."""
+    font, one right under another (``stacked_runs``), where one row stands on both sides of it; read
+    as crossing it. Why: a listing's columns are set with spaces, and a gutter that other lines show
+    (the names and notes of a parameter list beside it) cut an API's signature ("void", "xsltIf", its
+    arguments) into the page's columns, each read on its own, its arguments' lines apart from their
+    first."""
     mono = [it for it in items if isinstance(it, TextLine) and it.mono]
-    rows = sorted(group_rows(mono), key=lambda r: r.box[1])
-    out: set[int] = set()
-    block: list = []
-    for k, row in enumerate(rows):
-        block.append(row)
-        last = k + 1 == len(rows)
-        if last or rows[k + 1].box[1] - row.box[3] > LISTING_GAP * (row.box[3] - row.box[1]):
-            if any(r.box[0] < g0 - slack and r.box[2] > g1 + slack for r in block):
-                out.update(id(p) for r in block for p in r.items)
-            block = []
-    return out
-
-
-LISTING_GAP = 0.6  # × a line's height: a listing's rows stand closer than this one under another
+    return {
+        id(piece)
+        for run in stacked_runs(group_rows(mono))
+        if any(row.box[0] < g0 - slack and row.box[2] > g1 + slack for row in run)
+        for row in run
+        for piece in row.items
+    }
 
 
 LEVEL = 0.5  # × body: items whose tops are this close stand side by side, read left to right
