@@ -7,8 +7,10 @@ Why: printed by Chromium and read untouched, the first page was taken for a type
 monospaced, few lines that read as code), so it lost its headings' size; the lower-case title was read
 as a title's tail; a listing whose rows start in columns was read as a diagram's labels, one paragraph a
 line; a page of entries was read as one table of rows one cell across; and a parameter list whose
-longest name sits one space before its note came out as loose lines. Real text-layer engine and models;
-the page is printed by Chromium, as a reader's browser prints it."""
+longest name sits one space before its note came out as loose lines; "Description" over "Details" (an
+empty section) was one heading. Real text-layer engine and models; the pages are printed by Chromium,
+as a reader's browser prints it. Each rule the fixes added has a test of its own below, on the rows
+and cells it reads."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ import re
 import pymupdf
 import pytest
 
-from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.schema import PageRequest
 from ocr_app.structure import learned_tables
 from ocr_app.structure.lines import TextLine
@@ -129,11 +130,10 @@ SHORT = [(ret, name, args, note, params[:3]) for ret, name, args, note, params i
 
 
 @pytest.fixture(scope="module")
-def printed(printer) -> tuple[str, list[bool]]:
+def printed(printer, textlayer_engine) -> tuple[str, list[bool]]:
     """The reference's Markdown, and for each entry whether its parameter list stands on one page."""
-
     pdf = printer("api-reference", PAGE)
-    engine = TextLayerEngine()
+    engine = textlayer_engine
     with pymupdf.open(pdf) as doc:
         requests: list[PageRequest] = [
             pdf_page_request(pdf, k, 144, prompt="") for k in range(doc.page_count)
@@ -178,12 +178,11 @@ def test_a_synopsis_set_in_columns_is_one_listing_with_its_columns(markdown):
     _synopsis_is_whole(markdown, FUNCTIONS + MORE)
 
 
-def test_listings_stay_whole_beside_the_gutter_of_short_parameter_lists(printer):
+def test_listings_stay_whole_beside_the_gutter_of_short_parameter_lists(printer, textlayer_engine):
     """Three-row lists stay text (too few rows to be a table by the words alone); the gap between
     their names and notes is a gutter, and the listings' rows, set in columns, cross it whole."""
-
     pdf = printer("api-reference-short", _page(SHORT, FUNCTIONS))
-    engine = TextLayerEngine()
+    engine = textlayer_engine
     with pymupdf.open(pdf) as doc:
         requests = [pdf_page_request(pdf, k, 144, prompt="") for k in range(doc.page_count)]
     md = "\n\n".join(blocks_to_markdown(out.blocks) for out in engine.predict_batch(requests))
@@ -345,7 +344,7 @@ def _spaced_paragraph(page: pymupdf.Page, y: float, lines: int) -> float:
 
 
 @pytest.mark.parametrize("gap", [18.0, 20.0])  # baseline to baseline, less 18: the boxes are 25 units tall
-def test_two_headings_one_under_the_other_stay_two_and_a_wrapped_title_one(gap, tmp_path):
+def test_two_headings_one_under_the_other_stay_two_and_a_wrapped_title_one(gap, tmp_path, textlayer_engine):
     """An empty section's heading over the next ("Description" over "Details", libxslt's reference):
     more space between them than a title's leading, and "Details" would have fitted after
     "Description". A title broken over two lines at its leading stays one heading."""
@@ -359,7 +358,7 @@ def test_two_headings_one_under_the_other_stay_two_and_a_wrapped_title_one(gap, 
     y = _spaced_paragraph(page, y + 18 + gap + 28, 8) + 30
     page.insert_text((56, y), "Notes", fontsize=18, fontname="tibo")
     _spaced_paragraph(page, y + 28, 6)
-    md = saved_markdown(TextLayerEngine(), doc, tmp_path)
+    md = saved_markdown(textlayer_engine, doc, tmp_path)
     assert heading_texts(md) == [
         "Cross-references between keys and templates",
         "Description",
