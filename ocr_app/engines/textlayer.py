@@ -1617,9 +1617,8 @@ def _listing(lines: Sequence[TextLine]) -> bool:
     if not lines or not all(ln.mono for ln in lines):
         return False
     left = min(ln.box[0] for ln in lines)
-    return sum(1 for ln in lines if ln.box[0] - left <= 0.5 * ln.size) >= 0.5 * len(lines) or _dense(
-        group_rows(lines)
-    )
+    at_edge = sum(1 for ln in lines if ln.box[0] - left <= 0.5 * ln.size)
+    return at_edge >= 0.5 * len(lines) or _dense(group_rows(lines))
 
 
 LISTING_ROWS = 3  # a listing told by its line pitch alone has at least this many rows

@@ -1970,9 +1970,12 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
             and any(abs(w[0] - above[1].box[0]) <= 0.5 * height for w in piece.words[1:])
         )
 
+    def under(k: int) -> bool:  # a sentence under the table: no cell's next line, no key beside its value
+        return prose(rows[k]) and not in_a_column(k) and not keyed(k)
+
     while rows and prose(rows[0]):
         rows.pop(0)
-    while rows and prose(rows[-1]) and not in_a_column(len(rows) - 1) and not keyed(len(rows) - 1):
+    while rows and under(len(rows) - 1):
         rows.pop()
     # A caption's label over the table ("Exhibit 19", "Table 3.2") and notes under it ("Source: …",
     # "Note: …") with the lines of their paragraphs, all rows of one piece, inside a frame drawn round
@@ -1982,11 +1985,7 @@ def _trim_prose(held: list[TextLine]) -> list[TextLine]:
         top = [k for k in range(cells[0]) if prose(rows[k]) or _CAPTION.match(rows[k].items[0].text)]
         while top and top[-1] + 1 < cells[0] and _tail(rows[top[-1]], rows[top[-1] + 1]):
             top.append(top[-1] + 1)  # the caption's last line ("… Initiatives, / 2006–07")
-        end = [
-            k
-            for k in range(cells[-1] + 1, len(rows))
-            if (prose(rows[k]) and not in_a_column(k) and not keyed(k)) or _NOTE.match(rows[k].items[0].text)
-        ]
+        end = [k for k in range(cells[-1] + 1, len(rows)) if under(k) or _NOTE.match(rows[k].items[0].text)]
         rows = rows[top[-1] + 1 if top else 0 : end[0] if end else len(rows)]
     keep = {id(i) for r in rows for i in r.items}
     return [ln for ln in held if id(ln) in keep]
