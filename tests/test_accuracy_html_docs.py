@@ -174,3 +174,40 @@ def test_the_rest_is_the_pages_the_list_does_not_name_spread_evenly_without_stub
     assert at[0] == 0 and five[-1].startswith("using-npm/"), five  # spread over the whole rest
     assert {b - a for a, b in itertools.pairwise(at)} <= {2, 3}, at  # evenly
     assert rest_pages(listed, root, 5) == five  # the same pages on every run
+
+
+RUSTDOC_PAGE = """<!DOCTYPE html><html><head><style>
+body{font-family:'DejaVu Sans',sans-serif} @media print{nav.sidebar,.out-of-band{display:none}}
+</style></head><body><nav class="sidebar"><a href="#">Module std::time</a></nav><main>
+<section id="main-content"><div class="main-heading"><h1>Struct <span>Instant</span></h1>
+<span class="out-of-band"><a class="src" href="#">Source</a></span></div>
+<details class="toggle top-doc" open><summary>Expand description</summary>
+<div class="docblock"><p>A measurement of a monotonically nondecreasing clock.</p></div></details>
+<h2 id="implementations">Implementations</h2>
+<details class="toggle method-toggle" open><summary><h4 class="code-header">pub fn now() -&gt; Instant</h4>
+</summary><div class="docblock"><p>Returns an instant corresponding to now.</p></div></details>
+<h2 id="trait-implementations">Trait Implementations</h2>
+<details class="toggle implementors-toggle"><summary><h3 class="code-header">impl Clone for Instant</h3>
+</summary><div class="impl-items"><p>Returns a duplicate of the value, folded away.</p></div></details>
+</section></main></body></html>"""
+
+
+def test_a_closed_details_prints_its_summary_only_and_so_does_the_truth(tmp_path: Path):
+    """rustdoc folds trait implementations into closed ``<details>``: the print shows the summary line,
+    not what it folds, though nothing in the folded part is ``display: none`` (round 33)."""
+    root = tmp_path / "html"
+    (root / "std" / "time").mkdir(parents=True)
+    (root / "std" / "time" / "struct.Instant.html").write_text(RUSTDOC_PAGE, encoding="utf-8")
+    name = document_name("std/time/struct.Instant")
+    assert build(tmp_path / "set", COLLECTIONS["rustdoc"], root, (name,)) == [name]
+    truth = (tmp_path / "set" / "gt" / f"{name}.md").read_text(encoding="utf-8")
+    assert truth.startswith("# Struct Instant"), truth
+    assert "pub fn now() -> Instant" in truth and "Returns an instant" in truth, truth  # open: all of it
+    assert "impl Clone for Instant" in truth and "folded away" not in truth, truth  # closed: summary only
+    assert "Source" not in truth and "Module std::time" not in truth, truth
+    import pymupdf
+
+    with pymupdf.open(tmp_path / "set" / "pdf" / f"{name}.pdf") as doc:
+        printed = doc[0].get_text()
+    assert "impl Clone for Instant" in printed and "folded away" not in printed, printed
+    assert "Returns an instant" in printed, printed

@@ -1,13 +1,13 @@
 """Documents others wrote as HTML, printed by Chromium, with their truth from their own HTML: probes of
-documents nobody here made (issue 30, rounds 27-30), not tuning sets.
+documents nobody here made (issue 30, rounds 27-33), not tuning sets.
 
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do, and the
 documentation the collections name, where it is installed):
 
-    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo,npm,libxslt,gtkdoc] [--tools auto] [--only NAME,...]
+    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo,npm,libxslt,gtkdoc,rustdoc,sphinx] [--tools auto] [--only NAME,...]
     python -m bench.accuracy.html_docs --out DIR --sets rust,node,npm --rest 24   # pages no list names
 
-Seven collections, seven producers, each as its project's tool writes it:
+Nine collections, nine producers, each as its project's tool writes it:
 - ``rust``: Rust's books as mdBook writes them (the Book, the Reference, Cargo's and rustc's books, ...),
   from a rustup toolchain: prose, code listings, tables, admonitions, three heading levels.
 - ``node``: Node.js's API reference as its own generator writes it (Debian's ``nodejs-doc``): headings
@@ -23,10 +23,15 @@ Seven collections, seven producers, each as its project's tool writes it:
   shaded boxes, each function an entry (title, listing, sentence, parameter list), rules between.
 - ``gtkdoc``: libtasn1's API reference as gtk-doc writes it (``libtasn1-6-dev`` ships it): summary tables
   of return types set flush right beside names, parameter tables with names flush right (round 32).
+- ``rustdoc``: the Rust standard library's API as rustdoc writes it (the toolchain's ``rust-docs``): item
+  signatures as headings set in code, tables of items (name, summary), collapsible sections (round 33).
+- ``sphinx``: Debian's Python Policy as Sphinx writes one page of HTML (``python3`` ships it): numbered
+  sections, definition lists, literal blocks (round 33).
 
 Each page is opened from its file and printed as a reader's browser prints it ("Save as PDF": print
 styles, A4, backgrounds on). Its truth is what that print shows, in the authors' markup: the page after
-its print styles, with every element the print does not show taken out, its content element as Markdown
+its print styles, with every element the print does not show taken out (a closed ``<details>`` keeps
+only its summary), its content element as Markdown
 (``markdownify``): headings, paragraphs, lists, tables as pipe tables, code as fenced blocks. Links keep
 their text, pictures are dropped. Per collection, left out of both: navigation the print would repeat on
 every chapter (Valgrind's "Prev / Up / Next" bars, Texinfo's "Next: / Up:" lines, npm's banner and
@@ -238,6 +243,28 @@ LIBXSLT_PAGES = (
 )
 # libtasn1's API reference as gtk-doc writes it: one long page of functions, parameter and return tables.
 GTKDOC_PAGES = ("libtasn1-libtasn1",)
+# The Rust standard library's API as rustdoc writes it: every page of ``std`` under 120 KB whose print
+# holds a table, and module pages of prose, lists and item tables (round 33).
+RUSTDOC_PAGES = (
+    "std/collections/index",
+    "std/fmt/index",
+    "std/index",
+    "std/keyword.match",
+    "std/macro.println",
+    "std/mem/fn.size_of",
+    "std/net/fn.hostname",
+    "std/option/index",
+    "std/os/unix/io/index",
+    "std/random/struct.DefaultRandomSource",
+    "std/result/index",
+    "std/str/pattern/trait.Pattern",
+    "std/sync/atomic/index",
+    "std/thread/fn.sleep_until",
+    "std/time/struct.Instant",
+)
+# Debian's Python Policy as Sphinx writes one page of HTML (Docutils' writer, the "nature" theme): numbered
+# sections, definition lists, literal blocks (round 33).
+SPHINX_PAGES = ("python-policy",)
 
 
 @dataclass(frozen=True)
@@ -328,6 +355,23 @@ COLLECTIONS = {
             hidden="table.navigation",
             hint="Debian: apt install libtasn1-6-dev",
         ),
+        Collection(
+            "rustdoc",
+            "Rust standard library API (rustdoc)",
+            "~/.rustup/toolchains/*/share/doc/rust/html",
+            RUSTDOC_PAGES,
+            content="#main-content",
+            hint="install a toolchain with rustup (the rust-docs component)",
+            rest=("std/*/index.html", "std/*/struct.*.html", "std/*/fn.*.html"),
+        ),
+        Collection(
+            "sphinx",
+            "Debian Python Policy (Sphinx)",
+            "/usr/share/doc/python3",
+            SPHINX_PAGES,
+            content="div.body",
+            hint="Debian: apt install python3 (its python-policy.html)",
+        ),
     )
 }
 # Always out of the truth: what never prints.
@@ -340,6 +384,7 @@ DROP_UNPRINTED = """() => {
     const style = getComputedStyle(el);
     if (style.display === 'none' || style.visibility === 'hidden') el.remove();
   }
+  for (const el of Array.from(document.querySelectorAll('details:not([open]) > :not(summary)'))) el.remove();
   return document.documentElement.outerHTML;
 }"""
 
