@@ -361,6 +361,7 @@ COLLECTIONS = {
             "~/.rustup/toolchains/*/share/doc/rust/html",
             RUSTDOC_PAGES,
             content="#main-content",
+            hidden="rustdoc-topbar, rustdoc-toolbar",
             hint="install a toolchain with rustup (the rust-docs component)",
             rest=("std/*/index.html", "std/*/struct.*.html", "std/*/fn.*.html"),
         ),

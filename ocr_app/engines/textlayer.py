@@ -35,6 +35,7 @@ from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines import raster_tables
 from ocr_app.engines.letter_spacing import drop_tracking_spaces
+from ocr_app.engines.overprint import drop_overprints
 from ocr_app.engines.paint import invisible, shown_drawings
 from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
@@ -473,6 +474,7 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
     lines: list[TextLine] = []
     data = page.get_text("rawdict", flags=flags)
     drop_hidden(page, data["blocks"])
+    drop_overprints(data["blocks"])  # a shadow or a fake bold's second print: one word, not two
     for block in data["blocks"]:
         for line in block.get("lines", []):
             texts: list[str] = []

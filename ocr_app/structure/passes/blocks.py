@@ -549,7 +549,7 @@ class _SectionBlocks:
             )
             and row.box[0] - ctx.left < 0.5 * row.size
             and not hanging(cur, ctx.left + ctx.width, row.size)
-        )
+        ) or self._set_in_ends(row)
         # A caption set in another weight than the paragraph above starts a block of its own.
         caption = (
             cur is not None and cur.last is not None and cur.last.weight != row.weight and CAPTION.match(text)
@@ -570,6 +570,24 @@ class _SectionBlocks:
             return
         self.flush()
         self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size, text_x=label_text_x(row))
+
+    def _set_in_ends(self, row: Row) -> bool:
+        """Whether ``row``, back at the column's left edge, follows a paragraph set in as a whole (a
+        definition under its term, a note set in from the text): it had two lines or more at the indent,
+        or one whose first word of ``row`` would have fitted at its end. Only a first-line indent runs
+        on at the left edge, and only from a first line that wrapped ("E formatting." / "UpperHex": the
+        next term, not the note's next line)."""
+        cur, ctx = self.cur, self.ctx
+        indent = ctx.config.indent_ratio * row.size
+        return (
+            cur is not None
+            and cur.kind == "text"
+            and cur.last is not None
+            and cur.left - ctx.left >= indent
+            and cur.last.box[0] - ctx.left >= indent
+            and row.box[0] - ctx.left < 0.5 * row.size
+            and (len(cur.boxes) >= 2 or word_fits_above(cur.last, row, ctx.left + ctx.width))
+        )
 
     def _wraps_on(self, row: Row, big_gap: bool) -> bool:
         """Whether ``row``, no heading, is the next line of the open heading's text: the same type

@@ -1,0 +1,94 @@
+"""Glyphs drawn twice at one place: a text shadow, or bold faked by printing a word again a hair to the
+side. A reader sees one word; PyMuPDF reads every copy, so a shadowed heading came out as "Abstract
+Abstract" and lost its match with the outline (Sphinx's "nature" theme, PowerPoint's shadowed titles,
+old fake-bold PDFs).
+
+Only the copy drawn last is kept: it lies on top, so its colour is the one a reader sees (a white shadow
+sits under dark text)."""
+
+from __future__ import annotations
+
+import logging
+
+logger = logging.getLogger(__name__)
+
+NEAR_X = 0.5  # copies lie within half the glyph's width across: "ll" sits one width apart
+NEAR_Y = 0.25  # and within a quarter of the font size up or down: lines are a whole size apart
+CELL = 3.0  # points: the grid the copies are looked up in (shadows and fake bold move by 0.2-2 pt)
+
+
+def drop_overprints(blocks: list[dict]) -> int:
+    """Remove, in place, from a page's rawdict ``blocks`` every glyph that a later glyph of the same
+    character covers (``NEAR_X``, ``NEAR_Y``); spans and lines left with no glyph go too. Returns how
+    many glyphs went."""
+    last: dict[tuple[str, int, int], list[tuple[dict, dict]]] = {}
+    gone: set[int] = set()
+    for block in blocks:
+        for line in block.get("lines", ()):
+            for span in line["spans"]:
+                size = span.get("size", 10.0) or 10.0
+                for ch in span.get("chars", ()):
+                    c = ch["c"]
+                    if c.isspace():
+                        continue
+                    x0, y0, *_ = ch["bbox"]
+                    gx, gy = int(x0 // CELL), int(y0 // CELL)
+                    under = _covered(last, c, gx, gy, ch, size)
+                    if under is not None:
+                        gone.add(id(under[0]))
+                        last[under[1]].remove(under[2])
+                    last.setdefault((c, gx, gy), []).append((ch, span))
+    if gone:
+        _prune(blocks, gone)
+        logger.debug("dropped %d overprinted glyphs", len(gone))
+    return len(gone)
+
+
+def _covered(
+    last: dict[tuple[str, int, int], list[tuple[dict, dict]]], c: str, gx: int, gy: int, ch: dict, size: float
+) -> tuple[dict, tuple[str, int, int], tuple[dict, dict]] | None:
+    """The earlier glyph of character ``c`` that ``ch`` lies on, with its grid key and entry."""
+    x0, y0, x1, _ = ch["bbox"]
+    for kx in (gx - 1, gx, gx + 1):
+        for ky in (gy - 1, gy, gy + 1):
+            for entry in last.get((c, kx, ky), ()):
+                other, span = entry
+                ox0, oy0, ox1, _ = other["bbox"]
+                width = max(x1 - x0, ox1 - ox0)
+                other_size = span.get("size", size) or size
+                if width <= 0 or not 0.9 <= other_size / size <= 1.1:
+                    continue
+                if abs(ox0 - x0) < NEAR_X * width and abs(oy0 - y0) < NEAR_Y * size:
+                    return other, (c, kx, ky), entry
+    return None
+
+
+def _prune(blocks: list[dict], gone: set[int]) -> None:
+    for block in blocks:
+        for line in block.get("lines", ()):
+            kept_spans = []
+            for span in line["spans"]:
+                chars = span.get("chars", [])
+                if not any(id(ch) in gone for ch in chars):
+                    kept_spans.append(span)
+                    continue
+                left = [ch for ch in chars if id(ch) not in gone]
+                if not any(not ch["c"].isspace() for ch in left):
+                    continue
+                span["chars"] = left
+                span["bbox"] = _union([ch["bbox"] for ch in left])
+                kept_spans.append(span)
+            if len(kept_spans) != len(line["spans"]) and kept_spans:
+                line["bbox"] = _union([s["bbox"] for s in kept_spans])
+            line["spans"] = kept_spans
+        if "lines" in block:
+            block["lines"] = [ln for ln in block["lines"] if ln["spans"]]
+
+
+def _union(boxes: list) -> tuple[float, float, float, float]:
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )

@@ -1,0 +1,144 @@
+"""Reference documentation as Sphinx and rustdoc print (issue 30, round 33): Sphinx's "nature" theme
+sets every heading with a white text shadow, which Chromium prints as a second copy of its glyphs one
+pixel lower; rustdoc lists a module's items as names over descriptions set in from them.
+
+Why: read untouched, every Sphinx heading came out twice ("Abstract Abstract") and matched none of the
+document's outline; and in rustdoc's item lists each name was joined to the end of the description
+above it ("E formatting. UpperHex"), the description being taken for a paragraph's indented first
+line. Real text-layer engine; the pages are printed by Chromium, as a reader's browser prints them."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from ocr_app.engines.overprint import drop_overprints
+from ocr_app.engines.textlayer import extract_lines
+from tests.factories import SURVEY_TEXT, heading_texts, page_markdown
+
+# Sphinx's nature theme, its own rules for headings and body.
+SPHINX_STYLE = """<style>
+body{font-family:Arial,sans-serif;font-size:100%;color:#555}
+div.body{padding:0 30px 30px 30px}
+div.body h1,div.body h2,div.body h3{font-family:Arial,sans-serif;background-color:#BED4EB;font-weight:normal;
+color:#212224;margin:30px 0 10px 0;padding:5px 0 5px 10px;text-shadow:0px 1px 0 white}
+div.body h1{border-top:20px solid white;margin-top:0;font-size:200%}
+div.body h2{font-size:150%;background-color:#C8D5E3} div.body h3{font-size:120%;background-color:#D8DEE3}
+div.body p{line-height:1.5em}
+</style>"""
+
+SECTIONS = [
+    ("h1", "Abstract"),
+    ("h2", "1. Copyright"),
+    ("h2", "2. Completing the move to Python 3"),
+    ("h3", "2.1. Removal of the unversioned packages"),
+    ("h3", "2.2. Unversioned python commands"),
+    ("h2", "3. Python Packaging"),
+]
+
+
+def _sphinx_page() -> str:
+    body = "".join(f"<{tag}>{title}</{tag}><p>{SURVEY_TEXT}.</p>" for tag, title in SECTIONS)
+    return f"{SPHINX_STYLE}<div class='body'>{body}</div>"
+
+
+def test_headings_set_with_a_text_shadow_come_out_once(printer, textlayer_engine):
+    pdf = printer("sphinx-nature", _sphinx_page())
+    with pymupdf.open(pdf) as doc:  # the print does hold every heading twice: the shadow, then the text
+        assert doc[0].get_text().count("Abstract") == 2
+    md = page_markdown(textlayer_engine, pdf)
+    assert heading_texts(md) == [title for _, title in SECTIONS], md
+    assert md.count("Abstract") == 1 and md.count("the survey of regional households") == len(SECTIONS), md
+
+
+def _span(text: str, x: float, y: float, size: float = 12.0) -> dict:
+    """A rawdict span of one-em-apart glyphs (width 0.5 em each)."""
+    chars = [
+        {"c": c, "bbox": (x + k * 0.5 * size, y, x + (k + 0.5) * 0.5 * size, y + size)}
+        for k, c in enumerate(text)
+    ]
+    bbox = (x, y, x + len(text) * 0.5 * size, y + size)
+    return {"size": size, "chars": chars, "bbox": bbox}
+
+
+def _block(*spans: dict) -> dict:
+    return {"lines": [{"spans": [s], "bbox": s["bbox"]} for s in spans]}
+
+
+def _texts(blocks: list[dict]) -> list[str]:
+    return ["".join(c["c"] for s in ln["spans"] for c in s["chars"]) for b in blocks for ln in b["lines"]]
+
+
+def test_the_copy_drawn_last_is_kept_and_glyphs_side_by_side_stay():
+    shadow, text = _span("Abstract", 72, 100.75), _span("Abstract", 72, 100)
+    text["color"] = 0x212224
+    fake_bold = [_span("Bold", 72 + dx, 140) for dx in (0.0, 0.3, 0.6)]  # printed thrice, a hair apart
+    doubles = _span("all ll ... ==", 72, 180)  # the same glyph one width on: two glyphs, not one
+    below = _span("Abstract", 72, 103.5)  # over a quarter of the size lower: not a copy
+    blocks = [_block(shadow, text), _block(*fake_bold), _block(doubles), _block(below)]
+    assert drop_overprints(blocks) == 8 + 2 * 4
+    assert _texts(blocks) == ["Abstract", "Bold", "all ll ... ==", "Abstract"]
+    assert blocks[0]["lines"][0]["spans"][0].get("color") == 0x212224  # the one on top: the text's
+
+
+def test_a_glyph_under_a_later_one_in_the_same_span_goes_and_the_span_closes_up():
+    span = _span("SSTT", 72, 100)
+    for k in (1, 3):  # "SSTT": each letter printed twice on one spot within one span
+        span["chars"][k]["bbox"] = span["chars"][k - 1]["bbox"]
+    blocks = [_block(span)]
+    assert drop_overprints(blocks) == 2
+    assert _texts(blocks) == ["ST"]
+
+
+def test_extracted_lines_read_a_shadowed_word_once(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.draw_rect(pymupdf.Rect(60, 80, 400, 110), color=None, fill=(0.75, 0.83, 0.92))
+    page.insert_text((72, 100.75), "Completing the move", fontsize=18, color=(1, 1, 1))
+    page.insert_text((72, 100), "Completing the move", fontsize=18, color=(0.13, 0.13, 0.14))
+    page.insert_text((72, 140), "Letters all spelled well, a rule of dots ....", fontsize=11)
+    texts = [ln.text for ln in extract_lines(page, 1.0)]
+    assert texts == ["Completing the move", "Letters all spelled well, a rule of dots ...."], texts
+
+
+# rustdoc's item lists: each item's name (a link in its kind's colour) over its summary, set in.
+RUSTDOC_ITEMS = [
+    (
+        "Arguments",
+        "This structure represents a safely precompiled version of a format string and its "
+        "arguments. This cannot be generated at runtime because it cannot safely be done.",
+    ),
+    ("DebugList", "A struct to help with fmt::Debug implementations."),
+    ("DebugMap", "A struct to help with fmt::Debug implementations."),
+    ("UpperExp", "E formatting."),
+    ("UpperHex", "X formatting."),
+    ("Write", "A trait for writing or formatting into Unicode-accepting buffers or streams."),
+]
+
+
+@pytest.fixture(scope="module")
+def items_markdown(printer, textlayer_engine) -> str:
+    rows = "".join(
+        f"<dt><a style='color:#6e4fc9' href='#'>{name}</a></dt><dd>{summary}</dd>"
+        for name, summary in RUSTDOC_ITEMS
+    )
+    html = (
+        "<style>body{font-family:'DejaVu Serif',serif;font-size:16px} dd{margin-left:24px}"
+        "h2{font-family:'DejaVu Sans',sans-serif;font-size:22px}"
+        " p.indented{text-indent:2em;margin:0}</style>"
+        f"<h2>Structs</h2><p>{SURVEY_TEXT}.</p><dl>{rows}</dl>"
+        f"<p class='indented'>{SURVEY_TEXT} {SURVEY_TEXT}.</p>"
+    )
+    return page_markdown(textlayer_engine, printer("rustdoc-items", html))
+
+
+def test_names_over_descriptions_set_in_are_paragraphs_of_their_own(items_markdown):
+    paragraphs = [p.strip() for p in items_markdown.split("\n\n")]
+    for name, summary in RUSTDOC_ITEMS:
+        assert name in paragraphs, items_markdown
+        assert summary in paragraphs, items_markdown
+
+
+def test_a_first_line_indent_that_wraps_still_runs_on_at_the_left_edge(items_markdown):
+    paragraphs = [p.strip() for p in items_markdown.split("\n\n")]
+    assert f"{SURVEY_TEXT} {SURVEY_TEXT}." in paragraphs, items_markdown
