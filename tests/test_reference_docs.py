@@ -142,3 +142,15 @@ def test_names_over_descriptions_set_in_are_paragraphs_of_their_own(items_markdo
 def test_a_first_line_indent_that_wraps_still_runs_on_at_the_left_edge(items_markdown):
     paragraphs = [p.strip() for p in items_markdown.split("\n\n")]
     assert f"{SURVEY_TEXT} {SURVEY_TEXT}." in paragraphs, items_markdown
+
+
+def test_a_line_left_with_spaces_only_goes_too():
+    """A diagram's labels printed twice, the second copy in pieces with spaces between them (IBM's
+    Redbook in docling's set): once its glyphs are gone, no line of spaces may stay behind."""
+    whole = _span("Specifies that", 72, 100)
+    pieces = [_span("S", 72, 100), _span("  ", 78, 100), _span("ifi", 96, 100)]  # spans of their own
+    for ch, k in zip([c for sp in pieces for c in sp["chars"]], (0, 1, 2, 4, 5, 6), strict=True):
+        ch["bbox"] = whole["chars"][k]["bbox"]  # "S" and "ifi" on the whole's
+    blocks = [{"lines": [{"spans": pieces, "bbox": whole["bbox"]}]}, _block(whole)]
+    assert drop_overprints(blocks) == 4
+    assert _texts(blocks) == ["Specifies that"]

@@ -22,8 +22,12 @@ STYLE = DocStyle(body_size=10.5, body_font="serif")
 PROSE = "Water quality was sampled at forty stations along the river and most of them improved"
 
 
-def _line(text: str, y: float, size: float = 10.5, font: str = "serif", mono: bool = False) -> TextLine:
-    return TextLine(text, (56.0, y, 56.0 + 5 * len(text), y + size), size, font=font, mono=mono)
+def _line(
+    text: str, y: float, size: float = 10.5, font: str = "serif", mono: bool = False, weight: int = 0
+) -> TextLine:
+    return TextLine(
+        text, (56.0, y, 56.0 + 5 * len(text), y + size), size, weight=weight, font=font, mono=mono
+    )
 
 
 def _page(*heads: TextLine) -> tuple[float, list[TextLine]]:
@@ -37,7 +41,26 @@ def test_a_face_that_sets_the_headings_and_short_body_size_titles_is_a_title_fac
         _page(_line("Results by region", 100, 12.0, "sans"), _line("Scope", 150, font="sans")),
         _page(_line("Risks", 100, font="sans"), _line("Limitations", 150, font="sans")),
     ]
-    assert title_faces(pages, STYLE) == {"sans"}
+    assert title_faces(pages, STYLE) == {("sans", 0)}
+
+
+def test_a_face_is_its_family_at_one_weight():
+    """rustdoc sets its section titles and "Examples" in Fira Sans Medium and a version label beside
+    every method ("1.8.0 ·") in Fira Sans Regular: the labels, many to a page, spoil only their own
+    weight (round 33)."""
+
+    def labels(y: float) -> list[TextLine]:
+        return [_line(f"1.{k}.0 ·", y + 30 * k, font="sans", weight=400) for k in range(6)]
+
+    pages = [
+        _page(
+            _line("Implementations", 100, 14.0, "sans", weight=500),
+            _line("Examples", 150, font="sans", weight=500),
+        ),
+        _page(_line("Panics", 100, font="sans", weight=500), *labels(300)),
+        _page(_line("Examples", 100, font="sans", weight=500), *labels(300)),
+    ]
+    assert title_faces(pages, STYLE) == {("sans", 500)}
 
 
 @pytest.mark.parametrize(

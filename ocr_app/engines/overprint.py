@@ -64,25 +64,29 @@ def _covered(
 
 
 def _prune(blocks: list[dict], gone: set[int]) -> None:
+    """Take the ``gone`` glyphs out of their spans; a span, and a line, left with no glyph but spaces
+    goes as a whole (a line of spaces would be read as a line of nothing)."""
     for block in blocks:
-        for line in block.get("lines", ()):
-            kept_spans = []
+        if "lines" not in block:
+            continue
+        for line in block["lines"]:
+            if not any(id(ch) in gone for s in line["spans"] for ch in s.get("chars", ())):
+                continue
+            kept = []
             for span in line["spans"]:
-                chars = span.get("chars", [])
-                if not any(id(ch) in gone for ch in chars):
-                    kept_spans.append(span)
-                    continue
-                left = [ch for ch in chars if id(ch) not in gone]
-                if not any(not ch["c"].isspace() for ch in left):
-                    continue
-                span["chars"] = left
-                span["bbox"] = _union([ch["bbox"] for ch in left])
-                kept_spans.append(span)
-            if len(kept_spans) != len(line["spans"]) and kept_spans:
-                line["bbox"] = _union([s["bbox"] for s in kept_spans])
-            line["spans"] = kept_spans
-        if "lines" in block:
-            block["lines"] = [ln for ln in block["lines"] if ln["spans"]]
+                left = [ch for ch in span.get("chars", ()) if id(ch) not in gone]
+                if len(left) != len(span.get("chars", ())):
+                    if not any(not ch["c"].isspace() for ch in left):
+                        continue
+                    span["chars"] = left
+                    span["bbox"] = _union([ch["bbox"] for ch in left])
+                kept.append(span)
+            if not any(not ch["c"].isspace() for s in kept for ch in s.get("chars", ())):
+                kept = []
+            line["spans"] = kept
+            if kept:
+                line["bbox"] = _union([s["bbox"] for s in kept])
+        block["lines"] = [ln for ln in block["lines"] if ln["spans"]]
 
 
 def _union(boxes: list) -> tuple[float, float, float, float]:

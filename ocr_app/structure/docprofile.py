@@ -508,28 +508,31 @@ def _color_styles(
     )
 
 
-def title_faces(pages: list[tuple[float, list[TextLine]]], style: DocStyle) -> frozenset[str]:
-    """Font families other than the body's in which the document sets its titles and nothing else:
-    every line of the face between the margin bands at body size or larger reads as a title (short,
-    ending in no punctuation, not code), the face also sets a heading larger than the body (so it is
-    the document's heading face, not a sidebar's or a table's), and its body-size lines stand on at
-    least two pages, sparsely (``MAX_HEADINGS_PER_PAGE``). A report whose subsection titles differ
-    from the text only in typeface ("Scope" in a sans among serif paragraphs) then keeps them."""
-    larger: set[str] = set()
-    spoiled: set[str] = set()
-    at_body: dict[str, list[int]] = collections.defaultdict(list)
+def title_faces(pages: list[tuple[float, list[TextLine]]], style: DocStyle) -> frozenset[tuple[str, int]]:
+    """Faces (a font family at a weight) other than the body's in which the document sets its titles
+    and nothing else: every line of the face between the margin bands at body size or larger reads as
+    a title (short, ending in no punctuation, not code), the face also sets a heading larger than the
+    body (so it is the document's heading face, not a sidebar's or a table's), and its body-size lines
+    stand on at least two pages, sparsely (``MAX_HEADINGS_PER_PAGE``). A report whose subsection titles
+    differ from the text only in typeface ("Scope" in a sans among serif paragraphs) then keeps them.
+    A face is its family at one weight: rustdoc sets "Examples" in Fira Sans Medium, like its section
+    titles, and its version labels ("1.8.0 ·", dozens a page) in Fira Sans Regular (round 33)."""
+    larger: set[tuple[str, int]] = set()
+    spoiled: set[tuple[str, int]] = set()
+    at_body: dict[tuple[str, int], list[int]] = collections.defaultdict(list)
     for number, (height, lines) in enumerate(pages):
         for ln in lines:
             ratio = ln.size / style.body_size
             if not ln.font or ln.font == style.body_font or ratio < 0.95 or edge_of(ln.box, height):
                 continue
+            face = (ln.font, ln.weight)
             text = ln.text.strip()
             if ln.mono or len(text.split()) > MAX_FACE_TITLE_WORDS or text.endswith((".", ",", ";", ":")):
-                spoiled.add(ln.font)
+                spoiled.add(face)
             elif ratio >= MIN_HEADING_RATIO:
-                larger.add(ln.font)
+                larger.add(face)
             else:
-                at_body[ln.font].append(number)
+                at_body[face].append(number)
     return frozenset(
         face
         for face, on in at_body.items()

@@ -126,9 +126,9 @@ class DocStyle:
     # normalised text → numbering depth of the lines that head numbered sections, where the numbers'
     # own hierarchy says so (``numbering.numbered_titles``): titles set like the body text.
     numbered: dict[str, int] = field(default_factory=dict)
-    # Font families in which the document sets its titles and nothing else (``docprofile``): a short
-    # line at body size in one is a heading marked by its typeface alone.
-    title_faces: frozenset[str] = frozenset()
+    # Faces (font family, weight) in which the document sets its titles and nothing else
+    # (``docprofile``): a short line at body size in one is a heading marked by its typeface alone.
+    title_faces: frozenset[tuple[str, int]] = frozenset()
     # The level of each of ``heading_sizes`` as the document's bookmarks set the headings of that size
     # (``docprofile``); () where the bookmarks name none of them: levels then go by rank.
     tier_levels: tuple[int, ...] = ()
