@@ -154,3 +154,17 @@ def test_a_line_left_with_spaces_only_goes_too():
     blocks = [{"lines": [{"spans": pieces, "bbox": whole["bbox"]}]}, _block(whole)]
     assert drop_overprints(blocks) == 4
     assert _texts(blocks) == ["Specifies that"]
+
+
+def test_a_clipped_glyph_beside_its_twin_and_a_ligatures_letters_stay():
+    """A rule of underscores whose first glyph is clipped (docling's form: its box half as wide) lies
+    closer to the next than half the next one's width, but not half its own; a ligature ("لا") splits one
+    box between its letters, beside a letter of its own kind (round 33: both lost a glyph)."""
+    rule = _span("____", 72, 100)
+    rule["chars"][0]["bbox"] = (72.0, 100.0, 74.0, 112.0)
+    rule["chars"][1]["bbox"] = (74.5, 100.0, 80.5, 112.0)
+    kala = _span("کالا", 72, 140)  # kaf, alef, then lam-alef: the last alef's half-box by the first
+    kala["chars"][3]["bbox"] = (kala["chars"][1]["bbox"][0] + 1, 140.0, kala["chars"][1]["bbox"][2], 152.0)
+    blocks = [_block(rule), _block(kala)]
+    assert drop_overprints(blocks) == 0
+    assert _texts(blocks) == ["____", "کالا"]

@@ -9,11 +9,15 @@ sits under dark text)."""
 from __future__ import annotations
 
 import logging
+import unicodedata
 
 logger = logging.getLogger(__name__)
 
-NEAR_X = 0.5  # copies lie within half the glyph's width across: "ll" sits one width apart
+NEAR_X = 0.5  # copies lie within half the narrower glyph's width across: "ll" sits one width apart
 NEAR_Y = 0.25  # and within a quarter of the font size up or down: lines are a whole size apart
+# Right-to-left letters and combining marks: a ligature ("لا") splits one glyph's box among its letters,
+# and a mark sits on its letter; they are never read as copies.
+_JOINED = frozenset({"R", "AL", "NSM"})
 CELL = 3.0  # points: the grid the copies are looked up in (shadows and fake bold move by 0.2-2 pt)
 
 
@@ -29,7 +33,7 @@ def drop_overprints(blocks: list[dict]) -> int:
                 size = span.get("size", 10.0) or 10.0
                 for ch in span.get("chars", ()):
                     c = ch["c"]
-                    if c.isspace():
+                    if c.isspace() or unicodedata.bidirectional(c) in _JOINED:
                         continue
                     x0, y0, *_ = ch["bbox"]
                     gx, gy = int(x0 // CELL), int(y0 // CELL)
@@ -54,7 +58,7 @@ def _covered(
             for entry in last.get((c, kx, ky), ()):
                 other, span = entry
                 ox0, oy0, ox1, _ = other["bbox"]
-                width = max(x1 - x0, ox1 - ox0)
+                width = min(x1 - x0, ox1 - ox0)
                 other_size = span.get("size", size) or size
                 if width <= 0 or not 0.9 <= other_size / size <= 1.1:
                     continue
