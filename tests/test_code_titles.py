@@ -253,3 +253,16 @@ def test_a_type3_span_sets_no_weight_beside_the_upright_words_that_carry_the_lin
     assert _past_type3(term) == term
     title = [span("Type3 (7 0 R)", "thumbv8m.main-none-eabi"), span("OpenSans-Bold", " and", 16)]
     assert _past_type3(title) == title
+
+
+def test_bold_code_a_line_apart_heads_and_subheads_but_bold_code_at_a_listings_pitch_is_a_listing():
+    """rustdoc sets an impl and its first method as two bold code lines a line apart ("impl Clone for
+    Instant" over "fn clone(&self) -> Instant"): both headings (round 33). Bold code lines at a
+    listing's pitch ("npm ci" over "npm test") stay a listing."""
+    impl = _line("impl Clone for Instant", 100, bold=True)
+    method = _line("fn clone(&self) -> Instant", 120, bold=True)  # 10 below the impl: a line apart
+    text = _line("Returns a duplicate of the value.", 140, bold=False, mono=False)
+    listing = [_line("npm ci", 200, bold=True), _line("npm test", 213, bold=True)]  # 3 apart
+    every = [impl, method, text, *listing]
+    listings = {id(r) for r in every if r.items[0].mono}
+    assert code_titles(every, listings) == {id(impl), id(method)}

@@ -529,7 +529,8 @@ MAX_CODE_TITLE_WORDS = 6  # a heading set in code names a flag, a command or a c
 def code_titles(rows: Sequence[Row], listings: set[int]) -> set[int]:
     """ids of the rows (top to bottom) that are headings set in code: a line of ``listings`` all in
     bold, of a few words with letters, no other line of code within a line's height above or below it
-    (a listing's panel before it ends farther off), and not a statement's end (";", "{", ","). Why:
+    (a listing's panel before it ends farther off; a bold one, within a listing's leading), and not a
+    statement's end (";", "{", ","). Why:
     Markdown's ``#### `install-strategy` `` prints as a bold monospaced line over its text (GitHub's
     style, npm's CLI reference: 195 of its 497 headings); read as a listing of one line, the outline
     lost them all. Code itself is not set bold line by line."""
@@ -545,9 +546,22 @@ def code_titles(rows: Sequence[Row], listings: set[int]) -> set[int]:
         ):
             continue
         near = (rows[k - 1] if k else None, rows[k + 1] if k + 1 < len(rows) else None)
-        if not any(r is not None and id(r) in listings and _line_gap(r, row) <= row.size for r in near):
+        if not any(
+            r is not None and id(r) in listings and _line_gap(r, row) <= _code_reach(r, row) for r in near
+        ):
             out.add(id(row))
     return out
+
+
+LISTING_LEADING = 0.5  # × size: a listing's lines stand at most this far apart
+
+
+def _code_reach(near: Row, row: Row) -> float:
+    """How close a line of code must stand to ``row`` to make it a listing's line: a line's height, or,
+    where that line is bold too, a listing's leading. rustdoc heads a method ("fn clone(&self)") under its
+    impl ("impl Clone for Instant"), both bold code a line apart (round 33); bold code set as a listing
+    runs at the listing's pitch."""
+    return LISTING_LEADING * row.size if near.bold else row.size
 
 
 def code_title_level(row: Row, style: DocStyle, config: LayoutConfig) -> int:
