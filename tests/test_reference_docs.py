@@ -168,3 +168,26 @@ def test_a_clipped_glyph_beside_its_twin_and_a_ligatures_letters_stay():
     blocks = [_block(rule), _block(kala)]
     assert drop_overprints(blocks) == 0
     assert _texts(blocks) == ["____", "کالا"]
+
+
+def test_a_line_the_shadow_parted_is_one_line_again():
+    """Chromium draws a shadowed heading piece by piece, and PyMuPDF parts the line where a shadow
+    comes between its words ("5.2. " + the shadow of "Programs using …", then "Programs using …"). Left
+    alone on a page's top, the number read as a running head and the heading was lost (round 33)."""
+    number, title = _span("5.2. ", 72, 46), _span("Programs using", 102, 46)
+    shadows = [_span("5.2. ", 72, 46.75), _span("Programs using", 102, 46.75)]
+    lines = [[shadows[0]], [number, shadows[1]], [title]]
+    block = {"lines": [{"spans": spans, "bbox": _union_of(spans), "dir": (1.0, 0.0)} for spans in lines]}
+    assert drop_overprints([block]) == 4 + 13
+    assert _texts([block]) == ["5.2. Programs using"]
+    assert block["lines"][0]["bbox"] == (72, 46, 102 + 14 * 6, 58)
+
+
+def _union_of(spans: list[dict]) -> tuple[float, float, float, float]:
+    boxes = [s["bbox"] for s in spans]
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )

@@ -73,9 +73,11 @@ def _prune(blocks: list[dict], gone: set[int]) -> None:
     for block in blocks:
         if "lines" not in block:
             continue
+        touched = False
         for line in block["lines"]:
             if not any(id(ch) in gone for s in line["spans"] for ch in s.get("chars", ())):
                 continue
+            touched = True
             kept = []
             for span in line["spans"]:
                 left = [ch for ch in span.get("chars", ()) if id(ch) not in gone]
@@ -91,6 +93,36 @@ def _prune(blocks: list[dict], gone: set[int]) -> None:
             if kept:
                 line["bbox"] = _union([s["bbox"] for s in kept])
         block["lines"] = [ln for ln in block["lines"] if ln["spans"]]
+        if touched:
+            block["lines"] = _rejoined(block["lines"])
+
+
+def _rejoined(lines: list[dict]) -> list[dict]:
+    """A block's lines with each line that goes on where the one before it ends, on its baseline, joined
+    to it. Why: a shadow drawn between the words of a line parts it in PyMuPDF ("5.2. " + the shadow of
+    "Programs using …", then "Programs using …"); without the shadow it is one line again, and a
+    section number left alone at a page's top reads as a running head."""
+    out: list[dict] = []
+    for line in lines:
+        prev = out[-1] if out else None
+        if prev is not None and _goes_on(prev, line):
+            prev["spans"] = prev["spans"] + line["spans"]
+            prev["bbox"] = _union([prev["bbox"], line["bbox"]])
+            continue
+        out.append(line)
+    return out
+
+
+def _goes_on(prev: dict, line: dict) -> bool:
+    size = max(s.get("size", 10.0) or 10.0 for s in prev["spans"])
+    (px0, py0, px1, py1), (x0, y0, _, y1) = prev["bbox"], line["bbox"]
+    return (
+        prev.get("dir", (1.0, 0.0)) == line.get("dir", (1.0, 0.0)) == (1.0, 0.0)
+        and abs(y0 - py0) <= NEAR_Y * size
+        and abs(y1 - py1) <= NEAR_Y * size
+        and -0.1 * size <= x0 - px1 <= 0.5 * size
+        and px0 < x0
+    )
 
 
 def _union(boxes: list) -> tuple[float, float, float, float]:
