@@ -14,6 +14,8 @@ import pytest
 
 from ocr_app.engines.overprint import drop_overprints
 from ocr_app.engines.textlayer import extract_lines
+from ocr_app.structure.definition_lists import indented_terms
+from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine
 from tests.factories import SURVEY_TEXT, heading_texts, page_markdown
 
 # Sphinx's nature theme, its own rules for headings and body.
@@ -118,12 +120,10 @@ RUSTDOC_ITEMS = [
 
 @pytest.fixture(scope="module")
 def items_markdown(printer, textlayer_engine) -> str:
-    rows = "".join(
-        f"<dt><a style='color:#6e4fc9' href='#'>{name}</a></dt><dd>{summary}</dd>"
-        for name, summary in RUSTDOC_ITEMS
-    )
+    rows = "".join(f"<dt><a href='#'>{name}</a></dt><dd>{summary}</dd>" for name, summary in RUSTDOC_ITEMS)
     html = (
-        "<style>body{font-family:'DejaVu Serif',serif;font-size:16px} dd{margin-left:24px}"
+        "<style>body{font-family:'DejaVu Serif',serif;font-size:16px} dd{margin-left:32px}"
+        " dt{margin-top:10px;font-family:'DejaVu Sans',sans-serif} dt a{color:#ad378a;text-decoration:none}"
         "h2{font-family:'DejaVu Sans',sans-serif;font-size:22px}"
         " p.indented{text-indent:2em;margin:0}</style>"
         f"<h2>Structs</h2><p>{SURVEY_TEXT}.</p><dl>{rows}</dl>"
@@ -191,3 +191,23 @@ def _union_of(spans: list[dict]) -> tuple[float, float, float, float]:
         max(b[2] for b in boxes),
         max(b[3] for b in boxes),
     )
+
+
+def _row(text: str, x: float, y: float, color: int, weight: int = 400) -> Row:
+    return Row([TextLine(text, (x, y, x + 6 * len(text), y + 12), 12.0, weight=weight, color=color)])
+
+
+def test_names_in_their_kinds_colour_over_summaries_set_in_are_an_option_lists_terms():
+    """rustdoc's item names are coloured links, not bold, each over its summary set in by two ems: an
+    option list's terms all the same, so no headings (round 33: "IntoIter", "Iter", "IterMut" were,
+    their colour read as a heading's accent). A grey or black line over text set in is no term."""
+    units: list[Row | Table] = []
+    for k, name in enumerate(("IntoIter", "Iter", "IterMut")):
+        units += [
+            _row(name, 53, 100 + 40 * k, 0xAD378A),
+            _row("An iterator over the value.", 77, 118 + 40 * k, 0),
+        ]
+    terms = indented_terms(units, LayoutConfig())
+    assert terms == {id(u) for u in units[::2]}
+    plain = [_row(u.text, u.box[0], u.box[1], 0x808080 if u.box[0] < 60 else 0) for u in units]  # grey names
+    assert indented_terms(plain, LayoutConfig()) == set()

@@ -12,8 +12,9 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from ocr_app.structure.headings import NUMBERED_HEADING, SECTION_NUMBER
-from ocr_app.structure.lines import LayoutConfig, Row, Table
+from ocr_app.structure.lines import LayoutConfig, Row, Table, accent
 
+BLACK = 0x000000
 DEFINITION_INDENT = 1.5  # × type size: a definition set in from its term by at least this much
 MAX_INDENTED_ROWS = 20  # an indented definition runs this many lines at most (a section runs on)
 
@@ -25,10 +26,11 @@ def definition_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[
     return glossary_terms(units, config) | indented_terms(units, config)
 
 
-def _term_like(unit: Row | Table, config: LayoutConfig) -> bool:
+def _term_like(unit: Row | Table, config: LayoutConfig, colored: bool = False) -> bool:
+    """A short line that may be a term: bold, or (``colored``) all in one colour that is no grey."""
     return (
         isinstance(unit, Row)
-        and unit.weight >= 600
+        and (unit.weight >= 600 or (colored and accent(_ink(unit), BLACK)))
         and len(unit.text.split()) <= config.max_term_words
         and sum(c.isalpha() for c in unit.text) >= 2
         and not SECTION_NUMBER.match(unit.text)  # "2.1 Scope": a numbered section's title
@@ -53,6 +55,7 @@ def _runs(
     units: Sequence[Row | Table],
     config: LayoutConfig,
     entry: Callable[[int, list[Entry]], tuple[list[Row], bool] | None],
+    colored: bool = False,
 ) -> set[int]:
     """ids of the terms of every run of ``min_definition_entries`` or more entries one after another.
     ``entry(k, run)`` reads the entry that the term-like row ``units[k]`` opens: its definition's rows
@@ -68,7 +71,7 @@ def _runs(
     k = 0
     while k < len(units):
         term = units[k]
-        read = entry(k, run) if isinstance(term, Row) and _term_like(term, config) else None
+        read = entry(k, run) if isinstance(term, Row) and _term_like(term, config, colored) else None
         if read is None:
             close()
             k += 1
@@ -120,8 +123,8 @@ def glossary_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[in
 
 
 def indented_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
-    """An option list (DocBook's variable lists, man pages): ``min_definition_entries`` or more short
-    bold lines in one style at one left edge, each over a definition whose every line is set in from
+    """An option list (DocBook's variable lists, man pages, rustdoc's item lists): ``min_definition_entries``
+    or more short bold (or coloured) lines in one style at one left edge, each over a definition whose every line is set in from
     it by ``DEFINITION_INDENT`` or more, in a lighter weight and no smaller type, and nothing else at
     the terms' edge between them. A definition may run to paragraphs; the indent bounds it. A section
     under a heading runs on at the heading's edge, and a heading outdented over its text is set larger
@@ -136,7 +139,13 @@ def indented_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[in
             return None
         return definition, bool(run) and _same_style(term, run[-1][0])
 
-    return _runs(units, config, entry)
+    return _runs(units, config, entry, colored=True)
+
+
+def _ink(row: Row) -> int:
+    """The colour of a row set in one colour, else -1."""
+    inks = {i.color for i in row.items}
+    return inks.pop() if len(inks) == 1 else -1
 
 
 def _indented_definition(units: Sequence[Row | Table], k: int) -> list[Row]:
@@ -153,6 +162,8 @@ def _indented_definition(units: Sequence[Row | Table], k: int) -> list[Row]:
     if not rows or len(rows) > MAX_INDENTED_ROWS:
         return []
     size = statistics.median(r.size for r in rows)
-    lighter = rows[0].weight < term.weight
+    # lighter than its term, or its term in a colour of its own (rustdoc's item names, links in their
+    # kind's colour over a summary set in: round 33)
+    lighter = rows[0].weight < term.weight or accent(_ink(term), _ink(rows[0]))
     near = rows[0].box[1] - term.box[3] <= 2.5 * size
     return rows if lighter and near and term.size <= 1.05 * size else []
