@@ -211,3 +211,14 @@ def test_names_in_their_kinds_colour_over_summaries_set_in_are_an_option_lists_t
     assert terms == {id(u) for u in units[::2]}
     plain = [_row(u.text, u.box[0], u.box[1], 0x808080 if u.box[0] < 60 else 0) for u in units]  # grey names
     assert indented_terms(plain, LayoutConfig()) == set()
+
+
+def test_one_letter_on_the_same_letter_of_another_line_is_no_copy():
+    """Node.js prints "Skip to content" at the top of every page, over the text: the "n" of "content"
+    lies on the "n" of "On macOS:". One glyph in a span of many is a coincidence, not a shadow; taking it
+    out parted the running head ("Skip to co tent") and it came out as text (round 33)."""
+    skip = _span("Skip to content", 44, 43)
+    on = _span("On macOS:", skip["chars"][13]["bbox"][0] - 6, 42.5)  # its "n" on the last "n"
+    blocks = [_block(skip), _block(on)]
+    assert drop_overprints(blocks) == 0
+    assert _texts(blocks) == ["Skip to content", "On macOS:"]

@@ -23,10 +23,10 @@ CELL = 3.0  # points: the grid the copies are looked up in (shadows and fake bol
 
 def drop_overprints(blocks: list[dict]) -> int:
     """Remove, in place, from a page's rawdict ``blocks`` every glyph that a later glyph of the same
-    character covers (``NEAR_X``, ``NEAR_Y``); spans and lines left with no glyph go too. Returns how
-    many glyphs went."""
+    character covers (``NEAR_X``, ``NEAR_Y``), where it is a copy (``_copies``); spans and lines left
+    with no glyph go too. Returns how many glyphs went."""
     last: dict[tuple[str, int, int], list[tuple[dict, dict]]] = {}
-    gone: set[int] = set()
+    covered: dict[int, list[dict]] = {}  # id(span) → its glyphs a later glyph covers
     for block in blocks:
         for line in block.get("lines", ()):
             for span in line["spans"]:
@@ -39,13 +39,33 @@ def drop_overprints(blocks: list[dict]) -> int:
                     gx, gy = int(x0 // CELL), int(y0 // CELL)
                     under = _covered(last, c, gx, gy, ch, size)
                     if under is not None:
-                        gone.add(id(under[0]))
-                        last[under[1]].remove(under[2])
+                        other, key, entry = under
+                        covered.setdefault(id(entry[1]), []).append(other)
+                        last[key].remove(entry)
                     last.setdefault((c, gx, gy), []).append((ch, span))
+    gone = _copies(blocks, covered)
     if gone:
         _prune(blocks, gone)
         logger.debug("dropped %d overprinted glyphs", len(gone))
     return len(gone)
+
+
+def _copies(blocks: list[dict], covered: dict[int, list[dict]]) -> set[int]:
+    """ids of the covered glyphs that are copies: two or more in their span, or their span's one glyph.
+    A shadow or a second print covers words; one letter of a line lying on the same letter of
+    another (Node.js's "Skip to content", printed on every page over the text: its "n" on the "n" of
+    "On macOS:") is a coincidence, and taking it out parted the running head it belongs to."""
+    gone: set[int] = set()
+    for block in blocks:
+        for line in block.get("lines", ()):
+            for span in line["spans"]:
+                under = covered.get(id(span))
+                if not under:
+                    continue
+                seen = sum(1 for ch in span.get("chars", ()) if not ch["c"].isspace())
+                if len(under) >= 2 or seen == 1:
+                    gone.update(id(ch) for ch in under)
+    return gone
 
 
 def _covered(
