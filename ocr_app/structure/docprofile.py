@@ -17,7 +17,14 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import EDGE_BAND, DocStyle, TextLine, color_heading_like, light_grey
+from ocr_app.structure.lines import (
+    ANY_WEIGHT,
+    EDGE_BAND,
+    DocStyle,
+    TextLine,
+    color_heading_like,
+    light_grey,
+)
 from ocr_app.structure.numbering import TitleLine, depth_bases, normal_title, numbered_titles, outline_level
 from ocr_app.structure.paragraphs import vocabulary_of
 
@@ -509,14 +516,22 @@ def _color_styles(
 
 
 def title_faces(pages: list[tuple[float, list[TextLine]]], style: DocStyle) -> frozenset[tuple[str, int]]:
-    """Faces (a font family at a weight) other than the body's in which the document sets its titles
-    and nothing else: every line of the face between the margin bands at body size or larger reads as
-    a title (short, ending in no punctuation, not code), the face also sets a heading larger than the
-    body (so it is the document's heading face, not a sidebar's or a table's), and its body-size lines
-    stand on at least two pages, sparsely (``MAX_HEADINGS_PER_PAGE``). A report whose subsection titles
-    differ from the text only in typeface ("Scope" in a sans among serif paragraphs) then keeps them.
-    A face is its family at one weight: rustdoc sets "Examples" in Fira Sans Medium, like its section
-    titles, and its version labels ("1.8.0 ·", dozens a page) in Fira Sans Regular (round 33)."""
+    """Faces (a font family at a weight, or at ``ANY_WEIGHT``) other than the body's in which the
+    document sets its titles and nothing else: every line of the face between the margin bands at body
+    size or larger reads as a title (short, ending in no punctuation, not code), the face also sets a
+    heading larger than the body (so it is the document's heading face, not a sidebar's or a table's),
+    and its body-size lines stand on at least two pages, sparsely (``MAX_HEADINGS_PER_PAGE``). A report
+    whose subsection titles differ from the text only in typeface ("Scope" in a sans among serif
+    paragraphs) then keeps them. A family is read whole and at each weight apart: rustdoc sets "Examples"
+    in Fira Sans Medium, like its section titles, and its version labels ("1.8.0 ·", dozens a page) in
+    Fira Sans Regular, which spoil the family but not its Medium (round 33)."""
+    whole = _title_faces(pages, style, lambda ln: (ln.font, ANY_WEIGHT))
+    return whole | _title_faces(pages, style, lambda ln: (ln.font, ln.weight))
+
+
+def _title_faces(
+    pages: list[tuple[float, list[TextLine]]], style: DocStyle, face_of: Callable[[TextLine], tuple[str, int]]
+) -> frozenset[tuple[str, int]]:
     larger: set[tuple[str, int]] = set()
     spoiled: set[tuple[str, int]] = set()
     at_body: dict[tuple[str, int], list[int]] = collections.defaultdict(list)
@@ -525,7 +540,7 @@ def title_faces(pages: list[tuple[float, list[TextLine]]], style: DocStyle) -> f
             ratio = ln.size / style.body_size
             if not ln.font or ln.font == style.body_font or ratio < 0.95 or edge_of(ln.box, height):
                 continue
-            face = (ln.font, ln.weight)
+            face = face_of(ln)
             text = ln.text.strip()
             if ln.mono or len(text.split()) > MAX_FACE_TITLE_WORDS or text.endswith((".", ",", ";", ":")):
                 spoiled.add(face)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from ocr_app.schema import Box
 from ocr_app.structure.lines import (
+    ANY_WEIGHT,
     DocStyle,
     LayoutConfig,
     Row,
@@ -372,7 +373,10 @@ def _quiet_title_level(row: Row, text: str, style: DocStyle, where: RowContext, 
     ):
         return bold_level  # "Abstract", "References" in small capitals (IEEE's papers); an underlined title
     if (
-        all((i.font, i.weight) in style.title_faces for i in row.items)
+        all(
+            (i.font, i.weight) in style.title_faces or (i.font, ANY_WEIGHT) in style.title_faces
+            for i in row.items
+        )
         and where.short_line
         and titled
         and len(text.split()) <= SMALL_CAPS_WORDS

@@ -96,6 +96,9 @@ MIN_CHROMA = 0.15  # a colour's channels at least this far apart (and this far f
 MIN_ACCENT_LIGHT = 0.25  # a colour's brightest channel at least this (darker is near-black)
 
 
+ANY_WEIGHT = -1  # a title face's weight where its family, at every weight, sets titles only (``DocStyle``)
+
+
 @dataclass
 class DocStyle:
     """Facts about the whole document, from a pre-pass over its pages (the text layer builds it).
@@ -126,7 +129,7 @@ class DocStyle:
     # normalised text → numbering depth of the lines that head numbered sections, where the numbers'
     # own hierarchy says so (``numbering.numbered_titles``): titles set like the body text.
     numbered: dict[str, int] = field(default_factory=dict)
-    # Faces (font family, weight) in which the document sets its titles and nothing else
+    # Faces (font family, weight or ``ANY_WEIGHT``) in which the document sets its titles and nothing else
     # (``docprofile``): a short line at body size in one is a heading marked by its typeface alone.
     title_faces: frozenset[tuple[str, int]] = frozenset()
     # The level of each of ``heading_sizes`` as the document's bookmarks set the headings of that size
