@@ -29,6 +29,8 @@ def drop_overprints(blocks: list[dict]) -> int:
     covered: dict[int, list[dict]] = {}  # id(span) → its glyphs a later glyph covers
     for block in blocks:
         for line in block.get("lines", ()):
+            if not _upright(line):
+                continue  # text set sideways runs down the page: "ll" lies a narrow letter's width apart
             for span in line["spans"]:
                 size = span.get("size", 10.0) or 10.0
                 for ch in span.get("chars", ()):
@@ -48,6 +50,11 @@ def drop_overprints(blocks: list[dict]) -> int:
         _prune(blocks, gone)
         logger.debug("dropped %d overprinted glyphs", len(gone))
     return len(gone)
+
+
+def _upright(line: dict) -> bool:
+    dx, dy = line.get("dir", (1.0, 0.0))
+    return dx > 0 and abs(dy) < 1e-3
 
 
 def _copies(blocks: list[dict], covered: dict[int, list[dict]]) -> set[int]:

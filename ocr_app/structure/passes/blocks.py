@@ -574,9 +574,9 @@ class _SectionBlocks:
     def _set_in_ends(self, row: Row) -> bool:
         """Whether ``row``, back at the column's left edge, follows a paragraph set in as a whole (a
         definition under its term, a note set in from the text): it had two lines or more at the indent,
-        or one whose first word of ``row`` would have fitted at its end. Only a first-line indent runs
-        on at the left edge, and only from a first line that wrapped ("E formatting." / "UpperHex": the
-        next term, not the note's next line)."""
+        or one that ends a sentence where the first word of ``row`` would have fitted. Only a first-line
+        indent runs on at the left edge, and only from a first line that wrapped ("E formatting." /
+        "UpperHex": the next term, not the note's next line)."""
         cur, ctx = self.cur, self.ctx
         indent = ctx.config.indent_ratio * row.size
         return (
@@ -586,7 +586,10 @@ class _SectionBlocks:
             and cur.left - ctx.left >= indent
             and cur.last.box[0] - ctx.left >= indent
             and row.box[0] - ctx.left < 0.5 * row.size
-            and (len(cur.boxes) >= 2 or word_fits_above(cur.last, row, ctx.left + ctx.width))
+            and (
+                len(cur.boxes) >= 2
+                or (_ends_sentence(cur.parts[0]) and word_fits_above(cur.last, row, ctx.left + ctx.width))
+            )
         )
 
     def _wraps_on(self, row: Row, big_gap: bool) -> bool:
