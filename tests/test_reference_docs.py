@@ -222,3 +222,14 @@ def test_one_letter_on_the_same_letter_of_another_line_is_no_copy():
     blocks = [_block(skip), _block(on)]
     assert drop_overprints(blocks) == 0
     assert _texts(blocks) == ["Skip to content", "On macOS:"]
+
+
+def test_text_set_sideways_keeps_its_doubled_letters():
+    """Sideways, glyphs follow one another down the page, a narrow letter's width apart: "ll" and "ss"
+    are two letters each, though closer than a quarter of the size (CI: "follows" lost an "l")."""
+    word = _span("Hall pass", 72, 100)
+    for k, ch in enumerate(word["chars"]):
+        ch["bbox"] = (72.0, 100.0 + 2.5 * k, 84.0, 102.5 + 2.5 * k)
+    blocks = [{"lines": [{"spans": [word], "bbox": (72, 100, 84, 122.5), "dir": (0.0, 1.0)}]}]
+    assert drop_overprints(blocks) == 0
+    assert _texts(blocks) == ["Hall pass"]
