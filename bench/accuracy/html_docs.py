@@ -4,7 +4,8 @@ documents nobody here made (issue 30, rounds 27-33), not tuning sets.
 Usage (from the repository root; needs Playwright and Debian's Chromium, as the browser tests do, and the
 documentation the collections name, where it is installed):
 
-    python -m bench.accuracy.html_docs --out DIR [--sets rust,node,valgrind,texinfo,npm,libxslt,gtkdoc,rustdoc,sphinx] [--tools auto] [--only NAME,...]
+    python -m bench.accuracy.html_docs --out DIR [--tools auto] [--only NAME,...]
+        [--sets rust,node,valgrind,texinfo,npm,libxslt,gtkdoc,rustdoc,sphinx]
     python -m bench.accuracy.html_docs --out DIR --sets rust,node,npm --rest 24   # pages no list names
 
 Nine collections, nine producers, each as its project's tool writes it:

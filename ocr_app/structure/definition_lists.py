@@ -123,12 +123,12 @@ def glossary_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[in
 
 
 def indented_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
-    """An option list (DocBook's variable lists, man pages, rustdoc's item lists): ``min_definition_entries``
-    or more short bold (or coloured) lines in one style at one left edge, each over a definition whose every line is set in from
-    it by ``DEFINITION_INDENT`` or more, in a lighter weight and no smaller type, and nothing else at
-    the terms' edge between them. A definition may run to paragraphs; the indent bounds it. A section
-    under a heading runs on at the heading's edge, and a heading outdented over its text is set larger
-    than that text."""
+    """An option list (DocBook's variable lists, man pages, rustdoc's item lists):
+    ``min_definition_entries`` or more short bold (or coloured) lines in one style at one left edge,
+    each over a definition whose every line is set in from it by ``DEFINITION_INDENT`` or more, in a
+    lighter weight (or another colour) and no smaller type, and nothing else at the terms' edge between
+    them. A definition may run to paragraphs; the indent bounds it. A section under a heading runs on
+    at the heading's edge, and a heading outdented over its text is set larger than that text."""
 
     def entry(k: int, run: list[Entry]) -> tuple[list[Row], bool] | None:
         term = units[k]
