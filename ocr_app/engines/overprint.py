@@ -63,6 +63,8 @@ def _copies(blocks: list[dict], covered: dict[int, list[dict]]) -> set[int]:
     another (Node.js's "Skip to content", printed on every page over the text: its "n" on the "n" of
     "On macOS:") is a coincidence, and taking it out parted the running head it belongs to."""
     gone: set[int] = set()
+    if not covered:
+        return gone  # most pages: nothing lies on anything
     for block in blocks:
         for line in block.get("lines", ()):
             for span in line["spans"]:
@@ -144,7 +146,8 @@ def _goes_on(prev: dict, line: dict) -> bool:
     size = max(s.get("size", 10.0) or 10.0 for s in prev["spans"])
     (px0, py0, px1, py1), (x0, y0, _, y1) = prev["bbox"], line["bbox"]
     return (
-        prev.get("dir", (1.0, 0.0)) == line.get("dir", (1.0, 0.0)) == (1.0, 0.0)
+        _upright(prev)
+        and _upright(line)
         and abs(y0 - py0) <= NEAR_Y * size
         and abs(y1 - py1) <= NEAR_Y * size
         and -0.1 * size <= x0 - px1 <= 0.5 * size

@@ -30,7 +30,7 @@ def _term_like(unit: Row | Table, config: LayoutConfig, colored: bool = False) -
     """A short line that may be a term: bold, or (``colored``) all in one colour that is no grey."""
     return (
         isinstance(unit, Row)
-        and (unit.weight >= 600 or (colored and accent(_ink(unit), BLACK)))
+        and (unit.weight >= 600 or (colored and accent(unit.color, BLACK)))
         and len(unit.text.split()) <= config.max_term_words
         and sum(c.isalpha() for c in unit.text) >= 2
         and not SECTION_NUMBER.match(unit.text)  # "2.1 Scope": a numbered section's title
@@ -142,12 +142,6 @@ def indented_terms(units: Sequence[Row | Table], config: LayoutConfig) -> set[in
     return _runs(units, config, entry, colored=True)
 
 
-def _ink(row: Row) -> int:
-    """The colour of a row set in one colour, else -1."""
-    inks = {i.color for i in row.items}
-    return inks.pop() if len(inks) == 1 else -1
-
-
 def _indented_definition(units: Sequence[Row | Table], k: int) -> list[Row]:
     """The rows under ``units[k]`` set in from it as its definition, or [] where they are none."""
     term = units[k]
@@ -164,6 +158,6 @@ def _indented_definition(units: Sequence[Row | Table], k: int) -> list[Row]:
     size = statistics.median(r.size for r in rows)
     # lighter than its term, or its term in a colour of its own (rustdoc's item names, links in their
     # kind's colour over a summary set in: round 33)
-    lighter = rows[0].weight < term.weight or accent(_ink(term), _ink(rows[0]))
+    lighter = rows[0].weight < term.weight or accent(term.color, rows[0].color)
     near = rows[0].box[1] - term.box[3] <= 2.5 * size
     return rows if lighter and near and term.size <= 1.05 * size else []
