@@ -223,3 +223,22 @@ def test_an_app_without_sign_in_shows_no_sign_out(app, browser):
         assert tab.locator("#sign-out").count() == 0
     finally:
         context.close()
+
+
+def test_every_result_tab_is_in_reach_on_a_phone(app, browser):
+    """On a 360 px phone (the commonest Android width; at 390 px they fit by 3 px) the four result tabs
+    wrap onto a second row instead of hiding in a "More tabs" menu: Source and Status are in sight and
+    each opens on one tap."""
+    context, tab = _open(browser, app.url, (360, 780))
+    try:
+        names = ("Pages", "Document", "Source", "Status")
+        tabs = tab.locator("#results-tabs").get_by_role("tab")
+        tabs.first.wait_for()
+        assert [t.strip() for t in tabs.all_inner_texts()] == list(names)
+        assert all(t.is_visible() for t in tabs.all())
+        assert tab.get_by_role("button", name="More tabs").filter(visible=True).count() == 0
+        for name in names[::-1]:
+            tab.get_by_role("tab", name=name).click(timeout=5_000)
+            assert tab.get_by_role("tab", name=name).get_attribute("aria-selected") == "true"
+    finally:
+        context.close()

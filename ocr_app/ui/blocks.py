@@ -539,7 +539,10 @@ class OcrApp:
             with gr.Row(elem_id="main-row"):
                 with gr.Column(scale=1, min_width=320, elem_id="inputs-col"):
                     self._inputs()
-                with gr.Column(scale=2, elem_id="results-col"), gr.Tabs():
+                with (
+                    gr.Column(scale=2, elem_id="results-col"),
+                    gr.Tabs(overflow_behavior="wrap", elem_id="results-tabs"),
+                ):
                     self._results()
                 with (
                     gr.Column(scale=1, min_width=320, elem_id="gpu-col"),
