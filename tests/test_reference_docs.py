@@ -12,7 +12,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from ocr_app.engines.overprint import drop_overprints
+from ocr_app.engines.overprint import _suspects, drop_overprints
 from ocr_app.engines.textlayer import extract_lines
 from ocr_app.structure.definition_lists import indented_terms
 from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine
@@ -142,6 +142,22 @@ def test_names_over_descriptions_set_in_are_paragraphs_of_their_own(items_markdo
 def test_a_first_line_indent_that_wraps_still_runs_on_at_the_left_edge(items_markdown):
     paragraphs = [p.strip() for p in items_markdown.split("\n\n")]
     assert f"{SURVEY_TEXT} {SURVEY_TEXT}." in paragraphs, items_markdown
+
+
+def test_only_lines_that_reach_over_another_are_searched_glyph_by_glyph():
+    """The glyph search runs on the lines that may hold a copy (``_suspects``): none on a page of
+    lines set one under another, nor side by side in a row; the shadow and its text, and a span that
+    goes back over itself, are; a line set sideways never is."""
+    column = [_block(_span("Lines set at their leading.", 72, 100 + 14.4 * k)) for k in range(6)]
+    row = [_block(_span("Cell", 72 + 40 * k, 200)) for k in range(4)]  # a table's row: tops equal
+    assert _suspects(column + row) == set()
+    shadow, text = _block(_span("Abstract", 72, 300.75)), _block(_span("Abstract", 72, 300))
+    back = _span("SSTT", 72, 400)
+    back["chars"][1]["bbox"] = back["chars"][0]["bbox"]
+    sideways = {"lines": [{"spans": [_span("Hall", 72, 500)], "dir": (0.0, 1.0)}]}
+    blocks = [*column, shadow, text, _block(back), sideways]
+    lines = [b["lines"][0] for b in (shadow, text, blocks[-2])]
+    assert _suspects(blocks) == {id(ln) for ln in lines}
 
 
 def test_a_line_left_with_spaces_only_goes_too():
