@@ -679,9 +679,20 @@ INK_MATCH = 0.1  # a marker is drawn in its text's colour (a chart legend's keys
 MAX_DOTS = 400  # a page drawing more marker-like shapes than this is a chart or a map
 
 
+def _marker_ink(path: dict, items: Sequence) -> tuple[float, float, float] | None:
+    """The colour of a path that may be a list's marker: a filled disc or square, or a ring (a circle
+    stroked, not filled: a list inside a list, as browsers print it); None for any other path."""
+    curves = bool(items) and all(it[0] == "c" for it in items)
+    if path.get("type") == "f" and (curves or (len(items) == 1 and items[0][0] == "re")):
+        return tuple(path["fill"][:3])
+    if path.get("type") == "s" and curves and path.get("color"):
+        return tuple(path["color"][:3])
+    return None
+
+
 def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) -> None:
-    """Lines led by a list marker drawn as a shape (a small filled disc or square left of the line,
-    on its first text row) start with a bullet, as if the marker were a glyph.
+    """Lines led by a list marker drawn as a shape (a small filled disc or square, or a ring, left of
+    the line, on its first text row) start with a bullet, as if the marker were a glyph.
 
     Why: browsers printing a page to PDF (and some report tools) draw an HTML list's markers as
     little filled circles, not as text; the items' lines then had no marker and ran together into
@@ -698,13 +709,12 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     try:
         for path in page.get_cdrawings():
             items = path.get("items", ())
-            if path.get("type") != "f" or not items or invisible(path):
-                continue
-            if not (all(it[0] == "c" for it in items) or (len(items) == 1 and items[0][0] == "re")):
+            ink = _marker_ink(path, items)
+            if ink is None or invisible(path):
                 continue
             r = pymupdf.Rect(path["rect"]) * matrix
             if r.height > 0 and 0.7 <= r.width / r.height <= 1.4:
-                dots.append((r, tuple(path["fill"][:3])))
+                dots.append((r, ink))
     except Exception as exc:  # markers are a refinement; the text must not be lost over them
         logger.debug("drawings unavailable: %s", exc)
         return

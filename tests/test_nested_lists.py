@@ -1,0 +1,63 @@
+"""Lists inside lists as a browser prints them (issue 30, item 5): Chromium draws an HTML list's
+markers as shapes, not glyphs, a filled disc at the first level, a ring at the second and a filled
+square at the third. The rings went unseen, so a second level's items ran into the item above them
+and into one paragraph after it (Node.js's "options <Object>" over "message", "actual", "expected")."""
+
+from __future__ import annotations
+
+import re
+
+from tests.factories import pages_markdown
+
+CSS = (
+    "<style>body{font-family:'Liberation Sans',sans-serif;color:#333;font-size:15px;line-height:1.6}"
+    "#content{padding:0 3em}</style>"
+)
+PROSE = (
+    "The settings below are read once when the service starts; a change to any of them takes effect at "
+    "the next start, and the service logs the values it used."
+)
+OUTER = ["Connection settings for the database", "Limits that apply to every request", "Logging"]
+INNER = ["Host name or address of the server", "Port the server listens on", "Seconds to wait for a reply"]
+DEEPEST = ["Zero waits for ever", "Negative values are refused"]
+
+
+def _html(legend: str = "") -> str:
+    deepest = "".join(f"<li>{t}</li>" for t in DEEPEST)
+    inner = "".join(
+        f"<li>{t}" + (f"<ul>{deepest}</ul>" if k == 2 else "") + "</li>" for k, t in enumerate(INNER)
+    )
+    outer = "".join(
+        f"<li>{t}" + (f"<ul>{inner}</ul>" if k == 0 else "") + "</li>" for k, t in enumerate(OUTER)
+    )
+    return (
+        f"{CSS}<div id='content'><h2>Settings</h2><p>{PROSE}</p><ul>{outer}</ul><p>{PROSE}</p>{legend}</div>"
+    )
+
+
+def _items(md: str) -> list[tuple[int, str]]:
+    return [(len(m.group(1)) // 4, m.group(2)) for m in re.finditer(r"^( *)- (.+)$", md, re.M)]
+
+
+def test_items_of_a_list_inside_a_list_are_items_one_level_in(textlayer_engine, printer):
+    md = pages_markdown(textlayer_engine, printer("nested-lists", _html()))[0]
+    expected = [
+        (0, OUTER[0]),
+        *[(1, t) for t in INNER],
+        *[(2, t) for t in DEEPEST],
+        (0, OUTER[1]),
+        (0, OUTER[2]),
+    ]
+    assert _items(md) == expected, md
+    assert md.count(PROSE) == 2, md
+
+
+def test_rings_in_another_colour_than_the_text_mark_no_items(textlayer_engine, printer):
+    """A chart legend's hollow keys, drawn in their series' colours beside their labels, stay labels."""
+    keys = "".join(
+        f"<p><svg width='9' height='9'><circle cx='4.5' cy='4.5' r='3.5' fill='none' stroke='{c}'/></svg>"
+        f" {label}</p>"
+        for c, label in (("#d62728", "Measured load"), ("#1f77b4", "Forecast load"))
+    )
+    md = pages_markdown(textlayer_engine, printer("ring-legend", _html(keys)))[0]
+    assert "- Measured load" not in md and "- Forecast load" not in md, md
