@@ -61,3 +61,23 @@ def test_rings_in_another_colour_than_the_text_mark_no_items(textlayer_engine, p
     )
     md = pages_markdown(textlayer_engine, printer("ring-legend", _html(keys)))[0]
     assert "- Measured load" not in md and "- Forecast load" not in md, md
+
+
+def test_a_ring_alone_beside_a_label_marks_no_item():
+    """A ring with no other ring of its size over or under it is a charge in a chemical formula ("O"
+    with its ⊖ drawn as a ring, pymupdf4llm's test_370) or a drawing's node, not a list's marker; two
+    rings one over the other beside their lines are."""
+    import pymupdf
+
+    from ocr_app.engines.textlayer import extract_lines, mark_drawn_bullets
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.draw_circle((300, 96.5), 1.6, color=(0, 0, 0), fill=None, width=0.6)  # in a scheme, right
+    page.insert_text((306, 100), "O", fontsize=10)
+    for k, item in enumerate(("Host name of the server", "Port it listens on")):
+        page.draw_circle((72, 196.5 + 16 * k), 1.6, color=(0, 0, 0), fill=None, width=0.6)
+        page.insert_text((80, 200 + 16 * k), item, fontsize=10)
+    lines = extract_lines(page, 2.0)
+    mark_drawn_bullets(page, lines, 2.0)
+    assert [ln.text for ln in lines] == ["O", "• Host name of the server", "• Port it listens on"]

@@ -690,9 +690,22 @@ def _marker_ink(path: dict, items: Sequence) -> tuple[float, float, float] | Non
     return None
 
 
+def _in_column(ring: pymupdf.Rect, rings: list[pymupdf.Rect]) -> bool:
+    """Whether another ring of its size stands straight above or below ``ring``: the markers of a list
+    of two items or more. A ring alone is a chemical formula's charge or a drawing's node as often."""
+    return any(
+        r is not ring
+        and abs(r.x0 - ring.x0) <= 0.5 * ring.width
+        and abs(r.height - ring.height) <= 0.2 * ring.height
+        and abs(r.y0 - ring.y0) > ring.height
+        for r in rings
+    )
+
+
 def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) -> None:
-    """Lines led by a list marker drawn as a shape (a small filled disc or square, or a ring, left of
-    the line, on its first text row) start with a bullet, as if the marker were a glyph.
+    """Lines led by a list marker drawn as a shape (a small filled disc or square, or a ring with
+    another over or under it, left of the line, on its first text row) start with a bullet, as if
+    the marker were a glyph.
 
     Why: browsers printing a page to PDF (and some report tools) draw an HTML list's markers as
     little filled circles, not as text; the items' lines then had no marker and ran together into
@@ -714,12 +727,13 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
                 continue
             r = pymupdf.Rect(path["rect"]) * matrix
             if r.height > 0 and 0.7 <= r.width / r.height <= 1.4:
-                dots.append((r, ink))
+                dots.append((r, ink, path.get("type") == "s"))
     except Exception as exc:  # markers are a refinement; the text must not be lost over them
         logger.debug("drawings unavailable: %s", exc)
         return
     if len(dots) > MAX_DOTS:
         return  # a scatter plot or a map: its dots are no list's markers, and pairing them would cost
+    dots = [(r, ink) for r, ink, ring in dots if not ring or _in_column(r, [d[0] for d in dots if d[2]])]
     inks: collections.Counter[int] = collections.Counter()
     for ln in lines:
         inks[ln.color] += len(ln.text)
