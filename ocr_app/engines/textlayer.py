@@ -733,7 +733,7 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
         return
     if len(dots) > MAX_DOTS:
         return  # a scatter plot or a map: its dots are no list's markers, and pairing them would cost
-    dots = [(r, ink) for r, ink, ring in dots if not ring or _in_column(r, [d[0] for d in dots if d[2]])]
+    rings = [r for r, _, ring in dots if ring]
     inks: collections.Counter[int] = collections.Counter()
     for ln in lines:
         inks[ln.color] += len(ln.text)
@@ -742,7 +742,7 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     def inked(color: int, fill: tuple[float, float, float]) -> bool:
         return max(abs(a - b) for a, b in zip(channels(color), fill, strict=True)) <= INK_MATCH
 
-    for dot, fill in dots:
+    for dot, fill, ring in dots:
         mid = (dot.y0 + dot.y1) / 2
         beside = [
             ln
@@ -753,7 +753,7 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
             and DOT_SIZE[0] * (h := ln.box[3] - ln.box[1]) <= dot.height <= DOT_SIZE[1] * h
             and 0 <= ln.box[0] - dot.x1 <= DOT_GAP * h
         ]
-        if not beside:
+        if not beside or (ring and not _in_column(dot, rings)):
             continue
         ln = min(beside, key=lambda ln: ln.box[0])
         if ln.text.startswith(BULLET):
