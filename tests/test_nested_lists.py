@@ -81,3 +81,29 @@ def test_a_ring_alone_beside_a_label_marks_no_item():
     lines = extract_lines(page, 2.0)
     mark_drawn_bullets(page, lines, 2.0)
     assert [ln.text for ln in lines] == ["O", "• Host name of the server", "• Port it listens on"]
+
+
+def test_a_list_of_code_on_grey_grounds_inside_a_numbered_step_is_a_list(textlayer_engine, printer):
+    """mdBook's "environment variables must be set:" under a numbered step: each item is inline code on
+    a grey ground, its marker a ring. Grounds and rings together looked like a drawing, and its lines
+    like a drawing's labels: one paragraph each, a "•" in front (round 34). Lines that are mostly list
+    items are no drawing's labels."""
+    code = (
+        "<code style='background:#f6f7f6;padding:0.3em 0.4em;border-radius:3px;font-size:0.875em'>{}</code>"
+    )
+    names = [
+        "CC_&lt;target&gt;=qcc",
+        "CFLAGS_&lt;target&gt;=&lt;nto_cflag&gt;",
+        "CXX_&lt;target&gt;=qcc",
+        "AR_&lt;target&gt;=&lt;nto_ar&gt;",
+        "LD_&lt;target&gt;=&lt;nto_ld&gt;",
+    ]
+    inner = "".join(f"<li style='line-height:1.45'>{code.format(n)}</li>" for n in names)
+    html = (
+        f"{CSS}<div id='content'><h2>Building</h2><p>{PROSE}</p><ol><li><p>Compile the toolchain</p>"
+        f"<p>Set these variables to use the right tools:</p><ul>{inner}</ul></li></ol><p>{PROSE}</p></div>"
+    )
+    md = pages_markdown(textlayer_engine, printer("code-items", html))[0]
+    plain = [n.replace("&lt;", "<").replace("&gt;", ">") for n in names]
+    assert [t.replace("&lt;", "<") for _, t in _items(md) if "_" in t] == plain, md
+    assert "•" not in md, md

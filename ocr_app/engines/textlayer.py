@@ -1518,8 +1518,9 @@ def mark_figure_text(
 ) -> None:
     """Flag lines whose centre lies inside a figure region (their text stays, as text).
 
-    A region holding fewer than three lines (a boxed heading) or mostly sentences (a text box, a
-    sidebar) is not a figure: diagram labels are short.
+    A region holding fewer than three lines (a boxed heading), mostly sentences (a text box, a
+    sidebar) or mostly list items (a list whose items are code on grey grounds, its markers drawn) is
+    not a figure: diagram labels are short, and stand alone.
     """
     import pymupdf
 
@@ -1543,6 +1544,7 @@ def mark_figure_text(
             and not (stacked_text(inside) and _bare_ground(page, region, body_pt))
             and not (_word_grid(inside) and _rules_only(page, region))
             and not _listing(inside)
+            and sum(1 for ln in inside if ln.text.startswith(BULLET)) <= 0.5 * len(inside)
         )
         labels = _axis_labels(r, lines, inside, body_pt * scale) if figure or not inside else []
         # A chart whose labels all stand outside its drawn area shows itself by its ticks.
