@@ -81,9 +81,8 @@ def _suspects(blocks: list[dict]) -> set[int]:
     lift = np.repeat(np.arange(len(keep)) * 4.0 * span, counts)
     middles = np.maximum.accumulate((x0 + x1) / 2 - x0.min() + lift)
     before = np.empty_like(middles)
-    before[0] = -np.inf
     before[1:] = middles[:-1]
-    before[starts] = -np.inf
+    before[starts] = -np.inf  # a line's first glyph has none before it (starts[0] is 0)
     back = np.maximum.reduceat(x0 - x0.min() + lift < before, starts)
     # Across lines: glyphs side by side (x-extents overlap) with tops within a quarter of a size.
     left, right = np.minimum.reduceat(x0, starts), np.maximum.reduceat(x1, starts)
