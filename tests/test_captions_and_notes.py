@@ -119,6 +119,8 @@ def test_captions_and_notes_set_bold_are_text_and_headings_stay(textlayer_engine
         ("mime.cache", False),
         ("Results", False),
         ("été 2020", False),
+        ("new assert.AssertionError(options)", False),
+        ("through the year (estimated)", True),
     ],
 )
 def test_a_line_opening_on_a_plain_lower_case_word(text, tail):
@@ -132,6 +134,21 @@ def test_a_titles_tail_whose_first_line_is_a_running_head_is_no_heading(textlaye
     md = "\n".join(page_markdown(textlayer_engine, DATA / "us-018.pdf", k) for k in range(3))
     assert "through 2021–22" in md
     assert not [h for h in heading_texts(md) if lowercase_start(h)], heading_texts(md)
+
+
+def test_a_signature_heading_at_a_pages_top_stays_a_heading(textlayer_engine, printer):
+    """Node.js's API pages head an entry with its signature, "new assert.AssertionError(options)",
+    in bold at a heading's size. At the top of a page it was taken for a title's tail, the rest of a
+    title whose first line went as a running head, and came out as plain text (round 35). A name
+    right against its parenthesis is a call, which no title's tail writes."""
+    prose = " ".join(["The options object sets the message and the values compared."] * 6)
+    html = (
+        "<div style='font-family:Liberation Sans,sans-serif;font-size:15px;padding:0 3em'>"
+        "<h3>new widget.FrameError(options)</h3>"
+        f"<p>{prose}</p><h3>Class: widget.Frame</h3><p>{prose}</p></div>"
+    )
+    md = pages_markdown(textlayer_engine, printer("signature-top", html))[0]
+    assert heading_texts(md)[:2] == ["new widget.FrameError(options)", "Class: widget.Frame"], md
 
 
 def test_a_heading_wrapped_before_a_lower_case_word_stays_whole(textlayer_engine, tmp_path):

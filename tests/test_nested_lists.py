@@ -107,3 +107,28 @@ def test_a_list_of_code_on_grey_grounds_inside_a_numbered_step_is_a_list(textlay
     plain = [n.replace("&lt;", "<").replace("&gt;", ">") for n in names]
     assert [t.replace("&lt;", "<") for _, t in _items(md) if "_" in t] == plain, md
     assert "•" not in md, md
+
+
+def test_markers_of_a_contents_page_in_link_blue_mark_items(textlayer_engine, printer):
+    """Cargo's SemVer guide opens with its contents: black group names over links in blue, the links
+    three lists deep with squares for markers. Blue holds most of the page's letters, so the black
+    squares matched neither their line's ink nor the page's commonest, and the links ran together into
+    one paragraph under "Items" (round 35). An ink that holds a fifth of the page's letters is a text ink."""
+    links = [
+        "Major: renaming, moving or removing any public items",
+        "Minor: adding new public items to the crate",
+        "Major: changing the alignment, layout or size of a type",
+        "Possibly-breaking: introducing a new function type parameter",
+    ]
+    leaves = "".join(f"<li><a href='#{k}' style='color:#20609f'>{t}</a></li>" for k, t in enumerate(links))
+    html = (
+        f"{CSS}<div id='content' style='color:#000'><h2>Contents</h2><p>What each kind of change does to a crate's users.</p><ul><li>Change categories<ul>"
+        f"<li>API compatibility<ul>{leaves}</ul></li><li>Tooling</li></ul></li></ul></div>"
+    )
+    md = pages_markdown(textlayer_engine, printer("contents-in-blue", html))[0]
+    assert _items(md) == [
+        (0, "Change categories"),
+        (1, "API compatibility"),
+        *[(2, t) for t in links],
+        (1, "Tooling"),
+    ], md

@@ -676,6 +676,7 @@ _TAGS = re.compile(r"</?su[pb]>")
 DOT_SIZE = (0.15, 0.6)  # a drawn list marker's side, as a share of its line's height
 DOT_GAP = 2.5  # × the line's height: how far left of its line a drawn list marker may stand
 INK_MATCH = 0.1  # a marker is drawn in its text's colour (a chart legend's keys are in the series')
+TEXT_INK_SHARE = 0.2  # of a page's letters: an ink this common is a text ink, not a series colour
 MAX_DOTS = 400  # a page drawing more marker-like shapes than this is a chart or a map
 
 
@@ -710,9 +711,11 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     Why: browsers printing a page to PDF (and some report tools) draw an HTML list's markers as
     little filled circles, not as text; the items' lines then had no marker and ran together into
     one paragraph. A shape counts when it is about square, ``DOT_SIZE`` of the line's height, its
-    middle within the line's height, drawn in the line's own colour or in the page's text colour (a
-    chart legend's keys are in their series' colours; an item whose words are mostly links or typed
-    names, as Node.js's "• message <string> | <Error>", is mostly in theirs), and the nearest line to
+    middle within the line's height, drawn in the line's own colour or in one of the page's text
+    colours: its commonest, or one holding ``TEXT_INK_SHARE`` of its letters (a chart legend's keys
+    are in their series' colours; an item whose words are mostly links or typed names, as Node.js's
+    "• message <string> | <Error>", is mostly in theirs, and on a page of contents in link blue the
+    black names hold only a quarter of the letters), and the nearest line to
     its right starts within ``DOT_GAP`` line heights. Such a line is an item, set in code or not: a
     list of command names (npm's "• preinstall") was read as a listing."""
     import pymupdf
@@ -737,7 +740,8 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     inks: collections.Counter[int] = collections.Counter()
     for ln in lines:
         inks[ln.color] += len(ln.text)
-    text_ink = inks.most_common(1)[0][0] if inks else -1
+    text_inks = [c for c, n in inks.most_common() if c >= 0 and n >= TEXT_INK_SHARE * inks.total()]
+    text_inks += [c for c, _ in inks.most_common(1) if c >= 0 and c not in text_inks]
 
     def inked(color: int, fill: tuple[float, float, float]) -> bool:
         return max(abs(a - b) for a, b in zip(channels(color), fill, strict=True)) <= INK_MATCH
@@ -748,7 +752,7 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
             ln
             for ln in lines
             if ln.turns == 0
-            and (ln.color < 0 or inked(ln.color, fill) or (text_ink >= 0 and inked(text_ink, fill)))
+            and (ln.color < 0 or inked(ln.color, fill) or any(inked(c, fill) for c in text_inks))
             and ln.box[1] <= mid <= ln.box[3]
             and DOT_SIZE[0] * (h := ln.box[3] - ln.box[1]) <= dot.height <= DOT_SIZE[1] * h
             and 0 <= ln.box[0] - dot.x1 <= DOT_GAP * h

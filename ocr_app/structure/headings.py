@@ -53,6 +53,7 @@ _SENTENCE_END = (".", ",", ";", ":")
 # magazine's pull quote, set large in italics: text, not a heading).
 _QUOTATION = re.compile(r'^\s*["“„«‘]|[.!?…]\s*["”»’]\s*$')
 # One name in quotes, no sentence: a field's or key's title (Node.js's "packageManager"), not a quote.
+_CALL = re.compile(r"[A-Za-z_]\w*\(")  # a name right against its parenthesis: a call, a signature
 _QUOTED_NAME = re.compile(r'^\s*["“][\w@./:-]+["”]\s*$')
 
 
@@ -191,10 +192,13 @@ def lowercase_start(text: str) -> bool:
     control of school"): the middle of a title or caption whose first line was read apart (a running
     head, a caption), not a title. Names set in lower case on purpose keep a capital, a digit, a dot or
     an underscore ("iPhone", "asn1_create_element", "mime.cache"). A word alone on its line is a
-    name, not a tail: an API's module heads its page in lower case ("keys", libxslt's reference)."""
+    name, not a tail: an API's module heads its page in lower case ("keys", libxslt's reference). So
+    is a line that calls a function ("new assert.AssertionError(options)", a signature heading
+    Node.js's page at its top): no title's tail writes a name right against its parenthesis."""
     words = text.split(maxsplit=1)
     word = words[0] if len(words) > 1 else ""
-    return len(word) >= 2 and word.isalpha() and word.islower() and word.isascii()
+    plain = len(word) >= 2 and word.isalpha() and word.islower() and word.isascii()
+    return plain and not _CALL.search(text)
 
 
 def _styled_heading_level(
