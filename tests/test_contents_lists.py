@@ -43,3 +43,35 @@ def test_a_contents_lists_entries_are_no_headings(textlayer_engine, printer):
 def test_without_a_contents_list_the_sections_are_as_before(textlayer_engine, printer):
     md = "\n".join(pages_markdown(textlayer_engine, printer("no_toc", _chapter(toc=False))))
     assert heading_texts(md) == ["1. Introduction", *SECTIONS], md
+
+
+def test_entries_of_a_nested_contents_list_are_one_paragraph_each(textlayer_engine, printer):
+    """Valgrind's Callgrind chapter lists "6.2. Advanced Usage" over its sections set in, one a line,
+    no page numbers. Set in, the longest entry set the column's edge, so each next entry's first word
+    seemed not to fit after the line above and the entries ran together as one paragraph ("6.2.1.
+    Multiple profiling dumps from one program run 6.2.2. Limiting the range …", round 35). A line that
+    opens on the number following the open paragraph's starts an entry of its own."""
+    tree = {
+        "6.1. Overview": ["6.1.1. Functionality", "6.1.2. Basic Usage"],
+        "6.2. Advanced Usage": [
+            "6.2.1. Multiple profiling dumps from one program run",
+            "6.2.2. Limiting the range of collected events",
+            "6.2.3. Counting global bus events",
+        ],
+        "6.3. Callgrind Monitor Commands": [],
+        "6.4. Callgrind specific client requests": [],
+    }
+    entries = "".join(
+        f"<dt><a href='#'>{top}</a></dt>"
+        + (f"<dd><dl>{''.join(f'<dt><a href=#>{t}</a></dt>' for t in subs)}</dl></dd>" if subs else "")
+        for top, subs in tree.items()
+    )
+    html = (
+        f"{CSS}<h1>6. Callgrind: a call-graph generating profiler</h1><p><b>Table of Contents</b></p>"
+        f"<dl class=toc>{entries}</dl><p>{TEXT}</p>"
+    )
+    md = pages_markdown(textlayer_engine, printer("toc-nested", html))[0]
+    paragraphs = [p.strip().lstrip(":").strip() for p in md.split("\n\n")]
+    for top, subs in tree.items():
+        for entry in (top, *subs):
+            assert entry in paragraphs, md

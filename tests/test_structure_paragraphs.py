@@ -16,6 +16,7 @@ from ocr_app.structure.paragraphs import (
     label_text_x,
     list_marker,
     next_entry,
+    next_numbered,
     vocabulary_of,
     wrapped_marker,
 )
@@ -150,3 +151,22 @@ def test_an_entry_label_set_a_tab_apart_gives_the_text_x_and_parts_the_next_entr
     assert next_entry(entry, _pieces(("[2]", 72, 86), ("C. Reader.", 95, 300)))
     assert not next_entry(entry, _pieces(("[2]", 72, 86), ("C. Reader.", 120, 300)))  # another tab
     assert not next_entry(entry, _pieces(("12 the method", 72, 300)))  # a wrapped line
+
+
+@pytest.mark.parametrize(
+    "first, line, x0, entry",
+    [
+        ("6.2.1. Multiple profiling dumps", "6.2.2. Limiting the range", 50, True),  # the next one
+        ("6.2.5. Forking Programs", "6.3. Command-line Options", 30, True),  # its parent's next
+        ("6.2.5. Forking Programs", "7.1. Introduction", 30, False),  # no number follows 6.2.5 so
+        ("6.2.1. Multiple profiling dumps", "6.2.3. Counting events", 50, False),  # one skipped
+        ("6.2. Advanced Usage", "6.2.1. Multiple profiling dumps", 50, False),  # a child: set in apart
+        ("6.2.1. Multiple profiling dumps", "6.2.2. Limiting the range", 80, False),  # set in further
+        ("The rate rose from 1.2 to", "1.3 per cent over the year", 50, False),  # prose
+    ],
+)
+def test_a_line_on_the_number_after_the_paragraphs_own_opens_an_entry(first, line, x0, entry):
+    last = Row([TextLine(first, (50, 100, 300, 110), 10.0)])
+    cur = Pending("text", 0, [first], [last.box], last, 50.0, 10.0)
+    row = Row([TextLine(line, (x0, 112, x0 + 200, 122), 10.0)])
+    assert next_numbered(cur, row) is entry

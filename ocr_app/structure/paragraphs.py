@@ -300,6 +300,25 @@ def next_entry(cur: Pending | None, row: Row) -> bool:
     )
 
 
+_SECTION_ID = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){1,4})\.?\s+\S")
+
+
+def next_numbered(cur: Pending | None, row: Row) -> bool:
+    """Whether the row opens the entry numbered next after the open paragraph's, at its left edge or
+    further out ("6.2.1. Multiple profiling dumps" / "6.2.2. Limiting the range" / "6.3. Options"): a
+    contents list without page numbers, one entry a line, whose lines ran together as one paragraph
+    when the longest entry set the column's edge. A wrapped line of prose does not start on the
+    number that follows its own first line's."""
+    if cur is None or cur.kind != "text" or not cur.parts or row.box[0] > cur.left + 0.5 * row.size:
+        return False
+    above, below = _SECTION_ID.match(cur.parts[0]), _SECTION_ID.match(row.text.strip())
+    if above is None or below is None:
+        return False
+    a, b = above.group(1).split("."), below.group(1).split(".")
+    k = len(b) - 1  # the level ``b`` counts on: ``a``'s own, or one of its parents'
+    return len(b) <= len(a) and a[:k] == b[:k] and int(b[k]) == int(a[k]) + 1
+
+
 MAX_HANG_RATIO = 4.0  # a hanging indent (or a first-line indent) is at most this × size
 _SENTENCE_END = (".", "!", "?", ":")
 

@@ -64,6 +64,7 @@ from ocr_app.structure.paragraphs import (
     label_text_x,
     list_marker,
     next_entry,
+    next_numbered,
     one_line_entry,
     star_note,
     word_fits_above,
@@ -563,6 +564,7 @@ class _SectionBlocks:
             and not next_flush
             and not caption
             and not next_entry(cur, row)
+            and not next_numbered(cur, row)
             and size_close(cur.size, row.size)
             and not _size_step(cur.last, row)
         ):
