@@ -41,7 +41,7 @@ from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason, valid_unicode
 from ocr_app.structure.cell_lines import BULLET, set_apart, set_between, wrapped
-from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows
+from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows, over_text
 from ocr_app.structure.headings import NOTE_LINE, NUMBERED_HEADING
 from ocr_app.structure.justified import join_justified
 from ocr_app.structure.lines import (
@@ -1847,7 +1847,7 @@ def split_running(
     for ln in lines:
         held = [rows for box, rows in grids if _centre(ln.box, box)]
         edge = profile.repeated(ln, height) if held else profile.is_running(ln, height)
-        if any(rows >= TABLE_ROWS for rows in held) and not (edge and _over_text(ln, lines)):
+        if any(rows >= TABLE_ROWS for rows in held) and not (edge and over_text(ln, lines)):
             # (a running line printed over a cell's words, as a browser prints a fixed "Skip to
             # content" link on every page, is still one)
             rest.append(ln)
@@ -1859,15 +1859,6 @@ def split_running(
         else:
             running.append(Block("page_header" if edge == "top" else "page_footer", ln.text, [ln.box]))
     return running, rest
-
-
-def _over_text(line: TextLine, lines: Sequence[TextLine]) -> bool:
-    """Whether ``line`` is printed over another line: their boxes share a third of the smaller one."""
-    return any(
-        max(overlap(line.box, other.box), overlap(other.box, line.box)) >= 1 / 3
-        for other in lines
-        if other is not line
-    )
 
 
 class PageRegions:

@@ -27,6 +27,7 @@ from ocr_app.structure.lines import (
 )
 from ocr_app.structure.numbering import TitleLine, depth_bases, normal_title, numbered_titles, outline_level
 from ocr_app.structure.paragraphs import vocabulary_of
+from ocr_app.structure.regions import overlap
 
 if TYPE_CHECKING:
     import pymupdf
@@ -58,6 +59,43 @@ def running_key(text: str) -> str:
     t = " ".join(text.lower().split())
     t = re.sub(r"\d+", "#", t)
     return " ".join("#" if _ROMAN.match(w) else w for w in t.split())
+
+
+def lines_under(line: TextLine, lines: Sequence[TextLine]) -> list[TextLine]:
+    """The other lines ``line`` is printed over (or under): their boxes share a third of the smaller one."""
+    return [
+        other
+        for other in lines
+        if other is not line and max(overlap(line.box, other.box), overlap(other.box, line.box)) >= 1 / 3
+    ]
+
+
+def over_text(line: TextLine, lines: Sequence[TextLine]) -> bool:
+    """Whether ``line`` is printed over another line."""
+    return bool(lines_under(line, lines))
+
+
+def _thinned(text: str, key: str) -> bool:
+    """Whether ``text`` is running line ``key`` with letters missing ("skip to c tent" for "skip to
+    content"): printed over the text's first line, the glyphs it shares with that line are read once,
+    as the text's (``engines.overprint``), and a gap is left where they were."""
+    thin, full = text.replace(" ", ""), key.replace(" ", "")
+    if len(text.split()) < len(key.split()) or thin == full or len(thin) < MIN_THINNED * len(full):
+        return False  # (a gap is left where letters went: words are split, never joined)
+    rest = iter(full)
+    return thin[:1] == full[:1] and all(c in rest for c in thin)
+
+
+MIN_THINNED = 0.6  # of a running line's characters, a copy missing letters keeps at least this many
+
+
+def page_number_key(key: str) -> bool:
+    """Whether a running key is figures and their punctuation alone ("#", "- # -", "# / #"): what a
+    page number's line reads as, which a table's cells read as too."""
+    return not key.strip(_NUMBER_PUNCTUATION)
+
+
+_NUMBER_PUNCTUATION = "#-–—/|.·:()[] "
 
 
 def edge_of(box: tuple[float, float, float, float], height: float) -> str | None:
@@ -284,6 +322,9 @@ class DocumentProfile:
             return None
         key = (edge, running_key(line.text))
         if key not in self.running:
+            text = " ".join(line.text.lower().split())  # (not its key: a lone "c" left reads as a numeral)
+            key = next((k for k in self.running if k[0] == edge and _thinned(text, k[1])), key)
+        if key not in self.running:
             return None
         usual = self.running_sizes.get(key)
         # The same words set far larger are the document's title on its first page, whose running
@@ -321,7 +362,10 @@ def _sample(count: int, limit: int = MAX_PAGES) -> list[int]:
 
 
 def _running_slots(
-    placed: list[tuple[str, float, float, str, int, float]], pages: int, body: float
+    placed: list[tuple[str, float, float, str, int, float]],
+    pages: int,
+    body: float,
+    inside: collections.Counter[str],
 ) -> tuple[tuple[str, float, float], ...]:
     """Places near an edge whose lines run from page to page although their text changes (a running
     head that names the current chapter): ``placed`` holds (edge, middle, size, running key, page,
@@ -330,9 +374,16 @@ def _running_slots(
     pieces a page (a head and its page number), set no larger than ``MAX_RUNNING_RATIO`` × the body,
     is a running place. A page's first body line stands in one place too, but its text is new on every
     page; so are a slide deck's titles, which are also larger; a long table's first row on each page
-    has more pieces."""
+    has more pieces. A text that stands between the bands as often as at an edge (``inside``: running
+    keys counted there) is the body's: a reference whose lists are set on a fixed pitch ends page
+    after page on an item in one place ("'SHA-256'", "'RSA-PSS'"), and those items were cut."""
     if pages < MIN_REPEATS:
         return ()
+    at_edge = collections.Counter(e[3] for e in placed)
+
+    def body_text(key: str) -> bool:  # a text the body holds as often as the edges do
+        return not page_number_key(key) and inside[key] >= at_edge[key]
+
     groups: list[list[tuple[str, float, float, str, int, float]]] = []
     for entry in sorted(placed, key=lambda e: (e[0], e[1])):
         edge, middle, size = entry[:3]
@@ -357,6 +408,7 @@ def _running_slots(
             or len(group) > 2 * on_pages  # several pieces a page: a table's first row, not a running head
             or distinct > MAX_DISTINCT_SHARE * len(texts)
             or statistics.median(e[5] for e in group) > MAX_RUNNING_RATIO * body
+            or sum(body_text(e[3]) for e in group) > len(group) / 2
         ):
             continue
         slots.append(
@@ -591,9 +643,9 @@ def _running_lines(
 
     def body_word(key: tuple[str, str], on: set[int]) -> bool:
         """A text that stands as a line of its own between the bands at least as often as at the edge:
-        a table's cell value ("Active", "North") that a long table puts at the top of its pages too,
-        not a running head. Numbers (page numbers) are exempt: tables hold numbers everywhere."""
-        return any(c.isalpha() for c in key[1]) and inside[key[1]] >= len(on)
+        a table's cell value ("Active", "North", a "✔") that a long table puts at the top of its pages
+        too, not a running head. Numbers (page numbers) are exempt: tables hold numbers everywhere."""
+        return not page_number_key(key[1]) and inside[key[1]] >= len(on)
 
     def in_place(key: tuple[str, str]) -> bool:
         return max(m for m, _ in placed[key]) - min(m for m, _ in placed[key]) <= SLOT_TOLERANCE and max(
@@ -833,6 +885,8 @@ def build_profile(
     placed: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
     at_edges: list[tuple[str, float, float, str, int, float]] = []  # see _running_slots
     inside: collections.Counter[str] = collections.Counter()  # running keys of the lines between the bands
+    # Running keys of edge lines → the texts of the lines they are printed over, on any page.
+    over: dict[str, set[str]] = collections.defaultdict(set)
     in_rows: dict[tuple[str, str], bool] = {}  # edge keys that are a table's cells on every page they are on
     texts: list[str] = []
     pages: list[tuple[float, list[TextLine]]] = []  # (page body size, lines)
@@ -858,6 +912,7 @@ def build_profile(
                 inside[running_key(ln.text)] += 1
             else:
                 key = (edge, running_key(ln.text))
+                over[key[1]].update(" ".join(other.text.split()) for other in lines_under(ln, lines))
                 seen[key].add(index)
                 placed[key].append(((ln.box[1] + ln.box[3]) / 2 / height, ln.size / height))
                 in_rows[key] = in_rows.get(key, True) and id(ln) in cells
@@ -895,7 +950,9 @@ def build_profile(
             round(statistics.median(z for _, z in placed[key]), 5),
         )
         for key in running
-        if key[0] == "top"
+        # A line printed over the text's lines, other ones page after page (a link the browser prints
+        # on every page, "Skip to content"), stands in the text's place, not in one of its own.
+        if key[0] == "top" and len(over[key[1]]) < MIN_REPEATS
     }
     style = DocStyle(
         body_size=body,
@@ -931,5 +988,7 @@ def build_profile(
         pages=doc.page_count,
         header_slots=tuple(sorted(slots)),
         running_sizes={key: statistics.median(z for _, z in placed[key]) for key in running if placed[key]},
-        running_slots=_running_slots(at_edges, len(pages), body),
+        running_slots=_running_slots(
+            [e for e in at_edges if len(over[e[3]]) < MIN_REPEATS], len(pages), body, inside
+        ),
     )
