@@ -374,9 +374,10 @@ def _running_slots(
     pieces a page (a head and its page number), set no larger than ``MAX_RUNNING_RATIO`` × the body,
     is a running place. A page's first body line stands in one place too, but its text is new on every
     page; so are a slide deck's titles, which are also larger; a long table's first row on each page
-    has more pieces. A text that stands between the bands as often as at an edge (``inside``: running
-    keys counted there) is the body's: a reference whose lists are set on a fixed pitch ends page
-    after page on an item in one place ("'SHA-256'", "'RSA-PSS'"), and those items were cut."""
+    has more pieces. Nor is a place whose lines mostly read as the body's: texts that stand between
+    the bands as often as at an edge (``inside``: running keys counted there). A reference whose lists
+    are set on a fixed pitch ends page after page on an item in one place ("'SHA-256'", "'RSA-PSS'"),
+    and those items were cut."""
     if pages < MIN_REPEATS:
         return ()
     at_edge = collections.Counter(e[3] for e in placed)
