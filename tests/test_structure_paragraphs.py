@@ -170,3 +170,14 @@ def test_a_line_on_the_number_after_the_paragraphs_own_opens_an_entry(first, lin
     cur = Pending("text", 0, [first], [last.box], last, 50.0, 10.0)
     row = Row([TextLine(line, (x0, 112, x0 + 200, 122), 10.0)])
     assert next_numbered(cur, row) is entry
+
+
+def test_a_term_in_code_hangs_its_descriptions_lines_and_a_lone_piece_hangs_none():
+    """``label_text_x``: a name in code before its description on the row ("browse   browse the …") hangs
+    the description's lines at the description's x; a row of one piece in code has no label (Expat's
+    page 7 raised IndexError on it in a first version)."""
+    term = TextLine("browse", (100, 75, 140, 88), 10.8, mono=True)
+    text = TextLine("browse the dependency graph in a web browser.", (175, 75, 473, 87), 10.8)
+    assert label_text_x(Row([term, text])) == 175
+    assert label_text_x(Row([term])) is None
+    assert label_text_x(Row([TextLine("browse", (100, 75, 140, 88), 10.8), text])) is None  # not code

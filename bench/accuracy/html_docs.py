@@ -5,10 +5,10 @@ Usage (from the repository root; needs Playwright and Debian's Chromium, as the 
 documentation the collections name, where it is installed):
 
     python -m bench.accuracy.html_docs --out DIR [--tools auto] [--only NAME,...]
-        [--sets rust,node,valgrind,texinfo,npm,libxslt,gtkdoc,rustdoc,sphinx]
+        [--sets rust,node,valgrind,texinfo,npm,libxslt,gtkdoc,rustdoc,sphinx,expat,ninja]
     python -m bench.accuracy.html_docs --out DIR --sets rust,node,npm --rest 24   # pages no list names
 
-Nine collections, nine producers, each as its project's tool writes it:
+Eleven collections, each as its project's tool (or its author's hand) writes it:
 - ``rust``: Rust's books as mdBook writes them (the Book, the Reference, Cargo's and rustc's books, ...),
   from a rustup toolchain: prose, code listings, tables, admonitions, three heading levels.
 - ``node``: Node.js's API reference as its own generator writes it (Debian's ``nodejs-doc``): headings
@@ -28,6 +28,10 @@ Nine collections, nine producers, each as its project's tool writes it:
   signatures as headings set in code, tables of items (name, summary), collapsible sections (round 33).
 - ``sphinx``: Debian's Python Policy as Sphinx writes one page of HTML (``python3`` ships it): numbered
   sections, definition lists, literal blocks (round 33).
+- ``expat``: Expat's reference, written by hand as XHTML (``libexpat1-dev`` ships it): function entries
+  in boxes, handler typedefs, notes (round 35).
+- ``ninja``: Ninja's manual, AsciiDoc through DocBook's XSL (``ninja-build`` ships it): chapters, variable
+  lists, listings, a contents list (round 35).
 
 Each page is opened from its file and printed as a reader's browser prints it ("Save as PDF": print
 styles, A4, backgrounds on). Its truth is what that print shows, in the authors' markup: the page after
@@ -266,6 +270,13 @@ RUSTDOC_PAGES = (
 # Debian's Python Policy as Sphinx writes one page of HTML (Docutils' writer, the "nature" theme): numbered
 # sections, definition lists, literal blocks (round 33).
 SPHINX_PAGES = ("python-policy",)
+# Expat's reference, written by hand as XHTML with its own style sheet (``libexpat1-dev`` ships it): a
+# long page of function entries (a signature in a box over its description), handler typedefs, notes in
+# shaded boxes (round 35).
+EXPAT_PAGES = ("reference",)
+# Ninja's manual, written in AsciiDoc and turned into HTML through DocBook's XSL (``ninja-build`` ships
+# it): chapters of prose, variable lists, code listings, a table of contents (round 35).
+NINJA_PAGES = ("manual",)
 
 
 @dataclass(frozen=True)
@@ -373,6 +384,22 @@ COLLECTIONS = {
             SPHINX_PAGES,
             content="div.body",
             hint="Debian: apt install python3 (its python-policy.html)",
+        ),
+        Collection(
+            "expat",
+            "Expat reference (hand-written XHTML)",
+            "/usr/share/doc/libexpat1-dev/expat.html",
+            EXPAT_PAGES,
+            content="body",
+            hint="Debian: apt install libexpat1-dev",
+        ),
+        Collection(
+            "ninja",
+            "Ninja manual (AsciiDoc through DocBook XSL)",
+            "/usr/share/doc/ninja-build",
+            NINJA_PAGES,
+            content="body",
+            hint="Debian: apt install ninja-build",
         ),
     )
 }

@@ -703,7 +703,7 @@ def _in_column(ring: pymupdf.Rect, rings: list[pymupdf.Rect]) -> bool:
     )
 
 
-def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) -> None:
+def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float, body_ink: int = -1) -> None:
     """Lines led by a list marker drawn as a shape (a small filled disc or square, or a ring with
     another over or under it, left of the line, on its first text row) start with a bullet, as if
     the marker were a glyph.
@@ -712,10 +712,11 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
     little filled circles, not as text; the items' lines then had no marker and ran together into
     one paragraph. A shape counts when it is about square, ``DOT_SIZE`` of the line's height, its
     middle within the line's height, drawn in the line's own colour or in one of the page's text
-    colours: its commonest, or one holding ``TEXT_INK_SHARE`` of its letters (a chart legend's keys
-    are in their series' colours; an item whose words are mostly links or typed names, as Node.js's
-    "• message <string> | <Error>", is mostly in theirs, and on a page of contents in link blue the
-    black names hold only a quarter of the letters), and the nearest line to
+    colours: its commonest, one holding ``TEXT_INK_SHARE`` of its letters, or ``body_ink``, the
+    document's body text colour (a chart legend's keys are in their series' colours; an item whose
+    words are mostly links or typed names, as Node.js's "• message <string> | <Error>", is mostly in
+    theirs, and on a page of contents in link blue the black names hold a quarter of the letters or
+    none), and the nearest line to
     its right starts within ``DOT_GAP`` line heights. Such a line is an item, set in code or not: a
     list of command names (npm's "• preinstall") was read as a listing."""
     import pymupdf
@@ -742,6 +743,7 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float) 
         inks[ln.color] += len(ln.text)
     text_inks = [c for c, n in inks.most_common() if c >= 0 and n >= TEXT_INK_SHARE * inks.total()]
     text_inks += [c for c, _ in inks.most_common(1) if c >= 0 and c not in text_inks]
+    text_inks += [body_ink] if body_ink >= 0 and body_ink not in text_inks else []
 
     def inked(color: int, fill: tuple[float, float, float]) -> bool:
         return max(abs(a - b) for a, b in zip(channels(color), fill, strict=True)) <= INK_MATCH
@@ -2025,7 +2027,7 @@ class TextLayerEngine(Engine):
             panels = panel_rects(page, profile.style.body_size) if vectors else []
             grounds = [tuple(r * to_display) for r in panels]
             if vectors:
-                mark_drawn_bullets(page, lines, scale)
+                mark_drawn_bullets(page, lines, scale, profile.style.body_color)
                 mark_underlined(page, lines, scale)
                 mark_figure_text(page, lines, scale, profile.style.body_size, panels)
             else:

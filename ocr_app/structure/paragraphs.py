@@ -253,6 +253,7 @@ CAPTION = re.compile(
     r"(?:(?-i:[A-Z]{1,3})?[.\-]?\d[\d.\-]*[a-z]?|(?-i:[IVXLC]{1,6}))\]?(?:[.:\s—–]|$)",
     re.I,
 )
+MAX_CODE_TERM_WORDS = 3  # a term in code before its description on its row: a name or two, an option
 _ENTRY_LABEL = re.compile(r"^(?:\[\w{1,5}\]|\(\d{1,3}\)|\d{1,3}\.?)$")
 _BRACKET_LABEL = re.compile(r"^\[\w{1,5}\]$")
 
@@ -268,7 +269,12 @@ def label_text_x(row: Row) -> float | None:
         # "[12] Author" drawn as one run: the label's brackets say where the entry's text starts.
         return first.words[1][0]
     label = first.text.strip()
-    if len(items) < 2 or not (_ENTRY_LABEL.match(label) or CAPTION.fullmatch(label)):
+    # A term set in code before its description ("browse   browse the dependency graph …", a definition
+    # list set as a two-column table) hangs its description's lines as well.
+    if len(items) < 2:
+        return None
+    term = first.mono and not items[1].mono and len(label.split()) <= MAX_CODE_TERM_WORDS
+    if not (_ENTRY_LABEL.match(label) or CAPTION.fullmatch(label) or term):
         return None  # a caption's label piece ("Figure SA3." then its title) hangs its lines too
     if items[1].box[0] - items[0].box[2] < 0.3 * row.size:
         return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ocr_app.schema import Block, union_box
-from ocr_app.structure.definition_lists import definition_terms
+from ocr_app.structure.definition_lists import definition_terms, indented_terms
 from ocr_app.structure.headings import (
     CAPTION,
     NUMBERED_HEADING,
@@ -702,6 +702,10 @@ def _group(
     rows = [u for u in units if isinstance(u, Row)]
     listings = listing_rows(rows)
     titles = code_titles(rows, listings) if style is not None else set()
+    # Bold code over a definition set in from it is an option list's term (Expat's "XML_DTD" over
+    # "Include support for …"), not a heading set in code: a line of text of its own, as terms are.
+    code_terms = titles & indented_terms(units, config) if titles else set()
+    titles -= code_terms
     hang = hanging_indent(rows, left, left + width, config.indent_ratio)
     ctx = _SectionContext(
         body,
@@ -719,7 +723,7 @@ def _group(
         hang_x=hang[0] if hang else None,
         hang_top=hang[1] if hang else 0.0,
         colored=colored_rows(units, style, typical_gap) if style is not None else set(),
-        listings=listings - titles,
+        listings=listings - titles - code_terms,
         code_titles=titles,
         frame=frame or (left, left + width),
         tags=len(units) <= MAX_TAGS and all(isinstance(u, Row) and len(u.text.split()) <= 3 for u in units),
