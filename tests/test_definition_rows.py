@@ -2,7 +2,8 @@
 round 35; real text-layer engine, pages printed by Chromium):
 - Ninja's manual (AsciiDoc through DocBook's XSL) sets its tools as a two-column table without rules: a
   name in code, its description beside it, wrapping, with listings inside. Read as two columns of the
-  page, every name came before every description.
+  page, every name came before every description; now each name is a side head of its description,
+  a line of text (not a listing of one line) right before it.
 - Expat's reference (written by hand) opens with its contents in link blue, the markers black, and sets
   its build options as bold code over a description set in: the markers went unseen (no black text on
   the page) and the options came out as headings."""
@@ -46,8 +47,8 @@ def test_a_definition_list_set_as_a_table_reads_term_by_term(textlayer_engine, p
     at = [flat.find(f"{term} {text}") for term, text in TOOLS.items()]
     assert all(k >= 0 for k in at) and at == sorted(at), md  # each name, then its description, in turn
     paragraphs = [" ".join(p.split()) for p in md.split("\n\n")]
-    for term, text in TOOLS.items():  # a description's wrapped lines stay in its paragraph
-        assert f"{term} {text}" in paragraphs, md
+    for term, text in TOOLS.items():  # the name a line of its own, the description's lines one paragraph
+        assert paragraphs[paragraphs.index(term) + 1] == text, md
 
 
 def test_a_contents_list_in_link_blue_with_black_markers_keeps_its_items(textlayer_engine, printer):

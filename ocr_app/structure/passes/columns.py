@@ -69,6 +69,8 @@ def order_sections(
         return [by_position(items, body)]
     heads = _side_heads(left, right, body)
     if heads is not None:
+        for head in heads:
+            head.mono = False  # a term that names code, not a listing of one line
         return _side_head_sections(items, heads)
     # Crossing items cut the page into horizontal bands. A band with text on both sides of the
     # gutter is a column band (left column first); a band with text on one side only (a short last
@@ -155,14 +157,16 @@ MAX_SIDE_HEAD_WORDS = 6
 def _side_heads(left: list[Item], right: list[Item], body: float) -> list[TextLine] | None:
     """The left "column" when it holds only side heads — short bold or larger lines, each level with
     the first line of a paragraph of the right column (a manual's headings in the margin) — else
-    None. Read as a column, the headings would all come before all the text."""
+    None. Read as a column, the headings would all come before all the text. So do the terms of a
+    definition list set as a table without rules, names in code beside their descriptions (Ninja's
+    tools, "query" beside "dump the inputs and outputs …": round 35)."""
     top = min(it.box[1] for it in right)
     beside = [it for it in left if it.box[3] > top]  # a title above the text is no side head
     if not beside or any(not isinstance(it, TextLine) for it in beside):
         return None
     starts = _paragraph_starts([it for it in right if isinstance(it, TextLine)], body)
     for it in beside:
-        heading_like = (it.bold or it.weight >= 600 or it.size >= 1.15 * body) and not it.in_figure
+        heading_like = (it.bold or it.weight >= 600 or it.size >= 1.15 * body or it.mono) and not it.in_figure
         short = len(it.text.split()) <= MAX_SIDE_HEAD_WORDS and not it.text.rstrip().endswith((".", ","))
         level = any(abs(s.box[1] - it.box[1]) <= 0.5 * body for s in starts)
         if not (heading_like and short and level):
@@ -261,36 +265,6 @@ PROSE_WIDTH = 12  # × body size: a line this wide is running text, not a label 
 TITLE_SIZE = 1.3  # × body size: a line this large beside running text is a title in its own column
 
 
-KEY_SKIP = 0.8  # × size: a description starts this far or more under the text above it on its side
-
-
-def _keyed(term: Item, first: Item, lines: Sequence[TextLine], body: float) -> bool:
-    """Whether ``term``, a short line, stands beside the first line of a description that wraps under
-    it: a definition list or a two-column table of terms and paragraphs (Ninja's "query" / "dump the
-    inputs …", AsciiDoc through DocBook), read row by row, not as two columns of the page. The
-    description starts a block on its side (nothing of it right above, within ``KEY_SKIP`` of a line)
-    and goes on under the term's row. Lines of a sidebar stand beside the text's lines anywhere in its
-    paragraphs, not at their starts."""
-    if not isinstance(term, TextLine) or not isinstance(first, TextLine):
-        return False
-    if term.box[2] - term.box[0] >= PROSE_WIDTH * body:
-        return False
-    side = [
-        ln
-        for ln in lines
-        if ln is not first
-        and ln.box[0] >= term.box[2]
-        and ln.box[0] < first.box[2]
-        and ln.box[2] > first.box[0]
-    ]
-    skip = KEY_SKIP * first.size
-    above = [ln for ln in side if ln.box[3] <= first.box[1] + 0.1 * first.size]
-    if above and first.box[1] - max(ln.box[3] for ln in above) < skip:
-        return False
-    below = [ln for ln in side if ln.box[1] >= first.box[3] - 0.1 * first.size]
-    return bool(below) and min(ln.box[1] for ln in below) - first.box[3] < skip
-
-
 def find_gutter(
     items: Sequence[Item], config: LayoutConfig, body: float, *, beside_text: bool = False
 ) -> tuple[float, float] | None:
@@ -332,7 +306,6 @@ def find_gutter(
     def titled(it: Item) -> bool:  # a title's line: no row of running text holds it and body text
         return isinstance(it, TextLine) and it.size >= TITLE_SIZE * body
 
-    lines = [i for i in items if isinstance(i, TextLine)]
     gaps: list[tuple[float, float]] = []
     prose = 0  # gaps between two lines of running text (each ≥ PROSE_WIDTH × body)
     listed = 0  # pairs of pieces of a monospaced listing's rows
@@ -354,8 +327,6 @@ def find_gutter(
             continue
         # A title's line, taller than the lines beside it, stands beside each of them.
         column = [b for b in level if abs(b.box[0] - nearest.box[0]) <= body] if titled(a) else [nearest]
-        if not titled(a) and _keyed(a, nearest, lines, body):
-            continue  # a term beside its description: a row of a definition list, no columns
         for b in column:
             text = [running(a), running(b)]
             if beside_text and not any(text):
