@@ -78,16 +78,22 @@ def _line(text: str, y: float, *, bold: bool, mono: bool = True) -> Row:
 
 def test_code_titles_are_bold_code_lines_standing_alone():
     """Unit: a bold line of code with no listing line beside it is a heading; the same line inside a
-    listing, a plain line of code alone, a statement's end and a long bold line are not."""
+    listing, a plain line of code alone, a statement's end and a bold line of more than sixteen words
+    are not."""
     title = _line("install-strategy", 100, bold=True)
     rows = [_line("Sets the strategy for installing", 80, bold=False, mono=False), title]
     rows += [_line("Default: false", 120, bold=False, mono=False)]
     listing = [_line("fn main() {", 200, bold=False), _line("main_loop", 212, bold=True)]
     alone = [_line("npm ci", 300, bold=False), _line("exit(1);", 330, bold=True)]
-    long_line = [_line("let value = compute(first, second, third, fourth)", 360, bold=True)]
-    every = rows + listing + alone + long_line
+    # a signature of eight words heads its method (rustdoc, round 36); a bold line of seventeen is code
+    signature = _line("fn fmt(&self, f: &mut Formatter<'_>) -> Result<(), Error>", 360, bold=True)
+    words = (
+        "let value = compute(first, second, third, fourth, fifth, sixth, seventh, eighth) + more + and + more"
+    )
+    long_line = [_line(words, 400, bold=True)]
+    every = rows + listing + alone + [signature] + long_line
     listings = {id(r) for r in every if r.items[0].mono}
-    assert code_titles(every, listings) == {id(title)}
+    assert code_titles(every, listings) == {id(title), id(signature)}
 
 
 TABLE_CSS = (

@@ -90,9 +90,14 @@ MIN_THINNED = 0.6  # of a running line's characters, a copy missing letters keep
 
 
 def page_number_key(key: str) -> bool:
-    """Whether a running key is figures and their punctuation alone ("#", "- # -", "# / #"): what a
-    page number's line reads as, which a table's cells read as too."""
-    return not key.strip(_NUMBER_PUNCTUATION)
+    """Whether a running key is figures and their punctuation alone ("#", "- # -", "# / #", a chapter's
+    "#-#"): what a page number's line reads as, which a table's cells read as too. Three numbers are
+    a version ("1.0.0 ·", which rustdoc sets beside signatures, at a page's top as often as not), no
+    page number (round 36)."""
+    return not key.strip(_NUMBER_PUNCTUATION) and key.count("#") <= MAX_PAGE_NUMBERS
+
+
+MAX_PAGE_NUMBERS = 2  # "3 / 9", "4-12": a page number's line holds at most two numbers
 
 
 _NUMBER_PUNCTUATION = "#-–—/|.·:()[] "
@@ -403,11 +408,15 @@ def _running_slots(
     for group in groups:
         texts = {(e[4], e[3]) for e in group}  # (page, key)
         on_pages = len({page for page, _ in texts})
-        distinct = len({key for _, key in texts})
+        # Texts the body holds too repeat from page to page as the body's do, not as a running head's
+        # (rustdoc's "1.0.0 ·" beside the signature that opens page after page): the place's other
+        # texts must repeat as well.
+        own = {(page, key) for page, key in texts if not body_text(key)}
         if (
             on_pages < MIN_REPEATS
             or len(group) > 2 * on_pages  # several pieces a page: a table's first row, not a running head
-            or distinct > MAX_DISTINCT_SHARE * len(texts)
+            or _mostly_new(texts)
+            or _mostly_new(own)
             or statistics.median(e[5] for e in group) > MAX_RUNNING_RATIO * body
             or sum(body_text(e[3]) for e in group) > len(group) / 2
         ):
@@ -420,6 +429,11 @@ def _running_slots(
             )
         )
     return tuple(sorted(slots))
+
+
+def _mostly_new(texts: set[tuple[int, str]]) -> bool:
+    """Whether (page, running key) pairs hold too many different texts for a running line's place."""
+    return len({key for _, key in texts}) > MAX_DISTINCT_SHARE * len(texts)
 
 
 def _weighted_mode(values: collections.Counter) -> float:
@@ -532,10 +546,14 @@ def _heading_styles(
     for number, (_, lines) in enumerate(pages):
         for ln in lines:
             text = ln.text.strip()
-            if len(text) > 100 or not text[-1:].isalnum() or sum(c.isalpha() for c in text) < 2:
+            ratio = ln.size / style.body_size
+            # A title that leads into its section with a colon ("Use a Vec when:", rustdoc's seven on
+            # its collections page, round 36) shows a style as well, where it is set larger than the
+            # body; a bold label at the body's size ("Phone:") is a form's.
+            ended = text[-1:].isalnum() or (text.endswith(":") and ratio >= MIN_HEADING_RATIO)
+            if len(text) > 100 or not ended or sum(c.isalpha() for c in text) < 2:
                 continue
             weight = ln.weight or (700 if ln.bold else 400)
-            ratio = ln.size / style.body_size
             if ratio >= MIN_HEADING_RATIO or (weight >= style.body_weight + 150 and ratio >= 0.75):
                 seen[(round(ln.size * 2) / 2, weight, ln.font)].append(number)
     return tuple(

@@ -17,6 +17,7 @@ apart from the section assembly that asks them, they can be tested on a few cons
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -531,12 +532,13 @@ def panel_leads(units: Sequence[Row | Table], panel: frozenset[int]) -> set[int]
     return leads
 
 
-MAX_CODE_TITLE_WORDS = 6  # a heading set in code names a flag, a command or a call: a few words
+MAX_CODE_TITLE_WORDS = 16  # a heading set in code names a flag, a command or a call's signature
 
 
-def code_titles(rows: Sequence[Row], listings: set[int]) -> set[int]:
+def code_titles(rows: Sequence[Row], listings: set[int], title_size: float = math.inf) -> set[int]:
     """ids of the rows (top to bottom) that are headings set in code: a line of ``listings`` all in
-    bold, of a few words with letters, no other line of code within a line's height above or below it
+    bold or set at least ``title_size`` (a heading's size: rustdoc's "write!" in regular code at 1.125
+    times the body, round 36), of a few words with letters, no other line of code within a line's height above or below it
     (a listing's panel before it ends farther off; a bold one, within a listing's leading), and not a
     statement's end (";", "{", ","). Why:
     Markdown's ``#### `install-strategy` `` prints as a bold monospaced line over its text (GitHub's
@@ -547,7 +549,7 @@ def code_titles(rows: Sequence[Row], listings: set[int]) -> set[int]:
         text = row.text.strip()
         if (
             id(row) not in listings
-            or not row.bold
+            or not (row.bold or row.size >= title_size)
             or len(text.split()) > MAX_CODE_TITLE_WORDS
             or sum(c.isalpha() for c in text) < 2
             or text.endswith((";", "{", ",", "(", "\\"))
@@ -559,6 +561,63 @@ def code_titles(rows: Sequence[Row], listings: set[int]) -> set[int]:
         ):
             out.add(id(row))
     return out
+
+
+MAX_CODE_TITLE_LINES = 6  # a signature wrapped with its where-clause: a few lines
+
+
+def wrapped_code_titles(rows: Sequence[Row], listings: set[int]) -> tuple[set[int], set[int]]:
+    """(first lines, continuation lines) of the headings set in code that wrap over lines: a run of
+    two to six lines of ``listings``, all bold, each within a bold listing's leading of the next, none
+    set left of the first, with no other line of code within reach above or below, and not a
+    statement's end (";", "{", "(", "\\"). Why: rustdoc wraps a long signature, and an impl's
+    where-clause goes on lines of its own ("impl<I> Clone for StepBy<I>" / "where" / "I: Clone,");
+    read as a listing, a struct's page lost nearly all of its outline (round 36). Code itself is not
+    set bold line by line."""
+    heads: set[int] = set()
+    tails: set[int] = set()
+    k = 0
+    while k < len(rows):
+        run = _bold_code_run(rows, k, listings)
+        if not run:
+            k += 1
+            continue
+        before = rows[k - 1] if k else None
+        after = rows[k + len(run)] if k + len(run) < len(rows) else None
+        first, last = run[0], run[-1]
+        text = " ".join(r.text.strip() for r in run)
+        if (
+            2 <= len(run) <= MAX_CODE_TITLE_LINES
+            and all(r.box[0] >= first.box[0] - 0.25 * first.size for r in run)
+            and sum(c.isalpha() for c in text) >= 2
+            and not text.endswith((";", "{", "(", "\\"))
+            and not _code_near(before, first, listings)
+            and not _code_near(after, last, listings)
+        ):
+            heads.add(id(first))
+            tails.update(id(r) for r in run[1:])
+        k += len(run)
+    return heads, tails
+
+
+def _bold_code_run(rows: Sequence[Row], k: int, listings: set[int]) -> list[Row]:
+    """The lines of bold code from ``rows[k]`` on, each within a bold listing's leading of the one
+    before (empty where ``rows[k]`` is no bold line of code)."""
+    run: list[Row] = []
+    for row in rows[k:]:
+        if (
+            id(row) not in listings
+            or not row.bold
+            or (run and _line_gap(run[-1], row) > _code_reach(run[-1], row))
+        ):
+            break
+        run.append(row)
+    return run
+
+
+def _code_near(near: Row | None, row: Row, listings: set[int]) -> bool:
+    """Whether ``near`` is a line of code close enough to ``row`` to make both a listing's lines."""
+    return near is not None and id(near) in listings and _line_gap(near, row) <= _code_reach(near, row)
 
 
 LISTING_LEADING = 0.5  # × size: a listing's lines stand at most this far apart

@@ -392,7 +392,7 @@ def listing_rows(rows: Sequence[Row]) -> set[int]:
     numbered: list[tuple[int, Row, bool]] = []  # (number, row, its text monospaced)
     for row in rows:
         items = sorted(row.items, key=lambda i: i.box[0])
-        if all(i.mono for i in items):
+        if items[0].mono and all(i.mono or _icon(i.text) for i in items[1:]):
             out.add(id(row))
         elif (n := _line_number(items)) is not None:
             rest = items[1:] if len(items) > 1 else []
@@ -404,6 +404,13 @@ def listing_rows(rows: Sequence[Row]) -> set[int]:
         if code and (before == n - 1 or after == n + 1):
             out.add(id(row))
     return out
+
+
+def _icon(text: str) -> bool:
+    """Whether a piece is a mark set after code in a text face, no word: rustdoc's "ⓘ" after a
+    signature that returns an iterator (a glyph the text layer may not map)."""
+    text = text.strip()
+    return len(text) <= 2 and not any(c.isalnum() for c in text)
 
 
 _NUMBERED_LINE = re.compile(r"(\d{1,5})\s+\S")
@@ -424,6 +431,45 @@ def _line_number(items: Sequence[TextLine]) -> int | None:
     if abs((num[1] + num[3]) / 2 - middle) > 0.25 * (text[3] - text[1]):
         return None
     return int(items[0].text.strip())
+
+
+MAX_LABEL_CHARS = 16  # a version or a tag set beside a signature ("1.28.0 ·", "[inline]")
+LABEL_GAP = 2.0  # × size: at least this much blank between the signature and its label
+
+
+def margin_label(row: Row) -> TextLine | None:
+    """The label set flush right beside a signature, or None: the row's last piece, short and not in
+    code, at least ``LABEL_GAP`` sizes right of the code before it, every other piece in bold code.
+    rustdoc prints the version since which a method exists beside its signature ("1.0.0 ·"); on the
+    signature's line the label kept it from being read as code (round 36). A button beside a listing's
+    line ("COPY" on Node.js's code panels) is no label of a signature: it stays on its line."""
+    if len(row.items) < 2:
+        return None
+    items = sorted(row.items, key=lambda i: i.box[0])
+    label, code = items[-1], items[:-1]
+    text = label.text.strip()
+    if (
+        label.mono
+        or not code[0].mono
+        or not all((i.mono and i.bold) or _icon(i.text) for i in code)
+        or len(text) > MAX_LABEL_CHARS
+        or len(text.split()) > 3
+        or label.box[0] - code[-1].box[2] < LABEL_GAP * label.size
+    ):
+        return None
+    return label
+
+
+def split_margin_labels(units: Sequence[Row | Table]) -> list[Row | Table]:
+    """``units`` with each row's ``margin_label`` taken out onto a row of its own, right before its line."""
+    out: list[Row | Table] = []
+    for row in units:
+        label = margin_label(row) if isinstance(row, Row) else None
+        if label is None:
+            out.append(row)
+        else:
+            out += [Row([label]), Row([i for i in row.items if i is not label])]
+    return out
 
 
 def group_rows(items: Sequence[TextLine], min_overlap: float = 0.5) -> list[Row]:

@@ -37,6 +37,7 @@ from ocr_app.structure.headings import (
     lowercase_start,
     open_quotation,
     panel_leads,
+    wrapped_code_titles,
 )
 from ocr_app.structure.lines import (
     DocStyle,
@@ -48,6 +49,7 @@ from ocr_app.structure.lines import (
     group_rows,
     listing_rows,
     size_close,
+    split_margin_labels,
 )
 from ocr_app.structure.numbering import outline_level
 from ocr_app.structure.paragraphs import (
@@ -170,6 +172,7 @@ class _SectionContext:
     colored: set[int] = field(default_factory=set)  # rows standing apart in an accent colour
     listings: set[int] = field(default_factory=set)  # rows of a listing (``lines.listing_rows``)
     code_titles: set[int] = field(default_factory=set)  # headings set in code (``headings.code_titles``)
+    code_tails: set[int] = field(default_factory=set)  # their lines after the first (``wrapped_code_titles``)
     frame: tuple[float, float] = (0.0, 0.0)  # left and right edges of the page's text
     tags: bool = False  # the section is a few rows of a word or three (``MAX_TAGS``)
 
@@ -220,6 +223,7 @@ def _section_units(
     texts = [i for i in section if isinstance(i, TextLine)]
     units: list[Row | Table] = [*group_rows(texts), *(i for i in section if isinstance(i, Table))]
     units.sort(key=lambda u: (u.box[1] + u.box[3]) / 2)
+    units = split_margin_labels(units)
     rows_only = [u for u in units if isinstance(u, Row)]
     # Rows that overlap by more than a quarter of a line are no lines of one paragraph (the heads of a
     # table set in the middle of their cells, beside and over each other): their "gaps" are no spacing.
@@ -436,7 +440,12 @@ class _SectionBlocks:
             same_weight = row.weight == cur.last.weight
             same_face = {i.font for i in row.items} == {i.font for i in cur.last.items}
             near = 0.88 * cur.last.size <= row.size <= cur.last.size and gap <= 0.6 * row.size
-            fresh = bool(SECTION_NUMBER.match(text) or NUMBERED_HEADING.match(text))
+            # A heading set in code is a line of its own (its wrapped lines are ``code_tails``): rustdoc
+            # stacks impl headings with no text between them, each as wide as it is (round 36).
+            fresh = (
+                bool(SECTION_NUMBER.match(text) or NUMBERED_HEADING.match(text))
+                or id(row) in self.ctx.code_titles
+            )
             # A title hyphenated at its line's end goes on, whatever the space its leading leaves.
             broken = cur.parts[0].endswith("-") and size_close(row.size, cur.last.size) and gap <= row.size
             # Two headings one under the other ("Description" over "Details", an empty section): more
@@ -637,6 +646,9 @@ class _SectionBlocks:
         cur, ctx = self.cur, self.ctx
         gap = row.box[1] - cur.last.box[3] if cur and cur.last else 0.0
         in_code = cur is not None and cur.kind == "code"
+        if id(row) in ctx.code_tails and cur is not None and cur.kind == "heading":
+            self._extend(row, text)  # a signature's next line, or its where-clause
+            return
         if id(row) in ctx.listings and (in_code or not URL_LINE.match(text)):
             self.add_code(row, gap)
             return
@@ -701,7 +713,12 @@ def _group(
     width = max((u.box[2] for u in units), default=0.0) - left
     rows = [u for u in units if isinstance(u, Row)]
     listings = listing_rows(rows)
-    titles = code_titles(rows, listings) if style is not None else set()
+    titles: set[int] = set()
+    code_tails: set[int] = set()
+    if style is not None:
+        titles = code_titles(rows, listings, config.styled_heading_ratio * style.body_size)
+        wrapped, code_tails = wrapped_code_titles(rows, listings)
+        titles |= wrapped
     # Bold code over a definition set in from it is an option list's term (Expat's "XML_DTD" over
     # "Include support for …"), not a heading set in code: a line of text of its own, as terms are.
     code_terms = titles & indented_terms(units, config) if titles else set()
@@ -723,8 +740,9 @@ def _group(
         hang_x=hang[0] if hang else None,
         hang_top=hang[1] if hang else 0.0,
         colored=colored_rows(units, style, typical_gap) if style is not None else set(),
-        listings=listings - titles - code_terms,
+        listings=listings - titles - code_terms - code_tails,
         code_titles=titles,
+        code_tails=code_tails,
         frame=frame or (left, left + width),
         tags=len(units) <= MAX_TAGS and all(isinstance(u, Row) and len(u.text.split()) <= 3 for u in units),
     )

@@ -20,9 +20,11 @@ from ocr_app.structure.headings import bare_label
 from ocr_app.structure.lines import (
     Item,
     LayoutConfig,
+    Row,
     Table,
     TextLine,
     group_rows,
+    margin_label,
     size_close,
     stacked_runs,
     vertical_overlap,
@@ -66,6 +68,8 @@ def order_sections(
         else:
             cross.append(it)
     if not left or not right:
+        return [by_position(items, body)]
+    if _labels_only(left, right, body):
         return [by_position(items, body)]
     heads = _side_heads(left, right, body)
     if heads is not None:
@@ -172,6 +176,24 @@ def _side_heads(left: list[Item], right: list[Item], body: float) -> list[TextLi
         if not (heading_like and short and level):
             return None
     return beside  # type: ignore[return-value]
+
+
+def _labels_only(left: list[Item], right: list[Item], body: float) -> bool:
+    """Whether the right "column" holds only labels set beside lines of code (``margin_label``:
+    rustdoc's "1.28.0 ·" beside an impl's signature). Read as a column, every label came after all
+    the signatures (round 36); on the signature's line each goes right before it."""
+    for label in right:
+        if not isinstance(label, TextLine):
+            return False
+        level = [
+            it
+            for it in left
+            if isinstance(it, TextLine)
+            and abs((it.box[1] + it.box[3]) - (label.box[1] + label.box[3])) <= body
+        ]
+        if not level or margin_label(Row([*level, label])) is not label:
+            return False
+    return True
 
 
 def _paragraph_starts(lines: list[TextLine], body: float) -> list[TextLine]:

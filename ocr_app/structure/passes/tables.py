@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.schema import union_box
 from ocr_app.structure.borderless import find_grids
-from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows, listing_rows
+from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine, group_rows, listing_rows, margin_label
 from ocr_app.structure.passes.columns import find_gutter
 from ocr_app.structure.running_text import list_columns, prose_grid
 from ocr_app.structure.table_html import Cell, cell_text
@@ -283,8 +283,9 @@ def detect_tables(
     rows = group_rows(lines)
     tables, rows = _contents_tables(rows)
     # A row wholly in a monospaced font is a line of a listing, its columns set with spaces: it stays
-    # code, and parts the rows around it (a table whose cells are partly code still reads as one).
-    listings = listing_rows(rows)
+    # code, and parts the rows around it (a table whose cells are partly code still reads as one). So
+    # does a line of code with a label beside it (rustdoc's "1.0.0 ·"): no row of two cells.
+    listings = listing_rows(rows) | {id(r) for r in rows if margin_label(r) is not None}
     for listing, run in itertools.groupby(rows, key=lambda r: id(r) in listings):
         if listing:
             continue
