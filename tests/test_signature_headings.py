@@ -174,11 +174,14 @@ def test_wrapped_code_titles_are_runs_of_bold_code_standing_alone():
     statement = [_row("let total = items", 300), _row("    .sum::<u64>();", 314)]
     set_in = [_row(".step_by(2)", 400, x=70), _row("fn main() -> u64", 414)]
     plain = [_row("fn main() {", 500, bold=False), _row("}", 514, bold=False)]
-    rows = title + prose + in_listing + statement + set_in + plain
+    # the "ⓘ" after a signature that fills its line, wrapped onto a line of its own in the text face
+    marked = [_row("fn intersperse(self) -> Intersperse<Self>", 600), _row("•", 614, mono=False)]
+    marked += [_row("where", 628, 10.5), _row("Self: Sized,", 640, 10.5, x=58)]
+    rows = title + prose + in_listing + statement + set_in + plain + marked
     listings = {id(r) for r in rows if r.items[0].mono}
     heads, tails = wrapped_code_titles(rows, listings)
-    assert heads == {id(title[0])}
-    assert tails == {id(title[1]), id(title[2])}
+    assert heads == {id(title[0]), id(marked[0])}
+    assert tails == {id(title[1]), id(title[2]), *(id(r) for r in marked[1:])}
 
 
 def test_a_margin_label_is_a_short_text_piece_far_right_of_code():

@@ -30,6 +30,7 @@ from ocr_app.structure.lines import (
     Row,
     Table,
     color_heading_like,
+    icon,
     in_margin_band,
     is_rtl,
     size_close,
@@ -602,14 +603,14 @@ def wrapped_code_titles(rows: Sequence[Row], listings: set[int]) -> tuple[set[in
 
 def _bold_code_run(rows: Sequence[Row], k: int, listings: set[int]) -> list[Row]:
     """The lines of bold code from ``rows[k]`` on, each within a bold listing's leading of the one
-    before (empty where ``rows[k]`` is no bold line of code)."""
+    before (empty where ``rows[k]`` is no bold line of code). A line of a mark alone goes with them:
+    rustdoc's "ⓘ" after a signature that fills its line wraps onto a line of its own."""
     run: list[Row] = []
     for row in rows[k:]:
-        if (
-            id(row) not in listings
-            or not row.bold
-            or (run and _line_gap(run[-1], row) > _code_reach(run[-1], row))
-        ):
+        mark = bool(run) and all(icon(i.text) for i in row.items)
+        if not (mark or (id(row) in listings and row.bold)):
+            break
+        if run and _line_gap(run[-1], row) > _code_reach(run[-1], row):
             break
         run.append(row)
     return run

@@ -392,7 +392,7 @@ def listing_rows(rows: Sequence[Row]) -> set[int]:
     numbered: list[tuple[int, Row, bool]] = []  # (number, row, its text monospaced)
     for row in rows:
         items = sorted(row.items, key=lambda i: i.box[0])
-        if items[0].mono and all(i.mono or _icon(i.text) for i in items[1:]):
+        if items[0].mono and all(i.mono or icon(i.text) for i in items[1:]):
             out.add(id(row))
         elif (n := _line_number(items)) is not None:
             rest = items[1:] if len(items) > 1 else []
@@ -406,7 +406,7 @@ def listing_rows(rows: Sequence[Row]) -> set[int]:
     return out
 
 
-def _icon(text: str) -> bool:
+def icon(text: str) -> bool:
     """Whether a piece is a mark set after code in a text face, no word: rustdoc's "ⓘ" after a
     signature that returns an iterator (a glyph the text layer may not map)."""
     text = text.strip()
@@ -451,7 +451,7 @@ def margin_label(row: Row) -> TextLine | None:
     if (
         label.mono
         or not code[0].mono
-        or not all((i.mono and i.bold) or _icon(i.text) for i in code)
+        or not all((i.mono and i.bold) or icon(i.text) for i in code)
         or len(text) > MAX_LABEL_CHARS
         or len(text.split()) > 3
         or label.box[0] - code[-1].box[2] < LABEL_GAP * label.size
