@@ -88,3 +88,27 @@ def test_bold_code_over_a_description_set_in_is_a_term_not_a_heading(textlayer_e
     for term, text in options.items():
         assert term in md and text in md, md
         assert f"```\n{term}" not in md, md  # a term, not a listing of one line
+
+
+HUG = "padding:0"  # gtk-doc's cells: the note a space after its name
+
+
+def test_keyed_lines_of_a_parameter_table_are_an_entry_each(textlayer_engine, printer):
+    """gtk-doc sets a function's parameters as a table whose name cells hug their names (libxslt's
+    reference, round 36): it prints as "ctxt: the XPath Parser context" over "nargs: …", one line each,
+    and those lines ran together as one paragraph. So did a header's "Author(s): …" over "Since: …"."""
+    params = {"ctxt": "the XPath Parser context", "nargs": "the number of arguments"}
+    rows = "".join(
+        f"<tr><td style='{HUG}'><em><code>{name}</code></em>:</td><td style='{HUG}'>&nbsp;{note}</td></tr>"
+        for name, note in params.items()
+    )
+    prose = "Implement the document() XSLT function node-set document(object, node-set?) for the caller."
+    html = (
+        f"{CSS}<h3>xsltDocumentFunction ()</h3><p>{prose}</p><table style='border-spacing:0'>{rows}</table>"
+        f"<p>{prose}</p><p>Author(s): Daniel Veillard</p><p style='margin-top:0'>Since: 1.1.26</p>"
+    )
+    md = pages_markdown(textlayer_engine, printer("keyed-lines", html))[0]
+    paragraphs = [" ".join(p.split()) for p in md.split("\n\n")]
+    for name, note in params.items():
+        assert f"{name}: {note}" in paragraphs, md
+    assert "Author(s): Daniel Veillard" in paragraphs and "Since: 1.1.26" in paragraphs, md

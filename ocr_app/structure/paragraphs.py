@@ -325,6 +325,24 @@ def next_numbered(cur: Pending | None, row: Row) -> bool:
     return len(b) <= len(a) and a[:k] == b[:k] and int(b[k]) == int(a[k]) + 1
 
 
+_KEYED = re.compile(r"^[^\s:]{1,40}:\s+\S")  # "ctxt: the XPath Parser context", "Author(s): Daniel …"
+
+
+def next_keyed(cur: Pending | None, row: Row, right: float) -> bool:
+    """Whether the row opens the next of a run of keyed lines: the open paragraph opens on a key and a
+    colon, the row does too at its left edge, and the row's first word would have fitted at the end of
+    the line above (it was broken on purpose). gtk-doc sets a function's parameters as a table whose
+    name cells hug their names, which prints as "ctxt: the XPath Parser context" over "nargs: the
+    number of arguments"; one line each, they ran together as one paragraph (round 36)."""
+    if cur is None or cur.kind != "text" or cur.last is None or not cur.parts:
+        return False
+    return (
+        bool(_KEYED.match(cur.parts[0]) and _KEYED.match(row.text.strip()))
+        and abs(row.box[0] - cur.left) <= 0.5 * row.size
+        and word_fits_above(cur.last, row, right)
+    )
+
+
 MAX_HANG_RATIO = 4.0  # a hanging indent (or a first-line indent) is at most this × size
 _SENTENCE_END = (".", "!", "?", ":")
 

@@ -66,6 +66,7 @@ from ocr_app.structure.paragraphs import (
     label_text_x,
     list_marker,
     next_entry,
+    next_keyed,
     next_numbered,
     one_line_entry,
     star_note,
@@ -574,6 +575,7 @@ class _SectionBlocks:
             and not caption
             and not next_entry(cur, row)
             and not next_numbered(cur, row)
+            and not next_keyed(cur, row, ctx.left + ctx.width)
             and size_close(cur.size, row.size)
             and not _size_step(cur.last, row)
         ):
