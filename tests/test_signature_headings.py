@@ -197,6 +197,8 @@ def test_a_margin_label_is_a_short_text_piece_far_right_of_code():
     listing = TextLine("xcode-select --install", (62, 674, 230, 689), 12.0, mono=True)
     button = TextLine("COPY", (516, 673, 547, 690), 12.0)
     assert margin_label(Row([listing, button])) is None  # a code panel's button stays on its line
+    brace = TextLine("}", (62, 674, 69, 689), 12.0, bold=True, mono=True)  # a mark, but no signature
+    assert margin_label(Row([brace, button])) is None
     icon = TextLine("•", (232, 673, 240, 690), 12.0, bold=True)  # rustdoc's "ⓘ", in the text face
     assert margin_label(Row([code, icon, label])) is label
 

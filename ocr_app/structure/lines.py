@@ -452,6 +452,7 @@ def margin_label(row: Row) -> TextLine | None:
         label.mono
         or not code[0].mono
         or not all((i.mono and i.bold) or icon(i.text) for i in code)
+        or sum(c.isalpha() for i in code for c in i.text) < 2  # a listing's closing "}", no signature
         or len(text) > MAX_LABEL_CHARS
         or len(text.split()) > 3
         or label.box[0] - code[-1].box[2] < LABEL_GAP * label.size
