@@ -539,9 +539,9 @@ MAX_CODE_TITLE_WORDS = 16  # a heading set in code names a flag, a command or a 
 def code_titles(rows: Sequence[Row], listings: set[int], title_size: float = math.inf) -> set[int]:
     """ids of the rows (top to bottom) that are headings set in code: a line of ``listings`` all in
     bold or set at least ``title_size`` (a heading's size: rustdoc's "write!" in regular code at 1.125
-    times the body, round 36), of a few words with letters, no other line of code within a line's height above or below it
-    (a listing's panel before it ends farther off; a bold one, within a listing's leading), and not a
-    statement's end (";", "{", ","). Why:
+    times the body, round 36), of a few words with letters (a signature's sixteen at most), no other
+    line of code within a line's height above or below it (a listing's panel before it ends farther
+    off; a bold one, within a listing's leading), and not a statement's end (";", "{", ","). Why:
     Markdown's ``#### `install-strategy` `` prints as a bold monospaced line over its text (GitHub's
     style, npm's CLI reference: 195 of its 497 headings); read as a listing of one line, the outline
     lost them all. Code itself is not set bold line by line."""
