@@ -192,7 +192,9 @@ def test_a_margin_label_is_a_short_text_piece_far_right_of_code():
     assert margin_label(Row([code, near])) is None
     prose = TextLine("Counts the items", (62, 674, 180, 689), 12.0)
     assert margin_label(Row([prose, label])) is None  # beside text: a table's cells, a dotted contents line
-    long_label = TextLine("since version 1.0.0 of std", (380, 673, 547, 690), 12.0)
+    const = TextLine("1.36.0 (const: 1.36.0) ·", (420, 673, 547, 690), 12.0)  # a const fn's versions
+    assert margin_label(Row([code, const])) is const
+    long_label = TextLine("stable since version 1.0.0 of std", (330, 673, 547, 690), 12.0)
     assert margin_label(Row([code, long_label])) is None
     listing = TextLine("xcode-select --install", (62, 674, 230, 689), 12.0, mono=True)
     button = TextLine("COPY", (516, 673, 547, 690), 12.0)

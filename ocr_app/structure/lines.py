@@ -433,7 +433,8 @@ def _line_number(items: Sequence[TextLine]) -> int | None:
     return int(items[0].text.strip())
 
 
-MAX_LABEL_CHARS = 16  # a version or a tag set beside a signature ("1.28.0 ·", "[inline]")
+MAX_LABEL_CHARS = 24  # a version or a tag beside a signature ("1.28.0 ·", "1.36.0 (const: 1.36.0) ·")
+MAX_LABEL_WORDS = 4
 LABEL_GAP = 2.0  # × size: at least this much blank between the signature and its label
 
 
@@ -454,7 +455,7 @@ def margin_label(row: Row) -> TextLine | None:
         or not all((i.mono and i.bold) or icon(i.text) for i in code)
         or sum(c.isalpha() for i in code for c in i.text) < 2  # a listing's closing "}", no signature
         or len(text) > MAX_LABEL_CHARS
-        or len(text.split()) > 3
+        or len(text.split()) > MAX_LABEL_WORDS
         or label.box[0] - code[-1].box[2] < LABEL_GAP * label.size
     ):
         return None
