@@ -62,6 +62,7 @@ from ocr_app.structure.pipeline import build_blocks
 from ocr_app.structure.regions import overlap
 from ocr_app.structure.rule_frames import joined, rule_frames
 from ocr_app.structure.stacked_frames import split_at_frames
+from ocr_app.structure.table_gate import worth_looking
 from ocr_app.structure.table_html import Cell, header_rows, join_cell_lines
 from ocr_app.structure.table_model import available as learned_tables_available
 
@@ -2128,7 +2129,7 @@ class TextLayerEngine(Engine):
         image = layout.image
         body = body_size(every_line)
         framed = rule_frames(cuts, every_line, body)
-        if not lt.worth_looking(every_line, body, drawn=drawn or bool(framed)):
+        if not worth_looking(every_line, body, drawn=drawn or bool(framed)):
             return ruled, forms, rest, None, []
         if is_rtl(" ".join(ln.text for ln in every_line)):
             # Right-to-left pages keep the rules' tables, which read a row from its right (the

@@ -2640,24 +2640,3 @@ def _beside(box: Box, held: list[TextLine]) -> list[tuple[Box, list[TextLine]]]:
         logger.debug("region %s: two tables side by side", box)
         return parts
     return [(box, held)]
-
-
-def worth_looking(lines: Sequence[TextLine], body: float, *, drawn: bool) -> bool:
-    """Whether a page may hold a table, so the layout model is asked (it costs ≈ 0.25 CPU s a page):
-    it draws rulings or cell fills (``drawn``), or three rows hold pieces set a cell gap apart, three
-    or more to a row or two of which one is short (a label, a number). Two columns of prose have two
-    long pieces a row and do not count."""
-    from ocr_app.structure.lines import group_rows
-
-    if drawn:
-        return True
-    rows = 0
-    for row in group_rows(lines):
-        cut = pieces(row.items, body)
-        if len(cut) < 2:
-            continue
-        if len(cut) >= 3 or min(len(" ".join(p).split()) for p in cut) <= 3:
-            rows += 1
-            if rows >= 3:
-                return True
-    return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ocr_app.schema import Box
 from ocr_app.structure.docprofile import Rule
@@ -24,21 +25,32 @@ MAX_HEAD_ROWS = 3  # the band between the top rule and the next holds at most th
 MIN_CELL_ROWS = 3  # the region holds at least this many rows of pieces a cell gap apart
 
 
-def pieces(items: Sequence[TextLine], body: float) -> list[list[str]]:
+class Piece(NamedTuple):
+    """Words of a row set close together, and where they start and end (``piece_spans``)."""
+
+    x0: float
+    x1: float
+    words: list[str]
+
+
+def piece_spans(items: Sequence[TextLine], body: float) -> list[Piece]:
     """The words of one row of lines in pieces, cut where two words stand a cell gap (a body size)
-    apart: PyMuPDF returns cells a few spaces apart as one line."""
-    out: list[list[str]] = []
-    right = None
+    apart, each with its left and right edge: PyMuPDF returns cells a few spaces apart as one line."""
+    out: list[Piece] = []
     for ln in sorted(items, key=lambda i: i.box[0]):
         spans = ln.words or [(ln.box[0], ln.box[2])]
         words = ln.text.split() if ln.words else [ln.text]
         for (x0, x1), word in zip(spans, words, strict=False):
-            if out and right is not None and x0 - right < body:
-                out[-1].append(word)
+            if out and x0 - out[-1].x1 < body:
+                out[-1] = Piece(out[-1].x0, x1, [*out[-1].words, word])
             else:
-                out.append([word])
-            right = x1
+                out.append(Piece(x0, x1, [word]))
     return out
+
+
+def pieces(items: Sequence[TextLine], body: float) -> list[list[str]]:
+    """The words of one row of lines in pieces (``piece_spans`` without their edges)."""
+    return [p.words for p in piece_spans(items, body)]
 
 
 RULE_JOIN = 2.0  # pixels: rule pieces this close in height and end to end are one rule

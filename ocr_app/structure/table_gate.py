@@ -1,0 +1,78 @@
+"""Whether a born-digital page may hold a table, so that the layout model is asked about it.
+
+Why: the layout model costs about 0.13 CPU s a page, more than the rest of a plain page's reading
+(0.02-0.07 s), so it is asked only where a table may stand: the page draws rulings or cell fills, or
+three rows hold pieces of words set a cell gap apart (three pieces or more, or two of which one is
+short: a label, a number). A page set in two columns of running text has two pieces in every row,
+and one of them is short wherever a paragraph ends in one column beside a full line of the other:
+every two-column paper passed the test on its paragraph ends alone, and paid for the model on pages
+that hold no table. The gap between the columns (``column_gutter``) is no cell gap: rows are judged
+on each side of it apart, so a table set in one column still counts.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from ocr_app.structure.lines import TextLine, group_rows
+from ocr_app.structure.rule_frames import Piece, piece_spans
+
+MIN_ROWS = 3  # rows of pieces a cell gap apart that make a page worth the model
+SHORT_WORDS = 3  # a piece of at most this many words is a label or a figure, a cell's content
+LONG_WORDS = 4  # a piece of this many words or more may be a full line of a column of text
+MIN_PROSE_ROWS = 6  # rows of two long pieces at one gutter: the page is set in two columns
+ALIGNED_SHARE = 0.8  # of those rows, this share ends and starts at the gutter's two edges
+
+
+def worth_looking(lines: Sequence[TextLine], body: float, *, drawn: bool) -> bool:
+    """Whether a page may hold a table (``drawn``: it draws rulings or cell fills)."""
+    if drawn:
+        return True
+    rows = [cut for row in group_rows(lines) if len(cut := piece_spans(row.items, body)) >= 2]
+    gutter = column_gutter(rows, body)
+    count = 0
+    for cut in rows:
+        groups = apart(cut, gutter, body) if gutter else [cut]
+        if any(_cells(g) for g in groups):
+            count += 1
+            if count >= MIN_ROWS:
+                return True
+    return False
+
+
+def _cells(group: Sequence[Piece]) -> bool:
+    """Pieces that may be a table row's cells: three or more, or two of which one is short."""
+    if len(group) < 2:
+        return False
+    return len(group) >= 3 or min(len(" ".join(p.words).split()) for p in group) <= SHORT_WORDS
+
+
+def _long(piece: Piece) -> bool:
+    return len(piece.words) >= LONG_WORDS
+
+
+def column_gutter(rows: Sequence[Sequence[Piece]], body: float) -> tuple[float, float] | None:
+    """The gap between two columns of running text, as (where the left column's lines end at most,
+    where the right column's lines start), from the rows holding one long piece on each side: at least
+    ``MIN_PROSE_ROWS`` of them, nearly all with their right piece starting at one place (a column's
+    lines start flush; paragraph ends and indents stay within a body size). None: no such gap."""
+    prose = [cut for cut in rows if len(cut) == 2 and _long(cut[0]) and _long(cut[1])]
+    if len(prose) < MIN_PROSE_ROWS:
+        return None
+    start = statistics.median(cut[1].x0 for cut in prose)
+    aligned = [cut for cut in prose if abs(cut[1].x0 - start) <= body]
+    if len(aligned) < max(MIN_PROSE_ROWS, ALIGNED_SHARE * len(prose)):
+        return None
+    return max(cut[0].x1 for cut in aligned), start
+
+
+def apart(cut: Sequence[Piece], gutter: tuple[float, float], body: float) -> list[list[Piece]]:
+    """A row's pieces on each side of the gutter (the lines of two columns side by side), or the
+    whole row where a piece stands across it (a line over both columns, or a table's)."""
+    end, start = gutter
+    left = [p for p in cut if p.x1 <= end + body / 2]
+    rest = [p for p in cut if p.x0 >= start - body]
+    if not left or not rest or len(left) + len(rest) != len(cut):
+        return [list(cut)]
+    return [left, rest]
