@@ -16,7 +16,7 @@ def test_the_bench_converts_every_page_and_splits_them_by_what_came_out(tmp_path
     assert cpu_pages.main([str(DATA), "--repeat", "2", "--json", str(out)]) == 0
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["documents"] == 2 and result["pages"] == 2  # two one-page documents
-    # 2305.03393v1-pg9 holds a table; table_mislabeled_as_picture's table comes out as one too
+    # 2305.03393v1-pg9 holds a ruled table the text layer reads as one
     assert result["pages_with_table"] + result["pages_without_table"] == 2
     assert result["pages_with_table"] >= 1
     spread = result["cpu_s_per_page"]
