@@ -466,9 +466,45 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
     """PyMuPDF lines → ``TextLine`` in display pixels (rotation applied, points × ``scale``).
     ``typescript``: whether a page set mostly in a monospaced font may be a typescript (``_typewritten``);
     False where the document's body font is proportional: a manual's page of listings is code."""
+    return place_lines(read_lines(page), page, scale, typescript=typescript)
+
+
+def place_lines(
+    read: Sequence[TextLine], page: pymupdf.Page, scale: float, *, typescript: bool = True
+) -> list[TextLine]:
+    """``read_lines``'s lines in display pixels: each a new line (the read ones stay as they are, so one
+    read serves the document's profile at 1 pt and the page at its pixels), then typescripts and
+    justified lines mended (``extract_lines``).
+
+    Why the read is kept in points and placed here: the profile reads the pages of a short document
+    too, and reading a page is most of a plain page's cost (0.04 CPU s); the numbers come out as
+    before because every coordinate goes through the same product with the same matrix."""
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+    a, e = matrix.a, matrix.e
+    lines = [
+        replace(
+            ln,
+            box=tuple(pymupdf.Rect(ln.box) * matrix),
+            size=ln.size * scale,
+            caps_size=ln.caps_size * scale,
+            ink=tuple(v * a + e for v in ln.ink),
+            words=tuple((x0 * a + e, x1 * a + e) for x0, x1 in ln.words),
+        )
+        for ln in read
+    ]
+    return join_justified(_typewritten(lines) if typescript else lines)
+
+
+def read_lines(page: pymupdf.Page) -> list[TextLine]:
+    """The page's text lines as PyMuPDF gives them, in page points before the page's rotation
+    (``box``: the type band; ``ink``, ``words``: x-ranges where the line is upright on the displayed
+    page); ``place_lines`` puts them on the displayed page."""
+    import pymupdf
+
+    rotation = page.rotation_matrix
+    rotated = page.rotation != 0
     # Ligature glyphs ("ﬁ", "ﬂ") come out as their letters: a reader searches "figure", not "ﬁgure".
     flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
     stroked = _stroked_boxes(page)  # fake bold: regular glyphs filled and outlined
@@ -514,9 +550,8 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                 for s, _ in styled
             )
             italic = all(s["flags"] & _ITALIC_FLAG or "italic" in s["font"].lower() for s, _ in styled)
-            rect = pymupdf.Rect(_type_band(line)) * matrix
-            box = (rect.x0, rect.y0, rect.x1, rect.y1)
-            turns = _turns(line.get("dir", (1.0, 0.0)), page.rotation_matrix)
+            box = _type_band(line)
+            turns = _turns(line.get("dir", (1.0, 0.0)), rotation)
             mono = all(_mono_span(s) for s, _ in words)
             if mono:  # code: its indentation and inner spacing are content
                 text = "".join(_mark_scripts(line, texts)).rstrip()
@@ -531,22 +566,15 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                 for c in sp.get("chars", ())
                 if not c["c"].isspace()
             ]
-            upright = page.rotation == 0 and turns == 0
-            ink = (
-                (
-                    min(g[0] for g in glyphs) * matrix.a + matrix.e,
-                    max(g[2] for g in glyphs) * matrix.a + matrix.e,
-                )
-                if glyphs and upright
-                else ()
-            )
+            upright = not rotated and turns == 0
+            ink = (min(g[0] for g in glyphs), max(g[2] for g in glyphs)) if glyphs and upright else ()
             text = valid_unicode(text)  # half a surrogate pair from a broken font map: U+FFFD
-            boxes = _word_ranges(text, glyphs, matrix) if upright else ()
+            boxes = _word_ranges(text, glyphs) if upright else ()
             lines.append(
                 TextLine(
                     text,
                     box,
-                    size * scale,
+                    size,
                     bold,
                     weight,
                     italic,
@@ -556,10 +584,10 @@ def extract_lines(page: pymupdf.Page, scale: float, *, typescript: bool = True) 
                     mono=mono,
                     words=boxes,
                     color=inks.most_common(1)[0][0],
-                    caps_size=caps * scale,
+                    caps_size=caps,
                 )
             )
-    return join_justified(_typewritten(lines) if typescript else lines)
+    return lines
 
 
 def _past_type3(styled: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
@@ -771,9 +799,9 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float, 
 
 
 def _word_ranges(
-    text: str, glyphs: list[tuple[float, float, float, float]], matrix: pymupdf.Matrix
+    text: str, glyphs: list[tuple[float, float, float, float]]
 ) -> tuple[tuple[float, float], ...]:
-    """Display x-ranges of the words of ``text``, glyph by glyph (glyphs in reading order, a list
+    """The x-ranges of the words of ``text`` in points, glyph by glyph (glyphs in reading order, a list
     marker's excluded); () when the glyphs and the text's characters do not pair up one to one
     (a dropped symbol glyph, a resolved control character)."""
     tokens = text.split()
@@ -787,9 +815,7 @@ def _word_ranges(
     for n in counts:
         run = glyphs[k : k + n]
         k += n
-        out.append(
-            (min(g[0] for g in run) * matrix.a + matrix.e, max(g[2] for g in run) * matrix.a + matrix.e)
-        )
+        out.append((min(g[0] for g in run), max(g[2] for g in run)))
     if text.split()[:1] == [BULLET]:
         out.insert(0, (out[0][0], out[0][0]))  # the marker: no glyph of its own here
     return tuple(out)
@@ -1909,22 +1935,44 @@ class TextLayerEngine(Engine):
         self._profiles: collections.OrderedDict[tuple[str, int, int], DocumentProfile] = (
             collections.OrderedDict()
         )
+        # The lines the profile read of each sampled page (``read_lines``), until that page is read:
+        # keyed as the profiles are, and dropped with them.
+        self._reads: dict[tuple[str, int, int], dict[int, list[TextLine]]] = {}
         self._profiles_lock = threading.Lock()
+
+    @staticmethod
+    def _file_key(pdf_path: Path | str) -> tuple[str, int, int]:
+        st = os.stat(pdf_path)
+        return (str(Path(pdf_path).resolve()), st.st_mtime_ns, st.st_size)
 
     def profile(self, pdf_path: Path | str, doc: pymupdf.Document) -> DocumentProfile:
         """The document profile of ``pdf_path`` (built on its first page, kept for a few files)."""
-        st = os.stat(pdf_path)
-        key = (str(Path(pdf_path).resolve()), st.st_mtime_ns, st.st_size)
+        key = self._file_key(pdf_path)
         with self._profiles_lock:
             if key in self._profiles:
                 self._profiles.move_to_end(key)
                 return self._profiles[key]
-        profile = build_profile(doc, extract_lines, skip=_heavy)
+        reads: dict[int, list[TextLine]] = {}
+
+        def extract(page: pymupdf.Page, scale: float) -> list[TextLine]:
+            reads[page.number] = read_lines(page)
+            return place_lines(reads[page.number], page, scale)
+
+        profile = build_profile(doc, extract, skip=_heavy)
         with self._profiles_lock:
             self._profiles[key] = profile
+            self._reads[key] = reads
             while len(self._profiles) > PROFILE_CACHE:
-                self._profiles.popitem(last=False)
+                gone, _ = self._profiles.popitem(last=False)
+                self._reads.pop(gone, None)
         return profile
+
+    def _page_read(self, pdf_path: Path | str, page: pymupdf.Page) -> list[TextLine]:
+        """The page's ``read_lines``: the profile's read where it read the page (taken, so each read
+        serves once and a long document's sample does not stay), else read now."""
+        with self._profiles_lock:
+            read = self._reads.get(self._file_key(pdf_path), {}).pop(page.number, None)
+        return read if read is not None else read_lines(page)
 
     def load(self) -> None:
         from ocr_app.ingest.pdf import import_pymupdf
@@ -1943,6 +1991,7 @@ class TextLayerEngine(Engine):
             raster_tables.release()  # the picture reader's models go with the engine
         with self._profiles_lock:
             self._profiles.clear()
+            self._reads.clear()
 
     def _close_doc(self) -> None:
         if self._open_doc is not None:
@@ -2012,8 +2061,11 @@ class TextLayerEngine(Engine):
             scale = width_px / page.rect.width if page.rect.width else (page_img.dpi or 72) / 72
             profile = self.profile(page_img.pdf_path, doc)
             body_font = profile.style.body_font
-            lines = extract_lines(
-                page, scale, typescript=not body_font or bool(_MONO_FONTS.search(body_font))
+            lines = place_lines(
+                self._page_read(page_img.pdf_path, page),
+                page,
+                scale,
+                typescript=not body_font or bool(_MONO_FONTS.search(body_font)),
             )
             vectors = content_bytes(page, _VECTOR_SCAN_BYTES) <= _VECTOR_SCAN_BYTES
             rules = horizontal_rules(page, scale) if vectors else []

@@ -1,0 +1,98 @@
+"""One read of a page's text serves the document's profile and the page (issue 30, round 38).
+
+Why: the profile reads every page of a document of up to 120 pages at 1 pt, and the page's own pass read
+it again at its pixels; reading a page's lines is most of a plain page's cost. The read is now kept in
+points and placed at each scale, so it must come out exactly as a fresh read, on turned pages too, and
+placing it must not change it (the profile's placing marks a typescript's lines as prose).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pymupdf
+import pytest
+
+from ocr_app.engines import textlayer
+from ocr_app.engines.textlayer import TextLayerEngine
+from ocr_app.schema import PageImage, PageRequest
+from ocr_app.structure.pipeline import blocks_to_markdown
+
+PROSE = "The committee met on a Tuesday and agreed the budget for the coming year without a vote."
+TYPED = "the minutes were typed on a machine and kept in the office files"
+
+
+def _document(path):
+    """Four pages: prose upright and turned by 90° and 270°, then a page of monospaced prose."""
+    doc = pymupdf.open()
+    for rotation in (0, 90, 270):
+        page = doc.new_page()
+        page.insert_text((72, 90), "Annual Report of the Committee", fontsize=17.3, fontname="hebo")
+        for k in range(8):
+            page.insert_text((72.37, 130.61 + 14.3 * k), PROSE, fontsize=9.7)
+        page.set_rotation(rotation)
+    page = doc.new_page()
+    for k in range(10):
+        page.insert_text((72.37, 90.5 + 12.1 * k), TYPED, fontsize=9.1, fontname="cour")
+    doc.save(path)
+    return path
+
+
+def _pages(engine, pdf, dpi=103):
+    from bench.accuracy import generate
+
+    out = []
+    for index in range(4):
+        image = generate.render(pdf, index, dpi)
+        page = PageImage(image=image, index=index, source=pdf.name, dpi=dpi, pdf_path=pdf)
+        (result,) = engine.predict_batch([PageRequest(page=page, prompt="")])
+        out.append((blocks_to_markdown(result.blocks), [(b.label, b.box) for b in result.blocks]))
+    return out
+
+
+def test_each_page_is_read_once(tmp_path, monkeypatch):
+    pdf = _document(tmp_path / "report.pdf")
+    reads = collections.Counter()
+    real = textlayer.read_lines
+
+    def counted(page):
+        reads[page.number] += 1
+        return real(page)
+
+    monkeypatch.setattr(textlayer, "read_lines", counted)
+    _pages(TextLayerEngine(), pdf)
+    assert reads == {0: 1, 1: 1, 2: 1, 3: 1}
+
+
+def test_a_kept_read_comes_out_as_a_fresh_one(tmp_path, monkeypatch):
+    pdf = _document(tmp_path / "report.pdf")
+    kept = _pages(TextLayerEngine(), pdf)
+    monkeypatch.setattr(TextLayerEngine, "_page_read", lambda self, path, page: textlayer.read_lines(page))
+    fresh = _pages(TextLayerEngine(), pdf)
+    assert kept == fresh
+    # The monospaced page stays a listing (the document's body font is proportional) although the
+    # profile, placing the same read as a possible typescript, took its lines for prose.
+    assert "```" in kept[3][0] and TYPED in kept[3][0]
+
+
+@pytest.mark.parametrize("rotation", [0, 90, 180, 270])
+def test_placing_a_read_at_a_scale_is_reading_at_it(rotation):
+    """Each box, size and word range equals the read at 1 pt carried by the page's display matrix."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for k in range(4):
+        page.insert_text((72.37, 130.61 + 14.3 * k), PROSE, fontsize=9.7)
+    page.set_rotation(rotation)
+    read = textlayer.read_lines(page)
+    one = textlayer.place_lines(read, page, 1.0)
+    scale = 1.43
+    at = textlayer.place_lines(read, page, scale)
+    assert [ln.text for ln in at] == [ln.text for ln in one] and len(at) == 4
+    for a, b in zip(at, one, strict=True):
+        assert a.box == pytest.approx(tuple(v * scale for v in b.box), abs=1e-3)
+        assert a.size == pytest.approx(b.size * scale)
+        assert [v for w in a.words for v in w] == pytest.approx(
+            [v * scale for w in b.words for v in w], abs=1e-3
+        )
+        assert bool(a.words) == (rotation == 0)
+    assert read == textlayer.read_lines(page)  # placing changed nothing of the read
