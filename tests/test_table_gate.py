@@ -94,3 +94,43 @@ def test_a_table_over_both_columns_is_still_worth_it():
         wide = wide.replace(f"<td>{label}</td>", f"<td>{label}</td><td>{value}</td>")
     lines, body = _page(_paragraphs(0), _paragraphs(3), across=wide)
     assert worth_looking(lines, body, drawn=False)
+
+
+def _hung(rows: list[tuple[str, ...]]) -> tuple[list, float]:
+    """A one-column page of prose with ``rows`` set in pieces a cell gap apart (at 72, 108, 400 pt)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = 80
+    for sentence in SENTENCES:
+        page.insert_text((72, y), sentence[:90], fontsize=10)
+        y += 14
+    for row in rows:
+        for x, piece in zip((72, 108, 400), row, strict=False):
+            page.insert_text((x, y), piece, fontsize=10)
+        y += 14
+    lines = extract_lines(page, 2.0)
+    doc.close()
+    return lines, body_size(lines)
+
+
+MARKED = [
+    ("6.1", "Market size and the size of the firms in the sector"),
+    ("•", "Over time, we know that the number of firms grew"),
+    ("33.", "Two recent studies show the effect of the new rules"),
+    ("(b)", "Even acknowledging that the data are partial, the trend holds"),
+]
+
+
+def test_marks_hung_before_lines_of_text_are_no_cells():
+    """Numbered sections, numbered paragraphs and bullets with their mark set apart in the margin
+    (ICDAR 2013's EU reports: 14 pages that asked the model and hold no table)."""
+    lines, body = _hung(MARKED)
+    assert _short_beside_long(lines, body) >= 3  # a short piece beside a long one: what fooled it
+    assert not worth_looking(lines, body, drawn=False)
+
+
+def test_numbers_beside_short_cells_or_in_rows_of_three_still_count():
+    short = [("1", "North"), ("2", "South"), ("3", "East")]
+    assert worth_looking(*_hung(short), drawn=False)
+    three = [(mark, text, "2,400") for mark, text in MARKED]
+    assert worth_looking(*_hung(three), drawn=False)
