@@ -21,6 +21,9 @@ Box = tuple[float, float, float, float]
 
 def union_box(boxes: Sequence[Box]) -> Box:
     """The smallest box holding every one of ``boxes`` (at least one)."""
+    if len(boxes) == 1:  # most rows are one line: no four passes (0.7 M calls on the public sets)
+        b = boxes[0]
+        return (b[0], b[1], b[2], b[3])
     return (
         min(b[0] for b in boxes),
         min(b[1] for b in boxes),
