@@ -96,3 +96,34 @@ def test_placing_a_read_at_a_scale_is_reading_at_it(rotation):
         )
         assert bool(a.words) == (rotation == 0)
     assert read == textlayer.read_lines(page)  # placing changed nothing of the read
+
+
+def test_only_the_newest_documents_reads_are_kept(tmp_path, monkeypatch):
+    """A 120-page sample holds megabytes of lines: the reads of a document whose profile came before
+    another's are dropped, and its pages are read again, to the same Markdown."""
+    first = _document(tmp_path / "first.pdf")
+    second = _document(tmp_path / "second.pdf")
+    alone = _pages(TextLayerEngine(), first)
+    engine = TextLayerEngine()
+    reads = collections.Counter()
+    real = textlayer.read_lines
+
+    def counted(page):
+        reads[(page.parent.name, page.number)] += 1
+        return real(page)
+
+    monkeypatch.setattr(textlayer, "read_lines", counted)
+    from bench.accuracy import generate
+
+    def page(pdf, index):
+        image = generate.render(pdf, index, 103)
+        request = PageRequest(
+            page=PageImage(image=image, index=index, source=pdf.name, dpi=103, pdf_path=pdf)
+        )
+        (result,) = engine.predict_batch([request])
+        return blocks_to_markdown(result.blocks), [(b.label, b.box) for b in result.blocks]
+
+    got = [page(first, 0), page(second, 0)] + [page(first, k) for k in (1, 2, 3)]
+    assert [got[0], *got[2:]] == alone
+    assert all(engine._reads.get(engine._file_key(second), {}).get(k) for k in (1, 2, 3))
+    assert [reads[(str(first), k)] for k in range(4)] == [1, 2, 2, 2]

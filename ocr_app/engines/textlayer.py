@@ -1935,8 +1935,9 @@ class TextLayerEngine(Engine):
         self._profiles: collections.OrderedDict[tuple[str, int, int], DocumentProfile] = (
             collections.OrderedDict()
         )
-        # The lines the profile read of each sampled page (``read_lines``), until that page is read:
-        # keyed as the profiles are, and dropped with them.
+        # The lines the profile read of each sampled page (``read_lines``), until that page is read: of
+        # the newest profile's document only (a 120-page sample holds 5-20 MB of lines; a document
+        # whose reads went with the next profile reads its pages again, to the same lines).
         self._reads: dict[tuple[str, int, int], dict[int, list[TextLine]]] = {}
         self._profiles_lock = threading.Lock()
 
@@ -1961,15 +1962,14 @@ class TextLayerEngine(Engine):
         profile = build_profile(doc, extract, skip=_heavy)
         with self._profiles_lock:
             self._profiles[key] = profile
-            self._reads[key] = reads
+            self._reads = {key: reads}
             while len(self._profiles) > PROFILE_CACHE:
-                gone, _ = self._profiles.popitem(last=False)
-                self._reads.pop(gone, None)
+                self._profiles.popitem(last=False)
         return profile
 
     def _page_read(self, pdf_path: Path | str, page: pymupdf.Page) -> list[TextLine]:
         """The page's ``read_lines``: the profile's read where it read the page (taken, so each read
-        serves once and a long document's sample does not stay), else read now."""
+        serves once), else read now."""
         with self._profiles_lock:
             read = self._reads.get(self._file_key(pdf_path), {}).pop(page.number, None)
         return read if read is not None else read_lines(page)
