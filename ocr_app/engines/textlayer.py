@@ -1936,7 +1936,7 @@ class TextLayerEngine(Engine):
             collections.OrderedDict()
         )
         # The lines the profile read of each sampled page (``read_lines``), until that page is read: of
-        # the newest profile's document only (a 120-page sample holds 5-20 MB of lines; a document
+        # the newest profile's document only (a 120-page sample of 3,800 lines held 5.5 MB; a document
         # whose reads went with the next profile reads its pages again, to the same lines).
         self._reads: dict[tuple[str, int, int], dict[int, list[TextLine]]] = {}
         self._profiles_lock = threading.Lock()
