@@ -732,7 +732,29 @@ def _in_column(ring: pymupdf.Rect, rings: list[pymupdf.Rect]) -> bool:
     )
 
 
-def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float, body_ink: int = -1) -> None:
+Paths = list[dict] | None
+# A page's ``get_cdrawings()``, read once by its pass and handed to every rule that looks at its
+# drawings (ten of them did read it again: ≈ 8 reads a page); None: the rule reads it itself.
+
+
+def page_drawings(page: pymupdf.Page) -> Paths:
+    """The page's drawings, read once for all its rules; None where they cannot be read: each rule then
+    reads them itself and meets the error where it always did (most fall back, a few give up)."""
+    try:
+        return page.get_cdrawings()
+    except Exception as exc:
+        logger.debug("drawings unavailable: %s", exc)
+        return None
+
+
+def _drawings(page: pymupdf.Page, paths: Paths) -> list[dict]:
+    """``paths`` where the page's pass read them, else the page's own (the rules read them only)."""
+    return page.get_cdrawings() if paths is None else paths
+
+
+def mark_drawn_bullets(
+    page: pymupdf.Page, lines: list[TextLine], scale: float, body_ink: int = -1, *, paths: Paths = None
+) -> None:
     """Lines led by a list marker drawn as a shape (a small filled disc or square, or a ring with
     another over or under it, left of the line, on its first text row) start with a bullet, as if
     the marker were a glyph.
@@ -753,7 +775,7 @@ def mark_drawn_bullets(page: pymupdf.Page, lines: list[TextLine], scale: float, 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     dots = []
     try:
-        for path in page.get_cdrawings():
+        for path in _drawings(page, paths):
             items = path.get("items", ())
             ink = _marker_ink(path, items)
             if ink is None or invisible(path):
@@ -872,14 +894,34 @@ def _mark_scripts(line: dict, texts: list[str]) -> list[str]:
     return out
 
 
-def _has_rulings(page: pymupdf.Page, minimum: int = 6) -> bool:
-    """Whether the page draws enough lines/rectangles to hold a ruled table (cheap gate)."""
-    count = 0
-    for path in page.get_cdrawings():
-        count += sum(1 for item in path.get("items", ()) if item[0] in ("l", "re"))
-        if count >= minimum:
+def _has_rulings(page: pymupdf.Page, minimum: int = 6, *, paths: Paths = None) -> bool:
+    """Whether the page draws enough lines/rectangles to hold a ruled table, and anything that may
+    rule a column (cheap gate: ``find_tables`` costs up to 0.4 CPU s a page, most of it reading the
+    page's characters).
+
+    Why the column: a page whose drawings are level strokes alone (rules under heads, above
+    footnotes, under links) gives PyMuPDF's finder no upright edge, so no grid of two columns. It
+    takes an edge as upright wherever its ends stand at two heights, so a line that is not exactly
+    level counts, and so do a closed path's closing line, a rectangle, a quad, a curve (the box of a
+    shape may frame text) and any fill (``paint.shown_drawings`` hands a fill its clip cuts to the
+    finder as a rectangle). 23 of ICDAR 2013's pages asked the finder for nothing this way."""
+    count, column = 0, False
+    for path in _drawings(page, paths):
+        items = path.get("items", ())
+        count += sum(1 for item in items if item[0] in ("l", "re"))
+        column = column or _rules_column(path, items)
+        if count >= minimum and column:
             return True
     return False
+
+
+def _rules_column(path: dict, items: Sequence[tuple]) -> bool:
+    """Whether a path may give the table finder an upright edge (``_has_rulings``)."""
+    if path.get("fill") is not None or "f" in (path.get("type") or ""):
+        return True
+    if any(item[0] != "l" or item[1][1] != item[2][1] for item in items):
+        return True
+    return bool(path.get("closePath") and items and items[-1][2][1] != items[0][1][1])
 
 
 def _lines_in(r: pymupdf.Rect, lines: list[TextLine]) -> list[TextLine]:
@@ -987,15 +1029,14 @@ def _fixed_pitch(span: dict) -> bool:
     return abs(advance - FIXED_PITCH * span["size"]) <= 0.04 * FIXED_PITCH * span["size"]
 
 
-def _drawn_grids(page: pymupdf.Page) -> list:
+def _drawn_grids(page: pymupdf.Page, *, paths: Paths = None) -> list:
     """The grids ``_find_tables`` finds on a page that draws rulings; none where it fails (a table
-    finder's failure must not lose the page's text: the rules then look for tables in the words)."""
-    if not _has_rulings(page):
-        return []
+    finder's failure, or drawings that cannot be read, must not lose the page's text: the rules then
+    look for tables in the words)."""
     try:
-        return _find_tables(page)
+        return _find_tables(page) if _has_rulings(page, paths=paths) else []
     except Exception as exc:
-        logger.warning("find_tables failed (%s); using the geometric table detection", exc)
+        logger.warning("ruled tables not looked for (%s); using the geometric table detection", exc)
         return []
 
 
@@ -1012,11 +1053,11 @@ def _spans(x0: float, x1: float, edges: list[float], tol: float = 1.0) -> int:
     return max(1, sum(1 for e in edges if x0 - tol <= e < x1 - tol))
 
 
-def _fills(page: pymupdf.Page) -> list[tuple[float, float, float, float]]:
+def _fills(page: pymupdf.Page, paths: Paths = None) -> list[tuple[float, float, float, float]]:
     """Rectangles filled with a colour other than white (row shading), in page coordinates."""
     rects = []
     try:
-        for path in page.get_cdrawings():
+        for path in _drawings(page, paths):
             fill = path.get("fill")
             if fill and any(c < 0.97 for c in fill[:3]) and path.get("rect") is not None:
                 rects.append(tuple(path["rect"]))
@@ -1042,6 +1083,8 @@ def ruled_tables(
     scale: float,
     frames: list[Box] | None = None,
     found: list | None = None,
+    *,
+    paths: Paths = None,
 ) -> tuple[list[RuledGrid], Grid, list[TextLine]]:
     """Tables drawn with rulings, found by PyMuPDF's ``find_tables``; cell text from our own lines.
     Returns the tables, the forms (sparse grids: one text line per grid row) and the other lines.
@@ -1061,7 +1104,7 @@ def ruled_tables(
     """
     import pymupdf
 
-    found = _drawn_grids(page) if found is None else found
+    found = _drawn_grids(page, paths=paths) if found is None else found
     if not found:
         return [], [], lines
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
@@ -1069,7 +1112,6 @@ def ruled_tables(
     forms: Grid = []
     used: set[int] = set()
     fills: list[tuple[float, float, float, float]] | None = None
-    paths: list[dict] | None = None
     for table in found:
         if table.row_count < 2 or table.col_count < 2:
             continue
@@ -1077,8 +1119,7 @@ def ruled_tables(
             frames.append(tuple(pymupdf.Rect(table.bbox) * matrix))
         col_edges = _edges([c[0] for c in table.cells if c is not None])
         row_edges = _edges([r.bbox[1] for r in table.rows])
-        if paths is None:
-            paths = page.get_cdrawings()
+        paths = _drawings(page, paths)
         if _shading_piece(table, paths, lines, matrix):
             logger.debug("grid of fills at %s skipped: a piece of a table shaded row by row", table.bbox)
             continue
@@ -1145,7 +1186,7 @@ def ruled_tables(
             if is_rtl(" ".join(c.text for row in rows for c in row)):
                 rows = [row[::-1] for row in rows]  # a right-to-left table starts at its right column
             if fills is None:
-                fills = _fills(page)
+                fills = _fills(page, paths)
             shaded = [_shaded(tuple(r.bbox), fills) for r in table.rows]
             rows, head = _without_slivers(rows, header_rows(heavy, shaded))
             tables.append(
@@ -1432,6 +1473,8 @@ def figure_regions(
     body_pt: float,
     panels: Sequence[pymupdf.Rect] = (),
     words: Sequence[pymupdf.Point] = (),
+    *,
+    paths: Paths = None,
 ) -> list[pymupdf.Rect]:
     """Pictures and drawings big enough to be figures (page coordinates, unrotated).
 
@@ -1450,9 +1493,9 @@ def figure_regions(
             r = pymupdf.Rect(info["bbox"]) & page.rect
             if not r.is_empty and 0.002 * area <= abs(r) <= 0.7 * area:
                 regions.append(r)
-        paths = [{**p, "rect": pymupdf.Rect(p["rect"])} for p in page.get_cdrawings() if not invisible(p)]
-        shapes = _Shapes(paths, words)
-        for r in page.cluster_drawings(drawings=paths):
+        shown = [{**p, "rect": pymupdf.Rect(p["rect"])} for p in _drawings(page, paths) if not invisible(p)]
+        shapes = _Shapes(shown, words)
+        for r in page.cluster_drawings(drawings=shown):
             big = 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt
             if big and not any(_same_rect(r, p) for p in panels) and not shapes.shaded_cells(r):
                 regions.append(r)
@@ -1498,7 +1541,7 @@ class _Shapes:
         return int(on.any(axis=1).sum()) >= CELL_SHARE * len(cells)
 
 
-def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
+def panel_rects(page: pymupdf.Page, body_pt: float, *, paths: Paths = None) -> list[pymupdf.Rect]:
     """Filled shapes with nothing else drawn inside them, at least four body lines tall and wide:
     panels of a slide, shaded sidebars, call-out boxes (page coordinates, unrotated).
 
@@ -1512,7 +1555,7 @@ def panel_rects(page: pymupdf.Page, body_pt: float) -> list[pymupdf.Rect]:
     import pymupdf
 
     try:
-        paths = page.get_cdrawings()
+        paths = _drawings(page, paths)
     except Exception as exc:  # panels are a refinement; the text must not be lost over them
         logger.debug("drawings unavailable: %s", exc)
         return []
@@ -1548,6 +1591,8 @@ def mark_figure_text(
     scale: float,
     body_pt: float,
     panels: Sequence[pymupdf.Rect] = (),
+    *,
+    paths: Paths = None,
 ) -> None:
     """Flag lines whose centre lies inside a figure region (their text stays, as text).
 
@@ -1560,7 +1605,7 @@ def mark_figure_text(
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     back = ~matrix
     centres = [pymupdf.Point((ln.box[0] + ln.box[2]) / 2, (ln.box[1] + ln.box[3]) / 2) * back for ln in lines]
-    regions = figure_regions(page, body_pt, panels, centres)
+    regions = figure_regions(page, body_pt, panels, centres, paths=paths)
     if not regions:
         return
     for number, region in enumerate(regions, start=1):
@@ -1574,8 +1619,8 @@ def mark_figure_text(
         figure = (
             len(inside) >= 3
             and sentences <= 0.5 * len(inside)
-            and not (stacked_text(inside) and _bare_ground(page, region, body_pt))
-            and not (_word_grid(inside) and _rules_only(page, region))
+            and not (stacked_text(inside) and _bare_ground(page, region, body_pt, paths))
+            and not (_word_grid(inside) and _rules_only(page, region, paths))
             and not _listing(inside)
             and sum(1 for ln in inside if ln.text.startswith(BULLET)) <= 0.5 * len(inside)
         )
@@ -1691,14 +1736,14 @@ def _dense(rows: Sequence[Row]) -> bool:
     return len(rows) >= LISTING_ROWS and len(stacked_runs(rows)) == 1
 
 
-def _bare_ground(page: pymupdf.Page, region: pymupdf.Rect, body_pt: float) -> bool:
+def _bare_ground(page: pymupdf.Page, region: pymupdf.Rect, body_pt: float, paths: Paths = None) -> bool:
     """Whether all that is drawn in ``region`` is a filled ground under it and small marks (a list's bullets,
     at most ``MARK_SIZE`` body sizes): a shaded box of text. A chart draws its curves, bars and axes
     across it. Drawings that cannot be read count as a chart."""
     import pymupdf
 
     try:
-        paths = page.get_cdrawings()
+        paths = _drawings(page, paths)
     except Exception:  # a broken content stream: the region stays a figure
         return False
     area = region.width * region.height
@@ -1719,14 +1764,14 @@ def _word_grid(lines: Sequence[TextLine]) -> bool:
     return sum(1 for row in group_rows(lines) if len(row.items) >= 3) >= 2
 
 
-def _rules_only(page: pymupdf.Page, region: pymupdf.Rect) -> bool:
+def _rules_only(page: pymupdf.Page, region: pymupdf.Rect, paths: Paths = None) -> bool:
     """Whether all that is drawn in ``region`` is rules (strokes or rectangles at most
     ``RULE_THICKNESS`` thick, straight across or down): a table's frame and the rules under its
     heads, open where a column broke it. A chart draws bars, curves or marks."""
     import pymupdf
 
     try:
-        paths = page.get_cdrawings()
+        paths = _drawings(page, paths)
     except Exception:  # a broken content stream: the region stays a figure
         return False
     seen = False
@@ -1753,7 +1798,7 @@ UNDERLINE_COVER = 0.9  # the stroke runs under this share of the line's ink at l
 UNDERLINE_THICK = 0.15  # × the line's size: a stroke at most this thick (a shaded band is no underline)
 
 
-def mark_underlined(page: pymupdf.Page, lines: list[TextLine], scale: float) -> None:
+def mark_underlined(page: pymupdf.Page, lines: list[TextLine], scale: float, *, paths: Paths = None) -> None:
     """Short lines underlined from end to end by a drawn stroke (a thin filled rectangle or a line
     under the baseline, no longer than the line by more than its size on either side: not a table's
     rule), and not links: ``underlined``, a title's style where no size or weight marks it (round 10
@@ -1765,7 +1810,7 @@ def mark_underlined(page: pymupdf.Page, lines: list[TextLine], scale: float) -> 
         return
     strokes: list[tuple[float, float, float, float]] = []
     try:
-        for path in page.get_cdrawings():
+        for path in _drawings(page, paths):
             for item in path.get("items", ()):
                 if item[0] == "re":
                     r = pymupdf.Rect(item[1])
@@ -1801,7 +1846,7 @@ def mark_underlined(page: pymupdf.Page, lines: list[TextLine], scale: float) -> 
             lines[k] = replace(ln, underlined=True)
 
 
-def horizontal_rules(page: pymupdf.Page, scale: float) -> list[Rule]:
+def horizontal_rules(page: pymupdf.Page, scale: float, *, paths: Paths = None) -> list[Rule]:
     """The page's horizontal rules (stroked lines and hairline rectangles at least an inch long, or
     pieces that join end to end into one) as (x0, y, x1) in pixels at ``scale`` on the page as
     displayed: what sets a running header or footer apart from the text, and a table's rows apart.
@@ -1812,7 +1857,7 @@ def horizontal_rules(page: pymupdf.Page, scale: float) -> list[Rule]:
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
     ends: list[tuple[pymupdf.Point, pymupdf.Point, bool]] = []  # (end, end, from a path drawn square)
     try:
-        for path in page.get_cdrawings():
+        for path in _drawings(page, paths):
             items = path.get("items", ())
             square = all(_square(item) for item in items)
             for item in items:
@@ -2068,21 +2113,22 @@ class TextLayerEngine(Engine):
                 typescript=not body_font or bool(_MONO_FONTS.search(body_font)),
             )
             vectors = content_bytes(page, _VECTOR_SCAN_BYTES) <= _VECTOR_SCAN_BYTES
-            rules = horizontal_rules(page, scale) if vectors else []
+            paths = page_drawings(page) if vectors else None
+            rules = horizontal_rules(page, scale, paths=paths) if vectors else []
             to_display = page.rotation_matrix * pymupdf.Matrix(scale, scale)
-            drawn_grids = _drawn_grids(page) if vectors else []
+            drawn_grids = _drawn_grids(page, paths=paths) if vectors else []
             grid_boxes = [
                 (tuple(pymupdf.Rect(t.bbox) * to_display), t.row_count)
                 for t in drawn_grids
                 if t.row_count >= 2 and t.col_count >= 2
             ]
             running, lines = split_running(lines, profile, page.rect.height * scale, rules, grid_boxes)
-            panels = panel_rects(page, profile.style.body_size) if vectors else []
+            panels = panel_rects(page, profile.style.body_size, paths=paths) if vectors else []
             grounds = [tuple(r * to_display) for r in panels]
             if vectors:
-                mark_drawn_bullets(page, lines, scale, profile.style.body_color)
-                mark_underlined(page, lines, scale)
-                mark_figure_text(page, lines, scale, profile.style.body_size, panels)
+                mark_drawn_bullets(page, lines, scale, profile.style.body_color, paths=paths)
+                mark_underlined(page, lines, scale, paths=paths)
+                mark_figure_text(page, lines, scale, profile.style.body_size, panels, paths=paths)
             else:
                 notes.append(
                     f"page {page_img.index + 1} draws more than {_VECTOR_SCAN_BYTES >> 20} MiB of vector "
@@ -2092,7 +2138,7 @@ class TextLayerEngine(Engine):
             every_line = lines
             frames: list[Box] = []
             tables, forms, lines = (
-                ruled_tables(page, lines, scale, frames, drawn_grids)
+                ruled_tables(page, lines, scale, frames, drawn_grids, paths=paths)
                 if turns == 0 and vectors
                 else ([], [], lines)
             )
