@@ -32,7 +32,7 @@ def invisible(path: dict) -> bool:
 
 
 def _clipped(items: list[dict]) -> list[tuple[dict, tuple[float, float, float, float]]]:
-    """Each drawn path (not the clips) of ``get_drawings(extended=True)`` with the part of its box that
+    """Each drawn path (not the clips) of ``get_cdrawings(extended=True)`` with the part of its box that
     its clips leave (the box itself where no clip holds it; empty boxes have x0 ≥ x1 or y0 ≥ y1)."""
     stack: list[tuple[int, tuple[float, float, float, float]]] = []
     out = []
@@ -97,8 +97,10 @@ Box = tuple[float, float, float, float]
 
 
 def _paint(page: pymupdf.Page) -> tuple[set[int], dict[int, Box]]:
-    """``unseen_paint``'s paths, and the part that shows of each fill its clip cuts (by ``seqno``)."""
-    items = page.get_drawings(extended=True)
+    """``unseen_paint``'s paths, and the part that shows of each fill its clip cuts (by ``seqno``).
+    Read as PyMuPDF's plain tuples (``get_cdrawings``): only boxes and colours are looked at, and
+    ``get_drawings`` would make a Point or Rect object of every item of every path first."""
+    items = page.get_cdrawings(extended=True)
     unseen: set[int] = set()
     cut: dict[int, Box] = {}
     grounds: list[tuple[tuple, Box]] = []  # opaque fills, painting order
