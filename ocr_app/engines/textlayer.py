@@ -1855,20 +1855,29 @@ def horizontal_rules(page: pymupdf.Page, scale: float, *, paths: Paths = None) -
     import pymupdf
 
     matrix = page.rotation_matrix * pymupdf.Matrix(scale, scale)
+    upright = page.rotation % 180 == 0  # the page's x runs across the page as displayed
     ends: list[tuple[pymupdf.Point, pymupdf.Point, bool]] = []  # (end, end, from a path drawn square)
     try:
         for path in _drawings(page, paths):
             items = path.get("items", ())
-            square = all(_square(item) for item in items)
+            square: bool | None = None
             for item in items:
                 if item[0] == "l":
-                    ends.append((pymupdf.Point(item[1]), pymupdf.Point(item[2]), square))
+                    pairs: tuple = ((item[1], item[2]),)
                 elif item[0] == "re":
-                    r = pymupdf.Rect(item[1])
-                    if min(r.width, r.height) <= 3:
-                        mid_y, mid_x = (r.y0 + r.y1) / 2, (r.x0 + r.x1) / 2
-                        ends.append((pymupdf.Point(r.x0, mid_y), pymupdf.Point(r.x1, mid_y), square))
-                        ends.append((pymupdf.Point(mid_x, r.y0), pymupdf.Point(mid_x, r.y1), square))
+                    x0, y0, x1, y1 = item[1]
+                    if min(max(0, x1 - x0), max(0, y1 - y0)) > 3:
+                        continue
+                    mid_y, mid_x = (y0 + y1) / 2, (x0 + x1) / 2
+                    pairs = (((x0, mid_y), (x1, mid_y)), ((mid_x, y0), (mid_x, y1)))
+                else:
+                    continue
+                for a, b in pairs:
+                    if not _may_rule(a, b, upright):
+                        continue
+                    if square is None:
+                        square = all(_square(it) for it in items)
+                    ends.append((pymupdf.Point(a), pymupdf.Point(b), square))
     except Exception as exc:  # rules are a hint only
         logger.debug("drawings unavailable: %s", exc)
     pieces: list[Rule] = []
@@ -1885,6 +1894,18 @@ def horizontal_rules(page: pymupdf.Page, scale: float, *, paths: Paths = None) -
 
 LEVEL = 0.05  # points: a rule's piece is drawn level to this
 MIN_PIECE = 4.0  # points: the shortest piece of a rule drawn cell by cell
+_SLACK = 0.01  # points: more than PyMuPDF's single-precision transform can move a piece's ends
+
+
+def _may_rule(a: Sequence[float], b: Sequence[float], upright: bool) -> bool:
+    """Whether a piece, in page points, may pass ``horizontal_rules``' test on the page as displayed:
+    at most a point off level and ``MIN_PIECE`` long, with ``_SLACK`` to spare. Why: most of a page's
+    strokes are a chart's, a glyph's or a table's upright rules, and making PyMuPDF points of all of
+    them and carrying them to the display cost more than the rest of the rules' search."""
+    across, down = abs(a[0] - b[0]), abs(a[1] - b[1])
+    if not upright:
+        across, down = down, across
+    return down <= 1 + _SLACK and across >= MIN_PIECE - _SLACK
 
 
 def _square(item: tuple) -> bool:
