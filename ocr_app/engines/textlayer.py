@@ -900,11 +900,12 @@ def _has_rulings(page: pymupdf.Page, minimum: int = 6, *, paths: Paths = None) -
     page's characters).
 
     Why the column: a page whose drawings are level strokes alone (rules under heads, above
-    footnotes, under links) gives PyMuPDF's finder no upright edge, so no grid of two columns. It
-    takes an edge as upright wherever its ends stand at two heights, so a line that is not exactly
-    level counts, and so do a closed path's closing line, a rectangle, a quad, a curve (the box of a
-    shape may frame text) and any fill (``paint.shown_drawings`` hands a fill its clip cuts to the
-    finder as a rectangle). 23 of ICDAR 2013's pages asked the finder for nothing this way."""
+    footnotes, under links; a table ruled across only, which the word rules and the layout model
+    read) gives PyMuPDF's finder no upright edge, so no grid of two columns. It takes an edge as
+    upright wherever its ends stand at two heights, so a line that is not exactly level counts, and
+    so do a closed path's closing line, a rectangle, a quad, a curve (the box of a shape may frame
+    text) and any fill (``paint.shown_drawings`` hands a fill its clip cuts to the finder as a
+    rectangle). 23 of ICDAR 2013's pages asked the finder for nothing this way."""
     count, column = 0, False
     for path in _drawings(page, paths):
         items = path.get("items", ())
