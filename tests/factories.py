@@ -12,8 +12,9 @@ Conventions that tests may rely on:
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -143,6 +144,25 @@ def pdf_page_request(pdf: Path, index: int = 0, dpi: int = 72, prompt: str = "<i
     image = generate.render(pdf, index, dpi)
     page = PageImage(image=image, index=index, source=pdf.name, dpi=dpi, pdf_path=pdf)
     return PageRequest(page=page, prompt=prompt)
+
+
+def count_calls(
+    monkeypatch, owner: Any, name: str, key=lambda *args, **kwargs: args[0].number
+) -> collections.Counter:
+    """Patch ``owner.name`` (a module's function or a class's method) to count its calls; each call
+    counts under ``key`` of its arguments (by default the first's page number), none where that is
+    None. Returns the counter, which fills as the calls come."""
+    calls: collections.Counter = collections.Counter()
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        at = key(*args, **kwargs)
+        if at is not None:
+            calls[at] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
 
 
 def assert_in_order(text: str, parts: list[str]) -> None:

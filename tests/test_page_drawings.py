@@ -9,15 +9,13 @@ drawings are level strokes, where it can find no grid of two columns.
 
 from __future__ import annotations
 
-import collections
-
 import pymupdf
 import pytest
 
 from ocr_app.engines import textlayer
 from ocr_app.engines.textlayer import TextLayerEngine
-from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure.pipeline import blocks_to_markdown
+from tests.factories import count_calls, pdf_page_request
 
 PROSE = "The committee met on a Tuesday and agreed the budget for the coming year without a vote."
 
@@ -71,35 +69,25 @@ def _pdf(tmp_path):
 
 
 def _convert(pdf, pages=2, dpi=103):
-    from bench.accuracy import generate
-
     engine = TextLayerEngine()
     out = []
     for index in range(pages):
-        image = generate.render(pdf, index, dpi)
-        page = PageImage(image=image, index=index, source=pdf.name, dpi=dpi, pdf_path=pdf)
-        (result,) = engine.predict_batch([PageRequest(page=page, prompt="")])
+        (result,) = engine.predict_batch([pdf_page_request(pdf, index, dpi, prompt="")])
         out.append((blocks_to_markdown(result.blocks), [(b.label, b.box) for b in result.blocks]))
     return out
 
 
 def test_each_page_reads_its_drawings_once(tmp_path, monkeypatch):
     pdf = _pdf(tmp_path)
-    reads, converted = collections.Counter(), collections.Counter()
-    real, real_converted = pymupdf.Page.get_cdrawings, pymupdf.Page.get_drawings
 
-    def counted(self, extended=False):
-        reads[self.number] += not extended  # the clips (``paint``) are another read
-        return real(self, extended=extended)
+    # The clips (``paint``) are another read; ``get_drawings`` reads through ``get_cdrawings``.
+    def plain(page, extended=False):
+        return None if extended else page.number
 
-    def counted_converted(self, extended=False):  # PyMuPDF's objects for its table finder
-        converted[self.number] += not extended
-        return real_converted(self, extended=extended)
-
-    monkeypatch.setattr(pymupdf.Page, "get_cdrawings", counted)
-    monkeypatch.setattr(pymupdf.Page, "get_drawings", counted_converted)
+    reads = count_calls(monkeypatch, pymupdf.Page, "get_cdrawings", plain)
+    converted = count_calls(monkeypatch, pymupdf.Page, "get_drawings", plain)  # for the table finder
     once = _convert(pdf)
-    assert reads - converted == {0: 1, 1: 1}  # get_drawings reads through get_cdrawings
+    assert reads - converted == {0: 1, 1: 1}
     assert "<table>" in once[0][0] and "cell 3.2" in once[0][0]  # the rules that read them did run
 
     # Each rule reading the drawings itself (as before) gives the same blocks, box for box.
@@ -132,14 +120,7 @@ def test_level_strokes_ask_no_table_finder(tmp_path, monkeypatch):
     assert not textlayer._has_rulings(level)
     # The finder itself finds nothing there: the gate loses no table.
     assert level.find_tables(strategy="lines").tables == []
-    calls = collections.Counter()
-    real = textlayer._find_tables
-
-    def counted(page):
-        calls[page.number] += 1
-        return real(page)
-
-    monkeypatch.setattr(textlayer, "_find_tables", counted)
+    calls = count_calls(monkeypatch, textlayer, "_find_tables")
     markdown = _convert(pdf)
     assert calls == {0: 1}
     assert "<table>" in markdown[0][0] and "<table>" not in markdown[1][0]

@@ -8,8 +8,6 @@ placing it must not change it (the profile's placing marks a typescript's lines 
 
 from __future__ import annotations
 
-import collections
-
 import pymupdf
 import pytest
 
@@ -17,6 +15,7 @@ from ocr_app.engines import textlayer
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure.pipeline import blocks_to_markdown
+from tests.factories import count_calls
 
 PROSE = "The committee met on a Tuesday and agreed the budget for the coming year without a vote."
 TYPED = "the minutes were typed on a machine and kept in the office files"
@@ -52,14 +51,7 @@ def _pages(engine, pdf, dpi=103):
 
 def test_each_page_is_read_once(tmp_path, monkeypatch):
     pdf = _document(tmp_path / "report.pdf")
-    reads = collections.Counter()
-    real = textlayer.read_lines
-
-    def counted(page):
-        reads[page.number] += 1
-        return real(page)
-
-    monkeypatch.setattr(textlayer, "read_lines", counted)
+    reads = count_calls(monkeypatch, textlayer, "read_lines")
     _pages(TextLayerEngine(), pdf)
     assert reads == {0: 1, 1: 1, 2: 1, 3: 1}
 
@@ -105,14 +97,7 @@ def test_only_the_newest_documents_reads_are_kept(tmp_path, monkeypatch):
     second = _document(tmp_path / "second.pdf")
     alone = _pages(TextLayerEngine(), first)
     engine = TextLayerEngine()
-    reads = collections.Counter()
-    real = textlayer.read_lines
-
-    def counted(page):
-        reads[(page.parent.name, page.number)] += 1
-        return real(page)
-
-    monkeypatch.setattr(textlayer, "read_lines", counted)
+    reads = count_calls(monkeypatch, textlayer, "read_lines", lambda page: (page.parent.name, page.number))
     from bench.accuracy import generate
 
     def page(pdf, index):
