@@ -15,12 +15,13 @@ import pytest
 from PIL import Image
 
 from ocr_app.engines.light import LightOcrEngine
+from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure import regions as regions_mod
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown, build_blocks
 from ocr_app.structure.scan_regions import figure_regions, mark_figures
-from tests.factories import assert_in_order
+from tests.factories import assert_in_order, pdf_page_request
 
 DPI = 144
 LEFT = [
@@ -289,6 +290,31 @@ def test_detect_regions_labels_a_rendered_page() -> None:
     # The document title (20 pt at y≈ 65-85 pt → 130-170 px) is one of the title regions.
     assert any(r.box[1] <= 170 and r.box[3] >= 130 and r.box[0] <= 200 for r in titles), titles
     assert set(r.label for r in found) <= set(regions_mod.LABELS.values())
+
+
+def test_a_scan_read_first_leaves_the_text_layer_a_one_thread_layout_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The light engine asks the layout model for its cores' threads, the text layer for one. Each
+    gets a session of its own, whichever asks first: one shared session kept the first count, so a scan
+    read first made every later born-digital page pay for two threads."""
+    asked: list[int] = []
+    real = regions_mod.LayoutModel.detect
+
+    def counted(self: regions_mod.LayoutModel, image: Image.Image) -> list[regions_mod.Region]:
+        asked.append(self._threads)
+        return real(self, image)
+
+    monkeypatch.setattr(regions_mod.LayoutModel, "detect", counted)
+    read(LightOcrEngine(rec_workers=2), scan(table_page()))
+    by_light = len(asked)
+    table_page().save(tmp_path / "table.pdf")
+    out = TextLayerEngine().predict_batch([pdf_page_request(tmp_path / "table.pdf", 0, DPI, prompt="")])[0]
+    assert "table" in [b.label for b in out.blocks], blocks_to_markdown(out.blocks)
+    assert by_light >= 1 and set(asked[:by_light]) == {2}, asked
+    assert len(asked) > by_light and set(asked[by_light:]) == {1}, asked
+    assert regions_mod.default_model() is regions_mod.default_model(threads=1)
+    assert regions_mod.default_model(threads=2) is not regions_mod.default_model()
 
 
 def test_the_layout_model_loads_once_and_serves_threads_alike() -> None:

@@ -156,17 +156,23 @@ def _quiet_rapid_layout() -> None:
         named.propagate = False
 
 
-_default: LayoutModel | None = None
+_defaults: dict[int, LayoutModel] = {}
 _default_lock = threading.Lock()
 
 
 def default_model(threads: int = 1) -> LayoutModel:
-    """The process-wide model (one session whatever the number of engines or jobs)."""
-    global _default
+    """The process-wide model for ``threads`` onnxruntime threads: one session per count, whatever the
+    number of engines or jobs.
+
+    Why one per count: a session's thread pool is fixed when it is built. A single shared session took
+    the count of the engine that asked first, so a scan read first (the light engine gives the model
+    its cores) made every later born-digital page pay for two threads: about 10 % more CPU a page over
+    ICDAR 2013's EU reports (docs/ACCURACY.md, round 40). The text layer asks for one thread."""
+    key = max(int(threads), 1)
     with _default_lock:
-        if _default is None:
-            _default = LayoutModel(threads=threads)
-        return _default
+        if key not in _defaults:
+            _defaults[key] = LayoutModel(threads=key)
+        return _defaults[key]
 
 
 def detect_regions(image: Image.Image, *, model: LayoutModel | None = None) -> list[Region]:
