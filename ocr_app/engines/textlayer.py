@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines import raster_tables
+from ocr_app.engines.drawing_clusters import cluster_drawings
 from ocr_app.engines.letter_spacing import drop_tracking_spaces
 from ocr_app.engines.overprint import drop_overprints
 from ocr_app.engines.paint import invisible, shown_drawings
@@ -1496,7 +1497,7 @@ def figure_regions(
                 regions.append(r)
         shown = [{**p, "rect": pymupdf.Rect(p["rect"])} for p in _drawings(page, paths) if not invisible(p)]
         shapes = _Shapes(shown, words)
-        for r in page.cluster_drawings(drawings=shown):
+        for r in cluster_drawings(page, shown):
             big = 0.02 * area <= abs(r) <= 0.5 * area and r.height >= 4 * body_pt and r.width >= 4 * body_pt
             if big and not any(_same_rect(r, p) for p in panels) and not shapes.shaded_cells(r):
                 regions.append(r)
