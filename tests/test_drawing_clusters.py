@@ -10,6 +10,7 @@ import random
 import pymupdf
 import pytest
 
+from ocr_app.engines import drawing_clusters
 from ocr_app.engines.drawing_clusters import cluster_drawings
 
 
@@ -103,3 +104,72 @@ def test_the_figure_search_uses_the_grid(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(pymupdf.Page, "cluster_drawings", lambda *a, **k: pytest.fail("PyMuPDF's clustering"))
     (figure,) = figure_regions(page, 10.0)
     assert figure.x0 <= 60 and figure.x1 >= 460 and figure.y1 >= 500 and figure.y0 <= 260, figure
+
+
+def test_only_clusters_that_hold_a_word_are_kept() -> None:
+    """Boxes 3 pt apart or nearer are one cluster; a word within 3 pt of a cluster's box keeps all of
+    its paths; a box turned inside out keeps everything (PyMuPDF's own clustering would grow it)."""
+    paths = [
+        {"rect": (10, 10, 20, 20)},
+        {"rect": (22, 10, 30, 20)},  # 2 pt right of the first: the same cluster
+        {"rect": (100, 100, 110, 110)},  # apart, no word near it
+        {"rect": (200, 200, 210, 210)},  # apart, a word 2 pt below it
+    ]
+    words = [(25, 12, 28, 18), (200, 212, 230, 220)]
+    kept = drawing_clusters.holding_text(paths, words)
+    assert kept == [paths[0], paths[1], paths[3]]
+    assert drawing_clusters.holding_text(paths, []) == []
+    inside_out = [*paths, {"rect": (50, 50, 40, 60)}]
+    assert drawing_clusters.holding_text(inside_out, []) == inside_out
+
+
+def _table_beside_a_heat_map(path, cells: int) -> None:
+    """A ruled table of 4 × 3 cells with their words, and a heat map of ``cells`` × ``cells`` fills
+    without a word in one content stream (a plotting library's vector heat map)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    shape = page.new_shape()
+    for k in range(5):
+        shape.draw_line((60, 80 + 20 * k), (360, 80 + 20 * k))
+    for k in range(4):
+        shape.draw_line((60 + 100 * k, 80), (60 + 100 * k, 160))
+    shape.finish(width=0.6)
+    for i in range(cells):
+        for j in range(cells):
+            x, y = 60 + 6 * i, 260 + 6 * j
+            shape.draw_rect(pymupdf.Rect(x, y, x + 6, y + 6))
+            shape.finish(color=None, fill=((i * 7 + j * 3) % 10 / 10, 0.5, 0.5))
+    shape.commit()
+    for r in range(4):
+        for c in range(3):
+            page.insert_text((66 + 100 * c, 94 + 20 * r), f"r{r}c{c}" if r else f"Head{c}", fontsize=9)
+    doc.save(path)
+
+
+@pytest.mark.parametrize(("cells", "spared"), [(20, False), (50, True)], ids=["400-fills", "2500-fills"])
+def test_the_table_finder_is_spared_a_heat_map_without_words(
+    tmp_path, monkeypatch, cells: int, spared: bool
+) -> None:
+    """Past ``MANY_PATHS`` drawings only the clusters that hold a word go to PyMuPDF's finder, and it
+    finds the same table; below, every drawing goes to it as before."""
+    from ocr_app.engines import textlayer
+
+    _table_beside_a_heat_map(tmp_path / "heat.pdf", cells)
+    given: list[int] = []
+    real = pymupdf.Page.find_tables
+
+    def find(self, *args, **kwargs):
+        given.append(len(kwargs["paths"]))
+        return real(self, *args, **kwargs)
+
+    with pymupdf.open(tmp_path / "heat.pdf") as doc:
+        page = doc[0]
+        every = len(page.get_drawings())
+        monkeypatch.setattr(pymupdf.Page, "find_tables", find)
+        (table,) = textlayer._find_tables(page)
+        full = real(page, strategy="lines", use_layout=False, paths=page.get_drawings()).tables
+    assert every == cells * cells + 1
+    assert (every > textlayer.MANY_PATHS) is spared
+    assert given == ([1] if spared else [every])  # the table's one path of rules, or every drawing
+    assert [tuple(table.bbox)] == [tuple(t.bbox) for t in full if t.row_count == 4]
+    assert table.extract()[0] == ["Head0", "Head1", "Head2"] and table.extract()[3][2] == "r3c2"

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines import raster_tables
-from ocr_app.engines.drawing_clusters import cluster_drawings
+from ocr_app.engines.drawing_clusters import cluster_drawings, holding_text
 from ocr_app.engines.letter_spacing import drop_tracking_spaces
 from ocr_app.engines.overprint import drop_overprints
 from ocr_app.engines.paint import invisible, shown_drawings
@@ -82,6 +82,7 @@ TEXT_LABELS = ("text", "reference", "title")  # layout-model boxes of text (the 
 TABLE_ROWS = 3  # a drawn grid of this many rows is a table: its lines are no running header or footer
 MIN_TABLE_FILL = 0.4  # a ruled grid with fewer filled cells is a form, not a table
 PROFILE_CACHE = 4  # documents whose profile is kept (a batch converts a few files at a time)
+MANY_PATHS = 2_000  # drawings past which only their clusters that hold a word go to the table finder
 MAX_GARBAGE_RATIO = 0.1
 # Vector content beyond which figures and ruled tables are not looked for: PyMuPDF hands every path to
 # Python as a dict (≈ 1 µs and ≈ 1 KB each), so a page of 4 million tiny rectangles (63 MiB of content,
@@ -970,6 +971,14 @@ def _find_tables(page: pymupdf.Page) -> list:
     """
     grounds = _code_grounds(page, shown := shown_drawings(page))
     shown = [p for k, p in enumerate(shown) if k not in grounds]
+    if len(shown) > MANY_PATHS:
+        # A figure of thousands of paths (a heat map, a plot's markers, outlined glyphs) costs the
+        # finder seconds for no table: only the drawings' clusters that hold a word go to it. Below
+        # this count the other clusters still nudge a table's edges (20 of the sets' 2,776 pages
+        # read their grids a point or two apart without them); no page of the sets draws more than 898.
+        shown = holding_text(shown, [w[:4] for w in page.get_text("words")])
+        if not shown:
+            return []
     try:
         return page.find_tables(strategy="lines", use_layout=False, paths=shown).tables
     except TypeError:  # PyMuPDF before the layout gate
@@ -1563,6 +1572,7 @@ def panel_rects(page: pymupdf.Page, body_pt: float, *, paths: Paths = None) -> l
         return []
     boxes = np.array([p["rect"] for p in paths if p.get("rect") is not None], dtype=float).reshape(-1, 4)
     big = 4 * body_pt
+    area = page.rect  # asked once: PyMuPDF bounds the page anew each time (a heat map's 25,600 cells: 0.6 s)
     panels: list[pymupdf.Rect] = []
     for path in paths:
         if not path.get("fill") or path.get("rect") is None:
@@ -1570,7 +1580,7 @@ def panel_rects(page: pymupdf.Page, body_pt: float, *, paths: Paths = None) -> l
         r = pymupdf.Rect(path["rect"])
         # A ground that reaches the page's edge is the page's (or a spread's) background: a panel
         # stands inside the margins.
-        inside = r.x0 > page.rect.x0 and r.y0 > page.rect.y0 and r.x1 < page.rect.x1 and r.y1 < page.rect.y1
+        inside = r.x0 > area.x0 and r.y0 > area.y0 and r.x1 < area.x1 and r.y1 < area.y1
         if r.width < big or r.height < big or not inside:
             continue
         # Another shape inside (a bar, a gridline, a nested box): a drawing, not a plain ground. A
