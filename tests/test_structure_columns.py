@@ -139,3 +139,21 @@ def test_a_one_line_title_beside_two_lines_of_the_other_column_makes_a_gutter():
     assert gutter is not None and 240 <= gutter[0] < gutter[1] <= 320
     plain = _line("Household Energy Survey", 50, 100, 240)  # at the body's size: one pair, no gutter
     assert find_gutter([plain, *right, *below], CONFIG, BODY) is None
+
+
+def test_a_dense_page_is_no_pair_by_pair_scan(monkeypatch):
+    """Six columns of 140 lines (an index): the gutter search weighs only the lines that stand right of
+    a line at its height, a few per line, where it weighed every pair right of it (294,000 here); the
+    gutter is still the first one."""
+    from ocr_app.structure.passes import columns
+    from tests.factories import count_calls
+
+    lines = [
+        _line(f"entry {c}.{r}, {r + 1}", 50 + 90 * c, 60 + 5 * r, 50 + 90 * c + 60)
+        for c in range(6)
+        for r in range(140)
+    ]
+    weighed = count_calls(monkeypatch, columns, "vertical_overlap", key=lambda *a: "pairs")
+    gutter = find_gutter(lines, CONFIG, BODY)
+    assert gutter is not None and 110 <= gutter[0] < gutter[1] <= 140, gutter
+    assert weighed["pairs"] <= 10 * len(lines), weighed

@@ -40,6 +40,30 @@ def test_join_lines(a, b, joined):
     assert join_lines(a, b) == joined
 
 
+def test_the_broken_word_is_looked_for_at_the_paragraphs_end_only():
+    """``_tail_word`` answers what a search of the whole paragraph answers, on texts that end in a
+    hyphen or not, whose last word runs back past the window or not, with a final newline or not;
+    and a long paragraph joined line by line still mends its last broken word."""
+    import random
+
+    from ocr_app.structure import paragraphs
+
+    rng = random.Random(5)
+    alphabet = ["a", "Z", "é", "1", "_", "-", " ", ".", "\u00ad", "\u2010", "\n", "ß"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.choice([1, 3, 40, 300, 700])))
+        whole, tail = paragraphs._TAIL_WORD.search(text), paragraphs._tail_word(text)
+        assert (whole and whole.groups()) == (tail and tail.groups()), repr(text[-30:])
+    word = "x" * (paragraphs.TAIL_WINDOW + 50) + "-"  # a run longer than the window
+    assert (
+        paragraphs._tail_word("see " + word).groups() == paragraphs._TAIL_WORD.search("see " + word).groups()
+    )
+    text = ""
+    for k in range(200):
+        text = join_lines(text, f"line {k} of a long paragraph set in a narrow col-")
+    assert join_lines(text, "umn") == text[:-1] + "umn"
+
+
 def test_the_documents_own_spelling_decides_a_broken_compound():
     assert join_lines("co-", "operate") == "cooperate"
     hyphenated = frozenset(vocabulary_of(["we co-operate with them"]))

@@ -63,10 +63,13 @@ def running_key(text: str) -> str:
 
 def lines_under(line: TextLine, lines: Sequence[TextLine]) -> list[TextLine]:
     """The other lines ``line`` is printed over (or under): their boxes share a third of the smaller one."""
+    top, bottom = line.box[1], line.box[3]
     return [
         other
         for other in lines
-        if other is not line and max(overlap(line.box, other.box), overlap(other.box, line.box)) >= 1 / 3
+        if other is not line
+        and min(bottom, other.box[3]) - max(top, other.box[1]) > 0  # heights that meet: cheap, and needed
+        and max(overlap(line.box, other.box), overlap(other.box, line.box)) >= 1 / 3
     ]
 
 

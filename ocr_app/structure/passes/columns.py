@@ -305,6 +305,8 @@ def find_gutter(
     only gaps with a line of running text on one side count (the gutter a table in one column stands
     beside; the gaps between its own cells are no columns of the page).
     """
+    import numpy as np
+
     min_gap = config.min_gutter_ratio * body
     # A section's number set a quad before its title ("3.1.2" before "Mac OS X", four such headings on
     # a page of the TeX Live guide) is no column of its own: taken for one, it parted each heading
@@ -331,10 +333,16 @@ def find_gutter(
     gaps: list[tuple[float, float]] = []
     prose = 0  # gaps between two lines of running text (each ≥ PROSE_WIDTH × body)
     listed = 0  # pairs of pieces of a monospaced listing's rows
+    # Only the items right of ``a`` whose heights meet its own can stand beside it: picked out at once,
+    # in their order, so a dense page is no pair-by-pair scan (840 lines of an index: 2.8 CPU s).
+    boxes = np.array([i.box for i in solid], dtype=float).reshape(-1, 4)
     for a in solid:
         nearest: Item | None = None
         level: list[Item] = []  # beside a title's line: each line of the column it stands beside
-        for b in solid:
+        right = boxes[:, 0] >= a.box[2] - 0.1 * body
+        meets = np.minimum(boxes[:, 3], a.box[3]) - np.maximum(boxes[:, 1], a.box[1]) > 0
+        for k in np.flatnonzero(right & meets):
+            b = solid[k]
             if b is a or b.box[0] < a.box[2] - 0.1 * body or vertical_overlap(a.box, b.box) < 0.3:
                 continue
             if panel(a) and panel(b):
