@@ -303,6 +303,19 @@ def detect_tables(
 
 # The title keeps its dot leaders, as printed; the page number is the second cell.
 _CONTENTS_ROW = re.compile(r"^(?P<title>.*?\w.*?(?:\s*\.){3,})\s*(?P<page>\d{1,4}|[ivxlcdm]{1,7})$", re.I)
+# How a contents row ends, which it must: dot leaders, then the page number.
+_CONTENTS_END = re.compile(r"(?:\s*\.){3,}\s*(?:\d{1,4}|[ivxlcdm]{1,7})$", re.I)
+
+
+def contents_row(text: str) -> re.Match[str] | None:
+    """``_CONTENTS_ROW.match(text)``, tried only on a text that ends as a contents row does.
+
+    Why: the title's two lazy runs make a match that fails try every way of cutting the text in
+    three, in time that grows with the cube of its length. A chart's scattered value labels, grouped
+    into rows of dozens of numbers, took 488 CPU s on a page of 2,000 labels."""
+    if text.count(".") < 3 or not _CONTENTS_END.search(text):
+        return None
+    return _CONTENTS_ROW.match(text)
 
 
 def _contents_tables(rows: list[Row]) -> tuple[list[Table], list[Row]]:
@@ -333,9 +346,11 @@ def _entries(row: Row) -> list[list[TextLine]] | None:
     lines do not all fall into entries."""
     out: list[list[TextLine]] = []
     run: list[TextLine] = []
+    text = ""  # the run's texts joined, grown piece by piece
     for ln in sorted(row.items, key=lambda i: i.box[0]):
+        text = f"{text} {ln.text.strip()}" if run else ln.text.strip()
         run.append(ln)
-        if _CONTENTS_ROW.match(" ".join(i.text.strip() for i in run)):
+        if contents_row(text):
             out.append(run)
             run = []
     return out if out and not run else None
@@ -385,7 +400,7 @@ def _contents_runs(rows: list[Row]) -> tuple[list[Table], list[Row]]:
             rest.extend(r for r, _ in run)
         run.clear()
 
-    matches = [_CONTENTS_ROW.match(row.text.strip()) for row in rows]
+    matches = [contents_row(row.text.strip()) for row in rows]
     ends = [max(i.box[2] for i in row.items) for row, m in zip(rows, matches, strict=True) if m]
     for row, m in zip(rows, matches, strict=True):
         m = m or (_unled_entry(row, ends) if len(ends) >= 3 else None)
