@@ -61,6 +61,20 @@ def test_the_line_backgrounds_are_unseen_and_the_panel_is_not(printer):
     assert len(shown) == len(every) - len(unseen)
 
 
+def _page_of(content: bytes, width: float, height: float, path: Path) -> Path:
+    """A one-page PDF whose page is ``content`` (PDF operators, y up from the page's foot)."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=width, height=height)
+    xref = doc.get_new_xref()
+    doc.update_object(xref, "<<>>")
+    doc.update_stream(xref, content)
+    page.set_contents(xref)
+    doc.save(path)
+    return path
+
+
 def test_only_clipped_fills_on_their_own_colour_are_unseen(tmp_path: Path):
     """Unseen: a fill on a ground of its colour that its clip cuts (a browser's line ground), and a
     shape its clip leaves nothing of. Kept: a darker header on a light ground, a light cell on the
@@ -80,15 +94,7 @@ def test_only_clipped_fills_on_their_own_colour_are_unseen(tmp_path: Path):
             f"q 300 10 50 10 re W n {dark} 20 250 100 10 re f Q",  # clipped away entirely
         ]
     ).encode()
-    doc = pymupdf.open()
-    page = doc.new_page(width=400, height=300)
-    xref = doc.get_new_xref()
-    doc.update_object(xref, "<<>>")
-    doc.update_stream(xref, content)
-    page.set_contents(xref)
-    path = tmp_path / "fills.pdf"
-    doc.save(path)
-    with pymupdf.open(path) as saved:
+    with pymupdf.open(_page_of(content, 400, 300, tmp_path / "fills.pdf")) as saved:
         page = saved[0]
         by_top = collections.defaultdict(list)
         for p in page.get_drawings():
@@ -100,7 +106,7 @@ def test_only_clipped_fills_on_their_own_colour_are_unseen(tmp_path: Path):
 def test_a_heat_maps_cells_are_not_each_searched_for_a_ground(tmp_path: Path, monkeypatch):
     """Only a fill its clip cuts is looked at against the grounds under it. Each of a heat map's 3,600
     fills was (a vector heat map prints one fill a cell): its grounds searched back to the first for
-    every cell: 6.5 million box tests here, and about 33 of the 44 CPU s a page of 160 × 160 cells took.
+    every cell: 6.5 million box tests here, and most of the 32 CPU s a heat map of 160 × 160 cells took.
     The clipped line on its ground is still found."""
     import pymupdf
 
@@ -116,15 +122,9 @@ def test_a_heat_maps_cells_are_not_each_searched_for_a_ground(tmp_path: Path, mo
     content = "\n".join(
         [*cells, f"{grey} 350 20 40 100 re f", f"q 355 60 30 10 re W n {grey} 300 60 100 10 re f Q"]
     ).encode()
-    doc = pymupdf.open()
-    page = doc.new_page(width=400, height=340)
-    xref = doc.get_new_xref()
-    doc.update_object(xref, "<<>>")
-    doc.update_stream(xref, content)
-    page.set_contents(xref)
-    doc.save(tmp_path / "heat.pdf")
+    path = _page_of(content, 400, 340, tmp_path / "heat.pdf")
     tests = count_calls(monkeypatch, paint, "_meets", key=lambda *a: "box tests")
-    with pymupdf.open(tmp_path / "heat.pdf") as saved:
+    with pymupdf.open(path) as saved:
         page = saved[0]
         unseen = unseen_paint(page)
         clipped = [p["seqno"] for p in page.get_drawings() if p["rect"].x0 < 355 - 1 and p["rect"].x1 > 395]

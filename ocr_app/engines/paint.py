@@ -117,7 +117,7 @@ def _paint(page: pymupdf.Page) -> tuple[set[int], dict[int, Box]]:
             continue
         if _cut(path, box):
             # The ground is looked for only under a cut fill. Searched for every fill, it cost a
-            # vector heat map of 80 × 80 cells 20 million box tests (3 CPU s), of 160 × 160 about 33 s.
+            # vector heat map of 80 × 80 cells 20 million box tests (3 CPU s), of 160 × 160 about 30 s.
             under = next((g for g in reversed(grounds) if _meets(g[1], box)), None)
             if under is not None and _holds(under[1], box) and _alike(under[0], fill):
                 unseen.add(seqno)
