@@ -177,7 +177,8 @@ def _reach(row: Sequence[TextLine]) -> list[int]:
 
     Why: a row's runs are tried from their longest, each measured word by word, in time that grows
     with the cube of its pieces: a chart's 2,000 scattered value labels, grouped into rows of dozens,
-    took 40 CPU s. The row's largest size bounds every run's, so no run skipped could be even."""
+    were most of the 14 CPU s their page still took. The row's largest size bounds every run's, so no
+    run skipped could be even."""
     size = max(ln.size for ln in row)
     widest, spread = MAX_SPREAD_GAP * size, EVEN_GAP * size
 

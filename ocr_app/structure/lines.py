@@ -478,7 +478,7 @@ def group_rows(items: Sequence[TextLine], min_overlap: float = 0.5) -> list[Row]
     """Items whose y-ranges overlap enough form one row; rows top to bottom."""
     rows: list[Row] = []
     # Each row's box as it grows: ``Row.box`` goes over all of a row's items, for every item weighed
-    # (a chart's 2,000 scattered labels, rows of dozens of them: 4 CPU s).
+    # (a chart's 2,000 scattered labels, rows of dozens of them: 6,000 boxes of dozens of items each).
     boxes: list[Box] = []
     for item in sorted(items, key=lambda i: (i.box[1] + i.box[3]) / 2):
         for k in range(len(rows) - 1, max(len(rows) - 4, -1), -1):

@@ -312,7 +312,7 @@ def contents_row(text: str) -> re.Match[str] | None:
 
     Why: the title's two lazy runs make a match that fails try every way of cutting the text in
     three, in time that grows with the cube of its length. A chart's scattered value labels, grouped
-    into rows of dozens of numbers, took 488 CPU s on a page of 2,000 labels."""
+    into rows of dozens of numbers, were most of the 488 CPU s a page of 2,000 labels took."""
     if text.count(".") < 3 or not _CONTENTS_END.search(text):
         return None
     return _CONTENTS_ROW.match(text)
