@@ -135,7 +135,7 @@ def _tail_word(a: str) -> re.Match[str] | None:
     """``_TAIL_WORD.search(a)``, looked for only at the end of ``a``.
 
     Why: ``a`` is the paragraph joined so far, and a search from its start costs time in its length
-    for every line joined (an index page's 140-line column: 0.4 CPU s). A match ends the text with a
+    for every line joined (an index page's 140-line columns: tenths of a CPU s). A match ends the text with a
     hyphen after a run of word characters and hyphens, so it starts inside that run: the search starts
     ``TAIL_WINDOW`` characters from the end, or at the start where the run reaches further back."""
     end = a[:-1] if a.endswith("\n") else a  # ``$`` also matches before a final newline

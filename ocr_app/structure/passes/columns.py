@@ -334,7 +334,7 @@ def find_gutter(
     prose = 0  # gaps between two lines of running text (each ≥ PROSE_WIDTH × body)
     listed = 0  # pairs of pieces of a monospaced listing's rows
     # Only the items right of ``a`` whose heights meet its own can stand beside it: picked out at once,
-    # in their order, so a dense page is no pair-by-pair scan (840 lines of an index: 2.8 CPU s).
+    # in their order, so a dense page is no pair-by-pair scan (840 lines of an index: most of a CPU s).
     boxes = np.array([i.box for i in solid], dtype=float).reshape(-1, 4)
     for a in solid:
         nearest: Item | None = None
