@@ -66,6 +66,12 @@ def collect_info(settings: Settings) -> dict[str, dict[str, object]]:
     from ocr_app.structure.table_model import describe as tables_line
 
     engines["tables"] = tables_line()
+    try:
+        from ocr_app.structure.regions import describe as layout_line
+
+        engines["layout model"] = layout_line(settings.cache_dir)
+    except Exception as exc:  # info must always print something
+        engines["layout model"] = f"unknown ({exc})"
 
     try:
         model["quantised weights"] = _quantised_cache_line(settings)

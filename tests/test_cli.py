@@ -146,6 +146,8 @@ def test_cli_info_reports_versions_and_weights(tiny_checkpoint):
     assert "no gpu" in str(data["device"]["gpu"]).lower()
     assert str(tiny_checkpoint) in data["model"]["weights"]
     assert "light" in data["engines"]["available"]
+    assert "CDLA PicoDet" in data["engines"]["layout model"]
+    assert "hard-swish fused" in data["engines"]["layout model"]
 
 
 def test_cli_make_tiny_model_then_convert(trained_checkpoint, build_cache, tmp_path):

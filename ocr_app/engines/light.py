@@ -525,6 +525,7 @@ class LightOcrEngine(Engine):
         # pages without it (0.3-0.5 CPU s a page less, docs/CPU_ENGINES.md).
         self._regions = regions
         self._layout_model = layout_model
+        self._cache_dir = settings.cache_dir if settings is not None else None
 
     def load(self) -> None:
         if self._ocr is None:
@@ -890,7 +891,7 @@ class LightOcrEngine(Engine):
         from ocr_app.structure.regions import default_model
 
         if self._layout_model is None:
-            self._layout_model = default_model(threads=self._workers)
+            self._layout_model = default_model(threads=self._workers, cache_dir=self._cache_dir)
         try:
             return self._layout_model.detect(rgb)
         except EngineUnavailableError as exc:

@@ -1974,15 +1974,16 @@ class PageRegions:
     """The layout model's regions of one page image, asked once and only when a pass needs them (the
     learned tables, the pictures that may show a table): ≈ 0.17 CPU s a call."""
 
-    def __init__(self, image: Image.Image | None) -> None:
+    def __init__(self, image: Image.Image | None, cache_dir: Path | None = None) -> None:
         self.image = image
+        self._cache_dir = cache_dir  # where the model's rewritten graph is kept (``structure.regions``)
         self._regions: list[Region] | None = None
 
     def regions(self) -> list[Region]:
         if self._regions is None:
             from ocr_app.structure.regions import default_model
 
-            self._regions = default_model().detect(self.image)
+            self._regions = default_model(cache_dir=self._cache_dir).detect(self.image)
         return self._regions
 
 
@@ -2000,7 +2001,8 @@ class TextLayerEngine(Engine):
     ) -> None:
         """``pictures``: builds the recogniser that reads tables pasted as pictures
         (``engines.raster_tables``; the stack hands in the light engine's); None: pictures stay pictures."""
-        # Settings are accepted for a uniform constructor (registry); nothing in them applies here.
+        # Settings are accepted for a uniform constructor (registry); only the cache folder applies here.
+        self._cache_dir = settings.cache_dir if settings is not None else None
         self._layout = layout or LayoutConfig()
         self._loaded = False
         # Tables from the layout and table-structure models, when the ``tables`` extra is installed.
@@ -2187,7 +2189,7 @@ class TextLayerEngine(Engine):
                 doc.close()
         style = profile.style_at(scale)
         table_regions, text_regions = None, []
-        layout = PageRegions(page_img.image)
+        layout = PageRegions(page_img.image, self._cache_dir)
         if turns == 0 and self._learned and every_line and page_img.image is not None:
             tables, forms, lines, table_regions, text_regions = self._learned_tables(
                 layout, every_line, tables, forms, lines, drawn, frames, rules
