@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from PIL import Image
 
 from ocr_app.engines import raster_tables
 from ocr_app.engines.light import picture_reader
@@ -356,3 +357,38 @@ def test_notes_below_leave_a_table_only_what_is_no_table():
     assert raster_tables.notes_below([*body, row("Notes on method", "")])[1] == ""
     short = [row("Region", "Units"), row("North", "1,204"), row("Note: provisional", "")]
     assert raster_tables.notes_below(short) == (short, "")
+
+
+def _seen(page: pymupdf.Page) -> Image.Image:
+    """The page as the converter renders it for the engines, 2 pixels a point."""
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(2, 2), alpha=False)
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+
+
+def test_a_photo_plain_in_the_page_image_is_not_rendered_again(tmp_path, monkeypatch):
+    """The page image the engines already hold says a photo is a photo; the picture is not rendered at
+    its own resolution to be told so (a camera's 12 MP JPEG costs 0.15-0.6 CPU s to decode), while a
+    pasted table, striped or ruled, still is rendered and kept."""
+    renders: list[pymupdf.Rect] = []
+    real = pymupdf.Page.get_pixmap
+
+    def counted(self, *args, **kwargs):
+        renders.append(kwargs.get("clip"))
+        return real(self, *args, **kwargs)
+
+    cases = {"photo": _photo_png(), "ruled": _table_png(True), "striped": _table_png(False, striped=True)}
+    for name, png in cases.items():
+        with pymupdf.open(_page(tmp_path / f"{name}.pdf", png)) as doc:
+            page = doc[0]
+            seen = _seen(page)
+            monkeypatch.setattr(pymupdf.Page, "get_pixmap", counted)
+            found = raster_tables.pictures(page, [], 2.0, seen)
+            renders_with_seen = len(renders)
+            without = raster_tables.pictures(page, [], 2.0)
+            monkeypatch.setattr(pymupdf.Page, "get_pixmap", real)
+        renders.clear()
+        assert [p.box for p in found] == [p.box for p in without], name  # the same answer either way
+        if name == "photo":
+            assert found == [] and renders_with_seen == 0
+        else:
+            assert len(found) == 1 and renders_with_seen == 1, name

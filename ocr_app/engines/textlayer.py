@@ -2184,7 +2184,11 @@ class TextLayerEngine(Engine):
             suspect = _suspect(page, lines) if lines else None
             # Pictures that may hold a table (no text-layer word over them): read through the light
             # engine's path below, outside the PDF lock.
-            found = raster_tables.pictures(page, every_line, scale) if turns == 0 and self._rasters else []
+            found = (
+                raster_tables.pictures(page, every_line, scale, page_img.image)
+                if turns == 0 and self._rasters
+                else []
+            )
             if doc is not self._open_doc:
                 doc.close()
         style = profile.style_at(scale)
