@@ -522,7 +522,7 @@ class LightOcrEngine(Engine):
         self._factory = ocr_factory
         self._ocr: Any = None
         # The layout model (``structure.regions``): titles, prose, figures. ``regions=False`` reads
-        # pages without it (0.3-0.5 CPU s a page less, docs/CPU_ENGINES.md).
+        # pages without it (about 0.16 CPU s a page less on two threads, docs/CPU_ENGINES.md).
         self._regions = regions
         self._layout_model = layout_model
         self._cache_dir = settings.cache_dir if settings is not None else None

@@ -1972,7 +1972,7 @@ def split_running(
 
 class PageRegions:
     """The layout model's regions of one page image, asked once and only when a pass needs them (the
-    learned tables, the pictures that may show a table): ≈ 0.17 CPU s a call."""
+    learned tables, the pictures that may show a table): ≈ 0.10 CPU s a call."""
 
     def __init__(self, image: Image.Image | None, cache_dir: Path | None = None) -> None:
         self.image = image

@@ -118,7 +118,7 @@ def figure_regions(
     """A second opinion for born-digital pages: the figures (charts, diagrams, photos) on the rendered
     page, so the text layer can mark their labels (``mark_figures``) and never build a table of a
     chart's axis labels. ``lines`` are the page's text lines in the image's pixels; runs the layout
-    model once (0.3-0.5 CPU s at 144 DPI)."""
+    model once (about 0.10 CPU s on one thread, 0.16 on two)."""
     import numpy as np
 
     grey = np.asarray(image.convert("L"))

@@ -1,6 +1,6 @@
 """Whether a born-digital page may hold a table, so that the layout model is asked about it.
 
-Why: the layout model costs about 0.13 CPU s a page, more than the rest of a plain page's reading
+Why: the layout model costs about 0.10 CPU s a page, more than the rest of a plain page's reading
 (0.02-0.07 s), so it is asked only where a table may stand: the page draws rulings or cell fills, or
 three rows hold pieces of words set a cell gap apart (three pieces or more, or two of which one is
 short: a label, a number). A page set in two columns of running text has two pieces in every row,
