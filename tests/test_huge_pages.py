@@ -18,6 +18,7 @@ from PIL import Image, ImageDraw, ImageFont
 from ocr_app.convert import Converter, ConvertOptions
 from ocr_app.settings import Settings
 from ocr_app.stack import build_engines
+from tests.factories import make_image
 
 A3_600DPI = (7016, 9921)
 WORDS = {(700, 900): "NORTH WING 12", (4200, 5200): "CENTRAL HALL 34", (1500, 9000): "SOUTH DOOR 56"}
@@ -93,7 +94,11 @@ def test_a_normal_page_with_a_short_text_layer_is_still_ocred(tmp_path):
     """The rule is for pages rendered below the DPI asked for: a short text layer on an ordinary page
     (a page number on a scan) still goes to OCR."""
     doc = pymupdf.open()
-    doc.new_page().insert_text((72, 72), "Giant title", fontsize=11)
+    page = doc.new_page()
+    page.insert_image(
+        pymupdf.Rect(72, 100, 520, 700), filename=str(make_image(tmp_path / "scan.png", "Scanned"))
+    )
+    page.insert_text((72, 72), "Giant title", fontsize=11)
     doc.save(tmp_path / "a4.pdf")
     [result] = _convert([tmp_path / "a4.pdf"], tmp_path / "out", engine="auto")
     assert result.pages[0].engine != "textlayer"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pymupdf
@@ -125,10 +126,70 @@ def test_image_only_pdf_is_not_usable(tmp_path):
     assert not ok and why == "no embedded text"
 
 
-def test_too_little_text_is_not_usable(tmp_path):
-    pdf = make_pdf(tmp_path / "d.pdf", ["Hi"])
-    ok, why = has_usable_text(pdf, 0)
-    assert not ok and "only 2 characters" in why
+def _short_page(path: Path, extra: str) -> Path:
+    """A page holding only "Hi" and, as ``extra`` says, a picture, a stamp, a form field, an outlined
+    title (curves), a straight rule and a box, a link, or nothing else."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Hi", fontsize=11)
+    if extra == "picture":
+        page.insert_image(
+            pymupdf.Rect(72, 100, 372, 325), filename=str(make_image(path.with_suffix(".png"), "Scan"))
+        )
+    elif extra == "stamp":
+        page.add_freetext_annot(pymupdf.Rect(72, 100, 300, 140), "APPROVED", fontsize=14)
+    elif extra == "field":
+        widget = pymupdf.Widget()
+        widget.field_type, widget.field_name, widget.field_value = pymupdf.PDF_WIDGET_TYPE_TEXT, "name", "Ada"
+        widget.rect = pymupdf.Rect(72, 100, 300, 120)
+        page.add_widget(widget)
+    elif extra == "outlines":
+        shape = page.new_shape()
+        for k in range(12):  # letters drawn as filled curves, as type converted to outlines is
+            shape.draw_bezier((72 + 14 * k, 140), (76 + 14 * k, 110), (80 + 14 * k, 110), (84 + 14 * k, 140))
+            shape.finish(color=None, fill=(0, 0, 0), closePath=True)
+        shape.commit()
+    elif extra in ("rules", "link"):
+        page.draw_line((72, 80), (520, 80), width=1)
+        page.draw_rect(pymupdf.Rect(60, 50, 530, 800), width=0.5)
+        if extra == "link":
+            page.insert_link(
+                {"kind": pymupdf.LINK_URI, "from": pymupdf.Rect(72, 60, 90, 75), "uri": "https://example.org"}
+            )
+    doc.save(path)
+    return path
+
+
+@pytest.mark.parametrize("extra", ["picture", "stamp", "field", "outlines"])
+def test_too_little_text_beside_what_ocr_could_read_is_not_usable(tmp_path, extra):
+    """A few characters beside a picture (a page number on a scan), an annotation or a form field (drawn
+    text the text layer lacks), or lettering drawn as curves: OCR may read more than the text layer."""
+    ok, why = has_usable_text(_short_page(tmp_path / "d.pdf", extra), 0)
+    assert not ok and re.fullmatch(r"only \d+ characters of embedded text", why), why
+
+
+@pytest.mark.parametrize("extra", ["nothing", "rules", "link"])
+def test_too_little_text_alone_on_its_page_is_usable(tmp_path, extra):
+    """Only "Hi" to see, with at most rules, boxes and a link: OCR could read nothing more, and cost a
+    second of CPU (or a GPU call) for it."""
+    ok, why = has_usable_text(_short_page(tmp_path / "d.pdf", extra), 0)
+    assert ok and why == "2 chars of embedded text and nothing else on the page that OCR could read"
+
+
+def test_a_blank_page_is_read_from_the_text_layer_but_an_empty_picture_is_not(tmp_path):
+    doc = pymupdf.open()
+    doc.new_page()
+    doc.new_page().insert_image(
+        pymupdf.Rect(0, 0, 595, 842), filename=str(make_image(tmp_path / "s.png", ""))
+    )
+    doc.new_page().insert_text((72, 72), "hidden", render_mode=3)  # invisible text on a blank page
+    doc.save(tmp_path / "b.pdf")
+    assert has_usable_text(tmp_path / "b.pdf", 0) == (
+        True,
+        "a blank page: no text, picture or drawing that OCR could read",
+    )
+    assert has_usable_text(tmp_path / "b.pdf", 1) == (False, "no embedded text")
+    assert has_usable_text(tmp_path / "b.pdf", 2) == (False, "only 6 characters of embedded text")
 
 
 def test_garbage_text_is_not_usable(tmp_path):
