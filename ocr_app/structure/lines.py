@@ -309,9 +309,14 @@ Item = TextLine | Table
 _RTL_RANGES = ((0x0590, 0x08FF), (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF))
 
 
+_RTL_CHAR = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _RTL_RANGES) + "]")
+
+
 def is_rtl(text: str) -> bool:
     """Whether most letters of ``text`` are of a right-to-left script (Hebrew, Arabic, Persian...)."""
-    if not text or max(text) < "\u0590":  # no character of those scripts (most text): one C-speed pass
+    if not text or not _RTL_CHAR.search(text):
+        # No character of those scripts (most text): one C-speed pass. ``max(text) < "\u0590"`` was
+        # that test, but a curly quote or a dash is past it, and most lines of print hold one.
         return False
     letters = [c for c in text if c.isalpha()]
     if not letters:
