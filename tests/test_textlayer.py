@@ -299,3 +299,28 @@ def test_table_of_contents_with_dot_leaders_is_usable(tmp_path):
     assert report.alnum_chars < 0.5 * report.chars  # dots outnumber letters...
     ok, why = has_usable_text(tmp_path / "toc.pdf", 0)
     assert ok, why  # ...but leaders are layout, not garbage
+
+
+def test_a_page_of_many_drawings_is_not_walked_to_see_whether_it_is_bare(tmp_path, monkeypatch):
+    """A page with no text and more than ``BARE_BYTES`` of drawing goes to OCR without its paths being
+    listed: the router asks every page, in the server's process, where no time limit holds (a page of
+    millions of tiny rectangles took minutes and gigabytes to list)."""
+    from ocr_app.engines import textlayer
+
+    doc = pymupdf.open()
+    shape = doc.new_page().new_shape()
+    for k in range(8000):  # about 120 KB of content: many small squares, no text
+        shape.draw_rect(pymupdf.Rect(20 + k % 80 * 7, 20 + k // 80 * 7, 25 + k % 80 * 7, 25 + k // 80 * 7))
+    shape.finish(color=None, fill=(0, 0, 0))
+    shape.commit()
+    doc.save(tmp_path / "many.pdf")
+    listed: list[int] = []
+    real = pymupdf.Page.get_cdrawings
+    monkeypatch.setattr(
+        pymupdf.Page, "get_cdrawings", lambda page, *a, **k: listed.append(1) or real(page, *a, **k)
+    )
+    assert has_usable_text(tmp_path / "many.pdf", 0) == (False, "no embedded text")
+    assert listed == []
+    monkeypatch.setattr(textlayer, "BARE_BYTES", 10 * 2**20)  # under a higher cap it is walked, and too full
+    assert has_usable_text(tmp_path / "many.pdf", 0) == (False, "no embedded text")
+    assert listed == [1]

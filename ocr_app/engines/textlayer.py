@@ -206,28 +206,36 @@ def inspect_page(page: pymupdf.Page) -> TextLayerReport:
     return report
 
 
-BARE_PATHS = 50  # a page drawing more paths than this may hold lettering in them
+BARE_PATHS = 50  # a page drawing more lines and boxes than this may hold lettering in them (a pixel font)
+# ... and a page drawing more content than this is not looked through for them: 50 of them and 20
+# characters take a few KiB, while a page of millions of paths (63 MiB) must not be walked here, where
+# no time limit holds (its render runs in a child process that has one).
+BARE_BYTES = 64 * 2**10
 
 
 def _bare(page: pymupdf.Page) -> bool:
     """Whether a page without pictures shows nothing that OCR could read and its text layer lacks: no
     annotation (links aside) or form field, whose text is drawn but not in the page's text, and at most
-    ``BARE_PATHS`` drawings, all of straight lines and rectangles (outlined type is drawn in curves).
+    ``BARE_PATHS`` straight lines and rectangles drawn (outlined type is drawn in curves, a pixel font
+    in many small squares).
 
     Why: a page with a few words or none went to OCR, which on such a page can only find what the text
     layer holds. A blank page cost the light engine 1.2 CPU s (two detections, the second looking for
     lines the first missed) and a title slide 0.7-1.0, against 0.03 for the text layer; on a GPU it
     cost a model call that may invent text for a blank page."""
+    from ocr_app.ingest.pdf_guard import content_bytes
+
     if page.first_annot is not None or page.first_widget is not None:
         return False
     try:
+        if content_bytes(page, BARE_BYTES) > BARE_BYTES:
+            return False
         paths = page.get_cdrawings()
     except Exception as exc:  # drawings that cannot be read: let OCR look at the page
         logger.debug("drawings unreadable: %s", exc)
         return False
-    return len(paths) <= BARE_PATHS and all(
-        item[0] in ("l", "re", "qu") for path in paths for item in path.get("items", ())
-    )
+    items = [item[0] for path in paths for item in path.get("items", ())]
+    return len(items) <= BARE_PATHS and all(kind in ("l", "re", "qu") for kind in items)
 
 
 def judge(
