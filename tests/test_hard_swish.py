@@ -150,3 +150,18 @@ def test_without_onnx_or_a_writable_cache_the_model_runs_as_exported(
     assert "onnx package is missing" in regions_mod.describe(tmp_path / "cache")
     model = regions_mod.LayoutModel(cache_dir=tmp_path / "cache")
     assert model.detect(_page_image()) and model.loaded_from == source
+
+
+def test_a_damaged_rewrite_in_the_cache_is_dropped_and_the_model_still_runs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = regions_mod.model_path()
+    target = hard_swish.cached(source, tmp_path)
+    assert target is not None
+    target.write_bytes(target.read_bytes()[:100_000])  # cut short, as a full disk or a crash leaves it
+    model = regions_mod.LayoutModel(cache_dir=tmp_path)
+    with caplog.at_level(logging.WARNING, logger="ocr_app.structure.regions"):
+        regions = model.detect(_page_image())
+    assert regions and model.loaded_from == source
+    assert "is unreadable" in caplog.text and not target.exists()
+    assert hard_swish.cached(source, tmp_path) == target and target.stat().st_size > 7_000_000  # made again

