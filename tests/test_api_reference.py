@@ -20,7 +20,7 @@ import pymupdf
 import pytest
 
 from ocr_app.schema import PageRequest
-from ocr_app.structure import learned_tables
+from ocr_app.structure import slot_columns, table_bounds, table_slots
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import SURVEY_TEXT, assert_in_order, heading_texts, pdf_page_request, saved_markdown
@@ -235,13 +235,13 @@ def _after(left: str, x: float = 0.0) -> float:
     return _line(x, 0, left).box[2] + SPACE
 
 
-def _slot(row: int, col: int, x: float, text: str, colspan: int = 1) -> learned_tables._Slot:
+def _slot(row: int, col: int, x: float, text: str, colspan: int = 1) -> table_slots.Slot:
     """A model's cell at ``x`` on row ``row`` (20 units a row) holding ``text``'s words."""
     line = _line(x, 20.0 * row, text)
     words = [
         ((a, line.box[1], b, line.box[3]), t) for (a, b), t in zip(line.words, text.split(), strict=True)
     ]
-    return learned_tables._Slot(row, col, colspan=colspan, words=words)
+    return table_slots.Slot(row, col, colspan=colspan, words=words)
 
 
 def test_a_grid_mostly_of_rows_one_cell_across_is_text():
@@ -257,13 +257,13 @@ def test_a_grid_mostly_of_rows_one_cell_across_is_text():
         _slot(4, 1, 200, "xsltLocalVariablePop (ctxt)", colspan=1),
         _slot(5, 0, 0, "Pops all variable values at the given depth.", colspan=2),
     ]
-    assert learned_tables.is_grid([s for s in entry if s.colspan == 1])  # the two rows of two cells
-    assert not learned_tables.is_grid(entry)
+    assert table_slots.is_grid([s for s in entry if s.colspan == 1])  # the two rows of two cells
+    assert not table_slots.is_grid(entry)
     table = [
         _slot(0, 0, 0, "North", colspan=2),
         *(s for r in (1, 2, 3) for s in (_slot(r, 0, 0, f"Town {r}"), _slot(r, 1, 200, f"{r}4.5"))),
     ]
-    assert learned_tables.is_grid(table)
+    assert table_slots.is_grid(table)
     # A page of macros read as two columns: each name, its listing and its sentence a row, the second
     # column holding only the values the listings set apart.
     macros = [
@@ -276,7 +276,7 @@ def test_a_grid_mostly_of_rows_one_cell_across_is_text():
             _slot(3 * k + 2, 0, 0, "Returned when the call succeeds or fails."),
         )
     ]
-    assert not learned_tables.is_grid(macros)
+    assert not table_slots.is_grid(macros)
     wide = [  # three columns, group labels in the first: a table
         s
         for r, label in enumerate(["North", "Town 1", "Town 2", "South", "Town 3"])
@@ -285,7 +285,7 @@ def test_a_grid_mostly_of_rows_one_cell_across_is_text():
             + ([] if label[0] != "T" else [_slot(r, 1, 200, "4.5"), _slot(r, 2, 300, "7")])
         )
     ]
-    assert learned_tables.is_grid(wide)
+    assert table_slots.is_grid(wide)
 
 
 def test_columns_that_cut_phrases_at_a_word_space_are_no_table():
@@ -298,15 +298,15 @@ def test_columns_that_cut_phrases_at_a_word_space_are_no_table():
         ("Returns: 0 for success, -1 for", "any error"),
     ]
     prose = [(_slot(r, 0, 0, a), _slot(r, 1, _after(a), b)) for r, (a, b) in enumerate(cut)]
-    assert learned_tables._cuts_lines([s for pair in prose for s in pair])
-    assert not learned_tables._cuts_lines([s for pair in prose[:1] for s in pair])  # one row is no evidence
+    assert slot_columns.cuts_lines([s for pair in prose for s in pair])
+    assert not slot_columns.cuts_lines([s for pair in prose[:1] for s in pair])  # one row is no evidence
     ages = [
         (_slot(r, 0, 0, f"{r}"), _slot(r, 1, _after(f"{r}"), "years"), _slot(r, 2, 100, "3,533"))
         for r in range(4)
     ]
-    assert not learned_tables._cuts_lines([s for row in ages for s in row])
+    assert not slot_columns.cuts_lines([s for row in ages for s in row])
     names = [(_slot(r, 0, 0, n), _slot(r, 1, _after(n), "Lyon")) for r, n in enumerate(["Anne", "Bea"])]
-    assert not learned_tables._cuts_lines([s for row in names for s in row])
+    assert not slot_columns.cuts_lines([s for row in names for s in row])
 
 
 def test_a_key_one_space_before_its_value_under_the_rows_stays_the_tables_last_row():
@@ -320,10 +320,10 @@ def test_a_key_one_space_before_its_value_under_the_rows_stays_the_tables_last_r
         for piece in (_line(100, y, name), _line(_after(key, 100), y, value))
     ]
     returns = _line(100, 32, f"{key} the nodeset resulting from the query or NULL")
-    kept = learned_tables._trim_prose([*rows, returns])
+    kept = table_bounds._trim_prose([*rows, returns])
     assert [ln.text for ln in kept] == [ln.text for ln in [*rows, returns]]
     sentence = _line(40, 56, "The returned set is freed by the caller when it is no longer needed, as usual.")
-    assert [ln.text for ln in learned_tables._trim_prose([*rows, returns, sentence])] == [
+    assert [ln.text for ln in table_bounds._trim_prose([*rows, returns, sentence])] == [
         ln.text for ln in kept
     ]
 

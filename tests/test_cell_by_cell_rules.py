@@ -5,8 +5,8 @@ piece is an inch long and the text layer saw no rule at all: the structure model
 across them (a head merged with the first row, "Measure M1"). Pieces end to end are one rule now
 (``textlayer.horizontal_rules``), but only pieces drawn level in paths drawn square: a line chart's
 series is many short strokes too (ICDAR's eu-011). With the rules seen, rows ruled apart are not
-joined as wrapped lines (``learned_tables._ruled_apart``), a keyless row inside a ruled row's band
-is more of that row (``_join_ruled_bands``), and a row whose rest opens the next column or page is
+joined as wrapped lines (``slot_rows._ruled_apart``), a keyless row inside a ruled row's band
+is more of that row (``join_ruled_bands``), and a row whose rest opens the next column or page is
 joined to it under the repeated head (``table_html._mend_break``).
 """
 
@@ -21,7 +21,7 @@ import pytest
 from bench.accuracy.printed import build
 from ocr_app.engines.textlayer import horizontal_rules
 from ocr_app.render.markdown import table_going_on
-from ocr_app.structure import learned_tables
+from ocr_app.structure import table_verdict
 from ocr_app.structure.table_html import Cell, continue_table
 from tests.factories import page_markdown, table_rows
 
@@ -124,9 +124,9 @@ def test_figures_merged_into_a_span_leave_the_words_reading_the_table(textlayer_
     rows = table_rows(page_markdown(textlayer_engine, DATA / "us-018.pdf", 0))
     assert {len(r) for r in rows} == {11}
     assert rows[0][:3] == ["United States", "2,753,438", "2,799,250"]
-    assert not learned_tables._figures_side_by_side([[Cell(c) for c in r] for r in rows])
-    assert learned_tables._figures_side_by_side([[Cell("Ohio"), Cell("119,029 116,702", colspan=2)]])
-    assert not learned_tables._figures_side_by_side([[Cell("Ohio"), Cell("2003 – 04", colspan=2)]])
+    assert not table_verdict.figures_side_by_side([[Cell(c) for c in r] for r in rows])
+    assert table_verdict.figures_side_by_side([[Cell("Ohio"), Cell("119,029 116,702", colspan=2)]])
+    assert not table_verdict.figures_side_by_side([[Cell("Ohio"), Cell("2003 – 04", colspan=2)]])
 
 
 HEAD = "<table><thead><tr><th>Key</th><th>Description</th><th>Due</th></tr></thead><tbody>"

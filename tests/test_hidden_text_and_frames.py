@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from ocr_app.engines.textlayer import TextLayerEngine, extract_lines
-from ocr_app.structure import learned_tables
+from ocr_app.structure import slot_columns, slot_rows, table_bounds, table_slots
 from tests.factories import page_markdown, table_rows
 
 DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
@@ -71,8 +71,8 @@ def test_a_page_whose_text_is_all_invisible_keeps_it():
 )
 def test_a_table_region_ends_at_the_bottom_of_the_frame_it_holds(frame, cut):
     region = (95, 90, 505, 400)
-    assert learned_tables.cut_at_frames(region, [frame])[3] == cut
-    assert learned_tables.cut_at_frames(region, [frame])[:3] == region[:3]
+    assert table_bounds.cut_at_frames(region, [frame])[3] == cut
+    assert table_bounds.cut_at_frames(region, [frame])[:3] == region[:3]
 
 
 def test_a_framed_tables_source_note_and_hidden_marks_stay_out_of_it():
@@ -98,9 +98,9 @@ def test_a_framed_tables_source_note_and_hidden_marks_stay_out_of_it():
     assert not any(line.startswith("#") for line in md.splitlines())  # no heading on this page
 
 
-def _slot(row: int, col: int, *lines: tuple[float, str], rowspan: int = 1) -> learned_tables._Slot:
+def _slot(row: int, col: int, *lines: tuple[float, str], rowspan: int = 1) -> table_slots.Slot:
     x = 20.0 + 120.0 * col
-    return learned_tables._Slot(row, col, rowspan, words=[((x, y, x + 60, y + 12), t) for y, t in lines])
+    return table_slots.Slot(row, col, rowspan, words=[((x, y, x + 60, y + 12), t) for y, t in lines])
 
 
 def test_a_model_row_across_a_rule_drawn_under_all_its_cells_is_two_rows():
@@ -111,8 +111,8 @@ def test_a_model_row_across_a_rule_drawn_under_all_its_cells_is_two_rows():
     ]  # fmt: skip
     # The rule is drawn cell by cell: three pieces end to end make one rule under the whole row.
     cuts = [(18.0, 122.0, 140.0), (140.0, 122.5, 260.0), (260.0, 122.0, 445.0)]
-    out = learned_tables._split_at_rules(slots, cuts)
-    rows = learned_tables._rows(out, None)
+    out = slot_rows.split_at_rules(slots, cuts)
+    rows = slot_rows.cell_rows(out, None)
     assert [[c.text for c in r] for r in rows] == [
         ["Area", "Emissions of less", "Dry cleaners", "north"],
         ["Mobile:", "", ""],
@@ -136,7 +136,7 @@ def test_a_row_stays_whole_without_a_rule_under_all_of_it(cuts, why):
         _slot(0, 0, (100, "Area"), (130, "Mobile:")), _slot(0, 1, (100, "Emissions of less")),
         _slot(0, 2, (100, "Dry cleaners")), _slot(0, 3, (100, "north")),
     ]  # fmt: skip
-    assert len(learned_tables._rows(learned_tables._split_at_rules(slots, cuts), None)) == 1, why
+    assert len(slot_rows.cell_rows(slot_rows.split_at_rules(slots, cuts), None)) == 1, why
 
 
 def test_lines_under_the_rule_that_begin_the_next_rows_cells_join_them():
@@ -147,8 +147,8 @@ def test_lines_under_the_rule_that_begin_the_next_rows_cells_join_them():
         _slot(0, 2, (100, "seventeen kinds"), (130, "some U codes")),
         _slot(1, 0, (156, "U code")), _slot(1, 1, (156, "no U code")), _slot(1, 2, (143, "included")),
     ]  # fmt: skip
-    out = learned_tables._split_at_rules(slots, [(18.0, 122.0, 330.0)])
-    rows = learned_tables._rows(out, None)
+    out = slot_rows.split_at_rules(slots, [(18.0, 122.0, 330.0)])
+    rows = slot_rows.cell_rows(out, None)
     assert [[c.text for c in r] for r in rows] == [
         ["Disease", "six kinds", "seventeen kinds"],
         ["U code", "no U code", "some U codes included"],
@@ -162,8 +162,8 @@ def test_a_heads_last_line_over_the_rule_goes_back_up_to_its_head():
         _slot(0, 0, (100, "")), _slot(0, 1, (100, "number of"), (112, "enterprises")), _slot(0, 2, (100, "turnover")),
         _slot(1, 0, (140, "EU15")), _slot(1, 1, (124, "(000)"), (140, "2553")), _slot(1, 2, (140, "1261")),
     ]  # fmt: skip
-    out = learned_tables._split_at_rules(slots, [(18.0, 138.0, 330.0)])
-    rows = learned_tables._rows(out, None)
+    out = slot_rows.split_at_rules(slots, [(18.0, 138.0, 330.0)])
+    rows = slot_rows.cell_rows(out, None)
     assert [[c.text for c in r] for r in rows] == [
         ["", "number of enterprises (000)", "turnover"],
         ["EU15", "2553", "1261"],
@@ -194,17 +194,17 @@ def test_a_heads_last_line_over_the_rule_goes_back_up_to_its_head():
     ],
 )
 def test_a_whole_row_over_the_rule_is_its_own_row(slots, why):
-    out = learned_tables._split_at_rules(slots, [(18.0, 125.0, 330.0)])
-    assert [r[0].text for r in learned_tables._rows(out, None)] == [
+    out = slot_rows.split_at_rules(slots, [(18.0, 125.0, 330.0)])
+    assert [r[0].text for r in slot_rows.cell_rows(out, None)] == [
         slots[0].words[0][1],
         slots[2].words[0][1],
         slots[2].words[1][1],
     ], why
 
 
-def _at(row: int, col: int, x: float, text: str = "", header: bool = False) -> learned_tables._Slot:
+def _at(row: int, col: int, x: float, text: str = "", header: bool = False) -> table_slots.Slot:
     words = [((x, 100 + 20 * row, x + 24, 112 + 20 * row), text)] if text else []
-    return learned_tables._Slot(row, col, header=header, words=words)
+    return table_slots.Slot(row, col, header=header, words=words)
 
 
 def test_a_headless_column_holding_the_last_rows_figures_under_its_neighbour_is_that_column():
@@ -214,10 +214,8 @@ def test_a_headless_column_holding_the_last_rows_figures_under_its_neighbour_is_
     body = [[_at(r, 0, 60, f"Item {r}"), _at(r, 1, 329, f"{r}.5%"), _at(r, 2, 380)] for r in range(1, 6)]
     late = [[_at(r, 0, 60, f"Item {r}"), _at(r, 1, 329), _at(r, 2, 331, f"{r}.1%")] for r in (6, 7)]
     slots = often + [s for row in body + late for s in row]
-    learned_tables._merge_interleaved_columns(slots)
-    rows = learned_tables._rows(
-        learned_tables._drop_columns(slots, learned_tables._empty_columns(slots)), None
-    )
+    slot_columns.merge_interleaved_columns(slots)
+    rows = slot_rows.cell_rows(slot_columns.drop_columns(slots, slot_columns.empty_columns(slots)), None)
     assert [c.text for c in rows[-1]] == ["Item 7", "7.1%"]
     assert all(len(r) == 2 for r in rows)
 
@@ -233,7 +231,7 @@ def test_a_column_of_its_own_beside_another_stays():
             _at(r, 2, 300, "2" if r >= 4 else ""),
         )
     ]
-    learned_tables._merge_interleaved_columns(slots)
+    slot_columns.merge_interleaved_columns(slots)
     assert [s.col for s in slots if s.words and s.words[0][1] == "2"] == [2, 2]
 
 
@@ -246,7 +244,7 @@ def test_a_label_under_the_rule_over_a_label_alone_in_its_row_is_a_row_of_its_ow
         _slot(1, 0, (143, "3-Year-Old Cohort")), _slot(1, 1), _slot(1, 2),
         _slot(2, 0, (170, "Head Start Group")), _slot(2, 1, (170, "85.1%")), _slot(2, 2, (170, "100%")),
     ]  # fmt: skip
-    rows = learned_tables._rows(learned_tables._split_at_rules(slots, [(18.0, 122.0, 330.0)]), None)
+    rows = slot_rows.cell_rows(slot_rows.split_at_rules(slots, [(18.0, 122.0, 330.0)]), None)
     assert [r[0].text for r in rows] == [
         "Sample Group",
         "All Randomly Assigned (N=4,667):",
@@ -285,7 +283,7 @@ def test_a_caption_over_the_table_and_notes_under_it_in_one_frame_are_not_its_ro
         *_lines(283, [(50, "in 2006–07.")]),
         *_lines(300, [(50, "Source: Principal Surveys.")]),
     ]
-    kept = learned_tables._trim_prose(head + body + notes)
+    kept = table_bounds._trim_prose(head + body + notes)
     assert [ln.text for ln in kept] == [ln.text for ln in head[3:] + body]
 
 
@@ -298,7 +296,7 @@ def test_a_head_spanning_the_columns_under_a_caption_stays_in_the_table():
         *_lines(150, [(50, "0.99"), (200, "800"), (300, "880")]),
         *_lines(166, [(50, "0.95"), (200, "160"), (300, "176")]),
     ]
-    assert [ln.text for ln in learned_tables._trim_prose(lines)][:2] == ["Design effect", "Proportion"]
+    assert [ln.text for ln in table_bounds._trim_prose(lines)][:2] == ["Design effect", "Proportion"]
 
 
 def test_a_first_row_that_only_starts_like_a_caption_stays():
@@ -309,4 +307,4 @@ def test_a_first_row_that_only_starts_like_a_caption_stays():
         *_lines(134, [(50, "North"), (200, "800"), (300, "12%")]),
         *_lines(150, [(50, "South"), (200, "160"), (300, "9%")]),
     ]
-    assert learned_tables._trim_prose(lines)[0].text == "Tablets sold"
+    assert table_bounds._trim_prose(lines)[0].text == "Tablets sold"

@@ -15,7 +15,7 @@ processor. Typeset from the probe's HTML, it showed faults in the rules:
 - **rows as close as a cell's lines**: the structure model cut a wrapped description between two of
   its lines ("… to four more" | "schools in the east"), or read the head row and the first body row
   as one ("Measure M1"); the word grid's rows, each begun by a key, are taken then
-  (``learned_tables._broken_sentences``, ``_heads_joined_to_body``).
+  (``table_verdict.broken_sentences``, ``heads_joined_to_body``).
 
 The PDFs in ``tests/data/latex`` were typeset by ``python -m bench.accuracy.printed --out DIR
 --printer latex --only NAME`` (pdfTeX, TeX Live 2022); CI has no TeX, so they are kept, and their
@@ -34,16 +34,12 @@ from bench.accuracy.printed import plan
 from ocr_app.structure.centred_keys import key_spans, spread_keys, straddling
 from ocr_app.structure.headings import _size_level
 from ocr_app.structure.justified import join_justified
-from ocr_app.structure.learned_tables import (
-    _broken_sentences,
-    _heads_joined_to_body,
-    _in_columns,
-    _rows_below,
-)
 from ocr_app.structure.lines import DocStyle, TextLine
 from ocr_app.structure.passes.columns import by_position
 from ocr_app.structure.passes.prepare import join_drop_caps
+from ocr_app.structure.table_bounds import _in_columns, _rows_below
 from ocr_app.structure.table_html import Cell
+from ocr_app.structure.table_verdict import broken_sentences, heads_joined_to_body
 from tests.factories import heading_texts, page_markdown, pages_markdown
 
 LATEX = Path(__file__).parent / "data" / "latex"
@@ -219,13 +215,13 @@ def test_a_reading_that_cuts_a_sentence_or_joins_heads_to_a_row_is_told():
         ("M3", "Extend the mobile library to four more", "Q3"),
         ("M4", "schools in the east Review heating grants", "Q4"),
     )
-    assert _broken_sentences(model) == 1 and _broken_sentences(grid) == 0
+    assert broken_sentences(model) == 1 and broken_sentences(grid) == 0
     joined = rows(
         ("Measure M3", "Description Extend the mobile library to four more schools in the east", "Due Q3"),
         grid[2],
     )
-    assert _heads_joined_to_body(joined, grid, 1)
-    assert not _heads_joined_to_body(grid, grid, 1)
+    assert heads_joined_to_body(joined, grid, 1)
+    assert not heads_joined_to_body(grid, grid, 1)
 
 
 def test_a_row_under_a_box_joins_it_only_in_its_columns():

@@ -14,7 +14,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
-from ocr_app.structure import learned_tables, table_model
+from ocr_app.structure import learned_tables, slot_columns, slot_rows, table_bounds, table_model, table_slots
 from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import pdf_page_request
 
@@ -40,7 +40,7 @@ def test_structure_tokens_become_cells_with_spans_and_header_rows():
     tokens = ["<thead>", "<tr>", "<td", ' rowspan="2"', ">", "</td>", "<td", ' colspan="2"', ">", "</td>"]
     tokens += ["</tr>", "<tr>", "<td></td>", "<td></td>", "</tr>", "</thead>", "<tbody>", "<tr>"]
     tokens += ["<td></td>"] * 3 + ["</tr>", "</tbody>"]
-    slots = learned_tables.parse_tokens(tokens)
+    slots = table_slots.parse_tokens(tokens)
     assert [(s.row, s.col, s.rowspan, s.colspan, s.header) for s in slots] == [
         (0, 0, 2, 1, True),
         (0, 1, 1, 2, True),
@@ -50,7 +50,7 @@ def test_structure_tokens_become_cells_with_spans_and_header_rows():
         (2, 1, 1, 1, False),
         (2, 2, 1, 1, False),
     ]
-    assert learned_tables._header_rows(slots) == 2
+    assert slot_rows.count_header_rows(slots) == 2
 
 
 def test_ruled_tables_the_rules_took_for_forms_are_tables_with_spanning_headers(engine):
@@ -153,12 +153,12 @@ def test_a_scanned_table_without_rulings_is_read_by_the_light_engine_with_its_wo
 
 
 def test_a_first_column_of_bullet_glyphs_is_a_list_not_a_table():
-    slots = [learned_tables._Slot(r, c) for r in range(3) for c in range(2)]
+    slots = [table_slots.Slot(r, c) for r in range(3) for c in range(2)]
     for s in slots:
         s.words = [((0, 0, 1, 1), "•" if s.col == 0 else f"item {s.row}")]
-    assert learned_tables._bullets_first(slots)
+    assert slot_columns.bullets_first(slots)
     slots[0].words = [((0, 0, 1, 1), "Region")]
-    assert not learned_tables._bullets_first(slots)
+    assert not slot_columns.bullets_first(slots)
 
 
 # --- round 2 of issue 30: regions over two tables, prose trimming, tall rows, bullets -------------
@@ -214,14 +214,14 @@ def test_rows_of_figures_in_one_monospaced_piece_are_not_prose_at_a_regions_edge
         rows += _row_lines(
             100 + 16 * k, [(50, f"0.{k}9 .......... 1,360 1,440 1,520 1,600 2,000 2,400 2,800 3,200")]
         )
-    held = learned_tables._trim_prose(caption + rows)
+    held = table_bounds._trim_prose(caption + rows)
     assert held == rows
 
 
 def test_the_lines_of_a_tall_wrapped_row_stay_in_that_row():
     """A cell wrapped over six lines makes a tall row; its outer lines lie nearer the neighbouring
     rows' middles than its own, but inside its extent (eu-015's "Other specific policies …")."""
-    slots = [learned_tables._Slot(r, c) for r in range(3) for c in range(2)]
+    slots = [table_slots.Slot(r, c) for r in range(3) for c in range(2)]
     extents = {0: (100, 114), 1: (116, 216), 2: (218, 232)}
     for s in slots:
         x0 = 50 if s.col == 0 else 300
@@ -230,7 +230,7 @@ def test_the_lines_of_a_tall_wrapped_row_stay_in_that_row():
     lines += [ln for k in range(6) for ln in _row_lines(118 + 16 * k, [(52, f"policy line {k}")])]
     lines += _row_lines(160, [(302, "4.330")])
     lines += _row_lines(219, [(52, "EIT"), (302, "119")])
-    learned_tables._assign(slots, lines)
+    table_slots.assign_words(slots, lines)
     text = {(s.row, s.col): " ".join(t for _, t in s.words) for s in slots}
     assert text[(0, 0)] == "Topic"
     assert all(f"policy line {k}" in text[(1, 0)] for k in range(6))
@@ -239,11 +239,11 @@ def test_the_lines_of_a_tall_wrapped_row_stay_in_that_row():
 
 def test_a_bullet_set_apart_from_its_text_stays_with_it():
     runs = [[((50, 100, 56, 108), "•")], [((80, 98, 200, 110), "Reported"), ((205, 98, 240, 110), "as")]]
-    (joined,) = learned_tables._bullets_to_text(runs)
+    (joined,) = table_slots._bullets_to_text(runs)
     assert [t for _, t in joined] == ["•", "Reported", "as"]
     assert joined[0][0][1] == 98  # on its text's band
     far = [[((50, 100, 56, 108), "•")], [((300, 98, 400, 110), "Other")]]
-    assert len(learned_tables._bullets_to_text(far)) == 2
+    assert len(table_slots._bullets_to_text(far)) == 2
 
 
 def test_two_narrow_columns_the_model_reads_as_one_are_cut_at_the_white_strip_between_them():
@@ -256,37 +256,33 @@ def test_two_narrow_columns_the_model_reads_as_one_are_cut_at_the_white_strip_be
         ("sold some", "53", "11.6"),
         ("Total", "458", "100.0"),
     ]
-    slots: list[learned_tables._Slot] = [
-        learned_tables._Slot(0, 0, colspan=2, words=[((10, 0, 60, 10), "Title")])
-    ]
+    slots: list[table_slots.Slot] = [table_slots.Slot(0, 0, colspan=2, words=[((10, 0, 60, 10), "Title")])]
     for r, (label, a, b) in enumerate(rows, start=1):
+        slots.append(table_slots.Slot(r, 0, words=[((10, r * 20, 60, r * 20 + 10), label)] if label else []))
         slots.append(
-            learned_tables._Slot(r, 0, words=[((10, r * 20, 60, r * 20 + 10), label)] if label else [])
-        )
-        slots.append(
-            learned_tables._Slot(
+            table_slots.Slot(
                 r, 1, words=[((100, r * 20, 130, r * 20 + 10), a), ((170, r * 20, 200, r * 20 + 10), b)]
             )
         )
-    out = learned_tables._split_columns(slots, body=12.0)
+    out = slot_columns.split_columns(slots, body=12.0)
     grid = {(s.row, s.col): " ".join(t for _, t in s.words) for s in out}
     assert grid[(1, 1)] == "Freq." and grid[(1, 2)] == "Percent"
     assert grid[(4, 1)] == "458" and grid[(4, 2)] == "100.0"
     assert next(s.colspan for s in out if s.row == 0) == 3
-    assert learned_tables.shape(learned_tables._rows(out, None)) == (5, 3)
+    assert table_slots.shape(slot_rows.cell_rows(out, None)) == (5, 3)
 
     wrapped = [
-        learned_tables._Slot(
+        table_slots.Slot(
             r, 0, words=[((10, r * 20, 60, r * 20 + 10), "Some"), ((x, r * 20, x + 40, r * 20 + 10), "text")]
         )
         for r, x in enumerate((90, 62, 64, 66))
     ]
-    assert len(learned_tables._split_columns(wrapped, body=12.0)) == 4
+    assert len(slot_columns.split_columns(wrapped, body=12.0)) == 4
 
 
-def _cell(row: int, col: int, y: float, *texts: str, x: float = 0.0, **kw) -> learned_tables._Slot:
+def _cell(row: int, col: int, y: float, *texts: str, x: float = 0.0, **kw) -> table_slots.Slot:
     x = x or 20.0 + 120.0 * col
-    return learned_tables._Slot(row, col, words=[((x, y, x + 40, y + 12), t) for t in texts], **kw)
+    return table_slots.Slot(row, col, words=[((x, y, x + 40, y + 12), t) for t in texts], **kw)
 
 
 def test_a_header_cell_on_two_lines_the_model_cut_into_two_rows_is_one_row():
@@ -299,7 +295,7 @@ def test_a_header_cell_on_two_lines_the_model_cut_into_two_rows_is_one_row():
         _cell(2, 0, 140, "Methane"), _cell(2, 1, 140, "100"), _cell(2, 2, 140, "-"),
         _cell(3, 0, 160, "Ammonia"), _cell(3, 1, 160, "10 000"), _cell(3, 2, 160, "-"),
     ]  # fmt: skip
-    rows = learned_tables._rows(learned_tables._merge_header_rows(slots), None)
+    rows = slot_rows.cell_rows(slot_rows.merge_header_rows(slots), None)
     assert [c.text for c in rows[0]] == ["", "to air kg/year", "to water kg/year"]
     assert [c.text for c in rows[1]] == ["Methane", "100", "-"]
     assert len(rows) == 3
@@ -309,13 +305,13 @@ def test_a_header_cell_on_two_lines_the_model_cut_into_two_rows_is_one_row():
         _cell(1, 1, 125, "kg/year"), _cell(1, 2, 125, "kg/year"),
         _cell(2, 1, 150, "100"), _cell(2, 2, 150, "-"),
     ]  # fmt: skip
-    assert len(learned_tables._rows(learned_tables._merge_header_rows(apart), None)) == 3
+    assert len(slot_rows.cell_rows(slot_rows.merge_header_rows(apart), None)) == 3
     groups = [
         _cell(0, 1, 100, "Male", colspan=2), _cell(0, 3, 100, "Female", colspan=2),
         _cell(1, 1, 113, "No."), _cell(1, 2, 113, "%"), _cell(1, 3, 113, "No."), _cell(1, 4, 113, "%"),
         _cell(2, 1, 140, "5"), _cell(2, 2, 140, "7"), _cell(2, 3, 140, "1"), _cell(2, 4, 140, "2"),
     ]  # fmt: skip
-    assert len(learned_tables._rows(learned_tables._merge_header_rows(groups), None)) == 3
+    assert len(slot_rows.cell_rows(slot_rows.merge_header_rows(groups), None)) == 3
 
 
 def test_a_head_set_at_the_headers_foot_beside_two_line_heads_joins_them_in_one_row():
@@ -328,7 +324,7 @@ def test_a_head_set_at_the_headers_foot_beside_two_line_heads_joins_them_in_one_
         _cell(1, 0, 113, "Cost Category"), _cell(1, 1, 113, "All Funds"), _cell(1, 2, 113, "Costs"),
         _cell(2, 0, 140, "Salaries"), _cell(2, 1, 140, "1,314,000"), _cell(2, 2, 140, "373,250"),
     ]  # fmt: skip
-    rows = learned_tables._rows(learned_tables._merge_header_rows(slots), None)
+    rows = slot_rows.cell_rows(slot_rows.merge_header_rows(slots), None)
     assert [[c.text for c in r] for r in rows] == [
         ["Cost Category", "Total Costs All Funds", "Indirect Costs"],
         ["Salaries", "1,314,000", "373,250"],
@@ -338,7 +334,7 @@ def test_a_head_set_at_the_headers_foot_beside_two_line_heads_joins_them_in_one_
         _cell(1, 0, 113, "Category"), _cell(1, 1, 113, "Direct"), _cell(1, 2, 113, "Indirect"),
         _cell(2, 0, 140, "Salaries"), _cell(2, 1, 140, "940,750"), _cell(2, 2, 140, "373,250"),
     ]  # fmt: skip
-    assert len(learned_tables._rows(learned_tables._merge_header_rows(grouped), None)) == 3
+    assert len(slot_rows.cell_rows(slot_rows.merge_header_rows(grouped), None)) == 3
     # ICDAR's eu-007: lower down, a row of brands over a row whose shares stand under empty cells is no
     # head's lines
     brands = [
@@ -347,7 +343,7 @@ def test_a_head_set_at_the_headers_foot_beside_two_line_heads_joins_them_in_one_
         _cell(2, 0, 113, "Vedial"), _cell(2, 1, 113, "Paysan"), _cell(2, 2, 113, "Total:"), _cell(2, 3, 113, "Total:"),
         _cell(3, 0, 140, "Others"), _cell(3, 1, 140, "42.2%"), _cell(3, 2, 140, "13.3%"), _cell(3, 3, 140, "9.7%"),
     ]  # fmt: skip
-    assert len(learned_tables._rows(learned_tables._merge_header_rows(brands), None)) == 4
+    assert len(slot_rows.cell_rows(slot_rows.merge_header_rows(brands), None)) == 4
 
 
 def test_a_model_row_holding_two_rows_of_figures_is_two_rows():
@@ -366,7 +362,7 @@ def test_a_model_row_holding_two_rows_of_figures_is_two_rows():
             s.words += next(t for t in slots if t.row == 2 and t.col == s.col).words
         elif s.row == 3:
             s.row = 2
-    rows = learned_tables._rows(learned_tables._split_merged_rows(merged), None)
+    rows = slot_rows.cell_rows(slot_rows.split_merged_rows(merged), None)
     assert [[c.text for c in row] for row in rows] == [
         ["Dose", "No.", "Weight"],
         ["0", "39", "5.8"],
@@ -375,11 +371,11 @@ def test_a_model_row_holding_two_rows_of_figures_is_two_rows():
     ]
 
     wrapped = [
-        learned_tables._Slot(0, 0, words=[((20, 100, 60, 112), "Number of"), ((20, 113, 60, 125), "states")]),
+        table_slots.Slot(0, 0, words=[((20, 100, 60, 112), "Number of"), ((20, 113, 60, 125), "states")]),
         _cell(0, 1, 106, "21"), _cell(0, 2, 106, "8"),
         _cell(1, 0, 140, "Total"), _cell(1, 1, 140, "30"), _cell(1, 2, 140, "9"),
     ]  # fmt: skip
-    assert len(learned_tables._rows(learned_tables._split_merged_rows(wrapped), None)) == 2
+    assert len(slot_rows.cell_rows(slot_rows.split_merged_rows(wrapped), None)) == 2
 
 
 def test_a_table_of_words_only_set_a_line_apart_keeps_its_rows():
@@ -389,7 +385,7 @@ def test_a_table_of_words_only_set_a_line_apart_keeps_its_rows():
         _cell(1, 0, 120, "Procter"), _cell(1, 1, 120, "Ariel"), _cell(1, 2, 120, "Vizir"),
         _cell(2, 0, 133, "Lever"), _cell(2, 1, 133, "Skip"), _cell(2, 2, 133, "Omo"),
     ]  # fmt: skip
-    assert len(learned_tables._rows(learned_tables._merge_header_rows(slots), None)) == 3
+    assert len(slot_rows.cell_rows(slot_rows.merge_header_rows(slots), None)) == 3
 
 
 def test_a_header_cells_last_line_in_the_first_row_of_figures_goes_back_to_the_header():
@@ -397,14 +393,14 @@ def test_a_header_cells_last_line_in_the_first_row_of_figures_goes_back_to_the_h
     first body row took "(000)" above "2553". A wrapped label beside figures stays in its row."""
     slots = [
         _cell(0, 0, 100, "Area"), _cell(0, 1, 100, "population", "(mn)"),
-        learned_tables._Slot(0, 2, words=[((260, 100, 300, 112), "number"), ((260, 113, 300, 125), "enterprises")]),
-        learned_tables._Slot(1, 0, words=[((20, 126, 60, 138), "European"), ((20, 140, 60, 152), "Union")]),
+        table_slots.Slot(0, 2, words=[((260, 100, 300, 112), "number"), ((260, 113, 300, 125), "enterprises")]),
+        table_slots.Slot(1, 0, words=[((20, 126, 60, 138), "European"), ((20, 140, 60, 152), "Union")]),
         _cell(1, 1, 140, "372.3"),
-        learned_tables._Slot(1, 2, words=[((260, 126, 300, 138), "(000)"), ((260, 140, 300, 152), "2553")]),
-        learned_tables._Slot(2, 0, words=[((20, 153, 60, 165), "United"), ((20, 166, 60, 178), "States")]),
+        table_slots.Slot(1, 2, words=[((260, 126, 300, 138), "(000)"), ((260, 140, 300, 152), "2553")]),
+        table_slots.Slot(2, 0, words=[((20, 153, 60, 165), "United"), ((20, 166, 60, 178), "States")]),
         _cell(2, 1, 153, "263.1"), _cell(2, 2, 153, "1530"),
     ]  # fmt: skip
-    rows = learned_tables._rows(learned_tables._lift_header_tails(slots), None)
+    rows = slot_rows.cell_rows(slot_rows.lift_header_tails(slots), None)
     assert [c.text for c in rows[0]] == ["Area", "population (mn)", "number enterprises (000)"]
     assert [c.text for c in rows[1]] == ["European Union", "372.3", "2553"]
     assert [c.text for c in rows[2]] == ["United States", "263.1", "1530"]
@@ -415,11 +411,11 @@ def test_a_label_column_the_model_cut_in_two_under_a_spanning_header_is_one_colu
     1 year", "12 - | 19 years"); the words run on across the cut in every row and line nothing up.
     Two real columns under a spanning header (figures lined up at their right edges) stay two."""
 
-    def label(r: int, left: str, right: str, x: float) -> list[learned_tables._Slot]:
+    def label(r: int, left: str, right: str, x: float) -> list[table_slots.Slot]:
         y = 100.0 + 16 * r
         return [
-            learned_tables._Slot(r, 0, words=[((20, y, x, y + 12), left)]),
-            learned_tables._Slot(r, 1, words=[((x + 4, y, x + 60 + 3 * r, y + 12), right)]),
+            table_slots.Slot(r, 0, words=[((20, y, x, y + 12), left)]),
+            table_slots.Slot(r, 1, words=[((x + 4, y, x + 60 + 3 * r, y + 12), right)]),
             _cell(r, 2, y, f"{r},533"),
         ]
 
@@ -427,7 +423,7 @@ def test_a_label_column_the_model_cut_in_two_under_a_spanning_header_is_one_colu
     slots += (
         label(1, "Under", "1 year", 60) + label(2, "12 -", "19 years", 48) + label(3, "80", "years plus", 36)
     )
-    rows = learned_tables._rows(learned_tables._merge_flowing_columns(slots), None)
+    rows = slot_rows.cell_rows(slot_columns.merge_flowing_columns(slots), None)
     assert [[c.text for c in row] for row in rows] == [
         ["Age groups", "Total"],
         ["Under 1 year", "1,533"],
@@ -440,10 +436,10 @@ def test_a_label_column_the_model_cut_in_two_under_a_spanning_header_is_one_colu
     for r in range(1, 4):
         y = 100.0 + 16 * r
         figures += [
-            learned_tables._Slot(r, 0, words=[((60 - 6 * r, y, 100, y + 12), f"{r}0{r}")]),
-            learned_tables._Slot(r, 1, words=[((104, y, 150, y + 12), f"{r}1{r}")]),
+            table_slots.Slot(r, 0, words=[((60 - 6 * r, y, 100, y + 12), f"{r}0{r}")]),
+            table_slots.Slot(r, 1, words=[((104, y, 150, y + 12), f"{r}1{r}")]),
         ]
-    assert len(learned_tables._merge_flowing_columns(figures)) == len(figures)
+    assert len(slot_columns.merge_flowing_columns(figures)) == len(figures)
 
 
 def test_an_empty_spanning_header_takes_back_its_label_from_the_sub_header_below():
@@ -451,7 +447,7 @@ def test_an_empty_spanning_header_takes_back_its_label_from_the_sub_header_below
     own, was placed in the row below ("TEDs complex") and left its spanning cell empty. Its line lies
     inside the spanning cell's box, not in the sub-header's. A sub-header on two lines of its own
     ("Inference" over "time", both inside its box) keeps both."""
-    Slot = learned_tables._Slot
+    Slot = table_slots.Slot
     span = Slot(0, 1, colspan=3, header=True, box=(120, 80, 480, 98))
     subs = [
         Slot(1, 1, header=True, box=(120, 104, 230, 122), words=[((150, 105, 200, 121), "simple")]),
@@ -473,7 +469,7 @@ def test_an_empty_spanning_header_takes_back_its_label_from_the_sub_header_below
         )
         for c in range(4)
     ]
-    rows = learned_tables._rows(learned_tables._fill_empty_spans([label, span, *subs, *body]), None)
+    rows = slot_rows.cell_rows(slot_columns.fill_empty_spans([label, span, *subs, *body]), None)
     assert [(c.text, c.colspan) for c in rows[0]] == [("Language", 1), ("TEDs", 3)]
     assert [c.text for c in rows[1]] == ["simple", "complex", "all"]
 
@@ -485,7 +481,7 @@ def test_an_empty_spanning_header_takes_back_its_label_from_the_sub_header_below
         words=[((265, 82, 335, 97), "Inference"), ((275, 105, 325, 121), "time")],
     )
     span2 = Slot(0, 1, colspan=3, header=True, box=(120, 80, 480, 98))
-    learned_tables._fill_empty_spans([span2, own])
+    slot_columns.fill_empty_spans([span2, own])
     assert span2.words == [] and [t for _, t in own.words] == ["Inference", "time"]
 
 
@@ -493,8 +489,8 @@ def test_a_tie_with_the_rules_goes_to_the_model_only_when_its_spans_hold_the_rul
     """Same rows and columns from both readings: the model's spanning heads (which word positions cannot
     see) win when each runs as one piece in the rules' reading and the rows under them read the same;
     a head glued from two columns' lines, or a head line moved into the first body row, loses."""
-    from ocr_app.structure.learned_tables import _same_words
     from ocr_app.structure.table_html import Cell
+    from ocr_app.structure.table_verdict import same_words
 
     def row(*texts: str) -> list[Cell]:
         return [Cell(t) for t in texts]
@@ -511,11 +507,11 @@ def test_a_tie_with_the_rules_goes_to_the_model_only_when_its_spans_hold_the_rul
         row("Ohio", "19,820", "154.0", "5,828", "45.2"),
         row("Utah", "1,462", "77.5", "674", "36.2"),
     ]
-    assert _same_words(model, rules)
+    assert same_words(model, rules)
     glued = [[Cell("State", rowspan=2), Cell("Coronary Stroke heart", colspan=4)], *model[1:]]
-    assert not _same_words(glued, rules)
+    assert not same_words(glued, rules)
     moved = [*model[:2], row("Ohio disease", "19,820", "154.0", "5,828", "45.2"), model[3]]
-    assert not _same_words(moved, rules)
+    assert not same_words(moved, rules)
     # heads the rules cut apart, which the model reads as one spanning cell
     merged = [[Cell("State", rowspan=2), Cell("Coronary heart disease Stroke", colspan=4)], *model[1:]]
-    assert not _same_words(merged, rules)
+    assert not same_words(merged, rules)

@@ -6,7 +6,7 @@ producer's habits. Printed by MuPDF, the same HTML showed faults no Chromium pri
 
 - a narrow "Due" column wraps each date ("Q1" over "2026"); the structure model read the wrapped
   line as a row of its own, and its reading won because it had more rows than the word grid. A model
-  row that is only a cell's wrapped line now counts with the row above (``_wrapped_lines``);
+  row that is only a cell's wrapped line now counts with the row above (``wrapped_lines``);
 - on a page of two columns, the title's two lines and the first heading beside the right column's
   first lines were read as a table of two columns. The layout model boxes the title as a title and
   the column's first lines twice (a weak box inside its paragraph's box): title boxes are text for
@@ -26,11 +26,11 @@ producer's habits. Printed by MuPDF, the same HTML showed faults no Chromium pri
 - on a slide page, the layout model boxed a table without rules together with the heading and the
   sentence over it; the structure model took both in as rows and merged two columns. Rows of running
   text over (or under) the table the word grid reads are left out, and the model reads the table
-  alone (``learned_tables._without_sentences``);
+  alone (``table_verdict.without_sentences``);
 - in MuPDF's serif (``--printer mupdf-serif``), the model read one head row on a dark bar as two (an
   empty cell over three columns beside "Change (%)" spanning both); where the model's first rows,
   put together column by column, are the word grid's head row, they count as one
-  (``learned_tables._split_head``), and a one-line title beside two lines of the other column stands
+  (``table_verdict.split_head``), and a one-line title beside two lines of the other column stands
   beside each of them (``find_gutter``).
 """
 
@@ -44,9 +44,9 @@ import pytest
 from bench.accuracy.printed import build
 from bench.accuracy.story_print import printable
 from ocr_app.engines.textlayer import _piece_of
-from ocr_app.structure.learned_tables import _split_head, _without_sentences, _wrapped_lines
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.table_html import Cell
+from ocr_app.structure.table_verdict import split_head, without_sentences, wrapped_lines
 from tests.factories import heading_texts, page_markdown, pages_markdown
 
 TABLES = ("booktabs-wrapped-single", "none-wrapped-two-centred", "zebra-wrapped-two-centred")
@@ -134,7 +134,7 @@ def serif(tmp_path_factory) -> dict[str, tuple[Path, str]]:
 
 @pytest.mark.parametrize("name", SERIF)
 def test_printed_in_a_serif_face(textlayer_engine, serif, name):
-    """Set in MuPDF's serif, justified: the head row on a dark bar stays one row (``_split_head``),
+    """Set in MuPDF's serif, justified: the head row on a dark bar stays one row (``split_head``),
     and a one-line title beside two lines of the other column stays whole (``find_gutter``)."""
     pdf, truth = serif[name]
     md = page_markdown(textlayer_engine, pdf)
@@ -156,17 +156,17 @@ def test_a_wrapped_line_row_counts_with_the_row_above():
         _row("", "", "2026"),
     ]
     rules = [head, _row("M1", "Replace the bearings", "Q2 2026"), _row("M2", "Publish data", "Q1 2026")]
-    assert _wrapped_lines(model, rules, 1) == 1
+    assert wrapped_lines(model, rules, 1) == 1
     # three lines of one cell: both rows are its wrapped lines
     model3 = [*model[:3], _row("", "", "2026"), _row("", "", "(late)")]
     rules3 = [*rules[:2], _row("M2", "Publish data", "Q1 2026 (late)")]
-    assert _wrapped_lines(model3, rules3, 1) == 2
+    assert wrapped_lines(model3, rules3, 1) == 2
     # a row whose text is no continuation in the word grid's reading, or that has its key, counts
     assert (
-        _wrapped_lines(model, [head, *rules[1:2], _row("M2", "Publish data", "Q1"), _row("", "", "2026")], 1)
+        wrapped_lines(model, [head, *rules[1:2], _row("M2", "Publish data", "Q1"), _row("", "", "2026")], 1)
         == 0
     )
-    assert _wrapped_lines([*model[:3], _row("M3", "", "2026")], rules, 1) == 0
+    assert wrapped_lines([*model[:3], _row("M3", "", "2026")], rules, 1) == 0
 
 
 def test_a_form_inside_a_table_region_is_a_piece_of_it():
@@ -184,12 +184,12 @@ def test_sentences_over_a_word_grid_are_left_out_a_spanning_head_is_not():
     grid = [_line(t, x, 60.0 + 14 * k, x + 40) for k in range(4) for t, x in (("Item", 10.0), ("75", 200.0))]
     sentence = _line("The table below sets out the figures by line.", 10.0, 30.0, 300.0)
     heading = _line("Table detail", 10.0, 10.0, 80.0)
-    kept = _without_sentences([heading, sentence, *grid], grid, 10.0)
+    kept = without_sentences([heading, sentence, *grid], grid, 10.0)
     assert kept is not None and {ln.text for ln in kept} == {"Item", "75"}
     head = _line("Nitrate (mg/l)", 150.0, 44.0, 260.0)  # over a column group, right above the grid
-    kept = _without_sentences([sentence, head, *grid], grid, 10.0)
+    kept = without_sentences([sentence, head, *grid], grid, 10.0)
     assert kept is not None and head in kept and sentence not in kept
-    assert _without_sentences([head, *grid], grid, 10.0) is None  # nothing to leave out
+    assert without_sentences([head, *grid], grid, 10.0) is None  # nothing to leave out
 
 
 def test_a_head_row_the_model_splits_in_two_counts_as_one():
@@ -201,7 +201,7 @@ def test_a_head_row_the_model_splits_in_two_counts_as_one():
         _row("North", "150", "200", "+33.3"),
     ]
     rules = [_row("Region", "2023", "2024", "Change (%)"), _row("North", "150", "200", "+33.3")]
-    assert _split_head(model, rules, 0) == 1
+    assert split_head(model, rules, 0) == 1
     # heads over column groups: two texts in one column, structure the word grid cannot show
     grouped = [
         [Cell("Site", rowspan=2), Cell("Nitrate", colspan=2)],
@@ -209,7 +209,7 @@ def test_a_head_row_the_model_splits_in_two_counts_as_one():
         _row("Weir", "2.7", "7.9"),
     ]
     assert (
-        _split_head(
+        split_head(
             grouped, [_row("Site", "Nitrate", ""), _row("", "2024", "2025"), _row("Weir", "2.7", "7.9")], 2
         )
         == 0

@@ -86,12 +86,12 @@ def _line(text: str, x0: float, y: float, width: float) -> TextLine:
 
 
 def test_a_head_running_past_the_table_box_is_the_tables():
-    """``learned_tables.snap`` on lines as the text layer gives them: the layout model's box of a table
+    """``table_bounds.snap`` on lines as the text layer gives them: the layout model's box of a table
     across the page stops short of its last head, set left and wider than its figures. Before: only
     lines mostly inside the box were the table's, and "Change (%)" (a third inside) came out as a
     heading. The figures of a table beside, which the box's edge barely reaches, stay out (ICDAR
     eu-015's second page: a first version took them)."""
-    from ocr_app.structure.learned_tables import snap
+    from ocr_app.structure.table_bounds import snap
 
     rows = [
         [
@@ -367,12 +367,13 @@ def test_heads_over_column_groups_above_a_borderless_table_are_one_header_row():
 
 
 def test_a_cell_spanning_columns_with_a_head_centred_in_each_is_a_cell_a_column():
-    """``learned_tables._split_spans`` on the structure model's cells as it read Word's "Grid Table 4"
+    """``slot_columns.split_spans`` on the structure model's cells as it read Word's "Grid Table 4"
     header (a blue bar whose cell borders have the bar's colour, heads centred; printed by Chromium,
     text-layer boxes at 144 DPI): "Measure" and "Description" came as one cell over two columns, each
     centred in its own; "Nitrate (mg/l)" and "Phosphate (mg/l)", each set from the first of its two
     columns, came as one head over four. A head over two columns, one phrase, stays one cell."""
-    from ocr_app.structure.learned_tables import _Slot, _split_spans
+    from ocr_app.structure.slot_columns import split_spans
+    from ocr_app.structure.table_slots import Slot
 
     def word(
         text: str, x0: float, x1: float, y: float = 639
@@ -380,8 +381,8 @@ def test_a_cell_spanning_columns_with_a_head_centred_in_each_is_a_cell_a_column(
         return (x0, y, x1, y + 21), text
 
     body = [
-        _Slot(1, 0, words=[word("M1", 128, 150, 680)]),
-        _Slot(
+        Slot(1, 0, words=[word("M1", 128, 150, 680)]),
+        Slot(
             1,
             1,
             words=[
@@ -390,39 +391,39 @@ def test_a_cell_spanning_columns_with_a_head_centred_in_each_is_a_cell_a_column(
                 word("bearings", 351, 430, 680),
             ],
         ),
-        _Slot(1, 2, words=[word("Roads", 705, 760, 680), word("unit", 766, 800, 680)]),
+        Slot(1, 2, words=[word("Roads", 705, 760, 680), word("unit", 766, 800, 680)]),
     ]
-    merged = _Slot(
+    merged = Slot(
         0, 0, colspan=2, header=True, words=[word("Measure", 128, 198), word("Description", 424, 518)]
     )
-    got = _split_spans([merged, _Slot(0, 2, header=True, words=[word("Owner", 720, 785)]), *body], 16.0)
+    got = split_spans([merged, Slot(0, 2, header=True, words=[word("Owner", 720, 785)]), *body], 16.0)
     assert [(s.row, s.col, s.colspan, " ".join(t for _, t in s.words)) for s in got if s.row == 0] == [
         (0, 0, 1, "Measure"),
         (0, 1, 1, "Description"),
         (0, 2, 1, "Owner"),
     ]
-    phrase = _Slot(0, 1, colspan=2, header=True, words=[word("Year", 300, 345), word("ended", 351, 410)])
-    assert _split_spans([phrase, *body], 16.0) == [phrase, *body]
+    phrase = Slot(0, 1, colspan=2, header=True, words=[word("Year", 300, 345), word("ended", 351, 410)])
+    assert split_spans([phrase, *body], 16.0) == [phrase, *body]
     # two heads set from the first of their two columns, read as one head over four
     figures = [
-        _Slot(2, c + 1, words=[word("2.62", x, x + 42, 720)]) for c, x in enumerate((259, 346, 434, 540))
+        Slot(2, c + 1, words=[word("2.62", x, x + 42, 720)]) for c, x in enumerate((259, 346, 434, 540))
     ]
-    groups = _Slot(1, 1, colspan=4, header=True, words=[word("Nitrate", 259, 320), word("(mg/l)", 326, 405)])
+    groups = Slot(1, 1, colspan=4, header=True, words=[word("Nitrate", 259, 320), word("(mg/l)", 326, 405)])
     groups.words += [word("Phosphate", 434, 530), word("(mg/l)", 536, 600)]
-    got = _split_spans([groups, *figures], 16.0)
+    got = split_spans([groups, *figures], 16.0)
     assert [(s.col, s.colspan, " ".join(t for _, t in s.words)) for s in got if s.row == 1] == [
         (1, 2, "Nitrate (mg/l)"),
         (3, 2, "Phosphate (mg/l)"),
     ]
     # dates each centred over a "$000's" and a "%" column, narrower than the two (ICDAR us-004)
-    dates = _Slot(
+    dates = Slot(
         1, 1, colspan=4, header=True, words=[word("12/31/2009", 275, 345), word("12/31/2010", 455, 525)]
     )
-    got = _split_spans([dates, *figures], 16.0)
+    got = split_spans([dates, *figures], 16.0)
     assert [(s.col, s.colspan, " ".join(t for _, t in s.words)) for s in got if s.row == 1] == [
         (1, 2, "12/31/2009"),
         (3, 2, "12/31/2010"),
     ]
     # a title wrapped over two lines across the table stays one cell
-    title = _Slot(0, 1, colspan=4, words=[word("Exhibit", 259, 320, 600), word("for", 450, 480, 625)])
-    assert _split_spans([title, *figures], 16.0)[0] is title
+    title = Slot(0, 1, colspan=4, words=[word("Exhibit", 259, 320, 600), word("for", 450, 480, 625)])
+    assert split_spans([title, *figures], 16.0)[0] is title

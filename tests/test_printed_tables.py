@@ -425,7 +425,7 @@ def test_a_narrow_column_of_figures_set_close_to_the_next_keeps_its_figures(engi
     """A "Score" column of short figures set flush right, a padding's width before the outcome
     words, in a table that runs on to a second page (its first page read here). Before: each
     "1.0 Approved" came as one run of words and went whole to the outcome cell, beside an empty
-    score column, in most rows (the model read the columns apart: ``_refill_empty_columns``), or the
+    score column, in most rows (the model read the columns apart: ``refill_empty_columns``), or the
     model read the two as one column and the words' narrow white strip down every row was not taken
     for a column gap (``_strip_in_column``)."""
     md = page_markdown(engine, printer(f"applications-{margin_mm}", APPLICATIONS, margin_mm=margin_mm))
@@ -530,11 +530,11 @@ def _cell(text: str, x0: float, y: float, width: float) -> TextLine:
 
 
 def test_a_column_beside_a_region_joins_it_unless_a_table_stands_beside():
-    """``learned_tables._column_beside`` on lines as the text layer gives them: a region of labels and
+    """``table_bounds._column_beside`` on lines as the text layer gives them: a region of labels and
     two columns of figures, and a narrow column of figures just right of it, one a row, joins; the
     same column with more columns further out on its rows (a second table beside this one: ICDAR
     eu-015, whose two tables a first version joined) does not."""
-    from ocr_app.structure.learned_tables import _column_beside
+    from ocr_app.structure.table_bounds import _column_beside
 
     held = [
         ln
@@ -671,8 +671,8 @@ def test_a_frames_title_and_note_are_no_spans_and_a_group_label_between_rows_is_
     """The drawn reading wins where it holds spans the model's reading lacks. A title on the frame's
     first row and a note on its last (ICDAR's us-013) are no such spans; a group's label across the
     table between its rows ("Operations" on a budget slide) is one."""
-    from ocr_app.structure.learned_tables import inner_spans as _inner_spans
     from ocr_app.structure.table_html import Cell
+    from ocr_app.structure.table_verdict import inner_spans as _inner_spans
 
     head = [Cell("Item"), Cell("Budget"), Cell("Spent")]
     body = [

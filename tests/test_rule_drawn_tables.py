@@ -5,8 +5,8 @@ bottom rule: labels flush left, some wrapping under a hanging indent, beside not
 group heads between, rows at line spacing. The layout model boxes its columns as text, and only the
 rows between two group heads came out as a table, with the wrapped labels' lines in the wrong rows.
 The rules say where the table is (``structure.rule_frames``); the rows are told by the keys' indents
-and line breaks (``learned_tables._split_keys``, ``_join_wrapped_text_rows``); the rows over the head
-rule are the header (``learned_tables._head_over_rule``). On a scan the rules come from the page image
+and line breaks (``slot_rows.split_keys``, ``join_wrapped_text_rows``); the rows over the head
+rule are the header (``slot_rows.head_over_rule``). On a scan the rules come from the page image
 (``rulings.horizontal_rules``) and the light engine reads the frame the same way.
 """
 
@@ -18,7 +18,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine, extract_lines, horizontal_rules
-from ocr_app.structure import learned_tables
+from ocr_app.structure import slot_rows, table_bounds, table_slots
 from ocr_app.structure.lines import body_size
 from ocr_app.structure.rule_frames import rule_frames
 from tests.factories import page_markdown, table_rows
@@ -207,14 +207,14 @@ def test_rules_around_prose_frame_no_table(engine, tmp_path):
     assert md.count("The council met on Tuesday") == 8
 
 
-def _slot(row: int, col: int, *lines: tuple[float, float, str]) -> learned_tables._Slot:
+def _slot(row: int, col: int, *lines: tuple[float, float, str]) -> table_slots.Slot:
     """A cell whose lines are (x, y, text), each word 6 px a character, 12 px high."""
     words = []
     for x, y, text in lines:
         for word in text.split():
             words.append(((x, y, x + 6 * len(word), y + 12), word))
             x += 6 * len(word) + 4
-    return learned_tables._Slot(row, col, words=words)
+    return table_slots.Slot(row, col, words=words)
 
 
 def _flush_right(right: float, y: float, text: str) -> tuple[float, float, str]:
@@ -223,8 +223,8 @@ def _flush_right(right: float, y: float, text: str) -> tuple[float, float, str]:
     return right - sum(6 * len(w) for w in words) - 4 * (len(words) - 1), y, text
 
 
-def _texts(slots: list[learned_tables._Slot]) -> list[list[str]]:
-    return [[c.text for c in r] for r in learned_tables._rows(slots, None)]
+def _texts(slots: list[table_slots.Slot]) -> list[list[str]]:
+    return [[c.text for c in r] for r in slot_rows.cell_rows(slots, None)]
 
 
 def test_a_key_line_set_out_left_of_the_keys_first_line_starts_the_next_row():
@@ -243,7 +243,7 @@ def test_a_key_line_set_out_left_of_the_keys_first_line_starts_the_next_row():
         _slot(2, 0, (20, 142, "Ages 18 and 19")),
         _slot(2, 1, _flush_right(500, 142, "Remains between 17.7% and 26.8%")),
     ]  # notes set flush right
-    out = learned_tables._split_keys(slots)
+    out = slot_rows.split_keys(slots)
     assert _texts(out) == [
         ["Disposable income per capita in", "Annual changes range"],
         ["constant dollars", "with growth of 1.4%"],
@@ -251,7 +251,7 @@ def test_a_key_line_set_out_left_of_the_keys_first_line_starts_the_next_row():
         ["Ages 18 and 19", "Remains between 17.7% and 26.8%"],
     ]
     # and the key set in under a full line, with the notes going on, joins the row above
-    assert _texts(learned_tables._join_wrapped_text_rows(out))[:2] == [
+    assert _texts(slot_rows.join_wrapped_text_rows(out))[:2] == [
         ["Disposable income per capita in constant dollars", "Annual changes range with growth of 1.4%"],
         ["Inflation rate", "Ranges between 1 and 2%"],
     ]
@@ -266,7 +266,7 @@ def test_two_short_keys_in_one_model_row_with_a_note_beside_each_are_two_rows():
             1, 1, (300, 114, "Remains between 10.8% and 15.6%"), (300, 128, "Remains between 5.3% and 7.9%")
         ),
     ]
-    assert [r[0] for r in _texts(learned_tables._split_keys(slots))] == [
+    assert [r[0] for r in _texts(slot_rows.split_keys(slots))] == [
         "Ages 18 and 19 and older",
         "Ages 20 to 24",
         "Age 25 and over",
@@ -307,10 +307,10 @@ def test_a_key_that_wraps_stays_one_row(key, note, why):
         _slot(2, 0, (20, 142, "Inflation rate")),
         _slot(2, 1, (300, 142, "Ranges between 1 and 2%")),
     ]
-    assert len(_texts(learned_tables._split_keys(slots))) == 3, why
+    assert len(_texts(slot_rows.split_keys(slots))) == 3, why
 
 
-def _head_table() -> list[learned_tables._Slot]:
+def _head_table() -> list[table_slots.Slot]:
     return [
         _slot(0, 0, (20, 100, "Variable")), _slot(0, 1, (300, 100, "Assumption")),
         _slot(1, 0, (20, 120, "Population")), _slot(1, 1, (300, 120, "Consistent")),
@@ -321,8 +321,8 @@ def _head_table() -> list[learned_tables._Slot]:
 
 def test_the_rows_over_a_rule_across_the_table_under_its_first_row_are_its_head():
     slots = _head_table()
-    learned_tables._head_over_rule(slots, [(15.0, 90.0, 500.0), (15.0, 116.0, 500.0), (15.0, 166.0, 500.0)])
-    assert learned_tables._header_rows(slots) == 1
+    slot_rows.head_over_rule(slots, [(15.0, 90.0, 500.0), (15.0, 116.0, 500.0), (15.0, 166.0, 500.0)])
+    assert slot_rows.count_header_rows(slots) == 1
 
 
 @pytest.mark.parametrize(
@@ -335,8 +335,8 @@ def test_the_rows_over_a_rule_across_the_table_under_its_first_row_are_its_head(
 )
 def test_no_head_without_a_rule_under_the_first_rows_only(cuts, why):
     slots = _head_table()
-    learned_tables._head_over_rule(slots, cuts)
-    assert learned_tables._header_rows(slots) == 0, why
+    slot_rows.head_over_rule(slots, cuts)
+    assert slot_rows.count_header_rows(slots) == 0, why
 
 
 def _lines(y: float, cells: list[tuple[float, str]]) -> list:
@@ -359,12 +359,12 @@ def test_a_captions_last_line_over_the_top_rule_is_no_row_of_the_table():
     top rule; it stays text. A head over the rule (pieces side by side) stays the table's."""
     held = _caption_over_table([(20, "to three questions on the financial literacy task.")])
     cuts = [(15.0, 98.0, 400.0), (15.0, 100.0, 400.0), (15.0, 120.0, 400.0)]
-    box, kept = learned_tables._below_top_rule((10, 70, 410, 160), held, cuts, 12.0)
+    box, kept = table_bounds.below_top_rule((10, 70, 410, 160), held, cuts, 12.0)
     assert [ln.text for ln in kept][:3] == ["Answers", "Freq.", "Percent"] and len(kept) == 9
     assert box[1] == 104
     headed = _caption_over_table([(200, "Boys"), (300, "Girls")])
-    assert len(learned_tables._below_top_rule((10, 70, 410, 160), headed, cuts, 12.0)[1]) == 11
+    assert len(table_bounds.below_top_rule((10, 70, 410, 160), headed, cuts, 12.0)[1]) == 11
     spanning = _caption_over_table([(20, "THRESHOLD FOR RELEASES")])  # a head spanning the columns
-    assert len(learned_tables._below_top_rule((10, 70, 410, 160), spanning, cuts, 12.0)[1]) == 10
+    assert len(table_bounds.below_top_rule((10, 70, 410, 160), spanning, cuts, 12.0)[1]) == 10
     short = [(15.0, 98.0, 250.0)]  # a rule under some columns only
-    assert len(learned_tables._below_top_rule((10, 70, 410, 160), held, short, 12.0)[1]) == 10
+    assert len(table_bounds.below_top_rule((10, 70, 410, 160), held, short, 12.0)[1]) == 10

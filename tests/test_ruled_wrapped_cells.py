@@ -9,7 +9,7 @@ bullets now get their type's band (``textlayer._type_band``), a ruled row whose 
 broken at the cell's width is no stack (``textlayer._wrapped``), and a grid ruled throughout keeps
 its drawn rows where the model reads more. eu-021: a header bar the model read as one cell over a
 column more than the table has is parted over the columns with words, and a row of empty cells the
-model read under the last row is dropped (``learned_tables._split_spans``, ``_drop_empty_rows``).
+model read under the last row is dropped (``slot_columns.split_spans``, ``drop_empty_rows``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine, _type_band, extract_lines, ruled_tables
-from ocr_app.structure import learned_tables
+from ocr_app.structure import slot_columns, slot_rows, table_slots
 from tests.factories import page_markdown
 
 DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
@@ -160,8 +160,8 @@ def test_values_stacked_one_a_line_in_a_ruled_row_are_rows_not_ruled_apart(tmp_p
     assert not table.exact, "four values a cell, one a line, are rows the rules do not part"
 
 
-def _cell(row: int, col: int, words: list[tuple[float, str]], y: float, **kw) -> learned_tables._Slot:
-    return learned_tables._Slot(row, col, words=[((x, y, x + 8 * len(t), y + 12), t) for x, t in words], **kw)
+def _cell(row: int, col: int, words: list[tuple[float, str]], y: float, **kw) -> table_slots.Slot:
+    return table_slots.Slot(row, col, words=[((x, y, x + 8 * len(t), y + 12), t) for x, t in words], **kw)
 
 
 def test_a_head_bar_read_over_a_ghost_column_is_parted_over_the_columns_with_words():
@@ -173,7 +173,7 @@ def test_a_head_bar_read_over_a_ghost_column_is_parted_over_the_columns_with_wor
         for r in (1, 2, 3)
         for c, (x, t) in enumerate([(10, "Alcohol"), (120, "Count"), (210, "20"), (260, "56"), (330, "391")])
     ]
-    slots = learned_tables._split_spans([head, *body], body=12.0)
+    slots = slot_columns.split_spans([head, *body], body=12.0)
     top = sorted((s.col, s.colspan, " ".join(t for _, t in s.words)) for s in slots if s.row == 0)
     assert top == [
         (0, 1, "Difficulty"),
@@ -183,7 +183,7 @@ def test_a_head_bar_read_over_a_ghost_column_is_parted_over_the_columns_with_wor
         (4, 1, "all"),
         (5, 1, ""),
     ]
-    assert learned_tables._empty_columns(slots) == [5]
+    assert slot_columns.empty_columns(slots) == [5]
 
 
 def test_a_row_of_empty_cells_is_dropped_and_the_span_over_it_shortened():
@@ -191,11 +191,11 @@ def test_a_row_of_empty_cells_is_dropped_and_the_span_over_it_shortened():
         _cell(0, 0, [(10, "Stress")], 100, rowspan=3),
         _cell(0, 1, [(120, "Count")], 100),
         _cell(1, 1, [(120, "Percentage")], 120),
-        learned_tables._Slot(2, 1),
+        table_slots.Slot(2, 1),
         _cell(3, 0, [(10, "Total")], 160),
         _cell(3, 1, [(120, "Sum")], 160),
     ]
-    kept = learned_tables._drop_empty_rows(slots)
+    kept = slot_rows.drop_empty_rows(slots)
     assert sorted((s.row, s.col, s.rowspan) for s in kept) == [
         (0, 0, 2),
         (0, 1, 1),
@@ -211,11 +211,11 @@ def test_an_empty_row_under_a_head_over_several_columns_stays():
     slots = [
         _cell(0, 0, [(10, "Actual")], 100, rowspan=2),
         _cell(0, 1, [(120, "Projected")], 100, colspan=2),
-        learned_tables._Slot(1, 1),
-        learned_tables._Slot(1, 2),
+        table_slots.Slot(1, 1),
+        table_slots.Slot(1, 2),
         _cell(2, 0, [(10, "10.4")], 140),
         _cell(2, 1, [(120, "0.9")], 140),
         _cell(2, 2, [(200, "3.8")], 140),
     ]
-    kept = learned_tables._drop_empty_rows(slots)
+    kept = slot_rows.drop_empty_rows(slots)
     assert len(kept) == 7 and max(s.row for s in kept) == 2

@@ -19,9 +19,9 @@ from PIL import Image
 from bench.accuracy import icdar
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure.cell_lines import set_apart, stacked_row
-from ocr_app.structure.learned_tables import _head_only_columns
 from ocr_app.structure.lines import TextLine, group_rows
 from ocr_app.structure.table_html import Cell
+from ocr_app.structure.table_verdict import head_only_columns
 from tests.factories import table_rows
 
 DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
@@ -140,17 +140,17 @@ def test_a_column_empty_under_its_head_is_a_heads_piece():
         [Cell("Austria"), Cell("0"), Cell(""), Cell("1")],
         [Cell("Belgium"), Cell("0"), Cell(""), Cell("3")],
     ]
-    assert _head_only_columns([head, *body], 1)
-    assert _head_only_columns([head, *body], 0)  # no head marked: the first row is taken as one
+    assert head_only_columns([head, *body], 1)
+    assert head_only_columns([head, *body], 0)  # no head marked: the first row is taken as one
     full = [[Cell("Austria"), Cell("0"), Cell("n/a"), Cell("1")], *body[1:]]
-    assert not _head_only_columns([head, *full], 1)
+    assert not head_only_columns([head, *full], 1)
 
 
 def test_a_word_grid_that_leaves_the_heads_out_does_not_replace_the_models_reading(light_engine):
     """eu-026's table of answers on a scan: the structure model reads its heads ("Freq.", "Percent",
     …) and merges three answers into one cell spanning their rows; the word grid parts the answers
     but leaves the heads out. Counting the model's rows under a spanning key as one row
-    (``learned_tables._keyed_rows``, round 19) made the word grid win and the heads go to the
+    (``table_verdict.keyed_rows``, round 19) made the word grid win and the heads go to the
     paragraph above; it counts so only where the word grid holds all the model's words."""
     tables = [t for page in (2, 3) for t in _tables(light_engine, "eu-026", page)]
     (table,) = [t for t in tables if "sold some of the assets" in t]

@@ -9,8 +9,8 @@ no other line does, and the column lies wholly left of the table.
 
 from __future__ import annotations
 
-from ocr_app.structure.learned_tables import _trim_side_caption
 from ocr_app.structure.lines import TextLine
+from ocr_app.structure.table_bounds import _trim_side_caption
 
 
 def _ln(text: str, x0: float, y: float, x1: float) -> TextLine:

@@ -13,7 +13,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
-from ocr_app.structure import learned_tables
+from ocr_app.structure import learned_tables, table_bounds
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import assert_in_order, pdf_page_request
@@ -190,15 +190,15 @@ WHOLE_BOX = (80.0, 280.0, 850.0, 425.0)
 
 def test_an_inner_box_whose_rows_go_on_gives_way_to_the_outer_one():
     lines = [*LABELS, *FIGURES]
-    assert learned_tables.widen_nested([FIGURES_BOX, WHOLE_BOX], lines) == [WHOLE_BOX]
+    assert table_bounds.widen_nested([FIGURES_BOX, WHOLE_BOX], lines) == [WHOLE_BOX]
     # the labels in a table box of their own: two boxes, both kept, in their order
     labels_box = (90.0, 290.0, 400.0, 420.0)
-    kept = learned_tables.widen_nested([FIGURES_BOX, WHOLE_BOX, labels_box], lines)
+    kept = table_bounds.widen_nested([FIGURES_BOX, WHOLE_BOX, labels_box], lines)
     assert FIGURES_BOX in kept and labels_box in kept
     # an outer box that only adds a caption above: the inner one is read first, as before
     caption = _line("Table 4. Figures in thousands", 760, 250, 1000)
     with_caption = (740.0, 240.0, 1010.0, 420.0)
-    assert learned_tables.widen_nested([FIGURES_BOX, with_caption], [*FIGURES, caption]) == [
+    assert table_bounds.widen_nested([FIGURES_BOX, with_caption], [*FIGURES, caption]) == [
         FIGURES_BOX,
         with_caption,
     ]
@@ -207,15 +207,15 @@ def test_an_inner_box_whose_rows_go_on_gives_way_to_the_outer_one():
 def test_a_weak_outer_box_takes_the_inner_ones_place():
     lines = [*LABELS, *FIGURES]
     other = (100.0, 600.0, 800.0, 700.0)
-    assert learned_tables.widen_nested([other, FIGURES_BOX], lines, weak=[WHOLE_BOX]) == [other, WHOLE_BOX]
-    assert learned_tables.widen_nested([FIGURES_BOX], FIGURES, weak=[WHOLE_BOX]) == [FIGURES_BOX]
+    assert table_bounds.widen_nested([other, FIGURES_BOX], lines, weak=[WHOLE_BOX]) == [other, WHOLE_BOX]
+    assert table_bounds.widen_nested([FIGURES_BOX], FIGURES, weak=[WHOLE_BOX]) == [FIGURES_BOX]
 
 
 def test_an_outer_box_over_boxes_side_by_side_gives_way_to_them():
     left, right = (90.0, 290.0, 400.0, 420.0), (740.0, 290.0, 840.0, 420.0)
-    assert learned_tables.widen_nested([WHOLE_BOX, left, right], [*LABELS, *FIGURES]) == [left, right]
+    assert table_bounds.widen_nested([WHOLE_BOX, left, right], [*LABELS, *FIGURES]) == [left, right]
     # one inner box only: the outer box stays (it may be the whole table)
-    assert WHOLE_BOX in learned_tables.widen_nested([WHOLE_BOX, left], [*LABELS, *FIGURES])
+    assert WHOLE_BOX in table_bounds.widen_nested([WHOLE_BOX, left], [*LABELS, *FIGURES])
 
 
 SEGMENTS = [

@@ -11,7 +11,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.textlayer import TextLayerEngine
-from ocr_app.structure import learned_tables
+from ocr_app.structure import table_bounds
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import assert_in_order, pdf_page_request
@@ -99,7 +99,7 @@ BODY = (
 
 def test_heads_above_take_only_short_pieces_over_separate_columns_right_above():
     years = [_line("2023", 770, 262, 815), _line("2022", 950, 262, 995)]
-    assert learned_tables._heads_above(BODY, [*BODY, *years]) == years
+    assert table_bounds._heads_above(BODY, [*BODY, *years]) == years
     # not: too far above (more than HEAD_GAP rows), one piece only, words over one label, a sentence
     far = [_line("2023", 770, 200, 815), _line("2022", 950, 200, 995)]
     one = [_line("2023", 770, 262, 815)]
@@ -108,7 +108,7 @@ def test_heads_above_take_only_short_pieces_over_separate_columns_right_above():
     # ... or the last row of a table above, which holds values (p4llm's test_sce_150_1)
     values = [_line("CHANGE_AT_MAX", 100, 262, 300), _line("25.16%", 940, 262, 1000)]
     for row in (far, one, label, sentence, values):
-        assert learned_tables._heads_above(BODY, [*BODY, *row]) == [], row
+        assert table_bounds._heads_above(BODY, [*BODY, *row]) == [], row
 
 
 def _segments(path: Path) -> Path:

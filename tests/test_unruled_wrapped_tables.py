@@ -17,7 +17,7 @@ piece is kept because the rest repeats its head (``tables_beside_a_gutter``), so
 into one table (``join_repeated_heads``). Where the column breaks a row, its rest opens the next
 column under the repeated head: it stays a row of its own there (not a wrapped head), and the break
 is mended. The structure model reads that rest as rows under a key spanning them, which loses to the
-word positions' one row a key (``learned_tables._keyed_rows``).
+word positions' one row a key (``table_verdict.keyed_rows``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import pytest
 
 from bench.accuracy.printed import build
 from ocr_app.structure.borderless import _may_wrap, _merge_wrapped, _slot
-from ocr_app.structure.learned_tables import _keyed_rows, _same_words
 from ocr_app.structure.lines import Table
 from ocr_app.structure.passes.tables import _heads, _split
 from ocr_app.structure.table_html import Cell
+from ocr_app.structure.table_verdict import keyed_rows, same_words
 from ocr_app.structure.word_columns import Part
 from tests.factories import page_markdown
 
@@ -87,7 +87,7 @@ def test_a_row_the_column_broke_is_mended_under_the_repeated_head(textlayer_engi
     structure model read the rest as a row under a key "M2" spanning two rows ("bridges on the ring
     road Publish", heads on a dark bar; "M2" and "Q1 2026" spanning the rest and row M2, booktabs)
     or as the head's second line ("Description bridges on the ring road", a framed table), and the
-    word positions' reading now wins (``_keyed_rows``, ``_same_words``). In booktabs the first
+    word positions' reading now wins (``keyed_rows``, ``same_words``). In booktabs the first
     piece's lines are set so tight that their boxes overlap: its one row still holds two lines a
     cell, no line of a justified paragraph (``_one_line``)."""
     pdf, truth = printed[f"{style}-wrapped-two-centred"]
@@ -136,8 +136,8 @@ def test_rows_under_a_key_spanning_them_count_as_one_row():
     head = [Cell("Site", rowspan=2), Cell("Nitrate", colspan=2)]
     years = [Cell("2024"), Cell("2025")]
     body = [[Cell("M2", rowspan=2), Cell("Publish"), Cell("Q1")], [Cell("quarterly water"), Cell("2026")]]
-    assert _keyed_rows([head, years, *body], 2) == 3  # the head's span counts as read
-    assert _keyed_rows([[Cell("A"), Cell("1"), Cell("2")], *body], 1) == 2
+    assert keyed_rows([head, years, *body], 2) == 3  # the head's span counts as read
+    assert keyed_rows([[Cell("A"), Cell("1"), Cell("2")], *body], 1) == 2
 
 
 def _grid(head: list[str], rows: list[list[str]], y: float) -> Table:
@@ -174,7 +174,7 @@ def test_a_key_the_model_spans_over_a_rows_rest_is_not_the_same_reading():
         [Cell(""), Cell("bridges"), Cell(""), Cell("")],
         [Cell("M2"), Cell("Publish"), Cell("Env"), Cell("Q1")],
     ]
-    assert not _same_words(model, rules, 1)
+    assert not same_words(model, rules, 1)
     # a group's key over its rows: the rules read the same rows with the key once
     model = [
         heads,
@@ -186,7 +186,7 @@ def test_a_key_the_model_spans_over_a_rows_rest_is_not_the_same_reading():
         [Cell("Roads"), Cell("Bearings"), Cell("Unit"), Cell("Q1")],
         [Cell(""), Cell("Decks"), Cell("Unit"), Cell("Q2")],
     ]
-    assert _same_words(model, rules, 1)
+    assert same_words(model, rules, 1)
 
 
 def test_a_heads_column_the_model_leaves_empty_loses_to_the_word_grid(textlayer_engine, printed):

@@ -174,11 +174,11 @@ def test_a_listing_with_a_button_beside_its_last_line_stays_code(textlayer_engin
 
 
 def test_which_regions_are_listings():
-    """``learned_tables.listing``, the rule behind the test above, on lines as the text layer gives
+    """``table_bounds.listing``, the rule behind the test above, on lines as the text layer gives
     them: a label beside a line of code leaves a listing; a header row in the text face over cells of
     code, or cells of prose beside code, make a table."""
-    from ocr_app.structure.learned_tables import listing
     from ocr_app.structure.lines import TextLine
+    from ocr_app.structure.table_bounds import listing
 
     def code(k: int, text: str, x: float = 60) -> TextLine:
         return TextLine(text, (x, 100 + 14 * k, x + 6 * len(text), 110 + 14 * k), 10, mono=True)

@@ -1378,7 +1378,7 @@ def _distinct(regions: list[Box]) -> list[Box]:
 
 def _weak_boxes(detected: Sequence[Region], read: Sequence[Box]) -> list[Box]:
     """The layout model's table boxes too weak to be read alone and not read already: they may still
-    say that a box inside them is part of a wider table (``learned_tables.widen_nested``)."""
+    say that a box inside them is part of a wider table (``table_bounds.widen_nested``)."""
     from ocr_app.structure import learned_tables as lt
 
     return [
@@ -2311,6 +2311,7 @@ class TextLayerEngine(Engine):
         ``cuts``: the page's horizontal rules, which no row of a table runs across.
         Without the ``tables`` extra, or when the models cannot load: today's rules alone."""
         from ocr_app.structure import learned_tables as lt
+        from ocr_app.structure import table_bounds, table_slots, table_verdict
 
         image = layout.image
         body = body_size(every_line)
@@ -2327,7 +2328,9 @@ class TextLayerEngine(Engine):
             seen = layout.regions()
             detected = [r for r in seen if r.label == "table"]
             texts = [r.box for r in seen if r.label in TEXT_LABELS and r.score >= lt.MIN_VETO_SCORE]
-            regions = [lt.cut_at_frames(r.box, frames) for r in detected if r.score >= lt.MIN_REGION_SCORE]
+            regions = [
+                table_bounds.cut_at_frames(r.box, frames) for r in detected if r.score >= lt.MIN_REGION_SCORE
+            ]
             # Tables drawn by horizontal rules alone, where the model boxes no table and no grid is ruled.
             regions += [
                 f
@@ -2362,7 +2365,7 @@ class TextLayerEngine(Engine):
                     if found:
                         out += [(t.box, t.rows, t.header_rows or _bold_header(t)) for t in found]
                         continue
-                snapped = lt.snap(box, pool)
+                snapped = table_bounds.snap(box, pool)
                 table = (
                     lt.read_table(image, snapped[0], snapped[1], body=body, join=join_lines, cuts=cuts)
                     if snapped
@@ -2373,25 +2376,14 @@ class TextLayerEngine(Engine):
                 if not rows and (
                     table is None
                     or _pairs(table.read_rows)
-                    or (lt.shape(table.read_rows)[1] < 3 and _bold_labels(box, every_line))
+                    or (table_slots.shape(table.read_rows)[1] < 3 and _bold_labels(box, every_line))
                 ):
                     # A form the model cannot read as a table either (label/value pairs beside
                     # empty boxes): it stays a form, one line of text a row.
                     kept_forms += [f for f in forms if f[0] == box]
                     pool = _without(pool, [ln for ln in pool if _centre(ln.box, box)])
                     continue
-                if (
-                    table is not None
-                    and exact
-                    and (
-                        lt.inner_spans(rows) > lt.spans(table.read_rows)
-                        or len(table.read_rows) > len(rows)
-                        or lt.moved_lines(table.read_rows, rows)
-                    )
-                ):
-                    # Every row and column ruled apart, and cells drawn across several (a timetable's
-                    # sessions) that the model merges or loses, rows it cuts where a cell's lines go on
-                    # in one drawn row, or lines it moves to another row: the drawn cells are the table's.
+                if table is not None and exact and table_verdict.drawn_cells_win(table.read_rows, rows):
                     logger.debug("ruled grid at %s read from its rulings", box)
                     table = None
                 taken = table.lines if table else [ln for ln in pool if _centre(ln.box, box)]
