@@ -23,10 +23,8 @@ from ocr_app.structure.lines import group_rows
 from ocr_app.structure.running_text import text_columns
 from ocr_app.structure.slot_columns import (
     bullets_first,
-    centre_in,
     centre_spans,
     columns_from_strips,
-    covers_range,
     cuts_lines,
     drop_columns,
     empty_columns,
@@ -117,7 +115,7 @@ def read_table(
     page's horizontal rules (``x0, y, x1``), which no row of cells runs across (``split_at_rules``)."""
     from ocr_app.structure.table_model import default_model
 
-    inside = [ln for ln in lines if centre_in(ln.box, box)]
+    inside = [ln for ln in lines if _centre_in(ln.box, box)]
     if len(inside) < 2:
         return None
     pad = PAD * body
@@ -211,6 +209,15 @@ def tables_in_regions(
     return _join_continued(tables, body), rest
 
 
+def _covers(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] >= b[0] and a[1] >= b[1]
+
+
+def _centre_in(b: Box, region: Box) -> bool:
+    cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+    return region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
+
+
 def _label_row(row: Sequence[Cell]) -> bool:
     """A row whose only text is its first cell (a section label or a bar across the table)."""
     return bool(row) and bool(row[0].text.strip()) and not any(c.text.strip() for c in row[1:])
@@ -293,7 +300,7 @@ def _read_part(
             and len(other[0]) >= keyed_rows(table.rows, table.header_rows)
         )
         or (
-            covers_range(
+            _covers(
                 shape(other[0]),
                 (
                     keyed_rows(table.read_rows, table.header_rows)

@@ -450,12 +450,3 @@ def _strip_in_column(slots: Sequence[Slot], c: int, body: float) -> float | None
 
 NARROW_STRIP = 0.45  # × body: the narrowest white strip that may part two columns of one model column
 NARROW_ROWS = 5  # a strip narrower than a body height parts columns only down this many rows or more
-
-
-def covers_range(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] >= b[0] and a[1] >= b[1]
-
-
-def centre_in(b: Box, region: Box) -> bool:
-    cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
-    return region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
