@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pymupdf
 
-from ocr_app.engines.textlayer import extract_lines
+from ocr_app.engines.pdf_spans import extract_lines
 from ocr_app.ingest.pdf import import_pymupdf
 from ocr_app.structure.lines import LayoutConfig, body_size
 from ocr_app.structure.passes.tables import detect_tables

@@ -3,7 +3,7 @@
 Why: browsers, word processors and HTML-to-PDF tools draw a table's rules one cell at a time, so no
 piece is an inch long and the text layer saw no rule at all: the structure model's rows then ran
 across them (a head merged with the first row, "Measure M1"). Pieces end to end are one rule now
-(``textlayer.horizontal_rules``), but only pieces drawn level in paths drawn square: a line chart's
+(``pdf_drawings.horizontal_rules``), but only pieces drawn level in paths drawn square: a line chart's
 series is many short strokes too (ICDAR's eu-011). With the rules seen, rows ruled apart are not
 joined as wrapped lines (``slot_rows._ruled_apart``), a keyless row inside a ruled row's band
 is more of that row (``join_ruled_bands``), and a row whose rest opens the next column or page is
@@ -19,7 +19,7 @@ import pymupdf
 import pytest
 
 from bench.accuracy.printed import build
-from ocr_app.engines.textlayer import horizontal_rules
+from ocr_app.engines.pdf_drawings import horizontal_rules
 from ocr_app.render.markdown import table_going_on
 from ocr_app.structure import table_verdict
 from ocr_app.structure.table_html import Cell, continue_table

@@ -223,7 +223,7 @@ def test_code_drawn_in_a_type3_font_is_told_by_its_typewriter_pitch():
     grounds ruled a table's header apart (cargo's yank table) because no span under them read as
     code. A Type3 span advancing 0.6 em a character is code; a proportional one, or a named face at
     that pitch, is not told so here."""
-    from ocr_app.engines.textlayer import _fixed_pitch
+    from ocr_app.engines.page_tables import _fixed_pitch
 
     def span(font: str, text: str, advance: float) -> dict:
         return {
@@ -245,7 +245,7 @@ def test_a_type3_span_sets_no_weight_beside_the_upright_words_that_carry_the_lin
     nothing of the line's weight where upright words in another font hold most of its letters. An
     option's term, "--color" beside its italic placeholder "when", and a title mostly in code keep
     their Type3 spans (the terms stay terms, the title's lines keep one weight)."""
-    from ocr_app.engines.textlayer import _past_type3
+    from ocr_app.engines.pdf_spans import _past_type3
 
     def span(font: str, text: str, flags: int = 0) -> tuple[dict, str]:
         return {"font": font, "flags": flags}, text

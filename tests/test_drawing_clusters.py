@@ -93,7 +93,7 @@ def test_a_box_turned_inside_out_is_left_to_pymupdf(monkeypatch: pytest.MonkeyPa
 
 def test_the_figure_search_uses_the_grid(monkeypatch: pytest.MonkeyPatch) -> None:
     """``figure_regions`` no longer asks PyMuPDF to cluster: a chart of 400 bars is one figure."""
-    from ocr_app.engines.textlayer import figure_regions
+    from ocr_app.engines.page_figures import figure_regions
 
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
@@ -152,7 +152,7 @@ def test_the_table_finder_is_spared_a_heat_map_without_words(
 ) -> None:
     """Past ``MANY_PATHS`` drawings only the clusters that hold a word go to PyMuPDF's finder, and it
     finds the same table; below, every drawing goes to it as before."""
-    from ocr_app.engines import textlayer
+    from ocr_app.engines import page_tables
 
     _table_beside_a_heat_map(tmp_path / "heat.pdf", cells)
     given: list[int] = []
@@ -166,10 +166,10 @@ def test_the_table_finder_is_spared_a_heat_map_without_words(
         page = doc[0]
         every = len(page.get_drawings())
         monkeypatch.setattr(pymupdf.Page, "find_tables", find)
-        (table,) = textlayer._find_tables(page)
+        (table,) = page_tables._find_tables(page)
         full = real(page, strategy="lines", use_layout=False, paths=page.get_drawings()).tables
     assert every == cells * cells + 1
-    assert (every > textlayer.MANY_PATHS) is spared
+    assert (every > page_tables.MANY_PATHS) is spared
     assert given == ([1] if spared else [every])  # the table's one path of rules, or every drawing
     assert [tuple(table.bbox)] == [tuple(t.bbox) for t in full if t.row_count == 4]
     assert table.extract()[0] == ["Head0", "Head1", "Head2"] and table.extract()[3][2] == "r3c2"

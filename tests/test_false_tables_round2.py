@@ -16,7 +16,8 @@ import pytest
 
 from bench.accuracy import false_table_pages as pages
 from bench.accuracy import generate
-from ocr_app.engines.textlayer import TextLayerEngine, extract_lines
+from ocr_app.engines.pdf_spans import extract_lines
+from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.schema import union_box
 from ocr_app.structure import learned_tables as lt
 from ocr_app.structure.lines import body_size

@@ -16,7 +16,8 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from ocr_app.engines.textlayer import TextLayerEngine, extract_lines
+from ocr_app.engines.pdf_spans import extract_lines
+from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure import slot_columns, slot_rows, table_bounds, table_slots
 from tests.factories import page_markdown, table_rows
 

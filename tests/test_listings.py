@@ -3,7 +3,7 @@
 
 Why: a page of `--help` output and ASN.1 examples is 60–67 % monospaced; it was taken for a
 typescript (every line prose), so its examples ran together as paragraphs. A document whose body
-font is proportional has no typescript pages (``textlayer.extract_lines(typescript=...)``). A
+font is proportional has no typescript pages (``pdf_spans.extract_lines(typescript=...)``). A
 listing's columns ("-c, --check" beside "checks the syntax only") are pieces of a line a few spaces
 apart: they were read as a table, or as two columns of the page one after the other. Rows wholly in
 a monospaced font are no table's rows and no page columns' lines; the code block keeps their spacing.

@@ -14,7 +14,7 @@ producer's habits. Printed by MuPDF, the same HTML showed faults no Chromium pri
 - MuPDF fills the ground behind each wrapped line of a cell; PyMuPDF took the fills of one
   description for a grid, which became a form and took the description out of the table. A form
   inside a table the layout model boxes, at most half its size, is a piece of that table
-  (``textlayer._piece_of``);
+  (``page_tables.piece_of``);
 - a column's title in display type beside the other column's last lines of running text: two pairs
   side by side were too few for a gutter, and the title's lines went into the other column's
   paragraph ("Freight and Logistics reopening of two border crossings … Report"). A title's line
@@ -43,7 +43,7 @@ import pytest
 
 from bench.accuracy.printed import build
 from bench.accuracy.story_print import printable
-from ocr_app.engines.textlayer import _piece_of
+from ocr_app.engines.page_tables import piece_of
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.table_html import Cell
 from ocr_app.structure.table_verdict import split_head, without_sentences, wrapped_lines
@@ -171,9 +171,9 @@ def test_a_wrapped_line_row_counts_with_the_row_above():
 
 def test_a_form_inside_a_table_region_is_a_piece_of_it():
     region = (100.0, 100.0, 600.0, 500.0)
-    assert _piece_of((300.0, 200.0, 380.0, 260.0), region)  # one cell's fills
-    assert not _piece_of((110.0, 110.0, 590.0, 490.0), region)  # the table's own grid
-    assert not _piece_of((620.0, 200.0, 700.0, 260.0), region)  # beside it
+    assert piece_of((300.0, 200.0, 380.0, 260.0), region)  # one cell's fills
+    assert not piece_of((110.0, 110.0, 590.0, 490.0), region)  # the table's own grid
+    assert not piece_of((620.0, 200.0, 700.0, 260.0), region)  # beside it
 
 
 def _line(text: str, x0: float, y0: float, x1: float) -> TextLine:

@@ -69,7 +69,8 @@ def test_a_ring_alone_beside_a_label_marks_no_item():
     rings one over the other beside their lines are."""
     import pymupdf
 
-    from ocr_app.engines.textlayer import extract_lines, mark_drawn_bullets
+    from ocr_app.engines.pdf_drawings import mark_drawn_bullets
+    from ocr_app.engines.pdf_spans import extract_lines
 
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)

@@ -1,6 +1,6 @@
 """A newsletter in three narrow columns (issue 30, round 11): justified lines whose wide word spaces
 the extraction took for gaps (``structure.justified``), and a shaded sidebar whose head and wrapped
-list were taken for a diagram's labels (``textlayer.stacked_text``).
+list were taken for a diagram's labels (``page_figures.stacked_text``).
 
 Before: the justified newsletter came out as one false table of three columns, its paragraphs in
 word-wide strips, NID 0.91 and MHS 0.51; the ragged one lost its sidebar's head and list.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.accuracy.printed import build
-from ocr_app.engines.textlayer import stacked_text
+from ocr_app.engines.page_figures import stacked_text
 from ocr_app.structure.justified import join_justified
 from ocr_app.structure.lines import TextLine
 from tests.factories import heading_texts, page_markdown
@@ -130,7 +130,8 @@ def _boxed_page(tmp_path: Path, chart: bool) -> list[TextLine]:
     over a chart's curve (its legend); the lines as the engine marks them."""
     import pymupdf
 
-    from ocr_app.engines.textlayer import extract_lines, mark_figure_text
+    from ocr_app.engines.page_figures import mark_figure_text
+    from ocr_app.engines.pdf_spans import extract_lines
 
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)

@@ -1,7 +1,7 @@
 """Section titles set like the text around them (issue 30, round 10): underlined, in small capitals or
 in another typeface at the body's size and weight, only their numbers' hierarchy marks them
 (``numbering.numbered_titles``, applied through the document profile); titles in small capitals are
-headings by that style too (``textlayer.small_caps_size``), numbered or not ("Abstract", "References"
+headings by that style too (``pdf_spans.small_caps_size``), numbered or not ("Abstract", "References"
 in IEEE's template).
 
 Before: "1. Recommendations" in small capitals or underlined came out as a numbered list item, and
@@ -17,7 +17,7 @@ import pymupdf
 import pytest
 
 from bench.accuracy.printed import build
-from ocr_app.engines.textlayer import small_caps_size
+from ocr_app.engines.pdf_spans import small_caps_size
 from ocr_app.structure.numbering import numbered_titles, section_parts
 from tests.factories import heading_texts, page_markdown
 
@@ -108,7 +108,8 @@ def test_small_capitals_are_told_from_other_size_changes():
 def test_underlined_lines_are_told_from_links_and_rules(tmp_path):
     """A title underlined end to end is marked; an underlined link is not, nor a line over a table's
     rule that runs far past it, nor a line whose first word only is underlined."""
-    from ocr_app.engines.textlayer import extract_lines, mark_underlined
+    from ocr_app.engines.pdf_drawings import mark_underlined
+    from ocr_app.engines.pdf_spans import extract_lines
 
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
@@ -145,7 +146,8 @@ def test_links_are_listed_only_where_a_stroke_may_underline(tmp_path, monkeypatc
     """A page of linked lines without a stroke under any of them does not list its links (PyMuPDF
     walks the page's annotations anew for each link: 3,000 links cost 4.5 CPU s); the linked line
     over a stroke above is still told from a title (``test_underlined_lines_are_told_from_links_and_rules``)."""
-    from ocr_app.engines.textlayer import extract_lines, mark_underlined
+    from ocr_app.engines.pdf_drawings import mark_underlined
+    from ocr_app.engines.pdf_spans import extract_lines
     from tests.factories import count_calls
 
     doc = pymupdf.open()

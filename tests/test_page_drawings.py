@@ -12,7 +12,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from ocr_app.engines import textlayer
+from ocr_app.engines import page_tables, pdf_drawings, textlayer
 from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure.pipeline import blocks_to_markdown
 from tests.factories import count_calls, pdf_page_request
@@ -107,7 +107,7 @@ def test_drawings_that_cannot_be_read_lose_no_text(tmp_path, monkeypatch):
         raise RuntimeError("bad content stream")
 
     monkeypatch.setattr(pymupdf.Page, "get_cdrawings", broken)
-    assert textlayer.page_drawings(pymupdf.open(pdf)[0]) is None
+    assert pdf_drawings.page_drawings(pymupdf.open(pdf)[0]) is None
     markdown = _convert(pdf, pages=1)[0][0]
     assert "Annual Report" in markdown and "Item number 3" in markdown and "cell 3.2" in markdown
 
@@ -116,11 +116,11 @@ def test_level_strokes_ask_no_table_finder(tmp_path, monkeypatch):
     pdf = _pdf(tmp_path)
     doc = pymupdf.open(pdf)
     drawn, level = doc[0], doc[1]
-    assert textlayer._has_rulings(drawn)
-    assert not textlayer._has_rulings(level)
+    assert page_tables._has_rulings(drawn)
+    assert not page_tables._has_rulings(level)
     # The finder itself finds nothing there: the gate loses no table.
     assert level.find_tables(strategy="lines").tables == []
-    calls = count_calls(monkeypatch, textlayer, "_find_tables")
+    calls = count_calls(monkeypatch, page_tables, "_find_tables")
     markdown = _convert(pdf)
     assert calls == {0: 1}
     assert "<table>" in markdown[0][0] and "<table>" not in markdown[1][0]
@@ -144,7 +144,7 @@ def _stroke(*items, **keys) -> dict:
     ],
 )
 def test_what_may_rule_a_column(path, column):
-    assert textlayer._rules_column(path, path["items"]) is column
+    assert page_tables._rules_column(path, path["items"]) is column
 
 
 @pytest.mark.parametrize("rotation", [0, 90, 180, 270])
@@ -158,7 +158,7 @@ def test_rules_are_found_level_on_the_page_as_displayed(rotation):
     page.draw_line((72, 500), (75, 500), width=0.5)  # level, but shorter than a piece
     page.set_rotation(rotation)
     scale = 1.5
-    rules = textlayer.horizontal_rules(page, scale)
+    rules = pdf_drawings.horizontal_rules(page, scale)
     assert len(rules) == 1
     x0, _, x1 = rules[0]
     assert x1 - x0 == pytest.approx((328 if rotation % 180 == 0 else 300) * scale, abs=0.01)

@@ -333,7 +333,7 @@ def _cells_page(fill: tuple[float, float, float], *, text_inside: bool) -> tuple
 def test_paint_that_does_not_show_is_no_figure():
     """White paint on white paper (every cell's background when a browser prints without them) is
     not looked at; the same cells in grey, with no text on them, are a drawing."""
-    from ocr_app.engines.textlayer import figure_regions
+    from ocr_app.engines.page_figures import figure_regions
 
     white, _ = _cells_page((1.0, 1.0, 1.0), text_inside=False)
     assert figure_regions(white, 9.0) == []
@@ -344,7 +344,7 @@ def test_paint_that_does_not_show_is_no_figure():
 def test_cells_painted_under_their_text_are_a_tables_shading_not_a_figure():
     """Filled rectangles with text set on them are a table's shading; bars with their labels beside
     them, and a drawn axis, are a chart."""
-    from ocr_app.engines.textlayer import figure_regions
+    from ocr_app.engines.page_figures import figure_regions
 
     shaded, words = _cells_page((0.85, 0.9, 0.95), text_inside=True)
     assert figure_regions(shaded, 9.0, words=words) == []
@@ -552,11 +552,11 @@ def test_a_column_beside_a_region_joins_it_unless_a_table_stands_beside():
 
 
 def test_a_ruled_grid_is_exact_only_where_its_rulings_part_what_the_words_show():
-    """``textlayer._exact``: the timetable's grid is exact; a grid whose rulings do not line up cuts
+    """``page_tables._exact``: the timetable's grid is exact; a grid whose rulings do not line up cuts
     slivers (a column or a row that starts no filled cell: ICDAR eu-011, eu-021), and one with a cell
     mixing rows or columns (a shaded bar read as one cell across: us-022) is not; on those the model's
     reading stays."""
-    from ocr_app.engines.textlayer import _exact
+    from ocr_app.engines.page_tables import _exact
     from ocr_app.structure.table_html import Cell
 
     grid = [[Cell("Time"), Cell("Hall A"), Cell("Hall B")], [Cell("09:00"), Cell("Keynote", colspan=2)]]
@@ -625,7 +625,8 @@ def test_inline_code_that_wraps_in_a_ruled_cell_rules_no_row_of_its_own(engine, 
     ground run from off the page into the next column. Its unclipped edges cut rows in two and ruled
     a column through the table (a grid of 7 rows and 3 columns, then dropped; on rustc's page the
     code's second line came out as a row of its own). Only the part that shows rules the table."""
-    from ocr_app.engines.textlayer import extract_lines, ruled_tables
+    from ocr_app.engines.page_tables import ruled_tables
+    from ocr_app.engines.pdf_spans import extract_lines
 
     pdf = printer("wrapped-code", CFG)
     with pymupdf.open(pdf) as doc:
@@ -651,7 +652,7 @@ def test_a_row_a_stray_edge_cut_off_one_empty_cell_joins_the_row_under_it():
     the table's first page and stayed a table of its own. A row whose own cells are all empty, the
     rest spanning down, and whose places the next row's cells fill, is one row with it. A real head
     row (a group head over its columns) has text of its own and stays."""
-    from ocr_app.engines.textlayer import _without_slivers
+    from ocr_app.engines.page_tables import _without_slivers
     from ocr_app.structure.table_html import Cell
 
     sliver = [

@@ -482,7 +482,7 @@ def test_short_paragraph_after_two_columns_stays_after_both():
 def test_font_family_and_the_body_typeface_of_the_profile(tmp_path):
     """Font names lose subset prefixes and style words; the profile's body typeface is the family
     most body-size text is set in."""
-    from ocr_app.engines.textlayer import extract_lines, font_family
+    from ocr_app.engines.pdf_spans import extract_lines, font_family
     from ocr_app.structure.docprofile import build_profile
 
     assert font_family("ABCDEF+BNazaninBold") == font_family("BNazanin") == "bnazanin"
@@ -505,7 +505,9 @@ import sys
 if sys.argv[2] == "layout":
     import pymupdf  # a plain import loads pymupdf.layout, which gates find_tables by its own model
     assert "pymupdf.layout" in sys.modules
-from ocr_app.engines.textlayer import TextLayerEngine, extract_lines, ruled_tables
+from ocr_app.engines.page_tables import ruled_tables
+from ocr_app.engines.pdf_spans import extract_lines
+from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.ingest.pdf import import_pymupdf
 from tests.factories import pdf_page_request
 doc = import_pymupdf().open(sys.argv[1])

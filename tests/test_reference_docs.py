@@ -13,7 +13,7 @@ import pymupdf
 import pytest
 
 from ocr_app.engines.overprint import _suspects, drop_overprints
-from ocr_app.engines.textlayer import extract_lines
+from ocr_app.engines.pdf_spans import extract_lines
 from ocr_app.structure.definition_lists import indented_terms
 from ocr_app.structure.lines import LayoutConfig, Row, Table, TextLine
 from tests.factories import SURVEY_TEXT, heading_texts, page_markdown

@@ -17,7 +17,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from ocr_app.engines.textlayer import TextLayerEngine, extract_lines, horizontal_rules
+from ocr_app.engines.pdf_drawings import horizontal_rules
+from ocr_app.engines.pdf_spans import extract_lines
+from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure import slot_rows, table_bounds, table_slots
 from ocr_app.structure.lines import body_size
 from ocr_app.structure.rule_frames import rule_frames

@@ -5,7 +5,7 @@ with a symbol-font bullet a tab before each item and prose wrapped over several 
 reported their font's whole box (2.5 × the type size, centred above the baseline), so they shared
 no row with their words; a cell of wrapped lines in two columns of one ruled row was taken for
 rows stacked without rules; and the structure model cut each ruled row at its list items. The
-bullets now get their type's band (``textlayer._type_band``), a ruled row whose cells read as text
+bullets now get their type's band (``pdf_spans._type_band``), a ruled row whose cells read as text
 broken at the cell's width is no stack (``textlayer._wrapped``), and a grid ruled throughout keeps
 its drawn rows where the model reads more. eu-021: a header bar the model read as one cell over a
 column more than the table has is parted over the columns with words, and a row of empty cells the
@@ -20,7 +20,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from ocr_app.engines.textlayer import TextLayerEngine, _type_band, extract_lines, ruled_tables
+from ocr_app.engines.page_tables import ruled_tables
+from ocr_app.engines.pdf_spans import _type_band, extract_lines
+from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.structure import slot_columns, slot_rows, table_slots
 from tests.factories import page_markdown
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from ocr_app.engines.textlayer import extract_lines, split_running
+from ocr_app.engines.pdf_spans import extract_lines
+from ocr_app.engines.textlayer import split_running
 from ocr_app.structure.docprofile import _thinned, build_profile
 from tests.factories import pages_markdown
 

@@ -1,7 +1,7 @@
 """Stroked ("fake") bold (issue 30 item 4): a word processor that has no bold cut of a font makes bold by
 drawing the regular glyphs filled and outlined (PDF text render mode 2). The font name and PyMuPDF's
 bold flag then say regular, and such a document's headings at body size read as paragraphs. Lines now
-carry it: glyphs both filled and stroked are bold (``textlayer._stroked_boxes``, from MuPDF's per-span
+carry it: glyphs both filled and stroked are bold (``pdf_spans._stroked_boxes``, from MuPDF's per-span
 fill/stroke flags). Outlined display type (stroked only) is not bold. Pages built with PyMuPDF, read
 through the text-layer engine."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_app.engines.textlayer import extract_lines
+from ocr_app.engines.pdf_spans import extract_lines
 from ocr_app.ingest.pdf import import_pymupdf
 from tests.factories import body_paragraph, heading_texts, pages_markdown
 

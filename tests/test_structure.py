@@ -10,7 +10,8 @@ import pymupdf
 import pytest
 
 from bench.accuracy import generate
-from ocr_app.engines.textlayer import TextLayerEngine, font_weight
+from ocr_app.engines.pdf_spans import font_weight
+from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.render.markdown import page_markdown
 from ocr_app.structure.lines import rotate_box, unrotate_box
 from ocr_app.structure.pipeline import blocks_to_markdown

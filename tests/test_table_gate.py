@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pymupdf
 
-from ocr_app.engines.textlayer import extract_lines
+from ocr_app.engines.pdf_spans import extract_lines
 from ocr_app.structure.lines import body_size, group_rows
 from ocr_app.structure.rule_frames import piece_spans
 from ocr_app.structure.table_gate import column_gutter, worth_looking

@@ -9,7 +9,8 @@ import pymupdf
 import pytest
 
 from bench.accuracy import generate, metrics
-from ocr_app.engines.textlayer import TextLayerEngine, has_usable_text, inspect_report
+from ocr_app.engines.text_usability import has_usable_text, inspect_report
+from ocr_app.engines.textlayer import TextLayerEngine
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure.pipeline import blocks_to_markdown
@@ -305,7 +306,7 @@ def test_a_page_of_many_drawings_is_not_walked_to_see_whether_it_is_bare(tmp_pat
     """A page with no text and more than ``BARE_BYTES`` of drawing goes to OCR without its paths being
     listed: the router asks every page, in the server's process, where no time limit holds (a page of
     millions of tiny rectangles took minutes and gigabytes to list)."""
-    from ocr_app.engines import textlayer
+    from ocr_app.engines import text_usability
 
     doc = pymupdf.open()
     shape = doc.new_page().new_shape()
@@ -321,6 +322,8 @@ def test_a_page_of_many_drawings_is_not_walked_to_see_whether_it_is_bare(tmp_pat
     )
     assert has_usable_text(tmp_path / "many.pdf", 0) == (False, "no embedded text")
     assert listed == []
-    monkeypatch.setattr(textlayer, "BARE_BYTES", 10 * 2**20)  # under a higher cap it is walked, and too full
+    monkeypatch.setattr(
+        text_usability, "BARE_BYTES", 10 * 2**20
+    )  # under a higher cap it is walked, and too full
     assert has_usable_text(tmp_path / "many.pdf", 0) == (False, "no embedded text")
     assert listed == [1]

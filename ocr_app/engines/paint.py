@@ -86,7 +86,7 @@ def unseen_paint(page: pymupdf.Page) -> set[int]:
     on its listing's panel).
 
     Why only the cut ones: a word processor shades a cell's paragraphs in the cell's own colour, whole.
-    Those edges do not show either, but the form rules (``textlayer.ruled_tables``) read such a grid
+    Those edges do not show either, but the form rules (``page_tables.ruled_tables``) read such a grid
     with them as a form of label/value lines, and without them as a table (docling's
     right_to_left_03, whose truth is text). The browser's clipped line grounds are what made tables
     of listings."""

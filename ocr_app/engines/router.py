@@ -33,16 +33,18 @@ OcrChoice = Callable[[], tuple[Engine, str]]
 def _default_check(policy: Policy, engine: Engine | None = None) -> TextCheck:
     """The usability check for ``policy``; through ``engine``'s open document when it is the text layer
     (re-opening a long PDF for every page costs more than reading the page)."""
-    from ocr_app.engines import textlayer
+    from ocr_app.engines import text_usability, textlayer
 
-    inspect = engine.report if isinstance(engine, textlayer.TextLayerEngine) else textlayer.inspect_report
+    inspect = (
+        engine.report if isinstance(engine, textlayer.TextLayerEngine) else text_usability.inspect_report
+    )
 
     def check(
         path: Path, index: int, *, password: str | None = None, downscaled: bool = False
     ) -> tuple[bool, str]:
         report = inspect(path, index, password=password)
         if policy != "always":
-            return textlayer.judge(report, downscaled=downscaled)
+            return text_usability.judge(report, downscaled=downscaled)
         if report.chars == 0:
             return False, "no embedded text"
         return True, f"{report.chars:,} chars of embedded text (text_layer=always)"

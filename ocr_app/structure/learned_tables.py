@@ -92,7 +92,7 @@ class LearnedTable:
     header_rows: int
     lines: list[TextLine]  # the page's lines this table took
     # the model's reading before its empty columns were dropped: what tells a form's empty boxes
-    # (``textlayer._pairs``) and what ``_read_part`` compares with the rules' reading
+    # (``page_tables.form_pairs``) and what ``_read_part`` compares with the rules' reading
     as_read: list[list[Cell]] | None = None
 
     @property

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 MAX_CELL_WORDS = 40  # a "cell" holding more words than this is a paragraph: the region is prose
 # The share of the grid's area its filled cells must cover, as the rules ask of a ruled grid
-# (``engines.textlayer.MIN_TABLE_FILL``): a chart's gridlines or a diagram's boxes, read as a grid,
+# (``engines.page_tables.MIN_TABLE_FILL``): a chart's gridlines or a diagram's boxes, read as a grid,
 # leave most of it empty (ICDAR 2013: three charts at 0.12–0.30 and two stray readings beside real
 # tables at 0.25 and 0.37, all false tables; the readings of its tables: 0.6 and up).
 MIN_FILL = 0.4
