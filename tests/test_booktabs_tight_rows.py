@@ -7,7 +7,7 @@ under the head, made every other gap "line spacing inside a cell", and the seven
 row of seven-line cells ("FreeBSD OpenBSD Solaris …") - the held-out set's "rows merged". When the
 only wider gap is the one under the first line and every body line opens with a key flush with the
 others, that line is the head and the body's own gaps say what a row is
-(``borderless._head_apart``). A key's line set in from the others is a wrapped key, and such a body is
+(``borderless_rows._head_apart``). A key's line set in from the others is a wrapped key, and such a body is
 read as before (``test_rule_drawn_tables``). The page is built with PyMuPDF.
 """
 

@@ -8,7 +8,7 @@ PDF. Writer printed the same HTML with habits neither engine has, and showed fau
   rules stand more than a line apart. The word grid ended a run of rows at such a gap, each row was a
   run of its own, and the table came out as text (or as two columns of text). A row of cells up to
   1.6 lines under the run now goes on it, as does a bold group label ("Staff") between such rows
-  (``borderless._next_row``); two numbered section titles over each other ("3.2  Losses" over
+  (``borderless_runs._next_row``); two numbered section titles over each other ("3.2  Losses" over
   "3.2.1  Reported") still do not;
 - **heads in the middle of their cells**: Writer sets a table's heads in the middle of their cells, so
   "Site" (over two rows) overlaps "Nitrate (mg/l)" and the two lines of "Phosphate (mg/l)". Their
@@ -16,7 +16,7 @@ PDF. Writer printed the same HTML with habits neither engine has, and showed fau
   line. Rows overlapping more than a quarter of a line are no lines of a paragraph
   (``passes.blocks._section_units``). The heads were left over the table as a heading: bold rows
   overlapping each other (or a head's first line right over its second) right over the table are
-  now one row of heads, each head's lines joined (``borderless._centred_heads``);
+  now one row of heads, each head's lines joined (``borderless_heads.centred_heads``);
 - **a column longer than the next**: Writer fills one column before the next, so the first may run
   below the second's end. Its last section, after a blank line, was taken for text after the columns
   and read last. A column whose bottom line is a full line broken mid-sentence goes on in the next
@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 
 from bench.accuracy.printed import plan
-from ocr_app.structure.borderless import _next_row
+from ocr_app.structure.borderless_runs import _next_row
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.passes.columns import _detached_tail
 from tests.factories import page_markdown, pages_markdown

@@ -5,7 +5,7 @@ rules: "Option" and "Description" in italics, each centred over its column, over
 typewriter face beside descriptions that wrap. The word grid found the rows but left the heads out
 (they are neither bold nor lined up with the cells), so they came out as a line of text over a table
 without a header. A line right over such a table with one short head over each of its columns is
-now its header row (``borderless._plain_heads``). The page is built with PyMuPDF.
+now its header row (``borderless_heads.plain_heads``). The page is built with PyMuPDF.
 """
 
 from __future__ import annotations

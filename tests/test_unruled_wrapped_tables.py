@@ -5,12 +5,12 @@ Why: the word-grid pass turned such a table down as "a justified paragraph whose
 chance", because every row started at one x (the keys) and ended at one x (the dates set flush
 right): its rows were read column by column ("M2 Publish quarterly …", then "Owner Due",
 "Environment Q1 2026"). A paragraph's lines are single lines; a row whose cells hold lines one under
-another is a table's (``borderless._one_line``). The table's first piece at the foot of the left
+another is a table's (``borderless_prose._one_line``). The table's first piece at the foot of the left
 column, its head and one row, is kept as a table too: its head is the head the rest repeats
 (``passes.tables._split``).
 
 Round 19: the first piece's wrapped lines are its one row's (a row without its key under a keyed row,
-at a line's spacing, ``borderless._wrapped_row``), all four of its description's lines
+at a line's spacing, ``borderless_rows._wrapped_row``), all four of its description's lines
 (``_trailing_wraps``, ``_may_wrap``: one cell's lines in one column), and a line set flush right that
 starts left of its column's other lines is still in that column (``_slot``). Beside a gutter, the
 piece is kept because the rest repeats its head (``tables_beside_a_gutter``), so the two pieces join
@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from bench.accuracy.printed import build
-from ocr_app.structure.borderless import _may_wrap, _merge_wrapped, _slot
+from ocr_app.structure.borderless_rows import merge_wrapped
+from ocr_app.structure.borderless_runs import _may_wrap, _slot
 from ocr_app.structure.lines import Table
 from ocr_app.structure.passes.tables import _heads, _split
 from ocr_app.structure.table_html import Cell
@@ -105,7 +106,7 @@ def test_a_line_under_the_heads_without_its_key_is_a_row_not_a_wrapped_head():
     rest = [[], [_piece("bridges on the ring road", 110.0, 11.0)], [], []]
     row = [[_piece("M2", 10.0, 30.0)], [_piece("Publish", 110.0, 30.0)], [_piece("Environment", 210.0, 30.0)],
            [_piece("Q1 2026", 310.0, 30.0)]]  # fmt: skip
-    merged = _merge_wrapped([heads, rest, row])
+    merged = merge_wrapped([heads, rest, row])
     assert [[" ".join(p.text for p in c) for c in r] for r in merged] == [
         HEAD,
         ["", "bridges on the ring road", "", ""],
@@ -116,7 +117,7 @@ def test_a_line_under_the_heads_without_its_key_is_a_row_not_a_wrapped_head():
     more = [
         [[_piece(f"M{k}", 10.0, 20.0 * k)], [], [_piece("Housing", 210.0, 20.0 * k)], []] for k in (3, 4, 5)
     ]
-    merged = _merge_wrapped([heads, years, row, *more])
+    merged = merge_wrapped([heads, years, row, *more])
     assert len(merged) == 5 and [p.text for p in merged[0][1]] == ["Description", "2024"]
 
 
