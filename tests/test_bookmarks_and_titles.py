@@ -6,7 +6,7 @@ left out ("Nonregular files" for "Non-regular files"), an underscore drawn as a 
 number left out ("ASN.1 syntax" for "2.1 ASN.1 syntax"). Such headings missed their bookmark and took
 a level from their size's rank instead, among the bookmarked ones: "### 2.13." between "## 2.12." and
 "## 2.14.", and function entries at "#####" under "##" sections. The size ranks now take their levels
-from the bookmarks the document's lines match (``docprofile._outline_tiers``). And a first page's
+from the bookmarks the document's lines match (``heading_tiers.outline_tiers``). And a first page's
 title whose words run as the header of every other page was cut as a running line.
 """
 

@@ -84,7 +84,7 @@ def test_other_pages_without_a_table_stay_text(tmp_path, engine, name):
 
 def test_two_column_prose_keeps_its_headings_in_column_order(tmp_path, engine):
     md = _markdown(engine, _page(tmp_path, "two-column prose"))
-    # (the page's title, set once over the section titles, is "#": ``docprofile._lone_title``)
+    # (the page's title, set once over the section titles, is "#": ``heading_tiers._lone_title``)
     assert_in_order(
         md, ["# False Tables", "## 1 Introduction", "## 3 Measuring", "## 4 Results", "## 6 Conclusion"]
     )

@@ -70,11 +70,11 @@ def test_pages_keep_a_table_whole_on_the_page_where_it_starts():
 
 
 def test_a_table_s_rows_at_a_page_edge_are_told_from_a_running_footer():
-    """``docprofile.table_row_lines`` on an A4 page in points: a two-column table's last rows at the foot
+    """``page_furniture.table_row_lines`` on an A4 page in points: a two-column table's last rows at the foot
     (17 pt apart, their pieces over each other) are table cells; a footer of two pieces a line and
     more under the last lines of two columns of text is not, nor is a lone page number."""
-    from ocr_app.structure.docprofile import table_row_lines
     from ocr_app.structure.lines import TextLine
+    from ocr_app.structure.page_furniture import table_row_lines
 
     def line(text: str, x0: float, x1: float, y: float) -> TextLine:
         return TextLine(text, (x0, y, x1, y + 11), 9.5)

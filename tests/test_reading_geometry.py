@@ -323,7 +323,7 @@ def test_chapter_number_in_display_type_is_a_heading_page_numbers_are_not(tmp_pa
     """A chapter number set alone at 40 pt (4 x the body) above the chapter title is a heading of its
     own; the bold body-size page number at the foot and a 40 pt page number in the top margin band
     (a magazine's folio) are not. The folio stays as text; the page number alone at the foot is the
-    page's furniture (``docprofile._lone_page_number``), out of the Markdown."""
+    page's furniture (``page_furniture._lone_page_number``), out of the Markdown."""
     doc = pymupdf.open()
     p = doc.new_page(width=612, height=792)
     p.insert_text((40, 60), "12", fontsize=40, fontname="hebo")

@@ -15,7 +15,8 @@ import pytest
 
 from ocr_app.engines.pdf_spans import extract_lines
 from ocr_app.engines.textlayer import split_running
-from ocr_app.structure.docprofile import _thinned, build_profile
+from ocr_app.structure.docprofile import build_profile
+from ocr_app.structure.page_furniture import is_thinned
 from tests.factories import pages_markdown
 
 SENTENCE = "Entry {k} of the register states which key type the method accepts and what it returns."
@@ -51,7 +52,7 @@ def test_the_first_line_under_a_link_printed_on_every_page_is_kept(textlayer_eng
     ],
 )
 def test_a_running_line_missing_letters_under_the_text_is_still_one(text, thinned):
-    assert _thinned(text, "skip to content") is thinned
+    assert is_thinned(text, "skip to content") is thinned
 
 
 def _reference(tmp_path, *, footer: bool):

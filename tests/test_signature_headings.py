@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import html
 
-from ocr_app.structure.docprofile import page_number_key
 from ocr_app.structure.headings import wrapped_code_titles
 from ocr_app.structure.lines import Row, TextLine, listing_rows, margin_label
+from ocr_app.structure.page_furniture import page_number_key
 from tests.factories import heading_texts, pages_markdown
 
 CSS = (

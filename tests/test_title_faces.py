@@ -1,6 +1,6 @@
 """Titles told from the text by their typeface alone (issue 30, round 11): a report whose subsection
 titles are set in a sans at the body's size and weight among serif paragraphs
-(``docprofile.title_faces``, read by ``headings``).
+(``heading_tiers.title_faces``, read by ``headings``).
 
 Before: "Scope", "Risks", "Limitations" … came out as lines of text; only the larger section titles
 were headings (the printed probe's report-otherface-2: MHS 0.28).
@@ -14,7 +14,7 @@ import pymupdf
 import pytest
 
 from bench.accuracy.printed import build
-from ocr_app.structure.docprofile import title_faces
+from ocr_app.structure.heading_tiers import title_faces
 from ocr_app.structure.lines import ANY_WEIGHT, DocStyle, TextLine
 from tests.factories import heading_texts, page_markdown
 

@@ -33,10 +33,10 @@ from ocr_app.engines.light_trust import judge, page_confidence
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import Block, EngineOutput, OcrLine, PageRequest, StopReason
 from ocr_app.structure import ink
-from ocr_app.structure.docprofile import margin_rows
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.lines import LayoutConfig, TextLine, body_size, unrotate_box
 from ocr_app.structure.page import PageLayout
+from ocr_app.structure.page_furniture import margin_rows
 from ocr_app.structure.pipeline import DEFAULT_PASSES, build_blocks
 from ocr_app.structure.rule_frames import rule_frames
 from ocr_app.structure.rulings import GridTable, grid_tables, horizontal_rules

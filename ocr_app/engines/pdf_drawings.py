@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from ocr_app.engines.paint import invisible
 from ocr_app.structure.cell_lines import BULLET
-from ocr_app.structure.docprofile import Rule
 from ocr_app.structure.lines import (
+    Rule,
     TextLine,
     channels,
 )

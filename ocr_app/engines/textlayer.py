@@ -56,15 +56,17 @@ from ocr_app.engines.text_usability import (
 )
 from ocr_app.exceptions import EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason
-from ocr_app.structure.docprofile import DocumentProfile, Rule, build_profile, margin_rows, over_text
+from ocr_app.structure.docprofile import DocumentProfile, build_profile
 from ocr_app.structure.lines import (
     LayoutConfig,
+    Rule,
     TextLine,
     body_size,
     is_rtl,
     rotate_box,
     unrotate_box,
 )
+from ocr_app.structure.page_furniture import margin_rows, over_text
 from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.passes.tables import detect_tables
 from ocr_app.structure.pipeline import build_blocks
@@ -101,7 +103,7 @@ def split_running(
 ) -> tuple[list[Block], list[TextLine]]:
     """Running headers/footers/page numbers → ``page_header``/``page_footer`` blocks (kept out of the
     Markdown body, kept in the JSON); the other lines. ``rules``: the page's horizontal rules, which
-    set a running line apart on a page of its own (``docprofile.margin_rows``).
+    set a running line apart on a page of its own (``page_furniture.margin_rows``).
 
     ``grids``: the tables the page's rulings draw, (box, rows). A table cut by a page break puts its
     last row in the footer's band ("9" alone at the foot, taken for a page number) and its next row

@@ -76,8 +76,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from ocr_app.schema import Box
-    from ocr_app.structure.docprofile import Rule
-    from ocr_app.structure.lines import TextLine
+    from ocr_app.structure.lines import Rule, TextLine
     from ocr_app.structure.table_model import TableStructureModel
 
 logger = logging.getLogger(__name__)

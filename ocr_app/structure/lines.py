@@ -136,7 +136,7 @@ class DocStyle:
     # (``docprofile``); () where the bookmarks name none of them: levels then go by rank.
     tier_levels: tuple[int, ...] = ()
     # Titles (``numbering.normal_title``) that the document sets as larger headings and also lists, two
-    # or more lines in a row at body size: a contents list's entries (``docprofile.contents_entries``).
+    # or more lines in a row at body size: a contents list's entries (``heading_tiers.contents_entries``).
     contents: frozenset[str] = frozenset()
     # This page's body size over the document's where the page is set in another print and the
     # heading sizes were scaled to it (``passes.prepare``); 1.0 elsewhere.
@@ -226,6 +226,9 @@ class Table:
     def html(self) -> str:
         """The table as DeepSeek-OCR-2 writes it (``engines.table_html``)."""
         return table_html(self.rows, self.header_rows)
+
+
+Rule = tuple[float, float, float]  # a horizontal rule drawn on the page: x0, y, x1 (page pixels)
 
 
 @dataclass

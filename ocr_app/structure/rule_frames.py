@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ocr_app.schema import Box
-from ocr_app.structure.docprofile import Rule
-from ocr_app.structure.lines import TextLine, group_rows
+from ocr_app.structure.lines import Rule, TextLine, group_rows
 
 SAME_EDGE = 1.0  # × body size: rules whose ends are this close have one width
 MIN_RULES = 3  # top rule, head rule, bottom rule

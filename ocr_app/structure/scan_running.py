@@ -6,7 +6,7 @@ few pages before it hands any on (``LightOcrEngine.predict_stream``, for the hea
 outermost block at the top or bottom edge of those pages says which texts run from page to page ("Survey
 2024 Final report", "Page # of #", a bare page number). Such blocks, there and on later pages, become
 ``page_header`` / ``page_footer`` blocks: kept in the JSON, left out of the Markdown, as on the text layer.
-A page alone is judged by its shape (``docprofile.margin_rows``) before this.
+A page alone is judged by its shape (``page_furniture.margin_rows``) before this.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import collections
 from collections.abc import Sequence
 
 from ocr_app.schema import Block
-from ocr_app.structure.docprofile import running_key
 from ocr_app.structure.lines import EDGE_BAND
+from ocr_app.structure.page_furniture import running_key
 
 # Running lines are set small, in the text's type: a heading repeated at the top of slides ("Results"
 # on three in a row) is the slides' own title, and stays.

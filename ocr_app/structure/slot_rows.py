@@ -28,7 +28,7 @@ from ocr_app.structure.table_slots import (
 
 if TYPE_CHECKING:
     from ocr_app.schema import Box
-    from ocr_app.structure.docprofile import Rule
+    from ocr_app.structure.lines import Rule
 
 
 def merge_header_rows(slots: list[Slot], cuts: Sequence[Rule] = ()) -> list[Slot]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from ocr_app.schema import Box
-from ocr_app.structure.docprofile import MIN_HEADING_RATIO
+from ocr_app.structure.heading_tiers import MIN_HEADING_RATIO
 from ocr_app.structure.lines import TextLine, group_rows
 from ocr_app.structure.regions import overlap
 

@@ -24,8 +24,7 @@ from ocr_app.structure.table_slots import box_overlap, x_overlap
 
 if TYPE_CHECKING:
     from ocr_app.schema import Box
-    from ocr_app.structure.docprofile import Rule
-    from ocr_app.structure.lines import Row, TextLine
+    from ocr_app.structure.lines import Row, Rule, TextLine
 
 logger = logging.getLogger(__name__)
 
