@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from ocr_app.engines.light import LightOcrEngine, _default_factory, split_recognition
+from ocr_app.engines.light import LightOcrEngine, _default_factory
+from ocr_app.engines.ocr_threads import split_recognition
 
 LINES = [
     "Invoice 2041 for the spring delivery",
@@ -138,7 +139,7 @@ def test_sessions_are_built_once_for_a_whole_document(tmp_path, monkeypatch):
 def test_detection_runs_on_every_core_and_recognition_on_one_thread_a_share(tmp_path):
     """With two cores the detector's session gets both (it runs while no recognition share does);
     each recognition call keeps one onnxruntime thread (the shares run side by side)."""
-    from ocr_app.engines.light import detect_on_all_cores
+    from ocr_app.engines.ocr_threads import detect_on_all_cores
     from tests.factories import make_image
 
     eng = LightOcrEngine(threads=2)

@@ -2,7 +2,7 @@
 
 Why: the light engine's text detector drops a lone dash, the "-" a statistical table prints for a
 nil value. The cells came out empty, and a row of figures lost the cells that place its values (ICDAR
-2013's eu-018, eu-001, us-024 and us-018 print tens of them). ``engines.light.recover_dashes`` puts
+2013's eu-018, eu-001, us-024 and us-018 print tens of them). ``engines.scan_lines.recover_dashes`` puts
 each back as a line of its own: a thin, short bar of ink inside one of the layout model's table boxes,
 covered by no read line, level with the middle of a read line of its row.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import pymupdf
 from PIL import Image
 
-from ocr_app.engines.light import recover_dashes
+from ocr_app.engines.scan_lines import recover_dashes
 from ocr_app.schema import PageImage, PageRequest
 from ocr_app.structure.lines import TextLine
 from tests.factories import table_rows

