@@ -111,6 +111,41 @@ def test_the_models_load_once_per_process(engine):
     assert first is not None and table_model.default_model()._structurer is first
 
 
+def test_unloading_the_text_layer_gives_back_the_models_sessions_and_the_next_page_reads_the_same():
+    """An idle server unloads its engines and trims its heap: the layout and table models' sessions go
+    with the engine, and the next page builds them again."""
+    from ocr_app.structure import regions
+
+    eng = TextLayerEngine()
+    eng.load()
+    request = pdf_page_request(DATA / "eu-018.pdf", 0, 144, prompt="")
+    before = blocks_to_markdown(eng.predict_batch([request])[0].blocks)
+    layout, structure = regions.default_model(1), table_model.default_model()
+    assert "<table>" in before and layout._session is not None and structure._structurer is not None
+    eng.unload()
+    assert layout._session is None and structure._structurer is None
+    eng.load()
+    assert blocks_to_markdown(eng.predict_batch([request])[0].blocks) == before
+    assert layout._session is not None and structure._structurer is not None
+
+
+def test_unloading_the_light_engine_gives_back_its_layout_session():
+    from PIL import Image
+
+    from ocr_app.engines.light import LightOcrEngine
+
+    eng = LightOcrEngine(threads=2)
+    with pymupdf.open(DATA / "us-012.pdf") as doc:
+        pix = doc[0].get_pixmap(dpi=72)
+    page = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    found = eng._page_regions(page)
+    assert any(r.label == "table" for r in found) and eng._layout_model._session is not None
+    table_model.default_model()._load()
+    eng.unload()
+    assert eng._layout_model._session is None and table_model.default_model()._structurer is None
+    assert eng._page_regions(page) == found  # built again on the next page
+
+
 def test_without_the_tables_extra_the_rules_read_tables_and_info_says_so(monkeypatch, tmp_path):
     monkeypatch.setattr(table_model, "model_path", lambda: None)
     assert not table_model.available()

@@ -240,8 +240,14 @@ class LightOcrEngine(Engine):
             )
 
     def unload(self) -> None:
-        # RapidOCR holds its onnxruntime sessions; dropping the only reference frees them.
+        # RapidOCR holds its onnxruntime sessions; dropping the only reference frees them. The layout
+        # and table models' sessions go too (the next page builds them again).
         self._ocr = None
+        if self._layout_model is not None:
+            self._layout_model.unload()
+        from ocr_app.structure import table_model
+
+        table_model.release()
 
     @property
     def is_loaded(self) -> bool:

@@ -233,6 +233,11 @@ class TextLayerEngine(Engine):
         self._loaded = False
         if self._pictures is not None:
             raster_tables.release()  # the picture reader's models go with the engine
+        # ... and so do the layout and table models' sessions (the next page builds them again)
+        from ocr_app.structure import regions, table_model
+
+        regions.release(threads=1)
+        table_model.release()
         with self._profiles_lock:
             self._profiles.clear()
             self._reads.clear()

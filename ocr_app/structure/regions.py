@@ -255,6 +255,17 @@ def default_model(threads: int = 1, *, cache_dir: Path | None = None) -> LayoutM
         return _defaults[key]
 
 
+def release(threads: int | None = None) -> None:
+    """Drop the sessions of the process-wide models (for ``threads`` threads, or all) when an engine that
+    asked for them is unloaded; the next page builds them again (about 0.1 s, its rewrite from the cache).
+    Why: an idle server unloads its engines and trims its heap; with these sessions dropped too, a process
+    that had read six born-digital pages and a scan went back to 243-251 MB instead of 268-278 MB."""
+    with _default_lock:
+        models = [m for key, m in _defaults.items() if threads is None or key == max(int(threads), 1)]
+    for m in models:
+        m.unload()
+
+
 def detect_regions(image: Image.Image, *, model: LayoutModel | None = None) -> list[Region]:
     """Regions of a rendered page (any engine may call it: the text layer for figure regions)."""
     return (model or default_model()).detect(image)

@@ -130,6 +130,15 @@ _default: TableStructureModel | None = None
 _default_lock = threading.Lock()
 
 
+def release() -> None:
+    """Drop the process-wide model's session when an engine that reads tables is unloaded (it is built
+    again on the next table)."""
+    with _default_lock:
+        model = _default
+    if model is not None:
+        model.unload()
+
+
 def default_model() -> TableStructureModel:
     """The process-wide model (one session whatever the number of engines or jobs)."""
     global _default
