@@ -21,12 +21,7 @@ from ocr_app.engines.paint import invisible
 from ocr_app.engines.pdf_drawings import Paths, drawn_paths
 from ocr_app.structure.cell_lines import BULLET
 from ocr_app.structure.headings import NOTE_LINE, NUMBERED_HEADING
-from ocr_app.structure.lines import (
-    Row,
-    TextLine,
-    group_rows,
-    stacked_runs,
-)
+from ocr_app.structure.lines import Row, TextLine, group_rows, stacked_runs
 from ocr_app.structure.paragraphs import CAPTION
 
 if TYPE_CHECKING:

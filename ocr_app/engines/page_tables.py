@@ -20,12 +20,7 @@ from ocr_app.engines.pdf_drawings import Paths, drawn_paths
 from ocr_app.engines.pdf_spans import MONO_FONTS, TYPE3_FONT, mono_span
 from ocr_app.schema import Box
 from ocr_app.structure.cell_lines import BULLET, set_apart, set_between, wrapped
-from ocr_app.structure.lines import (
-    Row,
-    TextLine,
-    group_rows,
-    is_rtl,
-)
+from ocr_app.structure.lines import Row, TextLine, group_rows, is_rtl
 from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.regions import overlap
 from ocr_app.structure.stacked_frames import split_at_frames

@@ -16,11 +16,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.engines.paint import invisible
 from ocr_app.structure.cell_lines import BULLET
-from ocr_app.structure.lines import (
-    Rule,
-    TextLine,
-    channels,
-)
+from ocr_app.structure.lines import Rule, TextLine, channels
 from ocr_app.structure.rule_frames import joined
 
 if TYPE_CHECKING:

@@ -23,9 +23,7 @@ from ocr_app.engines.rtl_order import is_rtl_span, logical_order
 from ocr_app.schema import valid_unicode
 from ocr_app.structure.cell_lines import BULLET
 from ocr_app.structure.justified import join_justified
-from ocr_app.structure.lines import (
-    TextLine,
-)
+from ocr_app.structure.lines import TextLine
 
 if TYPE_CHECKING:
     import pymupdf

@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocr_app.exceptions import CorruptFileError, EncryptedDocumentError, InputError
-from ocr_app.structure.lines import (
-    TextLine,
-)
+from ocr_app.structure.lines import TextLine
 
 if TYPE_CHECKING:
     import pymupdf

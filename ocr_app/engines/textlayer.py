@@ -57,15 +57,7 @@ from ocr_app.engines.text_usability import (
 from ocr_app.exceptions import EngineUnavailableError, InputError
 from ocr_app.schema import Block, Box, EngineOutput, PageRequest, StopReason
 from ocr_app.structure.docprofile import DocumentProfile, build_profile
-from ocr_app.structure.lines import (
-    LayoutConfig,
-    Rule,
-    TextLine,
-    body_size,
-    is_rtl,
-    rotate_box,
-    unrotate_box,
-)
+from ocr_app.structure.lines import LayoutConfig, Rule, TextLine, body_size, is_rtl, rotate_box, unrotate_box
 from ocr_app.structure.page_furniture import margin_rows, over_text
 from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.passes.tables import detect_tables

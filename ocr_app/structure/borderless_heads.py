@@ -26,13 +26,7 @@ from ocr_app.structure.borderless_runs import (
     x_stacks,
 )
 from ocr_app.structure.table_html import MAX_HEADER_ROWS, Cell
-from ocr_app.structure.word_columns import (
-    FLUSH,
-    NUMERIC,
-    Part,
-    Piece,
-    centred_span,
-)
+from ocr_app.structure.word_columns import FLUSH, NUMERIC, Part, Piece, centred_span
 
 
 def numeric_body_header(texts: list[list[str]]) -> int:

@@ -14,10 +14,7 @@ from collections.abc import Sequence
 from ocr_app.structure.borderless_rows import Grid
 from ocr_app.structure.borderless_runs import LETTERS, MAX_PAIR_WORDS
 from ocr_app.structure.running_text import running_text
-from ocr_app.structure.word_columns import (
-    NUMERIC,
-    Piece,
-)
+from ocr_app.structure.word_columns import NUMERIC, Piece
 
 
 def prose_columns(rows: Sequence[Sequence[Piece]], cols: list[list[float]]) -> bool:

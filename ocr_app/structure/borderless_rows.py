@@ -22,11 +22,7 @@ from ocr_app.structure.borderless_runs import (
 )
 from ocr_app.structure.paragraphs import join_lines
 from ocr_app.structure.table_html import Cell
-from ocr_app.structure.word_columns import (
-    Piece,
-    is_figure,
-    words_of,
-)
+from ocr_app.structure.word_columns import Piece, is_figure, words_of
 
 
 @dataclass

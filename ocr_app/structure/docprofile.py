@@ -31,10 +31,7 @@ from ocr_app.structure.heading_tiers import (
     title_lines,
     with_cover_title,
 )
-from ocr_app.structure.lines import (
-    DocStyle,
-    TextLine,
-)
+from ocr_app.structure.lines import DocStyle, TextLine
 from ocr_app.structure.numbering import depth_bases, numbered_titles
 from ocr_app.structure.page_furniture import (
     MIN_REPEATS,

@@ -13,12 +13,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import (
-    ANY_WEIGHT,
-    DocStyle,
-    TextLine,
-    color_heading_like,
-)
+from ocr_app.structure.lines import ANY_WEIGHT, DocStyle, TextLine, color_heading_like
 from ocr_app.structure.numbering import TitleLine, normal_title, outline_level
 from ocr_app.structure.page_furniture import edge_of
 

@@ -15,12 +15,7 @@ import statistics
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from ocr_app.structure.lines import (
-    EDGE_BAND,
-    Rule,
-    TextLine,
-    light_grey,
-)
+from ocr_app.structure.lines import EDGE_BAND, Rule, TextLine, light_grey
 from ocr_app.structure.regions import overlap
 
 if TYPE_CHECKING:
