@@ -129,6 +129,43 @@ def test_unloading_the_text_layer_gives_back_the_models_sessions_and_the_next_pa
     assert layout._session is not None and structure._structurer is not None
 
 
+def test_an_unload_while_another_engine_reads_a_table_waits_for_it_and_the_read_is_whole(monkeypatch):
+    """Both engines share one SLANet-plus session: one unloading while the other reads a table waits for
+    the read, and the reader's next table builds the session again (no read sees it half gone)."""
+    import threading
+
+    from PIL import Image
+
+    with pymupdf.open(DATA / "eu-018.pdf") as doc:
+        pix = doc[0].get_pixmap(dpi=144, clip=pymupdf.Rect(50, 150, 550, 450))
+    crop = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    model = table_model.default_model()
+    first = model.read(crop)
+    assert first.tokens
+    reads, builds, errors = [], [], []
+    load = model._load
+
+    def counted():
+        builds.append(model._structurer is None)
+        return load()
+
+    monkeypatch.setattr(model, "_load", counted)
+
+    def read():
+        try:
+            reads.extend(model.read(crop) for _ in range(4))
+        except Exception as exc:  # an unload racing a read would surface here
+            errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    while reader.is_alive():
+        table_model.release()
+    reader.join()
+    assert errors == [] and reads == [first] * 4
+    assert sum(builds) >= 2  # the session was dropped and built again between the reads
+
+
 def test_unloading_the_light_engine_gives_back_its_layout_session():
     from PIL import Image
 
