@@ -39,6 +39,7 @@ PROSE_FILL = 0.6  # ...and this share of them reach 75 % of its width
 PROSE_WORDS = 5  # ...and its rows hold this many words on average (a paragraph's lines, not labels)
 INK_LEVEL = 128
 RULE_PX = 6  # a straight run of ink thinner than this is a rule, not part of a picture
+SHEET_LINES = 8  # a figure holding this many lines with no picture among them is a photographed sheet
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,29 @@ def confirmed_figures(grey: Any, regions: Sequence[Region], lines: Sequence[Text
         if any(overlap(r.box, f.box) > 0.5 or overlap(f.box, r.box) > 0.5 for f in figures):
             continue  # a second, overlapping box for the same figure
         share = graphic_ink(grey, r.box, boxes)
-        if share >= GRAPHIC_INK:
-            figures.append(Figure(r.box, len(figures) + 1, r.score))
-        else:
+        if share < GRAPHIC_INK:
             logger.debug("figure region %s has %.3f graphic ink: text only, not a figure", r.box, share)
+        elif _sheet(grey, r.box, lines):
+            logger.debug("figure region %s is a sheet of text on a darker ground, not a figure", r.box)
+        else:
+            figures.append(Figure(r.box, len(figures) + 1, r.score))
     return figures
+
+
+def _sheet(grey: Any, box: Box, lines: Sequence[TextLine]) -> bool:
+    """Whether a figure region is a page of text whose ink lies only around it: a sheet photographed
+    or scanned on a darker ground, which the model boxes as one picture. Why the lines' own box: a
+    chart's bars and curves lie among its labels, while a sheet's ground lies outside its text."""
+    inside = [ln.box for ln in lines if overlap(ln.box, box) >= INSIDE]
+    if len(inside) < SHEET_LINES:
+        return False
+    hull = (
+        min(b[0] for b in inside),
+        min(b[1] for b in inside),
+        max(b[2] for b in inside),
+        max(b[3] for b in inside),
+    )
+    return graphic_ink(grey, hull, inside) < GRAPHIC_INK
 
 
 def _prose_regions(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[Region]:

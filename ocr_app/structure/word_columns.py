@@ -106,6 +106,40 @@ def separators(rows: Sequence[Sequence[Piece]], body: float) -> list[tuple[float
             if edges < 1 or edges + inner < 2:
                 continue
         seps.append((s0, s1))
+    return _without_stray_dots(rows, seps)
+
+
+STRAY_DOTS = re.compile(r"^[.·•…‥]+$")  # what is left of a leader when OCR drops most of its dots
+STRAY_ROWS = 0.1  # a column of dots alone in at most this share of a run's rows (one at least) is none
+
+
+def _without_stray_dots(
+    rows: Sequence[Sequence[Piece]], seps: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
+    """The separators less those that only fence in a leader's stray dots ("DESIGN & LIVING WINTER •
+    140" where OCR kept one of the dots): a column whose words are all dots, in a few of the rows, is
+    no column, and joins its neighbour across the narrower of its two strips. A column of marks with a
+    head over it ("Pro" over "•" ticks) holds a word, so it stays."""
+    seps = list(seps)
+    most = max(1, int(STRAY_ROWS * len(rows)))
+    while seps:
+        held: list[list[tuple[int, str]]] = [[] for _ in range(len(seps) + 1)]
+        for i, r in enumerate(rows):
+            for p in r:
+                for text, a, b in words_of(p):
+                    held[sum(1 for s in seps if s[1] <= (a + b) / 2)].append((i, text))
+        stray = next(
+            (
+                k
+                for k, words in enumerate(held)
+                if words and len({i for i, _ in words}) <= most and all(STRAY_DOTS.match(t) for _, t in words)
+            ),
+            None,
+        )
+        if stray is None:
+            break
+        sides = [j for j in (stray - 1, stray) if 0 <= j < len(seps)]
+        seps.pop(min(sides, key=lambda j: seps[j][1] - seps[j][0]))
     return seps
 
 
