@@ -4,7 +4,9 @@ Why: texinfo sets a function's argument notes as paragraphs 0.4 em apart, too li
 line the paragraph rule looks for, so a function's notes ran together as one paragraph. A paragraph
 that ends a sentence well short of the column's right edge, with a little more space under it than
 between its lines, ends there (``passes.blocks._SectionBlocks.ended_short``). Ragged-right text ends
-sentences short of the edge inside a paragraph too, but at one spacing: it stays one paragraph.
+sentences short of the edge inside a paragraph too, but at one spacing and where the next word did not
+fit: it stays one paragraph. A line that ends a sentence where the next word would have fitted was
+broken on purpose, and starts a paragraph even at one spacing (round 43).
 """
 
 from __future__ import annotations
@@ -59,15 +61,36 @@ def test_justified_paragraphs_a_small_skip_apart_stay_apart(tmp_path, engine):
     assert paragraphs[1].startswith("The pointer returned") and paragraphs[2].startswith("Function used")
 
 
+RAGGED = (
+    "The parser reads the file. It builds the tree. Afterwards it checks every name against the table. "
+    "Unknown names are errors. Occasionally the caller gets only the first one. Nothing is written. "
+    "Everything else waits until the tree is complete. Misspellings are reported with their line numbers."
+)
+
+
 def test_ragged_lines_that_end_sentences_at_one_spacing_are_one_paragraph(tmp_path, engine):
-    text = (
-        "The parser reads the file. It builds the tree.\nThen it checks every name.\n"
-        "Unknown names are errors. The caller gets the first one.\nNothing is written."
-    )
+    # Wrapped ragged right in a box 230 pt wide, four lines end a sentence short of the edge: the
+    # next word ("Afterwards", "Unknown", …) did not fit, so the lines wrapped and the paragraph goes on.
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_textbox(pymupdf.Rect(90, 100, 320, 400), RAGGED, fontsize=11, fontname="tiro", lineheight=1.2)
+    lines = [
+        " ".join(s["text"] for s in ln["spans"]) for b in page.get_text("dict")["blocks"] for ln in b["lines"]
+    ]
+    assert sum(line.endswith(".") for line in lines[:-1]) >= 3, lines
+    doc.save(tmp_path / "ragged.pdf")
+    assert _paragraphs(engine, tmp_path / "ragged.pdf") == [RAGGED]
+
+
+def test_lines_broken_by_hand_after_a_sentence_are_paragraphs(tmp_path, engine):
+    # Broken on purpose: each line ends a sentence where the next line's first word would have fitted
+    # inside the widest line (a notice, a letter, rustdoc's summary line over its paragraph), at one
+    # spacing (round 43).
+    text = "The parser reads the file.\nThen it checks every name.\nNothing is written until every name is in the table."
     paragraphs = _paragraphs(
-        engine, _page(tmp_path / "ragged.pdf", [text], skip=0, align=pymupdf.TEXT_ALIGN_LEFT)
+        engine, _page(tmp_path / "broken.pdf", [text], skip=0, align=pymupdf.TEXT_ALIGN_LEFT)
     )
-    assert len(paragraphs) == 1, paragraphs
+    assert paragraphs == text.split("\n"), paragraphs
 
 
 def _list_then_paragraph(path: Path, last_item: str) -> Path:

@@ -3,8 +3,10 @@ first-line indents and dash lists after a lead-in still start paragraphs and ite
 
 from __future__ import annotations
 
+from bench.accuracy.printed import build
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown, build_blocks
+from tests.factories import page_markdown
 
 SIZE = 10.0
 
@@ -97,3 +99,83 @@ def test_prose_above_a_reference_list_in_its_column_keeps_its_paragraphs():
     paragraphs = md.split("\n\n")
     assert paragraphs[0].startswith("Water quality") and paragraphs[0].endswith("last year's values."), md
     assert paragraphs[1].startswith("Baker") and paragraphs[2].startswith("Chen"), md
+
+
+def test_a_line_broken_after_a_sentence_where_the_next_word_fitted_ends_its_paragraph():
+    # Set at one spacing, no blank line between: only the short line that ends a sentence tells
+    # that the paragraph ended there (a scanned notice, a letter).
+    md = _md(
+        [
+            (50, "The rules may be called the Deposit Rules and they apply to every company that", 550),
+            (50, "takes a deposit from its members.", 260),
+            (50, "They shall come into force on the first day of April, in the year after this.", 540),
+            (50, "Nothing here changes the rules made before them.", 340),
+            (50, "Table 1.", 110),
+            (50, "Deposits taken by the companies, by year", 330),
+        ]
+    )
+    assert md.split("\n\n") == [
+        "The rules may be called the Deposit Rules and they apply to every company that takes a deposit "
+        "from its members.",
+        "They shall come into force on the first day of April, in the year after this. Nothing here "
+        "changes the rules made before them.",
+        "Table 1. Deposits taken by the companies, by year",  # a caption's label and its title: one
+    ]
+
+
+def test_a_stop_before_a_lower_case_line_or_a_line_that_wrapped_full_keeps_the_paragraph():
+    # OCR reads "section 2," as "section 2." and the next line starts in lower case: one sentence.
+    # And a line that ran to the edge ends where the next word would not have fitted: wrapped.
+    md = _md(
+        [
+            (50, "In exercise of the powers conferred by clause (31) of section 2.", 470),
+            (50, "section 73 and section 76 of the Act, the Government makes these rules. The", 550),
+            (50, "Board shall meet once a year.", 250),
+        ]
+    )
+    assert len(md.split("\n\n")) == 1, md
+
+
+def test_clauses_numbered_in_brackets_start_paragraphs_of_their_own():
+    md = _md(
+        [
+            (50, "(1) These rules may be called the Companies (Acceptance of Deposits) Rules, 2014", 548),
+            (50, "(2) They shall come into force on the first day of April, 2014.", 470),
+            (50, "An amount is no deposit when it is received as follows, or as the Board allows:", 545),
+            (50, "(x) any amount received from an employee of the company not exceeding his", 548),
+            (50, "annual salary under a contract of employment with the company;", 460),
+            (50, "(xi) any non-interest bearing amount received or held in trust;", 470),
+            (50, "(xii) any amount received in the course of the business of the company.", 530),
+            (50, "(2013) was the year the Act was passed, and (c) is its third clause.", 500),
+        ]
+    )
+    paragraphs = md.split("\n\n")
+    assert [p[:5] for p in paragraphs] == ["(1) T", "(2) T", "An am", "(x) a", "(xi) ", "(xii)"], md
+    assert paragraphs[3].endswith("with the company;")
+    # A year in brackets is no enumerator, and the line it opens goes on with the clause above.
+    assert paragraphs[-1].endswith("Act was passed, and (c) is its third clause.")
+
+
+def test_a_full_line_ending_a_sentence_beside_a_table_keeps_its_paragraph(tmp_path, textlayer_engine):
+    """MuPDF's HTML engine sets "The pilot ran in six schools for one term." on a line of its own, full
+    to the edge of its column, with a table beside the column: the column's frame spans the table
+    too, and "Teachers" would have fitted inside the frame, though not inside the column."""
+    build(tmp_path, only=("booktabs-grouped-two",), printer="mupdf")
+    md = page_markdown(textlayer_engine, tmp_path / "pdf" / "booktabs-grouped-two.pdf")
+    assert (
+        "The pilot ran in six schools for one term. Teachers reported that pupils read more at home when "
+        "they could choose their own books from the mobile library." in md.split("\n\n")
+    ), md
+
+
+def test_a_stop_where_the_next_word_would_only_just_have_fitted_keeps_the_paragraph():
+    # "For" fits 2.5 pt short of the column's widest line: a browser's list item ends that much short
+    # of it, and wrapped there (npm's docs). An em must be left over for the line to count as broken.
+    md = _md(
+        [
+            (50, "Installs the package from the hosted git provider, cloning it with git.", 520),
+            (50, "For a full remote address, only that address will be tried by the installer here", 540),
+            (50, "and nowhere else.", 150),
+        ]
+    )
+    assert len(md.split("\n\n")) == 1, md

@@ -49,9 +49,12 @@ def _read(engine, pdf: Path, index: int = 0):
 
 
 def _body(n: int, count: int) -> list[str]:
-    """Lines of ordinary prose, different on every page (a line repeated on every page is a running one)."""
+    """Lines of one paragraph of ordinary prose, different on every page (a line repeated on every page
+    is a running one). Only the last ends a sentence: a line of its own that ends one, where the next
+    word would have fitted, ends its paragraph."""
     return [
-        " ".join(WORDS[(i * 7 + n * 5 + k) % len(WORDS)] for k in range(10)).capitalize() + "."
+        " ".join(WORDS[(i * 7 + n * 5 + k) % len(WORDS)] for k in range(10)).capitalize()
+        + ("." if i == count - 1 else ",")
         for i in range(count)
     ]
 

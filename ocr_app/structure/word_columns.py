@@ -106,7 +106,9 @@ def separators(rows: Sequence[Sequence[Piece]], body: float) -> list[tuple[float
             if edges < 1 or edges + inner < 2:
                 continue
         seps.append((s0, s1))
-    return _without_stray_dots(rows, seps)
+    if seps and any(STRAY_DOTS.match(t) for _, words in pieces for t, _, _ in words):
+        return _without_stray_dots(rows, seps)
+    return seps
 
 
 STRAY_DOTS = re.compile(r"^[.·•…‥]+$")  # what is left of a leader when OCR drops most of its dots

@@ -175,7 +175,20 @@ class _SectionContext:
     code_titles: set[int] = field(default_factory=set)  # headings set in code (``headings.code_titles``)
     code_tails: set[int] = field(default_factory=set)  # their lines after the first (``wrapped_code_titles``)
     frame: tuple[float, float] = (0.0, 0.0)  # left and right edges of the page's text
+    spans: list[tuple[float, float]] = field(
+        default_factory=list
+    )  # left and right edges of the section's rows
     tags: bool = False  # the section is a few rows of a word or three (``MAX_TAGS``)
+
+    def column_right(self, cur: Pending, row: Row) -> float:
+        """The right edge of the column ``row`` and the open paragraph stand in: the widest of the
+        section's rows that start at their left edge (or a paragraph's indent in from it). Why not the
+        section's width: a table set beside the text shares the section, and its rows reach further."""
+        left = min(cur.left, row.box[0])
+        return max(
+            (x1 for x0, x1 in self.spans if left - row.size <= x0 <= left + MAX_INDENT * row.size),
+            default=self.left + self.width,
+        )
 
     def far_right(self, row: Row) -> bool:
         """Whether ``row`` starts in the right part of its section."""
@@ -189,6 +202,31 @@ class _SectionContext:
         return self.tags and row.box[0] - left > FAR_RIGHT * (right - left)
 
 
+# "(2) They shall …", "(xii) any amount …", "(e) “eligible …": a clause's enumerator in brackets.
+_ENUMERATOR = re.compile(r"^\(\s*(\d{1,3}|[a-z]{1,2}|[ivxlc]{1,6}|[A-Z])\s*\)\s+\S")
+
+
+def _enumerates_next(a: str, b: str) -> bool:
+    """Whether enumerator ``b`` follows ``a``: 1 → 2, a → b, ix → x (roman numerals in lower case)."""
+    if a.isdigit() and b.isdigit():
+        return int(b) == int(a) + 1
+    if len(a) == len(b) == 1 and a.isalpha() and b.isalpha() and ord(b) == ord(a) + 1:
+        return True
+    ra, rb = _roman(a), _roman(b)
+    return ra is not None and rb is not None and rb == ra + 1
+
+
+def _roman(text: str) -> int | None:
+    values = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
+    if not text or any(ch not in values for ch in text):
+        return None
+    digits = [values[ch] for ch in text]
+    return sum(-d if k + 1 < len(digits) and d < digits[k + 1] else d for k, d in enumerate(digits))
+
+
+CLAUSE_ENDS = (".", ";", ":", "-", "—", "–")  # how a clause may end before the next one
+
+
 def _ends_sentence(text: str) -> bool:
     return text.rstrip().endswith((".", "!", "?"))
 
@@ -197,6 +235,7 @@ GAP_JUMP = 0.5  # × body size: sorted line gaps that jump by this much come in 
 SHORT_LINE = 3.0  # × size: a paragraph's last line stops at least this short of the column's edge...
 PARSKIP = 0.3  # ... with at least this × size more space under it than between its lines: it ended
 OVERLAP = 0.25  # × size: rows overlapping more than this are side by side, not stacked lines
+MAX_INDENT = 4.0  # × size: a row starting this far in from a column's left edge is still in the column
 
 
 def _typical_gap(gaps: list[float], body: float, config: LayoutConfig) -> float:
@@ -576,6 +615,7 @@ class _SectionBlocks:
             and not next_entry(cur, row)
             and not next_numbered(cur, row)
             and not next_keyed(cur, row, ctx.left + ctx.width)
+            and not self._broke_after_sentence(row)
             and size_close(cur.size, row.size)
             and not _size_step(cur.last, row)
         ):
@@ -583,6 +623,34 @@ class _SectionBlocks:
             return
         self.flush()
         self.cur = Pending("text", 0, [text], [row.box], row, row.box[0], row.size, text_x=label_text_x(row))
+
+    def _broke_after_sentence(self, row: Row) -> bool:
+        """Whether ``row`` starts a paragraph of its own though it stands no farther below the open one
+        than its lines stand apart. Either the open paragraph's last line ended a sentence where
+        ``row``'s first word (not a lower-case one: OCR reads a comma as a full stop) would have fitted
+        after it, inside the column's widest line, so the line was broken on purpose ("… day of April,
+        2014." / "G.S.R 256(E) …"); or ``row`` opens on an enumerator in brackets at the paragraph's left
+        edge, the next one after the paragraph's own ("(1)" / "(2)") or one after a clause's end ("…
+        trust;" / "(xii) any amount …"), as statutes and contracts set their clauses."""
+        cur, ctx = self.cur, self.ctx
+        if cur is None or cur.kind != "text" or cur.last is None or not cur.parts:
+            return False
+        text, first = cur.parts[0].rstrip(), row.text.lstrip()
+        if not text or not first or first[0].islower():
+            return False
+        label = CAPTION.match(text)
+        if label is not None and not text[label.end() :].strip():
+            return False  # "Table 1." over its title: one caption
+        # An em to spare: a browser's column may end short of its widest line (a list item's margin).
+        if _ends_sentence(text) and word_fits_above(cur.last, row, ctx.column_right(cur, row) - row.size):
+            return True
+        below = _ENUMERATOR.match(first)
+        if below is None or abs(row.box[0] - cur.left) > 0.5 * row.size:
+            return False
+        above = _ENUMERATOR.match(text)
+        if above is not None and _enumerates_next(above.group(1), below.group(1)):
+            return True  # "(1) … Rules, 2014" / "(2) They shall …", whatever OCR left of the stop
+        return text.endswith(CLAUSE_ENDS) and (above is not None or text.endswith(":"))
 
     def _set_in_ends(self, row: Row) -> bool:
         """Whether ``row``, back at the column's left edge, follows a paragraph set in as a whole (a
@@ -739,6 +807,7 @@ def _group(
         leads=leading_rows(units, width) if style is not None else set(),
         left=left,
         width=width,
+        spans=[(r.box[0], r.box[2]) for r in rows],
         hang_x=hang[0] if hang else None,
         hang_top=hang[1] if hang else 0.0,
         colored=colored_rows(units, style, typical_gap) if style is not None else set(),
