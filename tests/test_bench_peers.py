@@ -67,6 +67,21 @@ def _docling_tree(root):
     return root
 
 
+def test_paragraph_breaks_count_hits_false_breaks_and_misses():
+    truth = "# Title\n\nThe first paragraph ends here.\n\nThe second one has two sentences. It ends.\n\n- an item\n"
+    assert structure.paragraph_breaks(truth, truth) == (3, 0, 0)
+    joined = "# Title\n\nThe first paragraph ends here. The second one has two sentences.\n\nIt ends.\n\n- an item\n"
+    assert structure.paragraph_breaks(truth, joined) == (2, 1, 1)
+    # A break beside words the truth does not have (a page number) is neither a hit nor a false break,
+    # and a table's cells are no paragraphs.
+    extra = truth.replace("# Title", "# Title\n\n12\n\n| a | b |\n| - | - |\n| 1 | 2 |")
+    assert structure.paragraph_breaks(truth, extra) == (2, 0, 1)
+    score = structure.StructureScore()
+    score.add(truth, joined, pages=1, seconds=0.0)
+    row = score.row()
+    assert row["break_precision"] == row["break_recall"] == 2 / 3
+
+
 def test_peers_run_writes_the_table(tmp_path, capsys):
     data = _docling_tree(tmp_path / "docling")
     report = tmp_path / "ACCURACY.md"

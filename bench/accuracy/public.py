@@ -9,7 +9,8 @@ Usage (from the repository root; ``DATA`` is ``../shared/datasets`` on the devel
   did, TEDS per table), split by ruled and unruled tables.
 - **docling**, **p4llm** (``pdf/NAME.pdf`` + ``gt/NAME.md``): NID / TEDS / MHS (``scores.py``) and the
   peers measures (``structure.py``): normalised edit distance, headings found and their precision,
-  ground-truth cells inside tables. Documents whose ground truth has no PDF are left out.
+  ground-truth cells inside tables, paragraph breaks (precision / recall). Documents whose ground truth
+  has no PDF are left out.
 
 ``--subset`` runs a few small documents of each set (what the CI test runs). The report section holds
 the commit the figures were measured at.
@@ -78,15 +79,16 @@ def _pct(v: object) -> str:
 def markdown_table(rows: dict[str, dict[str, object]]) -> str:
     lines = [
         "| set, tool | docs | NID | TEDS (docs) | MHS (docs) | **mean** | NED | headings found | heading "
-        "precision | cells inside tables | CPU s/page |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "precision | cells inside tables | paragraph breaks P / R | CPU s/page |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in rows.items():
         lines.append(
             f"| {name} | {r['docs']} | {_f(r['nid'])} | {_f(r['teds'])} ({r['teds_docs']}) | {_f(r['mhs'])} "
             f"({r['mhs_docs']}) | **{_f(r['mean'])}** | {r['ned']:.3f} | {_pct(r['heading_recall'])} "
             f"({r['headings_found']}/{r['headings_truth']}) | {_pct(r['heading_precision'])} (of "
-            f"{r['headings_out']}) | {_pct(r['cells_in_tables'])} | {_f(r['cpu_s_per_page'])} |"
+            f"{r['headings_out']}) | {_pct(r['cells_in_tables'])} | {_pct(r['break_precision'])} / "
+            f"{_pct(r['break_recall'])} | {_f(r['cpu_s_per_page'])} |"
         )
     return "\n".join(lines)
 

@@ -13,6 +13,7 @@ lines prose only when they fill the region's width, as a paragraph's lines do.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -55,17 +56,32 @@ def graphic_ink(grey: Any, box: Box, text_boxes: Sequence[Box]) -> float:
     """Share of ``box`` covered by ink that lies in no text box and is no thin straight rule (bars,
     curves, a photo's pixels). Why the rules go: a table's rules (a booktabs table's three, a ruled
     grid) would otherwise make every table the model calls a figure a figure."""
-    import cv2
+    mask = _graphic_mask(grey, box, text_boxes)
+    return float(mask.mean()) if mask.size else 0.0
+
+
+def _crop(grey: Any, box: Box) -> Any:
+    """The pixels of ``grey`` inside ``box`` (clipped to the image; empty when nothing is left)."""
     import numpy as np
 
     x0, y0 = max(int(box[0]), 0), max(int(box[1]), 0)
     x1, y1 = min(int(np.ceil(box[2])), grey.shape[1]), min(int(np.ceil(box[3])), grey.shape[0])
-    if x1 <= x0 or y1 <= y0:
-        return 0.0
-    ink = grey[y0:y1, x0:x1] < INK_LEVEL
+    return grey[y0 : max(y1, y0), x0 : max(x1, x0)]
+
+
+def _graphic_mask(grey: Any, box: Box, text_boxes: Sequence[Box]) -> Any:
+    """``graphic_ink``'s pixels: 1 where ``box`` holds ink outside the text boxes and the rules."""
+    import cv2
+    import numpy as np
+
+    ink = _crop(grey, box) < INK_LEVEL
+    if not ink.size:
+        return np.zeros((0, 0), np.uint8)
+    x0, y0 = max(int(box[0]), 0), max(int(box[1]), 0)
+    h, w = ink.shape
     for b in text_boxes:
         bx0, by0 = max(int(b[0]) - 2 - x0, 0), max(int(b[1]) - 2 - y0, 0)
-        bx1, by1 = min(int(np.ceil(b[2])) + 2 - x0, x1 - x0), min(int(np.ceil(b[3])) + 2 - y0, y1 - y0)
+        bx1, by1 = min(int(np.ceil(b[2])) + 2 - x0, w), min(int(np.ceil(b[3])) + 2 - y0, h)
         if bx1 > bx0 and by1 > by0:
             ink[by0:by1, bx0:bx1] = False
     mask = ink.astype(np.uint8)
@@ -73,7 +89,7 @@ def graphic_ink(grey: Any, box: Box, text_boxes: Sequence[Box]) -> float:
         lines = cv2.morphologyEx(mask, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, long))
         solid = cv2.morphologyEx(lines, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, thick))
         mask[(lines > 0) & (solid == 0)] = 0  # long and thin: a rule (thick runs are bars: kept)
-    return float(mask.mean())
+    return mask
 
 
 def confirmed_figures(grey: Any, regions: Sequence[Region], lines: Sequence[TextLine]) -> list[Figure]:
@@ -90,6 +106,8 @@ def confirmed_figures(grey: Any, regions: Sequence[Region], lines: Sequence[Text
             logger.debug("figure region %s has %.3f graphic ink: text only, not a figure", r.box, share)
         elif _sheet(grey, r.box, lines):
             logger.debug("figure region %s is a sheet of text on a darker ground, not a figure", r.box)
+        elif _filled_bands(grey, r.box, lines):
+            logger.debug("figure region %s is text under filled bands (a table's head), not a figure", r.box)
         else:
             figures.append(Figure(r.box, len(figures) + 1, r.score))
     return figures
@@ -109,6 +127,43 @@ def _sheet(grey: Any, box: Box, lines: Sequence[TextLine]) -> bool:
         max(b[3] for b in inside),
     )
     return graphic_ink(grey, hull, inside) < GRAPHIC_INK
+
+
+BAND_FILL = 0.8  # a pixel row this full of ink across a region is a filled band (a table head's fill)
+BAND_ROWS = 0.5  # ... the bands fill at most this share of its height (a photo fills it all)
+
+
+def _filled_bands(grey: Any, box: Box, lines: Sequence[TextLine]) -> bool:
+    """Whether a figure region is lines of text under bands filled across its width: a table whose
+    head row (or a group's row) is set on a dark fill, which the model boxes as a picture. Why it is
+    no figure: beside the bands it holds less picture ink than a figure must (``GRAPHIC_INK``), where
+    a chart's bars, a diagram's shapes and a photo's pixels lie; a photo that fills whole rows fills
+    the region's height, not a few rows of it."""
+    inside = [ln.box for ln in lines if overlap(ln.box, box) >= INSIDE]
+    if len(inside) < SHEET_LINES:
+        return False
+    mask = _graphic_mask(grey, box, inside)
+    if not mask.size:
+        return False
+    bands = _closed(
+        (_crop(grey, box) < INK_LEVEL).mean(axis=1) >= BAND_FILL, max(b[3] - b[1] for b in inside)
+    )
+    if not bands.any() or bands.mean() > BAND_ROWS:
+        return False
+    return float(mask[~bands].sum()) < GRAPHIC_INK * mask.size  # no picture beside the bands
+
+
+def _closed(rows: Any, gap: float) -> Any:
+    """``rows`` with runs of False no longer than ``gap`` between two True rows set True: a band's rows
+    that its own white lettering keeps below ``BAND_FILL``."""
+    import numpy as np
+
+    out = rows.copy()
+    on = np.flatnonzero(rows)
+    for a, b in itertools.pairwise(on):
+        if 1 < b - a <= gap + 1:
+            out[a:b] = True
+    return out
 
 
 def _prose_regions(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[Region]:
