@@ -175,9 +175,8 @@ class _SectionContext:
     code_titles: set[int] = field(default_factory=set)  # headings set in code (``headings.code_titles``)
     code_tails: set[int] = field(default_factory=set)  # their lines after the first (``wrapped_code_titles``)
     frame: tuple[float, float] = (0.0, 0.0)  # left and right edges of the page's text
-    spans: list[tuple[float, float]] = field(
-        default_factory=list
-    )  # left and right edges of the section's rows
+    # The left and right edges of the section's rows (``column_right``).
+    spans: list[tuple[float, float]] = field(default_factory=list)
     tags: bool = False  # the section is a few rows of a word or three (``MAX_TAGS``)
 
     def column_right(self, cur: Pending, row: Row) -> float:
@@ -217,6 +216,7 @@ def _enumerates_next(a: str, b: str) -> bool:
 
 
 def _roman(text: str) -> int | None:
+    """The value of a lower-case roman numeral ("xii" → 12), or None for any other text."""
     values = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
     if not text or any(ch not in values for ch in text):
         return None
