@@ -9,11 +9,13 @@ model) reads them.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pymupdf
 import pytest
-from PIL import Image
 
+from bench.accuracy import sheets
 from bench.accuracy.printed import build
 from ocr_app.engines.light import LightOcrEngine
 from ocr_app.structure.lines import TextLine
@@ -152,24 +154,12 @@ def test_bars_or_a_photo_under_labels_stay_a_figure() -> None:
     assert not _filled_bands(few, region, lines[:4])  # a banner over a line or two: no table's rows
 
 
-def on_ground(image: Image.Image, seed: int) -> Image.Image:
-    """The page shrunk to 86 % and laid on a dark, slightly noisy ground, off centre: a phone's photo."""
-    w, h = image.size
-    rng = np.random.default_rng(seed)
-    ground = np.clip(int(rng.integers(40, 110)) + rng.normal(0, 6, (h, w, 3)), 0, 255).astype(np.uint8)
-    small = image.resize((int(w * 0.86), int(h * 0.86)))
-    out = Image.fromarray(ground)
-    dx, dy = int(rng.integers(-20, 20)), int(rng.integers(-20, 20))
-    out.paste(small, ((w - small.width) // 2 + dx, (h - small.height) // 2 + dy))
-    return out
-
-
 def test_a_table_on_a_dark_head_fill_that_the_model_calls_a_figure_is_read_as_a_table(engine, tmp_path):
     """A report page printed by Chromium (bench/accuracy/printed.py), its table's head row on a blue
     fill, photographed on a dark ground: the layout model boxes the table as a figure, and its cells
     came out as a figure's labels."""
     build(tmp_path, only=("word-wrapped-two-centred",))
-    image = on_ground(scan(pymupdf.open(tmp_path / "pdf" / "word-wrapped-two-centred.pdf")), 7)
+    image = sheets.on_ground(sheets.scan(tmp_path / "pdf" / "word-wrapped-two-centred.pdf"), 7)
     figures = [r for r in detect_regions(image) if r.label == "figure" and r.score >= FIGURE_SCORE]
     assert figures, "the layout model no longer calls this table a figure: the test checks nothing"
     out = read(engine, image)
@@ -178,3 +168,13 @@ def test_a_table_on_a_dark_head_fill_that_the_model_calls_a_figure_is_read_as_a_
     assert "image" not in labels and labels.count("table") == 1, (labels, md)
     assert "<th>Measure</th><th>Description</th><th>Owner</th><th>Due</th>" in md, md
     assert "<td>M3</td>" in md and "Education" in md, md
+
+
+def test_the_sheets_bench_reads_a_page_plain_and_on_a_ground(tmp_path, capsys):
+    # The bench behind docs/ACCURACY.md's round 43 table, on the test's own contents page.
+    sheet_page((1.0, 1.0, 1.0)).save(tmp_path / "contents.pdf")
+    assert sheets.main([str(tmp_path / "contents.pdf"), "--json", str(tmp_path / "rows.json")]) == 0
+    table = capsys.readouterr().out
+    assert "| contents.pdf |" in table and "tables read as a figure: **0**" in table, table
+    [row] = json.loads((tmp_path / "rows.json").read_text())
+    assert row["tables"] == [1, 1] and row["figures"] == [0, 0] and row["nid"] > 0.9, row

@@ -41,8 +41,10 @@ def test_a_larger_gap_or_a_first_line_indent_starts_a_new_paragraph():
     section = [
         _line("One paragraph that runs across the column and", 50, 100, 550),
         _line("ends here.", 50, 112, 150),
-        _line("After a blank line, another one.", 50, 150, 400),
-        _line("It goes on for a line.", 50, 162, 300),
+        # (A line that ends a sentence where the next word would have fitted ends its paragraph too:
+        # this one runs to the edge, so the next line goes on with it.)
+        _line("After a blank line, another one that runs across the column", 50, 150, 550),
+        _line("and goes on for a line.", 50, 162, 300),
         _line("An indented first line starts a third one.", 70, 174, 550),
     ]
     assert [b.label for b in group_section(section, BODY, CONFIG)] == ["text", "text", "text"]
