@@ -175,6 +175,6 @@ def test_the_sheets_bench_reads_a_page_plain_and_on_a_ground(tmp_path, capsys):
     sheet_page((1.0, 1.0, 1.0)).save(tmp_path / "contents.pdf")
     assert sheets.main([str(tmp_path / "contents.pdf"), "--json", str(tmp_path / "rows.json")]) == 0
     table = capsys.readouterr().out
-    assert "| contents.pdf |" in table and "tables read as a figure: **0**" in table, table
+    assert "| contents.pdf |" in table and "| all: [1, 1] | all: [0, 0] |" in table, table
     [row] = json.loads((tmp_path / "rows.json").read_text())
     assert row["tables"] == [1, 1] and row["figures"] == [0, 0] and row["nid"] > 0.9, row
