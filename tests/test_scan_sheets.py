@@ -18,6 +18,7 @@ import pytest
 from bench.accuracy import sheets
 from bench.accuracy.printed import build
 from ocr_app.engines.light import LightOcrEngine
+from ocr_app.structure import ink, rulings
 from ocr_app.structure.lines import TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown
 from ocr_app.structure.regions import detect_regions
@@ -178,3 +179,56 @@ def test_the_sheets_bench_reads_a_page_plain_and_on_a_ground(tmp_path, capsys):
     assert "| contents.pdf |" in table and "| all: [1, 1] | all: [0, 0] |" in table, table
     [row] = json.loads((tmp_path / "rows.json").read_text())
     assert row["tables"] == [1, 1] and row["figures"] == [0, 0] and row["nid"] > 0.9, row
+
+
+def _head_fill_page() -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+    """A table head on a dark fill, three rows of white lettering in it, and a dark text line over a
+    thin rule below it: the text lines' boxes with them."""
+    grey = np.full((400, 700), 255, np.uint8)
+    grey[40:130, 50:650] = 50  # the fill
+    boxes = []
+    for y in (48, 76, 104):  # its rows' letters, white, 18 px tall, with 8-10 px of fill between rows
+        for x in (60, 250, 450):
+            grey[y : y + 18, x : x + 90] = np.where(np.arange(90) % 6 < 2, 250, 50)  # strokes
+            boxes.append((float(x), float(y - 2), float(x + 90), float(y + 20)))
+    grey[200:218, 60:400] = np.where(np.arange(340) % 6 < 2, 20, 255)  # a dark line of text...
+    boxes.append((60.0, 198.0, 400.0, 220.0))
+    grey[224:226, 50:650] = 0  # ...over a rule of its own
+    return grey, boxes
+
+
+def test_a_head_fill_cut_by_its_lines_is_no_ruling_inside() -> None:
+    """Blanking the text lines' cores cuts a dark head fill into strips as thin as rulings: between
+    its rows, and along its top and bottom edges. The fill's edges and the strips between its rows
+    framed the head alone as a table drawn by rules (``rule_frames``: four "rules" around three rows
+    of cells), split from its body below. The edges stay: they frame a table as rules do."""
+    grey, boxes = _head_fill_page()
+    thick = max(rulings.MAX_THICK * 30.0, 6.0)
+    strips = rulings._segments(rulings._horizontal(rulings.rule_ink(grey), 120, boxes), True, thick)
+    inner = [s.pos for s in strips if 50 <= s.pos <= 120]
+    assert len(inner) >= 2, "no strips between the fill's rows: the test checks nothing"
+    found = rulings.horizontal_rules(grey, line_px=30.0, text_boxes=boxes)
+    # The fill's top and bottom edges, and the rule under the dark text; nothing between.
+    assert sorted(round(y) for _, y, _ in found) == [44, 126, 225], found
+
+
+def test_a_table_under_a_dark_head_fill_on_a_scan_is_one_table(engine, tmp_path):
+    """A report page printed by Chromium whose table's two head rows are set white on a blue fill,
+    with no rules under its body. The fill's strips framed the head as a table of its own, above the
+    body's, and its lettering was read into three wrong columns."""
+    build(tmp_path, only=("headfill-grouped-two",))
+    md = blocks_to_markdown(read(engine, sheets.scan(tmp_path / "pdf" / "headfill-grouped-two.pdf")).blocks)
+    assert md.count("<table>") == 1, md
+    table = md[md.index("<table>") : md.index("</table>")]
+    # Both head rows are heads: the years are bold too (``ink.bold_flags`` counts digits).
+    assert '<th rowspan="2">Site</th><th colspan="2">Nitrate (mg/l)</th>' in table, table
+    assert "<th>2024</th><th>2025</th><th>2024</th><th>2025</th></tr></thead>" in table, table
+    assert "<td>Upper weir</td><td>2.74</td><td>7.90</td><td>3.18</td><td>7.37</td>" in table, table
+
+
+def test_a_row_of_years_set_bold_is_bold() -> None:
+    # Strokes as measured on the probe's scan: body text and figures at 2.0-2.1 px, the head's years
+    # at 3.0-3.4 px. Fewer than three glyphs stay unjudged, letters or digits.
+    strokes = [2.05, 2.02, 2.08, 2.03, 2.06, 3.35, 3.04, 3.2, 3.3]
+    texts = ["The regional office", "2.74", "7.90", "Upper weir", "3.57", "2024", "2025", "Site", "12"]
+    assert ink.bold_flags(strokes, texts) == [False] * 5 + [True, True, True, False]

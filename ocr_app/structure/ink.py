@@ -233,8 +233,10 @@ def bold_flags(strokes: Sequence[float], texts: Sequence[str]) -> list[bool]:
     column of numbers) it may be a third of the characters. Why not relative to each line's size:
     the measured size of a body line varies by ±20 % with its letters, the stroke by ±2 % (measured:
     body 2.04-2.12 px, bold header 2.84-2.90 px at 144 DPI). Larger type has wider strokes too, but
-    larger lines are headings by their size anyway. Lines of fewer than three letters are never
-    called bold (too little ink to measure); a page set all in one weight has no bold lines.
+    larger lines are headings by their size anyway. Lines of fewer than three letters or digits are
+    never called bold (too little ink to measure); a page set all in one weight has no bold lines.
+    Digits count: a table's head row of years ("2024", "2025") set bold is as much ink as a word, and
+    not counting them left such a row plain under a bold row of words, so it was read as a body row.
     """
     weighted = sorted((s, max(len(t), 1)) for s, t in zip(strokes, texts, strict=True) if s > 0)
     if not weighted:
@@ -245,8 +247,8 @@ def bold_flags(strokes: Sequence[float], texts: Sequence[str]) -> list[bool]:
         if acc >= quantile:
             norm = s
             break
-    letters = [sum(c.isalpha() for c in t) for t in texts]
-    return [s >= BOLD_STROKE_GAIN * norm and n >= 3 for s, n in zip(strokes, letters, strict=True)]
+    glyphs = [sum(c.isalnum() for c in t) for t in texts]
+    return [s >= BOLD_STROKE_GAIN * norm and n >= 3 for s, n in zip(strokes, glyphs, strict=True)]
 
 
 def baseline_wander(crop: Any) -> float | None:

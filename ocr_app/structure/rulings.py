@@ -175,10 +175,34 @@ def horizontal_rules(
     layer's drawn rules do on a born-digital page."""
     length = max(int(4 * line_px), 30)
     thick = max(MAX_THICK * line_px, 6.0)
+    ink = rule_ink(grey)
     return [
         (s.start, s.pos, s.end)
-        for s in _segments(_horizontal(rule_ink(grey), length, text_boxes), True, thick)
+        for s in _segments(_horizontal(ink, length, text_boxes), True, thick)
+        if not _inside_band(ink, s, thick)
     ]
+
+
+BAND_SHARE = 0.5  # a pixel row this full of ink along a ruling's length is more of the same band
+
+
+def _inside_band(ink: Any, seg: Segment, thick: float) -> bool:
+    """Whether a horizontal ruling lies inside a band of ink, farther than ``thick`` from both its top
+    and bottom edges, counting as the band's every row at least ``BAND_SHARE`` ink along the ruling.
+    Why: blanking the text lines' cores cuts a table head's dark fill into strips as thin as rulings
+    between its rows of light lettering, and the rows through the lettering are still mostly ink. The
+    strips along the fill's top and bottom edges stay: those edges frame and part a table as rules do.
+    A ruling under a line of dark text has paper beside it: the letters ink a fifth of a row, not half."""
+    x0, x1 = max(int(seg.start), 0), int(seg.end) + 1
+    row = min(max(round(seg.pos), 0), ink.shape[0] - 1)
+    reach = int(thick) + 1
+
+    def inked(y: int) -> bool:
+        return 0 <= y < ink.shape[0] and float(ink[y, x0:x1].mean()) >= BAND_SHARE * 255
+
+    return all(inked(row - k) for k in range(1, reach + 1)) and all(
+        inked(row + k) for k in range(1, reach + 1)
+    )
 
 
 def _open_sides(
