@@ -55,6 +55,7 @@ _SENTENCE_END = (".", ",", ";", ":")
 # magazine's pull quote, set large in italics: text, not a heading).
 _QUOTATION = re.compile(r'^\s*["“„«‘]|[.!?…]\s*["”»’]\s*$')
 # One name in quotes, no sentence: a field's or key's title (Node.js's "packageManager"), not a quote.
+BOLD_ALONE_RATIO = 0.75  # a scan's bold line standing alone is a heading from this × the body size
 _CALL = re.compile(r"[A-Za-z_]\w*\(")  # a name right against its parenthesis: a call, a signature
 _QUOTED_NAME = re.compile(r'^\s*["“][\w@./:-]+["”]\s*$')
 
@@ -186,6 +187,21 @@ def heading_level(
         and not text[:1].islower()  # "package", "popcon": a table's column names, not a title
     ):
         return 3  # (a bold line over a table's columns, "Year Ended", is its header, not a heading)
+    if (
+        row.bold
+        and where.isolated
+        and ratio >= BOLD_ALONE_RATIO
+        and len(text.split()) <= config.max_isolated_heading_words
+        and where.aligned
+        and not cells_apart(row, config.min_cell_gap_ratio * body)
+        and not text[:1].islower()
+        and not CAPTION.match(text)
+    ):
+        # A scan has no fonts to say what the document's headings look like (``DocStyle``); a short
+        # bold line standing alone at body size, a blank line above and below, is one ("SUMMARY" in
+        # spaced capitals, a report's section titles). Beside others, or inside a paragraph's run, a
+        # bold line is a label or a table's head.
+        return 3
     return 0
 
 

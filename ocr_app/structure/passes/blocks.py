@@ -273,7 +273,7 @@ def _section_units(
         if size_close(a.size, b.size) and -OVERLAP * a.size <= b.box[1] - a.box[3] < 2.5 * a.size
     ]
     typical_gap = _typical_gap(gaps, body, config)
-    isolated = isolated_rows(units, config) if style is not None else set()
+    isolated = isolated_rows(units, config)  # on scans too: a bold line alone (``heading_level``)
     leads = panel_leads(units, panel) if style is not None and panel else set()
     terms = definition_terms(units, config) if style is not None else set()
     return units, typical_gap, isolated, leads, terms
