@@ -13,7 +13,7 @@ from __future__ import annotations
 from bench.accuracy import sheets
 from bench.accuracy.printed import build
 from ocr_app.engines.light import LightOcrEngine
-from ocr_app.structure.headings import RowContext, heading_level
+from ocr_app.structure.headings import RowContext, heading_level, isolated_rows
 from ocr_app.structure.lines import LayoutConfig, Row, TextLine
 from ocr_app.structure.pipeline import blocks_to_markdown
 from ocr_app.structure.regions import detect_regions, overlap
@@ -39,8 +39,9 @@ def test_bold_section_titles_at_body_size_are_headings_on_a_scan(tmp_path) -> No
     assert not any(h.startswith(("Water quality", "Maintenance costs")) for h in headings), md
 
 
-def _bold(text: str) -> Row:
-    return Row([TextLine(text, (100.0, 300.0, 100.0 + 11 * len(text), 300.0 + BODY), BODY, bold=True)])
+def _bold(text: str, role: str = "", bold: bool = True) -> Row:
+    box = (100.0, 300.0, 100.0 + 11 * len(text), 300.0 + BODY)
+    return Row([TextLine(text, box, BODY, bold=bold, role=role)])
 
 
 def test_a_bold_line_at_body_size_is_a_heading_only_standing_alone() -> None:
@@ -52,3 +53,26 @@ def test_a_bold_line_at_body_size_is_a_heading_only_standing_alone() -> None:
     assert heading_level(_bold("the works in detail"), BODY, config, None, alone) == 0  # a line's tail
     off_edge = RowContext(isolated=True, aligned=False)
     assert heading_level(_bold("Progress of the works"), BODY, config, None, off_edge) == 0  # over a column
+
+
+def test_the_models_paragraph_box_over_a_title_standing_alone_does_not_unmake_it() -> None:
+    # The model's text box over "RESULTS BY REGION" and its paragraph gave the title the prose role.
+    config, alone = LayoutConfig(), RowContext(isolated=True)
+    assert heading_level(_bold("RESULTS BY REGION", role="prose"), BODY, config, None, alone) == 3
+    assert heading_level(_bold("Results by region", role="prose", bold=False), BODY, config, None, alone) == 0
+    assert heading_level(_bold("RESULTS BY REGION", role="prose"), BODY, config, None, RowContext()) == 0
+
+
+def test_on_a_scan_a_blank_line_is_measured_over_the_paragraphs_own_line_gap() -> None:
+    # Boxes as the OCR gave them on the probe's word-labelled-wide-centred: padded, so the title's
+    # blank line below measures 19 px at a size of 22 px, and a paragraph's lines overlap by 2 px.
+    def line(text: str, y0: float, y1: float) -> Row:
+        return Row([TextLine(text, (108.0, y0, 108.0 + 11 * len(text), y1), 22.2)])
+
+    title = line("BACKGROUND", 203, 233)
+    units = [line("Freight and Logistics Report", 136, 179), title, line("Maintenance costs", 252, 283)]
+    units.append(line("must be replaced.", 281, 311))
+    config = LayoutConfig()
+    assert id(title) not in isolated_rows(units, config)  # a blank line of a full size between boxes
+    assert id(title) in isolated_rows(units, config, line_gap=-2.0)
+    assert id(units[2]) not in isolated_rows(units, config, line_gap=-2.0)

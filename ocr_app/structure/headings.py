@@ -55,6 +55,7 @@ _SENTENCE_END = (".", ",", ";", ":")
 # magazine's pull quote, set large in italics: text, not a heading).
 _QUOTATION = re.compile(r'^\s*["“„«‘]|[.!?…]\s*["”»’]\s*$')
 # One name in quotes, no sentence: a field's or key's title (Node.js's "packageManager"), not a quote.
+SCAN_BLANK = 0.5  # × size: a blank line on a scan, over the paragraph's own line gap
 BOLD_ALONE_RATIO = 0.75  # a scan's bold line standing alone is a heading from this × the body size
 _CALL = re.compile(r"[A-Za-z_]\w*\(")  # a name right against its parenthesis: a call, a signature
 _QUOTED_NAME = re.compile(r'^\s*["“][\w@./:-]+["”]\s*$')
@@ -159,8 +160,10 @@ def heading_level(
         if level and style.depth_bases and outline_level(style.outline, text) is None:
             level = numbered_level(level, text, style.depth_bases)
         return level
-    if any(i.role == "prose" for i in row.items):
-        return 0  # the layout model saw a paragraph's line (a scan: ``structure.scan_regions``)
+    if any(i.role == "prose" for i in row.items) and not (row.bold and where.isolated):
+        # The layout model saw a paragraph's line (a scan: ``structure.scan_regions``). Not a bold
+        # line standing alone: the model's box over a paragraph reaches up over its section's title.
+        return 0
     ratio = row.size / body
     if ratio >= config.h1_ratio:
         return 1
@@ -462,9 +465,14 @@ def colored_rows(units: Sequence[Row | Table], style: DocStyle, typical_gap: flo
     return out
 
 
-def isolated_rows(units: Sequence[Row | Table], config: LayoutConfig) -> set[int]:
+def isolated_rows(
+    units: Sequence[Row | Table], config: LayoutConfig, line_gap: float | None = None
+) -> set[int]:
     """ids of the single-piece rows with no other unit within a blank line above or below them in
-    their own x-range (units sorted top to bottom): lines that stand alone, as headings do."""
+    their own x-range (units sorted top to bottom): lines that stand alone, as headings do. A blank
+    line is ``isolation_gap_ratio`` × the row's size between the boxes; given ``line_gap`` (the gap
+    between a paragraph's lines, on a scan), half a size more than that: OCR's boxes are padded, and
+    their gaps fall short of the spacing by a third of a line or more."""
 
     def overlaps(a: Box, b: Box) -> bool:
         return min(a[2], b[2]) - max(a[0], b[0]) > 0
@@ -473,7 +481,9 @@ def isolated_rows(units: Sequence[Row | Table], config: LayoutConfig) -> set[int
     for k, unit in enumerate(units):
         if not isinstance(unit, Row) or len(unit.items) != 1:
             continue
-        gap = config.isolation_gap_ratio * unit.size
+        gap = (
+            config.isolation_gap_ratio * unit.size if line_gap is None else line_gap + SCAN_BLANK * unit.size
+        )
         above = next((u for u in reversed(units[:k]) if overlaps(u.box, unit.box)), None)
         below = next((u for u in units[k + 1 :] if overlaps(u.box, unit.box)), None)
         if (above is None or unit.box[1] - above.box[3] >= gap) and (

@@ -273,7 +273,9 @@ def _section_units(
         if size_close(a.size, b.size) and -OVERLAP * a.size <= b.box[1] - a.box[3] < 2.5 * a.size
     ]
     typical_gap = _typical_gap(gaps, body, config)
-    isolated = isolated_rows(units, config)  # on scans too: a bold line alone (``heading_level``)
+    # On a scan too (a bold line alone is a heading there, ``heading_level``), where the OCR's boxes
+    # reach into the spacing: a blank line there is half a line more than the paragraph's line gap.
+    isolated = isolated_rows(units, config, None if style is not None else typical_gap)
     leads = panel_leads(units, panel) if style is not None and panel else set()
     terms = definition_terms(units, config) if style is not None else set()
     return units, typical_gap, isolated, leads, terms
