@@ -125,6 +125,14 @@ class _DocumentFacts:
         return page.out
 
 
+def document_body(pages: Sequence[ScannedPage]) -> float:
+    """The size most of the first pages' characters are set in (``lines.body_size`` over them all), or
+    0 without text. Why: a page mostly in small print (a paper's references) takes that as its own
+    body, and the paragraphs above it in the document's body size came out as headings."""
+    lines = [ln for p in pages for ln in p.lines]
+    return body_size(lines) if lines else 0.0
+
+
 def _released(
     waiting: list[tuple[int, _LaidOut]], facts: _DocumentFacts
 ) -> Iterator[tuple[int, EngineOutput]]:
@@ -263,7 +271,10 @@ class LightOcrEngine(Engine):
     def predict_batch(self, requests: Sequence[PageRequest]) -> list[EngineOutput]:
         """Pages laid out with the heading levels of the batch's own hierarchy (``scan_levels``)."""
         self.load()
-        read = [self._lay_out(self._scan(r)) for r in requests]
+        first = [self._scan(r) for r in requests[:LOOKAHEAD]]
+        body = document_body(first)
+        read = [self._lay_out(p, body) for p in first]
+        read += [self._lay_out(self._scan(r), body) for r in requests[LOOKAHEAD:]]
         facts = _DocumentFacts.of(read, self._layout)
         return [facts.apply(page) for page in read]
 
@@ -272,25 +283,37 @@ class LightOcrEngine(Engine):
         ``LOOKAHEAD`` pages are read before any is handed on, their headings ranked together
         (``scan_levels.document_levels``), and later pages take those levels. Why wait: a page alone
         cannot tell a section title from a chapter title; the first pages of a document show its
-        title and section levels. The engine keeps only a waiting page's blocks (the converter
-        holds its request, image included, until it is answered); a cancelled job ends the stream at
-        its next page."""
+        title and section levels, and their body size (``document_body``). The engine keeps a waiting
+        page's lines and grey pixels (the converter holds its request, image included, until it is
+        answered); a cancelled job ends the stream at its next page."""
         self.load()
-        waiting: list[tuple[int, _LaidOut]] = []
+        waiting: list[tuple[int, ScannedPage]] = []
         facts: _DocumentFacts | None = None
+        body = 0.0
         for i, request in enumerate(requests):
             if request.cancelled:
                 return  # the job is cancelled: no more pages read while waiting (the converter stops)
-            page = self._lay_out(self._scan(request))
+            page = self._scan(request)
             if facts is not None:
-                yield i, facts.apply(page)
+                yield i, facts.apply(self._lay_out(page, body))
                 continue
             waiting.append((i, page))
             if len(waiting) >= LOOKAHEAD:
-                facts = _DocumentFacts.of([p for _, p in waiting], self._layout)
-                yield from _released(waiting, facts)
+                facts, laid, body = self._first_pages(waiting)
+                waiting.clear()
+                yield from _released(laid, facts)
         if facts is None and waiting:
-            yield from _released(waiting, _DocumentFacts.of([p for _, p in waiting], self._layout))
+            facts, laid, _ = self._first_pages(waiting)
+            yield from _released(laid, facts)
+
+    def _first_pages(
+        self, waiting: list[tuple[int, ScannedPage]]
+    ) -> tuple[_DocumentFacts, list[tuple[int, _LaidOut]], float]:
+        """The first pages laid out against their body size (``document_body``), the document's facts
+        from them, and that size."""
+        body = document_body([p for _, p in waiting])
+        laid = [(i, self._lay_out(p, body)) for i, p in waiting]
+        return _DocumentFacts.of([p for _, p in laid], self._layout), laid, body
 
     def recognize_lines(self, image: Any) -> list[TextLine]:
         """Run RapidOCR on a PIL image; return its text lines in page pixels."""
@@ -449,9 +472,10 @@ class LightOcrEngine(Engine):
             lines, tables, regions, grey, matrix, angle, turns, disp, notes, trust, start, ocr_s, read
         )
 
-    def _lay_out(self, page: ScannedPage) -> _LaidOut:
+    def _lay_out(self, page: ScannedPage, body: float = 0.0) -> _LaidOut:
         """The page's blocks in reading order from what ``_scan`` read (boxes back in page pixels),
-        and a record of each heading for the document's levels (``scan_levels``)."""
+        and a record of each heading for the document's levels (``scan_levels``); ``body``: the
+        document's body size (``document_body``; 0: none)."""
         import cv2
 
         h, w = page.grey.shape[:2]
@@ -460,7 +484,7 @@ class LightOcrEngine(Engine):
         heads: list[HeadingRecord | None] = []
 
         def record(layout: PageLayout) -> None:
-            heads.extend(heading_records(layout.blocks, layout.lines, layout.body))
+            heads.extend(heading_records(layout.blocks, layout.lines, layout.heading_body or layout.body))
 
         passes = region_passes(page.regions, page.grey) if page.regions else DEFAULT_PASSES
         passes = (*passes, ("heading_records", record))
@@ -478,6 +502,7 @@ class LightOcrEngine(Engine):
             config=self._layout,
             tables=page.tables,
             passes=passes,
+            document_body=body,
         )
         blocks = (
             [b for b in edge if b.label == "page_header"]

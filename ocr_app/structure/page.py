@@ -28,6 +28,10 @@ class PageLayout:
     given_tables: Sequence[tuple] = ()  # tables the engine found itself (ruled grids)
     given_forms: Sequence[tuple[Box, list[list[str]]]] = ()
     body: float = 1.0  # the page's body text size (``prepare``)
+    # A scanned document's body size over its first pages, from the engine (0: none given), and the
+    # size headings are measured against on this page (``prepare``; 0: the page's own body).
+    document_body: float = 0.0
+    heading_body: float = 0.0
     vocabulary: frozenset[str] = frozenset()  # words the page and document have unbroken
     rtl: bool = False
     panel: frozenset[int] = frozenset()  # ids of the lines of a text panel over a picture

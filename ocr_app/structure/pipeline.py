@@ -70,6 +70,7 @@ def build_blocks(
     table_regions: Sequence[Box] | None = None,
     text_regions: Sequence[Box] = (),
     containers: Sequence[Box] = (),
+    document_body: float = 0.0,
 ) -> list[Block]:
     """Lines of one page → Markdown-ready blocks in reading order.
 
@@ -81,6 +82,8 @@ def build_blocks(
     layout model's table boxes when the engine asked it; grids of words outside them are then text.
     ``text_regions``: its text boxes; a grid outside its table boxes whose columns they hold apart is text.
     ``containers``: filled shapes that hold text (a slide's panels): each is read whole, in its place.
+    ``document_body``: a scanned document's body size over its first pages (the light engine), which
+    headings on a page of small print are measured against.
     """
     page = PageLayout(
         lines=list(lines),
@@ -93,6 +96,7 @@ def build_blocks(
         table_regions=table_regions,
         text_regions=text_regions,
         containers=containers,
+        document_body=document_body,
     )
     return run_passes(page, passes)
 

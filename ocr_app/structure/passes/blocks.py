@@ -87,7 +87,15 @@ def run(page: PageLayout) -> None:
     frame = (min((i.box[0] for i in items), default=0.0), max((i.box[2] for i in items), default=0.0))
     for section in page.sections:
         grouper = _group(
-            section, page.body, page.config, page.style, page.vocabulary, page.page_height, page.panel, frame
+            section,
+            page.body,
+            page.config,
+            page.style,
+            page.vocabulary,
+            page.page_height,
+            page.panel,
+            frame,
+            page.heading_body,
         )
         blocks, tail = grouper.blocks, grouper.open_end
         ends_open = open_end is not None and bool(page.blocks) and page.blocks[-1] is open_end
@@ -178,6 +186,7 @@ class _SectionContext:
     # The left and right edges of the section's rows (``column_right``).
     spans: list[tuple[float, float]] = field(default_factory=list)
     tags: bool = False  # the section is a few rows of a word or three (``MAX_TAGS``)
+    heading_body: float = 0.0  # what headings are measured against (0: ``body``; ``prepare``)
 
     def column_right(self, cur: Pending, row: Row) -> float:
         """The right edge of the column ``row`` and the open paragraph stand in: the widest of the
@@ -425,7 +434,7 @@ class _SectionBlocks:
             far_right=ctx.far_right(row),
             tag=ctx.tag(row),
         )
-        level = heading_level(row, ctx.body, ctx.config, ctx.style, where)
+        level = heading_level(row, ctx.heading_body or ctx.body, ctx.config, ctx.style, where)
         if not level and not big_gap and _title_rest(row, text, cur, ctx):
             return cur.level  # type: ignore[union-attr]
         if level and ctx.style is not None and cur is None and lowercase_start(text):
@@ -778,8 +787,10 @@ def _group(
     page_height: float = 0.0,
     panel: frozenset[int] = frozenset(),
     frame: tuple[float, float] | None = None,
+    heading_body: float = 0.0,
 ) -> _SectionBlocks:
-    """``frame``: the left and right edges of the page's text (default: the section's own)."""
+    """``frame``: the left and right edges of the page's text (default: the section's own);
+    ``heading_body``: what headings are measured against, where not ``body`` (``prepare``)."""
     units, typical_gap, isolated, heads_of_panels, terms = _section_units(section, body, config, style, panel)
     left = min((u.box[0] for u in units), default=0.0)
     width = max((u.box[2] for u in units), default=0.0) - left
@@ -818,6 +829,7 @@ def _group(
         code_tails=code_tails,
         frame=frame or (left, left + width),
         tags=len(units) <= MAX_TAGS and all(isinstance(u, Row) and len(u.text.split()) <= 3 for u in units),
+        heading_body=heading_body,
     )
     grouper = _SectionBlocks(ctx)
     for unit in units:

@@ -29,6 +29,14 @@ def run(page: PageLayout) -> None:
     page.rtl = is_rtl(" ".join(ln.text for ln in clean))
     style = page.style
     if style is None:
+        if (
+            page.document_body
+            and page.body < SMALL_PRINT * page.document_body
+            and _holds_body_text(clean, page.document_body)
+        ):
+            # A scanned page mostly in small print (a paper's references under the end of its
+            # conclusion): its paragraphs in the document's body size are no headings against it.
+            page.heading_body = page.document_body
         return
     page.vocabulary |= style.vocabulary
     # A page holding a table is no cover, however little running text it has beside the table.
@@ -60,6 +68,7 @@ def _prose_body(lines: Sequence[TextLine], body: float, style_body: float) -> fl
     return body
 
 
+SMALL_PRINT = 0.88  # a page's body this much smaller than the document's is small print
 BODY_TEXT_CHARS = 200  # a page holding this much text in the document's body size ...
 BODY_TEXT_SHARE = 0.2  # ... and this share of its text keeps the document's scale
 
