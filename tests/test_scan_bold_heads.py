@@ -76,3 +76,29 @@ def test_on_a_scan_a_blank_line_is_measured_over_the_paragraphs_own_line_gap() -
     assert id(title) not in isolated_rows(units, config)  # a blank line of a full size between boxes
     assert id(title) in isolated_rows(units, config, line_gap=-2.0)
     assert id(units[2]) not in isolated_rows(units, config, line_gap=-2.0)
+
+
+def test_a_centred_line_standing_alone_is_a_heading_an_equation_is_not() -> None:
+    config = LayoutConfig()
+    centred = RowContext(isolated=True, centred=True)
+    small_caps = Row([TextLine("I. INTRODUCTION", (500.0, 300.0, 640.0, 313.0), 12.5)])
+    assert heading_level(small_caps, 18.1, config, None, centred) == 3  # small capitals, 0.69 × body
+    assert heading_level(small_caps, 18.1, config, None, RowContext(isolated=True)) == 0  # at the edge
+    assert heading_level(small_caps, 18.1, config, None, RowContext(centred=True)) == 0  # in a run
+    authors = Row([TextLine("Okafor, N., Lindqvist, M.", (494.0, 203.0, 700.0, 225.0), 18.0)])
+    assert heading_level(authors, 18.1, config, None, centred) == 0
+    equation = Row([TextLine("x = 2y + 3 (4)", (500.0, 300.0, 640.0, 318.0), 18.0)])
+    assert heading_level(equation, 18.1, config, None, centred) == 0
+
+
+def test_a_papers_section_titles_in_centred_small_capitals_are_headings_on_a_scan(tmp_path) -> None:
+    """The probe's IEEE-style paper printed by Chromium: "I. Introduction" set centred in small
+    capitals, no bolder than the text, which the layout model does not box as a title."""
+    build(tmp_path, only=("paper-ieee-one",))
+    engine = LightOcrEngine()
+    engine.load()
+    md = blocks_to_markdown(read(engine, sheets.scan(tmp_path / "pdf" / "paper-ieee-one.pdf")).blocks)
+    headings = [ln.lstrip("#").strip().upper() for ln in md.splitlines() if ln.startswith("#")]
+    for title in ("ABSTRACT", "I. INTRODUCTION", "II. RELATED WORK", "III. DATA AND METHOD", "IV. RESULTS"):
+        assert title in headings, md
+    assert not any("OKAFOR" in h for h in headings), md

@@ -56,7 +56,9 @@ _SENTENCE_END = (".", ",", ";", ":")
 _QUOTATION = re.compile(r'^\s*["“„«‘]|[.!?…]\s*["”»’]\s*$')
 # One name in quotes, no sentence: a field's or key's title (Node.js's "packageManager"), not a quote.
 SCAN_BLANK = 0.5  # × size: a blank line on a scan, over the paragraph's own line gap
+WORDY = 0.6  # a centred line standing alone is a title only with this share of letters
 BOLD_ALONE_RATIO = 0.75  # a scan's bold line standing alone is a heading from this × the body size
+CENTRED_ALONE_RATIO = 0.55  # ... a centred one from this (small capitals measure by their height)
 _CALL = re.compile(r"[A-Za-z_]\w*\(")  # a name right against its parenthesis: a call, a signature
 _QUOTED_NAME = re.compile(r'^\s*["“][\w@./:-]+["”]\s*$')
 
@@ -130,6 +132,7 @@ class RowContext:
     colored: bool = False  # a short line standing apart in an accent colour (``colored_rows``)
     far_right: bool = False  # starts in the right part of its section (``FAR_RIGHT``)
     tag: bool = False  # in a section of a few words in the right part of the page's text
+    centred: bool = False  # centred in its section, in from its left edge
 
 
 def heading_level(
@@ -160,7 +163,8 @@ def heading_level(
         if level and style.depth_bases and outline_level(style.outline, text) is None:
             level = numbered_level(level, text, style.depth_bases)
         return level
-    if any(i.role == "prose" for i in row.items) and not (row.bold and where.isolated):
+    set_apart = where.isolated and (row.bold or (where.centred and _wordy(text)))
+    if any(i.role == "prose" for i in row.items) and not set_apart:
         # The layout model saw a paragraph's line (a scan: ``structure.scan_regions``). Not a bold
         # line standing alone: the model's box over a paragraph reaches up over its section's title.
         return 0
@@ -191,9 +195,8 @@ def heading_level(
     ):
         return 3  # (a bold line over a table's columns, "Year Ended", is its header, not a heading)
     if (
-        row.bold
-        and where.isolated
-        and ratio >= BOLD_ALONE_RATIO
+        set_apart
+        and ratio >= (BOLD_ALONE_RATIO if row.bold else CENTRED_ALONE_RATIO)
         and len(text.split()) <= config.max_isolated_heading_words
         and where.aligned
         and not cells_apart(row, config.min_cell_gap_ratio * body)
@@ -201,11 +204,18 @@ def heading_level(
         and not CAPTION.match(text)
     ):
         # A scan has no fonts to say what the document's headings look like (``DocStyle``); a short
-        # bold line standing alone at body size, a blank line above and below, is one ("SUMMARY" in
-        # spaced capitals, a report's section titles). Beside others, or inside a paragraph's run, a
-        # bold line is a label or a table's head.
+        # line standing alone at body size, a blank line above and below, bold or centred, is one
+        # ("SUMMARY" in spaced capitals, a report's section titles, a paper's "I. INTRODUCTION" in
+        # small capitals). Beside others, or inside a paragraph's run, a bold line is a label or a
+        # table's head; a centred line of figures and signs is an equation.
         return 3
     return 0
+
+
+def _wordy(text: str) -> bool:
+    """Whether most of a line's characters are letters (a title), not figures and signs (an equation)."""
+    chars = text.replace(" ", "")
+    return sum(c.isalpha() for c in chars) >= WORDY * len(chars)
 
 
 def lowercase_start(text: str) -> bool:

@@ -433,6 +433,7 @@ class _SectionBlocks:
             colored=id(row) in ctx.colored,
             far_right=ctx.far_right(row),
             tag=ctx.tag(row),
+            centred=row.box[0] - ctx.left > 2 * row.size and abs(centre) <= 1.5 * row.size,
         )
         level = heading_level(row, ctx.heading_body or ctx.body, ctx.config, ctx.style, where)
         if not level and not big_gap and _title_rest(row, text, cur, ctx):
