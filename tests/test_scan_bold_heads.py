@@ -1,9 +1,9 @@
 """Section titles set bold at the body's size on a scan (issue 30, round 44).
 
 A scan has no fonts, so nothing says what the document's headings look like (the text layer's
-``DocStyle``): a bold line was a heading only at 1.15 × the body size or inside the layout model's
+``DocStyle``): a bold line was a heading only from 0.95 × the body size or inside the layout model's
 title box. Reports set their section titles bold at body size ("SUMMARY", "METHOD" in spaced
-capitals), and the model boxes some of them as text. The page is printed by Chromium from the probe
+capitals, 0.88-0.95 × the body by their capitals' height), and the model boxes some of them as text. The page is printed by Chromium from the probe
 set (``bench/accuracy/printed.py``) and rendered to pixels; the REAL light engine (RapidOCR and the
 CDLA layout model) reads it.
 """

@@ -54,13 +54,15 @@ _SENTENCE_END = (".", ",", ";", ":")
 # A quotation: a line that opens with a quotation mark, or closes one after a sentence's end (a
 # magazine's pull quote, set large in italics: text, not a heading).
 _QUOTATION = re.compile(r'^\s*["“„«‘]|[.!?…]\s*["”»’]\s*$')
+_CALL = re.compile(r"[A-Za-z_]\w*\(")  # a name right against its parenthesis: a call, a signature
 # One name in quotes, no sentence: a field's or key's title (Node.js's "packageManager"), not a quote.
+_QUOTED_NAME = re.compile(r'^\s*["“][\w@./:-]+["”]\s*$')
+
+# Headings on a scan, where no document style says what they look like (``heading_level``):
 SCAN_BLANK = 0.5  # × size: a blank line on a scan, over the paragraph's own line gap
 WORDY = 0.6  # a centred line standing alone is a title only with this share of letters
 BOLD_ALONE_RATIO = 0.75  # a scan's bold line standing alone is a heading from this × the body size
 CENTRED_ALONE_RATIO = 0.55  # ... a centred one from this (small capitals measure by their height)
-_CALL = re.compile(r"[A-Za-z_]\w*\(")  # a name right against its parenthesis: a call, a signature
-_QUOTED_NAME = re.compile(r'^\s*["“][\w@./:-]+["”]\s*$')
 
 
 def open_quotation(text: str) -> bool:
