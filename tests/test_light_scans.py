@@ -214,6 +214,31 @@ def test_the_first_page_is_handed_on_after_the_lookahead_not_the_document(engine
     assert [i for i, _ in stream] == list(range(1, LOOKAHEAD + 2))
 
 
+def test_a_pages_time_leaves_out_its_wait_in_the_lookahead(engine: LightOcrEngine) -> None:
+    # The first pages are read, then laid out together once LOOKAHEAD of them are in (round 44: the
+    # document's body size). A page's own seconds are its reading and its layout, not the others' OCR
+    # it waited for: disjoint spans inside the call, so together no longer than the call.
+    import time
+
+    from ocr_app.engines.light import LOOKAHEAD
+
+    doc = sections_document()
+    requests = [
+        PageRequest(
+            page=PageImage(image=scan_page(doc, k % doc.page_count), index=k, source="s.pdf", dpi=DPI),
+            prompt="",
+        )
+        for k in range(LOOKAHEAD)
+    ]
+    start = time.perf_counter()
+    outs = [out for _, out in engine.predict_stream(iter(requests))]
+    wall = time.perf_counter() - start
+    totals = [out.timings["total"] for out in outs]
+    assert len(outs) == LOOKAHEAD and all(t > 0 for t in totals)
+    assert sum(totals) <= wall, (totals, wall)
+    assert all(out.timings["ocr"] <= out.timings["total"] for out in outs)
+
+
 def table_page(rules: bool = False) -> pymupdf.Document:
     """A table without vertical rulings; ``rules``: with a booktabs table's three horizontal rules."""
     doc = pymupdf.open()

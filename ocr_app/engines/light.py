@@ -166,7 +166,7 @@ class ScannedPage:
     display: tuple[int, int]  # the page's size as displayed
     notes: list[str]
     trust: Any  # ``light_trust.judge``'s verdict
-    start: float  # perf_counter when reading began
+    read_s: float  # seconds reading it took (OCR, regions, ruled tables), waiting for others not counted
     ocr_s: float
     ocr_lines: list[OcrLine]  # the recognised lines as displayed (the searchable PDF's text)
 
@@ -469,7 +469,19 @@ class LightOcrEngine(Engine):
         if lines and regions and learned_tables_available():
             tables, lines = self._learned_tables(grey, regions, tables, lines)
         return ScannedPage(
-            lines, tables, regions, grey, matrix, angle, turns, disp, notes, trust, start, ocr_s, read
+            lines,
+            tables,
+            regions,
+            grey,
+            matrix,
+            angle,
+            turns,
+            disp,
+            notes,
+            trust,
+            time.perf_counter() - start,
+            ocr_s,
+            read,
         )
 
     def _lay_out(self, page: ScannedPage, body: float = 0.0) -> _LaidOut:
@@ -478,6 +490,7 @@ class LightOcrEngine(Engine):
         document's body size (``document_body``; 0: none)."""
         import cv2
 
+        laying_out = time.perf_counter()  # a page may wait in the lookahead between reading and this
         h, w = page.grey.shape[:2]
         # The layout model's regions (titles, prose, figures) plug into the passes when there are any;
         # the headings' sizes and weights are recorded last, in the layout's frame.
@@ -520,7 +533,7 @@ class LightOcrEngine(Engine):
         if page.turns:
             for block in blocks:
                 block.boxes = [unrotate_box(b, page.turns, *page.display) for b in block.boxes]
-        total = time.perf_counter() - page.start
+        total = page.read_s + time.perf_counter() - laying_out
         out = EngineOutput(
             engine=self.name,
             blocks=blocks,
