@@ -455,9 +455,10 @@ class LightOcrEngine(Engine):
             quads = [affine_points(matrix, q) for q in quads]
             grey = cv2.warpAffine(grey, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=255)
             regions = [replace(r, box=quad_box(affine_points(matrix, box_corners(r.box)))) for r in regions]
+        italic = ink.italic_flags(crops, texts)  # short lines only: a lowest heading's cue
         lines = [
-            TextLine(t, quad_box(q), s, b, words=word_xs(q, spans))
-            for q, t, s, b, (_, spans) in zip(quads, texts, sizes, bold, words, strict=True)
+            TextLine(t, quad_box(q), s, b, italic=it, words=word_xs(q, spans))
+            for q, t, s, b, it, (_, spans) in zip(quads, texts, sizes, bold, italic, words, strict=True)
         ]
         lines = recover_bullets(grey, lines) if lines else lines
         # A table's nil dashes, which the detector drops (scored on ICDAR 2013's scans).

@@ -63,6 +63,8 @@ SCAN_BLANK = 0.5  # × size: a blank line on a scan, over the paragraph's own li
 WORDY = 0.6  # a centred line standing alone is a title only with this share of letters
 BOLD_ALONE_RATIO = 0.75  # a scan's bold line standing alone is a heading from this × the body size
 CENTRED_ALONE_RATIO = 0.55  # ... a centred one from this (small capitals measure by their height)
+ITALIC_RATIOS = (0.85, 1.15)  # ... an italic one at about the body's size
+ITALIC_TITLE_CHARS = 60  # ... and this short
 
 
 def open_quotation(text: str) -> bool:
@@ -210,6 +212,19 @@ def heading_level(
         # ("SUMMARY" in spaced capitals, a report's section titles, a paper's "I. INTRODUCTION" in
         # small capitals). Beside others, or inside a paragraph's run, a bold line is a label or a
         # table's head; a centred line of figures and signs is an equation.
+        return 3
+    if (
+        row.italic
+        and where.isolated
+        and ITALIC_RATIOS[0] <= ratio <= ITALIC_RATIOS[1]
+        and len(text) <= ITALIC_TITLE_CHARS
+        and text[:1].isupper()
+        and where.aligned
+        and not CAPTION.match(text)
+        and not cells_apart(row, config.min_cell_gap_ratio * body)
+    ):
+        # A short line in italics standing alone at body size: the lowest heading of reports and papers
+        # ("Limitations", "A. Grading scale"), a level under the bold ones (``scan_levels``).
         return 3
     return 0
 

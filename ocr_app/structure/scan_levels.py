@@ -51,14 +51,18 @@ class DocumentLevels:
     first_level: int = 2
     heading_ratio: float = 1.25  # below this a heading is set at body size (bold, or a title region)
     depth_bases: dict[int, int] = field(default_factory=dict)  # ``numbering.depth_bases``
+    # Bold headings at body size seen: a plain one (italic, centred) at body size goes a level under them.
+    bold_at_body: bool = False
 
     def level(self, record: HeadingRecord) -> int:
-        """The level of one heading: its tier's rank, or the level below all tiers at body size."""
+        """The level of one heading: its tier's rank, or the level below all tiers at body size (and
+        one more for a plain one where the document also sets bold ones there: "Limitations" in italics
+        under "Costs and funding" in bold)."""
         if record.ratio >= self.heading_ratio and self.tiers:
             nearest = min(range(len(self.tiers)), key=lambda k: abs(record.ratio / self.tiers[k] - 1))
             base = nearest + self.first_level
         else:
-            base = len(self.tiers) + self.first_level
+            base = len(self.tiers) + self.first_level + (self.bold_at_body and not record.bold)
         return numbered_level(min(base, 6), record.text, self.depth_bases)
 
 
@@ -104,7 +108,8 @@ def document_levels(records: Sequence[HeadingRecord | None], config: LayoutConfi
     sized_levels = DocumentLevels(means, first, config.heading_ratio)
     bases = depth_bases((sized_levels.level(r), r.text) for r in records)
     logger.debug("document heading tiers %s (first level %d), numbering bases %s", means, first, bases)
-    return DocumentLevels(means, first, config.heading_ratio, bases)
+    bold = any(r.bold and r.ratio < config.heading_ratio for r in records)
+    return DocumentLevels(means, first, config.heading_ratio, bases, bold)
 
 
 def relevel(blocks: list[Block], records: Sequence[HeadingRecord | None], levels: DocumentLevels) -> None:
