@@ -51,6 +51,9 @@ def test_an_italic_line_standing_alone_at_body_size_is_a_heading() -> None:
     assert heading_level(_line("Limitations", italic=False), 22.0, config, None, alone) == 0
     assert heading_level(_line("Table 1: Agreement by element"), 22.0, config, None, alone) == 0
     assert heading_level(_line("and so on"), 22.0, config, None, alone) == 0
+    # A manual's caption and code, set in italics (IBM's redbook in docling's set, as a scan).
+    assert heading_level(_line("Example 3-9 Creating a mask"), 22.0, config, None, alone) == 0
+    assert heading_level(_line("AS <correlation name>"), 22.0, config, None, alone) == 0
 
 
 def test_italic_subheads_under_bold_heads_on_a_scan(tmp_path) -> None:

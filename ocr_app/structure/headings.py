@@ -65,6 +65,9 @@ BOLD_ALONE_RATIO = 0.75  # a scan's bold line standing alone is a heading from t
 CENTRED_ALONE_RATIO = 0.55  # ... a centred one from this (small capitals measure by their height)
 ITALIC_RATIOS = (0.85, 1.15)  # ... an italic one at about the body's size
 ITALIC_TITLE_CHARS = 60  # ... and this short
+# ... not a label and its number ("Example 3-9 Creating a mask", a manual's caption set in italics)
+_LABELLED = re.compile(r"^[A-Z][a-z]+\s+\d+(?:[.\-]\d+)*\b")
+_CODE_SIGNS = frozenset("<>{}=;_")  # ... nor code set in italics ("AS <correlation name>")
 
 
 def open_quotation(text: str) -> bool:
@@ -221,6 +224,8 @@ def heading_level(
         and text[:1].isupper()
         and where.aligned
         and not CAPTION.match(text)
+        and not _LABELLED.match(text)
+        and not _CODE_SIGNS.intersection(text)
         and not cells_apart(row, config.min_cell_gap_ratio * body)
     ):
         # A short line in italics standing alone at body size: the lowest heading of reports and papers
