@@ -201,14 +201,21 @@ def heading_level(
         and not text[:1].islower()  # "package", "popcon": a table's column names, not a title
     ):
         return 3  # (a bold line over a table's columns, "Year Ended", is its header, not a heading)
+
+    def standing_alone() -> bool:  # a blank line above and below, at its section's edge or centre
+        return (
+            where.isolated
+            and where.aligned
+            and not CAPTION.match(text)
+            and not cells_apart(row, config.min_cell_gap_ratio * body)
+        )
+
     if (
         set_apart
         and ratio >= (BOLD_ALONE_RATIO if row.bold else CENTRED_ALONE_RATIO)
         and len(text.split()) <= config.max_isolated_heading_words
-        and where.aligned
-        and not cells_apart(row, config.min_cell_gap_ratio * body)
         and not text[:1].islower()
-        and not CAPTION.match(text)
+        and standing_alone()
     ):
         # A scan has no fonts to say what the document's headings look like (``DocStyle``); a short
         # line standing alone at body size, a blank line above and below, bold or centred, is one
@@ -218,15 +225,12 @@ def heading_level(
         return 3
     if (
         row.italic
-        and where.isolated
         and ITALIC_RATIOS[0] <= ratio <= ITALIC_RATIOS[1]
         and len(text) <= ITALIC_TITLE_CHARS
         and text[:1].isupper()
-        and where.aligned
-        and not CAPTION.match(text)
         and not _LABELLED.match(text)
         and not _CODE_SIGNS.intersection(text)
-        and not cells_apart(row, config.min_cell_gap_ratio * body)
+        and standing_alone()
     ):
         # A short line in italics standing alone at body size: the lowest heading of reports and papers
         # ("Limitations", "A. Grading scale"), a level under the bold ones (``scan_levels``).
