@@ -26,7 +26,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ocr_app.choices import engine_kind
@@ -46,7 +46,7 @@ from ocr_app.engines.scan_lines import (
     word_xs,
 )
 from ocr_app.exceptions import EngineError, EngineUnavailableError
-from ocr_app.schema import Block, EngineOutput, OcrLine, PageRequest, StopReason
+from ocr_app.schema import Block, Box, EngineOutput, OcrLine, PageRequest, StopReason
 from ocr_app.structure import ink
 from ocr_app.structure.gutters import cut_at_gutters, find_gutters
 from ocr_app.structure.lines import LayoutConfig, TextLine, body_size, unrotate_box
@@ -62,6 +62,7 @@ from ocr_app.structure.scan_levels import (
     heading_records,
     relevel,
 )
+from ocr_app.structure.scan_panels import filled_panels
 from ocr_app.structure.scan_regions import region_passes
 from ocr_app.structure.scan_running import mark_running, running_keys
 from ocr_app.structure.table_html import Cell
@@ -169,6 +170,7 @@ class ScannedPage:
     read_s: float  # seconds reading it took (OCR, regions, ruled tables), waiting for others not counted
     ocr_s: float
     ocr_lines: list[OcrLine]  # the recognised lines as displayed (the searchable PDF's text)
+    panels: list[Box] = field(default_factory=list)  # filled grounds holding text (``scan_panels``)
 
 
 class LightOcrEngine(Engine):
@@ -461,6 +463,8 @@ class LightOcrEngine(Engine):
             for q, t, s, b, it, (_, spans) in zip(quads, texts, sizes, bold, italic, words, strict=True)
         ]
         lines = recover_bullets(grey, lines) if lines else lines
+        # A slide's boxes side by side, read each whole rather than as a table's columns.
+        panels = filled_panels(grey, lines, body_size(lines)) if lines else []
         # A table's nil dashes, which the detector drops (scored on ICDAR 2013's scans).
         table_boxes = [r.box for r in regions if r.label == "table" and r.score >= TABLE_BOX_SCORE]
         lines = recover_dashes(grey, lines, table_boxes) if lines and table_boxes else lines
@@ -483,6 +487,7 @@ class LightOcrEngine(Engine):
             time.perf_counter() - start,
             ocr_s,
             read,
+            panels,
         )
 
     def _lay_out(self, page: ScannedPage, body: float = 0.0) -> _LaidOut:
@@ -517,6 +522,7 @@ class LightOcrEngine(Engine):
             tables=page.tables,
             passes=passes,
             document_body=body,
+            containers=page.panels,
         )
         blocks = (
             [b for b in edge if b.label == "page_header"]

@@ -103,13 +103,20 @@ def document_levels(records: Sequence[HeadingRecord | None], config: LayoutConfi
             tiers[-1].append(ratio)
         else:
             tiers.append([ratio])
+    # One style of slide title measured 1.23-1.26 × the body, and split across two levels. Where a
+    # heading measures under the heading size but within the lowest tier's span, that tier reaches
+    # down its whole span, for the later pages too.
+    floor = config.heading_ratio
+    span = tiers[-1][0] / TIER_GAP if tiers else floor
+    if any(span < r.ratio < floor for r in records):
+        floor = span
     means = tuple(statistics.median(t) for t in tiers)
     first = 1 if means and means[0] >= config.h1_ratio else 2
-    sized_levels = DocumentLevels(means, first, config.heading_ratio)
+    sized_levels = DocumentLevels(means, first, floor)
     bases = depth_bases((sized_levels.level(r), r.text) for r in records)
     logger.debug("document heading tiers %s (first level %d), numbering bases %s", means, first, bases)
-    bold = any(r.bold and r.ratio < config.heading_ratio for r in records)
-    return DocumentLevels(means, first, config.heading_ratio, bases, bold)
+    bold = any(r.bold and r.ratio < floor for r in records)
+    return DocumentLevels(means, first, floor, bases, bold)
 
 
 def relevel(blocks: list[Block], records: Sequence[HeadingRecord | None], levels: DocumentLevels) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ocr_app.schema import Block, Box
 from ocr_app.structure.lines import TextLine, group_rows
+from ocr_app.structure.paragraphs import GLYPH_BULLETS
 from ocr_app.structure.pipeline import DEFAULT_PASSES, PageLayout, PagePass, insert_pass
 from ocr_app.structure.regions import Region, detect_regions, overlap
 
@@ -217,7 +218,8 @@ def mark_figures(lines: Sequence[TextLine], figures: Sequence[Figure]) -> list[T
 def _title_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> set[int]:
     """ids of the lines that title regions hold: a title's first row, and the rows after it set in
     the same weight and size (a title broken over lines). A title region that reaches into the text
-    below (the model's box is loose) gives the title role to the title only."""
+    below (the model's box is loose) gives the title role to the title only. A row that starts with a
+    bullet is a list's, whatever the box: the model boxed a slide's four bullets as a title."""
     titled: set[int] = set()
     for r in regions:
         if r.label != "title" or r.score < TITLE_SCORE:
@@ -228,6 +230,8 @@ def _title_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> set[in
         first = rows[0]
         for row in rows:
             if row is not first and (row.bold != first.bold or not 0.85 <= row.size / first.size <= 1.18):
+                break
+            if row.text.lstrip()[:1] in GLYPH_BULLETS:
                 break
             titled.update(id(i) for i in row.items)
     return titled

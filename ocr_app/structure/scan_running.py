@@ -34,8 +34,11 @@ def edge_blocks(blocks: Sequence[Block], height: float) -> list[tuple[str, Block
     top = min(content, key=lambda b: b.boxes[0][1])
     if max(box[3] for box in top.boxes) <= EDGE_BAND * height:
         out.append(("top", top))
+    # A slide's only text block may be its footer (the rest are titles and lists): it is the outermost
+    # at both edges, and is judged at the one it stands in.
     bottom = max(content, key=lambda b: b.boxes[-1][3])
-    if bottom is not top and min(box[1] for box in bottom.boxes) >= (1 - EDGE_BAND) * height:
+    low = min(box[1] for box in bottom.boxes) >= (1 - EDGE_BAND) * height
+    if low and (not out or bottom is not top):
         out.append(("bottom", bottom))
     return out
 

@@ -32,10 +32,12 @@ def run(page: PageLayout) -> None:
         if (
             page.document_body
             and page.body < SMALL_PRINT * page.document_body
-            and _holds_body_text(clean, page.document_body)
+            and (_holds_body_text(clean, page.document_body) or not _holds_body_text(clean, page.body))
         ):
             # A scanned page mostly in small print (a paper's references under the end of its
             # conclusion): its paragraphs in the document's body size are no headings against it.
+            # Or one with next to no text outside its tables and figures (a slide's title over a
+            # table, its footer): a footer is no body, and the title measured 3× it.
             page.heading_body = page.document_body
         return
     page.vocabulary |= style.vocabulary
