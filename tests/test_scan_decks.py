@@ -1,0 +1,183 @@
+"""Slide decks read as scans (issue 30, round 45).
+
+On the probe's decks printed by Chromium and read as pixels, the light engine lost what the text layer
+keeps: three panels side by side (a head and two lines of text in each) came out as a three-column
+table, the running footer ("Regional Council · 3") stayed in the text when it was a slide's only text
+block, slide titles of one style landed on three levels (one page measured them against its footer,
+others just under the heading size), and the layout model's title box over a slide's four bullets made
+them headings. The decks are printed by Chromium from the probe set (``bench/accuracy/printed.py``)
+and rendered to pixels; the REAL light engine (RapidOCR and the CDLA layout model) reads them. The
+panel finder is also tested on pages PyMuPDF draws: panels, zebra rows, a chart, a tinted page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from bench.accuracy.printed import build
+from ocr_app.engines.light import LightOcrEngine
+from ocr_app.schema import Block, PageImage, PageRequest
+from ocr_app.structure.pipeline import blocks_to_markdown
+from ocr_app.structure.regions import detect_regions, overlap
+from ocr_app.structure.scan_levels import HeadingRecord, document_levels
+from ocr_app.structure.scan_running import mark_running, running_keys
+from tests.test_light_scans import DPI, scan_page
+
+LIGHT = LightOcrEngine()._layout  # the light engine's sizes: headings from 1.25 ×, "#" from 1.9 ×
+
+
+@pytest.fixture(scope="module")
+def engine() -> LightOcrEngine:
+    eng = LightOcrEngine()
+    eng.load()
+    return eng
+
+
+def _requests(doc: pymupdf.Document) -> list[PageRequest]:
+    return [
+        PageRequest(page=PageImage(image=scan_page(doc, k), index=k, source="deck.pdf", dpi=DPI), prompt="")
+        for k in range(len(doc))
+    ]
+
+
+def _printed(tmp: Path, name: str) -> pymupdf.Document:
+    build(tmp, only=(name,))
+    return pymupdf.open(tmp / "pdf" / f"{name}.pdf")
+
+
+def _headings(md: str) -> list[str]:
+    return [ln for ln in md.splitlines() if ln.startswith("#")]
+
+
+def test_a_scanned_deck_reads_its_panels_whole_drops_its_footer_and_levels_its_titles_alike(
+    engine: LightOcrEngine, tmp_path: Path
+) -> None:
+    doc = _printed(tmp_path, "deck-caps")
+    requests = _requests(doc)
+    panels_page = requests[2]
+    scanned = engine._scan(panels_page)
+    assert len(scanned.panels) == 3, scanned.panels
+    outs = engine.predict_batch(requests)
+    pages = [blocks_to_markdown(o.blocks) for o in outs]
+    md = "\n\n".join(pages)
+    assert "Regional Council" not in md, md
+    assert [b.label for o in outs for b in o.blocks if "Regional Council" in b.text] == ["page_footer"] * 6
+    # The panels: each head a heading over its own sentence, no table.
+    assert "<table" not in pages[2], pages[2]
+    heads = _headings(pages[2])
+    assert [h.lstrip("# ") for h in heads[1:]] == ["Cleaner rivers", "Open data", "Safer crossings"], heads
+    assert "Nitrate below 5 mg/l at every station by 2027." in pages[2], pages[2]
+    assert "<table" in pages[3] and "North" in pages[3], pages[3]  # a real table stays one
+    # Every slide title on one level, under the deck's title and over the panels' heads.
+    titles = [_headings(p)[0] for p in pages]
+    assert titles[0].lstrip("# ") == "Freight and Logistics Report", titles
+    level = {len(t) - len(t.lstrip("#")) for t in titles[1:]}
+    assert len(level) == 1 and level.pop() > len(titles[0]) - len(titles[0].lstrip("#")), titles
+    assert len(heads[1]) - len(heads[1].lstrip("#")) > len(heads[0]) - len(heads[0].lstrip("#")), heads
+
+
+def test_bullets_in_the_models_title_box_stay_a_list(engine: LightOcrEngine, tmp_path: Path) -> None:
+    doc = _printed(tmp_path, "deck-pair-samesize")
+    image = scan_page(doc, 4)
+    titles = [r for r in detect_regions(image) if r.label == "title" and r.score >= 0.6]
+    out = engine.predict_batch(_requests(doc))[4]
+    bullets = next(b for b in out.blocks if "Replace the oldest bearings" in b.text)
+    assert any(overlap(bullets.box, r.box) > 0.5 for r in titles), "the model no longer boxes them as a title"
+    md = blocks_to_markdown(out.blocks)
+    assert _headings(md) == ["## What changes for staff"] or len(_headings(md)) == 1, md
+    items = [ln for ln in md.splitlines() if ln.startswith("- ")]
+    assert len(items) == 4 and items[0] == "- Replace the oldest bearings first", md
+
+
+def _drawn(draw) -> pymupdf.Document:
+    doc = pymupdf.open()
+    page = doc.new_page(width=720, height=405)
+    draw(page)
+    return doc
+
+
+def _panels(page: pymupdf.Page) -> None:
+    page.insert_text((50, 60), "Three priorities for the year", fontsize=22, fontname="hebo")
+    for k, (head, line) in enumerate(
+        (("Rivers", "Cleaner water"), ("Data", "Published"), ("Roads", "Safer"))
+    ):
+        x = 50 + k * 215
+        page.draw_rect(pymupdf.Rect(x, 90, x + 190, 210), color=None, fill=(0.89, 0.92, 0.96))
+        page.insert_text((x + 10, 115), head, fontsize=14, fontname="hebo")
+        page.insert_text((x + 10, 145), line + " every quarter", fontsize=12, fontname="helv")
+        page.insert_text((x + 10, 162), "by the regional office", fontsize=12, fontname="helv")
+
+
+def _zebra(page: pymupdf.Page) -> None:
+    for r in range(8):
+        y = 60 + 20 * r
+        if r % 2:
+            page.draw_rect(pymupdf.Rect(50, y - 14, 600, y + 6), color=None, fill=(0.9, 0.9, 0.9))
+        for c, text in enumerate(("North", f"{100 + 7 * r}", f"{200 + 3 * r}", "+1.5")):
+            page.insert_text((60 + 130 * c, y), text, fontsize=12, fontname="helv")
+
+
+def _chart(page: pymupdf.Page) -> None:
+    page.draw_rect(pymupdf.Rect(80, 60, 560, 340), color=None, fill=(0.93, 0.93, 0.93))
+    for k, height in enumerate((120, 200, 90, 240, 160)):
+        page.draw_rect(
+            pymupdf.Rect(110 + 90 * k, 330 - height, 160 + 90 * k, 330), color=None, fill=(0.2, 0.4, 0.7)
+        )
+    page.insert_text((90, 80), "Costs by year", fontsize=12, fontname="helv")
+    page.insert_text(
+        (200, 370), "The chart shows the costs of every year since the survey began.", fontsize=12
+    )
+
+
+def _tinted(page: pymupdf.Page) -> None:
+    page.draw_rect(page.rect, color=None, fill=(0.9, 0.88, 0.82))
+    for k in range(6):
+        page.insert_text((50, 60 + 40 * k), "A page of text on tinted paper, line after line.", fontsize=12)
+
+
+@pytest.mark.parametrize(("draw", "count"), [(_panels, 3), (_zebra, 0), (_chart, 0), (_tinted, 0)])
+def test_filled_panels_on_a_scan_are_plain_grounds_inside_the_page(
+    engine: LightOcrEngine, draw, count: int
+) -> None:
+    doc = _drawn(draw)
+    scanned = engine._scan(_requests(doc)[0])
+    assert scanned.ocr_lines, "nothing read"
+    assert len(scanned.panels) == count, scanned.panels
+    scale = DPI / 72
+    drawn = [(scale * (50 + 215 * k), scale * 90, scale * (240 + 215 * k), scale * 210) for k in range(count)]
+    found = sorted(scanned.panels)
+    for want, got in zip(drawn, found, strict=True):  # where they were drawn, within a few pixels
+        assert all(abs(a - b) <= 6 for a, b in zip(want, got, strict=True)), (drawn, found)
+
+
+def test_a_footer_that_is_a_slides_only_text_block_runs() -> None:
+    """A slide of a title and a list holds one text block, its footer: the outermost at both edges."""
+    height = 810.0
+    pages = [
+        [
+            Block("sub_title", f"## Slide {k}", [(100, 130, 500, 180)]),
+            Block("list", "- one\n- two", [(130, 220, 600, 300)]),
+            Block("text", f"Regional Council · {k}", [(100, 760, 240, 782)]),
+        ]
+        for k in range(1, 5)
+    ]
+    keys = running_keys([(blocks, height) for blocks in pages])
+    assert keys, "no running line found"
+    for blocks in pages:
+        mark_running(blocks, height, keys)
+        assert [b.label for b in blocks] == ["sub_title", "list", "page_footer"], blocks
+
+
+def test_a_heading_measured_just_under_the_heading_size_joins_the_tier_it_spreads_from() -> None:
+    records = [HeadingRecord(1.85, True, "Report"), HeadingRecord(1.25, True, "Where we stand")]
+    records += [HeadingRecord(1.26, True, "Costs"), HeadingRecord(1.24, True, "Plans")]
+    levels = document_levels(records, LIGHT)
+    assert {levels.level(r) for r in records[1:]} == {3}
+    assert levels.level(HeadingRecord(1.22, True, "What changes")) == 3  # a later page's
+    assert levels.level(HeadingRecord(1.0, True, "Method")) == 4  # bold at body size: below
+    # Without a heading under the heading size the tier keeps its edge: 1.2 is set apart.
+    apart = document_levels(records[:3], LIGHT)
+    assert apart.level(HeadingRecord(1.2, True, "Aside")) == 4
