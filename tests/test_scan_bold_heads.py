@@ -102,3 +102,42 @@ def test_a_papers_section_titles_in_centred_small_capitals_are_headings_on_a_sca
     for title in ("ABSTRACT", "I. INTRODUCTION", "II. RELATED WORK", "III. DATA AND METHOD", "IV. RESULTS"):
         assert title in headings, md
     assert not any("OKAFOR" in h for h in headings), md
+
+
+def test_a_plain_line_a_size_larger_standing_alone_is_a_heading_on_a_scan() -> None:
+    """A report's section titles a size up in another face, not bold ("Outlook" at 1.18 × the body on
+    the probe's report-otherface-2). A scan's sizes spread by ±5 %: from 1.12 × only."""
+    config, alone = LayoutConfig(), RowContext(isolated=True)
+
+    def plain(text: str, ratio: float, role: str = "") -> Row:
+        return Row(
+            [
+                TextLine(
+                    text,
+                    (100.0, 300.0, 100.0 + 11 * len(text), 300.0 + BODY * ratio),
+                    BODY * ratio,
+                    role=role,
+                )
+            ]
+        )
+
+    assert heading_level(plain("Outlook", 1.18), BODY, config, None, alone) == 3
+    assert heading_level(plain("Limitations", 1.18, role="prose"), BODY, config, None, alone) == 3
+    assert heading_level(plain("Outlook", 1.06), BODY, config, None, alone) == 0  # within the spread
+    assert heading_level(plain("Outlook", 1.18), BODY, config, None, RowContext()) == 0  # in a run
+    assert (
+        heading_level(plain("Outlook", 1.18), BODY, config, None, RowContext(isolated=True, aligned=False))
+        == 0
+    )
+    assert heading_level(plain("Costs rose.", 1.18), BODY, config, None, alone) == 0  # a sentence
+    assert heading_level(plain("1,204 / 2,310", 1.18), BODY, config, None, alone) == 0  # figures
+    assert heading_level(plain("and the rest", 1.18), BODY, config, None, alone) == 0  # a line's tail
+
+
+def test_a_reports_section_titles_a_size_up_in_another_face_are_headings_on_a_scan(tmp_path) -> None:
+    build(tmp_path, only=("report-otherface-2",))
+    engine = LightOcrEngine()
+    engine.load()
+    md = blocks_to_markdown(read(engine, sheets.scan(tmp_path / "pdf" / "report-otherface-2.pdf")).blocks)
+    headings = [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]
+    assert headings[:3] == ["Annual Review of Regional Services", "Results by region", "Outlook"], md

@@ -20,7 +20,9 @@ import pytest
 from bench.accuracy.printed import build
 from ocr_app.engines.light import LightOcrEngine
 from ocr_app.schema import Block, PageImage, PageRequest
-from ocr_app.structure.pipeline import blocks_to_markdown
+from ocr_app.structure.lines import LayoutConfig, TextLine
+from ocr_app.structure.passes.blocks import _typical_gap
+from ocr_app.structure.pipeline import blocks_to_markdown, build_blocks
 from ocr_app.structure.regions import detect_regions, overlap
 from ocr_app.structure.scan_levels import HeadingRecord, document_levels
 from ocr_app.structure.scan_running import mark_running, running_keys
@@ -90,6 +92,49 @@ def test_bullets_in_the_models_title_box_stay_a_list(engine: LightOcrEngine, tmp
     assert _headings(md) == ["## What changes for staff"] or len(_headings(md)) == 1, md
     items = [ln for ln in md.splitlines() if ln.startswith("- ")]
     assert len(items) == 4 and items[0] == "- Replace the oldest bearings first", md
+
+
+def test_a_panels_head_a_blank_line_over_its_two_lines_stands_alone(
+    engine: LightOcrEngine, tmp_path: Path
+) -> None:
+    """deck-samesize's panels: heads in italics at the text's size. The third's blank line measures
+    31 px on the OCR's boxes and its text's line gap 3: the panel's "typical" gap was their mean."""
+    doc = _printed(tmp_path, "deck-samesize")
+    md = blocks_to_markdown(engine.predict_batch(_requests(doc)[:3])[2].blocks)
+    heads = [h.lstrip("# ") for h in _headings(md)]
+    assert heads[1:] == ["Open data", "Cleaner rivers", "Safer crossings"], md
+    assert "Forty crossings get new lights and raised tables." in md, md
+
+
+def test_a_page_with_next_to_no_text_outside_its_tables_measures_its_title_against_the_document() -> None:
+    """deck-pair-samesize's last slide as the OCR measured it (pixels at 144 DPI): its title, the two
+    tables' labels a size over the deck's text, its footer. Against those the title was a level down."""
+    lines = [
+        TextLine("Costs and staff side by side", (105, 133, 708, 185), 44.0, True),
+        TextLine("Costs", (102, 191, 210, 239), 36.0),
+        TextLine("Staff", (744, 191, 843, 240), 36.0),
+        TextLine("Regional Council · 7", (107, 759, 237, 786), 13.3),
+    ]
+    tables = [
+        ((108.0, 252.0, 600.0, 472.0), [["Region", "Cost"], ["South", "239"]]),
+        ((747.0, 248.0, 1245.0, 472.0), [["Region", "Staff"], ["Coast", "583"]]),
+    ]
+
+    def title(document_body: float) -> str:
+        blocks = build_blocks(
+            lines, page_width=1440, config=LIGHT, tables=tables, page_height=810, document_body=document_body
+        )
+        return blocks_to_markdown(blocks).splitlines()[0]
+
+    assert title(0.0) == "### Costs and staff side by side"  # the page alone: a bold line at its size
+    assert title(33.8) == "## Costs and staff side by side"  # 1.3 × the deck's text
+
+
+def test_the_line_gap_of_a_few_rows_is_the_smaller_of_two_sizes_where_asked() -> None:
+    config = LayoutConfig()
+    assert _typical_gap([31.0, 3.0], 28.0, config) == 17.0  # the paragraphs' grouping, as before
+    assert _typical_gap([31.0, 3.0], 28.0, config, one=True) == 3.0
+    assert _typical_gap([31.0, 29.0], 28.0, config, one=True) == min(30.0, config.max_line_gap_ratio * 28.0)
 
 
 def _drawn(draw) -> pymupdf.Document:

@@ -247,10 +247,11 @@ OVERLAP = 0.25  # × size: rows overlapping more than this are side by side, not
 MAX_INDENT = 4.0  # × size: a row starting this far in from a column's left edge is still in the column
 
 
-def _typical_gap(gaps: list[float], body: float, config: LayoutConfig) -> float:
+def _typical_gap(gaps: list[float], body: float, config: LayoutConfig, *, one: bool = False) -> float:
     """The gap between the lines of a paragraph: the median of the smallest gaps, where the gaps come
     in two sizes (lines, and blank lines between paragraphs of two or three lines each, which may be
-    half the gaps or more), of all of them otherwise.
+    half the gaps or more), of all of them otherwise. ``one``: a single smallest gap counts as the
+    smallest size (a scanned slide's panel: a head, a blank line, two lines of text).
 
     Capped: on a page whose only gaps are blank lines, the median gap is the blank line itself, and
     every paragraph would merge; 0.8 × size still passes double-spaced text as one paragraph."""
@@ -258,7 +259,11 @@ def _typical_gap(gaps: list[float], body: float, config: LayoutConfig) -> float:
         return 0.0
     ordered = sorted(gaps)
     cut = next(
-        (k + 1 for k in range(1, len(ordered) - 1) if ordered[k + 1] - ordered[k] >= GAP_JUMP * body),
+        (
+            k + 1
+            for k in range(0 if one else 1, len(ordered) - 1)
+            if ordered[k + 1] - ordered[k] >= GAP_JUMP * body
+        ),
         len(ordered),
     )
     return min(statistics.median(ordered[:cut]), config.max_line_gap_ratio * body)
@@ -284,7 +289,10 @@ def _section_units(
     typical_gap = _typical_gap(gaps, body, config)
     # On a scan too (a bold line alone is a heading there, ``heading_level``), where the OCR's boxes
     # reach into the spacing: a blank line there is half a line more than the paragraph's line gap.
-    isolated = isolated_rows(units, config, None if style is not None else typical_gap)
+    # The blank line of a panel of three rows (a head, two lines) is half its gaps: the line gap is the other.
+    isolated = isolated_rows(
+        units, config, None if style is not None else _typical_gap(gaps, body, config, one=True)
+    )
     leads = panel_leads(units, panel) if style is not None and panel else set()
     terms = definition_terms(units, config) if style is not None else set()
     return units, typical_gap, isolated, leads, terms

@@ -29,15 +29,16 @@ def run(page: PageLayout) -> None:
     page.rtl = is_rtl(" ".join(ln.text for ln in clean))
     style = page.style
     if style is None:
-        if (
-            page.document_body
-            and page.body < SMALL_PRINT * page.document_body
-            and (_holds_body_text(clean, page.document_body) or not _holds_body_text(clean, page.body))
+        small_print = page.body < SMALL_PRINT * page.document_body
+        if page.document_body and (
+            (small_print and _holds_body_text(clean, page.document_body))
+            or not _holds_body_text(clean, page.body)
         ):
             # A scanned page mostly in small print (a paper's references under the end of its
             # conclusion): its paragraphs in the document's body size are no headings against it.
             # Or one with next to no text outside its tables and figures (a slide's title over a
-            # table, its footer): a footer is no body, and the title measured 3× it.
+            # table, with its footer or two labels): what little there is is no body, and the title
+            # measured 3× the footer, or 1.2× the labels.
             page.heading_body = page.document_body
         return
     page.vocabulary |= style.vocabulary
