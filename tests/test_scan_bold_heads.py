@@ -141,3 +141,41 @@ def test_a_reports_section_titles_a_size_up_in_another_face_are_headings_on_a_sc
     md = blocks_to_markdown(read(engine, sheets.scan(tmp_path / "pdf" / "report-otherface-2.pdf")).blocks)
     headings = [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]
     assert headings[:3] == ["Annual Review of Regional Services", "Results by region", "Outlook"], md
+
+
+def test_a_bold_heading_in_a_dark_colour_is_bold_and_regular_coloured_text_is_not() -> None:
+    """A report's subsection titles bold in dark blue at the body's size (the probe's report-caps-2:
+    "Main findings", "Costs"): measured at the black text's ink level their strokes lost their edges
+    and came out regular (1.17-1.20 × the body's stroke, bold from 1.25 ×)."""
+    import pymupdf
+
+    from ocr_app.schema import PageImage, PageRequest
+    from tests.test_light_scans import DPI, scan_page
+
+    blue = (0.12, 0.23, 0.37)
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    y = 80
+    for text, font, color in (
+        ("Main findings", "hebo", blue),
+        (BODY_TEXT, "helv", (0, 0, 0)),
+        ("Next steps", "hebo", blue),
+        (BODY_TEXT, "helv", (0, 0, 0)),
+        ("Regional office notes", "helv", blue),
+        (BODY_TEXT, "helv", (0, 0, 0)),
+    ):
+        page.insert_text((60, y), text, fontsize=10, fontname=font, color=color)
+        y += 40
+    engine = LightOcrEngine(regions=False)
+    engine.load()
+    image = scan_page(doc, 0)
+    lines = engine._scan(
+        PageRequest(page=PageImage(image=image, index=0, source="s.png", dpi=DPI), prompt="")
+    ).lines
+    bold = {ln.text: ln.bold for ln in lines}
+    assert bold.get("Main findings") is True and bold.get("Next steps") is True, bold
+    assert bold.get("Regional office notes") is False, bold  # regular type in the same blue
+    assert not any(v for k, v in bold.items() if k.startswith("The survey")), bold
+
+
+BODY_TEXT = "The survey asked households how they heat their homes and what they spend on energy."
