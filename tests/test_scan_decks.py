@@ -177,13 +177,25 @@ def _chart(page: pymupdf.Page) -> None:
     )
 
 
+def _nested(page: pymupdf.Page) -> None:
+    """IBM's redbook draws a figure as a grey box holding a pale yellow one: one grey level apart."""
+    page.draw_rect(pymupdf.Rect(80, 60, 400, 360), color=None, fill=(0.953, 0.953, 0.953))
+    page.draw_rect(pymupdf.Rect(100, 150, 360, 280), color=None, fill=(1, 1, 0.6))
+    for k, text in enumerate(("Signed on as ALICE", "USER = ALICE", "CALL proc1")):
+        page.insert_text((90, 85 + 20 * k), text, fontsize=11, fontname="helv")
+    for k, text in enumerate(("Proc1:", "Owner = JOE", "SET OPTION USRPRF=*OWNER")):
+        page.insert_text((110, 175 + 20 * k), text, fontsize=11, fontname="helv")
+
+
 def _tinted(page: pymupdf.Page) -> None:
     page.draw_rect(page.rect, color=None, fill=(0.9, 0.88, 0.82))
     for k in range(6):
         page.insert_text((50, 60 + 40 * k), "A page of text on tinted paper, line after line.", fontsize=12)
 
 
-@pytest.mark.parametrize(("draw", "count"), [(_panels, 3), (_zebra, 0), (_chart, 0), (_tinted, 0)])
+@pytest.mark.parametrize(
+    ("draw", "count"), [(_panels, 3), (_zebra, 0), (_chart, 0), (_nested, 0), (_tinted, 0)]
+)
 def test_filled_panels_on_a_scan_are_plain_grounds_inside_the_page(
     engine: LightOcrEngine, draw, count: int
 ) -> None:

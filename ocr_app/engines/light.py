@@ -62,7 +62,7 @@ from ocr_app.structure.scan_levels import (
     heading_records,
     relevel,
 )
-from ocr_app.structure.scan_panels import filled_panels
+from ocr_app.structure.scan_panels import chroma, filled_panels
 from ocr_app.structure.scan_regions import region_passes
 from ocr_app.structure.scan_running import mark_running, running_keys
 from ocr_app.structure.table_html import Cell
@@ -464,7 +464,7 @@ class LightOcrEngine(Engine):
         ]
         lines = recover_bullets(grey, lines) if lines else lines
         # A slide's boxes side by side, read each whole rather than as a table's columns.
-        panels = filled_panels(grey, lines, body_size(lines)) if lines else []
+        panels = filled_panels(grey, lines, body_size(lines), chroma(rgb, matrix)) if lines else []
         # A table's nil dashes, which the detector drops (scored on ICDAR 2013's scans).
         table_boxes = [r.box for r in regions if r.label == "table" and r.score >= TABLE_BOX_SCORE]
         lines = recover_dashes(grey, lines, table_boxes) if lines and table_boxes else lines
