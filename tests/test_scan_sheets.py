@@ -232,3 +232,39 @@ def test_a_row_of_years_set_bold_is_bold() -> None:
     strokes = [2.05, 2.02, 2.08, 2.03, 2.06, 3.35, 3.04, 3.2, 3.3]
     texts = ["The regional office", "2.74", "7.90", "Upper weir", "3.57", "2024", "2025", "Site", "12"]
     assert ink.bold_flags(strokes, texts) == [False] * 5 + [True, True, True, False]
+
+
+def test_cells_a_column_gap_apart_by_their_ink_are_cells_though_their_boxes_nearly_touch(engine, tmp_path):
+    """The probe's report-smallcaps-1 printed by Chromium: a table under a dark head bar, no rules, its
+    Description cells long enough to run up to the Owner column. The OCR's boxes are padded: "... on
+    the ring road" and "Roads unit" measured 10 px apart (half the body size, the least gap of two
+    cells), their ink 30 px. The row was no row of cells, and the table was read column by column."""
+    build(tmp_path, only=("report-smallcaps-1",))
+    md = blocks_to_markdown(read(engine, sheets.scan(tmp_path / "pdf" / "report-smallcaps-1.pdf")).blocks)
+    assert md.count("<table>") == 1, md
+    table = md[md.index("<table>") : md.index("</table>")]
+    assert "<th>Measure</th><th>Description</th><th>Owner</th><th>Due</th>" in table, table
+    row = "<td>M1</td><td>Replace the bearings of the three oldest bridges on the ring road</td><td>Roads unit</td>"
+    assert row in table, table
+
+
+def test_a_rows_cells_are_told_apart_by_their_words_ink_not_their_boxes() -> None:
+    from ocr_app.structure.borderless_runs import is_multi
+
+    def line(text: str, box: tuple[float, float, float, float], words: tuple) -> TextLine:
+        return TextLine(text, box, 20.0, words=words)
+
+    key = line("M1", (120.0, 1138.0, 158.0, 1164.0), ((128.0, 151.0),))
+    words = tuple((226.0 + 40 * k, 260.0 + 40 * k) for k in range(12))
+    text = line(
+        "Replace the bearings of the three oldest bridges on the ring road",
+        (222.0, 1141.0, 718.0, 1163.0),
+        words,
+    )
+    unit = line("Roads unit", (728.0, 1141.0, 826.0, 1163.0), ((740.0, 786.0), (792.0, 820.0)))
+    due = line("Q2 2026", (859.0, 1138.0, 939.0, 1166.0), ((867.0, 889.0), (895.0, 932.0)))
+    assert is_multi([key, text, unit, due], 20.0, 1192.0)
+    # Ink that runs to the boxes' edges: 10 px apart, under half the body size.
+    full = line(text.text, text.box, (*words[:-1], (666.0, 716.0)))
+    close = line("Roads unit", (728.0, 1141.0, 826.0, 1163.0), ((724.0, 786.0), (792.0, 820.0)))
+    assert not is_multi([key, full, close, due], 20.0, 1192.0)

@@ -71,7 +71,8 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
     if any(getattr(p, "role", "") == "prose" for p in row):
         return False  # on scans, the layout model saw a paragraph's line (structure.scan_regions)
     boxes = [union_box([p.box for p in st]) for st in stacks]
-    gaps = [b[0] - a[2] for a, b in itertools.pairwise(boxes)]
+    inks = [_ink_span(st) for st in stacks]
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(inks)]
     if min(gaps) < 0.5 * body:
         return False
     if len(stacks) >= 3:
@@ -83,6 +84,15 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
     widths = [b[2] - b[0] for b in boxes]
     words = [sum(len(p.text.split()) for p in st) for st in stacks]
     return sum(widths) <= 0.6 * page_width and all(w <= MAX_PAIR_WORDS for w in words)
+
+
+def _ink_span(stack: Sequence[Piece]) -> tuple[float, float]:
+    """The x-range of a stack's ink: its words' where the engine measured them (``TextLine.words``),
+    else its boxes'. Why: an OCR line's box is padded, and two cells a column gap apart by their ink
+    ("…on the ring road" and "Roads unit", 30 px at a body of 20) measured 10 px between boxes."""
+    left = min(w[0][0] if (w := getattr(p, "words", ())) else p.box[0] for p in stack)
+    right = max(w[-1][1] if (w := getattr(p, "words", ())) else p.box[2] for p in stack)
+    return left, right
 
 
 def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> int | None:
