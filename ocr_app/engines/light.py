@@ -464,7 +464,7 @@ class LightOcrEngine(Engine):
         ]
         lines = recover_bullets(grey, lines) if lines else lines
         # A slide's boxes side by side, read each whole rather than as a table's columns.
-        panels = filled_panels(grey, lines, body_size(lines), chroma(rgb, matrix)) if lines else []
+        panels = filled_panels(grey, lines, body_size(lines), lambda: chroma(rgb, matrix)) if lines else []
         # A table's nil dashes, which the detector drops (scored on ICDAR 2013's scans).
         table_boxes = [r.box for r in regions if r.label == "table" and r.score >= TABLE_BOX_SCORE]
         lines = recover_dashes(grey, lines, table_boxes) if lines and table_boxes else lines

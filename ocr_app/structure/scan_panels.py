@@ -12,7 +12,7 @@ lines its pixels keep to its fill's level, and no patch of another level (a box 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ocr_app.schema import Box
@@ -35,17 +35,23 @@ def chroma(rgb: Any, matrix: Any = None) -> Any:
     import cv2
     import numpy as np
 
-    image = np.asarray(rgb)
-    out = (image.max(axis=2) - image.min(axis=2)).astype(np.uint8)
+    channels = cv2.split(np.asarray(rgb))  # (numpy's max over the channel axis: 75 ms a page)
+    out = cv2.subtract(
+        cv2.max(cv2.max(channels[0], channels[1]), channels[2]),
+        cv2.min(cv2.min(channels[0], channels[1]), channels[2]),
+    )
     if matrix is not None:
         h, w = out.shape
         out = cv2.warpAffine(out, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=0)
     return out
 
 
-def filled_panels(grey: Any, lines: Sequence[Any], body: float, colour: Any = None) -> list[Box]:
+def filled_panels(
+    grey: Any, lines: Sequence[Any], body: float, colour: Callable[[], Any] | None = None
+) -> list[Box]:
     """Boxes (page pixels) of the filled panels on ``grey`` (the page, 0-255), ``lines``: its text lines
-    (``.box``), ``body``: its body size in pixels, ``colour``: the page's ``chroma`` (None: grey only)."""
+    (``.box``), ``body``: its body size in pixels, ``colour``: makes the page's ``chroma`` (None: grey
+    only), asked once, and only where a ground is found."""
     import cv2
     import numpy as np
 
@@ -64,6 +70,7 @@ def filled_panels(grey: Any, lines: Sequence[Any], body: float, colour: Any = No
         x0, y0, x1, y1 = (round(v) for v in ln.box)
         text[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)] = True
     out: list[Box] = []
+    tints = None
     for contour in contours:
         x, y, cw, ch = cv2.boundingRect(contour)
         if cw < BIG * body or ch < BIG * body or x <= 1 or y <= 1 or x + cw >= w - 1 or y + ch >= h - 1:
@@ -82,7 +89,9 @@ def filled_panels(grey: Any, lines: Sequence[Any], body: float, colour: Any = No
         # border's line and the scanner's noise do not.
         off = np.abs(inner.astype(np.int16) - fill) > NEST
         if colour is not None:
-            tint = colour[y : y + ch, x : x + cw].astype(np.int16)
+            if tints is None:
+                tints = colour()
+            tint = tints[y : y + ch, x : x + cw].astype(np.int16)
             off |= np.abs(tint - float(np.median(tint[~text[y : y + ch, x : x + cw]]))) > NEST
         off &= ~text[y : y + ch, x : x + cw]
         off[:k, :] = off[-k:, :] = False  # the panel's own border and rounded corners
