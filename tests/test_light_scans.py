@@ -482,3 +482,28 @@ def test_a_slide_title_repeated_at_the_top_of_scanned_slides_stays() -> None:
     for blocks in pages:
         mark_running(blocks, 1000.0, keys)
         assert blocks[0].label == "sub_title", blocks
+
+
+def test_a_scanned_spreads_footer_is_furniture_though_ocr_reads_one_word_a_little_large() -> None:
+    """docling's table_mislabeled_as_picture as a scan: the spread's footer "208 | Global Study on Legal
+    Aid — Global Report | Annex | 209", "Annex" measured 1.06 × the body (a scan's sizes spread by
+    ±5 %). Held to the text layer's 1.03 ×, it stayed text, and once read as bold it became a heading."""
+    from ocr_app.structure.page_furniture import margin_rows
+
+    body = [
+        TextLine(
+            f"Line {k} of the annex, set at the body size across the spread's two pages.",
+            (80, 200 + 40 * k, 2300, 230 + 40 * k),
+            17.5,
+        )
+        for k in range(20)
+    ]
+    footer = [
+        TextLine("208", (79, 1510, 118, 1532), 16.2),
+        TextLine("Global Study on Legal Aid — Global Report", (622, 1504, 980, 1537), 17.4),
+        TextLine("Annex", (1468, 1505, 1535, 1537), 18.5),
+        TextLine("209", (2330, 1510, 2369, 1532), 15.7),
+    ]
+    lines = body + footer
+    assert margin_rows(lines, 1584.0, ocr=True) == {id(ln) for ln in footer}
+    assert margin_rows(lines, 1584.0) == set()  # the text layer's measure is exact: 1.03 × holds there

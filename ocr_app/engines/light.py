@@ -509,7 +509,7 @@ class LightOcrEngine(Engine):
         passes = (*passes, ("heading_records", record))
         # The page's own furniture (a page number alone at the foot), told by its shape; text that
         # runs from page to page is told across pages (``scan_running``).
-        margin = margin_rows(page.lines, h)
+        margin = margin_rows(page.lines, h, ocr=True)
         edge = [
             Block("page_header" if ln.box[1] < h / 2 else "page_footer", ln.text, [ln.box])
             for ln in page.lines
