@@ -173,3 +173,25 @@ def test_no_row_is_joined_where_the_table_leaves_keys_empty():
     upper = UPPER.replace("<td>M1</td>", "<td></td>")
     lower = HEAD + "<tr><td></td><td>quality data</td><td></td></tr></tbody></table>"
     assert len(table_rows(continue_table(upper, lower))) == 4
+
+
+def test_head_lines_read_as_body_rows_on_both_sides_of_a_break_stand_once():
+    """The probe's frame-grouped-two as a scan: a three-line header ("Nitrate" over "(mg/l)" over
+    "2024 2025") read as one header row and two body rows, above the column break and under the head
+    Chromium repeats after it. Joined, the two rows stood twice."""
+    head = "<table><thead><tr><th>Site</th><th>Nitrate</th><th></th></tr></thead><tbody>"
+    lines = "<tr><td></td><td>(mg/l)</td><td></td></tr><tr><td></td><td>2024</td><td>2025</td></tr>"
+    upper = head + lines + "<tr><td>Upper weir</td><td>3.98</td><td>7.68</td></tr></tbody></table>"
+    lower = head + lines + "<tr><td>Mill bridge</td><td>0.74</td><td>8.47</td></tr></tbody></table>"
+    rows = table_rows(continue_table(upper, lower))
+    assert [r[0] for r in rows] == ["Site", "", "", "Upper weir", "Mill bridge"], rows
+    # Rows that only begin alike stay: the second differs, so only the first is the head's.
+    other = (
+        head
+        + lines.replace("2025", "2026")
+        + "<tr><td>Mill bridge</td><td>0.74</td><td>8.47</td></tr></tbody></table>"
+    )
+    assert len(table_rows(continue_table(upper, other))) == 6
+    # A lower part that repeats every row of the upper one keeps them: at least one row must differ.
+    again = head + lines + "<tr><td>Upper weir</td><td>3.98</td><td>7.68</td></tr></tbody></table>"
+    assert len(table_rows(continue_table(upper, again))) == 5

@@ -190,7 +190,8 @@ def continue_table(upper: str, lower: str) -> str | None:
     if not (head and upper.startswith("<table><thead>") and upper.endswith(_BODY_END)):
         return None
     if again and head.group(0) == again.group(0) and lower.startswith("<table><thead>"):
-        return _mend_break(upper[: -len(_BODY_END)], lower[again.end() :].removeprefix("<tbody>"))
+        tail = _drop_repeated_rows(upper[head.end() :], lower[again.end() :].removeprefix("<tbody>"))
+        return _mend_break(upper[: -len(_BODY_END)], tail)
     # The header repeated, but not read as one on this page (its bold not seen, no rule under it): a
     # first row whose cells say what the header's cells say.
     first = _ROW.match(lower, len("<table>")) if lower.startswith("<table><tr>") else None
@@ -200,6 +201,26 @@ def continue_table(upper: str, lower: str) -> str | None:
     return _mend_break(upper[: -len(_BODY_END)], lower[first.end() : -len("</table>")] + _BODY_END)
 
 
+def _drop_repeated_rows(upper_body: str, lower_body: str) -> str:
+    """``lower_body`` without its first rows where they repeat the first rows of ``upper_body`` (both
+    as ``table_html`` writes a body), one row of the upper body at least left unrepeated. Why: a header
+    of three lines on a scan ("Nitrate" over "(mg/l)" over "2024 2025") was read as one header row and
+    two body rows, on both sides of the column break that Chromium repeats it across; joined, the two
+    rows stood twice in the body."""
+    above = [m.group(0) for m in _ANY_ROW.finditer(upper_body)]
+    below = list(_ANY_ROW.finditer(lower_body))
+    k = 0
+    while (
+        k < len(below)
+        and k < len(above) - 1
+        and below[k].group(0) == above[k]
+        and below[k].start() == (below[k - 1].end() if k else 0)
+    ):
+        k += 1
+    return lower_body[below[k - 1].end() :] if k else lower_body
+
+
+_ANY_ROW = re.compile(r"<tr>.*?</tr>")
 _ROW = re.compile(r"<tr>((?:<td>.*?</td>)+)</tr>")
 _TD = re.compile(r"<td>(.*?)</td>")
 _TH = re.compile(r"<th>(.*?)</th>")
