@@ -268,3 +268,18 @@ def test_a_rows_cells_are_told_apart_by_their_words_ink_not_their_boxes() -> Non
     full = line(text.text, text.box, (*words[:-1], (666.0, 716.0)))
     close = line("Roads unit", (728.0, 1141.0, 826.0, 1163.0), ((724.0, 786.0), (792.0, 820.0)))
     assert not is_multi([key, full, close, due], 20.0, 1192.0)
+
+
+def test_a_right_to_left_lines_ink_spans_its_words_whatever_order_they_come_in() -> None:
+    """A right-to-left line lists its words from the right (the text layer's glyph runs): its first
+    word's start is its right end. Read as the left end, a paragraph of docling's right_to_left_02 was
+    a row of cells, and cutting it failed."""
+    from ocr_app.structure.borderless_runs import _ink_span, is_multi
+    from ocr_app.structure.word_columns import cut
+
+    words = ((480.0, 560.0), (400.0, 470.0), (300.0, 390.0), (100.0, 290.0))
+    line = TextLine("وعليه فإن الحكومة المصرية", (100.0, 100.0, 560.0, 120.0), 12.0, words=words)
+    assert _ink_span([line]) == (100.0, 560.0)
+    assert not is_multi([line], 12.0, 612.0)
+    parts = cut([line], [(470.0, 480.0)], 12.0)  # at its first word as listed: an empty part
+    assert all(p.text for p in parts) and " ".join(p.text for p in parts).split() == line.text.split()

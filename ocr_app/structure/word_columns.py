@@ -185,8 +185,8 @@ def cut(row: Sequence[Piece], seps: list[tuple[float, float]], body: float) -> l
             out.append(p)
             continue
         own = words_of(p)
-        for a, b in itertools.pairwise([0, *sorted(cuts[k]), len(own)]):
-            out.append(part(p, own[a:b]))
+        # (a right-to-left line lists its words from the right: a cut may fall at its first word)
+        out.extend(part(p, own[a:b]) for a, b in itertools.pairwise([0, *sorted(cuts[k]), len(own)]) if a < b)
     return out
 
 
