@@ -90,10 +90,9 @@ def _ink_span(stack: Sequence[Piece]) -> tuple[float, float]:
     """The x-range of a stack's ink: its words' where the engine measured them (``TextLine.words``),
     else its boxes'. Why: an OCR line's box is padded, and two cells a column gap apart by their ink
     ("…on the ring road" and "Roads unit", 30 px at a body of 20) measured 10 px between boxes."""
+    # (every word's: a right-to-left line lists its words from the right)
     spans = [span for p in stack for span in (getattr(p, "words", ()) or ((p.box[0], p.box[2]),))]
-    return min(a for a, _ in spans), max(
-        b for _, b in spans
-    )  # (right-to-left lines list words from the right)
+    return min(a for a, _ in spans), max(b for _, b in spans)
 
 
 def _slot(row: Sequence[Piece], cols: list[list[float]], body: float, right: float) -> int | None:
