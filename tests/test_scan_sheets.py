@@ -264,10 +264,15 @@ def test_a_rows_cells_are_told_apart_by_their_words_ink_not_their_boxes() -> Non
     unit = line("Roads unit", (728.0, 1141.0, 826.0, 1163.0), ((740.0, 786.0), (792.0, 820.0)))
     due = line("Q2 2026", (859.0, 1138.0, 939.0, 1166.0), ((867.0, 889.0), (895.0, 932.0)))
     assert is_multi([key, text, unit, due], 20.0, 1192.0)
-    # Ink that runs to the boxes' edges: 10 px apart, under half the body size.
+    # Boxes 8 px apart and ink 11 px: a word space the detector split the line at, not a column gap.
     full = line(text.text, text.box, (*words[:-1], (666.0, 716.0)))
-    close = line("Roads unit", (728.0, 1141.0, 826.0, 1163.0), ((724.0, 786.0), (792.0, 820.0)))
+    close = line("Roads unit", (726.0, 1141.0, 826.0, 1163.0), ((727.0, 786.0), (792.0, 820.0)))
     assert not is_multi([key, full, close, due], 20.0, 1192.0)
+    # Two pieces, a note's marker and its text (ICDAR's us-009 as a scan): boxes 7 px apart, ink 22 px.
+    marker = line("(1)", (136.0, 1033.0, 168.0, 1058.0), ((142.0, 159.0),))
+    spans = tuple((181.0 + 120 * k, 281.0 + 120 * k) for k in range(7))
+    note = line("Unallowable costs per OMB Circular A-122 include", (175.0, 1035.0, 1083.0, 1054.0), spans)
+    assert not is_multi([marker, note], 17.6, 1224.0)
 
 
 def test_a_right_to_left_lines_ink_spans_its_words_whatever_order_they_come_in() -> None:

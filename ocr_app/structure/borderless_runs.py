@@ -72,8 +72,10 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
         return False  # on scans, the layout model saw a paragraph's line (structure.scan_regions)
     boxes = [union_box([p.box for p in st]) for st in stacks]
     inks = [_ink_span(st) for st in stacks]
-    gaps = [b[0] - a[1] for a, b in itertools.pairwise(inks)]
-    if min(gaps) < 0.5 * body:
+    gaps = [b[0] - a[2] for a, b in itertools.pairwise(boxes)]
+    ink_gaps = [b[0] - a[1] for a, b in itertools.pairwise(inks)]
+    inked = len(stacks) >= 3  # (a marker and its note, "(1)" and a sentence, are two pieces)
+    if any(g < 0.5 * body and (not inked or i < INK_GAP * body) for g, i in zip(gaps, ink_gaps, strict=True)):
         return False
     if len(stacks) >= 3:
         return True
@@ -86,10 +88,17 @@ def is_multi(row: Sequence[Piece], body: float, page_width: float) -> bool:
     return sum(widths) <= 0.6 * page_width and all(w <= MAX_PAIR_WORDS for w in words)
 
 
+INK_GAP = 1.0  # × body: pieces whose boxes nearly touch are cells where their ink stands this far apart
+
+
 def _ink_span(stack: Sequence[Piece]) -> tuple[float, float]:
     """The x-range of a stack's ink: its words' where the engine measured them (``TextLine.words``),
     else its boxes'. Why: an OCR line's box is padded, and two cells a column gap apart by their ink
-    ("…on the ring road" and "Roads unit", 30 px at a body of 20) measured 10 px between boxes."""
+    ("…on the ring road" and "Roads unit", 30 px at a body of 20) measured 10 px between boxes. A
+    word space the detector split a line at measures half a body size by the ink, so the ink must
+    stand a full body size apart (``INK_GAP``), in a row of three pieces or more: a note's marker and
+    its text stand so apart too ("(1)" and "Unallowable costs …"), and a scanned form's notes became a
+    table (ICDAR's us-009)."""
     # (every word's: a right-to-left line lists its words from the right)
     spans = [span for p in stack for span in (getattr(p, "words", ()) or ((p.box[0], p.box[2]),))]
     return min(a for a, _ in spans), max(b for _, b in spans)
