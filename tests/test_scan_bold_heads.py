@@ -106,8 +106,9 @@ def test_a_papers_section_titles_in_centred_small_capitals_are_headings_on_a_sca
 
 def test_a_plain_line_a_size_larger_standing_alone_is_a_heading_on_a_scan() -> None:
     """A report's section titles a size up in another face, not bold ("Outlook" at 1.18 × the body on
-    the probe's report-otherface-2). A scan's sizes spread by ±5 %: from 1.12 × only."""
-    config, alone = LayoutConfig(), RowContext(isolated=True)
+    the probe's report-otherface-2). A scan's sizes spread by ±5 %: from 1.12 × only, and only where the
+    engine asks for it (the light engine's ``plain_alone_ratio``)."""
+    config, alone = LightOcrEngine()._layout, RowContext(isolated=True)
 
     def plain(text: str, ratio: float, role: str = "") -> Row:
         return Row(
@@ -132,6 +133,7 @@ def test_a_plain_line_a_size_larger_standing_alone_is_a_heading_on_a_scan() -> N
     assert heading_level(plain("Costs rose.", 1.18), BODY, config, None, alone) == 0  # a sentence
     assert heading_level(plain("1,204 / 2,310", 1.18), BODY, config, None, alone) == 0  # figures
     assert heading_level(plain("and the rest", 1.18), BODY, config, None, alone) == 0  # a line's tail
+    assert heading_level(plain("Outlook", 1.18), BODY, LayoutConfig(), None, alone) == 0  # not asked for
 
 
 def test_a_reports_section_titles_a_size_up_in_another_face_are_headings_on_a_scan(tmp_path) -> None:

@@ -95,6 +95,9 @@ def picture_reader() -> LightOcrEngine:
 # delays the first one a user sees by a page's OCR (2-4 s on 2 cores), so it stays small; every document
 # of the scan sets has 1-3 pages, so their figures are the same at 4 as at 12.
 LOOKAHEAD = 4
+# A plain short line standing alone this much larger than the body is a heading on a scan: clear of the
+# ±5 % a scan's sizes spread by (a report's section titles a size up in another face, not bold).
+PLAIN_ALONE_RATIO = 1.12
 
 
 @dataclass
@@ -225,7 +228,11 @@ class LightOcrEngine(Engine):
         # scans are mostly set bold, not larger. Gutters down to half the body size: a narrow gutter
         # the detector read across is cut (``structure.gutters``) and must then order the columns.
         self._layout = layout or LayoutConfig(
-            heading_ratio=1.25, h1_ratio=1.9, bold_heading_ratio=0.95, min_gutter_ratio=0.5
+            heading_ratio=1.25,
+            h1_ratio=1.9,
+            bold_heading_ratio=0.95,
+            min_gutter_ratio=0.5,
+            plain_alone_ratio=PLAIN_ALONE_RATIO,
         )
         self._factory = ocr_factory
         self._ocr: Any = None

@@ -63,9 +63,6 @@ SCAN_BLANK = 0.5  # × size: a blank line on a scan, over the paragraph's own li
 WORDY = 0.6  # a centred line standing alone is a title only with this share of letters
 BOLD_ALONE_RATIO = 0.75  # a scan's bold line standing alone is a heading from this × the body size
 CENTRED_ALONE_RATIO = 0.55  # ... a centred one from this (small capitals measure by their height)
-# ... and a plain one at its section's edge from this: clear of the ±5 % a scan's sizes spread by
-# (a report's section titles a size up in another face, not bold: "Outlook" at 1.18 ×)
-LARGER_ALONE_RATIO = 1.12
 ITALIC_RATIOS = (0.85, 1.15)  # ... an italic one at about the body's size
 ITALIC_TITLE_CHARS = 60  # ... and this short
 # ... not a label and its number ("Example 3-9 Creating a mask", a manual's caption set in italics)
@@ -173,7 +170,9 @@ def heading_level(
         if level and style.depth_bases and outline_level(style.outline, text) is None:
             level = numbered_level(level, text, style.depth_bases)
         return level
-    larger = row.size >= LARGER_ALONE_RATIO * body
+    # A plain line a size larger (``LayoutConfig.plain_alone_ratio``: a report's section titles in
+    # another face, not bold, "Outlook" at 1.18 × on a scan).
+    larger = bool(config.plain_alone_ratio) and row.size >= config.plain_alone_ratio * body
     set_apart = where.isolated and (row.bold or ((where.centred or larger) and _wordy(text)))
     if any(i.role == "prose" for i in row.items) and not set_apart:
         # The layout model saw a paragraph's line (a scan: ``structure.scan_regions``). Not a bold

@@ -190,6 +190,9 @@ class LayoutConfig:
     heading_ratio: float = 1.4  # size ≥ this × body size → heading
     h1_ratio: float = 1.9  # size ≥ this × body size → "#"
     bold_heading_ratio: float = 1.15  # bold, short, standalone line this much larger → "###"
+    # without a document style: a plain short line standing alone this much larger → "###" (0: never;
+    # the light engine sets 1.12, clear of the ±5 % a scan's sizes spread by)
+    plain_alone_ratio: float = 0.0
     max_heading_chars: int = 160
     max_merged_heading_chars: int = 90  # with a document style: longer bold runs are paragraphs
     min_gutter_ratio: float = 0.8  # gutter ≥ this × body size
