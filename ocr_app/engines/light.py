@@ -119,7 +119,7 @@ class _DocumentFacts:
     @classmethod
     def of(cls, pages: Sequence[_LaidOut], layout: LayoutConfig) -> _DocumentFacts:
         return cls(
-            document_levels([h for p in pages for h in p.heads], layout),
+            document_levels([h for p in pages for h in p.heads], layout, len(pages[0].heads) if pages else 0),
             running_keys([(p.out.blocks, p.height) for p in pages]),
         )
 
