@@ -238,3 +238,18 @@ def test_a_heading_measured_just_under_the_heading_size_joins_the_tier_it_spread
     # Without a heading under the heading size the tier keeps its edge: 1.2 is set apart.
     apart = document_levels(records[:3], LIGHT)
     assert apart.level(HeadingRecord(1.2, True, "Aside")) == 4
+
+
+def test_a_lone_title_on_the_first_page_is_the_documents_title() -> None:
+    """A scanned deck's or report's title measures 1.7-1.85 × the body, under the 1.9 × of "#": set once,
+    on the first page, over smaller headings, it is the document's title, as on the text layer."""
+    first = [HeadingRecord(1.77, True, "Household Energy Survey")]
+    rest = [HeadingRecord(1.27, True, "Where we stand"), HeadingRecord(1.25, True, "Costs by region")]
+    levels = document_levels([*first, *rest], LIGHT, first_page=1)
+    assert [levels.level(r) for r in [*first, *rest]] == [1, 2, 2]
+    # Without the first page's count, or with the size again on a later page, it keeps "##".
+    assert document_levels([*first, *rest], LIGHT).level(first[0]) == 2
+    again = [*rest, HeadingRecord(1.8, True, "Part two")]
+    assert document_levels([*first, *again], LIGHT, first_page=1).level(first[0]) == 2
+    # Nothing under it: a page of one heading size has no title over sections.
+    assert document_levels(first, LIGHT, first_page=1).level(first[0]) == 2
