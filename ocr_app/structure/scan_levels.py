@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ocr_app.schema import Block
+from ocr_app.structure.heading_tiers import LONE_TITLE_LINES, LONE_TITLE_RATIO
 from ocr_app.structure.lines import LayoutConfig, TextLine
 from ocr_app.structure.numbering import depth_bases, numbered_level
 
@@ -91,10 +92,6 @@ def heading_records(
 
 def _headings(blocks: Sequence[Block]) -> list[Block]:
     return [b for b in blocks if b.label in ("title", "sub_title") and _HASHES.match(b.text)]
-
-
-LONE_TITLE_RATIO = 1.5  # × body: a size set once, on the first page, over smaller heading sizes is a title
-LONE_TITLE_LINES = 3
 
 
 def document_levels(

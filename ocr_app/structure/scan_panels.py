@@ -65,18 +65,19 @@ def filled_panels(
     kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (k, k))
     solid = cv2.morphologyEx(tinted, cv2.MORPH_OPEN, kernel)
     contours, _ = cv2.findContours(solid, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    text = np.zeros((h, w), dtype=bool)
-    for ln in lines:
-        x0, y0, x1, y1 = (round(v) for v in ln.box)
-        text[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)] = True
     out: list[Box] = []
-    tints = None
+    text = tints = None
     for contour in contours:
         x, y, cw, ch = cv2.boundingRect(contour)
         if cw < BIG * body or ch < BIG * body or x <= 1 or y <= 1 or x + cw >= w - 1 or y + ch >= h - 1:
             continue
         if cw * ch > MAX_SHARE * w * h or cv2.contourArea(contour) < SOLID * cw * ch:
             continue
+        if text is None:  # the text lines' mask, made once, where a ground is found
+            text = np.zeros((h, w), dtype=bool)
+            for ln in lines:
+                x0, y0, x1, y1 = (round(v) for v in ln.box)
+                text[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)] = True
         inner = grey[y : y + ch, x : x + cw]
         ground = inner[~text[y : y + ch, x : x + cw]]
         if ground.size == 0:
