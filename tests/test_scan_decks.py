@@ -253,3 +253,8 @@ def test_a_lone_title_on_the_first_page_is_the_documents_title() -> None:
     assert document_levels([*first, *again], LIGHT, first_page=1).level(first[0]) == 2
     # Nothing under it: a page of one heading size has no title over sections.
     assert document_levels(first, LIGHT, first_page=1).level(first[0]) == 2
+    # Sections bold at body size under it (a report's "1. METHOD" at 1.2 ×): title "#", sections "##",
+    # their numbered subsections "###".
+    bold = [HeadingRecord(1.2, True, "1. METHOD"), HeadingRecord(1.0, True, "1.1 Timeline")]
+    report = document_levels([*first, *bold], LIGHT, first_page=1)
+    assert [report.level(r) for r in [*first, *bold]] == [1, 2, 3]

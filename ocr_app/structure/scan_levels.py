@@ -116,7 +116,9 @@ def document_levels(
     if any(span < r.ratio < floor for r in records):
         floor = span
     means = tuple(statistics.median(t) for t in tiers)
-    first = 1 if means and (means[0] >= config.h1_ratio or (lone and len(tiers) >= 2)) else 2
+    # A lone title is "#" where any other heading stands under it: a size tier below, or bold at body
+    # size (a report's "1. METHOD" in bold capitals at 1.2 × the body, under its 1.8 × title).
+    first = 1 if means and (means[0] >= config.h1_ratio or (lone and len(records) > len(tiers[0]))) else 2
     sized_levels = DocumentLevels(means, first, floor)
     bases = depth_bases((sized_levels.level(r), r.text) for r in records)
     logger.debug("document heading tiers %s (first level %d), numbering bases %s", means, first, bases)
