@@ -20,7 +20,7 @@ import pytest
 
 from bench.accuracy.printed import build
 from ocr_app.engines.pdf_drawings import horizontal_rules
-from ocr_app.render.markdown import table_going_on
+from ocr_app.render.markdown import table_going_on, tables_kept_whole
 from ocr_app.structure import table_verdict
 from ocr_app.structure.table_html import Cell, continue_table
 from tests.factories import page_markdown, table_rows
@@ -195,3 +195,28 @@ def test_head_lines_read_as_body_rows_on_both_sides_of_a_break_stand_once():
     # A lower part that repeats every row of the upper one keeps them: at least one row must differ.
     again = head + lines + "<tr><td>Upper weir</td><td>3.98</td><td>7.68</td></tr></tbody></table>"
     assert len(table_rows(continue_table(upper, again))) == 5
+
+
+def test_a_first_row_repeated_at_the_top_of_the_next_part_is_the_tables_header():
+    """The probe's report-smallcaps-0 as a scan: the header, in small capitals on grey, was read as a
+    plain row above the page break and as a header under it, where it repeats over the table's last
+    row. The two parts stood as two tables; the repeat shows the first row is the header."""
+    plain = "<tr><td>Item</td><td>Budget</td><td>Share</td></tr>"
+    upper = f"<table>{plain}<tr><td>Salaries</td><td>348</td><td>16%</td></tr></table>"
+    lower = (
+        "<table><thead><tr><th>Item</th><th>Budget</th><th>Share</th></tr></thead>"
+        "<tbody><tr><td>Rent</td><td>248</td><td>77%</td></tr></tbody></table>"
+    )
+    joined = continue_table(upper, lower)
+    assert joined is not None and joined.startswith("<table><thead><tr><th>Item</th>"), joined
+    assert table_rows(joined) == [["Item", "Budget", "Share"], ["Salaries", "348", "16%"], ["Rent", "248", "77%"]]
+    # Under a page break (the Markdown file, the viewer): the headerless table is held and joined.
+    pages = tables_kept_whole([f"Costs.\n\n{upper}", f"{lower}\n\nAfter the table."])
+    assert pages == [f"Costs.\n\n{joined}", "After the table."]
+    # Read plain on both sides, the repeat still shows it.
+    assert continue_table(upper, f"<table>{plain}<tr><td>Rent</td><td>248</td><td>77%</td></tr></table>") == joined
+    # Another first row, or a repeated row of figures, is no header: the tables stay apart.
+    assert continue_table(upper, lower.replace("<th>Budget</th>", "<th>Spent</th>")) is None
+    figures = "<table><tr><td>2024</td><td>348</td><td>16%</td></tr></table>"
+    assert continue_table(figures, figures) is None
+    assert tables_kept_whole([upper, "Text."]) == [upper, "Text."]  # held, and written back unjoined

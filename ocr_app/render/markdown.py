@@ -220,10 +220,11 @@ def document_markdown(pages: Sequence[str], page_numbers: Sequence[int] | None =
 
 
 def trailing_table(md: str) -> tuple[str, str]:
-    """``md`` without its last block when that block is a table with a header, and that table (held
-    until the next page says whether it goes on there); else ``(md, "")``."""
+    """``md`` without its last block when that block is a table, and that table (held until the next
+    page says whether it goes on there); else ``(md, "")``. One with no header is held too: the next
+    page may repeat its first row as the header it is (``table_html.continue_table``)."""
     head, _, last = md.strip().rpartition("\n\n")
-    if last.startswith("<table><thead>") and last.endswith("</table>"):
+    if last.startswith("<table>") and last.endswith("</table>"):
         return head, last
     return md, ""
 

@@ -185,7 +185,10 @@ _BODY_END = "</tbody></table>"
 def continue_table(upper: str, lower: str) -> str | None:
     """``upper`` (a table as ``table_html`` writes it) with the body rows of ``lower`` when ``lower``
     repeats ``upper``'s header rows, else None. Browsers and word processors print a table's header
-    again at the top of each column or page it runs into: a reader sees one table going on."""
+    again at the top of each column or page it runs into: a reader sees one table going on. An
+    ``upper`` whose header was not read as one (its first row plain) takes it from the repeat
+    (``_headed_by``)."""
+    upper = _headed_by(upper, lower) or upper
     head, again = _THEAD.search(upper), _THEAD.search(lower)
     if not (head and upper.startswith("<table><thead>") and upper.endswith(_BODY_END)):
         return None
@@ -199,6 +202,34 @@ def continue_table(upper: str, lower: str) -> str | None:
     if again or first is None or head.group(0).count("<tr>") != 1 or _TD.findall(first.group(1)) != heads:
         return None
     return _mend_break(upper[: -len(_BODY_END)], lower[first.end() : -len("</table>")] + _BODY_END)
+
+
+def _headed_by(upper: str, lower: str) -> str | None:
+    """``upper``, a table with no header rows, with its first row as its header where ``lower`` opens
+    with the same cells (as its header or as a plain row), else None. Why: on a scan, a header set in
+    small capitals on the paper's grey was read as a plain row above a page break, and as a header
+    under it, where the row repeats alone over the table's last rows; the two parts stood as two
+    tables. A row repeated at the top of the next part is the header a reader sees printed again."""
+    first = _ROW.match(upper, len("<table>")) if upper.startswith("<table><tr>") else None
+    if first is None or not upper.endswith("</table>"):
+        return None
+    cells = _TD.findall(first.group(1))
+    if sum(1 for c in cells if c.strip() and not _VALUE.match(c.strip())) < MIN_HEAD_CELLS:
+        return None
+    again = _THEAD.search(lower)
+    if again is not None and lower.startswith("<table><thead>"):
+        repeated = again.group(0).count("<tr>") == 1 and _TH.findall(again.group(0)) == cells
+    else:
+        opening = _ROW.match(lower, len("<table>")) if lower.startswith("<table><tr>") else None
+        repeated = opening is not None and _TD.findall(opening.group(1)) == cells
+    if not repeated:
+        return None
+    head = "".join(f"<th>{c}</th>" for c in cells)
+    body = upper[first.end() : -len("</table>")]
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}{_BODY_END}"
+
+
+MIN_HEAD_CELLS = 2  # a repeated first row is a header only with this many cells of words
 
 
 def _drop_repeated_rows(upper_body: str, lower_body: str) -> str:
