@@ -209,12 +209,19 @@ def test_a_first_row_repeated_at_the_top_of_the_next_part_is_the_tables_header()
     )
     joined = continue_table(upper, lower)
     assert joined is not None and joined.startswith("<table><thead><tr><th>Item</th>"), joined
-    assert table_rows(joined) == [["Item", "Budget", "Share"], ["Salaries", "348", "16%"], ["Rent", "248", "77%"]]
+    assert table_rows(joined) == [
+        ["Item", "Budget", "Share"],
+        ["Salaries", "348", "16%"],
+        ["Rent", "248", "77%"],
+    ]
     # Under a page break (the Markdown file, the viewer): the headerless table is held and joined.
     pages = tables_kept_whole([f"Costs.\n\n{upper}", f"{lower}\n\nAfter the table."])
     assert pages == [f"Costs.\n\n{joined}", "After the table."]
     # Read plain on both sides, the repeat still shows it.
-    assert continue_table(upper, f"<table>{plain}<tr><td>Rent</td><td>248</td><td>77%</td></tr></table>") == joined
+    assert (
+        continue_table(upper, f"<table>{plain}<tr><td>Rent</td><td>248</td><td>77%</td></tr></table>")
+        == joined
+    )
     # Another first row, or a repeated row of figures, is no header: the tables stay apart.
     assert continue_table(upper, lower.replace("<th>Budget</th>", "<th>Spent</th>")) is None
     figures = "<table><tr><td>2024</td><td>348</td><td>16%</td></tr></table>"
