@@ -36,6 +36,7 @@ from ocr_app.engines.ocr_threads import default_workers, detect_on_all_cores, sp
 from ocr_app.engines.scan_lines import (
     affine_points,
     box_corners,
+    caps_sizes,
     clip_box,
     estimate_skew,
     line_sizes,
@@ -465,9 +466,16 @@ class LightOcrEngine(Engine):
             grey = cv2.warpAffine(grey, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=255)
             regions = [replace(r, box=quad_box(affine_points(matrix, box_corners(r.box)))) for r in regions]
         italic = ink.italic_flags(crops, texts)  # short lines only: a lowest heading's cue
+        caps = caps_sizes(upright, texts)  # small capitals, and underlines: quieter ones
+        under = [
+            len(t.split()) <= ink.ITALIC_WORDS and ink.underlined(grey, q)
+            for q, t in zip(quads, texts, strict=True)
+        ]
         lines = [
-            TextLine(t, quad_box(q), s, b, italic=it, words=word_xs(q, spans))
-            for q, t, s, b, it, (_, spans) in zip(quads, texts, sizes, bold, italic, words, strict=True)
+            TextLine(t, quad_box(q), s, b, italic=it, words=word_xs(q, spans), caps_size=c, underlined=u)
+            for q, t, s, b, it, (_, spans), c, u in zip(
+                quads, texts, sizes, bold, italic, words, caps, under, strict=True
+            )
         ]
         lines = recover_bullets(grey, lines) if lines else lines
         # A slide's boxes side by side, read each whole rather than as a table's columns.

@@ -54,6 +54,12 @@ def text_size(crop: Any, text: str) -> float:
     return max(core, 1.0) / X_HEIGHT_EM
 
 
+def caps_sizes(crops: Sequence[Any], texts: Sequence[str]) -> list[float]:
+    """Each line's capitals' size where it is set in small capitals (``ink.small_caps_height``), else
+    0: ``TextLine.caps_size``, as the text layer gives it."""
+    return [ink.small_caps_height(c, t) / CAP_HEIGHT_EM for c, t in zip(crops, texts, strict=True)]
+
+
 def estimate_skew(quads: Sequence[Any]) -> float:
     """Page rotation in degrees (image coordinates), the median slope of long text lines; 0 if unsure."""
     import math

@@ -29,6 +29,7 @@ from ocr_app.structure.lines import (
     LayoutConfig,
     Row,
     Table,
+    TextLine,
     color_heading_like,
     icon,
     in_margin_band,
@@ -142,6 +143,18 @@ class RowContext:
     centred: bool = False  # centred in its section, in from its left edge
 
 
+def set_strong(line: Row | TextLine, body: float) -> bool:
+    """Set bold, or underlined or in small capitals of the body's size and upright: the marks a
+    document gives its titles at body size over italics (as ``_quiet_title_level`` ranks them on the
+    text layer; ``ink`` reads them from a scan's pixels). An underlined line in italics is an italic
+    title, a level under the upright underlined ones."""
+    quiet = line.underlined or line.caps_size >= SMALL_CAPS_BODY * body
+    return line.bold or (quiet and not line.italic)
+
+
+SMALL_CAPS_BODY = 0.9  # × body: small capitals whose capitals are this large mark a title
+
+
 def heading_level(
     row: Row,
     body: float,
@@ -173,7 +186,7 @@ def heading_level(
     # A plain line a size larger (``LayoutConfig.plain_alone_ratio``: a report's section titles in
     # another face, not bold, "Outlook" at 1.18 × on a scan).
     larger = bool(config.plain_alone_ratio) and row.size >= config.plain_alone_ratio * body
-    set_apart = where.isolated and (row.bold or ((where.centred or larger) and _wordy(text)))
+    set_apart = where.isolated and (set_strong(row, body) or ((where.centred or larger) and _wordy(text)))
     if any(i.role == "prose" for i in row.items) and not set_apart:
         # The layout model saw a paragraph's line (a scan: ``structure.scan_regions``). Not a bold
         # line standing alone: the model's box over a paragraph reaches up over its section's title.
@@ -433,7 +446,7 @@ def _quiet_title_level(row: Row, text: str, style: DocStyle, where: RowContext, 
         and where.short_line
         and titled
         and len(text.split()) <= SMALL_CAPS_WORDS
-        and max(row.caps_size, row.size) / style.body_size >= 0.9
+        and max(row.caps_size, row.size) / style.body_size >= SMALL_CAPS_BODY
     ):
         return bold_level  # "Abstract", "References" in small capitals (IEEE's papers); an underlined title
     if (

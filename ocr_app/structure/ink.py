@@ -63,18 +63,9 @@ def letter_height(crop: Any, text: str) -> tuple[float, bool]:
     middle of that lowest share of the heights (the share the text's short letters make of its
     characters), refined to a sub-pixel mean of the heights near it.
     """
-    import cv2
     import numpy as np
 
-    ink = (crop < INK_LEVEL).astype(np.uint8)
-    h = crop.shape[0]
-    count, _labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
-    if count <= 1:
-        return 0.0, True
-    top, height = stats[1:, cv2.CC_STAT_TOP], stats[1:, cv2.CC_STAT_HEIGHT]
-    width = stats[1:, cv2.CC_STAT_WIDTH]
-    keep = (height >= 0.2 * h) & (width <= 3 * height) & (top > 0) & (top + height < h)
-    heights = height[keep].astype(np.float64)
+    heights = _letter_heights(crop)
     if len(heights) < 3:
         return 0.0, True
     chars = [c for c in text if c.isalnum()]
@@ -86,6 +77,21 @@ def letter_height(crop: Any, text: str) -> tuple[float, bool]:
     near = heights[np.abs(heights - mark) <= max(1.0, 0.1 * mark)]
     # An interpolated percentile can fall between two far-apart heights: then none lies near it.
     return (float(near.mean()) if len(near) else mark), short > 0
+
+
+def _letter_heights(crop: Any) -> Any:
+    """The heights of the crop's letters: its ink's connected components tall enough to be letters,
+    not long runs, not cut by the crop's top or bottom edge (``letter_height``)."""
+    import cv2
+    import numpy as np
+
+    ink = (crop < INK_LEVEL).astype(np.uint8)
+    h = crop.shape[0]
+    _count, _labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    top, height = stats[1:, cv2.CC_STAT_TOP], stats[1:, cv2.CC_STAT_HEIGHT]
+    width = stats[1:, cv2.CC_STAT_WIDTH]
+    keep = (height >= 0.2 * h) & (width <= 3 * height) & (top > 0) & (top + height < h)
+    return height[keep].astype(np.float64)
 
 
 def _letters_mask(crop: Any) -> Any:
@@ -229,6 +235,84 @@ def stroke_width(crop: Any) -> float:
     inner = padded[1:-1, 1:-1] & padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
     outline = area - int(inner.sum())
     return 2.0 * area / max(outline, 1)
+
+
+SMALL_CAPS_TALL = (1.2, 1.8)  # a capital's height over the small capitals' (fonts: 1.25-1.6)
+_NOT_CAPITAL_HEIGHT = frozenset("()[]{}/|\\QJ@$")  # glyphs taller or lower than a capital
+
+
+def small_caps_height(crop: Any, text: str) -> float:
+    """The capitals' height in pixels when the line is set in small capitals, else 0.
+
+    Why: OCR reads "Method" set in small capitals as "METHOD", and the line measured by its letters'
+    median height (``letter_height``: the small capitals, taken for capitals) came out at 0.7 × the
+    body, so a section title set so was text. In small capitals a word's first letter stands taller
+    than the rest; in capitals all stand alike. A line of capitals only (no lower case read), four
+    letters or more, is small capitals where its tallest letters are a few (at most one a word or
+    figure), 1.2-1.8 × the height of the rest. Lines with glyphs taller than a capital (brackets,
+    slashes, Q, J) are not judged."""
+    import numpy as np
+
+    letters = [c for c in text if c.isalpha()]
+    if len(letters) < 4 or any(c.islower() for c in letters) or _NOT_CAPITAL_HEIGHT & set(text):
+        return 0.0
+    heights = _letter_heights(crop)
+    if len(heights) < 4:
+        return 0.0
+    small = float(np.median(heights))
+    tall = heights[heights >= SMALL_CAPS_TALL[0] * small]
+    starts = len(text.split()) + sum(c.isdigit() for c in text)
+    if not 0 < len(tall) <= min(starts, len(heights) // 2) or float(tall.max()) > SMALL_CAPS_TALL[1] * small:
+        return 0.0
+    return float(np.median(tall))
+
+
+UNDERLINE_COVER = 0.85  # share of the text's width an underline's row inks (skipping descenders)
+
+
+def underlined(grey: Any, quad: Any) -> bool:
+    """Whether a line is underlined: a row at or under its letters' baseline inked along at least
+    ``UNDERLINE_COVER`` of the text's width, and not beyond it (a rule under a heading that runs on
+    across the column is no underline). Why: older reports and typescripts mark section titles by an
+    underline at body size and weight; a scan shows it only in the pixels. The quadrilateral is
+    widened by the line's height each side and lowered by half of it, so the rule's ends and a low
+    underline are seen."""
+    import cv2
+    import numpy as np
+
+    q = np.asarray(quad, dtype=np.float64)
+    h0 = float(np.linalg.norm(q[3] - q[0]))
+    w0 = float(np.linalg.norm(q[1] - q[0]))
+    if h0 < 4 or w0 < 2 * h0:
+        return False
+    u, v = (q[1] - q[0]) / w0, (q[3] - q[0]) / h0
+    wide = np.asarray(
+        [q[0] - h0 * u, q[1] + h0 * u, q[2] + h0 * u + 0.5 * h0 * v, q[3] - h0 * u + 0.5 * h0 * v]
+    )
+    ink = dark_on_light(line_crop(grey, wide)) < INK_LEVEL
+    _count, _labels, stats, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
+    left, top = stats[1:, cv2.CC_STAT_LEFT], stats[1:, cv2.CC_STAT_TOP]
+    width, height = stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT]
+    middle = left + width / 2
+    letter = (height >= 0.2 * h0) & (width <= 3 * height) & (top < h0) & (middle > h0) & (middle < h0 + w0)
+    if int(letter.sum()) < 3:
+        return False
+    baseline = int(np.median((top + height)[letter]))
+    # The text's width from its ink over the baseline (a descender joined to the underline is no
+    # letter, but its bowl is the text's).
+    lo, hi = round(0.8 * h0), round(1.2 * h0 + w0)
+    cols = np.nonzero(ink[int(top[letter].min()) : max(baseline - 1, 1), lo:hi].any(axis=0))[0]
+    if len(cols) == 0:
+        return False
+    x0, x1 = lo + int(cols[0]), lo + int(cols[-1]) + 1
+    margin, reach = max(round(0.15 * h0), 1), round(0.5 * h0)
+    for r in range(max(baseline - 1, 0), min(baseline + round(0.4 * h0), ink.shape[0])):
+        row = ink[r]
+        if row[x0:x1].mean() < UNDERLINE_COVER:
+            continue
+        before, after = row[max(x0 - reach, 0) : max(x0 - margin, 0)], row[x1 + margin : x1 + reach]
+        return bool(before.size and after.size and before.mean() <= 0.2 and after.mean() <= 0.2)
+    return False
 
 
 def bold_flags(strokes: Sequence[float], texts: Sequence[str]) -> list[bool]:

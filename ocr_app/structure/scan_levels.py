@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ocr_app.schema import Block
 from ocr_app.structure.heading_tiers import LONE_TITLE_LINES, LONE_TITLE_RATIO
+from ocr_app.structure.headings import set_strong
 from ocr_app.structure.lines import LayoutConfig, TextLine
 from ocr_app.structure.numbering import depth_bases, numbered_level
 
@@ -40,7 +41,7 @@ class HeadingRecord:
     """One heading as the page layout found it: its size over its page's body size, its weight."""
 
     ratio: float
-    bold: bool
+    bold: bool  # set strong: bold, underlined or in small capitals (``headings.set_strong``)
     text: str
 
 
@@ -85,8 +86,11 @@ def heading_records(
         if not inside or body <= 0:
             out.append(None)
             continue
-        ratio = statistics.median(ln.size for ln in inside) / body
-        out.append(HeadingRecord(ratio, all(ln.bold for ln in inside), _HASHES.sub("", block.text)))
+        # Small capitals by their capitals' size; underlined and small capitals rank with bold, over
+        # italics (``headings.set_strong``).
+        ratio = statistics.median(max(ln.caps_size, ln.size) for ln in inside) / body
+        strong = all(set_strong(ln, body) for ln in inside)
+        out.append(HeadingRecord(ratio, strong, _HASHES.sub("", block.text)))
     return out
 
 

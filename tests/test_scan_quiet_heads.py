@@ -1,0 +1,136 @@
+"""Section titles marked only by small capitals or an underline, on a scan (issue 30, round 46).
+
+Reports set section titles at the body's size and weight, marked by small capitals or an underline;
+the text layer reads both from its fonts and drawings (``headings._quiet_title_level``). On a scan
+OCR reads "Method" in small capitals as "METHOD", measured by its small letters at 0.63 × the body,
+and an underline is pixels under the line: both stayed text, and the italic subsections under them
+came out a level too high. ``ink.small_caps_height`` and ``ink.underlined`` read them from the ink.
+The reports are printed by Chromium from the probe set (``bench/accuracy/printed.py``) and rendered
+to pixels; the REAL light engine (RapidOCR and the CDLA layout model) reads them. The ink measures
+are also tested on lines PyMuPDF draws.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+
+from bench.accuracy.printed import build
+from ocr_app.engines.light import LightOcrEngine
+from ocr_app.structure import ink
+from ocr_app.structure.headings import RowContext, heading_level, set_strong
+from ocr_app.structure.lines import LayoutConfig, Row, TextLine
+from ocr_app.structure.pipeline import blocks_to_markdown
+from ocr_app.structure.scan_levels import HeadingRecord, document_levels
+from tests.test_scan_decks import _requests
+
+DPI = 144
+SCALE = DPI / 72
+
+
+def _headings(md: str) -> list[tuple[int, str]]:
+    return [
+        (len(ln) - len(ln.lstrip("#")), ln.lstrip("# ").strip().lower())
+        for ln in md.splitlines()
+        if ln.startswith("#")
+    ]
+
+
+@pytest.mark.parametrize("name", ["report-smallcaps-2", "report-underline-2"])
+def test_titles_in_small_capitals_or_underlined_are_sections_over_their_italic_subsections(
+    name: str, tmp_path: Path
+) -> None:
+    build(tmp_path, only=(name,))
+    truth = dict((t, level) for level, t in _headings((tmp_path / "gt" / f"{name}.md").read_text()))
+    engine = LightOcrEngine()
+    engine.load()
+    with pymupdf.open(tmp_path / "pdf" / f"{name}.pdf") as doc:
+        outs = engine.predict_batch(_requests(doc))
+    md = "\n\n".join(blocks_to_markdown(o.blocks) for o in outs)
+    found = _headings(md)
+    sections = [t for t, level in truth.items() if level == 2]
+    assert len(sections) >= 3 and all((2, t) in found for t in sections), md
+    # Every heading found at the truth's level: the italic subsections one under the sections.
+    assert [(level, t) for level, t in found if truth.get(t) != level] == [], md
+    assert sum(1 for level, _ in found if level == 3) >= 4, md
+
+
+def _line_page(draw) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+    """A page drawn by ``draw(page) -> boxes`` (points), as grey pixels at 144 DPI and the boxes in pixels."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=200)
+    boxes = draw(page)
+    pix = page.get_pixmap(dpi=DPI, colorspace=pymupdf.csGRAY)
+    grey = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width)
+    return grey, [tuple(v * SCALE for v in b) for b in boxes]
+
+
+def _quad(box: tuple[float, float, float, float]) -> np.ndarray:
+    x0, y0, x1, y1 = box
+    return np.asarray([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], dtype=np.float64)
+
+
+def _crop(grey: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
+    return ink.line_crop(grey, _quad(box))
+
+
+def test_small_capitals_are_told_from_capitals_by_their_first_letters() -> None:
+    def draw(page: pymupdf.Page) -> list[tuple[float, float, float, float]]:
+        x = 20.0
+        for word in ("Results", "by", "region"):  # small capitals: first letter 11 pt, the rest 8 pt
+            if word[0].isupper():
+                page.insert_text((x, 40), word[0], fontsize=11, fontname="helv")
+                x += pymupdf.get_text_length(word[0], "helv", 11)
+                rest = word[1:]
+            else:
+                rest = word
+            page.insert_text((x, 40), rest.upper(), fontsize=8, fontname="helv")
+            x += pymupdf.get_text_length(rest.upper(), "helv", 8) + 4
+        page.insert_text((20, 90), "RESULTS BY REGION", fontsize=11, fontname="helv")  # capitals
+        page.insert_text((20, 140), "COSTS (EUR) BY YEAR", fontsize=8, fontname="helv")  # brackets
+        return [(16, 28, x + 4, 46), (16, 78, 160, 96), (16, 128, 140, 146)]
+
+    grey, boxes = _line_page(draw)
+    caps = ink.small_caps_height(_crop(grey, boxes[0]), "RESULTS BY REGION")
+    # An 11 pt capital at 144 DPI stands about 16 px; the small capitals about 12 px.
+    assert 13 <= caps <= 18, caps
+    assert ink.small_caps_height(_crop(grey, boxes[1]), "RESULTS BY REGION") == 0.0
+    assert ink.small_caps_height(_crop(grey, boxes[2]), "COSTS (EUR) BY YEAR") == 0.0
+    assert ink.small_caps_height(_crop(grey, boxes[0]), "Results by region") == 0.0  # lower case read
+
+
+def test_an_underline_is_a_rule_under_the_text_that_stops_with_it() -> None:
+    def draw(page: pymupdf.Page) -> list[tuple[float, float, float, float]]:
+        for y in (40, 90, 140):
+            page.insert_text((20, y), "Costs and funding", fontsize=10, fontname="helv")
+        width = pymupdf.get_text_length("Costs and funding", "helv", 10)
+        page.draw_line((20, 42), (20 + width, 42), width=0.7)  # underlined
+        page.draw_line((20, 92), (380, 92), width=0.7)  # a rule that runs on across the page
+        return [(16, 30, 24 + width, 45), (16, 80, 24 + width, 95), (16, 130, 24 + width, 145)]
+
+    grey, boxes = _line_page(draw)
+    assert ink.underlined(grey, _quad(boxes[0]))
+    assert not ink.underlined(grey, _quad(boxes[1]))
+    assert not ink.underlined(grey, _quad(boxes[2]))
+
+
+def test_small_capitals_and_underlines_rank_with_bold_over_italics() -> None:
+    body = 22.0
+
+    def row(**style: object) -> Row:
+        return Row([TextLine("Costs and funding", (100.0, 300.0, 300.0, 322.0), 14.0, **style)])
+
+    config, alone = LayoutConfig(), RowContext(isolated=True)
+    assert heading_level(row(caps_size=21.0), body, config, None, alone) == 3
+    assert heading_level(row(underlined=True), body, config, None, alone) == 3
+    assert heading_level(row(), body, config, None, alone) == 0  # plain: text
+    assert heading_level(row(caps_size=21.0), body, config, None, RowContext()) == 0  # run in
+    assert heading_level(row(caps_size=12.0), body, config, None, alone) == 0  # small capitals, small
+    assert set_strong(row(underlined=True).items[0], body)
+    assert not set_strong(row(underlined=True, italic=True).items[0], body)  # an italic title's underline
+    # In the document's levels: strong titles over the italic ones at body size.
+    levels = document_levels([HeadingRecord(1.0, True, "Method"), HeadingRecord(1.0, False, "Scope")], config)
+    assert levels.level(HeadingRecord(1.0, True, "Method")) < levels.level(HeadingRecord(1.0, False, "Scope"))
