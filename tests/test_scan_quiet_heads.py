@@ -4,7 +4,7 @@ Reports set section titles at the body's size and weight, marked by small capita
 the text layer reads both from its fonts and drawings (``headings._quiet_title_level``). On a scan
 OCR reads "Method" in small capitals as "METHOD", measured by its small letters at 0.63 × the body,
 and an underline is pixels under the line: both stayed text, and the italic subsections under them
-came out a level too high. ``ink.small_caps_height`` and ``ink.underlined`` read them from the ink.
+came out a level too high. ``ink.small_caps`` and ``ink.underlined`` read them from the ink.
 The reports are printed by Chromium from the probe set (``bench/accuracy/printed.py``) and rendered
 to pixels; the REAL light engine (RapidOCR and the CDLA layout model) reads them. The ink measures
 are also tested on lines PyMuPDF draws.
@@ -56,6 +56,9 @@ def test_titles_in_small_capitals_or_underlined_are_sections_over_their_italic_s
     # Every heading found at the truth's level: the italic subsections one under the sections.
     assert [(level, t) for level, t in found if truth.get(t) != level] == [], md
     assert sum(1 for level, _ in found if level == 3) >= 4, md
+    # As written, not as the small capitals show them: "## Results by region", not "## RESULTS BY REGION".
+    written = [ln for ln in (tmp_path / "gt" / f"{name}.md").read_text().splitlines() if ln.startswith("## ")]
+    assert all(ln in md.splitlines() for ln in written), md
 
 
 def _line_page(draw) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
@@ -77,29 +80,38 @@ def _crop(grey: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarra
     return ink.line_crop(grey, _quad(box))
 
 
+def _small_caps(page: pymupdf.Page, y: float, words: tuple[str, ...]) -> float:
+    """``words`` set in small capitals at ``y``: capitals 11 pt, the other letters as 8 pt capitals;
+    a word in capitals (a Roman numeral) all at 11 pt. The line's right end."""
+    x = 20.0
+    for word in words:
+        tall = len(word) if word.isupper() else 1 if word[0].isupper() else 0
+        for part, size in ((word[:tall], 11), (word[tall:].upper(), 8)):
+            page.insert_text((x, y), part, fontsize=size, fontname="helv")
+            x += pymupdf.get_text_length(part, "helv", size)
+        x += 4
+    return x
+
+
 def test_small_capitals_are_told_from_capitals_by_their_first_letters() -> None:
     def draw(page: pymupdf.Page) -> list[tuple[float, float, float, float]]:
-        x = 20.0
-        for word in ("Results", "by", "region"):  # small capitals: first letter 11 pt, the rest 8 pt
-            if word[0].isupper():
-                page.insert_text((x, 40), word[0], fontsize=11, fontname="helv")
-                x += pymupdf.get_text_length(word[0], "helv", 11)
-                rest = word[1:]
-            else:
-                rest = word
-            page.insert_text((x, 40), rest.upper(), fontsize=8, fontname="helv")
-            x += pymupdf.get_text_length(rest.upper(), "helv", 8) + 4
+        end = _small_caps(page, 40, ("Results", "by", "region"))
+        numbered = _small_caps(page, 180, ("IV.", "Results"))
         page.insert_text((20, 90), "RESULTS BY REGION", fontsize=11, fontname="helv")  # capitals
         page.insert_text((20, 140), "COSTS (EUR) BY YEAR", fontsize=8, fontname="helv")  # brackets
-        return [(16, 28, x + 4, 46), (16, 78, 160, 96), (16, 128, 140, 146)]
+        return [(16, 28, end + 4, 46), (16, 78, 160, 96), (16, 128, 140, 146), (16, 168, numbered + 4, 186)]
 
     grey, boxes = _line_page(draw)
-    caps = ink.small_caps_height(_crop(grey, boxes[0]), "RESULTS BY REGION")
+    caps, text = ink.small_caps(_crop(grey, boxes[0]), "RESULTS BY REGION")
     # An 11 pt capital at 144 DPI stands about 16 px; the small capitals about 12 px.
     assert 13 <= caps <= 18, caps
-    assert ink.small_caps_height(_crop(grey, boxes[1]), "RESULTS BY REGION") == 0.0
-    assert ink.small_caps_height(_crop(grey, boxes[2]), "COSTS (EUR) BY YEAR") == 0.0
-    assert ink.small_caps_height(_crop(grey, boxes[0]), "Results by region") == 0.0  # lower case read
+    assert text == "Results by region"  # as written, as the text layer gives it
+    assert ink.small_caps(_crop(grey, boxes[1]), "RESULTS BY REGION") == (0.0, "RESULTS BY REGION")
+    assert ink.small_caps(_crop(grey, boxes[2]), "COSTS (EUR) BY YEAR") == (0.0, "COSTS (EUR) BY YEAR")
+    assert ink.small_caps(_crop(grey, boxes[0]), "Results by region") == (0.0, "Results by region")
+    # A section number in Roman numerals stands tall with the first letters (IEEE's "IV. RESULTS").
+    caps, text = ink.small_caps(_crop(grey, boxes[3]), "IV. RESULTS")
+    assert 13 <= caps <= 18 and text == "IV. Results", (caps, text)
 
 
 def test_an_underline_is_a_rule_under_the_text_that_stops_with_it() -> None:

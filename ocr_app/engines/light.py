@@ -36,7 +36,6 @@ from ocr_app.engines.ocr_threads import default_workers, detect_on_all_cores, sp
 from ocr_app.engines.scan_lines import (
     affine_points,
     box_corners,
-    caps_sizes,
     clip_box,
     estimate_skew,
     line_sizes,
@@ -44,6 +43,7 @@ from ocr_app.engines.scan_lines import (
     quad_box,
     recover_bullets,
     recover_dashes,
+    small_caps_lines,
     word_xs,
 )
 from ocr_app.exceptions import EngineError, EngineUnavailableError
@@ -466,7 +466,7 @@ class LightOcrEngine(Engine):
             grey = cv2.warpAffine(grey, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=255)
             regions = [replace(r, box=quad_box(affine_points(matrix, box_corners(r.box)))) for r in regions]
         italic = ink.italic_flags(crops, texts)  # short lines only: a lowest heading's cue
-        caps = caps_sizes(upright, texts)  # small capitals, and underlines: quieter ones
+        caps, texts = small_caps_lines(upright, texts)  # small capitals, and underlines: quieter titles
         under = [
             len(t.split()) <= ink.ITALIC_WORDS and ink.underlined(grey, q)
             for q, t in zip(quads, texts, strict=True)

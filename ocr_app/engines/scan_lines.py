@@ -54,10 +54,12 @@ def text_size(crop: Any, text: str) -> float:
     return max(core, 1.0) / X_HEIGHT_EM
 
 
-def caps_sizes(crops: Sequence[Any], texts: Sequence[str]) -> list[float]:
-    """Each line's capitals' size where it is set in small capitals (``ink.small_caps_height``), else
-    0: ``TextLine.caps_size``, as the text layer gives it."""
-    return [ink.small_caps_height(c, t) / CAP_HEIGHT_EM for c, t in zip(crops, texts, strict=True)]
+def small_caps_lines(crops: Sequence[Any], texts: Sequence[str]) -> tuple[list[float], list[str]]:
+    """Each line's capitals' size where it is set in small capitals, else 0 (``TextLine.caps_size``,
+    as the text layer gives it), and its text with the small capitals in lower case where the ink
+    tells them (``ink.small_caps``)."""
+    read = [ink.small_caps(c, t) for c, t in zip(crops, texts, strict=True)]
+    return [h / CAP_HEIGHT_EM for h, _ in read], [t for _, t in read]
 
 
 def estimate_skew(quads: Sequence[Any]) -> float:

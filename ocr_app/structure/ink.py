@@ -80,8 +80,8 @@ def letter_height(crop: Any, text: str) -> tuple[float, bool]:
 
 
 def _letter_heights(crop: Any) -> Any:
-    """The heights of the crop's letters: its ink's connected components tall enough to be letters,
-    not long runs, not cut by the crop's top or bottom edge (``letter_height``)."""
+    """The heights of the crop's letters, left to right: its ink's connected components tall enough to
+    be letters, not long runs, not cut by the crop's top or bottom edge (``letter_height``)."""
     import cv2
     import numpy as np
 
@@ -91,7 +91,8 @@ def _letter_heights(crop: Any) -> Any:
     top, height = stats[1:, cv2.CC_STAT_TOP], stats[1:, cv2.CC_STAT_HEIGHT]
     width = stats[1:, cv2.CC_STAT_WIDTH]
     keep = (height >= 0.2 * h) & (width <= 3 * height) & (top > 0) & (top + height < h)
-    return height[keep].astype(np.float64)
+    order = np.argsort(stats[1:, cv2.CC_STAT_LEFT][keep], kind="stable")
+    return height[keep][order].astype(np.float64)
 
 
 def _letters_mask(crop: Any) -> Any:
@@ -241,8 +242,9 @@ SMALL_CAPS_TALL = (1.2, 1.8)  # a capital's height over the small capitals' (fon
 _NOT_CAPITAL_HEIGHT = frozenset("()[]{}/|\\QJ@$")  # glyphs taller or lower than a capital
 
 
-def small_caps_height(crop: Any, text: str) -> float:
-    """The capitals' height in pixels when the line is set in small capitals, else 0.
+def small_caps(crop: Any, text: str) -> tuple[float, str]:
+    """The capitals' height in pixels when the line is set in small capitals (else 0), and its text
+    with the small capitals in lower case where each letter's ink stands apart (else as read).
 
     Why: OCR reads "Method" set in small capitals as "METHOD", and the line measured by its letters'
     median height (``letter_height``: the small capitals, taken for capitals) came out at 0.7 × the
@@ -250,21 +252,61 @@ def small_caps_height(crop: Any, text: str) -> float:
     than the rest; in capitals all stand alike. A line of capitals only (no lower case read), four
     letters or more, is small capitals where its tallest letters are a few (at most one a word or
     figure), 1.2-1.8 × the height of the rest. Lines with glyphs taller than a capital (brackets,
-    slashes, Q, J) are not judged."""
+    slashes, Q, J) are not judged. The text layer gives such a title as written ("Method"), and so
+    does this where it can tell each letter's height."""
     import numpy as np
 
     letters = [c for c in text if c.isalpha()]
     if len(letters) < 4 or any(c.islower() for c in letters) or _NOT_CAPITAL_HEIGHT & set(text):
-        return 0.0
+        return 0.0, text
     heights = _letter_heights(crop)
     if len(heights) < 4:
-        return 0.0
+        return 0.0, text
     small = float(np.median(heights))
-    tall = heights[heights >= SMALL_CAPS_TALL[0] * small]
-    starts = len(text.split()) + sum(c.isdigit() for c in text)
-    if not 0 < len(tall) <= min(starts, len(heights) // 2) or float(tall.max()) > SMALL_CAPS_TALL[1] * small:
-        return 0.0
-    return float(np.median(tall))
+    tall = heights >= SMALL_CAPS_TALL[0] * small
+    # Each word's first letter stands tall, and figures; so does a section number in Roman numerals
+    # ("IV. RESULTS" in IEEE's template: the numeral set in capitals).
+    starts = sum(len(w) if _ROMAN.match(w) else 1 for w in text.split()) + sum(c.isdigit() for c in text)
+    count = int(tall.sum())
+    if not 0 < count <= min(starts, len(heights) // 2) or float(heights.max()) > SMALL_CAPS_TALL[1] * small:
+        return 0.0, text
+    return float(np.median(heights[tall])), _small_caps_text(crop, text, float(heights[tall].max()), small)
+
+
+def _small_caps_text(crop: Any, text: str, capital: float, small: float) -> str:
+    """``text`` (a line in small capitals, read in capitals) as written: each word whose first letter's
+    ink rises to the capitals' height and the rest's does not written with a capital and the rest in
+    lower case; one whose letters all stay at the small capitals' height in lower case ("by"); one
+    with a capital further in (an initialism, a Roman numeral) or a figure as read. ``text`` as read
+    where the ink does not show its words apart (``word_spans``)."""
+    import numpy as np
+
+    tokens = text.split()
+    spans = _spans(crop, tokens)
+    if spans is None:
+        return text
+    ink = _letters_mask(crop)
+    rows = np.where(ink.any(axis=0), ink.argmax(axis=0), crop.shape[0])  # each column's top ink
+    bottom = float(np.median(rows[rows < crop.shape[0]])) + small  # about the baseline
+    reach = bottom - (capital + small) / 2  # a column whose ink rises over this is a capital's
+    width = crop.shape[1]
+    out = []
+    for token, (a, b) in zip(tokens, spans, strict=True):
+        letters = sum(c.isalnum() for c in token)
+        if not token[:1].isalpha() or any(c.isdigit() for c in token) or letters < 2:
+            out.append(token)
+            continue
+        x0, x1 = round(a * width), round(b * width)
+        step = (x1 - x0) / len(token)
+        first, rest = rows[x0 : round(x0 + 0.9 * step)], rows[round(x0 + 1.2 * step) : x1]
+        if len(first) == 0 or len(rest) == 0 or (rest < reach).any():
+            out.append(token)
+        else:
+            out.append(token[0] + token[1:].lower() if (first < reach).any() else token.lower())
+    return " ".join(out)
+
+
+_ROMAN = re.compile(r"^[IVXLC]+[.)]?$")
 
 
 UNDERLINE_COVER = 0.85  # share of the text's width an underline's row inks (skipping descenders)
