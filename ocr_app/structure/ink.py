@@ -315,10 +315,11 @@ UNDERLINE_COVER = 0.85  # share of the text's width an underline's row inks (ski
 def underlined(grey: Any, quad: Any) -> bool:
     """Whether a line is underlined: a row at or under its letters' baseline inked along at least
     ``UNDERLINE_COVER`` of the text's width, and not beyond it (a rule under a heading that runs on
-    across the column is no underline). Why: older reports and typescripts mark section titles by an
+    across the column is no underline), with no such row over the letters (a box drawn round the
+    line: a callout, a table's cell). Why: older reports and typescripts mark section titles by an
     underline at body size and weight; a scan shows it only in the pixels. The quadrilateral is
-    widened by the line's height each side and lowered by half of it, so the rule's ends and a low
-    underline are seen."""
+    widened by the line's height each side and by half of it above and below, so the rule's ends, a
+    low underline and a frame's top are seen."""
     import cv2
     import numpy as np
 
@@ -328,25 +329,33 @@ def underlined(grey: Any, quad: Any) -> bool:
     if h0 < 4 or w0 < 2 * h0:
         return False
     u, v = (q[1] - q[0]) / w0, (q[3] - q[0]) / h0
-    wide = np.asarray(
-        [q[0] - h0 * u, q[1] + h0 * u, q[2] + h0 * u + 0.5 * h0 * v, q[3] - h0 * u + 0.5 * h0 * v]
-    )
+    side, up = round(h0) * u, round(0.5 * h0) * v  # whole pixels: no blur from a half-pixel shift
+    wide = np.asarray([q[0] - side - up, q[1] + side - up, q[2] + side + up, q[3] - side + up])
     ink = dark_on_light(line_crop(grey, wide)) < INK_LEVEL
     _count, _labels, stats, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
     left, top = stats[1:, cv2.CC_STAT_LEFT], stats[1:, cv2.CC_STAT_TOP]
     width, height = stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT]
-    middle = left + width / 2
-    letter = (height >= 0.2 * h0) & (width <= 3 * height) & (top < h0) & (middle > h0) & (middle < h0 + w0)
+    middle, above = left + width / 2, round(0.5 * h0)  # the line's box starts ``above`` rows down
+    letter = (
+        (height >= 0.2 * h0)
+        & (width <= 3 * height)
+        & (top >= above)
+        & (top < above + h0)
+        & (middle > h0)
+        & (middle < h0 + w0)
+    )
     if int(letter.sum()) < 3:
         return False
-    baseline = int(np.median((top + height)[letter]))
+    crown, baseline = int(top[letter].min()), int(np.median((top + height)[letter]))
     # The text's width from its ink over the baseline (a descender joined to the underline is no
     # letter, but its bowl is the text's).
     lo, hi = round(0.8 * h0), round(1.2 * h0 + w0)
-    cols = np.nonzero(ink[int(top[letter].min()) : max(baseline - 1, 1), lo:hi].any(axis=0))[0]
+    cols = np.nonzero(ink[crown : max(baseline - 1, crown + 1), lo:hi].any(axis=0))[0]
     if len(cols) == 0:
         return False
     x0, x1 = lo + int(cols[0]), lo + int(cols[-1]) + 1
+    if any(ink[r, x0:x1].mean() >= UNDERLINE_COVER for r in range(max(crown - above, 0), crown)):
+        return False  # a rule over the letters too: framed
     margin, reach = max(round(0.15 * h0), 1), round(0.5 * h0)
     for r in range(max(baseline - 1, 0), min(baseline + round(0.4 * h0), ink.shape[0])):
         row = ink[r]
