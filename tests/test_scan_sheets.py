@@ -288,3 +288,29 @@ def test_a_right_to_left_lines_ink_spans_its_words_whatever_order_they_come_in()
     assert not is_multi([line], 12.0, 612.0)
     parts = cut([line], [(470.0, 480.0)], 12.0)  # at its first word as listed: an empty part
     assert all(p.text for p in parts) and " ".join(p.text for p in parts).split() == line.text.split()
+
+
+def test_a_tables_head_white_on_a_blue_bar_is_its_header_row(engine, tmp_path):
+    """The probe's word-plain-wide printed by Chromium, as a scan: Word's table style, the head white
+    on a blue bar and the body parted by pale rules. The bar's foot was no ruling: the grid began a
+    row down, "North 629 653 +3.8" became the head, and "Region 2023 2024 Change (%)" a heading."""
+    build(tmp_path, only=("word-plain-wide",))
+    md = blocks_to_markdown(read(engine, sheets.scan(tmp_path / "pdf" / "word-plain-wide.pdf")).blocks)
+    assert md.count("<table>") == 1, md
+    assert "<thead><tr><th>Region</th><th>2023</th><th>2024</th><th>Change (%)</th></tr></thead>" in md, md
+    assert "<tbody><tr><td>North</td><td>629</td><td>653</td><td>+3.8</td></tr>" in md, md
+    assert not any(ln.startswith("#") and "Region" in ln for ln in md.splitlines()), md
+
+
+def test_a_ruled_table_broken_across_two_columns_is_one_table_with_its_broken_row_whole(engine, tmp_path):
+    """The probe's grid-wrapped-two-centred printed by Chromium, as a scan: the table breaks at the
+    foot of the first column inside row M2, whose part there is ruled at its sides only; the head
+    repeats at the top of the second. M2's first lines were read as text between two tables."""
+    build(tmp_path, only=("grid-wrapped-two-centred",))
+    md = blocks_to_markdown(
+        read(engine, sheets.scan(tmp_path / "pdf" / "grid-wrapped-two-centred.pdf")).blocks
+    )
+    assert md.count("<table>") == 1, md
+    row = "<tr><td>M2</td><td>Publish quarterly water quality data for all forty stations</td><td>Environment</td>"
+    assert row in md, md
+    assert [ln for ln in md.splitlines() if ln.startswith("M2")] == [], md

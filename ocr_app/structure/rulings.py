@@ -68,16 +68,35 @@ def _boxes(mask: Any) -> list[tuple[int, int, int, int]]:
     return [cv2.boundingRect(c) for c in contours]
 
 
-def _segments(mask: Any, horizontal: bool, thick: float) -> list[Segment]:
+def _segments(mask: Any, horizontal: bool, thick: float, *, bars: Any = None) -> list[Segment]:
+    """The rulings of a mask of long strokes. A band thicker than ``thick`` is no ruling; with
+    ``bars`` (the ink the strokes come from), a solid horizontal bar a row high (a table's head set
+    light on a dark fill) gives its top and bottom edges, which frame its row as rulings do. Why:
+    Word's table styles set the head white on a blue bar and part the body rows by pale rules; the
+    bar's foot was no ruling, so the grid began a row down and its first body row was read as the
+    head (the probe's word-* documents)."""
     out: list[Segment] = []
     for x, y, w, h in _boxes(mask):
         if (h if horizontal else w) > thick:
+            if bars is not None and horizontal and h <= BAR_ROWS * thick and _solid(bars, x, y, w, h):
+                out += [
+                    Segment(float(y), float(x), float(x + w)),
+                    Segment(float(y + h), float(x), float(x + w)),
+                ]
             continue  # a band, not a ruling
         if horizontal:
             out.append(Segment(y + h / 2, float(x), float(x + w)))
         else:
             out.append(Segment(x + w / 2, float(y), float(y + h)))
     return out
+
+
+BAR_ROWS = 7.5  # × ``thick`` (0.4 of a line's height): a head's bar is at most three lines high
+BAR_SOLID = 0.9  # share of a bar's box its fill covers
+
+
+def _solid(mask: Any, x: int, y: int, w: int, h: int) -> bool:
+    return float((mask[y : y + h, x : x + w] > 0).mean()) >= BAR_SOLID
 
 
 def _cluster(values: list[float], tol: float) -> list[float]:
@@ -129,7 +148,7 @@ def find_grids(grey: Any, *, line_px: float = 20.0, text_boxes: Sequence[Box] = 
     horiz = _horizontal(ink, length, text_boxes)
     vert = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, length)))
     thick = max(MAX_THICK * line_px, 6.0)
-    hsegs, vsegs = _segments(horiz, True, thick), _segments(vert, False, thick)
+    hsegs, vsegs = _segments(horiz, True, thick, bars=ink), _segments(vert, False, thick)
     if len(hsegs) < 3 or len(vsegs) < 2:
         return []
     joined = cv2.dilate(horiz | vert, np.ones((5, 5), np.uint8))
@@ -145,10 +164,11 @@ def find_grids(grey: Any, *, line_px: float = 20.0, text_boxes: Sequence[Box] = 
         cols = _cluster([s.pos for s in vs], tol)
         if len(rows) < 3 or len(cols) < 2:
             continue  # one row, or no column rulings: a frame or a rule, not a ruled table
-        cols = _open_sides(cols, rows, hs, tol, line_px)
+        sides = _open_sides(cols, rows, hs, tol, line_px)
+        rows, cols = _open_ends(rows, cols, vs, tol, line_px), sides
         if len(cols) < 3:
             continue  # one column
-        grid = _grid(rows, cols, hs, vs, tol)
+        grid = _grid(rows, cols, hs, vs, tol, ink)
         if grid is not None:
             grids.append(grid)
     return grids
@@ -226,10 +246,39 @@ def _open_sides(
     return out
 
 
+def _open_ends(
+    rows: list[float], cols: list[float], vs: list[Segment], tol: float, line_px: float
+) -> list[float]:
+    """Row edges with the table's open ends added: where every column ruling runs on a line or more
+    past the last (or first) horizontal ruling and they stop together, their ends are the table's
+    edge. Why: a table broken across two columns or pages leaves its last row open, ruled at its
+    sides only (the browser and word processors do); that row was read as a line of text under the
+    grid ("M2 Publish Environment Q1 quarterly 2026 water")."""
+
+    def reach(pick: Any) -> list[float]:
+        out = []
+        for x in cols:
+            near = [s for s in vs if abs(s.pos - x) <= tol]
+            if not near:
+                return []
+            out.append(pick(near))
+        return out
+
+    out = list(rows)
+    foot = reach(lambda near: max(s.end for s in near))
+    if foot and min(foot) - rows[-1] >= line_px and max(foot) - min(foot) <= 2 * tol:
+        out.append(min(foot))
+    head = reach(lambda near: min(s.start for s in near))
+    if head and rows[0] - max(head) >= line_px and max(head) - min(head) <= 2 * tol:
+        out.insert(0, max(head))
+    return out
+
+
 def _grid(
-    rows: list[float], cols: list[float], hs: list[Segment], vs: list[Segment], tol: float
+    rows: list[float], cols: list[float], hs: list[Segment], vs: list[Segment], tol: float, ink: Any = None
 ) -> RuledGrid | None:
-    """Slots between grid lines, merged where the ruling between two neighbours is missing."""
+    """Slots between grid lines, merged where the ruling between two neighbours is missing. With the
+    page's ``ink``, a column's ruling may also be a stroke standing a row high only (``_stands``)."""
     nr, nc = len(rows) - 1, len(cols) - 1
     parent = list(range(nr * nc))
 
@@ -241,7 +290,11 @@ def _grid(
 
     for r in range(nr):
         for c in range(nc):
-            if c + 1 < nc and not _covers(vs, cols[c + 1], rows[r], rows[r + 1], tol):
+            if (
+                c + 1 < nc
+                and not _covers(vs, cols[c + 1], rows[r], rows[r + 1], tol)
+                and not (ink is not None and _stands(ink, cols[c + 1], rows[r], rows[r + 1], tol))
+            ):
                 parent[find(r * nc + c + 1)] = find(r * nc + c)
             if r + 1 < nr and not _covers(hs, rows[r + 1], cols[c], cols[c + 1], tol):
                 parent[find((r + 1) * nc + c)] = find(r * nc + c)
@@ -260,6 +313,25 @@ def _grid(
         )
     cells.sort(key=lambda g: (g.row, g.col))
     return RuledGrid((cols[0], rows[0], cols[-1], rows[-1]), cols, rows, cells)
+
+
+def _stands(ink: Any, x: float, top: float, bottom: float, tol: float) -> bool:
+    """Whether a stroke of ``ink`` stands at column edge ``x`` from row edge ``top`` to ``bottom``.
+    Why: the opening that finds rulings keeps strokes two lines long, and a head row over a label row
+    spanning the table ("Staff") is ruled into columns for its own height only (1.5 lines): its
+    columns were lost and its heads read as one cell. At a column edge the grid's longer rulings
+    place, a stroke through the whole row is that column's ruling; no letter spans a row's height."""
+    import numpy as np
+
+    y0, y1 = round(top) + 2, round(bottom) - 2
+    x0, x1 = max(round(x - tol), 0), round(x + tol) + 1
+    if y1 <= y0 or x1 <= x0:
+        return False
+    band = np.asarray(ink)[y0:y1, x0:x1] > 0
+    return bool(band.size) and float(band.mean(axis=0).max()) >= STROKE_COVER
+
+
+STROKE_COVER = 0.95  # share of a row's height a column's stroke inks (anti-aliasing, a crossing)
 
 
 def row_shading(grey: Any, grid: RuledGrid) -> list[bool]:
