@@ -227,3 +227,23 @@ def test_a_first_row_repeated_at_the_top_of_the_next_part_is_the_tables_header()
     figures = "<table><tr><td>2024</td><td>348</td><td>16%</td></tr></table>"
     assert continue_table(figures, figures) is None
     assert tables_kept_whole([upper, "Text."]) == [upper, "Text."]  # held, and written back unjoined
+
+
+def test_a_rows_rest_read_as_the_next_pages_header_joins_the_row():
+    """The probe's word-wrapped-single as a scan: row M1 breaks over the page, and its rest ("ring
+    road", "2026"), shaded like the row, opened the next page's part as its header. The parts stood as
+    two tables, the second headed by the rest of a row."""
+    upper = HEAD + "<tr><td>M1</td><td>Replace the bearings on the</td><td>Q2</td></tr></tbody></table>"
+    rest = "<thead><tr><th></th><th>ring road</th><th>2026</th></tr></thead>"
+    lower = f"<table>{rest}<tbody><tr><td>M2</td><td>Publish water data</td><td>Q1</td></tr></tbody></table>"
+    joined, after = table_going_on(upper, lower)
+    assert after == ""
+    assert table_rows(joined)[1:] == [
+        ["M1", "Replace the bearings on the ring road", "Q2 2026"],
+        ["M2", "Publish water data", "Q1"],
+    ]
+    # A header of its own (no lower-case rest, or a key) heads another table: the two stay apart.
+    other = lower.replace("<th>ring road</th>", "<th>Description</th>")
+    assert table_going_on(upper, other) == (upper, other)
+    keyed = lower.replace("<th></th>", "<th>Key</th>")
+    assert table_going_on(upper, keyed) == (upper, keyed)

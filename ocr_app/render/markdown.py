@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ocr_app.render.atomic import atomic_write_bytes
 from ocr_app.schema import Block, Box, StopReason
-from ocr_app.structure.table_html import SCRIPT_TAG, append_rows, continue_table
+from ocr_app.structure.table_html import SCRIPT_TAG, append_rows, continue_table, head_as_rest
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -236,8 +236,9 @@ def table_going_on(table: str, md: str) -> tuple[str, str]:
     where it starts."""
     first, _, rest = md.strip().partition("\n\n")
     joined = continue_table(table, first)
-    if joined is None and rows_go_on(table, first):
-        joined = append_rows(table, first)
+    body = head_as_rest(table, first) or first  # a row's rest read as a header (``head_as_rest``)
+    if joined is None and rows_go_on(table, body):
+        joined = append_rows(table, body)
     return (joined, rest) if joined is not None else (table, md)
 
 

@@ -284,6 +284,29 @@ def _mend_break(head: str, tail: str) -> str:
     return head[: last[-1].start()] + f"<tr>{cells}</tr>" + head[last[-1].end() :] + tail[rows[0].end() :]
 
 
+def head_as_rest(upper: str, lower: str) -> str | None:
+    """``lower`` with its one header row made its first body row, where that row reads as the rest of
+    ``upper``'s last row broken over a page: its first cell empty, a cell that goes on in lower case
+    ("ring road"), every filled cell under a filled one of that row, as many cells; else None. Why: a
+    word processor breaks a row across pages, and on a scan the rest of it, shaded like the row,
+    opened the next page's part as its header (the probe's word-wrapped-single: "ring road", "2026")."""
+    head = _THEAD.search(lower)
+    last = list(_ROW.finditer(upper))
+    if head is None or not lower.startswith("<table><thead>") or head.group(0).count("<tr>") != 1 or not last:
+        return None
+    cells, above = _TH.findall(head.group(0)), _TD.findall(last[-1].group(1))
+    if (
+        len(cells) != len(above)
+        or cells[0].strip()
+        or not any(c[:1].islower() for c in cells)
+        or any(c.strip() and not a.strip() for c, a in zip(cells, above, strict=True))
+    ):
+        return None
+    row = "".join(f"<td>{c}</td>" for c in cells)
+    body = lower[head.end() :].removeprefix("<tbody>").removesuffix(_BODY_END)
+    return f"<table><tr>{row}</tr>{body}</table>"
+
+
 def append_rows(upper: str, lower: str) -> str | None:
     """``upper`` (a table with header rows, as ``table_html`` writes it) with the rows of ``lower``, a
     table of body rows only, as more of its body; None when they are not so written. Whether the rows
