@@ -121,6 +121,25 @@ def test_a_line_under_the_heads_without_its_key_is_a_row_not_a_wrapped_head():
     assert len(merged) == 5 and [p.text for p in merged[0][1]] == ["Description", "2024"]
 
 
+def test_a_bold_group_label_under_the_first_head_is_a_row_not_the_heads_wrapped_line():
+    """The probe's none-labelled-slide as a scan: "Staff", a bold group label, right under the bold
+    head "Item" in a table set without padding, was taken for the head's second line ("Item Staff"),
+    and the table's two parts on either side of the column break no longer repeated one head."""
+    heads = [[_piece(h, 10.0 + 100 * k, 0.0, bold=True)] for k, h in enumerate(["Item", "Budget", "Spent"])]
+    label = [[_piece("Staff", 10.0, 11.0, bold=True)], [], []]
+    rows = [[[_piece(key, 10.0, 22.0 + 11 * k)], [_piece("685", 110.0, 22.0 + 11 * k)], [_piece("74%", 210.0, 22.0 + 11 * k)]]
+            for k, key in enumerate(("Salaries", "Operations"))]  # fmt: skip
+    merged = merge_wrapped([heads, label, *rows])
+    assert [" ".join(p.text for p in c) for c in merged[0]] == ["Item", "Budget", "Spent"]
+    assert [" ".join(p.text for p in c) for c in merged[1]] == ["Staff", "", ""]
+    # A head too wide for its line goes on under it: its wrapped line (the column's widest line is
+    # its own, so the next word would not have fitted after it).
+    wide = [[_piece("Cost item", 10.0, 0.0, bold=True)], *heads[1:]]
+    rows = [[[_piece("Rent", 10.0, 22.0)], [_piece("70", 110.0, 22.0)], [_piece("80%", 210.0, 22.0)]]]
+    merged = merge_wrapped([wide, [[_piece("group", 10.0, 11.0, bold=True)], [], []], *rows])
+    assert [p.text for p in merged[0][0]] == ["Cost item", "group"]
+
+
 def test_a_wrapped_line_set_flush_right_lies_in_its_columns_slot():
     cols = [[10.0, 60.0], [150.0, 230.0], [260.0, 300.0]]  # the keys, a description set flush right, dates
     assert _slot([_piece("bridges on the", 120.0, 0.0)], cols, 10.0, 400.0) == 1  # starts in the gap

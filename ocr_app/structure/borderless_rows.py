@@ -228,7 +228,7 @@ def merge_wrapped(grid: list[list[list[Piece]]]) -> list[list[list[Piece]]]:
         if k == len(grid) - 1 and out and last_label_wrap(out[-1], row):
             out[-1][0].extend(row[0])
             continue
-        if k == 1 and out and _wrapped_header(out[0], row):
+        if k == 1 and out and _wrapped_header(out[0], row, widths[0]):
             for c, pieces in enumerate(row):
                 out[-1][c].extend(pieces)
             continue
@@ -292,13 +292,23 @@ def _key_wrap(prev: list[list[Piece]], row: list[list[Piece]], mostly_full: bool
     return b[1] - a[3] <= 0.3 * (b[3] - b[1]) and abs(b[0] - a[0]) <= 0.5 * (b[3] - b[1])
 
 
-def _wrapped_header(first: list[list[Piece]], row: list[list[Piece]]) -> bool:
+def _wrapped_header(first: list[list[Piece]], row: list[list[Piece]], right: float) -> bool:
+    """A bold row right under the bold first row, with nothing in columns the first leaves empty: the
+    heads' wrapped lines. Not a line under the first head alone whose first word would have fitted
+    after that head within the first column's widest line (``right``): a group's label ("Staff" under
+    "Item", bold, in a table set without padding), which ``_key_wrap`` leaves alone for the same
+    reason."""
     pieces = [p for c in row for p in c]
     above = [p for c in first for p in c]
     if not pieces or not above or not all(is_heavy(p) for p in pieces + above):
         return False
     if any(row[c] and not first[c] for c in range(len(row))):
         return False
+    if not any(row[1:]) and first[0]:
+        head = max(first[0], key=lambda p: p.box[1])
+        word = words_of(min(row[0], key=lambda p: p.box[0]))[0]
+        if head.box[2] + 0.25 * (head.box[3] - head.box[1]) + (word[2] - word[1]) <= right:
+            return False
     gap = min(p.box[1] for p in pieces) - max(p.box[3] for p in above)
     return gap <= 0.25 * min(p.box[3] - p.box[1] for p in pieces)
 
