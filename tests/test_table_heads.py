@@ -111,6 +111,18 @@ def test_heads_above_take_only_short_pieces_over_separate_columns_right_above():
         assert table_bounds._heads_above(BODY, [*BODY, *row]) == [], row
 
 
+def test_heads_centred_over_columns_of_figures_set_flush_right_are_taken():
+    """Heads centred in wide columns stand over none of their figures, set flush right: "Budget" a
+    row's height left of its column (the probe's rows-labelled-wide-centred, both engines)."""
+    heads = [_line("Item", 150, 262, 200), _line("Budget", 700, 262, 745), _line("Spent", 880, 262, 925)]
+    assert table_bounds._heads_above(BODY, [*BODY, *heads]) == heads
+    # A head as near one column as the next belongs to neither; one far from every column, to none.
+    between = [_line("Item", 150, 262, 200), _line("Budget spent", 830, 262, 930)]
+    far = [_line("Item", 150, 262, 200), _line("Budget", 600, 262, 640)]
+    for row in (between, far):
+        assert table_bounds._heads_above(BODY, [*BODY, *row]) == [], row
+
+
 def _segments(path: Path) -> Path:
     """Two groups of years under spanning heads ("Revenue", "Operating profit"), each group with a rule
     of its own under its head and a white gap between the groups (booktabs' cmidrules)."""

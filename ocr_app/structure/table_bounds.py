@@ -287,10 +287,47 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
         {id(ln) for ln in celled if any(x_overlap(_inked(p), _inked(ln)) >= reach for p in st)}
         for st in stacks
     ]
+    if any(not u for u in under):
+        under = _nearest_columns(stacks, celled, height) or under
     # each stack over lines of the region, no two over the same line: columns, not one label's words
     if any(not u for u in under) or any(a & b for i, a in enumerate(under) for b in under[i + 1 :]):
         return []
     return pieces
+
+
+NEAR_HEAD = (
+    2.0  # × the row height: a head centred over a column of figures set flush right stands this near them
+)
+
+
+def _nearest_columns(
+    stacks: list[list[TextLine]], celled: list[TextLine], height: float
+) -> list[set[int]] | None:
+    """Each stack's column: the lines of the region's column nearest it, within ``NEAR_HEAD`` rows and
+    clearly nearer than the next (by half a row), or None where a stack has none. Why: heads centred
+    over wide columns whose figures are set flush right (or keys flush left) stand over none of their
+    lines: "Budget" a row's height left of its "647" (the probe's rows-labelled-wide-centred), and the
+    heads came out as a line of text over the table."""
+    columns: list[tuple[float, float, set[int]]] = []
+    for ln in sorted(celled, key=lambda ln: _inked(ln)[0]):
+        a, b = _inked(ln)[0], _inked(ln)[2]
+        if columns and a <= columns[-1][1] + 0.5 * height:
+            x0, x1, ids = columns[-1]
+            columns[-1] = (x0, max(x1, b), ids | {id(ln)})
+        else:
+            columns.append((a, b, {id(ln)}))
+    out: list[set[int]] = []
+    for st in stacks:
+        a, b = min(_inked(p)[0] for p in st), max(_inked(p)[2] for p in st)
+        near = sorted((max(x0 - b, a - x1, 0.0), k) for k, (x0, x1, _) in enumerate(columns))
+        if (
+            not near
+            or near[0][0] > NEAR_HEAD * height
+            or (len(near) > 1 and near[1][0] - near[0][0] < 0.5 * height)
+        ):
+            return None
+        out.append(columns[near[0][1]][2])
+    return out
 
 
 def _inked(ln: TextLine) -> Box:
