@@ -22,7 +22,7 @@ from bench.accuracy.printed import build
 from ocr_app.engines.pdf_drawings import horizontal_rules
 from ocr_app.render.markdown import table_going_on, tables_kept_whole
 from ocr_app.structure import table_verdict
-from ocr_app.structure.table_html import Cell, continue_table
+from ocr_app.structure.table_html import Cell, continue_table, head_as_rest
 from tests.factories import page_markdown, table_rows
 
 DATA = Path(__file__).parent / "data" / "public" / "icdar2013"
@@ -242,6 +242,10 @@ def test_a_rows_rest_read_as_the_next_pages_header_joins_the_row():
         ["M1", "Replace the bearings on the ring road", "Q2 2026"],
         ["M2", "Publish water data", "Q1"],
     ]
+    # A part that is only the rest (nothing under it) is one row, well formed.
+    assert head_as_rest(upper, f"<table>{rest}</table>") == (
+        "<table><tr><td></td><td>ring road</td><td>2026</td></tr></table>"
+    )
     # A header of its own (no lower-case rest, or a key) heads another table: the two stay apart.
     other = lower.replace("<th>ring road</th>", "<th>Description</th>")
     assert table_going_on(upper, other) == (upper, other)

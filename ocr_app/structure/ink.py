@@ -244,7 +244,8 @@ _NOT_CAPITAL_HEIGHT = frozenset("()[]{}/|\\QJ@$")  # glyphs taller or lower than
 
 def small_caps(crop: Any, text: str) -> tuple[float, str]:
     """The capitals' height in pixels when the line is set in small capitals (else 0), and its text
-    with the small capitals in lower case where each letter's ink stands apart (else as read).
+    written as set where the ink shows each word's first letter and the rest (``_small_caps_text``;
+    else as read).
 
     Why: OCR reads "Method" set in small capitals as "METHOD", and the line measured by its letters'
     median height (``letter_height``: the small capitals, taken for capitals) came out at 0.7 × the
@@ -288,6 +289,8 @@ def _small_caps_text(crop: Any, text: str, capital: float, small: float) -> str:
         return text
     ink = _letters_mask(crop)
     rows = np.where(ink.any(axis=0), ink.argmax(axis=0), crop.shape[0])  # each column's top ink
+    if not ink.any():
+        return text
     bottom = float(np.median(rows[rows < crop.shape[0]])) + small  # about the baseline
     reach = bottom - (capital + small) / 2  # a column whose ink rises over this is a capital's
     width = crop.shape[1]

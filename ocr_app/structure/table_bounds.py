@@ -295,9 +295,8 @@ def _heads_above(held: list[TextLine], lines: Sequence[TextLine]) -> list[TextLi
     return pieces
 
 
-NEAR_HEAD = (
-    2.0  # × the row height: a head centred over a column of figures set flush right stands this near them
-)
+# × the row height: a head centred over a column of figures set flush right stands this near them
+NEAR_HEAD = 2.0
 
 
 def _nearest_columns(

@@ -303,7 +303,7 @@ def head_as_rest(upper: str, lower: str) -> str | None:
     ):
         return None
     row = "".join(f"<td>{c}</td>" for c in cells)
-    body = lower[head.end() :].removeprefix("<tbody>").removesuffix(_BODY_END)
+    body = lower[head.end() :].removesuffix("</table>").removeprefix("<tbody>").removesuffix("</tbody>")
     return f"<table><tr>{row}</tr>{body}</table>"
 
 
