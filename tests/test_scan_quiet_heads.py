@@ -146,3 +146,26 @@ def test_small_capitals_and_underlines_rank_with_bold_over_italics() -> None:
     # In the document's levels: strong titles over the italic ones at body size.
     levels = document_levels([HeadingRecord(1.0, True, "Method"), HeadingRecord(1.0, False, "Scope")], config)
     assert levels.level(HeadingRecord(1.0, True, "Method")) < levels.level(HeadingRecord(1.0, False, "Scope"))
+
+
+def test_strong_titles_under_the_heading_size_rank_by_size_then_by_capitals() -> None:
+    """A report sets its section titles bold at 1.14 × the body (or bold in capitals) and its
+    subsections bold at the body's size, all under the light engine's heading size (1.25 ×): they
+    came out on one level (the probe's report-colon-2 and report-caps-2 as scans)."""
+    config = LayoutConfig(heading_ratio=1.25)
+    title = HeadingRecord(1.8, True, "Bridge Maintenance Programme")
+
+    def levels(records: list[HeadingRecord]) -> list[int]:
+        found = document_levels([title, *records], config, first_page=1)
+        return [found.level(r) for r in records]
+
+    # As measured on the scan: 1.18 × for 12 pt sections over 10.5 pt text.
+    sized = [HeadingRecord(1.18, True, "Outlook"), HeadingRecord(1.0, True, "Next steps"),
+             HeadingRecord(1.02, True, "Scope"), HeadingRecord(1.17, True, "Background")]  # fmt: skip
+    assert levels(sized) == [2, 3, 3, 2]
+    capitals = [HeadingRecord(1.0, True, "DATA SOURCES"), HeadingRecord(1.01, True, "Main findings"),
+                HeadingRecord(0.98, True, "Costs"), HeadingRecord(1.0, True, "BACKGROUND")]  # fmt: skip
+    assert levels(capitals) == [2, 3, 3, 2]
+    # One larger title, or one in capitals ("NOTE"), makes no rank of its own.
+    assert levels([HeadingRecord(1.18, True, "Outlook"), *sized[1:3]]) == [2, 2, 2]
+    assert levels([HeadingRecord(1.0, True, "SUMMARY"), *capitals[1:3]]) == [2, 2, 2]

@@ -55,16 +55,24 @@ class DocumentLevels:
     depth_bases: dict[int, int] = field(default_factory=dict)  # ``numbering.depth_bases``
     # Bold headings at body size seen: a plain one (italic, centred) at body size goes a level under them.
     bold_at_body: bool = False
+    # Strong headings under the heading size in two ranks (``_body_ranks``): a size they split at (0:
+    # none), or capitals over mixed case.
+    body_split: float = 0.0
+    caps_over: bool = False
 
     def level(self, record: HeadingRecord) -> int:
         """The level of one heading: its tier's rank, or the level below all tiers at body size (and
         one more for a plain one where the document also sets bold ones there: "Limitations" in italics
-        under "Costs and funding" in bold)."""
+        under "Costs and funding" in bold; one more for the lower of two ranks of strong ones)."""
         if record.ratio >= self.heading_ratio and self.tiers:
             nearest = min(range(len(self.tiers)), key=lambda k: abs(record.ratio / self.tiers[k] - 1))
             base = nearest + self.first_level
         else:
             base = len(self.tiers) + self.first_level + (self.bold_at_body and not record.bold)
+            if (self.body_split and record.ratio < self.body_split) or (
+                self.caps_over and not _capitals(record.text)
+            ):
+                base += 1
         return numbered_level(min(base, 6), record.text, self.depth_bases)
 
 
@@ -123,11 +131,36 @@ def document_levels(
     # A lone title is "#" where any other heading stands under it: a size tier below, or bold at body
     # size (a report's "1. METHOD" in bold capitals at 1.2 × the body, under its 1.8 × title).
     first = 1 if means and (means[0] >= config.h1_ratio or (lone and len(records) > len(tiers[0]))) else 2
-    sized_levels = DocumentLevels(means, first, floor)
+    split, caps = _body_ranks([r for r in records if r.bold and r.ratio < floor])
+    sized_levels = DocumentLevels(means, first, floor, body_split=split, caps_over=caps)
     bases = depth_bases((sized_levels.level(r), r.text) for r in records)
     logger.debug("document heading tiers %s (first level %d), numbering bases %s", means, first, bases)
     bold = any(r.bold and r.ratio < floor for r in records)
-    return DocumentLevels(means, first, floor, bases, bold)
+    return DocumentLevels(means, first, floor, bases, bold, split, caps)
+
+
+RANK_RECORDS = 2  # each of two ranks of strong headings under the heading size holds this many
+
+
+def _body_ranks(strong: Sequence[HeadingRecord]) -> tuple[float, bool]:
+    """Two ranks among the strong headings (bold, small capitals, underlined) set under the heading
+    size: the size where their sizes part by ``TIER_GAP`` or more (sections bold at 1.14 × the body
+    over subsections bold at its size), else capitals over mixed case ("DATA SOURCES" over "Main
+    findings", both bold at about the body's size); each rank of at least ``RANK_RECORDS`` headings.
+    Why: a report sets both its section and its subsection titles bold under the light engine's
+    heading size (1.25 ×), and they came out on one level. (0, False): one rank."""
+    sizes = sorted(r.ratio for r in strong)
+    for k in range(RANK_RECORDS, len(sizes) - RANK_RECORDS + 1):
+        if sizes[k] / sizes[k - 1] >= TIER_GAP:
+            return sizes[k], False
+    capitals = sum(1 for r in strong if _capitals(r.text))
+    return 0.0, capitals >= RANK_RECORDS and len(strong) - capitals >= RANK_RECORDS
+
+
+def _capitals(text: str) -> bool:
+    """Set in capitals: four letters or more, none in lower case."""
+    letters = [c for c in text if c.isalpha()]
+    return len(letters) >= 4 and not any(c.islower() for c in letters)
 
 
 def _lone_title(
